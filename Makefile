@@ -1,0 +1,41 @@
+# Set-up and everyday commands. Each target creates .venv itself when needed.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP_BASE := $(VENV)/.installed-base
+STAMP_TEST := $(VENV)/.installed-test
+STAMP_BENCH := $(VENV)/.installed-bench
+export JAX_PLATFORMS ?= cpu
+
+.PHONY: demo test bench lint clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+$(STAMP_BASE): pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e ".[plot]"
+	touch $@
+
+$(STAMP_TEST): pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e ".[test,plot]"
+	touch $@
+
+$(STAMP_BENCH): pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e ".[bench]"
+	touch $@
+
+demo: $(STAMP_BASE)
+	$(PY) examples/demo.py
+
+test: $(STAMP_TEST)
+	$(PY) -m pytest -q
+
+bench: $(STAMP_BENCH)
+	$(PY) benchmarks/run.py
+
+lint: $(STAMP_TEST)
+	$(VENV)/bin/ruff check .
+
+clean:
+	rm -rf $(VENV) demo_output .pytest_cache

@@ -1,0 +1,29 @@
+"""Dtypes and the shape glossary, in one place.
+
+Shape names used in docstrings across the package:
+
+* ``N`` rows, ``F`` features, ``B`` bins per feature (``max_bin``; the last one,
+  ``B - 1``, is reserved for missing values), ``D`` ``max_depth``,
+  ``M = 2 ** (D + 1) - 1`` nodes of one tree in heap layout (node ``i`` has children
+  ``2 i + 1`` and ``2 i + 2``), ``T`` trees in an ensemble.
+
+Storage and arithmetic:
+
+* bins are ``uint8`` (so ``max_bin <= 256``), stored feature-major ``(F, N)``;
+* gradients, Hessians, margins and leaf values are ``float32``;
+* histogram sums accumulate in ``float64`` (a scoped x64 trace, never the global
+  flag), because float32 accumulation of millions of rows in one bin drifts by
+  percents;
+* split scores and gains are rounded to ``float32`` before they are compared, as
+  XGBoost does, so exact ties break the same way.
+"""
+
+import numpy as np
+
+BIN_DTYPE = np.uint8
+MAX_BIN_LIMIT = 256
+FLOAT_DTYPE = np.float32
+NODE_DTYPE = np.int32
+ACC_DTYPE = np.float64
+# XGBoost's kRtEps: a split is made only when its gain exceeds this.
+MIN_SPLIT_GAIN = 1e-6

@@ -1,0 +1,184 @@
+"""Quantile binning: raw float features -> ``uint8`` bin indices.
+
+Bin edges are computed once, on the host, from the training data. For a feature with
+cuts ``c_0 < c_1 < ... < c_{k-1}`` a present value ``x`` falls in bin
+``#{j : c_j <= x}`` (so bin ``b`` holds ``c_{b-1} <= x < c_b``) and a missing value
+(NaN) falls in the reserved bin ``max_bin - 1``. A split "bins ``< t`` go left" is
+therefore the same rule as the float test ``x < c_{t-1}``, which is what prediction
+on raw data evaluates: binned training and raw prediction agree by construction.
+
+When a feature has at most ``max_bin - 1`` distinct present values, every distinct
+value gets a bin of its own and the cuts are the float32 midpoints of neighbouring
+values: split finding then sees exactly the candidate splits of XGBoost's exact
+method. Otherwise cuts sit at sample-weighted quantiles of the distinct values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ._types import BIN_DTYPE, FLOAT_DTYPE
+
+# Above this many rows, quantiles of high-cardinality features are estimated from a
+# seeded row sample of this size (LightGBM samples 200k rows for the same purpose).
+QUANTILE_SAMPLE_ROWS = 1 << 18
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class BinEdges:
+    """Per-feature bin edges.
+
+    Attributes:
+      cuts: ``(F, max_bin - 2)`` float32, each row ascending, padded with ``+inf``.
+      n_cuts: ``(F,)`` int32, the number of real cuts per feature (``n_cuts[f] + 1``
+        value bins).
+      has_missing: ``(F,)`` bool, whether the training data had NaN in the feature.
+      n_distinct: ``(F,)`` int64, distinct present values seen in training (capped
+        by the sample for very large data).
+      max_bin: total bins per feature, the last reserved for missing values.
+    """
+
+    cuts: np.ndarray
+    n_cuts: np.ndarray
+    has_missing: np.ndarray
+    n_distinct: np.ndarray
+    max_bin: int
+
+    @property
+    def n_features(self) -> int:
+        return self.cuts.shape[0]
+
+    @property
+    def missing_bin(self) -> int:
+        return self.max_bin - 1
+
+    def threshold(self, feature: np.ndarray, tbin: np.ndarray) -> np.ndarray:
+        """Float thresholds for splits "bin < tbin goes left".
+
+        ``tbin == 0`` sends every present value right (threshold ``-inf``);
+        ``tbin > n_cuts[feature]`` sends every present value left (``+inf``).
+        """
+        feature = np.asarray(feature)
+        tbin = np.asarray(tbin).astype(np.int64)
+        padded = np.concatenate(
+            [np.full((self.n_features, 1), -np.inf, FLOAT_DTYPE), self.cuts,
+             np.full((self.n_features, 1), np.inf, FLOAT_DTYPE)], axis=1)
+        idx = np.clip(tbin, 0, padded.shape[1] - 1)
+        return padded[feature, idx].astype(FLOAT_DTYPE)
+
+
+def _midpoints(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    # float32 arithmetic, as XGBoost's exact method computes (a + b) * 0.5f.
+    lo = lo.astype(FLOAT_DTYPE)
+    hi = hi.astype(FLOAT_DTYPE)
+    with np.errstate(over="ignore"):
+        mid = (lo + hi) * FLOAT_DTYPE(0.5)
+    bad = ~np.isfinite(mid)
+    if bad.any():  # overflow of lo + hi near float32 max
+        mid[bad] = (lo[bad] * FLOAT_DTYPE(0.5) + hi[bad] * FLOAT_DTYPE(0.5))
+    return mid
+
+
+def _feature_cuts(col, weight, n_value_bins, rng):
+    """Cuts for one float32 column (NaN already removed) with optional weights."""
+    n = col.shape[0]
+    if n == 0:
+        return np.zeros(0, FLOAT_DTYPE), 0
+    if n > QUANTILE_SAMPLE_ROWS:
+        idx = rng.choice(n, QUANTILE_SAMPLE_ROWS, replace=False)
+        vals, inv = np.unique(col[idx], return_inverse=True)
+        if vals.shape[0] <= n_value_bins:
+            # Possibly low cardinality: look at every row so no value is missed.
+            vals, inv = np.unique(col, return_inverse=True)
+            idx = None
+    else:
+        idx = None
+        vals, inv = np.unique(col, return_inverse=True)
+    n_distinct = vals.shape[0]
+    if n_distinct <= n_value_bins:
+        cuts = _midpoints(vals[:-1], vals[1:])
+    else:
+        w = None if weight is None else (weight if idx is None else weight[idx])
+        counts = np.bincount(inv.ravel(), weights=w, minlength=n_distinct).astype(np.float64)
+        cum = np.cumsum(counts)
+        total = cum[-1]
+        if total <= 0:
+            counts = np.bincount(inv.ravel(), minlength=n_distinct).astype(np.float64)
+            cum = np.cumsum(counts)
+            total = cum[-1]
+        targets = total * np.arange(1, n_value_bins) / n_value_bins
+        # The cut goes after the first distinct value whose cumulative weight
+        # reaches the target.
+        pos = np.searchsorted(cum, targets, side="left")
+        pos = np.unique(np.clip(pos, 0, n_distinct - 2))
+        cuts = _midpoints(vals[pos], vals[pos + 1])
+    cuts = np.unique(cuts)  # strictly increasing (midpoints can coincide in float32)
+    return cuts, n_distinct
+
+
+def compute_bin_edges(X: np.ndarray, max_bin: int = 256, sample_weight=None,
+                      seed: int = 0) -> BinEdges:
+    """Per-feature quantile bin edges.
+
+    Args:
+      X: ``(N, F)`` float32, NaN marks a missing value.
+      max_bin: bins per feature including the one reserved for missing values
+        (``<= 256``); at most ``max_bin - 1`` bins hold present values.
+      sample_weight: optional ``(N,)`` non-negative weights for the quantiles.
+      seed: seeds the row sample used for quantiles of very large data.
+
+    Returns:
+      ``BinEdges``.
+
+    Example:
+      >>> import numpy as np
+      >>> e = compute_bin_edges(np.array([[1.0], [2.0], [2.0], [4.0]], np.float32))
+      >>> e.cuts[0, :e.n_cuts[0]].tolist()
+      [1.5, 3.0]
+    """
+    X = np.asarray(X, dtype=FLOAT_DTYPE)
+    n_value_bins = max_bin - 1
+    width = max(max_bin - 2, 1)
+    F = X.shape[1]
+    cuts = np.full((F, width), np.inf, dtype=FLOAT_DTYPE)
+    n_cuts = np.zeros(F, dtype=np.int32)
+    has_missing = np.zeros(F, dtype=bool)
+    n_distinct = np.zeros(F, dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    w = None if sample_weight is None else np.asarray(sample_weight, np.float64)
+    for f in range(F):
+        col = X[:, f]
+        present = ~np.isnan(col)
+        all_present = bool(present.all())
+        has_missing[f] = not all_present
+        c, nd = _feature_cuts(col if all_present else col[present],
+                              None if w is None else (w if all_present else w[present]),
+                              n_value_bins, rng)
+        cuts[f, : c.shape[0]] = c
+        n_cuts[f] = c.shape[0]
+        n_distinct[f] = nd
+    return BinEdges(cuts=cuts, n_cuts=n_cuts, has_missing=has_missing,
+                    n_distinct=n_distinct, max_bin=int(max_bin))
+
+
+def apply_bins(X: np.ndarray, edges: BinEdges) -> np.ndarray:
+    """Bin raw features with the given edges.
+
+    Args:
+      X: ``(N, F)`` float32, NaN = missing.
+      edges: from ``compute_bin_edges``.
+
+    Returns:
+      ``(F, N)`` uint8, feature-major (the layout the histogram kernel scans).
+    """
+    X = np.asarray(X, dtype=FLOAT_DTYPE)
+    N, F = X.shape
+    out = np.empty((F, N), dtype=BIN_DTYPE)
+    for f in range(F):
+        col = X[:, f]
+        b = np.searchsorted(edges.cuts[f, : edges.n_cuts[f]], col, side="right")
+        b[np.isnan(col)] = edges.missing_bin
+        out[f] = b
+    return out

@@ -1,0 +1,103 @@
+"""``Booster``: a trained ensemble with what prediction needs beside the trees."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._validation import as_features
+from .autodiff import loss_name
+from .binning import BinEdges
+from .errors import DataError
+from .params import TreeParams
+from .tree import Ensemble, predict_leaf, predict_margin
+
+
+def _link_of(objective):
+    return getattr(objective, "link", None)
+
+
+class Booster:
+    """A trained model: stacked trees, bin edges, base margin and the objective.
+
+    ``booster[:k]`` is the model of the first ``k`` rounds; ``len(booster)`` the number
+    of rounds.
+
+    Example:
+      >>> import numpy as np, jaxboost, objectives
+      >>> X = np.arange(8, dtype=np.float32).reshape(-1, 1); y = (X[:, 0] > 3) * 1.0
+      >>> bst = jaxboost.train(objectives.logistic, X, y, n_rounds=5, min_child_weight=0)
+      >>> len(bst), len(bst[:2])
+      (5, 2)
+      >>> bool(bst.predict(X)[0] < 0.5 < bst.predict(X)[-1])
+      True
+    """
+
+    def __init__(self, ensemble: Ensemble, *, objective, params: TreeParams,
+                 bin_edges: BinEdges, base_margin: float, n_features: int):
+        self.ensemble = ensemble
+        self.objective = objective
+        self.params = params
+        self.bin_edges = bin_edges
+        self.base_margin = float(base_margin)
+        self.n_features = int(n_features)
+
+    # --- structure -----------------------------------------------------------------
+    def __len__(self) -> int:
+        return self.ensemble.n_trees
+
+    @property
+    def n_rounds(self) -> int:
+        return len(self)
+
+    def __getitem__(self, key) -> "Booster":
+        if not isinstance(key, slice):
+            raise TypeError(f"a Booster is sliced by rounds, e.g. booster[:10]; got "
+                            f"{type(key).__name__}")
+        if key.step not in (None, 1):
+            raise ValueError("Booster slices must be contiguous (step 1): boosting rounds "
+                             "depend on the rounds before them")
+        start = key.start or 0
+        if start != 0:
+            raise ValueError("Booster slices must start at round 0 (booster[:k]): later "
+                             "trees are fitted to the margins of earlier ones")
+        return Booster(self.ensemble[key], objective=self.objective, params=self.params,
+                       bin_edges=self.bin_edges, base_margin=self.base_margin,
+                       n_features=self.n_features)
+
+    def __repr__(self) -> str:
+        name = loss_name(self.objective)
+        return (f"Booster(objective={name}, n_rounds={len(self)}, "
+                f"max_depth={self.params.max_depth}, n_features={self.n_features}, "
+                f"base_margin={self.base_margin:.6g})")
+
+    # --- prediction ----------------------------------------------------------------
+    def _features(self, X) -> np.ndarray:
+        X = as_features(X, allow_inf=True)
+        if X.shape[1] != self.n_features:
+            raise DataError(f"X has {X.shape[1]} features but the model was trained with "
+                            f"{self.n_features}")
+        return X
+
+    def predict(self, X, output_margin: bool = False) -> np.ndarray:
+        """Predictions for raw features.
+
+        Args:
+          X: ``(N, F)`` array-like of floats, NaN = missing, same features as training.
+          output_margin: return the raw margin ``f(x)`` instead of the objective's
+            response (``sigmoid(f)`` for logistic, ``f`` for squared).
+
+        Returns:
+          ``(N,)`` float32 NumPy array.
+        """
+        X = self._features(X)
+        margin = predict_margin(self.ensemble, X, np.float32(self.base_margin),
+                                max_depth=self.params.max_depth)
+        link = _link_of(self.objective)
+        if not output_margin and link is not None:
+            margin = link(margin)
+        return np.asarray(margin)
+
+    def predict_leaf(self, X) -> np.ndarray:
+        """Leaf node (heap index) of every row in every tree: ``(N, T)`` int32."""
+        X = self._features(X)
+        return np.asarray(predict_leaf(self.ensemble, X, max_depth=self.params.max_depth))

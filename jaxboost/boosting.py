@@ -1,0 +1,237 @@
+"""``train()``: the boosting loop.
+
+Each round is ``g, h = grad_hess(loss, y, margin) -> grow one tree -> margin += tree``,
+compiled as one step; ``ROUNDS_PER_DISPATCH`` rounds run per call through ``lax.scan``,
+so the host only hears from the device once per chunk (to read the non-finite-gradient
+flag, one chunk behind so the device never idles waiting for the host).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import _validation
+from .autodiff import check_loss, fit_base_margin, grad_hess, loss_name
+from .binning import apply_bins, compute_bin_edges
+from .booster import Booster
+from .errors import DataError, LossError
+from .grow import grow_tree
+from .params import TreeParams
+from .tree import Ensemble
+
+ROUNDS_PER_DISPATCH = 10
+
+
+def _resolve_objective(objective):
+    if isinstance(objective, str):
+        import objectives as catalogue
+
+        entry = getattr(catalogue, objective, None)
+        if not isinstance(entry, catalogue.Objective):
+            names = sorted(k for k, v in vars(catalogue).items()
+                           if isinstance(v, catalogue.Objective))
+            raise ValueError(f"unknown objective {objective!r}; catalogue entries: {names}, "
+                             f"or pass any callable loss(y, pred)")
+        return entry
+    if not callable(objective):
+        raise TypeError(f"objective must be a callable loss(y, pred) -> scalar or an "
+                        f"objectives entry, got {type(objective).__name__}")
+    return objective
+
+
+def _empty_tree(M):
+    z_i = jnp.zeros(M, jnp.int32)
+    z_f = jnp.zeros(M, jnp.float32)
+    return dict(feature=z_i, tbin=z_i, threshold=z_f, default_left=jnp.zeros(M, bool),
+                is_leaf=jnp.ones(M, bool), value=z_f, gain=z_f, cover=z_f)
+
+
+@functools.partial(jax.jit, static_argnames=("loss", "max_depth", "max_bin", "chunk"),
+                   donate_argnums=(0,))
+def _train_chunk(margin, flag, r0, n_rounds, bins_t, y, w, dyn, cuts_ext, forward_ok, *,
+                 loss, max_depth, max_bin, chunk):
+    """Run rounds ``r0 .. r0 + chunk - 1`` (those ``>= n_rounds`` are skipped).
+
+    ``flag`` is ``(2,)`` int32: the first round whose g or h had a non-finite value
+    (-1 if none) and how many rows had one.
+    """
+    M = 2 ** (max_depth + 1) - 1
+
+    def one_round(carry, i):
+        margin, flag = carry
+        r = r0 + i
+
+        def run(margin):
+            g, h = grad_hess(loss, y, margin, w)
+            bad = ~(jnp.isfinite(g) & jnp.isfinite(h))
+            n_bad = jnp.sum(bad, dtype=jnp.int32)
+            g = jnp.where(bad, 0.0, g)
+            h = jnp.where(bad, 0.0, h)
+            tree, leaf = grow_tree(bins_t, g, h, dyn, cuts_ext, forward_ok,
+                                   max_depth=max_depth, max_bin=max_bin)
+            return margin + tree["value"][leaf], tree, n_bad
+
+        def skip(margin):
+            return margin, _empty_tree(M), jnp.int32(0)
+
+        margin, tree, n_bad = jax.lax.cond(r < n_rounds, run, skip, margin)
+        first = (flag[0] < 0) & (n_bad > 0)
+        flag = jnp.where(first, jnp.stack([r, n_bad]), flag)
+        return (margin, flag), tree
+
+    (margin, flag), trees = jax.lax.scan(one_round, (margin, flag),
+                                         jnp.arange(chunk, dtype=jnp.int32))
+    return margin, flag, Ensemble(**trees)
+
+
+def _check_int(name, v, low):
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(v).__name__} {v!r}")
+    if v < low:
+        raise ValueError(f"{name} must be >= {low}, got {v}")
+    return int(v)
+
+
+def train(objective, X, y, *, n_rounds: int = 100, learning_rate: float = 0.3,
+          max_depth: int = 6, reg_lambda: float = 1.0, reg_alpha: float = 0.0,
+          gamma: float = 0.0, min_child_weight: float = 1.0, max_delta_step: float = 0.0,
+          max_bin: int = 256, base_margin=None, sample_weight=None, seed: int = 0) -> Booster:
+    r"""Train gradient-boosted trees on any per-row JAX loss.
+
+    Each round computes per-row :math:`g_i = w_i \partial_f \ell(y_i, f_i)` and
+    :math:`h_i = w_i \partial^2_f \ell(y_i, f_i)` by autodiff, grows one level-wise tree
+    of depth ``max_depth`` on histograms of g and h, and adds
+    ``learning_rate * w*`` of each row's leaf to its margin, where
+    :math:`w^* = -T_\alpha(G)/(H + \lambda)` (see ``jaxboost.split``).
+
+    Args:
+      objective: a per-row loss ``loss(y, pred) -> scalar`` written in JAX, an entry
+        of the ``objectives`` catalogue (e.g. ``objectives.logistic``), or its name.
+      X: ``(N, F)`` features, NaN = missing.
+      y: ``(N,)`` labels.
+      n_rounds: boosting rounds (trees).
+      learning_rate: shrinkage ``eta`` applied to every leaf value.
+      max_depth: depth of every tree (static: a new value compiles a new program).
+      reg_lambda: L2 penalty ``lambda`` on leaf values.
+      reg_alpha: L1 penalty ``alpha`` on leaf values.
+      gamma: minimum gain to keep a split, applied by bottom-up post-pruning.
+      min_child_weight: minimum sum of h in each child of a split.
+      max_delta_step: if > 0, leaf values (before ``learning_rate``) are clipped to
+        ``+-max_delta_step``.
+      max_bin: bins per feature, including one reserved for missing values (<= 256).
+      base_margin: constant initial margin; ``None`` fits the constant minimising
+        :math:`\sum_i w_i \ell(y_i, c)` for any loss.
+      sample_weight: optional ``(N,)`` non-negative row weights.
+      seed: random seed (for quantile sampling of very large data).
+
+    Returns:
+      ``Booster``.
+
+    Raises:
+      DataError: bad X, y or sample_weight (a ``ValueError``).
+      LossError: the loss returns a non-scalar per row, or its g or h is NaN/inf at
+        some round (the error names the round and the row count, and carries the
+        model trained before it as ``.booster``).
+
+    Example:
+      >>> import jax.numpy as jnp, numpy as np, jaxboost
+      >>> def loss(y, pred):
+      ...     return jnp.logaddexp(0.0, pred) - y * pred
+      >>> X = np.random.default_rng(0).normal(size=(200, 3)).astype(np.float32)
+      >>> y = (X[:, 0] > 0).astype(np.float32)
+      >>> bst = jaxboost.train(loss, X, y, n_rounds=10, max_depth=2)
+      >>> float(((bst.predict(X, output_margin=True) > 0) == y).mean())
+      1.0
+    """
+    params = TreeParams(max_depth=max_depth, max_bin=max_bin, learning_rate=learning_rate,
+                        reg_lambda=reg_lambda, reg_alpha=reg_alpha, gamma=gamma,
+                        min_child_weight=min_child_weight, max_delta_step=max_delta_step)
+    n_rounds = _check_int("n_rounds", n_rounds, 0)
+    seed = _check_int("seed", seed, 0)
+    loss = _resolve_objective(objective)
+
+    Xf = _validation.as_features(X)
+    n_rows, n_features = Xf.shape
+    yf = _validation.as_labels(y, n_rows)
+    wf = _validation.as_weights(sample_weight, n_rows)
+    check_labels = getattr(loss, "check_labels", None)
+    if check_labels is not None:
+        try:
+            check_labels(yf)
+        except ValueError as e:
+            raise DataError(str(e)) from None
+    check_loss(loss, jnp.zeros((), jnp.float32), jnp.zeros((), jnp.float32))
+    if base_margin is not None:
+        if isinstance(base_margin, bool) or not isinstance(base_margin, numbers.Real):
+            raise TypeError(f"base_margin must be a number or None, got "
+                            f"{type(base_margin).__name__}")
+        if not math.isfinite(base_margin):
+            raise ValueError(f"base_margin must be finite, got {base_margin}")
+
+    edges = compute_bin_edges(Xf, params.max_bin, wf, seed=seed)
+    bins_t = jnp.asarray(apply_bins(Xf, edges))
+    cuts_ext = np.concatenate(
+        [np.full((n_features, 1), -np.inf, np.float32), edges.cuts,
+         np.full((n_features, params.max_bin - 1 - edges.cuts.shape[1]), np.inf, np.float32)],
+        axis=1)
+    forward_ok = edges.has_missing & (edges.n_distinct > 1)
+    y_dev = jnp.asarray(yf)
+    w_dev = jnp.asarray(np.ones(n_rows, np.float32) if wf is None else wf)
+
+    if base_margin is None:
+        base = fit_base_margin(loss, y_dev, w_dev)
+        base = float(base)
+        if not math.isfinite(base):
+            raise LossError(f"the loss {loss_name(loss)} gave a non-finite intercept when "
+                            f"minimised over a constant (before round 0); pass "
+                            f"base_margin= explicitly or check the loss", round=None)
+    else:
+        base = float(np.float32(base_margin))
+
+    margin = jnp.full(n_rows, base, jnp.float32)
+    flag = jnp.array([-1, 0], jnp.int32)
+    dyn = jnp.asarray(params.dynamic())
+    static = dict(loss=loss, max_depth=params.max_depth, max_bin=params.max_bin,
+                  chunk=ROUNDS_PER_DISPATCH)
+    common = (jnp.int32(n_rounds), bins_t, y_dev, w_dev, dyn, jnp.asarray(cuts_ext),
+              jnp.asarray(forward_ok))
+
+    def make_booster(ens):
+        return Booster(ens, objective=loss, params=params, bin_edges=edges,
+                       base_margin=base, n_features=n_features)
+
+    parts = []
+    pending = None
+
+    def check(flag_dev):
+        bad_round, n_bad = (int(v) for v in np.asarray(flag_dev))
+        if bad_round >= 0:
+            good = Ensemble.concat(parts)[:bad_round] if parts else None
+            raise LossError(
+                f"the loss {loss_name(loss)} gave NaN or infinite gradients or Hessians "
+                f"for {n_bad} row(s) at round {bad_round}; check the loss for log/sqrt/"
+                f"division of non-positive values at those margins. The model of rounds "
+                f"0..{bad_round - 1} is attached as error.booster.",
+                round=bad_round, n_rows=n_bad,
+                booster=make_booster(good) if good is not None and bad_round > 0 else None)
+
+    for r0 in range(0, n_rounds, ROUNDS_PER_DISPATCH):
+        margin, flag, trees = _train_chunk(margin, flag, jnp.int32(r0), *common, **static)
+        if pending is not None:
+            check(pending)
+        parts.append(trees)
+        pending = flag
+    if pending is not None:
+        check(pending)
+    if parts:
+        ens = Ensemble.concat(parts)[:n_rounds]
+    else:
+        ens = Ensemble(**_empty_tree(params.n_nodes))[:0]
+        ens = Ensemble(*(a[None][:0] for a in Ensemble(**_empty_tree(params.n_nodes))))
+    return make_booster(ens)

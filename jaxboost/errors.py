@@ -1,0 +1,26 @@
+"""Exceptions raised by jaxboost.
+
+Every error says what was wrong and what was expected. Data problems are
+``ValueError`` subclasses so code written for scikit-learn or XGBoost catches them.
+"""
+
+
+class DataError(ValueError):
+    """Input data (X, y, sample_weight, base_margin) has the wrong shape or values."""
+
+
+class LossError(ValueError):
+    """A user's loss misbehaved: non-scalar output per row, or non-finite g or h.
+
+    ``round`` is the boosting round (0-based) at which it was detected, or ``None``
+    when it was detected before training from the loss's output shape.
+    ``n_rows`` is the number of rows whose g or h was NaN or infinite.
+    ``booster`` holds the model trained up to the last good round, when there is one,
+    so no work is lost.
+    """
+
+    def __init__(self, message, *, round=None, n_rows=None, booster=None):
+        super().__init__(message)
+        self.round = round
+        self.n_rows = n_rows
+        self.booster = booster

@@ -1,0 +1,121 @@
+r"""Split finding and leaf values: XGBoost's Newton-boosting formulas.
+
+For a node with sums :math:`G = \sum g`, :math:`H = \sum h`, with
+:math:`T_\alpha(G) = \mathrm{sign}(G)\max(|G| - \alpha, 0)`:
+
+.. math::
+
+   w^* = -\frac{T_\alpha(G)}{H + \lambda} \ \text{(clipped to } \pm\text{max\_delta\_step
+   when it is > 0; 0 when } H < \text{min\_child\_weight or } H \le 0)
+
+   S(G, H) = \frac{T_\alpha(G)^2}{H + \lambda}
+   \quad\text{or, with max\_delta\_step} > 0:\quad
+   S = -\big(2 G w^* + (H + \lambda) {w^*}^2\big)
+
+   \mathrm{gain} = S(G_L, H_L) + S(G_R, H_R) - S(G, H)
+
+Scores are computed from float64 sums and rounded to float32, and the gain is summed in
+float32, as XGBoost 3.2 does; equal float32 gains then break ties the same way.
+
+Candidate order (first strictly greater gain wins, as in XGBoost's exact method):
+features ascending; within a feature, when it had missing values in training and more
+than one distinct value, thresholds ascending with missing rows sent right (the last of
+them puts every present value left); then always thresholds descending with missing
+rows sent left (the last puts every present value right).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from ._types import MIN_SPLIT_GAIN
+
+# Indices into the dynamic parameter vector (params.DYNAMIC_FIELDS).
+ETA, LAMBDA, ALPHA, GAMMA, MCW, MDS = range(6)
+
+
+def threshold_l1(G, alpha):
+    """Soft-thresholding :math:`T_\\alpha(G)`."""
+    return jnp.where(G > alpha, G - alpha, jnp.where(G < -alpha, G + alpha, 0.0))
+
+
+def calc_weight(G, H, dyn):
+    """Newton leaf weight :math:`w^*` in float64 (see the module docstring)."""
+    lam, alpha, mcw, mds = (dyn[i].astype(jnp.float64) for i in (LAMBDA, ALPHA, MCW, MDS))
+    w = -threshold_l1(G, alpha) / (H + lam)
+    w = jnp.where(mds > 0, jnp.clip(w, -mds, mds), w)
+    return jnp.where((H < mcw) | (H <= 0), 0.0, w)
+
+
+def calc_score(G, H, dyn):
+    """Node score :math:`S(G, H)` as float32, from float64 sums."""
+    lam, alpha, mds = (dyn[i].astype(jnp.float64) for i in (LAMBDA, ALPHA, MDS))
+    safe = jnp.where(H + lam > 0, H + lam, 1.0)
+    s_plain = (jnp.square(threshold_l1(G, alpha)) / safe).astype(jnp.float32)
+    w = calc_weight(G, H, dyn).astype(jnp.float32)
+    lam32 = dyn[LAMBDA]
+    quad = ((H.astype(jnp.float32) + lam32) * (w * w)).astype(jnp.float64)
+    lin = 2.0 * G.astype(jnp.float32).astype(jnp.float64) * w.astype(jnp.float64)
+    s_clip = (-(lin + quad)).astype(jnp.float32)
+    s = jnp.where(mds > 0, s_clip, s_plain)
+    return jnp.where(H <= 0, jnp.float32(0.0), s)
+
+
+def leaf_values(G, H, dyn):
+    """Stored leaf values: ``float32(w*) * learning_rate`` in float32."""
+    return calc_weight(G, H, dyn).astype(jnp.float32) * dyn[ETA]
+
+
+def find_best_splits(G, H, Gp, Hp, dyn, forward_ok):
+    """Best split of every node of a level.
+
+    Args:
+      G, H: ``(F, n, B)`` float64 histograms; bin ``B - 1`` holds missing values.
+      Gp, Hp: ``(n,)`` float64 node totals.
+      dyn: float32 dynamic parameters (``params.DYNAMIC_FIELDS``).
+      forward_ok: ``(F,)`` bool, whether the ascending, missing-right pass is tried.
+
+    Returns:
+      dict of ``(n,)`` arrays: ``gain`` float32 (``-inf`` when no candidate is valid),
+      ``feature`` int32, ``tbin`` int32 (bins ``< tbin`` go left), ``default_left``
+      bool.
+    """
+    with jax.enable_x64(True):
+        F, n, B = G.shape
+        V = B - 1
+        Gv, Hv = G[..., :V], H[..., :V]
+        Gpb, Hpb = Gp[None, :, None], Hp[None, :, None]
+        # Pass A: t = 1..V, left = bins < t, missing right; right = parent - left.
+        GLa = jnp.cumsum(Gv, axis=-1)
+        HLa = jnp.cumsum(Hv, axis=-1)
+        GRa, HRa = Gpb - GLa, Hpb - HLa
+        # Pass B: t = V-1..0, right = bins >= t, missing left; left = parent - right.
+        GRb = jnp.cumsum(Gv[..., ::-1], axis=-1)
+        HRb = jnp.cumsum(Hv[..., ::-1], axis=-1)
+        GLb, HLb = Gpb - GRb, Hpb - HRb
+        GL = jnp.concatenate([GLa, GLb], axis=-1)
+        HL = jnp.concatenate([HLa, HLb], axis=-1)
+        GR = jnp.concatenate([GRa, GRb], axis=-1)
+        HR = jnp.concatenate([HRa, HRb], axis=-1)
+        sp = calc_score(Gp, Hp, dyn)[None, :, None]
+        gain = (calc_score(GL, HL, dyn) + calc_score(GR, HR, dyn)) - sp
+        mcw = dyn[MCW].astype(jnp.float64)
+        valid = (HL >= mcw) & (HR >= mcw) & jnp.isfinite(gain)
+        in_pass_a = jnp.arange(2 * V, dtype=jnp.int32) < V
+        valid = valid & (forward_ok[:, None, None] | ~in_pass_a[None, None, :])
+        gain = jnp.where(valid, gain, -jnp.inf).astype(jnp.float32)
+    # Index arithmetic outside the x64 scope: int32 everywhere.
+    flat = jnp.transpose(gain, (1, 0, 2)).reshape(n, F * 2 * V)
+    best = jax.lax.argmax(flat, 1, jnp.int32)
+    best_gain = jnp.take_along_axis(flat, best[:, None], axis=1)[:, 0]
+    feature = best // (2 * V)
+    j = best % (2 * V)
+    default_left = j >= V
+    tbin = jnp.where(default_left, 2 * V - 1 - j, j + 1)
+    return dict(gain=best_gain, feature=feature, tbin=tbin, default_left=default_left)
+
+
+def is_split_worthy(gain):
+    """A split is made only when its gain exceeds XGBoost's kRtEps (1e-6)."""
+    return gain > jnp.float32(MIN_SPLIT_GAIN)

@@ -1,0 +1,100 @@
+"""Trees as flat arrays in heap layout, an ensemble as one stacked pytree, prediction.
+
+Node ``i`` of a tree has children ``2 i + 1`` (left) and ``2 i + 2`` (right); a tree of
+depth ``D`` has ``M = 2 ** (D + 1) - 1`` slots, unused ones marked as leaves. A present
+value ``x`` of feature ``feature[i]`` goes left when ``x < threshold[i]``; a missing
+value (NaN) goes left when ``default_left[i]``.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+class Ensemble(NamedTuple):
+    """Stacked trees: every field is ``(T, M)``.
+
+    Fields: ``feature`` int32, ``tbin`` int32 (bins ``< tbin`` go left),
+    ``threshold`` float32, ``default_left`` bool, ``is_leaf`` bool, ``value`` float32
+    (learning rate applied), ``gain`` float32 (0 at leaves), ``cover`` float32 (sum of
+    h in the node).
+    """
+
+    feature: jnp.ndarray
+    tbin: jnp.ndarray
+    threshold: jnp.ndarray
+    default_left: jnp.ndarray
+    is_leaf: jnp.ndarray
+    value: jnp.ndarray
+    gain: jnp.ndarray
+    cover: jnp.ndarray
+
+    @property
+    def n_trees(self) -> int:
+        return self.feature.shape[0]
+
+    def __getitem__(self, key):  # slicing by tree, applied to every field
+        if isinstance(key, int):  # keep NamedTuple field access by position intact
+            return tuple.__getitem__(self, key)
+        return Ensemble(*(a[key] for a in self))
+
+    @staticmethod
+    def stack(trees: list) -> "Ensemble":
+        return Ensemble(*(jnp.stack([t[f] for t in trees]) for f in Ensemble._fields))
+
+    @staticmethod
+    def concat(parts: list) -> "Ensemble":
+        return Ensemble(*(jnp.concatenate([getattr(p, f) for p in parts])
+                          for f in Ensemble._fields))
+
+    def to_numpy(self) -> "Ensemble":
+        return Ensemble(*(np.asarray(a) for a in self))
+
+
+def _tree_leaf(tree, X, max_depth):
+    N = X.shape[0]
+    node = jnp.zeros(N, jnp.int32)
+    for _ in range(max_depth):
+        f = tree.feature[node]
+        x = jnp.take_along_axis(X, f[:, None], axis=1)[:, 0]
+        left = jnp.where(jnp.isnan(x), tree.default_left[node], x < tree.threshold[node])
+        child = 2 * node + 1 + (~left).astype(jnp.int32)
+        node = jnp.where(tree.is_leaf[node], node, child)
+    return node
+
+
+@functools.partial(jax.jit, static_argnames=("max_depth",))
+def predict_margin(ensemble: Ensemble, X, base_margin, *, max_depth: int):
+    """Sum of tree outputs plus the base margin.
+
+    Args:
+      ensemble: ``Ensemble`` of ``T`` trees.
+      X: ``(N, F)`` float32 raw features, NaN = missing.
+      base_margin: float32 scalar.
+      max_depth: static depth of the trees.
+
+    Returns:
+      ``(N,)`` float32 margins (accumulated in float32 tree by tree, as XGBoost does).
+    """
+    X = X.astype(jnp.float32)
+
+    def add_tree(margin, tree):
+        leaf = _tree_leaf(tree, X, max_depth)
+        return margin + tree.value[leaf], None
+
+    init = jnp.full(X.shape[0], base_margin, jnp.float32)
+    margin, _ = jax.lax.scan(add_tree, init, ensemble)
+    return margin
+
+
+@functools.partial(jax.jit, static_argnames=("max_depth",))
+def predict_leaf(ensemble: Ensemble, X, *, max_depth: int):
+    """Leaf index of every row in every tree: ``(N, T)`` int32."""
+    X = X.astype(jnp.float32)
+    _, leaves = jax.lax.scan(lambda c, t: (c, _tree_leaf(t, X, max_depth)), None, ensemble)
+    return leaves.T
