@@ -146,7 +146,8 @@ def _fit_base_margin(loss, y, sample_weight, n_steps):
                 s, l1 = state
                 return (~(l1 <= l0)) & (s > 1e-6)
 
-            s, l1 = jax.lax.while_loop(need, shrink, (jnp.float64(1.0), total((c + d).astype(jnp.float32))))
+            init = (jnp.float64(1.0), total((c + d).astype(jnp.float32)))
+            s, l1 = jax.lax.while_loop(need, shrink, init)
             return jnp.where(l1 <= l0, (c + s * d).astype(jnp.float32), c)
 
         return jax.lax.fori_loop(0, n_steps, step, jnp.float32(0.0))

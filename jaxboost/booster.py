@@ -34,7 +34,7 @@ class Booster:
 
     def __init__(self, ensemble: Ensemble, *, objective, params: TreeParams,
                  bin_edges: BinEdges, base_margin: float, n_features: int):
-        self.ensemble = ensemble
+        self.ensemble = ensemble.to_numpy()
         self.objective = objective
         self.params = params
         self.bin_edges = bin_edges
@@ -90,7 +90,7 @@ class Booster:
           ``(N,)`` float32 NumPy array.
         """
         X = self._features(X)
-        margin = predict_margin(self.ensemble, X, np.float32(self.base_margin),
+        margin = predict_margin(self.ensemble.padded(), X, np.float32(self.base_margin),
                                 max_depth=self.params.max_depth)
         link = _link_of(self.objective)
         if not output_margin and link is not None:
@@ -100,4 +100,5 @@ class Booster:
     def predict_leaf(self, X) -> np.ndarray:
         """Leaf node (heap index) of every row in every tree: ``(N, T)`` int32."""
         X = self._features(X)
-        return np.asarray(predict_leaf(self.ensemble, X, max_depth=self.params.max_depth))
+        leaves = predict_leaf(self.ensemble.padded(), X, max_depth=self.params.max_depth)
+        return np.asarray(leaves)[:, : len(self)]

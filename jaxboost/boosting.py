@@ -213,11 +213,12 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate: float = 0.3,
         bad_round, n_bad = (int(v) for v in np.asarray(flag_dev))
         if bad_round >= 0:
             good = Ensemble.concat(parts)[:bad_round] if parts else None
+            kept = (f"The model of rounds 0..{bad_round - 1} is attached as error.booster."
+                    if bad_round > 0 else "No round completed.")
             raise LossError(
                 f"the loss {loss_name(loss)} gave NaN or infinite gradients or Hessians "
                 f"for {n_bad} row(s) at round {bad_round}; check the loss for log/sqrt/"
-                f"division of non-positive values at those margins. The model of rounds "
-                f"0..{bad_round - 1} is attached as error.booster.",
+                f"division of non-positive values at those margins. {kept}",
                 round=bad_round, n_rows=n_bad,
                 booster=make_booster(good) if good is not None and bad_round > 0 else None)
 
@@ -227,11 +228,11 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate: float = 0.3,
             check(pending)
         parts.append(trees)
         pending = flag
+    # Trees are small: gather them on the host (no per-shape device concatenation).
     if pending is not None:
         check(pending)
     if parts:
         ens = Ensemble.concat(parts)[:n_rounds]
     else:
-        ens = Ensemble(**_empty_tree(params.n_nodes))[:0]
-        ens = Ensemble(*(a[None][:0] for a in Ensemble(**_empty_tree(params.n_nodes))))
+        ens = Ensemble(*(np.asarray(a)[None][:0] for a in _empty_tree(params.n_nodes).values()))
     return make_booster(ens)

@@ -37,7 +37,6 @@ def grow_tree(bins_t, g, h, dyn, cuts_ext, forward_ok, *, max_depth: int, max_bi
     """
     D, B = max_depth, max_bin
     N = g.shape[0]
-    M = 2 ** (D + 1) - 1
     rows = jnp.arange(N, dtype=jnp.int32)
     gh = pack_gh(g, h)
     with jax.enable_x64(True):

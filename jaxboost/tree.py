@@ -49,8 +49,28 @@ class Ensemble(NamedTuple):
 
     @staticmethod
     def concat(parts: list) -> "Ensemble":
-        return Ensemble(*(jnp.concatenate([getattr(p, f) for p in parts])
+        """Concatenate ensembles along the tree axis, on the host (NumPy)."""
+        return Ensemble(*(np.concatenate([np.asarray(getattr(p, f)) for p in parts])
                           for f in Ensemble._fields))
+
+    def padded(self) -> "Ensemble":
+        """Pad with empty trees (one leaf of value 0) to a bucketed tree count.
+
+        Buckets are multiples of ``max(8, 2 ** (bit_length(T) - 3))`` (at most 25 %
+        padding), so predicting with ``booster[:k]`` for many ``k`` compiles a handful
+        of programs, not one per ``k``.
+        """
+        T = self.n_trees
+        step = max(8, 1 << max(T.bit_length() - 3, 0))
+        pad = -T % step if T else step
+        if pad == 0:
+            return self
+        M = self.feature.shape[1]
+        fill = dict(feature=0, tbin=0, threshold=np.nan, default_left=False, is_leaf=True,
+                    value=0.0, gain=0.0, cover=0.0)
+        return Ensemble(*(np.concatenate([np.asarray(a), np.full((pad, M), fill[f],
+                                                                  np.asarray(a).dtype)])
+                          for f, a in zip(Ensemble._fields, self)))
 
     def to_numpy(self) -> "Ensemble":
         return Ensemble(*(np.asarray(a) for a in self))

@@ -1,0 +1,42 @@
+import os
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def small_binary():
+    """300 x 4 Gaussian features, a logistic label from two of them."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4)).astype(np.float32)
+    y = (X[:, 0] + 0.5 * X[:, 1] + 0.3 * rng.normal(size=300) > 0).astype(np.float32)
+    return X, y
+
+
+@pytest.fixture(scope="session")
+def compile_counter():
+    """Count XLA backend compilations while a block runs."""
+    from jax import monitoring
+
+    class Counter:
+        count = 0
+        active = False
+
+        def __enter__(self):
+            self.count = 0
+            self.active = True
+            return self
+
+        def __exit__(self, *exc):
+            self.active = False
+
+    counter = Counter()
+
+    def listener(name, duration, **kwargs):
+        if counter.active and name == "/jax/core/compile/backend_compile_duration":
+            counter.count += 1
+
+    monitoring.register_event_duration_secs_listener(listener)
+    return counter

@@ -1,0 +1,90 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import objectives
+from jaxboost.autodiff import fit_base_margin, grad_hess
+
+ROWS = np.array([-3.0, -0.7, 0.0, 0.4, 2.5], np.float32)
+LABELS01 = np.array([0.0, 1.0, 1.0, 0.0, 1.0], np.float32)
+
+
+def finite_diff(loss, y, f, eps=1e-3):
+    y = y.astype(np.float64)
+    f = f.astype(np.float64)
+    with jax.enable_x64(True):  # float64 differences, scoped
+        lo, mid, hi = (np.array([float(loss(jnp.float64(a), jnp.float64(b)))
+                                 for a, b in zip(y, f + d)]) for d in (-eps, 0.0, eps))
+    return (hi - lo) / (2 * eps), (hi - 2 * mid + lo) / eps ** 2
+
+
+@pytest.mark.parametrize("obj", [objectives.squared, objectives.logistic,
+                                 objectives.exponential], ids=lambda o: o.name)
+def test_grad_hess_equal_finite_differences(obj):
+    g, h = grad_hess(obj, jnp.asarray(LABELS01), jnp.asarray(ROWS))
+    g_fd, h_fd = finite_diff(obj.loss, LABELS01, ROWS)
+    np.testing.assert_allclose(np.asarray(g), g_fd, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(h), h_fd, rtol=1e-4, atol=1e-4)
+    assert np.all(np.asarray(h) > 0)  # all three are convex
+
+
+def test_closed_forms():
+    y, f = jnp.asarray(LABELS01), jnp.asarray(ROWS)
+    g, h = grad_hess(objectives.squared, y, f)
+    np.testing.assert_array_equal(np.asarray(g), ROWS - LABELS01)
+    np.testing.assert_array_equal(np.asarray(h), 1.0)
+    s = 1 / (1 + np.exp(-ROWS.astype(np.float64)))
+    g, h = grad_hess(objectives.logistic, y, f)
+    np.testing.assert_allclose(np.asarray(g), s - LABELS01, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(np.asarray(h), s * (1 - s), rtol=1e-5)
+    yt = 2 * LABELS01 - 1
+    g, h = grad_hess(objectives.exponential, y, f)
+    np.testing.assert_allclose(np.asarray(g), -yt * np.exp(-yt * ROWS), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(h), np.exp(-yt * ROWS), rtol=1e-6)
+
+
+def test_logistic_closed_form_equals_autodiff_of_its_loss():
+    f = jnp.linspace(-20, 20, 101, dtype=jnp.float32)
+    y = jnp.where(jnp.arange(101) % 2 == 0, 1.0, 0.0).astype(jnp.float32)
+    g1, h1 = grad_hess(objectives.logistic, y, f)
+    g2, h2 = grad_hess(objectives.logistic.loss, y, f)  # the bare function: autodiff
+    np.testing.assert_allclose(np.asarray(g1), np.asarray(g2), atol=1e-6)
+    np.testing.assert_allclose(np.asarray(h1), np.asarray(h2), atol=1e-6)
+
+
+def test_sample_weights_multiply_g_and_h():
+    w = jnp.asarray(np.array([0.0, 1.0, 2.0, 0.5, 3.0], np.float32))
+    g, h = grad_hess(objectives.exponential, jnp.asarray(LABELS01), jnp.asarray(ROWS))
+    gw, hw = grad_hess(objectives.exponential, jnp.asarray(LABELS01), jnp.asarray(ROWS), w)
+    np.testing.assert_allclose(np.asarray(gw), np.asarray(g) * np.asarray(w), rtol=1e-7)
+    np.testing.assert_allclose(np.asarray(hw), np.asarray(h) * np.asarray(w), rtol=1e-7)
+
+
+def test_base_margin_closed_forms():
+    rng = np.random.default_rng(0)
+    y = (rng.random(500) < 0.8).astype(np.float32)
+    w = rng.random(500).astype(np.float32) + 0.1
+    p = float((w * y).sum() / w.sum())
+    yr = rng.normal(3.0, 2.0, 500).astype(np.float32)
+    c = fit_base_margin(objectives.squared, jnp.asarray(yr), jnp.asarray(w))
+    assert float(c) == pytest.approx(float((w * yr).sum() / w.sum()), rel=1e-5)
+    c = fit_base_margin(objectives.logistic, jnp.asarray(y), jnp.asarray(w))
+    assert float(c) == pytest.approx(np.log(p / (1 - p)), rel=1e-5)
+    c = fit_base_margin(objectives.exponential, jnp.asarray(y), jnp.asarray(w))
+    assert float(c) == pytest.approx(0.5 * np.log(p / (1 - p)), rel=1e-5)
+
+
+def test_base_margin_of_a_custom_loss_is_its_minimiser():
+    """Pseudo-Huber (delta 1): compare with a brute-force search over a fine grid."""
+    rng = np.random.default_rng(1)
+    y = np.concatenate([rng.normal(0, 1, 300), rng.normal(20, 1, 30)]).astype(np.float32)
+
+    def pseudo_huber(t, f):
+        return jnp.sqrt(1.0 + (t - f) ** 2) - 1.0
+
+    c = float(fit_base_margin(pseudo_huber, jnp.asarray(y)))
+    grid = np.linspace(-2, 4, 60001)
+    objective = np.sqrt(1 + (y[None, :] - grid[:, None]) ** 2).sum(axis=1)
+    assert c == pytest.approx(grid[np.argmin(objective)], abs=2e-4)
+    assert abs(c - float(y.mean())) > 1.0  # robust: far from the mean

@@ -1,0 +1,72 @@
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from jaxboost.binning import BinEdges, apply_bins, compute_bin_edges
+
+
+def test_low_cardinality_gets_one_bin_per_value_with_midpoint_cuts():
+    X = np.array([[3.0], [1.0], [2.0], [2.0], [10.0], [np.nan]], np.float32)
+    e = compute_bin_edges(X, max_bin=256)
+    assert e.cuts[0, : e.n_cuts[0]].tolist() == [1.5, 2.5, 6.5]
+    assert e.has_missing.tolist() == [True]
+    bins = apply_bins(X, e)
+    assert bins.shape == (1, 6) and bins.dtype == np.uint8
+    assert bins[0].tolist() == [2, 0, 1, 1, 3, 255]  # NaN -> reserved bin max_bin - 1
+
+
+def test_every_distinct_value_has_its_own_bin_up_to_max_bin_minus_one():
+    rng = np.random.default_rng(0)
+    X = rng.choice(np.linspace(-5, 5, 255).astype(np.float32), size=(5000, 1))
+    X[:255, 0] = np.linspace(-5, 5, 255)  # every value present
+    e = compute_bin_edges(X, max_bin=256)
+    bins = apply_bins(X, e)[0]
+    assert len(np.unique(bins)) == 255
+    # Bins order values exactly.
+    order = np.argsort(X[:, 0], kind="stable")
+    assert np.all(np.diff(bins[order].astype(int)) >= 0)
+
+
+def test_high_cardinality_respects_max_bin_and_balances_counts():
+    X = np.random.default_rng(3).normal(size=(20000, 2)).astype(np.float32)
+    e = compute_bin_edges(X, max_bin=16)
+    bins = apply_bins(X, e)
+    assert bins.max() <= 14  # 15 value bins, bin 15 reserved for missing
+    counts = np.bincount(bins[0], minlength=15)
+    assert counts.min() > 0.8 * 20000 / 15 and counts.max() < 1.2 * 20000 / 15
+
+
+def test_sample_weights_move_quantiles():
+    x = np.arange(1000, dtype=np.float32)[:, None]
+    w = np.where(x[:, 0] < 500, 9.0, 1.0)  # 90 % of the weight below 500
+    e = compute_bin_edges(x, max_bin=11, sample_weight=w)
+    cuts = e.cuts[0, : e.n_cuts[0]]
+    # With 10 value bins of equal weight, 9 cuts fall below 500.
+    assert (cuts < 500).sum() == 9
+
+
+def test_threshold_is_the_float_rule_of_the_bin_rule():
+    X = np.array([[0.5], [1.0], [1.5], [7.0]], np.float32)
+    e = compute_bin_edges(X)
+    assert e.threshold(np.array([0]), np.array([0]))[0] == -np.inf
+    assert e.threshold(np.array([0]), np.array([2]))[0] == 1.25
+    assert e.threshold(np.array([0]), np.array([4]))[0] == np.inf
+
+
+@settings(max_examples=60, deadline=None)
+@given(hnp.arrays(np.float32, st.tuples(st.integers(1, 60), st.integers(1, 3)),
+                  elements=st.one_of(st.floats(-1e6, 1e6, width=32), st.just(np.nan))),
+       st.integers(2, 40))
+def test_binned_split_equals_float_threshold_split(X, max_bin):
+    """For every t, "bin < t" on training data is exactly "x < threshold(t)"."""
+    e = compute_bin_edges(X, max_bin=max_bin)
+    assert isinstance(e, BinEdges)
+    bins = apply_bins(X, e)
+    for f in range(X.shape[1]):
+        present = ~np.isnan(X[:, f])
+        assert np.all(bins[f, ~present] == max_bin - 1)
+        assert np.all(bins[f, present] <= e.n_cuts[f])
+        for t in range(0, e.n_cuts[f] + 2):
+            thr = e.threshold(np.array([f]), np.array([t]))[0]
+            np.testing.assert_array_equal(bins[f, present] < t, X[present, f] < thr)
