@@ -7,9 +7,13 @@
 (100,)
 """
 
-from .booster import Booster
-from .boosting import train
-from .errors import DataError, LossError
+from .sharding import configure_host_devices as _configure_host_devices
+
+_HOST_DEVICES = _configure_host_devices()
+
+from .booster import Booster  # noqa: E402
+from .boosting import train  # noqa: E402
+from .errors import DataError, LossError  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = ["train", "Booster", "DataError", "LossError", "__version__"]

@@ -15,6 +15,7 @@ import numbers
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import PartitionSpec as P
 
 from . import _validation
 from .autodiff import check_loss, fit_base_margin, grad_hess, loss_name
@@ -23,6 +24,7 @@ from .booster import Booster
 from .errors import DataError, LossError
 from .grow import grow_tree
 from .params import TreeParams
+from .sharding import auto_mesh, check_mesh, padded_rows, row_sharding
 from .tree import Ensemble
 
 ROUNDS_PER_DISPATCH = 10
@@ -52,16 +54,14 @@ def _empty_tree(M):
                 is_leaf=jnp.ones(M, bool), value=z_f, gain=z_f, cover=z_f)
 
 
-@functools.partial(jax.jit, static_argnames=("loss", "max_depth", "max_bin", "chunk"),
-                   donate_argnums=(0,))
-def _train_chunk(margin, flag, r0, n_rounds, bins_t, y, w, dyn, cuts_ext, forward_ok, *,
-                 loss, max_depth, max_bin, chunk):
-    """Run rounds ``r0 .. r0 + chunk - 1`` (those ``>= n_rounds`` are skipped).
+def _rounds(margin, flag, r0, n_rounds, bins_t, y, w, valid, dyn, cuts_ext, forward_ok, *,
+            loss, max_depth, max_bin, chunk, axis):
+    """Rounds ``r0 .. r0 + chunk - 1`` on this device's rows (skipping ``>= n_rounds``).
 
-    ``flag`` is ``(2,)`` int32: the first round whose g or h had a non-finite value
-    (-1 if none) and how many rows had one.
+    ``axis`` names the mesh axis rows are sharded over (``None``: one device).
     """
     M = 2 ** (max_depth + 1) - 1
+    reduce = (lambda x: jax.lax.psum(x, axis)) if axis is not None else (lambda x: x)
 
     def one_round(carry, i):
         margin, flag = carry
@@ -70,11 +70,11 @@ def _train_chunk(margin, flag, r0, n_rounds, bins_t, y, w, dyn, cuts_ext, forwar
         def run(margin):
             g, h = grad_hess(loss, y, margin, w)
             bad = ~(jnp.isfinite(g) & jnp.isfinite(h))
-            n_bad = jnp.sum(bad, dtype=jnp.int32)
+            n_bad = reduce(jnp.sum(bad & valid, dtype=jnp.int32))
             g = jnp.where(bad, 0.0, g)
             h = jnp.where(bad, 0.0, h)
             tree, leaf = grow_tree(bins_t, g, h, dyn, cuts_ext, forward_ok,
-                                   max_depth=max_depth, max_bin=max_bin)
+                                   max_depth=max_depth, max_bin=max_bin, reduce=reduce)
             return margin + tree["value"][leaf], tree, n_bad
 
         def skip(margin):
@@ -90,6 +90,28 @@ def _train_chunk(margin, flag, r0, n_rounds, bins_t, y, w, dyn, cuts_ext, forwar
     return margin, flag, Ensemble(**trees)
 
 
+@functools.partial(jax.jit, static_argnames=("loss", "max_depth", "max_bin", "chunk", "mesh"),
+                   donate_argnums=(0,))
+def _train_chunk(margin, flag, r0, n_rounds, bins_t, y, w, valid, dyn, cuts_ext, forward_ok,
+                 *, loss, max_depth, max_bin, chunk, mesh):
+    """One dispatch of ``chunk`` rounds; sharded over ``mesh`` when one is given.
+
+    ``flag`` is ``(2,)`` int32: the first round whose g or h had a non-finite value
+    (-1 if none) and how many rows had one.
+    """
+    static = dict(loss=loss, max_depth=max_depth, max_bin=max_bin, chunk=chunk)
+    args = (margin, flag, r0, n_rounds, bins_t, y, w, valid, dyn, cuts_ext, forward_ok)
+    if mesh is None:
+        return _rounds(*args, axis=None, **static)
+    (axis,) = mesh.axis_names
+    rows, rep = P(axis), P()
+    fn = jax.shard_map(
+        functools.partial(_rounds, axis=axis, **static), mesh=mesh,
+        in_specs=(rows, rep, rep, rep, P(None, axis), rows, rows, rows, rep, rep, rep),
+        out_specs=(rows, rep, rep), check_vma=False)
+    return fn(*args)
+
+
 def _check_int(name, v, low):
     if isinstance(v, bool) or not isinstance(v, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {type(v).__name__} {v!r}")
@@ -101,7 +123,8 @@ def _check_int(name, v, low):
 def train(objective, X, y, *, n_rounds: int = 100, learning_rate: float = 0.3,
           max_depth: int = 6, reg_lambda: float = 1.0, reg_alpha: float = 0.0,
           gamma: float = 0.0, min_child_weight: float = 1.0, max_delta_step: float = 0.0,
-          max_bin: int = 256, base_margin=None, sample_weight=None, seed: int = 0) -> Booster:
+          max_bin: int = 256, base_margin=None, sample_weight=None, seed: int = 0,
+          mesh=None) -> Booster:
     r"""Train gradient-boosted trees on any per-row JAX loss.
 
     Each round computes per-row :math:`g_i = w_i \partial_f \ell(y_i, f_i)` and
@@ -129,6 +152,9 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate: float = 0.3,
         :math:`\sum_i w_i \ell(y_i, c)` for any loss.
       sample_weight: optional ``(N,)`` non-negative row weights.
       seed: random seed (for quantile sampling of very large data).
+      mesh: a one-axis ``jax.sharding.Mesh`` to shard rows over; ``None`` picks every
+        device of the default backend when the data is large enough (on a CPU machine,
+        one device per core: see ``jaxboost.sharding``).
 
     Returns:
       ``Booster``.
@@ -175,18 +201,37 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate: float = 0.3,
             raise ValueError(f"base_margin must be finite, got {base_margin}")
 
     edges = compute_bin_edges(Xf, params.max_bin, wf, seed=seed)
-    bins_t = jnp.asarray(apply_bins(Xf, edges))
     cuts_ext = np.concatenate(
         [np.full((n_features, 1), -np.inf, np.float32), edges.cuts,
          np.full((n_features, params.max_bin - 1 - edges.cuts.shape[1]), np.inf, np.float32)],
         axis=1)
     forward_ok = edges.has_missing & (edges.n_distinct > 1)
-    y_dev = jnp.asarray(yf)
-    w_dev = jnp.asarray(np.ones(n_rows, np.float32) if wf is None else wf)
+
+    # Rows padded to a size bucket (divisible by the shards) with weight-0 copies of
+    # row 0, so folds of similar size share compiled code and shards are equal.
+    mesh = check_mesh(mesh) if mesh is not None else auto_mesh(n_rows)
+    n_shards = 1 if mesh is None else mesh.size
+    n_pad = padded_rows(n_rows, n_shards)
+    bins_np = np.zeros((n_features, n_pad), np.uint8)
+    bins_np[:, :n_rows] = apply_bins(Xf, edges)
+    y_np = np.full(n_pad, yf[0], np.float32)
+    y_np[:n_rows] = yf
+    w_np = np.zeros(n_pad, np.float32)
+    w_np[:n_rows] = 1.0 if wf is None else wf
+    valid_np = np.arange(n_pad) < n_rows
+
+    if mesh is None:
+        put_rows = put_fm = jnp.asarray
+    else:
+        def put_rows(a):
+            return jax.device_put(a, row_sharding(mesh))
+
+        def put_fm(a):
+            return jax.device_put(a, row_sharding(mesh, feature_major=True))
+    bins_t, y_dev, w_dev, valid = put_fm(bins_np), put_rows(y_np), put_rows(w_np), put_rows(valid_np)
 
     if base_margin is None:
-        base = fit_base_margin(loss, y_dev, w_dev)
-        base = float(base)
+        base = float(fit_base_margin(loss, jnp.asarray(y_np), jnp.asarray(w_np)))
         if not math.isfinite(base):
             raise LossError(f"the loss {loss_name(loss)} gave a non-finite intercept when "
                             f"minimised over a constant (before round 0); pass "
@@ -194,13 +239,12 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate: float = 0.3,
     else:
         base = float(np.float32(base_margin))
 
-    margin = jnp.full(n_rows, base, jnp.float32)
-    flag = jnp.array([-1, 0], jnp.int32)
-    dyn = jnp.asarray(params.dynamic())
+    margin = put_rows(np.full(n_pad, base, np.float32))
+    flag = np.array([-1, 0], np.int32)
     static = dict(loss=loss, max_depth=params.max_depth, max_bin=params.max_bin,
-                  chunk=ROUNDS_PER_DISPATCH)
-    common = (jnp.int32(n_rounds), bins_t, y_dev, w_dev, dyn, jnp.asarray(cuts_ext),
-              jnp.asarray(forward_ok))
+                  chunk=ROUNDS_PER_DISPATCH, mesh=mesh)
+    common = (np.int32(n_rounds), bins_t, y_dev, w_dev, valid, params.dynamic(), cuts_ext,
+              forward_ok)
 
     def make_booster(ens):
         return Booster(ens, objective=loss, params=params, bin_edges=edges,
@@ -223,7 +267,7 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate: float = 0.3,
                 booster=make_booster(good) if good is not None and bad_round > 0 else None)
 
     for r0 in range(0, n_rounds, ROUNDS_PER_DISPATCH):
-        margin, flag, trees = _train_chunk(margin, flag, jnp.int32(r0), *common, **static)
+        margin, flag, trees = _train_chunk(margin, flag, np.int32(r0), *common, **static)
         if pending is not None:
             check(pending)
         parts.append(trees)

@@ -15,8 +15,12 @@ from .histogram import build_histogram, pack_gh
 from .split import GAMMA, find_best_splits, is_split_worthy, leaf_values
 
 
+def _identity(x):
+    return x
+
+
 def grow_tree(bins_t, g, h, dyn, cuts_ext, forward_ok, *, max_depth: int, max_bin: int,
-              histogram_fn=build_histogram):
+              histogram_fn=build_histogram, reduce=_identity):
     """Grow one tree.
 
     Args:
@@ -27,7 +31,10 @@ def grow_tree(bins_t, g, h, dyn, cuts_ext, forward_ok, *, max_depth: int, max_bi
         ``cuts_ext[f, t]`` is the float threshold of "bins < t go left".
       forward_ok: ``(F,)`` bool (see ``split.find_best_splits``).
       max_depth, max_bin: static.
-      histogram_fn: the histogram step (sharded training passes a wrapped one).
+      histogram_fn: the histogram step ``(bins_t, gh, node, n_nodes, n_bins) -> (G, H)``.
+      reduce: sums a per-device partial over devices (``lax.psum`` under
+        ``shard_map``; the identity on one device). Applied to histograms and node sums,
+        the only quantities that need every row.
 
     Returns:
       ``(tree, leaf)``: ``tree`` a dict of ``(M,)`` arrays in heap layout (``feature``
@@ -52,13 +59,13 @@ def grow_tree(bins_t, g, h, dyn, cuts_ext, forward_ok, *, max_depth: int, max_bi
             local = pos - off
             in_level = (local >= 0) & (local < n)
             local = jnp.where(in_level, local, n)
-            Gt = jax.ops.segment_sum(g64, local, num_segments=n + 1)[:n]
-            Ht = jax.ops.segment_sum(h64, local, num_segments=n + 1)[:n]
+            Gt, Ht = reduce((jax.ops.segment_sum(g64, local, num_segments=n + 1)[:n],
+                             jax.ops.segment_sum(h64, local, num_segments=n + 1)[:n]))
             Gn.append(Gt)
             Hn.append(Ht)
             if d == D:
                 break
-            Gh, Hh = histogram_fn(bins_t, gh, local, n, B)
+            Gh, Hh = reduce(histogram_fn(bins_t, gh, local, n, B))
             s = find_best_splits(Gh, Hh, Gt, Ht, dyn, forward_ok)
             do = alive & is_split_worthy(s["gain"])
             feat.append(jnp.where(do, s["feature"], 0))

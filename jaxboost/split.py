@@ -67,6 +67,26 @@ def leaf_values(G, H, dyn):
     return calc_weight(G, H, dyn).astype(jnp.float32) * dyn[ETA]
 
 
+def _pass_gains(GL, HL, GR, HR, sp, dyn, clipped: bool):
+    """float32 gains of candidates with the given child sums (float64)."""
+    if clipped:
+        score = calc_score
+    else:
+        score = _plain_score
+    gain = (score(GL, HL, dyn) + score(GR, HR, dyn)) - sp
+    mcw = dyn[MCW].astype(jnp.float64)
+    valid = (HL >= mcw) & (HR >= mcw)
+    return jnp.where(valid, gain, -jnp.inf)
+
+
+def _plain_score(G, H, dyn):
+    """``calc_score`` when max_delta_step == 0 (the common case; cheaper)."""
+    lam, alpha = dyn[LAMBDA].astype(jnp.float64), dyn[ALPHA].astype(jnp.float64)
+    safe = jnp.where(H + lam > 0, H + lam, 1.0)
+    s = (jnp.square(threshold_l1(G, alpha)) / safe).astype(jnp.float32)
+    return jnp.where(H <= 0, jnp.float32(0.0), s)
+
+
 def find_best_splits(G, H, Gp, Hp, dyn, forward_ok):
     """Best split of every node of a level.
 
@@ -80,31 +100,41 @@ def find_best_splits(G, H, Gp, Hp, dyn, forward_ok):
       dict of ``(n,)`` arrays: ``gain`` float32 (``-inf`` when no candidate is valid),
       ``feature`` int32, ``tbin`` int32 (bins ``< tbin`` go left), ``default_left``
       bool.
+
+    The ascending pass is evaluated only when some feature needs it, and the clipped
+    score only when ``max_delta_step > 0`` (``lax.cond``: one branch runs).
     """
+    F, n, B = G.shape
+    V = B - 1
     with jax.enable_x64(True):
-        F, n, B = G.shape
-        V = B - 1
         Gv, Hv = G[..., :V], H[..., :V]
         Gpb, Hpb = Gp[None, :, None], Hp[None, :, None]
-        # Pass A: t = 1..V, left = bins < t, missing right; right = parent - left.
-        GLa = jnp.cumsum(Gv, axis=-1)
-        HLa = jnp.cumsum(Hv, axis=-1)
-        GRa, HRa = Gpb - GLa, Hpb - HLa
+        clip = dyn[MDS] > 0
+
+        def gains(GL, HL, GR, HR):
+            sp_plain = _plain_score(Gp, Hp, dyn)[None, :, None]
+            sp_clip = calc_score(Gp, Hp, dyn)[None, :, None]
+            return jax.lax.cond(
+                clip,
+                lambda: _pass_gains(GL, HL, GR, HR, sp_clip, dyn, True),
+                lambda: _pass_gains(GL, HL, GR, HR, sp_plain, dyn, False))
+
         # Pass B: t = V-1..0, right = bins >= t, missing left; left = parent - right.
         GRb = jnp.cumsum(Gv[..., ::-1], axis=-1)
         HRb = jnp.cumsum(Hv[..., ::-1], axis=-1)
-        GLb, HLb = Gpb - GRb, Hpb - HRb
-        GL = jnp.concatenate([GLa, GLb], axis=-1)
-        HL = jnp.concatenate([HLa, HLb], axis=-1)
-        GR = jnp.concatenate([GRa, GRb], axis=-1)
-        HR = jnp.concatenate([HRa, HRb], axis=-1)
-        sp = calc_score(Gp, Hp, dyn)[None, :, None]
-        gain = (calc_score(GL, HL, dyn) + calc_score(GR, HR, dyn)) - sp
-        mcw = dyn[MCW].astype(jnp.float64)
-        valid = (HL >= mcw) & (HR >= mcw) & jnp.isfinite(gain)
-        in_pass_a = jnp.arange(2 * V, dtype=jnp.int32) < V
-        valid = valid & (forward_ok[:, None, None] | ~in_pass_a[None, None, :])
-        gain = jnp.where(valid, gain, -jnp.inf).astype(jnp.float32)
+        gain_b = gains(Gpb - GRb, Hpb - HRb, GRb, HRb)
+
+        # Pass A: t = 1..V, left = bins < t, missing right; right = parent - left.
+        def pass_a():
+            GLa = jnp.cumsum(Gv, axis=-1)
+            HLa = jnp.cumsum(Hv, axis=-1)
+            g = gains(GLa, HLa, Gpb - GLa, Hpb - HLa)
+            return jnp.where(forward_ok[:, None, None], g, -jnp.inf)
+
+        gain_a = jax.lax.cond(jnp.any(forward_ok), pass_a,
+                              lambda: jnp.full((F, n, V), -jnp.inf, jnp.float32))
+    gain = jnp.concatenate([gain_a, gain_b], axis=-1)
+    gain = jnp.where(jnp.isnan(gain), -jnp.inf, gain)
     # Index arithmetic outside the x64 scope: int32 everywhere.
     flat = jnp.transpose(gain, (1, 0, 2)).reshape(n, F * 2 * V)
     best = jax.lax.argmax(flat, 1, jnp.int32)

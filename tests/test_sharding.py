@@ -1,0 +1,52 @@
+"""Rows sharded over host CPU devices give the single-device model."""
+
+import jax
+import numpy as np
+import pytest
+from jax.sharding import Mesh
+
+import jaxboost
+import objectives
+from jaxboost.sharding import auto_mesh, padded_rows
+
+
+@pytest.fixture(scope="module")
+def mesh4():
+    devices = jax.devices("cpu")
+    if len(devices) < 4:
+        pytest.skip("needs 4 host CPU devices (JAXBOOST_CPU_DEVICES=4 before import)")
+    return Mesh(np.array(devices[:4]), ("rows",))
+
+
+def test_sharded_logistic_equals_single_device(mesh4):
+    rng = np.random.default_rng(0)
+    N = 1001  # not divisible by 4
+    X = rng.normal(size=(N, 5)).astype(np.float32)
+    X[rng.random(N) < 0.1, 2] = np.nan
+    y = (X[:, 0] + np.nan_to_num(X[:, 2]) + 0.3 * rng.normal(size=N) > 0).astype(np.float32)
+    w = rng.random(N).astype(np.float32)
+    kw = dict(n_rounds=12, max_depth=4, sample_weight=w)
+    one = jaxboost.train(objectives.logistic, X, y, mesh=None, **kw)
+    four = jaxboost.train(objectives.logistic, X, y, mesh=mesh4, **kw)
+    a = one.predict(X, output_margin=True)
+    b = four.predict(X, output_margin=True)
+    np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+    assert one.base_margin == pytest.approx(four.base_margin, rel=1e-6)
+
+
+def test_padding_buckets_and_auto_mesh():
+    assert padded_rows(1000, 1) == 1024 and padded_rows(1000, 4) == 1024  # steps of 32
+    assert padded_rows(1_000_000, 2) == 1_015_808
+    for n in (10, 999, 12345, 10**6):
+        p = padded_rows(n, 4)
+        assert p >= n and p % 4 == 0 and p <= n * 1.07
+    # Small data stays on one device; large data uses several.
+    assert auto_mesh(1000) is None
+    big = auto_mesh(1 << 22)
+    assert big is not None and big.size == len(jax.devices())
+
+
+def test_bad_mesh_is_rejected():
+    X = np.zeros((10, 1), np.float32)
+    with pytest.raises(TypeError, match="mesh must be a jax.sharding.Mesh"):
+        jaxboost.train(objectives.squared, X, np.zeros(10), mesh="cpu")
