@@ -228,7 +228,8 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate: float = 0.3,
 
         def put_fm(a):
             return jax.device_put(a, row_sharding(mesh, feature_major=True))
-    bins_t, y_dev, w_dev, valid = put_fm(bins_np), put_rows(y_np), put_rows(w_np), put_rows(valid_np)
+    bins_t = put_fm(bins_np)
+    y_dev, w_dev, valid = put_rows(y_np), put_rows(w_np), put_rows(valid_np)
 
     if base_margin is None:
         base = float(fit_base_margin(loss, jnp.asarray(y_np), jnp.asarray(w_np)))

@@ -39,7 +39,7 @@ def test_padding_buckets_and_auto_mesh():
     assert padded_rows(1_000_000, 2) == 1_015_808
     for n in (10, 999, 12345, 10**6):
         p = padded_rows(n, 4)
-        assert p >= n and p % 4 == 0 and p <= n * 1.07
+        assert p >= n and p % 4 == 0 and p - n < max(0.07 * n, 4)
     # Small data stays on one device; large data uses several.
     assert auto_mesh(1000) is None
     big = auto_mesh(1 << 22)
