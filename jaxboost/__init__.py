@@ -7,9 +7,12 @@
 (100,)
 """
 
+from .compile_cache import configure_compilation_cache as _configure_compilation_cache
 from .sharding import configure_host_devices as _configure_host_devices
 
+# What import did to JAX's configuration (see jaxboost.sharding, jaxboost.compile_cache).
 _HOST_DEVICES = _configure_host_devices()
+_COMPILATION_CACHE = _configure_compilation_cache()
 
 from .booster import Booster  # noqa: E402
 from .boosting import train  # noqa: E402

@@ -4,6 +4,9 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # Four host CPU devices, so sharded training is tested even on a 2-core machine
 # (small test data stays on one device unless a test passes a mesh).
 os.environ.setdefault("JAXBOOST_CPU_DEVICES", "4")
+# Hermetic tests: no persistent compilation cache from earlier runs (its own test
+# turns it on in subprocesses).
+os.environ["JAXBOOST_COMPILATION_CACHE"] = "0"
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
