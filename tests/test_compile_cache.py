@@ -33,7 +33,9 @@ def test_second_process_hits_the_cache(tmp_path):
     assert first["setting"] == f"on at {tmp_path / 'xla'}"
     assert first["misses"] > 0 and first["hits"] == 0
     second = run(env)
-    assert second["hits"] >= 1 and second["misses"] == 0
+    # The training program (seconds to compile) is always cached; programs near the
+    # 0.2 s bar may or may not be, depending on machine load.
+    assert second["hits"] >= 1 and second["misses"] < first["misses"]
 
 
 def test_opt_out(tmp_path):
