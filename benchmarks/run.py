@@ -1,7 +1,7 @@
 """Benchmarks for jaxboost against XGBoost (and optionally LightGBM, scikit-learn).
 
-Workloads and rules are defined in the project's BENCHMARKS.md (shared/ beside the repository) (summarised in
-``benchmarks/README.md``):
+Workloads and rules are defined in the project's BENCHMARKS.md (shared/ beside the
+repository), summarised in ``benchmarks/README.md``:
 
 * W1  binary logistic, 1M training rows, depth 6, 100 rounds, lr 0.1, 256 bins.
 * W2  the same at 10k rows, the *whole script* (import, bin, compile, train, predict) in a

@@ -90,12 +90,10 @@ class Booster:
           ``(N,)`` float32 NumPy array.
         """
         X = self._features(X)
-        margin = predict_margin(self.ensemble.padded(), X, np.float32(self.base_margin),
-                                max_depth=self.params.max_depth)
-        link = _link_of(self.objective)
-        if not output_margin and link is not None:
-            margin = link(margin)
-        return np.asarray(margin)
+        link = None if output_margin else _link_of(self.objective)
+        out = predict_margin(self.ensemble.padded(), X, np.float32(self.base_margin),
+                             max_depth=self.params.max_depth, link=link)
+        return np.asarray(out)
 
     def predict_leaf(self, X) -> np.ndarray:
         """Leaf node (heap index) of every row in every tree: ``(N, T)`` int32."""

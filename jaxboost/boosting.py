@@ -55,7 +55,7 @@ def _empty_tree(M):
 
 
 def _rounds(margin, flag, r0, n_rounds, bins_t, y, w, valid, dyn, cuts_ext, forward_ok, *,
-            loss, max_depth, max_bin, chunk, axis):
+            loss, max_depth, max_bin, chunk, axis, clipped, any_forward):
     """Rounds ``r0 .. r0 + chunk - 1`` on this device's rows (skipping ``>= n_rounds``).
 
     ``axis`` names the mesh axis rows are sharded over (``None``: one device).
@@ -74,7 +74,8 @@ def _rounds(margin, flag, r0, n_rounds, bins_t, y, w, valid, dyn, cuts_ext, forw
             g = jnp.where(bad, 0.0, g)
             h = jnp.where(bad, 0.0, h)
             tree, leaf = grow_tree(bins_t, g, h, dyn, cuts_ext, forward_ok,
-                                   max_depth=max_depth, max_bin=max_bin, reduce=reduce)
+                                   max_depth=max_depth, max_bin=max_bin, reduce=reduce,
+                                   clipped=clipped, any_forward=any_forward)
             return margin + tree["value"][leaf], tree, n_bad
 
         def skip(margin):
@@ -90,16 +91,18 @@ def _rounds(margin, flag, r0, n_rounds, bins_t, y, w, valid, dyn, cuts_ext, forw
     return margin, flag, Ensemble(**trees)
 
 
-@functools.partial(jax.jit, static_argnames=("loss", "max_depth", "max_bin", "chunk", "mesh"),
+@functools.partial(jax.jit, static_argnames=("loss", "max_depth", "max_bin", "chunk", "mesh",
+                                             "clipped", "any_forward"),
                    donate_argnums=(0,))
 def _train_chunk(margin, flag, r0, n_rounds, bins_t, y, w, valid, dyn, cuts_ext, forward_ok,
-                 *, loss, max_depth, max_bin, chunk, mesh):
+                 *, loss, max_depth, max_bin, chunk, mesh, clipped, any_forward):
     """One dispatch of ``chunk`` rounds; sharded over ``mesh`` when one is given.
 
     ``flag`` is ``(2,)`` int32: the first round whose g or h had a non-finite value
     (-1 if none) and how many rows had one.
     """
-    static = dict(loss=loss, max_depth=max_depth, max_bin=max_bin, chunk=chunk)
+    static = dict(loss=loss, max_depth=max_depth, max_bin=max_bin, chunk=chunk,
+                  clipped=clipped, any_forward=any_forward)
     args = (margin, flag, r0, n_rounds, bins_t, y, w, valid, dyn, cuts_ext, forward_ok)
     if mesh is None:
         return _rounds(*args, axis=None, **static)
@@ -243,7 +246,8 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate: float = 0.3,
     margin = put_rows(np.full(n_pad, base, np.float32))
     flag = np.array([-1, 0], np.int32)
     static = dict(loss=loss, max_depth=params.max_depth, max_bin=params.max_bin,
-                  chunk=ROUNDS_PER_DISPATCH, mesh=mesh)
+                  chunk=ROUNDS_PER_DISPATCH, mesh=mesh,
+                  clipped=params.max_delta_step > 0, any_forward=bool(forward_ok.any()))
     common = (np.int32(n_rounds), bins_t, y_dev, w_dev, valid, params.dynamic(), cuts_ext,
               forward_ok)
 

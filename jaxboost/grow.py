@@ -20,7 +20,8 @@ def _identity(x):
 
 
 def grow_tree(bins_t, g, h, dyn, cuts_ext, forward_ok, *, max_depth: int, max_bin: int,
-              histogram_fn=build_histogram, reduce=_identity):
+              histogram_fn=build_histogram, reduce=_identity, clipped: bool = True,
+              any_forward: bool = True):
     """Grow one tree.
 
     Args:
@@ -32,6 +33,7 @@ def grow_tree(bins_t, g, h, dyn, cuts_ext, forward_ok, *, max_depth: int, max_bi
       forward_ok: ``(F,)`` bool (see ``split.find_best_splits``).
       max_depth, max_bin: static.
       histogram_fn: the histogram step ``(bins_t, gh, node, n_nodes, n_bins) -> (G, H)``.
+      clipped, any_forward: static promises passed to ``split.find_best_splits``.
       reduce: sums a per-device partial over devices (``lax.psum`` under
         ``shard_map``; the identity on one device). Applied to histograms and node sums,
         the only quantities that need every row.
@@ -66,7 +68,8 @@ def grow_tree(bins_t, g, h, dyn, cuts_ext, forward_ok, *, max_depth: int, max_bi
             if d == D:
                 break
             Gh, Hh = reduce(histogram_fn(bins_t, gh, local, n, B))
-            s = find_best_splits(Gh, Hh, Gt, Ht, dyn, forward_ok)
+            s = find_best_splits(Gh, Hh, Gt, Ht, dyn, forward_ok, clipped=clipped,
+                                 any_forward=any_forward)
             do = alive & is_split_worthy(s["gain"])
             feat.append(jnp.where(do, s["feature"], 0))
             tbin.append(jnp.where(do, s["tbin"], 0))

@@ -67,12 +67,8 @@ def leaf_values(G, H, dyn):
     return calc_weight(G, H, dyn).astype(jnp.float32) * dyn[ETA]
 
 
-def _pass_gains(GL, HL, GR, HR, sp, dyn, clipped: bool):
+def _pass_gains(GL, HL, GR, HR, sp, dyn, score):
     """float32 gains of candidates with the given child sums (float64)."""
-    if clipped:
-        score = calc_score
-    else:
-        score = _plain_score
     gain = (score(GL, HL, dyn) + score(GR, HR, dyn)) - sp
     mcw = dyn[MCW].astype(jnp.float64)
     valid = (HL >= mcw) & (HR >= mcw)
@@ -87,7 +83,8 @@ def _plain_score(G, H, dyn):
     return jnp.where(H <= 0, jnp.float32(0.0), s)
 
 
-def find_best_splits(G, H, Gp, Hp, dyn, forward_ok):
+def find_best_splits(G, H, Gp, Hp, dyn, forward_ok, *, clipped: bool = True,
+                     any_forward: bool = True):
     """Best split of every node of a level.
 
     Args:
@@ -95,44 +92,39 @@ def find_best_splits(G, H, Gp, Hp, dyn, forward_ok):
       Gp, Hp: ``(n,)`` float64 node totals.
       dyn: float32 dynamic parameters (``params.DYNAMIC_FIELDS``).
       forward_ok: ``(F,)`` bool, whether the ascending, missing-right pass is tried.
+      clipped: static; ``False`` promises ``max_delta_step == 0`` and compiles only the
+        plain score (cheaper). ``True`` handles either value.
+      any_forward: static; ``False`` promises ``forward_ok`` is all false and skips the
+        ascending pass.
 
     Returns:
       dict of ``(n,)`` arrays: ``gain`` float32 (``-inf`` when no candidate is valid),
       ``feature`` int32, ``tbin`` int32 (bins ``< tbin`` go left), ``default_left``
       bool.
-
-    The ascending pass is evaluated only when some feature needs it, and the clipped
-    score only when ``max_delta_step > 0`` (``lax.cond``: one branch runs).
     """
     F, n, B = G.shape
     V = B - 1
     with jax.enable_x64(True):
         Gv, Hv = G[..., :V], H[..., :V]
         Gpb, Hpb = Gp[None, :, None], Hp[None, :, None]
-        clip = dyn[MDS] > 0
+        score = calc_score if clipped else _plain_score
+        sp = score(Gp, Hp, dyn)[None, :, None]
 
         def gains(GL, HL, GR, HR):
-            sp_plain = _plain_score(Gp, Hp, dyn)[None, :, None]
-            sp_clip = calc_score(Gp, Hp, dyn)[None, :, None]
-            return jax.lax.cond(
-                clip,
-                lambda: _pass_gains(GL, HL, GR, HR, sp_clip, dyn, True),
-                lambda: _pass_gains(GL, HL, GR, HR, sp_plain, dyn, False))
+            return _pass_gains(GL, HL, GR, HR, sp, dyn, score)
 
         # Pass B: t = V-1..0, right = bins >= t, missing left; left = parent - right.
         GRb = jnp.cumsum(Gv[..., ::-1], axis=-1)
         HRb = jnp.cumsum(Hv[..., ::-1], axis=-1)
         gain_b = gains(Gpb - GRb, Hpb - HRb, GRb, HRb)
-
         # Pass A: t = 1..V, left = bins < t, missing right; right = parent - left.
-        def pass_a():
+        if any_forward:
             GLa = jnp.cumsum(Gv, axis=-1)
             HLa = jnp.cumsum(Hv, axis=-1)
-            g = gains(GLa, HLa, Gpb - GLa, Hpb - HLa)
-            return jnp.where(forward_ok[:, None, None], g, -jnp.inf)
-
-        gain_a = jax.lax.cond(jnp.any(forward_ok), pass_a,
-                              lambda: jnp.full((F, n, V), -jnp.inf, jnp.float32))
+            gain_a = gains(GLa, HLa, Gpb - GLa, Hpb - HLa)
+            gain_a = jnp.where(forward_ok[:, None, None], gain_a, -jnp.inf)
+        else:
+            gain_a = jnp.full((F, n, V), -jnp.inf, jnp.float32)
     gain = jnp.concatenate([gain_a, gain_b], axis=-1)
     gain = jnp.where(jnp.isnan(gain), -jnp.inf, gain)
     # Index arithmetic outside the x64 scope: int32 everywhere.

@@ -88,8 +88,8 @@ def _tree_leaf(tree, X, max_depth):
     return node
 
 
-@functools.partial(jax.jit, static_argnames=("max_depth",))
-def predict_margin(ensemble: Ensemble, X, base_margin, *, max_depth: int):
+@functools.partial(jax.jit, static_argnames=("max_depth", "link"))
+def predict_margin(ensemble: Ensemble, X, base_margin, *, max_depth: int, link=None):
     """Sum of tree outputs plus the base margin.
 
     Args:
@@ -97,9 +97,11 @@ def predict_margin(ensemble: Ensemble, X, base_margin, *, max_depth: int):
       X: ``(N, F)`` float32 raw features, NaN = missing.
       base_margin: float32 scalar.
       max_depth: static depth of the trees.
+      link: optional static inverse link applied to the margins.
 
     Returns:
-      ``(N,)`` float32 margins (accumulated in float32 tree by tree, as XGBoost does).
+      ``(N,)`` float32 margins (accumulated in float32 tree by tree, as XGBoost does),
+      or ``link(margins)``.
     """
     X = X.astype(jnp.float32)
 
@@ -109,7 +111,7 @@ def predict_margin(ensemble: Ensemble, X, base_margin, *, max_depth: int):
 
     init = jnp.full(X.shape[0], base_margin, jnp.float32)
     margin, _ = jax.lax.scan(add_tree, init, ensemble)
-    return margin
+    return margin if link is None else link(margin)
 
 
 @functools.partial(jax.jit, static_argnames=("max_depth",))
