@@ -49,16 +49,20 @@ def build_histogram(bins_t, gh, node, n_nodes: int, n_bins: int):
       >>> G.tolist(), H.tolist()
       ([[[1.0, 5.0]]], [[[1.0, 2.0]]])
     """
-    size = n_nodes * n_bins
+    # Skipped rows land in a dummy node slot that is sliced off: an out-of-range index
+    # with mode="drop" made XLA's CPU scatter 3.5x slower when half the rows skipped
+    # (branch mispredictions), a dummy slot costs nothing.
+    size = (n_nodes + 1) * n_bins
     with jax.enable_x64(True):
-        base = node.astype(jnp.int32) * n_bins
+        base = jnp.minimum(node.astype(jnp.int32), n_nodes) * n_bins
 
         def one_feature(_, b):
             idx = base + b.astype(jnp.int32)
-            return None, jnp.zeros(size, jnp.complex128).at[idx].add(gh, mode="drop")
+            return None, jnp.zeros(size, jnp.complex128).at[idx].add(
+                gh, mode="promise_in_bounds")
 
         _, hist = jax.lax.scan(one_feature, None, bins_t, unroll=2)
-        hist = hist.reshape(bins_t.shape[0], n_nodes, n_bins)
+        hist = hist.reshape(bins_t.shape[0], n_nodes + 1, n_bins)[:, :n_nodes]
         return hist.real, hist.imag
 
 

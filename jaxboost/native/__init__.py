@@ -13,9 +13,11 @@ compiler and cached; when that is impossible (no compiler, not CPU, ``JAXBOOST_N
   architecture. The library is built into a temporary file in that folder and moved into
   place with ``os.replace``, so concurrent processes never load a half-written file.
 
-Layout: the kernel takes ROW-major ``(N, F)`` bins (measured 1.3-2.5x faster than
-feature-major, and rows outside the level cost almost nothing), so a caller keeps a
-row-major copy of the bins next to the feature-major one.
+Layout: the kernel takes ROW-major ``(N, F)`` bins (measured 1.1-1.5x faster than a
+feature-major kernel on uniform bins, up to 7x on skewed bins, and rows outside the level
+cost little), so a caller keeps a row-major copy of the bins next to the feature-major one.
+The kernel is single-threaded; use several cores by calling it under ``jax.shard_map``
+over host CPU devices (rows sharded, ``lax.psum`` of the result).
 
 >>> import numpy as np, jax.numpy as jnp
 >>> from jaxboost import native
@@ -43,6 +45,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..compile_cache import cache_root
+
 __all__ = ["available", "unavailable_reason", "histogram", "library_path", "TARGET_NAME"]
 
 TARGET_NAME = "jaxboost_histogram"
@@ -56,10 +60,8 @@ _state: dict = {"done": False, "ok": False, "reason": None, "lib": None, "path":
 
 
 def _cache_root() -> Path:
-    env = os.environ.get("JAXBOOST_CACHE_DIR")
-    if env:
-        return Path(env).expanduser()
-    return Path.home() / ".cache" / "jaxboost"
+    # $JAXBOOST_CACHE_DIR, else ~/.cache/jaxboost (shared with JAX's compilation cache).
+    return Path(cache_root()).expanduser()
 
 
 def _compiler() -> list[str]:
@@ -128,7 +130,11 @@ def _load_and_register() -> None:
     folder = _cache_root() / f"hist-{key.hexdigest()[:20]}"
     path = folder / _LIB_NAME
     if not path.is_file():
-        path = _build(cxx, include_dir, folder)
+        try:
+            path = _build(cxx, include_dir, folder)
+        except OSError:  # cache not writable (read-only home, ...): build for this process
+            folder = Path(tempfile.mkdtemp(prefix="jaxboost-native-"))
+            path = _build(cxx, include_dir, folder)
     try:
         lib = ctypes.CDLL(str(path))
     except OSError:
