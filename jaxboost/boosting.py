@@ -54,8 +54,8 @@ def _empty_tree(M):
                 is_leaf=jnp.ones(M, bool), value=z_f, gain=z_f, cover=z_f)
 
 
-def _rounds(margin, flag, r0, n_rounds, bins_t, y, w, valid, dyn, cuts_ext, forward_ok, *,
-            loss, max_depth, max_bin, chunk, axis, clipped, any_forward):
+def _rounds(margin, flag, r0, n_rounds, bins, y, w, valid, dyn, cuts_ext, forward_ok, *,
+            loss, max_depth, max_bin, chunk, axis, clipped, any_forward, native):
     """Rounds ``r0 .. r0 + chunk - 1`` on this device's rows (skipping ``>= n_rounds``).
 
     ``axis`` names the mesh axis rows are sharded over (``None``: one device).
@@ -73,9 +73,9 @@ def _rounds(margin, flag, r0, n_rounds, bins_t, y, w, valid, dyn, cuts_ext, forw
             n_bad = reduce(jnp.sum(bad & valid, dtype=jnp.int32))
             g = jnp.where(bad, 0.0, g)
             h = jnp.where(bad, 0.0, h)
-            tree, leaf = grow_tree(bins_t, g, h, dyn, cuts_ext, forward_ok,
+            tree, leaf = grow_tree(bins, g, h, dyn, cuts_ext, forward_ok,
                                    max_depth=max_depth, max_bin=max_bin, reduce=reduce,
-                                   clipped=clipped, any_forward=any_forward)
+                                   clipped=clipped, any_forward=any_forward, native=native)
             return margin + tree["value"][leaf], tree, n_bad
 
         def skip(margin):
@@ -92,27 +92,41 @@ def _rounds(margin, flag, r0, n_rounds, bins_t, y, w, valid, dyn, cuts_ext, forw
 
 
 @functools.partial(jax.jit, static_argnames=("loss", "max_depth", "max_bin", "chunk", "mesh",
-                                             "clipped", "any_forward"),
+                                             "clipped", "any_forward", "native"),
                    donate_argnums=(0,))
-def _train_chunk(margin, flag, r0, n_rounds, bins_t, y, w, valid, dyn, cuts_ext, forward_ok,
-                 *, loss, max_depth, max_bin, chunk, mesh, clipped, any_forward):
+def _train_chunk(margin, flag, r0, n_rounds, bins, y, w, valid, dyn, cuts_ext, forward_ok,
+                 *, loss, max_depth, max_bin, chunk, mesh, clipped, any_forward, native):
     """One dispatch of ``chunk`` rounds; sharded over ``mesh`` when one is given.
 
     ``flag`` is ``(2,)`` int32: the first round whose g or h had a non-finite value
     (-1 if none) and how many rows had one.
     """
     static = dict(loss=loss, max_depth=max_depth, max_bin=max_bin, chunk=chunk,
-                  clipped=clipped, any_forward=any_forward)
-    args = (margin, flag, r0, n_rounds, bins_t, y, w, valid, dyn, cuts_ext, forward_ok)
+                  clipped=clipped, any_forward=any_forward, native=native)
+    args = (margin, flag, r0, n_rounds, bins, y, w, valid, dyn, cuts_ext, forward_ok)
     if mesh is None:
         return _rounds(*args, axis=None, **static)
     (axis,) = mesh.axis_names
     rows, rep = P(axis), P()
     fn = jax.shard_map(
         functools.partial(_rounds, axis=axis, **static), mesh=mesh,
-        in_specs=(rows, rep, rep, rep, P(None, axis), rows, rows, rows, rep, rep, rep),
+        in_specs=(rows, rep, rep, rep, P(axis, None) if native else P(None, axis), rows, rows,
+                  rows, rep, rep, rep),
         out_specs=(rows, rep, rep), check_vma=False)
     return fn(*args)
+
+
+def _use_native() -> bool:
+    """Whether training uses the native histogram kernel (see ``jaxboost.native``).
+
+    Only on CPU backends; ``JAXBOOST_NATIVE=0`` turns it off, and any build failure
+    falls back to the pure-JAX histogram.
+    """
+    if jax.default_backend() != "cpu":
+        return False
+    from . import native
+
+    return native.available()
 
 
 def _check_int(name, v, low):
@@ -155,9 +169,9 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate: float = 0.3,
         :math:`\sum_i w_i \ell(y_i, c)` for any loss.
       sample_weight: optional ``(N,)`` non-negative row weights.
       seed: random seed (for quantile sampling of very large data).
-      mesh: a one-axis ``jax.sharding.Mesh`` to shard rows over; ``None`` picks every
-        device of the default backend when the data is large enough (on a CPU machine,
-        one device per core: see ``jaxboost.sharding``).
+      mesh: a one-axis ``jax.sharding.Mesh`` to shard rows over; ``None`` trains on one
+        device on CPU (fastest there, see ``jaxboost.sharding``) and on every local device
+        of a GPU/TPU backend when the data is large enough.
 
     Returns:
       ``Booster``.
@@ -215,8 +229,13 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate: float = 0.3,
     mesh = check_mesh(mesh) if mesh is not None else auto_mesh(n_rows)
     n_shards = 1 if mesh is None else mesh.size
     n_pad = padded_rows(n_rows, n_shards)
-    bins_np = np.zeros((n_features, n_pad), np.uint8)
-    bins_np[:, :n_rows] = apply_bins(Xf, edges)
+    use_native = _use_native()
+    if use_native:  # row-major (N, F): the native kernel's layout
+        bins_np = np.zeros((n_pad, n_features), np.uint8)
+        bins_np[:n_rows] = apply_bins(Xf, edges).T
+    else:  # feature-major (F, N): the layout the pure-JAX scan reads
+        bins_np = np.zeros((n_features, n_pad), np.uint8)
+        bins_np[:, :n_rows] = apply_bins(Xf, edges)
     y_np = np.full(n_pad, yf[0], np.float32)
     y_np[:n_rows] = yf
     w_np = np.zeros(n_pad, np.float32)
@@ -230,7 +249,7 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate: float = 0.3,
             return jax.device_put(a, row_sharding(mesh))
 
         def put_fm(a):
-            return jax.device_put(a, row_sharding(mesh, feature_major=True))
+            return jax.device_put(a, row_sharding(mesh, feature_major=not use_native))
     bins_t = put_fm(bins_np)
     y_dev, w_dev, valid = put_rows(y_np), put_rows(w_np), put_rows(valid_np)
 
@@ -247,7 +266,8 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate: float = 0.3,
     flag = np.array([-1, 0], np.int32)
     static = dict(loss=loss, max_depth=params.max_depth, max_bin=params.max_bin,
                   chunk=ROUNDS_PER_DISPATCH, mesh=mesh,
-                  clipped=params.max_delta_step > 0, any_forward=bool(forward_ok.any()))
+                  clipped=params.max_delta_step > 0, any_forward=bool(forward_ok.any()),
+                  native=use_native)
     common = (np.int32(n_rounds), bins_t, y_dev, w_dev, valid, params.dynamic(), cuts_ext,
               forward_ok)
 

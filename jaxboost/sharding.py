@@ -6,20 +6,22 @@ histograms and node sums are added with ``lax.psum`` inside ``jax.shard_map``. S
 decisions are then computed identically on every device from the global sums, so all
 devices grow the same tree.
 
-Using every CPU core. XLA runs a scatter-add on one core, so on a CPU machine jaxboost
-splits the host into one JAX CPU device per core and shards rows over them. JAX only
-accepts that setting before its backends start, so ``import jaxboost`` sets
-``jax_num_cpu_devices`` to the core count when, and only when, all of these hold:
+Using every CPU core. Measured with jax 0.10.2 on a 2-core machine: one XLA CPU
+device already spreads its work over the cores, and splitting the host into two JAX CPU
+devices made a training round 1.4-1.6x slower (each device loses the other's threads),
+even though the cross-device sum itself costs about 1 ms per level. So on a CPU machine
+jaxboost trains on one device by default, and its native histogram kernel
+(``jaxboost.native``) runs on every core itself. Host CPU devices remain available for
+testing the sharded path or by choice:
 
-* the environment variable ``JAXBOOST_CPU_DEVICES`` is unset or ``auto`` (set it to a
-  number to choose the count, or to ``1`` to turn this off);
-* JAX's backends have not started yet (a user who already ran JAX code keeps their
-  setup);
-* the user has not chosen a CPU device count themselves (``XLA_FLAGS`` with
-  ``--xla_force_host_platform_device_count``, or ``jax_num_cpu_devices``).
+* ``JAXBOOST_CPU_DEVICES=N`` (N > 1) makes ``import jaxboost`` ask JAX for N CPU devices
+  (``jax_num_cpu_devices``), when JAX's backends have not started yet and the user has not
+  set a count through ``XLA_FLAGS`` (``--xla_force_host_platform_device_count``) or
+  ``jax_num_cpu_devices``; unset (the default), nothing is changed;
+* ``train(..., mesh=Mesh(jax.devices("cpu"), ("rows",)))`` shards rows over them.
 
-The only visible effect outside jaxboost is that ``jax.devices("cpu")`` lists one
-device per core; arrays are still placed on the first device by default.
+On GPU and TPU backends with several local devices, ``mesh=None`` shards rows over all of
+them.
 """
 
 from __future__ import annotations
@@ -42,16 +44,18 @@ def configure_host_devices() -> str:
 
     Returns a short sentence saying what was done, for diagnostics.
     """
-    setting = os.environ.get(ENV_CPU_DEVICES, "auto").strip().lower()
-    if setting in ("", "auto"):
+    setting = os.environ.get(ENV_CPU_DEVICES, "").strip().lower()
+    if setting == "":
+        return "unchanged (one CPU device per JAX's default)"
+    if setting == "auto":
         n = os.cpu_count() or 1
     else:
         try:
             n = int(setting)
         except ValueError:
-            return f"ignored {ENV_CPU_DEVICES}={setting!r} (expected 'auto' or a number)"
+            return f"ignored {ENV_CPU_DEVICES}={setting!r} (expected a number or 'auto')"
     if n <= 1:
-        return "one CPU device (as asked)" if setting not in ("", "auto") else "one core"
+        return "one CPU device (as asked)"
     from jax._src import xla_bridge
 
     if xla_bridge.backends_are_initialized():
@@ -65,11 +69,14 @@ def configure_host_devices() -> str:
 
 
 def auto_mesh(n_rows: int) -> Mesh | None:
-    """The default mesh: every device of the default backend, when rows are plenty.
+    """The default mesh: on GPU/TPU, every local device when rows are plenty.
 
-    Returns ``None`` (single device, no sharding) for one device or small data.
+    Returns ``None`` (single device, no sharding) on CPU (see the module docs), for one
+    device, or for small data.
     """
-    devices = jax.devices()
+    if jax.default_backend() == "cpu":
+        return None
+    devices = jax.local_devices()
     n = len(devices)
     while n > 1 and n_rows < n * MIN_ROWS_PER_DEVICE:
         n //= 2
@@ -101,5 +108,7 @@ def padded_rows(n_rows: int, n_shards: int) -> int:
 
 
 def row_sharding(mesh: Mesh, feature_major: bool = False) -> NamedSharding:
-    spec = PartitionSpec(None, ROW_AXIS) if feature_major else PartitionSpec(ROW_AXIS)
+    """Rows split over the mesh: ``(N, ...)`` arrays, or ``(F, N)`` when feature_major."""
+    (axis,) = mesh.axis_names
+    spec = PartitionSpec(None, axis) if feature_major else PartitionSpec(axis)
     return NamedSharding(mesh, spec)
