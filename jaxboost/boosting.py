@@ -75,7 +75,8 @@ def _rounds(margin, flag, r0, n_rounds, bins, y, w, valid, dyn, cuts_ext, forwar
             h = jnp.where(bad, 0.0, h)
             tree, leaf = grow_tree(bins, g, h, dyn, cuts_ext, forward_ok,
                                    max_depth=max_depth, max_bin=max_bin, reduce=reduce,
-                                   clipped=clipped, any_forward=any_forward, native=native)
+                                   clipped=clipped, any_forward=any_forward, native=native,
+                                   native_threads=None if axis is None else 1)
             return margin + tree["value"][leaf], tree, n_bad
 
         def skip(margin):

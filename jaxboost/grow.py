@@ -21,7 +21,7 @@ def _identity(x):
 
 def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, *, max_depth: int, max_bin: int,
               native: bool = False, reduce=_identity, clipped: bool = True,
-              any_forward: bool = True):
+              any_forward: bool = True, native_threads=None):
     """Grow one tree.
 
     Args:
@@ -40,6 +40,8 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, *, max_depth: int, max_bin:
         ``shard_map``; the identity on one device). Applied to histograms and node sums,
         the only quantities that need every row.
       clipped, any_forward: static promises passed to ``split.find_best_splits``.
+      native_threads: threads of the native kernel (``None``: every core; sharded
+        training over host devices passes 1).
 
     Returns:
       ``(tree, leaf)``: ``tree`` a dict of ``(M,)`` arrays in heap layout (``feature``
@@ -54,7 +56,7 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, *, max_depth: int, max_bin:
         from . import native as native_kernel
 
         def histogram(node, n):
-            return native_kernel.histogram(bins, g, h, node, n, B)
+            return native_kernel.histogram(bins, g, h, node, n, B, n_threads=native_threads)
 
         def bin_of(f_row):
             return bins[rows, f_row]

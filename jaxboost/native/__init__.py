@@ -16,8 +16,21 @@ compiler and cached; when that is impossible (no compiler, not CPU, ``JAXBOOST_N
 Layout: the kernel takes ROW-major ``(N, F)`` bins (measured 1.1-1.5x faster than a
 feature-major kernel on uniform bins, up to 7x on skewed bins, and rows outside the level
 cost little), so a caller keeps a row-major copy of the bins next to the feature-major one.
-The kernel is single-threaded; use several cores by calling it under ``jax.shard_map``
-over host CPU devices (rows sharded, ``lax.psum`` of the result).
+
+Threads: the kernel is multi-threaded itself (call it on ONE device; splitting the host
+into several JAX CPU devices made a training round slower). The threads run on XLA:CPU's
+intra-op thread pool (std::threads when the runtime offers none). With few nodes it
+splits the rows into ``n_threads`` contiguous blocks, each summed into a private
+histogram, then reduces the blocks in a fixed order; with many nodes (when those
+histograms would outgrow the caches: about 64+ nodes at 28 features x 256 bins) it
+groups the rows by node and gives each thread whole nodes. The default thread count is
+the number of cores this process may run on (``os.sched_getaffinity``), or
+``$JAXBOOST_NATIVE_THREADS`` when set, and 1 when ``rows * features < 2**18`` (too little
+work to pay for threads); it is read when the call is traced, so a jitted function keeps
+the value it was traced with. Results are bit-identical from call to call for a given
+thread count. Across thread counts, row blocks associate the float64 sums differently,
+so results may differ in the last bits (grouped by node, every count gives the
+sequential sum).
 
 >>> import numpy as np, jax.numpy as jnp
 >>> from jaxboost import native
@@ -47,13 +60,19 @@ import numpy as np
 
 from ..compile_cache import cache_root
 
-__all__ = ["available", "unavailable_reason", "histogram", "library_path", "TARGET_NAME"]
+__all__ = ["available", "unavailable_reason", "histogram", "library_path", "default_threads",
+           "TARGET_NAME"]
 
 TARGET_NAME = "jaxboost_histogram"
-_ABI_VERSION = 1
+_ABI_VERSION = 2
 _SOURCE = Path(__file__).with_name("hist.cc")
-_FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC")
+_FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC", "-pthread")
 _LIB_NAME = "libjaxboost_hist.so"
+ENV_THREADS = "JAXBOOST_NATIVE_THREADS"
+# Below this many (rows * features) the default is one thread: the work (~0.1-0.3 ms)
+# would not pay for starting threads and reducing their histograms.
+_MIN_WORK_FOR_THREADS = 1 << 18
+_MAX_THREADS = 4096
 
 _lock = threading.Lock()
 _state: dict = {"done": False, "ok": False, "reason": None, "lib": None, "path": None}
@@ -178,12 +197,48 @@ def library_path() -> Path | None:
     return _state["path"] if available() else None
 
 
-def histogram(bins, g, h, node, n_nodes: int, n_bins: int):
+def _cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def default_threads(n_rows: int | None = None, n_features: int | None = None) -> int:
+    """The thread count :func:`histogram` uses when not given ``n_threads``.
+
+    ``$JAXBOOST_NATIVE_THREADS`` (a positive integer) when set, else the number of cores
+    available to this process; 1 when ``n_rows * n_features`` (if given) is below 2**18.
+
+    Raises:
+      ValueError: when ``$JAXBOOST_NATIVE_THREADS`` is not a positive integer.
+    """
+    env = os.environ.get(ENV_THREADS, "").strip()
+    if env:
+        try:
+            n = int(env)
+        except ValueError:
+            n = 0
+        if not 1 <= n <= _MAX_THREADS:
+            raise ValueError(f"{ENV_THREADS} must be an integer in [1, {_MAX_THREADS}], "
+                             f"got {env!r}")
+    else:
+        n = _cores()
+    if n_rows is not None and n_features is not None and (
+            n_rows * n_features < _MIN_WORK_FOR_THREADS):
+        return 1
+    return min(n, _MAX_THREADS)
+
+
+def histogram(bins, g, h, node, n_nodes: int, n_bins: int, *, n_threads: int | None = None,
+              _xla_pool: bool = True):
     """Histograms of g and h per (feature, node, bin), by the native kernel.
 
     Same result as :func:`jaxboost.histogram.build_histogram` (float64 sums), but from
-    row-major bins and unpacked g, h. Usable inside ``jax.jit`` (traced with or without
-    x64) and inside ``jax.shard_map`` over rows (then ``lax.psum`` the result).
+    row-major bins and unpacked g, h, computed on several threads (see the module's
+    docstring). Usable inside ``jax.jit`` (traced with or without x64) and inside
+    ``jax.shard_map`` over rows (then ``lax.psum`` the result; each device's call then
+    uses its own ``n_threads``, so pass ``n_threads=1`` there to keep one per core).
 
     Args:
       bins: ``(N, F)`` uint8 bins, ROW-major; values must be ``< n_bins`` (bin
@@ -193,6 +248,13 @@ def histogram(bins, g, h, node, n_nodes: int, n_bins: int):
         ``[0, n_nodes)`` (e.g. ``n_nodes``: finished leaves, padding, the larger sibling
         under the subtraction trick) are skipped at almost no cost.
       n_nodes, n_bins: static; ``1 <= n_bins <= 256``.
+      n_threads: static; the number of threads (at most the number of rows). ``None``:
+        :func:`default_threads` (cores or ``$JAXBOOST_NATIVE_THREADS``; 1 for small
+        inputs). An explicit value is used as is, even for small inputs. The result is
+        bit-identical across calls for a given count; across counts it may differ in the
+        last bits of float64 (see the module's docstring).
+      _xla_pool: private (tests, benchmarks); ``False`` runs the threads as std::threads
+        instead of on XLA:CPU's intra-op thread pool.
 
     Returns:
       ``(G, H)``, each ``(F, n_nodes, n_bins)`` float64.
@@ -207,6 +269,10 @@ def histogram(bins, g, h, node, n_nodes: int, n_bins: int):
         raise ValueError(f"n_bins must be in [1, 256], got {n_bins}")
     if n_nodes < 0:
         raise ValueError(f"n_nodes must be >= 0, got {n_nodes}")
+    if n_threads is not None:
+        n_threads = int(n_threads)
+        if not 1 <= n_threads <= _MAX_THREADS:
+            raise ValueError(f"n_threads must be in [1, {_MAX_THREADS}], got {n_threads}")
     with jax.enable_x64(True):
         bins = jnp.asarray(bins)
         if bins.ndim != 2:
@@ -222,7 +288,9 @@ def histogram(bins, g, h, node, n_nodes: int, n_bins: int):
         dt = jnp.float64 if dt == jnp.float64 else jnp.float32
         g, h = g.astype(dt), h.astype(dt)
         node = node.astype(jnp.int32)
+        if n_threads is None:
+            n_threads = default_threads(N, F)
         out = jax.ShapeDtypeStruct((F, n_nodes, n_bins), np.float64)
         G, H = jax.ffi.ffi_call(TARGET_NAME, (out, out), vmap_method="sequential")(
-            bins, g, h, node)
+            bins, g, h, node, n_threads=np.int64(n_threads), use_xla_pool=bool(_xla_pool))
         return G, H

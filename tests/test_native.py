@@ -1,0 +1,327 @@
+"""The native (C++ / XLA FFI) histogram kernel against the NumPy reference."""
+
+import math
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxboost import native
+from jaxboost.histogram import build_histogram_naive
+
+
+def _compiler_on_path() -> bool:
+    cxx = os.environ.get("CXX", "").strip()
+    if cxx:
+        return shutil.which(shlex.split(cxx)[0]) is not None
+    return any(shutil.which(c) for c in ("c++", "g++", "clang++"))
+
+
+def _native_should_work() -> bool:
+    disabled = os.environ.get("JAXBOOST_NATIVE", "").strip().lower() in ("0", "false", "no", "off")
+    return sys.platform.startswith("linux") and _compiler_on_path() and not disabled
+
+
+@pytest.fixture(scope="module", autouse=True)
+def require_native():
+    if not native.available():
+        if _native_should_work():
+            pytest.fail("native kernel should build on Linux with a C++ compiler: "
+                        f"{native.unavailable_reason()}")
+        pytest.skip(f"native kernel unavailable: {native.unavailable_reason()}")
+
+
+def _data(rng, N, F, n_nodes, B, skip_frac=0.3, missing_frac=0.2):
+    bins = rng.integers(0, B, size=(N, F)).astype(np.uint8)
+    bins[rng.random((N, F)) < missing_frac] = B - 1  # the missing-value bin
+    g = rng.normal(size=N).astype(np.float32)
+    h = rng.random(N).astype(np.float32)
+    node = rng.integers(0, n_nodes, size=N).astype(np.int32)
+    node[rng.random(N) < skip_frac] = n_nodes  # skipped rows
+    return bins, g, h, node
+
+
+def _check(G, H, bins, g, h, node, n_nodes, B):
+    G_ref, H_ref = build_histogram_naive(bins.T, g, h, node, n_nodes, B)
+    assert G.dtype == np.float64 and H.dtype == np.float64
+    assert G.shape == H.shape == (bins.shape[1], n_nodes, B)
+    np.testing.assert_allclose(np.asarray(G), G_ref, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(H), H_ref, rtol=1e-12, atol=1e-12)
+
+
+# Shapes cover every compile-time stride (n_bins <= 16, 32, 64, 128, 256), F below,
+# at and above the unroll width, and blocks that are all kept, partly kept or all skipped.
+@pytest.mark.parametrize("N,F,n_nodes,B", [
+    (3000, 5, 4, 16), (2000, 1, 1, 2), (1500, 4, 3, 33), (2500, 9, 8, 64),
+    (1024, 28, 2, 100), (4000, 13, 16, 256), (700, 3, 1, 255),
+])
+def test_matches_naive_reference(N, F, n_nodes, B):
+    rng = np.random.default_rng(N + F + n_nodes + B)
+    bins, g, h, node = _data(rng, N, F, n_nodes, B)
+    G, H = native.histogram(bins, g, h, node, n_nodes, B)
+    _check(G, H, bins, g, h, node, n_nodes, B)
+
+
+# Threads: rows split into n_threads fixed blocks, each summed into its own histogram.
+@pytest.mark.parametrize("xla_pool", [True, False], ids=["xla-pool", "std-thread"])
+@pytest.mark.parametrize("n_threads", [1, 2, 3])
+@pytest.mark.parametrize("N,F,n_nodes,B", [(5001, 7, 4, 64), (3333, 28, 2, 256), (999, 3, 1, 16)])
+def test_threads_match_naive_reference(N, F, n_nodes, B, n_threads, xla_pool):
+    rng = np.random.default_rng(N + n_threads)
+    bins, g, h, node = _data(rng, N, F, n_nodes, B)
+    G, H = native.histogram(bins, g, h, node, n_nodes, B, n_threads=n_threads,
+                            _xla_pool=xla_pool)
+    _check(G, H, bins, g, h, node, n_nodes, B)
+
+
+@pytest.mark.parametrize("N", [1, 2, 3, 5])
+@pytest.mark.parametrize("n_threads", [3, 8])
+def test_fewer_rows_than_threads(N, n_threads):
+    rng = np.random.default_rng(N)
+    bins, g, h, node = _data(rng, N, 5, 2, 8, skip_frac=0.4)
+    node[0] = 0  # at least one kept row
+    _check(*native.histogram(bins, g, h, node, 2, 8, n_threads=n_threads),
+           bins, g, h, node, 2, 8)
+
+
+@pytest.mark.parametrize("n_threads", [2, 3])
+def test_threads_deterministic(n_threads):
+    rng = np.random.default_rng(11)
+    N, F, n_nodes, B = 20001, 9, 8, 64
+    bins, g, h, node = _data(rng, N, F, n_nodes, B)
+    # Large and varied magnitudes so that any change in summation order shows.
+    g = (g * np.exp(rng.normal(size=N) * 4)).astype(np.float32)
+    f = jax.jit(native.histogram, static_argnums=(4, 5), static_argnames=("n_threads",))
+    ref = [np.asarray(a) for a in native.histogram(bins, g, h, node, n_nodes, B,
+                                                   n_threads=n_threads)]
+    for G, H in [f(bins, g, h, node, n_nodes, B, n_threads=n_threads) for _ in range(3)] + [
+            native.histogram(bins, g, h, node, n_nodes, B, n_threads=n_threads,
+                             _xla_pool=False)]:
+        np.testing.assert_array_equal(np.asarray(G), ref[0])
+        np.testing.assert_array_equal(np.asarray(H), ref[1])
+
+
+@pytest.mark.parametrize("big_node", [False, True])
+def test_many_nodes_grouped_by_node(big_node):
+    """Many nodes (>= 8 MiB of scratch, or >= 16 MiB over all threads): rows are grouped
+    by node and every slot is a sequential sum over its rows, the same for any thread
+    count and the same as one-thread row blocks. F=28, 256 bins: 40 nodes take 4.7 MiB
+    (row blocks on 1-3 threads, by node on 4+), 80 nodes 9.3 MiB (by node)."""
+    rng = np.random.default_rng(13 + big_node)
+    N, F, B = 6001, 28, 256
+    for n_nodes, threads in ((40, (1, 4, 5)), (80, (1, 2, 3))):
+        bins, g, h, node = _data(rng, N, F, n_nodes, B)
+        if big_node:  # one node holds most rows: split into feature ranges
+            node[rng.random(N) < 0.7] = 3
+        g = (g * np.exp(rng.normal(size=N) * 4)).astype(np.float32)
+        out = {t: [np.asarray(a) for a in native.histogram(bins, g, h, node, n_nodes, B,
+                                                           n_threads=t)]
+               for t in threads}
+        _check(*out[1], bins, g, h, node, n_nodes, B)
+        for t in threads[1:]:
+            np.testing.assert_array_equal(out[t][0], out[1][0])
+            np.testing.assert_array_equal(out[t][1], out[1][1])
+    G, H = native.histogram(bins, g, h, node, n_nodes, B, n_threads=3, _xla_pool=False)
+    np.testing.assert_array_equal(np.asarray(G), out[1][0])
+    np.testing.assert_array_equal(np.asarray(H), out[1][1])
+
+
+def test_default_threads(monkeypatch):
+    monkeypatch.delenv(native.ENV_THREADS, raising=False)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert native.default_threads() == cores
+    assert native.default_threads(1_000_000, 28) == cores
+    assert native.default_threads(1000, 28) == 1  # too little work to pay for threads
+    monkeypatch.setenv(native.ENV_THREADS, "3")
+    assert native.default_threads(1_000_000, 28) == 3
+    assert native.default_threads(100, 2) == 1
+    monkeypatch.setenv(native.ENV_THREADS, "zero")
+    with pytest.raises(ValueError, match=native.ENV_THREADS):
+        native.default_threads()
+    with pytest.raises(ValueError):
+        z = np.zeros(5, np.float32)
+        native.histogram(np.zeros((5, 2), np.uint8), z, z, np.zeros(5, np.int32), 1, 4,
+                         n_threads=0)
+
+
+def test_env_threads_reach_the_kernel(monkeypatch):
+    """The env var is read at trace time and is part of the call (visible in the HLO)."""
+    rng = np.random.default_rng(12)
+    bins, g, h, node = _data(rng, 20000, 14, 2, 16)
+    monkeypatch.setenv(native.ENV_THREADS, "3")
+    hlo = jax.jit(native.histogram, static_argnums=(4, 5)).lower(
+        bins, g, h, node, 2, 16).as_text()
+    assert "n_threads = 3" in hlo
+    G, H = native.histogram(bins, g, h, node, 2, 16)
+    G3, H3 = native.histogram(bins, g, h, node, 2, 16, n_threads=3)
+    np.testing.assert_array_equal(np.asarray(G), np.asarray(G3))
+    np.testing.assert_array_equal(np.asarray(H), np.asarray(H3))
+
+
+def test_all_kept_and_all_skipped():
+    rng = np.random.default_rng(3)
+    bins, g, h, node = _data(rng, 2048, 6, 2, 8, skip_frac=0.0)
+    _check(*native.histogram(bins, g, h, node, 2, 8), bins, g, h, node, 2, 8)
+    node[:] = 2  # every row skipped
+    G, H = native.histogram(bins, g, h, node, 2, 8)
+    assert not np.asarray(G).any() and not np.asarray(H).any()
+    node[:] = -1  # out-of-range nodes below zero are skipped too
+    assert not np.asarray(native.histogram(bins, g, h, node, 2, 8)[0]).any()
+
+
+def test_inside_jit_traced_without_x64():
+    assert not jax.config.jax_enable_x64
+    rng = np.random.default_rng(4)
+    bins, g, h, node = _data(rng, 5000, 7, 4, 32)
+    f = jax.jit(native.histogram, static_argnums=(4, 5))
+    G, H = f(bins, g, h, node, 4, 32)
+    _check(G, H, bins, g, h, node, 4, 32)
+
+    @jax.jit
+    def level(bins, g, h, node):  # float64 sums reduced inside the same jit
+        G, H = native.histogram(bins, g, h, node, 4, 32)
+        with jax.enable_x64(True):
+            return G.sum(axis=(1, 2)), H.sum(axis=(1, 2))
+
+    gs, hs = level(bins, g, h, node)
+    kept = node < 4
+    np.testing.assert_allclose(np.asarray(gs), np.full(7, g[kept].astype(np.float64).sum()),
+                               rtol=1e-12)
+    assert gs.dtype == np.float64
+
+
+def test_inputs_from_jitted_computation():
+    rng = np.random.default_rng(5)
+    x = rng.random((3000, 6)).astype(np.float32)
+    g = rng.normal(size=3000).astype(np.float32)
+
+    @jax.jit
+    def make(x, g):
+        bins = jnp.floor(x * 15).astype(jnp.uint8)
+        node = (x[:, 0] > 0.5).astype(jnp.int32) + (x[:, 1] > 0.7).astype(jnp.int32)
+        return bins, node, g * 2.0, jnp.abs(g) + 0.1
+
+    bins, node, gg, hh = make(x, g)  # node 2 = skipped with n_nodes = 2
+    G, H = native.histogram(bins, gg, hh, node, 2, 16)
+    _check(G, H, np.asarray(bins), np.asarray(gg), np.asarray(hh), np.asarray(node), 2, 16)
+
+    @jax.jit
+    def fused(x, g):  # produced and consumed inside one jit
+        bins, node, gg, hh = make(x, g)
+        return native.histogram(bins, gg, hh, node, 2, 16)
+
+    G2, H2 = fused(x, g)
+    np.testing.assert_array_equal(np.asarray(G2), np.asarray(G))
+    np.testing.assert_array_equal(np.asarray(H2), np.asarray(H))
+
+
+def test_float64_gradients():
+    rng = np.random.default_rng(6)
+    bins, _, _, node = _data(rng, 3000, 4, 3, 20)
+    g = rng.normal(size=3000) * 1e-3 + 1.0  # not representable in float32
+    h = rng.random(3000)
+    with jax.enable_x64(True):
+        G, H = native.histogram(bins, jnp.asarray(g), jnp.asarray(h), node, 3, 20)
+    _check(G, H, bins, g, h, node, 3, 20)
+
+
+def test_million_rows_in_one_bin_stay_accurate():
+    N = 1_000_000
+    rng = np.random.default_rng(7)
+    g = rng.random(N, dtype=np.float32)
+    h = (rng.random(N, dtype=np.float32) + 0.5).astype(np.float32)
+    bins = np.zeros((N, 1), np.uint8)
+    node = np.zeros(N, np.int32)
+    G, H = jax.jit(native.histogram, static_argnums=(4, 5))(bins, g, h, node, 1, 4)
+    exact_g = math.fsum(g.astype(np.float64))
+    exact_h = math.fsum(h.astype(np.float64))
+    assert abs(float(G[0, 0, 0]) - exact_g) / exact_g < 1e-12
+    assert abs(float(H[0, 0, 0]) - exact_h) / exact_h < 1e-12
+    assert not np.asarray(G)[0, 0, 1:].any()
+
+
+def test_empty_inputs():
+    z = np.zeros(0, np.float32)
+    G, H = native.histogram(np.zeros((0, 3), np.uint8), z, z, np.zeros(0, np.int32), 2, 4)
+    assert G.shape == (3, 2, 4) and not np.asarray(G).any() and not np.asarray(H).any()
+
+
+def test_bad_arguments_raise():
+    z = np.zeros(5, np.float32)
+    with pytest.raises(ValueError):
+        native.histogram(np.zeros((5, 2), np.uint8), z, z, np.zeros(5, np.int32), 1, 300)
+    with pytest.raises(TypeError):
+        native.histogram(np.zeros((5, 2), np.int32), z, z, np.zeros(5, np.int32), 1, 4)
+    with pytest.raises(ValueError):
+        native.histogram(np.zeros((5, 2), np.uint8), z[:4], z, np.zeros(5, np.int32), 1, 4)
+
+
+@pytest.fixture
+def fresh_state(monkeypatch):
+    """Run available() from scratch (its result is cached per process), then restore."""
+    saved = dict(native._state)
+    native._state.update(done=False, ok=False, reason=None, lib=None, path=None)
+    yield
+    native._state.clear()
+    native._state.update(saved)
+
+
+def test_env_var_disables(monkeypatch, fresh_state):
+    monkeypatch.setenv("JAXBOOST_NATIVE", "0")
+    assert native.available() is False
+    assert "JAXBOOST_NATIVE" in native.unavailable_reason()
+
+
+def test_build_failure_is_reported_not_raised(monkeypatch, tmp_path, fresh_state):
+    monkeypatch.setenv("JAXBOOST_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("CXX", "no-such-compiler-jaxboost")
+    assert native.available() is False
+    assert "no-such-compiler-jaxboost" in native.unavailable_reason()
+
+
+def test_under_shard_map_on_two_host_devices():
+    """Each device calls the kernel on its own rows (concurrently, each call itself on 3
+    threads); psum gives the total."""
+    script = textwrap.dedent("""
+        import os
+        os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+        os.environ["JAX_PLATFORMS"] = "cpu"
+        import jax, jax.numpy as jnp, numpy as np
+        from jax.sharding import NamedSharding, PartitionSpec as P
+        from jaxboost import native
+        from jaxboost.histogram import build_histogram_naive
+        assert native.available(), native.unavailable_reason()
+        rng = np.random.default_rng(0)
+        N, F, nn, B = 40000, 6, 4, 32
+        bins = rng.integers(0, B, size=(N, F)).astype(np.uint8)
+        g = rng.normal(size=N).astype(np.float32)
+        h = rng.random(N).astype(np.float32)
+        node = rng.integers(0, nn + 1, size=N).astype(np.int32)
+        mesh = jax.make_mesh((2,), ("rows",))
+        def local(b, g, h, nd):
+            G, H = native.histogram(b, g, jnp.maximum(h, 0.0), nd, nn, B, n_threads=3)
+            with jax.enable_x64(True):
+                return jax.lax.psum(G, "rows"), jax.lax.psum(H, "rows")
+        f = jax.jit(jax.shard_map(local, mesh=mesh,
+                    in_specs=(P("rows", None), P("rows"), P("rows"), P("rows")),
+                    out_specs=(P(), P())))
+        put = lambda a, *spec: jax.device_put(a, NamedSharding(mesh, P("rows", *spec)))
+        for _ in range(3):
+            G, H = f(put(bins, None), put(g), put(h), put(node))
+            Gr, Hr = build_histogram_naive(bins.T, g, h, node, nn, B)
+            np.testing.assert_allclose(np.asarray(G), Gr, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(np.asarray(H), Hr, rtol=1e-12, atol=1e-12)
+        print("ok")
+    """)
+    env = dict(os.environ)
+    env.pop("XLA_FLAGS", None)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
