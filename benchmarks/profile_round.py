@@ -56,7 +56,7 @@ def round_time(rows, stub_histogram: bool):
     from jaxboost import native
 
     if stub_histogram:
-        def fake(bins, g, h, node, n_nodes, n_bins):
+        def fake(bins, g, h, node, n_nodes, n_bins, **kwargs):
             F = bins.shape[1]
             with jax.enable_x64(True):
                 z = jnp.zeros((F, n_nodes, n_bins), jnp.float64) + g[0].astype(jnp.float64)
