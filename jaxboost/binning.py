@@ -165,25 +165,34 @@ def compute_bin_edges(X: np.ndarray, max_bin: int = 256, sample_weight=None,
                     n_distinct=n_distinct, max_bin=int(max_bin))
 
 
-def apply_bins(X: np.ndarray, edges: BinEdges) -> np.ndarray:
+def apply_bins(X: np.ndarray, edges: BinEdges, *, out: np.ndarray | None = None,
+               row_major: bool = False) -> np.ndarray:
     """Bin raw features with the given edges.
 
     Args:
       X: ``(N, F)`` float32, NaN = missing.
       edges: from ``compute_bin_edges``.
+      out: optional uint8 array to write into: ``(F, >= N)`` (feature-major) or
+        ``(>= N, F)`` (``row_major``); rows beyond ``N`` are left as they are (padding).
+      row_major: produce ``(N, F)`` instead of ``(F, N)``.
 
     Returns:
-      ``(F, N)`` uint8, feature-major (the layout the histogram kernel scans).
+      uint8 bins, feature-major ``(F, N)`` by default (the layout the pure-JAX
+      histogram scans) or row-major ``(N, F)`` (the native kernel's layout).
     """
     X = np.asarray(X, dtype=FLOAT_DTYPE)
     N, F = X.shape
-    out = np.empty((F, N), dtype=BIN_DTYPE)
+    if out is None:
+        out = np.empty((N, F) if row_major else (F, N), dtype=BIN_DTYPE)
 
     def one(f):
         col = X[:, f]
         b = np.searchsorted(edges.cuts[f, : edges.n_cuts[f]], col, side="right")
         b[np.isnan(col)] = edges.missing_bin
-        out[f] = b
+        if row_major:
+            out[:N, f] = b
+        else:
+            out[f, :N] = b
 
     # NumPy's searchsorted releases the GIL: one thread per core.
     workers = min(F, os.cpu_count() or 1)

@@ -231,12 +231,10 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate: float = 0.3,
     n_shards = 1 if mesh is None else mesh.size
     n_pad = padded_rows(n_rows, n_shards)
     use_native = _use_native()
-    if use_native:  # row-major (N, F): the native kernel's layout
-        bins_np = np.zeros((n_pad, n_features), np.uint8)
-        bins_np[:n_rows] = apply_bins(Xf, edges).T
-    else:  # feature-major (F, N): the layout the pure-JAX scan reads
-        bins_np = np.zeros((n_features, n_pad), np.uint8)
-        bins_np[:, :n_rows] = apply_bins(Xf, edges)
+    # One layout, written in place with its padding: row-major (N, F) for the native
+    # kernel, feature-major (F, N) for the pure-JAX scan.
+    bins_np = np.zeros((n_pad, n_features) if use_native else (n_features, n_pad), np.uint8)
+    apply_bins(Xf, edges, out=bins_np, row_major=use_native)
     y_np = np.full(n_pad, yf[0], np.float32)
     y_np[:n_rows] = yf
     w_np = np.zeros(n_pad, np.float32)

@@ -70,3 +70,17 @@ def test_binned_split_equals_float_threshold_split(X, max_bin):
         for t in range(0, e.n_cuts[f] + 2):
             thr = e.threshold(np.array([f]), np.array([t]))[0]
             np.testing.assert_array_equal(bins[f, present] < t, X[present, f] < thr)
+
+
+def test_row_major_and_in_place_padding_agree_with_feature_major():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(300, 3)).astype(np.float32)
+    X[rng.random(300) < 0.1, 1] = np.nan
+    e = compute_bin_edges(X, max_bin=32)
+    fm = apply_bins(X, e)
+    rm = apply_bins(X, e, row_major=True)
+    np.testing.assert_array_equal(rm, fm.T)
+    padded = np.full((310, 3), 7, np.uint8)
+    apply_bins(X, e, out=padded, row_major=True)
+    np.testing.assert_array_equal(padded[:300], fm.T)
+    assert (padded[300:] == 7).all()
