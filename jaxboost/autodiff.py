@@ -99,7 +99,8 @@ def fit_base_margin(loss, y, sample_weight=None, n_steps: int = 30):
     .. math:: c^* = \arg\min_c \sum_i w_i\,\ell(y_i, c)
 
     by safeguarded Newton steps: the step :math:`-\sum w g / \sum w h` (a gradient step
-    when :math:`\sum w h \le 0`), halved until the loss does not increase. Sums are
+    when :math:`\sum w h \le 0`), halved until the loss does not increase, until a step
+    leaves the float32 value unchanged (at most ``n_steps``). Sums are
     accumulated in float64. Squared loss gives the weighted mean, logistic the
     log-odds of the weighted mean.
 
@@ -150,4 +151,15 @@ def _fit_base_margin(loss, y, sample_weight, n_steps):
             s, l1 = jax.lax.while_loop(need, shrink, init)
             return jnp.where(l1 <= l0, (c + s * d).astype(jnp.float32), c)
 
-        return jax.lax.fori_loop(0, n_steps, step, jnp.float32(0.0))
+        # Stop once a step no longer moves c (float32): Newton needs a handful of steps.
+        def not_done(state):
+            i, c, c_prev = state
+            return (i < n_steps) & (c != c_prev)
+
+        def body(state):
+            i, c, _ = state
+            return i + 1, step(i, c), c
+
+        _, c, _ = jax.lax.while_loop(not_done, body,
+                                     (jnp.int32(0), jnp.float32(0.0), jnp.float32(jnp.nan)))
+        return c
