@@ -33,8 +33,12 @@ class Booster:
     """
 
     def __init__(self, ensemble: Ensemble, *, objective, params: TreeParams,
-                 bin_edges: BinEdges, base_margin: float, n_features: int):
+                 bin_edges: BinEdges, base_margin: float, n_features: int,
+                 _padded: Ensemble | None = None):
         self.ensemble = ensemble.to_numpy()
+        # Trees padded to a bucketed count, shared by every slice booster[:k] of one
+        # model, so all of them predict with one compiled program.
+        self._padded = self.ensemble.padded() if _padded is None else _padded
         self.objective = objective
         self.params = params
         self.bin_edges = bin_edges
@@ -62,7 +66,7 @@ class Booster:
                              "trees are fitted to the margins of earlier ones")
         return Booster(self.ensemble[key], objective=self.objective, params=self.params,
                        bin_edges=self.bin_edges, base_margin=self.base_margin,
-                       n_features=self.n_features)
+                       n_features=self.n_features, _padded=self._padded)
 
     def __repr__(self) -> str:
         name = loss_name(self.objective)
@@ -91,12 +95,12 @@ class Booster:
         """
         X = self._features(X)
         link = None if output_margin else _link_of(self.objective)
-        out = predict_margin(self.ensemble.padded(), X, np.float32(self.base_margin),
-                             max_depth=self.params.max_depth, link=link)
+        out = predict_margin(self._padded, X, np.float32(self.base_margin),
+                             np.int32(len(self)), max_depth=self.params.max_depth, link=link)
         return np.asarray(out)
 
     def predict_leaf(self, X) -> np.ndarray:
         """Leaf node (heap index) of every row in every tree: ``(N, T)`` int32."""
         X = self._features(X)
-        leaves = predict_leaf(self.ensemble.padded(), X, max_depth=self.params.max_depth)
+        leaves = predict_leaf(self._padded, X, max_depth=self.params.max_depth)
         return np.asarray(leaves)[:, : len(self)]

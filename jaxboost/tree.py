@@ -89,13 +89,17 @@ def _tree_leaf(tree, X, max_depth):
 
 
 @functools.partial(jax.jit, static_argnames=("max_depth", "link"))
-def predict_margin(ensemble: Ensemble, X, base_margin, *, max_depth: int, link=None):
-    """Sum of tree outputs plus the base margin.
+def predict_margin(ensemble: Ensemble, X, base_margin, n_trees=None, *, max_depth: int,
+                   link=None):
+    """Sum of the first ``n_trees`` tree outputs plus the base margin.
 
     Args:
-      ensemble: ``Ensemble`` of ``T`` trees.
+      ensemble: ``Ensemble`` of ``T`` trees (possibly padded).
       X: ``(N, F)`` float32 raw features, NaN = missing.
       base_margin: float32 scalar.
+      n_trees: dynamic number of leading trees to use (default all ``T``): models
+        ``booster[:k]`` for every ``k`` share one compiled program, and cost in
+        proportion to ``k``.
       max_depth: static depth of the trees.
       link: optional static inverse link applied to the margins.
 
@@ -104,13 +108,16 @@ def predict_margin(ensemble: Ensemble, X, base_margin, *, max_depth: int, link=N
       or ``link(margins)``.
     """
     X = X.astype(jnp.float32)
+    T = ensemble.feature.shape[0]
+    n = T if n_trees is None else jnp.minimum(n_trees, T)
 
-    def add_tree(margin, tree):
+    def add_tree(t, margin):
+        tree = Ensemble(*(a[t] for a in ensemble))
         leaf = _tree_leaf(tree, X, max_depth)
-        return margin + tree.value[leaf], None
+        return margin + tree.value[leaf]
 
     init = jnp.full(X.shape[0], base_margin, jnp.float32)
-    margin, _ = jax.lax.scan(add_tree, init, ensemble)
+    margin = jax.lax.fori_loop(0, n, add_tree, init)
     return margin if link is None else link(margin)
 
 

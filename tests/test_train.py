@@ -129,3 +129,16 @@ def test_repr(small_binary):
     X, y = small_binary
     bst = jaxboost.train(objectives.logistic, X, y, n_rounds=2, max_depth=2)
     assert repr(bst).startswith("Booster(objective=objectives.logistic, n_rounds=2")
+
+
+def test_every_slice_predicts_with_one_compiled_program(small_binary, compile_counter):
+    X, y = small_binary
+    bst = jaxboost.train(objectives.logistic, X, y, n_rounds=40, max_depth=3)
+    full = bst.predict(X, output_margin=True)
+    bst[:1].predict(X)  # compile once
+    with compile_counter as c:
+        curves = [bst[:k].predict(X, output_margin=True) for k in (0, 3, 17, 29, 40)]
+    assert c.count == 0
+    np.testing.assert_array_equal(curves[-1], full)
+    # Each slice is the sum of its own trees: the margins differ from slice to slice.
+    assert len({float(np.abs(m).sum()) for m in curves}) == 5
