@@ -44,10 +44,6 @@ class Ensemble(NamedTuple):
         return Ensemble(*(a[key] for a in self))
 
     @staticmethod
-    def stack(trees: list) -> "Ensemble":
-        return Ensemble(*(jnp.stack([t[f] for t in trees]) for f in Ensemble._fields))
-
-    @staticmethod
     def concat(parts: list) -> "Ensemble":
         """Concatenate ensembles along the tree axis, on the host (NumPy)."""
         return Ensemble(*(np.concatenate([np.asarray(getattr(p, f)) for p in parts])
