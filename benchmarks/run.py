@@ -308,9 +308,7 @@ def work_jaxboost(spec: dict, data, t_start: float) -> dict:
         out["compile_s"] = clock.seconds()
         out["compile_share"] = out["compile_s"] / out["script_s"]
     out["jax_compile_events_s"] = clock.seconds()
-    p = sigmoid(margin)
-    out.update(logloss=logloss(yt, p), auc=auc(yt, p))
-    return out
+    return finish(out, spec, t_start, yt, margin, "margin")
 
 
 def work_xgboost(spec: dict, data, t_start: float) -> dict:
@@ -367,18 +365,9 @@ def work_xgboost(spec: dict, data, t_start: float) -> dict:
     out["boost_s"] = time.perf_counter() - t
     out["train_s"] = out["dmatrix_s"] + out["boost_s"]
     t = time.perf_counter()
-    if multi:
-        P = bst.inplace_predict(Xt, predict_type="value")
-        out["predict_s"] = time.perf_counter() - t
-        out.update(logloss=mlogloss(yt, P), auc=macro_auc(yt, P))
-        return out
-    margin = bst.inplace_predict(Xt, predict_type="margin")
+    pred = bst.inplace_predict(Xt, predict_type="value" if multi else "margin")
     out["predict_s"] = time.perf_counter() - t
-    if spec["workload"] == "W2":
-        out["script_s"] = time.time() - t_start
-    p = sigmoid(margin)
-    out.update(logloss=logloss(yt, p), auc=auc(yt, p))
-    return out
+    return finish(out, spec, t_start, yt, pred, "multi" if multi else "margin")
 
 
 def work_lightgbm(spec: dict, data, t_start: float) -> dict:
@@ -404,14 +393,7 @@ def work_lightgbm(spec: dict, data, t_start: float) -> dict:
     t = time.perf_counter()
     pred = bst.predict(Xt, raw_score=not multi)
     out["predict_s"] = time.perf_counter() - t
-    if multi:
-        out.update(logloss=mlogloss(yt, pred), auc=macro_auc(yt, pred))
-    else:
-        if spec["workload"] == "W2":
-            out["script_s"] = time.time() - t_start
-        p = sigmoid(pred)
-        out.update(logloss=logloss(yt, p), auc=auc(yt, p))
-    return out
+    return finish(out, spec, t_start, yt, pred, "multi" if multi else "margin")
 
 
 def work_sklearn(spec: dict, data, t_start: float) -> dict:
@@ -431,12 +413,22 @@ def work_sklearn(spec: dict, data, t_start: float) -> dict:
     t = time.perf_counter()
     P = clf.predict_proba(Xt)
     out["predict_s"] = time.perf_counter() - t
-    if spec["workload"] == "W4":
-        out.update(logloss=mlogloss(yt, P), auc=macro_auc(yt, P))
-    else:
-        if spec["workload"] == "W2":
-            out["script_s"] = time.time() - t_start
-        out.update(logloss=logloss(yt, P[:, 1]), auc=auc(yt, P[:, 1]))
+    return finish(out, spec, t_start, yt, P, "multi" if spec["workload"] == "W4" else "proba")
+
+
+def finish(out: dict, spec: dict, t_start: float, yt, pred, kind: str) -> dict:
+    """Record the W2 whole-script time and the test metrics of one worker.
+
+    ``kind``: ``"margin"`` (binary margins), ``"proba"`` (binary class probabilities,
+    ``(N, 2)``) or ``"multi"`` (``(N, K)`` class probabilities).
+    """
+    if kind == "multi":
+        out.update(logloss=mlogloss(yt, pred), auc=macro_auc(yt, pred))
+        return out
+    if spec["workload"] == "W2":
+        out.setdefault("script_s", time.time() - t_start)
+    p = sigmoid(pred) if kind == "margin" else pred[:, 1]
+    out.update(logloss=logloss(yt, p), auc=auc(yt, p))
     return out
 
 
