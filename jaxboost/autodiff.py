@@ -28,8 +28,8 @@ def loss_name(loss) -> str:
 
 
 def _row_grad_hess(loss):
-    if getattr(loss, "grad_hess", None) is not None:
-        return loss.grad_hess
+    if isinstance(loss, Objective) and loss.grad_hess is not None:
+        return loss.row_grad_hess()
     d_loss = jax.grad(loss, argnums=1)
 
     def gh(y, f):

@@ -9,7 +9,7 @@ from .autodiff import loss_name
 from .binning import BinEdges
 from .errors import DataError
 from .params import TreeParams
-from .tree import Ensemble, predict_leaf, predict_margin
+from .tree import Ensemble, predict_leaf, predict_margin, staged_margins
 
 
 def _link_of(objective):
@@ -97,6 +97,32 @@ class Booster:
         link = None if output_margin else _link_of(self.objective)
         out = predict_margin(self._padded, X, np.float32(self.base_margin),
                              np.int32(len(self)), max_depth=self.params.max_depth, link=link)
+        return np.asarray(out)
+
+    def staged_predict(self, X, output_margin: bool = False) -> np.ndarray:
+        """Predictions after every round, in one pass over the trees.
+
+        Row ``r`` equals ``self[:r + 1].predict(X, output_margin)``; use it for learning
+        curves.
+
+        Args:
+          X: ``(N, F)`` raw features, NaN = missing.
+          output_margin: margins instead of responses.
+
+        Returns:
+          ``(n_rounds, N)`` float32 NumPy array.
+
+        Example:
+          >>> import numpy as np, jaxboost
+          >>> X = np.arange(8, dtype=np.float32).reshape(-1, 1)
+          >>> bst = jaxboost.train("squared", X, X[:, 0], n_rounds=3)
+          >>> bool(np.allclose(bst.staged_predict(X)[1], bst[:2].predict(X)))
+          True
+        """
+        X = self._features(X)
+        link = None if output_margin else _link_of(self.objective)
+        out = staged_margins(self.ensemble, X, np.float32(self.base_margin),
+                             max_depth=self.params.max_depth, link=link)
         return np.asarray(out)
 
     def predict_leaf(self, X) -> np.ndarray:

@@ -26,6 +26,7 @@ from .grow import grow_tree
 from .params import TreeParams
 from .sharding import auto_mesh, check_mesh, padded_rows, row_sharding
 from .tree import Ensemble
+from objectives import Objective
 
 ROUNDS_PER_DISPATCH = 10
 
@@ -204,10 +205,9 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate: float = 0.3,
     n_rows, n_features = Xf.shape
     yf = _validation.as_labels(y, n_rows)
     wf = _validation.as_weights(sample_weight, n_rows)
-    check_labels = getattr(loss, "check_labels", None)
-    if check_labels is not None:
+    if isinstance(loss, Objective):
         try:
-            check_labels(yf)
+            loss.validate_labels(yf)
         except ValueError as e:
             raise DataError(str(e)) from None
     check_loss(loss, jnp.zeros((), jnp.float32), jnp.zeros((), jnp.float32))

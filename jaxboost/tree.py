@@ -117,6 +117,24 @@ def predict_margin(ensemble: Ensemble, X, base_margin, n_trees=None, *, max_dept
     return margin if link is None else link(margin)
 
 
+@functools.partial(jax.jit, static_argnames=("max_depth", "link"))
+def staged_margins(ensemble: Ensemble, X, base_margin, *, max_depth: int, link=None):
+    """Margins after every tree: ``(T, N)`` float32, row ``t`` = base + trees ``0..t``.
+
+    One pass over the trees (a scan carrying the running margin), so a learning curve
+    costs what one prediction costs. ``link`` (static) is applied to every row.
+    """
+    X = X.astype(jnp.float32)
+
+    def add_tree(margin, tree):
+        margin = margin + tree.value[_tree_leaf(tree, X, max_depth)]
+        return margin, margin if link is None else link(margin)
+
+    init = jnp.full(X.shape[0], base_margin, jnp.float32)
+    _, stages = jax.lax.scan(add_tree, init, ensemble)
+    return stages
+
+
 @functools.partial(jax.jit, static_argnames=("max_depth",))
 def predict_leaf(ensemble: Ensemble, X, *, max_depth: int):
     """Leaf index of every row in every tree: ``(N, T)`` int32."""

@@ -3,52 +3,182 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from typing import Callable, Optional
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
+HESSIAN_POLICIES = ("exact", "clip", "constant", "expected")
+REFITS = (None, "newton", "quantile")
+H_SIGNS = ("positive", "nonnegative", "any")
+
 
 def identity(margin):
-    """Identity inverse link: the response is the margin."""
+    """Identity inverse link: the response is the margin.
+
+    >>> identity(2.0)
+    2.0
+    """
     return margin
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
+def sigmoid(margin):
+    """Logistic inverse link :math:`1 / (1 + e^{-f})`.
+
+    >>> float(sigmoid(0.0))
+    0.5
+    """
+    return 1.0 / (1.0 + jnp.exp(-margin))
+
+
+def softmax(margin):
+    """Softmax inverse link over the last axis (K outputs -> K probabilities).
+
+    >>> [round(float(p), 4) for p in softmax(jnp.array([0.0, 0.0]))]
+    [0.5, 0.5]
+    """
+    return jax.nn.softmax(margin, axis=-1)
+
+
+@dataclasses.dataclass(frozen=True)
 class Objective:
     """A training objective: a per-row loss and its companions.
 
-    Calling an ``Objective`` calls its loss, so a catalogue entry can be used anywhere a
-    plain ``loss(y, pred)`` callable can.
+    Calling an ``Objective`` with ``(y, pred)`` evaluates its loss, so a catalogue entry
+    can be used anywhere a plain ``loss(y, pred)`` callable can. Calling it with keyword
+    arguments only returns a copy with those hyperparameters, e.g.
+    ``objectives.huber(delta=2.0)``. Objectives compare and hash by value, so two equal
+    objectives share compiled code.
 
     Attributes:
       name: catalogue name.
-      loss: ``loss(y, pred) -> scalar`` for one row (``y`` and ``pred`` scalars).
+      loss: ``loss(y, pred, **hyperparameters) -> scalar`` for one row. ``y`` is a
+        scalar; ``pred`` is a scalar, or a ``(n_outputs,)`` vector when
+        ``n_outputs > 1``. Hyperparameters are keyword-only.
       link: inverse link, margin -> response (used by ``Booster.predict``).
-      grad_hess: optional closed form ``(y, pred) -> (g, h)`` for one row. When set it
-        replaces autodiff (used where the rounding of a reference implementation
-        matters, e.g. XGBoost parity); it must equal the loss's derivatives.
-      check_labels: optional ``check_labels(y: np.ndarray)`` raising ``ValueError`` with
-        a clear message when labels are outside the loss's domain.
-      metric: name of the default evaluation metric.
+      params: hyperparameters as a sorted tuple of ``(name, value)`` pairs.
+      grad_hess: optional closed form ``(y, pred, **hyperparameters) -> (g, h)`` for one
+        row. When set it replaces autodiff (used where the rounding of a reference
+        implementation matters, e.g. XGBoost parity); it must equal the loss's
+        derivatives.
+      expected_hessian: optional ``(y, pred, **hyperparameters) -> h``: the expected
+        (Fisher) Hessian, used with ``hessian="expected"``; for vector outputs it
+        returns the ``(K, K)`` matrix.
+      check_labels: optional ``check_labels(y: np.ndarray, **hyperparameters)`` raising
+        ``ValueError`` with a clear message when labels are outside the loss's domain.
+      metric: name of the default evaluation metric (``jaxboost.metrics``).
+      hessian: default Hessian policy, one of ``HESSIAN_POLICIES`` (see
+        ``jaxboost.autodiff.apply_hessian_policy``).
+      refit: default leaf refit after a tree's structure is grown: ``None``,
+        ``"newton"`` (damped Newton steps on the true loss per leaf) or ``"quantile"``
+        (the exact weighted ``alpha``-quantile of the residuals in each leaf, ``alpha``
+        from the hyperparameters, 0.5 when there is none).
+      n_outputs: margins per row (``K``), or the name of the hyperparameter that holds
+        it (softmax: ``"n_classes"``); see ``outputs``.
+      h_sign: the sign of the (exact, per-row diagonal) Hessian the docstring claims:
+        ``"positive"``, ``"nonnegative"`` or ``"any"`` (non-convex).
+      infer_outputs: optional ``(y: np.ndarray) -> int``, the value of the ``n_outputs``
+        hyperparameter when it is None (softmax: ``max(y) + 1`` classes).
     """
 
     name: str
     loss: Callable
     link: Callable = identity
+    params: tuple = ()
     grad_hess: Optional[Callable] = None
+    expected_hessian: Optional[Callable] = None
     check_labels: Optional[Callable] = None
     metric: str = "rmse"
+    hessian: str = "exact"
+    refit: Optional[str] = None
+    n_outputs: object = 1
+    h_sign: str = "positive"
+    infer_outputs: Optional[Callable] = None
 
-    def __call__(self, y, pred):
-        return self.loss(y, pred)
+    def __post_init__(self):
+        if self.hessian not in HESSIAN_POLICIES:
+            raise ValueError(f"hessian must be one of {HESSIAN_POLICIES}, got {self.hessian!r}")
+        if self.refit not in REFITS:
+            raise ValueError(f"refit must be one of {REFITS}, got {self.refit!r}")
+        if self.h_sign not in H_SIGNS:
+            raise ValueError(f"h_sign must be one of {H_SIGNS}, got {self.h_sign!r}")
+
+    # --- hyperparameters --------------------------------------------------------------
+    @property
+    def hyperparameters(self) -> dict:
+        """The hyperparameters as a dict (defaults of the loss, then overrides)."""
+        out = {k: p.default for k, p in inspect.signature(self.loss).parameters.items()
+               if p.kind is inspect.Parameter.KEYWORD_ONLY}
+        out.update(dict(self.params))
+        return out
+
+    def with_params(self, **kwargs) -> "Objective":
+        """A copy with some hyperparameters changed (validated against the loss)."""
+        allowed = {k for k, p in inspect.signature(self.loss).parameters.items()
+                   if p.kind is inspect.Parameter.KEYWORD_ONLY}
+        unknown = sorted(set(kwargs) - allowed)
+        if unknown:
+            raise TypeError(f"objectives.{self.name} has no hyperparameter(s) {unknown}; "
+                            f"it takes {sorted(allowed) or 'none'}")
+        merged = dict(self.params)
+        merged.update(kwargs)
+        return dataclasses.replace(self, params=tuple(sorted(merged.items())))
+
+    # --- calls ------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        if not args:
+            return self.with_params(**kwargs)
+        if len(args) != 2 or kwargs:
+            raise TypeError(f"objectives.{self.name} is called as loss(y, pred) for one row, "
+                            f"or with keyword hyperparameters only to make a variant, e.g. "
+                            f"objectives.{self.name}(**{{...}})")
+        return self.loss(*args, **dict(self.params))
+
+    def row_grad_hess(self):
+        """The closed-form ``(y, pred) -> (g, h)`` bound to the hyperparameters, or None."""
+        if self.grad_hess is None:
+            return None
+        p = dict(self.params)
+        return lambda y, f: self.grad_hess(y, f, **p)
+
+    def row_expected_hessian(self):
+        """The expected Hessian ``(y, pred) -> h`` bound to the hyperparameters, or None."""
+        if self.expected_hessian is None:
+            return None
+        p = dict(self.params)
+        return lambda y, f: self.expected_hessian(y, f, **p)
+
+    def validate_labels(self, y: np.ndarray) -> None:
+        """Run the label check (raises ``ValueError`` naming the loss and the row)."""
+        if self.check_labels is not None:
+            self.check_labels(y, **dict(self.params))
+
+    @property
+    def outputs(self) -> Optional[int]:
+        """Margins per row ``K`` (None when a hyperparameter holding it is still None)."""
+        if isinstance(self.n_outputs, str):
+            k = self.hyperparameters.get(self.n_outputs)
+            return None if k is None else int(k)
+        return int(self.n_outputs)
+
+    def resolve_outputs(self, y: np.ndarray) -> "Objective":
+        """This objective with ``outputs`` fixed, inferred from ``y`` when None."""
+        if self.outputs is not None:
+            return self
+        return self.with_params(**{self.n_outputs: int(self.infer_outputs(y))})
 
     def __repr__(self):
-        return f"Objective({self.name!r})"
+        if self.params:
+            args = ", ".join(f"{k}={v!r}" for k, v in self.params)
+            return f"objectives.{self.name}({args})"
+        return f"objectives.{self.name}"
 
 
 def check_binary_labels(name):
-    def check(y: np.ndarray):
+    """A label check for losses on y in [0, 1]."""
+    def check(y: np.ndarray, **_):
         bad = (y < 0) | (y > 1)
         if np.any(bad):
             i = int(np.flatnonzero(bad)[0])
@@ -56,7 +186,3 @@ def check_binary_labels(name):
                 f"{name} needs labels y in [0, 1] (probabilities or 0/1 classes); "
                 f"{int(bad.sum())} label(s) are outside, the first at row {i}: {y[i]!r}")
     return check
-
-
-def sigmoid(margin):
-    return 1.0 / (1.0 + jnp.exp(-margin))
