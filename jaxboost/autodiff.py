@@ -27,10 +27,33 @@ def loss_name(loss) -> str:
     return getattr(loss, "__qualname__", None) or getattr(loss, "__name__", None) or repr(loss)
 
 
-def _row_grad_hess(loss):
+HESSIAN_FLOOR = 1e-6
+"""Default floor of ``hessian="clip"``: h becomes ``max(h, floor)`` per row (before the
+sample weight), or, for a ``K x K`` Hessian, its eigenvalues are raised to the floor."""
+
+
+def n_outputs_of(loss) -> int:
+    """Margins per row ``K`` of a loss (1 for plain callables)."""
+    if isinstance(loss, Objective):
+        k = loss.outputs
+        if k is None:
+            raise ValueError(f"objectives.{loss.name} needs its number of outputs; it is "
+                             f"inferred from the labels in train()")
+        return k
+    return 1
+
+
+def _row_grad_hess(loss, n_outputs: int = 1):
+    """``(y, f) -> (g, h)`` for one row: scalars, or ``(K,)`` and ``(K, K)``."""
     if isinstance(loss, Objective) and loss.grad_hess is not None:
         return loss.row_grad_hess()
     d_loss = jax.grad(loss, argnums=1)
+    if n_outputs > 1:
+        def gh_vec(y, f):
+            g = d_loss(y, f)
+            return g, jax.jacfwd(d_loss, argnums=1)(y, f)
+
+        return gh_vec
 
     def gh(y, f):
         return jax.jvp(lambda p: d_loss(y, p), (f,), (jnp.ones_like(f),))
@@ -38,17 +61,71 @@ def _row_grad_hess(loss):
     return gh
 
 
-def grad_hess(loss, y, pred, sample_weight=None):
+def _clip_matrix(h, floor):
+    """Raise the eigenvalues of symmetric ``(..., K, K)`` matrices to ``floor``."""
+    h = 0.5 * (h + jnp.swapaxes(h, -1, -2))
+    lam, vec = jnp.linalg.eigh(h)
+    lam = jnp.maximum(lam, floor)
+    return jnp.einsum("...ik,...k,...jk->...ij", vec, lam, vec)
+
+
+def apply_hessian_policy(loss, y, pred, h, policy: str, floor: float = HESSIAN_FLOOR):
+    r"""The Hessian the trees use, under a policy.
+
+    * ``"exact"``: h as autodiff (or the closed form) gives it.
+    * ``"clip"``: :math:`\max(h, \text{floor})` per row; a ``K x K`` Hessian gets its
+      eigenvalues raised to the floor (it becomes positive definite). The default floor
+      is ``HESSIAN_FLOOR = 1e-6``; non-convex losses train without NaN under it.
+    * ``"constant"``: ``h = 1`` per row (the identity for ``K x K``): the leaf value is
+      then the regularised mean negative gradient, i.e. plain gradient boosting.
+    * ``"expected"``: the objective's ``expected_hessian`` (Fisher information).
+
+    Args:
+      loss: the loss (an ``Objective`` for ``"expected"``).
+      y: ``(N,)`` labels; pred: ``(N,)`` or ``(N, K)`` margins.
+      h: ``(N,)`` or ``(N, K, K)`` exact Hessians.
+      policy: one of the four names above.
+      floor: the clip floor.
+
+    Returns:
+      h of the same shape.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> apply_hessian_policy(None, None, None, jnp.array([-1.0, 2.0]), "clip").tolist()
+      [9.999999974752427e-07, 2.0]
+    """
+    if policy == "exact":
+        return h
+    if policy == "clip":
+        return jnp.maximum(h, floor) if h.ndim == 1 else _clip_matrix(h, floor)
+    if policy == "constant":
+        return jnp.ones_like(h) if h.ndim == 1 else jnp.broadcast_to(
+            jnp.eye(h.shape[-1], dtype=h.dtype), h.shape)
+    if policy == "expected":
+        fn = loss.row_expected_hessian() if isinstance(loss, Objective) else None
+        if fn is None:
+            raise ValueError(f"hessian='expected' needs an objective with an "
+                             f"expected_hessian; {loss_name(loss)} has none")
+        return jax.vmap(fn)(y, pred).astype(h.dtype).reshape(h.shape)
+    raise ValueError(f"unknown hessian policy {policy!r}; expected one of "
+                     f"'exact', 'clip', 'constant', 'expected'")
+
+
+def grad_hess(loss, y, pred, sample_weight=None, *, hessian: str = "exact",
+              floor: float = HESSIAN_FLOOR):
     """Per-row g and h of ``loss`` at margins ``pred``.
 
     Args:
       loss: per-row ``loss(y, pred) -> scalar`` (or an ``objectives`` entry).
       y: ``(N,)`` labels.
-      pred: ``(N,)`` float32 margins.
+      pred: ``(N,)`` float32 margins, or ``(N, K)`` for a loss of ``K`` outputs.
       sample_weight: optional ``(N,)`` float32 weights multiplying g and h.
+      hessian: Hessian policy (see ``apply_hessian_policy``).
+      floor: floor of the ``"clip"`` policy.
 
     Returns:
-      ``(g, h)``, each ``(N,)`` float32.
+      ``(g, h)`` float32: ``(N,)`` and ``(N,)``, or ``(N, K)`` and ``(N, K, K)``.
 
     Example:
       >>> import jax.numpy as jnp
@@ -56,12 +133,14 @@ def grad_hess(loss, y, pred, sample_weight=None):
       >>> g.tolist(), h.tolist()
       ([-1.0, -1.0], [1.0, 1.0])
     """
-    g, h = jax.vmap(_row_grad_hess(loss))(y, pred)
+    K = 1 if pred.ndim == 1 else pred.shape[1]
+    g, h = jax.vmap(_row_grad_hess(loss, K))(y, pred)
     g = g.astype(jnp.float32)
     h = h.astype(jnp.float32)
+    h = apply_hessian_policy(loss, y, pred, h, hessian, floor)
     if sample_weight is not None:
-        g = g * sample_weight
-        h = h * sample_weight
+        g = g * (sample_weight if K == 1 else sample_weight[:, None])
+        h = h * (sample_weight if K == 1 else sample_weight[:, None, None])
     return g, h
 
 
@@ -93,24 +172,38 @@ def check_loss(loss, y_row, pred_row):
                         f"got dtype {out.dtype} (before round 0)")
 
 
-def fit_base_margin(loss, y, sample_weight=None, n_steps: int = 30):
+def fit_base_margin(loss, y, sample_weight=None, n_outputs: int = 1):
     r"""The constant margin minimising the weighted loss, for any loss.
 
     .. math:: c^* = \arg\min_c \sum_i w_i\,\ell(y_i, c)
 
-    by safeguarded Newton steps: the step :math:`-\sum w g / \sum w h` (a gradient step
-    when :math:`\sum w h \le 0`), halved until the loss does not increase, until a step
-    leaves the float32 value unchanged (at most ``n_steps``). Sums are
-    accumulated in float64. Squared loss gives the weighted mean, logistic the
-    log-odds of the weighted mean.
+    Scalar margins, in two phases (sums accumulated in float64, margins evaluated in
+    float32 as in training):
+
+    1. safeguarded Newton: the step :math:`-\sum w g / \sum w h` (a gradient step when
+       :math:`\sum w h \le 0`), halved until the loss does not increase, until a step
+       leaves the float32 value unchanged (at most 30 steps);
+    2. bracketing: an interval around that point where :math:`G(c) = \sum w g` changes
+       sign is searched (widening geometrically), then bisected to float32 resolution;
+       the end with the lower loss wins. This finds the minimiser of non-smooth losses
+       whose Hessian is zero (absolute error, quantile: the weighted quantile) where
+       Newton steps have no curvature to use. When no sign change exists (e.g. every
+       logistic label 1), phase 1's value is kept.
+
+    Vector margins (``n_outputs = K > 1``): damped Newton on the ``K x K`` system with a
+    small ridge (softmax margins are defined up to a constant; the ridge picks one).
+
+    Squared loss gives the weighted mean, logistic the log-odds of the weighted mean,
+    Poisson the log of the mean, quantile(alpha) the weighted alpha-quantile.
 
     Args:
       loss: per-row loss.
       y: ``(N,)`` labels (a JAX array).
       sample_weight: optional ``(N,)`` weights.
+      n_outputs: margins per row.
 
     Returns:
-      float32 scalar (a JAX array).
+      float32 scalar, or ``(K,)`` float32 (a JAX array).
 
     Example:
       >>> import jax.numpy as jnp
@@ -118,48 +211,130 @@ def fit_base_margin(loss, y, sample_weight=None, n_steps: int = 30):
       >>> round(float(c), 5)
       3.0
     """
-    return _fit_base_margin(loss, y, sample_weight, n_steps)
+    if n_outputs > 1:
+        return _fit_base_margin_vector(loss, y, sample_weight, n_outputs)
+    return _fit_base_margin(loss, y, sample_weight)
 
 
-@functools.partial(jax.jit, static_argnums=(0, 3))
-def _fit_base_margin(loss, y, sample_weight, n_steps):
+def _loss_sum(loss, y, w, c):
+    """float64 sum of ``w * loss(y, c)`` at the float32 margin ``c`` (a scalar)."""
+    f = jnp.full(y.shape[0], c.astype(jnp.float32), jnp.float32)
+    return jnp.sum(w.astype(jnp.float64) * jax.vmap(loss)(y, f).astype(jnp.float64))
+
+
+@functools.partial(jax.jit, static_argnums=(0,))
+def _fit_base_margin(loss, y, sample_weight):
     w = jnp.ones(y.shape[0], jnp.float32) if sample_weight is None else sample_weight
     gh = _row_grad_hess(loss)
     with jax.enable_x64(True):
-        def total(c):
-            f = jnp.full(y.shape[0], c, jnp.float32)
-            return jnp.sum(w.astype(jnp.float64) * jax.vmap(loss)(y, f).astype(jnp.float64))
+        w64 = w.astype(jnp.float64)
 
-        def step(_, c):
-            f = jnp.full(y.shape[0], c, jnp.float32)
+        def total(c):
+            return _loss_sum(loss, y, w, c)
+
+        def sums(c):
+            f = jnp.full(y.shape[0], c.astype(jnp.float32), jnp.float32)
             g, h = jax.vmap(gh)(y, f)
-            G = jnp.sum(w.astype(jnp.float64) * g.astype(jnp.float64))
-            H = jnp.sum(w.astype(jnp.float64) * h.astype(jnp.float64))
+            return jnp.sum(w64 * g.astype(jnp.float64)), jnp.sum(w64 * h.astype(jnp.float64))
+
+        # Phase 1: safeguarded Newton.
+        def step(c):
+            G, H = sums(c)
             d = jnp.where(H > 0, -G / jnp.where(H > 0, H, 1.0), -G)
             d = jnp.clip(d, -1e3, 1e3)
             l0 = total(c)
 
             def shrink(state):
                 s, _ = state
-                return s * 0.5, total((c + s * d).astype(jnp.float32))
+                return s * 0.5, total(c + s * 0.5 * d)
 
             def need(state):
                 s, l1 = state
                 return (~(l1 <= l0)) & (s > 1e-6)
 
-            init = (jnp.float64(1.0), total((c + d).astype(jnp.float32)))
-            s, l1 = jax.lax.while_loop(need, shrink, init)
-            return jnp.where(l1 <= l0, (c + s * d).astype(jnp.float32), c)
+            s, l1 = jax.lax.while_loop(need, shrink, (jnp.float64(1.0), total(c + d)))
+            return jnp.where(l1 <= l0, (c + s * d).astype(jnp.float32), c.astype(jnp.float32)
+                             ).astype(jnp.float64)
 
-        # Stop once a step no longer moves c (float32): Newton needs a handful of steps.
         def not_done(state):
             i, c, c_prev = state
-            return (i < n_steps) & (c != c_prev)
+            return (i < 30) & (c != c_prev)
 
         def body(state):
             i, c, _ = state
-            return i + 1, step(i, c), c
+            return i + 1, step(c), c
 
-        _, c, _ = jax.lax.while_loop(not_done, body,
-                                     (jnp.int32(0), jnp.float32(0.0), jnp.float32(jnp.nan)))
-        return c
+        _, c1, _ = jax.lax.while_loop(not_done, body,
+                                      (jnp.int32(0), jnp.float64(0.0), jnp.float64(jnp.nan)))
+
+        # Phase 2: bracket a sign change of G around c1, then bisect.
+        def grad_sum(c):
+            return sums(c)[0]
+
+        base = 1e-3 * (1.0 + jnp.abs(c1))
+
+        def widen(sign):
+            # Move away from c1 (sign -1: down, +1: up) while G has the wrong sign.
+            def wrong(state):
+                k, c = state
+                G = grad_sum(c)
+                ok = jnp.isfinite(G) & jnp.isfinite(total(c))
+                return (k < 80) & ok & ((G > 0) if sign < 0 else (G < 0))
+
+            def more(state):
+                k, _ = state
+                return k + 1, c1 + sign * base * 2.0 ** (k + 1)
+
+            k, c = jax.lax.while_loop(wrong, more, (jnp.int32(0), c1 + sign * base))
+            G = grad_sum(c)
+            good = jnp.isfinite(G) & jnp.isfinite(total(c)) & \
+                ((G <= 0) if sign < 0 else (G >= 0))
+            return c, good
+
+        lo, lo_ok = widen(-1.0)
+        hi, hi_ok = widen(1.0)
+
+        def bisect(_, state):
+            lo, hi = state
+            mid = 0.5 * (lo + hi)
+            up = grad_sum(mid) > 0
+            return jnp.where(up, lo, mid), jnp.where(up, mid, hi)
+
+        lo, hi = jax.lax.fori_loop(0, 80, bisect, (lo, hi))
+        lo32, hi32 = lo.astype(jnp.float32), hi.astype(jnp.float32)
+        c2 = jnp.where(total(hi32) < total(lo32), hi32, lo32)
+        use2 = lo_ok & hi_ok & (total(c2) <= total(c1))
+        return jnp.where(use2, c2, c1.astype(jnp.float32))
+
+
+@functools.partial(jax.jit, static_argnums=(0, 3))
+def _fit_base_margin_vector(loss, y, sample_weight, K):
+    w = jnp.ones(y.shape[0], jnp.float32) if sample_weight is None else sample_weight
+    gh = _row_grad_hess(loss, K)
+    with jax.enable_x64(True):
+        w64 = w.astype(jnp.float64)
+
+        def total(c):
+            f = jnp.broadcast_to(c.astype(jnp.float32), (y.shape[0], K))
+            return jnp.sum(w64 * jax.vmap(loss)(y, f).astype(jnp.float64))
+
+        def step(_, c):
+            f = jnp.broadcast_to(c.astype(jnp.float32), (y.shape[0], K))
+            g, h = jax.vmap(gh)(y, f)
+            G = jnp.einsum("n,nk->k", w64, g.astype(jnp.float64))
+            H = jnp.einsum("n,nij->ij", w64, h.astype(jnp.float64))
+            H = 0.5 * (H + H.T)
+            ridge = 1e-6 * (jnp.trace(H) / K + 1.0)
+            d = -jnp.linalg.solve(H + ridge * jnp.eye(K), G)
+            d = jnp.where(jnp.all(jnp.isfinite(d)), d, -G)
+            d = jnp.clip(d, -1e3, 1e3)
+            l0 = total(c)
+            steps = 0.5 ** jnp.arange(12.0)
+            losses = jax.vmap(lambda s: total(c + s * d))(steps)
+            losses = jnp.where(jnp.isfinite(losses), losses, jnp.inf)
+            best = jnp.min(losses)  # (argmin's reduction fails under scoped x64)
+            j = jnp.min(jnp.where(losses == best, jnp.arange(12), 12))
+            return jnp.where(best <= l0, c + steps[jnp.minimum(j, 11)] * d, c)
+
+        c = jax.lax.fori_loop(0, 40, step, jnp.zeros(K, jnp.float64))
+        return c.astype(jnp.float32)

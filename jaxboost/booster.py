@@ -33,8 +33,8 @@ class Booster:
     """
 
     def __init__(self, ensemble: Ensemble, *, objective, params: TreeParams,
-                 bin_edges: BinEdges, base_margin: float, n_features: int,
-                 _padded: Ensemble | None = None):
+                 bin_edges: BinEdges, base_margin, n_features: int, n_outputs: int = 1,
+                 trees_per_round: int = 1, _padded: Ensemble | None = None):
         self.ensemble = ensemble.to_numpy()
         # Trees padded to a bucketed count, shared by every slice booster[:k] of one
         # model, so all of them predict with one compiled program.
@@ -42,12 +42,15 @@ class Booster:
         self.objective = objective
         self.params = params
         self.bin_edges = bin_edges
-        self.base_margin = float(base_margin)
+        self.n_outputs = int(n_outputs)
+        self.trees_per_round = int(trees_per_round)
+        self.base_margin = (float(base_margin) if self.n_outputs == 1
+                            else np.asarray(base_margin, np.float32).reshape(self.n_outputs))
         self.n_features = int(n_features)
 
     # --- structure -----------------------------------------------------------------
     def __len__(self) -> int:
-        return self.ensemble.n_trees
+        return self.ensemble.n_trees // self.trees_per_round
 
     @property
     def n_rounds(self) -> int:
@@ -64,17 +67,27 @@ class Booster:
         if start != 0:
             raise ValueError("Booster slices must start at round 0 (booster[:k]): later "
                              "trees are fitted to the margins of earlier ones")
-        return Booster(self.ensemble[key], objective=self.objective, params=self.params,
-                       bin_edges=self.bin_edges, base_margin=self.base_margin,
-                       n_features=self.n_features, _padded=self._padded)
+        stop = len(self) if key.stop is None else key.stop
+        stop = max(0, min(len(self), stop if stop >= 0 else len(self) + stop))
+        return Booster(self.ensemble[: stop * self.trees_per_round], objective=self.objective,
+                       params=self.params, bin_edges=self.bin_edges,
+                       base_margin=self.base_margin, n_features=self.n_features,
+                       n_outputs=self.n_outputs, trees_per_round=self.trees_per_round,
+                       _padded=self._padded)
 
     def __repr__(self) -> str:
         name = loss_name(self.objective)
+        base = (f"{self.base_margin:.6g}" if self.n_outputs == 1 else
+                "[" + ", ".join(f"{b:.4g}" for b in self.base_margin) + "]")
+        outputs = f", n_outputs={self.n_outputs}" if self.n_outputs > 1 else ""
         return (f"Booster(objective={name}, n_rounds={len(self)}, "
-                f"max_depth={self.params.max_depth}, n_features={self.n_features}, "
-                f"base_margin={self.base_margin:.6g})")
+                f"max_depth={self.params.max_depth}, n_features={self.n_features}"
+                f"{outputs}, base_margin={base})")
 
     # --- prediction ----------------------------------------------------------------
+    def _base(self):
+        return np.asarray(self.base_margin, np.float32)
+
     def _features(self, X) -> np.ndarray:
         X = as_features(X, allow_inf=True)
         if X.shape[1] != self.n_features:
@@ -91,12 +104,13 @@ class Booster:
             response (``sigmoid(f)`` for logistic, ``f`` for squared).
 
         Returns:
-          ``(N,)`` float32 NumPy array.
+          ``(N,)`` float32 NumPy array, or ``(N, K)`` for a model of K outputs
+          (softmax: class probabilities).
         """
         X = self._features(X)
         link = None if output_margin else _link_of(self.objective)
-        out = predict_margin(self._padded, X, np.float32(self.base_margin),
-                             np.int32(len(self)), max_depth=self.params.max_depth, link=link)
+        out = predict_margin(self._padded, X, self._base(), np.int32(self.ensemble.n_trees),
+                             max_depth=self.params.max_depth, link=link)
         return np.asarray(out)
 
     def staged_predict(self, X, output_margin: bool = False) -> np.ndarray:
@@ -110,7 +124,7 @@ class Booster:
           output_margin: margins instead of responses.
 
         Returns:
-          ``(n_rounds, N)`` float32 NumPy array.
+          ``(n_rounds, N)`` float32 NumPy array (``(n_rounds, N, K)`` for K outputs).
 
         Example:
           >>> import numpy as np, jaxboost
@@ -121,12 +135,12 @@ class Booster:
         """
         X = self._features(X)
         link = None if output_margin else _link_of(self.objective)
-        out = staged_margins(self.ensemble, X, np.float32(self.base_margin),
+        out = staged_margins(self.ensemble, X, self._base(),
                              max_depth=self.params.max_depth, link=link)
-        return np.asarray(out)
+        return np.asarray(out)[self.trees_per_round - 1:: self.trees_per_round]
 
     def predict_leaf(self, X) -> np.ndarray:
         """Leaf node (heap index) of every row in every tree: ``(N, T)`` int32."""
         X = self._features(X)
         leaves = predict_leaf(self._padded, X, max_depth=self.params.max_depth)
-        return np.asarray(leaves)[:, : len(self)]
+        return np.asarray(leaves)[:, : self.ensemble.n_trees]

@@ -124,6 +124,24 @@ def find_best_splits(G, H, Gp, Hp, dyn, forward_ok, *, clipped: bool = True,
             HLa = jax.lax.cumsum(Hv, axis=2)
             gain_a = gains(GLa, HLa, Gpb - GLa, Hpb - HLa)
             gain_a = jnp.where(forward_ok[:, None, None], gain_a, -jnp.inf)
+    return pick_best(gain_a if any_forward else None, gain_b)
+
+
+def pick_best(gain_a, gain_b):
+    """The first best candidate of each node, decoded into a split.
+
+    Args:
+      gain_a: ``(F, n, V)`` float32 gains of pass A (thresholds ascending, missing
+        right), or ``None`` when that pass was skipped.
+      gain_b: ``(F, n, V)`` gains of pass B (index ``j`` is threshold ``V - 1 - j``,
+        missing left).
+
+    Returns:
+      dict of ``(n,)`` arrays ``gain``, ``feature``, ``tbin``, ``default_left`` (see
+      ``find_best_splits``).
+    """
+    F, n, V = gain_b.shape
+    any_forward = gain_a is not None
     # Candidate order per feature: pass A (when present), then pass B.
     gain = jnp.concatenate([gain_a, gain_b], axis=-1) if any_forward else gain_b
     gain = jnp.where(jnp.isnan(gain), -jnp.inf, gain)
@@ -146,3 +164,97 @@ def find_best_splits(G, H, Gp, Hp, dyn, forward_ok, *, clipped: bool = True,
 def is_split_worthy(gain):
     """A split is made only when its gain exceeds XGBoost's kRtEps (1e-6)."""
     return gain > jnp.float32(MIN_SPLIT_GAIN)
+
+
+# --- vector leaves ---------------------------------------------------------------------
+def unpack_hessian(Hc, K: int, diagonal: bool):
+    """``(..., P)`` Hessian channels -> ``(..., K, K)`` symmetric matrices.
+
+    Channels are the diagonal (``P = K``) or the upper triangle in ``triu_indices``
+    order (``P = K (K + 1) / 2``).
+    """
+    if diagonal:
+        return Hc[..., :, None] * jnp.eye(K, dtype=Hc.dtype)
+    iu, ju = jnp.triu_indices(K)
+    Hm = jnp.zeros(Hc.shape[:-1] + (K, K), Hc.dtype).at[..., iu, ju].set(Hc)
+    return Hm + jnp.swapaxes(Hm, -1, -2) - Hm * jnp.eye(K, dtype=Hc.dtype)
+
+
+def vector_weight_score(G, Hc, dyn, *, diagonal: bool):
+    r"""Newton leaf weights and scores of vector leaves.
+
+    With :math:`A = H + \lambda I` and :math:`t = T_\alpha(G)` (soft-thresholding per
+    output):
+
+    .. math:: w^* = -A^{-1} t \ (\text{each entry clipped to} \pm \text{max\_delta\_step
+              when it is} > 0), \qquad S = -(2 t^\top w^* + {w^*}^\top A w^*)
+
+    which is :math:`t^\top A^{-1} t` without clipping. ``diagonal`` keeps only the
+    diagonal of H (K independent scalar problems). Nodes whose cover ``trace(H)`` is
+    ``<= 0`` or below ``min_child_weight`` get ``w = 0`` and score 0.
+
+    Args:
+      G: ``(..., K)`` float64 gradient sums; Hc: ``(..., P)`` Hessian channels
+        (``unpack_hessian``).
+      dyn: dynamic parameters.
+
+    Returns:
+      ``(w, score, cover)``: ``(..., K)`` float64, ``(...)`` float64, ``(...)`` float64.
+    """
+    K = G.shape[-1]
+    lam, alpha, mcw, mds = (dyn[i].astype(jnp.float64) for i in (LAMBDA, ALPHA, MCW, MDS))
+    t = threshold_l1(G, alpha)
+    if diagonal:
+        Hd = Hc
+        cover = jnp.sum(Hd, axis=-1)
+        A = Hd + lam
+        w = -t / jnp.where(A > 0, A, 1.0)
+    else:
+        A = unpack_hessian(Hc, K, False) + lam * jnp.eye(K, dtype=G.dtype)
+        cover = jnp.trace(A, axis1=-2, axis2=-1) - K * lam
+        # K is small: a batched Cholesky-free solve through the LU of every A.
+        w = -jnp.linalg.solve(A, t[..., None])[..., 0]
+    w = jnp.where(mds > 0, jnp.clip(w, -mds, mds), w)
+    ok = (cover > 0) & (cover >= mcw) & jnp.all(jnp.isfinite(w), axis=-1)
+    w = jnp.where(ok[..., None], w, 0.0)
+    Aw = A * w if diagonal else jnp.einsum("...ij,...j->...i", A, w)
+    score = -(2.0 * jnp.sum(t * w, axis=-1) + jnp.sum(w * Aw, axis=-1))
+    return w, jnp.where(ok, score, 0.0), cover
+
+
+def find_best_vector_splits(S, Sp, dyn, forward_ok, *, K: int, diagonal: bool,
+                            any_forward: bool = True):
+    """Best split of every node of a level, for vector leaves.
+
+    Args:
+      S: ``(C, F, n, B)`` float64 histograms of the ``C = K + P`` channels (``K``
+        gradients, then ``P`` Hessian channels); bin ``B - 1`` holds missing values.
+      Sp: ``(C, n)`` float64 node totals.
+      dyn, forward_ok, any_forward: as in ``find_best_splits``.
+      K, diagonal: outputs and Hessian layout (static).
+
+    Returns:
+      as ``find_best_splits``.
+    """
+    C, F, n, B = S.shape
+    V = B - 1
+    mcw = dyn[MCW].astype(jnp.float64)
+    with jax.enable_x64(True):
+        Sv = jnp.moveaxis(S[..., :V], 0, -1)  # (F, n, V, C)
+        Spb = jnp.moveaxis(Sp, 0, -1)[None, :, None, :]  # (1, n, 1, C)
+        _, sp, _ = vector_weight_score(Spb[..., :K], Spb[..., K:], dyn, diagonal=diagonal)
+
+        def gains(SL, SR):
+            _, sl, cl = vector_weight_score(SL[..., :K], SL[..., K:], dyn, diagonal=diagonal)
+            _, sr, cr = vector_weight_score(SR[..., :K], SR[..., K:], dyn, diagonal=diagonal)
+            gain = (sl + sr - sp).astype(jnp.float32)
+            return jnp.where((cl >= mcw) & (cr >= mcw) & (cl > 0) & (cr > 0), gain, -jnp.inf)
+
+        SRb = jax.lax.cumsum(Sv, axis=2, reverse=True)[:, :, ::-1]
+        gain_b = gains(Spb - SRb, SRb)
+        gain_a = None
+        if any_forward:
+            SLa = jax.lax.cumsum(Sv, axis=2)
+            gain_a = gains(SLa, Spb - SLa)
+            gain_a = jnp.where(forward_ok[:, None, None], gain_a, -jnp.inf)
+    return pick_best(gain_a, gain_b)

@@ -21,8 +21,8 @@ class Ensemble(NamedTuple):
 
     Fields: ``feature`` int32, ``tbin`` int32 (bins ``< tbin`` go left),
     ``threshold`` float32, ``default_left`` bool, ``is_leaf`` bool, ``value`` float32
-    (learning rate applied), ``gain`` float32 (0 at leaves), ``cover`` float32 (sum of
-    h in the node).
+    (learning rate applied; ``(T, M, K)`` for models of ``K`` outputs), ``gain``
+    float32 (0 at leaves), ``cover`` float32 (sum of h in the node).
     """
 
     feature: jnp.ndarray
@@ -61,15 +61,20 @@ class Ensemble(NamedTuple):
         pad = -T % step if T else step
         if pad == 0:
             return self
-        M = self.feature.shape[1]
         fill = dict(feature=0, tbin=0, threshold=np.nan, default_left=False, is_leaf=True,
                     value=0.0, gain=0.0, cover=0.0)
-        return Ensemble(*(np.concatenate([np.asarray(a), np.full((pad, M), fill[f],
-                                                                  np.asarray(a).dtype)])
+        return Ensemble(*(np.concatenate([np.asarray(a),
+                                          np.full((pad,) + np.shape(a)[1:], fill[f],
+                                                  np.asarray(a).dtype)])
                           for f, a in zip(Ensemble._fields, self)))
 
     def to_numpy(self) -> "Ensemble":
         return Ensemble(*(np.asarray(a) for a in self))
+
+
+def _initial(X, base_margin):
+    base = jnp.asarray(base_margin, jnp.float32)
+    return jnp.broadcast_to(base, (X.shape[0],) + base.shape)
 
 
 def _tree_leaf(tree, X, max_depth):
@@ -92,7 +97,7 @@ def predict_margin(ensemble: Ensemble, X, base_margin, n_trees=None, *, max_dept
     Args:
       ensemble: ``Ensemble`` of ``T`` trees (possibly padded).
       X: ``(N, F)`` float32 raw features, NaN = missing.
-      base_margin: float32 scalar.
+      base_margin: float32 scalar, or ``(K,)`` for models of K outputs.
       n_trees: dynamic number of leading trees to use (default all ``T``): models
         ``booster[:k]`` for every ``k`` share one compiled program, and cost in
         proportion to ``k``.
@@ -100,8 +105,8 @@ def predict_margin(ensemble: Ensemble, X, base_margin, n_trees=None, *, max_dept
       link: optional static inverse link applied to the margins.
 
     Returns:
-      ``(N,)`` float32 margins (accumulated in float32 tree by tree, as XGBoost does),
-      or ``link(margins)``.
+      ``(N,)`` (or ``(N, K)``) float32 margins (accumulated in float32 tree by tree, as
+      XGBoost does), or ``link(margins)``.
     """
     X = X.astype(jnp.float32)
     T = ensemble.feature.shape[0]
@@ -112,14 +117,15 @@ def predict_margin(ensemble: Ensemble, X, base_margin, n_trees=None, *, max_dept
         leaf = _tree_leaf(tree, X, max_depth)
         return margin + tree.value[leaf]
 
-    init = jnp.full(X.shape[0], base_margin, jnp.float32)
+    init = _initial(X, base_margin)
     margin = jax.lax.fori_loop(0, n, add_tree, init)
     return margin if link is None else link(margin)
 
 
 @functools.partial(jax.jit, static_argnames=("max_depth", "link"))
 def staged_margins(ensemble: Ensemble, X, base_margin, *, max_depth: int, link=None):
-    """Margins after every tree: ``(T, N)`` float32, row ``t`` = base + trees ``0..t``.
+    """Margins after every tree: ``(T, N)`` (or ``(T, N, K)``) float32, row ``t`` = base +
+    trees ``0..t``.
 
     One pass over the trees (a scan carrying the running margin), so a learning curve
     costs what one prediction costs. ``link`` (static) is applied to every row.
@@ -130,7 +136,7 @@ def staged_margins(ensemble: Ensemble, X, base_margin, *, max_depth: int, link=N
         margin = margin + tree.value[_tree_leaf(tree, X, max_depth)]
         return margin, margin if link is None else link(margin)
 
-    init = jnp.full(X.shape[0], base_margin, jnp.float32)
+    init = _initial(X, base_margin)
     _, stages = jax.lax.scan(add_tree, init, ensemble)
     return stages
 
