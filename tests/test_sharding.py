@@ -48,3 +48,21 @@ def test_bad_mesh_is_rejected():
     X = np.zeros((10, 1), np.float32)
     with pytest.raises(TypeError, match="mesh must be a jax.sharding.Mesh"):
         jaxboost.train(objectives.squared, X, np.zeros(10), mesh="cpu")
+
+
+@pytest.mark.parametrize("objective,strategy", [
+    ("softmax", "one_output_per_tree"), ("huber", None)])  # huber: Newton leaf refit sums over the shards too
+def test_sharded_vector_outputs_and_refit_equal_single_device(mesh4, objective, strategy):
+    rng = np.random.default_rng(1)
+    N = 501
+    X = rng.normal(size=(N, 4)).astype(np.float32)
+    if objective == "softmax":
+        y = ((X[:, 0] > 0) * 1.0 + (X[:, 2] > 0)).astype(np.float32)
+        kw = dict(multi_strategy=strategy)
+    else:
+        y = (X[:, 0] + rng.standard_t(2, N)).astype(np.float32)
+        kw = {}
+    a = jaxboost.train(objective, X, y, n_rounds=5, max_depth=3, **kw)
+    b = jaxboost.train(objective, X, y, n_rounds=5, max_depth=3, mesh=mesh4, **kw)
+    np.testing.assert_allclose(b.predict(X, output_margin=True),
+                               a.predict(X, output_margin=True), rtol=1e-5, atol=1e-6)
