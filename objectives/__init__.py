@@ -1,13 +1,65 @@
 """The catalogue of training objectives.
 
 Each entry is an ``Objective``: a plain per-row JAX loss ``loss(y, pred) -> scalar``
-(callable directly) with its inverse link, default metric and label check beside it.
-Any plain callable with the same signature works wherever an entry does.
+(callable directly) with its inverse link, default metric, default Hessian policy and
+leaf refit, and label check beside it. Any plain callable with the same signature works
+wherever an entry does. Calling an entry with keyword hyperparameters only returns a
+variant, e.g. ``objectives.huber(delta=2.0)``; entries compare and hash by value.
 
-Entries here: ``squared``, ``logistic``, ``exponential``.
+============  ===============  ===============  ===========  ===================  ==============
+entry         hyperparameters  link (response)  h sign       hessian / refit      metric
+============  ===============  ===============  ===========  ===================  ==============
+squared       --               identity         positive     exact / --           rmse
+logistic      --               sigmoid          positive     exact / --           logloss
+exponential   --               sigmoid(2f)      positive     exact / --           logloss
+absolute      --               identity         nonnegative  constant / quantile  mae
+huber         delta=1.0        identity         nonnegative  constant / newton    objective
+pseudo_huber  delta=1.0        identity         positive     constant / newton    objective
+log_cosh      --               identity         positive     constant / newton    objective
+quantile      alpha=0.5        identity         nonnegative  constant / quantile  objective
+cauchy        scale=1.0        identity         any          expected / --        objective
+poisson       --               exp              positive     exact / --           poisson_nll
+gamma         --               exp              positive     exact / --           gamma_deviance
+tweedie       power=1.5        exp              positive     exact / --           objective
+focal         gamma=2.0        sigmoid          any          clip / --            logloss
+softmax       n_classes=None   softmax (K)      positive     exact / --           mlogloss
+gaussian_nll  --               (mean, std)      nonnegative  expected / --        objective
+============  ===============  ===============  ===========  ===================  ==============
+
+"h sign" is the sign of the exact per-row Hessian (its diagonal for vector outputs) on
+the loss's domain; "any" marks the non-convex losses (Cauchy beyond ``|r| > scale``,
+focal for confidently wrong rows). Each loss's docstring gives its formula, closed-form
+g and h, label domain, and why its defaults were chosen. ``softmax`` has ``K`` outputs
+(``n_classes``, inferred from the labels when None) and ``gaussian_nll`` two (mean and
+log standard deviation).
+
+``CATALOGUE`` maps each name to its entry. The softmax inverse link is exported as
+``softmax_link`` (``softmax`` is the catalogue entry).
+
+>>> import objectives
+>>> objectives.huber(delta=2.0) == objectives.huber(delta=2.0)
+True
+>>> round(float(objectives.huber(delta=2.0)(0.0, 3.0)), 4)
+4.0
 """
 
 from ._base import Objective, identity, sigmoid
+from ._base import softmax as softmax_link
 from .classic import exponential, logistic, squared
+from .classification import focal, softmax
+from .distributional import gaussian_link, gaussian_nll
+from .glm import exp_link, gamma, poisson, tweedie
+from .robust import absolute, cauchy, huber, log_cosh, pseudo_huber, quantile
 
-__all__ = ["Objective", "identity", "sigmoid", "squared", "logistic", "exponential"]
+CATALOGUE = {o.name: o for o in (
+    squared, logistic, exponential,
+    absolute, huber, pseudo_huber, log_cosh, quantile, cauchy,
+    poisson, gamma, tweedie,
+    focal, softmax,
+    gaussian_nll,
+)}
+
+__all__ = [
+    "Objective", "identity", "sigmoid", "softmax_link", "exp_link", "gaussian_link",
+    "CATALOGUE", *CATALOGUE,
+]
