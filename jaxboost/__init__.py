@@ -14,9 +14,11 @@ from .sharding import configure_host_devices as _configure_host_devices
 _HOST_DEVICES = _configure_host_devices()
 _COMPILATION_CACHE = _configure_compilation_cache()
 
+from . import metrics  # noqa: E402
 from .booster import Booster  # noqa: E402
 from .boosting import train  # noqa: E402
+from .compare import compare  # noqa: E402
 from .errors import DataError, LossError  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["train", "Booster", "DataError", "LossError", "__version__"]
+__all__ = ["train", "Booster", "DataError", "LossError", "compare", "metrics", "__version__"]

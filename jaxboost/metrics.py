@@ -28,7 +28,7 @@ name               maximize  value
 ``merror``         no        multi-class error rate of the argmax
 ``poisson_nll``    no        Poisson negative log-likelihood of a mean ``mu``
 ``gamma_deviance`` no        gamma deviance of a mean ``mu``
-``objective``      no        the model's own training loss at the margins
+``objective``      no        the model's own training loss at the margins (as ``loss``)
 =================  ========  =============================================================
 
 Example:
@@ -380,10 +380,10 @@ class _MeanLoss:
 
     def __call__(self, y, pred, w):
         if pred.shape[:1] != y.shape:
-            raise ValueError(f"metric 'objective': y has shape {y.shape}, pred {pred.shape}")
+            raise ValueError(f"metric 'loss': y has shape {y.shape}, pred {pred.shape}")
         per_row = jax.vmap(self.loss)(y, pred)
         if per_row.shape != y.shape:
-            raise ValueError(f"metric 'objective': the loss must return a scalar per row, "
+            raise ValueError(f"metric 'loss': the loss must return a scalar per row, "
                              f"got shape {per_row.shape[1:]}")
         return _wmean(per_row, w)
 
@@ -395,12 +395,13 @@ def objective_metric(objective) -> Metric:
     ``(N,)`` or ``(N, K)`` margins, and the loss is vmapped over rows. ``objective`` is
     an ``objectives`` entry (its hyperparameters applied) or any per-row
     ``loss(y, pred)``. Equal objectives give equal metrics (so compiled code is shared).
+    ``get_metric("objective", objective=...)`` returns it; its name is ``"loss"``.
 
     Example:
       >>> import objectives
       >>> m = objective_metric(objectives.squared)
       >>> m.name, m.on, float(m([1.0, 2.0], [2.0, 2.0]))
-      ('objective', 'margin', 0.25)
+      ('loss', 'margin', 0.25)
     """
     if isinstance(objective, str):
         import objectives as catalogue
@@ -412,7 +413,7 @@ def objective_metric(objective) -> Metric:
     if not callable(objective):
         raise TypeError(f"objective must be a callable loss(y, pred), got "
                         f"{type(objective).__name__}")
-    return Metric("objective", _MeanLoss(objective), maximize=False, on="margin")
+    return Metric("loss", _MeanLoss(objective), maximize=False, on="margin")
 
 
 # --- user callables ------------------------------------------------------------------------
@@ -446,13 +447,13 @@ def get_metric(m, objective=None) -> Metric:
 
     Args:
       m: a built-in name (see ``names()``); ``"objective"`` (the objective's own loss,
-        needs ``objective``); a ``Metric`` (returned as is); or any callable
-        ``metric(y, pred) -> scalar``. A callable is wrapped with its ``__name__`` as
-        name, ``maximize`` from its ``maximize`` attribute (False when absent) and
-        ``on`` from its ``on`` attribute (``"response"`` when absent). Row weights are
-        passed as ``sample_weight=`` (scikit-learn's convention) or ``w=`` when it has
-        a parameter of that name; otherwise it is called as ``metric(y, pred)`` and
-        weights are not applied.
+        needs ``objective``; the metric is named ``"loss"``); a ``Metric`` (returned as
+        is); or any callable ``metric(y, pred) -> scalar``. A callable is wrapped with
+        its ``__name__`` as name, ``maximize`` from its ``maximize`` attribute (False
+        when absent) and ``on`` from its ``on`` attribute (``"response"`` when absent).
+        Row weights are passed as ``sample_weight=`` (scikit-learn's convention) or
+        ``w=`` when it has a parameter of that name; otherwise it is called as
+        ``metric(y, pred)`` and weights are not applied.
       objective: the objective, for ``"objective"``.
 
     Raises:

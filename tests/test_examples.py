@@ -32,10 +32,19 @@ def test_custom_loss_example_prefers_the_robust_loss():
 
 def test_demo_runs_and_writes_figures(tmp_path):
     out = run("demo.py", "--rounds", "30", "--out", str(tmp_path))
+    number = r"(\d+\.\d+)"
     for loss in ("logistic", "squared", "exponential"):
-        assert re.search(rf"^{loss}\s+\d", out, flags=re.M), out
+        # objective, then per metric (logloss, auc, accuracy, brier): final, best@k
+        row = re.search(rf"^{loss}" + rf"\s+{number}\s+{number}@(\d+)" * 4 + r"\s+[\d.]+$",
+                        out, flags=re.M)
+        assert row, out
+        logloss, auc = float(row.group(1)), float(row.group(4))
+        assert 0 < logloss < 0.7 and 0.5 < auc <= 1.0, row.group(0)
+        assert 1 <= int(row.group(3)) <= 30
     import importlib.util
 
     if importlib.util.find_spec("matplotlib"):
         assert (tmp_path / "learning_curves.png").stat().st_size > 10_000
         assert (tmp_path / "margins.png").stat().st_size > 10_000
+    else:
+        assert "figures skipped" in out

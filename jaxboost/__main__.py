@@ -1,0 +1,8 @@
+"""``python -m jaxboost``: the command line (see ``jaxboost.cli``)."""
+
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,374 @@
+"""``compare()``: train several losses with one tree budget and compare their metrics.
+
+Every objective is trained with the same data, ``n_rounds`` and tree parameters, then
+each metric is evaluated after every round on every data set (learning curves), from
+one ``Booster.staged_predict`` pass per model and data set.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import time
+
+import numpy as np
+
+from . import metrics as _metrics
+from ._validation import as_features, as_labels, as_weights
+from .boosting import train
+from .errors import DataError
+
+__all__ = ["compare", "Comparison"]
+
+
+# --- objectives and their labels ------------------------------------------------------------
+def _catalogue():
+    import objectives
+
+    return objectives
+
+
+def _resolve(objective):
+    cat = _catalogue()
+    if isinstance(objective, str):
+        entry = getattr(cat, objective, None)
+        if not isinstance(entry, cat.Objective):
+            known = sorted(k for k, v in vars(cat).items() if isinstance(v, cat.Objective))
+            raise ValueError(f"unknown objective {objective!r}; catalogue entries: {known}, "
+                             f"or pass any callable loss(y, pred)")
+        return entry
+    if not callable(objective):
+        raise TypeError(f"an objective is a catalogue name, an objectives entry or a "
+                        f"callable loss(y, pred); got {type(objective).__name__}")
+    return objective
+
+
+def _label(objective) -> str:
+    """``name`` for a catalogue entry (``name(k=v)`` with non-default hyperparameters),
+    ``__name__`` for a callable."""
+    cat = _catalogue()
+    if isinstance(objective, cat.Objective):
+        try:
+            defaults = {k: p.default for k, p in
+                        inspect.signature(objective.loss).parameters.items()
+                        if p.kind is p.KEYWORD_ONLY}
+        except (TypeError, ValueError):
+            defaults = {}
+        changed = []
+        for k, v in objective.params:
+            try:
+                same = k in defaults and bool(defaults[k] == v)
+            except Exception:  # array-valued hyperparameters and the like
+                same = False
+            if not same:
+                changed.append(f"{k}={v!r}")
+        return f"{objective.name}({', '.join(changed)})" if changed else objective.name
+    return getattr(objective, "__name__", None) or type(objective).__name__
+
+
+def _unique(labels, reserved=()):
+    seen, out = {r: 1 for r in reserved}, []
+    for lab in labels:
+        n = seen.get(lab, 0) + 1
+        seen[lab] = n
+        out.append(lab if n == 1 else f"{lab}_{n}")
+    return out
+
+
+def _objectives(objectives) -> dict:
+    if isinstance(objectives, dict):
+        items = []
+        for k, v in objectives.items():
+            if not isinstance(k, str):
+                raise TypeError(f"objective labels must be str, got {type(k).__name__}")
+            items.append((k, _resolve(v)))
+    else:
+        if isinstance(objectives, str) or callable(objectives):
+            objectives = [objectives]
+        resolved = [_resolve(o) for o in objectives]
+        items = list(zip(_unique([_label(o) for o in resolved]), resolved))
+    if not items:
+        raise ValueError("compare() needs at least one objective")
+    return dict(items)
+
+
+# --- data sets ---------------------------------------------------------------------------------
+def _data_set(name, Xy, n_features):
+    if not isinstance(Xy, (tuple, list)) or len(Xy) not in (2, 3):
+        raise TypeError(f"eval set {name!r} must be a tuple (X, y) or (X, y, sample_weight)")
+    X = as_features(Xy[0], name=f"X of eval set {name!r}", allow_inf=True)
+    if X.shape[1] != n_features:
+        raise DataError(f"eval set {name!r} has {X.shape[1]} features, the training data "
+                        f"{n_features}")
+    y = as_labels(Xy[1], X.shape[0])
+    w = as_weights(Xy[2], X.shape[0]) if len(Xy) == 3 else None
+    return X, y, w
+
+
+def _data_sets(X, y, sample_weight, eval_set) -> dict:
+    Xf = as_features(X)
+    sets = {"train": (Xf, as_labels(y, Xf.shape[0]), as_weights(sample_weight, Xf.shape[0]))}
+    if eval_set is None:
+        return sets
+    if isinstance(eval_set, dict):
+        named = list(eval_set.items())
+    elif isinstance(eval_set, tuple) and len(eval_set) in (2, 3) and not isinstance(
+            eval_set[0], (tuple, list)):
+        named = [("validation_0", eval_set)]  # a single (X, y) pair
+    else:
+        named = [(f"validation_{i}", e) for i, e in enumerate(eval_set)]
+    for name, Xy in named:
+        if not isinstance(name, str):
+            raise TypeError(f"eval set names must be str, got {type(name).__name__}")
+        if name == "train":
+            raise ValueError("'train' is the name of the training data; name the eval set "
+                             "something else")
+        sets[name] = _data_set(name, Xy, Xf.shape[1])
+    return sets
+
+
+# --- metrics ---------------------------------------------------------------------------------
+def _metric_specs(metrics, objectives: dict) -> list:
+    if metrics is None:
+        specs = []
+        for obj in objectives.values():
+            name = getattr(obj, "metric", None)
+            if isinstance(name, str) and name not in specs:
+                specs.append(name)
+        return specs or ["objective"]
+    if isinstance(metrics, (str, _metrics.Metric)) or callable(metrics):
+        metrics = [metrics]
+    specs = list(metrics)
+    if not specs:
+        raise ValueError("metrics is empty; pass None for each objective's default metric")
+    first = next(iter(objectives.values()))
+    for m in specs:  # unknown names fail here, before any training
+        _metrics.get_metric(m, objective=first)
+    return specs
+
+
+def _fmt(v) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "nan"
+    v = float(v)
+    if v != 0 and (abs(v) >= 1e5 or abs(v) < 1e-3):
+        return f"{v:.3e}"
+    return f"{v:.4f}"
+
+
+class Comparison:
+    """What ``compare()`` returns: the models, their learning curves and a table.
+
+    Attributes:
+      boosters: ``{label: Booster}``, in the order the objectives were given.
+      curves: ``{label: {data_name: {metric_name: (n_rounds,) float64 array}}}``;
+        entry ``r`` is the metric of the model ``booster[:r + 1]``. A metric that does
+        not apply to a model (e.g. ``mlogloss`` for a scalar output) is all NaN, and
+        ``notes`` says why.
+      train_seconds: ``{label: seconds}`` of ``train()``, compilation included.
+      metrics: ``{metric_name: Metric}`` (for ``"loss"``, the metric ``"objective"``
+        gives, the first model's).
+      data_names: the data sets, ``"train"`` first, then the eval sets.
+      n_rows: ``{data_name: rows}``.
+      table_data: the data set the table reports: the last eval set, or ``"train"``.
+      notes: why some curves are NaN, one line each.
+    """
+
+    def __init__(self, *, boosters, curves, train_seconds, metrics, data_names, n_rows,
+                 n_rounds, notes):
+        self.boosters = boosters
+        self.curves = curves
+        self.train_seconds = train_seconds
+        self.metrics = metrics
+        self.data_names = list(data_names)
+        self.n_rows = n_rows
+        self.n_rounds = n_rounds
+        self.notes = list(notes)
+
+    @property
+    def labels(self) -> list[str]:
+        return list(self.boosters)
+
+    @property
+    def table_data(self) -> str:
+        return self.data_names[-1]
+
+    def best(self, label, metric, data=None) -> tuple[float, int | None]:
+        """``(best value, rounds k)`` of one curve; ``booster[:k]`` is that model.
+
+        ``k`` counts rounds from 1 (``None`` when the curve is all NaN or empty).
+        """
+        data = self.table_data if data is None else data
+        value, i = self.metrics[metric].best(self.curves[label][data][metric])
+        return value, None if i is None else i + 1
+
+    @property
+    def table(self) -> list[dict]:
+        """One dict per objective, for ``table_data``.
+
+        Keys: ``"objective"`` (the label); for each metric ``m``: ``m`` (the value after
+        the last round), ``m + "_best"`` (the best value over rounds: lowest, or highest
+        for a metric with ``maximize``) and ``m + "_best_round"`` (the number of rounds
+        ``k`` that reached it, counted from 1: ``booster[:k]`` is that model); then
+        ``"train_seconds"``.
+        """
+        rows = []
+        for label in self.boosters:
+            row = {"objective": label}
+            for m in self.metrics:
+                curve = self.curves[label][self.table_data][m]
+                row[m] = float(curve[-1]) if len(curve) else math.nan
+                row[m + "_best"], row[m + "_best_round"] = self.best(label, m)
+            row["train_seconds"] = self.train_seconds[label]
+            rows.append(row)
+        return rows
+
+    def __str__(self) -> str:
+        data = self.table_data
+        rows = self.table
+        names = list(self.metrics)
+        w_lab = max([len("objective")] + [len(r["objective"]) for r in rows]) + 2
+        cells = []  # per row: label, then (final, best@k) per metric, then seconds
+        for r in rows:
+            line = []
+            for m in names:
+                k = r[m + "_best_round"]
+                line += [_fmt(r[m]), _fmt(r[m + "_best"]) + ("" if k is None else f"@{k}")]
+            cells.append(line)
+        heads = []
+        for m in names:
+            heads += [m, "best@k"]
+        widths = [max([len(h)] + [len(c[j]) for c in cells]) + 2 for j, h in enumerate(heads)]
+        head = "objective".ljust(w_lab) + "".join(h.rjust(wd) for h, wd in zip(heads, widths))
+        head += "fit s".rjust(8)
+        out = [f"{data}: {self.n_rows[data]} rows, {self.n_rounds} rounds", head,
+               "-" * len(head)]
+        for r, line in zip(rows, cells):
+            out.append(r["objective"].ljust(w_lab)
+                       + "".join(c.rjust(wd) for c, wd in zip(line, widths))
+                       + f"{r['train_seconds']:8.2f}")
+        higher = [m for m, met in self.metrics.items() if met.maximize]
+        out.append("value after the last round; best@k: the best value over rounds (lowest"
+                   + (f"; highest for {', '.join(higher)}" if higher else "") + ")")
+        out.append("and the rounds k of the model that reached it, booster[:k]; fit s: "
+                   "train() time, compilation included")
+        out += [f"note: {n}" for n in self.notes]
+        return "\n".join(out)
+
+    __repr__ = __str__
+
+    def to_pandas(self):
+        """``table`` as a ``pandas.DataFrame`` indexed by objective (needs pandas)."""
+        try:
+            import pandas as pd
+        except ImportError as e:
+            raise ImportError("Comparison.to_pandas() needs pandas: pip install pandas") from e
+        return pd.DataFrame(self.table).set_index("objective")
+
+    def plot(self, path=None, **kwargs):
+        """Learning curves, one panel per metric; see ``jaxboost.plotting.plot_comparison``."""
+        from .plotting import plot_comparison
+
+        return plot_comparison(self, path, **kwargs)
+
+
+def _stages(booster, X, on, cache):
+    key = on == "margin"
+    if key not in cache:
+        cache[key] = booster.staged_predict(X, output_margin=key)
+    return cache[key]
+
+
+def compare(objectives, X, y, *, eval_set=None, metrics=None, n_rounds: int = 100,
+            **train_kwargs) -> Comparison:
+    """Train several objectives with the same budget and compare them round by round.
+
+    Args:
+      objectives: a list of catalogue names (``"logistic"``), ``objectives`` entries
+        and plain callables ``loss(y, pred)``, labelled by catalogue name (with
+        non-default hyperparameters, e.g. ``huber(delta=2.0)``) or ``__name__``; or a
+        dict ``{label: objective}``.
+      X: ``(N, F)`` training features, NaN = missing.
+      y: ``(N,)`` training labels.
+      eval_set: ``None``, a list of ``(X, y)`` (or ``(X, y, sample_weight)``) named
+        ``validation_0``, ``validation_1``, ..., or a dict ``{name: (X, y)}``. The
+        training data is always evaluated too, as ``"train"``.
+      metrics: names (``jaxboost.metrics.names()``), ``Metric`` objects or callables
+        ``metric(y, pred) -> scalar``; ``"objective"`` is each model's own loss (named
+        ``"loss"`` in the curves and the table, evaluated on the margins). Default:
+        the objectives' default metrics (``objective.metric``), in order of first
+        appearance; ``["objective"]`` when no objective has one (plain callables). A
+        metric that does not apply to a model (e.g. ``mlogloss`` on a scalar output)
+        gives NaN curves and a line in ``Comparison.notes`` instead of an error.
+      n_rounds: boosting rounds for every objective.
+      **train_kwargs: passed to ``jaxboost.train`` for every objective (``learning_rate``,
+        ``max_depth``, ``sample_weight``, ...).
+
+    Returns:
+      ``Comparison``: ``boosters``, ``curves[label][data][metric]`` (``(n_rounds,)``
+      arrays; entry ``r`` is the model ``booster[:r + 1]``), ``train_seconds``,
+      ``table`` (final and best values on the last eval set, or the training data), a
+      text table as ``str()``, ``to_pandas()`` and ``plot()``.
+
+    Each model's staged predictions on a data set, ``(n_rounds, N)`` floats (times
+    ``K`` for vector outputs), are held in memory while its metrics are computed.
+    Metrics with ``on="response"`` see each model's response (its link applied to the
+    margins: a probability for ``logistic``, the margin itself for ``squared`` and plain
+    callables, which the binary metrics then read as a probability); ``on="margin"``
+    metrics see the margins.
+
+    Example:
+      >>> import numpy as np, jaxboost
+      >>> rng = np.random.default_rng(0)
+      >>> X = rng.normal(size=(300, 3)).astype(np.float32)
+      >>> y = (X[:, 0] + 0.5 * rng.normal(size=300) > 0).astype(np.float32)
+      >>> cmp = jaxboost.compare(["logistic", "squared"], X[:200], y[:200],
+      ...                        eval_set=[(X[200:], y[200:])], metrics=["logloss", "auc"],
+      ...                        n_rounds=20, max_depth=2)
+      >>> cmp.curves["logistic"]["validation_0"]["auc"].shape
+      (20,)
+      >>> [row["objective"] for row in cmp.table], cmp.data_names
+      (['logistic', 'squared'], ['train', 'validation_0'])
+      >>> bool(cmp.table[0]["logloss"] < 0.6)
+      True
+    """
+    objs = _objectives(objectives)
+    data = _data_sets(X, y, train_kwargs.get("sample_weight"), eval_set)
+    specs = _metric_specs(metrics, objs)
+
+    boosters, seconds = {}, {}
+    for label, obj in objs.items():
+        t0 = time.perf_counter()
+        Xtr, ytr, _ = data["train"]
+        boosters[label] = train(obj, Xtr, ytr, n_rounds=n_rounds, **train_kwargs)
+        seconds[label] = time.perf_counter() - t0
+
+    curves, failed, metric_objs = {}, {}, {}
+    for label, obj in objs.items():
+        # The trained objective: its output count is resolved from the labels.
+        trained = getattr(boosters[label], "objective", obj)
+        resolved = [_metrics.get_metric(m, objective=trained) for m in specs]
+        names = _unique([m.name for m in resolved], reserved=("objective", "train_seconds"))
+        for name, m in zip(names, resolved):
+            metric_objs.setdefault(name, m)
+        curves[label] = {}
+        for dname, (Xd, yd, wd) in data.items():
+            cache = {}
+            per = curves[label][dname] = {}
+            for name, m in zip(names, resolved):
+                stages = _stages(boosters[label], Xd, m.on, cache)
+                try:
+                    per[name] = _metrics.evaluate_stages(m, yd, stages, wd)
+                except Exception as e:  # a metric that does not apply to this model
+                    per[name] = np.full(stages.shape[0], np.nan)
+                    why = (str(e).strip().splitlines() or [""])[0]
+                    labels, _ = failed.setdefault(name, ([], f"{type(e).__name__}: {why}"))
+                    if label not in labels:
+                        labels.append(label)
+    notes = [f"{name} is NaN for {', '.join(labels)}: {why}"
+             for name, (labels, why) in failed.items()]
+    n_rows = {name: d[0].shape[0] for name, d in data.items()}
+    return Comparison(boosters=boosters, curves=curves, train_seconds=seconds,
+                      metrics=metric_objs, data_names=list(data), n_rows=n_rows,
+                      n_rounds=n_rounds, notes=notes)
+
