@@ -768,9 +768,6 @@ def main(argv=None) -> int:
         for rep in range(args.repeats):
             for i in idx:
                 job = jobs[i]
-                if job["lib"] == "jaxboost" and wl == "W4":
-                    runs[i].append({"skipped": "multi-class not supported by jaxboost yet"})
-                    continue
                 print(f"[{wl} rows={n:,} repeat {rep + 1}/{args.repeats}] {job['lib']} "
                       f"{job['variant']} ...", end=" ", flush=True)
                 res = run_worker(job, args.timeout)
