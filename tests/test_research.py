@@ -220,25 +220,34 @@ def test_full_hessian_beats_diagonal_on_coupled_outputs():
 
 
 def test_softmax_on_digits_matches_xgboost_accuracy():
+    """Mean test accuracy over three stratified splits, against XGBoost multi:softprob.
+
+    (One split of 540 test rows moves accuracy in steps of 0.19 points, and XGBoost's
+    softmax Hessian 2 p (1 - p) takes half our Newton step, so single splits scatter
+    by about +-1 point; the mean over three is the stable comparison.)
+    """
     import xgboost as xgb
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
 
     X, y = load_digits(return_X_y=True)
-    Xtr, Xte, ytr, yte = train_test_split(X.astype(np.float32), y, test_size=0.3,
-                                          stratify=y, random_state=0)
     params = dict(max_depth=3, learning_rate=0.3, reg_lambda=1.0)
-    bst = jaxboost.train(objectives.softmax, Xtr, ytr.astype(np.float32), n_rounds=30,
-                         **params)
-    proba = bst.predict(Xte)
-    assert proba.shape == (len(yte), 10)
-    np.testing.assert_allclose(proba.sum(1), 1.0, rtol=1e-5)
-    ours = float(np.mean(proba.argmax(1) == yte))
-    ref = xgb.XGBClassifier(objective="multi:softprob", n_estimators=30, tree_method="hist",
-                            **params)
-    ref.fit(Xtr, ytr)
-    theirs = float(np.mean(ref.predict(Xte) == yte))
-    assert abs(ours - theirs) <= 0.01, (ours, theirs)
+    ours, theirs = [], []
+    for seed in range(3):
+        Xtr, Xte, ytr, yte = train_test_split(X.astype(np.float32), y, test_size=0.3,
+                                              stratify=y, random_state=seed)
+        bst = jaxboost.train(objectives.softmax, Xtr, ytr.astype(np.float32), n_rounds=30,
+                             **params)
+        proba = bst.predict(Xte)
+        assert proba.shape == (len(yte), 10)
+        np.testing.assert_allclose(proba.sum(1), 1.0, rtol=1e-5)
+        ours.append(np.mean(proba.argmax(1) == yte))
+        ref = xgb.XGBClassifier(objective="multi:softprob", n_estimators=30,
+                                tree_method="hist", **params)
+        ref.fit(Xtr, ytr)
+        theirs.append(np.mean(ref.predict(Xte) == yte))
+    assert abs(np.mean(ours) - np.mean(theirs)) <= 0.01, (ours, theirs)
+    assert min(ours) > 0.94
     # one tree per class per round; slicing by rounds keeps whole rounds
     assert bst.ensemble.n_trees == 300 and len(bst[:7]) == 7
     np.testing.assert_allclose(bst.staged_predict(Xte)[6], bst[:7].predict(Xte), rtol=1e-6)

@@ -50,8 +50,9 @@ def test_bad_mesh_is_rejected():
         jaxboost.train(objectives.squared, X, np.zeros(10), mesh="cpu")
 
 
+# huber: its Newton leaf refit sums over the shards too
 @pytest.mark.parametrize("objective,strategy", [
-    ("softmax", "one_output_per_tree"), ("huber", None)])  # huber: Newton leaf refit sums over the shards too
+    ("softmax", "one_output_per_tree"), ("huber", None)])
 def test_sharded_vector_outputs_and_refit_equal_single_device(mesh4, objective, strategy):
     rng = np.random.default_rng(1)
     N = 501
