@@ -34,16 +34,19 @@ from .tree import Ensemble
 ROUNDS_PER_DISPATCH = 10
 
 
-def _resolve_objective(objective):
-    if isinstance(objective, str):
-        import objectives as catalogue
+def resolve_objective(objective):
+    """A catalogue name -> its entry; entries and callables pass through.
 
-        entry = getattr(catalogue, objective, None)
-        if not isinstance(entry, catalogue.Objective):
-            names = sorted(k for k, v in vars(catalogue).items()
-                           if isinstance(v, catalogue.Objective))
-            raise ValueError(f"unknown objective {objective!r}; catalogue entries: {names}, "
-                             f"or pass any callable loss(y, pred)")
+    Raises ``ValueError`` for an unknown name (listing the catalogue) and ``TypeError``
+    for anything that is neither a name nor callable.
+    """
+    if isinstance(objective, str):
+        from objectives import CATALOGUE
+
+        entry = CATALOGUE.get(objective)
+        if entry is None:
+            raise ValueError(f"unknown objective {objective!r}; catalogue entries: "
+                             f"{sorted(CATALOGUE)}, or pass any callable loss(y, pred)")
         return entry
     if not callable(objective):
         raise TypeError(f"objective must be a callable loss(y, pred) -> scalar or an "
@@ -337,7 +340,7 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate: float = 0.3,
                         min_child_weight=min_child_weight, max_delta_step=max_delta_step)
     n_rounds = _check_int("n_rounds", n_rounds, 0)
     seed = _check_int("seed", seed, 0)
-    loss = _resolve_objective(objective)
+    loss = resolve_objective(objective)
 
     Xf = _validation.as_features(X)
     n_rows, n_features = Xf.shape

@@ -29,18 +29,9 @@ def _catalogue():
 
 
 def _resolve(objective):
-    cat = _catalogue()
-    if isinstance(objective, str):
-        entry = getattr(cat, objective, None)
-        if not isinstance(entry, cat.Objective):
-            known = sorted(k for k, v in vars(cat).items() if isinstance(v, cat.Objective))
-            raise ValueError(f"unknown objective {objective!r}; catalogue entries: {known}, "
-                             f"or pass any callable loss(y, pred)")
-        return entry
-    if not callable(objective):
-        raise TypeError(f"an objective is a catalogue name, an objectives entry or a "
-                        f"callable loss(y, pred); got {type(objective).__name__}")
-    return objective
+    from .boosting import resolve_objective
+
+    return resolve_objective(objective)
 
 
 def _label(objective) -> str:

@@ -93,6 +93,40 @@ def leaf_of(pos, is_split, D):
     return rep[pos]
 
 
+class _Structure:
+    """A tree's split decisions, level by level, assembled into heap arrays at the end."""
+
+    def __init__(self):
+        self.levels = []
+
+    def add(self, do, s):
+        """Record one level: ``do`` (n,) which nodes split, ``s`` their best splits."""
+        self.levels.append((jnp.where(do, s["feature"], 0), jnp.where(do, s["tbin"], 0),
+                            do & s["default_left"], do, jnp.where(do, s["gain"], 0.0)))
+
+    def finish(self, pos, dyn, cuts_ext, D):
+        """gamma-pruned structure and each row's leaf.
+
+        Returns ``(fields, leaf)``: ``fields`` has every tree field but ``value`` and
+        ``cover``, as ``(M,)`` arrays.
+        """
+        pad = 2 ** D
+        cols = list(zip(*self.levels))
+        fill = (jnp.zeros(pad, jnp.int32), jnp.zeros(pad, jnp.int32), jnp.zeros(pad, bool),
+                jnp.zeros(pad, bool), jnp.zeros(pad, jnp.float32))
+        feature, tbin, default_left, is_split, gain = (
+            jnp.concatenate(list(c) + [f]) for c, f in zip(cols, fill))
+        is_split = prune_gamma(is_split, gain, dyn[GAMMA], D)
+        leaf = leaf_of(pos, is_split, D)
+        feature = jnp.where(is_split, feature, 0)
+        tbin = jnp.where(is_split, tbin, 0)
+        threshold = jnp.where(is_split, cuts_ext[feature, tbin], jnp.float32(jnp.nan))
+        fields = dict(feature=feature, tbin=tbin, threshold=threshold.astype(jnp.float32),
+                      default_left=default_left & is_split, is_leaf=~is_split,
+                      gain=jnp.where(is_split, gain, 0.0).astype(jnp.float32))
+        return fields, leaf
+
+
 def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, *, max_depth: int, max_bin: int,
               native: bool = False, reduce=_identity, clipped: bool = True,
               any_forward: bool = True, native_threads=None):
@@ -136,7 +170,7 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, *, max_depth: int, max_bin:
         Ht = reduce(jnp.sum(h.astype(jnp.float64)))[None]
         pos = jnp.zeros(N, jnp.int32)
         Gn, Hn = [], []
-        feat, tbin, dleft, split, gain = [], [], [], [], []
+        structure = _Structure()
         alive = jnp.ones(1, bool)
         bins_idx = jnp.arange(B, dtype=jnp.int32)
         for d in range(D + 1):
@@ -168,11 +202,7 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, *, max_depth: int, max_bin:
                                  any_forward=any_forward)
             do = alive & is_split_worthy(s["gain"])
             f_best, t_best, dl_best = s["feature"], s["tbin"], s["default_left"]
-            feat.append(jnp.where(do, f_best, 0))
-            tbin.append(jnp.where(do, t_best, 0))
-            dleft.append(do & dl_best)
-            split.append(do)
-            gain.append(jnp.where(do, s["gain"], 0.0))
+            structure.add(do, s)
             # Children totals from the split feature's histogram row of each node.
             node_ids = jnp.arange(n, dtype=jnp.int32)
             rowG, rowH = Gh[f_best, node_ids], Hh[f_best, node_ids]  # (n, B)
@@ -186,29 +216,10 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, *, max_depth: int, max_bin:
             Ht = jnp.where(do[:, None], jnp.stack([HL, HR], axis=1), 0.0).reshape(2 * n)
             pos = route(pos, local, in_level, do, f_best, t_best, dl_best, bin_of, B)
             alive = jnp.repeat(do, 2)
-        n_leaf_level = 2 ** D
+        fields, leaf = structure.finish(pos, dyn, cuts_ext, D)
         Gn = jnp.concatenate(Gn)
         Hn = jnp.concatenate(Hn)
-        pad_i = jnp.zeros(n_leaf_level, jnp.int32)
-        feature = jnp.concatenate(feat + [pad_i])
-        tbin = jnp.concatenate(tbin + [pad_i])
-        default_left = jnp.concatenate(dleft + [jnp.zeros(n_leaf_level, bool)])
-        is_split = jnp.concatenate(split + [jnp.zeros(n_leaf_level, bool)])
-        gain = jnp.concatenate(gain + [jnp.zeros(n_leaf_level, jnp.float32)])
-
-        is_split = prune_gamma(is_split, gain, dyn[GAMMA], D)
-        leaf = leaf_of(pos, is_split, D)
-
-        value = leaf_values(Gn, Hn, dyn)
-        is_leaf = ~is_split
-        feature = jnp.where(is_split, feature, 0)
-        tbin = jnp.where(is_split, tbin, 0)
-        default_left = default_left & is_split
-        threshold = jnp.where(is_split, cuts_ext[feature, tbin], jnp.float32(jnp.nan))
-        tree = dict(feature=feature, tbin=tbin, threshold=threshold.astype(jnp.float32),
-                    default_left=default_left, is_leaf=is_leaf, value=value,
-                    gain=jnp.where(is_split, gain, 0.0).astype(jnp.float32),
-                    cover=Hn.astype(jnp.float32))
+        tree = dict(fields, value=leaf_values(Gn, Hn, dyn), cover=Hn.astype(jnp.float32))
         return tree, leaf
 
 
@@ -264,7 +275,7 @@ def grow_vector_tree(bins, g, h, dyn, cuts_ext, forward_ok, *, max_depth: int,
         pos = jnp.zeros(N, jnp.int32)
         St = reduce(jnp.sum(vals[:, :C].astype(jnp.float64), axis=0))[:, None]  # (C, 1)
         Sn = []
-        feat, tbin, dleft, split, gain = [], [], [], [], []
+        structure = _Structure()
         alive = jnp.ones(1, bool)
         bins_idx = jnp.arange(B, dtype=jnp.int32)
         for d in range(D + 1):
@@ -280,11 +291,7 @@ def grow_vector_tree(bins, g, h, dyn, cuts_ext, forward_ok, *, max_depth: int,
                                         any_forward=any_forward)
             do = alive & is_split_worthy(s["gain"])
             f_best, t_best, dl_best = s["feature"], s["tbin"], s["default_left"]
-            feat.append(jnp.where(do, f_best, 0))
-            tbin.append(jnp.where(do, t_best, 0))
-            dleft.append(do & dl_best)
-            split.append(do)
-            gain.append(jnp.where(do, s["gain"], 0.0))
+            structure.add(do, s)
             node_ids = jnp.arange(n, dtype=jnp.int32)
             rows = S[:, f_best, node_ids]  # (C, n, B)
             goes_left = jnp.where(bins_idx[None, :] == B - 1, dl_best[:, None],
@@ -294,24 +301,9 @@ def grow_vector_tree(bins, g, h, dyn, cuts_ext, forward_ok, *, max_depth: int,
             St = jnp.where(do[None, :, None], jnp.stack([SL, SR], axis=2), 0.0).reshape(C, 2 * n)
             pos = route(pos, local, in_level, do, f_best, t_best, dl_best, bin_of, B)
             alive = jnp.repeat(do, 2)
-        n_leaf_level = 2 ** D
+        fields, leaf = structure.finish(pos, dyn, cuts_ext, D)
         Sn = jnp.concatenate(Sn, axis=1)  # (C, M)
-        pad_i = jnp.zeros(n_leaf_level, jnp.int32)
-        feature = jnp.concatenate(feat + [pad_i])
-        tbin = jnp.concatenate(tbin + [pad_i])
-        default_left = jnp.concatenate(dleft + [jnp.zeros(n_leaf_level, bool)])
-        is_split = jnp.concatenate(split + [jnp.zeros(n_leaf_level, bool)])
-        gain = jnp.concatenate(gain + [jnp.zeros(n_leaf_level, jnp.float32)])
-        is_split = prune_gamma(is_split, gain, dyn[GAMMA], D)
-        leaf = leaf_of(pos, is_split, D)
         w, _, cover = vector_weight_score(Sn[:K].T, Sn[K:].T, dyn, diagonal=diagonal)
-        value = w.astype(jnp.float32) * dyn[ETA]
-        feature = jnp.where(is_split, feature, 0)
-        tbin = jnp.where(is_split, tbin, 0)
-        default_left = default_left & is_split
-        threshold = jnp.where(is_split, cuts_ext[feature, tbin], jnp.float32(jnp.nan))
-        tree = dict(feature=feature, tbin=tbin, threshold=threshold.astype(jnp.float32),
-                    default_left=default_left, is_leaf=~is_split, value=value,
-                    gain=jnp.where(is_split, gain, 0.0).astype(jnp.float32),
+        tree = dict(fields, value=w.astype(jnp.float32) * dyn[ETA],
                     cover=cover.astype(jnp.float32))
         return tree, leaf
