@@ -14,11 +14,13 @@ from .sharding import configure_host_devices as _configure_host_devices
 _HOST_DEVICES = _configure_host_devices()
 _COMPILATION_CACHE = _configure_compilation_cache()
 
-from . import metrics  # noqa: E402
+from . import callbacks, metrics  # noqa: E402
 from .booster import Booster  # noqa: E402
 from .boosting import train  # noqa: E402
 from .compare import compare  # noqa: E402
 from .errors import DataError, LossError  # noqa: E402
+from .io import ModelFormatError, load  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["train", "Booster", "DataError", "LossError", "compare", "metrics", "__version__"]
+__all__ = ["train", "Booster", "load", "DataError", "LossError", "ModelFormatError",
+           "compare", "metrics", "callbacks", "__version__"]

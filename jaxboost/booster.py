@@ -47,6 +47,12 @@ class Booster:
         self.base_margin = (float(base_margin) if self.n_outputs == 1
                             else np.asarray(base_margin, np.float32).reshape(self.n_outputs))
         self.n_features = int(n_features)
+        # Set by train(): evaluation history, early-stopping result, and the state
+        # continued training needs (seed, rounds).
+        self.history: dict = {}
+        self.best_iteration: int | None = None
+        self.best_score: float | None = None
+        self.train_state: dict = {}
 
     # --- structure -----------------------------------------------------------------
     def __len__(self) -> int:
@@ -69,11 +75,15 @@ class Booster:
                              "trees are fitted to the margins of earlier ones")
         stop = len(self) if key.stop is None else key.stop
         stop = max(0, min(len(self), stop if stop >= 0 else len(self) + stop))
-        return Booster(self.ensemble[: stop * self.trees_per_round], objective=self.objective,
-                       params=self.params, bin_edges=self.bin_edges,
-                       base_margin=self.base_margin, n_features=self.n_features,
-                       n_outputs=self.n_outputs, trees_per_round=self.trees_per_round,
-                       _padded=self._padded)
+        out = Booster(self.ensemble[: stop * self.trees_per_round], objective=self.objective,
+                      params=self.params, bin_edges=self.bin_edges,
+                      base_margin=self.base_margin, n_features=self.n_features,
+                      n_outputs=self.n_outputs, trees_per_round=self.trees_per_round,
+                      _padded=self._padded)
+        out.history = self.history
+        if self.train_state:
+            out.train_state = dict(self.train_state, rounds=stop)
+        return out
 
     def __repr__(self) -> str:
         name = loss_name(self.objective)
@@ -83,6 +93,17 @@ class Booster:
         return (f"Booster(objective={name}, n_rounds={len(self)}, "
                 f"max_depth={self.params.max_depth}, n_features={self.n_features}"
                 f"{outputs}, base_margin={base})")
+
+    # --- files ---------------------------------------------------------------------
+    def save(self, path) -> None:
+        """Write the model to ``path`` as a validated JSON model file, atomically.
+
+        See ``jaxboost.io`` for the format; ``jaxboost.load(path)`` reads it back and
+        predicts bit for bit what this model predicts. No pickle is involved.
+        """
+        from . import io
+
+        io.save(self, path)
 
     # --- prediction ----------------------------------------------------------------
     def _base(self):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -24,12 +25,16 @@ from . import _validation
 from .autodiff import HESSIAN_FLOOR, check_loss, fit_base_margin, grad_hess, loss_name, n_outputs_of
 from .binning import apply_bins, compute_bin_edges
 from .booster import Booster
+from .callbacks import CallbackEnv, EarlyStopping, Progress
 from .errors import DataError, LossError
 from .grow import grow_tree, grow_vector_tree
 from .params import TreeParams
 from .refit import refit_newton, refit_quantile
+from .sampling import FIELDS as SAMPLING_FIELDS
+from .sampling import SUBSAMPLE, FeatureSampler, round_key, row_mask
 from .sharding import auto_mesh, check_mesh, padded_rows, row_sharding
-from .tree import Ensemble
+from .split import ETA
+from .tree import Ensemble, binned_leaf
 
 ROUNDS_PER_DISPATCH = 10
 
@@ -62,65 +67,116 @@ def _empty_tree(M, K=1):
                 is_leaf=jnp.ones(M, bool), value=value, gain=z_f, cover=z_f)
 
 
-def _rounds(margin, flag, r0, n_rounds, bins, y, w, valid, dyn, cuts_ext, forward_ok, *,
-            loss, max_depth, max_bin, chunk, axis, clipped, any_forward, native,
-            hessian="exact", floor=1e-6, refit=None, n_outputs=1,
-            strategy="one_output_per_tree", diagonal=False):
+def _stored(tree, zero):
+    """The tree with its leaf values rounded to float32 once, for storing AND margins.
+
+    XLA's CPU backend may contract ``margin + w * eta`` into one fused multiply-add,
+    skipping the rounding of ``w * eta`` that the stored tree (and so ``predict``) has;
+    margins then differ in the last bit from the stored model's predictions, and
+    training continued from a saved model drifts from an uninterrupted run. Passing the
+    values through their bits (xor with ``zero``, an int32 0 the compiler cannot see)
+    pins the rounded product: nothing can be fused across it.
+    """
+    bits = jax.lax.bitcast_convert_type(tree["value"], jnp.int32) ^ zero
+    return dict(tree, value=jax.lax.bitcast_convert_type(bits, jnp.float32))
+
+
+def _rounds(state, flag, r0, n_rounds, bins, y, w, valid, dyn, etas, ratios, seed, round0,
+            cuts_ext, forward_ok, evals, *, loss, max_depth, max_bin, chunk, axis, clipped,
+            any_forward, native, hessian="exact", floor=1e-6, refit=None, n_outputs=1,
+            strategy="one_output_per_tree", diagonal=False, row_sampling=False,
+            col_sampling=False, metrics=(), link=None, n_shards=1):
     """Rounds ``r0 .. r0 + chunk - 1`` on this device's rows (skipping ``>= n_rounds``).
 
-    ``axis`` names the mesh axis rows are sharded over (``None``: one device). Margins
-    are ``(N,)`` or ``(N, K)``; each round makes ``trees_per_round`` trees.
+    ``state`` is ``(margin, eval_margins)`` (margins ``(N,)`` or ``(N, K)``), ``flag``
+    the non-finite-gradient record (see ``_train_chunk``).
+    Each round makes ``trees_per_round`` trees, updates the margins of the training rows
+    and of every evaluation set, and evaluates ``metrics`` on each evaluation set.
+    ``axis`` names the mesh axis rows are sharded over (``None``: one device); evaluation
+    sets are replicated.
     """
     M = 2 ** (max_depth + 1) - 1
     K = n_outputs
+    F = cuts_ext.shape[0]
     reduce = (lambda x: jax.lax.psum(x, axis)) if axis is not None else (lambda x: x)
+    threads = None if axis is None else 1
     grow = functools.partial(grow_tree, max_depth=max_depth, max_bin=max_bin, reduce=reduce,
                              clipped=clipped, any_forward=any_forward, native=native,
-                             native_threads=None if axis is None else 1)
+                             native_threads=threads)
+    seed_key = jax.random.key(seed)
+    zero = (seed < 0).astype(jnp.int32)  # 0, but not a compile-time constant
 
-    def scalar_tree(g, h, margin):
-        tree, leaf = grow(bins, g, h, dyn, cuts_ext, forward_ok)
+    def sampler(rk, t):
+        if not col_sampling:
+            return None
+        return FeatureSampler(jax.random.fold_in(jax.random.fold_in(rk, 1), t), ratios, F,
+                              max_depth)
+
+    def scalar_tree(g, h, margin, dyn_r, rk):
+        tree, leaf = grow(bins, g, h, dyn_r, cuts_ext, forward_ok, features=sampler(rk, 0))
         if refit == "newton":
-            tree = refit_newton(tree, leaf, loss, y, margin, w, dyn, reduce=reduce)
+            tree = refit_newton(tree, leaf, loss, y, margin, w, dyn_r, reduce=reduce)
         elif refit is not None:  # ("quantile", alpha)
-            tree = refit_quantile(tree, leaf, y, margin, w, dyn, alpha=refit[1])
+            tree = refit_quantile(tree, leaf, y, margin, w, dyn_r, alpha=refit[1])
+        tree = _stored(tree, zero)
         return tree, tree["value"][leaf]
 
-    def trees_of_round(g, h, margin):
+    def trees_of_round(g, h, margin, dyn_r, rk):
         """(trees with a leading trees-per-round axis, margin increment)."""
         if K == 1:
-            tree, delta = scalar_tree(g, h, margin)
+            tree, delta = scalar_tree(g, h, margin, dyn_r, rk)
             return jax.tree.map(lambda a: a[None], tree), delta
         if strategy == "multi_output_tree":
             tree, leaf = grow_vector_tree(
-                bins, g, h, dyn, cuts_ext, forward_ok, max_depth=max_depth, max_bin=max_bin,
+                bins, g, h, dyn_r, cuts_ext, forward_ok, max_depth=max_depth, max_bin=max_bin,
                 diagonal=diagonal, native=native, reduce=reduce, any_forward=any_forward,
-                native_threads=None if axis is None else 1)
+                native_threads=threads, features=sampler(rk, 0))
+            tree = _stored(tree, zero)
             return jax.tree.map(lambda a: a[None], tree), tree["value"][leaf]
 
         # One tree per output, all from this round's g and h (diagonal of H).
         def one_output(_, k):
-            tree, leaf = grow(bins, g[:, k], h[:, k, k], dyn, cuts_ext, forward_ok)
+            tree, leaf = grow(bins, g[:, k], h[:, k, k], dyn_r, cuts_ext, forward_ok,
+                              features=sampler(rk, k))
+            tree = _stored(tree, zero)
+            delta = tree["value"][leaf]
             tree = dict(tree, value=tree["value"][:, None] * jax.nn.one_hot(k, K))
-            return None, (tree, tree["value"][leaf, k])
+            return None, (tree, delta)
 
         _, (trees, deltas) = jax.lax.scan(one_output, None, jnp.arange(K))
         return trees, deltas.T
 
     tpr = K if (K > 1 and strategy == "one_output_per_tree") else 1
 
+    def eval_delta(trees, ebins):
+        leaves = jax.vmap(lambda t: binned_leaf(t, ebins, max_depth=max_depth,
+                                                max_bin=max_bin))(trees)  # (tpr, Ne)
+        vals = jax.vmap(lambda v, lf: v[lf])(trees["value"], leaves)  # (tpr, Ne[, K])
+        return jnp.sum(vals, axis=0)
+
+    def evaluate(em, ey, ew):
+        resp = em if link is None else link(em)
+        return jnp.stack([m.fn(ey, em if m.on == "margin" else resp, ew).astype(jnp.float32)
+                          for m in metrics])
+
     def one_round(carry, i):
-        margin, flag = carry
+        margin, flag, emargins = carry
         r = r0 + i
+        rk = round_key(seed_key, round0 + r)
+        dyn_r = dyn.at[ETA].set(etas[i])
 
         def run(margin):
             g, h = grad_hess(loss, y, margin, w, hessian=hessian, floor=floor)
             bad = ~(jnp.isfinite(g) & jnp.isfinite(h) if K == 1 else
                     jnp.all(jnp.isfinite(g), axis=1) & jnp.all(jnp.isfinite(h), axis=(1, 2)))
             n_bad = reduce(jnp.sum(bad & valid, dtype=jnp.int32))
-            g = jnp.where(bad if K == 1 else bad[:, None], 0.0, g)
-            h = jnp.where(bad if K == 1 else bad[:, None, None], 0.0, h)
-            trees, delta = trees_of_round(g, h, margin)
+            keep = ~bad
+            if row_sampling:
+                keep = keep & (row_mask(rk, y.shape[0], ratios[SUBSAMPLE], axis=axis,
+                                        n_shards=n_shards) > 0)
+            g = jnp.where(keep if K == 1 else keep[:, None], g, 0.0)
+            h = jnp.where(keep if K == 1 else keep[:, None, None], h, 0.0)
+            trees, delta = trees_of_round(g, h, margin, dyn_r, rk)
             return margin + delta, trees, n_bad
 
         def skip(margin):
@@ -130,44 +186,49 @@ def _rounds(margin, flag, r0, n_rounds, bins, y, w, valid, dyn, cuts_ext, forwar
         margin, trees, n_bad = jax.lax.cond(r < n_rounds, run, skip, margin)
         first = (flag[0] < 0) & (n_bad > 0)
         flag = jnp.where(first, jnp.stack([r, n_bad]), flag)
-        return (margin, flag), trees
+        emargins = tuple(em + eval_delta(trees, eb) for em, (eb, _, _) in zip(emargins, evals))
+        values = (jnp.stack([evaluate(em, ey, ew) for em, (_, ey, ew) in zip(emargins, evals)])
+                  if evals and metrics else jnp.zeros((len(evals), len(metrics)), jnp.float32))
+        return (margin, flag, emargins), (trees, values)
 
-    (margin, flag), trees = jax.lax.scan(one_round, (margin, flag),
-                                         jnp.arange(chunk, dtype=jnp.int32))
+    (margin, flag, emargins), (trees, values) = jax.lax.scan(
+        one_round, (state[0], flag, state[1]), jnp.arange(chunk, dtype=jnp.int32))
     trees = jax.tree.map(lambda a: a.reshape((chunk * tpr,) + a.shape[2:]), trees)
-    return margin, flag, Ensemble(**trees)
+    return (margin, emargins), flag, Ensemble(**trees), values
 
 
-_EXTRA_STATIC = ("hessian", "floor", "refit", "n_outputs", "strategy", "diagonal")
+_EXTRA_STATIC = ("hessian", "floor", "refit", "n_outputs", "strategy", "diagonal",
+                 "row_sampling", "col_sampling", "metrics", "link")
 
 
 @functools.partial(jax.jit, static_argnames=("loss", "max_depth", "max_bin", "chunk", "mesh",
                                              "clipped", "any_forward", "native")
                    + _EXTRA_STATIC,
                    donate_argnums=(0,))
-def _train_chunk(margin, flag, r0, n_rounds, bins, y, w, valid, dyn, cuts_ext, forward_ok,
-                 *, loss, max_depth, max_bin, chunk, mesh, clipped, any_forward, native,
-                 hessian="exact", floor=1e-6, refit=None, n_outputs=1,
-                 strategy="one_output_per_tree", diagonal=False):
+def _train_chunk(state, flag, r0, n_rounds, bins, y, w, valid, dyn, etas, ratios, seed, round0,
+                 cuts_ext, forward_ok, evals, *, loss, max_depth, max_bin, chunk, mesh,
+                 clipped, any_forward, native, **extra):
     """One dispatch of ``chunk`` rounds; sharded over ``mesh`` when one is given.
 
-    ``flag`` is ``(2,)`` int32: the first round whose g or h had a non-finite value
-    (-1 if none) and how many rows had one.
+    ``state`` = ``(margin, eval_margins)`` (donated); ``flag`` is ``(2,)`` int32: the
+    first round whose g or h had a non-finite value (-1 if none) and how many rows had
+    one. Returns ``(state, flag, trees, metric values (chunk, n_eval_sets, n_metrics))``.
     """
     static = dict(loss=loss, max_depth=max_depth, max_bin=max_bin, chunk=chunk,
-                  clipped=clipped, any_forward=any_forward, native=native, hessian=hessian,
-                  floor=floor, refit=refit, n_outputs=n_outputs, strategy=strategy,
-                  diagonal=diagonal)
-    args = (margin, flag, r0, n_rounds, bins, y, w, valid, dyn, cuts_ext, forward_ok)
+                  clipped=clipped, any_forward=any_forward, native=native, **extra)
+    args = (state, flag, r0, n_rounds, bins, y, w, valid, dyn, etas, ratios, seed, round0,
+            cuts_ext, forward_ok, evals)
     if mesh is None:
         return _rounds(*args, axis=None, **static)
     (axis,) = mesh.axis_names
     rows, rep = P(axis), P()
+    eval_specs = tuple((rep, rep, rep) for _ in evals)
+    state_spec = (rows, tuple(rep for _ in evals))
     fn = jax.shard_map(
-        functools.partial(_rounds, axis=axis, **static), mesh=mesh,
-        in_specs=(rows, rep, rep, rep, P(axis, None) if native else P(None, axis), rows, rows,
-                  rows, rep, rep, rep),
-        out_specs=(rows, rep, rep), check_vma=False)
+        functools.partial(_rounds, axis=axis, n_shards=mesh.size, **static), mesh=mesh,
+        in_specs=(state_spec, rep, rep, rep, P(axis, None) if native else P(None, axis),
+                  rows, rows, rows, rep, rep, rep, rep, rep, rep, rep, eval_specs),
+        out_specs=(state_spec, rep, rep, rep), check_vma=False)
     return fn(*args)
 
 
@@ -260,10 +321,15 @@ def _check_int(name, v, low):
     return int(v)
 
 
-def train(objective, X, y, *, n_rounds: int = 100, learning_rate: float = 0.3,
+def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
           max_depth: int = 6, reg_lambda: float = 1.0, reg_alpha: float = 0.0,
           gamma: float = 0.0, min_child_weight: float = 1.0, max_delta_step: float = 0.0,
-          max_bin: int = 256, base_margin=None, sample_weight=None, seed: int = 0,
+          max_bin: int = 256, base_margin=None, sample_weight=None, seed=None,
+          subsample: float = 1.0, colsample_bytree: float = 1.0,
+          colsample_bylevel: float = 1.0, colsample_bynode: float = 1.0,
+          eval_set=None, eval_metric=None, early_stopping_rounds=None,
+          early_stopping_metric=None, early_stopping_data=None, min_delta: float = 0.0,
+          callbacks=None, verbose="auto", init_model=None,
           hessian: str = "auto", hessian_floor: float = HESSIAN_FLOOR, refit="auto",
           n_outputs=None, multi_strategy: str = "one_output_per_tree",
           multi_hessian: str = "full", mesh=None) -> Booster:
@@ -273,15 +339,21 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate: float = 0.3,
     :math:`h_i = w_i \partial^2_f \ell(y_i, f_i)` by autodiff, grows one level-wise tree
     of depth ``max_depth`` on histograms of g and h, and adds
     ``learning_rate * w*`` of each row's leaf to its margin, where
-    :math:`w^* = -T_\alpha(G)/(H + \lambda)` (see ``jaxboost.split``).
+    :math:`w^* = -T_\alpha(G)/(H + \lambda)` (see ``jaxboost.split``). Rounds run on the
+    device in chunks of ``ROUNDS_PER_DISPATCH``; evaluation metrics are computed there
+    too and reach the host once per chunk.
 
     Args:
       objective: a per-row loss ``loss(y, pred) -> scalar`` written in JAX, an entry
         of the ``objectives`` catalogue (e.g. ``objectives.logistic``), or its name.
       X: ``(N, F)`` features, NaN = missing.
       y: ``(N,)`` labels.
-      n_rounds: boosting rounds (trees).
-      learning_rate: shrinkage ``eta`` applied to every leaf value.
+      n_rounds: boosting rounds (trees; ``K`` trees per round for ``K`` outputs with
+        ``multi_strategy="one_output_per_tree"``).
+      learning_rate: shrinkage ``eta`` applied to every leaf value: a number, or any
+        callable of the round index returning one (an optax schedule such as
+        ``optax.exponential_decay(0.3, 10, 0.5)`` works as is). Rounds count from the
+        model's first round, also when continuing an ``init_model``.
       max_depth: depth of every tree (static: a new value compiles a new program).
       reg_lambda: L2 penalty ``lambda`` on leaf values.
       reg_alpha: L1 penalty ``alpha`` on leaf values.
@@ -290,10 +362,41 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate: float = 0.3,
       max_delta_step: if > 0, leaf values (before ``learning_rate``) are clipped to
         ``+-max_delta_step``.
       max_bin: bins per feature, including one reserved for missing values (<= 256).
-      base_margin: constant initial margin; ``None`` fits the constant minimising
-        :math:`\sum_i w_i \ell(y_i, c)` for any loss.
-      sample_weight: optional ``(N,)`` non-negative row weights.
-      seed: random seed (for quantile sampling of very large data).
+      base_margin: constant initial margin (K numbers for K outputs); ``None`` fits the
+        constant minimising :math:`\sum_i w_i \ell(y_i, c)` for any loss.
+      sample_weight: optional ``(N,)`` non-negative row weights: they scale g and h,
+        weight the bin quantiles and the base-margin fit.
+      seed: seed of every random draw (row and column sampling, quantile sketches of
+        very large data). ``None``: 0, or the seed ``init_model`` was trained with. The
+        same seed gives a bit-identical model.
+      subsample: fraction of rows (Bernoulli per row and round) whose g and h enter each
+        round's trees, in ``(0, 1]``.
+      colsample_bytree, colsample_bylevel, colsample_bynode: nested fractions of the
+        features each tree, level and node may split on, in ``(0, 1]`` (see
+        ``jaxboost.sampling``).
+      eval_set: evaluation data, ``[(X, y), ...]`` or ``[(X, y, sample_weight), ...]``
+        (named ``validation_0``, ``validation_1``, ...), or a dict ``{name: (X, y)}``.
+        Evaluated after every round, on the device.
+      eval_metric: a metric name, ``jaxboost.metrics.Metric`` or JAX callable
+        ``metric(y, pred) -> scalar``, or a list of them; default: the objective's own
+        metric (``"objective"``, the mean loss, for plain callables). See
+        ``jaxboost.metrics``.
+      early_stopping_rounds: stop when the watched metric has not improved for this many
+        rounds; the returned model is cut to its best round (``best_iteration``,
+        ``best_score``). Needs ``eval_set``.
+      early_stopping_metric, early_stopping_data: what early stopping watches (default:
+        the last metric on the last evaluation set). Whether larger is better comes
+        from the metric's definition.
+      min_delta: the least change that counts as an improvement.
+      callbacks: callables ``callback(env) -> bool`` called after every round with a
+        ``jaxboost.callbacks.CallbackEnv``; ``True`` stops training (e.g.
+        ``jaxboost.callbacks.Checkpoint(path, every=10)``).
+      verbose: ``True``: a progress bar with the latest metrics (tqdm when installed,
+        a plain line on stderr otherwise); ``False``: silent; ``"auto"``: shown only for
+        runs that last longer than 5 s.
+      init_model: a ``Booster`` to continue from (its trees, bin edges, base margin,
+        seed and round count): ``train(..., n_rounds=4, init_model=train(..., n_rounds=4))``
+        gives the same model as ``n_rounds=8``, bit for bit.
       hessian: the Hessian the trees use: ``"exact"`` (autodiff), ``"clip"`` (raised to
         ``hessian_floor``; eigenvalues for K x K Hessians), ``"constant"`` (1 per row:
         plain gradient boosting), ``"expected"`` (the objective's Fisher information),
@@ -317,10 +420,12 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate: float = 0.3,
         of a GPU/TPU backend when the data is large enough.
 
     Returns:
-      ``Booster``.
+      ``Booster`` with ``history`` (``{data_name: {metric: [per round]}}``),
+      ``best_iteration`` and ``best_score`` (with early stopping, else None).
 
     Raises:
-      DataError: bad X, y or sample_weight (a ``ValueError``).
+      DataError: bad X, y, sample_weight or evaluation data (a ``ValueError``).
+      ValueError, TypeError: bad parameters (raised before any training).
       LossError: the loss returns a non-scalar per row, or its g or h is NaN/inf at
         some round (the error names the round and the row count, and carries the
         model trained before it as ``.booster``).
@@ -334,12 +439,35 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate: float = 0.3,
       >>> bst = jaxboost.train(loss, X, y, n_rounds=10, max_depth=2)
       >>> float(((bst.predict(X, output_margin=True) > 0) == y).mean())
       1.0
+      >>> bst = jaxboost.train("logistic", X[:150], y[:150], n_rounds=50,
+      ...                      eval_set=[(X[150:], y[150:])], early_stopping_rounds=5)
+      >>> bst.best_iteration < 50, list(bst.history["validation_0"])
+      (True, ['logloss'])
     """
-    params = TreeParams(max_depth=max_depth, max_bin=max_bin, learning_rate=learning_rate,
+    # --- parameters, all checked before any work ---------------------------------------
+    n_rounds = _check_int("n_rounds", n_rounds, 0)
+    if init_model is not None and not isinstance(init_model, Booster):
+        raise TypeError(f"init_model must be a jaxboost Booster, got "
+                        f"{type(init_model).__name__}")
+    if seed is None:
+        seed = (init_model.train_state.get("seed", 0)
+                if init_model is not None and init_model.train_state else 0)
+    seed = _check_int("seed", seed, 0)
+    if seed > 2 ** 31 - 1:
+        raise ValueError(f"seed must be < 2**31, got {seed}")
+    start_round = 0 if init_model is None else len(init_model)
+    lr_of = _learning_rate_schedule(learning_rate)
+    params = TreeParams(max_depth=max_depth, max_bin=max_bin, learning_rate=lr_of(start_round),
                         reg_lambda=reg_lambda, reg_alpha=reg_alpha, gamma=gamma,
                         min_child_weight=min_child_weight, max_delta_step=max_delta_step)
-    n_rounds = _check_int("n_rounds", n_rounds, 0)
-    seed = _check_int("seed", seed, 0)
+    ratios = _sampling_ratios(subsample, colsample_bytree, colsample_bylevel, colsample_bynode)
+    if verbose not in (True, False, "auto"):
+        raise ValueError(f"verbose must be True, False or 'auto', got {verbose!r}")
+    callbacks = list(callbacks or [])
+    for cb in callbacks:
+        if not callable(cb):
+            raise TypeError(f"callbacks must be callables callback(env) -> bool, got "
+                            f"{type(cb).__name__}")
     loss = resolve_objective(objective)
 
     Xf = _validation.as_features(X)
@@ -364,8 +492,24 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate: float = 0.3,
     check_loss(loss, jnp.zeros((), jnp.float32), jnp.zeros(() if K == 1 else (K,), jnp.float32))
     if base_margin is not None:
         base_margin = _check_base_margin(base_margin, K)
+    if init_model is not None:
+        _check_init_model(init_model, params, n_features, K, tpr, base_margin)
 
-    edges = compute_bin_edges(Xf, params.max_bin, wf, seed=seed)
+    if init_model is not None:
+        edges = init_model.bin_edges  # the trees' bins refer to these edges
+    else:
+        edges = compute_bin_edges(Xf, params.max_bin, wf, seed=seed)
+    evals = _eval_sets(eval_set, edges, loss, n_features)
+    metrics = _eval_metrics(eval_metric, loss, evals, K)
+    early = None
+    if early_stopping_rounds is not None:
+        early = EarlyStopping(early_stopping_rounds, metric=early_stopping_metric,
+                              data=early_stopping_data, min_delta=min_delta)
+        early.check([e.name for e in evals], [m.name for m in metrics])
+        callbacks.append(early)
+    if verbose:
+        callbacks.insert(0, Progress(n_rounds, after_seconds=5.0 if verbose == "auto" else 0.0))
+
     cuts_ext = np.concatenate(
         [np.full((n_features, 1), -np.inf, np.float32), edges.cuts,
          np.full((n_features, params.max_bin - 1 - edges.cuts.shape[1]), np.inf, np.float32)],
@@ -399,7 +543,9 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate: float = 0.3,
     bins_t = put_fm(bins_np)
     y_dev, w_dev, valid = put_rows(y_np), put_rows(w_np), put_rows(valid_np)
 
-    if base_margin is None:
+    if init_model is not None:
+        base = init_model.base_margin
+    elif base_margin is None:
         base = np.asarray(fit_base_margin(loss, jnp.asarray(y_np), jnp.asarray(w_np), K))
         if not np.all(np.isfinite(base)):
             raise LossError(f"the loss {loss_name(loss)} gave a non-finite intercept when "
@@ -409,30 +555,51 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate: float = 0.3,
         base = base_margin
     base = float(base) if K == 1 else np.asarray(base, np.float32)
 
-    margin = put_rows(np.broadcast_to(np.asarray(base, np.float32),
-                                      (n_pad,) if K == 1 else (n_pad, K)).copy())
+    def start_margin(Xraw, n, n_total):
+        """Margins a model starts from: the init model's, or the base margin."""
+        shape = (n_total,) if K == 1 else (n_total, K)
+        out = np.broadcast_to(np.asarray(base, np.float32), shape).copy()
+        if init_model is not None and n:
+            m = init_model.predict(Xraw, output_margin=True)
+            out[:n] = m
+            out[n:] = m[0]
+        return out
+
+    margin = put_rows(start_margin(Xf, n_rows, n_pad))
+    eval_margins = tuple(jnp.asarray(start_margin(e.X, e.n, e.n)) for e in evals)
+    eval_args = tuple((jnp.asarray(e.bins), jnp.asarray(e.y), jnp.asarray(e.w)) for e in evals)
+    state = (margin, eval_margins)
     flag = np.array([-1, 0], np.int32)
+    chunk = ROUNDS_PER_DISPATCH
     static = dict(loss=loss, max_depth=params.max_depth, max_bin=params.max_bin,
-                  chunk=ROUNDS_PER_DISPATCH, mesh=mesh,
+                  chunk=chunk, mesh=mesh,
                   clipped=params.max_delta_step > 0, any_forward=bool(forward_ok.any()),
                   native=use_native, hessian=hessian, floor=float(hessian_floor),
                   refit=refit_spec, n_outputs=K, strategy=multi_strategy,
-                  diagonal=multi_hessian == "diagonal")
-    common = (np.int32(n_rounds), bins_t, y_dev, w_dev, valid, params.dynamic(), cuts_ext,
-              forward_ok)
+                  diagonal=multi_hessian == "diagonal", row_sampling=bool(ratios[0] < 1),
+                  col_sampling=bool(np.any(ratios[1:] < 1)), metrics=tuple(metrics),
+                  link=_link(loss))
+    dyn = params.dynamic()
 
-    def make_booster(ens):
-        return Booster(ens, objective=loss, params=params, bin_edges=edges,
-                       base_margin=base, n_features=n_features, n_outputs=K,
-                       trees_per_round=tpr)
+    # --- the loop: dispatch chunk c, then read chunk c - 1 (flag, metrics, callbacks) --
+    history = {e.name: {m.name: [] for m in metrics} for e in evals}
+    metric_defs = {m.name: m for m in metrics}
+    parts = [] if init_model is None else [init_model.ensemble]
+    n_init = 0 if init_model is None else init_model.ensemble.n_trees
 
-    parts = []
-    pending = None
+    def make_booster(n_new_rounds, cut=None):
+        ens = Ensemble.concat(parts)[: n_init + n_new_rounds * tpr] if parts else \
+            Ensemble(*(np.asarray(a)[None][:0] for a in _empty_tree(params.n_nodes, K).values()))
+        b = Booster(ens, objective=loss, params=params, bin_edges=edges, base_margin=base,
+                    n_features=n_features, n_outputs=K, trees_per_round=tpr)
+        b.history = {d: {m: list(v) for m, v in ms.items()} for d, ms in history.items()}
+        b.train_state = {"seed": seed, "rounds": start_round + n_new_rounds}
+        return b
 
-    def check(flag_dev):
+    def read(flag_dev, values_dev, r0):
+        """Process the rounds of one chunk on the host; the stop round or None."""
         bad_round, n_bad = (int(v) for v in np.asarray(flag_dev))
         if bad_round >= 0:
-            good = Ensemble.concat(parts)[:bad_round * tpr] if parts else None
             kept = (f"The model of rounds 0..{bad_round - 1} is attached as error.booster."
                     if bad_round > 0 else "No round completed.")
             raise LossError(
@@ -440,19 +607,174 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate: float = 0.3,
                 f"for {n_bad} row(s) at round {bad_round}; check the loss for log/sqrt/"
                 f"division of non-positive values at those margins. {kept}",
                 round=bad_round, n_rows=n_bad,
-                booster=make_booster(good) if good is not None and bad_round > 0 else None)
+                booster=make_booster(bad_round) if bad_round > 0 else None)
+        values = np.asarray(values_dev)  # (chunk, n_sets, n_metrics): one transfer
+        for i in range(min(chunk, n_rounds - r0)):
+            for s, e in enumerate(evals):
+                for j, m in enumerate(metrics):
+                    history[e.name][m.name].append(float(values[i, s, j]))
+            if callbacks:
+                env = CallbackEnv(r0 + i, n_rounds, start_round, history, metric_defs,
+                                  make_booster)
+                stops = [bool(cb(env)) for cb in callbacks]  # every callback sees every round
+                if any(stops):
+                    return r0 + i
+        return None
 
-    for r0 in range(0, n_rounds, ROUNDS_PER_DISPATCH):
-        margin, flag, trees = _train_chunk(margin, flag, np.int32(r0), *common, **static)
-        if pending is not None:
-            check(pending)
-        parts.append(trees)
-        pending = flag
-    # Trees are small: gather them on the host (no per-shape device concatenation).
-    if pending is not None:
-        check(pending)
-    if parts:
-        ens = Ensemble.concat(parts)[:n_rounds * tpr]
+    pending = None
+    stop = None
+    try:
+        for r0 in range(0, n_rounds, chunk):
+            etas = np.array([lr_of(start_round + r) if r < n_rounds else 1.0
+                             for r in range(r0, r0 + chunk)], np.float32)
+            state, flag, trees, values = _train_chunk(
+                state, flag, np.int32(r0), np.int32(n_rounds), bins_t, y_dev, w_dev, valid, dyn,
+                etas, ratios, np.int32(seed), np.int32(start_round), cuts_ext, forward_ok,
+                eval_args, **static)
+            if pending is not None:
+                stop = read(*pending)
+                if stop is not None:
+                    break
+            parts.append(trees)
+            pending = (flag, values, r0)
+        if stop is None and pending is not None:
+            stop = read(*pending)
+    finally:
+        for cb in callbacks:
+            if isinstance(cb, Progress):
+                cb.close()
+    done = n_rounds if stop is None else stop + 1
+    if early is not None and early.best_iteration is not None:
+        bst = make_booster(early.best_iteration + 1)
+        bst.best_iteration = start_round + early.best_iteration
+        bst.best_score = early.best_score
+        return bst
+    return make_booster(done)
+
+
+class _EvalSet(NamedTuple):
+    name: str
+    X: np.ndarray
+    bins: np.ndarray  # (n, F) uint8, row-major
+    y: np.ndarray
+    w: np.ndarray
+    n: int
+
+
+def _eval_sets(eval_set, edges, loss, n_features) -> list:
+    """Validated, binned evaluation sets."""
+    if eval_set is None:
+        return []
+    if isinstance(eval_set, dict):
+        items = list(eval_set.items())
+    elif isinstance(eval_set, (list, tuple)):
+        if len(eval_set) in (2, 3) and not isinstance(eval_set[0], (list, tuple)) and \
+                np.ndim(eval_set[0]) == 2:
+            raise TypeError("eval_set is a list of (X, y) pairs: write eval_set=[(X, y)]")
+        items = [(f"validation_{i}", e) for i, e in enumerate(eval_set)]
     else:
-        ens = Ensemble(*(np.asarray(a)[None][:0] for a in _empty_tree(params.n_nodes, K).values()))
-    return make_booster(ens)
+        raise TypeError(f"eval_set must be a list of (X, y) or (X, y, sample_weight) tuples "
+                        f"or a dict of them, got {type(eval_set).__name__}")
+    out = []
+    for name, e in items:
+        if not isinstance(e, (list, tuple)) or len(e) not in (2, 3):
+            raise TypeError(f"eval set {name!r} must be (X, y) or (X, y, sample_weight)")
+        try:
+            Xe = _validation.as_features(e[0], allow_inf=True)
+            if Xe.shape[1] != n_features:
+                raise DataError(f"has {Xe.shape[1]} features, the training data {n_features}")
+            ye = _validation.as_labels(e[1], Xe.shape[0])
+            we = _validation.as_weights(e[2] if len(e) == 3 else None, Xe.shape[0])
+            if isinstance(loss, Objective):
+                loss.validate_labels(ye)
+        except ValueError as err:
+            raise DataError(f"eval set {name!r}: {err}") from None
+        n = Xe.shape[0]
+        bins = np.zeros((n, n_features), np.uint8)
+        apply_bins(Xe, edges, out=bins, row_major=True)
+        out.append(_EvalSet(str(name), Xe, bins, ye,
+                            np.ones(n, np.float32) if we is None else we, n))
+    return out
+
+
+def _eval_metrics(eval_metric, loss, evals, K) -> list:
+    """Metrics, checked against the model's output shape before training."""
+    from . import metrics as M
+
+    if eval_metric is None:
+        default = loss.metric if isinstance(loss, Objective) else "objective"
+        eval_metric = [default]
+    elif isinstance(eval_metric, (str, M.Metric)) or callable(eval_metric):
+        eval_metric = [eval_metric]
+    out = [M.get_metric(m, objective=loss) for m in eval_metric]
+    if not evals:
+        return out
+    e = evals[0]
+    shape = (e.n,) if K == 1 else (e.n, K)
+    link = _link(loss)
+    for m in out:
+        margin = jax.ShapeDtypeStruct(shape, jnp.float32)
+        pred = margin if (m.on == "margin" or link is None) else jax.eval_shape(link, margin)
+        try:
+            res = jax.eval_shape(m.fn, jax.ShapeDtypeStruct((e.n,), jnp.float32), pred,
+                                 jax.ShapeDtypeStruct((e.n,), jnp.float32))
+        except Exception as err:
+            raise ValueError(f"metric {m.name!r} cannot evaluate this model ({K} output(s), "
+                             f"predictions {pred.shape}): {type(err).__name__}: {err}. "
+                             f"Metrics must be JAX functions metric(y, pred) -> scalar") from None
+        if getattr(res, "shape", None) != ():
+            raise ValueError(f"metric {m.name!r} must return a scalar, got shape "
+                             f"{getattr(res, 'shape', type(res).__name__)}")
+    return out
+
+
+def _link(loss):
+    return loss.link if isinstance(loss, Objective) else None
+
+
+def _learning_rate_schedule(learning_rate):
+    """``round -> float`` for a number or a schedule callable (checked at round 0)."""
+    if callable(learning_rate):
+        def lr_of(r):
+            try:
+                v = float(learning_rate(r))
+            except Exception as e:
+                raise ValueError(f"the learning_rate schedule failed at round {r}: "
+                                 f"{type(e).__name__}: {e}") from None
+            if not (math.isfinite(v) and v > 0):
+                raise ValueError(f"the learning_rate schedule gave {v!r} at round {r}; it "
+                                 f"must be a finite number > 0")
+            return v
+        return lr_of
+    if isinstance(learning_rate, bool) or not isinstance(learning_rate, numbers.Real):
+        raise TypeError(f"learning_rate must be a number or a callable of the round, got "
+                        f"{type(learning_rate).__name__}")
+    value = float(learning_rate)
+    return lambda r: value
+
+
+def _sampling_ratios(*values) -> np.ndarray:
+    for name, v in zip(SAMPLING_FIELDS, values):
+        if isinstance(v, bool) or not isinstance(v, numbers.Real):
+            raise TypeError(f"{name} must be a number in (0, 1], got {type(v).__name__}")
+        if not (0.0 < float(v) <= 1.0):
+            raise ValueError(f"{name} must be in (0, 1], got {v!r}")
+    return np.array(values, np.float32)
+
+
+def _check_init_model(init, params, n_features, K, tpr, base_margin):
+    if init.n_features != n_features:
+        raise DataError(f"init_model was trained on {init.n_features} features, X has "
+                        f"{n_features}")
+    for name in ("max_depth", "max_bin"):
+        if getattr(init.params, name) != getattr(params, name):
+            raise ValueError(f"init_model has {name}={getattr(init.params, name)}; "
+                             f"continued training needs the same value, got "
+                             f"{getattr(params, name)}")
+    if init.n_outputs != K or init.trees_per_round != tpr:
+        raise ValueError(f"init_model has {init.n_outputs} output(s) and "
+                         f"{init.trees_per_round} tree(s) per round; this objective and "
+                         f"multi_strategy give {K} and {tpr}")
+    if base_margin is not None:
+        raise ValueError("base_margin cannot be given with init_model (training continues "
+                         "from the model's margins)")

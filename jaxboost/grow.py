@@ -129,7 +129,7 @@ class _Structure:
 
 def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, *, max_depth: int, max_bin: int,
               native: bool = False, reduce=_identity, clipped: bool = True,
-              any_forward: bool = True, native_threads=None):
+              any_forward: bool = True, native_threads=None, features=None):
     """Grow one tree.
 
     Args:
@@ -150,6 +150,7 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, *, max_depth: int, max_bin:
       clipped, any_forward: static promises passed to ``split.find_best_splits``.
       native_threads: threads of the native kernel (``None``: every core; sharded
         training over host devices passes 1).
+      features: optional ``sampling.FeatureSampler`` (column sampling).
 
     Returns:
       ``(tree, leaf)``: ``tree`` a dict of ``(M,)`` arrays in heap layout (``feature``
@@ -199,7 +200,8 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, *, max_depth: int, max_bin:
                 Gh, Hh = reduce(histogram(local, n))
             prev = (Gh, Hh)
             s = find_best_splits(Gh, Hh, Gt, Ht, dyn, forward_ok, clipped=clipped,
-                                 any_forward=any_forward)
+                                 any_forward=any_forward,
+                                 feature_mask=None if features is None else features.level(d, n))
             do = alive & is_split_worthy(s["gain"])
             f_best, t_best, dl_best = s["feature"], s["tbin"], s["default_left"]
             structure.add(do, s)
@@ -234,7 +236,8 @@ def hessian_channels(h, diagonal: bool):
 
 def grow_vector_tree(bins, g, h, dyn, cuts_ext, forward_ok, *, max_depth: int,
                      max_bin: int, diagonal: bool = False, native: bool = False,
-                     reduce=_identity, any_forward: bool = True, native_threads=None):
+                     reduce=_identity, any_forward: bool = True, native_threads=None,
+                     features=None):
     r"""Grow one multi-output tree with vector leaves.
 
     Every node holds the sums of the per-row gradient vectors ``G`` (K) and Hessian
@@ -247,7 +250,7 @@ def grow_vector_tree(bins, g, h, dyn, cuts_ext, forward_ok, *, max_depth: int,
 
     Args:
       bins, dyn, cuts_ext, forward_ok, max_depth, max_bin, native, reduce, any_forward,
-        native_threads: as in ``grow_tree``.
+        native_threads, features: as in ``grow_tree``.
       g: ``(N, K)`` float32 gradients; h: ``(N, K, K)`` float32 Hessians (weighted).
       diagonal: static; use only the diagonal of H.
 
@@ -287,8 +290,9 @@ def grow_vector_tree(bins, g, h, dyn, cuts_ext, forward_ok, *, max_depth: int,
             in_level = (local >= 0) & (local < n)
             local = jnp.where(in_level, local, n)
             S = reduce(histogram(local, n))  # (C, F, n, B)
-            s = find_best_vector_splits(S, St, dyn, forward_ok, K=K, diagonal=diagonal,
-                                        any_forward=any_forward)
+            s = find_best_vector_splits(
+                S, St, dyn, forward_ok, K=K, diagonal=diagonal, any_forward=any_forward,
+                feature_mask=None if features is None else features.level(d, n))
             do = alive & is_split_worthy(s["gain"])
             f_best, t_best, dl_best = s["feature"], s["tbin"], s["default_left"]
             structure.add(do, s)

@@ -84,7 +84,7 @@ def _plain_score(G, H, dyn):
 
 
 def find_best_splits(G, H, Gp, Hp, dyn, forward_ok, *, clipped: bool = True,
-                     any_forward: bool = True):
+                     any_forward: bool = True, feature_mask=None):
     """Best split of every node of a level.
 
     Args:
@@ -96,6 +96,8 @@ def find_best_splits(G, H, Gp, Hp, dyn, forward_ok, *, clipped: bool = True,
         plain score (cheaper). ``True`` handles either value.
       any_forward: static; ``False`` promises ``forward_ok`` is all false and skips the
         ascending pass.
+      feature_mask: optional ``(n, F)`` bool, the features each node may split on
+        (column sampling).
 
     Returns:
       dict of ``(n,)`` arrays: ``gain`` float32 (``-inf`` when no candidate is valid),
@@ -124,10 +126,10 @@ def find_best_splits(G, H, Gp, Hp, dyn, forward_ok, *, clipped: bool = True,
             HLa = jax.lax.cumsum(Hv, axis=2)
             gain_a = gains(GLa, HLa, Gpb - GLa, Hpb - HLa)
             gain_a = jnp.where(forward_ok[:, None, None], gain_a, -jnp.inf)
-    return pick_best(gain_a if any_forward else None, gain_b)
+    return pick_best(gain_a if any_forward else None, gain_b, feature_mask)
 
 
-def pick_best(gain_a, gain_b):
+def pick_best(gain_a, gain_b, feature_mask=None):
     """The first best candidate of each node, decoded into a split.
 
     Args:
@@ -135,6 +137,7 @@ def pick_best(gain_a, gain_b):
         right), or ``None`` when that pass was skipped.
       gain_b: ``(F, n, V)`` gains of pass B (index ``j`` is threshold ``V - 1 - j``,
         missing left).
+      feature_mask: optional ``(n, F)`` bool; features outside it are not candidates.
 
     Returns:
       dict of ``(n,)`` arrays ``gain``, ``feature``, ``tbin``, ``default_left`` (see
@@ -145,6 +148,8 @@ def pick_best(gain_a, gain_b):
     # Candidate order per feature: pass A (when present), then pass B.
     gain = jnp.concatenate([gain_a, gain_b], axis=-1) if any_forward else gain_b
     gain = jnp.where(jnp.isnan(gain), -jnp.inf, gain)
+    if feature_mask is not None:
+        gain = jnp.where(feature_mask.T[:, :, None], gain, -jnp.inf)
     per_feature = gain.shape[-1]
     flat = jnp.transpose(gain, (1, 0, 2)).reshape(n, F * per_feature)
     # First index of the maximum (ties: first candidate wins), as two plain reductions;
@@ -223,14 +228,14 @@ def vector_weight_score(G, Hc, dyn, *, diagonal: bool):
 
 
 def find_best_vector_splits(S, Sp, dyn, forward_ok, *, K: int, diagonal: bool,
-                            any_forward: bool = True):
+                            any_forward: bool = True, feature_mask=None):
     """Best split of every node of a level, for vector leaves.
 
     Args:
       S: ``(C, F, n, B)`` float64 histograms of the ``C = K + P`` channels (``K``
         gradients, then ``P`` Hessian channels); bin ``B - 1`` holds missing values.
       Sp: ``(C, n)`` float64 node totals.
-      dyn, forward_ok, any_forward: as in ``find_best_splits``.
+      dyn, forward_ok, any_forward, feature_mask: as in ``find_best_splits``.
       K, diagonal: outputs and Hessian layout (static).
 
     Returns:
@@ -257,4 +262,4 @@ def find_best_vector_splits(S, Sp, dyn, forward_ok, *, K: int, diagonal: bool,
             SLa = jax.lax.cumsum(Sv, axis=2)
             gain_a = gains(SLa, Spb - SLa)
             gain_a = jnp.where(forward_ok[:, None, None], gain_a, -jnp.inf)
-    return pick_best(gain_a, gain_b)
+    return pick_best(gain_a, gain_b, feature_mask)

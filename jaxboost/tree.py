@@ -89,6 +89,23 @@ def _tree_leaf(tree, X, max_depth):
     return node
 
 
+def binned_leaf(tree, bins, *, max_depth: int, max_bin: int):
+    """Leaf of every row of already-binned data (row-major ``(N, F)`` uint8 bins).
+
+    The training-side twin of the raw-feature routing in ``predict_margin``: a row goes
+    left when its bin ``< tbin`` (missing bin: ``default_left``), which is the same
+    decision as ``x < threshold`` on the raw value.
+    """
+    rows = jnp.arange(bins.shape[0], dtype=jnp.int32)
+    node = jnp.zeros(bins.shape[0], jnp.int32)
+    for _ in range(max_depth):
+        b = bins[rows, tree["feature"][node]].astype(jnp.int32)
+        left = jnp.where(b == max_bin - 1, tree["default_left"][node], b < tree["tbin"][node])
+        child = 2 * node + 1 + (~left).astype(jnp.int32)
+        node = jnp.where(tree["is_leaf"][node], node, child)
+    return node
+
+
 @functools.partial(jax.jit, static_argnames=("max_depth", "link"))
 def predict_margin(ensemble: Ensemble, X, base_margin, n_trees=None, *, max_depth: int,
                    link=None):

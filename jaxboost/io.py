@@ -1,0 +1,978 @@
+r"""Model files: a ``Booster`` as validated JSON, written atomically.
+
+No pickle is involved anywhere: a model file is plain JSON (RFC 8259, UTF-8, no
+``NaN``/``Infinity`` literals), and loading it runs no code named in the file. Every
+field is checked on load; anything unexpected raises ``ModelFormatError`` (a
+``ValueError``) naming the key and what was expected, so a damaged or tampered file
+never becomes a booster that predicts something else.
+
+>>> import numpy as np, jaxboost
+>>> from jaxboost import io
+>>> X = np.arange(16, dtype=np.float32).reshape(8, 2)
+>>> bst = jaxboost.train("squared", X, X[:, 0], n_rounds=2, max_depth=2)
+>>> text = io.dumps(bst)
+>>> again = io.loads(text)
+>>> bool(np.array_equal(again.predict(X), bst.predict(X)))
+True
+>>> io.loads(text.replace('"format_version":1', '"format_version":2'))  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+  ...
+jaxboost.io.ModelFormatError: format_version: this file has format version 2, newer ...
+
+Functions: ``save(booster, path)`` / ``load(path)`` for files, ``dumps`` / ``loads`` for
+text, ``to_dict`` / ``from_dict`` for the parsed structure (no I/O).
+
+File format, version 1
+----------------------
+
+Shapes: ``T`` trees, ``M = 2 ** (max_depth + 1) - 1`` nodes per tree in heap layout
+(node ``i`` has children ``2 i + 1`` and ``2 i + 2``), ``F`` features, ``K`` outputs.
+"int" means a JSON integer (``true``/``false`` are not integers), "number" a JSON
+integer or float. Float32 data are written as the exact decimal of their float64
+widening, so every bit survives the round trip. One JSON object with exactly these keys:
+
+``format`` (string)
+    Always ``"jaxboost-model"``.
+``format_version`` (int)
+    ``1``. A larger value is refused with a message asking for a newer jaxboost.
+``jaxboost_version`` (string)
+    The version that wrote the file (informational).
+``objective`` (object)
+    Either ``{"kind": "catalogue", "name": str, "params": {str: null | bool | int |
+    number | str}}``: the entry ``objectives.CATALOGUE[name]`` with those
+    hyperparameters (``objectives.huber(delta=2.0)``); or ``{"kind": "callable",
+    "qualname": str}``: a plain callable loss, recorded by ``module.qualname`` only.
+    Code is never imported from a file: a model of a callable loss loads only when the
+    caller passes the loss again (``load(path, objective=loss)``); for a catalogue
+    model a passed ``objective=`` replaces the stored one.
+``params`` (object)
+    ``TreeParams.to_dict()``: ``max_depth`` and ``max_bin`` (ints, required) and the
+    dynamic hyperparameters (numbers, defaults when absent); rebuilt with
+    ``TreeParams(**params)``, which validates them.
+``n_features`` (int, >= 1)
+    ``F``, the number of input features.
+``n_outputs`` (int, >= 1)
+    ``K``, margins per row.
+``trees_per_round`` (int)
+    Trees per boosting round: ``1``, or ``K`` (one tree per output). ``T`` is a
+    multiple of it.
+``base_margin`` (number, or list of ``K`` numbers)
+    The initial margin: a number when ``K == 1``, a list otherwise. Finite in float32.
+``bin_edges`` (object)
+    ``max_bin`` (int, equal to ``params.max_bin``); ``cuts`` (``F`` lists of numbers,
+    list ``f`` holding the real cuts of feature ``f`` only, finite and strictly
+    ascending in float32, at most ``max_bin - 2`` of them; the ``+inf`` padding of
+    ``BinEdges.cuts`` is not stored); ``has_missing`` (``F`` bools: the feature had
+    missing values in training); ``n_distinct`` (``F`` ints >= 0: distinct present
+    values seen in training).
+``trees`` (object)
+    The ``Ensemble`` fields, each a list of ``T`` rows of ``M`` entries (``value``:
+    ``M`` entries when ``K == 1``, ``M`` lists of ``K`` numbers when ``K > 1``):
+
+    * ``feature`` (ints in ``[0, F)``): the split feature (0 at leaves);
+    * ``tbin`` (ints in ``[0, max_bin - 1]``; at a split node also at most
+      ``n_cuts[feature] + 1``): bins ``< tbin`` go left (0 at leaves);
+    * ``threshold``: ``null`` at leaves; at a split node the float test ``x <
+      threshold``, which must equal the bin edge of ``(feature, tbin)`` exactly --
+      ``tbin == 0`` is ``"-inf"`` (every present value goes right), ``tbin ==
+      n_cuts[feature] + 1`` is ``"inf"`` (every present value goes left), otherwise
+      the number ``cuts[feature][tbin - 1]``. The strings ``"inf"``/``"-inf"`` are
+      the only non-finite values a file holds;
+    * ``default_left`` (bools): where a missing value goes;
+    * ``is_leaf`` (bools): the node is a leaf (or unused). The children of a leaf
+      are leaves, and nodes of the last level are leaves, so the split nodes form a
+      binary tree rooted at node 0;
+    * ``value`` (finite numbers): the output of the node (learning rate applied);
+    * ``gain`` (finite numbers): the split's loss reduction (0 at leaves);
+    * ``cover`` (finite numbers): the sum of Hessians in the node.
+``best_iteration`` (int in ``[0, n_rounds)``, or null)
+    The best round found by early stopping, if any.
+``best_score`` (finite number, or null)
+    The evaluation score at ``best_iteration`` (null when unset or not finite).
+``history`` (object)
+    Evaluation history: ``{data_name: {metric_name: [number | null, ...]}}``, one
+    entry per round; ``null`` stands for a non-finite score (restored as NaN).
+``train_state`` (object or null)
+    What continuing training needs: ``seed`` (int >= 0, the PRNG seed) and
+    ``rounds`` (int >= 0, total rounds trained); further keys may hold JSON scalars.
+    ``{}`` (a booster not made by ``train``) and ``null`` mean no state.
+
+Limits: at most ``MAX_NODES`` nodes (``T * M``) and as many leaf-value entries
+(``T * M * K``), ``MAX_FEATURES`` features, ``MAX_HISTORY`` history entries, and
+``MAX_TEXT_BYTES`` bytes of text, so a hostile file cannot exhaust memory.
+"""
+
+from __future__ import annotations
+
+import errno
+import inspect
+import itertools
+import json
+import math
+import numbers
+import os
+import secrets
+
+import numpy as np
+
+from .binning import BinEdges
+from .booster import Booster
+from .params import TreeParams
+from .tree import Ensemble
+
+FORMAT_NAME = "jaxboost-model"
+FORMAT_VERSION = 1
+
+MAX_NODES = 10 ** 7
+"""Most tree nodes (``T * M``), and most leaf-value entries (``T * M * K``), a file may
+hold."""
+MAX_FEATURES = 100_000
+"""Most features (``F``) a file may declare."""
+MAX_HISTORY = 10 ** 7
+"""Most evaluation-history entries a file may hold."""
+MAX_TEXT_BYTES = 2 ** 31
+"""Largest model text ``load`` / ``loads`` accept."""
+
+_TOP_KEYS = ("format", "format_version", "jaxboost_version", "objective", "params",
+             "n_features", "n_outputs", "trees_per_round", "base_margin", "bin_edges",
+             "trees", "best_iteration", "best_score", "history", "train_state")
+_EXTRA_ATTRS = ("best_iteration", "best_score", "history", "train_state")
+
+
+class ModelFormatError(ValueError):
+    """A model file (or its parsed dict) is not a valid jaxboost model.
+
+    The message names the offending key, e.g. ``trees.feature[3][0]``, and what was
+    expected there.
+    """
+
+
+# --------------------------------------------------------------------------------------
+# Small helpers
+# --------------------------------------------------------------------------------------
+
+def _describe(v) -> str:
+    if isinstance(v, (list, dict)):
+        return f"{type(v).__name__} of length {len(v)}"
+    text = repr(v)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{type(v).__name__} {text}"
+
+
+def _fail(where: str, expected: str, got=None, *, show_got: bool = True):
+    msg = f"{where}: expected {expected}"
+    if show_got:
+        msg += f", got {_describe(got)}"
+    raise ModelFormatError(msg)
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _int(v, where, lo=None, hi=None) -> int:
+    """A JSON integer (not a bool) in ``[lo, hi]``."""
+    if not _is_int(v):
+        _fail(where, "an integer", v)
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        rng = (f">= {lo}" if hi is None else f"<= {hi}" if lo is None
+               else f"in [{lo}, {hi}]")
+        _fail(where, f"an integer {rng}", v)
+    return int(v)
+
+
+def _finite(v, where, *, float32=False) -> float:
+    """A finite JSON number (finite in float32 when ``float32``)."""
+    if not _is_number(v):
+        _fail(where, "a number", v)
+    try:
+        x = float(v)
+    except OverflowError:
+        _fail(where, "a finite number", v)
+    if float32:
+        with np.errstate(over="ignore"):
+            ok = bool(np.isfinite(np.float32(x)))
+    else:
+        ok = math.isfinite(x)
+    if not ok:
+        _fail(where, "a finite number" + (" (in float32)" if float32 else ""), v)
+    return x
+
+
+def _dict(v, where) -> dict:
+    if not isinstance(v, dict):
+        _fail(where, "an object", v)
+    for k in v:
+        if not isinstance(k, str):
+            _fail(where, "an object with string keys", k)
+    return v
+
+
+def _keys(d, where, required, optional=()):
+    missing = [k for k in required if k not in d]
+    if missing:
+        raise ModelFormatError(f"{where}: missing key(s) {missing}")
+    unknown = sorted(set(d) - set(required) - set(optional))
+    if unknown:
+        raise ModelFormatError(f"{where}: unknown key(s) {unknown}; expected "
+                               f"{sorted(set(required) | set(optional))}")
+
+
+def _json_scalar(v, where):
+    """A hyperparameter-like value as a JSON scalar (for writing)."""
+    if v is None or isinstance(v, (bool, str)):
+        return v
+    if isinstance(v, np.bool_):
+        return bool(v)
+    if isinstance(v, numbers.Integral):
+        return int(v)
+    if isinstance(v, numbers.Real) and math.isfinite(float(v)):
+        return float(v)
+    raise ValueError(f"cannot store {where}={v!r} in a model file: only None, bools, "
+                     f"ints, finite floats and strings can be stored")
+
+
+def _check_scalar(v, where):
+    """A JSON scalar read from a file (finite when a number)."""
+    if v is None or isinstance(v, (bool, str)):
+        return v
+    if _is_number(v):
+        _finite(v, where)
+        return v
+    _fail(where, "null, a bool, a finite number or a string", v)
+
+
+def _index(flat_i, shape):
+    return "".join(f"[{int(j)}]" for j in np.unravel_index(flat_i, shape))
+
+
+# --------------------------------------------------------------------------------------
+# Nested lists <-> arrays
+# --------------------------------------------------------------------------------------
+
+_ALLOWED = {
+    "int": (int,),
+    "bool": (bool,),
+    "float": (int, float),
+    "threshold": (int, float, type(None), str),
+}
+_EXPECTED = {
+    "int": "integers",
+    "bool": "bools (true/false)",
+    "float": "finite numbers",
+    "threshold": "numbers, null, \"inf\" or \"-inf\"",
+}
+
+
+def _nested(v, where, shape, kind) -> np.ndarray:
+    """Check that ``v`` is a nested list of ``shape`` holding ``kind`` entries; as an array.
+
+    ``kind``: ``"int"`` (int64), ``"bool"``, ``"float"`` (float32, finite) or
+    ``"threshold"`` (float32; null -> NaN, "inf"/"-inf" -> +-inf, numbers finite).
+    """
+    if not isinstance(v, list):
+        _fail(where, f"a list of length {shape[0]}", v)
+    if len(v) != shape[0]:
+        _fail(where, f"a list of length {shape[0]}", v)
+    level = v
+    for depth in range(1, len(shape)):
+        n = shape[depth]
+        if not all(type(r) is list and len(r) == n for r in level):
+            i = next(i for i, r in enumerate(level) if type(r) is not list or len(r) != n)
+            _fail(where + _index(i, shape[:depth]), f"a list of length {n}", level[i])
+        level = list(itertools.chain.from_iterable(level))
+    allowed = _ALLOWED[kind]
+    if not set(map(type, level)) <= set(allowed):
+        i = next(i for i, x in enumerate(level) if type(x) not in allowed)
+        _fail(where + _index(i, shape), _EXPECTED[kind], level[i])
+    try:
+        if kind == "int":
+            return np.array(level, dtype=np.int64).reshape(shape)
+        if kind == "bool":
+            return np.array(level, dtype=bool).reshape(shape)
+        if kind == "threshold":
+            level = [_threshold_entry(x, where, i, shape) for i, x in enumerate(level)]
+        wide = np.array(level, dtype=np.float64)
+    except OverflowError:  # an integer literal too large for int64 / float64
+        i = next((i for i, x in enumerate(level) if _overflows(x, kind)), 0)
+        _fail(where + _index(i, shape), f"{_EXPECTED[kind]} in range",
+              level[i] if i < len(level) else None)
+    with np.errstate(over="ignore"):
+        out = wide.astype(np.float32).reshape(shape)
+    bad = ~np.isfinite(out)
+    if kind == "threshold":  # NaN/inf here came from null/"inf"/"-inf", checked later
+        bad &= np.isfinite(wide.reshape(shape))
+    if bad.any():
+        i = int(np.flatnonzero(bad.ravel())[0])
+        _fail(where + _index(i, shape), "a number finite in float32",
+              float(wide.ravel()[i]))
+    return out
+
+
+def _overflows(x, kind) -> bool:
+    try:
+        np.array([x], dtype=np.int64 if kind == "int" else np.float64)
+    except (OverflowError, TypeError, ValueError):
+        return True
+    return False
+
+
+def _threshold_entry(x, where, i, shape):
+    if x is None:
+        return math.nan
+    if isinstance(x, str):
+        if x == "inf":
+            return math.inf
+        if x == "-inf":
+            return -math.inf
+        _fail(where + _index(i, shape), "a number, null, \"inf\" or \"-inf\"", x)
+    return x
+
+
+def _float_list(a) -> list:
+    """float32 array -> nested lists of Python floats (exact)."""
+    return np.asarray(a, np.float32).astype(np.float64).tolist()
+
+
+# --------------------------------------------------------------------------------------
+# Objective
+# --------------------------------------------------------------------------------------
+
+def _catalogue():
+    from objectives import CATALOGUE
+
+    return CATALOGUE
+
+
+def _qualname(fn) -> str:
+    import functools
+
+    if isinstance(fn, functools.partial):
+        return f"functools.partial({_qualname(fn.func)})"
+    module = getattr(fn, "__module__", None) or type(fn).__module__
+    name = (getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+            or type(fn).__qualname__)
+    return f"{module}.{name}"
+
+
+def _objective_to_dict(obj) -> dict:
+    from objectives import Objective
+
+    if isinstance(obj, Objective):
+        params = {k: _json_scalar(v, f"objectives.{obj.name} hyperparameter {k}")
+                  for k, v in obj.params}
+        entry = _catalogue().get(obj.name)
+        if entry is not None:
+            try:
+                same = entry.with_params(**params) == obj
+            except TypeError:
+                same = False
+            if same:
+                return {"kind": "catalogue", "name": obj.name, "params": params}
+        return {"kind": "callable", "qualname": _qualname(obj.loss)}
+    return {"kind": "callable", "qualname": _qualname(obj)}
+
+
+def _objective_from_dict(d, K):
+    """The stored objective: an ``Objective``, or the qualname string of a callable."""
+    where = "objective"
+    _dict(d, where)
+    if "kind" not in d:
+        raise ModelFormatError(f"{where}: missing key(s) ['kind']")
+    kind = d["kind"]
+    if kind == "callable":
+        _keys(d, where, ("kind", "qualname"))
+        if not isinstance(d["qualname"], str):
+            _fail(f"{where}.qualname", "a string", d["qualname"])
+        return d["qualname"]
+    if kind != "catalogue":
+        _fail(f"{where}.kind", "\"catalogue\" or \"callable\"", kind)
+    _keys(d, where, ("kind", "name", "params"))
+    name = d["name"]
+    catalogue = _catalogue()
+    if not isinstance(name, str) or name not in catalogue:
+        _fail(f"{where}.name", f"a catalogue entry, one of {sorted(catalogue)}", name)
+    params = _dict(d["params"], f"{where}.params")
+    for k, v in params.items():
+        _check_scalar(v, f"{where}.params.{k}")
+    try:
+        obj = catalogue[name].with_params(**params)
+    except TypeError as e:
+        raise ModelFormatError(f"{where}.params: {e}") from None
+    try:
+        k = obj.outputs
+    except (TypeError, ValueError):
+        _fail(f"{where}.params", f"a valid number of outputs for objectives.{name}",
+              dict(obj.params))
+    if k is None and isinstance(obj.n_outputs, str):
+        obj = obj.with_params(**{obj.n_outputs: K})
+    elif k != K:
+        raise ModelFormatError(f"{where}: objectives.{name} has {k} output(s) but "
+                               f"n_outputs is {K}")
+    return obj
+
+
+def _given_objective(objective, K):
+    """A caller's ``objective=``: a name, an ``Objective`` or a callable."""
+    from objectives import Objective
+
+    if isinstance(objective, str):
+        entry = _catalogue().get(objective)
+        if entry is None:
+            raise ValueError(f"unknown objective {objective!r}; catalogue entries: "
+                             f"{sorted(_catalogue())}, or pass the callable loss")
+        objective = entry
+    if not callable(objective):
+        raise TypeError(f"objective must be a callable loss(y, pred), an objectives entry "
+                        f"or its name, got {type(objective).__name__}")
+    if isinstance(objective, Objective):
+        k = objective.outputs
+        if k is None and isinstance(objective.n_outputs, str):
+            objective = objective.with_params(**{objective.n_outputs: K})
+        elif k != K:
+            raise ValueError(f"objective {objective!r} has {k} output(s) but the model "
+                             f"has {K}")
+    return objective
+
+
+# --------------------------------------------------------------------------------------
+# Booster -> dict
+# --------------------------------------------------------------------------------------
+
+def _history_to_dict(history) -> dict:
+    if history is None:
+        return {}
+    if not isinstance(history, dict):
+        raise ValueError(f"booster.history must be a dict, got {type(history).__name__}")
+    out = {}
+    for data, metrics in history.items():
+        if not isinstance(data, str) or not isinstance(metrics, dict):
+            raise ValueError("booster.history must map data names (str) to dicts of "
+                             "metric name -> list of scores")
+        out[data] = {}
+        for metric, scores in metrics.items():
+            if not isinstance(metric, str):
+                raise ValueError(f"booster.history[{data!r}] keys must be metric names")
+            vals = [float(s) for s in scores]
+            out[data][metric] = [v if math.isfinite(v) else None for v in vals]
+    return out
+
+
+def _train_state_to_dict(state):
+    if state is None:
+        return None
+    if not isinstance(state, dict):
+        raise ValueError(f"booster.train_state must be a dict or None, got "
+                         f"{type(state).__name__}")
+    if not state:  # a booster not made by train(): no state to continue from
+        return {}
+    out = {}
+    for key in ("seed", "rounds"):
+        v = state.get(key)
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
+            raise ValueError(f"booster.train_state[{key!r}] must be an int >= 0, got {v!r}")
+        out[key] = int(v)
+    for k, v in state.items():
+        if k not in out:
+            if not isinstance(k, str):
+                raise ValueError(f"booster.train_state keys must be strings, got {k!r}")
+            out[k] = _json_scalar(v, f"train_state[{k!r}]")
+    return out
+
+
+def to_dict(booster: Booster) -> dict:
+    """The model as a JSON-ready dict (see the module docstring for every key).
+
+    Raises ``ValueError`` when the model holds something a file cannot represent
+    (non-finite leaf values, an unsupported hyperparameter value).
+    """
+    from . import __version__
+
+    if not isinstance(booster, Booster):
+        raise TypeError(f"to_dict expects a Booster, got {type(booster).__name__}")
+    e = booster.ensemble.to_numpy()
+    K = int(booster.n_outputs)
+    edges = booster.bin_edges
+    split = ~np.asarray(e.is_leaf, bool)
+    for field in ("value", "gain", "cover"):
+        if not np.all(np.isfinite(getattr(e, field))):
+            raise ValueError(f"cannot save a model whose trees hold non-finite {field}s")
+    thr = np.asarray(e.threshold, np.float32)
+    if np.isnan(thr[split]).any():
+        raise ValueError("cannot save a model with a NaN threshold at a split node")
+    threshold = thr.astype(np.float64).astype(object)
+    threshold[~split] = None
+    threshold[split & np.isposinf(thr)] = "inf"
+    threshold[split & np.isneginf(thr)] = "-inf"
+
+    base = booster.base_margin
+    if K == 1:
+        base_out = float(base)
+        ok = math.isfinite(base_out)
+    else:
+        base_out = _float_list(np.asarray(base, np.float32).reshape(K))
+        ok = all(math.isfinite(b) for b in base_out)
+    if not ok:
+        raise ValueError("cannot save a model with a non-finite base_margin")
+
+    best_iteration = getattr(booster, "best_iteration", None)
+    if best_iteration is not None:
+        if isinstance(best_iteration, bool) or not isinstance(best_iteration,
+                                                              numbers.Integral):
+            raise ValueError(f"booster.best_iteration must be an int or None, got "
+                             f"{best_iteration!r}")
+        best_iteration = int(best_iteration)
+    best_score = getattr(booster, "best_score", None)
+    if best_score is not None:
+        best_score = float(best_score)
+        if not math.isfinite(best_score):
+            best_score = None
+
+    n_cuts = np.asarray(edges.n_cuts)
+    return {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "jaxboost_version": str(__version__),
+        "objective": _objective_to_dict(booster.objective),
+        "params": booster.params.to_dict(),
+        "n_features": int(booster.n_features),
+        "n_outputs": K,
+        "trees_per_round": int(booster.trees_per_round),
+        "base_margin": base_out,
+        "bin_edges": {
+            "max_bin": int(edges.max_bin),
+            "cuts": [_float_list(edges.cuts[f, : int(n_cuts[f])])
+                     for f in range(edges.cuts.shape[0])],
+            "has_missing": np.asarray(edges.has_missing, bool).tolist(),
+            "n_distinct": np.asarray(edges.n_distinct, np.int64).tolist(),
+        },
+        "trees": {
+            "feature": np.asarray(e.feature, np.int64).tolist(),
+            "tbin": np.asarray(e.tbin, np.int64).tolist(),
+            "threshold": threshold.tolist(),
+            "default_left": np.asarray(e.default_left, bool).tolist(),
+            "is_leaf": np.asarray(e.is_leaf, bool).tolist(),
+            "value": _float_list(e.value),
+            "gain": _float_list(e.gain),
+            "cover": _float_list(e.cover),
+        },
+        "best_iteration": best_iteration,
+        "best_score": best_score,
+        "history": _history_to_dict(getattr(booster, "history", None)),
+        "train_state": _train_state_to_dict(getattr(booster, "train_state", None)),
+    }
+
+
+# --------------------------------------------------------------------------------------
+# dict -> Booster
+# --------------------------------------------------------------------------------------
+
+def _read_params(d) -> TreeParams:
+    d = _dict(d, "params")
+    missing = [k for k in ("max_depth", "max_bin") if k not in d]
+    if missing:
+        raise ModelFormatError(f"params: missing key(s) {missing}")
+    fields = {f.name for f in TreeParams.__dataclass_fields__.values()}
+    unknown = sorted(set(d) - fields)
+    if unknown:
+        raise ModelFormatError(f"params: unknown key(s) {unknown}; expected {sorted(fields)}")
+    try:
+        return TreeParams(**d)
+    except (TypeError, ValueError) as e:
+        raise ModelFormatError(f"params: {e}") from None
+
+
+def _read_bin_edges(d, F, max_bin) -> BinEdges:
+    where = "bin_edges"
+    _dict(d, where)
+    _keys(d, where, ("max_bin", "cuts", "has_missing", "n_distinct"))
+    if _int(d["max_bin"], f"{where}.max_bin") != max_bin:
+        _fail(f"{where}.max_bin", f"params.max_bin = {max_bin}", d["max_bin"])
+    cuts_in = d["cuts"]
+    if not isinstance(cuts_in, list) or len(cuts_in) != F:
+        _fail(f"{where}.cuts", f"a list of n_features = {F} lists", cuts_in)
+    width = max(max_bin - 2, 1)
+    cuts = np.full((F, width), np.inf, np.float32)
+    n_cuts = np.zeros(F, np.int32)
+    for f, row in enumerate(cuts_in):
+        w = f"{where}.cuts[{f}]"
+        if not isinstance(row, list) or len(row) > max_bin - 2:
+            _fail(w, f"a list of at most max_bin - 2 = {max_bin - 2} numbers", row)
+        arr = _nested(row, w, (len(row),), "float")
+        if arr.size > 1 and not np.all(arr[1:] > arr[:-1]):
+            i = int(np.flatnonzero(~(arr[1:] > arr[:-1]))[0]) + 1
+            _fail(f"{w}[{i}]", f"cuts strictly ascending (greater than {float(arr[i - 1])!r})",
+                  float(arr[i]))
+        cuts[f, : arr.size] = arr
+        n_cuts[f] = arr.size
+    has_missing = _nested(d["has_missing"], f"{where}.has_missing", (F,), "bool")
+    n_distinct = _nested(d["n_distinct"], f"{where}.n_distinct", (F,), "int")
+    if (n_distinct < 0).any():
+        i = int(np.flatnonzero(n_distinct < 0)[0])
+        _fail(f"{where}.n_distinct[{i}]", "an integer >= 0", int(n_distinct[i]))
+    return BinEdges(cuts=cuts, n_cuts=n_cuts, has_missing=has_missing,
+                    n_distinct=n_distinct, max_bin=int(max_bin))
+
+
+def _read_trees(d, params: TreeParams, edges: BinEdges, F, K, tpr) -> Ensemble:
+    where = "trees"
+    _dict(d, where)
+    _keys(d, where, Ensemble._fields)
+    M = params.n_nodes
+    rows = d["feature"]
+    if not isinstance(rows, list):
+        _fail(f"{where}.feature", "a list of trees", rows)
+    T = len(rows)
+    if T * M > MAX_NODES or T * M * K > MAX_NODES:
+        raise ModelFormatError(f"{where}: {T} trees of {M} nodes and {K} output(s) exceed "
+                               f"the limit of {MAX_NODES} nodes/values")
+    if T % tpr:
+        raise ModelFormatError(f"{where}: {T} trees is not a multiple of trees_per_round "
+                               f"= {tpr}")
+    shape = (T, M)
+    kinds = dict(feature="int", tbin="int", threshold="threshold", default_left="bool",
+                 is_leaf="bool", value="float", gain="float", cover="float")
+    arrays = {}
+    for name, kind in kinds.items():
+        s = shape + (K,) if name == "value" and K > 1 else shape
+        arrays[name] = _nested(d[name], f"{where}.{name}", s, kind)
+
+    feature, tbin, is_leaf = arrays["feature"], arrays["tbin"], arrays["is_leaf"]
+    threshold = arrays["threshold"]
+    split = ~is_leaf
+
+    def first(mask):
+        t, i = (int(j) for j in np.argwhere(mask)[0])
+        return t, i
+
+    bad = (feature < 0) | (feature >= F)
+    if bad.any():
+        t, i = first(bad)
+        _fail(f"{where}.feature[{t}][{i}]", f"a feature index in [0, {F})",
+              int(feature[t, i]))
+    bad = (tbin < 0) | (tbin > edges.max_bin - 1)
+    if bad.any():
+        t, i = first(bad)
+        _fail(f"{where}.tbin[{t}][{i}]", f"a bin in [0, max_bin - 1 = {edges.max_bin - 1}]",
+              int(tbin[t, i]))
+    limit = edges.n_cuts[feature] + 1
+    bad = split & (tbin > limit)
+    if bad.any():
+        t, i = first(bad)
+        _fail(f"{where}.tbin[{t}][{i}]",
+              f"a bin <= n_cuts + 1 = {int(limit[t, i])} of feature {int(feature[t, i])}",
+              int(tbin[t, i]))
+
+    # Structure: leaves' children are leaves; the last level holds only leaves.
+    first_last = (M - 1) // 2
+    bad = np.zeros(shape, bool)
+    bad[:, first_last:] = split[:, first_last:]
+    if bad.any():
+        t, i = first(bad)
+        raise ModelFormatError(f"{where}.is_leaf[{t}][{i}]: expected a leaf (node {i} is in "
+                               f"the last level of a depth-{params.max_depth} tree and has "
+                               f"no children), got a split node")
+    if M > 1:
+        parent = (np.arange(1, M) - 1) // 2
+        bad = np.zeros(shape, bool)
+        bad[:, 1:] = split[:, 1:] & is_leaf[:, parent]
+        if bad.any():
+            t, i = first(bad)
+            raise ModelFormatError(
+                f"{where}.is_leaf[{t}][{i}]: expected a leaf, because its parent node "
+                f"{(i - 1) // 2} is a leaf (split nodes must form a tree), got a split node")
+
+    # Thresholds: null at leaves, the bin edge of (feature, tbin) at split nodes.
+    bad = is_leaf & ~np.isnan(threshold)
+    if bad.any():
+        t, i = first(bad)
+        _fail(f"{where}.threshold[{t}][{i}]", "null at a leaf", float(threshold[t, i]))
+    cuts_ext = np.full((F, edges.max_bin), np.inf, np.float32)
+    cuts_ext[:, 0] = -np.inf
+    cuts_ext[:, 1: 1 + edges.cuts.shape[1]] = edges.cuts
+    expected = cuts_ext[feature, tbin]
+    bad = split & ~(threshold == expected)
+    if bad.any():
+        t, i = first(bad)
+        exp = float(expected[t, i])
+        exp_text = f"\"{'inf' if exp > 0 else '-inf'}\"" if math.isinf(exp) else repr(exp)
+        _fail(f"{where}.threshold[{t}][{i}]",
+              f"{exp_text}, the bin edge of feature {int(feature[t, i])} at tbin "
+              f"{int(tbin[t, i])}", float(threshold[t, i]))
+
+    return Ensemble(feature=feature.astype(np.int32), tbin=tbin.astype(np.int32),
+                    threshold=threshold, default_left=arrays["default_left"],
+                    is_leaf=is_leaf, value=arrays["value"], gain=arrays["gain"],
+                    cover=arrays["cover"])
+
+
+def _read_history(d) -> dict:
+    where = "history"
+    _dict(d, where)
+    out = {}
+    total = 0
+    for data, metrics in d.items():
+        _dict(metrics, f"{where}.{data}")
+        out[data] = {}
+        for metric, scores in metrics.items():
+            w = f"{where}.{data}.{metric}"
+            if not isinstance(scores, list):
+                _fail(w, "a list of numbers or nulls", scores)
+            total += len(scores)
+            if total > MAX_HISTORY:
+                raise ModelFormatError(f"{where}: more than {MAX_HISTORY} entries")
+            vals = []
+            for i, s in enumerate(scores):
+                vals.append(math.nan if s is None else _finite(s, f"{w}[{i}]"))
+            out[data][metric] = vals
+    return out
+
+
+def _read_train_state(d):
+    where = "train_state"
+    if d is None:
+        return None
+    _dict(d, where)
+    if not d:
+        return {}
+    missing = [k for k in ("seed", "rounds") if k not in d]
+    if missing:
+        raise ModelFormatError(f"{where}: missing key(s) {missing}")
+    out = {"seed": _int(d["seed"], f"{where}.seed", lo=0),
+           "rounds": _int(d["rounds"], f"{where}.rounds", lo=0)}
+    for k, v in d.items():
+        if k not in out:
+            out[k] = _check_scalar(v, f"{where}.{k}")
+    return out
+
+
+def _parse(d) -> dict:
+    """Validate a parsed model; the constructor arguments (objective not yet resolved)."""
+    if not isinstance(d, dict):
+        _fail("model", "a JSON object", d)
+    _dict(d, "model")
+    if d.get("format") != FORMAT_NAME:
+        if "format" not in d:
+            raise ModelFormatError(f"format: missing key; this is not a jaxboost model "
+                                   f"file (expected \"format\": \"{FORMAT_NAME}\")")
+        _fail("format", f"\"{FORMAT_NAME}\" (not a jaxboost model file?)", d["format"])
+    if "format_version" not in d:
+        raise ModelFormatError("format_version: missing key")
+    version = _int(d["format_version"], "format_version")
+    if version > FORMAT_VERSION:
+        raise ModelFormatError(f"format_version: this file has format version {version}, "
+                               f"newer than the version this jaxboost reads "
+                               f"({FORMAT_VERSION}); upgrade jaxboost to load it")
+    if version != FORMAT_VERSION:
+        _fail("format_version", f"{FORMAT_VERSION}", version)
+    _keys(d, "model", _TOP_KEYS)
+    if not isinstance(d["jaxboost_version"], str):
+        _fail("jaxboost_version", "a string", d["jaxboost_version"])
+
+    params = _read_params(d["params"])
+    F = _int(d["n_features"], "n_features", lo=1, hi=MAX_FEATURES)
+    K = _int(d["n_outputs"], "n_outputs", lo=1, hi=MAX_NODES)
+    tpr = _int(d["trees_per_round"], "trees_per_round", lo=1)
+    if tpr not in (1, K):
+        _fail("trees_per_round", f"1 or n_outputs = {K}", tpr)
+
+    base = d["base_margin"]
+    if K == 1:
+        base_margin = _finite(base, "base_margin", float32=True)
+    else:
+        base_margin = _nested(base, "base_margin", (K,), "float")
+
+    edges = _read_bin_edges(d["bin_edges"], F, params.max_bin)
+    ensemble = _read_trees(d["trees"], params, edges, F, K, tpr)
+    n_rounds = ensemble.n_trees // tpr
+
+    best_iteration = d["best_iteration"]
+    if best_iteration is not None:
+        if n_rounds == 0:
+            _fail("best_iteration", "null (the model has no rounds)", best_iteration)
+        best_iteration = _int(best_iteration, "best_iteration", lo=0, hi=n_rounds - 1)
+    best_score = d["best_score"]
+    if best_score is not None:
+        best_score = _finite(best_score, "best_score")
+
+    return dict(
+        objective=_objective_from_dict(d["objective"], K),
+        ensemble=ensemble, params=params, bin_edges=edges, base_margin=base_margin,
+        n_features=F, n_outputs=K, trees_per_round=tpr,
+        extra=dict(best_iteration=best_iteration, best_score=best_score,
+                   history=_read_history(d["history"]),
+                   train_state=_read_train_state(d["train_state"])),
+    )
+
+
+def from_dict(d, objective=None) -> Booster:
+    """Rebuild a ``Booster`` from ``to_dict``'s output (or parsed JSON), validating it.
+
+    Args:
+      d: the parsed model.
+      objective: the loss to attach: required (the same callable) when the model was
+        trained with a plain callable loss; for a catalogue model it replaces the
+        stored objective. A catalogue name is accepted too.
+
+    Raises:
+      ModelFormatError: ``d`` is not a valid model (message names the key).
+      TypeError: the model needs ``objective=`` (a custom loss) and none was given.
+    """
+    try:
+        parts = _parse(d)
+    except ModelFormatError:
+        raise
+    except (TypeError, ValueError, KeyError, IndexError, OverflowError, AttributeError,
+            RecursionError) as e:  # a safety net: every check above should come first
+        raise ModelFormatError(f"invalid model ({type(e).__name__}: {e})") from e
+
+    stored = parts.pop("objective")
+    K = parts["n_outputs"]
+    if objective is not None:
+        obj = _given_objective(objective, K)
+    elif isinstance(stored, str):
+        raise TypeError(f"this model was trained with the custom loss {stored}; pass it "
+                        f"again: jaxboost.load(path, objective={stored.rsplit('.', 1)[-1]})")
+    else:
+        obj = stored
+
+    extra = parts.pop("extra")
+    accepted = inspect.signature(Booster.__init__).parameters
+    booster = Booster(parts.pop("ensemble"), objective=obj,
+                      **parts, **{k: v for k, v in extra.items() if k in accepted})
+    for k, v in extra.items():
+        if k not in accepted:
+            setattr(booster, k, v)
+    return booster
+
+
+# --------------------------------------------------------------------------------------
+# Text and files
+# --------------------------------------------------------------------------------------
+
+def dumps(booster: Booster, *, indent=None) -> str:
+    """The model as JSON text (compact unless ``indent`` is given)."""
+    seps = (",", ":") if indent is None else (",", ": ")
+    return json.dumps(to_dict(booster), allow_nan=False, indent=indent, separators=seps,
+                      ensure_ascii=True)
+
+
+def _reject_constant(name):
+    raise ModelFormatError(f"not standard JSON: {name} (non-finite numbers are not "
+                           f"allowed in a model file)")
+
+
+def _no_duplicates(pairs):
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise ModelFormatError(f"duplicate key {k!r} in a JSON object")
+            seen.add(k)
+    return out
+
+
+def _parse_json(text):
+    if isinstance(text, (bytes, bytearray)):
+        if len(text) > MAX_TEXT_BYTES:
+            raise ModelFormatError(f"model text is larger than {MAX_TEXT_BYTES} bytes")
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ModelFormatError(f"model file is not UTF-8 text: {e}") from None
+    elif not isinstance(text, str):
+        raise TypeError(f"loads expects str or bytes, got {type(text).__name__}")
+    if len(text) > MAX_TEXT_BYTES:
+        raise ModelFormatError(f"model text is longer than {MAX_TEXT_BYTES} characters")
+    try:
+        return json.loads(text, parse_constant=_reject_constant,
+                          object_pairs_hook=_no_duplicates)
+    except RecursionError:
+        raise ModelFormatError("not a model: JSON nested too deeply") from None
+    except ModelFormatError:
+        raise
+    except ValueError as e:  # json.JSONDecodeError, over-long integer literals
+        raise ModelFormatError(f"not valid JSON: {e}") from None
+
+
+def loads(text, objective=None) -> Booster:
+    """A ``Booster`` from JSON text (``str`` or UTF-8 ``bytes``); see ``from_dict``."""
+    return from_dict(_parse_json(text), objective=objective)
+
+
+def _fsync_directory(directory: str) -> None:
+    """Make a rename durable; a no-op where directories cannot be opened (Windows)."""
+    if not hasattr(os, "O_DIRECTORY"):
+        return
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def save(booster: Booster, path, *, indent=None) -> None:
+    """Write the model to ``path`` as JSON, atomically.
+
+    The text goes to a new temporary file beside ``path``, is flushed and fsynced, then
+    renamed over ``path`` (``os.replace``) and the directory is fsynced: after a crash
+    at any moment ``path`` holds either the old file or the new one, never a mix. The
+    temporary file is removed when anything fails. The new file gets the default
+    permissions (``0o666`` less the umask). A symlink at ``path`` is replaced, not
+    followed.
+    """
+    data = dumps(booster, indent=indent).encode("utf-8")
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    base = os.path.basename(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    for _ in range(100):
+        tmp = os.path.join(directory, f".{base}.{secrets.token_hex(6)}.tmp")
+        try:
+            fd = os.open(tmp, flags, 0o666)
+            break
+        except FileExistsError:
+            continue
+    else:  # pragma: no cover - 100 collisions of 48 random bits
+        raise FileExistsError(errno.EEXIST, "could not create a temporary file", directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    _fsync_directory(directory)
+
+
+def load(path, objective=None) -> Booster:
+    """Read a model written by ``save``; see ``from_dict`` for ``objective``.
+
+    Raises ``ModelFormatError`` for anything but a valid model file (``OSError`` when
+    the file cannot be read).
+    """
+    with open(os.fspath(path), "rb") as f:
+        if os.fstat(f.fileno()).st_size > MAX_TEXT_BYTES:
+            raise ModelFormatError(f"{path}: larger than {MAX_TEXT_BYTES} bytes")
+        data = f.read(MAX_TEXT_BYTES + 1)
+    return loads(data, objective=objective)
+
+
+__all__ = ["FORMAT_VERSION", "ModelFormatError", "to_dict", "from_dict", "dumps", "loads",
+           "save", "load"]

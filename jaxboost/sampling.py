@@ -1,0 +1,72 @@
+r"""Row and column sampling, driven by one seed.
+
+Every random draw comes from ``key(seed)`` folded with the global round number (and the
+tree within the round, and the level), so a model is a pure function of its inputs and
+seed: the same seed gives the same model bit for bit, and training 4 rounds then 4 more
+(``init_model``) draws exactly what 8 rounds in one call draw.
+
+* ``subsample``: each row takes part in a round's tree with probability ``subsample``
+  (its g and h are zeroed otherwise, so shapes never change).
+* ``colsample_bytree``, ``colsample_bylevel``, ``colsample_bynode``: nested feature
+  subsets, as in XGBoost: a tree draws ``max(1, floor(r_tree * F))`` features, each level
+  ``max(1, floor(r_level * n_tree))`` of those, each node ``max(1, floor(r_node *
+  n_level))`` of the level's.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+# Indices of the sampling-ratio vector.
+SUBSAMPLE, BYTREE, BYLEVEL, BYNODE = range(4)
+FIELDS = ("subsample", "colsample_bytree", "colsample_bylevel", "colsample_bynode")
+
+
+def round_key(seed_key, round_index):
+    """The key of one boosting round (``round_index`` counts from the model's start)."""
+    return jax.random.fold_in(seed_key, round_index)
+
+
+def row_mask(key, n_local, subsample, *, axis=None, n_shards: int = 1):
+    """``(n_local,)`` float32 0/1: whether each row of this device is in the sample.
+
+    The draw is over the global rows and each shard takes its slice, so a sharded run
+    samples the same rows as a single-device one.
+    """
+    u = jax.random.uniform(jax.random.fold_in(key, 0), (n_local * n_shards,))
+    if axis is not None:
+        u = jax.lax.dynamic_slice(u, (jax.lax.axis_index(axis) * n_local,), (n_local,))
+    return (u < subsample).astype(jnp.float32)
+
+
+def _choose(key, allowed, ratio):
+    """Among ``allowed`` (``(..., F)`` bool), ``max(1, floor(ratio * count))`` at random."""
+    count = jnp.sum(allowed, axis=-1, keepdims=True)
+    k = jnp.maximum(1, jnp.floor(ratio * count.astype(jnp.float32))).astype(jnp.int32)
+    u = jnp.where(allowed, jax.random.uniform(key, allowed.shape), 2.0)
+    ranks = jnp.argsort(jnp.argsort(u, axis=-1), axis=-1)
+    return ranks < k
+
+
+class FeatureSampler:
+    """Feature masks of one tree: ``level(d, n) -> (n, F)`` bool, one row per node.
+
+    Every draw happens at construction (outside any scoped-x64 region of the tree
+    builder, where JAX's PRNG would mix integer widths).
+    """
+
+    def __init__(self, key, ratios, n_features: int, max_depth: int):
+        tree = _choose(jax.random.fold_in(key, 0), jnp.ones(n_features, bool), ratios[BYTREE])
+        self.tree = tree
+        self._levels = []
+        for d in range(max_depth):
+            k = jax.random.fold_in(key, 1 + d)
+            lvl = _choose(jax.random.fold_in(k, 0), tree, ratios[BYLEVEL])
+            nodes = jnp.broadcast_to(lvl, (2 ** d, n_features))
+            self._levels.append(_choose(jax.random.fold_in(k, 1), nodes, ratios[BYNODE]))
+
+    def level(self, d: int, n: int):
+        mask = self._levels[d]
+        assert mask.shape[0] == n
+        return mask
