@@ -165,6 +165,28 @@ def compute_bin_edges(X: np.ndarray, max_bin: int = 256, sample_weight=None,
                     n_distinct=n_distinct, max_bin=int(max_bin))
 
 
+def _native_binning(X, edges, out, row_major) -> bool:
+    """Bin with the native kernel when it is built (about 10x faster than NumPy's
+    searchsorted per feature); ``False`` when it is not available."""
+    if not (out.flags.c_contiguous and edges.max_bin <= 256):
+        return False
+    try:
+        from . import native
+    except ImportError:
+        return False
+    if not native.available():
+        return False
+    F = X.shape[1]
+    cuts = np.full((F, 256), np.nan, np.float32)
+    width = edges.cuts.shape[1]
+    real = np.arange(width)[None, :] < edges.n_cuts[:, None]
+    cuts[:, :width] = np.where(real, edges.cuts, np.nan)
+    workers = min(os.cpu_count() or 1, 8) if X.shape[0] * F >= 1 << 18 else 1
+    native.apply_bins(np.ascontiguousarray(X), cuts, edges.missing_bin, out,
+                      row_major=row_major, n_threads=workers)
+    return True
+
+
 def apply_bins(X: np.ndarray, edges: BinEdges, *, out: np.ndarray | None = None,
                row_major: bool = False) -> np.ndarray:
     """Bin raw features with the given edges.
@@ -184,6 +206,8 @@ def apply_bins(X: np.ndarray, edges: BinEdges, *, out: np.ndarray | None = None,
     N, F = X.shape
     if out is None:
         out = np.empty((N, F) if row_major else (F, N), dtype=BIN_DTYPE)
+    if _native_binning(X, edges, out, row_major):
+        return out
 
     def one(f):
         col = X[:, f]

@@ -299,17 +299,44 @@ def _auc(y, pred, w):
     0.875
     """
     _scalar_pred("auc", y, pred)
-    pos = y > 0.5
-    w_pos = jnp.where(pos, w, 0.0)
-    w_neg = jnp.where(pos, 0.0, w)
-    order = jnp.argsort(pred)
+    pred = jnp.asarray(pred, jnp.float32)
+    w = jnp.asarray(w, jnp.float32)
+    pos = jnp.asarray(y) > 0.5
+    order = _argsort(pred)
     s = pred[order]
+    w_pos = jnp.where(pos, w, 0.0)[order]
+    w_neg = jnp.where(pos, 0.0, w)[order]
+    # Each row's tie group [start, end) in the sorted order, by running max / min.
+    n = s.shape[0]
+    idx = jnp.arange(n)
+    new = s[1:] != s[:-1]
+    # (associative scans: 2-4x faster than lax.cummax / cumsum on XLA's CPU backend)
+    start = jax.lax.associative_scan(
+        jnp.maximum, jnp.where(jnp.concatenate([jnp.ones(1, bool), new]), idx, 0))
+    end = jax.lax.associative_scan(
+        jnp.minimum, jnp.where(jnp.concatenate([new, jnp.ones(1, bool)]), idx, n - 1),
+        reverse=True) + 1
     # neg_below[j] = weight of negatives among the j smallest scores.
-    neg_below = jnp.concatenate([jnp.zeros(1, w.dtype), jnp.cumsum(w_neg[order])])
-    lo = jnp.searchsorted(s, pred, side="left")   # rows with a smaller score
-    hi = jnp.searchsorted(s, pred, side="right")  # ... with a smaller or equal score
-    credit = neg_below[lo] + 0.5 * (neg_below[hi] - neg_below[lo])
+    neg_below = jnp.concatenate([jnp.zeros(1, w.dtype),
+                                 jax.lax.associative_scan(jnp.add, w_neg)])
+    credit = neg_below[start] + 0.5 * (neg_below[end] - neg_below[start])
     return jnp.sum(w_pos * credit) / (jnp.sum(w_pos) * jnp.sum(w_neg))
+
+
+def _argsort(x):
+    """Stable argsort of float32 ``x`` through ONE integer sort.
+
+    XLA's CPU sort is about 7x faster on a single integer array than on floats or on
+    several arrays at once (1.4 ms -> 0.2 ms for 10k rows), and AUC sorts every round
+    during training. Each float becomes an order-preserving int32 (sign-magnitude bits
+    flipped for negatives), packed above its row index into an int64; sorting those and
+    keeping the low bits is the stable argsort.
+    """
+    b = jax.lax.bitcast_convert_type(x, jnp.int32)
+    key = jnp.where(b < 0, b ^ jnp.int32(0x7FFFFFFF), b)
+    with jax.enable_x64(True):
+        packed = (key.astype(jnp.int64) << 32) | jnp.arange(x.shape[0], dtype=jnp.int64)
+        return (jnp.sort(packed) & 0xFFFFFFFF).astype(jnp.int32)
 
 
 # --- multi-class ------------------------------------------------------------------------

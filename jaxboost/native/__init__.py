@@ -52,6 +52,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import jax
@@ -64,7 +65,7 @@ __all__ = ["available", "unavailable_reason", "histogram", "library_path", "defa
            "TARGET_NAME"]
 
 TARGET_NAME = "jaxboost_histogram"
-_ABI_VERSION = 2
+_ABI_VERSION = 3
 _SOURCE = Path(__file__).with_name("hist.cc")
 _FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC", "-pthread")
 _LIB_NAME = "libjaxboost_hist.so"
@@ -165,6 +166,10 @@ def _load_and_register() -> None:
         raise RuntimeError(f"{path} has an unexpected ABI version")
     jax.ffi.register_ffi_target(TARGET_NAME, jax.ffi.pycapsule(lib.JaxboostHistogram),
                                 platform="cpu")
+    lib.JaxboostApplyBins.restype = None
+    lib.JaxboostApplyBins.argtypes = [
+        ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_uint8, ctypes.c_void_p,
+        ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
     _state["lib"] = lib  # keep the library loaded for the life of the process
     _state["path"] = path
 
@@ -184,6 +189,30 @@ def available() -> bool:
                     f"{type(e).__name__}: {e}")
             _state["done"] = True
     return _state["ok"]
+
+
+def apply_bins(X, cuts_nan, missing_bin: int, out, *, row_major: bool, n_threads: int):
+    """Bin ``X`` into ``out`` with the native kernel (see ``jaxboost.binning``).
+
+    Args:
+      X: ``(N, F)`` C-contiguous float32.
+      cuts_nan: ``(F, 256)`` C-contiguous float32, cuts ascending then NaN.
+      missing_bin: bin of NaN values.
+      out: uint8 ``(>= N, F)`` (``row_major``) or ``(F, >= N)``, C-contiguous.
+      n_threads: threads (row blocks; the call releases the GIL).
+    """
+    lib = _state["lib"]
+    N, F = X.shape
+    os_row, os_feat = (F, 1) if row_major else (1, out.shape[1])
+    args = (X.ctypes.data, F, cuts_nan.ctypes.data, missing_bin, out.ctypes.data,
+            os_row, os_feat)
+    if n_threads <= 1 or N < 2 * n_threads:
+        lib.JaxboostApplyBins(*args, 0, N)
+        return
+    step = -(-N // n_threads)
+    with ThreadPoolExecutor(n_threads) as ex:
+        list(ex.map(lambda b: lib.JaxboostApplyBins(*args, b, min(N, b + step)),
+                    range(0, N, step)))
 
 
 def unavailable_reason() -> str | None:

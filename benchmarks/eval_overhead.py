@@ -1,0 +1,71 @@
+"""What evaluation during training costs: W2-sized data, two eval sets, three metrics.
+
+Trains the W2 problem (10k training rows of the W1 data, depth 6, 100 rounds, lr 0.1)
+with and without evaluation, interleaved (plain, eval, plain, eval, ...), in one process
+after a warm-up call of each (so compilation is excluded: it is W2's cold/warm story,
+measured by run.py). Evaluation: ``eval_set`` = the training rows and 10k held-out rows,
+``eval_metric`` = logloss, error and AUC, all computed on the device every round and
+fetched once per 10-round chunk. Prints the median times and the ratio.
+
+Run: ``python benchmarks/eval_overhead.py [--repeats 7] [--rows 10000]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import run as bench  # noqa: E402  (data generation and caching shared with run.py)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--rows", type=int, default=10_000)
+    ap.add_argument("--rounds", type=int, default=100)
+    ap.add_argument("--metrics", default="logloss,error,auc",
+                    help="comma list of metric names (default logloss,error,auc)")
+    args = ap.parse_args()
+
+    spec = bench.dataset_spec("W2", args.rows)
+    bench.ensure_dataset(spec["gen"])
+    X, y, Xt, yt = bench.load_dataset(spec)
+    Xv, yv = Xt[: args.rows], yt[: args.rows]
+
+    import jax
+
+    import jaxboost
+
+    params = dict(n_rounds=args.rounds, learning_rate=bench.LEARNING_RATE,
+                  max_depth=bench.MAX_DEPTH, reg_lambda=bench.REG_LAMBDA,
+                  min_child_weight=bench.MIN_CHILD_WEIGHT, max_bin=bench.MAX_BIN,
+                  verbose=False)
+    evals = dict(eval_set={"train": (X, y), "valid": (Xv, yv)},
+                 eval_metric=args.metrics.split(","))
+
+    def fit(with_eval: bool) -> float:
+        t = time.perf_counter()
+        bst = jaxboost.train("logistic", X, y, **params, **(evals if with_eval else {}))
+        jax.block_until_ready(bst.ensemble)
+        return time.perf_counter() - t
+
+    fit(False), fit(True)  # compile both programs
+    plain, with_eval = [], []
+    for _ in range(args.repeats):
+        plain.append(fit(False))
+        with_eval.append(fit(True))
+    a, b = statistics.median(plain), statistics.median(with_eval)
+    print(f"training rows {len(y):,}, {args.rounds} rounds, eval sets 2 x {len(yv):,} rows, "
+          f"metrics {args.metrics}; median of {args.repeats}, interleaved")
+    print(f"without evaluation: {a:.3f} s   with evaluation: {b:.3f} s   "
+          f"extra: {100 * (b / a - 1):+.1f} %")
+
+
+if __name__ == "__main__":
+    main()
