@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from .errors import DataError
+
+_SHOW_NAMES = 10  # names listed in a message before "... and n more"
 
 
 def _describe_bad(mask):
@@ -12,10 +16,146 @@ def _describe_bad(mask):
     return f"{idx.size} value(s), the first at index {int(idx[0])}"
 
 
+def _names(names) -> str:
+    names = list(names)
+    shown = ", ".join(repr(n) for n in names[:_SHOW_NAMES])
+    more = len(names) - _SHOW_NAMES
+    return f"[{shown}{f', ... and {more} more' if more > 0 else ''}]"
+
+
+def frame_kind(X):
+    """``"pandas"`` or ``"polars"`` when ``X`` is such a DataFrame, else None.
+
+    Only libraries the caller has already imported are consulted, so passing arrays
+    never imports pandas or polars.
+    """
+    for kind in ("pandas", "polars"):
+        mod = sys.modules.get(kind)
+        if mod is not None and isinstance(X, getattr(mod, "DataFrame", ())):
+            return kind
+    return None
+
+
+def frame_feature_names(X):
+    """The column names of a DataFrame whose columns are all strings, else None."""
+    if frame_kind(X) is None:
+        return None
+    cols = list(X.columns)
+    if cols and all(isinstance(c, str) for c in cols):
+        return cols
+    return None
+
+
+def _frame_array(X, kind, name) -> np.ndarray:
+    """A DataFrame's values as float32, after checking every column is numeric."""
+    if kind == "pandas":
+        from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+        bad = [c for c, dt in X.dtypes.items()
+               if not (is_numeric_dtype(dt) or is_bool_dtype(dt))]
+        dtypes = dict(X.dtypes.items())
+    else:  # polars
+        bad = [c for c, dt in zip(X.columns, X.dtypes)
+               if not (dt.is_numeric() or str(dt) == "Boolean")]
+        dtypes = dict(zip(X.columns, X.dtypes))
+    if bad:
+        kinds = ", ".join(f"{c!r} ({dtypes[c]})" for c in bad[:_SHOW_NAMES])
+        more = f", ... and {len(bad) - _SHOW_NAMES} more" if len(bad) > _SHOW_NAMES else ""
+        raise DataError(f"{name} has {len(bad)} non-numeric column(s): {kinds}{more}; "
+                        f"expected numeric or bool columns (encode categories and "
+                        f"strings as numbers first)")
+    with np.errstate(over="ignore", invalid="ignore"):
+        if kind == "pandas":
+            # na_value turns pandas' nullable NA into NaN (= missing).
+            return X.to_numpy(dtype=np.float32, na_value=np.nan)
+        return X.to_numpy().astype(np.float32)
+
+
+def check_feature_names(expected, X, *, name="X") -> None:
+    """Raise ``DataError`` unless DataFrame ``X`` has exactly the columns ``expected``.
+
+    ``expected`` None (a model without names) or an ``X`` that is not a DataFrame with
+    string column names accepts anything: such input is read by position. Columns
+    are never reordered silently: the same names in another order are an error too.
+    """
+    if expected is None:
+        return
+    got = frame_feature_names(X)
+    if got is None:
+        return
+    expected = list(expected)
+    if len(set(got)) != len(got):
+        dup = sorted({c for c in got if got.count(c) > 1})
+        raise DataError(f"{name} has duplicate column(s) {_names(dup)}; expected the "
+                        f"model's features {_names(expected)}")
+    want, have = set(expected), set(got)
+    missing = [c for c in expected if c not in have]
+    extra = [c for c in got if c not in want]
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"missing {len(missing)} column(s) the model was trained with: "
+                         f"{_names(missing)}")
+        if extra:
+            parts.append(f"{len(extra)} column(s) the model does not know: {_names(extra)}")
+        raise DataError(f"{name}'s columns do not match the model's features: "
+                        f"{'; '.join(parts)}. Expected the columns {_names(expected)}")
+    if got != expected:
+        i = next(i for i, (a, b) in enumerate(zip(got, expected)) if a != b)
+        raise DataError(f"{name} has the model's columns in a different order (position "
+                        f"{i} is {got[i]!r}, expected {expected[i]!r}); expected the order "
+                        f"{_names(expected)}. Select them in that order, e.g. "
+                        f"X[booster.feature_names]")
+
+
+def check_names_list(names, n_features: int) -> list:
+    """``feature_names`` as a list of ``n_features`` unique strings."""
+    if isinstance(names, str) or not hasattr(names, "__iter__"):
+        raise TypeError(f"feature_names must be a list of strings, got "
+                        f"{type(names).__name__}")
+    names = list(names)
+    bad = [n for n in names if not isinstance(n, str)]
+    if bad:
+        raise TypeError(f"feature_names must be strings, got {bad[0]!r} "
+                        f"({type(bad[0]).__name__})")
+    if len(names) != n_features:
+        raise DataError(f"feature_names has {len(names)} name(s) but X has {n_features} "
+                        f"feature(s)")
+    if len(set(names)) != len(names):
+        dup = sorted({n for n in names if names.count(n) > 1})
+        raise DataError(f"feature_names must be unique; repeated: {_names(dup)}")
+    return names
+
+
+def _series_array(v):
+    """A pandas/polars Series (or one-column DataFrame) as a NumPy array; else ``v``."""
+    pd = sys.modules.get("pandas")
+    if pd is not None and isinstance(v, (pd.Series, pd.DataFrame)):
+        from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+        dtypes = [v.dtype] if isinstance(v, pd.Series) else list(v.dtypes)
+        if all(is_numeric_dtype(d) or is_bool_dtype(d) for d in dtypes):
+            with np.errstate(over="ignore", invalid="ignore"):
+                return v.to_numpy(dtype=np.float32, na_value=np.nan)
+        return v.to_numpy()
+    pl = sys.modules.get("polars")
+    if pl is not None and isinstance(v, (pl.Series, pl.DataFrame)):
+        return v.to_numpy()
+    return v
+
+
 def as_features(X, *, name="X", allow_inf=False) -> np.ndarray:
-    """``X`` as a C-contiguous ``(N, F)`` float32 array, NaN = missing."""
+    """``X`` as a C-contiguous ``(N, F)`` float32 array, NaN = missing.
+
+    pandas and polars DataFrames are accepted when every column is numeric or bool
+    (nullable values become NaN); their column names are read by
+    ``frame_feature_names``, not here.
+    """
     if X is None:
         raise DataError(f"{name} is None; expected a 2-D array of shape (n_rows, n_features)")
+    kind = frame_kind(X)
+    if kind is not None:
+        X = _frame_array(X, kind, name)
     try:
         arr = np.asarray(X)
     except Exception as e:  # ragged lists and the like
@@ -45,7 +185,7 @@ def as_labels(y, n_rows: int) -> np.ndarray:
     """``y`` as ``(N,)`` float32, finite."""
     if y is None:
         raise DataError("y is None; expected one label per row of X")
-    arr = np.asarray(y)
+    arr = np.asarray(_series_array(y))
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr[:, 0]
     if arr.ndim != 1:
@@ -69,7 +209,7 @@ def as_weights(w, n_rows: int):
     """``sample_weight`` as ``(N,)`` float32, finite, non-negative, not all zero."""
     if w is None:
         return None
-    arr = np.asarray(w)
+    arr = np.asarray(_series_array(w))
     if arr.ndim != 1 or arr.shape[0] != n_rows:
         raise DataError(f"sample_weight must be 1-D with one weight per row ({n_rows}), got "
                         f"shape {arr.shape}")

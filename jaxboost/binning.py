@@ -128,7 +128,8 @@ def compute_bin_edges(X: np.ndarray, max_bin: int = 256, sample_weight=None,
       X: ``(N, F)`` float32, NaN marks a missing value.
       max_bin: bins per feature including the one reserved for missing values
         (``<= 256``); at most ``max_bin - 1`` bins hold present values.
-      sample_weight: optional ``(N,)`` non-negative weights for the quantiles.
+      sample_weight: optional ``(N,)`` non-negative weights for the quantiles; rows of
+        weight 0 are left out entirely (no cuts from their values).
       seed: seeds the row sample used for quantiles of very large data.
 
     Returns:
@@ -150,6 +151,12 @@ def compute_bin_edges(X: np.ndarray, max_bin: int = 256, sample_weight=None,
     n_distinct = np.zeros(F, dtype=np.int64)
     rng = np.random.default_rng(seed)
     w = None if sample_weight is None else np.asarray(sample_weight, np.float64)
+    if w is not None and not (w > 0).all():
+        # A row of weight 0 is a row that is not there: its values must not add cuts
+        # (or mark missing values), so that weight 0 trains the model that dropping
+        # the row trains.
+        keep = w > 0
+        X, w = X[keep], w[keep]
     for f in range(F):
         col = X[:, f]
         present = ~np.isnan(col)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import as_features
+from ._validation import as_features, check_feature_names, check_names_list
 from .autodiff import loss_name
 from .binning import BinEdges
 from .errors import DataError
@@ -34,7 +34,8 @@ class Booster:
 
     def __init__(self, ensemble: Ensemble, *, objective, params: TreeParams,
                  bin_edges: BinEdges, base_margin, n_features: int, n_outputs: int = 1,
-                 trees_per_round: int = 1, _padded: Ensemble | None = None):
+                 trees_per_round: int = 1, feature_names=None,
+                 _padded: Ensemble | None = None):
         self.ensemble = ensemble.to_numpy()
         # Trees padded to a bucketed count, shared by every slice booster[:k] of one
         # model, so all of them predict with one compiled program.
@@ -47,6 +48,10 @@ class Booster:
         self.base_margin = (float(base_margin) if self.n_outputs == 1
                             else np.asarray(base_margin, np.float32).reshape(self.n_outputs))
         self.n_features = int(n_features)
+        # Column names from training (a DataFrame's, or train(feature_names=...)); None
+        # when unknown. DataFrames given to predict must have exactly these columns.
+        self.feature_names = (None if feature_names is None
+                              else check_names_list(feature_names, self.n_features))
         # Set by train(): evaluation history, early-stopping result, and the state
         # continued training needs (seed, rounds).
         self.history: dict = {}
@@ -79,20 +84,74 @@ class Booster:
                       params=self.params, bin_edges=self.bin_edges,
                       base_margin=self.base_margin, n_features=self.n_features,
                       n_outputs=self.n_outputs, trees_per_round=self.trees_per_round,
-                      _padded=self._padded)
+                      feature_names=self.feature_names, _padded=self._padded)
         out.history = self.history
         if self.train_state:
             out.train_state = dict(self.train_state, rounds=stop)
         return out
 
     def __repr__(self) -> str:
-        name = loss_name(self.objective)
+        """One line: objective, rounds, trees, depth, features (named when few),
+        outputs, base margin and, after early stopping, the best iteration."""
         base = (f"{self.base_margin:.6g}" if self.n_outputs == 1 else
                 "[" + ", ".join(f"{b:.4g}" for b in self.base_margin) + "]")
-        outputs = f", n_outputs={self.n_outputs}" if self.n_outputs > 1 else ""
-        return (f"Booster(objective={name}, n_rounds={len(self)}, "
-                f"max_depth={self.params.max_depth}, n_features={self.n_features}"
-                f"{outputs}, base_margin={base})")
+        parts = [f"objective={loss_name(self.objective)}", f"n_rounds={len(self)}",
+                 f"n_trees={self.ensemble.n_trees}", f"max_depth={self.params.max_depth}",
+                 f"n_features={self.n_features}"]
+        names = getattr(self, "feature_names", None)
+        if names is not None and len(names) <= 6:
+            parts.append(f"feature_names={list(names)!r}")
+        if self.n_outputs > 1:
+            parts.append(f"n_outputs={self.n_outputs}")
+        parts.append(f"base_margin={base}")
+        if getattr(self, "best_iteration", None) is not None:
+            parts.append(f"best_iteration={self.best_iteration}")
+        return f"Booster({', '.join(parts)})"
+
+    def _repr_html_(self) -> str:
+        """A small table for notebooks (every value HTML-escaped)."""
+        import html
+        import math
+
+        def number(v):
+            v = float(v)
+            return f"{v:.6g}" if math.isfinite(v) else str(v)
+
+        rounds = len(self)
+        rows = [("objective", loss_name(self.objective)),
+                ("n_rounds", rounds),
+                ("n_trees", f"{self.ensemble.n_trees} ({self.trees_per_round} per round)"
+                 if self.trees_per_round > 1 else self.ensemble.n_trees),
+                ("max_depth", self.params.max_depth),
+                ("learning_rate", number(self.params.learning_rate))]
+        names = getattr(self, "feature_names", None)
+        if names is None:
+            rows.append(("n_features", self.n_features))
+        else:
+            shown = ", ".join(str(n) for n in list(names)[:8])
+            more = f", ... ({len(names) - 8} more)" if len(names) > 8 else ""
+            rows.append(("n_features", f"{self.n_features}: {shown}{more}"))
+        rows.append(("n_outputs", self.n_outputs))
+        rows.append(("base_margin", number(self.base_margin) if self.n_outputs == 1 else
+                     "[" + ", ".join(number(b) for b in self.base_margin) + "]"))
+        best = getattr(self, "best_iteration", None)
+        if best is not None:
+            rows.append(("best_iteration", best))
+            score = getattr(self, "best_score", None)
+            if score is not None:
+                rows.append(("best_score", number(score)))
+        for data, metrics in (getattr(self, "history", None) or {}).items():
+            for metric, scores in metrics.items():
+                scores = list(scores)
+                last = (f"{number(scores[-1])} (last of {len(scores)} rounds)" if scores
+                        else "(no rounds)")
+                rows.append((f"{data} {metric}", last))
+        body = "".join(
+            f'<tr><th style="text-align:left">{html.escape(str(k))}</th>'
+            f'<td style="text-align:left">{html.escape(str(v))}</td></tr>'
+            for k, v in rows)
+        return (f'<table class="jaxboost-booster"><caption style="text-align:left">'
+                f"<b>jaxboost.Booster</b></caption>{body}</table>")
 
     # --- files ---------------------------------------------------------------------
     def save(self, path) -> None:
@@ -110,25 +169,38 @@ class Booster:
         return np.asarray(self.base_margin, np.float32)
 
     def _features(self, X) -> np.ndarray:
+        # A DataFrame must carry the training columns in the training order; arrays
+        # (and frames without string column names) are read by position.
+        check_feature_names(self.feature_names, X)
         X = as_features(X, allow_inf=True)
         if X.shape[1] != self.n_features:
             raise DataError(f"X has {X.shape[1]} features but the model was trained with "
                             f"{self.n_features}")
         return X
 
-    def predict(self, X, output_margin: bool = False) -> np.ndarray:
+    def predict(self, X, output_margin: bool = False,
+                pred_contribs: bool = False) -> np.ndarray:
         """Predictions for raw features.
 
         Args:
-          X: ``(N, F)`` array-like of floats, NaN = missing, same features as training.
+          X: ``(N, F)`` array-like of floats, NaN = missing, same features as training;
+            or a DataFrame, whose columns must then be the model's ``feature_names`` in
+            the same order (``DataError`` otherwise).
           output_margin: return the raw margin ``f(x)`` instead of the objective's
             response (``sigmoid(f)`` for logistic, ``f`` for squared).
+          pred_contribs: return exact SHAP values of the margin instead (path-dependent
+            TreeSHAP, see ``jaxboost.explain``): ``(N, F + 1)`` float32, the last column
+            the bias; ``(N, K, F + 1)`` for K outputs. Each row sums to the margin.
 
         Returns:
           ``(N,)`` float32 NumPy array, or ``(N, K)`` for a model of K outputs
           (softmax: class probabilities).
         """
         X = self._features(X)
+        if pred_contribs:
+            from .explain import shap_values
+
+            return shap_values(self, X)
         link = None if output_margin else _link_of(self.objective)
         out = predict_margin(self._padded, X, self._base(), np.int32(self.ensemble.n_trees),
                              max_depth=self.params.max_depth, link=link)
@@ -159,6 +231,34 @@ class Booster:
         out = staged_margins(self.ensemble, X, self._base(),
                              max_depth=self.params.max_depth, link=link)
         return np.asarray(out)[self.trees_per_round - 1:: self.trees_per_round]
+
+    def feature_importance(self, importance_type: str = "gain") -> dict:
+        """Per-feature importance, as XGBoost's ``get_score``: ``{name: value}``.
+
+        ``importance_type``: ``"weight"`` (splits on the feature), ``"gain"`` (mean loss
+        change of its splits), ``"total_gain"``, ``"cover"`` (mean sum of hessians at
+        its splits) or ``"total_cover"``. Features that never split are left out; names
+        are ``feature_names`` when known, else ``"f0"``, ``"f1"``, ...
+        (``jaxboost.explain.feature_importance``).
+        """
+        from .explain import feature_importance
+
+        return feature_importance(self, importance_type)
+
+    def dump(self, with_stats: bool = True) -> str:
+        """Every tree as readable text, like XGBoost's text dump
+        (``jaxboost.explain.dump``): ``0:[f2<0.5] yes=1,no=2,missing=1,gain=..,cover=..``
+        for a split, ``1:leaf=0.012,cover=..`` for a leaf; node ids are heap indices."""
+        from .explain import dump
+
+        return dump(self, with_stats)
+
+    def to_xgboost_json(self, path=None) -> dict:
+        """The model as an XGBoost JSON model (also written to ``path`` if given); see
+        ``jaxboost.interop.to_xgboost_json``."""
+        from .interop import to_xgboost_json
+
+        return to_xgboost_json(self, path)
 
     def predict_leaf(self, X) -> np.ndarray:
         """Leaf node (heap index) of every row in every tree: ``(N, T)`` int32."""

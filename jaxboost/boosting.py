@@ -351,7 +351,7 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
           callbacks=None, verbose="auto", init_model=None,
           hessian: str = "auto", hessian_floor: float = HESSIAN_FLOOR, refit="auto",
           n_outputs=None, multi_strategy: str = "one_output_per_tree",
-          multi_hessian: str = "full", mesh=None) -> Booster:
+          multi_hessian: str = "full", mesh=None, feature_names=None) -> Booster:
     r"""Train gradient-boosted trees on any per-row JAX loss.
 
     Each round computes per-row :math:`g_i = w_i \partial_f \ell(y_i, f_i)` and
@@ -365,8 +365,9 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
     Args:
       objective: a per-row loss ``loss(y, pred) -> scalar`` written in JAX, an entry
         of the ``objectives`` catalogue (e.g. ``objectives.logistic``), or its name.
-      X: ``(N, F)`` features, NaN = missing.
-      y: ``(N,)`` labels.
+      X: ``(N, F)`` features, NaN = missing: an array, or a pandas/polars DataFrame of
+        numeric or bool columns (string column names become ``feature_names``).
+      y: ``(N,)`` labels (an array or a Series).
       n_rounds: boosting rounds (trees; ``K`` trees per round for ``K`` outputs with
         ``multi_strategy="one_output_per_tree"``).
       learning_rate: shrinkage ``eta`` applied to every leaf value: a number, or any
@@ -437,6 +438,11 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
       mesh: a one-axis ``jax.sharding.Mesh`` to shard rows over; ``None`` trains on one
         device on CPU (fastest there, see ``jaxboost.sharding``) and on every local device
         of a GPU/TPU backend when the data is large enough.
+      feature_names: ``F`` unique strings naming the columns of an array ``X`` (for a
+        DataFrame they come from its columns, and must equal them if given). Stored as
+        ``booster.feature_names`` and in model files; ``predict`` then checks that
+        DataFrames have exactly these columns, in this order. Default: the
+        ``init_model``'s names, else none.
 
     Returns:
       ``Booster`` with ``history`` (``{data_name: {metric: [per round]}}``),
@@ -491,6 +497,7 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
 
     Xf = _validation.as_features(X)
     n_rows, n_features = Xf.shape
+    names = _feature_names(X, feature_names, n_features, init_model)
     yf = _validation.as_labels(y, n_rows)
     wf = _validation.as_weights(sample_weight, n_rows)
     if isinstance(loss, Objective):
@@ -518,7 +525,7 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         edges = init_model.bin_edges  # the trees' bins refer to these edges
     else:
         edges = compute_bin_edges(Xf, params.max_bin, wf, seed=seed)
-    evals = _eval_sets(eval_set, edges, loss, n_features)
+    evals = _eval_sets(eval_set, edges, loss, n_features, names)
     metrics = _eval_metrics(eval_metric, loss, evals, K)
     early = None
     if early_stopping_rounds is not None:
@@ -610,7 +617,8 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         ens = Ensemble.concat(parts)[: n_init + n_new_rounds * tpr] if parts else \
             Ensemble(*(np.asarray(a)[None][:0] for a in _empty_tree(params.n_nodes, K).values()))
         b = Booster(ens, objective=loss, params=params, bin_edges=edges, base_margin=base,
-                    n_features=n_features, n_outputs=K, trees_per_round=tpr)
+                    n_features=n_features, n_outputs=K, trees_per_round=tpr,
+                    feature_names=names)
         b.history = {d: {m: list(v) for m, v in ms.items()} for d, ms in history.items()}
         b.train_state = {"seed": seed, "rounds": start_round + n_new_rounds}
         return b
@@ -671,6 +679,26 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
     return make_booster(done)
 
 
+def _feature_names(X, given, n_features, init_model):
+    """The model's feature names: ``given``, a DataFrame's string columns, or None."""
+    from_frame = _validation.frame_feature_names(X)
+    if given is not None:
+        given = _validation.check_names_list(given, n_features)
+        if from_frame is not None and given != from_frame:
+            raise DataError(f"feature_names {given} differ from the columns of the X "
+                            f"DataFrame {from_frame}; leave feature_names out to use the "
+                            f"columns")
+    names = given if given is not None else from_frame
+    inherited = None if init_model is None else init_model.feature_names
+    if names is None:
+        return inherited
+    if inherited is not None and names != inherited:
+        raise DataError(f"init_model was trained on the features {inherited}, X has "
+                        f"{names}; continued training needs the same columns in the same "
+                        f"order")
+    return names
+
+
 class _EvalSet(NamedTuple):
     name: str
     X: np.ndarray
@@ -680,7 +708,7 @@ class _EvalSet(NamedTuple):
     n: int
 
 
-def _eval_sets(eval_set, edges, loss, n_features) -> list:
+def _eval_sets(eval_set, edges, loss, n_features, names=None) -> list:
     """Validated, binned evaluation sets."""
     if eval_set is None:
         return []
@@ -699,6 +727,7 @@ def _eval_sets(eval_set, edges, loss, n_features) -> list:
         if not isinstance(e, (list, tuple)) or len(e) not in (2, 3):
             raise TypeError(f"eval set {name!r} must be (X, y) or (X, y, sample_weight)")
         try:
+            _validation.check_feature_names(names, e[0])
             Xe = _validation.as_features(e[0], allow_inf=True)
             if Xe.shape[1] != n_features:
                 raise DataError(f"has {Xe.shape[1]} features, the training data {n_features}")

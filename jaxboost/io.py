@@ -97,6 +97,13 @@ widening, so every bit survives the round trip. One JSON object with exactly the
     ``rounds`` (int >= 0, total rounds trained); further keys may hold JSON scalars.
     ``{}`` (a booster not made by ``train``) and ``null`` mean no state.
 
+One key is optional (absent in files of models without it; files written before it
+existed load unchanged):
+
+``feature_names`` (list of ``F`` unique strings, or null)
+    The names of the input columns, in order (a training DataFrame's columns or
+    ``train(feature_names=...)``). Written only when the model has names.
+
 Limits: at most ``MAX_NODES`` nodes (``T * M``) and as many leaf-value entries
 (``T * M * K``), ``MAX_FEATURES`` features, ``MAX_HISTORY`` history entries, and
 ``MAX_TEXT_BYTES`` bytes of text, so a hostile file cannot exhaust memory.
@@ -136,6 +143,7 @@ MAX_TEXT_BYTES = 2 ** 31
 _TOP_KEYS = ("format", "format_version", "jaxboost_version", "objective", "params",
              "n_features", "n_outputs", "trees_per_round", "base_margin", "bin_edges",
              "trees", "best_iteration", "best_score", "history", "train_state")
+_OPTIONAL_KEYS = ("feature_names",)
 _EXTRA_ATTRS = ("best_iteration", "best_score", "history", "train_state")
 
 
@@ -400,6 +408,9 @@ def _objective_from_dict(d, K):
     params = _dict(d["params"], f"{where}.params")
     for k, v in params.items():
         _check_scalar(v, f"{where}.params.{k}")
+    n_key = catalogue[name].n_outputs  # softmax: "n_classes", which must be an int
+    if isinstance(n_key, str) and params.get(n_key) is not None:
+        _int(params[n_key], f"{where}.params.{n_key}", lo=1)
     try:
         obj = catalogue[name].with_params(**params)
     except TypeError as e:
@@ -534,7 +545,7 @@ def to_dict(booster: Booster) -> dict:
             best_score = None
 
     n_cuts = np.asarray(edges.n_cuts)
-    return {
+    out = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
         "jaxboost_version": str(__version__),
@@ -566,6 +577,14 @@ def to_dict(booster: Booster) -> dict:
         "history": _history_to_dict(getattr(booster, "history", None)),
         "train_state": _train_state_to_dict(getattr(booster, "train_state", None)),
     }
+    names = getattr(booster, "feature_names", None)
+    if names is not None:
+        names = [str(n) for n in names]
+        if len(names) != int(booster.n_features) or len(set(names)) != len(names):
+            raise ValueError(f"booster.feature_names must be {booster.n_features} unique "
+                             f"strings, got {names!r}")
+        out["feature_names"] = names
+    return out
 
 
 # --------------------------------------------------------------------------------------
@@ -733,6 +752,22 @@ def _read_history(d) -> dict:
     return out
 
 
+def _read_feature_names(v, F):
+    where = "feature_names"
+    if v is None:
+        return None
+    if not isinstance(v, list) or len(v) != F:
+        _fail(where, f"a list of n_features = {F} strings, or null", v)
+    seen = set()
+    for i, name in enumerate(v):
+        if not isinstance(name, str):
+            _fail(f"{where}[{i}]", "a string", name)
+        if name in seen:
+            _fail(f"{where}[{i}]", "a name not used by an earlier feature", name)
+        seen.add(name)
+    return list(v)
+
+
 def _read_train_state(d):
     where = "train_state"
     if d is None:
@@ -770,7 +805,7 @@ def _parse(d) -> dict:
                                f"({FORMAT_VERSION}); upgrade jaxboost to load it")
     if version != FORMAT_VERSION:
         _fail("format_version", f"{FORMAT_VERSION}", version)
-    _keys(d, "model", _TOP_KEYS)
+    _keys(d, "model", _TOP_KEYS, _OPTIONAL_KEYS)
     if not isinstance(d["jaxboost_version"], str):
         _fail("jaxboost_version", "a string", d["jaxboost_version"])
 
@@ -804,6 +839,7 @@ def _parse(d) -> dict:
         objective=_objective_from_dict(d["objective"], K),
         ensemble=ensemble, params=params, bin_edges=edges, base_margin=base_margin,
         n_features=F, n_outputs=K, trees_per_round=tpr,
+        feature_names=_read_feature_names(d.get("feature_names"), F),
         extra=dict(best_iteration=best_iteration, best_score=best_score,
                    history=_read_history(d["history"]),
                    train_state=_read_train_state(d["train_state"])),

@@ -1,15 +1,20 @@
-"""Learning-curve figures (needs matplotlib: ``pip install jaxboost[plot]``).
+"""Figures: learning curves, feature importance and single trees.
 
-matplotlib is imported inside the functions, never when jaxboost is imported, and the
-global backend is left alone: a figure that is only saved is drawn on its own Agg
-canvas, so saving works without a display.
+Needs matplotlib (``pip install jaxboost[plot]``). matplotlib is imported inside the
+functions, never when jaxboost is imported, and the global backend is left alone: a
+figure that is only saved (``path`` given) is drawn on its own Agg canvas and never
+registered with pyplot, so saving works without a display and opens no window. With
+``path=None`` the figure is made by ``pyplot`` (it shows in a notebook).
+
+Every function returns the ``matplotlib.figure.Figure``.
 """
 
 from __future__ import annotations
 
 import math
 
-__all__ = ["plot_comparison", "plot_learning_curves"]
+__all__ = ["plot_comparison", "plot_learning_curves", "plot_history", "plot_importance",
+           "plot_tree", "IMPORTANCE_TYPES"]
 
 _LINESTYLES = ("-", "--", ":", "-.")
 
@@ -23,23 +28,28 @@ def _matplotlib():
     return matplotlib
 
 
+def _new_figure(size, path):
+    """An empty figure of ``size`` inches: pyplot's when only returned, else Agg's."""
+    _matplotlib()
+    if path is None:
+        import matplotlib.pyplot as plt
+
+        return plt.figure(figsize=size)
+    # Not registered with pyplot: nothing opens a window, and the Agg canvas draws it.
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=size)
+    FigureCanvasAgg(fig)
+    return fig
+
+
 def _figure(n_panels, path):
     """A figure with ``n_panels`` axes, up to 3 per row (2 x 2 for four)."""
     _matplotlib()
     cols = 2 if n_panels == 4 else min(n_panels, 3)
     rows = math.ceil(n_panels / cols)
-    size = (4.6 * cols, 3.6 * rows)
-    if path is None:
-        import matplotlib.pyplot as plt
-
-        fig = plt.figure(figsize=size)
-    else:
-        # Not registered with pyplot: nothing opens a window, and the Agg canvas draws it.
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-
-        fig = Figure(figsize=size)
-        FigureCanvasAgg(fig)
+    fig = _new_figure((4.6 * cols, 3.6 * rows), path)
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
     for ax in axes[n_panels:]:
         ax.set_visible(False)
@@ -149,4 +159,329 @@ def plot_learning_curves(curves, path=None, *, title=None, dpi: int = 120):
         ax.legend(fontsize=8)
     if title is not None:
         fig.suptitle(title)
+    return _finish(fig, path, dpi)
+
+
+# --------------------------------------------------------------------------------------
+# One booster: history, importance, trees
+# --------------------------------------------------------------------------------------
+
+def plot_history(booster, path=None, *, metrics=None, data=None, title=None,
+                 dpi: int = 120):
+    """The evaluation history recorded by ``train(eval_set=...)``.
+
+    One panel per metric, one line per evaluation data set, from
+    ``booster.history`` (``{data_name: {metric_name: [score per round]}}``). When early
+    stopping set ``booster.best_iteration``, a dashed line marks it (x is the round
+    count, so the best model ``booster[:best_iteration + 1]`` sits at
+    ``best_iteration + 1``) and each curve gets a dot there.
+
+    Args:
+      booster: a trained ``Booster``.
+      path: file to save the figure to (PNG by the extension); ``None`` only returns it.
+      metrics: a metric name or list of them (default: every metric in the history).
+      data: a data set name or list of them (default: all).
+      title: figure title (default: names the model's rounds and best iteration).
+      dpi: resolution of the saved file.
+
+    Returns:
+      The ``matplotlib.figure.Figure``.
+
+    Raises:
+      ImportError: matplotlib is not installed (``pip install jaxboost[plot]``).
+      ValueError: the booster has no history (train with ``eval_set=``).
+      KeyError: an unknown data set or metric name.
+    """
+    _matplotlib()
+    history = getattr(booster, "history", None) or {}
+    curves = {d: per for d, per in history.items() if per}
+    if not curves:
+        raise ValueError("booster.history is empty: train with eval_set=... (and "
+                         "optionally eval_metric=...) to record learning curves")
+    if data is not None:
+        wanted = _as_list(data)
+        for d in wanted:
+            if d not in curves:
+                raise KeyError(f"no data set {d!r} in booster.history; it has {list(curves)}")
+        curves = {d: curves[d] for d in wanted}
+    names = []
+    for per in curves.values():
+        for m in per:
+            if m not in names:
+                names.append(m)
+    if metrics is not None:
+        wanted = _as_list(metrics)
+        for m in wanted:
+            if m not in names:
+                raise KeyError(f"no metric {m!r} in booster.history; it has {names}")
+        names = wanted
+    best = getattr(booster, "best_iteration", None)
+    fig, axes = _figure(len(names), path)
+    for ax, m in zip(axes, names):
+        for j, (d, per) in enumerate(curves.items()):
+            if m not in per:
+                continue
+            values = [float(v) for v in per[m]]
+            color = f"C{j % 10}"
+            ax.plot(range(1, len(values) + 1), values, color=color, label=d)
+            if best is not None and 0 <= best < len(values):
+                ax.plot([best + 1], [values[best]], "o", color=color, markersize=5)
+        if best is not None:
+            ax.axvline(best + 1, color="0.35", linestyle="--", linewidth=1,
+                       label=f"best_iteration = {best}")
+        ax.set_title(m)
+        ax.set_xlabel("rounds k")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    if title is None:
+        title = f"Evaluation history ({len(booster)} rounds"
+        score = getattr(booster, "best_score", None)
+        if best is not None:
+            title += f", best_iteration {best}"
+            if score is not None and math.isfinite(score):
+                title += f", best_score {score:.5g}"
+        title += ")"
+    fig.suptitle(title)
+    return _finish(fig, path, dpi)
+
+
+IMPORTANCE_TYPES = ("weight", "gain", "total_gain", "cover", "total_cover")
+"""What ``plot_importance`` can rank features by (XGBoost's meanings): ``weight`` the
+number of splits on the feature, ``total_gain`` / ``total_cover`` the sum of the
+splits' loss reductions / Hessian sums, ``gain`` / ``cover`` their mean per split."""
+
+
+def _feature_names(booster) -> list:
+    names = getattr(booster, "feature_names", None)
+    n = int(booster.n_features)
+    if names is None or len(names) != n:
+        return [f"f{i}" for i in range(n)]
+    return [str(name) for name in names]
+
+
+def _importance_from_trees(booster, importance_type) -> dict:
+    """``{feature name: score}`` over the split nodes of every tree (used features only)."""
+    import numpy as np
+
+    if importance_type not in IMPORTANCE_TYPES:
+        raise ValueError(f"importance_type must be one of {IMPORTANCE_TYPES}, got "
+                         f"{importance_type!r}")
+    e = booster.ensemble
+    split = ~np.asarray(e.is_leaf, bool)
+    feature = np.asarray(e.feature)[split].astype(np.int64)
+    F = int(booster.n_features)
+    count = np.bincount(feature, minlength=F).astype(np.float64)
+    if importance_type == "weight":
+        score = count
+    else:
+        field = e.gain if importance_type.endswith("gain") else e.cover
+        total = np.bincount(feature, weights=np.asarray(field, np.float64)[split],
+                            minlength=F)
+        score = (total if importance_type.startswith("total_")
+                 else np.divide(total, count, out=np.zeros(F), where=count > 0))
+    names = _feature_names(booster)
+    return {names[f]: float(score[f]) for f in range(F) if count[f] > 0}
+
+
+def _importance(booster, importance_type) -> dict:
+    """The booster's own ``feature_importance`` when it has one, else from its trees."""
+    method = getattr(booster, "feature_importance", None)
+    if not callable(method):
+        return _importance_from_trees(booster, importance_type)
+    scores = method(importance_type)
+    if hasattr(scores, "items"):
+        return {str(k): float(v) for k, v in scores.items()}
+    names = _feature_names(booster)  # an array over all features
+    return {names[f]: float(v) for f, v in enumerate(scores) if v}
+
+
+def plot_importance(booster, path=None, *, importance_type: str = "gain",
+                    max_features: int | None = 20, title=None, dpi: int = 120):
+    """Horizontal bars of feature importance, the most important feature on top.
+
+    Scores come from ``booster.feature_importance(importance_type)`` when the booster
+    has that method, else from the trees: over every split node, the number of splits
+    per feature (``"weight"``), the mean or total loss reduction (``"gain"``,
+    ``"total_gain"``) or Hessian sum (``"cover"``, ``"total_cover"``); see
+    ``IMPORTANCE_TYPES``. Features the trees never split on are left out, as XGBoost
+    does. Bars are labelled with ``booster.feature_names`` when the model has them,
+    else ``f0``, ``f1``, ...
+
+    Args:
+      booster: a trained ``Booster``.
+      path: file to save the figure to; ``None`` only returns it.
+      importance_type: what to rank by (default ``"gain"``, the mean gain per split).
+      max_features: draw at most this many (the largest); ``None`` draws all.
+      title: figure title (default names the importance type).
+      dpi: resolution of the saved file.
+
+    Returns:
+      The ``matplotlib.figure.Figure``.
+
+    Raises:
+      ImportError: matplotlib is not installed (``pip install jaxboost[plot]``).
+      ValueError: an unknown ``importance_type`` or a ``max_features`` below 1.
+    """
+    _matplotlib()
+    if max_features is not None and (isinstance(max_features, bool)
+                                     or not isinstance(max_features, int)
+                                     or max_features < 1):
+        raise ValueError(f"max_features must be an int >= 1 or None, got {max_features!r}")
+    scores = _importance(booster, importance_type)
+    ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+    shown = ranked if max_features is None else ranked[:max_features]
+    fig = _new_figure((7.0, 1.2 + 0.32 * max(len(shown), 3)), path)
+    ax = fig.subplots()
+    if shown:
+        labels = [name for name, _ in shown][::-1]
+        values = [v for _, v in shown][::-1]
+        bars = ax.barh(range(len(shown)), values, color="C0", height=0.7)
+        ax.set_yticks(range(len(shown)), labels)
+        ax.bar_label(bars, labels=[f"{v:.4g}" for v in values], padding=3, fontsize=8)
+        ax.margins(x=0.15)
+    else:
+        ax.text(0.5, 0.5, "no split in this model", ha="center", va="center",
+                transform=ax.transAxes, color="0.4")
+        ax.set_yticks([])
+    ax.set_xlabel(importance_type)
+    ax.grid(True, axis="x", alpha=0.3)
+    hidden = len(ranked) - len(shown)
+    if title is None:
+        title = f"Feature importance ({importance_type})"
+        if hidden:
+            title += f": top {len(shown)} of {len(ranked)} features used"
+    ax.set_title(title)
+    return _finish(fig, path, dpi)
+
+
+def _tree_layout(is_split, M):
+    """``{node: (x, depth)}`` of the reachable nodes: leaves at 0, 1, 2, ... left to
+    right, each split node centred over its two children."""
+    place = {}
+    leaves = 0
+    stack = [(0, 0, False)]
+    while stack:  # post-order without recursion
+        i, depth, children_done = stack.pop()
+        left, right = 2 * i + 1, 2 * i + 2
+        split = bool(is_split[i]) and right < M
+        if not split:
+            place[i] = (float(leaves), depth)
+            leaves += 1
+        elif children_done:
+            place[i] = ((place[left][0] + place[right][0]) / 2, depth)
+        else:
+            stack += [(i, depth, True), (right, depth + 1, False), (left, depth + 1, False)]
+    return place, leaves
+
+
+def _fmt(v, precision) -> str:
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return f"{v:.{precision}g}"
+
+
+def plot_tree(booster, tree_index: int = 0, path=None, *, precision: int = 3, title=None,
+              dpi: int = 120):
+    """One tree as a diagram, drawn with matplotlib alone (no graphviz).
+
+    Split nodes read ``f2 < 0.53`` (with the split's gain and cover): a row whose
+    value is below the threshold follows the ``yes`` edge (left), others the ``no``
+    edge; ``missing`` marks the side a missing value (NaN) takes. Leaves show their
+    value (learning rate applied) and cover, green when positive and red when negative.
+    In a model with one tree per output (``trees_per_round == n_outputs``) a tree holds
+    one output's values, which the title names; a tree of vector leaves shows vectors.
+
+    Args:
+      booster: a trained ``Booster``.
+      tree_index: which tree, counting every tree of every round (``-1``: the last).
+      path: file to save the figure to; ``None`` only returns it.
+      precision: significant digits of thresholds and values.
+      title: figure title (default names the tree, its round and output).
+      dpi: resolution of the saved file.
+
+    Returns:
+      The ``matplotlib.figure.Figure``.
+
+    Raises:
+      ImportError: matplotlib is not installed (``pip install jaxboost[plot]``).
+      IndexError: ``tree_index`` is out of range.
+    """
+    _matplotlib()
+    import numpy as np
+
+    e = booster.ensemble
+    T = int(e.n_trees)
+    if isinstance(tree_index, bool) or not isinstance(tree_index, (int, np.integer)):
+        raise TypeError(f"tree_index must be an int, got {type(tree_index).__name__}")
+    if not -T <= tree_index < T:
+        raise IndexError(f"tree_index {tree_index} is out of range: the model has {T} "
+                         f"tree(s)")
+    t = int(tree_index) % T
+    feature = np.asarray(e.feature[t])
+    threshold = np.asarray(e.threshold[t], np.float64)
+    default_left = np.asarray(e.default_left[t], bool)
+    is_split = ~np.asarray(e.is_leaf[t], bool)
+    value = np.asarray(e.value[t], np.float64)
+    gain = np.asarray(e.gain[t], np.float64)
+    cover = np.asarray(e.cover[t], np.float64)
+    M = is_split.shape[0]
+    K, tpr = int(booster.n_outputs), int(booster.trees_per_round)
+    output = None
+    if value.ndim == 2 and K > 1 and tpr == K:  # one tree per output
+        output = t % K
+        value = value[:, output]
+    names = _feature_names(booster)
+
+    place, n_leaves = _tree_layout(is_split, M)
+    depth = max(d for _, d in place.values())
+    width_needed = 2.0 * n_leaves + 0.5
+    scale = min(1.0, 60.0 / width_needed)  # keep very wide trees within 60 inches
+    fontsize = max(3.0, 8.5 * scale)
+    fig = _new_figure((max(5.0, min(width_needed, 60.0)), max(2.5, 1.35 * (depth + 1))),
+                      path)
+    ax = fig.subplots()
+    ax.set_axis_off()
+    ax.set_xlim(-0.6, n_leaves - 0.4)
+    ax.set_ylim(-depth - 0.45, 0.45)
+
+    def xy(i):
+        x, d = place[i]
+        return x, -d
+
+    for i in place:  # edges first, under the boxes
+        if not (is_split[i] and 2 * i + 2 < M):
+            continue
+        x0, y0 = xy(i)
+        for child, answer in ((2 * i + 1, "yes"), (2 * i + 2, "no")):
+            x1, y1 = xy(child)
+            ax.plot([x0, x1], [y0, y1], color="0.55", linewidth=1, zorder=1)
+            missing = default_left[i] == (answer == "yes")
+            label = f"{answer}, missing" if missing else answer
+            ax.text((x0 + x1) / 2, (y0 + y1) / 2, label, ha="center", va="center",
+                    fontsize=fontsize * 0.85, color="0.25", zorder=2,
+                    bbox=dict(boxstyle="round,pad=0.15", facecolor="white",
+                              edgecolor="none", alpha=0.9))
+    for i in place:
+        x, y = xy(i)
+        if is_split[i] and 2 * i + 2 < M:
+            text = (f"{names[int(feature[i])]} < {_fmt(threshold[i], precision)}\n"
+                    f"gain {_fmt(gain[i], precision)}, cover {_fmt(cover[i], precision)}")
+            face = "#dbe8f5"
+        else:
+            v = value[i]
+            if np.ndim(v) == 0:
+                shown = _fmt(float(v), precision)
+                sign = float(v)
+            else:
+                parts = [_fmt(float(a), precision) for a in v[:4]]
+                shown = "[" + ", ".join(parts) + (", ...]" if len(v) > 4 else "]")
+                sign = 0.0
+            text = f"leaf {shown}\ncover {_fmt(cover[i], precision)}"
+            face = "#e3f4df" if sign > 0 else "#fbe3e1" if sign < 0 else "#eeeeee"
+        ax.text(x, y, text, ha="center", va="center", fontsize=fontsize, zorder=3,
+                bbox=dict(boxstyle="round,pad=0.35", facecolor=face, edgecolor="0.45"))
+    if title is None:
+        title = f"Tree {t} of {T} (round {t // tpr}"
+        title += f", output {output})" if output is not None else ")"
+    ax.set_title(title, fontsize=max(fontsize + 1.5, 8))
     return _finish(fig, path, dpi)

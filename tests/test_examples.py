@@ -48,3 +48,18 @@ def test_demo_runs_and_writes_figures(tmp_path):
         assert (tmp_path / "margins.png").stat().st_size > 10_000
     else:
         assert "figures skipped" in out
+
+
+def test_plots_example_writes_three_figures(tmp_path):
+    import importlib.util
+
+    import pytest
+
+    if importlib.util.find_spec("matplotlib") is None:
+        pytest.skip("examples/plots.py needs matplotlib")
+    out = run("plots.py", "--rounds", "40", "--out", str(tmp_path))
+    assert "early stopping kept" in out, out
+    for name in ("history.png", "importance.png", "tree.png"):
+        path = tmp_path / name
+        assert path.exists(), out
+        assert path.read_bytes()[:4] == b"\x89PNG" and path.stat().st_size > 5_000, name

@@ -1,0 +1,360 @@
+r"""Model explanations: feature importance, a text dump of the trees, exact TreeSHAP.
+
+``Booster.feature_importance``, ``Booster.dump`` and
+``Booster.predict(X, pred_contribs=True)`` delegate here.
+
+**Feature importance** follows XGBoost's ``get_score`` conventions: a split's gain is
+its loss change :math:`S(G_L, H_L) + S(G_R, H_R) - S(G, H)` and its cover the sum of
+hessians of the rows reaching the node; ``"weight"`` counts splits, ``"gain"`` and
+``"cover"`` are means over a feature's splits, ``"total_gain"`` and ``"total_cover"``
+sums. Features that never split are left out, as XGBoost does.
+
+**SHAP values** are computed exactly with the path-dependent TreeSHAP algorithm of
+Lundberg, Erion & Lee (2018, "Consistent individualized feature attribution for tree
+ensembles"): the value of a coalition :math:`S` of features is the expected output of
+the tree when the features of :math:`S` are known and at every split on an unknown
+feature the two branches are averaged with the weights of their covers. For one leaf,
+the path from the root holds a set :math:`U` of distinct features; feature :math:`d`
+of the path has a "zero fraction" :math:`z_d` (the product of the cover ratios of the
+path's edges that split on :math:`d`) and a "one fraction" :math:`o_d \in \{0, 1\}`
+(whether the row follows every one of those edges; a missing value follows the default
+direction). The leaf contributes
+
+.. math:: \phi_d \mathrel{+}= v \,(o_d - z_d) \sum_{S \subseteq U \setminus d}
+          \frac{|S|!\,(|U| - |S| - 1)!}{|U|!}
+          \prod_{e \in S} o_e \prod_{e \in U \setminus S \setminus d} z_e,
+
+and the sum over subsets comes from the "extend" and "unwind" recurrences of the paper
+in :math:`O(|U|^2)` operations. The bias column is the base margin plus every tree's
+cover-weighted mean leaf value, so every row sums to its margin.
+
+Evaluation is vectorised over all leaf paths of the ensemble at once. Because a path's
+contributions depend on the row only through its one fractions, a bit pattern of
+``|U| <= max_depth`` bits, when :math:`2^{|U|}` is below the number of rows the
+contributions are tabulated once per path for every pattern and each row looks its
+pattern up; otherwise they are computed row by row.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+IMPORTANCE_TYPES = ("weight", "gain", "total_gain", "cover", "total_cover")
+
+# Elements of the largest intermediate array (float64) the SHAP evaluation builds.
+_CHUNK_ELEMENTS = 1 << 22
+
+
+def _names(booster):
+    names = getattr(booster, "feature_names", None)
+    if names is not None and len(names) == booster.n_features:
+        return list(names)
+    return [f"f{i}" for i in range(booster.n_features)]
+
+
+def _reachable(ens) -> np.ndarray:
+    """``(T, M)`` bool: the node is reached from the root (slots below leaves are not)."""
+    is_leaf = np.asarray(ens.is_leaf)
+    T, M = is_leaf.shape
+    reach = np.zeros((T, M), bool)
+    if M:
+        reach[:, 0] = True
+    for i in range((M - 1) // 2):  # parents come before children in heap order
+        down = reach[:, i] & ~is_leaf[:, i]
+        reach[:, 2 * i + 1] = down
+        reach[:, 2 * i + 2] = down
+    return reach
+
+
+def _splits(booster):
+    ens = booster.ensemble.to_numpy()
+    split = _reachable(ens) & ~ens.is_leaf
+    return ens, split
+
+
+def feature_importance(booster, importance_type: str = "gain") -> dict:
+    """Per-feature importance over all splits of the model.
+
+    Args:
+      booster: a ``Booster``.
+      importance_type: ``"weight"`` (number of splits on the feature), ``"gain"`` (mean
+        loss change of its splits), ``"total_gain"``, ``"cover"`` (mean sum of hessians
+        at its splits) or ``"total_cover"``.
+
+    Returns:
+      ``{name: value}`` for the features that split at least once, in feature order;
+      names are ``booster.feature_names`` when known, else ``"f0"``, ``"f1"``, ...
+      (the keys of XGBoost's ``get_score``).
+    """
+    if importance_type not in IMPORTANCE_TYPES:
+        raise ValueError(f"importance_type must be one of {', '.join(IMPORTANCE_TYPES)}; "
+                         f"got {importance_type!r}")
+    ens, split = _splits(booster)
+    F = booster.n_features
+    feat = np.asarray(ens.feature)[split]
+    count = np.bincount(feat, minlength=F).astype(np.float64)
+    if importance_type == "weight":
+        score = count
+    else:
+        src = ens.gain if importance_type.endswith("gain") else ens.cover
+        total = np.bincount(feat, weights=np.asarray(src, np.float64)[split], minlength=F)
+        score = total if importance_type.startswith("total") else (
+            total / np.maximum(count, 1))
+    names = _names(booster)
+    return {names[f]: float(score[f]) for f in range(F) if count[f] > 0}
+
+
+def _g(v) -> str:
+    return f"{float(v):.9g}"
+
+
+def dump(booster, with_stats: bool = True) -> str:
+    """Every tree as indented text, in the style of XGBoost's text dump.
+
+    A split node reads ``3:[f2<0.5] yes=7,no=8,missing=7,gain=...,cover=...`` and a leaf
+    ``7:leaf=0.0123,cover=...``: node ids are heap indices (as ``predict_leaf`` gives),
+    ``yes`` is the child of rows with ``x < threshold``, ``missing`` the child of rows
+    with a missing value. Leaf values include the learning rate. Trees of multi-class
+    models name their class.
+
+    Args:
+      booster: a ``Booster``.
+      with_stats: add ``gain`` and ``cover``.
+    """
+    ens = booster.ensemble.to_numpy()
+    names = _names(booster)
+    K, tpr = booster.n_outputs, booster.trees_per_round
+    lines = []
+    for t in range(ens.n_trees):
+        head = f"booster[{t}]"
+        if K > 1 and tpr == K:
+            head += f" (class {t % K})"
+        lines.append(head + ":")
+        value = ens.value[t]
+        if K > 1 and tpr == K:
+            value = value[:, t % K]
+        stack = [(0, 0)]
+        while stack:
+            i, depth = stack.pop()
+            pad = "\t" * depth
+            cover = f",cover={_g(ens.cover[t, i])}" if with_stats else ""
+            if ens.is_leaf[t, i]:
+                v = value[i]
+                text = (_g(v) if np.ndim(v) == 0
+                        else "[" + ",".join(_g(x) for x in np.ravel(v)) + "]")
+                lines.append(f"{pad}{i}:leaf={text}{cover}")
+                continue
+            yes, no = 2 * i + 1, 2 * i + 2
+            missing = yes if ens.default_left[t, i] else no
+            gain = f",gain={_g(ens.gain[t, i])}" if with_stats else ""
+            lines.append(f"{pad}{i}:[{names[int(ens.feature[t, i])]}<"
+                         f"{_g(ens.threshold[t, i])}] yes={yes},no={no},missing={missing}"
+                         f"{gain}{cover}")
+            stack += [(no, depth + 1), (yes, depth + 1)]
+    return "\n".join(lines) + "\n"
+
+
+# --- TreeSHAP -------------------------------------------------------------------------
+
+class _Paths:
+    """Every root-to-leaf path of the ensemble, its distinct features merged.
+
+    Element ``e`` of path ``p`` constrains feature ``feature[p, e]``: a present value
+    follows the path iff ``x >= lo`` (when ``has_lo``) and ``x < hi`` (when ``has_hi``);
+    a missing one iff ``missing_ok``. ``zero`` is the product of the cover ratios of the
+    path's edges on that feature. Padding elements (``pad``) have ``zero = 1`` and are
+    always followed: they are null players and change no Shapley value.
+    """
+
+    def __init__(self, booster):
+        ens = booster.ensemble.to_numpy()
+        T = ens.n_trees
+        K, tpr = booster.n_outputs, booster.trees_per_round
+        feature, thr = np.asarray(ens.feature), np.asarray(ens.threshold)
+        dleft, is_leaf = np.asarray(ens.default_left), np.asarray(ens.is_leaf)
+        cover = np.asarray(ens.cover, np.float64)
+        value = np.asarray(ens.value, np.float64)
+        rows, leaf_values, trees = [], [], []
+        for t in range(T):
+            # Depth-first walk; each stack entry carries the merged constraints so far:
+            # {feature: [lo, hi, has_lo, has_hi, missing_ok, zero]} (insertion order).
+            stack = [(0, {})]
+            while stack:
+                i, cons = stack.pop()
+                if is_leaf[t, i]:
+                    rows.append(list(cons.items()))
+                    v = value[t, i]
+                    if K > 1 and tpr == K:
+                        v = np.eye(K)[t % K] * v[t % K]
+                    leaf_values.append(np.reshape(v, K))
+                    trees.append(t)
+                    continue
+                f, x = int(feature[t, i]), float(thr[t, i])
+                c = cover[t, i]
+                for child, left in ((2 * i + 1, True), (2 * i + 2, False)):
+                    ratio = cover[t, child] / c if c > 0 else 0.5
+                    lo, hi, has_lo, has_hi, miss, zero = cons.get(
+                        f, (-np.inf, np.inf, False, False, True, 1.0))
+                    if left:
+                        hi, has_hi = (min(hi, x), True) if has_hi else (x, True)
+                    else:
+                        lo, has_lo = (max(lo, x), True) if has_lo else (x, True)
+                    new = dict(cons)
+                    new[f] = (lo, hi, has_lo, has_hi,
+                              miss and bool(dleft[t, i]) == left, zero * ratio)
+                    stack.append((child, new))
+        P = len(rows)
+        L = max([len(r) for r in rows] + [0])
+        self.n_paths, self.length = P, L
+        self.tree = np.asarray(trees, np.int64)
+        self.value = np.asarray(leaf_values, np.float64).reshape(P, K)
+        self.feature = np.zeros((P, L), np.int64)
+        self.lo = np.full((P, L), -np.inf)
+        self.hi = np.full((P, L), np.inf)
+        self.has_lo = np.zeros((P, L), bool)
+        self.has_hi = np.zeros((P, L), bool)
+        self.missing_ok = np.ones((P, L), bool)
+        self.zero = np.ones((P, L))
+        self.pad = np.ones((P, L), bool)
+        for p, r in enumerate(rows):
+            for e, (f, (lo, hi, has_lo, has_hi, miss, zero)) in enumerate(r):
+                self.feature[p, e] = f
+                self.lo[p, e], self.hi[p, e] = lo, hi
+                self.has_lo[p, e], self.has_hi[p, e] = has_lo, has_hi
+                self.missing_ok[p, e], self.zero[p, e] = miss, zero
+                self.pad[p, e] = False
+
+    def ones(self, X, paths):
+        """``(N, P', L)`` bool one fractions of the rows of ``X`` on the given paths."""
+        x = X[:, self.feature[paths]]  # (N, P', L)
+        with np.errstate(invalid="ignore"):
+            present = ((~self.has_lo[paths] | (x >= self.lo[paths]))
+                       & (~self.has_hi[paths] | (x < self.hi[paths])))
+        follow = np.where(np.isnan(x), self.missing_ok[paths], present)
+        return follow | self.pad[paths]
+
+
+def _factors(zero, one):
+    """Path-dependent Shapley factors of path elements.
+
+    Args:
+      zero: ``(L, P, 1)`` zero fractions of the ``L`` elements of ``P`` paths.
+      one: ``(L, P, R)`` one fractions (0 or 1) for ``R`` rows (or bit patterns).
+
+    Returns:
+      ``(L, P, R)``: ``(o_e - z_e) * (sum of the unwound weights without e)``; times a
+      leaf value, the element's SHAP contribution.
+    """
+    one = np.asarray(one, np.float64)
+    L, P, R = one.shape
+    # Extend: w[s] is the weight of coalitions with s "one" elements, the path starting
+    # with a dummy element of zero = one = 1 (w = [1]), then each element in turn.
+    w = np.zeros((L + 1, P, R))
+    w[0] = 1.0
+    for n in range(1, L + 1):  # n elements in the path so far (the dummy included)
+        z, o = zero[n - 1], one[n - 1]
+        s = np.arange(n + 1, dtype=np.float64)[:, None, None]
+        new = z * w[: n + 1] * ((n - s) / (n + 1))
+        new[1:] += o * w[:n] * (s[1:] / (n + 1))
+        w[: n + 1] = new
+    # Unwind each element (vectorised over elements): the sum of the weights of the
+    # path without it. One fraction 1: a backward recurrence; 0: a closed form.
+    n = L + 1
+    total_one = np.zeros((L, P, R))
+    carry = np.broadcast_to(w[L], (L, P, R))
+    total_zero = np.zeros((P, R))
+    for j in range(L - 1, -1, -1):
+        tmp = carry * (n / (j + 1))
+        total_one += tmp
+        carry = w[j] - tmp * zero * ((n - j - 1) / n)
+        total_zero = total_zero + w[j] * (n / (n - j - 1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        total = np.where(one > 0, total_one, total_zero / zero)
+        out = total * (one - zero)
+    return np.where((one > 0) | (zero > 0), out, 0.0)
+
+
+def _pattern_table(zero, L):
+    """Factors of every bit pattern of one fractions: ``(L, P, 2 ** L)``."""
+    codes = np.arange(1 << L)
+    bits = ((codes[None, :] >> np.arange(L)[:, None]) & 1).astype(bool)  # (L, R)
+    P = zero.shape[1]
+    return _factors(zero, np.broadcast_to(bits[:, None, :], (L, P, 1 << L)))
+
+
+def _scatter_plan(feat):
+    """Column order grouping equal features, group starts, and each group's feature."""
+    order = np.argsort(feat, kind="stable")
+    sorted_feat = feat[order]
+    starts = np.flatnonzero(np.r_[True, sorted_feat[1:] != sorted_feat[:-1]])
+    return order, starts, sorted_feat[starts]
+
+
+def _contributions(paths, paths_idx, weight, X, F, use_patterns=None):
+    """``(N, F)``: per feature, the sum over the given paths of ``weight * factor``."""
+    N = X.shape[0]
+    L = paths.length
+    out = np.zeros((N, F))
+    if L == 0 or paths_idx.size == 0 or N == 0:
+        return out
+    if use_patterns is None:
+        use_patterns = (1 << L) <= N
+    # Rows per chunk and paths per chunk bound the factor arrays ((L + 1) x paths x
+    # patterns-or-rows) and the per-row arrays (rows x paths x L).
+    rows = min(N, 2048 if use_patterns else 512)
+    width = (1 << L) if use_patterns else rows
+    chunk = max(1, _CHUNK_ELEMENTS // (2 * max((L + 1) * width, L * rows)))
+    for start in range(0, paths_idx.size, chunk):
+        ps = paths_idx[start: start + chunk]
+        zero = paths.zero[ps].T[:, :, None]  # (L, P', 1)
+        wts = weight[start: start + chunk]
+        order, starts, groups = _scatter_plan(paths.feature[ps].ravel())  # path-major
+        if use_patterns:
+            table = _pattern_table(zero, L) * wts[None, :, None]  # (L, P', 2 ** L)
+            eidx = np.arange(L)[None, None, :]
+            pidx = np.arange(ps.size)[None, :, None]
+        for r0 in range(0, N, rows):
+            Xr = X[r0: r0 + rows]
+            n = Xr.shape[0]
+            one = paths.ones(Xr, ps)  # (n, P', L)
+            if use_patterns:
+                code = (one.astype(np.int64) << np.arange(L)).sum(-1)  # (n, P')
+                vals = table[eidx, pidx, code[:, :, None]]  # (n, P', L)
+            else:
+                vals = np.transpose(
+                    _factors(zero, np.transpose(one, (2, 1, 0))) * wts[None, :, None],
+                    (2, 1, 0))
+            vals = vals.reshape(n, -1)[:, order]
+            out[r0: r0 + n, groups] += np.add.reduceat(vals, starts, axis=1)
+    return out
+
+
+def shap_values(booster, X, *, use_patterns=None) -> np.ndarray:
+    """Exact path-dependent TreeSHAP values.
+
+    Args:
+      booster: a ``Booster``.
+      X: ``(N, F)`` float32 features, already validated, NaN = missing.
+      use_patterns: force (True) or forbid (False) the per-pattern tables; ``None``
+        picks the cheaper evaluation.
+
+    Returns:
+      ``(N, F + 1)`` float32 (``(N, K, F + 1)`` for K outputs): per-feature
+      contributions to the margin and, last, the bias (base margin plus the trees'
+      cover-weighted mean outputs). Each row sums to ``predict(X, output_margin=True)``.
+    """
+    X = np.asarray(X, np.float32)
+    N, F = X.shape
+    K = booster.n_outputs
+    paths = _Paths(booster)
+    out = np.zeros((N, K, F + 1))
+    bias = np.asarray(booster.base_margin, np.float64).reshape(-1) * np.ones(K)
+    reach = np.prod(paths.zero, axis=1) if paths.length else np.ones(paths.n_paths)
+    bias = bias + (paths.value * reach[:, None]).sum(axis=0)
+    out[:, :, F] = bias
+    for k in range(K):
+        idx = np.flatnonzero(paths.value[:, k] != 0)
+        out[:, k, :F] = _contributions(paths, idx, paths.value[idx, k], X, F,
+                                       use_patterns)
+    out = out.astype(np.float32)
+    return out[:, 0] if K == 1 else out

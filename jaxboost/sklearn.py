@@ -1,0 +1,409 @@
+"""scikit-learn estimators: ``JaxBoostRegressor`` and ``JaxBoostClassifier``.
+
+Thin adapters over ``jaxboost.train``: ``fit`` checks the data the way scikit-learn
+estimators do, encodes class labels, and calls ``train``; the trained ``Booster`` is
+``booster_``. Every hyperparameter is an explicit keyword of ``__init__`` stored as
+given, so the estimators work with ``clone``, ``Pipeline``, ``GridSearchCV`` and
+``cross_val_score``. ``n_estimators`` is ``train``'s ``n_rounds`` and ``random_state``
+its ``seed``; the other names are ``train``'s own. ``objective`` is a catalogue name,
+an ``objectives`` entry, or any JAX callable ``loss(y, pred)``.
+
+>>> import numpy as np
+>>> from jaxboost.sklearn import JaxBoostClassifier
+>>> X = np.random.default_rng(0).normal(size=(120, 3))
+>>> y = np.where(X[:, 0] > 0, "yes", "no")
+>>> clf = JaxBoostClassifier(n_estimators=5, max_depth=2).fit(X, y)
+>>> clf.classes_.tolist(), clf.predict_proba(X[:2]).shape
+(['no', 'yes'], (2, 2))
+>>> float(clf.score(X, y))
+1.0
+
+Pickling. ``pickle.dumps(estimator)`` works: the booster travels as its JSON model text
+(``jaxboost.io``) and is rebuilt, bit for bit, on unpickling; a custom loss is pickled
+by reference (module and name), like any function. But **unpickling runs code named in
+the file**: never unpickle (or ``joblib.load``) a file you do not trust. To share or
+store a model, save the booster as JSON with ``est.booster_.save(path)`` and read it
+with ``jaxboost.load(path)``: that format holds data only and is validated on load.
+"""
+
+from __future__ import annotations
+
+import copy
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from objectives import Objective
+
+from . import io
+from .boosting import resolve_objective, train
+
+__all__ = ["JaxBoostRegressor", "JaxBoostClassifier"]
+
+# Estimator parameters passed to train() under the same name.
+_SAME_NAME = ("learning_rate", "max_depth", "reg_lambda", "reg_alpha", "gamma",
+              "min_child_weight", "max_delta_step", "max_bin", "subsample",
+              "colsample_bytree", "colsample_bylevel", "colsample_bynode", "hessian",
+              "refit", "multi_strategy", "early_stopping_rounds", "eval_metric", "verbose")
+
+
+def gain_importance(booster) -> np.ndarray:
+    """Total split gain per feature, normalised to sum to 1 (zeros without splits).
+
+    >>> import numpy as np, jaxboost
+    >>> X = np.random.default_rng(0).normal(size=(100, 3)).astype(np.float32)
+    >>> imp = gain_importance(jaxboost.train("squared", X, X[:, 1], n_rounds=3))
+    >>> int(imp.argmax()), round(float(imp.sum()), 6)
+    (1, 1.0)
+    """
+    e = booster.ensemble
+    split = ~np.asarray(e.is_leaf, bool)
+    gain = np.where(split, np.asarray(e.gain, np.float64), 0.0)
+    total = np.bincount(np.asarray(e.feature)[split], weights=gain[split],
+                        minlength=booster.n_features)[: booster.n_features]
+    s = total.sum()
+    return total / s if s > 0 else np.zeros(booster.n_features)
+
+
+def _seed(random_state):
+    """``random_state`` (None, int or ``RandomState``) as ``train``'s ``seed``."""
+    if random_state is None:
+        return None
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        return int(random_state)
+    return int(check_random_state(random_state).randint(2 ** 31 - 1))
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _softmax(x):
+    z = np.exp(x - x.max(axis=1, keepdims=True))
+    return z / z.sum(axis=1, keepdims=True)
+
+
+class _JaxBoostModel(BaseEstimator):
+    """What the regressor and the classifier share: fitting, state, pickling."""
+
+    _y_numeric = True  # validate_data(y_numeric=...): False for the classifier
+
+    # --- fitting ------------------------------------------------------------------
+    def _validate_X(self, X, reset):
+        return validate_data(self, X, reset=reset, dtype=np.float32,
+                             ensure_all_finite="allow-nan")
+
+    def _train_kwargs(self):
+        kw = {name: getattr(self, name) for name in _SAME_NAME}
+        n = self.n_estimators
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
+            raise ValueError(f"n_estimators must be an integer >= 0, got {n!r}")
+        kw["n_rounds"] = int(n)
+        kw["seed"] = _seed(self.random_state)
+        return kw
+
+    def _fit(self, X, y, sample_weight, eval_set, encode):
+        """Validate the data, then ``train``.
+
+        ``encode(y, sample_weight)`` returns ``(objective, n_outputs, labels)`` for
+        ``train`` (the classifier encodes its labels there).
+        """
+        X, y = validate_data(self, X, y, dtype=np.float32, ensure_all_finite="allow-nan",
+                             y_numeric=self._y_numeric)
+        if sample_weight is not None:
+            # shape, finite, >= 0 and not all zero, with scikit-learn's messages
+            sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float32,
+                                                 ensure_non_negative=True)
+        objective, n_outputs, y_train = encode(y, sample_weight)
+        evals = None
+        if eval_set is not None:
+            if not isinstance(eval_set, (list, tuple)):
+                raise TypeError(f"eval_set must be a list of (X, y) or (X, y, "
+                                f"sample_weight) tuples, got {type(eval_set).__name__}")
+            evals = []
+            for i, item in enumerate(eval_set):
+                if not isinstance(item, (list, tuple)) or len(item) not in (2, 3):
+                    raise TypeError(f"eval_set[{i}] must be (X, y) or (X, y, "
+                                    f"sample_weight)")
+                Xe = self._validate_X(item[0], reset=False)
+                ye = self._encode_eval_labels(np.asarray(item[1]), i)
+                evals.append((Xe, ye) + tuple(item[2:]))
+        names = getattr(self, "feature_names_in_", None)
+        self.booster_ = train(objective, X, y_train, sample_weight=sample_weight,
+                              eval_set=evals, n_outputs=n_outputs,
+                              feature_names=None if names is None else list(names),
+                              **self._train_kwargs())
+        return self
+
+    def _encode_eval_labels(self, y, i):
+        return y
+
+    # --- fitted state ---------------------------------------------------------------
+    def _booster(self):
+        check_is_fitted(self, "booster_")
+        return self.booster_
+
+    @property
+    def feature_importances_(self) -> np.ndarray:
+        """Total split gain per feature over all trees, normalised to sum to 1."""
+        booster = self._booster()
+        if not hasattr(booster, "feature_importance"):
+            return gain_importance(booster)
+        # XGBoost's get_score convention: {name: total gain}, features without splits
+        # left out; names are the booster's feature_names, else f0, f1, ...
+        scores = booster.feature_importance("total_gain")
+        names = booster.feature_names or [f"f{i}" for i in range(booster.n_features)]
+        imp = np.array([scores.get(n, 0.0) for n in names], np.float64)
+        s = imp.sum()
+        return imp / s if s > 0 else np.zeros(booster.n_features)
+
+    @property
+    def best_iteration(self):
+        """The best round (0-based) found by early stopping, else None."""
+        return self._booster().best_iteration
+
+    @property
+    def best_score(self):
+        """The watched metric at ``best_iteration`` (early stopping), else None."""
+        return self._booster().best_score
+
+    def evals_result(self) -> dict:
+        """Evaluation history ``{data_name: {metric: [per round]}}`` of the ``eval_set``
+        given to ``fit`` (sets named ``validation_0``, ``validation_1``, ...)."""
+        return copy.deepcopy(self._booster().history)
+
+    def get_booster(self):
+        """The trained ``jaxboost.Booster`` (same as ``booster_``)."""
+        return self._booster()
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True  # NaN = missing, routed by learned defaults
+        return tags
+
+    # --- pickling: the booster as validated JSON text -------------------------------
+    def __getstate__(self):
+        state = dict(super().__getstate__())  # a copy: never edit the live __dict__
+        booster = state.pop("booster_", None)
+        if booster is not None:
+            state["_booster_json"] = io.dumps(booster)
+            if io._objective_to_dict(booster.objective)["kind"] == "callable":
+                state["_booster_loss"] = booster.objective  # pickled by reference
+        return state
+
+    def __setstate__(self, state):
+        state = dict(state)
+        text = state.pop("_booster_json", None)
+        loss = state.pop("_booster_loss", None)
+        super().__setstate__(state)
+        if text is not None:
+            self.booster_ = io.loads(text, objective=loss)
+
+
+class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
+    """Gradient-boosted trees for regression on any per-row JAX loss.
+
+    Parameters are ``jaxboost.train``'s (see its docstring), with scikit-learn's names
+    for two of them: ``n_estimators`` (``n_rounds``) and ``random_state`` (``seed``;
+    an int, None, or a ``RandomState`` to draw one from). ``objective`` defaults to
+    ``"squared"``; ``predict`` returns the objective's response (its inverse link of
+    the margin, e.g. ``exp`` for ``"poisson"``). ``score`` is R².
+
+    Attributes:
+      booster_: the trained ``jaxboost.Booster``.
+      n_features_in_, feature_names_in_: as in scikit-learn (the latter only after
+        fitting on a DataFrame with string column names).
+      feature_importances_: total split gain per feature, normalised to sum 1.
+      best_iteration, best_score: early-stopping result (None without it).
+
+    Example:
+      >>> import numpy as np
+      >>> from jaxboost.sklearn import JaxBoostRegressor
+      >>> X = np.random.default_rng(0).normal(size=(200, 2))
+      >>> reg = JaxBoostRegressor(n_estimators=20, max_depth=3).fit(X, 2 * X[:, 0])
+      >>> bool(reg.score(X, 2 * X[:, 0]) > 0.9), reg.predict(X[:3]).shape
+      (True, (3,))
+    """
+
+    def __init__(self, *, objective="squared", n_estimators=100, learning_rate=0.3,
+                 max_depth=6, reg_lambda=1.0, reg_alpha=0.0, gamma=0.0,
+                 min_child_weight=1.0, max_delta_step=0.0, max_bin=256, subsample=1.0,
+                 colsample_bytree=1.0, colsample_bylevel=1.0, colsample_bynode=1.0,
+                 hessian="auto", refit="auto", multi_strategy="one_output_per_tree",
+                 early_stopping_rounds=None, eval_metric=None, random_state=None,
+                 verbose=False):
+        self.objective = objective
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.max_depth = max_depth
+        self.reg_lambda = reg_lambda
+        self.reg_alpha = reg_alpha
+        self.gamma = gamma
+        self.min_child_weight = min_child_weight
+        self.max_delta_step = max_delta_step
+        self.max_bin = max_bin
+        self.subsample = subsample
+        self.colsample_bytree = colsample_bytree
+        self.colsample_bylevel = colsample_bylevel
+        self.colsample_bynode = colsample_bynode
+        self.hessian = hessian
+        self.refit = refit
+        self.multi_strategy = multi_strategy
+        self.early_stopping_rounds = early_stopping_rounds
+        self.eval_metric = eval_metric
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def fit(self, X, y, sample_weight=None, eval_set=None):
+        """Train on ``X`` (array or DataFrame, NaN = missing) and ``y``.
+
+        Args:
+          sample_weight: optional non-negative weight per row.
+          eval_set: optional list of ``(X, y)`` or ``(X, y, sample_weight)`` evaluated
+            after every round (``evals_result()``; early stopping watches the last).
+
+        Returns:
+          self.
+        """
+        def encode(y, sample_weight):
+            return self.objective, None, y
+
+        return self._fit(X, y, sample_weight, eval_set, encode)
+
+    def predict(self, X) -> np.ndarray:
+        """The objective's response for each row: ``(N,)`` (``(N, K)`` for K outputs)."""
+        booster = self._booster()
+        return booster.predict(self._validate_X(X, reset=False))
+
+
+class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
+    """Gradient-boosted trees for binary and multi-class classification.
+
+    Labels may be any values (strings, ints, ...): they are encoded as ``0..K-1`` in
+    the order of ``classes_`` and ``predict`` returns the original labels.
+    ``objective="auto"`` (the default) trains ``"logistic"`` for two classes and
+    ``"softmax"`` for more; any catalogue name, ``objectives`` entry or callable works
+    too. ``predict_proba`` goes through the objective's inverse link (two classes:
+    columns ``[1 - p, p]``); a plain callable has no link, so its margins are read as
+    logits (sigmoid for two classes, softmax over ``K`` margins for more, with
+    ``n_outputs=K`` passed to ``train``). ``score`` is accuracy. Other parameters as in
+    ``JaxBoostRegressor``.
+
+    Attributes:
+      classes_, n_classes_: the labels seen in ``fit``, sorted, and their number.
+      booster_, n_features_in_, feature_names_in_, feature_importances_,
+      best_iteration, best_score: as in ``JaxBoostRegressor``.
+
+    Example:
+      >>> import numpy as np
+      >>> from jaxboost.sklearn import JaxBoostClassifier
+      >>> X = np.random.default_rng(0).normal(size=(300, 2))
+      >>> y = np.digitize(X[:, 0], [-0.5, 0.5])          # three classes 0, 1, 2
+      >>> clf = JaxBoostClassifier(n_estimators=10, max_depth=2).fit(X, y)
+      >>> proba = clf.predict_proba(X)
+      >>> proba.shape, bool(np.allclose(proba.sum(axis=1), 1.0))
+      ((300, 3), True)
+    """
+
+    _y_numeric = False
+
+    def __init__(self, *, objective="auto", n_estimators=100, learning_rate=0.3,
+                 max_depth=6, reg_lambda=1.0, reg_alpha=0.0, gamma=0.0,
+                 min_child_weight=1.0, max_delta_step=0.0, max_bin=256, subsample=1.0,
+                 colsample_bytree=1.0, colsample_bylevel=1.0, colsample_bynode=1.0,
+                 hessian="auto", refit="auto", multi_strategy="one_output_per_tree",
+                 early_stopping_rounds=None, eval_metric=None, random_state=None,
+                 verbose=False):
+        self.objective = objective
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.max_depth = max_depth
+        self.reg_lambda = reg_lambda
+        self.reg_alpha = reg_alpha
+        self.gamma = gamma
+        self.min_child_weight = min_child_weight
+        self.max_delta_step = max_delta_step
+        self.max_bin = max_bin
+        self.subsample = subsample
+        self.colsample_bytree = colsample_bytree
+        self.colsample_bylevel = colsample_bylevel
+        self.colsample_bynode = colsample_bynode
+        self.hessian = hessian
+        self.refit = refit
+        self.multi_strategy = multi_strategy
+        self.early_stopping_rounds = early_stopping_rounds
+        self.eval_metric = eval_metric
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _resolved_objective(self, n_classes):
+        """(objective for train, n_outputs for train)."""
+        if isinstance(self.objective, str) and self.objective == "auto":
+            objective = resolve_objective("logistic" if n_classes == 2 else "softmax")
+        else:
+            objective = resolve_objective(self.objective)
+        if isinstance(objective, Objective):
+            if objective.outputs is None and isinstance(objective.n_outputs, str):
+                objective = objective.with_params(**{objective.n_outputs: n_classes})
+            return objective, None
+        return objective, (None if n_classes == 2 else n_classes)
+
+    def fit(self, X, y, sample_weight=None, eval_set=None):
+        """Train on ``X`` (array or DataFrame, NaN = missing) and labels ``y``.
+
+        Args:
+          sample_weight: optional non-negative weight per row.
+          eval_set: optional list of ``(X, y)`` or ``(X, y, sample_weight)``, labels
+            from ``classes_``; evaluated after every round (``evals_result()``).
+
+        Returns:
+          self.
+        """
+        def encode(y, sample_weight):
+            check_classification_targets(y)
+            classes, codes = np.unique(y, return_inverse=True)
+            present = classes if sample_weight is None else np.unique(y[sample_weight > 0])
+            if len(present) < 2:
+                where = "" if sample_weight is None else " with a positive sample_weight"
+                raise ValueError(f"{type(self).__name__} needs at least 2 classes in y"
+                                 f"{where}; got 1 class: {present[0]!r}")
+            self.classes_ = classes
+            self.n_classes_ = len(classes)
+            objective, n_outputs = self._resolved_objective(len(classes))
+            return objective, n_outputs, codes.astype(np.float32)
+
+        return self._fit(X, y, sample_weight, eval_set, encode)
+
+    def _encode_eval_labels(self, y, i):
+        y = np.ravel(y)
+        codes = np.searchsorted(self.classes_, y)
+        codes = np.clip(codes, 0, len(self.classes_) - 1)
+        unknown = self.classes_[codes] != y
+        if unknown.any():
+            raise ValueError(f"eval_set[{i}] has labels not seen in y: "
+                             f"{np.unique(y[unknown])[:10].tolist()}")
+        return codes.astype(np.float32)
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities ``(N, n_classes)``, columns in the order of ``classes_``."""
+        booster = self._booster()
+        X = self._validate_X(X, reset=False)
+        if isinstance(booster.objective, Objective):
+            out = np.asarray(booster.predict(X), np.float64)
+        else:  # a plain callable: margins read as logits
+            margin = np.asarray(booster.predict(X, output_margin=True), np.float64)
+            out = _sigmoid(margin) if margin.ndim == 1 else _softmax(margin)
+        if out.ndim == 1:
+            p = np.clip(out, 0.0, 1.0)
+            return np.stack([1.0 - p, p], axis=1)
+        out = np.clip(out, 0.0, None)
+        return out / out.sum(axis=1, keepdims=True)
+
+    def predict(self, X) -> np.ndarray:
+        """The most probable class of each row, as one of ``classes_``."""
+        proba = self.predict_proba(X)  # checks that the model is fitted
+        return self.classes_[np.argmax(proba, axis=1)]

@@ -1,0 +1,230 @@
+"""Explanations: exact TreeSHAP (rows sum to the margin; equal to XGBoost's
+``pred_contribs`` on the exported model; equal to Shapley values by enumeration of
+coalitions), feature importance against XGBoost's ``get_score``, and the text dump."""
+
+import itertools
+import json
+import math
+
+import numpy as np
+import pytest
+
+import jaxboost
+from jaxboost.explain import shap_values
+from jaxboost.interop import to_xgboost_json
+
+xgb = pytest.importorskip("xgboost")
+
+OBJECTIVES = ("squared", "logistic", "softmax")
+
+
+@pytest.fixture(scope="module")
+def data():
+    # Same shapes and parameters as tests/test_interop.py: one compiled training program
+    # per objective serves both files.
+    rng = np.random.default_rng(11)
+    N, F = 300, 5
+    X = rng.normal(size=(N, F)).astype(np.float32)
+    X[:, 3] = rng.integers(0, 4, size=N)
+    X[rng.random((N, F)) < 0.12] = np.nan
+    z = np.nan_to_num(X[:, 0]) - 0.7 * np.nan_to_num(X[:, 1], nan=1.0) + 0.4 * np.nan_to_num(
+        X[:, 2] * X[:, 3])
+    labels = {
+        "squared": (z + 0.3 * rng.normal(size=N)).astype(np.float32),
+        "logistic": (rng.random(N) < 1 / (1 + np.exp(-2 * z))).astype(np.float32),
+        "softmax": np.digitize(z, [-0.6, 0.6]).astype(np.float32),
+    }
+    return X, labels
+
+
+@pytest.fixture(scope="module")
+def models(data):
+    X, labels = data
+    return {name: jaxboost.train(name, X, labels[name], n_rounds=6, max_depth=3,
+                                 verbose=False)
+            for name in OBJECTIVES}
+
+
+def xgb_booster(bst):
+    b = xgb.Booster()
+    b.load_model(bytearray(json.dumps(to_xgboost_json(bst)).encode()))
+    return b
+
+
+# --- SHAP ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", OBJECTIVES)
+def test_contributions_sum_to_the_margin(data, models, name):
+    X, _ = data
+    bst = models[name]
+    phi = bst.predict(X, pred_contribs=True)
+    K, F = bst.n_outputs, X.shape[1]
+    assert phi.shape == ((X.shape[0], F + 1) if K == 1 else (X.shape[0], K, F + 1))
+    assert phi.dtype == np.float32
+    np.testing.assert_allclose(phi.astype(np.float64).sum(-1),
+                               bst.predict(X, output_margin=True), atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("name", OBJECTIVES)
+def test_contributions_equal_xgboost_treeshap(data, models, name):
+    X, _ = data
+    bst = models[name]
+    expected = xgb_booster(bst).predict(xgb.DMatrix(X, missing=np.nan), pred_contribs=True)
+    got = bst.predict(X, pred_contribs=True)
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, atol=1e-4, rtol=0)
+
+
+def test_pattern_tables_and_row_by_row_evaluation_agree(data, models):
+    X, _ = data
+    for bst in models.values():
+        np.testing.assert_allclose(shap_values(bst, X[:40], use_patterns=True),
+                                   shap_values(bst, X[:40], use_patterns=False),
+                                   atol=1e-6, rtol=0)
+
+
+def _conditional_expectation(ens, t, x, known, value):
+    """E[tree t | x_S] with cover-weighted averaging at splits on unknown features."""
+    def walk(i):
+        if ens.is_leaf[t, i]:
+            return value[i]
+        f = int(ens.feature[t, i])
+        left, right = 2 * i + 1, 2 * i + 2
+        if f in known:
+            go_left = (bool(ens.default_left[t, i]) if math.isnan(x[f])
+                       else bool(x[f] < ens.threshold[t, i]))
+            return walk(left if go_left else right)
+        cl, cr = float(ens.cover[t, left]), float(ens.cover[t, right])
+        return (cl * walk(left) + cr * walk(right)) / (cl + cr)
+    return walk(0)
+
+
+def _brute_force_shapley(bst, x):
+    """Shapley values of v(S) = sum of trees' E[f | x_S], by enumerating coalitions."""
+    ens = bst.ensemble.to_numpy()
+    F = bst.n_features
+
+    def v(S):
+        return bst.base_margin + sum(
+            _conditional_expectation(ens, t, x, set(S), ens.value[t].astype(np.float64))
+            for t in range(ens.n_trees))
+
+    phi = np.zeros(F + 1)
+    for i in range(F):
+        others = [j for j in range(F) if j != i]
+        for r in range(F):
+            for S in itertools.combinations(others, r):
+                weight = math.factorial(r) * math.factorial(F - r - 1) / math.factorial(F)
+                phi[i] += weight * (v(S + (i,)) - v(S))
+    phi[F] = v(())
+    return phi
+
+
+def test_contributions_equal_brute_force_shapley_values(data, models):
+    # A tiny model on 3 features (NaNs included, features repeating along paths), and
+    # the 5-feature squared model: 2 ** F coalitions each.
+    rng = np.random.default_rng(3)
+    X3 = rng.normal(size=(200, 3)).astype(np.float32)
+    X3[rng.random(X3.shape) < 0.2] = np.nan
+    y = (np.nan_to_num(X3[:, 0]) * np.nan_to_num(X3[:, 1], nan=-1.0)
+         + np.abs(np.nan_to_num(X3[:, 2]))).astype(np.float32)
+    tiny = jaxboost.from_xgboost(xgb.train(
+        dict(objective="reg:squarederror", max_depth=4, min_child_weight=0),
+        xgb.DMatrix(X3, label=y, missing=np.nan), 3))
+    X, _ = data
+    for bst, rows in ((tiny, X3[:10]), (models["squared"], X[:4])):
+        phi = bst.predict(rows, pred_contribs=True)
+        for n in range(rows.shape[0]):
+            np.testing.assert_allclose(phi[n], _brute_force_shapley(bst, rows[n]),
+                                       atol=1e-5, rtol=0)
+
+
+def test_missing_values_follow_the_default_direction(data, models):
+    X, _ = data
+    bst = models["squared"]
+    Xm = X[:20].copy()
+    Xm[:, 0] = np.nan
+    phi = bst.predict(Xm, pred_contribs=True)
+    np.testing.assert_allclose(phi.astype(np.float64).sum(-1),
+                               bst.predict(Xm, output_margin=True), atol=1e-5, rtol=0)
+    expected = xgb_booster(bst).predict(xgb.DMatrix(Xm, missing=np.nan), pred_contribs=True)
+    np.testing.assert_allclose(phi, expected, atol=1e-4, rtol=0)
+
+
+def test_vector_leaf_contributions_sum_to_the_margins(data, models):
+    # Vector leaves (multi_strategy="multi_output_tree" models have one tree per round
+    # whose leaves hold K values): the softmax model's trees read as such a model.
+    X, _ = data
+    src = models["softmax"]
+    bst = jaxboost.Booster(src.ensemble, objective=src.objective, params=src.params,
+                           bin_edges=src.bin_edges, base_margin=src.base_margin,
+                           n_features=src.n_features, n_outputs=3, trees_per_round=1)
+    phi = bst.predict(X[:30], pred_contribs=True)
+    assert phi.shape == (30, 3, X.shape[1] + 1)
+    np.testing.assert_allclose(phi.astype(np.float64).sum(-1),
+                               bst.predict(X[:30], output_margin=True), atol=1e-5, rtol=0)
+    np.testing.assert_allclose(phi, src.predict(X[:30], pred_contribs=True), atol=1e-6)
+
+
+# --- feature importance and dump -------------------------------------------------------
+
+@pytest.mark.parametrize("name", OBJECTIVES)
+@pytest.mark.parametrize("kind", ["weight", "gain", "total_gain", "cover", "total_cover"])
+def test_feature_importance_equals_xgboost_get_score(models, name, kind):
+    bst = models[name]
+    ours = bst.feature_importance(kind)
+    theirs = xgb_booster(bst).get_score(importance_type=kind)
+    assert list(ours) == sorted(theirs, key=lambda k: int(k[1:]))
+    for k, v in theirs.items():
+        assert ours[k] == pytest.approx(v, rel=1e-4)
+
+
+def test_gain_and_cover_conventions_match_xgboost_training():
+    # Trained side by side (exact method; data with few distinct values, where jaxboost's
+    # splits equal XGBoost's): the importances of the two libraries agree.
+    rng = np.random.default_rng(0)
+    X = (rng.integers(0, 12, size=(300, 5)) * 0.5).astype(np.float32)
+    X[rng.random(X.shape) < 0.1] = np.nan
+    y = (np.nan_to_num(X[:, 0]) - np.nan_to_num(X[:, 1]) + rng.normal(size=300)).astype(
+        np.float32)
+    bst = jaxboost.train("squared", X, y, n_rounds=6, max_depth=3, base_margin=0.5,
+                         verbose=False)
+    xb = xgb.train(dict(objective="reg:squarederror", tree_method="exact", eta=0.3,
+                        max_depth=3, base_score=0.5, nthread=1),
+                   xgb.DMatrix(X, label=y, missing=np.nan), 6)
+    for kind in ("weight", "total_gain", "total_cover"):
+        theirs = xb.get_score(importance_type=kind)
+        ours = bst.feature_importance(kind)
+        assert ours.keys() == theirs.keys()
+        for k, v in theirs.items():
+            assert ours[k] == pytest.approx(v, rel=1e-4), (kind, k)
+
+
+def test_feature_importance_uses_feature_names(models):
+    bst = models["squared"][:]
+    bst.feature_names = ["a", "b", "c", "d", "e"]
+    assert set(bst.feature_importance("weight")) <= {"a", "b", "c", "d", "e"}
+    with pytest.raises(ValueError, match="importance_type"):
+        bst.feature_importance("split")
+
+
+def test_dump_lists_every_node(models):
+    bst = models["softmax"]
+    text = bst.dump()
+    e = bst.ensemble
+    assert text.count("booster[") == e.n_trees
+    assert "booster[1] (class 1):" in text
+    from jaxboost.explain import _reachable
+    reach = _reachable(e)
+    assert text.count("leaf=") == int((reach & e.is_leaf).sum())
+    assert text.count("yes=") == int((reach & ~e.is_leaf).sum())
+    # The root line of tree 0 spells out the split and its statistics.
+    f, thr = int(e.feature[0, 0]), float(e.threshold[0, 0])
+    missing = 1 if e.default_left[0, 0] else 2
+    assert text.splitlines()[1] == (
+        f"0:[f{f}<{thr:.9g}] yes=1,no=2,missing={missing},gain={float(e.gain[0, 0]):.9g},"
+        f"cover={float(e.cover[0, 0]):.9g}")
+    assert "gain=" not in bst.dump(with_stats=False)
+    named = bst[:]
+    named.feature_names = ["a", "b", "c", "d", "e"]
+    assert f"0:[{'abcde'[f]}<" in named.dump()

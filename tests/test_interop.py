@@ -1,0 +1,308 @@
+"""XGBoost interop: exported models predict in XGBoost what they predict in jaxboost,
+imported XGBoost models predict in jaxboost what they predict in XGBoost (NaNs
+included), and unsupported or damaged models are refused with a clear message."""
+
+import copy
+import json
+
+import numpy as np
+import pytest
+
+import jaxboost
+import objectives
+from jaxboost.interop import from_xgboost, to_xgboost_json
+
+xgb = pytest.importorskip("xgboost")
+
+TOL = 1e-5
+OBJECTIVES = ("squared", "logistic", "softmax")
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(7)
+    N, F = 300, 5
+    X = rng.normal(size=(N, F)).astype(np.float32)
+    X[:, 3] = rng.integers(0, 4, size=N)
+    X[rng.random((N, F)) < 0.12] = np.nan
+    z = np.nan_to_num(X[:, 0]) - 0.7 * np.nan_to_num(X[:, 1], nan=1.0) + 0.4 * np.nan_to_num(
+        X[:, 2] * X[:, 3])
+    labels = {
+        "squared": (z + 0.3 * rng.normal(size=N)).astype(np.float32),
+        "logistic": (rng.random(N) < 1 / (1 + np.exp(-2 * z))).astype(np.float32),
+        "softmax": np.digitize(z, [-0.6, 0.6]).astype(np.float32),
+    }
+    return X, labels
+
+
+@pytest.fixture(scope="module")
+def models(data):
+    X, labels = data
+    return {name: jaxboost.train(name, X, labels[name], n_rounds=6, max_depth=3,
+                                 verbose=False)
+            for name in OBJECTIVES}
+
+
+def xgb_load(model_or_path):
+    b = xgb.Booster()
+    if isinstance(model_or_path, dict):
+        model_or_path = bytearray(json.dumps(model_or_path).encode())
+    b.load_model(model_or_path)
+    return b
+
+
+# --- export ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", OBJECTIVES)
+def test_exported_model_predicts_the_same_in_xgboost(data, models, name, tmp_path):
+    X, _ = data
+    bst = models[name]
+    path = tmp_path / "model.json"
+    model = to_xgboost_json(bst, path)
+    assert json.loads(path.read_text()) == json.loads(json.dumps(model))
+    xb = xgb_load(str(path))
+    d = xgb.DMatrix(X, missing=np.nan)
+    np.testing.assert_allclose(xb.predict(d), bst.predict(X), atol=TOL, rtol=0)
+    np.testing.assert_allclose(xb.predict(d, output_margin=True),
+                               bst.predict(X, output_margin=True), atol=TOL, rtol=0)
+    gm = model["learner"]["gradient_booster"]["model"]
+    K = bst.n_outputs
+    assert len(gm["trees"]) == bst.ensemble.n_trees == int(xb.num_boosted_rounds()) * K
+    assert gm["tree_info"] == [t % K for t in range(bst.ensemble.n_trees)]
+    # Node arrays are consistent: every non-root node has the parent that points at it.
+    for tree in gm["trees"]:
+        n = int(tree["tree_param"]["num_nodes"])
+        assert all(len(tree[k]) == n for k in ("left_children", "right_children", "parents",
+                                                "split_indices", "split_conditions",
+                                                "default_left", "base_weights",
+                                                "loss_changes", "sum_hessian", "split_type"))
+        for i, (a, b) in enumerate(zip(tree["left_children"], tree["right_children"])):
+            if a != -1:
+                assert tree["parents"][a] == tree["parents"][b] == i
+
+
+def test_base_score_conventions(models):
+    lmp = {n: to_xgboost_json(models[n])["learner"]["learner_model_param"] for n in OBJECTIVES}
+    sq, lg, sm = models["squared"], models["logistic"], models["softmax"]
+    assert float(lmp["squared"]["base_score"].strip("[]")) == pytest.approx(sq.base_margin)
+    p = float(lmp["logistic"]["base_score"].strip("[]"))
+    assert p == pytest.approx(1 / (1 + np.exp(-lg.base_margin)), rel=1e-6)
+    vec = [float(v) for v in lmp["softmax"]["base_score"].strip("[]").split(",")]
+    np.testing.assert_allclose(vec, sm.base_margin, rtol=1e-7)
+    assert lmp["softmax"]["num_class"] == "3" and lmp["logistic"]["num_class"] == "0"
+
+
+@pytest.mark.parametrize("base", [6.0, -20.0, 40.0])
+def test_extreme_logistic_base_margins_are_carried_exactly(data, base):
+    # XGBoost keeps a logistic base score as a float32 probability clamped to
+    # [1e-6, 1 - 1e-6]: what its logit misses is added to the first tree's leaves.
+    X, labels = data
+    bst = jaxboost.train("logistic", X, labels["logistic"], n_rounds=6, max_depth=3,
+                         base_margin=base, verbose=False)
+    xb = xgb_load(to_xgboost_json(bst))
+    np.testing.assert_allclose(xb.predict(xgb.DMatrix(X), output_margin=True),
+                               bst.predict(X, output_margin=True), atol=TOL, rtol=0)
+
+
+def test_feature_names_are_exported(data, models):
+    X, _ = data
+    bst = models["squared"][:]
+    bst.feature_names = ["a", "b", "c", "d", "e"]
+    model = to_xgboost_json(bst)
+    assert model["learner"]["feature_names"] == ["a", "b", "c", "d", "e"]
+    xb = xgb_load(model)
+    assert xb.feature_names == ["a", "b", "c", "d", "e"]
+    assert set(xb.get_score()) <= {"a", "b", "c", "d", "e"}
+
+
+def test_export_refuses_what_it_cannot_write(models):
+    plain = models["squared"][:]
+    plain.objective = lambda t, p: 0.5 * (t - p) ** 2  # XGBoost could not know its link
+    with pytest.raises(ValueError, match="objectives.squared, objectives.logistic"):
+        to_xgboost_json(plain)
+    huber = models["squared"][:]
+    huber.objective = objectives.huber
+    with pytest.raises(ValueError, match="objectives.huber"):
+        to_xgboost_json(huber)
+    vector = models["softmax"][:]
+    vector.trees_per_round = 1  # as multi_strategy="multi_output_tree" models have
+    with pytest.raises(ValueError, match="one_output_per_tree"):
+        vector.to_xgboost_json()
+
+
+# --- import ----------------------------------------------------------------------------
+
+XGB_CASES = [
+    ("reg:squarederror", "squared", {}),
+    ("binary:logistic", "logistic", {}),
+    ("reg:logistic", "logistic", {}),
+    ("multi:softprob", "softmax", {"num_class": 3}),
+    ("multi:softmax", "softmax", {"num_class": 3}),
+    ("multi:softprob", "softmax", {"num_class": 3, "num_parallel_tree": 2,
+                                   "subsample": 0.8, "colsample_bynode": 0.7}),
+    ("reg:squarederror", "squared", {"tree_method": "exact", "max_depth": 6}),
+    ("reg:squarederror", "squared", {"grow_policy": "lossguide", "max_leaves": 24,
+                                     "max_depth": 0}),
+]
+
+
+@pytest.mark.parametrize("objective,kind,extra", XGB_CASES,
+                         ids=[f"{c[0]}-{len(c[2])}" for c in XGB_CASES])
+def test_imported_model_predicts_what_xgboost_predicts(data, objective, kind, extra):
+    X, labels = data
+    params = {"objective": objective, "max_depth": 3, "eta": 0.3, "seed": 0, **extra}
+    names = [f"col{i}" for i in range(X.shape[1])]
+    d = xgb.DMatrix(X, label=labels[kind], missing=np.nan, feature_names=names)
+    xb = xgb.train(params, d, 6)
+    bst = from_xgboost(xb)
+    assert bst.objective.name == kind and bst.feature_names == names
+    margin = xb.predict(d, output_margin=True)
+    np.testing.assert_allclose(bst.predict(X, output_margin=True), margin, atol=TOL, rtol=0)
+    response = margin if objective == "multi:softmax" else xb.predict(d)
+    if objective == "multi:softmax":  # XGBoost predicts labels; jaxboost probabilities
+        response = bst.predict(X, output_margin=True)
+        np.testing.assert_array_equal(bst.predict(X).argmax(1), xb.predict(d))
+    else:
+        np.testing.assert_allclose(bst.predict(X), response, atol=TOL, rtol=0)
+
+
+def test_import_accepts_paths_dicts_bytes_and_estimators(data, tmp_path):
+    X, labels = data
+    est = xgb.XGBClassifier(n_estimators=4, max_depth=3).fit(X, labels["logistic"])
+    expected = est.predict_proba(X)[:, 1]
+    raw = est.get_booster().save_raw(raw_format="json")
+    path = tmp_path / "m.json"
+    path.write_bytes(bytes(raw))
+    for source in (est, est.get_booster(), raw, bytes(raw), json.loads(raw), str(path), path):
+        np.testing.assert_allclose(from_xgboost(source).predict(X), expected, atol=TOL)
+
+
+def test_imported_bins_are_consistent_and_the_model_saves(data, tmp_path):
+    X, labels = data
+    d = xgb.DMatrix(X, label=labels["softmax"])
+    xb = xgb.train(dict(objective="multi:softprob", num_class=3, max_depth=3), d, 4)
+    bst = from_xgboost(xb)
+    e = bst.ensemble
+    split = ~e.is_leaf & (e.cover > 0)
+    # tbin and threshold agree through the bin edges (what jaxboost.io checks).
+    np.testing.assert_array_equal(bst.bin_edges.threshold(e.feature, e.tbin)[split],
+                                  e.threshold[split])
+    bst.save(tmp_path / "m.json")
+    back = jaxboost.load(tmp_path / "m.json")
+    np.testing.assert_array_equal(back.predict(X), bst.predict(X))
+    # Continued training starts from the imported model.
+    more = jaxboost.train(bst.objective, X, labels["softmax"], n_rounds=1, max_depth=3,
+                          init_model=bst, verbose=False)
+    assert len(more) == len(bst) + 1
+
+
+@pytest.mark.parametrize("name", OBJECTIVES)
+def test_round_trips(data, models, name):
+    X, _ = data
+    bst = models[name]
+    back = from_xgboost(to_xgboost_json(bst))
+    np.testing.assert_allclose(back.predict(X, output_margin=True),
+                               bst.predict(X, output_margin=True), atol=TOL, rtol=0)
+    assert back.n_outputs == bst.n_outputs and len(back) == len(bst)
+    np.testing.assert_allclose(back.feature_importance("total_gain")["f0"],
+                               bst.feature_importance("total_gain")["f0"], rtol=1e-6)
+    again = to_xgboost_json(back)["learner"]["gradient_booster"]["model"]["trees"]
+    first = to_xgboost_json(bst)["learner"]["gradient_booster"]["model"]["trees"]
+    assert [t["split_conditions"] for t in again] == [t["split_conditions"] for t in first]
+
+
+# --- refusals --------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def xgb_json(data):
+    X, labels = data
+    xb = xgb.train(dict(objective="reg:squarederror", max_depth=2),
+                   xgb.DMatrix(X, label=labels["squared"]), 2)
+    return json.loads(xb.save_raw(raw_format="json"))
+
+
+def _damaged(model, edit):
+    m = copy.deepcopy(model)
+    edit(m)
+    return m
+
+
+def _tree0(m):
+    return m["learner"]["gradient_booster"]["model"]["trees"][0]
+
+
+def _set(d, key, value):
+    d[key] = value
+
+
+DAMAGE = [
+    ("no learner", lambda m: m.pop("learner"), "no 'learner'"),
+    ("dart", lambda m: _set(m["learner"]["gradient_booster"], "name", "dart"), "'dart'"),
+    ("gblinear", lambda m: _set(m["learner"]["gradient_booster"], "name", "gblinear"),
+     "'gblinear'"),
+    ("objective", lambda m: _set(m["learner"]["objective"], "name", "count:poisson"),
+     "count:poisson"),
+    ("categorical split", lambda m: _set(_tree0(m), "split_type",
+                                         [1] + _tree0(m)["split_type"][1:]), "categorical"),
+    ("categorical feature", lambda m: _set(m["learner"], "feature_types", ["c"] * 5),
+     "categorical"),
+    ("short array", lambda m: _tree0(m)["loss_changes"].pop(), "loss_changes"),
+    ("child outside", lambda m: _tree0(m)["left_children"].__setitem__(0, 999),
+     "outside the tree"),
+    ("one child", lambda m: _tree0(m)["right_children"].__setitem__(0, -1), "one child"),
+    ("cycle", lambda m: _tree0(m)["left_children"].__setitem__(
+        0, _tree0(m)["right_children"][0]), "reached twice"),
+    ("feature", lambda m: _tree0(m)["split_indices"].__setitem__(0, 99), "num_feature"),
+    ("base score", lambda m: _set(m["learner"]["learner_model_param"], "base_score", "x"),
+     "base_score"),
+    ("vector leaves", lambda m: _set(_tree0(m)["tree_param"], "size_leaf_vector", "3"),
+     "vector leaves"),
+]
+
+
+@pytest.mark.parametrize("what,edit,message", DAMAGE, ids=[d[0] for d in DAMAGE])
+def test_import_refuses_unsupported_or_damaged_models(xgb_json, what, edit, message):
+    with pytest.raises(ValueError, match=message):
+        from_xgboost(_damaged(xgb_json, edit))
+
+
+def test_import_refuses_non_json_and_other_types(tmp_path):
+    path = tmp_path / "model.ubj"
+    path.write_bytes(b"{\x00\x01binary")
+    with pytest.raises(ValueError, match="not an XGBoost JSON model"):
+        from_xgboost(path)
+    with pytest.raises(TypeError, match="xgboost.Booster"):
+        from_xgboost(42)
+
+
+def test_import_refuses_unequal_trees_per_class(data):
+    X, labels = data
+    xb = xgb.train(dict(objective="multi:softprob", num_class=3, max_depth=2),
+                   xgb.DMatrix(X, label=labels["softmax"]), 2)
+    m = json.loads(xb.save_raw(raw_format="json"))
+    gm = m["learner"]["gradient_booster"]["model"]
+    gm["trees"].pop()
+    gm["tree_info"].pop()
+    with pytest.raises(ValueError, match="trees per class"):
+        from_xgboost(m)
+
+
+def test_import_with_more_thresholds_than_bins_warns_and_predicts(data):
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(400, 1)).astype(np.float32)
+    y = np.sin(4 * X[:, 0]) + 0.3 * rng.normal(size=400)
+    d = xgb.DMatrix(X, label=y)
+    xb = xgb.train(dict(tree_method="exact", max_depth=4, eta=0.3, min_child_weight=0,
+                        subsample=0.5, seed=1), d, 60)
+    with pytest.warns(UserWarning, match="distinct thresholds"):
+        bst = from_xgboost(xb)
+    np.testing.assert_allclose(bst.predict(X), xb.predict(d), atol=TOL, rtol=0)
+
+
+@pytest.mark.parametrize("score", [0.999, 2e-6, 0.37])
+def test_imported_logistic_base_score_matches_xgboost(data, score):
+    X, labels = data
+    d = xgb.DMatrix(X, label=labels["logistic"])
+    xb = xgb.train(dict(objective="binary:logistic", base_score=score, max_depth=2), d, 2)
+    np.testing.assert_allclose(from_xgboost(xb).predict(X, output_margin=True),
+                               xb.predict(d, output_margin=True), atol=TOL, rtol=0)
