@@ -46,3 +46,18 @@ def compile_counter():
 
     monitoring.register_event_duration_secs_listener(listener)
     return counter
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _release_compiled_programs():
+    """Drop JAX's compiled programs after each test module.
+
+    The suite compiles several hundred training programs (every data shape of the
+    scikit-learn estimator checks, every objective); kept for the whole session in one
+    process, XLA's CPU compiler aborted late in the run (in `backend_compile_and_load`).
+    Modules rarely share shapes, so releasing them costs little.
+    """
+    yield
+    import jax
+
+    jax.clear_caches()
