@@ -432,15 +432,9 @@ def _given_objective(objective, K):
     """A caller's ``objective=``: a name, an ``Objective`` or a callable."""
     from objectives import Objective
 
-    if isinstance(objective, str):
-        entry = _catalogue().get(objective)
-        if entry is None:
-            raise ValueError(f"unknown objective {objective!r}; catalogue entries: "
-                             f"{sorted(_catalogue())}, or pass the callable loss")
-        objective = entry
-    if not callable(objective):
-        raise TypeError(f"objective must be a callable loss(y, pred), an objectives entry "
-                        f"or its name, got {type(objective).__name__}")
+    from .boosting import resolve_objective
+
+    objective = resolve_objective(objective)  # name -> entry; ValueError / TypeError
     if isinstance(objective, Objective):
         k = objective.outputs
         if k is None and isinstance(objective.n_outputs, str):

@@ -29,6 +29,7 @@ with ``jaxboost.load(path)``: that format holds data only and is validated on lo
 from __future__ import annotations
 
 import copy
+import inspect
 import numbers
 
 import numpy as np
@@ -204,6 +205,14 @@ class _JaxBoostModel(BaseEstimator):
             self.booster_ = io.loads(text, objective=loss)
 
 
+def _store_params(estimator, values):
+    """Store ``__init__``'s arguments unmodified (scikit-learn's convention); the
+    explicit signatures stay on each estimator, where ``get_params`` reads them."""
+    for name in inspect.signature(type(estimator).__init__).parameters:
+        if name != "self":
+            setattr(estimator, name, values[name])
+
+
 class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
     """Gradient-boosted trees for regression on any per-row JAX loss.
 
@@ -236,27 +245,7 @@ class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
                  hessian="auto", refit="auto", multi_strategy="one_output_per_tree",
                  early_stopping_rounds=None, eval_metric=None, random_state=None,
                  verbose=False):
-        self.objective = objective
-        self.n_estimators = n_estimators
-        self.learning_rate = learning_rate
-        self.max_depth = max_depth
-        self.reg_lambda = reg_lambda
-        self.reg_alpha = reg_alpha
-        self.gamma = gamma
-        self.min_child_weight = min_child_weight
-        self.max_delta_step = max_delta_step
-        self.max_bin = max_bin
-        self.subsample = subsample
-        self.colsample_bytree = colsample_bytree
-        self.colsample_bylevel = colsample_bylevel
-        self.colsample_bynode = colsample_bynode
-        self.hessian = hessian
-        self.refit = refit
-        self.multi_strategy = multi_strategy
-        self.early_stopping_rounds = early_stopping_rounds
-        self.eval_metric = eval_metric
-        self.random_state = random_state
-        self.verbose = verbose
+        _store_params(self, locals())
 
     def fit(self, X, y, sample_weight=None, eval_set=None):
         """Train on ``X`` (array or DataFrame, NaN = missing) and ``y``.
@@ -318,27 +307,7 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
                  hessian="auto", refit="auto", multi_strategy="one_output_per_tree",
                  early_stopping_rounds=None, eval_metric=None, random_state=None,
                  verbose=False):
-        self.objective = objective
-        self.n_estimators = n_estimators
-        self.learning_rate = learning_rate
-        self.max_depth = max_depth
-        self.reg_lambda = reg_lambda
-        self.reg_alpha = reg_alpha
-        self.gamma = gamma
-        self.min_child_weight = min_child_weight
-        self.max_delta_step = max_delta_step
-        self.max_bin = max_bin
-        self.subsample = subsample
-        self.colsample_bytree = colsample_bytree
-        self.colsample_bylevel = colsample_bylevel
-        self.colsample_bynode = colsample_bynode
-        self.hessian = hessian
-        self.refit = refit
-        self.multi_strategy = multi_strategy
-        self.early_stopping_rounds = early_stopping_rounds
-        self.eval_metric = eval_metric
-        self.random_state = random_state
-        self.verbose = verbose
+        _store_params(self, locals())
 
     def _resolved_objective(self, n_classes):
         """(objective for train, n_outputs for train)."""

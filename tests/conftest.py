@@ -61,3 +61,33 @@ def _release_compiled_programs():
     import jax
 
     jax.clear_caches()
+
+
+@pytest.fixture(scope="session")
+def interop_data():
+    """Data for the XGBoost interop and explanation tests: 300 rows x 5 features with
+    NaNs and a few-valued feature, labels for squared, logistic and 3-class softmax."""
+    rng = np.random.default_rng(7)
+    N, F = 300, 5
+    X = rng.normal(size=(N, F)).astype(np.float32)
+    X[:, 3] = rng.integers(0, 4, size=N)
+    X[rng.random((N, F)) < 0.12] = np.nan
+    z = np.nan_to_num(X[:, 0]) - 0.7 * np.nan_to_num(X[:, 1], nan=1.0) + 0.4 * np.nan_to_num(
+        X[:, 2] * X[:, 3])
+    labels = {
+        "squared": (z + 0.3 * rng.normal(size=N)).astype(np.float32),
+        "logistic": (rng.random(N) < 1 / (1 + np.exp(-2 * z))).astype(np.float32),
+        "softmax": np.digitize(z, [-0.6, 0.6]).astype(np.float32),
+    }
+    return X, labels
+
+
+@pytest.fixture(scope="session")
+def interop_models(interop_data):
+    """One small model per exported objective, trained once for both test files."""
+    import jaxboost
+
+    X, labels = interop_data
+    return {name: jaxboost.train(name, X, labels[name], n_rounds=6, max_depth=3,
+                                 verbose=False)
+            for name in ("squared", "logistic", "softmax")}

@@ -19,28 +19,13 @@ OBJECTIVES = ("squared", "logistic", "softmax")
 
 
 @pytest.fixture(scope="module")
-def data():
-    rng = np.random.default_rng(7)
-    N, F = 300, 5
-    X = rng.normal(size=(N, F)).astype(np.float32)
-    X[:, 3] = rng.integers(0, 4, size=N)
-    X[rng.random((N, F)) < 0.12] = np.nan
-    z = np.nan_to_num(X[:, 0]) - 0.7 * np.nan_to_num(X[:, 1], nan=1.0) + 0.4 * np.nan_to_num(
-        X[:, 2] * X[:, 3])
-    labels = {
-        "squared": (z + 0.3 * rng.normal(size=N)).astype(np.float32),
-        "logistic": (rng.random(N) < 1 / (1 + np.exp(-2 * z))).astype(np.float32),
-        "softmax": np.digitize(z, [-0.6, 0.6]).astype(np.float32),
-    }
-    return X, labels
+def data(interop_data):
+    return interop_data
 
 
 @pytest.fixture(scope="module")
-def models(data):
-    X, labels = data
-    return {name: jaxboost.train(name, X, labels[name], n_rounds=6, max_depth=3,
-                                 verbose=False)
-            for name in OBJECTIVES}
+def models(interop_models):
+    return interop_models
 
 
 def xgb_load(model_or_path):
