@@ -14,7 +14,7 @@ from .sharding import configure_host_devices as _configure_host_devices
 _HOST_DEVICES = _configure_host_devices()
 _COMPILATION_CACHE = _configure_compilation_cache()
 
-from . import callbacks, metrics  # noqa: E402
+from . import callbacks, distributed, metrics  # noqa: E402
 from .booster import Booster  # noqa: E402
 from .boosting import train  # noqa: E402
 from .compare import compare  # noqa: E402
@@ -24,5 +24,5 @@ from .io import ModelFormatError, load  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = ["train", "Booster", "load", "DataError", "LossError", "ModelFormatError",
-           "compare", "metrics", "callbacks", "to_xgboost_json", "from_xgboost",
+           "compare", "metrics", "callbacks", "distributed", "to_xgboost_json", "from_xgboost",
            "__version__"]

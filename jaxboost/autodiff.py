@@ -14,6 +14,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from objectives import Objective
 
@@ -172,7 +173,8 @@ def check_loss(loss, y_row, pred_row):
                         f"got dtype {out.dtype} (before round 0)")
 
 
-def fit_base_margin(loss, y, sample_weight=None, n_outputs: int = 1):
+def fit_base_margin(loss, y, sample_weight=None, n_outputs: int = 1, *,
+                    exact_rows: int | None = None):
     r"""The constant margin minimising the weighted loss, for any loss.
 
     .. math:: c^* = \arg\min_c \sum_i w_i\,\ell(y_i, c)
@@ -201,6 +203,10 @@ def fit_base_margin(loss, y, sample_weight=None, n_outputs: int = 1):
       y: ``(N,)`` labels (a JAX array).
       sample_weight: optional ``(N,)`` weights.
       n_outputs: margins per row.
+      exact_rows: if given (the number of real rows), every sum over rows is an exact
+        quantized sum (``jaxboost.exact.exact_sum``), so the result does not depend on
+        how the rows are ordered or sharded (for ``train(..., quantize=True)``). ``y``
+        and ``sample_weight`` may be sharded over devices or processes either way.
 
     Returns:
       float32 scalar, or ``(K,)`` float32 (a JAX array).
@@ -211,31 +217,38 @@ def fit_base_margin(loss, y, sample_weight=None, n_outputs: int = 1):
       >>> round(float(c), 5)
       3.0
     """
+    exact = exact_rows is not None
+    n_total = np.int32(exact_rows if exact else 1)
     if n_outputs > 1:
-        return _fit_base_margin_vector(loss, y, sample_weight, n_outputs)
-    return _fit_base_margin(loss, y, sample_weight)
+        return _fit_base_margin_vector(loss, y, sample_weight, n_outputs, exact, n_total)
+    return _fit_base_margin(loss, y, sample_weight, exact, n_total)
 
 
-def _loss_sum(loss, y, w, c):
-    """float64 sum of ``w * loss(y, c)`` at the float32 margin ``c`` (a scalar)."""
-    f = jnp.full(y.shape[0], c.astype(jnp.float32), jnp.float32)
-    return jnp.sum(w.astype(jnp.float64) * jax.vmap(loss)(y, f).astype(jnp.float64))
+def _summer(exact, n_total):
+    """``sum(x, axis=0)`` over rows: plain, or exact on a quantization grid."""
+    if not exact:
+        return lambda x: jnp.sum(x, axis=0)
+    from .exact import exact_sum
+
+    return lambda x: exact_sum(x, n_total, axis=0)
 
 
-@functools.partial(jax.jit, static_argnums=(0,))
-def _fit_base_margin(loss, y, sample_weight):
+@functools.partial(jax.jit, static_argnums=(0, 3))
+def _fit_base_margin(loss, y, sample_weight, exact=False, n_total=1):
     w = jnp.ones(y.shape[0], jnp.float32) if sample_weight is None else sample_weight
     gh = _row_grad_hess(loss)
     with jax.enable_x64(True):
         w64 = w.astype(jnp.float64)
+        add = _summer(exact, n_total)
 
         def total(c):
-            return _loss_sum(loss, y, w, c)
+            f = jnp.full(y.shape[0], c.astype(jnp.float32), jnp.float32)
+            return add(w64 * jax.vmap(loss)(y, f).astype(jnp.float64))
 
         def sums(c):
             f = jnp.full(y.shape[0], c.astype(jnp.float32), jnp.float32)
             g, h = jax.vmap(gh)(y, f)
-            return jnp.sum(w64 * g.astype(jnp.float64)), jnp.sum(w64 * h.astype(jnp.float64))
+            return add(w64 * g.astype(jnp.float64)), add(w64 * h.astype(jnp.float64))
 
         # Phase 1: safeguarded Newton.
         def step(c):
@@ -307,22 +320,27 @@ def _fit_base_margin(loss, y, sample_weight):
         return jnp.where(use2, c2, c1.astype(jnp.float32))
 
 
-@functools.partial(jax.jit, static_argnums=(0, 3))
-def _fit_base_margin_vector(loss, y, sample_weight, K):
+@functools.partial(jax.jit, static_argnums=(0, 3, 4))
+def _fit_base_margin_vector(loss, y, sample_weight, K, exact=False, n_total=1):
     w = jnp.ones(y.shape[0], jnp.float32) if sample_weight is None else sample_weight
     gh = _row_grad_hess(loss, K)
     with jax.enable_x64(True):
         w64 = w.astype(jnp.float64)
+        add = _summer(exact, n_total)
 
         def total(c):
             f = jnp.broadcast_to(c.astype(jnp.float32), (y.shape[0], K))
-            return jnp.sum(w64 * jax.vmap(loss)(y, f).astype(jnp.float64))
+            return add(w64 * jax.vmap(loss)(y, f).astype(jnp.float64))
 
         def step(_, c):
             f = jnp.broadcast_to(c.astype(jnp.float32), (y.shape[0], K))
             g, h = jax.vmap(gh)(y, f)
-            G = jnp.einsum("n,nk->k", w64, g.astype(jnp.float64))
-            H = jnp.einsum("n,nij->ij", w64, h.astype(jnp.float64))
+            if exact:
+                G = add(w64[:, None] * g.astype(jnp.float64))
+                H = add(w64[:, None, None] * h.astype(jnp.float64))
+            else:
+                G = jnp.einsum("n,nk->k", w64, g.astype(jnp.float64))
+                H = jnp.einsum("n,nij->ij", w64, h.astype(jnp.float64))
             H = 0.5 * (H + H.T)
             ridge = 1e-6 * (jnp.trace(H) / K + 1.0)
             d = -jnp.linalg.solve(H + ridge * jnp.eye(K), G)

@@ -158,11 +158,15 @@ class Booster:
         """Write the model to ``path`` as a validated JSON model file, atomically.
 
         See ``jaxboost.io`` for the format; ``jaxboost.load(path)`` reads it back and
-        predicts bit for bit what this model predicts. No pickle is involved.
+        predicts bit for bit what this model predicts. No pickle is involved. In a
+        multi-process job (``jaxboost.distributed``), where every process holds the
+        same model, only process 0 writes.
         """
         from . import io
+        from .distributed import is_writer
 
-        io.save(self, path)
+        if is_writer():
+            io.save(self, path)
 
     # --- prediction ----------------------------------------------------------------
     def _base(self):

@@ -8,6 +8,7 @@ flag, one chunk behind so the device never idles waiting for the host).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import numbers
@@ -22,17 +23,19 @@ from objectives import Objective
 from objectives._base import HESSIAN_POLICIES
 
 from . import _validation
+from . import distributed as dist
 from .autodiff import HESSIAN_FLOOR, check_loss, fit_base_margin, grad_hess, loss_name, n_outputs_of
 from .binning import apply_bins, compute_bin_edges
 from .booster import Booster
 from .callbacks import CallbackEnv, EarlyStopping, Progress
 from .errors import DataError, LossError
+from .exact import check_rows, to_grid
 from .grow import grow_tree, grow_vector_tree
 from .params import TreeParams
 from .refit import refit_newton, refit_quantile
 from .sampling import FIELDS as SAMPLING_FIELDS
 from .sampling import SUBSAMPLE, FeatureSampler, round_key, row_mask
-from .sharding import auto_mesh, check_mesh, padded_rows, row_sharding
+from .sharding import auto_mesh, check_mesh
 from .split import ETA
 from .tree import Ensemble, binned_leaf
 
@@ -82,10 +85,11 @@ def _stored(tree, zero):
 
 
 def _rounds(state, flag, r0, n_rounds, bins, y, w, valid, dyn, etas, ratios, seed, round0,
-            cuts_ext, forward_ok, evals, *, loss, max_depth, max_bin, chunk, axis, clipped,
-            any_forward, native, hessian="exact", floor=1e-6, refit=None, n_outputs=1,
-            strategy="one_output_per_tree", diagonal=False, row_sampling=False,
-            col_sampling=False, metrics=(), link=None, n_shards=1):
+            cuts_ext, forward_ok, offsets, n_total, evals, *, loss, max_depth, max_bin, chunk,
+            axis, clipped, any_forward, native, hessian="exact", floor=1e-6, refit=None,
+            n_outputs=1, strategy="one_output_per_tree", diagonal=False, row_sampling=False,
+            col_sampling=False, metrics=(), link=None, n_shards=1, exact=False,
+            native_threads=None):
     """Rounds ``r0 .. r0 + chunk - 1`` on this device's rows (skipping ``>= n_rounds``).
 
     ``state`` is ``(margin, eval_margins)`` (margins ``(N,)`` or ``(N, K)``), ``flag``
@@ -93,13 +97,17 @@ def _rounds(state, flag, r0, n_rounds, bins, y, w, valid, dyn, etas, ratios, see
     Each round makes ``trees_per_round`` trees, updates the margins of the training rows
     and of every evaluation set, and evaluates ``metrics`` on each evaluation set.
     ``axis`` names the mesh axis rows are sharded over (``None``: one device); evaluation
-    sets are replicated.
+    sets are replicated. ``offsets`` (``(n_shards,)``) holds each shard's first global
+    row number (for ``subsample``), ``n_total`` the real rows of all shards; ``exact``
+    puts g and h on the quantization grid of ``jaxboost.exact`` every round.
     """
     M = 2 ** (max_depth + 1) - 1
     K = n_outputs
     F = cuts_ext.shape[0]
     reduce = (lambda x: jax.lax.psum(x, axis)) if axis is not None else (lambda x: x)
-    threads = None if axis is None else 1
+    reduce_max = (lambda x: jax.lax.pmax(x, axis)) if axis is not None else (lambda x: x)
+    threads = native_threads
+    offset = offsets[0] if axis is None else offsets[jax.lax.axis_index(axis)]
     grow = functools.partial(grow_tree, max_depth=max_depth, max_bin=max_bin, reduce=reduce,
                              clipped=clipped, any_forward=any_forward, native=native,
                              native_threads=threads)
@@ -115,7 +123,9 @@ def _rounds(state, flag, r0, n_rounds, bins, y, w, valid, dyn, etas, ratios, see
     def scalar_tree(g, h, margin, dyn_r, rk):
         tree, leaf = grow(bins, g, h, dyn_r, cuts_ext, forward_ok, features=sampler(rk, 0))
         if refit == "newton":
-            tree = refit_newton(tree, leaf, loss, y, margin, w, dyn_r, reduce=reduce)
+            tree = refit_newton(tree, leaf, loss, y, margin, w, dyn_r, reduce=reduce,
+                                exact_rows=n_total if exact else None,
+                                reduce_max=reduce_max)
         elif refit is not None:  # ("quantile", alpha)
             tree = refit_quantile(tree, leaf, y, margin, w, dyn_r, alpha=refit[1])
         tree = _stored(tree, zero)
@@ -187,10 +197,13 @@ def _rounds(state, flag, r0, n_rounds, bins, y, w, valid, dyn, etas, ratios, see
             n_bad = reduce(jnp.sum(bad & valid, dtype=jnp.int32))
             keep = ~bad
             if row_sampling:
-                keep = keep & (row_mask(rk, y.shape[0], ratios[SUBSAMPLE], axis=axis,
-                                        n_shards=n_shards) > 0)
+                keep = keep & (row_mask(rk, y.shape[0], ratios[SUBSAMPLE], offset=offset,
+                                        n_ids=y.shape[0] * n_shards) > 0)
             g = jnp.where(keep if K == 1 else keep[:, None], g, 0.0)
             h = jnp.where(keep if K == 1 else keep[:, None, None], h, 0.0)
+            if exact:  # every histogram sum exact, whatever the devices (jaxboost.exact)
+                g = to_grid(g, n_total, reduce_max=reduce_max)
+                h = to_grid(h, n_total, reduce_max=reduce_max)
             trees, delta = trees_of_round(g, h, margin, dyn_r, rk)
             return margin + delta, trees, n_bad
 
@@ -217,7 +230,7 @@ def _rounds(state, flag, r0, n_rounds, bins, y, w, valid, dyn, etas, ratios, see
 
 
 _EXTRA_STATIC = ("hessian", "floor", "refit", "n_outputs", "strategy", "diagonal",
-                 "row_sampling", "col_sampling", "metrics", "link")
+                 "row_sampling", "col_sampling", "metrics", "link", "exact", "native_threads")
 
 
 @functools.partial(jax.jit, static_argnames=("loss", "max_depth", "max_bin", "chunk", "mesh",
@@ -225,8 +238,8 @@ _EXTRA_STATIC = ("hessian", "floor", "refit", "n_outputs", "strategy", "diagonal
                    + _EXTRA_STATIC,
                    donate_argnums=(0,))
 def _train_chunk(state, flag, r0, n_rounds, bins, y, w, valid, dyn, etas, ratios, seed, round0,
-                 cuts_ext, forward_ok, evals, *, loss, max_depth, max_bin, chunk, mesh,
-                 clipped, any_forward, native, **extra):
+                 cuts_ext, forward_ok, offsets, n_total, evals, *, loss, max_depth, max_bin,
+                 chunk, mesh, clipped, any_forward, native, **extra):
     """One dispatch of ``chunk`` rounds; sharded over ``mesh`` when one is given.
 
     ``state`` = ``(margin, eval_margins)`` (donated); ``flag`` is ``(2,)`` int32: the
@@ -236,7 +249,7 @@ def _train_chunk(state, flag, r0, n_rounds, bins, y, w, valid, dyn, etas, ratios
     static = dict(loss=loss, max_depth=max_depth, max_bin=max_bin, chunk=chunk,
                   clipped=clipped, any_forward=any_forward, native=native, **extra)
     args = (state, flag, r0, n_rounds, bins, y, w, valid, dyn, etas, ratios, seed, round0,
-            cuts_ext, forward_ok, evals)
+            cuts_ext, forward_ok, offsets, n_total, evals)
     if mesh is None:
         return _rounds(*args, axis=None, **static)
     (axis,) = mesh.axis_names
@@ -246,7 +259,7 @@ def _train_chunk(state, flag, r0, n_rounds, bins, y, w, valid, dyn, etas, ratios
     fn = jax.shard_map(
         functools.partial(_rounds, axis=axis, n_shards=mesh.size, **static), mesh=mesh,
         in_specs=(state_spec, rep, rep, rep, P(axis, None) if native else P(None, axis),
-                  rows, rows, rows, rep, rep, rep, rep, rep, rep, rep, eval_specs),
+                  rows, rows, rows, rep, rep, rep, rep, rep, rep, rep, rep, rep, eval_specs),
         out_specs=(state_spec, rep, rep, rep), check_vma=False)
     return fn(*args)
 
@@ -351,7 +364,8 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
           callbacks=None, verbose="auto", init_model=None,
           hessian: str = "auto", hessian_floor: float = HESSIAN_FLOOR, refit="auto",
           n_outputs=None, multi_strategy: str = "one_output_per_tree",
-          multi_hessian: str = "full", mesh=None, feature_names=None) -> Booster:
+          multi_hessian: str = "full", mesh=None, quantize: bool = False,
+          feature_names=None) -> Booster:
     r"""Train gradient-boosted trees on any per-row JAX loss.
 
     Each round computes per-row :math:`g_i = w_i \partial_f \ell(y_i, f_i)` and
@@ -437,7 +451,14 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         ``"diagonal"`` (cheaper for large K).
       mesh: a one-axis ``jax.sharding.Mesh`` to shard rows over; ``None`` trains on one
         device on CPU (fastest there, see ``jaxboost.sharding``) and on every local device
-        of a GPU/TPU backend when the data is large enough.
+        of a GPU/TPU backend when the data is large enough. In a multi-process job
+        (``jaxboost.distributed``) each process passes its own rows and the mesh spans
+        every process (default: ``jaxboost.distributed.default_mesh()``).
+      quantize: put g and h on a power-of-two grid every round (24 significant bits of
+        the round's largest value) so that every histogram sum is exact: the model is
+        then bit-identical whatever the number of devices or processes (see
+        ``jaxboost.exact``). Default ``False``: float sums, equal across layouts to
+        about 1e-6.
       feature_names: ``F`` unique strings naming the columns of an array ``X`` (for a
         DataFrame they come from its columns, and must equal them if given). Stored as
         ``booster.feature_names`` and in model files; ``predict`` then checks that
@@ -521,162 +542,202 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
     if init_model is not None:
         _check_init_model(init_model, params, n_features, K, tpr, base_margin)
 
-    if init_model is not None:
-        edges = init_model.bin_edges  # the trees' bins refer to these edges
-    else:
-        edges = compute_bin_edges(Xf, params.max_bin, wf, seed=seed)
-    evals = _eval_sets(eval_set, edges, loss, n_features, names)
-    metrics = _eval_metrics(eval_metric, loss, evals, K)
-    early = None
-    if early_stopping_rounds is not None:
-        early = EarlyStopping(early_stopping_rounds, metric=early_stopping_metric,
-                              data=early_stopping_data, min_delta=min_delta)
-        early.check([e.name for e in evals], [m.name for m in metrics])
-        callbacks.append(early)
-    if verbose:
-        callbacks.insert(0, Progress(n_rounds, after_seconds=5.0 if verbose == "auto" else 0.0))
+    multi = dist.is_multiprocess()
+    where = {"round": 0}
+    guard = (dist.Watchdog(lambda: _where(where, callbacks)) if multi
+             else contextlib.nullcontext())
+    with guard:  # several processes: a lost peer ends this one with a clear message
+        # Where the rows live: one device, a mesh, or a mesh spanning processes (their row
+        # counts are exchanged here). Rows are padded to a size bucket with weight-0 copies
+        # of row 0, so folds of similar size share compiled code and shards are equal.
+        if mesh is not None:
+            mesh = check_mesh(mesh) if not multi else dist.check_mesh_type(mesh)
+        elif not multi:
+            mesh = auto_mesh(n_rows)
+        layout = dist.RowLayout(n_rows, mesh)
+        mesh = layout.mesh
+        if quantize:
+            check_rows(layout.n_total)
+        if init_model is not None:
+            edges = init_model.bin_edges  # the trees' bins refer to these edges
+        elif multi:
+            edges = dist.agreed_bin_edges(Xf, params.max_bin, wf, seed, layout.n_total)
+        else:
+            edges = compute_bin_edges(Xf, params.max_bin, wf, seed=seed)
+        evals = _eval_sets(eval_set, edges, loss, n_features, names, gather=multi)
+        metrics = _eval_metrics(eval_metric, loss, evals, K)
+        early = None
+        if early_stopping_rounds is not None:
+            early = EarlyStopping(early_stopping_rounds, metric=early_stopping_metric,
+                                  data=early_stopping_data, min_delta=min_delta)
+            early.check([e.name for e in evals], [m.name for m in metrics])
+            callbacks.append(early)
+        if verbose and dist.is_writer():
+            callbacks.insert(0, Progress(n_rounds, after_seconds=5.0 if verbose == "auto" else 0.0))
 
-    cuts_ext = np.concatenate(
-        [np.full((n_features, 1), -np.inf, np.float32), edges.cuts,
-         np.full((n_features, params.max_bin - 1 - edges.cuts.shape[1]), np.inf, np.float32)],
-        axis=1)
-    forward_ok = edges.has_missing & (edges.n_distinct > 1)
+        cuts_ext = np.concatenate(
+            [np.full((n_features, 1), -np.inf, np.float32), edges.cuts,
+             np.full((n_features, params.max_bin - 1 - edges.cuts.shape[1]), np.inf, np.float32)],
+            axis=1)
+        forward_ok = edges.has_missing & (edges.n_distinct > 1)
 
-    # Rows padded to a size bucket (divisible by the shards) with weight-0 copies of
-    # row 0, so folds of similar size share compiled code and shards are equal.
-    mesh = check_mesh(mesh) if mesh is not None else auto_mesh(n_rows)
-    n_shards = 1 if mesh is None else mesh.size
-    n_pad = padded_rows(n_rows, n_shards)
-    use_native = _use_native()
-    # One layout, written in place with its padding: row-major (N, F) for the native
-    # kernel, feature-major (F, N) for the pure-JAX scan.
-    bins_np = np.zeros((n_pad, n_features) if use_native else (n_features, n_pad), np.uint8)
-    apply_bins(Xf, edges, out=bins_np, row_major=use_native)
-    y_np = np.full(n_pad, yf[0], np.float32)
-    y_np[:n_rows] = yf
-    w_np = np.zeros(n_pad, np.float32)
-    w_np[:n_rows] = 1.0 if wf is None else wf
-    valid_np = np.arange(n_pad) < n_rows
+        n_pad = layout.block
+        use_native = _use_native()
+        # One layout, written in place with its padding: row-major (N, F) for the native
+        # kernel, feature-major (F, N) for the pure-JAX scan.
+        bins_np = np.zeros((n_pad, n_features) if use_native else (n_features, n_pad), np.uint8)
+        apply_bins(Xf, edges, out=bins_np, row_major=use_native)
+        y_np = np.full(n_pad, yf[0], np.float32)
+        y_np[:n_rows] = yf
+        w_np = np.zeros(n_pad, np.float32)
+        w_np[:n_rows] = 1.0 if wf is None else wf
+        valid_np = np.arange(n_pad) < n_rows
 
-    if mesh is None:
-        put_rows = put_fm = jnp.asarray
-    else:
-        def put_rows(a):
-            return jax.device_put(a, row_sharding(mesh))
+        put_rows = layout.put
+        bins_t = layout.put(bins_np, feature_major=not use_native)
+        y_dev, w_dev, valid = put_rows(y_np), put_rows(w_np), put_rows(valid_np)
 
-        def put_fm(a):
-            return jax.device_put(a, row_sharding(mesh, feature_major=not use_native))
-    bins_t = put_fm(bins_np)
-    y_dev, w_dev, valid = put_rows(y_np), put_rows(w_np), put_rows(valid_np)
+        if init_model is not None:
+            base = init_model.base_margin
+        elif base_margin is None:
+            exact_rows = layout.n_total if quantize else None
+            if multi:  # sums over every process's rows (the arrays are global)
+                base = np.asarray(dist.local(fit_base_margin(loss, y_dev, w_dev, K,
+                                                             exact_rows=exact_rows)))
+            else:
+                base = np.asarray(fit_base_margin(loss, jnp.asarray(y_np), jnp.asarray(w_np), K,
+                                                  exact_rows=exact_rows))
+            if not np.all(np.isfinite(base)):
+                raise LossError(f"the loss {loss_name(loss)} gave a non-finite intercept when "
+                                f"minimised over a constant (before round 0); pass "
+                                f"base_margin= explicitly or check the loss", round=None)
+        else:
+            base = base_margin
+        base = float(base) if K == 1 else np.asarray(base, np.float32)
 
-    if init_model is not None:
-        base = init_model.base_margin
-    elif base_margin is None:
-        base = np.asarray(fit_base_margin(loss, jnp.asarray(y_np), jnp.asarray(w_np), K))
-        if not np.all(np.isfinite(base)):
-            raise LossError(f"the loss {loss_name(loss)} gave a non-finite intercept when "
-                            f"minimised over a constant (before round 0); pass "
-                            f"base_margin= explicitly or check the loss", round=None)
-    else:
-        base = base_margin
-    base = float(base) if K == 1 else np.asarray(base, np.float32)
+        def start_margin(Xraw, n, n_total):
+            """Margins a model starts from: the init model's, or the base margin."""
+            shape = (n_total,) if K == 1 else (n_total, K)
+            out = np.broadcast_to(np.asarray(base, np.float32), shape).copy()
+            if init_model is not None and n:
+                m = init_model.predict(Xraw, output_margin=True)
+                out[:n] = m
+                out[n:] = m[0]
+            return out
 
-    def start_margin(Xraw, n, n_total):
-        """Margins a model starts from: the init model's, or the base margin."""
-        shape = (n_total,) if K == 1 else (n_total, K)
-        out = np.broadcast_to(np.asarray(base, np.float32), shape).copy()
-        if init_model is not None and n:
-            m = init_model.predict(Xraw, output_margin=True)
-            out[:n] = m
-            out[n:] = m[0]
-        return out
+        margin = put_rows(start_margin(Xf, n_rows, n_pad))
+        eval_margins = tuple(layout.replicate(start_margin(e.X, e.n, e.n)) for e in evals)
+        eval_args = tuple((layout.replicate(e.bins), layout.replicate(e.y), layout.replicate(e.w))
+                          for e in evals)
+        state = (margin, eval_margins)
+        flag = np.array([-1, 0], np.int32)
+        chunk = ROUNDS_PER_DISPATCH
+        static = dict(loss=loss, max_depth=params.max_depth, max_bin=params.max_bin,
+                      chunk=chunk, mesh=mesh,
+                      clipped=params.max_delta_step > 0, any_forward=bool(forward_ok.any()),
+                      native=use_native, hessian=hessian, floor=float(hessian_floor),
+                      refit=refit_spec, n_outputs=K, strategy=multi_strategy,
+                      diagonal=multi_hessian == "diagonal", row_sampling=bool(ratios[0] < 1),
+                      col_sampling=bool(np.any(ratios[1:] < 1)), metrics=tuple(metrics),
+                      link=_link(loss), exact=bool(quantize),
+                      native_threads=None if layout.per_process == 1 else 1)
+        offsets = layout.replicate(layout.offsets)
+        n_total = np.int32(layout.n_total)
+        dyn = params.dynamic()
 
-    margin = put_rows(start_margin(Xf, n_rows, n_pad))
-    eval_margins = tuple(jnp.asarray(start_margin(e.X, e.n, e.n)) for e in evals)
-    eval_args = tuple((jnp.asarray(e.bins), jnp.asarray(e.y), jnp.asarray(e.w)) for e in evals)
-    state = (margin, eval_margins)
-    flag = np.array([-1, 0], np.int32)
-    chunk = ROUNDS_PER_DISPATCH
-    static = dict(loss=loss, max_depth=params.max_depth, max_bin=params.max_bin,
-                  chunk=chunk, mesh=mesh,
-                  clipped=params.max_delta_step > 0, any_forward=bool(forward_ok.any()),
-                  native=use_native, hessian=hessian, floor=float(hessian_floor),
-                  refit=refit_spec, n_outputs=K, strategy=multi_strategy,
-                  diagonal=multi_hessian == "diagonal", row_sampling=bool(ratios[0] < 1),
-                  col_sampling=bool(np.any(ratios[1:] < 1)), metrics=tuple(metrics),
-                  link=_link(loss))
-    dyn = params.dynamic()
+        # --- the loop: dispatch chunk c, then read chunk c - 1 (flag, metrics, callbacks) --
+        history = {e.name: {m.name: [] for m in metrics} for e in evals}
+        metric_defs = {m.name: m for m in metrics}
+        parts = [] if init_model is None else [init_model.ensemble]
+        n_init = 0 if init_model is None else init_model.ensemble.n_trees
 
-    # --- the loop: dispatch chunk c, then read chunk c - 1 (flag, metrics, callbacks) --
-    history = {e.name: {m.name: [] for m in metrics} for e in evals}
-    metric_defs = {m.name: m for m in metrics}
-    parts = [] if init_model is None else [init_model.ensemble]
-    n_init = 0 if init_model is None else init_model.ensemble.n_trees
+        def make_booster(n_new_rounds, cut=None):
+            ens = Ensemble.concat(parts)[: n_init + n_new_rounds * tpr] if parts else \
+                Ensemble(*(np.asarray(a)[None][:0] for a in _empty_tree(params.n_nodes, K).values()))
+            b = Booster(ens, objective=loss, params=params, bin_edges=edges, base_margin=base,
+                        n_features=n_features, n_outputs=K, trees_per_round=tpr,
+                        feature_names=names)
+            b.history = {d: {m: list(v) for m, v in ms.items()} for d, ms in history.items()}
+            b.train_state = {"seed": seed, "rounds": start_round + n_new_rounds}
+            return b
 
-    def make_booster(n_new_rounds, cut=None):
-        ens = Ensemble.concat(parts)[: n_init + n_new_rounds * tpr] if parts else \
-            Ensemble(*(np.asarray(a)[None][:0] for a in _empty_tree(params.n_nodes, K).values()))
-        b = Booster(ens, objective=loss, params=params, bin_edges=edges, base_margin=base,
-                    n_features=n_features, n_outputs=K, trees_per_round=tpr,
-                    feature_names=names)
-        b.history = {d: {m: list(v) for m, v in ms.items()} for d, ms in history.items()}
-        b.train_state = {"seed": seed, "rounds": start_round + n_new_rounds}
-        return b
+        def read(flag_dev, values_dev, r0):
+            """Process the rounds of one chunk on the host; the stop round or None."""
+            bad_round, n_bad = (int(v) for v in np.asarray(flag_dev))
+            if bad_round >= 0:
+                kept = (f"The model of rounds 0..{bad_round - 1} is attached as error.booster."
+                        if bad_round > 0 else "No round completed.")
+                raise LossError(
+                    f"the loss {loss_name(loss)} gave NaN or infinite gradients or Hessians "
+                    f"for {n_bad} row(s) at round {bad_round}; check the loss for log/sqrt/"
+                    f"division of non-positive values at those margins. {kept}",
+                    round=bad_round, n_rows=n_bad,
+                    booster=make_booster(bad_round) if bad_round > 0 else None)
+            values = np.asarray(values_dev)  # (chunk, n_sets, n_metrics): one transfer
+            for i in range(min(chunk, n_rounds - r0)):
+                for s, e in enumerate(evals):
+                    for j, m in enumerate(metrics):
+                        history[e.name][m.name].append(float(values[i, s, j]))
+                if callbacks:
+                    env = CallbackEnv(r0 + i, n_rounds, start_round, history, metric_defs,
+                                      make_booster)
+                    stops = [bool(cb(env)) for cb in callbacks]  # every callback sees every round
+                    if any(stops):
+                        return r0 + i
+            return None
 
-    def read(flag_dev, values_dev, r0):
-        """Process the rounds of one chunk on the host; the stop round or None."""
-        bad_round, n_bad = (int(v) for v in np.asarray(flag_dev))
-        if bad_round >= 0:
-            kept = (f"The model of rounds 0..{bad_round - 1} is attached as error.booster."
-                    if bad_round > 0 else "No round completed.")
-            raise LossError(
-                f"the loss {loss_name(loss)} gave NaN or infinite gradients or Hessians "
-                f"for {n_bad} row(s) at round {bad_round}; check the loss for log/sqrt/"
-                f"division of non-positive values at those margins. {kept}",
-                round=bad_round, n_rows=n_bad,
-                booster=make_booster(bad_round) if bad_round > 0 else None)
-        values = np.asarray(values_dev)  # (chunk, n_sets, n_metrics): one transfer
-        for i in range(min(chunk, n_rounds - r0)):
-            for s, e in enumerate(evals):
-                for j, m in enumerate(metrics):
-                    history[e.name][m.name].append(float(values[i, s, j]))
-            if callbacks:
-                env = CallbackEnv(r0 + i, n_rounds, start_round, history, metric_defs,
-                                  make_booster)
-                stops = [bool(cb(env)) for cb in callbacks]  # every callback sees every round
-                if any(stops):
-                    return r0 + i
-        return None
+        def read_agreed(flag_dev, values_dev, r0):
+            """``read``, and with several processes the earliest stop any of them asked."""
+            where["round"] = r0
+            try:
+                stop = read(flag_dev, values_dev, r0)
+            except LossError:
+                raise  # the flag is the same everywhere: every process raises it
+            if multi:  # every process, every chunk (callbacks may differ between them)
+                stop = dist.earliest_stop(stop)
+            return stop
 
-    pending = None
-    stop = None
-    try:
-        for r0 in range(0, n_rounds, chunk):
-            etas = np.array([lr_of(start_round + r) if r < n_rounds else 1.0
-                             for r in range(r0, r0 + chunk)], np.float32)
-            state, flag, trees, values = _train_chunk(
-                state, flag, np.int32(r0), np.int32(n_rounds), bins_t, y_dev, w_dev, valid, dyn,
-                etas, ratios, np.int32(seed), np.int32(start_round), cuts_ext, forward_ok,
-                eval_args, **static)
-            if pending is not None:
-                stop = read(*pending)
-                if stop is not None:
-                    break
-            parts.append(trees)
-            pending = (flag, values, r0)
-        if stop is None and pending is not None:
-            stop = read(*pending)
-    finally:
-        for cb in callbacks:
-            if isinstance(cb, Progress):
-                cb.close()
-    done = n_rounds if stop is None else stop + 1
-    if early is not None and early.best_iteration is not None:
-        bst = make_booster(early.best_iteration + 1)
-        bst.best_iteration = start_round + early.best_iteration
-        bst.best_score = early.best_score
-        return bst
-    return make_booster(done)
+        pending = None
+        stop = None
+        try:
+            for r0 in range(0, n_rounds, chunk):
+                etas = np.array([lr_of(start_round + r) if r < n_rounds else 1.0
+                                 for r in range(r0, r0 + chunk)], np.float32)
+                state, flag, trees, values = _train_chunk(
+                    state, flag, np.int32(r0), np.int32(n_rounds), bins_t, y_dev, w_dev, valid, dyn,
+                    etas, ratios, np.int32(seed), np.int32(start_round), cuts_ext, forward_ok,
+                    offsets, n_total, eval_args, **static)
+                if pending is not None:
+                    stop = read_agreed(*pending)
+                    if stop is not None:
+                        break
+                parts.append(jax.tree.map(dist.local, trees) if multi else trees)
+                pending = ((dist.local(flag), dist.local(values), r0) if multi
+                           else (flag, values, r0))
+            if stop is None and pending is not None:
+                stop = read_agreed(*pending)
+        finally:
+            for cb in callbacks:
+                if isinstance(cb, Progress):
+                    cb.close()
+        done = n_rounds if stop is None else stop + 1
+        if early is not None and early.best_iteration is not None:
+            bst = make_booster(early.best_iteration + 1)
+            bst.best_iteration = start_round + early.best_iteration
+            bst.best_score = early.best_score
+            return bst
+        return make_booster(done)
+
+
+def _where(where, callbacks) -> str:
+    """Where training is, for the lost-process message of ``jaxboost.distributed``."""
+    from .callbacks import Checkpoint
+
+    text = f" during the chunk of rounds from {where['round']}"
+    for cb in callbacks:
+        if isinstance(cb, Checkpoint) and cb.last_round is not None:
+            text += f"; the last checkpoint, {cb.path!r}, holds {cb.last_round} round(s)"
+    return text
 
 
 def _feature_names(X, given, n_features, init_model):
@@ -699,6 +760,10 @@ def _feature_names(X, given, n_features, init_model):
     return names
 
 
+class _Empty(Exception):
+    """An empty part of an evaluation set (allowed on some processes)."""
+
+
 class _EvalSet(NamedTuple):
     name: str
     X: np.ndarray
@@ -708,8 +773,9 @@ class _EvalSet(NamedTuple):
     n: int
 
 
-def _eval_sets(eval_set, edges, loss, n_features, names=None) -> list:
-    """Validated, binned evaluation sets."""
+def _eval_sets(eval_set, edges, loss, n_features, names=None, gather=False) -> list:
+    """Validated, binned evaluation sets (``gather``: every process's rows, on every
+    process)."""
     if eval_set is None:
         return []
     if isinstance(eval_set, dict):
@@ -727,6 +793,14 @@ def _eval_sets(eval_set, edges, loss, n_features, names=None) -> list:
         if not isinstance(e, (list, tuple)) or len(e) not in (2, 3):
             raise TypeError(f"eval set {name!r} must be (X, y) or (X, y, sample_weight)")
         try:
+            if gather and np.ndim(e[0]) == 2 and np.shape(e[0])[0] == 0:
+                # This process holds none of the set's rows; the others do.
+                if np.shape(e[0])[1] != n_features:
+                    raise DataError(f"has {np.shape(e[0])[1]} features, the training "
+                                    f"data {n_features}")
+                Xe = np.zeros((0, n_features), np.float32)
+                ye, we = np.zeros(0, np.float32), np.zeros(0, np.float32)
+                raise _Empty
             _validation.check_feature_names(names, e[0])
             Xe = _validation.as_features(e[0], allow_inf=True)
             if Xe.shape[1] != n_features:
@@ -735,8 +809,15 @@ def _eval_sets(eval_set, edges, loss, n_features, names=None) -> list:
             we = _validation.as_weights(e[2] if len(e) == 3 else None, Xe.shape[0])
             if isinstance(loss, Objective):
                 loss.validate_labels(ye)
+        except _Empty:
+            pass
         except ValueError as err:
             raise DataError(f"eval set {name!r}: {err}") from None
+        if gather:
+            we = np.ones(Xe.shape[0], np.float32) if we is None else we
+            Xe, ye, we = (dist.gather_rows(a) for a in (Xe, ye, we))
+            if Xe.shape[0] == 0:
+                raise DataError(f"eval set {name!r} has no rows on any process")
         n = Xe.shape[0]
         bins = np.zeros((n, n_features), np.uint8)
         apply_bins(Xe, edges, out=bins, row_major=True)

@@ -188,7 +188,8 @@ class Checkpoint:
     The file is a ``jaxboost.io`` model file with the training state (seed and rounds),
     so ``train(..., init_model=jaxboost.load(path), n_rounds=remaining, seed=...)``
     continues exactly where it stopped: the result equals an uninterrupted run, bit for
-    bit. A crash while writing leaves the previous checkpoint intact.
+    bit. A crash while writing leaves the previous checkpoint intact. In a multi-process
+    job (``jaxboost.distributed``) only process 0 writes.
 
     Args:
       path: file to write.
@@ -200,11 +201,15 @@ class Checkpoint:
             raise ValueError(f"Checkpoint every must be an integer >= 1, got {every!r}")
         self.path = os.fspath(path)
         self.every = every
+        self.last_round = None  # rounds in the last file written (None: none yet)
 
     def __call__(self, env: CallbackEnv) -> bool:
         done = env.round + 1
         if done % self.every == 0 or done == env.n_rounds:
             from . import io
+            from .distributed import is_writer
 
-            io.save(env.booster, self.path)
+            if is_writer():  # in a multi-process job, process 0 writes
+                io.save(env.booster, self.path)
+            self.last_round = env.start_round + done
         return False

@@ -25,18 +25,25 @@ it is > 0). Leaves without rows keep their Newton value.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
 from .autodiff import grad_hess
+from .exact import exact_scale
 from .split import ETA, LAMBDA, MDS
 
 NEWTON_STEPS = 4
 _STEP_SIZES = (1.0, 0.5, 0.25, 0.125, 0.0625, 0.03125, 0.0)
 
 
-def _segment_sum(x, leaf, M, reduce):
-    return reduce(jax.ops.segment_sum(x, leaf, num_segments=M))
+def _segment_sum(x, leaf, M, reduce, exact_rows=None, reduce_max=None):
+    if exact_rows is None:
+        return reduce(jax.ops.segment_sum(x, leaf, num_segments=M))
+    # Exact: every row on one power-of-two grid, so the sums are order-free.
+    s = exact_scale(x, exact_rows, reduce_max=reduce_max)
+    return reduce(jax.ops.segment_sum(jnp.round(x * s), leaf, num_segments=M)) / s
 
 
 def _finish(tree, v, has_rows, dyn):
@@ -47,7 +54,7 @@ def _finish(tree, v, has_rows, dyn):
 
 
 def refit_newton(tree, leaf, loss, y, margin, w, dyn, *, reduce=lambda x: x,
-                 steps: int = NEWTON_STEPS):
+                 steps: int = NEWTON_STEPS, exact_rows=None, reduce_max=lambda x: x):
     """Leaf values by damped Newton steps on the true loss (see the module docstring).
 
     Args:
@@ -55,26 +62,31 @@ def refit_newton(tree, leaf, loss, y, margin, w, dyn, *, reduce=lambda x: x,
       leaf: ``(N,)`` leaf of every row; y, margin, w: ``(N,)`` labels, margins before
         this tree, weights (0 for padding).
       dyn: dynamic parameters.
+      reduce: sums per-device partial sums over devices (``lax.psum``).
+      exact_rows: ``None``, or the number of real rows: then every sum is an exact
+        quantized sum (``jaxboost.exact``; ``reduce_max`` takes maxima over devices).
 
     Returns:
       the tree dict with refitted leaf values.
     """
     M = tree["value"].shape[0]
     eta, lam = dyn[ETA], dyn[LAMBDA]
+    seg = functools.partial(_segment_sum, leaf=leaf, M=M, reduce=reduce,
+                            exact_rows=exact_rows, reduce_max=reduce_max)
     with jax.enable_x64(True):
         v = (tree["value"] / eta).astype(jnp.float64)
         w64 = w.astype(jnp.float64)
-        has_rows = _segment_sum(w64, leaf, M, reduce) > 0
+        has_rows = seg(w64) > 0
 
         def leaf_loss(v):
             f = margin + v[leaf].astype(jnp.float32)
             per_row = w64 * jax.vmap(loss)(y, f).astype(jnp.float64)
-            return _segment_sum(per_row, leaf, M, reduce) + 0.5 * lam * v * v
+            return seg(per_row) + 0.5 * lam * v * v
 
         for _ in range(steps):
             g, h = grad_hess(loss, y, margin + v[leaf].astype(jnp.float32), w)
-            G = _segment_sum(g.astype(jnp.float64), leaf, M, reduce) + lam * v
-            H = _segment_sum(jnp.maximum(h, 0.0).astype(jnp.float64), leaf, M, reduce) + lam
+            G = seg(g.astype(jnp.float64)) + lam * v
+            H = seg(jnp.maximum(h, 0.0).astype(jnp.float64)) + lam
             d = -G / jnp.where(H > 0, H, 1.0)
             d = jnp.where(H > 0, d, -G)  # no curvature at all: a gradient step
             cands = jnp.stack([leaf_loss(v + t * d) for t in _STEP_SIZES])  # (S, M)

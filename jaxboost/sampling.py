@@ -28,15 +28,19 @@ def round_key(seed_key, round_index):
     return jax.random.fold_in(seed_key, round_index)
 
 
-def row_mask(key, n_local, subsample, *, axis=None, n_shards: int = 1):
+def row_mask(key, n_local, subsample, *, offset=0, n_ids=None):
     """``(n_local,)`` float32 0/1: whether each row of this device is in the sample.
 
-    The draw is over the global rows and each shard takes its slice, so a sharded run
-    samples the same rows as a single-device one.
+    The draw is one uniform number per global row number (``n_ids`` of them, default
+    ``n_local``) and this device takes ``n_local`` of them from ``offset`` (its first
+    row's global number, see ``jaxboost.sharding.shard_offsets``). JAX's counter-based
+    generator makes element ``i`` independent of the draw's length, so a sharded or
+    multi-process run samples the same rows as a single-device one.
     """
-    u = jax.random.uniform(jax.random.fold_in(key, 0), (n_local * n_shards,))
-    if axis is not None:
-        u = jax.lax.dynamic_slice(u, (jax.lax.axis_index(axis) * n_local,), (n_local,))
+    n_ids = n_local if n_ids is None else n_ids
+    u = jax.random.uniform(jax.random.fold_in(key, 0), (n_ids,))
+    if n_ids != n_local:
+        u = jax.lax.dynamic_slice(u, (offset,), (n_local,))
     return (u < subsample).astype(jnp.float32)
 
 

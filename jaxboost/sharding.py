@@ -37,6 +37,8 @@ ROW_AXIS = "rows"
 # Below this many rows per device, one device is faster (the psum of histograms and the
 # per-device dispatch cost more than the scatter they split).
 MIN_ROWS_PER_DEVICE = 1 << 15
+# Small data is padded to this many rows, so it all shares one compiled program.
+MIN_PADDED_ROWS = 256
 
 
 def configure_host_devices() -> str:
@@ -98,13 +100,35 @@ def check_mesh(mesh) -> Mesh | None:
 
 
 def padded_rows(n_rows: int, n_shards: int) -> int:
-    """Rows after padding: a size bucket (at most ~6 % more), divisible by the shards.
+    """Rows after padding: a size bucket (at most ~6 % more, and at least
+    ``MIN_PADDED_ROWS``), divisible by the shards.
 
-    Buckets let different data sizes (cross-validation folds) reuse compiled code.
+    Buckets let different data sizes (cross-validation folds, the many small data sets
+    of scikit-learn's estimator checks) reuse compiled code. Padding rows have weight 0.
     """
+    n_rows = max(n_rows, MIN_PADDED_ROWS)
     step = max(1 << max(n_rows.bit_length() - 5, 0), 1)
     step = int(np.lcm(step, n_shards))
     return -(-n_rows // step) * step
+
+
+def shard_offsets(counts, block: int, shards_per_process: int) -> np.ndarray:
+    """``(n_shards,)`` int32: the global row number of each shard's first row.
+
+    Process ``p`` holds its ``counts[p]`` rows in a block of ``block`` rows (padding
+    after them), split evenly over its ``shards_per_process`` devices. Row numbers count
+    the real rows of all processes in process order, so row ``i`` of process ``p`` is
+    row ``sum(counts[:p]) + i`` of the concatenated data: random draws keyed by it
+    (``subsample``) are the same whatever the layout.
+
+    Example:
+      >>> shard_offsets([5, 3], 8, 2).tolist()
+      [0, 4, 5, 9]
+    """
+    per = block // shards_per_process
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    out = (starts[:, None] + per * np.arange(shards_per_process)[None, :]).ravel()
+    return out.astype(np.int32)
 
 
 def row_sharding(mesh: Mesh, feature_major: bool = False) -> NamedSharding:
