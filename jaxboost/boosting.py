@@ -652,8 +652,9 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         n_init = 0 if init_model is None else init_model.ensemble.n_trees
 
         def make_booster(n_new_rounds, cut=None):
+            empty = _empty_tree(params.n_nodes, K).values()
             ens = Ensemble.concat(parts)[: n_init + n_new_rounds * tpr] if parts else \
-                Ensemble(*(np.asarray(a)[None][:0] for a in _empty_tree(params.n_nodes, K).values()))
+                Ensemble(*(np.asarray(a)[None][:0] for a in empty))
             b = Booster(ens, objective=loss, params=params, bin_edges=edges, base_margin=base,
                         n_features=n_features, n_outputs=K, trees_per_round=tpr,
                         feature_names=names)
