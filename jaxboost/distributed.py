@@ -337,9 +337,16 @@ class Watchdog:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, typ, exc, tb):
         self._stop.set()
         self._thread.join(timeout=5)
+        if exc is not None and collective_failed(exc):
+            # A peer vanished mid-collective and the transport said so: the same
+            # situation as a silent peer, and the same exit (the JAX runtime cannot
+            # even shut down cleanly now: its shutdown barrier waits for the lost peer).
+            first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+            self._exit("another process", f"a collective failed: {type(exc).__name__}: "
+                                          f"{first}")
         return False
 
     def _run(self):
@@ -369,18 +376,36 @@ class Watchdog:
     def _lost(self, peer, silent, why):
         if self._stop.is_set():
             return
+        self._exit(f"process {peer}", f"no heartbeat for {silent:.0f} s{why}")
+
+    def _exit(self, who, what):
         try:
             where = self.status()
         except Exception:
             where = ""
-        msg = (f"\njaxboost.train: process {self.me} of {self.P} lost contact with "
-               f"process {peer}: no heartbeat for {silent:.0f} s{why}{where}. The "
-               f"histogram sums need every process, so training cannot go on; this "
-               f"process exits (code {PEER_LOST_EXIT_CODE}) instead of waiting forever. "
-               f"Restart every process; to resume, pass "
+        msg = (f"\njaxboost.train: process {self.me} of {self.P} lost contact with {who} "
+               f"({what}){where}. The histogram sums need every process, so training "
+               f"cannot go on; this process exits (code {PEER_LOST_EXIT_CODE}) instead of "
+               f"waiting forever. Restart every process; to resume, pass "
                f"init_model=jaxboost.load(<checkpoint>) and the remaining n_rounds.\n")
         try:
             sys.stderr.write(msg)
             sys.stderr.flush()
         finally:
             os._exit(PEER_LOST_EXIT_CODE)
+
+
+_TRANSPORT_WORDS = ("gloo", "nccl", "connection closed", "connection reset",
+                    "connection refused", "broken pipe", "heartbeat", "unavailable:",
+                    "deadline_exceeded", "coordination service", "socket closed")
+
+
+def collective_failed(exc: BaseException) -> bool:
+    """Whether ``exc`` looks like a collective or the coordinator failing (a peer gone),
+    as opposed to an error in the user's data or loss."""
+    from .errors import DataError, LossError
+
+    if isinstance(exc, (DataError, LossError, KeyboardInterrupt)):
+        return False
+    text = str(exc).lower()
+    return any(w in text for w in _TRANSPORT_WORDS)

@@ -63,3 +63,15 @@ def test_plots_example_writes_three_figures(tmp_path):
         path = tmp_path / name
         assert path.exists(), out
         assert path.read_bytes()[:4] == b"\x89PNG" and path.stat().st_size > 5_000, name
+
+
+def test_multi_device_example_prints_equal_models_and_communication():
+    out = run("multi_device.py", "--devices", "4", "--rounds", "10")
+    rows = re.findall(r"^quantize=(True|False)\s.*bit-identical: (True|False)$", out, flags=re.M)
+    assert dict(rows).get("True") == "True", out  # quantized: bit for bit on 4 devices
+    assert "False" in dict(rows), out
+    volume = re.search(r"histograms summed across devices: ([\d,]+) bytes per tree", out)
+    from jaxboost.distributed import histogram_bytes_per_tree
+
+    want = {histogram_bytes_per_tree(30, 4, 256, subtraction=s) for s in (True, False)}
+    assert volume and int(volume.group(1).replace(",", "")) in want, out
