@@ -380,7 +380,10 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
       objective: a per-row loss ``loss(y, pred) -> scalar`` written in JAX, an entry
         of the ``objectives`` catalogue (e.g. ``objectives.logistic``), or its name.
       X: ``(N, F)`` features, NaN = missing: an array, or a pandas/polars DataFrame of
-        numeric or bool columns (string column names become ``feature_names``).
+        numeric or bool columns (string column names become ``feature_names``). In a
+        multi-process job, this process's rows, or a global ``jax.Array`` whose rows
+        are split over the processes (``jax.make_array_from_process_local_data``);
+        the same for ``y`` and ``sample_weight``.
       y: ``(N,)`` labels (an array or a Series).
       n_rounds: boosting rounds (trees; ``K`` trees per round for ``K`` outputs with
         ``multi_strategy="one_output_per_tree"``).
@@ -516,6 +519,8 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
                             f"{type(cb).__name__}")
     loss = resolve_objective(objective)
 
+    # Global arrays whose rows are split over processes: each process takes its own.
+    X, y, sample_weight = (dist.local_rows(a) for a in (X, y, sample_weight))
     Xf = _validation.as_features(X)
     n_rows, n_features = Xf.shape
     names = _feature_names(X, feature_names, n_features, init_model)

@@ -265,6 +265,29 @@ class RowLayout:
             NamedSharding(self.mesh, PartitionSpec()), a)
 
 
+def local_rows(a):
+    """This process's rows of ``a``: a global ``jax.Array`` whose rows are split over
+    the processes (as ``jax.make_array_from_process_local_data`` makes) becomes the
+    NumPy array of the rows this process holds, in row order; anything else is
+    returned as it is."""
+    if not (isinstance(a, jax.Array) and not a.is_fully_addressable):
+        return a
+    parts = {}
+    for shard in a.addressable_shards:
+        rows = shard.index[0] if shard.index else slice(None)
+        start = 0 if rows.start is None else rows.start
+        parts.setdefault(start, shard)  # replicas of the same rows count once
+    out = np.concatenate([np.asarray(parts[k].data) for k in sorted(parts)])
+    counts = allgather(np.int64(out.shape[0]))
+    if int(counts.sum()) != a.shape[0]:
+        raise ValueError(f"the rows of a global array must be split over the processes, "
+                         f"each row held by one process; the processes hold "
+                         f"{counts.tolist()} rows of {a.shape[0]} (shard the array's first "
+                         f"axis over every process, e.g. with "
+                         f"jax.make_array_from_process_local_data)")
+    return out
+
+
 def local(x):
     """A replicated global array's copy on this process (no transfer between hosts)."""
     if isinstance(x, jax.Array) and not x.is_fully_addressable:

@@ -44,10 +44,11 @@ def bounds(n_processes: int):
 
 
 def train_kwargs(config: str, rounds: int):
-    """``config`` is ``objective`` or ``objective-q`` (quantized)."""
+    """``config`` is ``objective`` with optional suffixes: ``-q`` quantized, ``-a`` the
+    training data passed as global ``jax.Array``s (``fit``)."""
     objective = config.split("-")[0]
     return dict(objective=objective, n_rounds=rounds, max_depth=4, learning_rate=0.3,
-                quantize=config.endswith("-q"), subsample=0.8, colsample_bytree=0.8,
+                quantize="-q" in config, subsample=0.8, colsample_bytree=0.8,
                 seed=3)
 
 
@@ -60,7 +61,23 @@ def fit(config, X, y, w, rows, rounds, **extra):
     objective = kw.pop("objective")
     lo, hi = rows
     e_hi = max(lo, min(hi, N_ROWS // 2))
-    return jaxboost.train(objective, X[lo:hi], y[lo:hi], sample_weight=w[lo:hi],
+    Xt, yt, wt = X[lo:hi], y[lo:hi], w[lo:hi]
+    if "-a" in config:  # global arrays, rows split over the processes
+        import jax
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+        mesh = Mesh(np.array(jax.devices()), ("rows",))
+        counts = jaxboost.distributed.allgather(np.int64(hi - lo))
+        block = int(counts.max())  # equal blocks: this process's rows, then copies
+
+        def glob(a):
+            pad = np.concatenate([a, np.repeat(a[:1], block - len(a), axis=0)])
+            return jax.make_array_from_process_local_data(
+                NamedSharding(mesh, PartitionSpec("rows")), pad)
+        # Padding rows get weight 0: they do not count (the model stays the same).
+        wt = np.concatenate([wt, np.zeros(block - len(wt), np.float32)])
+        Xt, yt, wt = glob(Xt), glob(yt), glob(wt)
+    return jaxboost.train(objective, Xt, yt, sample_weight=wt,
                           eval_set=[(X[lo:e_hi], y[lo:e_hi])], verbose=False, **kw)
 
 
@@ -93,6 +110,7 @@ def main(argv=None):
         if args.resume:
             init = jaxboost.load(args.checkpoint)
             extra = dict(init_model=init, n_rounds=args.rounds - init.train_state["rounds"])
+        print(f"process {args.process_id}: {config} training", flush=True)
         bst = fit(config, X, y, w, rows, args.rounds, callbacks=callbacks, **extra)
         bst.save(os.path.join(args.out, f"{config}.json"))
         np.save(os.path.join(args.out, f"{config}_margins_{args.process_id}.npy"),

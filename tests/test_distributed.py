@@ -32,10 +32,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def launch(out, *args, processes=2):
+def launch(out, *args, processes=2, **env_extra):
     """Start the worker processes (own session each, output to files)."""
     env = dict(os.environ, JAX_PLATFORMS="cpu", JAXBOOST_COMPILATION_CACHE="0",
-               PYTHONUNBUFFERED="1")
+               PYTHONUNBUFFERED="1", **env_extra)
     env.pop("JAXBOOST_CPU_DEVICES", None)  # one CPU device per process
     env.pop("XLA_FLAGS", None)
     port = free_port()
@@ -86,7 +86,9 @@ def reference(config, rounds):
     return X, bst
 
 
-CONFIGS = ("logistic", "logistic-q", "softmax-q")
+# logistic-qa: quantized, data passed as global jax.Arrays; softmax: float sums, numpy rows.
+# (The kill test below covers quantized logistic on numpy rows.)
+CONFIGS = ("logistic-qa", "softmax")
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +107,7 @@ def test_two_processes_train_the_one_process_model(two_process_run, config):
     want = ref.predict(X, output_margin=True)
     for p in (0, 1):
         got = np.load(out / f"{config}_margins_{p}.npy")
-        if config.endswith("-q"):  # quantized: exact sums, bit for bit
+        if "-q" in config:  # quantized: exact sums, bit for bit
             np.testing.assert_array_equal(got, want)
         else:
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
@@ -161,6 +163,36 @@ def test_killed_process_makes_the_other_exit_clearly_and_a_restart_finishes(tmp_
     for p in (0, 1):
         np.testing.assert_array_equal(np.load(out / f"logistic-q_margins_{p}.npy"),
                                       ref.predict(X, output_margin=True))
+
+
+def test_frozen_process_is_noticed_by_the_heartbeat(tmp_path):
+    """A peer that stops answering without closing its sockets (SIGSTOP: a hung host)
+    leaves the collective waiting forever; the heartbeat watchdog ends the survivor."""
+    procs = launch(tmp_path, "--configs", "logistic", "--rounds", "200", "--slow", "0.1",
+                   JAXBOOST_PEER_TIMEOUT="10")
+    try:
+        deadline = time.monotonic() + LAUNCH_TIMEOUT
+        log0 = tmp_path / "log_0.txt"
+        while "training" not in log0.read_text(errors="replace"):
+            if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
+                pytest.fail("training did not start:\n" + logs(tmp_path))
+            time.sleep(0.2)
+        time.sleep(2.0)
+        os.killpg(procs[1].pid, signal.SIGSTOP)
+        frozen = time.monotonic()
+        try:
+            procs[0].wait(timeout=90)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the surviving process hangs 90 s after its peer froze")
+        took = time.monotonic() - frozen
+    finally:
+        stop(procs)  # SIGKILL ends stopped processes too
+    text = log0.read_text(errors="replace")
+    assert procs[0].returncode == distributed.PEER_LOST_EXIT_CODE, text[-3000:]
+    assert re.search(r"lost contact with process 1 \(no heartbeat for 1\d s\)", text), \
+        text[-2000:]
+    print(f"\nthe surviving process exited {took:.1f} s after its peer froze (timeout 10 s)")
+    assert 10 <= took < 60
 
 
 def test_histogram_bytes_per_tree_is_what_the_compiled_round_sums(compile_counter):

@@ -55,7 +55,7 @@ def _data(objective, N, seed=0):
 def test_four_devices_train_the_single_device_model(mesh4, objective, N):
     X, y, w = _data(objective, N)
     assert N != 150 or (padded_rows(N, 4) // 4) * 3 >= N  # one device without real rows
-    kw = dict(n_rounds=8, max_depth=4, sample_weight=w, subsample=0.8, colsample_bynode=0.7,
+    kw = dict(n_rounds=8, max_depth=3, sample_weight=w, subsample=0.8, colsample_bynode=0.7,
               seed=5)
     for quantize in (False, True):
         one = jaxboost.train(objective, X, y, mesh=None, quantize=quantize, **kw)
