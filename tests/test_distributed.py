@@ -32,10 +32,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+_CACHE = {}
+
+
 def launch(out, *args, processes=2, **env_extra):
-    """Start the worker processes (own session each, output to files)."""
-    env = dict(os.environ, JAX_PLATFORMS="cpu", JAXBOOST_COMPILATION_CACHE="0",
-               PYTHONUNBUFFERED="1", **env_extra)
+    """Start the worker processes (own session each, output to files).
+
+    Launches share a persistent compilation cache in a temporary directory (the same
+    shapes recur: only the first launch compiles), never the user's cache.
+    """
+    env = dict(os.environ, JAX_PLATFORMS="cpu", JAXBOOST_COMPILATION_CACHE="1",
+               JAXBOOST_CACHE_DIR=str(_CACHE["dir"]), PYTHONUNBUFFERED="1", **env_extra)
     env.pop("JAXBOOST_CPU_DEVICES", None)  # one CPU device per process
     env.pop("XLA_FLAGS", None)
     port = free_port()
@@ -87,8 +94,14 @@ def reference(config, rounds):
 
 
 # logistic-qa: quantized, data passed as global jax.Arrays; softmax: float sums, numpy rows.
-# (The kill test below covers quantized logistic on numpy rows.)
 CONFIGS = ("logistic-qa", "softmax")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def compilation_cache(tmp_path_factory):
+    _CACHE["dir"] = tmp_path_factory.mktemp("xla_cache")
+    yield
+    _CACHE.clear()
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +137,7 @@ def test_two_processes_train_the_one_process_model(two_process_run, config):
 def test_killed_process_makes_the_other_exit_clearly_and_a_restart_finishes(tmp_path):
     out, ckpt = tmp_path, tmp_path / "ckpt.json"
     rounds = 40
-    procs = launch(out, "--configs", "logistic-q", "--rounds", str(rounds), "--slow", "0.2",
+    procs = launch(out, "--configs", "logistic-qa", "--rounds", str(rounds), "--slow", "0.2",
                    "--checkpoint", str(ckpt))
     try:
         deadline = time.monotonic() + LAUNCH_TIMEOUT
@@ -157,19 +170,19 @@ def test_killed_process_makes_the_other_exit_clearly_and_a_restart_finishes(tmp_
     # the one an uninterrupted single process trains (quantized: bit for bit).
     for f in out.glob("log_*.txt"):
         f.unlink()
-    wait(launch(out, "--configs", "logistic-q", "--rounds", str(rounds), "--checkpoint",
+    wait(launch(out, "--configs", "logistic-qa", "--rounds", str(rounds), "--checkpoint",
                 str(ckpt), "--resume"), out)
-    X, ref = reference("logistic-q", rounds)
+    X, ref = reference("logistic-qa", rounds)
     for p in (0, 1):
-        np.testing.assert_array_equal(np.load(out / f"logistic-q_margins_{p}.npy"),
+        np.testing.assert_array_equal(np.load(out / f"logistic-qa_margins_{p}.npy"),
                                       ref.predict(X, output_margin=True))
 
 
 def test_frozen_process_is_noticed_by_the_heartbeat(tmp_path):
     """A peer that stops answering without closing its sockets (SIGSTOP: a hung host)
     leaves the collective waiting forever; the heartbeat watchdog ends the survivor."""
-    procs = launch(tmp_path, "--configs", "logistic", "--rounds", "200", "--slow", "0.1",
-                   JAXBOOST_PEER_TIMEOUT="10")
+    procs = launch(tmp_path, "--configs", "logistic-qa", "--rounds", "200", "--slow", "0.1",
+                   JAXBOOST_PEER_TIMEOUT="5")
     try:
         deadline = time.monotonic() + LAUNCH_TIMEOUT
         log0 = tmp_path / "log_0.txt"
@@ -189,10 +202,11 @@ def test_frozen_process_is_noticed_by_the_heartbeat(tmp_path):
         stop(procs)  # SIGKILL ends stopped processes too
     text = log0.read_text(errors="replace")
     assert procs[0].returncode == distributed.PEER_LOST_EXIT_CODE, text[-3000:]
-    assert re.search(r"lost contact with process 1 \(no heartbeat for 1\d s\)", text), \
+    assert re.search(r"lost contact with process 1 \(no heartbeat for \d+ s\)", text), \
         text[-2000:]
-    print(f"\nthe surviving process exited {took:.1f} s after its peer froze (timeout 10 s)")
-    assert 10 <= took < 60
+    print(f"\nthe surviving process exited {took:.1f} s after its peer froze (timeout 5 s)")
+    # The silence counts from the last beat seen, up to 2 heartbeat periods before the stop.
+    assert 5 - 2.5 <= took < 60
 
 
 def test_histogram_bytes_per_tree_is_what_the_compiled_round_sums(compile_counter):
