@@ -28,8 +28,10 @@ $(STAMP_BENCH): pyproject.toml | $(PY)
 demo: $(STAMP_BASE)
 	$(PY) examples/demo.py
 
+# Test files run in parallel worker processes (one per core, at most 4): most of the
+# suite's time is XLA compiling, which is single-threaded.
 test: $(STAMP_TEST)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadfile
 
 bench: $(STAMP_BENCH)
 	$(PY) benchmarks/run.py
