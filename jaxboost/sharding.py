@@ -21,7 +21,8 @@ testing the sharded path or by choice:
 * ``train(..., mesh=Mesh(jax.devices("cpu"), ("rows",)))`` shards rows over them.
 
 On GPU and TPU backends with several local devices, ``mesh=None`` shards rows over all of
-them.
+them. Training across processes (hosts, TPU slices) is in ``jaxboost.distributed``; the
+quantized mode that makes the model bit-identical for any layout in ``jaxboost.exact``.
 """
 
 from __future__ import annotations
