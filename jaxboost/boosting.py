@@ -30,6 +30,7 @@ from .booster import Booster
 from .callbacks import CallbackEnv, EarlyStopping, Progress
 from .errors import DataError, LossError
 from .exact import check_rows, to_grid
+from .groups import EXACT_MAX_GROUP, group_grad_hess, group_index
 from .grow import grow_tree, grow_vector_tree
 from .params import TreeParams
 from .refit import refit_newton, refit_quantile
@@ -89,7 +90,7 @@ def _rounds(state, flag, r0, n_rounds, bins, y, w, valid, dyn, etas, ratios, see
             axis, clipped, any_forward, native, hessian="exact", floor=1e-6, refit=None,
             n_outputs=1, strategy="one_output_per_tree", diagonal=False, row_sampling=False,
             col_sampling=False, metrics=(), link=None, n_shards=1, exact=False,
-            native_threads=None):
+            native_threads=None, group_max=None, gidx=None):
     """Rounds ``r0 .. r0 + chunk - 1`` on this device's rows (skipping ``>= n_rounds``).
 
     ``state`` is ``(margin, eval_margins)`` (margins ``(N,)`` or ``(N, K)``), ``flag``
@@ -191,7 +192,15 @@ def _rounds(state, flag, r0, n_rounds, bins, y, w, valid, dyn, etas, ratios, see
         dyn_r = dyn.at[ETA].set(etas[i])
 
         def run(margin):
-            g, h = grad_hess(loss, y, margin, w, hessian=hessian, floor=floor)
+            if group_max is not None:  # a group loss (jaxboost.groups)
+                g, h = group_grad_hess(loss, y, margin, w, gidx, jax.random.fold_in(rk, 2),
+                                       exact_max=group_max)
+                if hessian == "clip":
+                    h = jnp.maximum(h, floor * w)
+                elif hessian == "constant":
+                    h = w
+            else:
+                g, h = grad_hess(loss, y, margin, w, hessian=hessian, floor=floor)
             bad = ~(jnp.isfinite(g) & jnp.isfinite(h) if K == 1 else
                     jnp.all(jnp.isfinite(g), axis=1) & jnp.all(jnp.isfinite(h), axis=(1, 2)))
             n_bad = reduce(jnp.sum(bad & valid, dtype=jnp.int32))
@@ -230,7 +239,8 @@ def _rounds(state, flag, r0, n_rounds, bins, y, w, valid, dyn, etas, ratios, see
 
 
 _EXTRA_STATIC = ("hessian", "floor", "refit", "n_outputs", "strategy", "diagonal",
-                 "row_sampling", "col_sampling", "metrics", "link", "exact", "native_threads")
+                 "row_sampling", "col_sampling", "metrics", "link", "exact", "native_threads",
+                 "group_max")
 
 
 @functools.partial(jax.jit, static_argnames=("loss", "max_depth", "max_bin", "chunk", "mesh",
@@ -238,8 +248,8 @@ _EXTRA_STATIC = ("hessian", "floor", "refit", "n_outputs", "strategy", "diagonal
                    + _EXTRA_STATIC,
                    donate_argnums=(0,))
 def _train_chunk(state, flag, r0, n_rounds, bins, y, w, valid, dyn, etas, ratios, seed, round0,
-                 cuts_ext, forward_ok, offsets, n_total, evals, *, loss, max_depth, max_bin,
-                 chunk, mesh, clipped, any_forward, native, **extra):
+                 cuts_ext, forward_ok, offsets, n_total, evals, gidx=None, *, loss, max_depth,
+                 max_bin, chunk, mesh, clipped, any_forward, native, **extra):
     """One dispatch of ``chunk`` rounds; sharded over ``mesh`` when one is given.
 
     ``state`` = ``(margin, eval_margins)`` (donated); ``flag`` is ``(2,)`` int32: the
@@ -251,7 +261,7 @@ def _train_chunk(state, flag, r0, n_rounds, bins, y, w, valid, dyn, etas, ratios
     args = (state, flag, r0, n_rounds, bins, y, w, valid, dyn, etas, ratios, seed, round0,
             cuts_ext, forward_ok, offsets, n_total, evals)
     if mesh is None:
-        return _rounds(*args, axis=None, **static)
+        return _rounds(*args, axis=None, gidx=gidx, **static)
     (axis,) = mesh.axis_names
     rows, rep = P(axis), P()
     eval_specs = tuple((rep, rep, rep) for _ in evals)
@@ -365,7 +375,7 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
           hessian: str = "auto", hessian_floor: float = HESSIAN_FLOOR, refit="auto",
           n_outputs=None, multi_strategy: str = "one_output_per_tree",
           multi_hessian: str = "full", mesh=None, quantize: bool = False,
-          feature_names=None) -> Booster:
+          feature_names=None, group=None) -> Booster:
     r"""Train gradient-boosted trees on any per-row JAX loss.
 
     Each round computes per-row :math:`g_i = w_i \partial_f \ell(y_i, f_i)` and
@@ -467,6 +477,11 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         ``booster.feature_names`` and in model files; ``predict`` then checks that
         DataFrames have exactly these columns, in this order. Default: the
         ``init_model``'s names, else none.
+      group: ``(N,)`` group ids (queries, risk sets) for a group loss
+        ``loss(y_group, pred_group, mask) -> scalar`` that couples the rows of a group
+        (see ``jaxboost.groups``): g by autodiff, h the exact Hessian diagonal for
+        groups of up to 64 rows, a Hutchinson estimate above. One device, one output;
+        the base margin defaults to 0.
 
     Returns:
       ``Booster`` with ``history`` (``{data_name: {metric: [per round]}}``),
@@ -534,6 +549,11 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         except ValueError as e:
             raise DataError(str(e)) from None
     K = _resolve_outputs(loss, n_outputs)
+    if group is not None:
+        group = _check_group(group, n_rows, loss, K, mesh, eval_set, refit, hessian)
+        refit, hessian = None, ("exact" if hessian == "auto" else hessian)
+        if base_margin is None:
+            base_margin = 0.0
     hessian, refit_spec = _resolve_policies(loss, hessian, hessian_floor, refit, K, mesh)
     if multi_strategy not in ("one_output_per_tree", "multi_output_tree"):
         raise ValueError(f"multi_strategy must be 'one_output_per_tree' or "
@@ -541,7 +561,9 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
     if multi_hessian not in ("full", "diagonal"):
         raise ValueError(f"multi_hessian must be 'full' or 'diagonal', got {multi_hessian!r}")
     tpr = K if (K > 1 and multi_strategy == "one_output_per_tree") else 1
-    check_loss(loss, jnp.zeros((), jnp.float32), jnp.zeros(() if K == 1 else (K,), jnp.float32))
+    if group is None:
+        check_loss(loss, jnp.zeros((), jnp.float32),
+                   jnp.zeros(() if K == 1 else (K,), jnp.float32))
     if base_margin is not None:
         base_margin = _check_base_margin(base_margin, K)
     if init_model is not None:
@@ -645,7 +667,9 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
                       diagonal=multi_hessian == "diagonal", row_sampling=bool(ratios[0] < 1),
                       col_sampling=bool(np.any(ratios[1:] < 1)), metrics=tuple(metrics),
                       link=_link(loss), exact=bool(quantize),
-                      native_threads=None if layout.per_process == 1 else 1)
+                      native_threads=None if layout.per_process == 1 else 1,
+                  group_max=None if group is None else EXACT_MAX_GROUP)
+        gidx = None if group is None else jnp.asarray(group_index(group, n_rows, n_pad))
         offsets = layout.replicate(layout.offsets)
         n_total = np.int32(layout.n_total)
         dyn = params.dynamic()
@@ -712,7 +736,7 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
                 state, flag, trees, values = _train_chunk(
                     state, flag, np.int32(r0), np.int32(n_rounds), bins_t, y_dev, w_dev, valid, dyn,
                     etas, ratios, np.int32(seed), np.int32(start_round), cuts_ext, forward_ok,
-                    offsets, n_total, eval_args, **static)
+                    offsets, n_total, eval_args, gidx, **static)
                 if pending is not None:
                     stop = read_agreed(*pending)
                     if stop is not None:
@@ -733,6 +757,46 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
             bst.best_score = early.best_score
             return bst
         return make_booster(done)
+
+
+def _check_group(group, n_rows, loss, K, mesh, eval_set, refit, hessian):
+    """Validated group ids (``(N,)`` numbers) for a group loss; the loss is checked on
+    a group of two rows (it must return a scalar)."""
+    if isinstance(loss, Objective):
+        raise TypeError(f"group= needs a group loss loss(y_group, pred_group, mask); "
+                        f"{loss!r} is a per-row loss")
+    if K != 1:
+        raise ValueError("group losses have one output per row (n_outputs=1)")
+    if mesh is not None or dist.is_multiprocess():
+        raise ValueError("group losses train on one device for now; leave mesh=None")
+    if eval_set is not None:
+        raise ValueError("eval_set with a group loss is not supported yet (its metrics "
+                         "would need the groups)")
+    if refit not in ("auto", None, False):
+        raise ValueError("refit is for per-row losses; group losses use Newton leaves")
+    if hessian not in ("auto", "exact", "clip", "constant"):
+        raise ValueError(f"group losses take hessian 'exact', 'clip' or 'constant', "
+                         f"got {hessian!r}")
+    try:
+        ids = np.asarray(group)
+    except Exception:
+        raise TypeError(f"group must be an array of ids, got {type(group).__name__}") from None
+    if ids.shape != (n_rows,):
+        raise DataError(f"group must hold one id per row, shape ({n_rows},), got "
+                        f"{ids.shape}")
+    if ids.dtype.kind not in "iuf" or (ids.dtype.kind == "f" and not np.isfinite(ids).all()):
+        raise DataError("group ids must be finite numbers")
+    v = jnp.zeros(2, jnp.float32)
+    try:
+        out = jax.eval_shape(loss, v, v, jnp.ones(2, bool))
+    except Exception as e:
+        raise LossError(f"the group loss {loss_name(loss)} failed on a group of 2 rows "
+                        f"(called as loss(y_group, pred_group, mask)): "
+                        f"{type(e).__name__}: {e}", round=None) from None
+    if getattr(out, "shape", None) != ():
+        raise LossError(f"the group loss {loss_name(loss)} must return a scalar per group, "
+                        f"got shape {getattr(out, 'shape', None)}", round=None)
+    return ids
 
 
 def _where(where, callbacks) -> str:

@@ -1,0 +1,119 @@
+"""Group losses (jaxboost.groups): exact g and Hessian diagonals per group, Hutchinson's
+estimate above the exact size, and training with train(..., group=ids)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxboost
+from jaxboost.errors import DataError
+from jaxboost.groups import HUTCHINSON_PROBES, group_grad_hess, group_index
+
+
+def ranknet(y, f, mask):
+    """Pairwise logistic loss over the pairs (i, j) of a group with y_i > y_j."""
+    pair = mask[:, None] & mask[None, :] & (y[:, None] > y[None, :])
+    return jnp.sum(jnp.where(pair, jnp.logaddexp(0.0, -(f[:, None] - f[None, :])), 0.0))
+
+
+def _groups(sizes, seed=0):
+    rng = np.random.default_rng(seed)
+    ids = np.repeat(np.arange(len(sizes)), sizes)
+    perm = rng.permutation(ids.shape[0])  # rows of a group need not be contiguous
+    ids = ids[perm]
+    y = rng.integers(0, 4, ids.shape[0]).astype(np.float32)
+    f = rng.normal(size=ids.shape[0]).astype(np.float32)
+    return ids, y, f
+
+
+_grad = jax.jit(lambda y, f, m: jax.grad(lambda p: ranknet(y, p, m))(f))
+_hess = jax.jit(lambda y, f, m: jax.hessian(lambda p: ranknet(y, p, m))(f))
+
+
+def _per_group_reference(ids, y, f):
+    """g and the Hessian diagonal from jax.grad / jax.hessian of each unpadded group."""
+    g = np.zeros_like(f)
+    h = np.zeros_like(f)
+    for q in np.unique(ids):
+        rows = np.flatnonzero(ids == q)
+        yy, ff = jnp.asarray(y[rows]), jnp.asarray(f[rows])
+        m = jnp.ones(rows.shape[0], bool)
+        g[rows] = _grad(yy, ff, m)
+        h[rows] = jnp.diagonal(_hess(yy, ff, m))
+    return g, h
+
+
+def test_exact_diagonal_equals_the_hessian_of_each_group():
+    ids, y, f = _groups([3, 7, 1, 12, 5])
+    idx = group_index(ids, ids.shape[0])
+    assert idx.shape == (5, 12)
+    g, h = group_grad_hess(ranknet, jnp.asarray(y), jnp.asarray(f), None, jnp.asarray(idx))
+    g_ref, h_ref = _per_group_reference(ids, y, f)
+    np.testing.assert_allclose(g, g_ref, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(h, h_ref, rtol=1e-5, atol=1e-6)
+    # weights multiply each row's g and h
+    w = np.random.default_rng(1).random(ids.shape[0]).astype(np.float32)
+    gw, hw = group_grad_hess(ranknet, jnp.asarray(y), jnp.asarray(f), jnp.asarray(w),
+                             jnp.asarray(idx))
+    np.testing.assert_allclose(gw, g_ref * w, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(hw, h_ref * w, rtol=1e-5, atol=1e-6)
+
+
+def test_hutchinson_estimate_is_within_5_percent_on_average():
+    ids, y, f = _groups([20] * 30, seed=3)
+    idx = jnp.asarray(group_index(ids, ids.shape[0]))
+    _, h_ref = _per_group_reference(ids, y, f)
+    _, h_est = group_grad_hess(ranknet, jnp.asarray(y), jnp.asarray(f), None, idx,
+                               jax.random.key(0), exact_max=0, probes=HUTCHINSON_PROBES)
+    rel = np.abs(np.asarray(h_est) - h_ref) / np.abs(h_ref)
+    print(f"\nHutchinson, {HUTCHINSON_PROBES} probes: mean relative error {rel.mean():.4f}")
+    assert rel.mean() < 0.05, rel.mean()
+    # unbiased: the mean over many probes converges (and one probe is far off)
+    _, h_one = group_grad_hess(ranknet, jnp.asarray(y), jnp.asarray(f), None, idx,
+                               jax.random.key(0), exact_max=0, probes=1)
+    assert (np.abs(np.asarray(h_one) - h_ref) / np.abs(h_ref)).mean() > 0.1
+    with pytest.raises(ValueError, match="PRNG key"):
+        group_grad_hess(ranknet, jnp.asarray(y), jnp.asarray(f), None, idx, exact_max=0)
+
+
+def test_group_loss_trains_and_ranks():
+    rng = np.random.default_rng(0)
+    n_q, per = 60, 8
+    ids = np.repeat(np.arange(n_q), per)
+    X = rng.normal(size=(n_q * per, 4)).astype(np.float32)
+    y = np.clip(np.round(X[:, 0] + 0.3 * rng.normal(size=ids.shape[0]) + 1.5), 0, 3)
+    y = y.astype(np.float32)
+
+    def total(bst):
+        f = jnp.asarray(bst.predict(X, output_margin=True))
+        idx = jnp.asarray(group_index(ids, ids.shape[0]))
+        m = idx < ids.shape[0]
+        s = jnp.where(m, idx, 0)
+        return float(jnp.sum(jax.vmap(ranknet)(jnp.asarray(y)[s], f[s], m)))
+
+    kw = dict(group=ids, max_depth=3, learning_rate=0.3)
+    b0 = jaxboost.train(ranknet, X, y, n_rounds=1, **kw)
+    b1 = jaxboost.train(ranknet, X, y, n_rounds=20, **kw)
+    assert b0.base_margin == 0.0
+    # The summed pairwise loss falls with the rounds (0 rounds: ln 2 per pair).
+    assert total(b1) < 0.7 * total(b0)
+    # Within a query, a higher label gets a higher score most of the time.
+    f = b1.predict(X, output_margin=True)
+    agree = [np.mean(np.sign(f[i] - f[j]) == np.sign(y[i] - y[j]))
+             for q in range(n_q) for i in np.flatnonzero(ids == q)
+             for j in np.flatnonzero(ids == q) if y[i] > y[j]]
+    assert np.mean(agree) > 0.8
+
+
+def test_group_argument_errors():
+    X = np.zeros((4, 1), np.float32)
+    y = np.zeros(4, np.float32)
+    with pytest.raises(DataError, match="one id per row"):
+        jaxboost.train(ranknet, X, y, group=[0, 0, 1])
+    with pytest.raises(TypeError, match="group loss"):
+        jaxboost.train("logistic", X, y, group=[0, 0, 1, 1])
+    with pytest.raises(ValueError, match="not supported yet"):
+        jaxboost.train(ranknet, X, y, group=[0, 0, 1, 1], eval_set=[(X, y)])
+    with pytest.raises(jaxboost.LossError, match="scalar per group"):
+        jaxboost.train(lambda y, f, m: f, X, y, group=[0, 0, 1, 1])
