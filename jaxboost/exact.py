@@ -39,18 +39,38 @@ def _identity(x):
 
 
 def ceil_log2(n_total):
-    """An int32 ``k`` with ``n_total <= 2**k`` (traced-friendly; ``n_total >= 1``)."""
+    """An int32 ``k`` with ``n_total <= 2**k`` (traced-friendly; ``n_total >= 1``; one
+    more than needed for exact powers of two).
+
+    Example:
+      >>> [int(ceil_log2(n)) for n in (1, 3, 1000, 1024)]
+      [1, 2, 10, 11]
+    """
     _, k = jnp.frexp(jnp.asarray(n_total, jnp.float32))
     return k.astype(jnp.int32)
 
 
 def grid_bits(n_total):
-    """Significant bits kept per value when ``n_total`` values are summed exactly."""
+    """Significant bits kept per value when ``n_total`` values are summed exactly:
+    ``min(24, 52 - ceil_log2(n_total))``.
+
+    Example:
+      >>> int(grid_bits(10**6)), int(grid_bits(2**40))
+      (24, 11)
+    """
     return jnp.minimum(GRID_BITS, 52 - ceil_log2(n_total))
 
 
 def check_rows(n_total: int) -> None:
-    """Refuse data so large that the grid would keep fewer than ``MIN_BITS`` bits."""
+    """Refuse data so large that the grid would keep fewer than ``MIN_BITS`` bits.
+
+    Example:
+      >>> check_rows(10**9)  # fine: 22 bits
+      >>> check_rows(2**45)  # doctest: +ELLIPSIS
+      Traceback (most recent call last):
+      ...
+      ValueError: quantize=True sums 35184372088832 rows exactly in float64, which ...
+    """
     if n_total >= 2 ** (52 - MIN_BITS):
         raise ValueError(f"quantize=True sums {n_total} rows exactly in float64, which "
                          f"leaves fewer than {MIN_BITS} bits per gradient; train with "

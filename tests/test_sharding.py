@@ -78,7 +78,7 @@ def test_four_devices_train_the_single_device_model(mesh4, objective, N):
 def test_quantize_refuses_data_too_large_for_exact_sums():
     from jaxboost.exact import check_rows
 
-    check_rows(2 ** 40)  # still 12 bits
+    check_rows(2 ** 40)  # still 11 bits
     with pytest.raises(ValueError, match="quantize=True"):
         check_rows(2 ** 44)
 
