@@ -159,12 +159,13 @@ def _rounds(state, flag, r0, n_rounds, bins, y, w, valid, dyn, etas, ratios, see
 
     tpr = K if (K > 1 and strategy == "one_output_per_tree") else 1
 
-    def evaluate(em, ey, ew):
+    def evaluate(em, ey, ew, eq):
         resp = em if link is None else link(em)
-        return jnp.stack([m.fn(ey, em if m.on == "margin" else resp, ew).astype(jnp.float32)
+        return jnp.stack([m.fn(ey, em if m.on == "margin" else resp,
+                               eq if m.grouped else ew).astype(jnp.float32)
                           for m in metrics])
 
-    def evaluate_chunk(trees, em, ebins, ey, ew):
+    def evaluate_chunk(trees, em, ebins, ey, ew, eq):
         """Margins after each round of the chunk and the metrics there, batched.
 
         All of the chunk's trees route the evaluation rows at once and the metrics run
@@ -183,7 +184,7 @@ def _rounds(state, flag, r0, n_rounds, bins, y, w, valid, dyn, etas, ratios, see
         em, stages = jax.lax.scan(add, em, vals)
         if not metrics:
             return em, jnp.zeros((chunk, 0), jnp.float32)
-        return em, jax.vmap(lambda m: evaluate(m, ey, ew))(stages)
+        return em, jax.vmap(lambda m: evaluate(m, ey, ew, eq))(stages)
 
     def one_round(carry, i):
         margin, flag = carry
@@ -229,8 +230,8 @@ def _rounds(state, flag, r0, n_rounds, bins, y, w, valid, dyn, etas, ratios, see
                                          jnp.arange(chunk, dtype=jnp.int32))
     trees = jax.tree.map(lambda a: a.reshape((chunk * tpr,) + a.shape[2:]), trees)
     emargins, values = [], []
-    for em, (eb, ey, ew) in zip(state[1], evals):
-        em, v = evaluate_chunk(trees, em, eb, ey, ew)
+    for em, (eb, ey, ew, eq) in zip(state[1], evals):
+        em, v = evaluate_chunk(trees, em, eb, ey, ew, eq)
         emargins.append(em)
         values.append(v)
     values = (jnp.stack(values, axis=1) if values
@@ -264,7 +265,7 @@ def _train_chunk(state, flag, r0, n_rounds, bins, y, w, valid, dyn, etas, ratios
         return _rounds(*args, axis=None, gidx=gidx, **static)
     (axis,) = mesh.axis_names
     rows, rep = P(axis), P()
-    eval_specs = tuple((rep, rep, rep) for _ in evals)
+    eval_specs = tuple((rep, rep, rep, rep) for _ in evals)
     state_spec = (rows, tuple(rep for _ in evals))
     fn = jax.shard_map(
         functools.partial(_rounds, axis=axis, n_shards=mesh.size, **static), mesh=mesh,
@@ -375,7 +376,7 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
           hessian: str = "auto", hessian_floor: float = HESSIAN_FLOOR, refit="auto",
           n_outputs=None, multi_strategy: str = "one_output_per_tree",
           multi_hessian: str = "full", mesh=None, quantize: bool = False,
-          feature_names=None, group=None) -> Booster:
+          feature_names=None, group=None, eval_group=None) -> Booster:
     r"""Train gradient-boosted trees on any per-row JAX loss.
 
     Each round computes per-row :math:`g_i = w_i \partial_f \ell(y_i, f_i)` and
@@ -482,6 +483,9 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         (see ``jaxboost.groups``): g by autodiff, h the exact Hessian diagonal for
         groups of up to 64 rows, a Hutchinson estimate above. One device, one output;
         the base margin defaults to 0.
+      eval_group: query ids of the evaluation sets, for the ranking metrics ``ndcg``,
+        ``map``, ``ndcg@k`` and ``map@k`` (``jaxboost.ranking``): a list with one
+        ``(n,)`` array (or None) per evaluation set, or a dict keyed like ``eval_set``.
 
     Returns:
       ``Booster`` with ``history`` (``{data_name: {metric: [per round]}}``),
@@ -550,7 +554,8 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
             raise DataError(str(e)) from None
     K = _resolve_outputs(loss, n_outputs)
     if group is not None:
-        group = _check_group(group, n_rows, loss, K, mesh, eval_set, refit, hessian)
+        group = _check_group(group, n_rows, loss, K, mesh, eval_set, refit, hessian,
+                             eval_metric)
         refit, hessian = None, ("exact" if hessian == "auto" else hessian)
         if base_margin is None:
             base_margin = 0.0
@@ -591,7 +596,8 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
             edges = dist.agreed_bin_edges(Xf, params.max_bin, wf, seed, layout.n_total)
         else:
             edges = compute_bin_edges(Xf, params.max_bin, wf, seed=seed)
-        evals = _eval_sets(eval_set, edges, loss, n_features, names, gather=multi)
+        evals = _eval_sets(eval_set, edges, loss, n_features, names, gather=multi,
+                           eval_group=eval_group)
         metrics = _eval_metrics(eval_metric, loss, evals, K)
         early = None
         if early_stopping_rounds is not None:
@@ -654,7 +660,8 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
 
         margin = put_rows(start_margin(Xf, n_rows, n_pad))
         eval_margins = tuple(layout.replicate(start_margin(e.X, e.n, e.n)) for e in evals)
-        eval_args = tuple((layout.replicate(e.bins), layout.replicate(e.y), layout.replicate(e.w))
+        eval_args = tuple((layout.replicate(e.bins), layout.replicate(e.y),
+                           layout.replicate(e.w), layout.replicate(e.queries))
                           for e in evals)
         state = (margin, eval_margins)
         flag = np.array([-1, 0], np.int32)
@@ -759,7 +766,7 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         return make_booster(done)
 
 
-def _check_group(group, n_rows, loss, K, mesh, eval_set, refit, hessian):
+def _check_group(group, n_rows, loss, K, mesh, eval_set, refit, hessian, eval_metric):
     """Validated group ids (``(N,)`` numbers) for a group loss; the loss is checked on
     a group of two rows (it must return a scalar)."""
     if isinstance(loss, Objective):
@@ -769,9 +776,9 @@ def _check_group(group, n_rows, loss, K, mesh, eval_set, refit, hessian):
         raise ValueError("group losses have one output per row (n_outputs=1)")
     if mesh is not None or dist.is_multiprocess():
         raise ValueError("group losses train on one device for now; leave mesh=None")
-    if eval_set is not None:
-        raise ValueError("eval_set with a group loss is not supported yet (its metrics "
-                         "would need the groups)")
+    if eval_set is not None and eval_metric is None:
+        raise ValueError("a group loss has no per-row default metric: pass eval_metric "
+                         "(e.g. 'ndcg@10', with the sets' query ids as eval_group)")
     if refit not in ("auto", None, False):
         raise ValueError("refit is for per-row losses; group losses use Newton leaves")
     if hessian not in ("auto", "exact", "clip", "constant"):
@@ -841,12 +848,17 @@ class _EvalSet(NamedTuple):
     y: np.ndarray
     w: np.ndarray
     n: int
+    queries: np.ndarray  # (Q, S) group_index of its query ids; (1, 1) zeros without
+    grouped: bool
 
 
-def _eval_sets(eval_set, edges, loss, n_features, names=None, gather=False) -> list:
+def _eval_sets(eval_set, edges, loss, n_features, names=None, gather=False,
+               eval_group=None) -> list:
     """Validated, binned evaluation sets (``gather``: every process's rows, on every
-    process)."""
+    process), with their query index when ``eval_group`` gives query ids."""
     if eval_set is None:
+        if eval_group is not None:
+            raise ValueError("eval_group is given without eval_set")
         return []
     if isinstance(eval_set, dict):
         items = list(eval_set.items())
@@ -858,6 +870,8 @@ def _eval_sets(eval_set, edges, loss, n_features, names=None, gather=False) -> l
     else:
         raise TypeError(f"eval_set must be a list of (X, y) or (X, y, sample_weight) tuples "
                         f"or a dict of them, got {type(eval_set).__name__}")
+    groups = _eval_groups(eval_group, [name for name, _ in items],
+                          isinstance(eval_set, dict))
     out = []
     for name, e in items:
         if not isinstance(e, (list, tuple)) or len(e) not in (2, 3):
@@ -883,17 +897,44 @@ def _eval_sets(eval_set, edges, loss, n_features, names=None, gather=False) -> l
             pass
         except ValueError as err:
             raise DataError(f"eval set {name!r}: {err}") from None
+        ids = groups.get(name)
+        if ids is not None:
+            ids = np.asarray(ids)
+            if ids.shape != (Xe.shape[0],) or ids.dtype.kind not in "iuf":
+                raise DataError(f"eval_group of {name!r} must be {Xe.shape[0]} numeric "
+                                f"query ids (one per row), got shape {ids.shape}")
         if gather:
             we = np.ones(Xe.shape[0], np.float32) if we is None else we
             Xe, ye, we = (dist.gather_rows(a) for a in (Xe, ye, we))
+            if ids is not None:
+                ids = dist.gather_rows(ids)
             if Xe.shape[0] == 0:
                 raise DataError(f"eval set {name!r} has no rows on any process")
         n = Xe.shape[0]
         bins = np.zeros((n, n_features), np.uint8)
         apply_bins(Xe, edges, out=bins, row_major=True)
+        queries = (np.zeros((1, 1), np.int32) if ids is None else group_index(ids, n))
         out.append(_EvalSet(str(name), Xe, bins, ye,
-                            np.ones(n, np.float32) if we is None else we, n))
+                            np.ones(n, np.float32) if we is None else we, n, queries,
+                            ids is not None))
     return out
+
+
+def _eval_groups(eval_group, names, by_name) -> dict:
+    """``{eval set name: query ids or None}`` from ``eval_group`` (a list aligned with a
+    list ``eval_set``, or a dict keyed like a dict ``eval_set``)."""
+    if eval_group is None:
+        return {}
+    if isinstance(eval_group, dict):
+        unknown = sorted(set(eval_group) - set(names))
+        if unknown:
+            raise ValueError(f"eval_group names {unknown} are not evaluation sets "
+                             f"({names})")
+        return dict(eval_group)
+    if by_name or not isinstance(eval_group, (list, tuple)) or len(eval_group) != len(names):
+        raise TypeError(f"eval_group must be a list of query ids (or None) per evaluation "
+                        f"set, {len(names)} of them, or a dict keyed like eval_set")
+    return dict(zip(names, eval_group))
 
 
 def _eval_metrics(eval_metric, loss, evals, K) -> list:
@@ -912,6 +953,12 @@ def _eval_metrics(eval_metric, loss, evals, K) -> list:
     shape = (e.n,) if K == 1 else (e.n, K)
     link = _link(loss)
     for m in out:
+        if m.grouped:
+            missing = [x.name for x in evals if not x.grouped]
+            if missing:
+                raise ValueError(f"metric {m.name!r} ranks rows within queries; pass the "
+                                 f"query ids of {missing} as eval_group")
+            continue
         margin = jax.ShapeDtypeStruct(shape, jnp.float32)
         pred = margin if (m.on == "margin" or link is None) else jax.eval_shape(link, margin)
         try:

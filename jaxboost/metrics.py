@@ -47,6 +47,7 @@ import dataclasses
 import functools
 import inspect
 import math
+import re
 from typing import Callable
 
 import jax
@@ -82,6 +83,10 @@ class Metric:
         is part of the metric's definition: ``best`` and ``better`` read it.
       on: ``"response"`` (``pred`` is the objective's inverse link applied to the
         margins, e.g. a probability) or ``"margin"`` (raw margins).
+      grouped: a ranking metric over queries (``ndcg``, ``map``): ``fn(y, pred, idx)``
+        receives the evaluation set's ``(Q, S)`` query index
+        (``jaxboost.ranking.group_index``) where other metrics get ``w``; training
+        then needs the set's query ids (``eval_group``).
 
     Example:
       >>> import jax, numpy as np
@@ -97,6 +102,7 @@ class Metric:
     fn: Callable
     maximize: bool = False
     on: str = "response"
+    grouped: bool = False
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -390,12 +396,33 @@ _BUILTIN = {m.name: m for m in (rmse, mae, r2, logloss, error, accuracy, auc, br
 
 
 def names() -> list[str]:
-    """Names ``get_metric`` accepts.
+    """Names ``get_metric`` accepts (``ndcg`` and ``map`` also as ``ndcg@k``, ``map@k``).
 
-    >>> "auc" in names() and "objective" in names()
+    >>> "auc" in names() and "objective" in names() and "ndcg" in names()
     True
     """
-    return sorted(_BUILTIN) + ["objective"]
+    return sorted(list(_BUILTIN) + ["map", "ndcg"]) + ["objective"]
+
+
+def _ranking_metric(kind: str, k):
+    """``ndcg``/``map`` (optionally at ``k``) as a grouped ``Metric`` on margins."""
+    name = kind if k is None else f"{kind}@{k}"
+    return Metric(name, _Ranked(kind, k), maximize=True, on="margin", grouped=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Ranked:
+    """``fn(y, pred, idx)`` of a ranking metric (hashable by value: equal metrics share
+    compiled training programs)."""
+
+    kind: str
+    k: int | None
+
+    def __call__(self, y, pred, idx):
+        from . import ranking
+
+        fn = ranking.ndcg if self.kind == "ndcg" else ranking.mean_average_precision
+        return fn(y, pred, idx, self.k)
 
 
 # --- the objective's own loss ------------------------------------------------------------
@@ -512,6 +539,12 @@ def get_metric(m, objective=None) -> Metric:
             return objective_metric(objective)
         if key in _BUILTIN:
             return _BUILTIN[key]
+        ranked = re.fullmatch(r"(ndcg|map)(?:@(\d+))?", key)
+        if ranked:
+            k = None if ranked.group(2) is None else int(ranked.group(2))
+            if k is not None and k < 1:
+                raise ValueError(f"{m!r}: the cut-off k must be >= 1")
+            return _ranking_metric(ranked.group(1), k)
         raise ValueError(f"unknown metric {m!r}; known metrics: {', '.join(names())}; "
                          f"or pass a Metric or a callable metric(y, pred) -> scalar")
     if callable(m):
@@ -558,6 +591,9 @@ def evaluate_stages(metric, y, stages, w=None) -> np.ndarray:
       array([0.5108, 0.1643])
     """
     metric = get_metric(metric)
+    if metric.grouped:
+        raise ValueError(f"metric {metric.name!r} ranks rows within queries; evaluate it "
+                         f"with jaxboost.ranking on each stage and the query index")
     stages = np.asarray(stages)
     if stages.ndim < 2:
         raise ValueError(f"stages must be (R, N) or (R, N, K), got shape {stages.shape}")

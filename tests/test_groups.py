@@ -113,7 +113,43 @@ def test_group_argument_errors():
         jaxboost.train(ranknet, X, y, group=[0, 0, 1])
     with pytest.raises(TypeError, match="group loss"):
         jaxboost.train("logistic", X, y, group=[0, 0, 1, 1])
-    with pytest.raises(ValueError, match="not supported yet"):
+    with pytest.raises(ValueError, match="pass eval_metric"):
         jaxboost.train(ranknet, X, y, group=[0, 0, 1, 1], eval_set=[(X, y)])
+    with pytest.raises(ValueError, match="as eval_group"):
+        jaxboost.train(ranknet, X, y, group=[0, 0, 1, 1], eval_set=[(X, y)],
+                       eval_metric="ndcg@2")
+    with pytest.raises(TypeError, match="eval_group must be"):
+        jaxboost.train(ranknet, X, y, group=[0, 0, 1, 1], eval_set=[(X, y)],
+                       eval_metric="ndcg@2", eval_group=[0, 0, 1, 1])
     with pytest.raises(jaxboost.LossError, match="scalar per group"):
         jaxboost.train(lambda y, f, m: f, X, y, group=[0, 0, 1, 1])
+
+
+def test_ndcg_and_map_during_training_and_early_stopping():
+    """Held-out queries scored every round on the device; the history equals
+    jaxboost.ranking on the staged margins, and early stopping keeps the best round."""
+    from jaxboost.ranking import group_index as gi
+    from jaxboost.ranking import mean_average_precision, ndcg
+
+    rng = np.random.default_rng(5)
+    n_q, per = 80, 6
+    ids = np.repeat(np.arange(n_q), per)
+    X = rng.normal(size=(n_q * per, 4)).astype(np.float32)
+    y = np.clip(np.round(X[:, 0] + 0.8 * rng.normal(size=ids.shape[0]) + 1.5), 0, 3)
+    y = y.astype(np.float32)
+    tr, te = ids < 60, ids >= 60
+    bst = jaxboost.train(ranknet, X[tr], y[tr], group=ids[tr], n_rounds=40, max_depth=3,
+                         learning_rate=0.5, eval_set=[(X[te], y[te])],
+                         eval_group=[ids[te]], eval_metric=["map@3", "ndcg@5"],
+                         early_stopping_rounds=5)
+    hist = bst.history["validation_0"]
+    assert bst.best_iteration == int(np.argmax(hist["ndcg@5"]))
+    assert len(hist["ndcg@5"]) == bst.best_iteration + 1 + 5 < 40  # it stopped
+    idx = jnp.asarray(gi(ids[te], int(te.sum())))
+    yt = jnp.asarray(y[te])
+    for r in (0, bst.best_iteration):
+        f = jnp.asarray(bst[: r + 1].predict(X[te], output_margin=True))
+        assert hist["ndcg@5"][r] == pytest.approx(float(ndcg(yt, f, idx, 5)), abs=1e-6)
+        assert hist["map@3"][r] == pytest.approx(
+            float(mean_average_precision(yt, f, idx, 3)), abs=1e-6)
+    assert hist["ndcg@5"][bst.best_iteration] > 0.8
