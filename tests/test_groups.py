@@ -77,13 +77,18 @@ def test_hutchinson_estimate_is_within_5_percent_on_average():
         group_grad_hess(ranknet, jnp.asarray(y), jnp.asarray(f), None, idx, exact_max=0)
 
 
-def test_group_loss_trains_and_ranks():
-    rng = np.random.default_rng(0)
-    n_q, per = 60, 8
+def _ranking_data(seed, n_q, per, noise):
+    """Queries of ``per`` rows; graded relevance 0..3 from feature 0 plus noise."""
+    rng = np.random.default_rng(seed)
     ids = np.repeat(np.arange(n_q), per)
     X = rng.normal(size=(n_q * per, 4)).astype(np.float32)
-    y = np.clip(np.round(X[:, 0] + 0.3 * rng.normal(size=ids.shape[0]) + 1.5), 0, 3)
-    y = y.astype(np.float32)
+    y = np.clip(np.round(X[:, 0] + noise * rng.normal(size=ids.shape[0]) + 1.5), 0, 3)
+    return ids, X, y.astype(np.float32)
+
+
+def test_group_loss_trains_and_ranks():
+    n_q = 60
+    ids, X, y = _ranking_data(0, n_q, 8, 0.3)
 
     def total(bst):
         f = jnp.asarray(bst.predict(X, output_margin=True))
@@ -131,12 +136,7 @@ def test_ndcg_and_map_during_training_and_early_stopping():
     from jaxboost.ranking import group_index as gi
     from jaxboost.ranking import mean_average_precision, ndcg
 
-    rng = np.random.default_rng(5)
-    n_q, per = 80, 6
-    ids = np.repeat(np.arange(n_q), per)
-    X = rng.normal(size=(n_q * per, 4)).astype(np.float32)
-    y = np.clip(np.round(X[:, 0] + 0.8 * rng.normal(size=ids.shape[0]) + 1.5), 0, 3)
-    y = y.astype(np.float32)
+    ids, X, y = _ranking_data(5, 80, 6, 0.8)
     tr, te = ids < 60, ids >= 60
     bst = jaxboost.train(ranknet, X[tr], y[tr], group=ids[tr], n_rounds=40, max_depth=3,
                          learning_rate=0.5, eval_set=[(X[te], y[te])],
