@@ -57,8 +57,7 @@ def test_four_devices_train_the_single_device_model(mesh4, objective, N):
     assert N % 4 and (padded_rows(N, 4) // 4) * 3 >= N  # one device without real rows
     kw = dict(n_rounds=8, max_depth=3, sample_weight=w, subsample=0.8, colsample_bynode=0.7,
               seed=5)
-    # Float sums for logistic here; for softmax in tests/test_distributed.py (2 processes).
-    for quantize in ((False, True) if objective == "logistic" else (True,)):
+    for quantize in (False, True):
         one = jaxboost.train(objective, X, y, mesh=None, quantize=quantize, **kw)
         four = jaxboost.train(objective, X, y, mesh=mesh4, quantize=quantize, **kw)
         a = one.predict(X, output_margin=True)
@@ -70,9 +69,12 @@ def test_four_devices_train_the_single_device_model(mesh4, objective, N):
             np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
             np.testing.assert_allclose(four.base_margin, one.base_margin, rtol=1e-6)
             float_margins = a
-    if objective == "logistic":
-        # 24 significant bits per gradient: the grid is far below what moves a split.
-        np.testing.assert_allclose(a, float_margins, rtol=1e-4, atol=1e-4)
+    # 24 significant bits per gradient: the grid is far below what moves a split.
+    # (Softmax margins are defined up to a constant per row: the intercept fits with
+    # float and with exact sums differ along that free direction, so compare centred.)
+    if a.ndim == 2:
+        a, float_margins = (m - m.mean(axis=1, keepdims=True) for m in (a, float_margins))
+    np.testing.assert_allclose(a, float_margins, rtol=1e-4, atol=1e-4)
 
 
 def test_quantize_refuses_data_too_large_for_exact_sums():
