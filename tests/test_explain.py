@@ -18,14 +18,6 @@ xgb = pytest.importorskip("xgboost")
 OBJECTIVES = ("squared", "logistic", "softmax")
 
 
-@pytest.fixture(scope="module")
-def data(interop_data):
-    return interop_data
-
-
-@pytest.fixture(scope="module")
-def models(interop_models):
-    return interop_models
 
 
 def xgb_booster(bst):
@@ -37,9 +29,9 @@ def xgb_booster(bst):
 # --- SHAP ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", OBJECTIVES)
-def test_contributions_sum_to_the_margin(data, models, name):
-    X, _ = data
-    bst = models[name]
+def test_contributions_sum_to_the_margin(interop_data, interop_models, name):
+    X, _ = interop_data
+    bst = interop_models[name]
     phi = bst.predict(X, pred_contribs=True)
     K, F = bst.n_outputs, X.shape[1]
     assert phi.shape == ((X.shape[0], F + 1) if K == 1 else (X.shape[0], K, F + 1))
@@ -49,18 +41,18 @@ def test_contributions_sum_to_the_margin(data, models, name):
 
 
 @pytest.mark.parametrize("name", OBJECTIVES)
-def test_contributions_equal_xgboost_treeshap(data, models, name):
-    X, _ = data
-    bst = models[name]
+def test_contributions_equal_xgboost_treeshap(interop_data, interop_models, name):
+    X, _ = interop_data
+    bst = interop_models[name]
     expected = xgb_booster(bst).predict(xgb.DMatrix(X, missing=np.nan), pred_contribs=True)
     got = bst.predict(X, pred_contribs=True)
     assert got.shape == expected.shape
     np.testing.assert_allclose(got, expected, atol=1e-4, rtol=0)
 
 
-def test_pattern_tables_and_row_by_row_evaluation_agree(data, models):
-    X, _ = data
-    for bst in models.values():
+def test_pattern_tables_and_row_by_row_evaluation_agree(interop_data, interop_models):
+    X, _ = interop_data
+    for bst in interop_models.values():
         np.testing.assert_allclose(shap_values(bst, X[:40], use_patterns=True),
                                    shap_values(bst, X[:40], use_patterns=False),
                                    atol=1e-6, rtol=0)
@@ -103,7 +95,7 @@ def _brute_force_shapley(bst, x):
     return phi
 
 
-def test_contributions_equal_brute_force_shapley_values(data, models):
+def test_contributions_equal_brute_force_shapley_values(interop_data, interop_models):
     # A tiny model on 3 features (NaNs included, features repeating along paths), and
     # the 5-feature squared model: 2 ** F coalitions each.
     rng = np.random.default_rng(3)
@@ -114,17 +106,17 @@ def test_contributions_equal_brute_force_shapley_values(data, models):
     tiny = jaxboost.from_xgboost(xgb.train(
         dict(objective="reg:squarederror", max_depth=4, min_child_weight=0),
         xgb.DMatrix(X3, label=y, missing=np.nan), 3))
-    X, _ = data
-    for bst, rows in ((tiny, X3[:10]), (models["squared"], X[:4])):
+    X, _ = interop_data
+    for bst, rows in ((tiny, X3[:10]), (interop_models["squared"], X[:4])):
         phi = bst.predict(rows, pred_contribs=True)
         for n in range(rows.shape[0]):
             np.testing.assert_allclose(phi[n], _brute_force_shapley(bst, rows[n]),
                                        atol=1e-5, rtol=0)
 
 
-def test_missing_values_follow_the_default_direction(data, models):
-    X, _ = data
-    bst = models["squared"]
+def test_missing_values_follow_the_default_direction(interop_data, interop_models):
+    X, _ = interop_data
+    bst = interop_models["squared"]
     Xm = X[:20].copy()
     Xm[:, 0] = np.nan
     phi = bst.predict(Xm, pred_contribs=True)
@@ -134,11 +126,11 @@ def test_missing_values_follow_the_default_direction(data, models):
     np.testing.assert_allclose(phi, expected, atol=1e-4, rtol=0)
 
 
-def test_vector_leaf_contributions_sum_to_the_margins(data, models):
+def test_vector_leaf_contributions_sum_to_the_margins(interop_data, interop_models):
     # Vector leaves (multi_strategy="multi_output_tree" models have one tree per round
     # whose leaves hold K values): the softmax model's trees read as such a model.
-    X, _ = data
-    src = models["softmax"]
+    X, _ = interop_data
+    src = interop_models["softmax"]
     bst = jaxboost.Booster(src.ensemble, objective=src.objective, params=src.params,
                            bin_edges=src.bin_edges, base_margin=src.base_margin,
                            n_features=src.n_features, n_outputs=3, trees_per_round=1)
@@ -153,8 +145,8 @@ def test_vector_leaf_contributions_sum_to_the_margins(data, models):
 
 @pytest.mark.parametrize("name", OBJECTIVES)
 @pytest.mark.parametrize("kind", ["weight", "gain", "total_gain", "cover", "total_cover"])
-def test_feature_importance_equals_xgboost_get_score(models, name, kind):
-    bst = models[name]
+def test_feature_importance_equals_xgboost_get_score(interop_models, name, kind):
+    bst = interop_models[name]
     ours = bst.feature_importance(kind)
     theirs = xgb_booster(bst).get_score(importance_type=kind)
     assert list(ours) == sorted(theirs, key=lambda k: int(k[1:]))
@@ -183,16 +175,16 @@ def test_gain_and_cover_conventions_match_xgboost_training():
             assert ours[k] == pytest.approx(v, rel=1e-4), (kind, k)
 
 
-def test_feature_importance_uses_feature_names(models):
-    bst = models["squared"][:]
+def test_feature_importance_uses_feature_names(interop_models):
+    bst = interop_models["squared"][:]
     bst.feature_names = ["a", "b", "c", "d", "e"]
     assert set(bst.feature_importance("weight")) <= {"a", "b", "c", "d", "e"}
     with pytest.raises(ValueError, match="importance_type"):
         bst.feature_importance("split")
 
 
-def test_dump_lists_every_node(models):
-    bst = models["softmax"]
+def test_dump_lists_every_node(interop_models):
+    bst = interop_models["softmax"]
     text = bst.dump()
     e = bst.ensemble
     assert text.count("booster[") == e.n_trees

@@ -18,14 +18,6 @@ TOL = 1e-5
 OBJECTIVES = ("squared", "logistic", "softmax")
 
 
-@pytest.fixture(scope="module")
-def data(interop_data):
-    return interop_data
-
-
-@pytest.fixture(scope="module")
-def models(interop_models):
-    return interop_models
 
 
 def xgb_load(model_or_path):
@@ -39,9 +31,9 @@ def xgb_load(model_or_path):
 # --- export ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", OBJECTIVES)
-def test_exported_model_predicts_the_same_in_xgboost(data, models, name, tmp_path):
-    X, _ = data
-    bst = models[name]
+def test_exported_model_predicts_the_same_in_xgboost(interop_data, interop_models, name, tmp_path):
+    X, _ = interop_data
+    bst = interop_models[name]
     path = tmp_path / "model.json"
     model = to_xgboost_json(bst, path)
     assert json.loads(path.read_text()) == json.loads(json.dumps(model))
@@ -66,9 +58,10 @@ def test_exported_model_predicts_the_same_in_xgboost(data, models, name, tmp_pat
                 assert tree["parents"][a] == tree["parents"][b] == i
 
 
-def test_base_score_conventions(models):
-    lmp = {n: to_xgboost_json(models[n])["learner"]["learner_model_param"] for n in OBJECTIVES}
-    sq, lg, sm = models["squared"], models["logistic"], models["softmax"]
+def test_base_score_conventions(interop_models):
+    lmp = {n: to_xgboost_json(interop_models[n])["learner"]["learner_model_param"]
+           for n in OBJECTIVES}
+    sq, lg, sm = interop_models["squared"], interop_models["logistic"], interop_models["softmax"]
     assert float(lmp["squared"]["base_score"].strip("[]")) == pytest.approx(sq.base_margin)
     p = float(lmp["logistic"]["base_score"].strip("[]"))
     assert p == pytest.approx(1 / (1 + np.exp(-lg.base_margin)), rel=1e-6)
@@ -78,10 +71,10 @@ def test_base_score_conventions(models):
 
 
 @pytest.mark.parametrize("base", [6.0, -20.0, 40.0])
-def test_extreme_logistic_base_margins_are_carried_exactly(data, base):
+def test_extreme_logistic_base_margins_are_carried_exactly(interop_data, base):
     # XGBoost keeps a logistic base score as a float32 probability clamped to
     # [1e-6, 1 - 1e-6]: what its logit misses is added to the first tree's leaves.
-    X, labels = data
+    X, labels = interop_data
     bst = jaxboost.train("logistic", X, labels["logistic"], n_rounds=6, max_depth=3,
                          base_margin=base, verbose=False)
     xb = xgb_load(to_xgboost_json(bst))
@@ -89,9 +82,9 @@ def test_extreme_logistic_base_margins_are_carried_exactly(data, base):
                                bst.predict(X, output_margin=True), atol=TOL, rtol=0)
 
 
-def test_feature_names_are_exported(data, models):
-    X, _ = data
-    bst = models["squared"][:]
+def test_feature_names_are_exported(interop_data, interop_models):
+    X, _ = interop_data
+    bst = interop_models["squared"][:]
     bst.feature_names = ["a", "b", "c", "d", "e"]
     model = to_xgboost_json(bst)
     assert model["learner"]["feature_names"] == ["a", "b", "c", "d", "e"]
@@ -100,16 +93,16 @@ def test_feature_names_are_exported(data, models):
     assert set(xb.get_score()) <= {"a", "b", "c", "d", "e"}
 
 
-def test_export_refuses_what_it_cannot_write(models):
-    plain = models["squared"][:]
+def test_export_refuses_what_it_cannot_write(interop_models):
+    plain = interop_models["squared"][:]
     plain.objective = lambda t, p: 0.5 * (t - p) ** 2  # XGBoost could not know its link
     with pytest.raises(ValueError, match="objectives.squared, objectives.logistic"):
         to_xgboost_json(plain)
-    huber = models["squared"][:]
+    huber = interop_models["squared"][:]
     huber.objective = objectives.huber
     with pytest.raises(ValueError, match="objectives.huber"):
         to_xgboost_json(huber)
-    vector = models["softmax"][:]
+    vector = interop_models["softmax"][:]
     vector.trees_per_round = 1  # as multi_strategy="multi_output_tree" models have
     with pytest.raises(ValueError, match="one_output_per_tree"):
         vector.to_xgboost_json()
@@ -133,8 +126,8 @@ XGB_CASES = [
 
 @pytest.mark.parametrize("objective,kind,extra", XGB_CASES,
                          ids=[f"{c[0]}-{len(c[2])}" for c in XGB_CASES])
-def test_imported_model_predicts_what_xgboost_predicts(data, objective, kind, extra):
-    X, labels = data
+def test_imported_model_predicts_what_xgboost_predicts(interop_data, objective, kind, extra):
+    X, labels = interop_data
     params = {"objective": objective, "max_depth": 3, "eta": 0.3, "seed": 0, **extra}
     names = [f"col{i}" for i in range(X.shape[1])]
     d = xgb.DMatrix(X, label=labels[kind], missing=np.nan, feature_names=names)
@@ -151,8 +144,8 @@ def test_imported_model_predicts_what_xgboost_predicts(data, objective, kind, ex
         np.testing.assert_allclose(bst.predict(X), response, atol=TOL, rtol=0)
 
 
-def test_import_accepts_paths_dicts_bytes_and_estimators(data, tmp_path):
-    X, labels = data
+def test_import_accepts_paths_dicts_bytes_and_estimators(interop_data, tmp_path):
+    X, labels = interop_data
     est = xgb.XGBClassifier(n_estimators=4, max_depth=3).fit(X, labels["logistic"])
     expected = est.predict_proba(X)[:, 1]
     raw = est.get_booster().save_raw(raw_format="json")
@@ -162,8 +155,8 @@ def test_import_accepts_paths_dicts_bytes_and_estimators(data, tmp_path):
         np.testing.assert_allclose(from_xgboost(source).predict(X), expected, atol=TOL)
 
 
-def test_imported_bins_are_consistent_and_the_model_saves(data, tmp_path):
-    X, labels = data
+def test_imported_bins_are_consistent_and_the_model_saves(interop_data, tmp_path):
+    X, labels = interop_data
     d = xgb.DMatrix(X, label=labels["softmax"])
     xb = xgb.train(dict(objective="multi:softprob", num_class=3, max_depth=3), d, 4)
     bst = from_xgboost(xb)
@@ -182,9 +175,9 @@ def test_imported_bins_are_consistent_and_the_model_saves(data, tmp_path):
 
 
 @pytest.mark.parametrize("name", OBJECTIVES)
-def test_round_trips(data, models, name):
-    X, _ = data
-    bst = models[name]
+def test_round_trips(interop_data, interop_models, name):
+    X, _ = interop_data
+    bst = interop_models[name]
     back = from_xgboost(to_xgboost_json(bst))
     np.testing.assert_allclose(back.predict(X, output_margin=True),
                                bst.predict(X, output_margin=True), atol=TOL, rtol=0)
@@ -199,8 +192,8 @@ def test_round_trips(data, models, name):
 # --- refusals --------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def xgb_json(data):
-    X, labels = data
+def xgb_json(interop_data):
+    X, labels = interop_data
     xb = xgb.train(dict(objective="reg:squarederror", max_depth=2),
                    xgb.DMatrix(X, label=labels["squared"]), 2)
     return json.loads(xb.save_raw(raw_format="json"))
@@ -260,8 +253,8 @@ def test_import_refuses_non_json_and_other_types(tmp_path):
         from_xgboost(42)
 
 
-def test_import_refuses_unequal_trees_per_class(data):
-    X, labels = data
+def test_import_refuses_unequal_trees_per_class(interop_data):
+    X, labels = interop_data
     xb = xgb.train(dict(objective="multi:softprob", num_class=3, max_depth=2),
                    xgb.DMatrix(X, label=labels["softmax"]), 2)
     m = json.loads(xb.save_raw(raw_format="json"))
@@ -272,7 +265,7 @@ def test_import_refuses_unequal_trees_per_class(data):
         from_xgboost(m)
 
 
-def test_import_with_more_thresholds_than_bins_warns_and_predicts(data):
+def test_import_with_more_thresholds_than_bins_warns_and_predicts(interop_data):
     rng = np.random.default_rng(5)
     X = rng.normal(size=(400, 1)).astype(np.float32)
     y = np.sin(4 * X[:, 0]) + 0.3 * rng.normal(size=400)
@@ -285,8 +278,8 @@ def test_import_with_more_thresholds_than_bins_warns_and_predicts(data):
 
 
 @pytest.mark.parametrize("score", [0.999, 2e-6, 0.37])
-def test_imported_logistic_base_score_matches_xgboost(data, score):
-    X, labels = data
+def test_imported_logistic_base_score_matches_xgboost(interop_data, score):
+    X, labels = interop_data
     d = xgb.DMatrix(X, label=labels["logistic"])
     xb = xgb.train(dict(objective="binary:logistic", base_score=score, max_depth=2), d, 2)
     np.testing.assert_allclose(from_xgboost(xb).predict(X, output_margin=True),

@@ -36,8 +36,9 @@ FUZZ = settings(max_examples=int(_EXPLORE or 750), deadline=None,
                 derandomize=not _EXPLORE, database=None,
                 suppress_health_check=[HealthCheck.too_slow,
                                        HealthCheck.function_scoped_fixture])
-"""Four fuzz tests of 750 examples each: 3,000 mutations in all, the same ones every
-run. ``JAXBOOST_FUZZ_EXAMPLES=20000`` explores: that many fresh random examples per test."""
+"""Two fuzz tests, each run for two models, of 750 examples each: 3,000 mutations in all,
+the same ones every run. ``JAXBOOST_FUZZ_EXAMPLES=20000`` explores: that many fresh
+random examples per test and model."""
 
 F32_MAX = float(np.finfo(np.float32).max)
 
@@ -341,7 +342,10 @@ def _encode(value, dup_at=None, dup_value=None):
 # Mutations of the parsed JSON
 # --------------------------------------------------------------------------------------
 
-def _fuzz_dict(texts, X_small, name, data):
+@pytest.mark.parametrize("name", ["logistic", "softmax"])
+@FUZZ
+@given(data=st.data())
+def test_fuzz_parsed(texts, X_small, name, data):
     base = json.loads(texts[name])
     doc = data.draw(mutated_docs(base), label="doc")
     # from_dict sees the Python values as they are (NaN floats, 10**400, ...)
@@ -352,18 +356,6 @@ def _fuzz_dict(texts, X_small, name, data):
     except (ValueError, OverflowError):  # e.g. 10**400 beyond int -> str digit limits
         return
     check_load(lambda: io.loads(text), X_small)
-
-
-@FUZZ
-@given(data=st.data())
-def test_fuzz_parsed_logistic(texts, X_small, data):
-    _fuzz_dict(texts, X_small, "logistic", data)
-
-
-@FUZZ
-@given(data=st.data())
-def test_fuzz_parsed_softmax(texts, X_small, data):
-    _fuzz_dict(texts, X_small, "softmax", data)
 
 
 # --------------------------------------------------------------------------------------
@@ -429,21 +421,12 @@ def mutated_texts(draw, text):
     return out
 
 
-def _fuzz_text(texts, X_small, name, data):
+@pytest.mark.parametrize("name", ["logistic", "softmax"])
+@FUZZ
+@given(data=st.data())
+def test_fuzz_text(texts, X_small, name, data):
     text = data.draw(mutated_texts(texts[name]), label="text")
     check_load(lambda: io.loads(text), X_small)
-
-
-@FUZZ
-@given(data=st.data())
-def test_fuzz_text_logistic(texts, X_small, data):
-    _fuzz_text(texts, X_small, "logistic", data)
-
-
-@FUZZ
-@given(data=st.data())
-def test_fuzz_text_softmax(texts, X_small, data):
-    _fuzz_text(texts, X_small, "softmax", data)
 
 
 # --------------------------------------------------------------------------------------
