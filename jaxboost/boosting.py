@@ -195,11 +195,7 @@ def _rounds(state, flag, r0, n_rounds, bins, y, w, valid, dyn, etas, ratios, see
         def run(margin):
             if group_max is not None:  # a group loss (jaxboost.groups)
                 g, h = group_grad_hess(loss, y, margin, w, gidx, jax.random.fold_in(rk, 2),
-                                       exact_max=group_max)
-                if hessian == "clip":
-                    h = jnp.maximum(h, floor * w)
-                elif hessian == "constant":
-                    h = w
+                                       exact_max=group_max, hessian=hessian, floor=floor)
             else:
                 g, h = grad_hess(loss, y, margin, w, hessian=hessian, floor=floor)
             bad = ~(jnp.isfinite(g) & jnp.isfinite(h) if K == 1 else
@@ -583,7 +579,7 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         # counts are exchanged here). Rows are padded to a size bucket with weight-0 copies
         # of row 0, so folds of similar size share compiled code and shards are equal.
         if mesh is not None:
-            mesh = check_mesh(mesh) if not multi else dist.check_mesh_type(mesh)
+            mesh = check_mesh(mesh, keep_single=multi)
         elif not multi:
             mesh = auto_mesh(n_rows)
         layout = dist.RowLayout(n_rows, mesh)
@@ -726,10 +722,9 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         def read_agreed(flag_dev, values_dev, r0):
             """``read``, and with several processes the earliest stop any of them asked."""
             where["round"] = r0
-            try:
-                stop = read(flag_dev, values_dev, r0)
-            except LossError:
-                raise  # the flag is the same everywhere: every process raises it
+            # A LossError comes from the flag, which is the same on every process: all
+            # of them raise it together.
+            stop = read(flag_dev, values_dev, r0)
             if multi:  # every process, every chunk (callbacks may differ between them)
                 stop = dist.earliest_stop(stop)
             return stop
@@ -837,10 +832,6 @@ def _feature_names(X, given, n_features, init_model):
     return names
 
 
-class _Empty(Exception):
-    """An empty part of an evaluation set (allowed on some processes)."""
-
-
 class _EvalSet(NamedTuple):
     name: str
     X: np.ndarray
@@ -876,25 +867,25 @@ def _eval_sets(eval_set, edges, loss, n_features, names=None, gather=False,
     for name, e in items:
         if not isinstance(e, (list, tuple)) or len(e) not in (2, 3):
             raise TypeError(f"eval set {name!r} must be (X, y) or (X, y, sample_weight)")
+        # In a multi-process job a process may hold none of the set's rows.
+        empty_here = gather and np.ndim(e[0]) == 2 and np.shape(e[0])[0] == 0
         try:
-            if gather and np.ndim(e[0]) == 2 and np.shape(e[0])[0] == 0:
-                # This process holds none of the set's rows; the others do.
+            if empty_here:
                 if np.shape(e[0])[1] != n_features:
                     raise DataError(f"has {np.shape(e[0])[1]} features, the training "
                                     f"data {n_features}")
                 Xe = np.zeros((0, n_features), np.float32)
                 ye, we = np.zeros(0, np.float32), np.zeros(0, np.float32)
-                raise _Empty
-            _validation.check_feature_names(names, e[0])
-            Xe = _validation.as_features(e[0], allow_inf=True)
-            if Xe.shape[1] != n_features:
-                raise DataError(f"has {Xe.shape[1]} features, the training data {n_features}")
-            ye = _validation.as_labels(e[1], Xe.shape[0])
-            we = _validation.as_weights(e[2] if len(e) == 3 else None, Xe.shape[0])
-            if isinstance(loss, Objective):
-                loss.validate_labels(ye)
-        except _Empty:
-            pass
+            else:
+                _validation.check_feature_names(names, e[0])
+                Xe = _validation.as_features(e[0], allow_inf=True)
+                if Xe.shape[1] != n_features:
+                    raise DataError(f"has {Xe.shape[1]} features, the training data "
+                                    f"{n_features}")
+                ye = _validation.as_labels(e[1], Xe.shape[0])
+                we = _validation.as_weights(e[2] if len(e) == 3 else None, Xe.shape[0])
+                if isinstance(loss, Objective):
+                    loss.validate_labels(ye)
         except ValueError as err:
             raise DataError(f"eval set {name!r}: {err}") from None
         ids = groups.get(name)

@@ -52,7 +52,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from .sharding import ROW_AXIS, padded_rows, shard_offsets
+from .sharding import ROW_AXIS, padded_rows, row_sharding, shard_offsets
 
 ENV_PEER_TIMEOUT = "JAXBOOST_PEER_TIMEOUT"
 DEFAULT_PEER_TIMEOUT = 30.0
@@ -207,16 +207,6 @@ def default_mesh() -> Mesh:
     return Mesh(np.array(devices), (ROW_AXIS,))
 
 
-def check_mesh_type(mesh) -> Mesh:
-    """A user's mesh for a multi-process job: a one-axis ``jax.sharding.Mesh``."""
-    if not isinstance(mesh, Mesh):
-        raise TypeError(f"mesh must be a jax.sharding.Mesh or None, got {type(mesh).__name__}")
-    if len(mesh.axis_names) != 1:
-        raise ValueError(f"mesh must have exactly one axis (rows are sharded over it), got "
-                         f"axes {mesh.axis_names}")
-    return mesh
-
-
 def check_process_mesh(mesh: Mesh) -> int:
     """Devices per process of a multi-process mesh (each process's devices must be
     contiguous along the axis, the same number for every process)."""
@@ -268,8 +258,7 @@ class RowLayout:
         axis 1 when ``feature_major``)."""
         if self.mesh is None:
             return jax.numpy.asarray(block)
-        spec = PartitionSpec(None, ROW_AXIS) if feature_major else PartitionSpec(ROW_AXIS)
-        sharding = NamedSharding(self.mesh, spec)
+        sharding = row_sharding(self.mesh, feature_major)
         if self.multi:
             return jax.make_array_from_process_local_data(sharding, block)
         return jax.device_put(block, sharding)

@@ -89,21 +89,23 @@ def to_grid(x, n_total, *, reduce_max=_identity):
       >>> to_grid(jnp.array([1.0, 1e-9, -0.3]), 10).tolist()
       [1.0, 0.0, -0.2999999523162842]
     """
-    m = reduce_max(jnp.max(jnp.abs(x)))
-    _, k = jnp.frexp(m)  # m < 2**k
-    e = jnp.clip(grid_bits(n_total) - k, -120, 120)
-    up = jnp.ldexp(jnp.ones((), x.dtype), e)
-    down = jnp.ldexp(jnp.ones((), x.dtype), -e)
-    return jnp.round(x * up) * down
+    e = _grid_exponent(x, grid_bits(n_total), reduce_max, 120)
+    one = jnp.ones((), x.dtype)
+    return jnp.round(x * jnp.ldexp(one, e)) * jnp.ldexp(one, -e)
 
 
 def exact_scale(x, n_total, *, reduce_max=_identity):
     """Power-of-two ``s`` such that ``round(x * s)`` summed over ``n_total`` values stays
     below ``2**52`` (``x`` float64; the maximum taken over every device)."""
-    m = reduce_max(jnp.max(jnp.abs(x)))
-    _, k = jnp.frexp(m)
-    e = jnp.clip(52 - ceil_log2(n_total) - k, -1000, 1000)
+    e = _grid_exponent(x, 52 - ceil_log2(n_total), reduce_max, 1000)
     return jnp.ldexp(jnp.ones((), x.dtype), e)
+
+
+def _grid_exponent(x, bits, reduce_max, limit):
+    """``e`` with ``max |x| * 2**e < 2**bits`` (the maximum over every device), clipped
+    to ``[-limit, limit]`` so that ``2**e`` stays finite in ``x``'s dtype."""
+    _, k = jnp.frexp(reduce_max(jnp.max(jnp.abs(x))))  # max |x| < 2**k
+    return jnp.clip(bits - k, -limit, limit)
 
 
 def exact_sum(x, n_total, *, axis=None, reduce_max=_identity):

@@ -27,6 +27,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .autodiff import HESSIAN_FLOOR, apply_hessian_policy
+
 EXACT_MAX_GROUP = 64
 HUTCHINSON_PROBES = 64
 
@@ -55,7 +57,7 @@ def group_index(group, n_rows: int, n_pad: int | None = None) -> np.ndarray:
 
 
 def group_grad_hess(loss, y, pred, sample_weight, idx, key=None, *, exact_max=EXACT_MAX_GROUP,
-                    probes=HUTCHINSON_PROBES):
+                    probes=HUTCHINSON_PROBES, hessian="exact", floor=HESSIAN_FLOOR):
     """Per-row g and Hessian diagonal h of a group loss (see the module docs).
 
     Args:
@@ -65,6 +67,8 @@ def group_grad_hess(loss, y, pred, sample_weight, idx, key=None, *, exact_max=EX
       idx: ``(G, S)`` from ``group_index`` (padding = any index >= N).
       key: PRNG key for the Hutchinson probes (needed when ``S > exact_max``).
       exact_max, probes: static; the exact/estimated switch and the probe count.
+      hessian, floor: the Hessian policy, ``"exact"``, ``"clip"`` or ``"constant"``
+        (``jaxboost.autodiff.apply_hessian_policy``), applied per row before the weight.
 
     Returns:
       ``(g, h)``, each ``(N,)`` float32; rows in no group get 0.
@@ -103,6 +107,7 @@ def group_grad_hess(loss, y, pred, sample_weight, idx, key=None, *, exact_max=EX
         hz = jax.vmap(lambda p, yy, m, zz: jax.vmap(lambda v: hvp(p, yy, m, v))(zz))(
             pg, yg, mask, z)  # (G, P, S)
         h = jnp.mean(z * hz, axis=1)
+    h = apply_hessian_policy(loss, None, None, h.ravel(), hessian, floor).reshape(h.shape)
     g = jnp.where(mask, g, 0.0)
     h = jnp.where(mask, h, 0.0)
     # Each row is in one group: scatter back (padding indices are out of range: dropped).

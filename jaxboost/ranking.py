@@ -27,14 +27,16 @@ __all__ = ["ndcg", "mean_average_precision", "group_index"]
 
 
 def _ranked(y, pred, idx):
-    """Labels of each query in predicted order (padding last), and its mask."""
+    """``(labels in predicted order, their mask, labels in ideal order)`` per query,
+    each ``(Q, S)`` with the padding last (label 0)."""
     N = y.shape[0]
     mask = idx < N
     safe = jnp.where(mask, idx, 0)
     p = jnp.where(mask, pred[safe], -jnp.inf)
     r = jnp.where(mask, y[safe], 0.0)
     order = jnp.argsort(-p, axis=1, stable=True)
-    return jnp.take_along_axis(r, order, axis=1), jnp.take_along_axis(mask, order, axis=1)
+    return (jnp.take_along_axis(r, order, axis=1), jnp.take_along_axis(mask, order, axis=1),
+            -jnp.sort(-r, axis=1))
 
 
 def _query_mean(v, query_weight):
@@ -68,9 +70,7 @@ def ndcg(y, pred, idx, k=None, *, gain: str = "exponential", query_weight=None):
         raise ValueError(f"gain must be 'exponential' or 'linear', got {gain!r}")
     S = idx.shape[1]
     k = S if k is None else min(int(k), S)
-    r, mask = _ranked(y, pred, idx)
-    ideal = -jnp.sort(-jnp.where(idx < y.shape[0], y[jnp.where(idx < y.shape[0], idx, 0)],
-                                 0.0), axis=1)
+    r, mask, ideal = _ranked(y, pred, idx)
     G = (lambda v: jnp.exp2(v) - 1.0) if gain == "exponential" else (lambda v: v)
     disc = jnp.where(jnp.arange(S) < k, 1.0 / jnp.log2(jnp.arange(S) + 2.0), 0.0)
     dcg = jnp.sum(jnp.where(mask, G(r), 0.0) * disc, axis=1)
@@ -92,7 +92,7 @@ def mean_average_precision(y, pred, idx, k=None, *, query_weight=None):
     """
     S = idx.shape[1]
     k = S if k is None else min(int(k), S)
-    r, mask = _ranked(y, pred, idx)
+    r, mask, _ = _ranked(y, pred, idx)
     rel = ((r > 0) & mask).astype(jnp.float32)
     top = (jnp.arange(S) < k).astype(jnp.float32)
     hits = jnp.cumsum(rel, axis=1)

@@ -88,8 +88,12 @@ def auto_mesh(n_rows: int) -> Mesh | None:
     return Mesh(np.array(devices[:n]), (ROW_AXIS,))
 
 
-def check_mesh(mesh) -> Mesh | None:
-    """Validate a user-supplied mesh: a ``jax.sharding.Mesh`` with one axis."""
+def check_mesh(mesh, *, keep_single: bool = False) -> Mesh | None:
+    """Validate a user-supplied mesh: a ``jax.sharding.Mesh`` with one axis.
+
+    A one-device mesh becomes ``None`` (no sharding) unless ``keep_single`` (a
+    multi-process job, where even one device per process is a real mesh).
+    """
     if mesh is None:
         return None
     if not isinstance(mesh, Mesh):
@@ -97,7 +101,7 @@ def check_mesh(mesh) -> Mesh | None:
     if len(mesh.axis_names) != 1:
         raise ValueError(f"mesh must have exactly one axis (rows are sharded over it), got "
                          f"axes {mesh.axis_names}")
-    return mesh if mesh.size > 1 else None
+    return mesh if (mesh.size > 1 or keep_single) else None
 
 
 def padded_rows(n_rows: int, n_shards: int) -> int:
