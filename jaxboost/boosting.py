@@ -50,12 +50,14 @@ def resolve_objective(objective):
     for anything that is neither a name nor callable.
     """
     if isinstance(objective, str):
-        from objectives import CATALOGUE
+        from objectives import CATALOGUE, GROUP_CATALOGUE
 
-        entry = CATALOGUE.get(objective)
+        entry = CATALOGUE.get(objective, GROUP_CATALOGUE.get(objective))
         if entry is None:
             raise ValueError(f"unknown objective {objective!r}; catalogue entries: "
-                             f"{sorted(CATALOGUE)}, or pass any callable loss(y, pred)")
+                             f"{sorted(CATALOGUE)}, group losses: "
+                             f"{sorted(GROUP_CATALOGUE)}, or pass any callable "
+                             f"loss(y, pred)")
         return entry
     if not callable(objective):
         raise TypeError(f"objective must be a callable loss(y, pred) -> scalar or an "
@@ -549,9 +551,9 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         except ValueError as e:
             raise DataError(str(e)) from None
     K = _resolve_outputs(loss, n_outputs)
-    if group is not None:
-        group = _check_group(group, n_rows, loss, K, mesh, eval_set, refit, hessian,
-                             eval_metric)
+    if group is not None or _is_group_objective(loss):
+        group, eval_metric = _check_group(group, n_rows, loss, K, mesh, eval_set, refit,
+                                          hessian, eval_metric, yf)
         refit, hessian = None, ("exact" if hessian == "auto" else hessian)
         if base_margin is None:
             base_margin = 0.0
@@ -761,16 +763,39 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         return make_booster(done)
 
 
-def _check_group(group, n_rows, loss, K, mesh, eval_set, refit, hessian, eval_metric):
-    """Validated group ids (``(N,)`` numbers) for a group loss; the loss is checked on
-    a group of two rows (it must return a scalar)."""
+def _is_group_objective(loss) -> bool:
+    from objectives import GroupObjective
+
+    return isinstance(loss, GroupObjective)
+
+
+def _check_group(group, n_rows, loss, K, mesh, eval_set, refit, hessian, eval_metric, y):
+    """``(group ids, eval_metric)`` for a group loss: validated ``(N,)`` numeric ids
+    (all zeros for a whole-data entry without ``group=``) and the metric list with a
+    catalogue entry's default filled in. A plain loss is checked on a group of two
+    rows (it must return a scalar); an entry's labels are checked (``DataError``)."""
     if isinstance(loss, Objective):
         raise TypeError(f"group= needs a group loss loss(y_group, pred_group, mask); "
                         f"{loss!r} is a per-row loss")
+    entry = _is_group_objective(loss)
+    if entry and group is None:
+        if not loss.whole_data:
+            raise TypeError(f"{loss!r} ranks the rows within queries: pass group= with "
+                            f"one query id per row (e.g. train({loss!r}, X, y, "
+                            f"group=query_ids))")
+        group = np.zeros(n_rows, np.int32)  # one group: every row
     if K != 1:
         raise ValueError("group losses have one output per row (n_outputs=1)")
     if mesh is not None or dist.is_multiprocess():
         raise ValueError("group losses train on one device for now; leave mesh=None")
+    if entry:
+        try:
+            loss.validate_labels(y)
+        except ValueError as e:
+            raise DataError(str(e)) from None
+        _check_eval_labels(loss, eval_set)
+        if eval_metric is None:
+            eval_metric = loss.metric
     if eval_set is not None and eval_metric is None:
         raise ValueError("a group loss has no per-row default metric: pass eval_metric "
                          "(e.g. 'ndcg@10', with the sets' query ids as eval_group)")
@@ -798,7 +823,27 @@ def _check_group(group, n_rows, loss, K, mesh, eval_set, refit, hessian, eval_me
     if getattr(out, "shape", None) != ():
         raise LossError(f"the group loss {loss_name(loss)} must return a scalar per group, "
                         f"got shape {getattr(out, 'shape', None)}", round=None)
-    return ids
+    return ids, eval_metric
+
+
+def _check_eval_labels(loss, eval_set):
+    """A group entry's label check on the evaluation sets' labels (``DataError``)."""
+    if isinstance(eval_set, dict):
+        items = list(eval_set.items())
+    elif isinstance(eval_set, (list, tuple)):
+        items = [(f"validation_{i}", e) for i, e in enumerate(eval_set)]
+    else:
+        return  # malformed: _eval_sets raises the error
+    for name, e in items:
+        if isinstance(e, (list, tuple)) and len(e) in (2, 3):
+            try:
+                ye = np.asarray(e[1], np.float64).ravel()
+            except (TypeError, ValueError):
+                continue  # _eval_sets reports it
+            try:
+                loss.validate_labels(ye)
+            except ValueError as err:
+                raise DataError(f"eval set {name!r}: {err}") from None
 
 
 def _where(where, callbacks) -> str:

@@ -18,6 +18,9 @@ autodiff of each group's loss) and the Hessian diagonal
   training seed and the round, so runs are reproducible). Its variance for entry ``i``
   is :math:`\sum_{j \ne i} H_{ij}^2 / P`, so it is accurate when the diagonal dominates.
 
+A loss that carries a closed-form diagonal (an ``objectives.GroupObjective`` with
+``hess_diag``, e.g. ``objectives.cox``) uses it instead, at every group size.
+
 Sample weights multiply each row's g and h, as for per-row losses.
 """
 
@@ -61,7 +64,8 @@ def group_grad_hess(loss, y, pred, sample_weight, idx, key=None, *, exact_max=EX
     """Per-row g and Hessian diagonal h of a group loss (see the module docs).
 
     Args:
-      loss: ``loss(y_group, pred_group, mask) -> scalar`` on ``(S,)`` vectors.
+      loss: ``loss(y_group, pred_group, mask) -> scalar`` on ``(S,)`` vectors, or an
+        ``objectives.GroupObjective``; when that has a ``hess_diag`` it gives h.
       y, pred: ``(N,)`` labels and float32 margins.
       sample_weight: ``(N,)`` weights (0 for padding rows) or None.
       idx: ``(G, S)`` from ``group_index`` (padding = any index >= N).
@@ -93,7 +97,11 @@ def group_grad_hess(loss, y, pred, sample_weight, idx, key=None, *, exact_max=EX
         return loss(yy, p, m)
 
     g = jax.vmap(jax.grad(total))(pg, yg, mask)
-    if S <= exact_max:
+    closed = getattr(loss, "group_hess_diag", None)
+    closed = closed() if callable(closed) else None
+    if closed is not None:
+        h = jax.vmap(closed)(yg, pg, mask).astype(jnp.float32)
+    elif S <= exact_max:
         h = jax.vmap(lambda p, yy, m: jnp.diagonal(jax.hessian(total)(p, yy, m)))(pg, yg, mask)
     else:
         if key is None:

@@ -352,9 +352,10 @@ def _float_list(a) -> list:
 # --------------------------------------------------------------------------------------
 
 def _catalogue():
-    from objectives import CATALOGUE
+    """Per-row and group entries by name (the names are distinct)."""
+    from objectives import CATALOGUE, GROUP_CATALOGUE
 
-    return CATALOGUE
+    return {**CATALOGUE, **GROUP_CATALOGUE}
 
 
 def _qualname(fn) -> str:
@@ -369,16 +370,16 @@ def _qualname(fn) -> str:
 
 
 def _objective_to_dict(obj) -> dict:
-    from objectives import Objective
+    from objectives import GroupObjective, Objective
 
-    if isinstance(obj, Objective):
+    if isinstance(obj, (Objective, GroupObjective)):
         params = {k: _json_scalar(v, f"objectives.{obj.name} hyperparameter {k}")
                   for k, v in obj.params}
         entry = _catalogue().get(obj.name)
         if entry is not None:
             try:
                 same = entry.with_params(**params) == obj
-            except TypeError:
+            except (TypeError, ValueError):
                 same = False
             if same:
                 return {"kind": "catalogue", "name": obj.name, "params": params}
@@ -413,7 +414,7 @@ def _objective_from_dict(d, K):
         _int(params[n_key], f"{where}.params.{n_key}", lo=1)
     try:
         obj = catalogue[name].with_params(**params)
-    except TypeError as e:
+    except (TypeError, ValueError) as e:  # unknown keyword, or a value out of its domain
         raise ModelFormatError(f"{where}.params: {e}") from None
     try:
         k = obj.outputs

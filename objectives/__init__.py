@@ -33,7 +33,22 @@ g and h, label domain, and why its defaults were chosen. ``softmax`` has ``K`` o
 (``n_classes``, inferred from the labels when None) and ``gaussian_nll`` two (mean and
 log standard deviation).
 
-``CATALOGUE`` maps each name to its entry. The softmax inverse link is exported as
+Group losses couple the rows of a group (a query, a risk set); each is a
+``GroupObjective``, a loss ``loss(y_group, pred_group, mask) -> scalar`` per group
+(``jaxboost.groups``) with a closed-form Hessian diagonal, trained with
+``train(entry, X, y, group=ids)`` (``cox`` needs no ``group=``: all rows form one
+group). ``GROUP_CATALOGUE`` maps their names to them:
+
+==========  =================  ===============  ===========  ===========  ==============
+entry       hyperparameters    link (response)  h sign       group=       metric
+==========  =================  ===============  ===========  ===========  ==============
+ranknet     sigma=1.0          identity         nonnegative  query ids    ndcg@10
+lambdarank  sigma=1.0, k=None  identity         nonnegative  query ids    ndcg@10
+listnet     --                 identity         nonnegative  query ids    ndcg@10
+cox         --                 exp (hazard)     nonnegative  (all rows)   cox-nloglik
+==========  =================  ===============  ===========  ===========  ==============
+
+``CATALOGUE`` maps each per-row name to its entry. The softmax inverse link is exported as
 ``softmax_link`` (``softmax`` is the catalogue entry).
 
 >>> import objectives
@@ -45,11 +60,14 @@ True
 
 from ._base import Objective, identity, sigmoid
 from ._base import softmax as softmax_link
+from ._group import GroupObjective
 from .classic import exponential, logistic, squared
 from .classification import focal, softmax
 from .distributional import gaussian_link, gaussian_nll
 from .glm import exp_link, gamma, poisson, tweedie
+from .ranking import lambdarank, listnet, ranknet
 from .robust import absolute, cauchy, huber, log_cosh, pseudo_huber, quantile
+from .survival import cox
 
 CATALOGUE = {o.name: o for o in (
     squared, logistic, exponential,
@@ -59,7 +77,9 @@ CATALOGUE = {o.name: o for o in (
     gaussian_nll,
 )}
 
+GROUP_CATALOGUE = {o.name: o for o in (ranknet, lambdarank, listnet, cox)}
+
 __all__ = [
-    "Objective", "identity", "sigmoid", "softmax_link", "exp_link", "gaussian_link",
-    "CATALOGUE", *CATALOGUE,
+    "Objective", "GroupObjective", "identity", "sigmoid", "softmax_link", "exp_link",
+    "gaussian_link", "CATALOGUE", "GROUP_CATALOGUE", *CATALOGUE, *GROUP_CATALOGUE,
 ]

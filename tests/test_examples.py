@@ -75,3 +75,27 @@ def test_multi_device_example_prints_equal_models_and_communication():
 
     want = {histogram_bytes_per_tree(30, 4, 256, subtraction=s) for s in (True, False)}
     assert volume and int(volume.group(1).replace(",", "")) in want, out
+
+
+def test_ranking_example_beats_random_order():
+    out = run("ranking.py", "--rounds", "20", "--queries", "100")
+    floor = float(re.search(r"^random order: held-out NDCG@10 ([\d.]+)", out, flags=re.M)[1])
+    scores = dict(re.findall(r"^(\w+)\s+held-out NDCG@10 ([\d.]+)", out, flags=re.M))
+    for name in ("ranknet", "lambdarank", "listnet"):
+        assert float(scores[name]) > floor + 0.25, out
+    if "xgboost" in scores:
+        assert abs(float(scores["lambdarank"]) - float(scores["xgboost"])) < 0.05, out
+
+
+def test_survival_example_ranks_patients(tmp_path):
+    out = run("survival.py", "--rounds", "30", "--rows", "1500", "--out", str(tmp_path))
+    c = float(re.search(r"^jaxboost cox: held-out C-index ([\d.]+)", out, flags=re.M)[1])
+    best = float(re.search(r"^true log hazard: held-out C-index ([\d.]+)", out, flags=re.M)[1])
+    assert 0.65 < c <= best + 0.02, out
+    ref = re.search(r"^xgboost survival:cox: held-out C-index ([\d.]+)", out, flags=re.M)
+    if ref:
+        assert abs(c - float(ref[1])) < 0.03, out
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib"):
+        assert (tmp_path / "survival_curves.png").stat().st_size > 5_000

@@ -1,0 +1,157 @@
+r"""The ``GroupObjective`` record: a loss over a group of rows (a query, a risk set).
+
+A group loss is written for one group, ``loss(y_group, pred_group, mask, **hp) ->
+scalar``, on ``(S,)`` vectors padded to the largest group with ``mask`` false on the
+padding (see ``jaxboost.groups``); the training objective is the sum over groups.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from typing import Callable, Optional
+
+import numpy as np
+
+from ._base import identity
+
+
+@dataclasses.dataclass(frozen=True)
+class GroupObjective:
+    """A group loss and its companions (the group counterpart of ``Objective``).
+
+    Calling a ``GroupObjective`` with ``(y_group, pred_group, mask)`` evaluates its loss
+    on one group; calling it with keyword arguments only returns a variant with those
+    hyperparameters, e.g. ``objectives.lambdarank(k=10)``. Entries compare and hash by
+    value, so equal variants share compiled code. ``train(entry, X, y, group=ids)``
+    trains on it (entries with ``whole_data=True`` need no ``group=``: all rows form
+    one group).
+
+    Attributes:
+      name: catalogue name (``objectives.GROUP_CATALOGUE``).
+      loss: ``loss(y, pred, mask, **hyperparameters) -> scalar`` for one group: ``y``,
+        ``pred`` ``(S,)`` float, ``mask`` ``(S,)`` bool (false on padding, which the loss
+        must ignore). Hyperparameters are keyword-only.
+      link: inverse link, margin -> response (used by ``Booster.predict``).
+      params: hyperparameters as a sorted tuple of ``(name, value)`` pairs.
+      hess_diag: optional closed form ``(y, pred, mask, **hyperparameters) -> (S,)``,
+        the diagonal of the group loss's Hessian. When set, training uses it at every
+        group size instead of the autodiff diagonal (groups of up to
+        ``jaxboost.groups.EXACT_MAX_GROUP`` rows) or Hutchinson's estimate (above). It
+        must equal ``diag(jax.hessian(loss))`` on the unmasked rows.
+      check_labels: optional ``check_labels(y: np.ndarray, **hyperparameters)`` raising
+        ``ValueError`` with a clear message for labels outside the loss's domain.
+      metric: name of the default evaluation metric (``jaxboost.metrics``); a ranking
+        metric (``"ndcg@10"``) needs the evaluation sets' query ids as ``eval_group``.
+      whole_data: True when one group spans all rows (Cox: the risk sets of the whole
+        data); ``train`` then needs no ``group=`` (a given ``group=`` splits the rows
+        into independent strata).
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> def sq(y, f, mask, *, scale=1.0):  # a toy group loss
+      ...     return scale * jnp.sum(jnp.where(mask, (y - f) ** 2, 0.0))
+      >>> toy = GroupObjective("toy", sq, hess_diag=lambda y, f, m, *, scale=1.0:
+      ...                      jnp.where(m, 2.0 * scale, 0.0))
+      >>> float(toy(scale=3.0)(jnp.ones(2), jnp.zeros(2), jnp.array([True, False])))
+      3.0
+      >>> toy(scale=3.0) == toy(scale=3.0), toy(scale=3.0)
+      (True, objectives.toy(scale=3.0))
+    """
+
+    name: str
+    loss: Callable
+    link: Callable = identity
+    params: tuple = ()
+    hess_diag: Optional[Callable] = None
+    check_labels: Optional[Callable] = None
+    metric: str = "ndcg@10"
+    whole_data: bool = False
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise TypeError(f"GroupObjective name must be a non-empty str, got {self.name!r}")
+        for field in ("loss", "link"):
+            if not callable(getattr(self, field)):
+                raise TypeError(f"GroupObjective {field} must be callable, got "
+                                f"{type(getattr(self, field)).__name__}")
+        for field in ("hess_diag", "check_labels"):
+            v = getattr(self, field)
+            if v is not None and not callable(v):
+                raise TypeError(f"GroupObjective {field} must be callable or None, got "
+                                f"{type(v).__name__}")
+        if not isinstance(self.metric, str):
+            raise TypeError(f"GroupObjective metric must be a metric name, got "
+                            f"{type(self.metric).__name__}")
+
+    # --- what the per-row code reads ---------------------------------------------------
+    @property
+    def outputs(self) -> int:
+        """Margins per row: always 1."""
+        return 1
+
+    n_outputs = outputs
+
+    # --- hyperparameters --------------------------------------------------------------
+    def _keywords(self) -> dict:
+        return {k: p.default for k, p in inspect.signature(self.loss).parameters.items()
+                if p.kind is inspect.Parameter.KEYWORD_ONLY}
+
+    @property
+    def hyperparameters(self) -> dict:
+        """The hyperparameters as a dict (defaults of the loss, then overrides)."""
+        out = self._keywords()
+        out.update(dict(self.params))
+        return out
+
+    def with_params(self, **kwargs) -> "GroupObjective":
+        """A copy with some hyperparameters changed (validated against the loss)."""
+        allowed = set(self._keywords())
+        unknown = sorted(set(kwargs) - allowed)
+        if unknown:
+            raise TypeError(f"objectives.{self.name} has no hyperparameter(s) {unknown}; "
+                            f"it takes {sorted(allowed) or 'none'}")
+        merged = dict(self.params)
+        merged.update(kwargs)
+        out = dataclasses.replace(self, params=tuple(sorted(merged.items())))
+        out.validate_params()
+        return out
+
+    def validate_params(self) -> None:
+        """Check the hyperparameters by evaluating the loss on a tiny group (the loss
+        raises ``ValueError`` for values outside its domain)."""
+        import jax
+        import jax.numpy as jnp
+
+        v = jnp.zeros(2, jnp.float32)
+        jax.eval_shape(lambda a, b, m: self(a, b, m), jnp.ones(2, jnp.float32), v,
+                       jnp.ones(2, bool))
+
+    # --- calls ------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        if not args:
+            return self.with_params(**kwargs)
+        if len(args) != 3 or kwargs:
+            raise TypeError(f"objectives.{self.name} is a group loss, called as "
+                            f"loss(y_group, pred_group, mask), or with keyword "
+                            f"hyperparameters only to make a variant")
+        return self.loss(*args, **dict(self.params))
+
+    def group_hess_diag(self) -> Optional[Callable]:
+        """The closed-form ``(y, pred, mask) -> (S,)`` diagonal with the hyperparameters
+        bound, or None."""
+        if self.hess_diag is None:
+            return None
+        p = dict(self.params)
+        return lambda y, f, m: self.hess_diag(y, f, m, **p)
+
+    def validate_labels(self, y: np.ndarray) -> None:
+        """Run the label check (raises ``ValueError`` naming the loss and the row)."""
+        if self.check_labels is not None:
+            self.check_labels(np.asarray(y), **dict(self.params))
+
+    def __repr__(self):
+        if self.params:
+            args = ", ".join(f"{k}={v!r}" for k, v in self.params)
+            return f"objectives.{self.name}({args})"
+        return f"objectives.{self.name}"
