@@ -1,6 +1,8 @@
 """``compare()``: train several losses with one tree budget and compare their metrics.
 
-Every objective is trained with the same data, ``n_rounds`` and tree parameters, then
+Every objective is trained with the same data, ``n_rounds`` and tree parameters (in one
+program by ``jaxboost.train_many`` when they are single-output per-row losses and every
+argument is one it takes; else by one ``train`` call each), then
 each metric is evaluated after every round on every data set (learning curves), from
 one ``Booster.staged_predict`` pass per model and data set.
 """
@@ -17,6 +19,7 @@ from . import metrics as _metrics
 from ._validation import as_features, as_labels, as_weights
 from .boosting import train
 from .errors import DataError
+from .many import train_many
 
 __all__ = ["compare", "Comparison"]
 
@@ -263,6 +266,28 @@ class Comparison:
         return plot_comparison(self, path, **kwargs)
 
 
+def _many_compatible(objs: dict, train_kwargs: dict, y) -> bool:
+    """Whether ``train_many`` can train these objectives with these arguments: single-
+    output per-row losses, and only arguments ``train_many`` takes."""
+    from objectives import GroupObjective, Objective
+
+    from .many import CONFIG_KEYS
+
+    shared = {"max_depth", "max_bin", "sample_weight", "feature_names", "quantize"}
+    if any(k not in CONFIG_KEYS and k not in shared for k in train_kwargs):
+        return False
+    for obj in objs.values():
+        if isinstance(obj, Objective):
+            try:
+                if obj.resolve_outputs(y).outputs != 1:
+                    return False
+            except Exception:  # labels outside the loss's domain: train() says so
+                return False
+        elif not callable(obj) or isinstance(obj, GroupObjective):
+            return False
+    return True
+
+
 def _stages(booster, X, on, cache):
     key = on == "margin"
     if key not in cache:
@@ -327,12 +352,23 @@ def compare(objectives, X, y, *, eval_set=None, metrics=None, n_rounds: int = 10
     data = _data_sets(X, y, train_kwargs.get("sample_weight"), eval_set)
     specs = _metric_specs(metrics, objs)
 
-    boosters, seconds = {}, {}
-    for label, obj in objs.items():
+    boosters, seconds, notes = {}, {}, []
+    Xtr, ytr, _ = data["train"]
+    if len(objs) > 1 and _many_compatible(objs, train_kwargs, ytr):
+        # One program for all models (jaxboost.train_many): the same models, one compile.
         t0 = time.perf_counter()
-        Xtr, ytr, _ = data["train"]
-        boosters[label] = train(obj, Xtr, ytr, n_rounds=n_rounds, **train_kwargs)
-        seconds[label] = time.perf_counter() - t0
+        models = train_many(list(objs.values()), Xtr, ytr, n_rounds=n_rounds, **train_kwargs)
+        total = time.perf_counter() - t0
+        for label, m in zip(objs, models):
+            boosters[label] = m
+            seconds[label] = total / len(objs)
+        notes.append(f"the {len(objs)} models were trained together by train_many in "
+                     f"{total:.2f} s; train_seconds is the share of each")
+    else:
+        for label, obj in objs.items():
+            t0 = time.perf_counter()
+            boosters[label] = train(obj, Xtr, ytr, n_rounds=n_rounds, **train_kwargs)
+            seconds[label] = time.perf_counter() - t0
 
     curves, failed, metric_objs = {}, {}, {}
     for label, obj in objs.items():
@@ -356,8 +392,8 @@ def compare(objectives, X, y, *, eval_set=None, metrics=None, n_rounds: int = 10
                     labels, _ = failed.setdefault(name, ([], f"{type(e).__name__}: {why}"))
                     if label not in labels:
                         labels.append(label)
-    notes = [f"{name} is NaN for {', '.join(labels)}: {why}"
-             for name, (labels, why) in failed.items()]
+    notes += [f"{name} is NaN for {', '.join(labels)}: {why}"
+              for name, (labels, why) in failed.items()]
     n_rows = {name: d[0].shape[0] for name, d in data.items()}
     return Comparison(boosters=boosters, curves=curves, train_seconds=seconds,
                       metrics=metric_objs, data_names=list(data), n_rows=n_rows,

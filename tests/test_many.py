@@ -1,0 +1,116 @@
+"""train_many: M models in one program equal M separate train() calls."""
+
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+import jaxboost
+import objectives as O
+from jaxboost.errors import LossError
+
+N, F = 400, 5
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(N, F)).astype(np.float32)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    y = (np.nan_to_num(X[:, 0]) - 0.7 * np.nan_to_num(X[:, 1]) + 0.6 * rng.normal(size=N)
+         > 0).astype(np.float32)
+    w = rng.uniform(0.5, 2.0, N).astype(np.float32)
+    return X, y, w
+
+
+def plain_logistic(y, f):  # a user's own loss
+    return jnp.logaddexp(0.0, f) - y * f
+
+
+# Eight configurations: different losses (exact, clipped, constant Hessians; Newton and
+# quantile leaf refits; a plain callable), and different dynamic parameters, seeds,
+# row and column sampling and a learning-rate schedule.
+CONFIGS = [
+    dict(objective="logistic"),
+    dict(objective=O.exponential, learning_rate=0.1, reg_lambda=3.0),
+    dict(objective=O.focal(gamma=2.0), max_delta_step=0.7, reg_alpha=0.2),
+    dict(objective="squared", subsample=0.7, seed=3, gamma=0.5),
+    dict(objective=O.huber(delta=0.5), colsample_bynode=0.6, seed=5),
+    dict(objective="absolute", min_child_weight=4.0),
+    dict(objective=plain_logistic, learning_rate=optax.exponential_decay(0.4, 5, 0.5)),
+    dict(objective="logistic", colsample_bytree=0.6, subsample=0.8, seed=11),
+]
+SHARED = dict(n_rounds=23, max_depth=3)
+
+
+@pytest.fixture(scope="module")
+def many(data):
+    X, y, w = data
+    return jaxboost.train_many(CONFIGS, X, y, sample_weight=w, **SHARED)
+
+
+def test_eight_configurations_equal_eight_train_calls(data, many):
+    X, y, w = data
+    assert len(many) == 8
+    for cfg, model in zip(CONFIGS, many):
+        cfg = dict(cfg)
+        ref = jaxboost.train(cfg.pop("objective"), X, y, sample_weight=w, verbose=False,
+                             **SHARED, **cfg)
+        np.testing.assert_allclose(model.predict(X, output_margin=True),
+                                   ref.predict(X, output_margin=True), rtol=0, atol=1e-6)
+        assert len(model) == len(ref) == SHARED["n_rounds"]
+        assert model.base_margin == ref.base_margin
+        assert model.params == ref.params and model.objective == ref.objective
+        assert model.train_state == ref.train_state
+
+
+def test_models_differ_and_can_be_saved(data, many, tmp_path):
+    X, _, _ = data
+    preds = [m.predict(X, output_margin=True) for m in many]
+    assert not np.allclose(preds[0], preds[7])  # same loss, other sampling and seed
+    path = tmp_path / "m.json"
+    many[4].save(path)
+    np.testing.assert_array_equal(jaxboost.load(path).predict(X), many[4].predict(X))
+
+
+def test_shared_objective_and_grid_order(data):
+    X, y, _ = data
+    grid = [{"learning_rate": lr, "reg_lambda": lam} for lr in (0.1, 0.5) for lam in (0.0, 5.0)]
+    models = jaxboost.train_many(grid, X, y, objective="logistic", n_rounds=4, max_depth=3)
+    assert [(m.params.learning_rate, m.params.reg_lambda) for m in models] == \
+        [(g["learning_rate"], g["reg_lambda"]) for g in grid]
+
+
+def test_errors_say_what_to_do(data):
+    X, y, _ = data
+    with pytest.raises(TypeError, match="eval_set.*compare"):
+        jaxboost.train_many(["logistic"], X, y, eval_set=[(X, y)])
+    with pytest.raises(ValueError, match="configuration 1 sets 'max_depth'"):
+        jaxboost.train_many(["logistic", {"objective": "squared", "max_depth": 2}], X, y)
+    with pytest.raises(TypeError, match="configuration 0 has no objective"):
+        jaxboost.train_many([{"learning_rate": 0.1}], X, y)
+    with pytest.raises(ValueError, match="configuration 1: learning_rate"):
+        jaxboost.train_many(["logistic", {"objective": "squared", "learning_rate": -1.0}],
+                            X, y)
+    with pytest.raises(ValueError, match="single-output"):
+        jaxboost.train_many([O.softmax], X, y)
+    with pytest.raises(TypeError, match="group loss"):
+        jaxboost.train_many([O.ranknet], X, y)
+    with pytest.raises(TypeError, match="list of configurations"):
+        jaxboost.train_many("logistic", X, y)
+    with pytest.raises(jaxboost.DataError, match="configuration 0"):
+        jaxboost.train_many(["poisson"], X, y - 1.0)
+
+
+def test_non_finite_gradient_names_configuration_loss_and_round(data):
+    X, y, _ = data
+
+    def log_loss_of_margin(y, f):  # NaN g once a margin passes 0.9
+        return (y - f) ** 2 + 1e-3 * jnp.sqrt(0.9 - f)
+
+    with pytest.raises(LossError, match=r"configuration 1: the loss \S*log_loss_of_margin "
+                                        r"gave NaN.* at round \d+") as err:
+        jaxboost.train_many(["squared", {"objective": log_loss_of_margin,
+                                         "base_margin": 0.5}], X, y, n_rounds=10,
+                            max_depth=3)
+    assert err.value.round > 0 and len(err.value.booster) == err.value.round
