@@ -7,8 +7,8 @@ advance all M models together:
 
 * each distinct loss (with its Hessian policy and leaf refit) computes g and h for its
   models, vmapped over them (``M`` margins ``(M, N)``);
-* one tree builder, vmapped over the M models, grows every model's tree from its own g,
-  h, dynamic parameters (``learning_rate``, ``reg_lambda``, ``reg_alpha``, ``gamma``,
+* one tree builder, looped over the M models inside the program (``lax.map``), grows
+  every model's tree from its own g, h, dynamic parameters (``learning_rate``, ``reg_lambda``, ``reg_alpha``, ``gamma``,
   ``min_child_weight``, ``max_delta_step``), sampling ratios and seed;
 * leaf refits run per loss, then every model's margins move by its own tree.
 
@@ -407,22 +407,29 @@ def _many_chunk(margins, flags, r0, n_rounds, bins, y, w, valid, dyn, etas, rati
             gs.append(g)
             hs.append(h)
         g, h = jnp.concatenate(gs), jnp.concatenate(hs)
-        trees, leaves, n_bad = jax.vmap(model_tree, in_axes=(0, 0, 0, 0, 0, None))(
-            g, h, dyn_r, ratios, seeds, r)
-        # Leaf refits one model at a time: vmapped over several models, XLA sums the
-        # candidate losses of the step-size search in another order, and a near-tie can
-        # pick another step than train() does.
+        # The trees one model after another (lax.map: one copy of the tree builder in
+        # the program, run on each model's arrays as train() runs it). Vmapped instead,
+        # XLA lowers the batched split search and its sums several times slower and in
+        # another order of additions.
+        trees, leaves, n_bad = jax.lax.map(lambda a: model_tree(*a, r),
+                                           (g, h, dyn_r, ratios, seeds))
         values = trees["value"]
         for (loss, _, _, refit), (a, b) in zip(kinds, slices):
-            for j in range(a, b) if refit is not None else ():
-                t = jax.tree.map(lambda x, j=j: x[j], trees)
+            if refit is None:
+                continue
+
+            def refit_one(args, loss=loss, refit=refit):
+                t, lf, m, d = args
                 if refit == "newton":
-                    t = refit_newton(t, leaves[j], loss, y, margins[j], w, dyn_r[j],
+                    t = refit_newton(t, lf, loss, y, m, w, d,
                                      exact_rows=n_total if exact else None)
                 else:  # ("quantile", alpha)
-                    t = refit_quantile(t, leaves[j], y, margins[j], w, dyn_r[j],
-                                       alpha=refit[1])
-                values = values.at[j].set(t["value"])
+                    t = refit_quantile(t, lf, y, m, w, d, alpha=refit[1])
+                return t["value"]
+
+            part = jax.tree.map(lambda x, a=a, b=b: x[a:b], trees)
+            values = values.at[a:b].set(jax.lax.map(
+                refit_one, (part, leaves[a:b], margins[a:b], dyn_r[a:b])))
         trees = dict(trees, value=values)
         trees = jax.vmap(_stored)(trees, zeros)
         delta = jax.vmap(lambda v, lf: v[lf])(trees["value"], leaves)

@@ -256,3 +256,20 @@ def test_plot_without_matplotlib_says_how_to_install(cmp, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib fails
     with pytest.raises(ImportError, match=r"pip install jaxboost\[plot\]"):
         cmp.plot()
+
+
+def test_compare_trains_compatible_objectives_with_train_many():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(200, 3)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(np.float32)
+    kw = dict(n_rounds=5, max_depth=2)
+    cmp = jaxboost.compare(["logistic", "squared"], X, y, metrics=["auc"], **kw)
+    assert any("train_many" in n for n in cmp.notes)
+    for name in ("logistic", "squared"):
+        alone = jaxboost.train(name, X, y, verbose=False, **kw)
+        np.testing.assert_allclose(cmp.boosters[name].predict(X, output_margin=True),
+                                   alone.predict(X, output_margin=True), atol=1e-6)
+    # an argument train_many does not take: one train() call per objective, no note
+    cmp = jaxboost.compare(["logistic", "squared"], X, y, metrics=["auc"],
+                           init_model=None, **kw)
+    assert not any("train_many" in n for n in cmp.notes)

@@ -99,3 +99,16 @@ def test_survival_example_ranks_patients(tmp_path):
 
     if importlib.util.find_spec("matplotlib"):
         assert (tmp_path / "survival_curves.png").stat().st_size > 5_000
+
+
+def test_compare_losses_example_trains_eight_losses_in_one_program(tmp_path):
+    out = run("compare_losses.py", "--rounds", "20", "--out", str(tmp_path))
+    rows = re.findall(r"^(\S+)\s+([\d.]+)\s+([\d.]+)@\d+\s", out, flags=re.M)
+    aucs = {name: float(auc) for name, auc, _ in rows}
+    assert len(aucs) == 8, out
+    assert all(0.85 < a <= 1.0 for a in aucs.values()), out  # every loss learns
+    assert "trained together by train_many" in out, out
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib"):
+        assert (tmp_path / "eight_losses.png").stat().st_size > 10_000
