@@ -55,7 +55,6 @@ def configs(which: str) -> list:
 def worker(mode: str, which: str) -> None:
     t0 = time.perf_counter()
     sys.path.insert(0, str(HERE))
-    import numpy as np
     from run import auc, dataset_spec, ensure_dataset, load_dataset
 
     spec = dataset_spec("W2", ROWS)
