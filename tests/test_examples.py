@@ -1,4 +1,4 @@
-"""README code and the scripts in examples/ run as shipped."""
+"""The scripts in examples/ run as shipped (README blocks: tests/test_readme.py)."""
 
 import re
 import subprocess
@@ -6,14 +6,6 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def test_readme_python_blocks_run():
-    text = (ROOT / "README.md").read_text()
-    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
-    assert blocks, "README has no python example"
-    for code in blocks:
-        exec(compile(code, "README.md", "exec"), {})
 
 
 def run(script, *args):
