@@ -91,3 +91,16 @@ def interop_models(interop_data):
     return {name: jaxboost.train(name, X, labels[name], n_rounds=6, max_depth=3,
                                  verbose=False)
             for name in ("squared", "logistic", "softmax")}
+
+
+# The heaviest test files first (measured with an empty compilation cache, as on CI), so
+# that pytest-xdist's per-file scheduling (--dist loadfile) ends with small files on
+# every worker instead of one worker finishing a long file alone. Others keep their order.
+_HEAVY_FIRST = ("test_distributed.py", "test_readme.py", "test_examples.py",
+                "test_sharding.py", "test_training_control.py", "test_sklearn.py",
+                "test_research.py", "test_many.py", "test_compile_cache.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(_HEAVY_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
