@@ -159,7 +159,8 @@ class Comparison:
         entry ``r`` is the metric of the model ``booster[:r + 1]``. A metric that does
         not apply to a model (e.g. ``mlogloss`` for a scalar output) is all NaN, and
         ``notes`` says why.
-      train_seconds: ``{label: seconds}`` of ``train()``, compilation included.
+      train_seconds: ``{label: seconds}`` of training, compilation included (each
+        model's share of the joint time when ``train_many`` trained them together).
       metrics: ``{metric_name: Metric}`` (for ``"loss"``, the metric ``"objective"``
         gives, the first model's).
       data_names: the data sets, ``"train"`` first, then the eval sets.
@@ -245,7 +246,8 @@ class Comparison:
         out.append("value after the last round; best@k: the best value over rounds (lowest"
                    + (f"; highest for {', '.join(higher)}" if higher else "") + ")")
         out.append("and the rounds k of the model that reached it, booster[:k]; fit s: "
-                   "train() time, compilation included")
+                   "training time, compilation included (each model's share when trained "
+                   "together)")
         out += [f"note: {n}" for n in self.notes]
         return "\n".join(out)
 
