@@ -606,23 +606,10 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         if verbose and dist.is_writer():
             callbacks.insert(0, Progress(n_rounds, after_seconds=5.0 if verbose == "auto" else 0.0))
 
-        cuts_ext = np.concatenate(
-            [np.full((n_features, 1), -np.inf, np.float32), edges.cuts,
-             np.full((n_features, params.max_bin - 1 - edges.cuts.shape[1]), np.inf, np.float32)],
-            axis=1)
-        forward_ok = edges.has_missing & (edges.n_distinct > 1)
-
         n_pad = layout.block
         use_native = _use_native()
-        # One layout, written in place with its padding: row-major (N, F) for the native
-        # kernel, feature-major (F, N) for the pure-JAX scan.
-        bins_np = np.zeros((n_pad, n_features) if use_native else (n_features, n_pad), np.uint8)
-        apply_bins(Xf, edges, out=bins_np, row_major=use_native)
-        y_np = np.full(n_pad, yf[0], np.float32)
-        y_np[:n_rows] = yf
-        w_np = np.zeros(n_pad, np.float32)
-        w_np[:n_rows] = 1.0 if wf is None else wf
-        valid_np = np.arange(n_pad) < n_rows
+        bins_np, y_np, w_np, valid_np, cuts_ext, forward_ok = _rows_on_bins(
+            Xf, yf, wf, edges, n_pad, params.max_bin, use_native)
 
         put_rows = layout.put
         bins_t = layout.put(bins_np, feature_major=not use_native)
@@ -767,6 +754,31 @@ def _is_group_objective(loss) -> bool:
     from objectives import GroupObjective
 
     return isinstance(loss, GroupObjective)
+
+
+def _rows_on_bins(Xf, yf, wf, edges, n_pad, max_bin, native):
+    """The training rows as the round program takes them, padded to ``n_pad`` rows.
+
+    Returns ``(bins, y, w, valid, cuts_ext, forward_ok)``: uint8 bins in one layout,
+    written in place with its padding (row-major ``(n_pad, F)`` for the native kernel,
+    feature-major ``(F, n_pad)`` for the pure-JAX scan); labels padded with copies of row
+    0 and weights with 0 (padding rows have g = h = 0); ``valid`` marks the real rows;
+    ``cuts_ext`` ``(F, max_bin)`` the thresholds of every bin (``-inf``, the cuts, then
+    ``+inf``); ``forward_ok`` the features whose ascending split pass is tried.
+    """
+    n_rows, n_features = Xf.shape
+    bins = np.zeros((n_pad, n_features) if native else (n_features, n_pad), np.uint8)
+    apply_bins(Xf, edges, out=bins, row_major=native)
+    y = np.full(n_pad, yf[0], np.float32)
+    y[:n_rows] = yf
+    w = np.zeros(n_pad, np.float32)
+    w[:n_rows] = 1.0 if wf is None else wf
+    cuts_ext = np.concatenate(
+        [np.full((n_features, 1), -np.inf, np.float32), edges.cuts,
+         np.full((n_features, max_bin - 1 - edges.cuts.shape[1]), np.inf, np.float32)],
+        axis=1)
+    forward_ok = edges.has_missing & (edges.n_distinct > 1)
+    return bins, y, w, np.arange(n_pad) < n_rows, cuts_ext, forward_ok
 
 
 def _check_group(group, n_rows, loss, K, mesh, eval_set, refit, hessian, eval_metric, y):

@@ -41,7 +41,7 @@ from objectives import GroupObjective, Objective
 from . import _validation
 from . import distributed as dist
 from .autodiff import HESSIAN_FLOOR, _fit_base_margin, check_loss, grad_hess, loss_name
-from .binning import apply_bins, compute_bin_edges
+from .binning import compute_bin_edges
 from .booster import Booster
 from .boosting import (
     ROUNDS_PER_DISPATCH,
@@ -52,6 +52,7 @@ from .boosting import (
     _learning_rate_schedule,
     _resolve_outputs,
     _resolve_policies,
+    _rows_on_bins,
     _sampling_ratios,
     _stored,
     _use_native,
@@ -284,20 +285,11 @@ def train_many(configs, X, y, *, objective=None, n_rounds: int = 100, max_depth:
         raise ValueError("the seeds of these configurations give different bin edges "
                          "(very large data is sketched with the seed): use one seed, or "
                          "call train_many per seed")
-    n_pad = layout.block
     native = _use_native()
-    bins_np = np.zeros((n_pad, n_features) if native else (n_features, n_pad), np.uint8)
-    apply_bins(Xf, edge0, out=bins_np, row_major=native)
-    y_np = np.full(n_pad, yf[0], np.float32)
-    y_np[:n_rows] = yf
-    w_np = np.zeros(n_pad, np.float32)
-    w_np[:n_rows] = 1.0 if wf is None else wf
-    valid = jnp.asarray(np.arange(n_pad) < n_rows)
-    cuts_ext = np.concatenate(
-        [np.full((n_features, 1), -np.inf, np.float32), edge0.cuts,
-         np.full((n_features, max_bin - 1 - edge0.cuts.shape[1]), np.inf, np.float32)], axis=1)
-    forward_ok = edge0.has_missing & (edge0.n_distinct > 1)
-    bins_t, y_dev, w_dev = jnp.asarray(bins_np), jnp.asarray(y_np), jnp.asarray(w_np)
+    bins_np, y_np, w_np, valid_np, cuts_ext, forward_ok = _rows_on_bins(
+        Xf, yf, wf, edge0, layout.block, max_bin, native)
+    n_pad = layout.block
+    bins_t, y_dev, w_dev, valid = (jnp.asarray(a) for a in (bins_np, y_np, w_np, valid_np))
 
     # Every intercept to fit, from one compiled program (one compile, not one per loss).
     to_fit = tuple(dict.fromkeys(c.loss for c in ordered if c.base_margin is None))
