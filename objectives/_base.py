@@ -42,8 +42,48 @@ def softmax(margin):
     return jax.nn.softmax(margin, axis=-1)
 
 
-@dataclasses.dataclass(frozen=True)
-class Objective:
+class Hyperparameters:
+    """What ``Objective`` and ``GroupObjective`` share: keyword-only hyperparameters of
+    ``loss`` with overrides in ``params`` (a sorted tuple of pairs), variants, the label
+    check and the ``objectives.name(k=v)`` repr. Subclasses are frozen dataclasses with
+    the fields ``name``, ``loss``, ``params`` and ``check_labels``."""
+
+    def _keywords(self) -> dict:
+        return {k: p.default for k, p in inspect.signature(self.loss).parameters.items()
+                if p.kind is inspect.Parameter.KEYWORD_ONLY}
+
+    @property
+    def hyperparameters(self) -> dict:
+        """The hyperparameters as a dict (defaults of the loss, then overrides)."""
+        out = self._keywords()
+        out.update(dict(self.params))
+        return out
+
+    def with_params(self, **kwargs):
+        """A copy with some hyperparameters changed (validated against the loss)."""
+        allowed = set(self._keywords())
+        unknown = sorted(set(kwargs) - allowed)
+        if unknown:
+            raise TypeError(f"objectives.{self.name} has no hyperparameter(s) {unknown}; "
+                            f"it takes {sorted(allowed) or 'none'}")
+        merged = dict(self.params)
+        merged.update(kwargs)
+        return dataclasses.replace(self, params=tuple(sorted(merged.items())))
+
+    def validate_labels(self, y: np.ndarray) -> None:
+        """Run the label check (raises ``ValueError`` naming the loss and the row)."""
+        if self.check_labels is not None:
+            self.check_labels(np.asarray(y), **dict(self.params))
+
+    def __repr__(self):
+        if self.params:
+            args = ", ".join(f"{k}={v!r}" for k, v in self.params)
+            return f"objectives.{self.name}({args})"
+        return f"objectives.{self.name}"
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class Objective(Hyperparameters):
     """A training objective: a per-row loss and its companions.
 
     Calling an ``Objective`` with ``(y, pred)`` evaluates its loss, so a catalogue entry
@@ -105,27 +145,6 @@ class Objective:
         if self.h_sign not in H_SIGNS:
             raise ValueError(f"h_sign must be one of {H_SIGNS}, got {self.h_sign!r}")
 
-    # --- hyperparameters --------------------------------------------------------------
-    @property
-    def hyperparameters(self) -> dict:
-        """The hyperparameters as a dict (defaults of the loss, then overrides)."""
-        out = {k: p.default for k, p in inspect.signature(self.loss).parameters.items()
-               if p.kind is inspect.Parameter.KEYWORD_ONLY}
-        out.update(dict(self.params))
-        return out
-
-    def with_params(self, **kwargs) -> "Objective":
-        """A copy with some hyperparameters changed (validated against the loss)."""
-        allowed = {k for k, p in inspect.signature(self.loss).parameters.items()
-                   if p.kind is inspect.Parameter.KEYWORD_ONLY}
-        unknown = sorted(set(kwargs) - allowed)
-        if unknown:
-            raise TypeError(f"objectives.{self.name} has no hyperparameter(s) {unknown}; "
-                            f"it takes {sorted(allowed) or 'none'}")
-        merged = dict(self.params)
-        merged.update(kwargs)
-        return dataclasses.replace(self, params=tuple(sorted(merged.items())))
-
     # --- calls ------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         if not args:
@@ -150,11 +169,6 @@ class Objective:
         p = dict(self.params)
         return lambda y, f: self.expected_hessian(y, f, **p)
 
-    def validate_labels(self, y: np.ndarray) -> None:
-        """Run the label check (raises ``ValueError`` naming the loss and the row)."""
-        if self.check_labels is not None:
-            self.check_labels(y, **dict(self.params))
-
     @property
     def outputs(self) -> Optional[int]:
         """Margins per row ``K`` (None when a hyperparameter holding it is still None)."""
@@ -168,12 +182,6 @@ class Objective:
         if self.outputs is not None:
             return self
         return self.with_params(**{self.n_outputs: int(self.infer_outputs(y))})
-
-    def __repr__(self):
-        if self.params:
-            args = ", ".join(f"{k}={v!r}" for k, v in self.params)
-            return f"objectives.{self.name}({args})"
-        return f"objectives.{self.name}"
 
 
 def check_binary_labels(name):

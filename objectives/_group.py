@@ -8,16 +8,13 @@ padding (see ``jaxboost.groups``); the training objective is the sum over groups
 from __future__ import annotations
 
 import dataclasses
-import inspect
 from typing import Callable, Optional
 
-import numpy as np
-
-from ._base import identity
+from ._base import Hyperparameters, identity
 
 
-@dataclasses.dataclass(frozen=True)
-class GroupObjective:
+@dataclasses.dataclass(frozen=True, repr=False)
+class GroupObjective(Hyperparameters):
     """A group loss and its companions (the group counterpart of ``Objective``).
 
     Calling a ``GroupObjective`` with ``(y_group, pred_group, mask)`` evaluates its loss
@@ -92,28 +89,10 @@ class GroupObjective:
 
     n_outputs = outputs
 
-    # --- hyperparameters --------------------------------------------------------------
-    def _keywords(self) -> dict:
-        return {k: p.default for k, p in inspect.signature(self.loss).parameters.items()
-                if p.kind is inspect.Parameter.KEYWORD_ONLY}
-
-    @property
-    def hyperparameters(self) -> dict:
-        """The hyperparameters as a dict (defaults of the loss, then overrides)."""
-        out = self._keywords()
-        out.update(dict(self.params))
-        return out
-
     def with_params(self, **kwargs) -> "GroupObjective":
-        """A copy with some hyperparameters changed (validated against the loss)."""
-        allowed = set(self._keywords())
-        unknown = sorted(set(kwargs) - allowed)
-        if unknown:
-            raise TypeError(f"objectives.{self.name} has no hyperparameter(s) {unknown}; "
-                            f"it takes {sorted(allowed) or 'none'}")
-        merged = dict(self.params)
-        merged.update(kwargs)
-        out = dataclasses.replace(self, params=tuple(sorted(merged.items())))
+        """A copy with some hyperparameters changed (validated against the loss, then
+        by evaluating it)."""
+        out = super().with_params(**kwargs)
         out.validate_params()
         return out
 
@@ -144,14 +123,3 @@ class GroupObjective:
             return None
         p = dict(self.params)
         return lambda y, f, m: self.hess_diag(y, f, m, **p)
-
-    def validate_labels(self, y: np.ndarray) -> None:
-        """Run the label check (raises ``ValueError`` naming the loss and the row)."""
-        if self.check_labels is not None:
-            self.check_labels(np.asarray(y), **dict(self.params))
-
-    def __repr__(self):
-        if self.params:
-            args = ", ".join(f"{k}={v!r}" for k, v in self.params)
-            return f"objectives.{self.name}({args})"
-        return f"objectives.{self.name}"

@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from xgb_readout import xgb_leaf_grad_hess
 
 import jaxboost
 import objectives
@@ -45,21 +46,11 @@ def test_hess_diag_equals_the_diagonal_of_jax_hessian(entry):
 
 
 def _xgb_grad_hess(objective, y, f0):
-    """XGBoost's g and h for one query: one round, one row per leaf (feature = row
-    number, exact method, lambda 0, eta 1), so leaf value = -g/h and cover = h."""
-    S = y.shape[0]
-    X = np.arange(S, dtype=np.float32)[:, None]
-    d = xgb.DMatrix(X, y, qid=np.zeros(S, np.int64))
-    d.set_base_margin(f0)
-    params = dict(objective=objective, max_depth=8, eta=1.0, reg_lambda=0.0,
-                  min_child_weight=0.0, tree_method="exact",
-                  lambdarank_normalization=False, lambdarank_score_normalization=False)
-    bst = xgb.train(params, d, 1)
-    df = bst.trees_to_dataframe()
-    leaves = df[df.Feature == "Leaf"].set_index("Node")
-    leaf = bst.predict(xgb.DMatrix(X), pred_leaf=True).reshape(S)
-    h = leaves.loc[leaf, "Cover"].to_numpy()
-    return -leaves.loc[leaf, "Gain"].to_numpy() * h, h
+    """XGBoost's g and h for one query of one-row leaves (tests/xgb_readout.py)."""
+    params = dict(objective=objective, max_depth=8, lambdarank_normalization=False,
+                  lambdarank_score_normalization=False)
+    g, h, _ = xgb_leaf_grad_hess(xgb, params, y, f0, qid=np.zeros(y.shape[0], np.int64))
+    return g, h
 
 
 @pytest.mark.parametrize("entry,objective", [(objectives.ranknet, "rank:pairwise"),
