@@ -41,7 +41,7 @@ from objectives import GroupObjective, Objective
 from . import _validation
 from . import distributed as dist
 from .autodiff import HESSIAN_FLOOR, _fit_base_margin, check_loss, grad_hess, loss_name
-from .binning import compute_bin_edges
+from .binning import QUANTILE_SAMPLE_ROWS, compute_bin_edges
 from .booster import Booster
 from .boosting import (
     ROUNDS_PER_DISPATCH,
@@ -277,7 +277,11 @@ def train_many(configs, X, y, *, objective=None, n_rounds: int = 100, max_depth:
     # The data, as train() prepares it (same bins, same padding).
     layout = dist.RowLayout(n_rows, None)
     seeds = {c.seed for c in cfgs}
-    edges = {s: compute_bin_edges(Xf, max_bin, wf, seed=s) for s in sorted(seeds)}
+    if n_rows <= QUANTILE_SAMPLE_ROWS:  # exact quantiles: the seed plays no part
+        shared_edges = compute_bin_edges(Xf, max_bin, wf, seed=min(seeds))
+        edges = {s: shared_edges for s in seeds}
+    else:
+        edges = {s: compute_bin_edges(Xf, max_bin, wf, seed=s) for s in sorted(seeds)}
     edge0 = edges[min(seeds)]
     if any(not _same_edges(edge0, e) for e in edges.values()):
         # Bin edges depend on the seed only through the quantile sketch of very large
