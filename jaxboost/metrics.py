@@ -385,22 +385,13 @@ def _cox_nloglik(y, pred, w):
     >>> round(float(cox_nloglik([1.0, -2.0, 3.0], [0.0, 0.0, 0.0])), 4)  # (log 3 + 0) / 2
     0.5493
     """
+    from objectives.survival import event_nll
+
     _scalar_pred("cox-nloglik", y, pred)
-    y = jnp.asarray(y, jnp.float32)
-    f = jnp.asarray(pred, jnp.float32)
     w = jnp.asarray(w, jnp.float32)
-    live = w > 0
-    t = jnp.where(live, jnp.abs(y), jnp.inf)
-    event = live & (y > 0)
-    m = jnp.max(jnp.where(live, f, -jnp.inf))
-    m = jnp.where(jnp.isfinite(m), m, 0.0)
-    e = jnp.where(live, jnp.exp(jnp.where(live, f, m) - m), 0.0)
-    order = jnp.argsort(t, stable=True)
-    suffix = jnp.cumsum(e[order][::-1])[::-1]
-    risk = suffix[jnp.searchsorted(t[order], t, side="left")]
-    nll = jnp.log(jnp.where(event, risk, 1.0)) + m - f
+    nll, event = event_nll(jnp.asarray(y, jnp.float32), jnp.asarray(pred, jnp.float32), w > 0)
     we = jnp.where(event, w, 0.0)
-    return jnp.sum(we * jnp.where(event, nll, 0.0)) / jnp.sum(we)
+    return jnp.sum(we * nll) / jnp.sum(we)
 
 
 _CINDEX_BLOCK = 128

@@ -56,9 +56,21 @@ def cox_loss(y, f, mask):
     >>> round(float(cox_loss(y, jnp.zeros(3), jnp.ones(3, bool))), 4)  # log 3 + log 1
     1.0986
     """
+    nll, _ = event_nll(y, f, mask)
+    return jnp.sum(nll)
+
+
+def event_nll(y, f, mask):
+    r"""Each event's term :math:`\log S_i - f_i` of ``cox_loss`` (0 for other rows) and
+    the event flags, both ``(N,)``; rows outside ``mask`` are in no risk set.
+
+    >>> nll, event = event_nll(jnp.array([1.0, -2.0]), jnp.zeros(2), jnp.ones(2, bool))
+    >>> [round(float(v), 4) for v in nll], event.tolist()
+    ([0.6931, 0.0], [True, False])
+    """
     t, event, order, ts, e, risk, m = _risk_sets(y, f, mask)
     log_risk = jnp.log(jnp.where(event, risk, 1.0)) + m
-    return jnp.sum(jnp.where(event, log_risk - f, 0.0))
+    return jnp.where(event, log_risk - f, 0.0), event
 
 
 def _cox_hess_diag(y, f, mask):
