@@ -16,7 +16,7 @@ _COMPILATION_CACHE = _configure_compilation_cache()
 
 from . import callbacks, distributed, metrics, ranking, survival  # noqa: E402
 from .booster import Booster  # noqa: E402
-from .boosting import train  # noqa: E402
+from .training import train  # noqa: E402
 from .compare import compare  # noqa: E402
 from .errors import DataError, LossError  # noqa: E402
 from .interop import from_xgboost, to_xgboost_json  # noqa: E402,F401

@@ -11,21 +11,72 @@ rows (one pass instead of a gradient pass plus a Hessian pass).
 from __future__ import annotations
 
 import functools
+import numbers
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from objectives import Objective
+from objectives._base import Hyperparameters
 
 from .errors import LossError
 
 
 def loss_name(loss) -> str:
     """A readable name for a loss callable, for error messages."""
-    if isinstance(loss, Objective):
+    if isinstance(loss, Hyperparameters):
         return f"objectives.{loss.name}"
+    if isinstance(loss, functools.partial):
+        return loss_name(loss.func)
     return getattr(loss, "__qualname__", None) or getattr(loss, "__name__", None) or repr(loss)
+
+
+def split_loss(loss, loss_params=None):
+    """``(family, values)``: what of a loss is compiled and what is traced.
+
+    Continuous hyperparameters are passed to compiled programs as values, so a sweep
+    over them compiles nothing new:
+
+    * an ``objectives`` entry: its float hyperparameters (``Objective.traced_split``);
+    * a plain callable with ``loss_params``: ``loss(y, pred, **loss_params)``, the
+      values traced;
+    * ``functools.partial(loss, delta=2.0)`` with numeric keywords only: the same as
+      ``loss`` with ``loss_params={"delta": 2.0}``.
+
+    ``bind_loss(family, values)`` makes the callable back (inside a program).
+
+    Example:
+      >>> import functools, jax.numpy as jnp
+      >>> def ph(y, p, *, delta):
+      ...     return delta ** 2 * (jnp.sqrt(1 + ((p - y) / delta) ** 2) - 1)
+      >>> fam, vals = split_loss(functools.partial(ph, delta=2.0))
+      >>> fam is ph, vals
+      (True, {'delta': 2.0})
+    """
+    if isinstance(loss, Hyperparameters):
+        if loss_params:
+            raise TypeError(f"loss_params is for plain callables; set the hyperparameters "
+                            f"of objectives.{loss.name} with objectives.{loss.name}(...)")
+        return loss.traced_split()
+    if loss_params is None and isinstance(loss, functools.partial) and not loss.args and \
+            loss.keywords and all(_is_real(v) for v in loss.keywords.values()):
+        return loss.func, {k: float(v) for k, v in loss.keywords.items()}
+    return loss, dict(loss_params or {})
+
+
+def _is_real(v) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+def bind_loss(family, values):
+    """The callable loss of ``family`` with hyperparameter ``values`` (see
+    ``split_loss``)."""
+    if not values:
+        return family
+    if isinstance(family, Hyperparameters):
+        return family.bind(values)
+    return functools.partial(family, **values)
 
 
 HESSIAN_FLOOR = 1e-6
@@ -174,7 +225,7 @@ def check_loss(loss, y_row, pred_row):
 
 
 def fit_base_margin(loss, y, sample_weight=None, n_outputs: int = 1, *,
-                    exact_rows: int | None = None):
+                    exact_rows: int | None = None, loss_params=None):
     r"""The constant margin minimising the weighted loss, for any loss.
 
     .. math:: c^* = \arg\min_c \sum_i w_i\,\ell(y_i, c)
@@ -203,6 +254,9 @@ def fit_base_margin(loss, y, sample_weight=None, n_outputs: int = 1, *,
       y: ``(N,)`` labels (a JAX array).
       sample_weight: optional ``(N,)`` weights.
       n_outputs: margins per row.
+      loss_params: if given, ``loss`` is a loss family and these its traced
+        hyperparameter values (``split_loss``); by default the loss is split here, so
+        variants of one family share one compiled program.
       exact_rows: if given (the number of real rows), every sum over rows is an exact
         quantized sum (``jaxboost.exact.exact_sum``), so the result does not depend on
         how the rows are ordered or sharded (for ``train(..., quantize=True)``). ``y``
@@ -219,9 +273,11 @@ def fit_base_margin(loss, y, sample_weight=None, n_outputs: int = 1, *,
     """
     exact = exact_rows is not None
     n_total = np.int32(exact_rows if exact else 1)
+    family, values = split_loss(loss) if loss_params is None else (loss, loss_params)
     if n_outputs > 1:
-        return _fit_base_margin_vector(loss, y, sample_weight, n_outputs, exact, n_total)
-    return _fit_base_margin(loss, y, sample_weight, exact, n_total)
+        return _fit_base_margin_vector(family, values, y, sample_weight, n_outputs, exact,
+                                       n_total)
+    return _fit_base_margin(family, values, y, sample_weight, exact, n_total)
 
 
 def _summer(exact, n_total):
@@ -233,8 +289,9 @@ def _summer(exact, n_total):
     return lambda x: exact_sum(x, n_total, axis=0)
 
 
-@functools.partial(jax.jit, static_argnums=(0, 3))
-def _fit_base_margin(loss, y, sample_weight, exact=False, n_total=1):
+@functools.partial(jax.jit, static_argnums=(0, 4))
+def _fit_base_margin(family, values, y, sample_weight, exact=False, n_total=1):
+    loss = bind_loss(family, values)
     w = jnp.ones(y.shape[0], jnp.float32) if sample_weight is None else sample_weight
     gh = _row_grad_hess(loss)
     with jax.enable_x64(True):
@@ -320,8 +377,9 @@ def _fit_base_margin(loss, y, sample_weight, exact=False, n_total=1):
         return jnp.where(use2, c2, c1.astype(jnp.float32))
 
 
-@functools.partial(jax.jit, static_argnums=(0, 3, 4))
-def _fit_base_margin_vector(loss, y, sample_weight, K, exact=False, n_total=1):
+@functools.partial(jax.jit, static_argnums=(0, 4, 5))
+def _fit_base_margin_vector(family, values, y, sample_weight, K, exact=False, n_total=1):
+    loss = bind_loss(family, values)
     w = jnp.ones(y.shape[0], jnp.float32) if sample_weight is None else sample_weight
     gh = _row_grad_hess(loss, K)
     with jax.enable_x64(True):

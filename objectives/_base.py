@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import numbers
 from typing import Callable, Optional
 
 import jax
@@ -68,6 +69,43 @@ class Hyperparameters:
                             f"it takes {sorted(allowed) or 'none'}")
         merged = dict(self.params)
         merged.update(kwargs)
+        return dataclasses.replace(self, params=tuple(sorted(merged.items())))
+
+    def traced_split(self):
+        """``(family, values)``: this entry with its continuous hyperparameters taken out,
+        and those values as a dict.
+
+        A hyperparameter is continuous when its value or its default is a float
+        (``huber``'s ``delta``, ``quantile``'s ``alpha``, ``focal``'s ``gamma``,
+        ``tweedie``'s ``power``); integers, ``None`` and other values (``softmax``'s
+        ``n_classes``, ``lambdarank``'s ``k``) stay in the family. Training passes the
+        values to its compiled programs as arguments, so every variant of one family
+        shares one program; ``family.bind(values)`` puts them back inside the program.
+
+        >>> import objectives
+        >>> fam, vals = objectives.huber(delta=2.0).traced_split()
+        >>> fam == objectives.huber.traced_split()[0], vals
+        (True, {'delta': 2.0})
+        """
+        defaults = self._keywords()
+        values, static = {}, []
+        for k, v in self.hyperparameters.items():
+            d = defaults.get(k)
+            is_float = (isinstance(v, float) or isinstance(d, float)) and \
+                isinstance(v, numbers.Real) and not isinstance(v, bool)
+            if is_float:
+                values[k] = float(v)
+            elif k in dict(self.params):
+                static.append((k, v))
+        return dataclasses.replace(self, params=tuple(sorted(static))), values
+
+    def bind(self, values: dict):
+        """This entry with hyperparameter ``values`` (traced arrays inside a compiled
+        program, or numbers) put back; the inverse of ``traced_split``."""
+        if not values:
+            return self
+        merged = dict(self.params)
+        merged.update(values)
         return dataclasses.replace(self, params=tuple(sorted(merged.items())))
 
     def validate_labels(self, y: np.ndarray) -> None:

@@ -1,0 +1,351 @@
+r"""One boosting round, and the compiled program that runs a chunk of them.
+
+The round is the same for ``train`` (one model) and ``train_many`` (M models):
+
+.. code-block:: text
+
+    g, h  = gradients(loss, y, margin)        # autodiff, Hessian policy, sample weight
+    keep  = finite(g, h) & row sample          # rows that enter this round's trees
+    trees = grow(bins, g, h)                   # one tree, or K trees / one vector tree
+    trees = refit(trees)                       # optional: leaves re-solved on the loss
+    margin += trees(leaf of each row)
+
+What the compiler sees is split into named records:
+
+* ``RoundSpec`` (static, hashable): what fixes the program's structure (the loss
+  *family*, depth, bins, Hessian policy, refit kind, outputs, sampling on/off, ...).
+  A new value compiles a new program.
+* ``Rows``: the training rows (sharded over the mesh's row axis).
+* ``Shared``: arrays every device holds whole (bin thresholds, shard offsets, ...).
+* ``Hyper``: one model's numbers (regularisation, Hessian floor, sampling ratios,
+  seed, and the loss's continuous hyperparameters): traced, so a sweep over any of
+  them reuses the compiled program.
+* ``Rounds``: which rounds this dispatch runs and their learning rates.
+
+``run_chunk`` is the one compiled program: for every group of models that share a
+``RoundSpec``, a loop over the group's models (its trip count is a traced value, so
+the loop body is compiled the same way for one model as for many, and ``train`` and
+``train_many`` give bit-identical models) of a scan over the chunk's rounds.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+from jax.sharding import PartitionSpec as P
+
+from ..autodiff import bind_loss, grad_hess
+from ..exact import to_grid
+from ..groups import group_grad_hess
+from ..grow import grow_tree, grow_vector_tree
+from ..refit import refit_newton, refit_quantile
+from ..sampling import SUBSAMPLE, FeatureSampler, round_key, row_mask
+
+
+class RoundSpec(NamedTuple):
+    """What fixes the structure of the round program (static and hashable).
+
+    ``loss`` is the loss family (``objectives`` entries with their continuous
+    hyperparameters taken out, see ``Objective.traced_split``; a plain callable as
+    given); ``refit`` is ``None``, ``"newton"`` or ``"quantile"``; ``group_max`` is the
+    exact-Hessian group size of a group loss (``None`` for per-row losses).
+    """
+
+    loss: Any
+    max_depth: int
+    max_bin: int
+    n_outputs: int = 1
+    multi_output_tree: bool = False
+    diagonal: bool = False
+    hessian: str = "exact"
+    refit: Optional[str] = None
+    clipped: bool = False
+    any_forward: bool = True
+    native: bool = False
+    native_threads: Optional[int] = None
+    row_sampling: bool = False
+    col_sampling: bool = False
+    exact: bool = False
+    group_max: Optional[int] = None
+
+    @property
+    def n_nodes(self) -> int:
+        return 2 ** (self.max_depth + 1) - 1
+
+    @property
+    def trees_per_round(self) -> int:
+        return self.n_outputs if (self.n_outputs > 1 and not self.multi_output_tree) else 1
+
+
+class Rows(NamedTuple):
+    """The training rows of this device: ``bins`` (row-major ``(N, F)`` for the native
+    kernel, feature-major ``(F, N)`` otherwise), ``y`` ``(N,)``, ``w`` ``(N,)`` (0 on
+    padding), ``valid`` ``(N,)`` bool (real rows)."""
+
+    bins: Any
+    y: Any
+    w: Any
+    valid: Any
+
+    @staticmethod
+    def specs(axis, native):
+        return Rows(P(axis, None) if native else P(None, axis), P(axis), P(axis), P(axis))
+
+
+class Shared(NamedTuple):
+    """Arrays every device holds whole: ``cuts_ext`` ``(F, max_bin)`` bin thresholds,
+    ``forward_ok`` ``(F,)``, ``offsets`` ``(n_shards,)`` first global row of each shard,
+    ``n_total`` real rows of all shards, ``gidx`` ``(G, S)`` group index (group losses;
+    ``(1, 1)`` zeros otherwise)."""
+
+    cuts_ext: Any
+    forward_ok: Any
+    offsets: Any
+    n_total: Any
+    gidx: Any
+
+
+class Hyper(NamedTuple):
+    """One model's traced numbers (float32 scalars unless said): the tree's
+    regularisation, the ``hessian="clip"`` floor, the quantile refit's level,
+    ``ratios`` ``(4,)`` (``sampling.FIELDS``), ``seed`` int32, and ``loss_params``, the
+    loss's continuous hyperparameters (a dict of arrays)."""
+
+    reg_lambda: Any
+    reg_alpha: Any
+    gamma: Any
+    min_child_weight: Any
+    max_delta_step: Any
+    hessian_floor: Any
+    quantile_alpha: Any
+    ratios: Any
+    seed: Any
+    loss_params: Any
+
+    def dyn(self, eta):
+        """The ``(6,)`` vector the tree builder reads (``params.DYNAMIC_FIELDS``)."""
+        return jnp.stack([jnp.asarray(eta, jnp.float32), self.reg_lambda, self.reg_alpha,
+                          self.gamma, self.min_child_weight, self.max_delta_step])
+
+
+class Rounds(NamedTuple):
+    """The rounds of one dispatch: ``r0`` (first round of the chunk, counted from this
+    call's start), ``n_rounds`` (rounds of this call: later ones are skipped),
+    ``round0`` (the model's rounds before this call, for the random streams), ``etas``
+    ``(M, chunk)`` learning rates per model and round."""
+
+    r0: Any
+    n_rounds: Any
+    round0: Any
+    etas: Any
+
+
+def empty_trees(spec: RoundSpec, n: int):
+    """``n`` trees of one leaf of value 0 (dict of ``(n, M)`` arrays)."""
+    M, K = spec.n_nodes, spec.n_outputs
+    z_i = jnp.zeros((n, M), jnp.int32)
+    z_f = jnp.zeros((n, M), jnp.float32)
+    value = z_f if K == 1 else jnp.zeros((n, M, K), jnp.float32)
+    return dict(feature=z_i, tbin=z_i, threshold=z_f, default_left=jnp.zeros((n, M), bool),
+                is_leaf=jnp.ones((n, M), bool), value=value, gain=z_f, cover=z_f)
+
+
+def _stored(tree, zero):
+    """The tree with its leaf values rounded to float32 once, for storing AND margins.
+
+    XLA's CPU backend may contract ``margin + w * eta`` into one fused multiply-add,
+    skipping the rounding of ``w * eta`` that the stored tree (and so ``predict``) has;
+    margins would then differ in the last bit from the stored model's predictions.
+    Passing the values through their bits (xor with ``zero``, an int32 0 the compiler
+    cannot see) pins the rounded product: nothing can be fused across it.
+    """
+    bits = jax.lax.bitcast_convert_type(tree["value"], jnp.int32) ^ zero
+    return dict(tree, value=jax.lax.bitcast_convert_type(bits, jnp.float32))
+
+
+def gradients(spec, rows, shared, hyper, loss, margin, rk):
+    """``(g, h)`` of every row of this device: weighted, Hessian policy applied."""
+    if spec.group_max is not None:  # a group loss (jaxboost.groups)
+        return group_grad_hess(loss, rows.y, margin, rows.w, shared.gidx,
+                               jax.random.fold_in(rk, 2), exact_max=spec.group_max,
+                               hessian=spec.hessian, floor=hyper.hessian_floor)
+    return grad_hess(loss, rows.y, margin, rows.w, hessian=spec.hessian,
+                     floor=hyper.hessian_floor)
+
+
+def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margin, r, eta,
+                *, axis=None, n_shards: int = 1):
+    """One round of one model on this device's rows.
+
+    Returns ``(margin, trees, n_bad)``: the new margins, the round's trees (dict of
+    ``(trees_per_round, M)`` arrays) and the number of real rows whose g or h was not
+    finite (their g and h are zeroed).
+    """
+    K, tpr = spec.n_outputs, spec.trees_per_round
+    reduce = (lambda x: jax.lax.psum(x, axis)) if axis is not None else (lambda x: x)
+    reduce_max = (lambda x: jax.lax.pmax(x, axis)) if axis is not None else (lambda x: x)
+    offset = shared.offsets[0] if axis is None else shared.offsets[jax.lax.axis_index(axis)]
+    loss = bind_loss(spec.loss, hyper.loss_params)
+    rk = round_key(jax.random.key(hyper.seed), r)
+    zero = (hyper.seed < 0).astype(jnp.int32)  # 0, but not a compile-time constant
+    dyn = hyper.dyn(eta)
+    n_total = shared.n_total
+    F = shared.cuts_ext.shape[0]
+
+    g, h = gradients(spec, rows, shared, hyper, loss, margin, rk)
+    bad = ~(jnp.isfinite(g) & jnp.isfinite(h) if K == 1 else
+            jnp.all(jnp.isfinite(g), axis=1) & jnp.all(jnp.isfinite(h), axis=(1, 2)))
+    n_bad = reduce(jnp.sum(bad & rows.valid, dtype=jnp.int32))
+    keep = ~bad
+    if spec.row_sampling:
+        keep = keep & (row_mask(rk, rows.y.shape[0], hyper.ratios[SUBSAMPLE], offset=offset,
+                                n_ids=rows.y.shape[0] * n_shards) > 0)
+    g = jnp.where(keep if K == 1 else keep[:, None], g, 0.0)
+    h = jnp.where(keep if K == 1 else keep[:, None, None], h, 0.0)
+    if spec.exact:  # every histogram sum exact, whatever the devices (jaxboost.exact)
+        g = to_grid(g, n_total, reduce_max=reduce_max)
+        h = to_grid(h, n_total, reduce_max=reduce_max)
+
+    def sampler(t):
+        if not spec.col_sampling:
+            return None
+        return FeatureSampler(jax.random.fold_in(jax.random.fold_in(rk, 1), t), hyper.ratios,
+                              F, spec.max_depth)
+
+    common = dict(max_depth=spec.max_depth, max_bin=spec.max_bin, native=spec.native,
+                  reduce=reduce, any_forward=spec.any_forward,
+                  native_threads=spec.native_threads)
+    if K == 1:
+        tree, leaf = grow_tree(rows.bins, g, h, dyn, shared.cuts_ext, shared.forward_ok,
+                               clipped=spec.clipped, features=sampler(0), **common)
+        if spec.refit == "newton":
+            tree = refit_newton(tree, leaf, loss, rows.y, margin, rows.w, dyn, reduce=reduce,
+                                exact_rows=n_total if spec.exact else None,
+                                reduce_max=reduce_max)
+        elif spec.refit == "quantile":
+            tree = refit_quantile(tree, leaf, rows.y, margin, rows.w, dyn,
+                                  alpha=hyper.quantile_alpha)
+        tree = _stored(tree, zero)
+        trees, delta = jax.tree.map(lambda a: a[None], tree), tree["value"][leaf]
+    elif spec.multi_output_tree:
+        tree, leaf = grow_vector_tree(rows.bins, g, h, dyn, shared.cuts_ext,
+                                      shared.forward_ok, diagonal=spec.diagonal,
+                                      features=sampler(0), **common)
+        tree = _stored(tree, zero)
+        trees, delta = jax.tree.map(lambda a: a[None], tree), tree["value"][leaf]
+    else:  # one tree per output, all from this round's g and h (diagonal of H)
+        def one_output(_, k):
+            tree, leaf = grow_tree(rows.bins, g[:, k], h[:, k, k], dyn, shared.cuts_ext,
+                                   shared.forward_ok, clipped=spec.clipped,
+                                   features=sampler(k), **common)
+            tree = _stored(tree, zero)
+            delta = tree["value"][leaf]
+            tree = dict(tree, value=tree["value"][:, None] * jax.nn.one_hot(k, K))
+            return None, (tree, delta)
+
+        _, (trees, deltas) = jax.lax.scan(one_output, None, jnp.arange(K))
+        delta = deltas.T
+    assert trees["feature"].shape[0] == tpr
+    return margin + delta, trees, n_bad
+
+
+def model_chunk(spec, chunk, rows, shared, hyper, margin, flag, rounds, etas, *, axis,
+                n_shards):
+    """``chunk`` rounds of one model: a scan of ``boost_round`` (rounds at or past
+    ``rounds.n_rounds`` are skipped and give empty trees).
+
+    ``flag`` ``(2,)`` int32 records the first round whose g or h had a non-finite
+    value (-1 if none) and how many rows had one. Returns ``(margin, flag, trees)``
+    with ``chunk * trees_per_round`` trees.
+    """
+    tpr = spec.trees_per_round
+
+    def one_round(carry, i):
+        margin, flag = carry
+        r = rounds.r0 + i
+
+        def run(margin):
+            return boost_round(spec, rows, shared, hyper, margin, rounds.round0 + r, etas[i],
+                               axis=axis, n_shards=n_shards)
+
+        def skip(margin):
+            return margin, empty_trees(spec, tpr), jnp.int32(0)
+
+        margin, trees, n_bad = jax.lax.cond(r < rounds.n_rounds, run, skip, margin)
+        first = (flag[0] < 0) & (n_bad > 0)
+        flag = jnp.where(first, jnp.stack([r, n_bad]), flag)
+        return (margin, flag), trees
+
+    (margin, flag), trees = jax.lax.scan(one_round, (margin, flag),
+                                         jnp.arange(chunk, dtype=jnp.int32))
+    trees = jax.tree.map(lambda a: a.reshape((chunk * tpr,) + a.shape[2:]), trees)
+    return margin, flag, trees
+
+
+def _group_chunk(spec, chunk, rows, shared, hypers, margins, flags, rounds, etas, count, *,
+                 axis, n_shards):
+    """``model_chunk`` of each model of one group, one after another (a loop whose trip
+    count ``count`` is traced: the body compiles the same for 1 model as for M)."""
+    n = margins.shape[0]
+    out = empty_trees(spec, chunk * spec.trees_per_round)
+    out = jax.tree.map(lambda a: jnp.zeros((n,) + a.shape, a.dtype), out)
+
+    def body(m, carry):
+        margins, flags, out = carry
+        take = functools.partial(jax.lax.dynamic_index_in_dim, index=m, keepdims=False)
+        hyper = jax.tree.map(take, hypers)
+        margin, flag, trees = model_chunk(spec, chunk, rows, shared, hyper, take(margins),
+                                          take(flags), rounds, take(etas), axis=axis,
+                                          n_shards=n_shards)
+
+        def put(buf, x):
+            return jax.lax.dynamic_update_index_in_dim(buf, x, m, 0)
+
+        return (put(margins, margin), put(flags, flag),
+                jax.tree.map(put, out, trees))
+
+    return jax.lax.fori_loop(0, count, body, (margins, flags, out))
+
+
+@functools.partial(jax.jit, static_argnames=("specs", "chunk", "mesh"), donate_argnums=(6,))
+def run_chunk(specs, chunk, mesh, rows, shared, hypers, margins, flags, rounds, counts):
+    """``chunk`` rounds of every model, on one device or sharded over ``mesh``.
+
+    Args:
+      specs: static tuple of ``RoundSpec``, one per group of models.
+      chunk: static rounds per dispatch.
+      mesh: static one-axis mesh or None.
+      rows, shared: ``Rows`` and ``Shared`` (see above).
+      hypers: per group, a ``Hyper`` whose leaves have a leading model axis ``(M_g,)``.
+      margins: per group ``(M_g, N[, K])`` float32 margins (donated).
+      flags: per group ``(M_g, 2)`` int32: each model's first round whose g or h had a
+        non-finite value (-1 if none) and how many rows had one.
+      rounds: ``Rounds``; ``rounds.etas`` is a tuple of ``(M_g, chunk)`` per group.
+      counts: ``(n_groups,)`` int32, models per group (the loops' trip counts).
+
+    Returns:
+      ``(margins, flags, trees)``: per group the new margins and flags, and a dict of
+      ``(M_g, chunk * tpr, nodes[, K])`` arrays (the chunk's trees, replicated).
+    """
+    def program(rows, shared, hypers, margins, flags, rounds, counts, axis=None, n_shards=1):
+        out = [_group_chunk(spec, chunk, rows, shared, hypers[g], margins[g], flags[g],
+                            rounds, rounds.etas[g], counts[g], axis=axis, n_shards=n_shards)
+               for g, spec in enumerate(specs)]
+        return tuple(zip(*out)) if out else ((), (), ())
+
+    args = (rows, shared, hypers, margins, flags, rounds, counts)
+    if mesh is None:
+        return program(*args)
+    (axis,) = mesh.axis_names
+    rep = P()
+    margin_specs = tuple(P(None, axis) for _ in specs)
+    in_specs = (Rows.specs(axis, specs[0].native),) + tuple(
+        jax.tree.map(lambda _: rep, a) for a in (shared, hypers)) + (
+        margin_specs, jax.tree.map(lambda _: rep, flags), jax.tree.map(lambda _: rep, rounds),
+        rep)
+    fn = jax.shard_map(functools.partial(program, axis=axis, n_shards=mesh.size), mesh=mesh,
+                       in_specs=in_specs, out_specs=(margin_specs, rep, rep), check_vma=False)
+    return fn(*args)

@@ -1,0 +1,11 @@
+"""Training: from a user's call to a ``Booster``.
+
+``config`` (every argument checked once) -> ``data`` (validate, bin, pad, place) ->
+``program`` (the round program's static record and traced numbers) -> ``loop`` (chunks
+of rounds, evaluation, callbacks, one chunk behind) -> ``evaluation`` (its own compiled
+program) -> ``train`` / ``many`` (the public entry points).
+"""
+
+from .train import train
+
+__all__ = ["train"]

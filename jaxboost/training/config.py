@@ -1,0 +1,461 @@
+"""Every argument of ``train`` checked once, before any work: ``configure``.
+
+``configure(args)`` turns the keyword arguments of ``train`` into a frozen ``Settings``
+record (validated values, the resolved objective, its loss family and traced
+hyperparameters, the Hessian policy and refit, the learning-rate schedule, sampling
+ratios, callbacks) and the validated data arrays. Wrong values raise ``TypeError`` /
+``ValueError`` (``DataError`` for data) here, so no training work is ever lost to a typo.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from typing import Any, Callable, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from objectives import Objective
+
+from .. import _validation
+from .. import distributed as dist
+from ..autodiff import HESSIAN_FLOOR, check_loss, loss_name, n_outputs_of, split_loss
+from ..booster import Booster
+from ..errors import DataError, LossError
+from ..params import TreeParams
+from ..sampling import FIELDS as SAMPLING_FIELDS
+from objectives._base import HESSIAN_POLICIES
+
+
+def resolve_objective(objective):
+    """A catalogue name -> its entry; entries and callables pass through.
+
+    Raises ``ValueError`` for an unknown name (listing the catalogue) and ``TypeError``
+    for anything that is neither a name nor callable.
+    """
+    if isinstance(objective, str):
+        from objectives import CATALOGUE, GROUP_CATALOGUE
+
+        entry = CATALOGUE.get(objective, GROUP_CATALOGUE.get(objective))
+        if entry is None:
+            raise ValueError(f"unknown objective {objective!r}; catalogue entries: "
+                             f"{sorted(CATALOGUE)}, group losses: "
+                             f"{sorted(GROUP_CATALOGUE)}, or pass any callable "
+                             f"loss(y, pred)")
+        return entry
+    if not callable(objective):
+        raise TypeError(f"objective must be a callable loss(y, pred) -> scalar or an "
+                        f"objectives entry, got {type(objective).__name__}")
+    return objective
+
+
+def check_int(name, v, low):
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(v).__name__} {v!r}")
+    if v < low:
+        raise ValueError(f"{name} must be >= {low}, got {v}")
+    return int(v)
+
+
+def resolve_outputs(loss, n_outputs) -> int:
+    """K, the margins per row: the objective's, or ``n_outputs`` for plain callables."""
+    if n_outputs is not None:
+        n_outputs = check_int("n_outputs", n_outputs, 1)
+    if isinstance(loss, Objective):
+        k = n_outputs_of(loss)
+        if n_outputs is not None and n_outputs != k:
+            raise ValueError(f"n_outputs={n_outputs} but {loss!r} has {k} output(s)")
+        return k
+    return 1 if n_outputs is None else n_outputs
+
+
+def resolve_policies(loss, hessian, floor, refit, K, mesh):
+    """Validated ``(hessian policy, refit spec)``; ``"auto"`` takes the objective's."""
+    is_obj = isinstance(loss, Objective)
+    if hessian == "auto":
+        hessian = loss.hessian if is_obj else "exact"
+    if hessian not in HESSIAN_POLICIES:
+        raise ValueError(f"hessian must be 'auto' or one of {HESSIAN_POLICIES}, "
+                         f"got {hessian!r}")
+    if hessian == "expected" and (not is_obj or loss.expected_hessian is None):
+        raise ValueError(f"hessian='expected' needs an objective with an expected "
+                         f"(Fisher) Hessian; {loss_name(loss)} has none. Use 'exact', "
+                         f"'clip' or 'constant'")
+    if isinstance(floor, bool) or not isinstance(floor, numbers.Real) or \
+            not (math.isfinite(floor) and floor > 0):
+        raise ValueError(f"hessian_floor must be a finite number > 0, got {floor!r}")
+    if isinstance(refit, str) and refit == "auto":
+        refit = loss.refit if is_obj else None
+    if refit is False:
+        refit = None
+    if refit not in (None, "newton", "quantile"):
+        raise ValueError(f"refit must be 'auto', 'newton', 'quantile' or None, got {refit!r}")
+    if refit is not None and K > 1:
+        raise ValueError(f"refit={refit!r} is for single-output losses; this one has "
+                         f"{K} outputs")
+    if refit == "quantile":
+        if mesh is not None:
+            raise ValueError("refit='quantile' needs every row on one device; train "
+                             "without mesh= or use refit='newton'")
+        alpha = quantile_level(loss)
+        if not 0.0 < alpha < 1.0:
+            raise ValueError(f"refit='quantile' needs alpha in (0, 1), got {alpha!r}")
+    return hessian, refit
+
+
+def quantile_level(loss) -> float:
+    """The level of ``refit="quantile"``: the loss's ``alpha`` hyperparameter, else 0.5."""
+    if isinstance(loss, Objective):
+        return float(loss.hyperparameters.get("alpha", 0.5))
+    return 0.5
+
+
+def check_base_margin(base_margin, K):
+    if K == 1:
+        if isinstance(base_margin, bool) or not isinstance(base_margin, numbers.Real):
+            raise TypeError(f"base_margin must be a number or None, got "
+                            f"{type(base_margin).__name__}")
+        if not math.isfinite(base_margin):
+            raise ValueError(f"base_margin must be finite, got {base_margin}")
+        return float(np.float32(base_margin))
+    try:
+        b = np.asarray(base_margin, np.float32)
+    except (TypeError, ValueError):
+        raise TypeError(f"base_margin must be None or {K} numbers, got "
+                        f"{type(base_margin).__name__}") from None
+    if b.ndim == 0:
+        b = np.full(K, b, np.float32)
+    if b.shape != (K,) or not np.all(np.isfinite(b)):
+        raise ValueError(f"base_margin must be {K} finite numbers (one per output), "
+                         f"got {base_margin!r}")
+    return b
+
+
+def is_group_objective(loss) -> bool:
+    from objectives import GroupObjective
+
+    return isinstance(loss, GroupObjective)
+
+
+def check_group(group, n_rows, loss, K, mesh, eval_set, refit, hessian, eval_metric, y):
+    """``(group ids, eval_metric)`` for a group loss: validated ``(N,)`` numeric ids
+    (all zeros for a whole-data entry without ``group=``) and the metric list with a
+    catalogue entry's default filled in. A plain loss is checked on a group of two
+    rows (it must return a scalar); an entry's labels are checked (``DataError``)."""
+    if isinstance(loss, Objective):
+        raise TypeError(f"group= needs a group loss loss(y_group, pred_group, mask); "
+                        f"{loss!r} is a per-row loss")
+    entry = is_group_objective(loss)
+    if entry and group is None:
+        if not loss.whole_data:
+            raise TypeError(f"{loss!r} ranks the rows within queries: pass group= with "
+                            f"one query id per row (e.g. train({loss!r}, X, y, "
+                            f"group=query_ids))")
+        group = np.zeros(n_rows, np.int32)  # one group: every row
+    if K != 1:
+        raise ValueError("group losses have one output per row (n_outputs=1)")
+    if mesh is not None or dist.is_multiprocess():
+        raise ValueError("group losses train on one device for now; leave mesh=None")
+    if entry:
+        try:
+            loss.validate_labels(y)
+        except ValueError as e:
+            raise DataError(str(e)) from None
+        check_eval_labels(loss, eval_set)
+        if eval_metric is None:
+            eval_metric = loss.metric
+    if eval_set is not None and eval_metric is None:
+        raise ValueError("a group loss has no per-row default metric: pass eval_metric "
+                         "(e.g. 'ndcg@10', with the sets' query ids as eval_group)")
+    if refit not in ("auto", None, False):
+        raise ValueError("refit is for per-row losses; group losses use Newton leaves")
+    if hessian not in ("auto", "exact", "clip", "constant"):
+        raise ValueError(f"group losses take hessian 'exact', 'clip' or 'constant', "
+                         f"got {hessian!r}")
+    try:
+        ids = np.asarray(group)
+    except Exception:
+        raise TypeError(f"group must be an array of ids, got {type(group).__name__}") from None
+    if ids.shape != (n_rows,):
+        raise DataError(f"group must hold one id per row, shape ({n_rows},), got "
+                        f"{ids.shape}")
+    if ids.dtype.kind not in "iuf" or (ids.dtype.kind == "f" and not np.isfinite(ids).all()):
+        raise DataError("group ids must be finite numbers")
+    v = jnp.zeros(2, jnp.float32)
+    try:
+        out = jax.eval_shape(loss, v, v, jnp.ones(2, bool))
+    except Exception as e:
+        raise LossError(f"the group loss {loss_name(loss)} failed on a group of 2 rows "
+                        f"(called as loss(y_group, pred_group, mask)): "
+                        f"{type(e).__name__}: {e}", round=None) from None
+    if getattr(out, "shape", None) != ():
+        raise LossError(f"the group loss {loss_name(loss)} must return a scalar per group, "
+                        f"got shape {getattr(out, 'shape', None)}", round=None)
+    return ids, eval_metric
+
+
+def check_eval_labels(loss, eval_set):
+    """A group entry's label check on the evaluation sets' labels (``DataError``)."""
+    if isinstance(eval_set, dict):
+        items = list(eval_set.items())
+    elif isinstance(eval_set, (list, tuple)):
+        items = [(f"validation_{i}", e) for i, e in enumerate(eval_set)]
+    else:
+        return  # malformed: _eval_sets raises the error
+    for name, e in items:
+        if isinstance(e, (list, tuple)) and len(e) in (2, 3):
+            try:
+                ye = np.asarray(e[1], np.float64).ravel()
+            except (TypeError, ValueError):
+                continue  # _eval_sets reports it
+            try:
+                loss.validate_labels(ye)
+            except ValueError as err:
+                raise DataError(f"eval set {name!r}: {err}") from None
+
+
+def feature_names_of(X, given, n_features, init_model):
+    """The model's feature names: ``given``, a DataFrame's string columns, or None."""
+    from_frame = _validation.frame_feature_names(X)
+    if given is not None:
+        given = _validation.check_names_list(given, n_features)
+        if from_frame is not None and given != from_frame:
+            raise DataError(f"feature_names {given} differ from the columns of the X "
+                            f"DataFrame {from_frame}; leave feature_names out to use the "
+                            f"columns")
+    names = given if given is not None else from_frame
+    inherited = None if init_model is None else init_model.feature_names
+    if names is None:
+        return inherited
+    if inherited is not None and names != inherited:
+        raise DataError(f"init_model was trained on the features {inherited}, X has "
+                        f"{names}; continued training needs the same columns in the same "
+                        f"order")
+    return names
+
+
+def learning_rate_schedule(learning_rate):
+    """``round -> float`` for a number or a schedule callable (checked at round 0)."""
+    if callable(learning_rate):
+        def lr_of(r):
+            try:
+                v = float(learning_rate(r))
+            except Exception as e:
+                raise ValueError(f"the learning_rate schedule failed at round {r}: "
+                                 f"{type(e).__name__}: {e}") from None
+            if not (math.isfinite(v) and v > 0):
+                raise ValueError(f"the learning_rate schedule gave {v!r} at round {r}; it "
+                                 f"must be a finite number > 0")
+            return v
+        return lr_of
+    if isinstance(learning_rate, bool) or not isinstance(learning_rate, numbers.Real):
+        raise TypeError(f"learning_rate must be a number or a callable of the round, got "
+                        f"{type(learning_rate).__name__}")
+    value = float(learning_rate)
+    return lambda r: value
+
+
+def sampling_ratios(*values) -> np.ndarray:
+    for name, v in zip(SAMPLING_FIELDS, values):
+        if isinstance(v, bool) or not isinstance(v, numbers.Real):
+            raise TypeError(f"{name} must be a number in (0, 1], got {type(v).__name__}")
+        if not (0.0 < float(v) <= 1.0):
+            raise ValueError(f"{name} must be in (0, 1], got {v!r}")
+    return np.array(values, np.float32)
+
+
+def check_init_model(init, params, n_features, K, tpr, base_margin):
+    if init.n_features != n_features:
+        raise DataError(f"init_model was trained on {init.n_features} features, X has "
+                        f"{n_features}")
+    for name in ("max_depth", "max_bin"):
+        if getattr(init.params, name) != getattr(params, name):
+            raise ValueError(f"init_model has {name}={getattr(init.params, name)}; "
+                             f"continued training needs the same value, got "
+                             f"{getattr(params, name)}")
+    if init.n_outputs != K or init.trees_per_round != tpr:
+        raise ValueError(f"init_model has {init.n_outputs} output(s) and "
+                         f"{init.trees_per_round} tree(s) per round; this objective and "
+                         f"multi_strategy give {K} and {tpr}")
+    if base_margin is not None:
+        raise ValueError("base_margin cannot be given with init_model (training continues "
+                         "from the model's margins)")
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """The validated arguments of one ``train`` call (see ``configure``).
+
+    ``loss`` is the resolved objective (catalogue entry with its outputs fixed, or the
+    callable); ``family`` and ``loss_values`` split it into what is compiled and what is
+    traced (``autodiff.split_loss``). ``hessian`` and ``refit`` are resolved policies
+    (no ``"auto"``); ``quantile_alpha`` the level of ``refit="quantile"``.
+    """
+
+    loss: Any
+    family: Any
+    loss_values: dict
+    n_outputs: int
+    multi_output_tree: bool
+    diagonal: bool
+    hessian: str
+    hessian_floor: float
+    refit: Optional[str]
+    quantile_alpha: float
+    params: TreeParams
+    lr_of: Callable
+    ratios: np.ndarray
+    seed: int
+    n_rounds: int
+    start_round: int
+    base_margin: Any
+    init_model: Optional[Booster]
+    group: Optional[np.ndarray]
+    eval_metric: Any
+    callbacks: tuple
+    verbose: Any
+    mesh: Any
+    quantize: bool
+    feature_names: Optional[list]
+
+    @property
+    def trees_per_round(self) -> int:
+        return self.n_outputs if (self.n_outputs > 1 and not self.multi_output_tree) else 1
+
+
+def check_floor(floor) -> float:
+    if isinstance(floor, bool) or not isinstance(floor, numbers.Real) or \
+            not (math.isfinite(floor) and floor > 0):
+        raise ValueError(f"hessian_floor must be a finite number > 0, got {floor!r}")
+    return float(floor)
+
+
+def check_loss_params(loss_params) -> Optional[dict]:
+    """``loss_params``: a dict of hyperparameter names to finite numbers or arrays."""
+    if loss_params is None:
+        return None
+    if not isinstance(loss_params, dict):
+        raise TypeError(f"loss_params must be a dict of keyword hyperparameters, e.g. "
+                        f"{{'delta': 2.0}}, got {type(loss_params).__name__}")
+    out = {}
+    for k, v in loss_params.items():
+        if not isinstance(k, str) or not k.isidentifier():
+            raise TypeError(f"loss_params keys must be keyword names, got {k!r}")
+        if isinstance(v, bool):
+            raise TypeError(f"loss_params[{k!r}] must be a number or an array of numbers, "
+                            f"got {v!r}")
+        try:
+            a = np.asarray(v, np.float32)
+        except (TypeError, ValueError):
+            raise TypeError(f"loss_params[{k!r}] must be a number or an array of numbers, "
+                            f"got {type(v).__name__}") from None
+        if not np.all(np.isfinite(a)):
+            raise ValueError(f"loss_params[{k!r}] must be finite, got {v!r}")
+        out[k] = float(a) if a.ndim == 0 else a
+    return out
+
+
+def configure(args: dict):
+    """Check every argument of ``train`` (its keyword arguments as a dict).
+
+    Returns ``(settings, Xf, yf, wf)``: a ``Settings`` and the validated float32
+    features, labels and weights of this process's rows.
+    """
+    a = dict(args)
+    n_rounds = check_int("n_rounds", a["n_rounds"], 0)
+    init_model = a["init_model"]
+    if init_model is not None and not isinstance(init_model, Booster):
+        raise TypeError(f"init_model must be a jaxboost Booster, got "
+                        f"{type(init_model).__name__}")
+    seed = a["seed"]
+    if seed is None:
+        seed = (init_model.train_state.get("seed", 0)
+                if init_model is not None and init_model.train_state else 0)
+    seed = check_int("seed", seed, 0)
+    if seed > 2 ** 31 - 1:
+        raise ValueError(f"seed must be < 2**31, got {seed}")
+    start_round = 0 if init_model is None else len(init_model)
+    lr_of = learning_rate_schedule(a["learning_rate"])
+    params = TreeParams(max_depth=a["max_depth"], max_bin=a["max_bin"],
+                        learning_rate=lr_of(start_round), reg_lambda=a["reg_lambda"],
+                        reg_alpha=a["reg_alpha"], gamma=a["gamma"],
+                        min_child_weight=a["min_child_weight"],
+                        max_delta_step=a["max_delta_step"])
+    ratios = sampling_ratios(a["subsample"], a["colsample_bytree"], a["colsample_bylevel"],
+                             a["colsample_bynode"])
+    verbose = a["verbose"]
+    if verbose not in (True, False, "auto"):
+        raise ValueError(f"verbose must be True, False or 'auto', got {verbose!r}")
+    callbacks = list(a["callbacks"] or [])
+    for cb in callbacks:
+        if not callable(cb):
+            raise TypeError(f"callbacks must be callables callback(env) -> bool, got "
+                            f"{type(cb).__name__}")
+    if not isinstance(a["quantize"], bool):
+        raise TypeError(f"quantize must be True or False, got {a['quantize']!r}")
+    loss = resolve_objective(a["objective"])
+    loss_params = check_loss_params(a["loss_params"])
+    floor = check_floor(a["hessian_floor"])
+
+    # Global arrays whose rows are split over processes: each process takes its own.
+    X, y, w = (dist.local_rows(v) for v in (a["X"], a["y"], a["sample_weight"]))
+    Xf = _validation.as_features(X)
+    n_rows, n_features = Xf.shape
+    names = feature_names_of(X, a["feature_names"], n_features, init_model)
+    yf = _validation.as_labels(y, n_rows)
+    wf = _validation.as_weights(w, n_rows)
+    if isinstance(loss, Objective):
+        try:
+            loss.validate_labels(yf)
+            loss = loss.resolve_outputs(yf)
+            loss.validate_labels(yf)
+        except ValueError as e:
+            raise DataError(str(e)) from None
+    K = resolve_outputs(loss, a["n_outputs"])
+    group, eval_metric, hessian, refit = a["group"], a["eval_metric"], a["hessian"], a["refit"]
+    base_margin, mesh = a["base_margin"], a["mesh"]
+    if group is not None or is_group_objective(loss):
+        group, eval_metric = check_group(group, n_rows, loss, K, mesh, a["eval_set"], refit,
+                                         hessian, eval_metric, yf)
+        refit, hessian = None, ("exact" if hessian == "auto" else hessian)
+        if base_margin is None:
+            base_margin = 0.0
+    hessian, refit = resolve_policies(loss, hessian, floor, refit, K, mesh)
+    if a["multi_strategy"] not in ("one_output_per_tree", "multi_output_tree"):
+        raise ValueError(f"multi_strategy must be 'one_output_per_tree' or "
+                         f"'multi_output_tree', got {a['multi_strategy']!r}")
+    if a["multi_hessian"] not in ("full", "diagonal"):
+        raise ValueError(f"multi_hessian must be 'full' or 'diagonal', got "
+                         f"{a['multi_hessian']!r}")
+    multi_tree = a["multi_strategy"] == "multi_output_tree"
+    family, values = split_loss(loss, loss_params)
+    if group is None:
+        check_loss(_concrete(family, values), jnp.zeros((), jnp.float32),
+                   jnp.zeros(() if K == 1 else (K,), jnp.float32))
+    if base_margin is not None:
+        base_margin = check_base_margin(base_margin, K)
+    tpr = K if (K > 1 and not multi_tree) else 1
+    if init_model is not None:
+        check_init_model(init_model, params, n_features, K, tpr, base_margin)
+    alpha = float(values.get("alpha", quantile_level(loss))) if refit == "quantile" else 0.5
+    settings = Settings(
+        loss=loss if loss_params is None else _concrete(family, values), family=family,
+        loss_values=values, n_outputs=K, multi_output_tree=multi_tree,
+        diagonal=a["multi_hessian"] == "diagonal", hessian=hessian, hessian_floor=floor,
+        refit=refit, quantile_alpha=alpha, params=params, lr_of=lr_of, ratios=ratios,
+        seed=seed, n_rounds=n_rounds, start_round=start_round, base_margin=base_margin,
+        init_model=init_model, group=group, eval_metric=eval_metric,
+        callbacks=tuple(callbacks), verbose=verbose, mesh=mesh, quantize=a["quantize"],
+        feature_names=names)
+    return settings, Xf, yf, wf
+
+
+def _concrete(family, values):
+    """The loss with its hyperparameter values bound as plain numbers (for checks, error
+    messages and the model's stored objective)."""
+    from ..autodiff import bind_loss
+
+    return bind_loss(family, {k: (v if np.ndim(v) else float(v)) for k, v in values.items()})

@@ -1,0 +1,160 @@
+"""Data preparation: from validated arrays to what the round program takes.
+
+``prepare`` decides where the rows live (one device, a mesh, processes), computes the bin
+edges (or takes an ``init_model``'s), bins and pads the rows (weight-0 copies of row 0,
+to a size bucket, so similar data sets share compiled programs), fits the intercept
+(one compiled program per loss *family*: hyperparameter values are traced) and places
+everything on the devices as the engine's records (``engine.round.Rows``, ``Shared``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import distributed as dist
+from ..autodiff import fit_base_margin, loss_name
+from ..binning import apply_bins, compute_bin_edges
+from ..engine.round import Rows, Shared
+from ..errors import LossError
+from ..exact import check_rows
+from ..groups import group_index
+from ..sharding import auto_mesh, check_mesh
+
+
+def use_native() -> bool:
+    """Whether training uses the native histogram kernel (see ``jaxboost.native``).
+
+    Only on CPU backends; ``JAXBOOST_NATIVE=0`` turns it off, and any build failure
+    falls back to the pure-JAX histogram.
+    """
+    if jax.default_backend() != "cpu":
+        return False
+    from .. import native
+
+    return native.available()
+
+
+def rows_on_bins(Xf, yf, wf, edges, n_pad, max_bin, native):
+    """The training rows as the round program takes them, padded to ``n_pad`` rows.
+
+    Returns ``(bins, y, w, valid, cuts_ext, forward_ok)``: uint8 bins in one layout,
+    written in place with its padding (row-major ``(n_pad, F)`` for the native kernel,
+    feature-major ``(F, n_pad)`` for the pure-JAX scan); labels padded with copies of row
+    0 and weights with 0 (padding rows have g = h = 0); ``valid`` marks the real rows;
+    ``cuts_ext`` ``(F, max_bin)`` the thresholds of every bin (``-inf``, the cuts, then
+    ``+inf``); ``forward_ok`` the features whose ascending split pass is tried.
+    """
+    n_rows, n_features = Xf.shape
+    bins = np.zeros((n_pad, n_features) if native else (n_features, n_pad), np.uint8)
+    apply_bins(Xf, edges, out=bins, row_major=native)
+    y = np.full(n_pad, yf[0], np.float32)
+    y[:n_rows] = yf
+    w = np.zeros(n_pad, np.float32)
+    w[:n_rows] = 1.0 if wf is None else wf
+    cuts_ext = np.concatenate(
+        [np.full((n_features, 1), -np.inf, np.float32), edges.cuts,
+         np.full((n_features, max_bin - 1 - edges.cuts.shape[1]), np.inf, np.float32)],
+        axis=1)
+    forward_ok = edges.has_missing & (edges.n_distinct > 1)
+    return bins, y, w, np.arange(n_pad) < n_rows, cuts_ext, forward_ok
+
+
+def where_text(where, callbacks) -> str:
+    """Where training is, for the lost-process message of ``jaxboost.distributed``."""
+    from ..callbacks import Checkpoint
+
+    text = f" during the chunk of rounds from {where['round']}"
+    for cb in callbacks:
+        if isinstance(cb, Checkpoint) and cb.last_round is not None:
+            text += f"; the last checkpoint, {cb.path!r}, holds {cb.last_round} round(s)"
+    return text
+
+
+
+class Prepared(NamedTuple):
+    """The training data on the devices: ``layout`` (``distributed.RowLayout``), the
+    bin ``edges``, the engine records ``rows`` and ``shared``, ``native`` (whether the
+    native histogram kernel is used), ``base`` (the base margin: a float, or ``(K,)``),
+    ``margin`` (the starting margins ``(1, N[, K])``, row-sharded), ``any_forward``."""
+
+    layout: Any
+    edges: Any
+    rows: Rows
+    shared: Shared
+    native: bool
+    base: Any
+    margin: Any
+    any_forward: bool
+
+
+def prepare(s, Xf, yf, wf) -> Prepared:
+    """Place, bin and pad the rows of ``train`` under settings ``s``."""
+    mesh = s.mesh
+    if mesh is not None:
+        mesh = check_mesh(mesh, keep_single=dist.is_multiprocess())
+    elif not dist.is_multiprocess():
+        mesh = auto_mesh(Xf.shape[0])
+    layout = dist.RowLayout(Xf.shape[0], mesh)
+    if s.quantize:
+        check_rows(layout.n_total)
+    if s.init_model is not None:
+        edges = s.init_model.bin_edges  # the trees' bins refer to these edges
+    elif layout.multi:
+        edges = dist.agreed_bin_edges(Xf, s.params.max_bin, wf, s.seed, layout.n_total)
+    else:
+        edges = compute_bin_edges(Xf, s.params.max_bin, wf, seed=s.seed)
+    native = use_native()
+    bins, y, w, valid, cuts_ext, forward_ok = rows_on_bins(
+        Xf, yf, wf, edges, layout.block, s.params.max_bin, native)
+    rows = Rows(layout.put(bins, feature_major=not native), layout.put(y), layout.put(w),
+                layout.put(valid))
+    gidx = (np.zeros((1, 1), np.int32) if s.group is None
+            else group_index(s.group, Xf.shape[0], layout.block))
+    shared = Shared(*(layout.replicate(a) for a in (
+        cuts_ext, forward_ok, layout.offsets, np.int32(layout.n_total), gidx)))
+    base = base_margin(s, layout, rows, y, w)
+    start = start_margins(s, base, Xf, Xf.shape[0], layout.block)
+    margin = layout.put(start[None], feature_major=True)
+    return Prepared(layout, edges, rows, shared, native, base, margin,
+                    bool(forward_ok.any()))
+
+
+def base_margin(s, layout, rows, y, w):
+    """The model's base margin: the init model's, the given one, or the fitted constant
+    minimising the weighted loss (sums over every process's rows)."""
+    K = s.n_outputs
+    if s.init_model is not None:
+        base = s.init_model.base_margin
+    elif s.base_margin is not None:
+        base = s.base_margin
+    else:
+        exact_rows = layout.n_total if s.quantize else None
+        args = dict(exact_rows=exact_rows, loss_params=s.loss_values)
+        if layout.multi:  # the arrays are global
+            base = np.asarray(dist.local(fit_base_margin(s.family, rows.y, rows.w, K, **args)))
+        else:
+            base = np.asarray(fit_base_margin(s.family, jnp.asarray(y), jnp.asarray(w), K,
+                                              **args))
+        if not np.all(np.isfinite(base)):
+            raise LossError(f"the loss {loss_name(s.loss)} gave a non-finite intercept when "
+                            f"minimised over a constant (before round 0); pass "
+                            f"base_margin= explicitly or check the loss", round=None)
+    return float(base) if K == 1 else np.asarray(base, np.float32)
+
+
+def start_margins(s, base, Xraw, n, n_total):
+    """``(n_total[, K])`` float32 margins a model starts from on rows ``Xraw`` (``n``
+    real ones): the init model's predictions, or the base margin; padding rows copy
+    row 0's."""
+    K = s.n_outputs
+    shape = (n_total,) if K == 1 else (n_total, K)
+    out = np.broadcast_to(np.asarray(base, np.float32), shape).copy()
+    if s.init_model is not None and n:
+        m = s.init_model.predict(Xraw, output_margin=True)
+        out[:n] = m
+        out[n:] = m[0]
+    return out

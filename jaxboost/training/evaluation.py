@@ -1,0 +1,275 @@
+"""Evaluation during training: its own compiled program, over a chunk's trees.
+
+After each chunk of rounds, ``evaluate_chunk`` routes every evaluation set's (already
+binned) rows through the chunk's trees, accumulates their margins round by round (in
+float32, as ``predict`` does) and evaluates the metrics after every round, vmapped over
+the rounds. It is a program of its own, apart from the tree builder: adding, removing
+or changing evaluation sets and metrics never recompiles training. Evaluation rows are
+padded to a size bucket (``bucket_rows``) with weight-0 rows, so sets of similar sizes
+share one program; metrics are weighted, so padding changes no value (a user metric
+that takes no weights gets its set unpadded).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from objectives import Objective
+
+from .. import _validation
+from .. import distributed as dist
+from ..autodiff import bind_loss
+from ..binning import apply_bins
+from ..errors import DataError
+from ..groups import group_index
+from ..tree import binned_leaf
+
+
+def bucket_rows(n: int, minimum: int = 64) -> int:
+    """Rows padded to a size bucket: at most 12.5-25 % more, at least ``minimum``.
+
+    >>> [bucket_rows(n) for n in (1, 100, 101, 150, 1000, 1234)]
+    [64, 112, 112, 160, 1024, 1280]
+    """
+    n = max(int(n), minimum)
+    step = max(8, 1 << max(n.bit_length() - 3, 0))
+    return -(-n // step) * step
+
+
+class EvalSet(NamedTuple):
+    name: str
+    X: np.ndarray
+    bins: np.ndarray  # (n, F) uint8, row-major
+    y: np.ndarray
+    w: np.ndarray
+    n: int
+    queries: np.ndarray  # (Q, S) group_index of its query ids; (1, 1) zeros without
+    grouped: bool
+
+
+def eval_sets(eval_set, edges, loss, n_features, names=None, gather=False,
+               eval_group=None) -> list:
+    """Validated, binned evaluation sets (``gather``: every process's rows, on every
+    process), with their query index when ``eval_group`` gives query ids."""
+    if eval_set is None:
+        if eval_group is not None:
+            raise ValueError("eval_group is given without eval_set")
+        return []
+    if isinstance(eval_set, dict):
+        items = list(eval_set.items())
+    elif isinstance(eval_set, (list, tuple)):
+        if len(eval_set) in (2, 3) and not isinstance(eval_set[0], (list, tuple)) and \
+                np.ndim(eval_set[0]) == 2:
+            raise TypeError("eval_set is a list of (X, y) pairs: write eval_set=[(X, y)]")
+        items = [(f"validation_{i}", e) for i, e in enumerate(eval_set)]
+    else:
+        raise TypeError(f"eval_set must be a list of (X, y) or (X, y, sample_weight) tuples "
+                        f"or a dict of them, got {type(eval_set).__name__}")
+    groups = eval_groups(eval_group, [name for name, _ in items],
+                          isinstance(eval_set, dict))
+    out = []
+    for name, e in items:
+        if not isinstance(e, (list, tuple)) or len(e) not in (2, 3):
+            raise TypeError(f"eval set {name!r} must be (X, y) or (X, y, sample_weight)")
+        # In a multi-process job a process may hold none of the set's rows.
+        empty_here = gather and np.ndim(e[0]) == 2 and np.shape(e[0])[0] == 0
+        try:
+            if empty_here:
+                if np.shape(e[0])[1] != n_features:
+                    raise DataError(f"has {np.shape(e[0])[1]} features, the training "
+                                    f"data {n_features}")
+                Xe = np.zeros((0, n_features), np.float32)
+                ye, we = np.zeros(0, np.float32), np.zeros(0, np.float32)
+            else:
+                _validation.check_feature_names(names, e[0])
+                Xe = _validation.as_features(e[0], allow_inf=True)
+                if Xe.shape[1] != n_features:
+                    raise DataError(f"has {Xe.shape[1]} features, the training data "
+                                    f"{n_features}")
+                ye = _validation.as_labels(e[1], Xe.shape[0])
+                we = _validation.as_weights(e[2] if len(e) == 3 else None, Xe.shape[0])
+                if isinstance(loss, Objective):
+                    loss.validate_labels(ye)
+        except ValueError as err:
+            raise DataError(f"eval set {name!r}: {err}") from None
+        ids = groups.get(name)
+        if ids is not None:
+            ids = np.asarray(ids)
+            if ids.shape != (Xe.shape[0],) or ids.dtype.kind not in "iuf":
+                raise DataError(f"eval_group of {name!r} must be {Xe.shape[0]} numeric "
+                                f"query ids (one per row), got shape {ids.shape}")
+        if gather:
+            we = np.ones(Xe.shape[0], np.float32) if we is None else we
+            Xe, ye, we = (dist.gather_rows(a) for a in (Xe, ye, we))
+            if ids is not None:
+                ids = dist.gather_rows(ids)
+            if Xe.shape[0] == 0:
+                raise DataError(f"eval set {name!r} has no rows on any process")
+        n = Xe.shape[0]
+        bins = np.zeros((n, n_features), np.uint8)
+        apply_bins(Xe, edges, out=bins, row_major=True)
+        queries = (np.zeros((1, 1), np.int32) if ids is None else group_index(ids, n))
+        out.append(EvalSet(str(name), Xe, bins, ye,
+                            np.ones(n, np.float32) if we is None else we, n, queries,
+                            ids is not None))
+    return out
+
+
+def eval_groups(eval_group, names, by_name) -> dict:
+    """``{eval set name: query ids or None}`` from ``eval_group`` (a list aligned with a
+    list ``eval_set``, or a dict keyed like a dict ``eval_set``)."""
+    if eval_group is None:
+        return {}
+    if isinstance(eval_group, dict):
+        unknown = sorted(set(eval_group) - set(names))
+        if unknown:
+            raise ValueError(f"eval_group names {unknown} are not evaluation sets "
+                             f"({names})")
+        return dict(eval_group)
+    if by_name or not isinstance(eval_group, (list, tuple)) or len(eval_group) != len(names):
+        raise TypeError(f"eval_group must be a list of query ids (or None) per evaluation "
+                        f"set, {len(names)} of them, or a dict keyed like eval_set")
+    return dict(zip(names, eval_group))
+
+
+def eval_metrics(eval_metric, loss, evals, K) -> list:
+    """Metrics, checked against the model's output shape before training."""
+    from .. import metrics as M
+
+    if eval_metric is None:
+        default = loss.metric if isinstance(loss, Objective) else "objective"
+        eval_metric = [default]
+    elif isinstance(eval_metric, (str, M.Metric)) or callable(eval_metric):
+        eval_metric = [eval_metric]
+    out = [M.get_metric(m, objective=loss) for m in eval_metric]
+    if not evals:
+        return out
+    e = evals[0]
+    shape = (e.n,) if K == 1 else (e.n, K)
+    link = link_of(loss)
+    for m in out:
+        if m.grouped:
+            missing = [x.name for x in evals if not x.grouped]
+            if missing:
+                raise ValueError(f"metric {m.name!r} ranks rows within queries; pass the "
+                                 f"query ids of {missing} as eval_group")
+            continue
+        margin = jax.ShapeDtypeStruct(shape, jnp.float32)
+        pred = margin if (m.on == "margin" or link is None) else jax.eval_shape(link, margin)
+        try:
+            res = jax.eval_shape(m.fn, jax.ShapeDtypeStruct((e.n,), jnp.float32), pred,
+                                 jax.ShapeDtypeStruct((e.n,), jnp.float32))
+        except Exception as err:
+            raise ValueError(f"metric {m.name!r} cannot evaluate this model ({K} output(s), "
+                             f"predictions {pred.shape}): {type(err).__name__}: {err}. "
+                             f"Metrics must be JAX functions metric(y, pred) -> scalar") from None
+        if getattr(res, "shape", None) != ():
+            raise ValueError(f"metric {m.name!r} must return a scalar, got shape "
+                             f"{getattr(res, 'shape', type(res).__name__)}")
+    return out
+
+
+def link_of(loss):
+    return loss.link if isinstance(loss, Objective) else None
+
+
+
+class EvalData(NamedTuple):
+    """One evaluation set on the device, padded to ``bucket_rows``: ``bins`` ``(n, F)``
+    uint8 row-major, ``y``, ``w`` (0 on padding), ``queries`` ``(Q, S)``."""
+
+    bins: Any
+    y: Any
+    w: Any
+    queries: Any
+
+
+class EvalPlan(NamedTuple):
+    """What fixes the evaluation program (static): the metrics, the inverse link, the
+    trees' depth and bins, the chunk's rounds and trees per round, whether the set is
+    grouped (ranking metrics get its query index)."""
+
+    metrics: tuple
+    link: Any
+    max_depth: int
+    max_bin: int
+    chunk: int
+    trees_per_round: int
+    grouped: bool
+
+
+def plan_metrics(metrics, family):
+    """The metrics as the program holds them: the ``objective`` metric's loss becomes
+    the loss family, its hyperparameters bound from traced values in the program."""
+    from ..metrics import _MeanLoss
+
+    return tuple(dataclasses.replace(m, fn=_MeanLoss(family)) if isinstance(m.fn, _MeanLoss)
+                 else m for m in metrics)
+
+
+def pads(metrics) -> bool:
+    """Whether a set may be padded: every metric reads the row weights."""
+    from ..metrics import _UserFn
+
+    return all(not (isinstance(m.fn, _UserFn) and m.fn.weight_kw is None) for m in metrics)
+
+
+def place(e: EvalSet, padded: bool, put=jnp.asarray):
+    """``(EvalData, n_rows)``: the set padded to its bucket (weight-0 copies of row 0)."""
+    n = bucket_rows(e.n) if (padded and e.n) else e.n
+    bins = np.zeros((n,) + e.bins.shape[1:], np.uint8)
+    bins[:e.n] = e.bins
+    y = np.full(n, e.y[0] if e.n else 0.0, np.float32)
+    y[:e.n] = e.y
+    w = np.zeros(n, np.float32)
+    w[:e.n] = e.w
+    if e.n:
+        bins[e.n:] = e.bins[0]
+    return EvalData(put(bins), put(y), put(w), put(e.queries)), n
+
+
+@functools.partial(jax.jit, static_argnames=("plan",), donate_argnums=(2,))
+def evaluate_chunk(plan: EvalPlan, trees, margin, data: EvalData, loss_values):
+    """Margins after each round of the chunk and the metrics there.
+
+    Args:
+      plan: static ``EvalPlan``.
+      trees: dict of ``(chunk * trees_per_round, M[, K])`` arrays (one model's chunk).
+      margin: ``(n[, K])`` float32 margins before the chunk (donated).
+      data: ``EvalData``.
+      loss_values: the loss family's traced hyperparameters (for the ``objective``
+        metric).
+
+    Returns:
+      ``(margin, values)``: margins after the chunk and ``(chunk, n_metrics)`` float32.
+    """
+    leaves = jax.vmap(lambda t: binned_leaf(t, data.bins, max_depth=plan.max_depth,
+                                            max_bin=plan.max_bin))(trees)  # (T, n)
+    vals = jax.vmap(lambda v, lf: v[lf])(trees["value"], leaves)  # (T, n[, K])
+    vals = jnp.sum(vals.reshape((plan.chunk, plan.trees_per_round) + vals.shape[1:]), axis=1)
+
+    def add(m, d):  # round by round in float32, as predict accumulates
+        m = m + d
+        return m, m
+
+    margin, stages = jax.lax.scan(add, margin, vals)
+    if not plan.metrics:
+        return margin, jnp.zeros((plan.chunk, 0), jnp.float32)
+    from ..metrics import _MeanLoss
+
+    fns = [(_MeanLoss(bind_loss(m.fn.loss, loss_values)) if isinstance(m.fn, _MeanLoss)
+            else m.fn, m) for m in plan.metrics]
+
+    def evaluate(em):
+        resp = em if plan.link is None else plan.link(em)
+        return jnp.stack([fn(data.y, em if m.on == "margin" else resp,
+                             data.queries if m.grouped else data.w).astype(jnp.float32)
+                          for fn, m in fns])
+
+    return margin, jax.vmap(evaluate)(stages)

@@ -1,0 +1,47 @@
+"""From validated settings to the engine's records: ``RoundSpec`` and ``Hyper``.
+
+``round_spec`` collects what fixes the round program's structure (static), and
+``hyper`` the numbers that are traced, so that a sweep over any of them reuses the
+compiled program. ``stack`` puts the ``Hyper`` s of a group of models on a leading axis.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..engine.round import Hyper, RoundSpec
+from ..groups import EXACT_MAX_GROUP
+
+
+def round_spec(s, prep, *, native_threads=None, clipped=None, row_sampling=None,
+               col_sampling=None) -> RoundSpec:
+    """The static record of settings ``s`` on prepared data ``prep``. ``clipped`` and
+    the sampling switches may be forced on (``train_many`` shares one program between
+    models that differ in them)."""
+    p = s.params
+    return RoundSpec(
+        loss=s.family, max_depth=p.max_depth, max_bin=p.max_bin, n_outputs=s.n_outputs,
+        multi_output_tree=s.multi_output_tree, diagonal=s.diagonal, hessian=s.hessian,
+        refit=s.refit,
+        clipped=p.max_delta_step > 0 if clipped is None else clipped,
+        any_forward=prep.any_forward, native=prep.native, native_threads=native_threads,
+        row_sampling=bool(s.ratios[0] < 1) if row_sampling is None else row_sampling,
+        col_sampling=bool(np.any(s.ratios[1:] < 1)) if col_sampling is None else col_sampling,
+        exact=s.quantize, group_max=None if s.group is None else EXACT_MAX_GROUP)
+
+
+def hyper(s) -> Hyper:
+    """The traced numbers of settings ``s`` (host arrays)."""
+    p = s.params
+    f32 = np.float32
+    return Hyper(f32(p.reg_lambda), f32(p.reg_alpha), f32(p.gamma), f32(p.min_child_weight),
+                 f32(p.max_delta_step), f32(s.hessian_floor), f32(s.quantile_alpha),
+                 np.asarray(s.ratios, f32), np.int32(s.seed),
+                 {k: np.asarray(v, f32) for k, v in s.loss_values.items()})
+
+
+def stack(hypers, put=jnp.asarray):
+    """``Hyper`` s of one group stacked on a leading model axis."""
+    return jax.tree.map(lambda *a: put(np.stack(a)), *hypers)

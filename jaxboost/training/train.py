@@ -1,0 +1,231 @@
+"""``train()``: configure, prepare, loop over chunks, assemble.
+
+The body reads as the journey of one call: every argument is checked once
+(``config.configure``), the rows are binned, padded and placed (``data.prepare``), the
+evaluation sets are binned and padded (``evaluation``), the round program's static
+record and traced numbers are built (``program``), the chunk loop runs rounds with
+evaluation and callbacks one chunk behind (``loop.run``), and the ``Booster`` is
+assembled, cut to its best round under early stopping.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+
+import numpy as np
+
+from .. import distributed as dist
+from ..autodiff import HESSIAN_FLOOR
+from ..booster import Booster
+from ..callbacks import EarlyStopping, Progress
+from . import loop
+from .config import configure
+from .data import prepare, start_margins, where_text
+from .evaluation import EvalPlan, eval_metrics, eval_sets, link_of, pads, place, plan_metrics
+from .program import hyper, round_spec, stack
+
+
+def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
+          max_depth: int = 6, reg_lambda: float = 1.0, reg_alpha: float = 0.0,
+          gamma: float = 0.0, min_child_weight: float = 1.0, max_delta_step: float = 0.0,
+          max_bin: int = 256, base_margin=None, sample_weight=None, seed=None,
+          subsample: float = 1.0, colsample_bytree: float = 1.0,
+          colsample_bylevel: float = 1.0, colsample_bynode: float = 1.0,
+          eval_set=None, eval_metric=None, early_stopping_rounds=None,
+          early_stopping_metric=None, early_stopping_data=None, min_delta: float = 0.0,
+          callbacks=None, verbose="auto", init_model=None,
+          hessian: str = "auto", hessian_floor: float = HESSIAN_FLOOR, refit="auto",
+          n_outputs=None, multi_strategy: str = "one_output_per_tree",
+          multi_hessian: str = "full", mesh=None, quantize: bool = False,
+          feature_names=None, group=None, eval_group=None, loss_params=None) -> Booster:
+    r"""Train gradient-boosted trees on any per-row JAX loss.
+
+    Each round computes per-row :math:`g_i = w_i \partial_f \ell(y_i, f_i)` and
+    :math:`h_i = w_i \partial^2_f \ell(y_i, f_i)` by autodiff, grows one level-wise tree
+    of depth ``max_depth`` on histograms of g and h, and adds
+    ``learning_rate * w*`` of each row's leaf to its margin, where
+    :math:`w^* = -T_\alpha(G)/(H + \lambda)` (see ``jaxboost.split``). Rounds run on the
+    device in chunks of ``ROUNDS_PER_DISPATCH``; evaluation metrics are computed there
+    too and reach the host once per chunk.
+
+    Args:
+      objective: a per-row loss ``loss(y, pred) -> scalar`` written in JAX, an entry
+        of the ``objectives`` catalogue (e.g. ``objectives.logistic``), or its name.
+        A loss with keyword hyperparameters, ``loss(y, pred, *, delta)``, takes them
+        from ``loss_params``.
+      X: ``(N, F)`` features, NaN = missing: an array, or a pandas/polars DataFrame of
+        numeric or bool columns (string column names become ``feature_names``). In a
+        multi-process job, this process's rows, or a global ``jax.Array`` whose rows
+        are split over the processes (``jax.make_array_from_process_local_data``);
+        the same for ``y`` and ``sample_weight``.
+      y: ``(N,)`` labels (an array or a Series).
+      n_rounds: boosting rounds (trees; ``K`` trees per round for ``K`` outputs with
+        ``multi_strategy="one_output_per_tree"``).
+      learning_rate: shrinkage ``eta`` applied to every leaf value: a number, or any
+        callable of the round index returning one (an optax schedule such as
+        ``optax.exponential_decay(0.3, 10, 0.5)`` works as is). Rounds count from the
+        model's first round, also when continuing an ``init_model``.
+      max_depth: depth of every tree (static: a new value compiles a new program).
+      reg_lambda: L2 penalty ``lambda`` on leaf values.
+      reg_alpha: L1 penalty ``alpha`` on leaf values.
+      gamma: minimum gain to keep a split, applied by bottom-up post-pruning.
+      min_child_weight: minimum sum of h in each child of a split.
+      max_delta_step: if > 0, leaf values (before ``learning_rate``) are clipped to
+        ``+-max_delta_step``.
+      max_bin: bins per feature, including one reserved for missing values (<= 256).
+      base_margin: constant initial margin (K numbers for K outputs); ``None`` fits the
+        constant minimising :math:`\sum_i w_i \ell(y_i, c)` for any loss.
+      sample_weight: optional ``(N,)`` non-negative row weights: they scale g and h,
+        weight the bin quantiles and the base-margin fit.
+      seed: seed of every random draw (row and column sampling, quantile sketches of
+        very large data). ``None``: 0, or the seed ``init_model`` was trained with. The
+        same seed gives a bit-identical model.
+      subsample: fraction of rows (Bernoulli per row and round) whose g and h enter each
+        round's trees, in ``(0, 1]``.
+      colsample_bytree, colsample_bylevel, colsample_bynode: nested fractions of the
+        features each tree, level and node may split on, in ``(0, 1]`` (see
+        ``jaxboost.sampling``).
+      eval_set: evaluation data, ``[(X, y), ...]`` or ``[(X, y, sample_weight), ...]``
+        (named ``validation_0``, ``validation_1``, ...), or a dict ``{name: (X, y)}``.
+        Evaluated after every round, on the device.
+      eval_metric: a metric name, ``jaxboost.metrics.Metric`` or JAX callable
+        ``metric(y, pred) -> scalar``, or a list of them; default: the objective's own
+        metric (``"objective"``, the mean loss, for plain callables). See
+        ``jaxboost.metrics``.
+      early_stopping_rounds: stop when the watched metric has not improved for this many
+        rounds; the returned model is cut to its best round (``best_iteration``,
+        ``best_score``). Needs ``eval_set``.
+      early_stopping_metric, early_stopping_data: what early stopping watches (default:
+        the last metric on the last evaluation set). Whether larger is better comes
+        from the metric's definition.
+      min_delta: the least change that counts as an improvement.
+      callbacks: callables ``callback(env) -> bool`` called after every round with a
+        ``jaxboost.callbacks.CallbackEnv``; ``True`` stops training (e.g.
+        ``jaxboost.callbacks.Checkpoint(path, every=10)``).
+      verbose: ``True``: a progress bar with the latest metrics (tqdm when installed,
+        a plain line on stderr otherwise); ``False``: silent; ``"auto"``: shown only for
+        runs that last longer than 5 s.
+      init_model: a ``Booster`` to continue from (its trees, bin edges, base margin,
+        seed and round count): ``train(..., n_rounds=4, init_model=train(..., n_rounds=4))``
+        gives the same model as ``n_rounds=8``, bit for bit.
+      hessian: the Hessian the trees use: ``"exact"`` (autodiff), ``"clip"`` (raised to
+        ``hessian_floor``; eigenvalues for K x K Hessians), ``"constant"`` (1 per row:
+        plain gradient boosting), ``"expected"`` (the objective's Fisher information),
+        or ``"auto"``: the objective's default (``"exact"`` for plain callables). See
+        ``jaxboost.autodiff.apply_hessian_policy``.
+      hessian_floor: floor of ``hessian="clip"`` (default ``1e-6``).
+      refit: re-solve leaf values on the true loss after each tree is grown:
+        ``"newton"``, ``"quantile"`` (weighted ``alpha``-quantile of residuals, ``alpha``
+        from the objective, else 0.5), ``None`` (no refit) or ``"auto"`` (the
+        objective's default; none for plain callables). See ``jaxboost.refit``.
+      n_outputs: margins per row ``K`` for a plain callable whose ``pred`` is a ``(K,)``
+        vector; catalogue entries know theirs (softmax infers it from the labels).
+      multi_strategy: for ``K > 1``: ``"one_output_per_tree"`` (K trees per round, each
+        on one output's g and the diagonal of H, as XGBoost's default) or
+        ``"multi_output_tree"`` (one tree with vector leaves solving
+        :math:`(H + \lambda I) w = -G`).
+      multi_hessian: for ``"multi_output_tree"``: ``"full"`` (K x K Hessians) or
+        ``"diagonal"`` (cheaper for large K).
+      mesh: a one-axis ``jax.sharding.Mesh`` to shard rows over; ``None`` trains on one
+        device on CPU (fastest there, see ``jaxboost.sharding``) and on every local device
+        of a GPU/TPU backend when the data is large enough. In a multi-process job
+        (``jaxboost.distributed``) each process passes its own rows and the mesh spans
+        every process (default: ``jaxboost.distributed.default_mesh()``).
+      quantize: put g and h on a power-of-two grid every round (24 significant bits of
+        the round's largest value) so that every histogram sum is exact: the model is
+        then bit-identical whatever the number of devices or processes (see
+        ``jaxboost.exact``). Default ``False``: float sums, equal across layouts to
+        about 1e-6.
+      feature_names: ``F`` unique strings naming the columns of an array ``X`` (for a
+        DataFrame they come from its columns, and must equal them if given). Stored as
+        ``booster.feature_names`` and in model files; ``predict`` then checks that
+        DataFrames have exactly these columns, in this order. Default: the
+        ``init_model``'s names, else none.
+      group: ``(N,)`` group ids (queries, risk sets) for a group loss
+        ``loss(y_group, pred_group, mask) -> scalar`` that couples the rows of a group
+        (see ``jaxboost.groups``): g by autodiff, h the exact Hessian diagonal for
+        groups of up to 64 rows, a Hutchinson estimate above. One device, one output;
+        the base margin defaults to 0.
+      loss_params: keyword hyperparameters of a plain-callable loss, e.g.
+        ``train(loss, X, y, loss_params={"delta": 2.0})`` trains on
+        ``loss(y, pred, delta=2.0)``. They are passed to the compiled round as values,
+        not compiled in: a sweep over them compiles nothing new (catalogue variants such
+        as ``objectives.huber(delta=2.0)`` and ``functools.partial(loss, delta=2.0)``
+        with numeric keywords get the same treatment on their own).
+      eval_group: query ids of the evaluation sets, for the ranking metrics ``ndcg``,
+        ``map``, ``ndcg@k`` and ``map@k`` (``jaxboost.ranking``): a list with one
+        ``(n,)`` array (or None) per evaluation set, or a dict keyed like ``eval_set``.
+
+    Returns:
+      ``Booster`` with ``history`` (``{data_name: {metric: [per round]}}``),
+      ``best_iteration`` and ``best_score`` (with early stopping, else None).
+
+    Raises:
+      DataError: bad X, y, sample_weight or evaluation data (a ``ValueError``).
+      ValueError, TypeError: bad parameters (raised before any training).
+      LossError: the loss returns a non-scalar per row, or its g or h is NaN/inf at
+        some round (the error names the round and the row count, and carries the
+        model trained before it as ``.booster``).
+
+    Example:
+      >>> import jax.numpy as jnp, numpy as np, jaxboost
+      >>> def loss(y, pred):
+      ...     return jnp.logaddexp(0.0, pred) - y * pred
+      >>> X = np.random.default_rng(0).normal(size=(200, 3)).astype(np.float32)
+      >>> y = (X[:, 0] > 0).astype(np.float32)
+      >>> bst = jaxboost.train(loss, X, y, n_rounds=10, max_depth=2)
+      >>> float(((bst.predict(X, output_margin=True) > 0) == y).mean())
+      1.0
+      >>> bst = jaxboost.train("logistic", X[:150], y[:150], n_rounds=50,
+      ...                      eval_set=[(X[150:], y[150:])], early_stopping_rounds=5)
+      >>> bst.best_iteration < 50, list(bst.history["validation_0"])
+      (True, ['logloss'])
+    """
+    s, Xf, yf, wf = configure(locals())
+    multi = dist.is_multiprocess()
+    status = {"round": 0}
+    guard = (dist.Watchdog(lambda: where_text(status, s.callbacks)) if multi
+             else contextlib.nullcontext())
+    with guard:  # several processes: a lost peer ends this one with a clear message
+        prep = prepare(s, Xf, yf, wf)
+        layout, p = prep.layout, s.params
+        evals = eval_sets(eval_set, prep.edges, s.loss, Xf.shape[1], s.feature_names,
+                          gather=multi, eval_group=eval_group)
+        metrics = eval_metrics(s.eval_metric, s.loss, evals, s.n_outputs)
+        callbacks = list(s.callbacks)
+        early = None
+        if early_stopping_rounds is not None:
+            early = EarlyStopping(early_stopping_rounds, metric=early_stopping_metric,
+                                  data=early_stopping_data, min_delta=min_delta)
+            early.check([e.name for e in evals], [m.name for m in metrics])
+            callbacks.append(early)
+        if s.verbose and dist.is_writer():
+            callbacks.insert(0, Progress(s.n_rounds,
+                                         after_seconds=5.0 if s.verbose == "auto" else 0.0))
+        s = dataclasses.replace(s, callbacks=tuple(callbacks))
+        spec = round_spec(s, prep, native_threads=None if layout.per_process == 1 else 1)
+        placed = []
+        for e in evals:
+            plan = EvalPlan(plan_metrics(metrics, s.family), link_of(s.loss), p.max_depth,
+                            p.max_bin, loop.ROUNDS_PER_DISPATCH, s.trees_per_round, e.grouped)
+            data, n = place(e, pads(metrics) and not e.grouped, layout.replicate)
+            placed.append((e, plan, data, layout.replicate(
+                start_margins(s, prep.base, e.X, e.n, n))))
+
+        def assemble(run_, n_new):
+            return loop.assemble_booster(run_, n_new, edges=prep.edges, base=prep.base,
+                                         n_features=Xf.shape[1])
+
+        run_ = loop.ModelRun(s, (0, 0), placed, metrics, assemble)
+        program = ((spec,), layout.mesh, prep.rows, prep.shared,
+                   (stack([hyper(s)], layout.replicate),), (prep.margin,),
+                   (layout.replicate(np.array([[-1, 0]], np.int32)),),
+                   layout.replicate(np.array([1], np.int32)), s.start_round)
+        loop.run([run_], program, s.n_rounds, on_chunk=lambda r0: status.update(round=r0))
+        if early is not None and early.best_iteration is not None:
+            bst = run_.booster(early.best_iteration + 1)
+            bst.best_iteration = s.start_round + early.best_iteration
+            bst.best_score = early.best_score
+            return bst
+        return run_.booster(loop.new_rounds(run_))
