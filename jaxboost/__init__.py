@@ -21,7 +21,7 @@ from .compare import compare  # noqa: E402
 from .errors import DataError, LossError  # noqa: E402
 from .interop import from_xgboost, to_xgboost_json  # noqa: E402,F401
 from .io import ModelFormatError, load  # noqa: E402
-from .many import train_many  # noqa: E402
+from .training.many import train_many  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = ["train", "train_many", "Booster", "load", "DataError", "LossError",

@@ -6,6 +6,7 @@ of rounds, evaluation, callbacks, one chunk behind) -> ``evaluation`` (its own c
 program) -> ``train`` / ``many`` (the public entry points).
 """
 
+from .many import train_many
 from .train import train
 
-__all__ = ["train"]
+__all__ = ["train", "train_many"]

@@ -89,6 +89,7 @@ class Prepared(NamedTuple):
     base: Any
     margin: Any
     any_forward: bool
+    n_features: int
 
 
 def prepare(s, Xf, yf, wf) -> Prepared:
@@ -120,7 +121,7 @@ def prepare(s, Xf, yf, wf) -> Prepared:
     start = start_margins(s, base, Xf, Xf.shape[0], layout.block)
     margin = layout.put(start[None], feature_major=True)
     return Prepared(layout, edges, rows, shared, native, base, margin,
-                    bool(forward_ok.any()))
+                    bool(forward_ok.any()), Xf.shape[1])
 
 
 def base_margin(s, layout, rows, y, w):

@@ -193,39 +193,54 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         evals = eval_sets(eval_set, prep.edges, s.loss, Xf.shape[1], s.feature_names,
                           gather=multi, eval_group=eval_group)
         metrics = eval_metrics(s.eval_metric, s.loss, evals, s.n_outputs)
-        callbacks = list(s.callbacks)
-        early = None
-        if early_stopping_rounds is not None:
-            early = EarlyStopping(early_stopping_rounds, metric=early_stopping_metric,
-                                  data=early_stopping_data, min_delta=min_delta)
-            early.check([e.name for e in evals], [m.name for m in metrics])
-            callbacks.append(early)
-        if s.verbose and dist.is_writer():
-            callbacks.insert(0, Progress(s.n_rounds,
-                                         after_seconds=5.0 if s.verbose == "auto" else 0.0))
-        s = dataclasses.replace(s, callbacks=tuple(callbacks))
-        spec = round_spec(s, prep, native_threads=None if layout.per_process == 1 else 1)
-        placed = []
-        for e in evals:
-            plan = EvalPlan(plan_metrics(metrics, s.family), link_of(s.loss), p.max_depth,
-                            p.max_bin, loop.ROUNDS_PER_DISPATCH, s.trees_per_round, e.grouped)
-            data, n = place(e, pads(metrics) and not e.grouped, layout.replicate)
-            placed.append((e, plan, data, layout.replicate(
-                start_margins(s, prep.base, e.X, e.n, n))))
-
-        def assemble(run_, n_new):
-            return loop.assemble_booster(run_, n_new, edges=prep.edges, base=prep.base,
-                                         n_features=Xf.shape[1])
-
-        run_ = loop.ModelRun(s, (0, 0), placed, metrics, assemble)
-        program = ((spec,), layout.mesh, prep.rows, prep.shared,
-                   (stack([hyper(s)], layout.replicate),), (prep.margin,),
+        run_ = model_run(s, prep, evals, metrics, (0, 0), early_stopping=(
+            early_stopping_rounds, early_stopping_metric, early_stopping_data, min_delta))
+        program = ((round_spec(s, prep, native_threads=None if layout.per_process == 1
+                               else 1),), layout.mesh, prep.rows, prep.shared,
+                   (stack([hyper(run_.s)], layout.replicate),), (prep.margin,),
                    (layout.replicate(np.array([[-1, 0]], np.int32)),),
                    layout.replicate(np.array([1], np.int32)), s.start_round)
         loop.run([run_], program, s.n_rounds, on_chunk=lambda r0: status.update(round=r0))
-        if early is not None and early.best_iteration is not None:
-            bst = run_.booster(early.best_iteration + 1)
-            bst.best_iteration = s.start_round + early.best_iteration
-            bst.best_score = early.best_score
-            return bst
-        return run_.booster(loop.new_rounds(run_))
+        return finish(run_)
+
+
+def model_run(s, prep, evals, metrics, where, *, early_stopping, label=""):
+    """The ``loop.ModelRun`` of one model: its callbacks (with early stopping and the
+    progress bar added), its evaluation sets placed and padded, and how its ``Booster``
+    is assembled."""
+    rounds, metric, data, min_delta = early_stopping
+    callbacks = list(s.callbacks)
+    if rounds is not None:
+        early = EarlyStopping(rounds, metric=metric, data=data, min_delta=min_delta)
+        early.check([e.name for e in evals], [m.name for m in metrics])
+        callbacks.append(early)
+    if s.verbose and dist.is_writer():
+        callbacks.insert(0, Progress(s.n_rounds,
+                                     after_seconds=5.0 if s.verbose == "auto" else 0.0))
+    s = dataclasses.replace(s, callbacks=tuple(callbacks))
+    p, layout = s.params, prep.layout
+    placed = []
+    for e in evals:
+        plan = EvalPlan(plan_metrics(metrics, s.family), link_of(s.loss), p.max_depth,
+                        p.max_bin, loop.ROUNDS_PER_DISPATCH, s.trees_per_round, e.grouped)
+        data_, n = place(e, pads(metrics) and not e.grouped, layout.replicate)
+        placed.append((e, plan, data_, layout.replicate(start_margins(s, prep.base, e.X,
+                                                                        e.n, n))))
+
+    def assemble(run_, n_new):
+        return loop.assemble_booster(run_, n_new, edges=prep.edges, base=prep.base,
+                                     n_features=prep.n_features)
+
+    return loop.ModelRun(s, where, placed, metrics, assemble, label)
+
+
+def finish(run_) -> Booster:
+    """The model after the loop: cut to its best round under early stopping."""
+    s = run_.s
+    early = next((cb for cb in s.callbacks if isinstance(cb, EarlyStopping)), None)
+    if early is not None and early.best_iteration is not None:
+        bst = run_.booster(early.best_iteration + 1)
+        bst.best_iteration = s.start_round + early.best_iteration
+        bst.best_score = early.best_score
+        return bst
+    return run_.booster(loop.new_rounds(run_))

@@ -1,0 +1,228 @@
+r"""``train_many()``: M models in one compiled program, sharing the binned data.
+
+Comparing losses, learning rates or seeds means training many models on the same rows.
+``train_many`` checks every configuration as ``train`` would (``config.configure``),
+bins the data once, and runs every model's rounds in one program per chunk
+(``engine.round.run_chunk``): models whose round has the same structure
+(``RoundSpec``: loss family, Hessian policy, refit, sampling switches, ...) form a group,
+and each group is one loop over its models of the very round step ``train`` runs. The
+continuous numbers (learning rate, regularisation, Hessian floor, sampling ratios, seed,
+the loss's hyperparameters) are traced, so a grid over them is one group and one
+compiled program. Each model is bit-identical to the one ``train`` gives for its
+configuration: same bins, same padding, same random draws, and the same compiled round.
+
+Evaluation sets, metrics, early stopping (per model: each model keeps its own best
+round, and the loop ends when every model has stopped) and a mesh work as in ``train``;
+a configuration may carry its own ``callbacks``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from objectives import GroupObjective
+
+from .. import distributed as dist
+from ..autodiff import HESSIAN_FLOOR
+from ..binning import QUANTILE_SAMPLE_ROWS
+from . import loop
+from .config import check_int, configure, resolve_objective
+from .data import base_margin, prepare
+from .evaluation import eval_metrics, eval_sets
+from .program import hyper, round_spec, stack
+from .train import finish, model_run
+
+__all__ = ["train_many", "CONFIG_KEYS"]
+
+#: What may differ between the configurations of one ``train_many`` call.
+CONFIG_KEYS = ("objective", "learning_rate", "reg_lambda", "reg_alpha", "gamma",
+               "min_child_weight", "max_delta_step", "seed", "subsample", "colsample_bytree",
+               "colsample_bylevel", "colsample_bynode", "hessian", "hessian_floor", "refit",
+               "base_margin", "loss_params", "callbacks", "n_outputs", "multi_strategy",
+               "multi_hessian")
+
+#: Arguments every model shares (they fix the program's shapes or the data).
+SHARED_KEYS = ("n_rounds", "max_depth", "max_bin", "sample_weight", "feature_names",
+               "quantize", "eval_set", "eval_metric", "eval_group", "early_stopping_rounds",
+               "early_stopping_metric", "early_stopping_data", "min_delta", "mesh")
+
+_DEFAULTS = dict(objective=None, learning_rate=0.3, reg_lambda=1.0, reg_alpha=0.0, gamma=0.0,
+                 min_child_weight=1.0, max_delta_step=0.0, seed=0, subsample=1.0,
+                 colsample_bytree=1.0, colsample_bylevel=1.0, colsample_bynode=1.0,
+                 hessian="auto", hessian_floor=HESSIAN_FLOOR, refit="auto", base_margin=None,
+                 loss_params=None, callbacks=None, n_outputs=None,
+                 multi_strategy="one_output_per_tree", multi_hessian="full")
+
+# train() arguments train_many does not take, with what to do instead.
+_UNSUPPORTED = {
+    "verbose": "train_many prints nothing",
+    "init_model": "continue each model with train(..., init_model=booster)",
+    "group": "group losses train with train(group=...)",
+}
+
+
+def _merged(configs, shared):
+    """Each configuration as a dict of ``CONFIG_KEYS`` (its own values over ``shared``)."""
+    if isinstance(configs, (str, dict)) or callable(configs):
+        raise TypeError("train_many takes a list of configurations (objectives, or dicts "
+                        "of train() arguments), got one " + type(configs).__name__)
+    try:
+        items = list(configs)
+    except TypeError:
+        raise TypeError(f"train_many takes a list of configurations, got "
+                        f"{type(configs).__name__}") from None
+    if not items:
+        raise ValueError("train_many needs at least one configuration")
+    out = []
+    for i, c in enumerate(items):
+        merged = dict(_DEFAULTS)
+        merged.update(shared)
+        if isinstance(c, dict):
+            for k in c:
+                if k in SHARED_KEYS:
+                    raise ValueError(
+                        f"configuration {i} sets {k!r}, which every model of one train_many "
+                        f"call shares (it fixes the program's shapes or the data); pass it "
+                        f"once as train_many(..., {k}=...) or call train_many per value")
+                if k not in CONFIG_KEYS:
+                    why = _UNSUPPORTED.get(k)
+                    raise TypeError(f"configuration {i} has the unknown key {k!r}"
+                                    + (f": {why}" if why else "")
+                                    + f". Keys that may differ: {list(CONFIG_KEYS)}")
+            merged.update(c)
+        else:
+            merged["objective"] = c
+        if merged["objective"] is None:
+            raise TypeError(f"configuration {i} has no objective: give one per configuration "
+                            f"or train_many(..., objective=...) for all")
+        out.append(merged)
+    return out
+
+
+def _configure(i, merged, common):
+    """``configure`` of configuration ``i`` (errors name it): ``(settings, X, y, w)``."""
+    where = f"configuration {i}"
+    try:
+        loss = resolve_objective(merged["objective"])
+        if isinstance(loss, GroupObjective):
+            raise TypeError(f"{loss!r} is a group loss; train it with train(group=...)")
+        args = dict(common, **merged)
+        args.update(objective=loss, init_model=None, group=None, verbose=False,
+                    eval_metric=None)
+        return configure(args)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"{where}: {e}") from None
+
+
+def train_many(configs, X, y, *, objective=None, n_rounds: int = 100, max_depth: int = 6,
+               max_bin: int = 256, sample_weight=None, feature_names=None,
+               quantize: bool = False, eval_set=None, eval_metric=None, eval_group=None,
+               early_stopping_rounds=None, early_stopping_metric=None,
+               early_stopping_data=None, min_delta: float = 0.0, mesh=None,
+               **shared) -> list:
+    r"""Train M models on the same data in one compiled program per chunk of rounds.
+
+    Equivalent to ``[train(**config, X=X, y=y, ...) for config in configs]``, model for
+    model and bit for bit, and faster: the data is binned once, the models run in one
+    program, and configurations that differ only in numbers share one compiled round.
+
+    Args:
+      configs: a list of M configurations: each an objective (a catalogue name, an
+        ``objectives`` entry or a plain ``loss(y, pred)`` callable) or a dict of the
+        ``train`` arguments that may differ between models (``CONFIG_KEYS``:
+        ``objective``, ``learning_rate`` (number or schedule), ``reg_lambda``,
+        ``reg_alpha``, ``gamma``, ``min_child_weight``, ``max_delta_step``, ``seed``,
+        ``subsample``, ``colsample_*``, ``hessian``, ``hessian_floor``, ``refit``,
+        ``base_margin``, ``loss_params``, ``callbacks``, ``n_outputs``,
+        ``multi_strategy``, ``multi_hessian``).
+      X: ``(N, F)`` features, NaN = missing (array or DataFrame).
+      y: ``(N,)`` labels.
+      objective: the objective of configurations that name none.
+      n_rounds, max_depth, max_bin, sample_weight, feature_names, quantize, eval_set,
+        eval_metric, eval_group, early_stopping_rounds, early_stopping_metric,
+        early_stopping_data, min_delta, mesh: shared by every model, as in ``train``
+        (early stopping watches each model on its own).
+      **shared: defaults of the ``CONFIG_KEYS`` for every configuration (a
+        configuration's own value wins), e.g. ``learning_rate=0.1``.
+
+    Returns:
+      a list of M ``Booster`` s, in the order of ``configs``, each the model ``train``
+      gives for that configuration.
+
+    Raises:
+      TypeError: a ``train`` argument ``train_many`` does not take (the message says what
+        to do instead), or a shared argument set per configuration.
+      ValueError, DataError, LossError: as ``train``; the message names the
+        configuration.
+
+    Example:
+      >>> import numpy as np, jaxboost
+      >>> X = np.random.default_rng(0).normal(size=(300, 3)).astype(np.float32)
+      >>> y = (X[:, 0] + X[:, 1] > 0).astype(np.float32)
+      >>> models = jaxboost.train_many(["logistic", "squared"], X, y, n_rounds=20,
+      ...                              max_depth=3)
+      >>> [m.objective.name for m in models]
+      ['logistic', 'squared']
+      >>> grid = jaxboost.train_many([{"learning_rate": lr} for lr in (0.1, 0.3)], X, y,
+      ...                            objective="logistic", n_rounds=20, max_depth=3)
+      >>> [round(m.params.learning_rate, 1) for m in grid]
+      [0.1, 0.3]
+    """
+    for k in shared:
+        if k not in CONFIG_KEYS:
+            why = _UNSUPPORTED.get(k)
+            raise TypeError(f"train_many() got an unexpected argument {k!r}"
+                            + (f": {why}" if why else ""))
+    check_int("n_rounds", n_rounds, 0)
+    if objective is not None:
+        shared = dict(shared, objective=objective)
+    if dist.is_multiprocess():
+        raise ValueError("train_many runs in one process; use train() in a multi-process job")
+    common = dict(X=X, y=y, n_rounds=n_rounds, max_depth=max_depth, max_bin=max_bin,
+                  sample_weight=sample_weight, feature_names=feature_names,
+                  quantize=quantize, eval_set=eval_set, mesh=mesh)
+    configured = [_configure(i, m, common) for i, m in enumerate(_merged(configs, shared))]
+    settings = [c[0] for c in configured]
+    s0, Xf, yf, wf = configured[0]
+    seeds = {s.seed for s in settings}
+    if len(seeds) > 1 and Xf.shape[0] > QUANTILE_SAMPLE_ROWS:
+        raise ValueError("the seeds of these configurations give different bin edges "
+                         "(data of more than 2**18 rows is sketched with the seed): use one "
+                         "seed, or call train_many per seed")
+    prep = prepare(s0, Xf, yf, wf)  # bins, padding and placement, shared by every model
+    layout = prep.layout
+    evals = eval_sets(eval_set, prep.edges, s0.loss, Xf.shape[1], s0.feature_names,
+                      eval_group=eval_group)
+    early = (early_stopping_rounds, early_stopping_metric, early_stopping_data, min_delta)
+    y_pad, w_pad = np.asarray(prep.rows.y), np.asarray(prep.rows.w)
+    specs, runs, members, preps = [], [], [], []
+    for i, s in enumerate(settings):
+        p = prep._replace(base=base_margin(s, layout, prep.rows, y_pad, w_pad), margin=None)
+        preps.append(p)
+        spec = round_spec(s, p)
+        if spec not in specs:
+            specs.append(spec)
+            members.append([])
+        g = specs.index(spec)
+        try:
+            metrics = eval_metrics(eval_metric, s.loss, evals, s.n_outputs)
+            runs.append(model_run(s, p, evals, metrics, (g, len(members[g])),
+                                  early_stopping=early, label=f"configuration {i}: "))
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"configuration {i}: {e}") from None
+        members[g].append(i)
+    hypers = tuple(stack([hyper(runs[i].s) for i in m], layout.replicate) for m in members)
+    margins = tuple(layout.put(np.stack([_start(settings[i], preps[i]) for i in m]),
+                               feature_major=True) for m in members)
+    flags = tuple(layout.replicate(np.tile(np.array([-1, 0], np.int32), (len(m), 1)))
+                  for m in members)
+    program = (tuple(specs), layout.mesh, prep.rows, prep.shared, hypers, margins, flags,
+               layout.replicate(np.array([len(m) for m in members], np.int32)), 0)
+    loop.run(runs, program, n_rounds)
+    return [finish(r) for r in runs]
+
+
+def _start(s, prep):
+    """A model's starting margins on the training rows: its base margin everywhere."""
+    shape = (prep.layout.block,) if s.n_outputs == 1 else (prep.layout.block, s.n_outputs)
+    return np.broadcast_to(np.asarray(prep.base, np.float32), shape).copy()
