@@ -65,7 +65,7 @@ def one_process(args):
     from jax.sharding import Mesh
 
     import jaxboost
-    from jaxboost.boosting import _use_native
+    from jaxboost.training.data import use_native as _use_native
     from jaxboost.datasets import load_breast_cancer
 
     X, y, _ = load_breast_cancer()
@@ -129,7 +129,7 @@ def launch(args):
 
 def worker(args):
     import jaxboost
-    from jaxboost.boosting import _use_native
+    from jaxboost.training.data import use_native as _use_native
     from jaxboost.datasets import load_breast_cancer
 
     # The coordinator listens on 127.0.0.1 only; for several hosts, give process 0's

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._types import pad_rows
 from ._validation import as_features, check_feature_names, check_names_list
 from .autodiff import loss_name
 from .binning import BinEdges
@@ -206,9 +207,11 @@ class Booster:
 
             return shap_values(self, X)
         link = None if output_margin else _link_of(self.objective)
-        out = predict_margin(self._padded, X, self._base(), np.int32(self.ensemble.n_trees),
+        # Rows padded to a size bucket: new row counts mostly reuse a compiled program.
+        out = predict_margin(self._padded, pad_rows(X), self._base(),
+                             np.int32(self.ensemble.n_trees),
                              max_depth=self.params.max_depth, link=link)
-        return np.asarray(out)
+        return np.asarray(out)[: X.shape[0]]
 
     def staged_predict(self, X, output_margin: bool = False) -> np.ndarray:
         """Predictions after every round, in one pass over the trees.
@@ -267,5 +270,5 @@ class Booster:
     def predict_leaf(self, X) -> np.ndarray:
         """Leaf node (heap index) of every row in every tree: ``(N, T)`` int32."""
         X = self._features(X)
-        leaves = predict_leaf(self._padded, X, max_depth=self.params.max_depth)
-        return np.asarray(leaves)[:, : self.ensemble.n_trees]
+        leaves = predict_leaf(self._padded, pad_rows(X), max_depth=self.params.max_depth)
+        return np.asarray(leaves)[: X.shape[0], : self.ensemble.n_trees]

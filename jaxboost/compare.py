@@ -17,7 +17,7 @@ import numpy as np
 
 from . import metrics as _metrics
 from ._validation import as_features, as_labels, as_weights
-from .boosting import train
+from .training import train
 from .errors import DataError
 from .training.many import train_many
 
@@ -32,7 +32,7 @@ def _catalogue():
 
 
 def _resolve(objective):
-    from .boosting import resolve_objective
+    from .training.config import resolve_objective
 
     return resolve_objective(objective)
 

@@ -433,7 +433,7 @@ def _given_objective(objective, K):
     """A caller's ``objective=``: a name, an ``Objective`` or a callable."""
     from objectives import Objective
 
-    from .boosting import resolve_objective
+    from .training.config import resolve_objective
 
     objective = resolve_objective(objective)  # name -> entry; ValueError / TypeError
     if isinstance(objective, Objective):

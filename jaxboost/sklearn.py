@@ -41,7 +41,8 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from objectives import Objective
 
 from . import io
-from .boosting import resolve_objective, train
+from .training import train
+from .training.config import resolve_objective
 
 __all__ = ["JaxBoostRegressor", "JaxBoostClassifier"]
 

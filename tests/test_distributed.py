@@ -213,24 +213,24 @@ def test_histogram_bytes_per_tree_is_what_the_compiled_round_sums(compile_counte
     devices = jax.devices("cpu")
     if len(devices) < 4:
         pytest.skip("needs 4 host CPU devices")
-    from jaxboost import boosting
+    from jaxboost.training import data, loop
 
     mesh = Mesh(np.array(devices[:4]), ("rows",))
     rng = np.random.default_rng(0)
     X = rng.normal(size=(1000, 5)).astype(np.float32)
     y = (X[:, 0] > 0).astype(np.float32)
     seen = {}
-    real = boosting._train_chunk
+    real = loop.run_chunk
 
     def spy(*a, **k):
         seen["args"] = (a, k)
         return real(*a, **k)
 
-    boosting._train_chunk = spy
+    loop.run_chunk = spy
     try:
         jaxboost.train("logistic", X, y, n_rounds=1, max_depth=3, max_bin=32, mesh=mesh)
     finally:
-        boosting._train_chunk = real
+        loop.run_chunk = real
     a, k = seen["args"]
     hlo = real.lower(*a, **k).compile().as_text()
     size = {"f64": 8, "f32": 4, "s32": 4, "pred": 1}
@@ -240,7 +240,7 @@ def test_histogram_bytes_per_tree_is_what_the_compiled_round_sums(compile_counte
             result = line.split("=", 1)[1].split("all-reduce")[0]
             for dtype, dims in re.findall(r"(f64|f32|s32|pred)\[([\d,]*)\]", result):
                 total += size[dtype] * int(np.prod([int(d) for d in dims.split(",") if d]))
-    subtraction = boosting._use_native()
+    subtraction = data.use_native()
     # + 4 bytes: the int32 count of rows with a non-finite gradient
     assert total == distributed.histogram_bytes_per_tree(5, 3, 32,
                                                          subtraction=subtraction) + 4

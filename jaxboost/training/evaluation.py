@@ -24,22 +24,12 @@ from objectives import Objective
 
 from .. import _validation
 from .. import distributed as dist
+from .._types import bucket_rows
 from ..autodiff import bind_loss
 from ..binning import apply_bins
 from ..errors import DataError
 from ..groups import group_index
 from ..tree import binned_leaf
-
-
-def bucket_rows(n: int, minimum: int = 64) -> int:
-    """Rows padded to a size bucket: at most 12.5-25 % more, at least ``minimum``.
-
-    >>> [bucket_rows(n) for n in (1, 100, 101, 150, 1000, 1234)]
-    [64, 112, 112, 160, 1024, 1280]
-    """
-    n = max(int(n), minimum)
-    step = max(8, 1 << max(n.bit_length() - 3, 0))
-    return -(-n // step) * step
 
 
 class EvalSet(NamedTuple):

@@ -1,0 +1,157 @@
+"""Compile only when the program really changes (issue 14).
+
+Each test trains once to warm the programs up, then makes a change a researcher makes
+in a notebook and counts what compiled: entries added to the round program's cache
+(``engine.round.run_chunk``: the tree builder) and XLA backend compiles in total.
+Numbers a user sweeps are traced values, so a sweep adds no round program.
+"""
+
+import functools
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxboost
+import objectives as O
+from jaxboost.engine.round import run_chunk
+from jaxboost.training.evaluation import evaluate_chunk
+from jaxboost.tree import predict_margin
+
+N, F = 300, 4
+KW = dict(n_rounds=10, max_depth=3, verbose=False)
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(N, F)).astype(np.float32)
+    y = (X[:, 0] - X[:, 1] + 0.3 * rng.normal(size=N)).astype(np.float32)
+    return X, y, (y > 0).astype(np.float32)
+
+
+def rounds_compiled(fn):
+    """``fn()``'s new round programs (tree builders) and XLA compiles."""
+    from jax import monitoring
+
+    before = run_chunk._cache_size()
+    seen = []
+
+    def listener(name, duration, **kwargs):
+        if name == "/jax/core/compile/backend_compile_duration":
+            seen.append(duration)
+
+    monitoring.register_event_duration_secs_listener(listener)
+    try:
+        fn()
+    finally:
+        monitoring.unregister_event_duration_listener(listener)
+    return run_chunk._cache_size() - before, len(seen)
+
+
+def sweep(train_one, values):
+    """Train at ``values[0]`` (may compile), then count what the other values add."""
+    train_one(values[0])
+    return rounds_compiled(lambda: [train_one(v) for v in values[1:]])
+
+
+def test_catalogue_hyperparameter_sweep_compiles_nothing_new(data):
+    X, y, _ = data
+    models = {}
+
+    def one(d):
+        models[d] = jaxboost.train(O.pseudo_huber(delta=d), X, y, **KW)
+
+    assert sweep(one, [1.0, 2.0, 3.0, 0.5, 5.0]) == (0, 0)
+    # ... and the values do reach the program: each model equals its own fresh run
+    preds = [models[d].predict(X) for d in (1.0, 2.0, 5.0)]
+    assert not np.allclose(preds[0], preds[1]) and not np.allclose(preds[1], preds[2])
+
+
+def test_user_loss_with_traced_hyperparameter(data):
+    X, y, _ = data
+
+    def pseudo_huber(y, p, *, delta):
+        r = p - y
+        return r * r / (jnp.sqrt(1.0 + (r / delta) ** 2) + 1.0)
+
+    models = {}
+
+    def one(d):
+        models[d] = jaxboost.train(pseudo_huber, X, y, loss_params={"delta": d},
+                                   hessian="constant", refit="newton", **KW)
+
+    assert sweep(one, [1.0, 2.0, 3.0, 0.5, 5.0]) == (0, 0)
+    # The traced value gives the model the catalogue entry gives with that value.
+    ref = jaxboost.train(O.pseudo_huber(delta=2.0), X, y, **KW)
+    np.testing.assert_array_equal(models[2.0].predict(X), ref.predict(X))
+    # functools.partial with numeric keywords is traced the same way.
+    part = functools.partial(pseudo_huber, delta=3.0)
+    assert rounds_compiled(lambda: jaxboost.train(part, X, y, hessian="constant",
+                                                  refit="newton", **KW))[0] == 0
+
+
+def test_eval_sets_and_metrics_do_not_recompile_the_tree_builder(data):
+    X, _, yb = data
+    base = jaxboost.train("logistic", X, yb, **KW)
+    changes = [
+        dict(eval_set=[(X[:100], yb[:100])]),
+        dict(eval_set=[(X[:101], yb[:101])]),
+        dict(eval_set=[(X[:100], yb[:100]), (X[100:250], yb[100:250])]),
+        dict(eval_set=[(X[:100], yb[:100])], eval_metric="auc"),
+        dict(eval_set=[(X[:100], yb[:100])], eval_metric=["error", "logloss"]),
+        dict(),
+    ]
+    histories = []
+
+    def run():
+        for c in changes:
+            b = jaxboost.train("logistic", X, yb, **KW, **c)
+            np.testing.assert_array_equal(b.predict(X), base.predict(X))
+            histories.append(b.history)
+
+    new_rounds, _ = rounds_compiled(run)
+    assert new_rounds == 0
+    # the metrics are right: logloss after the last round, recomputed from predict
+    p = np.clip(base.predict(X[:101]), 1e-7, 1 - 1e-7)
+    ll = -np.mean(yb[:101] * np.log(p) + (1 - yb[:101]) * np.log(1 - p))
+    assert histories[1]["validation_0"]["logloss"][-1] == pytest.approx(ll, rel=1e-5)
+
+
+def test_eval_and_predict_row_counts_share_programs(data):
+    X, _, yb = data
+    b = jaxboost.train("logistic", X, yb, **KW, eval_set=[(X[:90], yb[:90])])
+    counts = [91, 95, 100, 104, 111]  # one size bucket (112 rows)
+
+    def run():
+        for n in counts:
+            jaxboost.train("logistic", X, yb, **KW, eval_set=[(X[:n], yb[:n])])
+
+    assert rounds_compiled(run) == (0, 0)
+    preds_before = predict_margin._cache_size()
+    for n in counts:
+        out = b.predict(X[:n])
+        assert out.shape == (n,)
+        np.testing.assert_array_equal(out, b.predict(X)[:n])
+    assert predict_margin._cache_size() - preds_before <= 1
+    assert evaluate_chunk._cache_size() >= 1
+
+
+def test_hessian_floor_sweep(data):
+    X, y, _ = data
+
+    def one(f):
+        jaxboost.train(O.focal(gamma=2.0), X, (y > 0).astype(np.float32), hessian="clip",
+                       hessian_floor=f, **KW)
+
+    assert sweep(one, [1e-6, 1e-5, 1e-4, 1e-3, 1e-2]) == (0, 0)
+
+
+def test_train_many_over_one_family_is_one_round_program(data):
+    X, y, _ = data
+    configs = [{"objective": O.huber(delta=d), "learning_rate": lr}
+               for d in (0.5, 1.0, 2.0, 4.0) for lr in (0.1, 0.3)]
+    before = run_chunk._cache_size()
+    models = jaxboost.train_many(configs, X, y, n_rounds=10, max_depth=3)
+    assert run_chunk._cache_size() - before == 1
+    assert len({m.predict(X[:5]).tobytes() for m in models}) == 8
