@@ -58,8 +58,11 @@ def test_eight_configurations_equal_eight_train_calls(data, many):
         cfg = dict(cfg)
         ref = jaxboost.train(cfg.pop("objective"), X, y, sample_weight=w, verbose=False,
                              **SHARED, **cfg)
-        np.testing.assert_allclose(model.predict(X, output_margin=True),
-                                   ref.predict(X, output_margin=True), rtol=0, atol=1e-6)
+        # bit for bit: the same compiled round runs in both
+        for a, b in zip(model.ensemble, ref.ensemble):
+            np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(model.predict(X, output_margin=True),
+                                      ref.predict(X, output_margin=True))
         assert len(model) == len(ref) == SHARED["n_rounds"]
         assert model.base_margin == ref.base_margin
         assert model.params == ref.params and model.objective == ref.objective
@@ -114,3 +117,34 @@ def test_non_finite_gradient_names_configuration_loss_and_round(data):
                                          "base_margin": 0.5}], X, y, n_rounds=10,
                             max_depth=3)
     assert err.value.round > 0 and len(err.value.booster) == err.value.round
+
+
+def assert_same_model(a, b):
+    for x, y in zip(a.ensemble, b.ensemble):
+        np.testing.assert_array_equal(x, y)
+    assert a.history == b.history
+    assert (a.best_iteration, a.best_score) == (b.best_iteration, b.best_score)
+    assert np.array_equal(np.asarray(a.base_margin), np.asarray(b.base_margin))
+
+
+def test_eval_sets_early_stopping_and_softmax_equal_train(data):
+    """train_many gains what train has: evaluation sets, early stopping per model (each
+    model cut at its own best round), vector outputs; every model equals train's."""
+    X, y, w = data
+    ev = [(X[:150], y[:150])]
+    configs = [{"objective": "logistic", "learning_rate": 0.8},
+               {"objective": "logistic", "learning_rate": 0.05}]
+    kw = dict(n_rounds=40, max_depth=2, eval_set=ev, early_stopping_rounds=3)
+    many = jaxboost.train_many(configs, X[150:], y[150:], **kw)
+    assert many[0].best_iteration < many[1].best_iteration  # stopped on its own
+    for cfg, m in zip(configs, many):
+        ref = jaxboost.train(cfg["objective"], X[150:], y[150:], verbose=False,
+                             learning_rate=cfg["learning_rate"], **kw)
+        assert_same_model(m, ref)
+    cls = np.digitize(np.nan_to_num(X[:, 2]), [-0.5, 0.5]).astype(np.float32)
+    (soft,) = jaxboost.train_many(["softmax"], X, cls, n_rounds=4, max_depth=2,
+                                  eval_set=ev[:0] + [(X[:150], cls[:150])])
+    ref = jaxboost.train("softmax", X, cls, n_rounds=4, max_depth=2, verbose=False,
+                         eval_set=[(X[:150], cls[:150])])
+    assert soft.n_outputs == 3
+    assert_same_model(soft, ref)
