@@ -15,15 +15,15 @@ _HOST_DEVICES = _configure_host_devices()
 _COMPILATION_CACHE = _configure_compilation_cache()
 
 from . import callbacks, distributed, metrics, ranking, survival  # noqa: E402
+from ._version import __version__  # noqa: E402
 from .booster import Booster  # noqa: E402
-from .training import train  # noqa: E402
 from .compare import compare  # noqa: E402
 from .errors import DataError, LossError  # noqa: E402
 from .interop import from_xgboost, to_xgboost_json  # noqa: E402,F401
 from .io import ModelFormatError, load  # noqa: E402
+from .training import train  # noqa: E402
 from .training.many import train_many  # noqa: E402
 
-__version__ = "0.1.0"
 __all__ = ["train", "train_many", "Booster", "load", "DataError", "LossError",
            "ModelFormatError", "compare", "metrics", "callbacks", "distributed", "ranking",
            "survival", "to_xgboost_json", "from_xgboost", "__version__"]

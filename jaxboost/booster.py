@@ -12,6 +12,23 @@ from .errors import DataError
 from .params import TreeParams
 from .tree import Ensemble, predict_leaf, predict_margin, staged_margins
 
+# Model writers by format, registered by the modules that own the formats
+# (``jaxboost.io``: "json", ``jaxboost.interop``: "xgboost") when they are imported, which
+# ``import jaxboost`` does. The model does not import its file formats: they import it.
+_WRITERS: dict = {}
+
+
+def register_writer(fmt: str, write) -> None:
+    """Register ``write(booster, path)`` as the writer of format ``fmt``."""
+    _WRITERS[fmt] = write
+
+
+def _writer(fmt: str):
+    try:
+        return _WRITERS[fmt]
+    except KeyError:  # only if jaxboost/__init__ was bypassed
+        raise RuntimeError(f"no writer for {fmt!r} models: import jaxboost first") from None
+
 
 def _link_of(objective):
     return getattr(objective, "link", None)
@@ -163,11 +180,10 @@ class Booster:
         multi-process job (``jaxboost.distributed``), where every process holds the
         same model, only process 0 writes.
         """
-        from . import io
         from .distributed import is_writer
 
         if is_writer():
-            io.save(self, path)
+            _writer("json")(self, path)
 
     # --- prediction ----------------------------------------------------------------
     def _base(self):
@@ -263,9 +279,7 @@ class Booster:
     def to_xgboost_json(self, path=None) -> dict:
         """The model as an XGBoost JSON model (also written to ``path`` if given); see
         ``jaxboost.interop.to_xgboost_json``."""
-        from .interop import to_xgboost_json
-
-        return to_xgboost_json(self, path)
+        return _writer("xgboost")(self, path)
 
     def predict_leaf(self, X) -> np.ndarray:
         """Leaf node (heap index) of every row in every tree: ``(N, T)`` int32."""

@@ -206,10 +206,6 @@ class Checkpoint:
     def __call__(self, env: CallbackEnv) -> bool:
         done = env.round + 1
         if done % self.every == 0 or done == env.n_rounds:
-            from . import io
-            from .distributed import is_writer
-
-            if is_writer():  # in a multi-process job, process 0 writes
-                io.save(env.booster, self.path)
+            env.booster.save(self.path)  # in a multi-process job, process 0 writes
             self.last_round = env.start_round + done
         return False

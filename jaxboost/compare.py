@@ -17,8 +17,8 @@ import numpy as np
 
 from . import metrics as _metrics
 from ._validation import as_features, as_labels, as_weights
-from .training import train
 from .errors import DataError
+from .training import train
 from .training.many import train_many
 
 __all__ = ["compare", "Comparison"]
@@ -32,7 +32,7 @@ def _catalogue():
 
 
 def _resolve(objective):
-    from .training.config import resolve_objective
+    from objectives import resolve as resolve_objective
 
     return resolve_objective(objective)
 

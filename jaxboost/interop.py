@@ -63,7 +63,7 @@ import objectives
 
 from .autodiff import loss_name
 from .binning import BinEdges
-from .booster import Booster
+from .booster import Booster, register_writer
 from .params import TreeParams
 from .tree import Ensemble
 
@@ -581,3 +581,6 @@ def from_xgboost(model) -> Booster:
                              f"distinct strings")
         booster.feature_names = list(names)
     return booster
+
+
+register_writer("xgboost", to_xgboost_json)

@@ -122,8 +122,9 @@ import secrets
 
 import numpy as np
 
+from ._version import __version__
 from .binning import BinEdges
-from .booster import Booster
+from .booster import Booster, register_writer
 from .params import TreeParams
 from .tree import Ensemble
 
@@ -432,8 +433,7 @@ def _objective_from_dict(d, K):
 def _given_objective(objective, K):
     """A caller's ``objective=``: a name, an ``Objective`` or a callable."""
     from objectives import Objective
-
-    from .training.config import resolve_objective
+    from objectives import resolve as resolve_objective
 
     objective = resolve_objective(objective)  # name -> entry; ValueError / TypeError
     if isinstance(objective, Objective):
@@ -497,7 +497,6 @@ def to_dict(booster: Booster) -> dict:
     Raises ``ValueError`` when the model holds something a file cannot represent
     (non-finite leaf values, an unsupported hyperparameter value).
     """
-    from . import __version__
 
     if not isinstance(booster, Booster):
         raise TypeError(f"to_dict expects a Booster, got {type(booster).__name__}")
@@ -1007,3 +1006,6 @@ def load(path, objective=None) -> Booster:
 
 __all__ = ["FORMAT_VERSION", "ModelFormatError", "to_dict", "from_dict", "dumps", "loads",
            "save", "load"]
+
+
+register_writer("json", save)

@@ -39,10 +39,10 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from objectives import Objective
+from objectives import resolve as resolve_objective
 
 from . import io
 from .training import train
-from .training.config import resolve_objective
 
 __all__ = ["JaxBoostRegressor", "JaxBoostClassifier"]
 

@@ -81,5 +81,25 @@ GROUP_CATALOGUE = {o.name: o for o in (ranknet, lambdarank, listnet, cox)}
 
 __all__ = [
     "Objective", "GroupObjective", "identity", "sigmoid", "softmax_link", "exp_link",
-    "gaussian_link", "CATALOGUE", "GROUP_CATALOGUE", *CATALOGUE, *GROUP_CATALOGUE,
+    "gaussian_link", "CATALOGUE", "GROUP_CATALOGUE", "resolve", *CATALOGUE, *GROUP_CATALOGUE,
 ]
+
+
+def resolve(objective):
+    """A catalogue name -> its entry; entries and callables pass through.
+
+    Raises ``ValueError`` for an unknown name (listing the catalogue) and ``TypeError``
+    for anything that is neither a name nor callable.
+    """
+    if isinstance(objective, str):
+        entry = CATALOGUE.get(objective, GROUP_CATALOGUE.get(objective))
+        if entry is None:
+            raise ValueError(f"unknown objective {objective!r}; catalogue entries: "
+                             f"{sorted(CATALOGUE)}, group losses: "
+                             f"{sorted(GROUP_CATALOGUE)}, or pass any callable "
+                             f"loss(y, pred)")
+        return entry
+    if not callable(objective):
+        raise TypeError(f"objective must be a callable loss(y, pred) -> scalar or an "
+                        f"objectives entry, got {type(objective).__name__}")
+    return objective

@@ -19,37 +19,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from objectives import Objective
+from objectives import resolve as resolve_objective
+from objectives._base import HESSIAN_POLICIES
 
 from .. import _validation
 from .. import distributed as dist
-from ..autodiff import HESSIAN_FLOOR, check_loss, loss_name, n_outputs_of, split_loss
+from ..autodiff import check_loss, loss_name, n_outputs_of, split_loss
 from ..booster import Booster
 from ..errors import DataError, LossError
 from ..params import TreeParams
 from ..sampling import FIELDS as SAMPLING_FIELDS
-from objectives._base import HESSIAN_POLICIES
-
-
-def resolve_objective(objective):
-    """A catalogue name -> its entry; entries and callables pass through.
-
-    Raises ``ValueError`` for an unknown name (listing the catalogue) and ``TypeError``
-    for anything that is neither a name nor callable.
-    """
-    if isinstance(objective, str):
-        from objectives import CATALOGUE, GROUP_CATALOGUE
-
-        entry = CATALOGUE.get(objective, GROUP_CATALOGUE.get(objective))
-        if entry is None:
-            raise ValueError(f"unknown objective {objective!r}; catalogue entries: "
-                             f"{sorted(CATALOGUE)}, group losses: "
-                             f"{sorted(GROUP_CATALOGUE)}, or pass any callable "
-                             f"loss(y, pred)")
-        return entry
-    if not callable(objective):
-        raise TypeError(f"objective must be a callable loss(y, pred) -> scalar or an "
-                        f"objectives entry, got {type(objective).__name__}")
-    return objective
 
 
 def check_int(name, v, low):
