@@ -48,6 +48,27 @@ def compile_counter():
     return counter
 
 
+@pytest.fixture
+def pure_jax_histogram(monkeypatch):
+    """Train on the pure-JAX histogram (the GPU/TPU default) even where the native
+    kernel is available, so CPU runs test that path too.
+
+    Patches ``jaxboost.boosting._use_native``, where ``train()`` looks it up
+    (``train_many`` imports it by name and is not affected). Returns the list of the
+    patched function's answers, so a test can check that training asked.
+    """
+    from jaxboost import boosting
+
+    calls = []
+
+    def no_native():
+        calls.append(False)
+        return False
+
+    monkeypatch.setattr(boosting, "_use_native", no_native)
+    return calls
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _release_compiled_programs():
     """Drop JAX's compiled programs after each test module.

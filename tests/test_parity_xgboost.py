@@ -62,8 +62,7 @@ def test_xgboost_version_is_the_one_the_rules_target():
     assert xgb.__version__.startswith("3.2"), xgb.__version__
 
 
-@pytest.mark.parametrize("p", GRID, ids=lambda p: "-".join(f"{v:g}" for v in p.values()))
-def test_logistic_margins_match_xgboost_exact(data, p):
+def check_logistic(data, p):
     X, yb, _ = data
     expected = xgb_margins(X, yb, "binary:logistic", 0.5, p)  # base_score 0.5: margin 0
     bst = jaxboost.train(objectives.logistic, X, yb, n_rounds=N_ROUNDS, learning_rate=LR,
@@ -72,8 +71,7 @@ def test_logistic_margins_match_xgboost_exact(data, p):
                                rtol=0)
 
 
-@pytest.mark.parametrize("p", GRID, ids=lambda p: "-".join(f"{v:g}" for v in p.values()))
-def test_squared_margins_match_xgboost_exact(data, p):
+def check_squared(data, p):
     X, _, yr = data
     expected = xgb_margins(X, yr, "reg:squarederror", 0.25, p)
     # A plain JAX loss, differentiated by autodiff: 0.5 (y - p)^2 has XGBoost's g and h.
@@ -81,6 +79,27 @@ def test_squared_margins_match_xgboost_exact(data, p):
                          learning_rate=LR, base_margin=0.25, **p)
     np.testing.assert_allclose(bst.predict(X, output_margin=True), expected, atol=1e-5,
                                rtol=0)
+
+
+@pytest.mark.parametrize("p", GRID, ids=lambda p: "-".join(f"{v:g}" for v in p.values()))
+def test_logistic_margins_match_xgboost_exact(data, p):
+    check_logistic(data, p)
+
+
+@pytest.mark.parametrize("p", GRID, ids=lambda p: "-".join(f"{v:g}" for v in p.values()))
+def test_squared_margins_match_xgboost_exact(data, p):
+    check_squared(data, p)
+
+
+# The pure-JAX histogram (the GPU/TPU default) on two representative cases, not the whole
+# grid (suite time): the clipped score with alpha (logistic), and lambda = 0 with alpha,
+# gamma and min_child_weight = 0 (squared).
+@pytest.mark.parametrize("check,p", [(check_logistic, GRID[3]), (check_squared, GRID[1])],
+                         ids=["logistic-clipped", "squared-lambda0"])
+def test_margins_match_xgboost_exact_on_the_pure_jax_histogram(data, check, p,
+                                                               pure_jax_histogram):
+    check(data, p)
+    assert pure_jax_histogram, "train() did not ask which histogram to use"
 
 
 def test_tree_structure_matches_xgboost_first_tree(data):

@@ -12,6 +12,18 @@ SEED_PARAMS = dict(n_rounds=1, learning_rate=1.0, max_depth=2, reg_lambda=0.0,
                    min_child_weight=0.0, base_margin=0.0)
 
 
+@pytest.fixture(autouse=True, params=["default", "pure_jax"])
+def histogram_path(request):
+    """Every test twice: on the default histogram (native on CPU when it builds) and on
+    the pure-JAX one (the GPU/TPU default). Same shapes: one extra program."""
+    if request.param == "default":
+        yield
+        return
+    calls = request.getfixturevalue("pure_jax_histogram")
+    yield
+    assert calls, "train() did not ask which histogram to use"
+
+
 def test_first_tree_is_an_optimal_tree_of_the_seed():
     bst = jaxboost.train(objectives.logistic, X, Y, gamma=0.5, **SEED_PARAMS)
     margins = bst.predict(X, output_margin=True)

@@ -1,0 +1,137 @@
+"""Leaf refit (jaxboost.refit) against closed forms computed in NumPy.
+
+One tree shape (depth 2: nodes 0 and 1 split, leaves 2, 3, 4 hold rows, leaves 5 and 6
+hold none) and 40 rows everywhere.
+"""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxboost.refit import refit_newton, refit_quantile
+
+N, M = 40, 7
+IS_LEAF = np.array([False, False, True, True, True, True, True])
+START = np.array([9.0, 9.0, 0.3, -0.2, 0.1, 0.7, -0.4], np.float32)  # values before refit
+
+
+def dyn(eta=1.0, lam=0.0, mds=0.0):
+    return np.array([eta, lam, 0.0, 0.0, 0.0, mds], np.float32)
+
+
+def squared(y, f):
+    return 0.5 * (y - f) ** 2
+
+
+def poisson(y, f):  # exp(f) - y f: the leaf minimiser is log(sum w y / sum w exp(f))
+    return jnp.exp(f) - y * f
+
+
+_newton = {loss: jax.jit(functools.partial(refit_newton, loss=loss))
+           for loss in (squared, poisson)}
+_quantile = {alpha: jax.jit(functools.partial(refit_quantile, alpha=alpha))
+             for alpha in (0.5, 0.2)}
+
+
+def rows(seed):
+    rng = np.random.default_rng(seed)
+    leaf = rng.choice([2, 3, 4], size=N).astype(np.int32)
+    y = rng.normal(size=N).astype(np.float32)
+    margin = rng.normal(scale=0.5, size=N).astype(np.float32)
+    w = (rng.integers(1, 9, size=N) / 4).astype(np.float32)  # dyadic: exact sums
+    w[:3] = 0.0  # padding rows
+    return leaf, y, margin, w
+
+
+def tree():
+    return dict(value=START.copy(), is_leaf=IS_LEAF.copy())
+
+
+def newton(loss, leaf, y, margin, w, d):
+    out = _newton[loss](tree(), leaf, y=y, margin=margin, w=w, dyn=d)
+    return np.asarray(out["value"])
+
+
+def test_newton_refit_of_squared_error_is_the_regularised_mean_residual():
+    leaf, y, margin, w = rows(0)
+    r = (y - margin).astype(np.float64)
+    lam, eta = 2.0, 0.5
+    # One Newton step solves the quadratic exactly: v = sum w r / (sum w + lambda).
+    v = np.array([(w[leaf == k] * r[leaf == k]).sum() / (w[leaf == k].sum() + lam)
+                  for k in (2, 3, 4)])
+    got = newton(squared, leaf, y, margin, w, dyn(eta=eta, lam=lam))
+    np.testing.assert_allclose(got[[2, 3, 4]], eta * v, rtol=1e-5, atol=1e-6)
+    # Split nodes and leaves without rows keep their values.
+    np.testing.assert_array_equal(got[[0, 1, 5, 6]], START[[0, 1, 5, 6]])
+    # max_delta_step clips v before the learning rate.
+    got = newton(squared, leaf, y, margin, w, dyn(eta=eta, lam=lam, mds=0.1))
+    assert np.abs(v).max() > 0.1  # the clip matters for at least one leaf
+    np.testing.assert_allclose(got[[2, 3, 4]], eta * np.clip(v, -0.1, 0.1), rtol=1e-5,
+                               atol=1e-6)
+
+
+def test_newton_refit_converges_on_a_non_quadratic_loss():
+    leaf, y, margin, w = rows(1)
+    y = np.abs(y) + 0.5  # counts-like labels
+    e = np.exp(margin.astype(np.float64))
+    v = np.array([np.log((w[leaf == k] * y[leaf == k]).sum() / (w[leaf == k] * e[leaf == k]).sum())
+                  for k in (2, 3, 4)])
+    assert np.abs(v - START[[2, 3, 4]]).max() > 0.3  # far enough to need several steps
+    got = newton(poisson, leaf, y, margin, w, dyn())
+    # Plain Newton from these starts is within 1e-8 after 4 steps; the refit stops near
+    # 1.6e-4 (see the xfail test below), so the tolerance here is loose.
+    np.testing.assert_allclose(got[[2, 3, 4]], v, atol=5e-4)
+    np.testing.assert_array_equal(got[[0, 1, 5, 6]], START[[0, 1, 5, 6]])
+
+
+@pytest.mark.xfail(strict=True, reason="refit_newton's step search compares leaf losses "
+                   "summed from float32 per-row losses; below ~1e-4 from the optimum the "
+                   "differences are rounding noise and the leaf stops improving")
+def test_newton_refit_reaches_newton_precision():
+    leaf, y, margin, w = rows(1)
+    y = np.abs(y) + 0.5
+    e = np.exp(margin.astype(np.float64))
+    v = np.array([np.log((w[leaf == k] * y[leaf == k]).sum() / (w[leaf == k] * e[leaf == k]).sum())
+                  for k in (2, 3, 4)])
+    got = newton(poisson, leaf, y, margin, w, dyn())
+    np.testing.assert_allclose(got[[2, 3, 4]], v, rtol=1e-5)
+
+
+def ref_quantile(r, w, alpha):
+    """The smallest residual whose cumulative weight (sorted) reaches alpha * W."""
+    order = np.argsort(r, kind="stable")
+    cw = np.cumsum(w[order].astype(np.float64))
+    return r[order][np.argmax(cw >= alpha * cw[-1])]
+
+
+def pinball(q, r, w, alpha):
+    d = r - q
+    return float((w * np.where(d >= 0, alpha * d, (alpha - 1) * d)).sum())
+
+
+@pytest.mark.parametrize("alpha", [0.5, 0.2])
+def test_quantile_refit_is_the_weighted_quantile_of_each_leaf(alpha):
+    eta = 0.5
+    for seed in (2, 3):
+        leaf, y, margin, w = rows(seed)
+        if seed == 3:  # equal weights (exact hits of alpha * W), tied residuals
+            w[3:] = 1.0
+            y[5] = y[6] - margin[6] + margin[5]
+            leaf[5] = leaf[6]
+            for k in (2, 3, 4):  # even counts: alpha = 0.5 hits a cumulative weight
+                if (w[leaf == k] > 0).sum() % 2:
+                    w[np.flatnonzero((leaf == k) & (w > 0) & (np.arange(N) > 6))[0]] = 0.0
+        r = y - margin
+        out = _quantile[alpha](tree(), leaf, y=y, margin=margin, w=w, dyn=dyn(eta=eta))
+        got = np.asarray(out["value"])
+        for k in (2, 3, 4):
+            sel = leaf == k
+            q = ref_quantile(r[sel], w[sel], alpha)
+            np.testing.assert_allclose(got[k], eta * q, rtol=1e-6)
+            # ... which minimises the leaf's pinball loss over its own residuals.
+            losses = [pinball(c, r[sel], w[sel], alpha) for c in r[sel]]
+            assert pinball(q, r[sel], w[sel], alpha) <= min(losses) + 1e-6
+        np.testing.assert_array_equal(got[[0, 1, 5, 6]], START[[0, 1, 5, 6]])
