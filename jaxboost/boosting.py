@@ -510,6 +510,8 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
       >>> bst.best_iteration < 50, list(bst.history["validation_0"])
       (True, ['logloss'])
     """
+    from .compile_cache import ensure as _compile_cache_on  # see jaxboost.compile_cache
+    _compile_cache_on()
     # --- parameters, all checked before any work ---------------------------------------
     n_rounds = _check_int("n_rounds", n_rounds, 0)
     if init_model is not None and not isinstance(init_model, Booster):

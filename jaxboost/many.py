@@ -239,6 +239,8 @@ def train_many(configs, X, y, *, objective=None, n_rounds: int = 100, max_depth:
       >>> [round(m.params.learning_rate, 1) for m in grid]
       [0.1, 0.3]
     """
+    from .compile_cache import ensure as _compile_cache_on  # see jaxboost.compile_cache
+    _compile_cache_on()
     for k in shared:
         if k not in CONFIG_KEYS:
             why = _UNSUPPORTED.get(k)
