@@ -43,6 +43,10 @@ class BuildNativeKernel(build_ext):
                 self.build_extension(ext)
             except Exception as e:  # noqa: BLE001 - the kernel is optional
                 failed.append(ext)
+                # Nor ship a library an earlier build left in build/.
+                stale = self.get_ext_fullpath(ext.name)
+                if os.path.exists(stale):
+                    os.unlink(stale)
                 print(f"warning: jaxboost's native kernel was not built ({e}); "
                       "jaxboost will try again on first use, else use pure JAX",
                       file=sys.stderr)
