@@ -6,6 +6,8 @@ STAMP_BASE := $(VENV)/.installed-base
 STAMP_TEST := $(VENV)/.installed-test
 STAMP_BENCH := $(VENV)/.installed-bench
 export JAX_PLATFORMS ?= cpu
+# Installing compiles the native kernel (setup.py), so a changed kernel reinstalls.
+INSTALL_DEPS := pyproject.toml setup.py jaxboost/native/hist.cc jaxboost/native/_build.py
 
 .PHONY: demo test bench lint clean
 
@@ -13,15 +15,15 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
-$(STAMP_BASE): pyproject.toml | $(PY)
+$(STAMP_BASE): $(INSTALL_DEPS) | $(PY)
 	$(PY) -m pip install -q -e ".[plot]"
 	touch $@
 
-$(STAMP_TEST): pyproject.toml | $(PY)
+$(STAMP_TEST): $(INSTALL_DEPS) | $(PY)
 	$(PY) -m pip install -q -e ".[test,plot]"
 	touch $@
 
-$(STAMP_BENCH): pyproject.toml | $(PY)
+$(STAMP_BENCH): $(INSTALL_DEPS) | $(PY)
 	$(PY) -m pip install -q -e ".[bench]"
 	touch $@
 
@@ -40,4 +42,4 @@ lint: $(STAMP_TEST)
 	$(VENV)/bin/ruff check .
 
 clean:
-	rm -rf $(VENV) demo_output .pytest_cache
+	rm -rf $(VENV) demo_output .pytest_cache build jaxboost/native/*.so

@@ -4,7 +4,7 @@
     python examples/multi_device.py --processes 2    # 2 local processes on 127.0.0.1
 
 The first form splits the rows of the shipped breast-cancer data over 4 simulated CPU
-devices (``JAXBOOST_CPU_DEVICES=4``) and compares the model with the one-device model,
+devices (``jaxboost.sharding.use_cpu_devices(4)``) and compares the model with the one-device model,
 with float sums and with ``quantize=True`` (exact sums: bit for bit). The second starts
 ``--processes`` copies of this script as one JAX distributed job on 127.0.0.1, each
 process holding its share of the rows, and compares the model they save with the
@@ -60,20 +60,22 @@ def communication(n_features, args, native):
 
 
 def one_process(args):
-    os.environ.setdefault("JAXBOOST_CPU_DEVICES", str(args.devices))
     import jax
     from jax.sharding import Mesh
 
     import jaxboost
     from jaxboost.training.data import use_native as _use_native
     from jaxboost.datasets import load_breast_cancer
+    from jaxboost.sharding import use_cpu_devices
+
+    if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
+        use_cpu_devices(args.devices)  # before any JAX computation
 
     X, y, _ = load_breast_cancer()
     devices = jax.devices()
     if len(devices) < args.devices:
-        sys.exit(f"JAX has {len(devices)} device(s); set JAXBOOST_CPU_DEVICES={args.devices} "
-                 f"(or XLA_FLAGS=--xla_force_host_platform_device_count={args.devices}) "
-                 f"before JAX starts")
+        sys.exit(f"JAX has {len(devices)} device(s); XLA_FLAGS asks for fewer than "
+                 f"{args.devices} (--xla_force_host_platform_device_count)")
     mesh = Mesh(np.array(devices[: args.devices]), ("rows",))
     print(f"{len(X)} rows x {X.shape[1]} features, {args.devices} devices: "
           f"{[str(d) for d in mesh.devices]}")
@@ -97,8 +99,7 @@ def launch(args):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    env = dict(os.environ)
-    env.pop("JAXBOOST_CPU_DEVICES", None)  # one CPU device per process
+    env = dict(os.environ)  # one CPU device per process (JAX's default)
     out = tempfile.mkdtemp(prefix="jaxboost_multi_")
     procs = [subprocess.Popen([sys.executable, __file__, "--worker", str(i), "--port",
                                str(port), "--processes", str(args.processes), "--out", out,

@@ -7,23 +7,19 @@
 (100,)
 """
 
-from .compile_cache import configure_compilation_cache as _configure_compilation_cache
-from .sharding import configure_host_devices as _configure_host_devices
-
-# What import did to JAX's configuration (see jaxboost.sharding, jaxboost.compile_cache).
-_HOST_DEVICES = _configure_host_devices()
-_COMPILATION_CACHE = _configure_compilation_cache()
-
-from . import callbacks, distributed, metrics, ranking, survival  # noqa: E402
-from ._version import __version__  # noqa: E402
-from .booster import Booster  # noqa: E402
-from .compare import compare  # noqa: E402
-from .errors import DataError, LossError  # noqa: E402
-from .interop import from_xgboost, to_xgboost_json  # noqa: E402,F401
-from .io import ModelFormatError, load  # noqa: E402
-from .training import train  # noqa: E402
-from .training.many import train_many  # noqa: E402
+# Importing jaxboost changes no JAX setting: the persistent compilation cache is turned on
+# by the first training call (jaxboost.compile_cache), host CPU devices only by an
+# explicit jaxboost.sharding.use_cpu_devices(n).
+from . import callbacks, compile_cache, distributed, metrics, ranking, survival
+from ._version import __version__
+from .booster import Booster
+from .compare import compare
+from .errors import DataError, LossError
+from .interop import from_xgboost, to_xgboost_json  # noqa: F401
+from .io import ModelFormatError, load
+from .training import train
+from .training.many import train_many
 
 __all__ = ["train", "train_many", "Booster", "load", "DataError", "LossError",
            "ModelFormatError", "compare", "metrics", "callbacks", "distributed", "ranking",
-           "survival", "to_xgboost_json", "from_xgboost", "__version__"]
+           "survival", "compile_cache", "to_xgboost_json", "from_xgboost", "__version__"]

@@ -14,10 +14,10 @@ jaxboost trains on one device by default, and its native histogram kernel
 (``jaxboost.native``) runs on every core itself. Host CPU devices remain available for
 testing the sharded path or by choice:
 
-* ``JAXBOOST_CPU_DEVICES=N`` (N > 1) makes ``import jaxboost`` ask JAX for N CPU devices
-  (``jax_num_cpu_devices``), when JAX's backends have not started yet and the user has not
-  set a count through ``XLA_FLAGS`` (``--xla_force_host_platform_device_count``) or
-  ``jax_num_cpu_devices``; unset (the default), nothing is changed;
+* ``jaxboost.sharding.use_cpu_devices(N)``, called before JAX starts its backends (before
+  any JAX computation), asks JAX for N CPU devices (it sets ``jax_num_cpu_devices``;
+  ``XLA_FLAGS=--xla_force_host_platform_device_count=N`` does the same). jaxboost never
+  changes the device count by itself;
 * ``train(..., mesh=Mesh(jax.devices("cpu"), ("rows",)))`` shards rows over them.
 
 On GPU and TPU backends with several local devices, ``mesh=None`` shards rows over all of
@@ -33,7 +33,6 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-ENV_CPU_DEVICES = "JAXBOOST_CPU_DEVICES"
 ROW_AXIS = "rows"
 # Below this many rows per device, one device is faster (the psum of histograms and the
 # per-device dispatch cost more than the scatter they split).
@@ -42,33 +41,33 @@ MIN_ROWS_PER_DEVICE = 1 << 15
 MIN_PADDED_ROWS = 256
 
 
-def configure_host_devices() -> str:
-    """Ask JAX for one CPU device per core when that is safe (see the module docs).
+def use_cpu_devices(n: int | str = "auto") -> int:
+    """Ask JAX for ``n`` host CPU devices (``"auto"``: one per core), to try sharded
+    training on one machine (see the module docs). Returns the count set.
 
-    Returns a short sentence saying what was done, for diagnostics.
+    Must run before JAX initialises its backends (before any JAX computation, e.g.
+    right after the imports); it sets JAX's ``jax_num_cpu_devices``, which nothing in
+    jaxboost changes otherwise.
+
+    Raises:
+      RuntimeError: when JAX's backends have started already, or ``XLA_FLAGS`` sets the
+        count (``--xla_force_host_platform_device_count``).
+      ValueError: when ``n`` is not a positive integer or ``"auto"``.
     """
-    setting = os.environ.get(ENV_CPU_DEVICES, "").strip().lower()
-    if setting == "":
-        return "unchanged (one CPU device per JAX's default)"
-    if setting == "auto":
+    if n == "auto":
         n = os.cpu_count() or 1
-    else:
-        try:
-            n = int(setting)
-        except ValueError:
-            return f"ignored {ENV_CPU_DEVICES}={setting!r} (expected a number or 'auto')"
-    if n <= 1:
-        return "one CPU device (as asked)"
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a positive integer or 'auto', got {n!r}")
     from jax._src import xla_bridge
 
     if xla_bridge.backends_are_initialized():
-        return "JAX was already initialised; its device setup is kept"
+        raise RuntimeError("JAX's backends have started already; call use_cpu_devices "
+                           "before any JAX computation")
     if "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", ""):
-        return "XLA_FLAGS sets the CPU device count; kept"
-    if jax.config.jax_num_cpu_devices not in (-1, None):
-        return "jax_num_cpu_devices already set; kept"
+        raise RuntimeError("XLA_FLAGS sets the CPU device count "
+                           "(--xla_force_host_platform_device_count); change it there")
     jax.config.update("jax_num_cpu_devices", n)
-    return f"jax_num_cpu_devices set to {n}"
+    return n
 
 
 def auto_mesh(n_rows: int) -> Mesh | None:

@@ -1,15 +1,20 @@
 import os
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
-# Four host CPU devices, so sharded training is tested even on a 2-core machine
-# (small test data stays on one device unless a test passes a mesh).
-os.environ.setdefault("JAXBOOST_CPU_DEVICES", "4")
 # Hermetic tests: no persistent compilation cache from earlier runs (its own test
 # turns it on in subprocesses).
 os.environ["JAXBOOST_COMPILATION_CACHE"] = "0"
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+
+from jaxboost.sharding import use_cpu_devices  # noqa: E402
+
+# Four host CPU devices, so sharded training is tested even on a 2-core machine (small
+# test data stays on one device unless a test passes a mesh). Only this process:
+# subprocesses that tests start get JAX's default. XLA_FLAGS may choose another count.
+if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
+    use_cpu_devices(4)
 
 
 @pytest.fixture(scope="session")
@@ -53,11 +58,11 @@ def pure_jax_histogram(monkeypatch):
     """Train on the pure-JAX histogram (the GPU/TPU default) even where the native
     kernel is available, so CPU runs test that path too.
 
-    Patches ``jaxboost.boosting._use_native``, where ``train()`` looks it up
-    (``train_many`` imports it by name and is not affected). Returns the list of the
-    patched function's answers, so a test can check that training asked.
+    Patches ``jaxboost.training.data.use_native``, where ``train()`` and
+    ``train_many()`` look it up. Returns the list of the patched function's answers, so
+    a test can check that training asked.
     """
-    from jaxboost import boosting
+    from jaxboost.training import data
 
     calls = []
 
@@ -65,7 +70,7 @@ def pure_jax_histogram(monkeypatch):
         calls.append(False)
         return False
 
-    monkeypatch.setattr(boosting, "_use_native", no_native)
+    monkeypatch.setattr(data, "use_native", no_native)
     return calls
 
 

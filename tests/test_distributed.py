@@ -43,7 +43,6 @@ def launch(out, *args, processes=2, **env_extra):
     """
     env = dict(os.environ, JAX_PLATFORMS="cpu", JAXBOOST_COMPILATION_CACHE="1",
                JAXBOOST_CACHE_DIR=str(_CACHE["dir"]), PYTHONUNBUFFERED="1", **env_extra)
-    env.pop("JAXBOOST_CPU_DEVICES", None)  # one CPU device per process
     env.pop("XLA_FLAGS", None)
     port = free_port()
     procs = []

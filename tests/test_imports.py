@@ -13,8 +13,6 @@ Python initialises on the way are not counted (otherwise everything would import
 import ast
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("jaxboost", "objectives")
 
@@ -124,8 +122,6 @@ def describe(found):
     return "\n".join(f"  {{{', '.join(c)}}}, e.g. {' -> '.join(path)}" for c, path in found)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 14: cycles among booster/boosting/callbacks/"
-                   "interop/io are being removed")
 def test_the_package_has_no_import_cycles():
     graph = import_graph(ROOT, PACKAGES)
     assert "jaxboost.split" in graph and "objectives" in graph  # the walk found the code

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -265,8 +266,13 @@ def test_bad_arguments_raise():
 
 @pytest.fixture
 def fresh_state(monkeypatch):
-    """Run available() from scratch (its result is cached per process), then restore."""
+    """Run available() from scratch (its result is cached per process), then restore.
+
+    XLA refuses a second library under the FFI target this process registered already,
+    so here a library is loaded and checked but not registered (the subprocess tests
+    register for real)."""
     saved = dict(native._state)
+    monkeypatch.setattr(jax.ffi, "register_ffi_target", lambda *args, **kwargs: None)
     native._state.update(done=False, ok=False, reason=None, lib=None, path=None)
     yield
     native._state.clear()
@@ -279,11 +285,146 @@ def test_env_var_disables(monkeypatch, fresh_state):
     assert "JAXBOOST_NATIVE" in native.unavailable_reason()
 
 
-def test_build_failure_is_reported_not_raised(monkeypatch, tmp_path, fresh_state):
+def test_env_var_disables_without_a_warning(monkeypatch, fresh_state, recwarn):
+    monkeypatch.setenv("JAXBOOST_NATIVE", "0")
+    assert native.available() is False
+    assert not [w for w in recwarn if issubclass(w.category, native.NativeKernelWarning)]
+
+
+@pytest.fixture
+def no_installed_library(monkeypatch, tmp_path):
+    """As if jaxboost had been installed without a compiler: no library in the package."""
+    empty = tmp_path / "package"
+    empty.mkdir()
+    monkeypatch.setattr(native, "_PACKAGE_DIR", empty)
+
+
+def test_build_failure_is_reported_not_raised(monkeypatch, tmp_path, fresh_state,
+                                              no_installed_library):
     monkeypatch.setenv("JAXBOOST_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("CXX", "no-such-compiler-jaxboost")
-    assert native.available() is False
+    with pytest.warns(native.NativeKernelWarning, match="no-such-compiler-jaxboost"):
+        assert native.available() is False
     assert "no-such-compiler-jaxboost" in native.unavailable_reason()
+
+
+def test_fallback_warns_once(monkeypatch, tmp_path, fresh_state, no_installed_library):
+    """No library from the install and no compiler: one warning, then silence."""
+    import warnings
+
+    monkeypatch.setenv("JAXBOOST_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("CXX", "no-such-compiler-jaxboost")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # count every warning, not once per location
+        for _ in range(3):
+            assert native.available() is False
+        native.unavailable_reason(), native.library_path()
+    ours = [w for w in caught if issubclass(w.category, native.NativeKernelWarning)]
+    assert len(ours) == 1, [str(w.message) for w in caught]
+    assert "pure JAX" in str(ours[0].message)
+    assert not (tmp_path / "cache").exists() or not list((tmp_path / "cache").rglob("*.so"))
+
+
+def test_first_use_build_goes_to_a_private_cache(monkeypatch, tmp_path, fresh_state,
+                                                 no_installed_library):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("JAXBOOST_CACHE_DIR", str(cache))
+    assert native.available(), native.unavailable_reason()
+    path = native.library_path()
+    assert path.parent.parent == cache and path.is_file()
+    assert (path.parent.stat().st_mode & 0o077) == 0  # the build folder is ours alone
+
+
+@pytest.mark.parametrize("where", ["root", "subfolder"])
+def test_group_writable_cache_is_refused(monkeypatch, tmp_path, fresh_state,
+                                         no_installed_library, where):
+    """A library in a folder others can write to could be theirs: never loaded."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("JAXBOOST_CACHE_DIR", str(cache))
+    assert native.available(), native.unavailable_reason()  # a good build first
+    built = native.library_path()
+    native._state.update(done=False, ok=False, reason=None, lib=None, path=None)
+    (cache if where == "root" else built.parent).chmod(0o775)
+    with pytest.warns(native.NativeKernelWarning, match="writable by group or others"):
+        assert native.available() is False
+    assert native.library_path() is None
+    assert "refusing" in native.unavailable_reason()
+
+
+def test_library_owned_by_someone_else_is_refused(monkeypatch, tmp_path, fresh_state,
+                                                  no_installed_library):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("JAXBOOST_CACHE_DIR", str(cache))
+    cache.mkdir(mode=0o700)
+    monkeypatch.setattr(native.os, "getuid", lambda: os.stat(cache).st_uid + 1)
+    with pytest.warns(native.NativeKernelWarning, match="not by this user"):
+        assert native.available() is False
+
+
+def _installed_here():
+    path = native.installed_library()
+    if path is None:
+        pytest.skip("no library built at install in this checkout (pip install -e ., or "
+                    "python setup.py build_ext --inplace)")
+    return path
+
+
+def test_installed_library_is_loaded_and_nothing_is_built(tmp_path):
+    """After installation, a fresh process loads the library built at install, from the
+    package, and compiles nothing into the cache."""
+    installed = _installed_here()
+    cache = tmp_path / "cache"
+    script = textwrap.dedent("""
+        from jaxboost import native
+        assert native.available(), native.unavailable_reason()
+        print(native.library_path())
+    """)
+    env = dict(os.environ, JAXBOOST_CACHE_DIR=str(cache), JAX_PLATFORMS="cpu")
+    env.pop("JAXBOOST_NATIVE", None)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    loaded = out.stdout.strip().splitlines()[-1]
+    assert loaded == str(installed)
+    assert installed.parent == Path(native.__file__).parent
+    assert not cache.exists() or not list(cache.rglob("*.so"))
+
+
+def test_setup_py_builds_the_library_the_package_loads(monkeypatch, tmp_path, fresh_state):
+    """The install-time build (setup.py's build_ext) puts the library where
+    ``available()`` looks first, and nothing is compiled into the cache."""
+    root = Path(__file__).resolve().parents[1]
+    if not (root / "setup.py").is_file():
+        pytest.skip("not a source checkout")
+    build_lib = tmp_path / "lib"
+    out = subprocess.run(
+        [sys.executable, "setup.py", "-q", "build_ext", "--build-lib", str(build_lib),
+         "--build-temp", str(tmp_path / "tmp")],
+        cwd=root, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    package_dir = build_lib / "jaxboost" / "native"
+    built = list(package_dir.glob("libjaxboost_hist-*.so"))
+    assert [p.name for p in built] == [native._build.installed_name()]
+    monkeypatch.setattr(native, "_PACKAGE_DIR", package_dir)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("JAXBOOST_CACHE_DIR", str(cache))
+    assert native.available(), native.unavailable_reason()
+    assert native.library_path() == built[0]
+    assert not cache.exists()
+
+
+def test_setup_py_without_a_compiler_still_succeeds(tmp_path):
+    root = Path(__file__).resolve().parents[1]
+    if not (root / "setup.py").is_file():
+        pytest.skip("not a source checkout")
+    env = dict(os.environ, CXX="no-such-compiler-jaxboost")
+    out = subprocess.run(
+        [sys.executable, "setup.py", "-q", "build_ext", "--build-lib", str(tmp_path / "lib"),
+         "--build-temp", str(tmp_path / "tmp")],
+        cwd=root, capture_output=True, text=True, timeout=600, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "native kernel was not built" in out.stderr
+    assert not list((tmp_path / "lib").rglob("*.so"))
 
 
 def test_under_shard_map_on_two_host_devices():

@@ -16,7 +16,7 @@ from jaxboost.sharding import MIN_PADDED_ROWS, auto_mesh, padded_rows, shard_off
 def mesh4():
     devices = jax.devices("cpu")
     if len(devices) < 4:
-        pytest.skip("needs 4 host CPU devices (JAXBOOST_CPU_DEVICES=4 before import)")
+        pytest.skip("needs 4 host CPU devices (jaxboost.sharding.use_cpu_devices(4))")
     return Mesh(np.array(devices[:4]), ("rows",))
 
 

@@ -1,17 +1,26 @@
 """Optional native CPU histogram kernel, called through XLA's FFI.
 
-The kernel (``hist.cc`` beside this file) is compiled on first use with the system C++
-compiler and cached; when that is impossible (no compiler, not CPU, ``JAXBOOST_NATIVE=0``),
-:func:`available` is ``False`` and callers keep the pure-JAX
-:func:`jaxboost.histogram.build_histogram`.
+The kernel (``hist.cc`` beside this file) is compiled when jaxboost is installed
+(``setup.py``, whenever a C++ compiler is present) into
+``libjaxboost_hist-<source hash>.so`` beside this file, and :func:`available` loads that
+library. When it is missing (installed without a compiler, or ``hist.cc`` edited in an
+editable checkout since), the first call builds it instead (below). When neither works
+(no compiler, a failed build, an unsafe cache folder, not Linux/macOS), :func:`available`
+is ``False``, a :class:`NativeKernelWarning` says why once per process, and callers keep
+the pure-JAX :func:`jaxboost.histogram.build_histogram`. ``JAXBOOST_NATIVE=0`` turns the
+kernel off without a warning.
 
-* Compiler: ``$CXX`` (may hold arguments, e.g. ``"ccache g++"``), else ``c++``, else ``g++``.
-* Flags: ``-O3 -std=c++17 -shared -fPIC`` (no ``-march=native``: a cache may be shared
-  between machines).
-* Cache: ``$JAXBOOST_CACHE_DIR`` or ``~/.cache/jaxboost``, in a subfolder keyed by a hash of
-  the source, jaxlib version, compiler (path and ``--version``), flags and machine
-  architecture. The library is built into a temporary file in that folder and moved into
-  place with ``os.replace``, so concurrent processes never load a half-written file.
+* Compiler: ``$CXX`` (may hold arguments, e.g. ``"ccache g++"``), else ``c++``, else ``g++``
+  (at install and at first use alike).
+* Flags: ``-O3 -std=c++17 -shared -fPIC -pthread`` (no ``-march=native``: a wheel or a
+  cache may be shared between machines).
+* First-use build: into ``$JAXBOOST_CACHE_DIR`` or ``~/.cache/jaxboost``, in a subfolder
+  keyed by a hash of the source, jaxlib version, compiler (path and ``--version``), flags
+  and machine architecture. The library is built into a temporary file in that folder and
+  moved into place with ``os.replace``, so concurrent processes never load a half-written
+  file. A library is loaded from there only when the cache folder, the subfolder and the
+  file are owned by the current user and not writable by group or others (anyone who can
+  write there could make this process run their code); otherwise the kernel is refused.
 
 Layout: the kernel takes ROW-major ``(N, F)`` bins (measured 1.1-1.5x faster than a
 feature-major kernel on uniform bins, up to 7x on skewed bins, and rows outside the level
@@ -47,11 +56,11 @@ import hashlib
 import os
 import platform
 import shlex
-import shutil
-import subprocess
+import stat
 import sys
 import tempfile
 import threading
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -60,15 +69,19 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..compile_cache import cache_root
+from . import _build
 
-__all__ = ["available", "unavailable_reason", "histogram", "library_path", "default_threads",
-           "TARGET_NAME"]
+__all__ = ["available", "unavailable_reason", "histogram", "library_path", "installed_library",
+           "default_threads",
+           "NativeKernelWarning", "TARGET_NAME"]
 
 TARGET_NAME = "jaxboost_histogram"
 _ABI_VERSION = 3
-_SOURCE = Path(__file__).with_name("hist.cc")
-_FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC", "-pthread")
+_SOURCE = _build.SOURCE
+_FLAGS = _build.FLAGS
 _LIB_NAME = "libjaxboost_hist.so"
+# Where the library built at install time lies (a module attribute, for tests).
+_PACKAGE_DIR = Path(__file__).parent
 ENV_THREADS = "JAXBOOST_NATIVE_THREADS"
 # Below this many (rows * features) the default is one thread: the work (~0.1-0.3 ms)
 # would not pay for starting threads and reducing their histograms.
@@ -79,91 +92,101 @@ _lock = threading.Lock()
 _state: dict = {"done": False, "ok": False, "reason": None, "lib": None, "path": None}
 
 
+class NativeKernelWarning(RuntimeWarning):
+    """The native kernel could not be used; training falls back to pure JAX."""
+
+
+class _Disabled(RuntimeError):
+    """Turned off by the user: fall back without a warning."""
+
+
 def _cache_root() -> Path:
     # $JAXBOOST_CACHE_DIR, else ~/.cache/jaxboost (shared with JAX's compilation cache).
     return Path(cache_root()).expanduser()
 
 
-def _compiler() -> list[str]:
-    cxx = os.environ.get("CXX")
-    if cxx and cxx.strip():
-        cmd = shlex.split(cxx)
-        exe = shutil.which(cmd[0])
-        if exe is None:
-            raise RuntimeError(f"CXX={cxx!r} not found on PATH")
-        return [exe, *cmd[1:]]
-    for name in ("c++", "g++", "clang++"):
-        exe = shutil.which(name)
-        if exe:
-            return [exe]
-    raise RuntimeError("no C++ compiler found (set CXX, or install c++/g++)")
+def installed_library() -> Path | None:
+    """The library built when jaxboost was installed, or ``None`` when there is none for
+    this version of ``hist.cc``."""
+    path = _PACKAGE_DIR / _build.installed_name()
+    return path if path.is_file() else None
 
 
-def _compiler_version(cxx: list[str]) -> str:
-    try:
-        out = subprocess.run([*cxx, "--version"], capture_output=True, text=True, timeout=60)
-        return out.stdout.strip()
-    except Exception as e:  # noqa: BLE001 - only part of a cache key
-        return f"unknown ({e})"
+def _check_private(path: Path) -> None:
+    """Refuse (RuntimeError) a path that someone else could have written."""
+    st = os.stat(path)
+    if st.st_uid != os.getuid():
+        raise RuntimeError(f"refusing to load the native kernel from {path}: owned by uid "
+                           f"{st.st_uid}, not by this user (uid {os.getuid()})")
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise RuntimeError(f"refusing to load the native kernel from {path}: writable by "
+                           f"group or others (mode {stat.filemode(st.st_mode)}); "
+                           f"chmod go-w it or set JAXBOOST_CACHE_DIR")
 
 
-def _build(cxx: list[str], include_dir: str, folder: Path) -> Path:
-    """Compile into ``folder`` atomically; return the library's path."""
-    folder.mkdir(parents=True, exist_ok=True)
-    final = folder / _LIB_NAME
-    fd, tmp = tempfile.mkstemp(prefix=".build-", suffix=".so", dir=folder)
-    os.close(fd)
-    try:
-        cmd = [*cxx, *_FLAGS, "-I", include_dir, str(_SOURCE), "-o", tmp]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-        if proc.returncode != 0:
-            log = (proc.stderr or proc.stdout).strip()
-            raise RuntimeError(
-                f"compiling {_SOURCE.name} failed ({shlex.join(cmd)}):\n{log[-4000:]}")
-        os.chmod(tmp, 0o755)
-        os.replace(tmp, final)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return final
+def _load(path: Path):
+    lib = ctypes.CDLL(str(path))
+    lib.JaxboostHistogramAbiVersion.restype = ctypes.c_int
+    if lib.JaxboostHistogramAbiVersion() != _ABI_VERSION:
+        raise RuntimeError(f"{path} has an unexpected ABI version")
+    return lib
 
 
-def _load_and_register() -> None:
-    if os.environ.get("JAXBOOST_NATIVE", "").strip().lower() in ("0", "false", "no", "off"):
-        raise RuntimeError("disabled by JAXBOOST_NATIVE=0")
-    if sys.platform == "win32":
-        raise RuntimeError("the native kernel is built only on Linux and macOS")
-    if not _SOURCE.is_file():
-        raise RuntimeError(f"kernel source {_SOURCE} is missing from the installation")
+def _build_in_cache():
+    """The first-use fallback: build into the user's cache (see the module's docstring);
+    return ``(library, path)``."""
     import jaxlib
 
     include_dir = jax.ffi.include_dir()
     if not (Path(include_dir) / "xla" / "ffi" / "api" / "ffi.h").is_file():
         raise RuntimeError(f"XLA FFI headers not found under {include_dir}")
-    cxx = _compiler()
+    cxx = _build.compiler()
     key = hashlib.sha256()
     for part in (_SOURCE.read_bytes(), jaxlib.__version__.encode(), shlex.join(cxx).encode(),
-                 _compiler_version(cxx).encode(), " ".join(_FLAGS).encode(),
+                 _build.compiler_version(cxx).encode(), " ".join(_FLAGS).encode(),
                  platform.machine().encode(), sys.platform.encode()):
         key.update(part)
         key.update(b"\0")
-    folder = _cache_root() / f"hist-{key.hexdigest()[:20]}"
+    root = _cache_root()
+    folder = root / f"hist-{key.hexdigest()[:20]}"
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        writable = True
+    except OSError:  # cache not writable (read-only home, ...): build for this process
+        writable = False
+    if writable:
+        _check_private(root)
+        _check_private(folder)
+    else:
+        folder = Path(tempfile.mkdtemp(prefix="jaxboost-native-"))  # 0700, ours
     path = folder / _LIB_NAME
     if not path.is_file():
-        try:
-            path = _build(cxx, include_dir, folder)
-        except OSError:  # cache not writable (read-only home, ...): build for this process
-            folder = Path(tempfile.mkdtemp(prefix="jaxboost-native-"))
-            path = _build(cxx, include_dir, folder)
+        _build.build(cxx, include_dir, path)
+    _check_private(path)
     try:
-        lib = ctypes.CDLL(str(path))
+        return _load(path), path
     except OSError:
         # An unloadable cached file (e.g. copied from another machine): rebuild once.
-        path = _build(cxx, include_dir, folder)
-        lib = ctypes.CDLL(str(path))
-    lib.JaxboostHistogramAbiVersion.restype = ctypes.c_int
-    if lib.JaxboostHistogramAbiVersion() != _ABI_VERSION:
-        raise RuntimeError(f"{path} has an unexpected ABI version")
+        _build.build(cxx, include_dir, path)
+        return _load(path), path
+
+
+def _load_and_register() -> None:
+    if os.environ.get("JAXBOOST_NATIVE", "").strip().lower() in ("0", "false", "no", "off"):
+        raise _Disabled("disabled by JAXBOOST_NATIVE=0")
+    if sys.platform == "win32":
+        raise RuntimeError("the native kernel is built only on Linux and macOS")
+    if not _SOURCE.is_file():
+        raise RuntimeError(f"kernel source {_SOURCE} is missing from the installation")
+    lib = None
+    path = installed_library()
+    if path is not None:
+        try:
+            lib = _load(path)
+        except (OSError, RuntimeError):  # e.g. a wheel built elsewhere: build it here
+            lib = None
+    if lib is None:
+        lib, path = _build_in_cache()
     jax.ffi.register_ffi_target(TARGET_NAME, jax.ffi.pycapsule(lib.JaxboostHistogram),
                                 platform="cpu")
     lib.JaxboostApplyBins.restype = None
@@ -175,9 +198,15 @@ def _load_and_register() -> None:
 
 
 def available() -> bool:
-    """Whether the native kernel can be used (builds it on the first call; never raises)."""
+    """Whether the native kernel can be used (never raises).
+
+    The first call loads the library built at install, else builds one in the cache (see
+    the module's docstring); when both fail it warns once (:class:`NativeKernelWarning`,
+    not when ``JAXBOOST_NATIVE=0``) and returns ``False``.
+    """
     if _state["done"]:
         return _state["ok"]
+    warn = None
     with _lock:
         if not _state["done"]:
             try:
@@ -185,9 +214,16 @@ def available() -> bool:
                 _state["ok"] = True
             except Exception as e:  # noqa: BLE001 - any failure means "use the fallback"
                 _state["ok"] = False
-                _state["reason"] = str(e) if type(e) is RuntimeError else (
+                _state["reason"] = str(e) if isinstance(e, RuntimeError) else (
                     f"{type(e).__name__}: {e}")
+                if not isinstance(e, _Disabled):
+                    warn = _state["reason"]
             _state["done"] = True
+    if warn is not None:
+        warnings.warn(f"jaxboost's native histogram kernel is unavailable ({warn}); "
+                      "histograms use pure JAX, which is slower on CPU. "
+                      "JAXBOOST_NATIVE=0 turns the kernel off without this warning.",
+                      NativeKernelWarning, stacklevel=2)
     return _state["ok"]
 
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from objectives import GroupObjective
 
+from .. import compile_cache
 from .. import distributed as dist
 from ..autodiff import HESSIAN_FLOOR
 from ..binning import QUANTILE_SAMPLE_ROWS
@@ -168,6 +169,7 @@ def train_many(configs, X, y, *, objective=None, n_rounds: int = 100, max_depth:
       >>> [round(m.params.learning_rate, 1) for m in grid]
       [0.1, 0.3]
     """
+    compile_cache.ensure()  # the persistent cache, unless the user set their own
     for k in shared:
         if k not in CONFIG_KEYS:
             why = _UNSUPPORTED.get(k)

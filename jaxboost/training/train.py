@@ -15,6 +15,7 @@ import dataclasses
 
 import numpy as np
 
+from .. import compile_cache
 from .. import distributed as dist
 from ..autodiff import HESSIAN_FLOOR
 from ..booster import Booster
@@ -182,6 +183,7 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
       >>> bst.best_iteration < 50, list(bst.history["validation_0"])
       (True, ['logloss'])
     """
+    compile_cache.ensure()  # the persistent cache, unless the user set their own
     s, Xf, yf, wf = configure(locals())
     multi = dist.is_multiprocess()
     status = {"round": 0}
