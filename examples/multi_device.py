@@ -64,9 +64,9 @@ def one_process(args):
     from jax.sharding import Mesh
 
     import jaxboost
-    from jaxboost.training.data import use_native as _use_native
     from jaxboost.datasets import load_breast_cancer
     from jaxboost.sharding import use_cpu_devices
+    from jaxboost.training.data import use_native as _use_native
 
     if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
         use_cpu_devices(args.devices)  # before any JAX computation
@@ -130,8 +130,8 @@ def launch(args):
 
 def worker(args):
     import jaxboost
-    from jaxboost.training.data import use_native as _use_native
     from jaxboost.datasets import load_breast_cancer
+    from jaxboost.training.data import use_native as _use_native
 
     # The coordinator listens on 127.0.0.1 only; for several hosts, give process 0's
     # private address (see the README: trusted networks only).
