@@ -211,21 +211,21 @@ def _chunked_splits(find, n, width, *node_args):
     return jax.lax.fori_loop(jnp.int32(0), n_chunks.astype(jnp.int32), chunk, init)
 
 
-def _children_sums(S, do, s, B):
-    """Children totals of a level's nodes from their split feature's histogram row.
+def _children_sums(S, s, B):
+    """Children totals of nodes from their split feature's histogram row.
 
-    ``S``: ``(C, F, W, B)`` histograms; returns ``(C, 2 W)``, children interleaved
-    (left, right), zero under nodes that do not split.
+    ``S``: ``(C, F, n, B)`` histograms, ``s`` the nodes' splits; returns ``(C, 2 n)``,
+    children interleaved (left, right).
     """
-    C, F, W, _ = S.shape
-    node_ids = jnp.arange(W, dtype=jnp.int32)
+    C, F, n, _ = S.shape
+    node_ids = jnp.arange(n, dtype=jnp.int32)
     bins_idx = jnp.arange(B, dtype=jnp.int32)
-    rows = S[:, s["feature"], node_ids]  # (C, W, B)
+    rows = S[:, s["feature"], node_ids]  # (C, n, B)
     goes_left = jnp.where(bins_idx[None, :] == B - 1, s["default_left"][:, None],
-                          bins_idx[None, :] < s["tbin"][:, None])  # (W, B)
+                          bins_idx[None, :] < s["tbin"][:, None])  # (n, B)
     SL = jnp.sum(jnp.where(goes_left, rows, 0.0), axis=2)
     SR = jnp.sum(jnp.where(goes_left, 0.0, rows), axis=2)
-    return jnp.where(do[None, :, None], jnp.stack([SL, SR], axis=2), 0.0).reshape(C, 2 * W)
+    return jnp.stack([SL, SR], axis=2).reshape(C, 2 * n)
 
 
 def _rows_of_level(pos, d, width):
@@ -281,30 +281,62 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, *, max_depth: int, max_bin:
     bin_of = bin_reader(bins, native)
     masks = None if features is None else features.levels(W)  # (D, W, F)
 
-    def find(Gh, Hh, Gt, Ht, mask=None):
-        return find_best_splits(Gh, Hh, Gt, Ht, dyn, forward_ok, clipped=clipped,
-                                any_forward=any_forward, feature_mask=mask)
+    def split_level(d, width, Gt, Ht, alive, hist_chunk, bufs):
+        """Best splits of level ``d``'s nodes and their children's totals, chunk by chunk.
 
-    def split_level(d, Gh, Hh, Gt, Ht, alive, pos, local, in_level, structure, Gn, Hn):
-        """Best splits of level ``d`` (histograms given), recorded; rows routed."""
-        width = Gh.shape[1]
-        if width == 1:  # the root
-            s = find(Gh, Hh, Gt, Ht, None if masks is None else masks[0, :1])
-        else:
-            args = [(Gh, 1), (Hh, 1), (Gt, 0), (Ht, 0)]
-            if masks is not None:
-                args.append((masks[d], 0))
-            s = _chunked_splits(find, _pow2(d), width, *args)
-        do = alive & is_split_worthy(s["gain"])
+        ``hist_chunk(k, c, bufs) -> (Gh, Hh, bufs)`` gives chunk ``k``'s ``(F, c, B)``
+        histograms (nodes ``k c .. k c + c - 1``). Returns ``(s, do, Gc, Hc, bufs)``:
+        ``(width,)`` splits, which nodes split, ``(2 width,)`` children totals.
+        """
+        c = min(SPLIT_CHUNK, width)
+
+        def chunk(k, carry):
+            acc, bufs = carry
+            Gh, Hh, bufs = hist_chunk(k, c, bufs)
+
+            def sl(a):
+                return jax.lax.dynamic_slice_in_dim(a, k * c, c, 0)
+
+            mask = None if masks is None else sl(masks[d] if width > 1 else masks[0, :1])
+            s = find_best_splits(Gh, Hh, sl(Gt), sl(Ht), dyn, forward_ok, clipped=clipped,
+                                 any_forward=any_forward, feature_mask=mask)
+            s["Gc"] = _children_sums(Gh[None], s, B)[0]  # (2 c,)
+            s["Hc"] = _children_sums(Hh[None], s, B)[0]
+            acc = {key: jax.lax.dynamic_update_slice_in_dim(
+                acc[key], s[key].astype(acc[key].dtype), k * c * acc[key].shape[0] // width, 0)
+                for key in acc}
+            return acc, bufs
+
+        acc = dict(gain=jnp.full(width, -jnp.inf, jnp.float32),
+                   feature=jnp.zeros(width, jnp.int32), tbin=jnp.zeros(width, jnp.int32),
+                   default_left=jnp.zeros(width, bool), Gc=jnp.zeros(2 * width, jnp.float64),
+                   Hc=jnp.zeros(2 * width, jnp.float64))
+        if c == width:
+            acc, bufs = chunk(jnp.int32(0), (acc, bufs))
+        else:  # only the chunks that hold some of the level's 2**d nodes
+            n_chunks = (_pow2(d) + (c - 1)) // c
+            acc, bufs = jax.lax.fori_loop(jnp.int32(0), n_chunks, chunk, (acc, bufs))
+        do = alive & is_split_worthy(acc["gain"])
+        do2 = jnp.repeat(do, 2)
+        return (acc, do, jnp.where(do2, acc["Gc"], 0.0), jnp.where(do2, acc["Hc"], 0.0),
+                bufs)
+
+    def finish_level(d, s, do, Gc, Hc, pos, local, in_level, structure, Gn, Hn):
+        """Record level ``d``'s splits and children totals; route its rows."""
         n = _pow2(d)
         structure = _record(structure, n - 1, do, s)
-        Gc = _children_sums(Gh[None], do, s, B)[0]  # (2 width,)
-        Hc = _children_sums(Hh[None], do, s, B)[0]
         Gn = jax.lax.dynamic_update_slice(Gn, Gc, (2 * n - 1,))
         Hn = jax.lax.dynamic_update_slice(Hn, Hc, (2 * n - 1,))
         pos = route(pos, local, in_level, do, s["feature"], s["tbin"], s["default_left"],
                     bin_of, B)
-        return do, pos, structure, Gn, Hn
+        return pos, structure, Gn, Hn
+
+    def full_chunks(Gh, Hh):
+        """``hist_chunk`` over whole-level histograms ``(F, width, B)``."""
+        def hist_chunk(k, c, bufs):
+            return (jax.lax.dynamic_slice_in_dim(Gh, k * c, c, 1),
+                    jax.lax.dynamic_slice_in_dim(Hh, k * c, c, 1), bufs)
+        return hist_chunk
 
     with jax.enable_x64(True):
         # Node totals: the root's from one sum; every other node's from its parent's
@@ -317,16 +349,21 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, *, max_depth: int, max_bin:
             # The root: one node, every row.
             local, in_level = _rows_of_level(pos, 0, 1)
             Gh, Hh = reduce(histogram(local, 1))
-            do, pos, structure, Gn, Hn = split_level(
-                0, Gh, Hh, Gn[:1], Hn[:1], jnp.ones(1, bool), pos, local, in_level,
-                structure, Gn, Hn)
+            s, do, Gc, Hc, _ = split_level(0, 1, Gn[:1], Hn[:1], jnp.ones(1, bool),
+                                           full_chunks(Gh, Hh), None)
+            pos, structure, Gn, Hn = finish_level(0, s, do, Gc, Hc, pos, local, in_level,
+                                                  structure, Gn, Hn)
         if D > 1:
-            pad = ((0, 0), (0, W - 1), (0, 0))
             alive = jnp.zeros(W, bool).at[:2].set(jnp.repeat(do, 2))
-            prev = (jnp.pad(Gh, pad), jnp.pad(Hh, pad)) if native else None
+            bufs = None
+            if native:
+                # Two levels' histograms (parent, current) in one (F, 2 W, B) buffer
+                # each for G and H: level d's at node offset (d % 2) * W.
+                pad = ((0, 0), (0, 2 * W - 1), (0, 0))
+                bufs = (jnp.pad(Gh, pad), jnp.pad(Hh, pad))
 
             def level(d, carry):
-                pos, alive, prev, structure, Gn, Hn = carry
+                pos, alive, bufs, structure, Gn, Hn = carry
                 d = d.astype(jnp.int32)
                 n = _pow2(d)
                 Gt = jax.lax.dynamic_slice(Gn, (n - 1,), (W,))
@@ -342,22 +379,30 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, *, max_depth: int, max_bin:
                         is_left == left_small[jnp.minimum(local, W - 1) // 2])
                     Gs, Hs = reduce(histogram(jnp.where(in_small, local // 2, h2), h2,
                                               n_active=n // 2))
-                    Gl, Hl = prev[0][:, :h2] - Gs, prev[1][:, :h2] - Hs
-                    ls = left_small[None, :, None]
-                    Gh = jnp.stack([jnp.where(ls, Gs, Gl), jnp.where(ls, Gl, Gs)], axis=2)
-                    Hh = jnp.stack([jnp.where(ls, Hs, Hl), jnp.where(ls, Hl, Hs)], axis=2)
-                    Gh = Gh.reshape(Gs.shape[0], W, B)
-                    Hh = Hh.reshape(Hs.shape[0], W, B)
-                    prev = (Gh, Hh)
+                    parent, cur = ((d - 1) % 2) * W, (d % 2) * W
+
+                    def hist_chunk(k, c, bufs):
+                        p, cp = k * (c // 2), c // 2  # the chunk's sibling pairs
+                        ls = jax.lax.dynamic_slice_in_dim(left_small, p, cp, 0)[None, :, None]
+                        out = []
+                        for small, buf in zip((Gs, Hs), bufs):
+                            small = jax.lax.dynamic_slice_in_dim(small, p, cp, 1)
+                            large = jax.lax.dynamic_slice_in_dim(buf, parent + p, cp, 1) - small
+                            both = jnp.stack([jnp.where(ls, small, large),
+                                              jnp.where(ls, large, small)], axis=2)
+                            out.append(both.reshape(small.shape[0], c, B))
+                        bufs = tuple(jax.lax.dynamic_update_slice_in_dim(buf, o, cur + k * c, 1)
+                                     for buf, o in zip(bufs, out))
+                        return out[0], out[1], bufs
                 else:
-                    Gh, Hh = reduce(histogram(local, W))
-                do, pos, structure, Gn, Hn = split_level(
-                    d, Gh, Hh, Gt, Ht, alive, pos, local, in_level, structure, Gn, Hn)
-                alive = jnp.repeat(do, 2)[:W]
-                return pos, alive, prev, structure, Gn, Hn
+                    hist_chunk = full_chunks(*reduce(histogram(local, W)))
+                s, do, Gc, Hc, bufs = split_level(d, W, Gt, Ht, alive, hist_chunk, bufs)
+                pos, structure, Gn, Hn = finish_level(d, s, do, Gc, Hc, pos, local, in_level,
+                                                      structure, Gn, Hn)
+                return pos, jnp.repeat(do, 2)[:W], bufs, structure, Gn, Hn
 
             pos, _, _, structure, Gn, Hn = jax.lax.fori_loop(
-                1, D, level, (pos, alive, prev, structure, Gn, Hn))
+                1, D, level, (pos, alive, bufs, structure, Gn, Hn))
         fields, leaf = _finish(structure, pos, dyn, cuts_ext, D)
         tree = dict(fields, value=leaf_values(Gn, Hn, dyn), cover=Hn.astype(jnp.float32))
         return tree, leaf
@@ -431,8 +476,8 @@ def grow_vector_tree(bins, g, h, dyn, cuts_ext, forward_ok, *, max_depth: int,
         do = alive & is_split_worthy(s["gain"])
         n = _pow2(d)
         structure = _record(structure, n - 1, do, s)
-        Sn = jax.lax.dynamic_update_slice(Sn, _children_sums(S, do, s, B),
-                                          (jnp.int32(0), 2 * n - 1))
+        Sc = jnp.where(jnp.repeat(do, 2)[None, :], _children_sums(S, s, B), 0.0)
+        Sn = jax.lax.dynamic_update_slice(Sn, Sc, (jnp.int32(0), 2 * n - 1))
         pos = route(pos, local, in_level, do, s["feature"], s["tbin"], s["default_left"],
                     bin_of, B)
         return do, pos, structure, Sn
