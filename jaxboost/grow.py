@@ -19,9 +19,17 @@ level, which starts right after them). The padding costs little where work is pe
 
 * the native histogram kernel takes the level's node count as a traced input
   (``n_active``), so it histograms, zeroes and reduces only the live nodes;
-* split finding runs in chunks of ``SPLIT_CHUNK`` nodes, a loop over only as many
-  chunks as the level has nodes;
+* everything else per node (the sibling = parent - smaller child subtraction, split
+  finding, the children's totals) runs in chunks of ``SPLIT_CHUNK`` nodes, a loop over
+  only as many chunks as the level has nodes; the native path keeps the parent's and
+  the current level's histograms in one ``(F, 2 W, B)`` buffer updated in place;
 * the pure-JAX scatter costs per row; only its zero-filled output is ``W`` wide.
+
+What is left at full width is per-level ``(W,)`` bookkeeping and, with the native
+kernel, zeroing its ``(F, W / 2, B)`` output past the live nodes: measured at 1M rows
+(W1, 25 rounds) depth 6 trains as fast as the unrolled builder, depth 10 about 20 %
+slower; compile time (fresh process, 10k rows) is 2.1 s at depth 6 and 2.2 s at depth 8
+against 1.75 s at depth 2 (unrolled: 3.2 s and 4.5 s), ``benchmarks/compile_depth.py``.
 
 gamma pruning and each row's leaf are loops over levels too. Every node's arithmetic
 is the same as level by level with exact shapes, so the trees are bit-identical.
