@@ -71,6 +71,17 @@ class FeatureSampler:
             self._levels.append(_choose(jax.random.fold_in(k, 1), nodes, ratios[BYNODE]))
 
     def level(self, d: int, n: int):
+        """The ``(n, F)`` masks of level ``d`` (``n = 2**d`` nodes)."""
         mask = self._levels[d]
         assert mask.shape[0] == n
         return mask
+
+    def levels(self, width: int):
+        """Every level's masks in one ``(max_depth, width, F)`` array.
+
+        Level ``d``'s ``2**d`` rows come first, then ``False`` rows up to ``width``
+        (``>= 2**(max_depth - 1)``): what the tree builder's level loop indexes with a
+        traced level. The masks are the ones ``level`` returns (the same draws).
+        """
+        return jnp.stack([jnp.pad(m, ((0, width - m.shape[0]), (0, 0)))
+                          for m in self._levels])

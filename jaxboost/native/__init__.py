@@ -76,7 +76,7 @@ __all__ = ["available", "unavailable_reason", "histogram", "library_path", "inst
            "NativeKernelWarning", "TARGET_NAME"]
 
 TARGET_NAME = "jaxboost_histogram"
-_ABI_VERSION = 3
+_ABI_VERSION = 4
 _SOURCE = _build.SOURCE
 _FLAGS = _build.FLAGS
 _LIB_NAME = "libjaxboost_hist.so"
@@ -296,7 +296,7 @@ def default_threads(n_rows: int | None = None, n_features: int | None = None) ->
 
 
 def histogram(bins, g, h, node, n_nodes: int, n_bins: int, *, n_threads: int | None = None,
-              _xla_pool: bool = True):
+              n_active=None, _xla_pool: bool = True):
     """Histograms of g and h per (feature, node, bin), by the native kernel.
 
     Same result as :func:`jaxboost.histogram.build_histogram` (float64 sums), but from
@@ -318,6 +318,12 @@ def histogram(bins, g, h, node, n_nodes: int, n_bins: int, *, n_threads: int | N
         inputs). An explicit value is used as is, even for small inputs. The result is
         bit-identical across calls for a given count; across counts it may differ in the
         last bits of float64 (see the module's docstring).
+      n_active: optional int32 scalar, may be traced: only nodes ``[0, n_active)``
+        are histogrammed (rows of other nodes are skipped) and the slots of nodes
+        ``>= n_active`` are zero; the work (scratch histograms, their reduction, the
+        choice between the kernel's two threading schemes) is that of ``n_active``
+        nodes, so one compiled call serves levels of different sizes. ``None``:
+        ``n_nodes``.
       _xla_pool: private (tests, benchmarks); ``False`` runs the threads as std::threads
         instead of on XLA:CPU's intra-op thread pool.
 
@@ -355,7 +361,10 @@ def histogram(bins, g, h, node, n_nodes: int, n_bins: int, *, n_threads: int | N
         node = node.astype(jnp.int32)
         if n_threads is None:
             n_threads = default_threads(N, F)
+        n_active = jnp.asarray(n_nodes if n_active is None else n_active, jnp.int32)
+        if n_active.shape != ():
+            raise ValueError(f"n_active must be a scalar, got shape {n_active.shape}")
         out = jax.ShapeDtypeStruct((F, n_nodes, n_bins), np.float64)
         G, H = jax.ffi.ffi_call(TARGET_NAME, (out, out), vmap_method="sequential")(
-            bins, g, h, node, n_threads=np.int64(n_threads), use_xla_pool=bool(_xla_pool))
+            bins, g, h, node, n_active, n_threads=np.int64(n_threads), use_xla_pool=bool(_xla_pool))
         return G, H

@@ -5,9 +5,13 @@
 //
 // Inputs:  bins (N, F) uint8, ROW-major (each row's F bins contiguous);
 //          g, h (N,) float32 or float64 (both the same dtype);
-//          node (N,) int32; rows with node outside [0, n_nodes) are skipped.
+//          node (N,) int32; rows with node outside [0, n_active) are skipped;
+//          n_active () int32, the number of nodes histogrammed (clamped to
+//          [0, n_nodes]): a traced count, so one compiled call serves levels of
+//          different sizes (jaxboost.grow loops over levels with arrays sized for
+//          the widest one) at the cost of the active nodes only.
 // Outputs: G, H (F, n_nodes, n_bins) float64; n_nodes and n_bins are read from
-//          the output shape.
+//          the output shape. Slots of nodes >= n_active are zero.
 // Attributes: n_threads (int64 >= 1), the number of threads (see Threads below);
 //             use_xla_pool (bool), false to run on std::threads (for tests, benchmarks).
 //
@@ -33,7 +37,7 @@
 // (skewed data) map all F slots to one L1 set and the kernel ran 15-20x slower.
 //
 // Threads (n_threads = T, at most N): two schemes, picked by the size of the scratch
-// histogram (n_nodes * F * n_bins pairs, padded):
+// histogram (n_active * F * n_bins pairs, padded; the inactive nodes cost nothing):
 //  * by rows (the scratch fits the caches, i.e. few nodes): the rows are split into T
 //    contiguous blocks with fixed boundaries (block t = rows [t N / T, (t + 1) N / T)),
 //    each summed into its own scratch histogram; then the output is reduced by
@@ -201,8 +205,8 @@ void ParallelFor(ffi::ThreadPool* pool, int64_t n_workers, int64_t n_items,
 // are reduced in block order into G and H, by ranges of (node, feature) pairs.
 template <int64_t FS, typename T>
 void HistogramByRows(const uint8_t* bins, const T* g, const T* h, const int32_t* node,
-                     int64_t N, int64_t F, int64_t n_nodes, int64_t n_bins, int64_t ns,
-                     int64_t nt, ffi::ThreadPool* pool, double* G, double* H) {
+                     int64_t N, int64_t F, int64_t n_nodes, int64_t n_out, int64_t n_bins,
+                     int64_t ns, int64_t nt, ffi::ThreadPool* pool, double* G, double* H) {
   // Tail of 256 pairs: a bin value >= n_bins (a caller bug) lands in padding or a
   // neighbouring slot, never outside the buffer.
   const int64_t total = n_nodes * ns + 256;
@@ -231,8 +235,8 @@ void HistogramByRows(const uint8_t* bins, const T* g, const T* h, const int32_t*
         const v2d* at = a + t * total;
         for (int64_t b = 0; b < n_bins; ++b) buf[b] += at[b];
       }
-      double* Go = G + (f * n_nodes + n) * n_bins;
-      double* Ho = H + (f * n_nodes + n) * n_bins;
+      double* Go = G + (f * n_out + n) * n_bins;
+      double* Ho = H + (f * n_out + n) * n_bins;
       for (int64_t b = 0; b < n_bins; ++b) {
         Go[b] = buf[b][0];
         Ho[b] = buf[b][1];
@@ -257,8 +261,8 @@ struct GH {
 // of threads: bit-identical to HistogramByRows with one thread, for any nt.
 template <int64_t FS, typename T>
 void HistogramByNode(const uint8_t* bins, const T* g, const T* h, const int32_t* node,
-                     int64_t N, int64_t F, int64_t n_nodes, int64_t n_bins, int64_t nt,
-                     ffi::ThreadPool* pool, double* G, double* H) {
+                     int64_t N, int64_t F, int64_t n_nodes, int64_t n_out, int64_t n_bins,
+                     int64_t nt, ffi::ThreadPool* pool, double* G, double* H) {
   constexpr int64_t kAhead = 12;  // rows ahead to prefetch, as in Accumulate
   const uint32_t nn = static_cast<uint32_t>(n_nodes);
   const int64_t nb = n_nodes + 1;  // bucket n_nodes: skipped rows (branch-free scatter)
@@ -330,8 +334,8 @@ void HistogramByNode(const uint8_t* bins, const T* g, const T* h, const int32_t*
     }
     for (int64_t f = un.f0; f < un.f1; ++f) {
       const v2d* af = a + (f - un.f0) * FS;
-      double* Go = G + (f * n_nodes + un.n) * n_bins;
-      double* Ho = H + (f * n_nodes + un.n) * n_bins;
+      double* Go = G + (f * n_out + un.n) * n_bins;
+      double* Ho = H + (f * n_out + un.n) * n_bins;
       for (int64_t b = 0; b < n_bins; ++b) {
         Go[b] = af[b][0];
         Ho[b] = af[b][1];
@@ -342,7 +346,7 @@ void HistogramByNode(const uint8_t* bins, const T* g, const T* h, const int32_t*
 
 template <int64_t FS, typename T>
 void Histogram(const uint8_t* bins, const T* g, const T* h, const int32_t* node, int64_t N,
-               int64_t F, int64_t n_nodes, int64_t n_bins, int64_t n_threads,
+               int64_t F, int64_t n_nodes, int64_t n_out, int64_t n_bins, int64_t n_threads,
                ffi::ThreadPool* pool, double* G, double* H) {
   // Node stride: F * FS pairs, padded to an odd number of 64-byte lines.
   int64_t ns = F * FS;
@@ -356,32 +360,42 @@ void Histogram(const uint8_t* bins, const T* g, const T* h, const int32_t* node,
   constexpr int64_t kByNodeBytes = int64_t{8} << 20;        // per thread
   constexpr int64_t kByNodeTotalBytes = int64_t{16} << 20;  // all threads
   if (scratch_bytes >= kByNodeBytes || nt_rows * scratch_bytes >= kByNodeTotalBytes) {
-    HistogramByNode<FS, T>(bins, g, h, node, N, F, n_nodes, n_bins, nt_rows, pool, G, H);
+    HistogramByNode<FS, T>(bins, g, h, node, N, F, n_nodes, n_out, n_bins, nt_rows, pool, G,
+                           H);
   } else {  // the T scratch histograms take < 16 MiB
-    HistogramByRows<FS, T>(bins, g, h, node, N, F, n_nodes, n_bins, ns, nt_rows, pool, G, H);
+    HistogramByRows<FS, T>(bins, g, h, node, N, F, n_nodes, n_out, n_bins, ns, nt_rows, pool,
+                           G, H);
+  }
+  // Output slots of the inactive nodes [n_nodes, n_out) are zero.
+  if (n_out > n_nodes) {
+    for (int64_t f = 0; f < F; ++f) {
+      const int64_t o = (f * n_out + n_nodes) * n_bins, len = (n_out - n_nodes) * n_bins;
+      std::memset(static_cast<void*>(G + o), 0, sizeof(double) * len);
+      std::memset(static_cast<void*>(H + o), 0, sizeof(double) * len);
+    }
   }
 }
 
 template <typename T>
 void Dispatch(const uint8_t* bins, const T* g, const T* h, const int32_t* node, int64_t N,
-              int64_t F, int64_t n_nodes, int64_t n_bins, int64_t nt, ffi::ThreadPool* pool,
-              double* G, double* H) {
+              int64_t F, int64_t n_nodes, int64_t n_out, int64_t n_bins, int64_t nt,
+              ffi::ThreadPool* pool, double* G, double* H) {
   if (n_bins <= 16) {
-    Histogram<20, T>(bins, g, h, node, N, F, n_nodes, n_bins, nt, pool, G, H);
+    Histogram<20, T>(bins, g, h, node, N, F, n_nodes, n_out, n_bins, nt, pool, G, H);
   } else if (n_bins <= 32) {
-    Histogram<36, T>(bins, g, h, node, N, F, n_nodes, n_bins, nt, pool, G, H);
+    Histogram<36, T>(bins, g, h, node, N, F, n_nodes, n_out, n_bins, nt, pool, G, H);
   } else if (n_bins <= 64) {
-    Histogram<68, T>(bins, g, h, node, N, F, n_nodes, n_bins, nt, pool, G, H);
+    Histogram<68, T>(bins, g, h, node, N, F, n_nodes, n_out, n_bins, nt, pool, G, H);
   } else if (n_bins <= 128) {
-    Histogram<132, T>(bins, g, h, node, N, F, n_nodes, n_bins, nt, pool, G, H);
+    Histogram<132, T>(bins, g, h, node, N, F, n_nodes, n_out, n_bins, nt, pool, G, H);
   } else {
-    Histogram<260, T>(bins, g, h, node, N, F, n_nodes, n_bins, nt, pool, G, H);
+    Histogram<260, T>(bins, g, h, node, N, F, n_nodes, n_out, n_bins, nt, pool, G, H);
   }
 }
 
 ffi::Error HistogramImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
                          ffi::AnyBuffer g, ffi::AnyBuffer h, ffi::Buffer<ffi::S32> node,
-                         ffi::ResultBuffer<ffi::F64> G, ffi::ResultBuffer<ffi::F64> H,
+                         ffi::Buffer<ffi::S32> n_active, ffi::ResultBuffer<ffi::F64> G, ffi::ResultBuffer<ffi::F64> H,
                          int64_t n_threads, bool use_xla_pool) {
   const auto bd = bins.dimensions();
   const auto od = G->dimensions();
@@ -389,7 +403,7 @@ ffi::Error HistogramImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
   if (od.size() != 3 || H->dimensions().size() != 3)
     return ffi::Error::InvalidArgument("jaxboost_histogram: outputs must be (F, n_nodes, n_bins)");
   const int64_t N = bd[0], F = bd[1];
-  const int64_t n_nodes = od[1], n_bins = od[2];
+  const int64_t n_out = od[1], n_bins = od[2];
   for (int k = 0; k < 3; ++k) {
     if (H->dimensions()[k] != od[k])
       return ffi::Error::InvalidArgument("jaxboost_histogram: G and H shapes differ");
@@ -398,8 +412,13 @@ ffi::Error HistogramImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
     return ffi::Error::InvalidArgument("jaxboost_histogram: output F differs from bins' F");
   if (n_bins < 1 || n_bins > 256)
     return ffi::Error::InvalidArgument("jaxboost_histogram: n_bins must be in [1, 256]");
-  if (n_nodes < 0 || n_nodes >= (int64_t{1} << 31))
+  if (n_out < 0 || n_out >= (int64_t{1} << 31))
     return ffi::Error::InvalidArgument("jaxboost_histogram: bad n_nodes");
+  if (n_active.element_count() != 1)
+    return ffi::Error::InvalidArgument("jaxboost_histogram: n_active must be a scalar");
+  // The nodes histogrammed: [0, n_active) clamped to [0, n_out]; the rest are zero.
+  const int64_t n_nodes =
+      std::min<int64_t>(n_out, std::max<int64_t>(0, *n_active.typed_data()));
   if (N >= (int64_t{1} << 31))
     return ffi::Error::InvalidArgument("jaxboost_histogram: more than 2^31 - 1 rows");
   if (g.dimensions().size() != 1 || h.dimensions().size() != 1 ||
@@ -410,10 +429,10 @@ ffi::Error HistogramImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
     return ffi::Error::InvalidArgument("jaxboost_histogram: g and h dtypes differ");
   if (n_threads < 1 || n_threads > 4096)
     return ffi::Error::InvalidArgument("jaxboost_histogram: n_threads must be in [1, 4096]");
-  if (n_nodes == 0 || F == 0) return ffi::Error::Success();
-  if (N == 0) {
-    std::memset(G->typed_data(), 0, sizeof(double) * F * n_nodes * n_bins);
-    std::memset(H->typed_data(), 0, sizeof(double) * F * n_nodes * n_bins);
+  if (n_out == 0 || F == 0) return ffi::Error::Success();
+  if (N == 0 || n_nodes == 0) {
+    std::memset(G->typed_data(), 0, sizeof(double) * F * n_out * n_bins);
+    std::memset(H->typed_data(), 0, sizeof(double) * F * n_out * n_bins);
     return ffi::Error::Success();
   }
   // XLA's intra-op pool when the runtime has one (num_threads() is 0 when it has not)
@@ -431,13 +450,13 @@ ffi::Error HistogramImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
     switch (g.element_type()) {
       case ffi::DataType::F32:
         Dispatch<float>(b, static_cast<const float*>(g.untyped_data()),
-                        static_cast<const float*>(h.untyped_data()), nd, N, F, n_nodes, n_bins,
-                        n_threads, pool, Go, Ho);
+                        static_cast<const float*>(h.untyped_data()), nd, N, F, n_nodes, n_out,
+                        n_bins, n_threads, pool, Go, Ho);
         break;
       case ffi::DataType::F64:
         Dispatch<double>(b, static_cast<const double*>(g.untyped_data()),
-                         static_cast<const double*>(h.untyped_data()), nd, N, F, n_nodes, n_bins,
-                         n_threads, pool, Go, Ho);
+                         static_cast<const double*>(h.untyped_data()), nd, N, F, n_nodes, n_out,
+                         n_bins, n_threads, pool, Go, Ho);
         break;
       default:
         return ffi::Error::InvalidArgument("jaxboost_histogram: g, h must be float32 or float64");
@@ -458,6 +477,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostHistogram, HistogramImpl,
                                   .Arg<ffi::AnyBuffer>()         // g (N,)
                                   .Arg<ffi::AnyBuffer>()         // h (N,)
                                   .Arg<ffi::Buffer<ffi::S32>>()  // node (N,)
+                                  .Arg<ffi::Buffer<ffi::S32>>()  // n_active ()
                                   .Ret<ffi::Buffer<ffi::F64>>()  // G (F, n_nodes, n_bins)
                                   .Ret<ffi::Buffer<ffi::F64>>()  // H (F, n_nodes, n_bins)
                                   .Attr<int64_t>("n_threads")
@@ -491,4 +511,4 @@ extern "C" void JaxboostApplyBins(const float* X, int64_t F, const float* cuts,
 }
 
 // Version of the calling conventions above; the Python side checks it.
-extern "C" int JaxboostHistogramAbiVersion() { return 3; }
+extern "C" int JaxboostHistogramAbiVersion() { return 4; }
