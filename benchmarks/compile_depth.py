@@ -1,7 +1,7 @@
 """Compile time of a training program against ``max_depth``, and W1-like training time.
 
 Issue 14: a tree builder that unrolls its level loop compiles a program that grows with
-``max_depth``; ``jaxboost.grow`` loops over levels instead. This script measures both
+``max_depth``; ``jaxboost.engine.grow`` loops over levels instead. This script measures both
 sides of that trade:
 
 * **compile**: for each depth D, a fresh process (persistent compilation cache off,

@@ -188,7 +188,7 @@ with count_compiles() as c:
 print({tag!r} + json.dumps(dict(
     startup_s=w0 - float(sys.argv[2]), load_s=t1 - t0, import_s=t2 - t1, train_s=t4 - t3,
     inside_s=t4 - t0, compile_s=c.total_seconds(), compiles=len(c), xla_compiles=len(c.misses()),
-    compile_names=list(c), compile_seconds=c.seconds, cache=jaxboost._COMPILATION_CACHE)))
+    compile_names=list(c), compile_seconds=c.seconds, cache=jaxboost.compile_cache.status())))
 """
 
 FIRST_XGBOOST = """
@@ -410,7 +410,7 @@ def worker_changes(data_dir: str, quick: bool) -> None:
 
     out = dict(log=S.log, many=many, user_loss_mode=user_mode, base_first=base_first,
                worker_s=time.perf_counter() - t_start,
-               cache=jaxboost._COMPILATION_CACHE)
+               cache=jaxboost.compile_cache.status())
     print(TAG + json.dumps(out))
 
 

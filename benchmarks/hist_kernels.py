@@ -3,7 +3,7 @@
 Prints milliseconds per level (median of ``--repeats`` after one warm-up call), every
 implementation called inside ``jax.jit`` on ONE JAX CPU device:
 
-* ``xla``: :func:`jaxboost.histogram.build_histogram` on feature-major ``(F, N)`` bins and
+* ``xla``: :func:`jaxboost.engine.histogram.build_histogram` on feature-major ``(F, N)`` bins and
   packed ``g + i h`` (the pure-JAX default; XLA:CPU may already run parts of it on
   several cores through its intra-op thread pool);
 * ``nat 1T``: :func:`jaxboost.native.histogram` on row-major ``(N, F)`` bins, float32 g, h,
@@ -56,7 +56,7 @@ def main() -> None:
 
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     from jaxboost import native
-    from jaxboost.histogram import build_histogram, pack_gh
+    from jaxboost.engine.histogram import build_histogram, pack_gh
 
     N, F, B = args.rows, args.features, args.n_bins
     rng = np.random.default_rng(0)

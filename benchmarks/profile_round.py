@@ -80,8 +80,8 @@ def split_times():
     import jax
     import jax.numpy as jnp
 
+    from jaxboost.engine.split import find_best_splits
     from jaxboost.params import TreeParams
-    from jaxboost.split import find_best_splits
 
     rng = np.random.default_rng(0)
     F, B = 28, 256
@@ -104,7 +104,7 @@ def histogram_times(rows):
     import jax.numpy as jnp
 
     from jaxboost import native
-    from jaxboost.histogram import build_histogram, pack_gh
+    from jaxboost.engine.histogram import build_histogram, pack_gh
 
     rng = np.random.default_rng(0)
     F, B = 28, 256

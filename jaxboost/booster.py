@@ -6,11 +6,11 @@ import numpy as np
 
 from ._types import pad_rows
 from ._validation import as_features, check_feature_names, check_names_list
-from .autodiff import loss_name
-from .binning import BinEdges
+from .engine.autodiff import loss_name
+from .engine.binning import BinEdges
+from .engine.tree import Ensemble, predict_leaf, predict_margin, staged_margins
 from .errors import DataError
 from .params import TreeParams
-from .tree import Ensemble, predict_leaf, predict_margin, staged_margins
 
 # Model writers by format, registered by the modules that own the formats
 # (``jaxboost.io``: "json", ``jaxboost.interop``: "xgboost") when they are imported, which

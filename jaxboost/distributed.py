@@ -11,7 +11,7 @@ Every process runs the same program, holding its own rows::
 
 and every process gets the same model, the one a single process would train on all the
 rows (within float rounding; bit for bit with ``quantize=True``, see
-``jaxboost.exact``). What ``train`` does when ``jax.process_count() > 1``:
+``jaxboost.engine.exact``). What ``train`` does when ``jax.process_count() > 1``:
 
 * **Rows.** Each process's rows fill one block of a global array sharded over a 1-D mesh
   (by default: every device on GPU/TPU, one CPU device per process on CPU), padded with
@@ -20,7 +20,7 @@ rows (within float rounding; bit for bit with ``quantize=True``, see
   ``sum over levels d of 2**d * F * max_bin * 2`` float64 values (see
   ``histogram_bytes_per_tree``), independent of the number of rows.
 * **Bin edges.** Each process sends a sample of its rows (all of them when the data is
-  small, otherwise its share of ``jaxboost.binning.QUANTILE_SAMPLE_ROWS``) to every
+  small, otherwise its share of ``jaxboost.engine.binning.QUANTILE_SAMPLE_ROWS``) to every
   process; all compute the same quantiles from the same gathered sample. Which features
   have missing values is agreed from every row.
 * **Evaluation sets** are gathered to every process, so metrics are computed on all of
@@ -313,7 +313,7 @@ def agreed_bin_edges(X: np.ndarray, max_bin: int, w, seed: int, n_total: int):
     seeded sample of its rows of weight > 0 (all of them for small data), every process
     computes the quantiles of the gathered sample, and missing-value flags come from
     every row."""
-    from .binning import QUANTILE_SAMPLE_ROWS, compute_bin_edges
+    from .engine.binning import QUANTILE_SAMPLE_ROWS, compute_bin_edges
 
     keep = np.ones(X.shape[0], bool) if w is None else (np.asarray(w) > 0)
     rows = np.flatnonzero(keep)

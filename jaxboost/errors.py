@@ -1,6 +1,7 @@
 """Exceptions raised by jaxboost.
 
-Every error says what was wrong and what was expected. Data problems are
+The one module of jaxboost's exceptions and warnings. Every error says what was wrong
+and what was expected. Data problems are
 ``ValueError`` subclasses so code written for scikit-learn or XGBoost catches them.
 """
 
@@ -24,3 +25,15 @@ class LossError(ValueError):
         self.round = round
         self.n_rows = n_rows
         self.booster = booster
+
+
+class ModelFormatError(ValueError):
+    """A model file (or its parsed dict) is not a valid jaxboost model.
+
+    The message names the offending key, e.g. ``trees.feature[3][0]``, and what was
+    expected there.
+    """
+
+
+class NativeKernelWarning(RuntimeWarning):
+    """The native kernel could not be used; training falls back to pure JAX."""

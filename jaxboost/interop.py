@@ -61,11 +61,11 @@ import numpy as np
 
 import objectives
 
-from .autodiff import loss_name
-from .binning import BinEdges
 from .booster import Booster, register_writer
+from .engine.autodiff import loss_name
+from .engine.binning import BinEdges
+from .engine.tree import Ensemble
 from .params import TreeParams
-from .tree import Ensemble
 
 _EXPORTS = {"squared": "reg:squarederror", "logistic": "binary:logistic",
             "softmax": "multi:softprob"}

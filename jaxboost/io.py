@@ -123,10 +123,11 @@ import secrets
 import numpy as np
 
 from ._version import __version__
-from .binning import BinEdges
 from .booster import Booster, register_writer
+from .engine.binning import BinEdges
+from .engine.tree import Ensemble
+from .errors import ModelFormatError
 from .params import TreeParams
-from .tree import Ensemble
 
 FORMAT_NAME = "jaxboost-model"
 FORMAT_VERSION = 1
@@ -146,14 +147,6 @@ _TOP_KEYS = ("format", "format_version", "jaxboost_version", "objective", "param
              "trees", "best_iteration", "best_score", "history", "train_state")
 _OPTIONAL_KEYS = ("feature_names",)
 _EXTRA_ATTRS = ("best_iteration", "best_score", "history", "train_state")
-
-
-class ModelFormatError(ValueError):
-    """A model file (or its parsed dict) is not a valid jaxboost model.
-
-    The message names the offending key, e.g. ``trees.feature[3][0]``, and what was
-    expected there.
-    """
 
 
 # --------------------------------------------------------------------------------------

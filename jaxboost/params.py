@@ -82,9 +82,11 @@ class TreeParams:
         """Nodes of one tree in heap layout: ``2 ** (max_depth + 1) - 1``."""
         return 2 ** (self.max_depth + 1) - 1
 
-    def dynamic(self) -> np.ndarray:
-        """The dynamic hyperparameters as one float32 vector (see ``DYNAMIC_FIELDS``)."""
-        return np.array([getattr(self, f) for f in DYNAMIC_FIELDS], dtype=np.float32)
+    def dynamic(self):
+        """The traced hyperparameters as the engine's ``split.TreeHyper`` (float32)."""
+        from .engine.split import TreeHyper
+
+        return TreeHyper(*(np.float32(getattr(self, f)) for f in DYNAMIC_FIELDS))
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

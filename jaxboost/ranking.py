@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from .groups import group_index
+from .engine.groups import group_index
 
 __all__ = ["ndcg", "mean_average_precision", "group_index"]
 

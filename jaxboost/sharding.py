@@ -22,7 +22,7 @@ testing the sharded path or by choice:
 
 On GPU and TPU backends with several local devices, ``mesh=None`` shards rows over all of
 them. Training across processes (hosts, TPU slices) is in ``jaxboost.distributed``; the
-quantized mode that makes the model bit-identical for any layout in ``jaxboost.exact``.
+quantized mode that makes the model bit-identical for any layout in ``jaxboost.engine.exact``.
 """
 
 from __future__ import annotations

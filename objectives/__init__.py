@@ -35,7 +35,7 @@ log standard deviation).
 
 Group losses couple the rows of a group (a query, a risk set); each is a
 ``GroupObjective``, a loss ``loss(y_group, pred_group, mask) -> scalar`` per group
-(``jaxboost.groups``) with a closed-form Hessian diagonal, trained with
+(``jaxboost.engine.groups``) with a closed-form Hessian diagonal, trained with
 ``train(entry, X, y, group=ids)`` (``cox`` needs no ``group=``: all rows form one
 group). ``GROUP_CATALOGUE`` maps their names to them:
 

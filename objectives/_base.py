@@ -148,7 +148,7 @@ class Objective(Hyperparameters):
         ``ValueError`` with a clear message when labels are outside the loss's domain.
       metric: name of the default evaluation metric (``jaxboost.metrics``).
       hessian: default Hessian policy, one of ``HESSIAN_POLICIES`` (see
-        ``jaxboost.autodiff.apply_hessian_policy``).
+        ``jaxboost.engine.autodiff.apply_hessian_policy``).
       refit: default leaf refit after a tree's structure is grown: ``None``,
         ``"newton"`` (damped Newton steps on the true loss per leaf) or ``"quantile"``
         (the exact weighted ``alpha``-quantile of the residuals in each leaf, ``alpha``

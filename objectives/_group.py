@@ -2,7 +2,7 @@ r"""The ``GroupObjective`` record: a loss over a group of rows (a query, a risk 
 
 A group loss is written for one group, ``loss(y_group, pred_group, mask, **hp) ->
 scalar``, on ``(S,)`` vectors padded to the largest group with ``mask`` false on the
-padding (see ``jaxboost.groups``); the training objective is the sum over groups.
+padding (see ``jaxboost.engine.groups``); the training objective is the sum over groups.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class GroupObjective(Hyperparameters):
       hess_diag: optional closed form ``(y, pred, mask, **hyperparameters) -> (S,)``,
         the diagonal of the group loss's Hessian. When set, training uses it at every
         group size instead of the autodiff diagonal (groups of up to
-        ``jaxboost.groups.EXACT_MAX_GROUP`` rows) or Hutchinson's estimate (above). It
+        ``jaxboost.engine.groups.EXACT_MAX_GROUP`` rows) or Hutchinson's estimate (above). It
         must equal ``diag(jax.hessian(loss))`` on the unmasked rows.
       check_labels: optional ``check_labels(y: np.ndarray, **hyperparameters)`` raising
         ``ValueError`` with a clear message for labels outside the loss's domain.

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import objectives
-from jaxboost.autodiff import fit_base_margin, grad_hess
+from jaxboost.engine.autodiff import fit_base_margin, grad_hess
 
 ROWS = np.array([-3.0, -0.7, 0.0, 0.4, 2.5], np.float32)
 LABELS01 = np.array([0.0, 1.0, 1.0, 0.0, 1.0], np.float32)

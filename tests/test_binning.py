@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from jaxboost.binning import BinEdges, apply_bins, compute_bin_edges
+from jaxboost.engine.binning import BinEdges, apply_bins, compute_bin_edges
 
 
 def test_low_cardinality_gets_one_bin_per_value_with_midpoint_cuts():

@@ -15,8 +15,8 @@ import pytest
 import jaxboost
 import objectives as O
 from jaxboost.engine.round import run_chunk
+from jaxboost.engine.tree import predict_margin
 from jaxboost.training.evaluation import evaluate_chunk
-from jaxboost.tree import predict_margin
 
 N, F = 300, 4
 KW = dict(n_rounds=10, max_depth=3, verbose=False)

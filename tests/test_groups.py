@@ -1,4 +1,4 @@
-"""Group losses (jaxboost.groups): exact g and Hessian diagonals per group, Hutchinson's
+"""Group losses (jaxboost.engine.groups): exact g and Hessian diagonals per group, Hutchinson's
 estimate above the exact size, and training with train(..., group=ids)."""
 
 import jax
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import jaxboost
+from jaxboost.engine.groups import HUTCHINSON_PROBES, group_grad_hess, group_index
 from jaxboost.errors import DataError
-from jaxboost.groups import HUTCHINSON_PROBES, group_grad_hess, group_index
 
 
 def ranknet(y, f, mask):

@@ -1,4 +1,4 @@
-"""Growing one tree (jaxboost.grow.grow_tree) on pre-binned data with a known answer.
+"""Growing one tree (jaxboost.engine.grow.grow_tree) on pre-binned data with a known answer.
 
 As in scikit-learn's ``tests/test_grower.py``: the targets come from a known depth-2
 tree, so the optimal tree is known and worked out by hand below; the seed-001 example
@@ -15,21 +15,22 @@ import numpy as np
 import pytest
 
 from jaxboost import native as native_kernel
-from jaxboost.grow import grow_tree
-from jaxboost.tree import binned_leaf
+from jaxboost.engine.grow import TreeSpec, grow_tree
+from jaxboost.engine.split import TreeHyper
+from jaxboost.engine.tree import binned_leaf
 
 N, F, B, D = 64, 3, 5, 2  # bins 0..3 hold values, bin 4 = missing
 PATHS = [pytest.param(False, id="pure_jax"),
          pytest.param(True, id="native", marks=pytest.mark.skipif(
              not native_kernel.available(), reason="native kernel unavailable"))]
 
-_grow = {native: jax.jit(functools.partial(grow_tree, max_depth=D, max_bin=B, native=native))
+_grow = {native: jax.jit(functools.partial(grow_tree, spec=TreeSpec(D, B, native=native)))
          for native in (False, True)}
 _binned_leaf = jax.jit(functools.partial(binned_leaf, max_depth=D, max_bin=B))
 
 
 def dyn(eta=1.0, lam=0.0, alpha=0.0, gamma=0.0, mcw=0.0, mds=0.0):
-    return np.array([eta, lam, alpha, gamma, mcw, mds], np.float32)
+    return TreeHyper(*(np.float32(v) for v in (eta, lam, alpha, gamma, mcw, mds)))
 
 
 # Raw value of bin v of feature f: v + 10 f; cuts_ext[f, t] is the threshold of

@@ -2,7 +2,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxboost.histogram import build_histogram, build_histogram_naive, pack_gh
+from jaxboost.engine.histogram import build_histogram, build_histogram_naive, pack_gh
 
 
 def test_matches_naive_reference():

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from jaxboost import native
-from jaxboost.histogram import build_histogram_naive
+from jaxboost.engine.histogram import build_histogram_naive
 
 
 def _compiler_on_path() -> bool:
@@ -437,7 +437,7 @@ def test_under_shard_map_on_two_host_devices():
         import jax, jax.numpy as jnp, numpy as np
         from jax.sharding import NamedSharding, PartitionSpec as P
         from jaxboost import native
-        from jaxboost.histogram import build_histogram_naive
+        from jaxboost.engine.histogram import build_histogram_naive
         assert native.available(), native.unavailable_reason()
         rng = np.random.default_rng(0)
         N, F, nn, B = 40000, 6, 4, 32

@@ -11,8 +11,8 @@ from xgb_readout import xgb_leaf_grad_hess
 import jaxboost
 import objectives
 from jaxboost import io
+from jaxboost.engine.groups import group_grad_hess, group_index
 from jaxboost.errors import DataError
-from jaxboost.groups import group_grad_hess, group_index
 from jaxboost.ranking import ndcg
 
 xgb = pytest.importorskip("xgboost")

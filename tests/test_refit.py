@@ -1,4 +1,4 @@
-"""Leaf refit (jaxboost.refit) against closed forms computed in NumPy.
+"""Leaf refit (jaxboost.engine.refit) against closed forms computed in NumPy.
 
 One tree shape (depth 2: nodes 0 and 1 split, leaves 2, 3, 4 hold rows, leaves 5 and 6
 hold none) and 40 rows everywhere.
@@ -11,7 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxboost.refit import refit_newton, refit_quantile
+from jaxboost.engine.refit import refit_newton, refit_quantile
+from jaxboost.engine.split import TreeHyper
 
 N, M = 40, 7
 IS_LEAF = np.array([False, False, True, True, True, True, True])
@@ -19,7 +20,7 @@ START = np.array([9.0, 9.0, 0.3, -0.2, 0.1, 0.7, -0.4], np.float32)  # values be
 
 
 def dyn(eta=1.0, lam=0.0, mds=0.0):
-    return np.array([eta, lam, 0.0, 0.0, 0.0, mds], np.float32)
+    return TreeHyper(*(np.float32(v) for v in (eta, lam, 0.0, 0.0, 0.0, mds)))
 
 
 def squared(y, f):

@@ -12,7 +12,7 @@ import pytest
 
 import jaxboost
 import objectives
-from jaxboost.autodiff import fit_base_margin, grad_hess
+from jaxboost.engine.autodiff import fit_base_margin, grad_hess
 from jaxboost.errors import DataError
 
 
@@ -76,7 +76,7 @@ def test_hessian_policies():
     np.testing.assert_allclose(h, 0.25 * np.asarray(w), rtol=1e-6)
     # K x K: clip raises the eigenvalues to the floor
     hm = jnp.array([[[1.0, 2.0], [2.0, 1.0]]])  # eigenvalues 3 and -1
-    from jaxboost.autodiff import apply_hessian_policy
+    from jaxboost.engine.autodiff import apply_hessian_policy
 
     hc = np.asarray(apply_hessian_policy(None, None, None, hm, "clip", 0.5))
     np.testing.assert_allclose(np.linalg.eigvalsh(hc[0]), [0.5, 3.0], rtol=1e-5)

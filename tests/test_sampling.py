@@ -1,4 +1,4 @@
-"""Row and column sampling (jaxboost.sampling): fractions, counts, nesting, and draws that
+"""Row and column sampling (jaxboost.engine.sampling): fractions, counts, nesting, and draws that
 depend only on the key and the global row number."""
 
 import math
@@ -7,7 +7,7 @@ import jax
 import numpy as np
 import pytest
 
-from jaxboost.sampling import FeatureSampler, round_key, row_mask
+from jaxboost.engine.sampling import FeatureSampler, round_key, row_mask
 
 
 def key(seed=0):

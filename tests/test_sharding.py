@@ -78,7 +78,7 @@ def test_four_devices_train_the_single_device_model(mesh4, objective, N):
 
 
 def test_quantize_refuses_data_too_large_for_exact_sums():
-    from jaxboost.exact import check_rows
+    from jaxboost.engine.exact import check_rows
 
     check_rows(2 ** 40)  # still 11 bits
     with pytest.raises(ValueError, match="quantize=True"):
@@ -86,7 +86,7 @@ def test_quantize_refuses_data_too_large_for_exact_sums():
 
 
 def test_quantized_grid_sums_are_exact_in_any_order():
-    from jaxboost.exact import to_grid
+    from jaxboost.engine.exact import to_grid
 
     rng = np.random.default_rng(0)
     g = jnp.asarray((rng.standard_cauchy(100_000) * 10.0).astype(np.float32))
@@ -113,7 +113,7 @@ def test_bad_mesh_is_rejected():
 
 
 # huber: its Newton leaf refit sums over the shards too; quantized, those sums are
-# exact as well (jaxboost.exact.exact_sum), so the model is the same bit for bit.
+# exact as well (jaxboost.engine.exact.exact_sum), so the model is the same bit for bit.
 def test_sharded_newton_refit_equals_single_device(mesh4):
     rng = np.random.default_rng(1)
     N = 501

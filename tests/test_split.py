@@ -1,4 +1,4 @@
-"""Split finding and leaf values (jaxboost.split) on hand-computed histograms.
+"""Split finding and leaf values (jaxboost.engine.split) on hand-computed histograms.
 
 Every expected number below is worked out by hand in the comments (lambda, alpha,
 max_delta_step, min_child_weight, the 1e-6 minimum gain, the tie order of DESIGN.md's
@@ -12,20 +12,15 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxboost.params import DYNAMIC_FIELDS
-from jaxboost.split import (
-    ALPHA,
-    ETA,
-    GAMMA,
-    LAMBDA,
-    MCW,
-    MDS,
+from jaxboost.engine.split import (
+    TreeHyper,
     calc_score,
     find_best_splits,
     is_split_worthy,
     leaf_values,
     threshold_l1,
 )
+from jaxboost.params import DYNAMIC_FIELDS
 
 F, N_NODES, B = 2, 2, 5
 V = B - 1  # value bins 0..V-1, bin V = missing
@@ -33,7 +28,7 @@ ALL = np.ones((N_NODES, F), bool)
 
 
 def dyn(eta=1.0, lam=0.0, alpha=0.0, gamma=0.0, mcw=0.0, mds=0.0):
-    return np.array([eta, lam, alpha, gamma, mcw, mds], np.float32)
+    return TreeHyper(*(np.float32(v) for v in (eta, lam, alpha, gamma, mcw, mds)))
 
 
 @jax.jit
@@ -88,7 +83,7 @@ SEED_LEFT = [(0.5, 0.25), (-0.5, 0.25), (0.5, 0.25), (0, 0), (0, 0)]
 def test_dynamic_vector_layout():
     assert DYNAMIC_FIELDS == ("learning_rate", "reg_lambda", "reg_alpha", "gamma",
                               "min_child_weight", "max_delta_step")
-    assert (ETA, LAMBDA, ALPHA, GAMMA, MCW, MDS) == (0, 1, 2, 3, 4, 5)
+    assert TreeHyper._fields == DYNAMIC_FIELDS
 
 
 def test_seed_gains_and_ties_without_missing_values():
@@ -241,7 +236,7 @@ def ref_score(G, H, lam, alpha):
 def ref_best(G, H, d, forward_ok, mask):
     """Per node: (gain, feature, tbin, default_left) of the first strictly best candidate,
     in DESIGN.md's order; plain scores (max_delta_step = 0)."""
-    lam, alpha, mcw = float(d[LAMBDA]), float(d[ALPHA]), float(d[MCW])
+    lam, alpha, mcw = float(d.reg_lambda), float(d.reg_alpha), float(d.min_child_weight)
     out = []
     for k in range(G.shape[1]):
         Gp, Hp = G[0, k].sum(), H[0, k].sum()
@@ -306,10 +301,10 @@ def test_random_histograms_match_the_reference():
 
 
 def ref_leaf(G, H, d):
-    if H < d[MCW] or H <= 0:
+    if H < d.min_child_weight or H <= 0:
         return 0.0
-    T = np.sign(G) * max(abs(G) - float(d[ALPHA]), 0.0)
-    return float(np.float32(-T / (H + float(d[LAMBDA])))) * float(d[ETA])
+    T = np.sign(G) * max(abs(G) - float(d.reg_alpha), 0.0)
+    return float(np.float32(-T / (H + float(d.reg_lambda)))) * float(d.learning_rate)
 
 
 @pytest.mark.parametrize("G,H,expected", [(-3.0, 1.0, 0.5), (3.0, 1.0, -0.5), (0.2, 1.0, -0.1)])

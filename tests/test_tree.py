@@ -1,4 +1,4 @@
-"""Routing rows through trees (jaxboost.tree): binned routing (training side) equals
+"""Routing rows through trees (jaxboost.engine.tree): binned routing (training side) equals
 raw-feature routing (prediction side), and both equal a plain NumPy traversal, on random
 trees and data with NaN and values exactly at the thresholds."""
 
@@ -7,7 +7,7 @@ import functools
 import jax
 import numpy as np
 
-from jaxboost.tree import Ensemble, binned_leaf, predict_leaf, predict_margin, staged_margins
+from jaxboost.engine.tree import Ensemble, binned_leaf, predict_leaf, predict_margin, staged_margins
 
 F, B, D, T, N = 4, 6, 3, 3, 300  # value bins 0..4, bin 5 = missing; 4 cuts per feature
 V = B - 1

@@ -1,5 +1,20 @@
-"""The engine: arrays in, arrays out, jit-safe, no host I/O.
+"""The engine: arrays in, arrays out, jit-safe, no host I/O (except the bin edges'
+quantiles, computed on the host once per data set).
 
-``round`` holds the one boosting round that ``train`` and ``train_many`` share, and the
-compiled program that runs a chunk of rounds for one or many models.
+The data's journey, one module per stage:
+
+* ``binning``: raw features -> uint8 bins (quantile edges, a bin reserved for missing);
+* ``autodiff``: a per-row loss -> per-row g and h (Hessian policies, the base margin,
+  the split of a loss into its compiled family and traced hyperparameters);
+  ``groups``: the same for group losses (ranking, Cox); ``exact``: g and h on a
+  quantization grid (order-free sums);
+* ``histogram``: g and h summed per (feature, node, bin) (pure JAX; the native C++
+  kernel in ``jaxboost.native`` honours the same contract);
+* ``split``: gains and the best split per node, leaf values;
+* ``grow``: one level-wise tree (the level loop, routing, gamma pruning);
+* ``sampling``: row and column draws from one seed;
+* ``refit``: leaf values re-solved on the true loss;
+* ``tree``: trees as heap-layout arrays, routing and prediction;
+* ``round``: the one boosting round that ``train`` and ``train_many`` share, and the
+  compiled program that runs a chunk of rounds for one or many models.
 """

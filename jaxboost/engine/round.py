@@ -37,12 +37,13 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
-from ..autodiff import bind_loss, grad_hess
-from ..exact import to_grid
-from ..groups import group_grad_hess
-from ..grow import grow_tree, grow_vector_tree
-from ..refit import refit_newton, refit_quantile
-from ..sampling import SUBSAMPLE, FeatureSampler, round_key, row_mask
+from .autodiff import bind_loss, grad_hess
+from .exact import to_grid
+from .groups import group_grad_hess
+from .grow import TreeSpec, grow_tree, grow_vector_tree
+from .refit import refit_newton, refit_quantile
+from .sampling import SUBSAMPLE, FeatureSampler, round_key, row_mask
+from .split import TreeHyper
 
 
 class RoundSpec(NamedTuple):
@@ -78,6 +79,11 @@ class RoundSpec(NamedTuple):
     @property
     def trees_per_round(self) -> int:
         return self.n_outputs if (self.n_outputs > 1 and not self.multi_output_tree) else 1
+
+    def tree_spec(self) -> TreeSpec:
+        """The tree builder's part of this record."""
+        return TreeSpec(self.max_depth, self.max_bin, self.native, self.clipped,
+                        self.any_forward, self.native_threads, self.diagonal)
 
 
 class Rows(NamedTuple):
@@ -126,9 +132,9 @@ class Hyper(NamedTuple):
     loss_params: Any
 
     def dyn(self, eta):
-        """The ``(6,)`` vector the tree builder reads (``params.DYNAMIC_FIELDS``)."""
-        return jnp.stack([jnp.asarray(eta, jnp.float32), self.reg_lambda, self.reg_alpha,
-                          self.gamma, self.min_child_weight, self.max_delta_step])
+        """The tree builder's ``split.TreeHyper`` at learning rate ``eta``."""
+        return TreeHyper(jnp.asarray(eta, jnp.float32), self.reg_lambda, self.reg_alpha,
+                         self.gamma, self.min_child_weight, self.max_delta_step)
 
 
 class Rounds(NamedTuple):
@@ -168,7 +174,7 @@ def _stored(tree, zero):
 
 def gradients(spec, rows, shared, hyper, loss, margin, rk):
     """``(g, h)`` of every row of this device: weighted, Hessian policy applied."""
-    if spec.group_max is not None:  # a group loss (jaxboost.groups)
+    if spec.group_max is not None:  # a group loss (jaxboost.engine.groups)
         return group_grad_hess(loss, rows.y, margin, rows.w, shared.gidx,
                                jax.random.fold_in(rk, 2), exact_max=spec.group_max,
                                hessian=spec.hessian, floor=hyper.hessian_floor)
@@ -205,7 +211,7 @@ def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margi
                                 n_ids=rows.y.shape[0] * n_shards) > 0)
     g = jnp.where(keep if K == 1 else keep[:, None], g, 0.0)
     h = jnp.where(keep if K == 1 else keep[:, None, None], h, 0.0)
-    if spec.exact:  # every histogram sum exact, whatever the devices (jaxboost.exact)
+    if spec.exact:  # every histogram sum exact, whatever the devices (jaxboost.engine.exact)
         g = to_grid(g, n_total, reduce_max=reduce_max)
         h = to_grid(h, n_total, reduce_max=reduce_max)
 
@@ -215,12 +221,10 @@ def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margi
         return FeatureSampler(jax.random.fold_in(jax.random.fold_in(rk, 1), t), hyper.ratios,
                               F, spec.max_depth)
 
-    common = dict(max_depth=spec.max_depth, max_bin=spec.max_bin, native=spec.native,
-                  reduce=reduce, any_forward=spec.any_forward,
-                  native_threads=spec.native_threads)
+    tspec = spec.tree_spec()
     if K == 1:
         tree, leaf = grow_tree(rows.bins, g, h, dyn, shared.cuts_ext, shared.forward_ok,
-                               clipped=spec.clipped, features=sampler(0), **common)
+                               tspec, reduce=reduce, features=sampler(0))
         if spec.refit == "newton":
             tree = refit_newton(tree, leaf, loss, rows.y, margin, rows.w, dyn, reduce=reduce,
                                 exact_rows=n_total if spec.exact else None,
@@ -232,15 +236,15 @@ def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margi
         trees, delta = jax.tree.map(lambda a: a[None], tree), tree["value"][leaf]
     elif spec.multi_output_tree:
         tree, leaf = grow_vector_tree(rows.bins, g, h, dyn, shared.cuts_ext,
-                                      shared.forward_ok, diagonal=spec.diagonal,
-                                      features=sampler(0), **common)
+                                      shared.forward_ok, tspec, reduce=reduce,
+                                      features=sampler(0))
         tree = _stored(tree, zero)
         trees, delta = jax.tree.map(lambda a: a[None], tree), tree["value"][leaf]
     else:  # one tree per output, all from this round's g and h (diagonal of H)
         def one_output(_, k):
             tree, leaf = grow_tree(rows.bins, g[:, k], h[:, k, k], dyn, shared.cuts_ext,
-                                   shared.forward_ok, clipped=spec.clipped,
-                                   features=sampler(k), **common)
+                                   shared.forward_ok, tspec, reduce=reduce,
+                                   features=sampler(k))
             tree = _stored(tree, zero)
             delta = tree["value"][leaf]
             tree = dict(tree, value=tree["value"][:, None] * jax.nn.one_hot(k, K))
@@ -252,13 +256,13 @@ def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margi
     return margin + delta, trees, n_bad
 
 
-def model_chunk(spec, chunk, rows, shared, hyper, margin, flag, rounds, etas, *, axis,
-                n_shards):
+def model_chunk(spec, chunk, rows, shared, hyper, margin, flag, rounds, *, axis, n_shards):
     """``chunk`` rounds of one model: a scan of ``boost_round`` (rounds at or past
     ``rounds.n_rounds`` are skipped and give empty trees).
 
     ``flag`` ``(2,)`` int32 records the first round whose g or h had a non-finite
-    value (-1 if none) and how many rows had one. Returns ``(margin, flag, trees)``
+    value (-1 if none) and how many rows had one; ``rounds.etas`` is this model's
+    ``(chunk,)`` learning rates. Returns ``(margin, flag, trees)``
     with ``chunk * trees_per_round`` trees.
     """
     tpr = spec.trees_per_round
@@ -268,7 +272,8 @@ def model_chunk(spec, chunk, rows, shared, hyper, margin, flag, rounds, etas, *,
         r = rounds.r0 + i
 
         def run(margin):
-            return boost_round(spec, rows, shared, hyper, margin, rounds.round0 + r, etas[i],
+            return boost_round(spec, rows, shared, hyper, margin, rounds.round0 + r,
+                               rounds.etas[i],
                                axis=axis, n_shards=n_shards)
 
         def skip(margin):
@@ -285,8 +290,8 @@ def model_chunk(spec, chunk, rows, shared, hyper, margin, flag, rounds, etas, *,
     return margin, flag, trees
 
 
-def _group_chunk(spec, chunk, rows, shared, hypers, margins, flags, rounds, etas, count, *,
-                 axis, n_shards):
+def _group_chunk(spec, chunk, rows, shared, hypers, margins, flags, rounds, count, *, axis,
+                 n_shards):
     """``model_chunk`` of each model of one group, one after another (a loop whose trip
     count ``count`` is traced: the body compiles the same for 1 model as for M)."""
     n = margins.shape[0]
@@ -298,8 +303,8 @@ def _group_chunk(spec, chunk, rows, shared, hypers, margins, flags, rounds, etas
         take = functools.partial(jax.lax.dynamic_index_in_dim, index=m, keepdims=False)
         hyper = jax.tree.map(take, hypers)
         margin, flag, trees = model_chunk(spec, chunk, rows, shared, hyper, take(margins),
-                                          take(flags), rounds, take(etas), axis=axis,
-                                          n_shards=n_shards)
+                                          take(flags), rounds._replace(etas=take(rounds.etas)),
+                                          axis=axis, n_shards=n_shards)
 
         def put(buf, x):
             return jax.lax.dynamic_update_index_in_dim(buf, x, m, 0)
@@ -332,7 +337,8 @@ def run_chunk(specs, chunk, mesh, rows, shared, hypers, margins, flags, rounds, 
     """
     def program(rows, shared, hypers, margins, flags, rounds, counts, axis=None, n_shards=1):
         out = [_group_chunk(spec, chunk, rows, shared, hypers[g], margins[g], flags[g],
-                            rounds, rounds.etas[g], counts[g], axis=axis, n_shards=n_shards)
+                            rounds._replace(etas=rounds.etas[g]), counts[g], axis=axis,
+                            n_shards=n_shards)
                for g, spec in enumerate(specs)]
         return tuple(zip(*out)) if out else ((), (), ())
 

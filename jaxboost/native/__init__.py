@@ -7,7 +7,7 @@ library. When it is missing (installed without a compiler, or ``hist.cc`` edited
 editable checkout since), the first call builds it instead (below). When neither works
 (no compiler, a failed build, an unsafe cache folder, not Linux/macOS), :func:`available`
 is ``False``, a :class:`NativeKernelWarning` says why once per process, and callers keep
-the pure-JAX :func:`jaxboost.histogram.build_histogram`. ``JAXBOOST_NATIVE=0`` turns the
+the pure-JAX :func:`jaxboost.engine.histogram.build_histogram`. ``JAXBOOST_NATIVE=0`` turns the
 kernel off without a warning.
 
 * Compiler: ``$CXX`` (may hold arguments, e.g. ``"ccache g++"``), else ``c++``, else ``g++``
@@ -69,6 +69,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..compile_cache import cache_root
+from ..errors import NativeKernelWarning
 from . import _build
 
 __all__ = ["available", "unavailable_reason", "histogram", "library_path", "installed_library",
@@ -90,10 +91,6 @@ _MAX_THREADS = 4096
 
 _lock = threading.Lock()
 _state: dict = {"done": False, "ok": False, "reason": None, "lib": None, "path": None}
-
-
-class NativeKernelWarning(RuntimeWarning):
-    """The native kernel could not be used; training falls back to pure JAX."""
 
 
 class _Disabled(RuntimeError):
@@ -228,7 +225,7 @@ def available() -> bool:
 
 
 def apply_bins(X, cuts_nan, missing_bin: int, out, *, row_major: bool, n_threads: int):
-    """Bin ``X`` into ``out`` with the native kernel (see ``jaxboost.binning``).
+    """Bin ``X`` into ``out`` with the native kernel (see ``jaxboost.engine.binning``).
 
     Args:
       X: ``(N, F)`` C-contiguous float32.
@@ -299,7 +296,7 @@ def histogram(bins, g, h, node, n_nodes: int, n_bins: int, *, n_threads: int | N
               n_active=None, _xla_pool: bool = True):
     """Histograms of g and h per (feature, node, bin), by the native kernel.
 
-    Same result as :func:`jaxboost.histogram.build_histogram` (float64 sums), but from
+    Same result as :func:`jaxboost.engine.histogram.build_histogram` (float64 sums), but from
     row-major bins and unpacked g, h, computed on several threads (see the module's
     docstring). Usable inside ``jax.jit`` (traced with or without x64) and inside
     ``jax.shard_map`` over rows (then ``lax.psum`` the result; each device's call then

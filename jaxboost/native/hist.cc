@@ -8,7 +8,7 @@
 //          node (N,) int32; rows with node outside [0, n_active) are skipped;
 //          n_active () int32, the number of nodes histogrammed (clamped to
 //          [0, n_nodes]): a traced count, so one compiled call serves levels of
-//          different sizes (jaxboost.grow loops over levels with arrays sized for
+//          different sizes (jaxboost.engine.grow loops over levels with arrays sized for
 //          the widest one) at the cost of the active nodes only.
 // Outputs: G, H (F, n_nodes, n_bins) float64; n_nodes and n_bins are read from
 //          the output shape. Slots of nodes >= n_active are zero.
@@ -484,7 +484,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostHistogram, HistogramImpl,
                                   .Attr<bool>("use_xla_pool"));
 
 // Binning raw features (a plain C function, called through ctypes by
-// jaxboost.binning.apply_bins; the GIL is released, so Python runs it on several
+// jaxboost.engine.binning.apply_bins; the GIL is released, so Python runs it on several
 // threads over row blocks).
 //
 // cuts: (F, 256) float32 per feature, the real cuts ascending, then NaN padding. The

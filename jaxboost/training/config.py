@@ -24,11 +24,11 @@ from objectives._base import HESSIAN_POLICIES
 
 from .. import _validation
 from .. import distributed as dist
-from ..autodiff import check_loss, loss_name, n_outputs_of, split_loss
 from ..booster import Booster
+from ..engine.autodiff import check_loss, loss_name, n_outputs_of, split_loss
+from ..engine.sampling import FIELDS as SAMPLING_FIELDS
 from ..errors import DataError, LossError
 from ..params import TreeParams
-from ..sampling import FIELDS as SAMPLING_FIELDS
 
 
 def check_int(name, v, low):
@@ -435,6 +435,6 @@ def configure(args: dict):
 def _concrete(family, values):
     """The loss with its hyperparameter values bound as plain numbers (for checks, error
     messages and the model's stored objective)."""
-    from ..autodiff import bind_loss
+    from ..engine.autodiff import bind_loss
 
     return bind_loss(family, {k: (v if np.ndim(v) else float(v)) for k, v in values.items()})

@@ -16,12 +16,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import distributed as dist
-from ..autodiff import fit_base_margin, loss_name
-from ..binning import apply_bins, compute_bin_edges
+from ..engine.autodiff import fit_base_margin, loss_name
+from ..engine.binning import apply_bins, compute_bin_edges
+from ..engine.exact import check_rows
+from ..engine.groups import group_index
 from ..engine.round import Rows, Shared
 from ..errors import LossError
-from ..exact import check_rows
-from ..groups import group_index
 from ..sharding import auto_mesh, check_mesh
 
 

@@ -25,11 +25,11 @@ from objectives import Objective
 from .. import _validation
 from .. import distributed as dist
 from .._types import bucket_rows
-from ..autodiff import bind_loss
-from ..binning import apply_bins
+from ..engine.autodiff import bind_loss
+from ..engine.binning import apply_bins
+from ..engine.groups import group_index
+from ..engine.tree import binned_leaf
 from ..errors import DataError
-from ..groups import group_index
-from ..tree import binned_leaf
 
 
 class EvalSet(NamedTuple):

@@ -16,12 +16,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import distributed as dist
-from ..autodiff import loss_name
 from ..booster import Booster
 from ..callbacks import CallbackEnv, Progress
+from ..engine.autodiff import loss_name
 from ..engine.round import Rounds, run_chunk
+from ..engine.tree import Ensemble
 from ..errors import LossError
-from ..tree import Ensemble
 from .evaluation import evaluate_chunk
 
 ROUNDS_PER_DISPATCH = 10

@@ -24,8 +24,8 @@ from objectives import GroupObjective
 
 from .. import compile_cache
 from .. import distributed as dist
-from ..autodiff import HESSIAN_FLOOR
-from ..binning import QUANTILE_SAMPLE_ROWS
+from ..engine.autodiff import HESSIAN_FLOOR
+from ..engine.binning import QUANTILE_SAMPLE_ROWS
 from . import loop
 from .config import check_int, configure, resolve_objective
 from .data import base_margin, prepare

@@ -11,8 +11,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..engine.groups import EXACT_MAX_GROUP
 from ..engine.round import Hyper, RoundSpec
-from ..groups import EXACT_MAX_GROUP
 
 
 def round_spec(s, prep, *, native_threads=None, clipped=None, row_sampling=None,

@@ -17,9 +17,9 @@ import numpy as np
 
 from .. import compile_cache
 from .. import distributed as dist
-from ..autodiff import HESSIAN_FLOOR
 from ..booster import Booster
 from ..callbacks import EarlyStopping, Progress
+from ..engine.autodiff import HESSIAN_FLOOR
 from . import loop
 from .config import configure
 from .data import prepare, start_margins, where_text
@@ -46,7 +46,7 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
     :math:`h_i = w_i \partial^2_f \ell(y_i, f_i)` by autodiff, grows one level-wise tree
     of depth ``max_depth`` on histograms of g and h, and adds
     ``learning_rate * w*`` of each row's leaf to its margin, where
-    :math:`w^* = -T_\alpha(G)/(H + \lambda)` (see ``jaxboost.split``). Rounds run on the
+    :math:`w^* = -T_\alpha(G)/(H + \lambda)` (see ``jaxboost.engine.split``). Rounds run on the
     device in chunks of ``ROUNDS_PER_DISPATCH``; evaluation metrics are computed there
     too and reach the host once per chunk.
 
@@ -86,7 +86,7 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         round's trees, in ``(0, 1]``.
       colsample_bytree, colsample_bylevel, colsample_bynode: nested fractions of the
         features each tree, level and node may split on, in ``(0, 1]`` (see
-        ``jaxboost.sampling``).
+        ``jaxboost.engine.sampling``).
       eval_set: evaluation data, ``[(X, y), ...]`` or ``[(X, y, sample_weight), ...]``
         (named ``validation_0``, ``validation_1``, ...), or a dict ``{name: (X, y)}``.
         Evaluated after every round, on the device.
@@ -114,12 +114,12 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         ``hessian_floor``; eigenvalues for K x K Hessians), ``"constant"`` (1 per row:
         plain gradient boosting), ``"expected"`` (the objective's Fisher information),
         or ``"auto"``: the objective's default (``"exact"`` for plain callables). See
-        ``jaxboost.autodiff.apply_hessian_policy``.
+        ``jaxboost.engine.autodiff.apply_hessian_policy``.
       hessian_floor: floor of ``hessian="clip"`` (default ``1e-6``).
       refit: re-solve leaf values on the true loss after each tree is grown:
         ``"newton"``, ``"quantile"`` (weighted ``alpha``-quantile of residuals, ``alpha``
         from the objective, else 0.5), ``None`` (no refit) or ``"auto"`` (the
-        objective's default; none for plain callables). See ``jaxboost.refit``.
+        objective's default; none for plain callables). See ``jaxboost.engine.refit``.
       n_outputs: margins per row ``K`` for a plain callable whose ``pred`` is a ``(K,)``
         vector; catalogue entries know theirs (softmax infers it from the labels).
       multi_strategy: for ``K > 1``: ``"one_output_per_tree"`` (K trees per round, each
@@ -136,7 +136,7 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
       quantize: put g and h on a power-of-two grid every round (24 significant bits of
         the round's largest value) so that every histogram sum is exact: the model is
         then bit-identical whatever the number of devices or processes (see
-        ``jaxboost.exact``). Default ``False``: float sums, equal across layouts to
+        ``jaxboost.engine.exact``). Default ``False``: float sums, equal across layouts to
         about 1e-6.
       feature_names: ``F`` unique strings naming the columns of an array ``X`` (for a
         DataFrame they come from its columns, and must equal them if given). Stored as
@@ -145,7 +145,7 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         ``init_model``'s names, else none.
       group: ``(N,)`` group ids (queries, risk sets) for a group loss
         ``loss(y_group, pred_group, mask) -> scalar`` that couples the rows of a group
-        (see ``jaxboost.groups``): g by autodiff, h the exact Hessian diagonal for
+        (see ``jaxboost.engine.groups``): g by autodiff, h the exact Hessian diagonal for
         groups of up to 64 rows, a Hutchinson estimate above. One device, one output;
         the base margin defaults to 0.
       loss_params: keyword hyperparameters of a plain-callable loss, e.g.

@@ -72,7 +72,7 @@ def group_grad_hess(loss, y, pred, sample_weight, idx, key=None, *, exact_max=EX
       key: PRNG key for the Hutchinson probes (needed when ``S > exact_max``).
       exact_max, probes: static; the exact/estimated switch and the probe count.
       hessian, floor: the Hessian policy, ``"exact"``, ``"clip"`` or ``"constant"``
-        (``jaxboost.autodiff.apply_hessian_policy``), applied per row before the weight.
+        (``jaxboost.engine.autodiff.apply_hessian_policy``), applied per row before the weight.
 
     Returns:
       ``(g, h)``, each ``(N,)`` float32; rows in no group get 0.

@@ -32,7 +32,6 @@ import jax.numpy as jnp
 
 from .autodiff import grad_hess
 from .exact import exact_scale
-from .split import ETA, LAMBDA, MDS
 
 NEWTON_STEPS = 4
 _STEP_SIZES = (1.0, 0.5, 0.25, 0.125, 0.0625, 0.03125, 0.0)
@@ -47,7 +46,7 @@ def _segment_sum(x, leaf, M, reduce, exact_rows=None, reduce_max=None):
 
 
 def _finish(tree, v, has_rows, dyn):
-    eta, mds = dyn[ETA], dyn[MDS]
+    eta, mds = dyn.learning_rate, dyn.max_delta_step
     v = jnp.where(mds > 0, jnp.clip(v, -mds, mds), v)
     value = jnp.where(has_rows & tree["is_leaf"], v.astype(jnp.float32) * eta, tree["value"])
     return dict(tree, value=value)
@@ -64,13 +63,13 @@ def refit_newton(tree, leaf, loss, y, margin, w, dyn, *, reduce=lambda x: x,
       dyn: dynamic parameters.
       reduce: sums per-device partial sums over devices (``lax.psum``).
       exact_rows: ``None``, or the number of real rows: then every sum is an exact
-        quantized sum (``jaxboost.exact``; ``reduce_max`` takes maxima over devices).
+        quantized sum (``jaxboost.engine.exact``; ``reduce_max`` takes maxima over devices).
 
     Returns:
       the tree dict with refitted leaf values.
     """
     M = tree["value"].shape[0]
-    eta, lam = dyn[ETA], dyn[LAMBDA]
+    eta, lam = dyn.learning_rate, dyn.reg_lambda
     seg = functools.partial(_segment_sum, leaf=leaf, M=M, reduce=reduce,
                             exact_rows=exact_rows, reduce_max=reduce_max)
     with jax.enable_x64(True):

@@ -20,7 +20,7 @@ import numpy as np
 from objectives import Objective
 from objectives._base import Hyperparameters
 
-from .errors import LossError
+from ..errors import LossError
 
 
 def loss_name(loss) -> str:
@@ -258,7 +258,7 @@ def fit_base_margin(loss, y, sample_weight=None, n_outputs: int = 1, *,
         hyperparameter values (``split_loss``); by default the loss is split here, so
         variants of one family share one compiled program.
       exact_rows: if given (the number of real rows), every sum over rows is an exact
-        quantized sum (``jaxboost.exact.exact_sum``), so the result does not depend on
+        quantized sum (``jaxboost.engine.exact.exact_sum``), so the result does not depend on
         how the rows are ordered or sharded (for ``train(..., quantize=True)``). ``y``
         and ``sample_weight`` may be sharded over devices or processes either way.
 

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ._types import BIN_DTYPE, FLOAT_DTYPE
+from .._types import BIN_DTYPE, FLOAT_DTYPE
 
 # Above this many rows, quantiles of high-cardinality features are estimated from a
 # seeded row sample of this size (LightGBM samples 200k rows for the same purpose).
@@ -178,7 +178,7 @@ def _native_binning(X, edges, out, row_major) -> bool:
     if not (out.flags.c_contiguous and edges.max_bin <= 256):
         return False
     try:
-        from . import native
+        from .. import native
     except ImportError:
         return False
     if not native.available():

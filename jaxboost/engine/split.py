@@ -26,13 +26,24 @@ rows sent left (the last puts every present value right).
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import jax
 import jax.numpy as jnp
 
-from ._types import MIN_SPLIT_GAIN
+from .._types import MIN_SPLIT_GAIN
 
-# Indices into the dynamic parameter vector (params.DYNAMIC_FIELDS).
-ETA, LAMBDA, ALPHA, GAMMA, MCW, MDS = range(6)
+
+class TreeHyper(NamedTuple):
+    """The numbers of one tree that are traced, not compiled in (float32 scalars):
+    a grid over them reuses one compiled program. Names follow XGBoost's."""
+
+    learning_rate: Any
+    reg_lambda: Any
+    reg_alpha: Any
+    gamma: Any
+    min_child_weight: Any
+    max_delta_step: Any
 
 
 def threshold_l1(G, alpha):
@@ -42,7 +53,8 @@ def threshold_l1(G, alpha):
 
 def calc_weight(G, H, dyn):
     """Newton leaf weight :math:`w^*` in float64 (see the module docstring)."""
-    lam, alpha, mcw, mds = (dyn[i].astype(jnp.float64) for i in (LAMBDA, ALPHA, MCW, MDS))
+    lam, alpha, mcw, mds = (x.astype(jnp.float64) for x in (
+        dyn.reg_lambda, dyn.reg_alpha, dyn.min_child_weight, dyn.max_delta_step))
     w = -threshold_l1(G, alpha) / (H + lam)
     w = jnp.where(mds > 0, jnp.clip(w, -mds, mds), w)
     return jnp.where((H < mcw) | (H <= 0), 0.0, w)
@@ -50,11 +62,12 @@ def calc_weight(G, H, dyn):
 
 def calc_score(G, H, dyn):
     """Node score :math:`S(G, H)` as float32, from float64 sums."""
-    lam, alpha, mds = (dyn[i].astype(jnp.float64) for i in (LAMBDA, ALPHA, MDS))
+    lam, alpha, mds = (x.astype(jnp.float64) for x in (
+        dyn.reg_lambda, dyn.reg_alpha, dyn.max_delta_step))
     safe = jnp.where(H + lam > 0, H + lam, 1.0)
     s_plain = (jnp.square(threshold_l1(G, alpha)) / safe).astype(jnp.float32)
     w = calc_weight(G, H, dyn).astype(jnp.float32)
-    lam32 = dyn[LAMBDA]
+    lam32 = dyn.reg_lambda
     quad = ((H.astype(jnp.float32) + lam32) * (w * w)).astype(jnp.float64)
     lin = 2.0 * G.astype(jnp.float32).astype(jnp.float64) * w.astype(jnp.float64)
     s_clip = (-(lin + quad)).astype(jnp.float32)
@@ -64,20 +77,20 @@ def calc_score(G, H, dyn):
 
 def leaf_values(G, H, dyn):
     """Stored leaf values: ``float32(w*) * learning_rate`` in float32."""
-    return calc_weight(G, H, dyn).astype(jnp.float32) * dyn[ETA]
+    return calc_weight(G, H, dyn).astype(jnp.float32) * dyn.learning_rate
 
 
 def _pass_gains(GL, HL, GR, HR, sp, dyn, score):
     """float32 gains of candidates with the given child sums (float64)."""
     gain = (score(GL, HL, dyn) + score(GR, HR, dyn)) - sp
-    mcw = dyn[MCW].astype(jnp.float64)
+    mcw = dyn.min_child_weight.astype(jnp.float64)
     valid = (HL >= mcw) & (HR >= mcw)
     return jnp.where(valid, gain, -jnp.inf)
 
 
 def _plain_score(G, H, dyn):
     """``calc_score`` when max_delta_step == 0 (the common case; cheaper)."""
-    lam, alpha = dyn[LAMBDA].astype(jnp.float64), dyn[ALPHA].astype(jnp.float64)
+    lam, alpha = dyn.reg_lambda.astype(jnp.float64), dyn.reg_alpha.astype(jnp.float64)
     safe = jnp.where(H + lam > 0, H + lam, 1.0)
     s = (jnp.square(threshold_l1(G, alpha)) / safe).astype(jnp.float32)
     return jnp.where(H <= 0, jnp.float32(0.0), s)
@@ -90,7 +103,7 @@ def find_best_splits(G, H, Gp, Hp, dyn, forward_ok, *, clipped: bool = True,
     Args:
       G, H: ``(F, n, B)`` float64 histograms; bin ``B - 1`` holds missing values.
       Gp, Hp: ``(n,)`` float64 node totals.
-      dyn: float32 dynamic parameters (``params.DYNAMIC_FIELDS``).
+      dyn: ``TreeHyper`` (traced float32 scalars).
       forward_ok: ``(F,)`` bool, whether the ascending, missing-right pass is tried.
       clipped: static; ``False`` promises ``max_delta_step == 0`` and compiles only the
         plain score (cheaper). ``True`` handles either value.
@@ -207,7 +220,8 @@ def vector_weight_score(G, Hc, dyn, *, diagonal: bool):
       ``(w, score, cover)``: ``(..., K)`` float64, ``(...)`` float64, ``(...)`` float64.
     """
     K = G.shape[-1]
-    lam, alpha, mcw, mds = (dyn[i].astype(jnp.float64) for i in (LAMBDA, ALPHA, MCW, MDS))
+    lam, alpha, mcw, mds = (x.astype(jnp.float64) for x in (
+        dyn.reg_lambda, dyn.reg_alpha, dyn.min_child_weight, dyn.max_delta_step))
     t = threshold_l1(G, alpha)
     if diagonal:
         Hd = Hc
@@ -243,7 +257,7 @@ def find_best_vector_splits(S, Sp, dyn, forward_ok, *, K: int, diagonal: bool,
     """
     C, F, n, B = S.shape
     V = B - 1
-    mcw = dyn[MCW].astype(jnp.float64)
+    mcw = dyn.min_child_weight.astype(jnp.float64)
     with jax.enable_x64(True):
         Sv = jnp.moveaxis(S[..., :V], 0, -1)  # (F, n, V, C)
         Spb = jnp.moveaxis(Sp, 0, -1)[None, :, None, :]  # (1, n, 1, C)

@@ -38,14 +38,13 @@ is the same as level by level with exact shapes, so the trees are bit-identical.
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
 
 from .histogram import build_histogram, pack_gh
 from .split import (
-    ETA,
-    GAMMA,
     find_best_splits,
     find_best_vector_splits,
     is_split_worthy,
@@ -72,7 +71,7 @@ def pair_histogram(bins, *, native: bool, max_bin: int, native_threads=None):
     caller gives skipped rows node ``n``).
     """
     if native:
-        from . import native as native_kernel
+        from .. import native as native_kernel
 
         def hist(a, b, node, n, n_active=None):
             return native_kernel.histogram(bins, a, b, node, n, max_bin,
@@ -183,7 +182,7 @@ def _finish(structure, pos, dyn, cuts_ext, D):
     ``cover``, as ``(M,)`` arrays.
     """
     feature, tbin, gain = structure["feature"], structure["tbin"], structure["gain"]
-    is_split = prune_gamma(structure["is_split"], gain, dyn[GAMMA], D)
+    is_split = prune_gamma(structure["is_split"], gain, dyn.gamma, D)
     leaf = leaf_of(pos, is_split, D)
     feature = jnp.where(is_split, feature, 0)
     tbin = jnp.where(is_split, tbin, 0)
@@ -245,9 +244,27 @@ def _rows_of_level(pos, d, width):
     return jnp.where(in_level, local, width), in_level
 
 
-def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, *, max_depth: int, max_bin: int,
-              native: bool = False, reduce=_identity, clipped: bool = True,
-              any_forward: bool = True, native_threads=None, features=None):
+class TreeSpec(NamedTuple):
+    """What fixes a tree builder's program (static, hashable).
+
+    ``max_depth``, ``max_bin``; ``native``: the native histogram kernel (row-major bins)
+    with the subtraction trick, else the pure-JAX histogram (feature-major bins);
+    ``clipped``, ``any_forward``: static promises passed to ``split.find_best_splits``;
+    ``native_threads``: threads of the native kernel (``None``: every core);
+    ``diagonal``: vector leaves use only the diagonal of H (``grow_vector_tree``).
+    """
+
+    max_depth: int
+    max_bin: int
+    native: bool = False
+    clipped: bool = True
+    any_forward: bool = True
+    native_threads: Optional[int] = None
+    diagonal: bool = False
+
+
+def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_identity,
+              features=None):
     """Grow one tree.
 
     The root is traced once, levels ``1 .. max_depth - 1`` in one ``lax.fori_loop``
@@ -258,21 +275,29 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, *, max_depth: int, max_bin:
       bins: uint8 bins, bin ``max_bin - 1`` = missing; feature-major ``(F, N)`` for the
         pure-JAX histogram, row-major ``(N, F)`` when ``native``.
       g, h: ``(N,)`` float32 gradients and Hessians (already weighted; 0 for padding).
-      dyn: ``(6,)`` float32 dynamic parameters (``params.DYNAMIC_FIELDS``).
+      dyn: ``split.TreeHyper``, the traced tree parameters.
       cuts_ext: ``(F, max_bin)`` float32, ``-inf``, the cuts, then ``+inf`` padding:
         ``cuts_ext[f, t]`` is the float threshold of "bins < t go left".
       forward_ok: ``(F,)`` bool (see ``split.find_best_splits``).
-      max_depth, max_bin: static.
-      native: static; use the native histogram kernel (``jaxboost.native``) with the
-        subtraction trick: below the root only the smaller child of every split is
-        histogrammed, its sibling is the parent's histogram minus it.
+      spec: ``TreeSpec`` (static). With ``native``, below the root only the smaller
+        child of every split is histogrammed, its sibling is the parent's histogram
+        minus it.
       reduce: sums a per-device partial over devices (``lax.psum`` under
         ``shard_map``; the identity on one device). Applied to histograms and node sums,
         the only quantities that need every row.
-      clipped, any_forward: static promises passed to ``split.find_best_splits``.
-      native_threads: threads of the native kernel (``None``: every core; sharded
-        training over host devices passes 1).
       features: optional ``sampling.FeatureSampler`` (column sampling).
+
+    Example:
+      >>> import numpy as np
+      >>> from jaxboost.engine.split import TreeHyper
+      >>> bins = np.array([[0, 1, 2, 3]], np.uint8)  # one feature, 4 rows, feature-major
+      >>> g, h = np.array([0.5, -0.5, 0.5, -0.5], np.float32), np.full(4, 0.25, np.float32)
+      >>> cuts = np.array([[-np.inf, 1.5, 2.5, 3.5, np.inf]], np.float32)
+      >>> tree, leaf = grow_tree(bins, g, h, TreeHyper(*np.float32([1, 0, 0, 0, 0, 0])),
+      ...                        cuts, np.zeros(1, bool), TreeSpec(max_depth=1, max_bin=5))
+      >>> # seed 001's root split: x < 3.5, leaves -G/H = -0.5/0.75 and 0.5/0.25
+      >>> tree["threshold"][0].item(), [round(v, 4) for v in tree["value"][1:].tolist()]
+      (3.5, [-0.6667, 2.0])
 
     Returns:
       ``(tree, leaf)``: ``tree`` a dict of ``(M,)`` arrays in heap layout (``feature``
@@ -280,6 +305,7 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, *, max_depth: int, max_bin:
       bool, ``value`` float32 (learning rate applied), ``gain`` float32, ``cover``
       float32 = H); ``leaf`` ``(N,)`` int32, the leaf node of every row.
     """
+    max_depth, max_bin, native, clipped, any_forward, native_threads, _ = spec
     D, B = max_depth, max_bin
     N = g.shape[0]
     M = 2 ** (D + 1) - 1
@@ -425,10 +451,8 @@ def hessian_channels(h, diagonal: bool):
     return h[:, iu, ju]
 
 
-def grow_vector_tree(bins, g, h, dyn, cuts_ext, forward_ok, *, max_depth: int,
-                     max_bin: int, diagonal: bool = False, native: bool = False,
-                     reduce=_identity, any_forward: bool = True, native_threads=None,
-                     features=None):
+def grow_vector_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *,
+                     reduce=_identity, features=None):
     r"""Grow one multi-output tree with vector leaves.
 
     Every node holds the sums of the per-row gradient vectors ``G`` (K) and Hessian
@@ -440,15 +464,15 @@ def grow_vector_tree(bins, g, h, dyn, cuts_ext, forward_ok, *, max_depth: int,
     or ``K`` when diagonal), built two channels per pass of the scalar histogram.
 
     Args:
-      bins, dyn, cuts_ext, forward_ok, max_depth, max_bin, native, reduce, any_forward,
-        native_threads, features: as in ``grow_tree``.
+      bins, dyn, cuts_ext, forward_ok, spec, reduce, features: as in ``grow_tree``
+        (``spec.diagonal``: use only the diagonal of H).
       g: ``(N, K)`` float32 gradients; h: ``(N, K, K)`` float32 Hessians (weighted).
-      diagonal: static; use only the diagonal of H.
 
     Returns:
       ``(tree, leaf)`` as ``grow_tree``, with ``value`` ``(M, K)`` and ``cover`` the
       trace of H.
     """
+    max_depth, max_bin, native, _, any_forward, native_threads, diagonal = spec
     D, B = max_depth, max_bin
     N, K = g.shape
     M = 2 ** (D + 1) - 1
@@ -518,6 +542,6 @@ def grow_vector_tree(bins, g, h, dyn, cuts_ext, forward_ok, *, max_depth: int,
                                                       (pos, alive, structure, Sn))
         fields, leaf = _finish(structure, pos, dyn, cuts_ext, D)
         w, _, cover = vector_weight_score(Sn[:K].T, Sn[K:].T, dyn, diagonal=diagonal)
-        tree = dict(fields, value=w.astype(jnp.float32) * dyn[ETA],
+        tree = dict(fields, value=w.astype(jnp.float32) * dyn.learning_rate,
                     cover=cover.astype(jnp.float32))
         return tree, leaf
