@@ -123,27 +123,43 @@ def is_writer() -> bool:
     return jax.process_index() == 0
 
 
+def histogram_nodes_per_level(max_depth: int, *, subtraction: bool = True) -> int:
+    """Nodes whose histograms one level below the root sums across devices.
+
+    The tree builder runs levels ``1 .. max_depth - 1`` in one loop over arrays sized for
+    the widest level (``jaxboost.engine.grow``), and the sum across devices covers that
+    whole width every level: ``2**(max_depth - 2)`` smaller children with the
+    subtraction trick (the native CPU kernel), else ``2**(max_depth - 1)`` nodes.
+
+    >>> histogram_nodes_per_level(6), histogram_nodes_per_level(6, subtraction=False)
+    (16, 32)
+    """
+    if max_depth <= 1:
+        return 0
+    return 2 ** (max_depth - 2) if subtraction else 2 ** (max_depth - 1)
+
+
 def histogram_bytes_per_tree(n_features: int, max_depth: int, max_bin: int = 256, *,
                              subtraction: bool = True, channels: int = 2) -> int:
     r"""Bytes of histograms summed across devices to grow one tree.
 
     A histogram of ``n`` nodes holds ``n * F * max_bin`` bins of ``channels`` float64
     sums (g and h for scalar trees); the number of rows does not enter. The root needs
-    one; with the subtraction trick (``subtraction``: the native CPU kernel) each deeper
-    level sums only the smaller child of every split, ``2**(d-1)`` nodes at level
-    ``d``, else all ``2**d``. The root's g and h totals add ``8 * channels`` bytes. A
-    ring all-reduce moves about twice this in and out of each device.
+    one, and each of the ``max_depth - 1`` deeper levels that split sums
+    ``histogram_nodes_per_level`` nodes. The root's g and h totals add
+    ``8 * channels`` bytes. A ring all-reduce moves about twice this in and out of each
+    device.
 
-    .. math:: \text{bytes} = 8 c F B \cdot n_{nodes} + 8 c, \qquad
-              n_{nodes} = 2^{D-1} \text{ (subtraction) or } 2^D - 1
+    .. math:: \text{bytes} = 8 c F B \,(1 + (D - 1)\, n_{level}) + 8 c
 
     Example:
       >>> histogram_bytes_per_tree(28, 6)  # HIGGS-like: 28 features, depth 6
-      3670032
+      9289744
       >>> histogram_bytes_per_tree(28, 6, subtraction=False)
-      7225360
+      18464784
     """
-    nodes = 2 ** (max_depth - 1) if (subtraction and max_depth > 0) else 2 ** max_depth - 1
+    nodes = 1 + (max_depth - 1) * histogram_nodes_per_level(max_depth,
+                                                            subtraction=subtraction)
     return 8 * channels * n_features * max_bin * nodes + 8 * channels
 
 

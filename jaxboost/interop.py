@@ -65,6 +65,7 @@ from .booster import Booster, register_writer
 from .engine.autodiff import loss_name
 from .engine.binning import BinEdges
 from .engine.tree import Ensemble
+from .io import atomic_write
 from .params import TreeParams
 
 _EXPORTS = {"squared": "reg:squarederror", "logistic": "binary:logistic",
@@ -256,14 +257,7 @@ def to_xgboost_json(booster: Booster, path=None) -> dict:
         "version": [3, 2, 0],
     }
     if path is not None:
-        tmp = f"{os.fspath(path)}.tmp{os.getpid()}"
-        try:
-            with open(tmp, "w", encoding="utf-8") as fh:
-                json.dump(model, fh)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
+        atomic_write(path, json.dumps(model).encode("utf-8"))
     return model
 
 

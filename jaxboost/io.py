@@ -17,7 +17,7 @@ True
 >>> io.loads(text.replace('"format_version":1', '"format_version":2'))  # doctest: +ELLIPSIS
 Traceback (most recent call last):
   ...
-jaxboost.io.ModelFormatError: format_version: this file has format version 2, newer ...
+jaxboost.errors.ModelFormatError: format_version: this file has format version 2, newer ...
 
 Functions: ``save(booster, path)`` / ``load(path)`` for files, ``dumps`` / ``loads`` for
 text, ``to_dict`` / ``from_dict`` for the parsed structure (no I/O).
@@ -698,10 +698,7 @@ def _read_trees(d, params: TreeParams, edges: BinEdges, F, K, tpr) -> Ensemble:
     if bad.any():
         t, i = first(bad)
         _fail(f"{where}.threshold[{t}][{i}]", "null at a leaf", float(threshold[t, i]))
-    cuts_ext = np.full((F, edges.max_bin), np.inf, np.float32)
-    cuts_ext[:, 0] = -np.inf
-    cuts_ext[:, 1: 1 + edges.cuts.shape[1]] = edges.cuts
-    expected = cuts_ext[feature, tbin]
+    expected = edges.cuts_ext()[feature, tbin]
     bad = split & ~(threshold == expected)
     if bad.any():
         t, i = first(bad)
@@ -955,7 +952,14 @@ def save(booster: Booster, path, *, indent=None) -> None:
     permissions (``0o666`` less the umask). A symlink at ``path`` is replaced, not
     followed.
     """
-    data = dumps(booster, indent=indent).encode("utf-8")
+    atomic_write(path, dumps(booster, indent=indent).encode("utf-8"))
+
+
+def atomic_write(path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (see ``save``): a fsynced temporary file
+    beside it, renamed over it, then the directory fsynced; the temporary file is
+    removed when anything fails. The one writer of the model files (JSON and XGBoost
+    JSON)."""
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     base = os.path.basename(path)

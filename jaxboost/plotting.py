@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import math
 
+from .explain import IMPORTANCE_TYPES
+
 __all__ = ["plot_comparison", "plot_learning_curves", "plot_history", "plot_importance",
            "plot_tree", "IMPORTANCE_TYPES"]
 
@@ -245,10 +247,9 @@ def plot_history(booster, path=None, *, metrics=None, data=None, title=None,
     return _finish(fig, path, dpi)
 
 
-IMPORTANCE_TYPES = ("weight", "gain", "total_gain", "cover", "total_cover")
-"""What ``plot_importance`` can rank features by (XGBoost's meanings): ``weight`` the
-number of splits on the feature, ``total_gain`` / ``total_cover`` the sum of the
-splits' loss reductions / Hessian sums, ``gain`` / ``cover`` their mean per split."""
+# What plot_importance can rank features by is explain.IMPORTANCE_TYPES (XGBoost's
+# meanings): weight the number of splits on the feature, total_gain / total_cover the sum
+# of the splits' loss reductions / Hessian sums, gain / cover their mean per split.
 
 
 def _feature_names(booster) -> list:
@@ -260,27 +261,11 @@ def _feature_names(booster) -> list:
 
 
 def _importance_from_trees(booster, importance_type) -> dict:
-    """``{feature name: score}`` over the split nodes of every tree (used features only)."""
-    import numpy as np
+    """``{feature name: score}`` over the split nodes of every tree (used features only):
+    ``jaxboost.explain.feature_importance``, for boosters without their own method."""
+    from .explain import feature_importance
 
-    if importance_type not in IMPORTANCE_TYPES:
-        raise ValueError(f"importance_type must be one of {IMPORTANCE_TYPES}, got "
-                         f"{importance_type!r}")
-    e = booster.ensemble
-    split = ~np.asarray(e.is_leaf, bool)
-    feature = np.asarray(e.feature)[split].astype(np.int64)
-    F = int(booster.n_features)
-    count = np.bincount(feature, minlength=F).astype(np.float64)
-    if importance_type == "weight":
-        score = count
-    else:
-        field = e.gain if importance_type.endswith("gain") else e.cover
-        total = np.bincount(feature, weights=np.asarray(field, np.float64)[split],
-                            minlength=F)
-        score = (total if importance_type.startswith("total_")
-                 else np.divide(total, count, out=np.zeros(F), where=count > 0))
-    names = _feature_names(booster)
-    return {names[f]: float(score[f]) for f in range(F) if count[f] > 0}
+    return feature_importance(booster, importance_type)
 
 
 def _importance(booster, importance_type) -> dict:

@@ -62,13 +62,11 @@ def gain_importance(booster) -> np.ndarray:
     >>> int(imp.argmax()), round(float(imp.sum()), 6)
     (1, 1.0)
     """
-    e = booster.ensemble
-    split = ~np.asarray(e.is_leaf, bool)
-    gain = np.where(split, np.asarray(e.gain, np.float64), 0.0)
-    total = np.bincount(np.asarray(e.feature)[split], weights=gain[split],
-                        minlength=booster.n_features)[: booster.n_features]
-    s = total.sum()
-    return total / s if s > 0 else np.zeros(booster.n_features)
+    scores = booster.feature_importance("total_gain")
+    names = booster.feature_names or [f"f{i}" for i in range(booster.n_features)]
+    imp = np.array([scores.get(n, 0.0) for n in names], np.float64)
+    s = imp.sum()
+    return imp / s if s > 0 else np.zeros(booster.n_features)
 
 
 def _seed(random_state):
@@ -152,16 +150,8 @@ class _JaxBoostModel(BaseEstimator):
     @property
     def feature_importances_(self) -> np.ndarray:
         """Total split gain per feature over all trees, normalised to sum to 1."""
-        booster = self._booster()
-        if not hasattr(booster, "feature_importance"):
-            return gain_importance(booster)
-        # XGBoost's get_score convention: {name: total gain}, features without splits
-        # left out; names are the booster's feature_names, else f0, f1, ...
-        scores = booster.feature_importance("total_gain")
-        names = booster.feature_names or [f"f{i}" for i in range(booster.n_features)]
-        imp = np.array([scores.get(n, 0.0) for n in names], np.float64)
-        s = imp.sum()
-        return imp / s if s > 0 else np.zeros(booster.n_features)
+        # XGBoost's get_score convention: {name: total gain}, normalised.
+        return gain_importance(self._booster())
 
     @property
     def best_iteration(self):

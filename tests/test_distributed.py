@@ -240,6 +240,12 @@ def test_histogram_bytes_per_tree_is_what_the_compiled_round_sums(compile_counte
             for dtype, dims in re.findall(r"(f64|f32|s32|pred)\[([\d,]*)\]", result):
                 total += size[dtype] * int(np.prod([int(d) for d in dims.split(",") if d]))
     subtraction = data.use_native()
-    # + 4 bytes: the int32 count of rows with a non-finite gradient
+    # The compiled round holds the root's all-reduce once and the level loop's once (it
+    # runs max_depth - 1 = 2 times per tree); + 4 bytes: the int32 count of rows with a
+    # non-finite gradient.
+    per_node = 8 * 2 * 5 * 32
+    level = distributed.histogram_nodes_per_level(3, subtraction=subtraction) * per_node
     assert total == distributed.histogram_bytes_per_tree(5, 3, 32,
-                                                         subtraction=subtraction) + 4
+                                                         subtraction=subtraction) - level + 4
+    assert distributed.histogram_bytes_per_tree(5, 3, 32, subtraction=subtraction) == \
+        per_node * (1 + 2 * (2 if subtraction else 4)) + 16

@@ -64,11 +64,23 @@ class BinEdges:
         """
         feature = np.asarray(feature)
         tbin = np.asarray(tbin).astype(np.int64)
-        padded = np.concatenate(
-            [np.full((self.n_features, 1), -np.inf, FLOAT_DTYPE), self.cuts,
-             np.full((self.n_features, 1), np.inf, FLOAT_DTYPE)], axis=1)
-        idx = np.clip(tbin, 0, padded.shape[1] - 1)
-        return padded[feature, idx].astype(FLOAT_DTYPE)
+        table = self.cuts_ext()
+        idx = np.clip(tbin, 0, table.shape[1] - 1)
+        return table[feature, idx]
+
+    def cuts_ext(self) -> np.ndarray:
+        """``(F, max_bin)`` float32 threshold of every split bin: ``cuts_ext[f, t]`` is the
+        value below which "bin < t goes left" sends a row (``-inf`` at ``t = 0``, the
+        cuts, then ``+inf``). The one table training, validation and routing share.
+
+        >>> e = compute_bin_edges(np.array([[0.0], [1.0], [2.0]], np.float32), max_bin=5)
+        >>> e.cuts_ext().tolist()
+        [[-inf, 0.5, 1.5, inf, inf]]
+        """
+        table = np.full((self.n_features, self.max_bin), np.inf, FLOAT_DTYPE)
+        table[:, 0] = -np.inf
+        table[:, 1: 1 + self.cuts.shape[1]] = self.cuts
+        return table
 
 
 def _midpoints(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

@@ -73,7 +73,11 @@ def refit_newton(tree, leaf, loss, y, margin, w, dyn, *, reduce=lambda x: x,
     seg = functools.partial(_segment_sum, leaf=leaf, M=M, reduce=reduce,
                             exact_rows=exact_rows, reduce_max=reduce_max)
     with jax.enable_x64(True):
-        v = (tree["value"] / eta).astype(jnp.float64)
+        # The barrier keeps the compiler from folding (w * eta) / eta into w in some
+        # programs and not others: the division is always carried out, so a model is
+        # the same whatever program (one device, a mesh, train_many) refits it.
+        value, eta_ = jax.lax.optimization_barrier((tree["value"], eta))
+        v = (value / eta_).astype(jnp.float64)
         w64 = w.astype(jnp.float64)
         has_rows = seg(w64) > 0
 

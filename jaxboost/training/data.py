@@ -55,10 +55,7 @@ def rows_on_bins(Xf, yf, wf, edges, n_pad, max_bin, native):
     y[:n_rows] = yf
     w = np.zeros(n_pad, np.float32)
     w[:n_rows] = 1.0 if wf is None else wf
-    cuts_ext = np.concatenate(
-        [np.full((n_features, 1), -np.inf, np.float32), edges.cuts,
-         np.full((n_features, max_bin - 1 - edges.cuts.shape[1]), np.inf, np.float32)],
-        axis=1)
+    cuts_ext = edges.cuts_ext()
     forward_ok = edges.has_missing & (edges.n_distinct > 1)
     return bins, y, w, np.arange(n_pad) < n_rows, cuts_ext, forward_ok
 
