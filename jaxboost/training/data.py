@@ -38,15 +38,15 @@ def use_native() -> bool:
     return native.available()
 
 
-def rows_on_bins(Xf, yf, wf, edges, n_pad, max_bin, native):
+def rows_on_bins(Xf, yf, wf, edges, n_pad, native):
     """The training rows as the round program takes them, padded to ``n_pad`` rows.
 
     Returns ``(bins, y, w, valid, cuts_ext, forward_ok)``: uint8 bins in one layout,
     written in place with its padding (row-major ``(n_pad, F)`` for the native kernel,
     feature-major ``(F, n_pad)`` for the pure-JAX scan); labels padded with copies of row
     0 and weights with 0 (padding rows have g = h = 0); ``valid`` marks the real rows;
-    ``cuts_ext`` ``(F, max_bin)`` the thresholds of every bin (``-inf``, the cuts, then
-    ``+inf``); ``forward_ok`` the features whose ascending split pass is tried.
+    ``cuts_ext`` ``(F, max_bin)`` the thresholds of every bin (``BinEdges.cuts_ext``);
+    ``forward_ok`` the features whose ascending split pass is tried.
     """
     n_rows, n_features = Xf.shape
     bins = np.zeros((n_pad, n_features) if native else (n_features, n_pad), np.uint8)
@@ -107,7 +107,7 @@ def prepare(s, Xf, yf, wf) -> Prepared:
         edges = compute_bin_edges(Xf, s.params.max_bin, wf, seed=s.seed)
     native = use_native()
     bins, y, w, valid, cuts_ext, forward_ok = rows_on_bins(
-        Xf, yf, wf, edges, layout.block, s.params.max_bin, native)
+        Xf, yf, wf, edges, layout.block, native)
     rows = Rows(layout.put(bins, feature_major=not native), layout.put(y), layout.put(w),
                 layout.put(valid))
     gidx = (np.zeros((1, 1), np.int32) if s.group is None

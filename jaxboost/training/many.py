@@ -183,9 +183,12 @@ def train_many(configs, X, y, *, objective=None, n_rounds: int = 100, max_depth:
     common = dict(X=X, y=y, n_rounds=n_rounds, max_depth=max_depth, max_bin=max_bin,
                   sample_weight=sample_weight, feature_names=feature_names,
                   quantize=quantize, eval_set=eval_set, mesh=mesh)
-    configured = [_configure(i, m, common) for i, m in enumerate(_merged(configs, shared))]
-    settings = [c[0] for c in configured]
-    s0, Xf, yf, wf = configured[0]
+    merged = _merged(configs, shared)
+    s0, Xf, yf, wf = _configure(0, merged[0], common)
+    # The data is read (a DataFrame converted, labels and weights checked) once; the
+    # other configurations get the validated arrays.
+    common.update(X=Xf, y=yf, sample_weight=wf, feature_names=s0.feature_names)
+    settings = [s0] + [_configure(i, m, common)[0] for i, m in enumerate(merged) if i > 0]
     seeds = {s.seed for s in settings}
     if len(seeds) > 1 and Xf.shape[0] > QUANTILE_SAMPLE_ROWS:
         raise ValueError("the seeds of these configurations give different bin edges "
