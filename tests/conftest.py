@@ -1,14 +1,45 @@
+import atexit
 import os
+import shutil
+import tempfile
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
-# Hermetic tests: no persistent compilation cache from earlier runs (its own test
-# turns it on in subprocesses).
+# jaxboost's own persistent cache stays off in the test processes: nothing from a run
+# before this one is read (tests/test_compile_cache.py turns it on in subprocesses).
 os.environ["JAXBOOST_COMPILATION_CACHE"] = "0"
 
+# One compilation cache for this session only: it starts empty, is shared by the
+# pytest-xdist workers and the example scripts the tests run (they inherit the
+# variable), and is deleted when the session that created it ends. The same program
+# compiled by two test files, two workers or two example scripts is compiled once.
+# JAXBOOST_TEST_XLA_CACHE=0 turns it off.
+SESSION_CACHE_ENV = "JAXBOOST_TEST_XLA_CACHE"
+if SESSION_CACHE_ENV not in os.environ:
+    _root = tempfile.mkdtemp(prefix="jaxboost-test-xla-")
+    os.environ[SESSION_CACHE_ENV] = _root
+    atexit.register(shutil.rmtree, _root, ignore_errors=True)
+SESSION_CACHE = os.environ[SESSION_CACHE_ENV]
+if SESSION_CACHE == "0":
+    SESSION_CACHE = None
+
+import jax  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from jaxboost.sharding import use_cpu_devices  # noqa: E402
+
+if SESSION_CACHE is not None:
+    jax.config.update("jax_compilation_cache_dir", os.path.join(SESSION_CACHE, "xla"))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+
+
+def session_cache_env() -> dict:
+    """Environment variables for a subprocess (an example script) that should share the
+    session's compilation cache: jaxboost's own cache switched on, in the session's
+    folder."""
+    if SESSION_CACHE is None:
+        return {}
+    return {"JAXBOOST_COMPILATION_CACHE": "1", "JAXBOOST_CACHE_DIR": SESSION_CACHE}
 
 # Four host CPU devices, so sharded training is tested even on a 2-core machine (small
 # test data stays on one device unless a test passes a mesh). Only this process:
@@ -28,7 +59,9 @@ def small_binary():
 
 @pytest.fixture(scope="session")
 def compile_counter():
-    """Count XLA backend compilations while a block runs."""
+    """Count the programs XLA compiled or loaded from the session's compilation cache
+    while a block runs (JAX records the same compile event for both; a program served
+    from JAX's in-memory caches counts 0)."""
     from jax import monitoring
 
     class Counter:

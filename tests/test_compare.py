@@ -10,6 +10,7 @@ from pathlib import Path
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import session_cache_env
 from sklearn import metrics as skm
 
 import jaxboost
@@ -200,7 +201,7 @@ def csv_file(small_binary, tmp_path_factory):
 def run_cli(*args):
     return subprocess.run([sys.executable, "-m", "jaxboost", *map(str, args)],
                           capture_output=True, text=True, timeout=300, cwd=ROOT,
-                          env={**os.environ, "JAX_PLATFORMS": "cpu"})
+                          env={**os.environ, "JAX_PLATFORMS": "cpu", **session_cache_env()})
 
 
 def test_cli_prints_the_table_and_writes_the_png(csv_file, tmp_path):

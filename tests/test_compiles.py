@@ -16,7 +16,7 @@ import jaxboost
 import objectives as O
 from jaxboost.engine.round import run_chunk
 from jaxboost.engine.tree import predict_margin
-from jaxboost.training.evaluation import evaluate_chunk
+from jaxboost.training.evaluation import chunk_margins, chunk_metrics
 
 N, F = 300, 4
 KW = dict(n_rounds=10, max_depth=3, verbose=False)
@@ -31,7 +31,8 @@ def data():
 
 
 def rounds_compiled(fn):
-    """``fn()``'s new round programs (tree builders) and XLA compiles."""
+    """``fn()``'s new round programs (tree builders) and XLA programs compiled or loaded
+    from the session's compilation cache (the same compile event for both)."""
     from jax import monitoring
 
     before = run_chunk._cache_size()
@@ -118,6 +119,26 @@ def test_eval_sets_and_metrics_do_not_recompile_the_tree_builder(data):
     assert histories[1]["validation_0"]["logloss"][-1] == pytest.approx(ll, rel=1e-5)
 
 
+def test_a_new_metric_compiles_only_the_metric_program(data):
+    X, _, yb = data
+    ev = [(X[:100], yb[:100])]
+    jaxboost.train("logistic", X, yb, **KW, eval_set=ev, eval_metric="logloss")
+    routes, metric_progs = chunk_margins._cache_size(), chunk_metrics._cache_size()
+    out = {}
+
+    def run():
+        out["b"] = jaxboost.train("logistic", X, yb, **KW, eval_set=ev, eval_metric="rmse")
+
+    assert rounds_compiled(run)[0] == 0
+    b = out["b"]
+    assert chunk_margins._cache_size() == routes  # rows are routed by the same program
+    assert chunk_metrics._cache_size() == metric_progs + 1
+    # and the new metric is right: RMSE of the probabilities after the last round
+    p = b.predict(X[:100])
+    rmse = np.sqrt(np.mean((p - yb[:100]) ** 2))
+    assert b.history["validation_0"]["rmse"][-1] == pytest.approx(rmse, rel=1e-5)
+
+
 def test_eval_and_predict_row_counts_share_programs(data):
     X, _, yb = data
     b = jaxboost.train("logistic", X, yb, **KW, eval_set=[(X[:90], yb[:90])])
@@ -134,7 +155,7 @@ def test_eval_and_predict_row_counts_share_programs(data):
         assert out.shape == (n,)
         np.testing.assert_array_equal(out, b.predict(X)[:n])
     assert predict_margin._cache_size() - preds_before <= 1
-    assert evaluate_chunk._cache_size() >= 1
+    assert chunk_margins._cache_size() >= 1
 
 
 def test_hessian_floor_sweep(data):

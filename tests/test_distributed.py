@@ -14,6 +14,7 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
+from conftest import session_cache_env
 from jax.sharding import Mesh
 
 import jaxboost
@@ -109,7 +110,8 @@ CONFIGS = ("logistic-qa", "softmax")
 
 @pytest.fixture(scope="module", autouse=True)
 def compilation_cache(tmp_path_factory):
-    _CACHE["dir"] = tmp_path_factory.mktemp("xla_cache")
+    _CACHE["dir"] = session_cache_env().get("JAXBOOST_CACHE_DIR") or \
+        tmp_path_factory.mktemp("xla_cache")
     yield
     _CACHE.clear()
 

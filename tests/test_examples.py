@@ -1,16 +1,20 @@
 """The scripts in examples/ run as shipped (README blocks: tests/test_readme.py)."""
 
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+from conftest import session_cache_env
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def run(script, *args):
     out = subprocess.run([sys.executable, str(ROOT / "examples" / script), *args],
-                         capture_output=True, text=True, timeout=600, cwd=ROOT)
+                         capture_output=True, text=True, timeout=600, cwd=ROOT,
+                         env={**os.environ, **session_cache_env()})
     assert out.returncode == 0, out.stderr[-3000:]
     return out.stdout
 

@@ -1,13 +1,14 @@
-"""Evaluation during training: its own compiled program, over a chunk's trees.
+"""Evaluation during training: programs of their own, over a chunk's trees.
 
 After each chunk of rounds, ``evaluate_chunk`` routes every evaluation set's (already
-binned) rows through the chunk's trees, accumulates their margins round by round (in
-float32, as ``predict`` does) and evaluates the metrics after every round, vmapped over
-the rounds. It is a program of its own, apart from the tree builder: adding, removing
-or changing evaluation sets and metrics never recompiles training. Evaluation rows are
-padded to a size bucket (``bucket_rows``) with weight-0 rows, so sets of similar sizes
-share one program; metrics are weighted, so padding changes no value (a user metric
-that takes no weights gets its set unpadded).
+binned) rows through the chunk's trees and accumulates their margins round by round (in
+float32, as ``predict`` does): ``chunk_margins``; then it evaluates the metrics after
+every round, vmapped over the rounds: ``chunk_metrics``. Both are programs apart from
+the tree builder, so adding, removing or changing evaluation sets and metrics never
+recompiles training, and a new metric compiles only the small metric program.
+Evaluation rows are padded to a size bucket (``bucket_rows``) with weight-0 rows, so
+sets of similar sizes share one program; metrics are weighted, so padding changes no
+value (a user metric that takes no weights gets its set unpadded).
 """
 
 from __future__ import annotations
@@ -181,16 +182,33 @@ class EvalData(NamedTuple):
 
 
 class EvalPlan(NamedTuple):
-    """What fixes the evaluation program (static): the metrics, the inverse link, the
-    trees' depth and bins, the chunk's rounds and trees per round, whether the set is
-    grouped (ranking metrics get its query index)."""
+    """What fixes the two evaluation programs (static).
 
-    metrics: tuple
-    link: Any
+    ``trees`` (``TreePlan``) fixes the routing program (depth, bins, rounds per chunk,
+    trees per round); ``metrics`` (``MetricPlan``) fixes the metric program. They are
+    compiled apart, so a new metric never recompiles the routing of rows.
+    """
+
+    trees: "TreePlan"
+    metrics: "MetricPlan"
+
+
+class TreePlan(NamedTuple):
+    """The routing program's static shape: the trees' depth and bins, the chunk's
+    rounds and trees per round."""
+
     max_depth: int
     max_bin: int
     chunk: int
     trees_per_round: int
+
+
+class MetricPlan(NamedTuple):
+    """The metric program's static content: the metrics, the inverse link, whether the
+    set is grouped (ranking metrics get its query index)."""
+
+    metrics: tuple
+    link: Any
     grouped: bool
 
 
@@ -224,9 +242,12 @@ def place(e: EvalSet, padded: bool, put=jnp.asarray):
     return EvalData(put(bins), put(y), put(w), put(e.queries)), n
 
 
-@functools.partial(jax.jit, static_argnames=("plan",), donate_argnums=(2,))
 def evaluate_chunk(plan: EvalPlan, trees, margin, data: EvalData, loss_values):
     """Margins after each round of the chunk and the metrics there.
+
+    Two compiled programs: ``chunk_margins`` (route the rows, accumulate margins) and
+    ``chunk_metrics`` (the metrics after every round), so changing the metrics compiles
+    only the small second one.
 
     Args:
       plan: static ``EvalPlan``.
@@ -239,18 +260,33 @@ def evaluate_chunk(plan: EvalPlan, trees, margin, data: EvalData, loss_values):
     Returns:
       ``(margin, values)``: margins after the chunk and ``(chunk, n_metrics)`` float32.
     """
-    leaves = jax.vmap(lambda t: binned_leaf(t, data.bins, max_depth=plan.max_depth,
+    margin, stages = chunk_margins(plan.trees, trees, margin, data.bins)
+    if not plan.metrics.metrics:
+        return margin, jnp.zeros((plan.trees.chunk, 0), jnp.float32)
+    return margin, chunk_metrics(plan.metrics, stages, data, loss_values)
+
+
+@functools.partial(jax.jit, static_argnames=("plan",), donate_argnums=(2,))
+def chunk_margins(plan: TreePlan, trees, margin, bins):
+    """``(margin, stages)``: the margins after the chunk, ``(n[, K])``, and after each of
+    its rounds, ``(chunk, n[, K])``, accumulated round by round in float32 as
+    ``predict`` does. ``bins``: ``(n, F)`` uint8 row-major."""
+    leaves = jax.vmap(lambda t: binned_leaf(t, bins, max_depth=plan.max_depth,
                                             max_bin=plan.max_bin))(trees)  # (T, n)
     vals = jax.vmap(lambda v, lf: v[lf])(trees["value"], leaves)  # (T, n[, K])
     vals = jnp.sum(vals.reshape((plan.chunk, plan.trees_per_round) + vals.shape[1:]), axis=1)
 
-    def add(m, d):  # round by round in float32, as predict accumulates
+    def add(m, d):
         m = m + d
         return m, m
 
-    margin, stages = jax.lax.scan(add, margin, vals)
-    if not plan.metrics:
-        return margin, jnp.zeros((plan.chunk, 0), jnp.float32)
+    return jax.lax.scan(add, margin, vals)
+
+
+@functools.partial(jax.jit, static_argnames=("plan",))
+def chunk_metrics(plan: MetricPlan, stages, data: EvalData, loss_values):
+    """``(chunk, n_metrics)`` float32: every metric after every round of the chunk
+    (``stages``: ``(chunk, n[, K])`` margins), vmapped over the rounds."""
     from ..metrics import _MeanLoss
 
     fns = [(_MeanLoss(bind_loss(m.fn.loss, loss_values)) if isinstance(m.fn, _MeanLoss)
@@ -262,4 +298,4 @@ def evaluate_chunk(plan: EvalPlan, trees, margin, data: EvalData, loss_values):
                              data.queries if m.grouped else data.w).astype(jnp.float32)
                           for fn, m in fns])
 
-    return margin, jax.vmap(evaluate)(stages)
+    return jax.vmap(evaluate)(stages)

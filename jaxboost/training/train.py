@@ -23,7 +23,17 @@ from ..engine.autodiff import HESSIAN_FLOOR
 from . import loop
 from .config import configure
 from .data import prepare, start_margins, where_text
-from .evaluation import EvalPlan, eval_metrics, eval_sets, link_of, pads, place, plan_metrics
+from .evaluation import (
+    EvalPlan,
+    MetricPlan,
+    TreePlan,
+    eval_metrics,
+    eval_sets,
+    link_of,
+    pads,
+    place,
+    plan_metrics,
+)
 from .program import hyper, round_spec, stack
 
 
@@ -223,8 +233,10 @@ def model_run(s, prep, evals, metrics, where, *, early_stopping, label=""):
     p, layout = s.params, prep.layout
     placed = []
     for e in evals:
-        plan = EvalPlan(plan_metrics(metrics, s.family), link_of(s.loss), p.max_depth,
-                        p.max_bin, loop.ROUNDS_PER_DISPATCH, s.trees_per_round, e.grouped)
+        plan = EvalPlan(TreePlan(p.max_depth, p.max_bin, loop.ROUNDS_PER_DISPATCH,
+                                 s.trees_per_round),
+                        MetricPlan(plan_metrics(metrics, s.family), link_of(s.loss),
+                                   e.grouped))
         data_, n = place(e, pads(metrics) and not e.grouped, layout.replicate)
         placed.append((e, plan, data_, layout.replicate(start_margins(s, prep.base, e.X,
                                                                         e.n, n))))
