@@ -355,8 +355,15 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
         return (acc, do, jnp.where(do2, acc["Gc"], 0.0), jnp.where(do2, acc["Hc"], 0.0),
                 bufs)
 
-    def finish_level(d, s, do, Gc, Hc, pos, local, in_level, structure, Gn, Hn):
-        """Record level ``d``'s splits and children totals; route its rows."""
+    def finish_level(d, found, rows, state):
+        """Record level ``d``'s splits and children totals; route its rows.
+
+        ``found``: ``split_level``'s ``(s, do, Gc, Hc)``; ``rows``: ``(pos, local,
+        in_level)``; ``state``: ``(structure, Gn, Hn)``. Returns ``(pos, structure, Gn,
+        Hn)``."""
+        s, do, Gc, Hc = found
+        pos, local, in_level = rows
+        structure, Gn, Hn = state
         n = _pow2(d)
         structure = _record(structure, n - 1, do, s)
         Gn = jax.lax.dynamic_update_slice(Gn, Gc, (2 * n - 1,))
@@ -385,8 +392,8 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
             Gh, Hh = reduce(histogram(local, 1))
             s, do, Gc, Hc, _ = split_level(0, 1, Gn[:1], Hn[:1], jnp.ones(1, bool),
                                            full_chunks(Gh, Hh), None)
-            pos, structure, Gn, Hn = finish_level(0, s, do, Gc, Hc, pos, local, in_level,
-                                                  structure, Gn, Hn)
+            pos, structure, Gn, Hn = finish_level(0, (s, do, Gc, Hc), (pos, local, in_level),
+                                                  (structure, Gn, Hn))
         if D > 1:
             alive = jnp.zeros(W, bool).at[:2].set(jnp.repeat(do, 2))
             bufs = None
@@ -431,8 +438,9 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
                 else:
                     hist_chunk = full_chunks(*reduce(histogram(local, W)))
                 s, do, Gc, Hc, bufs = split_level(d, W, Gt, Ht, alive, hist_chunk, bufs)
-                pos, structure, Gn, Hn = finish_level(d, s, do, Gc, Hc, pos, local, in_level,
-                                                      structure, Gn, Hn)
+                pos, structure, Gn, Hn = finish_level(d, (s, do, Gc, Hc),
+                                                      (pos, local, in_level),
+                                                      (structure, Gn, Hn))
                 return pos, jnp.repeat(do, 2)[:W], bufs, structure, Gn, Hn
 
             pos, _, _, structure, Gn, Hn = jax.lax.fori_loop(

@@ -26,6 +26,7 @@ it is > 0). Leaves without rows keep their Newton value.
 from __future__ import annotations
 
 import functools
+from typing import Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -52,8 +53,30 @@ def _finish(tree, v, has_rows, dyn):
     return dict(tree, value=value)
 
 
-def refit_newton(tree, leaf, loss, y, margin, w, dyn, *, reduce=lambda x: x,
-                 steps: int = NEWTON_STEPS, exact_rows=None, reduce_max=lambda x: x):
+def _identity(x):
+    return x
+
+
+class RowSums(NamedTuple):
+    """How ``refit_newton`` sums over rows.
+
+    Fields:
+      reduce: sums per-device partial sums over devices (``lax.psum``; identity on one).
+      exact_rows: ``None``, or the number of real rows: then every sum is an exact
+        quantized sum (``jaxboost.engine.exact``).
+      reduce_max: takes maxima over devices (for the exact sums' common scale).
+    """
+
+    reduce: Callable = _identity
+    exact_rows: Optional[int] = None
+    reduce_max: Callable = _identity
+
+
+ONE_DEVICE = RowSums()
+
+
+def refit_newton(tree, leaf, loss, y, margin, w, dyn, *, sums: RowSums = ONE_DEVICE,
+                 steps: int = NEWTON_STEPS):
     """Leaf values by damped Newton steps on the true loss (see the module docstring).
 
     Args:
@@ -61,17 +84,16 @@ def refit_newton(tree, leaf, loss, y, margin, w, dyn, *, reduce=lambda x: x,
       leaf: ``(N,)`` leaf of every row; y, margin, w: ``(N,)`` labels, margins before
         this tree, weights (0 for padding).
       dyn: dynamic parameters.
-      reduce: sums per-device partial sums over devices (``lax.psum``).
-      exact_rows: ``None``, or the number of real rows: then every sum is an exact
-        quantized sum (``jaxboost.engine.exact``; ``reduce_max`` takes maxima over devices).
+      sums: ``RowSums``, how sums over rows are taken (devices, exactness).
+      steps: static number of damped Newton steps.
 
     Returns:
       the tree dict with refitted leaf values.
     """
     M = tree["value"].shape[0]
     eta, lam = dyn.learning_rate, dyn.reg_lambda
-    seg = functools.partial(_segment_sum, leaf=leaf, M=M, reduce=reduce,
-                            exact_rows=exact_rows, reduce_max=reduce_max)
+    seg = functools.partial(_segment_sum, leaf=leaf, M=M, reduce=sums.reduce,
+                            exact_rows=sums.exact_rows, reduce_max=sums.reduce_max)
     with jax.enable_x64(True):
         # The barrier keeps the compiler from folding (w * eta) / eta into w in some
         # programs and not others: the division is always carried out, so a model is

@@ -41,7 +41,7 @@ from .autodiff import bind_loss, grad_hess
 from .exact import to_grid
 from .groups import group_grad_hess
 from .grow import TreeSpec, grow_tree, grow_vector_tree
-from .refit import refit_newton, refit_quantile
+from .refit import RowSums, refit_newton, refit_quantile
 from .sampling import SUBSAMPLE, FeatureSampler, round_key, row_mask
 from .split import TreeHyper
 
@@ -226,9 +226,9 @@ def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margi
         tree, leaf = grow_tree(rows.bins, g, h, dyn, shared.cuts_ext, shared.forward_ok,
                                tspec, reduce=reduce, features=sampler(0))
         if spec.refit == "newton":
-            tree = refit_newton(tree, leaf, loss, rows.y, margin, rows.w, dyn, reduce=reduce,
-                                exact_rows=n_total if spec.exact else None,
-                                reduce_max=reduce_max)
+            tree = refit_newton(tree, leaf, loss, rows.y, margin, rows.w, dyn,
+                                sums=RowSums(reduce, n_total if spec.exact else None,
+                                             reduce_max))
         elif spec.refit == "quantile":
             tree = refit_quantile(tree, leaf, rows.y, margin, rows.w, dyn,
                                   alpha=hyper.quantile_alpha)
@@ -290,10 +290,11 @@ def model_chunk(spec, chunk, rows, shared, hyper, margin, flag, rounds, *, axis,
     return margin, flag, trees
 
 
-def _group_chunk(spec, chunk, rows, shared, hypers, margins, flags, rounds, count, *, axis,
-                 n_shards):
+def _group_chunk(spec, chunk, rows, shared, hypers, state, rounds, count, *, axis, n_shards):
     """``model_chunk`` of each model of one group, one after another (a loop whose trip
-    count ``count`` is traced: the body compiles the same for 1 model as for M)."""
+    count ``count`` is traced: the body compiles the same for 1 model as for M).
+    ``state``: the group's ``(margins, flags)``."""
+    margins, flags = state
     n = margins.shape[0]
     out = empty_trees(spec, chunk * spec.trees_per_round)
     out = jax.tree.map(lambda a: jnp.zeros((n,) + a.shape, a.dtype), out)
@@ -336,7 +337,7 @@ def run_chunk(specs, chunk, mesh, rows, shared, hypers, margins, flags, rounds, 
       ``(M_g, chunk * tpr, nodes[, K])`` arrays (the chunk's trees, replicated).
     """
     def program(rows, shared, hypers, margins, flags, rounds, counts, axis=None, n_shards=1):
-        out = [_group_chunk(spec, chunk, rows, shared, hypers[g], margins[g], flags[g],
+        out = [_group_chunk(spec, chunk, rows, shared, hypers[g], (margins[g], flags[g]),
                             rounds._replace(etas=rounds.etas[g]), counts[g], axis=axis,
                             n_shards=n_shards)
                for g, spec in enumerate(specs)]
