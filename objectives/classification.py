@@ -97,7 +97,7 @@ def softmax_loss(y, pred, *, n_classes=None, curvature="exact"):
     split features and probabilities to 1e-6). At XGBoost's defaults
     (``learning_rate=0.3``, ``reg_lambda=1``) the ``"xgboost"`` steps are therefore
     about half as long as the exact ones where H is much larger than lambda; on that
-    test's data the two conventions' probabilities differ by up to 0.2 after 10
+    test's data the two conventions' probabilities differ by up to 0.19-0.21 after 10
     rounds.
 
     **Matching XGBoost.** ``objectives.softmax(curvature="xgboost")`` with
