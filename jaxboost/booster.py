@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import numbers
+from typing import NamedTuple
+
 import numpy as np
 
 from ._types import pad_rows
-from ._validation import as_features, check_feature_names, check_names_list
-from .engine.autodiff import loss_name
+from ._validation import as_features, as_labels, as_weights, check_feature_names, check_names_list
+from .engine.autodiff import HESSIAN_FLOOR, loss_name, model_grad_hess
 from .engine.binning import BinEdges
 from .engine.tree import Ensemble, predict_leaf, predict_margin, staged_margins
 from .errors import DataError
@@ -32,6 +35,15 @@ def _writer(fmt: str):
 
 def _link_of(objective):
     return getattr(objective, "link", None)
+
+
+class GradHess(NamedTuple):
+    """What the trees of one round see (``Booster.grad_hess``): per-row gradients ``g``,
+    Hessians ``h`` and the ``margin`` they are taken at, float32 NumPy arrays."""
+
+    g: np.ndarray
+    h: np.ndarray
+    margin: np.ndarray
 
 
 class Booster:
@@ -254,6 +266,99 @@ class Booster:
         out = staged_margins(self.ensemble, X, self._base(),
                              max_depth=self.params.max_depth, link=link)
         return np.asarray(out)[self.trees_per_round - 1:: self.trees_per_round]
+
+    def grad_hess(self, X, y, *, iteration=None, sample_weight=None) -> GradHess:
+        r"""The gradients and Hessians the trees of round ``iteration`` are grown on.
+
+        Round ``k`` fits its trees to the margins of the first ``k`` rounds,
+        :math:`f^{(k)} = \texttt{self[:k].predict(X, output_margin=True)}`; at them
+
+        .. math:: g_i = w_i\,\partial_f \ell(y_i, f^{(k)}_i), \qquad
+                  h_i = w_i\,P\big(\partial_f^2 \ell(y_i, f^{(k)}_i)\big)
+
+        computed by the functions training uses (``jaxboost.engine.autodiff.grad_hess``:
+        autodiff, or the objective's closed form, e.g. softmax's ``curvature``), with
+        ``P`` the model's Hessian policy and floor (``hessian``, ``hessian_floor`` of
+        the ``train`` call, kept in ``train_state``; for a model without them, e.g. one
+        read from XGBoost, the objective's default policy and floor ``1e-6``). On the
+        training rows, with their ``sample_weight``, these are the g and h of that
+        round before row sampling (``subsample``), before rows whose g or h is not
+        finite are zeroed, and before ``quantize``'s grid.
+
+        Args:
+          X: ``(N, F)`` raw features (NaN = missing) or a DataFrame, as for ``predict``.
+          y: ``(N,)`` labels (checked against the objective's label domain).
+          iteration: round ``k`` in ``[0, len(self)]``; default ``len(self)``, the
+            round a continued ``train(..., init_model=self)`` would grow next.
+            ``0`` gives the g and h at the base margin (the first trees').
+          sample_weight: optional ``(N,)`` non-negative weights ``w_i``; they multiply
+            g and h as in training. Default: unweighted (``w_i = 1``).
+
+        Returns:
+          ``GradHess(g, h, margin)``, float32 NumPy arrays:
+
+          * one output: ``g``, ``h``, ``margin`` all ``(N,)``;
+          * ``K`` outputs with K trees per round (softmax's default): ``g`` ``(N, K)``,
+            ``h`` ``(N, K)`` (class k's tree uses ``h[:, k]``, the diagonal of the
+            ``K x K`` Hessian after the policy), ``margin`` ``(N, K)``;
+          * ``K`` outputs with vector-leaf trees (``multi_strategy=
+            "multi_output_tree"``): ``h`` ``(N, K, K)``, or ``(N, K)`` when trained with
+            ``multi_hessian="diagonal"``.
+
+        Raises:
+          DataError: bad ``X``, ``y`` (also labels outside the objective's domain) or
+            ``sample_weight``.
+          TypeError: ``iteration`` is not an integer, or the model's loss is a group
+            loss (its g and h need the group ids; not supported here).
+          ValueError: ``iteration`` outside ``[0, len(self)]``.
+
+        Example:
+          >>> import numpy as np, jaxboost
+          >>> X = np.arange(8, dtype=np.float32).reshape(-1, 1); y = X[:, 0]
+          >>> bst = jaxboost.train("squared", X, y, n_rounds=3, base_margin=0.0)
+          >>> g, h, margin = bst.grad_hess(X, y, iteration=2)
+          >>> bool(np.allclose(g, margin - y)), float(h.min()), float(h.max())
+          (True, 1.0, 1.0)
+          >>> bool(np.array_equal(margin, bst[:2].predict(X, output_margin=True)))
+          True
+        """
+        from objectives import GroupObjective
+
+        objective = self.objective
+        if isinstance(objective, GroupObjective):
+            raise TypeError(f"grad_hess needs a per-row loss; {loss_name(objective)} is a "
+                            f"group loss, whose g and h couple the rows of a group")
+        if iteration is None:
+            iteration = len(self)
+        if isinstance(iteration, bool) or not isinstance(iteration, numbers.Integral):
+            raise TypeError(f"iteration must be an integer round in [0, {len(self)}], got "
+                            f"{type(iteration).__name__} {iteration!r}")
+        if not 0 <= iteration <= len(self):
+            raise ValueError(f"iteration must be in [0, {len(self)}] (the model has "
+                             f"{len(self)} rounds), got {iteration}")
+        X = self._features(X)
+        n = X.shape[0]
+        y = as_labels(y, n)
+        w = as_weights(sample_weight, n)
+        validate = getattr(objective, "validate_labels", None)
+        if validate is not None:
+            try:
+                validate(y)
+            except ValueError as e:
+                raise DataError(str(e)) from None
+        state = self.train_state or {}
+        hessian = state.get("hessian") or getattr(objective, "hessian", "exact")
+        floor = float(state.get("hessian_floor", HESSIAN_FLOOR))
+        diagonal = self.n_outputs > 1 and (self.trees_per_round > 1 or
+                                           state.get("multi_hessian") == "diagonal")
+        Xp = pad_rows(X)
+        margin = predict_margin(self._padded, Xp, self._base(),
+                                np.int32(int(iteration) * self.trees_per_round),
+                                max_depth=self.params.max_depth)
+        g, h = model_grad_hess(objective, pad_rows(y), margin,
+                               None if w is None else pad_rows(w), hessian=hessian,
+                               floor=floor, diagonal=diagonal)
+        return GradHess(np.asarray(g)[:n], np.asarray(h)[:n], np.asarray(margin)[:n])
 
     def feature_importance(self, importance_type: str = "gain") -> dict:
         """Per-feature importance, as XGBoost's ``get_score``: ``{name: value}``.

@@ -31,7 +31,10 @@ the loss's domain; "any" marks the non-convex losses (Cauchy beyond ``|r| > scal
 focal for confidently wrong rows). Each loss's docstring gives its formula, closed-form
 g and h, label domain, and why its defaults were chosen. ``softmax`` has ``K`` outputs
 (``n_classes``, inferred from the labels when None) and ``gaussian_nll`` two (mean and
-log standard deviation).
+log standard deviation). ``softmax`` also takes ``curvature``: ``"exact"`` (default,
+the Hessian, diagonal p (1 - p) per class), ``"xgboost"`` (XGBoost's 2 p (1 - p): use
+it to match XGBoost's multi-class models) or ``"abs_residual"`` (|p - y|); see
+``softmax_loss``.
 
 Group losses couple the rows of a group (a query, a risk set); each is a
 ``GroupObjective``, a loss ``loss(y_group, pred_group, mask) -> scalar`` per group

@@ -69,7 +69,11 @@ class Hyperparameters:
                             f"it takes {sorted(allowed) or 'none'}")
         merged = dict(self.params)
         merged.update(kwargs)
+        self._check_params(merged)
         return dataclasses.replace(self, params=tuple(sorted(merged.items())))
+
+    def _check_params(self, params: dict) -> None:
+        """Check hyperparameter values when a variant is made (subclasses may)."""
 
     def traced_split(self):
         """``(family, values)``: this entry with its continuous hyperparameters taken out,
@@ -139,8 +143,9 @@ class Objective(Hyperparameters):
       params: hyperparameters as a sorted tuple of ``(name, value)`` pairs.
       grad_hess: optional closed form ``(y, pred, **hyperparameters) -> (g, h)`` for one
         row. When set it replaces autodiff (used where the rounding of a reference
-        implementation matters, e.g. XGBoost parity); it must equal the loss's
-        derivatives.
+        implementation matters, e.g. XGBoost parity); g must equal the loss's gradient,
+        and h its Hessian unless the entry documents a hyperparameter that chooses
+        another curvature (softmax's ``curvature``: XGBoost's ``2 p (1 - p)``).
       expected_hessian: optional ``(y, pred, **hyperparameters) -> h``: the expected
         (Fisher) Hessian, used with ``hessian="expected"``; for vector outputs it
         returns the ``(K, K)`` matrix.
@@ -159,6 +164,10 @@ class Objective(Hyperparameters):
         ``"positive"``, ``"nonnegative"`` or ``"any"`` (non-convex).
       infer_outputs: optional ``(y: np.ndarray) -> int``, the value of the ``n_outputs``
         hyperparameter when it is None (softmax: ``max(y) + 1`` classes).
+      check_params: optional ``check_params(**hyperparameters)`` raising ``ValueError``
+        when a variant is made with a value outside its domain (softmax's
+        ``curvature``), so the error comes at ``objectives.softmax(curvature=...)``,
+        not in the middle of training.
     """
 
     name: str
@@ -174,6 +183,7 @@ class Objective(Hyperparameters):
     n_outputs: object = 1
     h_sign: str = "positive"
     infer_outputs: Optional[Callable] = None
+    check_params: Optional[Callable] = None
 
     def __post_init__(self):
         if self.hessian not in HESSIAN_POLICIES:
@@ -182,6 +192,10 @@ class Objective(Hyperparameters):
             raise ValueError(f"refit must be one of {REFITS}, got {self.refit!r}")
         if self.h_sign not in H_SIGNS:
             raise ValueError(f"h_sign must be one of {H_SIGNS}, got {self.h_sign!r}")
+
+    def _check_params(self, params: dict) -> None:
+        if self.check_params is not None:
+            self.check_params(**params)
 
     # --- calls ------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):

@@ -45,7 +45,12 @@ def focal_loss(y, pred, *, gamma=2.0):
     return -y * jnp.exp(gamma * log_q) * log_p - (1.0 - y) * jnp.exp(gamma * log_p) * log_q
 
 
-def softmax_loss(y, pred, *, n_classes=None):
+SOFTMAX_CURVATURES = ("exact", "xgboost", "abs_residual")
+"""Values of ``objectives.softmax``'s ``curvature``: the h the trees see (see
+``softmax_loss``)."""
+
+
+def softmax_loss(y, pred, *, n_classes=None, curvature="exact"):
     r"""Multi-class cross-entropy on K margins: :math:`\ell = \log\sum_k e^{f_k} - f_y`.
 
     ``y`` is the class index 0..K-1 stored as a number; ``pred`` is the ``(K,)`` margin
@@ -57,14 +62,90 @@ def softmax_loss(y, pred, *, n_classes=None):
     ``n_classes`` (the number of outputs K) may be left None: training infers it as
     ``max(y) + 1``. Default ``hessian="exact"``, metric ``"mlogloss"``.
 
+    **Curvature.** ``curvature`` chooses the h the trees are grown on; it does not
+    change the loss, its value or g (only the Hessian, through the entry's closed-form
+    ``grad_hess``):
+
+    - ``"exact"`` (default): autodiff's H above. With one tree per class per round
+      (``multi_strategy="one_output_per_tree"``, the default) class k's tree sees the
+      diagonal :math:`h_k = p_k (1 - p_k)`; a ``"multi_output_tree"`` sees all of H.
+    - ``"xgboost"``: :math:`h_k = \max(2 p_k (1 - p_k), 10^{-16})` as a diagonal
+      matrix, what XGBoost's ``multi:softprob`` / ``multi:softmax`` use (3.2 included;
+      the factor 2 dates from its first versions), computed in float32 the way XGBoost
+      computes it. :math:`2 p_k (1 - p_k)` is the exact diagonal plus the absolute row
+      sum of the off-diagonal terms, :math:`\sum_{j \ne k} p_k p_j = p_k (1 - p_k)`, so
+      ``diag(2 p (1 - p)) - H`` is diagonally dominant, hence positive semidefinite: the
+      per-class quadratic models bound the exact second-order model from above when
+      all K trees step at once.
+    - ``"abs_residual"``: :math:`h_k = \max(|p_k - e_{y,k}|, 10^{-16}) = |g_k|`, the
+      rule XGBoost's main branch adopted after 3.2 (dmlc/xgboost pull request 12537).
+      It is at least the exact diagonal (by the factor :math:`1/(1 - p_k)` off the
+      label and :math:`1/p_y` on it), and since :math:`|G| \le \sum |g| = H` in every
+      node, every leaf weight is at most 1 in absolute value.
+
+    **What the factor 2 changes.** g is the same, so in every node the ``"xgboost"``
+    curvature has :math:`H' = 2H`: the leaf weight is
+    :math:`-T_\alpha(G) / (2H + \lambda)`, the split score
+    :math:`T_\alpha(G)^2 / (2H + \lambda)`, and ``min_child_weight`` compares against
+    :math:`2H`. Scaling by 2 is exact in floating point, so a model with
+    ``curvature="xgboost"`` and ``(learning_rate, reg_lambda, min_child_weight,
+    gamma, max_delta_step)`` has the same trees and predictions as the default with
+    ``(learning_rate / 2, reg_lambda / 2, min_child_weight / 2, 2 gamma,
+    2 max_delta_step)`` and the same ``reg_alpha``, up to the rounding of p (XGBoost's
+    float32 formula here, autodiff there), the minimum gain 1e-6 a split needs and the
+    1e-16 floor, which do not scale (``tests/test_softmax_hessian.py`` asserts equal
+    split features and probabilities to 1e-6). At XGBoost's defaults
+    (``learning_rate=0.3``, ``reg_lambda=1``) the ``"xgboost"`` steps are therefore
+    about half as long as the exact ones where H is much larger than lambda; on that
+    test's data the two conventions' probabilities differ by up to 0.19-0.21 after 10
+    rounds.
+
+    **Matching XGBoost.** ``objectives.softmax(curvature="xgboost")`` with
+    ``base_margin=np.zeros(K)`` (XGBoost: ``base_score=0``; any constant vector gives
+    the same probabilities) and the same tree parameters reproduces
+    ``multi:softprob``'s probabilities with one tree per class (measured 1.2e-7,
+    asserted to 1e-5 in ``tests/test_softmax_hessian.py``: XGBoost 3.2, ``hist`` on
+    features with fewer distinct values than ``max_bin``, and ``exact``). With
+    ``gamma > 0`` compare with XGBoost's ``exact`` method: ``hist`` refuses low-gain
+    splits while growing, where jaxboost post-prunes. XGBoost's
+    ``multi_strategy="multi_output_tree"`` is not matched.
+
     >>> round(float(softmax_loss(0.0, jnp.zeros(2))), 4)
     0.6931
+    >>> import objectives
+    >>> g, h = objectives.softmax(curvature="xgboost").row_grad_hess()(0.0, jnp.zeros(2))
+    >>> g.tolist(), jnp.diagonal(h).tolist()
+    ([-0.5, 0.5], [0.5, 0.5])
     """
+    _check_softmax_params(curvature=curvature)
     k = pred.shape[-1]
     if n_classes is not None and is_number(n_classes) and k != n_classes:
         raise ValueError(f"objectives.softmax(n_classes={n_classes}) got {k} margins per row")
     onehot = (jnp.arange(k) == y).astype(pred.dtype)
     return jax.nn.logsumexp(pred) - jnp.sum(onehot * pred)
+
+
+def _softmax_grad_hess(y, pred, *, n_classes=None, curvature="exact"):
+    """``(g (K,), h (K, K))`` of one row under ``curvature`` (see ``softmax_loss``)."""
+    if curvature == "exact":  # autodiff, as for any loss without a closed form
+        d_loss = jax.grad(softmax_loss, argnums=1)
+        kw = dict(n_classes=n_classes)
+        return d_loss(y, pred, **kw), jax.jacfwd(d_loss, argnums=1)(y, pred, **kw)
+    _check_softmax_params(curvature=curvature)
+    # XGBoost's float32 arithmetic: the largest margin, floored at FLT_MIN as XGBoost
+    # initialises it, is subtracted before exp; p = e_k / sum(e); h floored at 1e-16.
+    wmax = jnp.maximum(jnp.max(pred), jnp.finfo(jnp.float32).tiny)
+    e = jnp.exp(pred - wmax)
+    p = e / jnp.sum(e)
+    g = p - (jnp.arange(pred.shape[-1]) == y).astype(pred.dtype)
+    h = 2.0 * p * (1.0 - p) if curvature == "xgboost" else jnp.abs(g)
+    return g, jnp.diag(jnp.maximum(h, 1e-16))
+
+
+def _check_softmax_params(*, curvature="exact", **_):
+    if not isinstance(curvature, str) or curvature not in SOFTMAX_CURVATURES:
+        raise ValueError(f"objectives.softmax needs curvature one of "
+                         f"{list(SOFTMAX_CURVATURES)}, got {curvature!r}")
 
 
 def _check_softmax_labels(y, *, n_classes=None, **_):
@@ -86,5 +167,7 @@ def _infer_n_classes(y):
 
 focal = Objective("focal", focal_loss, link=sigmoid, check_labels=check_binary_labels("focal"),
                   metric="logloss", hessian="clip", h_sign="any")
-softmax = Objective("softmax", softmax_loss, link=softmax_link, check_labels=_check_softmax_labels,
-                    metric="mlogloss", n_outputs="n_classes", infer_outputs=_infer_n_classes)
+softmax = Objective("softmax", softmax_loss, link=softmax_link, grad_hess=_softmax_grad_hess,
+                    check_labels=_check_softmax_labels, metric="mlogloss",
+                    n_outputs="n_classes", infer_outputs=_infer_n_classes,
+                    check_params=_check_softmax_params)

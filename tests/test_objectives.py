@@ -187,11 +187,21 @@ def c_focal(y, f, gamma):
     return loss, y * g1 + (1 - y) * g0, y * h1 + (1 - y) * h0
 
 
-def c_softmax(y, f, n_classes=None):
+def c_softmax(y, f, n_classes=None, curvature="exact"):
     p = np.exp(f) / np.exp(f).sum(axis=1, keepdims=True)
     onehot = np.eye(f.shape[1])[y.astype(int)]
     H = np.einsum("nk,kl->nkl", p, np.eye(f.shape[1])) - np.einsum("nk,nl->nkl", p, p)
     return -np.log((p * onehot).sum(axis=1)), p - onehot, H
+
+
+def e_softmax(y, f, n_classes=None, curvature="exact"):
+    """The h the trees see under ``curvature`` (exact: the Hessian itself)."""
+    _, g, H = c_softmax(y, f)
+    if curvature == "exact":
+        return H
+    p = g + np.eye(f.shape[1])[y.astype(int)]
+    d = 2 * p * (1 - p) if curvature == "xgboost" else np.abs(g)
+    return np.einsum("nk,kl->nkl", np.maximum(d, 1e-16), np.eye(f.shape[1]))
 
 
 def c_gaussian(y, f):
@@ -241,6 +251,7 @@ class Spec:
     bad: Optional[list] = None         # one bad label at row 2 among good ones
     model: Optional[Callable] = None   # y ~ model(margin), for expected_hessian
     model_margin: object = 0.5
+    engine_h: Optional[Callable] = None  # the entry's grad_hess h, when not the Hessian
 
 
 SPECS = {
@@ -257,7 +268,7 @@ SPECS = {
     "gamma": Spec(s_gamma, c_gamma, [0.1, 3, 0.5, 7], [0.1, 3, 0.0, 7], model=m_gamma),
     "tweedie": Spec(s_tweedie, c_tweedie, [0, 3, 0.5, 7], [0, 3, -0.5, 7], model=m_tweedie),
     "focal": Spec(s_focal, c_focal, [0, 1, 0.3, 1], [0, 1, -0.2, 0]),
-    "softmax": Spec(s_softmax, c_softmax, [0, 1, 2, 2], [0, 1, 1.5, 2]),
+    "softmax": Spec(s_softmax, c_softmax, [0, 1, 2, 2], [0, 1, 1.5, 2], engine_h=e_softmax),
     "gaussian_nll": Spec(s_gaussian, c_gaussian, model=m_gaussian,
                          model_margin=(0.3, -0.4)),
 }
@@ -270,6 +281,8 @@ VARIANTS = [
     objectives.tweedie(power=1.2),
     objectives.focal(gamma=0.0),
     objectives.softmax(n_classes=4),
+    objectives.softmax(curvature="xgboost"),
+    objectives.softmax(n_classes=3, curvature="abs_residual"),
 ]
 CASES = list(objectives.CATALOGUE.values()) + VARIANTS
 
@@ -401,7 +414,11 @@ def test_closed_forms_match_autodiff(obj):
     if obj.grad_hess is not None:  # the entry's own closed form (float32, engine use)
         gh = jax.jit(jax.vmap(obj.row_grad_hess()))
         g32, h32 = gh(jnp.asarray(y, jnp.float32), jnp.asarray(f, jnp.float32))
-        loss_c, g_c, h_c = closed(obj, y, f.astype(np.float32).astype(np.float64))
+        f32 = f.astype(np.float32).astype(np.float64)
+        loss_c, g_c, h_c = closed(obj, y, f32)
+        engine_h = SPECS[obj.name].engine_h
+        if engine_h is not None:  # a documented curvature other than the Hessian
+            h_c = engine_h(y, f32, **obj.hyperparameters)
         np.testing.assert_allclose(np.asarray(g32), g_c, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(np.asarray(h32), h_c, rtol=1e-5, atol=1e-6)
 

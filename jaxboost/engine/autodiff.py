@@ -196,6 +196,33 @@ def grad_hess(loss, y, pred, sample_weight=None, *, hessian: str = "exact",
     return g, h
 
 
+def model_grad_hess(loss, y, pred, sample_weight=None, *, hessian: str = "exact",
+                    floor: float = HESSIAN_FLOOR, diagonal: bool = False):
+    """``grad_hess`` as one compiled program, with the loss's continuous hyperparameters
+    traced (``split_loss``), and ``h`` reduced to its diagonal ``(N, K)`` when
+    ``diagonal`` (what K trees per round, or ``multi_hessian="diagonal"``, use).
+
+    Used by ``Booster.grad_hess``; the rows should be padded to a size bucket so new row
+    counts mostly reuse a program. Returns JAX arrays.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> g, h = model_grad_hess(lambda y, p: 0.5 * (y - p) ** 2, jnp.ones(2), jnp.zeros(2))
+      >>> g.tolist(), h.tolist()
+      ([-1.0, -1.0], [1.0, 1.0])
+    """
+    family, values = split_loss(loss)
+    return _model_grad_hess(family, values, y, pred, sample_weight,
+                            jnp.float32(floor), hessian=hessian, diagonal=bool(diagonal))
+
+
+@functools.partial(jax.jit, static_argnames=("family", "hessian", "diagonal"))
+def _model_grad_hess(family, values, y, pred, sample_weight, floor, *, hessian, diagonal):
+    g, h = grad_hess(bind_loss(family, values), y, pred, sample_weight, hessian=hessian,
+                     floor=floor)
+    return g, (jnp.diagonal(h, axis1=1, axis2=2) if diagonal and h.ndim == 3 else h)
+
+
 def check_loss(loss, y_row, pred_row):
     """Raise a clear error when ``loss`` cannot be a per-row loss.
 

@@ -177,7 +177,12 @@ def assemble_booster(run_, n_new_rounds, *, edges, base, n_features):
                 n_features=n_features, n_outputs=s.n_outputs, trees_per_round=tpr,
                 feature_names=s.feature_names)
     b.history = {d: {k: list(v) for k, v in ms.items()} for d, ms in run_.history.items()}
-    b.train_state = {"seed": s.seed, "rounds": s.start_round + n_new_rounds}
+    # The seed and rounds continue training; the Hessian policy, floor and (vector
+    # trees) Hessian form let Booster.grad_hess give the g and h the trees saw.
+    b.train_state = {"seed": s.seed, "rounds": s.start_round + n_new_rounds,
+                     "hessian": s.hessian, "hessian_floor": s.hessian_floor}
+    if s.multi_output_tree:
+        b.train_state["multi_hessian"] = "diagonal" if s.diagonal else "full"
     return b
 
 
