@@ -15,8 +15,7 @@ from ._version import __version__
 from .booster import Booster
 from .compare import compare
 from .errors import DataError, LossError
-from .interop import from_xgboost, to_xgboost_json  # noqa: F401
-from .io import ModelFormatError, load
+from .io import ModelFormatError, from_xgboost, load, to_xgboost_json
 from .training import train
 from .training.many import train_many
 

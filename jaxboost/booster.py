@@ -13,8 +13,9 @@ from .errors import DataError
 from .params import TreeParams
 
 # Model writers by format, registered by the modules that own the formats
-# (``jaxboost.io``: "json", ``jaxboost.interop``: "xgboost") when they are imported, which
-# ``import jaxboost`` does. The model does not import its file formats: they import it.
+# (``jaxboost.io.format``: "json", ``jaxboost.io.xgboost``: "xgboost") when they are
+# imported, which ``import jaxboost`` does. The model does not import its file formats:
+# they import it.
 _WRITERS: dict = {}
 
 
@@ -278,7 +279,7 @@ class Booster:
 
     def to_xgboost_json(self, path=None) -> dict:
         """The model as an XGBoost JSON model (also written to ``path`` if given); see
-        ``jaxboost.interop.to_xgboost_json``."""
+        ``jaxboost.io.xgboost.to_xgboost_json``."""
         return _writer("xgboost")(self, path)
 
     def predict_leaf(self, X) -> np.ndarray:

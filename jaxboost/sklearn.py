@@ -183,7 +183,7 @@ class _JaxBoostModel(BaseEstimator):
         booster = state.pop("booster_", None)
         if booster is not None:
             state["_booster_json"] = io.dumps(booster)
-            if io._objective_to_dict(booster.objective)["kind"] == "callable":
+            if io.format._objective_to_dict(booster.objective)["kind"] == "callable":
                 state["_booster_loss"] = booster.objective  # pickled by reference
         return state
 

@@ -10,7 +10,7 @@ import pytest
 
 import jaxboost
 import objectives
-from jaxboost.interop import from_xgboost, to_xgboost_json
+from jaxboost.io import from_xgboost, to_xgboost_json
 
 xgb = pytest.importorskip("xgboost")
 

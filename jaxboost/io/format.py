@@ -122,12 +122,12 @@ import secrets
 
 import numpy as np
 
-from ._version import __version__
-from .booster import Booster, register_writer
-from .engine.binning import BinEdges
-from .engine.tree import Ensemble
-from .errors import ModelFormatError
-from .params import TreeParams
+from .._version import __version__
+from ..booster import Booster, register_writer
+from ..engine.binning import BinEdges
+from ..engine.tree import Ensemble
+from ..errors import ModelFormatError
+from ..params import TreeParams
 
 FORMAT_NAME = "jaxboost-model"
 FORMAT_VERSION = 1

@@ -61,12 +61,12 @@ import numpy as np
 
 import objectives
 
-from .booster import Booster, register_writer
-from .engine.autodiff import loss_name
-from .engine.binning import BinEdges
-from .engine.tree import Ensemble
-from .io import atomic_write
-from .params import TreeParams
+from ..booster import Booster, register_writer
+from ..engine.autodiff import loss_name
+from ..engine.binning import BinEdges
+from ..engine.tree import Ensemble
+from ..params import TreeParams
+from .format import atomic_write
 
 _EXPORTS = {"squared": "reg:squarederror", "logistic": "binary:logistic",
             "softmax": "multi:softprob"}
