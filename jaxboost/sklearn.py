@@ -42,6 +42,7 @@ from objectives import Objective
 from objectives import resolve as resolve_objective
 
 from . import io
+from .io.objective import objective_to_dict
 from .training import train
 
 __all__ = ["JaxBoostRegressor", "JaxBoostClassifier"]
@@ -183,7 +184,7 @@ class _JaxBoostModel(BaseEstimator):
         booster = state.pop("booster_", None)
         if booster is not None:
             state["_booster_json"] = io.dumps(booster)
-            if io.format._objective_to_dict(booster.objective)["kind"] == "callable":
+            if objective_to_dict(booster.objective)["kind"] == "callable":
                 state["_booster_loss"] = booster.objective  # pickled by reference
         return state
 

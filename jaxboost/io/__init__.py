@@ -8,7 +8,13 @@ registers its writer with it (``booster.register_writer``), so ``Booster.save`` 
 
 * ``format``: jaxboost's own model format (validated JSON, every key documented
   there): ``save`` / ``load``, ``dumps`` / ``loads``, ``to_dict`` / ``from_dict``;
-* ``xgboost``: XGBoost's JSON model schema: ``to_xgboost_json`` and ``from_xgboost``.
+* ``xgboost``: XGBoost's JSON model schema: ``to_xgboost_json`` and ``from_xgboost``;
+* ``files``: what both formats read and write through: one strict JSON reader
+  (bounded read, UTF-8 only, no duplicate keys, no ``NaN``/``Infinity`` unless the
+  format allows them) and one atomic writer;
+* ``checks``: typed checks of parsed JSON values, each error naming its key;
+* ``objective``: a model's objective as a catalogue name or a callable's qualname
+  (a file never names code to import).
 """
 
 from .format import (
