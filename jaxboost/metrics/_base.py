@@ -480,7 +480,7 @@ class _Ranked:
     k: int | None
 
     def __call__(self, y, pred, idx):
-        from . import ranking
+        from .. import ranking
 
         fn = ranking.ndcg if self.kind == "ndcg" else ranking.mean_average_precision
         return fn(y, pred, idx, self.k)
