@@ -197,7 +197,7 @@ class EvalPlan(NamedTuple):
 def plan_metrics(metrics, family):
     """The metrics as the program holds them: the ``objective`` metric's loss becomes
     the loss family, its hyperparameters bound from traced values in the program."""
-    from ..metrics import _MeanLoss
+    from ..metrics.custom import _MeanLoss
 
     return tuple(dataclasses.replace(m, fn=_MeanLoss(family)) if isinstance(m.fn, _MeanLoss)
                  else m for m in metrics)
@@ -205,7 +205,7 @@ def plan_metrics(metrics, family):
 
 def pads(metrics) -> bool:
     """Whether a set may be padded: every metric reads the row weights."""
-    from ..metrics import _UserFn
+    from ..metrics.custom import _UserFn
 
     return all(not (isinstance(m.fn, _UserFn) and m.fn.weight_kw is None) for m in metrics)
 
@@ -251,7 +251,7 @@ def evaluate_chunk(plan: EvalPlan, trees, margin, data: EvalData, loss_values):
     margin, stages = jax.lax.scan(add, margin, vals)
     if not plan.metrics:
         return margin, jnp.zeros((plan.chunk, 0), jnp.float32)
-    from ..metrics import _MeanLoss
+    from ..metrics.custom import _MeanLoss
 
     fns = [(_MeanLoss(bind_loss(m.fn.loss, loss_values)) if isinstance(m.fn, _MeanLoss)
             else m.fn, m) for m in plan.metrics]
