@@ -10,15 +10,17 @@
 # Importing jaxboost changes no JAX setting: the persistent compilation cache is turned on
 # by the first training call (jaxboost.compile_cache), host CPU devices only by an
 # explicit jaxboost.sharding.use_cpu_devices(n).
-from . import callbacks, compile_cache, distributed, metrics, ranking, survival
+from . import callbacks, compile_cache, metrics, ranking, survival
 from ._version import __version__
 from .booster import Booster
 from .compare import compare
 from .errors import DataError, LossError
 from .io import ModelFormatError, from_xgboost, load, to_xgboost_json
+from .parallel import distributed, sharding
 from .training import train
 from .training.many import train_many
 
 __all__ = ["train", "train_many", "Booster", "load", "DataError", "LossError",
-           "ModelFormatError", "compare", "metrics", "callbacks", "distributed", "ranking",
-           "survival", "compile_cache", "to_xgboost_json", "from_xgboost", "__version__"]
+           "ModelFormatError", "compare", "metrics", "callbacks", "distributed", "sharding",
+           "ranking", "survival", "compile_cache", "to_xgboost_json", "from_xgboost",
+           "__version__"]

@@ -181,7 +181,7 @@ class Booster:
         multi-process job (``jaxboost.distributed``), where every process holds the
         same model, only process 0 writes.
         """
-        from .distributed import is_writer
+        from .parallel.distributed import is_writer
 
         if is_writer():
             _writer("json")(self, path)

@@ -8,7 +8,7 @@ os.environ["JAXBOOST_COMPILATION_CACHE"] = "0"
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from jaxboost.sharding import use_cpu_devices  # noqa: E402
+from jaxboost.parallel.sharding import use_cpu_devices  # noqa: E402
 
 # Four host CPU devices, so sharded training is tested even on a 2-core machine (small
 # test data stays on one device unless a test passes a mesh). Only this process:

@@ -33,7 +33,7 @@ def row_mask(key, n_local, subsample, *, offset=0, n_ids=None):
 
     The draw is one uniform number per global row number (``n_ids`` of them, default
     ``n_local``) and this device takes ``n_local`` of them from ``offset`` (its first
-    row's global number, see ``jaxboost.sharding.shard_offsets``). JAX's counter-based
+    row's global number, see ``jaxboost.parallel.sharding.shard_offsets``). JAX's counter-based
     generator makes element ``i`` independent of the draw's length, so a sharded or
     multi-process run samples the same rows as a single-device one.
     """

@@ -23,11 +23,11 @@ from objectives import resolve as resolve_objective
 from objectives._base import HESSIAN_POLICIES
 
 from .. import _validation
-from .. import distributed as dist
 from ..booster import Booster
 from ..engine.autodiff import check_loss, loss_name, n_outputs_of, split_loss
 from ..engine.sampling import FIELDS as SAMPLING_FIELDS
 from ..errors import DataError, LossError
+from ..parallel import distributed as dist
 from ..params import TreeParams
 
 

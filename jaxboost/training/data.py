@@ -15,14 +15,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import distributed as dist
 from ..engine.autodiff import fit_base_margin, loss_name
 from ..engine.binning import apply_bins, compute_bin_edges
 from ..engine.exact import check_rows
 from ..engine.groups import group_index
 from ..engine.round import Rows, Shared
 from ..errors import LossError
-from ..sharding import auto_mesh, check_mesh
+from ..parallel import distributed as dist
+from ..parallel.sharding import auto_mesh, check_mesh
 
 
 def use_native() -> bool:

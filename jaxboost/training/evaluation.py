@@ -23,13 +23,13 @@ import numpy as np
 from objectives import Objective
 
 from .. import _validation
-from .. import distributed as dist
 from .._types import bucket_rows
 from ..engine.autodiff import bind_loss
 from ..engine.binning import apply_bins
 from ..engine.groups import group_index
 from ..engine.tree import binned_leaf
 from ..errors import DataError
+from ..parallel import distributed as dist
 
 
 class EvalSet(NamedTuple):

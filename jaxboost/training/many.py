@@ -23,9 +23,9 @@ import numpy as np
 from objectives import GroupObjective
 
 from .. import compile_cache
-from .. import distributed as dist
 from ..engine.autodiff import HESSIAN_FLOOR
 from ..engine.binning import QUANTILE_SAMPLE_ROWS
+from ..parallel import distributed as dist
 from . import loop
 from .config import check_int, configure, resolve_objective
 from .data import base_margin, prepare

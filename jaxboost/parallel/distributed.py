@@ -329,7 +329,7 @@ def agreed_bin_edges(X: np.ndarray, max_bin: int, w, seed: int, n_total: int):
     seeded sample of its rows of weight > 0 (all of them for small data), every process
     computes the quantiles of the gathered sample, and missing-value flags come from
     every row."""
-    from .engine.binning import QUANTILE_SAMPLE_ROWS, compute_bin_edges
+    from ..engine.binning import QUANTILE_SAMPLE_ROWS, compute_bin_edges
 
     keep = np.ones(X.shape[0], bool) if w is None else (np.asarray(w) > 0)
     rows = np.flatnonzero(keep)
@@ -455,7 +455,7 @@ _TRANSPORT_WORDS = ("gloo", "nccl", "connection closed", "connection reset",
 def collective_failed(exc: BaseException) -> bool:
     """Whether ``exc`` looks like a collective or the coordinator failing (a peer gone),
     as opposed to an error in the user's data or loss."""
-    from .errors import DataError, LossError
+    from ..errors import DataError, LossError
 
     if isinstance(exc, (DataError, LossError, KeyboardInterrupt)):
         return False
