@@ -36,14 +36,36 @@ def _cox_nloglik(y, pred, w):
 _CINDEX_BLOCK = 128
 
 
+def concordance_sums(t_i, f_i, w_i, t, f, w):
+    r"""Harrell's C as two sums: ``[concordant weight, comparable weight]``, shape (2,).
+
+    Over pairs of a row ``i`` of ``(t_i, f_i, w_i)`` and a row ``j`` of ``(t, f, w)``
+    with :math:`t_j > t_i` and :math:`w_j > 0`: the sum of :math:`w_i w_j ([f_i > f_j] +
+    \tfrac12 [f_i = f_j])` and of :math:`w_i w_j`. Rows ``i`` that are not events carry
+    :math:`w_i = 0`. One ``lax.map`` over the ``i`` rows in blocks of ``_CINDEX_BLOCK``
+    (``O(N)`` memory per row of a block), in the inputs' float type: the one
+    implementation behind the ``cindex`` metric (float32, traced in training) and
+    ``jaxboost.survival.concordance_index`` (float64, events only).
+    """
+    def one(args):
+        ti, fi, wgt = args
+        comp = (t > ti) & (w > 0)
+        conc = jnp.where(fi > f, 1.0, jnp.where(fi == f, 0.5, 0.0))
+        return wgt * jnp.stack([jnp.sum(jnp.where(comp, w * conc, 0.0)),
+                                jnp.sum(jnp.where(comp, w, 0.0))])
+
+    return jnp.sum(jax.lax.map(one, (t_i, f_i, w_i), batch_size=_CINDEX_BLOCK), axis=0)
+
+
 def _cindex(y, pred, w):
     r"""Harrell's concordance index on margins (higher margin = higher hazard).
 
     Over the comparable pairs, :math:`T_i < T_j` with row i an event
     (:math:`y_i > 0`), the weighted (:math:`w_i w_j`) share where :math:`f_i > f_j`,
-    ties in ``f`` counting one half; 0.5 = random order, 1 = perfect. Labels as
-    ``objectives.cox``. :math:`O(N^2)` comparisons in blocks of rows (O(N) memory per
-    row block); ``jaxboost.survival.concordance_index`` is the NumPy version.
+    ties in ``f`` counting one half; 0.5 = random order, 1 = perfect (and 0.5 when no
+    pair is comparable). Labels as ``objectives.cox``. :math:`O(N^2)` comparisons in
+    blocks of rows (``concordance_sums``); ``jaxboost.survival.concordance_index`` is
+    the same sums in float64 for NumPy arrays.
 
     >>> float(cindex([1.0, -2.0, 3.0], [2.0, 1.0, 0.0]))
     1.0
@@ -54,15 +76,7 @@ def _cindex(y, pred, w):
     w = jnp.asarray(w, jnp.float32)
     t = jnp.abs(y)
     wi = jnp.where(y > 0, w, 0.0)
-
-    def one(args):
-        ti, fi, wgt = args
-        comp = (t > ti) & (w > 0)
-        conc = jnp.where(fi > f, 1.0, jnp.where(fi == f, 0.5, 0.0))
-        return wgt * jnp.stack([jnp.sum(jnp.where(comp, w * conc, 0.0)),
-                                jnp.sum(jnp.where(comp, w, 0.0))])
-
-    sums = jnp.sum(jax.lax.map(one, (t, f, wi), batch_size=_CINDEX_BLOCK), axis=0)
+    sums = concordance_sums(t, f, wi, t, f, w)
     return jnp.where(sums[1] > 0, sums[0] / jnp.where(sums[1] > 0, sums[1], 1.0), 0.5)
 
 
