@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 
+from ._validation import is_int
 from .explain import IMPORTANCE_TYPES
 
 __all__ = ["plot_comparison", "plot_learning_curves", "plot_history", "plot_importance",
@@ -308,9 +309,7 @@ def plot_importance(booster, path=None, *, importance_type: str = "gain",
       ValueError: an unknown ``importance_type`` or a ``max_features`` below 1.
     """
     _matplotlib()
-    if max_features is not None and (isinstance(max_features, bool)
-                                     or not isinstance(max_features, int)
-                                     or max_features < 1):
+    if max_features is not None and (not is_int(max_features) or max_features < 1):
         raise ValueError(f"max_features must be an int >= 1 or None, got {max_features!r}")
     scores = _importance(booster, importance_type)
     ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
@@ -396,7 +395,7 @@ def plot_tree(booster, tree_index: int = 0, path=None, *, precision: int = 3, ti
 
     e = booster.ensemble
     T = int(e.n_trees)
-    if isinstance(tree_index, bool) or not isinstance(tree_index, (int, np.integer)):
+    if not is_int(tree_index):
         raise TypeError(f"tree_index must be an int, got {type(tree_index).__name__}")
     if not -T <= tree_index < T:
         raise IndexError(f"tree_index {tree_index} is out of range: the model has {T} "

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import copy
 import inspect
-import numbers
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
@@ -42,6 +41,7 @@ from objectives import Objective
 from objectives import resolve as resolve_objective
 
 from . import io
+from ._validation import is_int
 from .io.objective import objective_to_dict
 from .training import train
 
@@ -74,7 +74,7 @@ def _seed(random_state):
     """``random_state`` (None, int or ``RandomState``) as ``train``'s ``seed``."""
     if random_state is None:
         return None
-    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+    if is_int(random_state):
         return int(random_state)
     return int(check_random_state(random_state).randint(2 ** 31 - 1))
 
@@ -101,7 +101,7 @@ class _JaxBoostModel(BaseEstimator):
     def _train_kwargs(self):
         kw = {name: getattr(self, name) for name in _SAME_NAME}
         n = self.n_estimators
-        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
+        if not is_int(n) or n < 0:
             raise ValueError(f"n_estimators must be an integer >= 0, got {n!r}")
         kw["n_rounds"] = int(n)
         kw["seed"] = _seed(self.random_state)

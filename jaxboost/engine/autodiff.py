@@ -11,7 +11,6 @@ rows (one pass instead of a gradient pass plus a Hessian pass).
 from __future__ import annotations
 
 import functools
-import numbers
 
 import jax
 import jax.numpy as jnp
@@ -20,6 +19,7 @@ import numpy as np
 from objectives import Objective
 from objectives._base import Hyperparameters
 
+from .._validation import is_real
 from ..errors import LossError
 
 
@@ -60,13 +60,9 @@ def split_loss(loss, loss_params=None):
                             f"of objectives.{loss.name} with objectives.{loss.name}(...)")
         return loss.traced_split()
     if loss_params is None and isinstance(loss, functools.partial) and not loss.args and \
-            loss.keywords and all(_is_real(v) for v in loss.keywords.values()):
+            loss.keywords and all(is_real(v) for v in loss.keywords.values()):
         return loss.func, {k: float(v) for k, v in loss.keywords.items()}
     return loss, dict(loss_params or {})
-
-
-def _is_real(v) -> bool:
-    return isinstance(v, numbers.Real) and not isinstance(v, bool)
 
 
 def bind_loss(family, values):

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import itertools
 import math
-import numbers
 
 import numpy as np
 
+from .._validation import is_int, is_real
 from ..errors import ModelFormatError
 
 
@@ -114,9 +114,9 @@ def json_scalar(v, where):
         return v
     if isinstance(v, np.bool_):
         return bool(v)
-    if isinstance(v, numbers.Integral):
+    if is_int(v):
         return int(v)
-    if isinstance(v, numbers.Real) and math.isfinite(float(v)):
+    if is_real(v) and math.isfinite(float(v)):
         return float(v)
     raise ValueError(f"cannot store {where}={v!r} in a model file: only None, bools, "
                      f"ints, finite floats and strings can be stored")

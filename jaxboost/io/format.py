@@ -114,10 +114,10 @@ from __future__ import annotations
 import inspect
 import json
 import math
-import numbers
 
 import numpy as np
 
+from .._validation import is_int
 from .._version import __version__
 from ..booster import Booster, register_writer
 from ..engine.binning import BinEdges
@@ -189,7 +189,7 @@ def _train_state_to_dict(state):
     out = {}
     for key in ("seed", "rounds"):
         v = state.get(key)
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
+        if not is_int(v) or v < 0:
             raise ValueError(f"booster.train_state[{key!r}] must be an int >= 0, got {v!r}")
         out[key] = int(v)
     for k, v in state.items():
@@ -236,8 +236,7 @@ def to_dict(booster: Booster) -> dict:
 
     best_iteration = getattr(booster, "best_iteration", None)
     if best_iteration is not None:
-        if isinstance(best_iteration, bool) or not isinstance(best_iteration,
-                                                              numbers.Integral):
+        if not is_int(best_iteration):
             raise ValueError(f"booster.best_iteration must be an int or None, got "
                              f"{best_iteration!r}")
         best_iteration = int(best_iteration)

@@ -52,6 +52,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from .._validation import is_int
 from .sharding import ROW_AXIS, padded_rows, row_sharding, shard_offsets
 
 ENV_PEER_TIMEOUT = "JAXBOOST_PEER_TIMEOUT"
@@ -90,7 +91,7 @@ def initialize(coordinator_address: str, num_processes: int, process_id: int, *,
     The coordinator and collectives are unauthenticated: trusted networks only.
     """
     for name, v in (("num_processes", num_processes), ("process_id", process_id)):
-        if isinstance(v, bool) or not isinstance(v, int):
+        if not is_int(v):
             raise TypeError(f"{name} must be an integer, got {type(v).__name__}")
     if not 0 <= process_id < num_processes:
         raise ValueError(f"process_id must be in [0, {num_processes}), got {process_id}")
