@@ -51,6 +51,7 @@ from .split import (
     leaf_values,
     vector_weight_score,
 )
+from .tree import bin_goes_left, code_feature, code_goes_left, split_code
 
 # Nodes per split-finding step of a level (see the module docstring).
 SPLIT_CHUNK = 8
@@ -97,10 +98,10 @@ def route(pos, local, in_level, do, f_best, t_best, dl_best, bin_of, B):
     the row's bin. Rows of nodes that did not split, and rows outside the level, stay.
     """
     n = do.shape[0]
-    code = jnp.where(do, f_best * 1024 + t_best * 2 + dl_best.astype(jnp.int32), -1)
+    code = split_code(do, f_best, t_best, dl_best)
     c_row = code[jnp.minimum(local, n - 1)]
-    b_row = bin_of(jnp.maximum(c_row, 0) >> 10).astype(jnp.int32)
-    go_left = jnp.where(b_row == B - 1, (c_row & 1) == 1, b_row < ((c_row >> 1) & 511))
+    b_row = bin_of(code_feature(c_row)).astype(jnp.int32)
+    go_left = code_goes_left(b_row, c_row, B)
     move = in_level & (c_row >= 0)
     return jnp.where(move, 2 * pos + 1 + (~go_left).astype(jnp.int32), pos)
 
@@ -228,8 +229,8 @@ def _children_sums(S, s, B):
     node_ids = jnp.arange(n, dtype=jnp.int32)
     bins_idx = jnp.arange(B, dtype=jnp.int32)
     rows = S[:, s["feature"], node_ids]  # (C, n, B)
-    goes_left = jnp.where(bins_idx[None, :] == B - 1, s["default_left"][:, None],
-                          bins_idx[None, :] < s["tbin"][:, None])  # (n, B)
+    goes_left = bin_goes_left(bins_idx[None, :], s["tbin"][:, None],
+                              s["default_left"][:, None], B)  # (n, B)
     SL = jnp.sum(jnp.where(goes_left, rows, 0.0), axis=2)
     SR = jnp.sum(jnp.where(goes_left, 0.0, rows), axis=2)
     return jnp.stack([SL, SR], axis=2).reshape(C, 2 * n)
