@@ -226,6 +226,19 @@ def _series_array(v):
     return v
 
 
+def _check_numeric(arr: np.ndarray, name: str) -> None:
+    """``DataError`` unless ``arr`` holds numbers or bools."""
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise DataError(f"{name} must be numeric, got dtype {arr.dtype}")
+
+
+def _float32(arr: np.ndarray) -> np.ndarray:
+    """``arr`` as C-contiguous float32; values beyond float32 range become +-inf
+    (reported by the caller's finiteness check, not as a NumPy warning)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.ascontiguousarray(arr, dtype=np.float32)
+
+
 def as_features(X, *, name="X", allow_inf=False) -> np.ndarray:
     """``X`` as a C-contiguous ``(N, F)`` float32 array, NaN = missing.
 
@@ -242,16 +255,14 @@ def as_features(X, *, name="X", allow_inf=False) -> np.ndarray:
         arr = np.asarray(X)
     except Exception as e:  # ragged lists and the like
         raise DataError(f"{name} could not be read as a 2-D numeric array: {e}") from e
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
-        raise DataError(f"{name} must be numeric, got dtype {arr.dtype}")
+    _check_numeric(arr, name)
     if arr.ndim != 2:
         raise DataError(f"{name} must be 2-D (n_rows, n_features), got shape {arr.shape}"
                         + ("; use X.reshape(-1, 1) for a single feature" if arr.ndim == 1 else ""))
     if arr.shape[0] == 0 or arr.shape[1] == 0:
         raise DataError(f"{name} is empty: shape {arr.shape}; expected at least one row "
                         f"and one feature")
-    with np.errstate(over="ignore", invalid="ignore"):
-        out = np.ascontiguousarray(arr, dtype=np.float32)
+    out = _float32(arr)
     if not allow_inf:
         inf = np.isinf(out)
         if inf.any():
@@ -272,13 +283,11 @@ def as_labels(y, n_rows: int) -> np.ndarray:
         arr = arr[:, 0]
     if arr.ndim != 1:
         raise DataError(f"y must be 1-D with one label per row, got shape {arr.shape}")
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
-        raise DataError(f"y must be numeric, got dtype {arr.dtype}")
+    _check_numeric(arr, "y")
     if arr.shape[0] != n_rows:
         raise DataError(f"X and y have different lengths: X has {n_rows} rows, y has "
                         f"{arr.shape[0]} labels")
-    with np.errstate(over="ignore", invalid="ignore"):
-        out = np.ascontiguousarray(arr, dtype=np.float32)
+    out = _float32(arr)
     bad = ~np.isfinite(out)
     if bad.any():
         raise DataError(f"y has NaN or infinite labels: {_describe_bad(bad)}; labels must "
@@ -295,9 +304,8 @@ def as_weights(w, n_rows: int):
     if arr.ndim != 1 or arr.shape[0] != n_rows:
         raise DataError(f"sample_weight must be 1-D with one weight per row ({n_rows}), got "
                         f"shape {arr.shape}")
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
-        raise DataError(f"sample_weight must be numeric, got dtype {arr.dtype}")
-    out = np.ascontiguousarray(arr, dtype=np.float32)
+    _check_numeric(arr, "sample_weight")
+    out = _float32(arr)
     bad = ~np.isfinite(out)
     if bad.any():
         raise DataError(f"sample_weight has NaN or infinite values: {_describe_bad(bad)}")

@@ -42,6 +42,7 @@ from objectives import resolve as resolve_objective
 
 from . import io
 from ._validation import is_int
+from .explain import feature_names
 from .io.objective import objective_to_dict
 from .training import train
 
@@ -64,7 +65,7 @@ def gain_importance(booster) -> np.ndarray:
     (1, 1.0)
     """
     scores = booster.feature_importance("total_gain")
-    names = booster.feature_names or [f"f{i}" for i in range(booster.n_features)]
+    names = feature_names(booster)
     imp = np.array([scores.get(n, 0.0) for n in names], np.float64)
     s = imp.sum()
     return imp / s if s > 0 else np.zeros(booster.n_features)

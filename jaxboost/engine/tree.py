@@ -15,6 +15,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._types import bucket_rows
+
 
 class Ensemble(NamedTuple):
     """Stacked trees: every field is ``(T, M)``.
@@ -52,13 +54,12 @@ class Ensemble(NamedTuple):
     def padded(self) -> "Ensemble":
         """Pad with empty trees (one leaf of value 0) to a bucketed tree count.
 
-        Buckets are multiples of ``max(8, 2 ** (bit_length(T) - 3))`` (at most 25 %
-        padding), so predicting with ``booster[:k]`` for many ``k`` compiles a handful
-        of programs, not one per ``k``.
+        The buckets are those of prediction's rows (``_types.bucket_rows``, at least 8
+        trees, at most 25 % padding), so predicting with ``booster[:k]`` for many ``k``
+        compiles a handful of programs, not one per ``k``.
         """
         T = self.n_trees
-        step = max(8, 1 << max(T.bit_length() - 3, 0))
-        pad = -T % step if T else step
+        pad = bucket_rows(T, minimum=8) - T
         if pad == 0:
             return self
         fill = dict(feature=0, tbin=0, threshold=np.nan, default_left=False, is_leaf=True,
