@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._types import bucket_rows
+from .._types import FLOAT_DTYPE, INDEX_DTYPE, MAX_BIN_LIMIT, bucket_rows
 
 
 class Ensemble(NamedTuple):
@@ -74,18 +74,18 @@ class Ensemble(NamedTuple):
 
 
 def _initial(X, base_margin):
-    base = jnp.asarray(base_margin, jnp.float32)
+    base = jnp.asarray(base_margin, FLOAT_DTYPE)
     return jnp.broadcast_to(base, (X.shape[0],) + base.shape)
 
 
 def _tree_leaf(tree, X, max_depth):
     N = X.shape[0]
-    node = jnp.zeros(N, jnp.int32)
+    node = jnp.zeros(N, INDEX_DTYPE)
     for _ in range(max_depth):
         f = tree.feature[node]
         x = jnp.take_along_axis(X, f[:, None], axis=1)[:, 0]
         left = jnp.where(jnp.isnan(x), tree.default_left[node], x < tree.threshold[node])
-        child = 2 * node + 1 + (~left).astype(jnp.int32)
+        child = 2 * node + 1 + (~left).astype(INDEX_DTYPE)
         node = jnp.where(tree.is_leaf[node], node, child)
     return node
 
@@ -107,25 +107,32 @@ def bin_goes_left(b, tbin, default_left, max_bin: int):
     return jnp.where(b == max_bin - 1, default_left, b < tbin)
 
 
+# A split code holds tbin in _TBIN_BITS bits: tbin <= max_bin - 1 < MAX_BIN_LIMIT.
+_TBIN_BITS = 9
+assert MAX_BIN_LIMIT <= 1 << _TBIN_BITS
+
+
 def split_code(is_split, feature, tbin, default_left):
     """One int32 per node packing its split, ``-1`` where ``is_split`` is false:
-    ``feature * 1024 + tbin * 2 + default_left`` (``tbin < 512``, as ``max_bin <= 256``).
+    ``feature * 1024 + tbin * 2 + default_left`` (``tbin < 512``, as ``max_bin <= 256``,
+    ``_types.MAX_BIN_LIMIT``).
 
     Routing a row is then one lookup in a small table and one read of its bin, several
     times faster than gathering the three fields one by one.
     """
-    return jnp.where(is_split, feature * 1024 + tbin * 2 + default_left.astype(jnp.int32), -1)
+    return jnp.where(is_split, feature * (2 << _TBIN_BITS) + tbin * 2
+                     + default_left.astype(INDEX_DTYPE), -1)
 
 
 def code_feature(code):
     """The split feature of a ``split_code`` (feature 0 for a leaf's ``-1``, whose bin
     read is ignored)."""
-    return jnp.maximum(code, 0) >> 10
+    return jnp.maximum(code, 0) >> (_TBIN_BITS + 1)
 
 
 def code_goes_left(b, code, max_bin: int):
     """``bin_goes_left`` for a node given by its ``split_code``."""
-    return bin_goes_left(b, (code >> 1) & 511, (code & 1) == 1, max_bin)
+    return bin_goes_left(b, (code >> 1) & ((1 << _TBIN_BITS) - 1), (code & 1) == 1, max_bin)
 
 
 def binned_leaf(tree, bins, *, max_depth: int, max_bin: int):
@@ -136,13 +143,13 @@ def binned_leaf(tree, bins, *, max_depth: int, max_bin: int):
     decision as ``x < threshold`` on the raw value.
     """
     code = split_code(~tree["is_leaf"], tree["feature"], tree["tbin"], tree["default_left"])
-    rows = jnp.arange(bins.shape[0], dtype=jnp.int32)
-    node = jnp.zeros(bins.shape[0], jnp.int32)
+    rows = jnp.arange(bins.shape[0], dtype=INDEX_DTYPE)
+    node = jnp.zeros(bins.shape[0], INDEX_DTYPE)
     for _ in range(max_depth):
         c = code[node]
-        b = bins[rows, code_feature(c)].astype(jnp.int32)
+        b = bins[rows, code_feature(c)].astype(INDEX_DTYPE)
         left = code_goes_left(b, c, max_bin)
-        node = jnp.where(c < 0, node, 2 * node + 1 + (~left).astype(jnp.int32))
+        node = jnp.where(c < 0, node, 2 * node + 1 + (~left).astype(INDEX_DTYPE))
     return node
 
 
@@ -165,7 +172,7 @@ def predict_margin(ensemble: Ensemble, X, base_margin, n_trees=None, *, max_dept
       ``(N,)`` (or ``(N, K)``) float32 margins (accumulated in float32 tree by tree, as
       XGBoost does), or ``link(margins)``.
     """
-    X = X.astype(jnp.float32)
+    X = X.astype(FLOAT_DTYPE)
     T = ensemble.feature.shape[0]
     n = T if n_trees is None else jnp.minimum(n_trees, T)
 
@@ -187,7 +194,7 @@ def staged_margins(ensemble: Ensemble, X, base_margin, *, max_depth: int, link=N
     One pass over the trees (a scan carrying the running margin), so a learning curve
     costs what one prediction costs. ``link`` (static) is applied to every row.
     """
-    X = X.astype(jnp.float32)
+    X = X.astype(FLOAT_DTYPE)
 
     def add_tree(margin, tree):
         margin = margin + tree.value[_tree_leaf(tree, X, max_depth)]
@@ -201,6 +208,6 @@ def staged_margins(ensemble: Ensemble, X, base_margin, *, max_depth: int, link=N
 @functools.partial(jax.jit, static_argnames=("max_depth",))
 def predict_leaf(ensemble: Ensemble, X, *, max_depth: int):
     """Leaf index of every row in every tree: ``(N, T)`` int32."""
-    X = X.astype(jnp.float32)
+    X = X.astype(FLOAT_DTYPE)
     _, leaves = jax.lax.scan(lambda c, t: (c, _tree_leaf(t, X, max_depth)), None, ensemble)
     return leaves.T
