@@ -1,5 +1,14 @@
 """jaxboost: gradient-boosted decision trees where the loss is just JAX code.
 
+The package follows the data's journey, data -> engine -> training -> booster ->
+io/adapters: ``_validation`` and ``params`` check what comes in; ``engine/`` turns
+arrays into trees (bins, gradients, histograms, splits, one boosting round);
+``training/`` runs rounds from one call (``train``, ``train_many``), over devices and
+processes with ``parallel/``, measured by ``metrics/``; ``Booster`` holds the result
+and predicts; ``io/`` writes and reads it (jaxboost's JSON format and XGBoost's);
+``compare``, ``explain``, ``sklearn``, ``plotting`` and ``cli`` adapt the public API.
+The losses live in the separate ``objectives`` package.
+
 >>> import jax.numpy as jnp, numpy as np, jaxboost
 >>> X = np.random.default_rng(0).normal(size=(100, 2)).astype(np.float32)
 >>> bst = jaxboost.train(lambda y, p: 0.5 * (y - p) ** 2, X, X[:, 0], n_rounds=20)
