@@ -65,7 +65,7 @@ def one_process(args):
 
     import jaxboost
     from jaxboost.datasets import load_breast_cancer
-    from jaxboost.sharding import use_cpu_devices
+    from jaxboost.parallel.sharding import use_cpu_devices
     from jaxboost.training.data import use_native as _use_native
 
     if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):

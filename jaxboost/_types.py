@@ -7,13 +7,17 @@ Shape names used in docstrings across the package:
   ``M = 2 ** (D + 1) - 1`` nodes of one tree in heap layout (node ``i`` has children
   ``2 i + 1`` and ``2 i + 2``), ``T`` trees in an ensemble.
 
-Storage and arithmetic:
+Storage and arithmetic (the engine's modules spell array dtypes with these names;
+scalar constants such as ``jnp.float32(0.5)`` keep their literal type):
 
-* bins are ``uint8`` (so ``max_bin <= 256``), stored feature-major ``(F, N)``;
-* gradients, Hessians, margins and leaf values are ``float32``;
-* histogram sums accumulate in ``float64`` (a scoped x64 trace, never the global
-  flag), because float32 accumulation of millions of rows in one bin drifts by
-  percents;
+* ``BIN_DTYPE``: bins are ``uint8`` (so ``max_bin <= MAX_BIN_LIMIT = 256``), stored
+  feature-major ``(F, N)``;
+* ``FLOAT_DTYPE``: gradients, Hessians, margins and leaf values are ``float32``;
+* ``INDEX_DTYPE``: node, feature, bin and row indices (and other integers computed in
+  compiled code) are ``int32``;
+* ``ACC_DTYPE``: histogram sums and the other sums over rows accumulate in ``float64``
+  (a scoped x64 trace, never the global flag), because float32 accumulation of
+  millions of rows in one bin drifts by percents;
 * split scores and gains are rounded to ``float32`` before they are compared, as
   XGBoost does, so exact ties break the same way.
 """
@@ -23,7 +27,7 @@ import numpy as np
 BIN_DTYPE = np.uint8
 MAX_BIN_LIMIT = 256
 FLOAT_DTYPE = np.float32
-NODE_DTYPE = np.int32
+INDEX_DTYPE = np.int32
 ACC_DTYPE = np.float64
 # XGBoost's kRtEps: a split is made only when its gain exceeds this.
 MIN_SPLIT_GAIN = 1e-6

@@ -1,7 +1,30 @@
-"""Input checks at the public boundary: say what was wrong and what was expected."""
+"""Input checks at the public boundary: say what was wrong and what was expected.
+
+Two kinds, each written once for the whole package:
+
+* scalars (hyperparameters, counts, seeds): ``is_int`` / ``is_real`` (Python or NumPy
+  numbers, never a bool), and ``check_int`` / ``check_real``, which raise ``TypeError``
+  for a value of the wrong type and ``ValueError`` for one out of range or not finite,
+  with messages of one shape: ``"max_depth must be >= 1, got 0"``;
+* arrays (``X``, ``y``, weights, feature names): ``as_features``, ``as_labels``,
+  ``as_weights``, ``check_feature_names``, raising ``DataError``.
+
+>>> check_int("n_rounds", 10, low=0)
+10
+>>> check_real("subsample", 1.5, low=0, low_open=True, high=1)
+Traceback (most recent call last):
+  ...
+ValueError: subsample must be in (0, 1], got 1.5
+>>> check_real("gamma", True)
+Traceback (most recent call last):
+  ...
+TypeError: gamma must be a number, got bool True
+"""
 
 from __future__ import annotations
 
+import math
+import numbers
 import sys
 
 import numpy as np
@@ -9,6 +32,65 @@ import numpy as np
 from .errors import DataError
 
 _SHOW_NAMES = 10  # names listed in a message before "... and n more"
+
+
+# --- scalars ---------------------------------------------------------------------------
+def is_int(v) -> bool:
+    """A Python or NumPy integer, not a bool."""
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+def is_real(v) -> bool:
+    """A Python or NumPy real number (integers included), not a bool."""
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+def _check_range(name, value, low, low_open, high):
+    below = low is not None and (value <= low if low_open else value < low)
+    above = high is not None and value > high
+    if not (below or above):
+        return
+    if low is not None and high is not None:
+        rng = f"in {'(' if low_open else '['}{low}, {high}]"
+    elif low is not None:
+        rng = f"{'>' if low_open else '>='} {low}"
+    else:
+        rng = f"<= {high}"
+    raise ValueError(f"{name} must be {rng}, got {value!r}")
+
+
+def check_int(name: str, value, *, low=None, high=None) -> int:
+    """``value`` as an ``int`` in ``[low, high]`` (each bound optional).
+
+    Raises ``TypeError`` unless ``is_int(value)``, ``ValueError`` when out of range.
+    """
+    if not is_int(value):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    _check_range(name, value, low, False, high)
+    return int(value)
+
+
+def check_real(name: str, value, *, low=None, low_open=False, high=None,
+               what="a number") -> float:
+    """``value`` as a finite ``float`` in ``[low, high]`` (``(low, high]`` when
+    ``low_open``; each bound optional).
+
+    Raises ``TypeError`` unless ``is_real(value)`` (the message says it must be
+    ``what``), ``ValueError`` when not finite or out of range.
+    """
+    if not is_real(value):
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__} {value!r}")
+    try:
+        x = float(value)
+    except OverflowError:  # an int beyond float range
+        x = math.inf
+    if not math.isfinite(x):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    _check_range(name, value, low, low_open, high)
+    return x
+
+
+# --- arrays ----------------------------------------------------------------------------
 
 
 def _describe_bad(mask):
@@ -144,6 +226,19 @@ def _series_array(v):
     return v
 
 
+def _check_numeric(arr: np.ndarray, name: str) -> None:
+    """``DataError`` unless ``arr`` holds numbers or bools."""
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise DataError(f"{name} must be numeric, got dtype {arr.dtype}")
+
+
+def _float32(arr: np.ndarray) -> np.ndarray:
+    """``arr`` as C-contiguous float32; values beyond float32 range become +-inf
+    (reported by the caller's finiteness check, not as a NumPy warning)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.ascontiguousarray(arr, dtype=np.float32)
+
+
 def as_features(X, *, name="X", allow_inf=False) -> np.ndarray:
     """``X`` as a C-contiguous ``(N, F)`` float32 array, NaN = missing.
 
@@ -160,16 +255,14 @@ def as_features(X, *, name="X", allow_inf=False) -> np.ndarray:
         arr = np.asarray(X)
     except Exception as e:  # ragged lists and the like
         raise DataError(f"{name} could not be read as a 2-D numeric array: {e}") from e
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
-        raise DataError(f"{name} must be numeric, got dtype {arr.dtype}")
+    _check_numeric(arr, name)
     if arr.ndim != 2:
         raise DataError(f"{name} must be 2-D (n_rows, n_features), got shape {arr.shape}"
                         + ("; use X.reshape(-1, 1) for a single feature" if arr.ndim == 1 else ""))
     if arr.shape[0] == 0 or arr.shape[1] == 0:
         raise DataError(f"{name} is empty: shape {arr.shape}; expected at least one row "
                         f"and one feature")
-    with np.errstate(over="ignore", invalid="ignore"):
-        out = np.ascontiguousarray(arr, dtype=np.float32)
+    out = _float32(arr)
     if not allow_inf:
         inf = np.isinf(out)
         if inf.any():
@@ -190,13 +283,11 @@ def as_labels(y, n_rows: int) -> np.ndarray:
         arr = arr[:, 0]
     if arr.ndim != 1:
         raise DataError(f"y must be 1-D with one label per row, got shape {arr.shape}")
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
-        raise DataError(f"y must be numeric, got dtype {arr.dtype}")
+    _check_numeric(arr, "y")
     if arr.shape[0] != n_rows:
         raise DataError(f"X and y have different lengths: X has {n_rows} rows, y has "
                         f"{arr.shape[0]} labels")
-    with np.errstate(over="ignore", invalid="ignore"):
-        out = np.ascontiguousarray(arr, dtype=np.float32)
+    out = _float32(arr)
     bad = ~np.isfinite(out)
     if bad.any():
         raise DataError(f"y has NaN or infinite labels: {_describe_bad(bad)}; labels must "
@@ -213,9 +304,8 @@ def as_weights(w, n_rows: int):
     if arr.ndim != 1 or arr.shape[0] != n_rows:
         raise DataError(f"sample_weight must be 1-D with one weight per row ({n_rows}), got "
                         f"shape {arr.shape}")
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
-        raise DataError(f"sample_weight must be numeric, got dtype {arr.dtype}")
-    out = np.ascontiguousarray(arr, dtype=np.float32)
+    _check_numeric(arr, "sample_weight")
+    out = _float32(arr)
     bad = ~np.isfinite(out)
     if bad.any():
         raise DataError(f"sample_weight has NaN or infinite values: {_describe_bad(bad)}")

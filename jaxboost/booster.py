@@ -16,8 +16,9 @@ from .errors import DataError
 from .params import TreeParams
 
 # Model writers by format, registered by the modules that own the formats
-# (``jaxboost.io``: "json", ``jaxboost.interop``: "xgboost") when they are imported, which
-# ``import jaxboost`` does. The model does not import its file formats: they import it.
+# (``jaxboost.io.format``: "json", ``jaxboost.io.xgboost``: "xgboost") when they are
+# imported, which ``import jaxboost`` does. The model does not import its file formats:
+# they import it.
 _WRITERS: dict = {}
 
 
@@ -192,7 +193,7 @@ class Booster:
         multi-process job (``jaxboost.distributed``), where every process holds the
         same model, only process 0 writes.
         """
-        from .distributed import is_writer
+        from .parallel.distributed import is_writer
 
         if is_writer():
             _writer("json")(self, path)
@@ -383,7 +384,7 @@ class Booster:
 
     def to_xgboost_json(self, path=None) -> dict:
         """The model as an XGBoost JSON model (also written to ``path`` if given); see
-        ``jaxboost.interop.to_xgboost_json``."""
+        ``jaxboost.io.xgboost.to_xgboost_json``."""
         return _writer("xgboost")(self, path)
 
     def predict_leaf(self, X) -> np.ndarray:

@@ -29,6 +29,8 @@ import sys
 import time
 from typing import Callable, Optional
 
+from ._validation import is_int, is_real
+
 
 class CallbackEnv:
     """What a callback sees after a round.
@@ -78,12 +80,11 @@ class EarlyStopping:
 
     def __init__(self, rounds: int, metric: Optional[str] = None, data: Optional[str] = None,
                  min_delta: float = 0.0):
-        if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+        if not is_int(rounds) or rounds < 1:
             raise ValueError(f"early_stopping_rounds must be an integer >= 1, got {rounds!r}")
-        if not (isinstance(min_delta, (int, float)) and math.isfinite(min_delta)
-                and min_delta >= 0):
+        if not (is_real(min_delta) and math.isfinite(min_delta) and min_delta >= 0):
             raise ValueError(f"min_delta must be a finite number >= 0, got {min_delta!r}")
-        self.rounds = rounds
+        self.rounds = int(rounds)
         self.metric = metric
         self.data = data
         self.min_delta = float(min_delta)
@@ -197,10 +198,10 @@ class Checkpoint:
     """
 
     def __init__(self, path, every: int = 10):
-        if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+        if not is_int(every) or every < 1:
             raise ValueError(f"Checkpoint every must be an integer >= 1, got {every!r}")
         self.path = os.fspath(path)
-        self.every = every
+        self.every = int(every)
         self.last_round = None  # rounds in the last file written (None: none yet)
 
     def __call__(self, env: CallbackEnv) -> bool:

@@ -45,11 +45,15 @@ IMPORTANCE_TYPES = ("weight", "gain", "total_gain", "cover", "total_cover")
 _CHUNK_ELEMENTS = 1 << 22
 
 
-def _names(booster):
+def feature_names(booster) -> list:
+    """The names reports use for the model's features: its ``feature_names``, or
+    ``f0, f1, ...`` (XGBoost's default) when it has none. Feature importances are keyed
+    by them."""
     names = getattr(booster, "feature_names", None)
-    if names is not None and len(names) == booster.n_features:
-        return list(names)
-    return [f"f{i}" for i in range(booster.n_features)]
+    n = int(booster.n_features)
+    if names is None or len(names) != n:
+        return [f"f{i}" for i in range(n)]
+    return [str(name) for name in names]
 
 
 def _reachable(ens) -> np.ndarray:
@@ -100,7 +104,7 @@ def feature_importance(booster, importance_type: str = "gain") -> dict:
         total = np.bincount(feat, weights=np.asarray(src, np.float64)[split], minlength=F)
         score = total if importance_type.startswith("total") else (
             total / np.maximum(count, 1))
-    names = _names(booster)
+    names = feature_names(booster)
     return {names[f]: float(score[f]) for f in range(F) if count[f] > 0}
 
 
@@ -122,7 +126,7 @@ def dump(booster, with_stats: bool = True) -> str:
       with_stats: add ``gain`` and ``cover``.
     """
     ens = booster.ensemble.to_numpy()
-    names = _names(booster)
+    names = feature_names(booster)
     K, tpr = booster.n_outputs, booster.trees_per_round
     lines = []
     for t in range(ens.n_trees):

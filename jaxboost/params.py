@@ -12,28 +12,11 @@
 from __future__ import annotations
 
 import dataclasses
-import math
-import numbers
 
 import numpy as np
 
 from ._types import MAX_BIN_LIMIT
-
-
-def _check_number(name, value, *, low=None, low_open=False, integer=False):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        kind = "an integer" if integer else "a number"
-        raise TypeError(f"{name} must be {kind}, got {type(value).__name__} {value!r}")
-    if integer and not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    if low is not None:
-        bad = value <= low if low_open else value < low
-        if bad:
-            rel = ">" if low_open else ">="
-            raise ValueError(f"{name} must be {rel} {low}, got {value!r}")
-    return value
+from ._validation import check_int, check_real
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,29 +36,25 @@ class TreeParams:
     max_delta_step: float = 0.0
 
     def __post_init__(self):
-        _check_number("max_depth", self.max_depth, low=1, integer=True)
-        if self.max_depth > 16:
+        max_depth = check_int("max_depth", self.max_depth, low=1)
+        if max_depth > 16:
             raise ValueError(
                 f"max_depth must be <= 16 for level-wise trees (2**(max_depth+1) nodes "
-                f"per tree), got {self.max_depth}"
+                f"per tree), got {max_depth}"
             )
-        _check_number("max_bin", self.max_bin, low=2, integer=True)
-        if self.max_bin > MAX_BIN_LIMIT:
+        max_bin = check_int("max_bin", self.max_bin, low=2)
+        if max_bin > MAX_BIN_LIMIT:
             raise ValueError(
                 f"max_bin must be <= {MAX_BIN_LIMIT} (bins are stored as uint8), "
-                f"got {self.max_bin}"
+                f"got {max_bin}"
             )
-        _check_number("learning_rate", self.learning_rate, low=0, low_open=True)
-        _check_number("reg_lambda", self.reg_lambda, low=0)
-        _check_number("reg_alpha", self.reg_alpha, low=0)
-        _check_number("gamma", self.gamma, low=0)
-        _check_number("min_child_weight", self.min_child_weight, low=0)
-        _check_number("max_delta_step", self.max_delta_step, low=0)
-        for f in ("max_depth", "max_bin"):
-            object.__setattr__(self, f, int(getattr(self, f)))
-        for f in ("learning_rate", "reg_lambda", "reg_alpha", "gamma",
-                  "min_child_weight", "max_delta_step"):
-            object.__setattr__(self, f, float(getattr(self, f)))
+        values = dict(max_depth=max_depth, max_bin=max_bin,
+                      learning_rate=check_real("learning_rate", self.learning_rate,
+                                               low=0, low_open=True))
+        for f in ("reg_lambda", "reg_alpha", "gamma", "min_child_weight", "max_delta_step"):
+            values[f] = check_real(f, getattr(self, f), low=0)
+        for f, v in values.items():
+            object.__setattr__(self, f, v)
 
     @property
     def n_nodes(self) -> int:

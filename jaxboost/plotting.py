@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import math
 
-from .explain import IMPORTANCE_TYPES
+from ._validation import is_int
+from .explain import IMPORTANCE_TYPES, feature_names
 
 __all__ = ["plot_comparison", "plot_learning_curves", "plot_history", "plot_importance",
            "plot_tree", "IMPORTANCE_TYPES"]
@@ -67,6 +68,37 @@ def _finish(fig, path, dpi):
 
 def _as_list(x):
     return [x] if isinstance(x, str) else list(x)
+
+
+def _metric_names(curves) -> list:
+    """The metric names of ``{data_name: {metric_name: values}}``, in order of first
+    appearance."""
+    names = []
+    for per in curves.values():
+        for m in per:
+            if m not in names:
+                names.append(m)
+    return names
+
+
+def _curve_panel(ax, m, curves, best=None):
+    """Metric ``m``'s panel: one line per data set over rounds ``1..len(values)``; when
+    ``best`` (a 0-based round) is given, a dot on each line and a dashed line there."""
+    for j, (d, per) in enumerate(curves.items()):
+        if m not in per:
+            continue
+        values = [float(v) for v in per[m]]
+        color = f"C{j % 10}"
+        ax.plot(range(1, len(values) + 1), values, color=color, label=d)
+        if best is not None and 0 <= best < len(values):
+            ax.plot([best + 1], [values[best]], "o", color=color, markersize=5)
+    if best is not None:
+        ax.axvline(best + 1, color="0.35", linestyle="--", linewidth=1,
+                   label=f"best_iteration = {best}")
+    ax.set_title(m)
+    ax.set_xlabel("rounds k")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
 
 
 def plot_comparison(comparison, path=None, *, data=None, metrics=None, title=None,
@@ -142,23 +174,12 @@ def plot_learning_curves(curves, path=None, *, title=None, dpi: int = 120):
       ImportError: matplotlib is not installed (``pip install jaxboost[plot]``).
     """
     _matplotlib()
-    names = []
-    for per in curves.values():
-        for m in per:
-            if m not in names:
-                names.append(m)
+    names = _metric_names(curves)
     if not names:
         raise ValueError("curves has no metric to plot")
     fig, axes = _figure(len(names), path)
     for ax, m in zip(axes, names):
-        for j, (d, per) in enumerate(curves.items()):
-            if m in per:
-                values = list(per[m])
-                ax.plot(range(1, len(values) + 1), values, color=f"C{j % 10}", label=d)
-        ax.set_title(m)
-        ax.set_xlabel("rounds k")
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
+        _curve_panel(ax, m, curves)
     if title is not None:
         fig.suptitle(title)
     return _finish(fig, path, dpi)
@@ -206,11 +227,7 @@ def plot_history(booster, path=None, *, metrics=None, data=None, title=None,
             if d not in curves:
                 raise KeyError(f"no data set {d!r} in booster.history; it has {list(curves)}")
         curves = {d: curves[d] for d in wanted}
-    names = []
-    for per in curves.values():
-        for m in per:
-            if m not in names:
-                names.append(m)
+    names = _metric_names(curves)
     if metrics is not None:
         wanted = _as_list(metrics)
         for m in wanted:
@@ -220,21 +237,7 @@ def plot_history(booster, path=None, *, metrics=None, data=None, title=None,
     best = getattr(booster, "best_iteration", None)
     fig, axes = _figure(len(names), path)
     for ax, m in zip(axes, names):
-        for j, (d, per) in enumerate(curves.items()):
-            if m not in per:
-                continue
-            values = [float(v) for v in per[m]]
-            color = f"C{j % 10}"
-            ax.plot(range(1, len(values) + 1), values, color=color, label=d)
-            if best is not None and 0 <= best < len(values):
-                ax.plot([best + 1], [values[best]], "o", color=color, markersize=5)
-        if best is not None:
-            ax.axvline(best + 1, color="0.35", linestyle="--", linewidth=1,
-                       label=f"best_iteration = {best}")
-        ax.set_title(m)
-        ax.set_xlabel("rounds k")
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
+        _curve_panel(ax, m, curves, best)
     if title is None:
         title = f"Evaluation history ({len(booster)} rounds"
         score = getattr(booster, "best_score", None)
@@ -250,14 +253,6 @@ def plot_history(booster, path=None, *, metrics=None, data=None, title=None,
 # What plot_importance can rank features by is explain.IMPORTANCE_TYPES (XGBoost's
 # meanings): weight the number of splits on the feature, total_gain / total_cover the sum
 # of the splits' loss reductions / Hessian sums, gain / cover their mean per split.
-
-
-def _feature_names(booster) -> list:
-    names = getattr(booster, "feature_names", None)
-    n = int(booster.n_features)
-    if names is None or len(names) != n:
-        return [f"f{i}" for i in range(n)]
-    return [str(name) for name in names]
 
 
 def _importance_from_trees(booster, importance_type) -> dict:
@@ -276,7 +271,7 @@ def _importance(booster, importance_type) -> dict:
     scores = method(importance_type)
     if hasattr(scores, "items"):
         return {str(k): float(v) for k, v in scores.items()}
-    names = _feature_names(booster)  # an array over all features
+    names = feature_names(booster)  # an array over all features
     return {names[f]: float(v) for f, v in enumerate(scores) if v}
 
 
@@ -308,9 +303,7 @@ def plot_importance(booster, path=None, *, importance_type: str = "gain",
       ValueError: an unknown ``importance_type`` or a ``max_features`` below 1.
     """
     _matplotlib()
-    if max_features is not None and (isinstance(max_features, bool)
-                                     or not isinstance(max_features, int)
-                                     or max_features < 1):
+    if max_features is not None and (not is_int(max_features) or max_features < 1):
         raise ValueError(f"max_features must be an int >= 1 or None, got {max_features!r}")
     scores = _importance(booster, importance_type)
     ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
@@ -396,7 +389,7 @@ def plot_tree(booster, tree_index: int = 0, path=None, *, precision: int = 3, ti
 
     e = booster.ensemble
     T = int(e.n_trees)
-    if isinstance(tree_index, bool) or not isinstance(tree_index, (int, np.integer)):
+    if not is_int(tree_index):
         raise TypeError(f"tree_index must be an int, got {type(tree_index).__name__}")
     if not -T <= tree_index < T:
         raise IndexError(f"tree_index {tree_index} is out of range: the model has {T} "
@@ -415,7 +408,7 @@ def plot_tree(booster, tree_index: int = 0, path=None, *, precision: int = 3, ti
     if value.ndim == 2 and K > 1 and tpr == K:  # one tree per output
         output = t % K
         value = value[:, output]
-    names = _feature_names(booster)
+    names = feature_names(booster)
 
     place, n_leaves = _tree_layout(is_split, M)
     depth = max(d for _, d in place.values())

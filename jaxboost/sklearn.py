@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import copy
 import inspect
-import numbers
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
@@ -42,6 +41,9 @@ from objectives import Objective
 from objectives import resolve as resolve_objective
 
 from . import io
+from ._validation import is_int
+from .explain import feature_names
+from .io.objective import objective_to_dict
 from .training import train
 
 __all__ = ["JaxBoostRegressor", "JaxBoostClassifier"]
@@ -63,7 +65,7 @@ def gain_importance(booster) -> np.ndarray:
     (1, 1.0)
     """
     scores = booster.feature_importance("total_gain")
-    names = booster.feature_names or [f"f{i}" for i in range(booster.n_features)]
+    names = feature_names(booster)
     imp = np.array([scores.get(n, 0.0) for n in names], np.float64)
     s = imp.sum()
     return imp / s if s > 0 else np.zeros(booster.n_features)
@@ -73,7 +75,7 @@ def _seed(random_state):
     """``random_state`` (None, int or ``RandomState``) as ``train``'s ``seed``."""
     if random_state is None:
         return None
-    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+    if is_int(random_state):
         return int(random_state)
     return int(check_random_state(random_state).randint(2 ** 31 - 1))
 
@@ -100,7 +102,7 @@ class _JaxBoostModel(BaseEstimator):
     def _train_kwargs(self):
         kw = {name: getattr(self, name) for name in _SAME_NAME}
         n = self.n_estimators
-        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
+        if not is_int(n) or n < 0:
             raise ValueError(f"n_estimators must be an integer >= 0, got {n!r}")
         kw["n_rounds"] = int(n)
         kw["seed"] = _seed(self.random_state)
@@ -183,7 +185,7 @@ class _JaxBoostModel(BaseEstimator):
         booster = state.pop("booster_", None)
         if booster is not None:
             state["_booster_json"] = io.dumps(booster)
-            if io._objective_to_dict(booster.objective)["kind"] == "callable":
+            if objective_to_dict(booster.objective)["kind"] == "callable":
                 state["_booster_loss"] = booster.objective  # pickled by reference
         return state
 

@@ -9,11 +9,14 @@ time ``y``, ``y < 0`` censored at time ``-y``. Train a Cox model with
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 
-__all__ = ["concordance_index"]
+from ._types import bucket_rows
+from .errors import DataError
+from .metrics.survival import concordance_sums
 
-_BLOCK = 1024
+__all__ = ["concordance_index"]
 
 
 def concordance_index(y, risk, sample_weight=None) -> float:
@@ -31,8 +34,10 @@ def concordance_index(y, risk, sample_weight=None) -> float:
 
     0.5 is a random order, 1 a perfect one. ``risk`` is anything increasing in the
     hazard: a Cox model's margins or hazard ratios (``Booster.predict``), or minus a
-    predicted survival time. Vectorised :math:`O(N^2)` in blocks of rows (O(N) memory
-    per block): about a second for 20,000 rows.
+    predicted survival time. The sums are those of the ``cindex`` metric
+    (``jaxboost.metrics.survival.concordance_sums``), here in float64 over the events:
+    :math:`O(N^2)` comparisons in blocks of rows (O(N) memory per block), compiled
+    once per size bucket of the rows and the events.
 
     Args:
       y: ``(N,)`` labels, y > 0 event at time y, y < 0 censored at time -y (nonzero).
@@ -50,8 +55,6 @@ def concordance_index(y, risk, sample_weight=None) -> float:
       >>> concordance_index([1.0, -2.0, 3.0, 4.0], [3.0, 1.0, 0.0, 2.0])  # 3 of 4 pairs
       0.75
     """
-    from .errors import DataError
-
     y = np.asarray(y, np.float64).ravel()
     r = np.asarray(risk, np.float64).ravel()
     if r.shape != y.shape:
@@ -67,12 +70,23 @@ def concordance_index(y, risk, sample_weight=None) -> float:
         raise DataError("sample_weight must be one finite non-negative weight per row")
     t = np.abs(y)
     events = np.flatnonzero((y > 0) & (w > 0))
-    num = den = 0.0
-    for start in range(0, events.shape[0], _BLOCK):
-        i = events[start:start + _BLOCK]
-        comp = t[None, :] > t[i, None]  # (B, N)
-        pair_w = np.where(comp, w[i, None] * w[None, :], 0.0)
-        conc = (r[i, None] > r[None, :]) + 0.5 * (r[i, None] == r[None, :])
-        num += float(np.sum(pair_w * conc))
-        den += float(np.sum(pair_w))
-    return num / den if den > 0 else float("nan")
+    if events.size == 0:
+        return float("nan")
+    # Rows padded to size buckets with weight 0 (no pair), so similar sizes share one
+    # compiled program.
+    i_rows = [_padded(a[events]) for a in (t, r, w)]
+    j_rows = [_padded(a) for a in (t, r, w)]
+    with jax.enable_x64(True):
+        num, den = np.asarray(_sums(*i_rows, *j_rows), np.float64)
+    return float(num / den) if den > 0 else float("nan")
+
+
+def _padded(a: np.ndarray) -> np.ndarray:
+    out = np.zeros(bucket_rows(a.shape[0]), np.float64)
+    out[: a.shape[0]] = a
+    return out
+
+
+@jax.jit
+def _sums(t_i, f_i, w_i, t, f, w):
+    return concordance_sums(t_i, f_i, w_i, t, f, w)

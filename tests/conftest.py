@@ -26,7 +26,7 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from jaxboost.sharding import use_cpu_devices  # noqa: E402
+from jaxboost.parallel.sharding import use_cpu_devices  # noqa: E402
 
 if SESSION_CACHE is not None:
     jax.config.update("jax_compilation_cache_dir", os.path.join(SESSION_CACHE, "xla"))

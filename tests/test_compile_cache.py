@@ -60,8 +60,8 @@ IMPORT_SCRIPT = textwrap.dedent("""
         jax.config.update("jax_compilation_cache_dir", sys.argv[2])
     before = read()
     import numpy as np
-    import jaxboost, jaxboost.compile_cache, jaxboost.native, jaxboost.sharding
-    import jaxboost.distributed, jaxboost.sklearn
+    import jaxboost, jaxboost.compile_cache, jaxboost.native, jaxboost.parallel.sharding
+    import jaxboost.parallel.distributed, jaxboost.sklearn
     after_import = read()
     if mode == "user_after_import":
         jax.config.update("jax_compilation_cache_dir", sys.argv[2])
@@ -128,7 +128,7 @@ def test_use_cpu_devices_is_explicit_and_checked():
     import jax
     import pytest
 
-    from jaxboost.sharding import use_cpu_devices
+    from jaxboost.parallel.sharding import use_cpu_devices
 
     jax.devices()
     with pytest.raises(RuntimeError, match="started already"):

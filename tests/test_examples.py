@@ -67,7 +67,7 @@ def test_multi_device_example_prints_equal_models_and_communication():
     assert dict(rows).get("True") == "True", out  # quantized: bit for bit on 4 devices
     assert "False" in dict(rows), out
     volume = re.search(r"histograms summed across devices: ([\d,]+) bytes per tree", out)
-    from jaxboost.distributed import histogram_bytes_per_tree
+    from jaxboost.parallel.distributed import histogram_bytes_per_tree
 
     want = {histogram_bytes_per_tree(30, 4, 256, subtraction=s) for s in (True, False)}
     assert volume and int(volume.group(1).replace(",", "")) in want, out

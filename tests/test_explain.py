@@ -11,7 +11,7 @@ import pytest
 
 import jaxboost
 from jaxboost.explain import shap_values
-from jaxboost.interop import to_xgboost_json
+from jaxboost.io import to_xgboost_json
 
 xgb = pytest.importorskip("xgboost")
 

@@ -124,9 +124,27 @@ def describe(found):
 
 def test_the_package_has_no_import_cycles():
     graph = import_graph(ROOT, PACKAGES)
-    assert "jaxboost.engine.split" in graph and "objectives" in graph  # the walk found the code
+    for name in ("jaxboost.engine.split", "objectives", "jaxboost.io.format",
+                 "jaxboost.io.xgboost", "jaxboost.metrics.registry",
+                 "jaxboost.parallel.distributed", "jaxboost.training.loop"):
+        assert name in graph  # the walk found the code, the subpackages included
     found = cycles(graph)
     assert not found, "import cycles:\n" + describe(found)
+
+
+def test_the_booster_imports_no_file_format():
+    # The formats register their writers with the Booster (booster.register_writer);
+    # the Booster importing one of them would be a circle through jaxboost.io.
+    graph = import_graph(ROOT, PACKAGES)
+    assert not {m for m in graph["jaxboost.booster"] if m.startswith("jaxboost.io")}
+    assert {"jaxboost.booster"} <= graph["jaxboost.io.format"]
+    assert {"jaxboost.booster"} <= graph["jaxboost.io.xgboost"]
+
+
+def test_every_package_says_what_it_holds():
+    for path in sorted((ROOT / "jaxboost").rglob("__init__.py")):
+        doc = ast.get_docstring(ast.parse(path.read_text()))
+        assert doc and len(doc.split()) >= 20, f"{path.relative_to(ROOT)}: no docstring"
 
 
 def test_the_walker_finds_cycles_through_lazy_relative_and_package_imports(tmp_path):

@@ -10,7 +10,7 @@ import pytest
 
 import jaxboost
 import objectives
-from jaxboost.interop import from_xgboost, to_xgboost_json
+from jaxboost.io import from_xgboost, to_xgboost_json
 
 xgb = pytest.importorskip("xgboost")
 
@@ -251,6 +251,26 @@ def test_import_refuses_non_json_and_other_types(tmp_path):
         from_xgboost(path)
     with pytest.raises(TypeError, match="xgboost.Booster"):
         from_xgboost(42)
+
+
+def test_import_reads_json_as_strictly_as_model_files(xgb_json, tmp_path):
+    # One reader for both formats: duplicate keys and bytes that are not UTF-8 are
+    # refused; XGBoost's Infinity literals (a threshold every present value passes) are
+    # read, as XGBoost writes them.
+    text = json.dumps(xgb_json)
+    with pytest.raises(ValueError, match="not an XGBoost JSON model.*duplicate key"):
+        from_xgboost(('{"version": [3, 2, 0], ' + text[1:]).encode())
+    with pytest.raises(ValueError, match="not an XGBoost JSON model.*UTF-8"):
+        from_xgboost(text.encode()[:-1] + b"\xff}")
+    m = copy.deepcopy(xgb_json)
+    tree = m["learner"]["gradient_booster"]["model"]["trees"][0]
+    assert tree["left_children"][0] != -1  # the root splits
+    tree["split_conditions"][0] = float("inf")
+    path = tmp_path / "inf.json"
+    path.write_text(json.dumps(m))
+    assert "Infinity" in path.read_text()
+    bst = from_xgboost(path)
+    assert np.isposinf(bst.ensemble.threshold[0][0])
 
 
 def test_import_refuses_unequal_trees_per_class(interop_data):

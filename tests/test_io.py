@@ -158,7 +158,7 @@ def test_file_is_plain_json(models, tmp_path):
     assert d["objective"] == {"kind": "catalogue", "name": "huber", "params": {"delta": 2.0}}
     assert b"pickle" not in raw.lower()
     assert b"NaN" not in raw and b"Infinity" not in raw
-    assert set(d) == set(io._TOP_KEYS)
+    assert set(d) == set(io.format._TOP_KEYS)
     # indent= gives the same model
     io.save(models["huber"], path, indent=1)
     assert io.dumps(io.load(path)) == raw.decode("utf-8")
@@ -281,7 +281,7 @@ def test_bad_leaf_value(good, bad):
         io.from_dict(d)
 
 
-@pytest.mark.parametrize("key", io._TOP_KEYS)
+@pytest.mark.parametrize("key", io.format._TOP_KEYS)
 def test_missing_key(good, key):
     d = copy.deepcopy(good)
     del d[key]
@@ -433,7 +433,7 @@ def test_bytes_and_wrong_types(models, tmp_path):
 
 
 def test_size_limit(good, monkeypatch):
-    monkeypatch.setattr(io, "MAX_NODES", 4 * 15 - 1)
+    monkeypatch.setattr(io.format, "MAX_NODES", 4 * 15 - 1)
     _rejects(copy.deepcopy(good), "limit")
 
 

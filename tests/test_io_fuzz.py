@@ -203,7 +203,7 @@ json_values = st.recursive(
     max_leaves=10,
 )
 
-_KEY_NAMES = sorted(set(io._TOP_KEYS) | {"kind", "name", "params", "qualname", "max_depth",
+_KEY_NAMES = sorted(set(io.format._TOP_KEYS) | {"kind", "name", "params", "qualname", "max_depth",
                                          "max_bin", "learning_rate", "cuts", "has_missing",
                                          "n_distinct", "feature", "tbin", "threshold",
                                          "default_left", "is_leaf", "value", "gain",

@@ -9,7 +9,7 @@ from jax.sharding import Mesh
 import jaxboost
 import objectives
 from jaxboost import io
-from jaxboost.sharding import MIN_PADDED_ROWS, auto_mesh, padded_rows, shard_offsets
+from jaxboost.parallel.sharding import MIN_PADDED_ROWS, auto_mesh, padded_rows, shard_offsets
 
 
 @pytest.fixture(scope="module")

@@ -146,3 +146,29 @@ def test_objective_not_callable(Xy):
         jaxboost.train(3, X, y)
     with pytest.raises(ValueError, match="unknown objective 'hinge'"):
         jaxboost.train("hinge", X, y)
+
+
+def test_scalar_validators():
+    from jaxboost._validation import check_int, check_real, is_int, is_real
+
+    assert is_int(np.int64(3)) and not is_int(True) and not is_int(3.0)
+    assert is_real(np.float32(0.5)) and is_real(2) and not is_real(False) and not is_real("1")
+    assert check_int("n", np.int64(4), low=0) == 4 and type(check_int("n", np.int64(4))) is int
+    assert check_real("x", np.float32(0.5), low=0, high=1) == 0.5
+    for value, exc, match in [(True, TypeError, "n must be an integer, got bool True"),
+                              (2.0, TypeError, "n must be an integer, got float 2.0"),
+                              (-1, ValueError, r"n must be in \[0, 10\], got -1"),
+                              (11, ValueError, r"n must be in \[0, 10\], got 11")]:
+        with pytest.raises(exc, match=match):
+            check_int("n", value, low=0, high=10)
+    with pytest.raises(ValueError, match="n must be >= 0, got -1"):
+        check_int("n", -1, low=0)
+    for value, exc, match in [("1", TypeError, "x must be a number, got str '1'"),
+                              (float("nan"), ValueError, "x must be finite"),
+                              (10 ** 400, ValueError, "x must be finite"),
+                              (0.0, ValueError, r"x must be in \(0, 1\], got 0.0"),
+                              (1.5, ValueError, r"x must be in \(0, 1\], got 1.5")]:
+        with pytest.raises(exc, match=match):
+            check_real("x", value, low=0, low_open=True, high=1)
+    with pytest.raises(ValueError, match="x must be > 0, got 0"):
+        check_real("x", 0, low=0, low_open=True)

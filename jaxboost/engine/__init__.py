@@ -1,6 +1,11 @@
 """The engine: arrays in, arrays out, jit-safe, no host I/O (except the bin edges'
 quantiles, computed on the host once per data set).
 
+The second stage of data -> engine -> training -> booster -> io/adapters: it receives
+validated arrays and hyperparameters (``jaxboost._validation``, ``jaxboost.params``)
+and returns trees as arrays; ``jaxboost.training`` drives it round by round, and its
+dtypes are named in ``jaxboost._types``.
+
 The data's journey, one module per stage:
 
 * ``binning``: raw features -> uint8 bins (quantile edges, a bin reserved for missing);

@@ -11,7 +11,6 @@ rows (one pass instead of a gradient pass plus a Hessian pass).
 from __future__ import annotations
 
 import functools
-import numbers
 
 import jax
 import jax.numpy as jnp
@@ -20,6 +19,8 @@ import numpy as np
 from objectives import Objective
 from objectives._base import Hyperparameters
 
+from .._types import ACC_DTYPE, FLOAT_DTYPE
+from .._validation import is_real
 from ..errors import LossError
 
 
@@ -60,13 +61,9 @@ def split_loss(loss, loss_params=None):
                             f"of objectives.{loss.name} with objectives.{loss.name}(...)")
         return loss.traced_split()
     if loss_params is None and isinstance(loss, functools.partial) and not loss.args and \
-            loss.keywords and all(_is_real(v) for v in loss.keywords.values()):
+            loss.keywords and all(is_real(v) for v in loss.keywords.values()):
         return loss.func, {k: float(v) for k, v in loss.keywords.items()}
     return loss, dict(loss_params or {})
-
-
-def _is_real(v) -> bool:
-    return isinstance(v, numbers.Real) and not isinstance(v, bool)
 
 
 def bind_loss(family, values):
@@ -187,8 +184,8 @@ def grad_hess(loss, y, pred, sample_weight=None, *, hessian: str = "exact",
     """
     K = 1 if pred.ndim == 1 else pred.shape[1]
     g, h = jax.vmap(_row_grad_hess(loss, K))(y, pred)
-    g = g.astype(jnp.float32)
-    h = h.astype(jnp.float32)
+    g = g.astype(FLOAT_DTYPE)
+    h = h.astype(FLOAT_DTYPE)
     h = apply_hessian_policy(loss, y, pred, h, hessian, floor)
     if sample_weight is not None:
         g = g * (sample_weight if K == 1 else sample_weight[:, None])
@@ -319,20 +316,20 @@ def _summer(exact, n_total):
 @functools.partial(jax.jit, static_argnums=(0, 4))
 def _fit_base_margin(family, values, y, sample_weight, exact=False, n_total=1):
     loss = bind_loss(family, values)
-    w = jnp.ones(y.shape[0], jnp.float32) if sample_weight is None else sample_weight
+    w = jnp.ones(y.shape[0], FLOAT_DTYPE) if sample_weight is None else sample_weight
     gh = _row_grad_hess(loss)
     with jax.enable_x64(True):
-        w64 = w.astype(jnp.float64)
+        w64 = w.astype(ACC_DTYPE)
         add = _summer(exact, n_total)
 
         def total(c):
-            f = jnp.full(y.shape[0], c.astype(jnp.float32), jnp.float32)
-            return add(w64 * jax.vmap(loss)(y, f).astype(jnp.float64))
+            f = jnp.full(y.shape[0], c.astype(FLOAT_DTYPE), FLOAT_DTYPE)
+            return add(w64 * jax.vmap(loss)(y, f).astype(ACC_DTYPE))
 
         def sums(c):
-            f = jnp.full(y.shape[0], c.astype(jnp.float32), jnp.float32)
+            f = jnp.full(y.shape[0], c.astype(FLOAT_DTYPE), FLOAT_DTYPE)
             g, h = jax.vmap(gh)(y, f)
-            return add(w64 * g.astype(jnp.float64)), add(w64 * h.astype(jnp.float64))
+            return add(w64 * g.astype(ACC_DTYPE)), add(w64 * h.astype(ACC_DTYPE))
 
         # Phase 1: safeguarded Newton.
         def step(c):
@@ -350,8 +347,8 @@ def _fit_base_margin(family, values, y, sample_weight, exact=False, n_total=1):
                 return (~(l1 <= l0)) & (s > 1e-6)
 
             s, l1 = jax.lax.while_loop(need, shrink, (jnp.float64(1.0), total(c + d)))
-            return jnp.where(l1 <= l0, (c + s * d).astype(jnp.float32), c.astype(jnp.float32)
-                             ).astype(jnp.float64)
+            return jnp.where(l1 <= l0, (c + s * d).astype(FLOAT_DTYPE), c.astype(FLOAT_DTYPE)
+                             ).astype(ACC_DTYPE)
 
         def not_done(state):
             i, c, c_prev = state
@@ -398,34 +395,34 @@ def _fit_base_margin(family, values, y, sample_weight, exact=False, n_total=1):
             return jnp.where(up, lo, mid), jnp.where(up, mid, hi)
 
         lo, hi = jax.lax.fori_loop(0, 80, bisect, (lo, hi))
-        lo32, hi32 = lo.astype(jnp.float32), hi.astype(jnp.float32)
+        lo32, hi32 = lo.astype(FLOAT_DTYPE), hi.astype(FLOAT_DTYPE)
         c2 = jnp.where(total(hi32) < total(lo32), hi32, lo32)
         use2 = lo_ok & hi_ok & (total(c2) <= total(c1))
-        return jnp.where(use2, c2, c1.astype(jnp.float32))
+        return jnp.where(use2, c2, c1.astype(FLOAT_DTYPE))
 
 
 @functools.partial(jax.jit, static_argnums=(0, 4, 5))
 def _fit_base_margin_vector(family, values, y, sample_weight, K, exact=False, n_total=1):
     loss = bind_loss(family, values)
-    w = jnp.ones(y.shape[0], jnp.float32) if sample_weight is None else sample_weight
+    w = jnp.ones(y.shape[0], FLOAT_DTYPE) if sample_weight is None else sample_weight
     gh = _row_grad_hess(loss, K)
     with jax.enable_x64(True):
-        w64 = w.astype(jnp.float64)
+        w64 = w.astype(ACC_DTYPE)
         add = _summer(exact, n_total)
 
         def total(c):
-            f = jnp.broadcast_to(c.astype(jnp.float32), (y.shape[0], K))
-            return add(w64 * jax.vmap(loss)(y, f).astype(jnp.float64))
+            f = jnp.broadcast_to(c.astype(FLOAT_DTYPE), (y.shape[0], K))
+            return add(w64 * jax.vmap(loss)(y, f).astype(ACC_DTYPE))
 
         def step(_, c):
-            f = jnp.broadcast_to(c.astype(jnp.float32), (y.shape[0], K))
+            f = jnp.broadcast_to(c.astype(FLOAT_DTYPE), (y.shape[0], K))
             g, h = jax.vmap(gh)(y, f)
             if exact:
-                G = add(w64[:, None] * g.astype(jnp.float64))
-                H = add(w64[:, None, None] * h.astype(jnp.float64))
+                G = add(w64[:, None] * g.astype(ACC_DTYPE))
+                H = add(w64[:, None, None] * h.astype(ACC_DTYPE))
             else:
-                G = jnp.einsum("n,nk->k", w64, g.astype(jnp.float64))
-                H = jnp.einsum("n,nij->ij", w64, h.astype(jnp.float64))
+                G = jnp.einsum("n,nk->k", w64, g.astype(ACC_DTYPE))
+                H = jnp.einsum("n,nij->ij", w64, h.astype(ACC_DTYPE))
             H = 0.5 * (H + H.T)
             ridge = 1e-6 * (jnp.trace(H) / K + 1.0)
             d = -jnp.linalg.solve(H + ridge * jnp.eye(K), G)
@@ -439,5 +436,5 @@ def _fit_base_margin_vector(family, values, y, sample_weight, K, exact=False, n_
             j = jnp.min(jnp.where(losses == best, jnp.arange(12), 12))
             return jnp.where(best <= l0, c + steps[jnp.minimum(j, 11)] * d, c)
 
-        c = jax.lax.fori_loop(0, 40, step, jnp.zeros(K, jnp.float64))
-        return c.astype(jnp.float32)
+        c = jax.lax.fori_loop(0, 40, step, jnp.zeros(K, ACC_DTYPE))
+        return c.astype(FLOAT_DTYPE)

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
+from .._types import FLOAT_DTYPE, INDEX_DTYPE
+
 GRID_BITS = 24  # float32 holds integers up to 2**24 exactly
 MIN_BITS = 8
 
@@ -46,8 +48,8 @@ def ceil_log2(n_total):
       >>> [int(ceil_log2(n)) for n in (1, 3, 1000, 1024)]
       [1, 2, 10, 11]
     """
-    _, k = jnp.frexp(jnp.asarray(n_total, jnp.float32))
-    return k.astype(jnp.int32)
+    _, k = jnp.frexp(jnp.asarray(n_total, FLOAT_DTYPE))
+    return k.astype(INDEX_DTYPE)
 
 
 def grid_bits(n_total):

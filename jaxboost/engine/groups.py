@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._types import FLOAT_DTYPE, INDEX_DTYPE
 from .autodiff import HESSIAN_FLOOR, apply_hessian_policy
 
 EXACT_MAX_GROUP = 64
@@ -54,7 +55,7 @@ def group_index(group, n_rows: int, n_pad: int | None = None) -> np.ndarray:
     order = np.argsort(inv, kind="stable")
     starts = np.cumsum(counts) - counts
     within = np.arange(n_rows) - np.repeat(starts, counts)
-    idx = np.full((uniq.shape[0], int(counts.max())), n_pad, np.int32)
+    idx = np.full((uniq.shape[0], int(counts.max())), n_pad, INDEX_DTYPE)
     idx[inv[order], within] = order
     return idx
 
@@ -91,7 +92,7 @@ def group_grad_hess(loss, y, pred, sample_weight, idx, key=None, *, exact_max=EX
     G, S = idx.shape
     mask = idx < N
     safe = jnp.where(mask, idx, 0)
-    yg, pg = y[safe], pred[safe].astype(jnp.float32)
+    yg, pg = y[safe], pred[safe].astype(FLOAT_DTYPE)
 
     def total(p, yy, m):
         return loss(yy, p, m)
@@ -100,13 +101,13 @@ def group_grad_hess(loss, y, pred, sample_weight, idx, key=None, *, exact_max=EX
     closed = getattr(loss, "group_hess_diag", None)
     closed = closed() if callable(closed) else None
     if closed is not None:
-        h = jax.vmap(closed)(yg, pg, mask).astype(jnp.float32)
+        h = jax.vmap(closed)(yg, pg, mask).astype(FLOAT_DTYPE)
     elif S <= exact_max:
         h = jax.vmap(lambda p, yy, m: jnp.diagonal(jax.hessian(total)(p, yy, m)))(pg, yg, mask)
     else:
         if key is None:
             raise ValueError("a PRNG key is needed for the Hutchinson estimate")
-        z = jax.random.rademacher(key, (G, probes, S), jnp.float32)
+        z = jax.random.rademacher(key, (G, probes, S), FLOAT_DTYPE)
         z = jnp.where(mask[:, None, :], z, 0.0)
 
         def hvp(p, yy, m, v):
@@ -119,8 +120,8 @@ def group_grad_hess(loss, y, pred, sample_weight, idx, key=None, *, exact_max=EX
     g = jnp.where(mask, g, 0.0)
     h = jnp.where(mask, h, 0.0)
     # Each row is in one group: scatter back (padding indices are out of range: dropped).
-    g_rows = jnp.zeros(N, jnp.float32).at[idx.ravel()].set(g.ravel(), mode="drop")
-    h_rows = jnp.zeros(N, jnp.float32).at[idx.ravel()].set(h.ravel(), mode="drop")
+    g_rows = jnp.zeros(N, FLOAT_DTYPE).at[idx.ravel()].set(g.ravel(), mode="drop")
+    h_rows = jnp.zeros(N, FLOAT_DTYPE).at[idx.ravel()].set(h.ravel(), mode="drop")
     if sample_weight is not None:
         g_rows, h_rows = g_rows * sample_weight, h_rows * sample_weight
     return g_rows, h_rows

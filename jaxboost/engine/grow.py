@@ -48,6 +48,7 @@ from typing import NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
+from .._types import ACC_DTYPE, FLOAT_DTYPE, INDEX_DTYPE
 from .histogram import build_histogram, pack_gh
 from .split import (
     find_best_splits,
@@ -56,6 +57,7 @@ from .split import (
     leaf_values,
     vector_weight_score,
 )
+from .tree import bin_goes_left, code_feature, code_goes_left, split_code
 
 # Nodes per split-finding step of a level (see the module docstring).
 SPLIT_CHUNK = 8
@@ -90,7 +92,7 @@ def pair_histogram(bins, *, native: bool, max_bin: int, native_threads=None):
 def bin_reader(bins, native: bool):
     """``bin_of(f_row) -> (N,)``: each row's bin of its own feature ``f_row[i]``."""
     bins = jnp.asarray(bins)
-    rows = jnp.arange(bins.shape[0] if native else bins.shape[1], dtype=jnp.int32)
+    rows = jnp.arange(bins.shape[0] if native else bins.shape[1], dtype=INDEX_DTYPE)
     if native:
         return lambda f_row: bins[rows, f_row]
     return lambda f_row: bins[f_row, rows]
@@ -103,23 +105,23 @@ def route(pos, local, in_level, do, f_best, t_best, dl_best, bin_of, B):
     the row's bin. Rows of nodes that did not split, and rows outside the level, stay.
     """
     n = do.shape[0]
-    code = jnp.where(do, f_best * 1024 + t_best * 2 + dl_best.astype(jnp.int32), -1)
+    code = split_code(do, f_best, t_best, dl_best)
     c_row = code[jnp.minimum(local, n - 1)]
-    b_row = bin_of(jnp.maximum(c_row, 0) >> 10).astype(jnp.int32)
-    go_left = jnp.where(b_row == B - 1, (c_row & 1) == 1, b_row < ((c_row >> 1) & 511))
+    b_row = bin_of(code_feature(c_row)).astype(INDEX_DTYPE)
+    go_left = code_goes_left(b_row, c_row, B)
     move = in_level & (c_row >= 0)
-    return jnp.where(move, 2 * pos + 1 + (~go_left).astype(jnp.int32), pos)
+    return jnp.where(move, 2 * pos + 1 + (~go_left).astype(INDEX_DTYPE), pos)
 
 
 def _pow2(d):
     """``2**d`` as int32 for a Python or traced level ``d``."""
-    return jnp.left_shift(jnp.int32(1), jnp.asarray(d, jnp.int32))
+    return jnp.left_shift(jnp.int32(1), jnp.asarray(d, INDEX_DTYPE))
 
 
 def _level_window(d, width):
     """Heap indices ``2**d - 1 + [0, width)`` of level ``d`` and which are its nodes."""
     n = _pow2(d)
-    k = jnp.arange(width, dtype=jnp.int32)
+    k = jnp.arange(width, dtype=INDEX_DTYPE)
     return n - 1 + k, k < n
 
 
@@ -148,7 +150,7 @@ def leaf_of(pos, is_split, D):
     Computed top-down over the small tree (a representative per node; a loop over
     levels), then one lookup per row.
     """
-    rep = jnp.arange(2 ** (D + 1) - 1, dtype=jnp.int32)
+    rep = jnp.arange(2 ** (D + 1) - 1, dtype=INDEX_DTYPE)
     if D == 0:
         return rep[pos]
     width = 2 ** D
@@ -165,9 +167,9 @@ def leaf_of(pos, is_split, D):
 
 def _empty_structure(M):
     """Heap arrays of a tree's split decisions, all "no split"."""
-    return dict(feature=jnp.zeros(M, jnp.int32), tbin=jnp.zeros(M, jnp.int32),
+    return dict(feature=jnp.zeros(M, INDEX_DTYPE), tbin=jnp.zeros(M, INDEX_DTYPE),
                 default_left=jnp.zeros(M, bool), is_split=jnp.zeros(M, bool),
-                gain=jnp.zeros(M, jnp.float32))
+                gain=jnp.zeros(M, FLOAT_DTYPE))
 
 
 def _record(structure, off, do, s):
@@ -193,9 +195,9 @@ def _finish(structure, pos, dyn, cuts_ext, D):
     feature = jnp.where(is_split, feature, 0)
     tbin = jnp.where(is_split, tbin, 0)
     threshold = jnp.where(is_split, cuts_ext[feature, tbin], jnp.float32(jnp.nan))
-    fields = dict(feature=feature, tbin=tbin, threshold=threshold.astype(jnp.float32),
+    fields = dict(feature=feature, tbin=tbin, threshold=threshold.astype(FLOAT_DTYPE),
                   default_left=structure["default_left"] & is_split, is_leaf=~is_split,
-                  gain=jnp.where(is_split, gain, 0.0).astype(jnp.float32))
+                  gain=jnp.where(is_split, gain, 0.0).astype(FLOAT_DTYPE))
     return fields, leaf
 
 
@@ -217,11 +219,11 @@ def _chunked_splits(find, n, width, *node_args):
         return {key: jax.lax.dynamic_update_slice_in_dim(
             acc[key], s[key].astype(acc[key].dtype), k * c, 0) for key in acc}
 
-    init = dict(gain=jnp.full(width, -jnp.inf, jnp.float32),
-                feature=jnp.zeros(width, jnp.int32), tbin=jnp.zeros(width, jnp.int32),
+    init = dict(gain=jnp.full(width, -jnp.inf, FLOAT_DTYPE),
+                feature=jnp.zeros(width, INDEX_DTYPE), tbin=jnp.zeros(width, INDEX_DTYPE),
                 default_left=jnp.zeros(width, bool))
     n_chunks = (n + (c - 1)) // c
-    return jax.lax.fori_loop(jnp.int32(0), n_chunks.astype(jnp.int32), chunk, init)
+    return jax.lax.fori_loop(jnp.int32(0), n_chunks.astype(INDEX_DTYPE), chunk, init)
 
 
 def _children_sums(S, s, B):
@@ -231,11 +233,11 @@ def _children_sums(S, s, B):
     children interleaved (left, right).
     """
     C, F, n, _ = S.shape
-    node_ids = jnp.arange(n, dtype=jnp.int32)
-    bins_idx = jnp.arange(B, dtype=jnp.int32)
+    node_ids = jnp.arange(n, dtype=INDEX_DTYPE)
+    bins_idx = jnp.arange(B, dtype=INDEX_DTYPE)
     rows = S[:, s["feature"], node_ids]  # (C, n, B)
-    goes_left = jnp.where(bins_idx[None, :] == B - 1, s["default_left"][:, None],
-                          bins_idx[None, :] < s["tbin"][:, None])  # (n, B)
+    goes_left = bin_goes_left(bins_idx[None, :], s["tbin"][:, None],
+                              s["default_left"][:, None], B)  # (n, B)
     SL = jnp.sum(jnp.where(goes_left, rows, 0.0), axis=2)
     SR = jnp.sum(jnp.where(goes_left, 0.0, rows), axis=2)
     return jnp.stack([SL, SR], axis=2).reshape(C, 2 * n)
@@ -347,10 +349,10 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
                 for key in acc}
             return acc, bufs
 
-        acc = dict(gain=jnp.full(width, -jnp.inf, jnp.float32),
-                   feature=jnp.zeros(width, jnp.int32), tbin=jnp.zeros(width, jnp.int32),
-                   default_left=jnp.zeros(width, bool), Gc=jnp.zeros(2 * width, jnp.float64),
-                   Hc=jnp.zeros(2 * width, jnp.float64))
+        acc = dict(gain=jnp.full(width, -jnp.inf, FLOAT_DTYPE),
+                   feature=jnp.zeros(width, INDEX_DTYPE), tbin=jnp.zeros(width, INDEX_DTYPE),
+                   default_left=jnp.zeros(width, bool), Gc=jnp.zeros(2 * width, ACC_DTYPE),
+                   Hc=jnp.zeros(2 * width, ACC_DTYPE))
         if c == width:
             acc, bufs = chunk(jnp.int32(0), (acc, bufs))
         else:  # only the chunks that hold some of the level's 2**d nodes
@@ -388,9 +390,9 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
     with jax.enable_x64(True):
         # Node totals: the root's from one sum; every other node's from its parent's
         # histogram of the split feature (no per-row scatter per level).
-        Gn = jnp.zeros(M, jnp.float64).at[0].set(reduce(jnp.sum(g.astype(jnp.float64))))
-        Hn = jnp.zeros(M, jnp.float64).at[0].set(reduce(jnp.sum(h.astype(jnp.float64))))
-        pos = jnp.zeros(N, jnp.int32)
+        Gn = jnp.zeros(M, ACC_DTYPE).at[0].set(reduce(jnp.sum(g.astype(ACC_DTYPE))))
+        Hn = jnp.zeros(M, ACC_DTYPE).at[0].set(reduce(jnp.sum(h.astype(ACC_DTYPE))))
+        pos = jnp.zeros(N, INDEX_DTYPE)
         structure = _empty_structure(M)
         if D > 0:
             # The root's histogram (one node, every row), summed across devices once.
@@ -402,14 +404,14 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
                 # Two levels' histograms (parent, current) in one (F, 2 W, B) buffer
                 # each for G and H: level d's at node offset (d % 2) * W. The root's
                 # waits where level 0 looks for its parent's (offset W).
-                bufs = tuple(jnp.zeros((F, 2 * W, B), jnp.float64).at[:, W:W + 1].set(x)
+                bufs = tuple(jnp.zeros((F, 2 * W, B), ACC_DTYPE).at[:, W:W + 1].set(x)
                              for x in (Gh, Hh))
             elif W > 1:
                 root_wide = tuple(jnp.pad(x, ((0, 0), (0, W - 1), (0, 0))) for x in (Gh, Hh))
 
             def level(d, carry):
                 pos, alive, bufs, structure, Gn, Hn = carry
-                d = d.astype(jnp.int32)
+                d = d.astype(INDEX_DTYPE)
                 n = _pow2(d)
                 Gt = jax.lax.dynamic_slice(Gn, (n - 1,), (W,))
                 Ht = jax.lax.dynamic_slice(Hn, (n - 1,), (W,))
@@ -432,7 +434,7 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
                                                 n_active=n // 2))
 
                     def nothing():
-                        z = jnp.zeros((F, h2, B), jnp.float64)
+                        z = jnp.zeros((F, h2, B), ACC_DTYPE)
                         return z, z
 
                     Gs, Hs = jax.lax.cond(d > 0, smaller_children, nothing)
@@ -464,7 +466,7 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
             pos, _, _, structure, Gn, Hn = jax.lax.fori_loop(
                 0, D, level, (pos, alive, bufs, structure, Gn, Hn))
         fields, leaf = _finish(structure, pos, dyn, cuts_ext, D)
-        tree = dict(fields, value=leaf_values(Gn, Hn, dyn), cover=Hn.astype(jnp.float32))
+        tree = dict(fields, value=leaf_values(Gn, Hn, dyn), cover=Hn.astype(FLOAT_DTYPE))
         return tree, leaf
 
 
@@ -537,9 +539,9 @@ def grow_vector_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *,
         return do, pos, structure, Sn
 
     with jax.enable_x64(True):
-        pos = jnp.zeros(N, jnp.int32)
-        St = reduce(jnp.sum(vals[:, :C].astype(jnp.float64), axis=0))  # (C,)
-        Sn = jnp.zeros((C, M), jnp.float64).at[:, 0].set(St)
+        pos = jnp.zeros(N, INDEX_DTYPE)
+        St = reduce(jnp.sum(vals[:, :C].astype(ACC_DTYPE), axis=0))  # (C,)
+        Sn = jnp.zeros((C, M), ACC_DTYPE).at[:, 0].set(St)
         structure = _empty_structure(M)
         if D > 0:
             # The root's histogram (one node, every row), summed across devices once;
@@ -550,7 +552,7 @@ def grow_vector_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *,
 
             def level(d, carry):
                 pos, alive, structure, Sn = carry
-                d = d.astype(jnp.int32)
+                d = d.astype(INDEX_DTYPE)
                 n = _pow2(d)
                 St = jax.lax.dynamic_slice(Sn, (jnp.int32(0), n - 1), (C, W))
                 local, in_level = _rows_of_level(pos, d, W)
@@ -568,6 +570,6 @@ def grow_vector_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *,
                                                       (pos, alive, structure, Sn))
         fields, leaf = _finish(structure, pos, dyn, cuts_ext, D)
         w, _, cover = vector_weight_score(Sn[:K].T, Sn[K:].T, dyn, diagonal=diagonal)
-        tree = dict(fields, value=w.astype(jnp.float32) * dyn.learning_rate,
-                    cover=cover.astype(jnp.float32))
+        tree = dict(fields, value=w.astype(FLOAT_DTYPE) * dyn.learning_rate,
+                    cover=cover.astype(FLOAT_DTYPE))
         return tree, leaf

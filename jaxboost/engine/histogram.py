@@ -17,11 +17,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._types import ACC_DTYPE, INDEX_DTYPE
+
 
 def pack_gh(g, h):
     """Pack float32 g and h into one complex128 ``g + i h`` (under scoped x64)."""
     with jax.enable_x64(True):
-        return g.astype(jnp.float64) + 1j * h.astype(jnp.float64)
+        return g.astype(ACC_DTYPE) + 1j * h.astype(ACC_DTYPE)
 
 
 def build_histogram(bins_t, gh, node, n_nodes: int, n_bins: int):
@@ -54,10 +56,10 @@ def build_histogram(bins_t, gh, node, n_nodes: int, n_bins: int):
     # (branch mispredictions), a dummy slot costs nothing.
     size = (n_nodes + 1) * n_bins
     with jax.enable_x64(True):
-        base = jnp.minimum(node.astype(jnp.int32), n_nodes) * n_bins
+        base = jnp.minimum(node.astype(INDEX_DTYPE), n_nodes) * n_bins
 
         def one_feature(_, b):
-            idx = base + b.astype(jnp.int32)
+            idx = base + b.astype(INDEX_DTYPE)
             return None, jnp.zeros(size, jnp.complex128).at[idx].add(
                 gh, mode="promise_in_bounds")
 
@@ -69,8 +71,8 @@ def build_histogram(bins_t, gh, node, n_nodes: int, n_bins: int):
 def build_histogram_naive(bins_t, g, h, node, n_nodes: int, n_bins: int):
     """Reference implementation in NumPy float64 (for tests)."""
     bins_t = np.asarray(bins_t)
-    g = np.asarray(g, np.float64)
-    h = np.asarray(h, np.float64)
+    g = np.asarray(g, ACC_DTYPE)
+    h = np.asarray(h, ACC_DTYPE)
     node = np.asarray(node)
     F = bins_t.shape[0]
     G = np.zeros((F, n_nodes, n_bins))

@@ -31,6 +31,7 @@ from typing import Callable, NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
+from .._types import ACC_DTYPE, FLOAT_DTYPE, INDEX_DTYPE
 from .autodiff import grad_hess
 from .exact import exact_scale
 
@@ -49,7 +50,7 @@ def _segment_sum(x, leaf, M, reduce, exact_rows=None, reduce_max=None):
 def _finish(tree, v, has_rows, dyn):
     eta, mds = dyn.learning_rate, dyn.max_delta_step
     v = jnp.where(mds > 0, jnp.clip(v, -mds, mds), v)
-    value = jnp.where(has_rows & tree["is_leaf"], v.astype(jnp.float32) * eta, tree["value"])
+    value = jnp.where(has_rows & tree["is_leaf"], v.astype(FLOAT_DTYPE) * eta, tree["value"])
     return dict(tree, value=value)
 
 
@@ -99,19 +100,19 @@ def refit_newton(tree, leaf, loss, y, margin, w, dyn, *, sums: RowSums = ONE_DEV
         # programs and not others: the division is always carried out, so a model is
         # the same whatever program (one device, a mesh, train_many) refits it.
         value, eta_ = jax.lax.optimization_barrier((tree["value"], eta))
-        v = (value / eta_).astype(jnp.float64)
-        w64 = w.astype(jnp.float64)
+        v = (value / eta_).astype(ACC_DTYPE)
+        w64 = w.astype(ACC_DTYPE)
         has_rows = seg(w64) > 0
 
         def leaf_loss(v):
-            f = margin + v[leaf].astype(jnp.float32)
-            per_row = w64 * jax.vmap(loss)(y, f).astype(jnp.float64)
+            f = margin + v[leaf].astype(FLOAT_DTYPE)
+            per_row = w64 * jax.vmap(loss)(y, f).astype(ACC_DTYPE)
             return seg(per_row) + 0.5 * lam * v * v
 
         for _ in range(steps):
-            g, h = grad_hess(loss, y, margin + v[leaf].astype(jnp.float32), w)
-            G = seg(g.astype(jnp.float64)) + lam * v
-            H = seg(jnp.maximum(h, 0.0).astype(jnp.float64)) + lam
+            g, h = grad_hess(loss, y, margin + v[leaf].astype(FLOAT_DTYPE), w)
+            G = seg(g.astype(ACC_DTYPE)) + lam * v
+            H = seg(jnp.maximum(h, 0.0).astype(ACC_DTYPE)) + lam
             d = -G / jnp.where(H > 0, H, 1.0)
             d = jnp.where(H > 0, d, -G)  # no curvature at all: a gradient step
             cands = jnp.stack([leaf_loss(v + t * d) for t in _STEP_SIZES])  # (S, M)
@@ -119,7 +120,7 @@ def refit_newton(tree, leaf, loss, y, margin, w, dyn, *, sums: RowSums = ONE_DEV
             best = jnp.min(cands, axis=0)
             j = jnp.min(jnp.where(cands == best, jnp.arange(len(_STEP_SIZES))[:, None],
                                   len(_STEP_SIZES) - 1), axis=0)
-            v = v + jnp.asarray(_STEP_SIZES, jnp.float64)[j] * d
+            v = v + jnp.asarray(_STEP_SIZES, ACC_DTYPE)[j] * d
         return _finish(tree, v, has_rows, dyn)
 
 
@@ -138,18 +139,18 @@ def refit_quantile(tree, leaf, y, margin, w, dyn, *, alpha: float):
     """
     M = tree["value"].shape[0]
     N = y.shape[0]
-    r = (y - margin).astype(jnp.float32)
+    r = (y - margin).astype(FLOAT_DTYPE)
     order = jnp.lexsort((r, leaf))  # by leaf, then residual
     with jax.enable_x64(True):
-        w64 = w.astype(jnp.float64)
+        w64 = w.astype(ACC_DTYPE)
         cw = jnp.cumsum(w64[order])
         W = jax.ops.segment_sum(w64, leaf, num_segments=M)
         start = jnp.cumsum(W) - W
         target = start + alpha * W
         idx = jnp.searchsorted(cw, target, side="left")
         # Keep the index inside the leaf's own rows (float rounding of the two sums).
-        count = jax.ops.segment_sum(jnp.ones(N, jnp.int32), leaf, num_segments=M)
+        count = jax.ops.segment_sum(jnp.ones(N, INDEX_DTYPE), leaf, num_segments=M)
         first = jnp.cumsum(count) - count
         idx = jnp.clip(idx, first, jnp.maximum(first + count - 1, first))
-        q = r[order][jnp.clip(idx, 0, N - 1)].astype(jnp.float64)
+        q = r[order][jnp.clip(idx, 0, N - 1)].astype(ACC_DTYPE)
         return _finish(tree, q, W > 0, dyn)

@@ -18,6 +18,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from .._types import FLOAT_DTYPE, INDEX_DTYPE
+
 # Indices of the sampling-ratio vector.
 SUBSAMPLE, BYTREE, BYLEVEL, BYNODE = range(4)
 FIELDS = ("subsample", "colsample_bytree", "colsample_bylevel", "colsample_bynode")
@@ -33,7 +35,7 @@ def row_mask(key, n_local, subsample, *, offset=0, n_ids=None):
 
     The draw is one uniform number per global row number (``n_ids`` of them, default
     ``n_local``) and this device takes ``n_local`` of them from ``offset`` (its first
-    row's global number, see ``jaxboost.sharding.shard_offsets``). JAX's counter-based
+    row's global number, see ``jaxboost.parallel.sharding.shard_offsets``). JAX's counter-based
     generator makes element ``i`` independent of the draw's length, so a sharded or
     multi-process run samples the same rows as a single-device one.
     """
@@ -41,13 +43,13 @@ def row_mask(key, n_local, subsample, *, offset=0, n_ids=None):
     u = jax.random.uniform(jax.random.fold_in(key, 0), (n_ids,))
     if n_ids != n_local:
         u = jax.lax.dynamic_slice(u, (offset,), (n_local,))
-    return (u < subsample).astype(jnp.float32)
+    return (u < subsample).astype(FLOAT_DTYPE)
 
 
 def _choose(key, allowed, ratio):
     """Among ``allowed`` (``(..., F)`` bool), ``max(1, floor(ratio * count))`` at random."""
     count = jnp.sum(allowed, axis=-1, keepdims=True)
-    k = jnp.maximum(1, jnp.floor(ratio * count.astype(jnp.float32))).astype(jnp.int32)
+    k = jnp.maximum(1, jnp.floor(ratio * count.astype(FLOAT_DTYPE))).astype(INDEX_DTYPE)
     u = jnp.where(allowed, jax.random.uniform(key, allowed.shape), 2.0)
     ranks = jnp.argsort(jnp.argsort(u, axis=-1), axis=-1)
     return ranks < k

@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from .._types import MIN_SPLIT_GAIN
+from .._types import ACC_DTYPE, FLOAT_DTYPE, INDEX_DTYPE, MIN_SPLIT_GAIN
 
 
 class TreeHyper(NamedTuple):
@@ -53,7 +53,7 @@ def threshold_l1(G, alpha):
 
 def calc_weight(G, H, dyn):
     """Newton leaf weight :math:`w^*` in float64 (see the module docstring)."""
-    lam, alpha, mcw, mds = (x.astype(jnp.float64) for x in (
+    lam, alpha, mcw, mds = (x.astype(ACC_DTYPE) for x in (
         dyn.reg_lambda, dyn.reg_alpha, dyn.min_child_weight, dyn.max_delta_step))
     w = -threshold_l1(G, alpha) / (H + lam)
     w = jnp.where(mds > 0, jnp.clip(w, -mds, mds), w)
@@ -62,37 +62,37 @@ def calc_weight(G, H, dyn):
 
 def calc_score(G, H, dyn):
     """Node score :math:`S(G, H)` as float32, from float64 sums."""
-    lam, alpha, mds = (x.astype(jnp.float64) for x in (
+    lam, alpha, mds = (x.astype(ACC_DTYPE) for x in (
         dyn.reg_lambda, dyn.reg_alpha, dyn.max_delta_step))
     safe = jnp.where(H + lam > 0, H + lam, 1.0)
-    s_plain = (jnp.square(threshold_l1(G, alpha)) / safe).astype(jnp.float32)
-    w = calc_weight(G, H, dyn).astype(jnp.float32)
+    s_plain = (jnp.square(threshold_l1(G, alpha)) / safe).astype(FLOAT_DTYPE)
+    w = calc_weight(G, H, dyn).astype(FLOAT_DTYPE)
     lam32 = dyn.reg_lambda
-    quad = ((H.astype(jnp.float32) + lam32) * (w * w)).astype(jnp.float64)
-    lin = 2.0 * G.astype(jnp.float32).astype(jnp.float64) * w.astype(jnp.float64)
-    s_clip = (-(lin + quad)).astype(jnp.float32)
+    quad = ((H.astype(FLOAT_DTYPE) + lam32) * (w * w)).astype(ACC_DTYPE)
+    lin = 2.0 * G.astype(FLOAT_DTYPE).astype(ACC_DTYPE) * w.astype(ACC_DTYPE)
+    s_clip = (-(lin + quad)).astype(FLOAT_DTYPE)
     s = jnp.where(mds > 0, s_clip, s_plain)
     return jnp.where(H <= 0, jnp.float32(0.0), s)
 
 
 def leaf_values(G, H, dyn):
     """Stored leaf values: ``float32(w*) * learning_rate`` in float32."""
-    return calc_weight(G, H, dyn).astype(jnp.float32) * dyn.learning_rate
+    return calc_weight(G, H, dyn).astype(FLOAT_DTYPE) * dyn.learning_rate
 
 
 def _pass_gains(GL, HL, GR, HR, sp, dyn, score):
     """float32 gains of candidates with the given child sums (float64)."""
     gain = (score(GL, HL, dyn) + score(GR, HR, dyn)) - sp
-    mcw = dyn.min_child_weight.astype(jnp.float64)
+    mcw = dyn.min_child_weight.astype(ACC_DTYPE)
     valid = (HL >= mcw) & (HR >= mcw)
     return jnp.where(valid, gain, -jnp.inf)
 
 
 def _plain_score(G, H, dyn):
     """``calc_score`` when max_delta_step == 0 (the common case; cheaper)."""
-    lam, alpha = dyn.reg_lambda.astype(jnp.float64), dyn.reg_alpha.astype(jnp.float64)
+    lam, alpha = dyn.reg_lambda.astype(ACC_DTYPE), dyn.reg_alpha.astype(ACC_DTYPE)
     safe = jnp.where(H + lam > 0, H + lam, 1.0)
-    s = (jnp.square(threshold_l1(G, alpha)) / safe).astype(jnp.float32)
+    s = (jnp.square(threshold_l1(G, alpha)) / safe).astype(FLOAT_DTYPE)
     return jnp.where(H <= 0, jnp.float32(0.0), s)
 
 
@@ -169,7 +169,7 @@ def pick_best(gain_a, gain_b, feature_mask=None):
     # lax.argmax's variadic reduction was 3x slower on CPU. Index arithmetic in int32,
     # outside the x64 scope.
     best_gain = jnp.max(flat, axis=1)
-    iota = jax.lax.broadcasted_iota(jnp.int32, flat.shape, 1)
+    iota = jax.lax.broadcasted_iota(INDEX_DTYPE, flat.shape, 1)
     best = jnp.min(jnp.where(flat == best_gain[:, None], iota, F * per_feature), axis=1)
     best = jnp.minimum(best, F * per_feature - 1)
     feature = best // per_feature
@@ -220,7 +220,7 @@ def vector_weight_score(G, Hc, dyn, *, diagonal: bool):
       ``(w, score, cover)``: ``(..., K)`` float64, ``(...)`` float64, ``(...)`` float64.
     """
     K = G.shape[-1]
-    lam, alpha, mcw, mds = (x.astype(jnp.float64) for x in (
+    lam, alpha, mcw, mds = (x.astype(ACC_DTYPE) for x in (
         dyn.reg_lambda, dyn.reg_alpha, dyn.min_child_weight, dyn.max_delta_step))
     t = threshold_l1(G, alpha)
     if diagonal:
@@ -257,7 +257,7 @@ def find_best_vector_splits(S, Sp, dyn, forward_ok, *, K: int, diagonal: bool,
     """
     C, F, n, B = S.shape
     V = B - 1
-    mcw = dyn.min_child_weight.astype(jnp.float64)
+    mcw = dyn.min_child_weight.astype(ACC_DTYPE)
     with jax.enable_x64(True):
         Sv = jnp.moveaxis(S[..., :V], 0, -1)  # (F, n, V, C)
         Spb = jnp.moveaxis(Sp, 0, -1)[None, :, None, :]  # (1, n, 1, C)
@@ -266,7 +266,7 @@ def find_best_vector_splits(S, Sp, dyn, forward_ok, *, K: int, diagonal: bool,
         def gains(SL, SR):
             _, sl, cl = vector_weight_score(SL[..., :K], SL[..., K:], dyn, diagonal=diagonal)
             _, sr, cr = vector_weight_score(SR[..., :K], SR[..., K:], dyn, diagonal=diagonal)
-            gain = (sl + sr - sp).astype(jnp.float32)
+            gain = (sl + sr - sp).astype(FLOAT_DTYPE)
             return jnp.where((cl >= mcw) & (cr >= mcw) & (cl > 0) & (cr > 0), gain, -jnp.inf)
 
         SRb = jax.lax.cumsum(Sv, axis=2, reverse=True)[:, :, ::-1]

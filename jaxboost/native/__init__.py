@@ -68,6 +68,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._types import BIN_DTYPE
 from ..compile_cache import cache_root
 from ..errors import NativeKernelWarning
 from . import _build
@@ -345,7 +346,7 @@ def histogram(bins, g, h, node, n_nodes: int, n_bins: int, *, n_threads: int | N
         bins = jnp.asarray(bins)
         if bins.ndim != 2:
             raise ValueError(f"bins must be (N, F), got shape {bins.shape}")
-        if bins.dtype != jnp.uint8:
+        if bins.dtype != BIN_DTYPE:
             raise TypeError(f"bins must be uint8, got {bins.dtype}")
         g, h, node = jnp.asarray(g), jnp.asarray(h), jnp.asarray(node)
         N, F = bins.shape

@@ -1,5 +1,10 @@
 """Training: from a user's call to a ``Booster``.
 
+The third stage of data -> engine -> training -> booster -> io/adapters: it checks a
+call's arguments, prepares the data, runs the engine's round program chunk by chunk
+(over devices and processes with ``jaxboost.parallel``), evaluates ``jaxboost.metrics``
+and assembles the ``Booster``.
+
 ``config`` (every argument checked once) -> ``data`` (validate, bin, pad, place) ->
 ``program`` (the round program's static record and traced numbers) -> ``loop`` (chunks
 of rounds, evaluation, callbacks, one chunk behind) -> ``evaluation`` (its own compiled

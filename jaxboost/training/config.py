@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import numbers
 from typing import Any, Callable, Optional
 
 import jax
@@ -23,26 +22,19 @@ from objectives import resolve as resolve_objective
 from objectives._base import HESSIAN_POLICIES
 
 from .. import _validation
-from .. import distributed as dist
+from .._validation import check_int, check_real, is_real
 from ..booster import Booster
 from ..engine.autodiff import check_loss, loss_name, n_outputs_of, split_loss
 from ..engine.sampling import FIELDS as SAMPLING_FIELDS
 from ..errors import DataError, LossError
+from ..parallel import distributed as dist
 from ..params import TreeParams
-
-
-def check_int(name, v, low):
-    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {type(v).__name__} {v!r}")
-    if v < low:
-        raise ValueError(f"{name} must be >= {low}, got {v}")
-    return int(v)
 
 
 def resolve_outputs(loss, n_outputs) -> int:
     """K, the margins per row: the objective's, or ``n_outputs`` for plain callables."""
     if n_outputs is not None:
-        n_outputs = check_int("n_outputs", n_outputs, 1)
+        n_outputs = check_int("n_outputs", n_outputs, low=1)
     if isinstance(loss, Objective):
         k = n_outputs_of(loss)
         if n_outputs is not None and n_outputs != k:
@@ -51,7 +43,7 @@ def resolve_outputs(loss, n_outputs) -> int:
     return 1 if n_outputs is None else n_outputs
 
 
-def resolve_policies(loss, hessian, floor, refit, K, mesh):
+def resolve_policies(loss, hessian, refit, K, mesh):
     """Validated ``(hessian policy, refit spec)``; ``"auto"`` takes the objective's."""
     is_obj = isinstance(loss, Objective)
     if hessian == "auto":
@@ -63,9 +55,6 @@ def resolve_policies(loss, hessian, floor, refit, K, mesh):
         raise ValueError(f"hessian='expected' needs an objective with an expected "
                          f"(Fisher) Hessian; {loss_name(loss)} has none. Use 'exact', "
                          f"'clip' or 'constant'")
-    if isinstance(floor, bool) or not isinstance(floor, numbers.Real) or \
-            not (math.isfinite(floor) and floor > 0):
-        raise ValueError(f"hessian_floor must be a finite number > 0, got {floor!r}")
     if isinstance(refit, str) and refit == "auto":
         refit = loss.refit if is_obj else None
     if refit is False:
@@ -94,11 +83,7 @@ def quantile_level(loss) -> float:
 
 def check_base_margin(base_margin, K):
     if K == 1:
-        if isinstance(base_margin, bool) or not isinstance(base_margin, numbers.Real):
-            raise TypeError(f"base_margin must be a number or None, got "
-                            f"{type(base_margin).__name__}")
-        if not math.isfinite(base_margin):
-            raise ValueError(f"base_margin must be finite, got {base_margin}")
+        base_margin = check_real("base_margin", base_margin, what="a number or None")
         return float(np.float32(base_margin))
     try:
         b = np.asarray(base_margin, np.float32)
@@ -230,7 +215,7 @@ def learning_rate_schedule(learning_rate):
                                  f"must be a finite number > 0")
             return v
         return lr_of
-    if isinstance(learning_rate, bool) or not isinstance(learning_rate, numbers.Real):
+    if not is_real(learning_rate):
         raise TypeError(f"learning_rate must be a number or a callable of the round, got "
                         f"{type(learning_rate).__name__}")
     value = float(learning_rate)
@@ -239,10 +224,7 @@ def learning_rate_schedule(learning_rate):
 
 def sampling_ratios(*values) -> np.ndarray:
     for name, v in zip(SAMPLING_FIELDS, values):
-        if isinstance(v, bool) or not isinstance(v, numbers.Real):
-            raise TypeError(f"{name} must be a number in (0, 1], got {type(v).__name__}")
-        if not (0.0 < float(v) <= 1.0):
-            raise ValueError(f"{name} must be in (0, 1], got {v!r}")
+        check_real(name, v, low=0, low_open=True, high=1, what="a number in (0, 1]")
     return np.array(values, np.float32)
 
 
@@ -305,13 +287,6 @@ class Settings:
         return self.n_outputs if (self.n_outputs > 1 and not self.multi_output_tree) else 1
 
 
-def check_floor(floor) -> float:
-    if isinstance(floor, bool) or not isinstance(floor, numbers.Real) or \
-            not (math.isfinite(floor) and floor > 0):
-        raise ValueError(f"hessian_floor must be a finite number > 0, got {floor!r}")
-    return float(floor)
-
-
 def check_loss_params(loss_params) -> Optional[dict]:
     """``loss_params``: a dict of hyperparameter names to finite numbers or arrays."""
     if loss_params is None:
@@ -344,7 +319,7 @@ def configure(args: dict):
     features, labels and weights of this process's rows.
     """
     a = dict(args)
-    n_rounds = check_int("n_rounds", a["n_rounds"], 0)
+    n_rounds = check_int("n_rounds", a["n_rounds"], low=0)
     init_model = a["init_model"]
     if init_model is not None and not isinstance(init_model, Booster):
         raise TypeError(f"init_model must be a jaxboost Booster, got "
@@ -353,9 +328,7 @@ def configure(args: dict):
     if seed is None:
         seed = (init_model.train_state.get("seed", 0)
                 if init_model is not None and init_model.train_state else 0)
-    seed = check_int("seed", seed, 0)
-    if seed > 2 ** 31 - 1:
-        raise ValueError(f"seed must be < 2**31, got {seed}")
+    seed = check_int("seed", seed, low=0, high=2 ** 31 - 1)
     start_round = 0 if init_model is None else len(init_model)
     lr_of = learning_rate_schedule(a["learning_rate"])
     params = TreeParams(max_depth=a["max_depth"], max_bin=a["max_bin"],
@@ -377,7 +350,7 @@ def configure(args: dict):
         raise TypeError(f"quantize must be True or False, got {a['quantize']!r}")
     loss = resolve_objective(a["objective"])
     loss_params = check_loss_params(a["loss_params"])
-    floor = check_floor(a["hessian_floor"])
+    floor = check_real("hessian_floor", a["hessian_floor"], low=0, low_open=True)
 
     # Global arrays whose rows are split over processes: each process takes its own.
     X, y, w = (dist.local_rows(v) for v in (a["X"], a["y"], a["sample_weight"]))
@@ -402,7 +375,7 @@ def configure(args: dict):
         refit, hessian = None, ("exact" if hessian == "auto" else hessian)
         if base_margin is None:
             base_margin = 0.0
-    hessian, refit = resolve_policies(loss, hessian, floor, refit, K, mesh)
+    hessian, refit = resolve_policies(loss, hessian, refit, K, mesh)
     if a["multi_strategy"] not in ("one_output_per_tree", "multi_output_tree"):
         raise ValueError(f"multi_strategy must be 'one_output_per_tree' or "
                          f"'multi_output_tree', got {a['multi_strategy']!r}")

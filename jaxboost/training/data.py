@@ -15,14 +15,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import distributed as dist
+from .._types import BIN_DTYPE
 from ..engine.autodiff import fit_base_margin, loss_name
 from ..engine.binning import apply_bins, compute_bin_edges
 from ..engine.exact import check_rows
 from ..engine.groups import group_index
 from ..engine.round import Rows, Shared
 from ..errors import LossError
-from ..sharding import auto_mesh, check_mesh
+from ..parallel import distributed as dist
+from ..parallel.sharding import auto_mesh, check_mesh
 
 
 def use_native() -> bool:
@@ -49,7 +50,7 @@ def rows_on_bins(Xf, yf, wf, edges, n_pad, native):
     ``forward_ok`` the features whose ascending split pass is tried.
     """
     n_rows, n_features = Xf.shape
-    bins = np.zeros((n_pad, n_features) if native else (n_features, n_pad), np.uint8)
+    bins = np.zeros((n_pad, n_features) if native else (n_features, n_pad), BIN_DTYPE)
     apply_bins(Xf, edges, out=bins, row_major=native)
     y = np.full(n_pad, yf[0], np.float32)
     y[:n_rows] = yf

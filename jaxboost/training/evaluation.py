@@ -24,13 +24,13 @@ import numpy as np
 from objectives import Objective
 
 from .. import _validation
-from .. import distributed as dist
 from .._types import bucket_rows
 from ..engine.autodiff import bind_loss
 from ..engine.binning import apply_bins
 from ..engine.groups import group_index
 from ..engine.tree import binned_leaf
 from ..errors import DataError
+from ..parallel import distributed as dist
 
 
 class EvalSet(NamedTuple):
@@ -215,7 +215,7 @@ class MetricPlan(NamedTuple):
 def plan_metrics(metrics, family):
     """The metrics as the program holds them: the ``objective`` metric's loss becomes
     the loss family, its hyperparameters bound from traced values in the program."""
-    from ..metrics import _MeanLoss
+    from ..metrics.custom import _MeanLoss
 
     return tuple(dataclasses.replace(m, fn=_MeanLoss(family)) if isinstance(m.fn, _MeanLoss)
                  else m for m in metrics)
@@ -223,7 +223,7 @@ def plan_metrics(metrics, family):
 
 def pads(metrics) -> bool:
     """Whether a set may be padded: every metric reads the row weights."""
-    from ..metrics import _UserFn
+    from ..metrics.custom import _UserFn
 
     return all(not (isinstance(m.fn, _UserFn) and m.fn.weight_kw is None) for m in metrics)
 
@@ -287,7 +287,7 @@ def chunk_margins(plan: TreePlan, trees, margin, bins):
 def chunk_metrics(plan: MetricPlan, stages, data: EvalData, loss_values):
     """``(chunk, n_metrics)`` float32: every metric after every round of the chunk
     (``stages``: ``(chunk, n[, K])`` margins), vmapped over the rounds."""
-    from ..metrics import _MeanLoss
+    from ..metrics.custom import _MeanLoss
 
     fns = [(_MeanLoss(bind_loss(m.fn.loss, loss_values)) if isinstance(m.fn, _MeanLoss)
             else m.fn, m) for m in plan.metrics]

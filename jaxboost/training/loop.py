@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import distributed as dist
 from ..booster import Booster
 from ..callbacks import CallbackEnv, Progress
 from ..engine.autodiff import loss_name
 from ..engine.round import Rounds, run_chunk
 from ..engine.tree import Ensemble
 from ..errors import LossError
+from ..parallel import distributed as dist
 from .evaluation import evaluate_chunk
 
 ROUNDS_PER_DISPATCH = 10

@@ -23,11 +23,12 @@ import numpy as np
 from objectives import GroupObjective
 
 from .. import compile_cache
-from .. import distributed as dist
+from .._validation import check_int
 from ..engine.autodiff import HESSIAN_FLOOR
 from ..engine.binning import QUANTILE_SAMPLE_ROWS
+from ..parallel import distributed as dist
 from . import loop
-from .config import check_int, configure, resolve_objective
+from .config import configure, resolve_objective
 from .data import base_margin, prepare
 from .evaluation import eval_metrics, eval_sets
 from .program import hyper, round_spec, stack
@@ -175,7 +176,7 @@ def train_many(configs, X, y, *, objective=None, n_rounds: int = 100, max_depth:
             why = _UNSUPPORTED.get(k)
             raise TypeError(f"train_many() got an unexpected argument {k!r}"
                             + (f": {why}" if why else ""))
-    check_int("n_rounds", n_rounds, 0)
+    check_int("n_rounds", n_rounds, low=0)
     if objective is not None:
         shared = dict(shared, objective=objective)
     if dist.is_multiprocess():

@@ -16,10 +16,10 @@ import dataclasses
 import numpy as np
 
 from .. import compile_cache
-from .. import distributed as dist
 from ..booster import Booster
 from ..callbacks import EarlyStopping, Progress
 from ..engine.autodiff import HESSIAN_FLOOR
+from ..parallel import distributed as dist
 from . import loop
 from .config import configure
 from .data import prepare, start_margins, where_text

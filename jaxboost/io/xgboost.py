@@ -61,12 +61,13 @@ import numpy as np
 
 import objectives
 
-from .booster import Booster, register_writer
-from .engine.autodiff import loss_name
-from .engine.binning import BinEdges
-from .engine.tree import Ensemble
-from .io import atomic_write
-from .params import TreeParams
+from ..booster import Booster, register_writer
+from ..engine.autodiff import loss_name
+from ..engine.binning import BinEdges
+from ..engine.tree import Ensemble
+from ..errors import ModelFormatError
+from ..params import TreeParams
+from .files import atomic_write, parse_json, read_bytes
 
 _EXPORTS = {"squared": "reg:squarederror", "logistic": "binary:logistic",
             "softmax": "multi:softprob"}
@@ -264,6 +265,8 @@ def to_xgboost_json(booster: Booster, path=None) -> dict:
 # --- import -------------------------------------------------------------------------
 
 def _load(source) -> dict:
+    """The parsed model, read by ``files`` as jaxboost's own format is (bounded read,
+    strict UTF-8 JSON, no duplicate keys); XGBoost's ``Infinity`` literals are allowed."""
     if isinstance(source, dict):
         return source
     if hasattr(source, "get_booster"):  # xgboost's scikit-learn estimators
@@ -271,18 +274,16 @@ def _load(source) -> dict:
     if hasattr(source, "save_raw"):  # xgboost.Booster
         source = source.save_raw(raw_format="json")
     if isinstance(source, (bytes, bytearray)):
-        text = bytes(source).decode("utf-8", errors="replace")
         where = "the given bytes"
     elif isinstance(source, (str, os.PathLike)):
-        with open(source, "rb") as fh:
-            text = fh.read().decode("utf-8", errors="replace")
         where = f"{os.fspath(source)!r}"
     else:
         raise TypeError(f"from_xgboost reads a path, a dict, JSON bytes or an "
                         f"xgboost.Booster; got {type(source).__name__}")
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
+        text = source if isinstance(source, (bytes, bytearray)) else read_bytes(source)
+        return parse_json(text, allow_nonfinite=True)
+    except ModelFormatError as e:
         raise ValueError(f"{where} is not an XGBoost JSON model ({e}); save the XGBoost "
                          f"model with a .json suffix (UBJSON and the legacy binary format "
                          f"are not read)") from None

@@ -52,6 +52,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from .._validation import is_int
 from .sharding import ROW_AXIS, padded_rows, row_sharding, shard_offsets
 
 ENV_PEER_TIMEOUT = "JAXBOOST_PEER_TIMEOUT"
@@ -90,7 +91,7 @@ def initialize(coordinator_address: str, num_processes: int, process_id: int, *,
     The coordinator and collectives are unauthenticated: trusted networks only.
     """
     for name, v in (("num_processes", num_processes), ("process_id", process_id)):
-        if isinstance(v, bool) or not isinstance(v, int):
+        if not is_int(v):
             raise TypeError(f"{name} must be an integer, got {type(v).__name__}")
     if not 0 <= process_id < num_processes:
         raise ValueError(f"process_id must be in [0, {num_processes}), got {process_id}")
@@ -329,7 +330,7 @@ def agreed_bin_edges(X: np.ndarray, max_bin: int, w, seed: int, n_total: int):
     seeded sample of its rows of weight > 0 (all of them for small data), every process
     computes the quantiles of the gathered sample, and missing-value flags come from
     every row."""
-    from .engine.binning import QUANTILE_SAMPLE_ROWS, compute_bin_edges
+    from ..engine.binning import QUANTILE_SAMPLE_ROWS, compute_bin_edges
 
     keep = np.ones(X.shape[0], bool) if w is None else (np.asarray(w) > 0)
     rows = np.flatnonzero(keep)
@@ -455,7 +456,7 @@ _TRANSPORT_WORDS = ("gloo", "nccl", "connection closed", "connection reset",
 def collective_failed(exc: BaseException) -> bool:
     """Whether ``exc`` looks like a collective or the coordinator failing (a peer gone),
     as opposed to an error in the user's data or loss."""
-    from .errors import DataError, LossError
+    from ..errors import DataError, LossError
 
     if isinstance(exc, (DataError, LossError, KeyboardInterrupt)):
         return False

@@ -1,4 +1,4 @@
-r"""Model files: a ``Booster`` as validated JSON, written atomically.
+r"""jaxboost's model format: a ``Booster`` as validated JSON, written atomically.
 
 No pickle is involved anywhere: a model file is plain JSON (RFC 8259, UTF-8, no
 ``NaN``/``Infinity`` literals), and loading it runs no code named in the file. Every
@@ -106,28 +106,37 @@ existed load unchanged):
 
 Limits: at most ``MAX_NODES`` nodes (``T * M``) and as many leaf-value entries
 (``T * M * K``), ``MAX_FEATURES`` features, ``MAX_HISTORY`` history entries, and
-``MAX_TEXT_BYTES`` bytes of text, so a hostile file cannot exhaust memory.
+``files.MAX_TEXT_BYTES`` bytes of text, so a hostile file cannot exhaust memory.
 """
 
 from __future__ import annotations
 
-import errno
 import inspect
-import itertools
 import json
 import math
-import numbers
-import os
-import secrets
 
 import numpy as np
 
-from ._version import __version__
-from .booster import Booster, register_writer
-from .engine.binning import BinEdges
-from .engine.tree import Ensemble
-from .errors import ModelFormatError
-from .params import TreeParams
+from .._validation import is_int
+from .._version import __version__
+from ..booster import Booster, register_writer
+from ..engine.binning import BinEdges
+from ..engine.tree import Ensemble
+from ..errors import ModelFormatError
+from ..params import TreeParams
+from .checks import (
+    as_finite,
+    as_int,
+    as_object,
+    check_keys,
+    check_scalar,
+    fail,
+    float_list,
+    json_scalar,
+    nested,
+)
+from .files import atomic_write, parse_json, read_bytes
+from .objective import given_objective, objective_from_dict, objective_to_dict
 
 FORMAT_NAME = "jaxboost-model"
 FORMAT_VERSION = 1
@@ -139,304 +148,11 @@ MAX_FEATURES = 100_000
 """Most features (``F``) a file may declare."""
 MAX_HISTORY = 10 ** 7
 """Most evaluation-history entries a file may hold."""
-MAX_TEXT_BYTES = 2 ** 31
-"""Largest model text ``load`` / ``loads`` accept."""
 
 _TOP_KEYS = ("format", "format_version", "jaxboost_version", "objective", "params",
              "n_features", "n_outputs", "trees_per_round", "base_margin", "bin_edges",
              "trees", "best_iteration", "best_score", "history", "train_state")
 _OPTIONAL_KEYS = ("feature_names",)
-_EXTRA_ATTRS = ("best_iteration", "best_score", "history", "train_state")
-
-
-# --------------------------------------------------------------------------------------
-# Small helpers
-# --------------------------------------------------------------------------------------
-
-def _describe(v) -> str:
-    if isinstance(v, (list, dict)):
-        return f"{type(v).__name__} of length {len(v)}"
-    text = repr(v)
-    if len(text) > 60:
-        text = text[:57] + "..."
-    return f"{type(v).__name__} {text}"
-
-
-def _fail(where: str, expected: str, got=None, *, show_got: bool = True):
-    msg = f"{where}: expected {expected}"
-    if show_got:
-        msg += f", got {_describe(got)}"
-    raise ModelFormatError(msg)
-
-
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def _int(v, where, lo=None, hi=None) -> int:
-    """A JSON integer (not a bool) in ``[lo, hi]``."""
-    if not _is_int(v):
-        _fail(where, "an integer", v)
-    if (lo is not None and v < lo) or (hi is not None and v > hi):
-        rng = (f">= {lo}" if hi is None else f"<= {hi}" if lo is None
-               else f"in [{lo}, {hi}]")
-        _fail(where, f"an integer {rng}", v)
-    return int(v)
-
-
-def _finite(v, where, *, float32=False) -> float:
-    """A finite JSON number (finite in float32 when ``float32``)."""
-    if not _is_number(v):
-        _fail(where, "a number", v)
-    try:
-        x = float(v)
-    except OverflowError:
-        _fail(where, "a finite number", v)
-    if float32:
-        with np.errstate(over="ignore"):
-            ok = bool(np.isfinite(np.float32(x)))
-    else:
-        ok = math.isfinite(x)
-    if not ok:
-        _fail(where, "a finite number" + (" (in float32)" if float32 else ""), v)
-    return x
-
-
-def _dict(v, where) -> dict:
-    if not isinstance(v, dict):
-        _fail(where, "an object", v)
-    for k in v:
-        if not isinstance(k, str):
-            _fail(where, "an object with string keys", k)
-    return v
-
-
-def _keys(d, where, required, optional=()):
-    missing = [k for k in required if k not in d]
-    if missing:
-        raise ModelFormatError(f"{where}: missing key(s) {missing}")
-    unknown = sorted(set(d) - set(required) - set(optional))
-    if unknown:
-        raise ModelFormatError(f"{where}: unknown key(s) {unknown}; expected "
-                               f"{sorted(set(required) | set(optional))}")
-
-
-def _json_scalar(v, where):
-    """A hyperparameter-like value as a JSON scalar (for writing)."""
-    if v is None or isinstance(v, (bool, str)):
-        return v
-    if isinstance(v, np.bool_):
-        return bool(v)
-    if isinstance(v, numbers.Integral):
-        return int(v)
-    if isinstance(v, numbers.Real) and math.isfinite(float(v)):
-        return float(v)
-    raise ValueError(f"cannot store {where}={v!r} in a model file: only None, bools, "
-                     f"ints, finite floats and strings can be stored")
-
-
-def _check_scalar(v, where):
-    """A JSON scalar read from a file (finite when a number)."""
-    if v is None or isinstance(v, (bool, str)):
-        return v
-    if _is_number(v):
-        _finite(v, where)
-        return v
-    _fail(where, "null, a bool, a finite number or a string", v)
-
-
-def _index(flat_i, shape):
-    return "".join(f"[{int(j)}]" for j in np.unravel_index(flat_i, shape))
-
-
-# --------------------------------------------------------------------------------------
-# Nested lists <-> arrays
-# --------------------------------------------------------------------------------------
-
-_ALLOWED = {
-    "int": (int,),
-    "bool": (bool,),
-    "float": (int, float),
-    "threshold": (int, float, type(None), str),
-}
-_EXPECTED = {
-    "int": "integers",
-    "bool": "bools (true/false)",
-    "float": "finite numbers",
-    "threshold": "numbers, null, \"inf\" or \"-inf\"",
-}
-
-
-def _nested(v, where, shape, kind) -> np.ndarray:
-    """Check that ``v`` is a nested list of ``shape`` holding ``kind`` entries; as an array.
-
-    ``kind``: ``"int"`` (int64), ``"bool"``, ``"float"`` (float32, finite) or
-    ``"threshold"`` (float32; null -> NaN, "inf"/"-inf" -> +-inf, numbers finite).
-    """
-    if not isinstance(v, list):
-        _fail(where, f"a list of length {shape[0]}", v)
-    if len(v) != shape[0]:
-        _fail(where, f"a list of length {shape[0]}", v)
-    level = v
-    for depth in range(1, len(shape)):
-        n = shape[depth]
-        if not all(type(r) is list and len(r) == n for r in level):
-            i = next(i for i, r in enumerate(level) if type(r) is not list or len(r) != n)
-            _fail(where + _index(i, shape[:depth]), f"a list of length {n}", level[i])
-        level = list(itertools.chain.from_iterable(level))
-    allowed = _ALLOWED[kind]
-    if not set(map(type, level)) <= set(allowed):
-        i = next(i for i, x in enumerate(level) if type(x) not in allowed)
-        _fail(where + _index(i, shape), _EXPECTED[kind], level[i])
-    try:
-        if kind == "int":
-            return np.array(level, dtype=np.int64).reshape(shape)
-        if kind == "bool":
-            return np.array(level, dtype=bool).reshape(shape)
-        if kind == "threshold":
-            level = [_threshold_entry(x, where, i, shape) for i, x in enumerate(level)]
-        wide = np.array(level, dtype=np.float64)
-    except OverflowError:  # an integer literal too large for int64 / float64
-        i = next((i for i, x in enumerate(level) if _overflows(x, kind)), 0)
-        _fail(where + _index(i, shape), f"{_EXPECTED[kind]} in range",
-              level[i] if i < len(level) else None)
-    with np.errstate(over="ignore"):
-        out = wide.astype(np.float32).reshape(shape)
-    bad = ~np.isfinite(out)
-    if kind == "threshold":  # NaN/inf here came from null/"inf"/"-inf", checked later
-        bad &= np.isfinite(wide.reshape(shape))
-    if bad.any():
-        i = int(np.flatnonzero(bad.ravel())[0])
-        _fail(where + _index(i, shape), "a number finite in float32",
-              float(wide.ravel()[i]))
-    return out
-
-
-def _overflows(x, kind) -> bool:
-    try:
-        np.array([x], dtype=np.int64 if kind == "int" else np.float64)
-    except (OverflowError, TypeError, ValueError):
-        return True
-    return False
-
-
-def _threshold_entry(x, where, i, shape):
-    if x is None:
-        return math.nan
-    if isinstance(x, str):
-        if x == "inf":
-            return math.inf
-        if x == "-inf":
-            return -math.inf
-        _fail(where + _index(i, shape), "a number, null, \"inf\" or \"-inf\"", x)
-    return x
-
-
-def _float_list(a) -> list:
-    """float32 array -> nested lists of Python floats (exact)."""
-    return np.asarray(a, np.float32).astype(np.float64).tolist()
-
-
-# --------------------------------------------------------------------------------------
-# Objective
-# --------------------------------------------------------------------------------------
-
-def _catalogue():
-    """Per-row and group entries by name (the names are distinct)."""
-    from objectives import CATALOGUE, GROUP_CATALOGUE
-
-    return {**CATALOGUE, **GROUP_CATALOGUE}
-
-
-def _qualname(fn) -> str:
-    import functools
-
-    if isinstance(fn, functools.partial):
-        return f"functools.partial({_qualname(fn.func)})"
-    module = getattr(fn, "__module__", None) or type(fn).__module__
-    name = (getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
-            or type(fn).__qualname__)
-    return f"{module}.{name}"
-
-
-def _objective_to_dict(obj) -> dict:
-    from objectives import GroupObjective, Objective
-
-    if isinstance(obj, (Objective, GroupObjective)):
-        params = {k: _json_scalar(v, f"objectives.{obj.name} hyperparameter {k}")
-                  for k, v in obj.params}
-        entry = _catalogue().get(obj.name)
-        if entry is not None:
-            try:
-                same = entry.with_params(**params) == obj
-            except (TypeError, ValueError):
-                same = False
-            if same:
-                return {"kind": "catalogue", "name": obj.name, "params": params}
-        return {"kind": "callable", "qualname": _qualname(obj.loss)}
-    return {"kind": "callable", "qualname": _qualname(obj)}
-
-
-def _objective_from_dict(d, K):
-    """The stored objective: an ``Objective``, or the qualname string of a callable."""
-    where = "objective"
-    _dict(d, where)
-    if "kind" not in d:
-        raise ModelFormatError(f"{where}: missing key(s) ['kind']")
-    kind = d["kind"]
-    if kind == "callable":
-        _keys(d, where, ("kind", "qualname"))
-        if not isinstance(d["qualname"], str):
-            _fail(f"{where}.qualname", "a string", d["qualname"])
-        return d["qualname"]
-    if kind != "catalogue":
-        _fail(f"{where}.kind", "\"catalogue\" or \"callable\"", kind)
-    _keys(d, where, ("kind", "name", "params"))
-    name = d["name"]
-    catalogue = _catalogue()
-    if not isinstance(name, str) or name not in catalogue:
-        _fail(f"{where}.name", f"a catalogue entry, one of {sorted(catalogue)}", name)
-    params = _dict(d["params"], f"{where}.params")
-    for k, v in params.items():
-        _check_scalar(v, f"{where}.params.{k}")
-    n_key = catalogue[name].n_outputs  # softmax: "n_classes", which must be an int
-    if isinstance(n_key, str) and params.get(n_key) is not None:
-        _int(params[n_key], f"{where}.params.{n_key}", lo=1)
-    try:
-        obj = catalogue[name].with_params(**params)
-    except (TypeError, ValueError) as e:  # unknown keyword, or a value out of its domain
-        raise ModelFormatError(f"{where}.params: {e}") from None
-    try:
-        k = obj.outputs
-    except (TypeError, ValueError):
-        _fail(f"{where}.params", f"a valid number of outputs for objectives.{name}",
-              dict(obj.params))
-    if k is None and isinstance(obj.n_outputs, str):
-        obj = obj.with_params(**{obj.n_outputs: K})
-    elif k != K:
-        raise ModelFormatError(f"{where}: objectives.{name} has {k} output(s) but "
-                               f"n_outputs is {K}")
-    return obj
-
-
-def _given_objective(objective, K):
-    """A caller's ``objective=``: a name, an ``Objective`` or a callable."""
-    from objectives import Objective
-    from objectives import resolve as resolve_objective
-
-    objective = resolve_objective(objective)  # name -> entry; ValueError / TypeError
-    if isinstance(objective, Objective):
-        k = objective.outputs
-        if k is None and isinstance(objective.n_outputs, str):
-            objective = objective.with_params(**{objective.n_outputs: K})
-        elif k != K:
-            raise ValueError(f"objective {objective!r} has {k} output(s) but the model "
-                             f"has {K}")
-    return objective
 
 
 # --------------------------------------------------------------------------------------
@@ -473,14 +189,14 @@ def _train_state_to_dict(state):
     out = {}
     for key in ("seed", "rounds"):
         v = state.get(key)
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
+        if not is_int(v) or v < 0:
             raise ValueError(f"booster.train_state[{key!r}] must be an int >= 0, got {v!r}")
         out[key] = int(v)
     for k, v in state.items():
         if k not in out:
             if not isinstance(k, str):
                 raise ValueError(f"booster.train_state keys must be strings, got {k!r}")
-            out[k] = _json_scalar(v, f"train_state[{k!r}]")
+            out[k] = json_scalar(v, f"train_state[{k!r}]")
     return out
 
 
@@ -513,15 +229,14 @@ def to_dict(booster: Booster) -> dict:
         base_out = float(base)
         ok = math.isfinite(base_out)
     else:
-        base_out = _float_list(np.asarray(base, np.float32).reshape(K))
+        base_out = float_list(np.asarray(base, np.float32).reshape(K))
         ok = all(math.isfinite(b) for b in base_out)
     if not ok:
         raise ValueError("cannot save a model with a non-finite base_margin")
 
     best_iteration = getattr(booster, "best_iteration", None)
     if best_iteration is not None:
-        if isinstance(best_iteration, bool) or not isinstance(best_iteration,
-                                                              numbers.Integral):
+        if not is_int(best_iteration):
             raise ValueError(f"booster.best_iteration must be an int or None, got "
                              f"{best_iteration!r}")
         best_iteration = int(best_iteration)
@@ -536,7 +251,7 @@ def to_dict(booster: Booster) -> dict:
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
         "jaxboost_version": str(__version__),
-        "objective": _objective_to_dict(booster.objective),
+        "objective": objective_to_dict(booster.objective),
         "params": booster.params.to_dict(),
         "n_features": int(booster.n_features),
         "n_outputs": K,
@@ -544,7 +259,7 @@ def to_dict(booster: Booster) -> dict:
         "base_margin": base_out,
         "bin_edges": {
             "max_bin": int(edges.max_bin),
-            "cuts": [_float_list(edges.cuts[f, : int(n_cuts[f])])
+            "cuts": [float_list(edges.cuts[f, : int(n_cuts[f])])
                      for f in range(edges.cuts.shape[0])],
             "has_missing": np.asarray(edges.has_missing, bool).tolist(),
             "n_distinct": np.asarray(edges.n_distinct, np.int64).tolist(),
@@ -555,9 +270,9 @@ def to_dict(booster: Booster) -> dict:
             "threshold": threshold.tolist(),
             "default_left": np.asarray(e.default_left, bool).tolist(),
             "is_leaf": np.asarray(e.is_leaf, bool).tolist(),
-            "value": _float_list(e.value),
-            "gain": _float_list(e.gain),
-            "cover": _float_list(e.cover),
+            "value": float_list(e.value),
+            "gain": float_list(e.gain),
+            "cover": float_list(e.cover),
         },
         "best_iteration": best_iteration,
         "best_score": best_score,
@@ -579,7 +294,7 @@ def to_dict(booster: Booster) -> dict:
 # --------------------------------------------------------------------------------------
 
 def _read_params(d) -> TreeParams:
-    d = _dict(d, "params")
+    d = as_object(d, "params")
     missing = [k for k in ("max_depth", "max_bin") if k not in d]
     if missing:
         raise ModelFormatError(f"params: missing key(s) {missing}")
@@ -595,44 +310,44 @@ def _read_params(d) -> TreeParams:
 
 def _read_bin_edges(d, F, max_bin) -> BinEdges:
     where = "bin_edges"
-    _dict(d, where)
-    _keys(d, where, ("max_bin", "cuts", "has_missing", "n_distinct"))
-    if _int(d["max_bin"], f"{where}.max_bin") != max_bin:
-        _fail(f"{where}.max_bin", f"params.max_bin = {max_bin}", d["max_bin"])
+    as_object(d, where)
+    check_keys(d, where, ("max_bin", "cuts", "has_missing", "n_distinct"))
+    if as_int(d["max_bin"], f"{where}.max_bin") != max_bin:
+        fail(f"{where}.max_bin", f"params.max_bin = {max_bin}", d["max_bin"])
     cuts_in = d["cuts"]
     if not isinstance(cuts_in, list) or len(cuts_in) != F:
-        _fail(f"{where}.cuts", f"a list of n_features = {F} lists", cuts_in)
+        fail(f"{where}.cuts", f"a list of n_features = {F} lists", cuts_in)
     width = max(max_bin - 2, 1)
     cuts = np.full((F, width), np.inf, np.float32)
     n_cuts = np.zeros(F, np.int32)
     for f, row in enumerate(cuts_in):
         w = f"{where}.cuts[{f}]"
         if not isinstance(row, list) or len(row) > max_bin - 2:
-            _fail(w, f"a list of at most max_bin - 2 = {max_bin - 2} numbers", row)
-        arr = _nested(row, w, (len(row),), "float")
+            fail(w, f"a list of at most max_bin - 2 = {max_bin - 2} numbers", row)
+        arr = nested(row, w, (len(row),), "float")
         if arr.size > 1 and not np.all(arr[1:] > arr[:-1]):
             i = int(np.flatnonzero(~(arr[1:] > arr[:-1]))[0]) + 1
-            _fail(f"{w}[{i}]", f"cuts strictly ascending (greater than {float(arr[i - 1])!r})",
+            fail(f"{w}[{i}]", f"cuts strictly ascending (greater than {float(arr[i - 1])!r})",
                   float(arr[i]))
         cuts[f, : arr.size] = arr
         n_cuts[f] = arr.size
-    has_missing = _nested(d["has_missing"], f"{where}.has_missing", (F,), "bool")
-    n_distinct = _nested(d["n_distinct"], f"{where}.n_distinct", (F,), "int")
+    has_missing = nested(d["has_missing"], f"{where}.has_missing", (F,), "bool")
+    n_distinct = nested(d["n_distinct"], f"{where}.n_distinct", (F,), "int")
     if (n_distinct < 0).any():
         i = int(np.flatnonzero(n_distinct < 0)[0])
-        _fail(f"{where}.n_distinct[{i}]", "an integer >= 0", int(n_distinct[i]))
+        fail(f"{where}.n_distinct[{i}]", "an integer >= 0", int(n_distinct[i]))
     return BinEdges(cuts=cuts, n_cuts=n_cuts, has_missing=has_missing,
                     n_distinct=n_distinct, max_bin=int(max_bin))
 
 
 def _read_trees(d, params: TreeParams, edges: BinEdges, F, K, tpr) -> Ensemble:
     where = "trees"
-    _dict(d, where)
-    _keys(d, where, Ensemble._fields)
+    as_object(d, where)
+    check_keys(d, where, Ensemble._fields)
     M = params.n_nodes
     rows = d["feature"]
     if not isinstance(rows, list):
-        _fail(f"{where}.feature", "a list of trees", rows)
+        fail(f"{where}.feature", "a list of trees", rows)
     T = len(rows)
     if T * M > MAX_NODES or T * M * K > MAX_NODES:
         raise ModelFormatError(f"{where}: {T} trees of {M} nodes and {K} output(s) exceed "
@@ -646,7 +361,7 @@ def _read_trees(d, params: TreeParams, edges: BinEdges, F, K, tpr) -> Ensemble:
     arrays = {}
     for name, kind in kinds.items():
         s = shape + (K,) if name == "value" and K > 1 else shape
-        arrays[name] = _nested(d[name], f"{where}.{name}", s, kind)
+        arrays[name] = nested(d[name], f"{where}.{name}", s, kind)
 
     feature, tbin, is_leaf = arrays["feature"], arrays["tbin"], arrays["is_leaf"]
     threshold = arrays["threshold"]
@@ -659,18 +374,18 @@ def _read_trees(d, params: TreeParams, edges: BinEdges, F, K, tpr) -> Ensemble:
     bad = (feature < 0) | (feature >= F)
     if bad.any():
         t, i = first(bad)
-        _fail(f"{where}.feature[{t}][{i}]", f"a feature index in [0, {F})",
+        fail(f"{where}.feature[{t}][{i}]", f"a feature index in [0, {F})",
               int(feature[t, i]))
     bad = (tbin < 0) | (tbin > edges.max_bin - 1)
     if bad.any():
         t, i = first(bad)
-        _fail(f"{where}.tbin[{t}][{i}]", f"a bin in [0, max_bin - 1 = {edges.max_bin - 1}]",
+        fail(f"{where}.tbin[{t}][{i}]", f"a bin in [0, max_bin - 1 = {edges.max_bin - 1}]",
               int(tbin[t, i]))
     limit = edges.n_cuts[feature] + 1
     bad = split & (tbin > limit)
     if bad.any():
         t, i = first(bad)
-        _fail(f"{where}.tbin[{t}][{i}]",
+        fail(f"{where}.tbin[{t}][{i}]",
               f"a bin <= n_cuts + 1 = {int(limit[t, i])} of feature {int(feature[t, i])}",
               int(tbin[t, i]))
 
@@ -697,14 +412,14 @@ def _read_trees(d, params: TreeParams, edges: BinEdges, F, K, tpr) -> Ensemble:
     bad = is_leaf & ~np.isnan(threshold)
     if bad.any():
         t, i = first(bad)
-        _fail(f"{where}.threshold[{t}][{i}]", "null at a leaf", float(threshold[t, i]))
+        fail(f"{where}.threshold[{t}][{i}]", "null at a leaf", float(threshold[t, i]))
     expected = edges.cuts_ext()[feature, tbin]
     bad = split & ~(threshold == expected)
     if bad.any():
         t, i = first(bad)
         exp = float(expected[t, i])
         exp_text = f"\"{'inf' if exp > 0 else '-inf'}\"" if math.isinf(exp) else repr(exp)
-        _fail(f"{where}.threshold[{t}][{i}]",
+        fail(f"{where}.threshold[{t}][{i}]",
               f"{exp_text}, the bin edge of feature {int(feature[t, i])} at tbin "
               f"{int(tbin[t, i])}", float(threshold[t, i]))
 
@@ -716,22 +431,22 @@ def _read_trees(d, params: TreeParams, edges: BinEdges, F, K, tpr) -> Ensemble:
 
 def _read_history(d) -> dict:
     where = "history"
-    _dict(d, where)
+    as_object(d, where)
     out = {}
     total = 0
     for data, metrics in d.items():
-        _dict(metrics, f"{where}.{data}")
+        as_object(metrics, f"{where}.{data}")
         out[data] = {}
         for metric, scores in metrics.items():
             w = f"{where}.{data}.{metric}"
             if not isinstance(scores, list):
-                _fail(w, "a list of numbers or nulls", scores)
+                fail(w, "a list of numbers or nulls", scores)
             total += len(scores)
             if total > MAX_HISTORY:
                 raise ModelFormatError(f"{where}: more than {MAX_HISTORY} entries")
             vals = []
             for i, s in enumerate(scores):
-                vals.append(math.nan if s is None else _finite(s, f"{w}[{i}]"))
+                vals.append(math.nan if s is None else as_finite(s, f"{w}[{i}]"))
             out[data][metric] = vals
     return out
 
@@ -741,13 +456,13 @@ def _read_feature_names(v, F):
     if v is None:
         return None
     if not isinstance(v, list) or len(v) != F:
-        _fail(where, f"a list of n_features = {F} strings, or null", v)
+        fail(where, f"a list of n_features = {F} strings, or null", v)
     seen = set()
     for i, name in enumerate(v):
         if not isinstance(name, str):
-            _fail(f"{where}[{i}]", "a string", name)
+            fail(f"{where}[{i}]", "a string", name)
         if name in seen:
-            _fail(f"{where}[{i}]", "a name not used by an earlier feature", name)
+            fail(f"{where}[{i}]", "a name not used by an earlier feature", name)
         seen.add(name)
     return list(v)
 
@@ -756,55 +471,55 @@ def _read_train_state(d):
     where = "train_state"
     if d is None:
         return None
-    _dict(d, where)
+    as_object(d, where)
     if not d:
         return {}
     missing = [k for k in ("seed", "rounds") if k not in d]
     if missing:
         raise ModelFormatError(f"{where}: missing key(s) {missing}")
-    out = {"seed": _int(d["seed"], f"{where}.seed", lo=0),
-           "rounds": _int(d["rounds"], f"{where}.rounds", lo=0)}
+    out = {"seed": as_int(d["seed"], f"{where}.seed", lo=0),
+           "rounds": as_int(d["rounds"], f"{where}.rounds", lo=0)}
     for k, v in d.items():
         if k not in out:
-            out[k] = _check_scalar(v, f"{where}.{k}")
+            out[k] = check_scalar(v, f"{where}.{k}")
     return out
 
 
 def _parse(d) -> dict:
     """Validate a parsed model; the constructor arguments (objective not yet resolved)."""
     if not isinstance(d, dict):
-        _fail("model", "a JSON object", d)
-    _dict(d, "model")
+        fail("model", "a JSON object", d)
+    as_object(d, "model")
     if d.get("format") != FORMAT_NAME:
         if "format" not in d:
             raise ModelFormatError(f"format: missing key; this is not a jaxboost model "
                                    f"file (expected \"format\": \"{FORMAT_NAME}\")")
-        _fail("format", f"\"{FORMAT_NAME}\" (not a jaxboost model file?)", d["format"])
+        fail("format", f"\"{FORMAT_NAME}\" (not a jaxboost model file?)", d["format"])
     if "format_version" not in d:
         raise ModelFormatError("format_version: missing key")
-    version = _int(d["format_version"], "format_version")
+    version = as_int(d["format_version"], "format_version")
     if version > FORMAT_VERSION:
         raise ModelFormatError(f"format_version: this file has format version {version}, "
                                f"newer than the version this jaxboost reads "
                                f"({FORMAT_VERSION}); upgrade jaxboost to load it")
     if version != FORMAT_VERSION:
-        _fail("format_version", f"{FORMAT_VERSION}", version)
-    _keys(d, "model", _TOP_KEYS, _OPTIONAL_KEYS)
+        fail("format_version", f"{FORMAT_VERSION}", version)
+    check_keys(d, "model", _TOP_KEYS, _OPTIONAL_KEYS)
     if not isinstance(d["jaxboost_version"], str):
-        _fail("jaxboost_version", "a string", d["jaxboost_version"])
+        fail("jaxboost_version", "a string", d["jaxboost_version"])
 
     params = _read_params(d["params"])
-    F = _int(d["n_features"], "n_features", lo=1, hi=MAX_FEATURES)
-    K = _int(d["n_outputs"], "n_outputs", lo=1, hi=MAX_NODES)
-    tpr = _int(d["trees_per_round"], "trees_per_round", lo=1)
+    F = as_int(d["n_features"], "n_features", lo=1, hi=MAX_FEATURES)
+    K = as_int(d["n_outputs"], "n_outputs", lo=1, hi=MAX_NODES)
+    tpr = as_int(d["trees_per_round"], "trees_per_round", lo=1)
     if tpr not in (1, K):
-        _fail("trees_per_round", f"1 or n_outputs = {K}", tpr)
+        fail("trees_per_round", f"1 or n_outputs = {K}", tpr)
 
     base = d["base_margin"]
     if K == 1:
-        base_margin = _finite(base, "base_margin", float32=True)
+        base_margin = as_finite(base, "base_margin", float32=True)
     else:
-        base_margin = _nested(base, "base_margin", (K,), "float")
+        base_margin = nested(base, "base_margin", (K,), "float")
 
     edges = _read_bin_edges(d["bin_edges"], F, params.max_bin)
     ensemble = _read_trees(d["trees"], params, edges, F, K, tpr)
@@ -813,14 +528,14 @@ def _parse(d) -> dict:
     best_iteration = d["best_iteration"]
     if best_iteration is not None:
         if n_rounds == 0:
-            _fail("best_iteration", "null (the model has no rounds)", best_iteration)
-        best_iteration = _int(best_iteration, "best_iteration", lo=0, hi=n_rounds - 1)
+            fail("best_iteration", "null (the model has no rounds)", best_iteration)
+        best_iteration = as_int(best_iteration, "best_iteration", lo=0, hi=n_rounds - 1)
     best_score = d["best_score"]
     if best_score is not None:
-        best_score = _finite(best_score, "best_score")
+        best_score = as_finite(best_score, "best_score")
 
     return dict(
-        objective=_objective_from_dict(d["objective"], K),
+        objective=objective_from_dict(d["objective"], K),
         ensemble=ensemble, params=params, bin_edges=edges, base_margin=base_margin,
         n_features=F, n_outputs=K, trees_per_round=tpr,
         feature_names=_read_feature_names(d.get("feature_names"), F),
@@ -854,7 +569,7 @@ def from_dict(d, objective=None) -> Booster:
     stored = parts.pop("objective")
     K = parts["n_outputs"]
     if objective is not None:
-        obj = _given_objective(objective, K)
+        obj = given_objective(objective, K)
     elif isinstance(stored, str):
         raise TypeError(f"this model was trained with the custom loss {stored}; pass it "
                         f"again: jaxboost.load(path, objective={stored.rsplit('.', 1)[-1]})")
@@ -882,110 +597,16 @@ def dumps(booster: Booster, *, indent=None) -> str:
                       ensure_ascii=True)
 
 
-def _reject_constant(name):
-    raise ModelFormatError(f"not standard JSON: {name} (non-finite numbers are not "
-                           f"allowed in a model file)")
-
-
-def _no_duplicates(pairs):
-    out = dict(pairs)
-    if len(out) != len(pairs):
-        seen = set()
-        for k, _ in pairs:
-            if k in seen:
-                raise ModelFormatError(f"duplicate key {k!r} in a JSON object")
-            seen.add(k)
-    return out
-
-
-def _parse_json(text):
-    if isinstance(text, (bytes, bytearray)):
-        if len(text) > MAX_TEXT_BYTES:
-            raise ModelFormatError(f"model text is larger than {MAX_TEXT_BYTES} bytes")
-        try:
-            text = bytes(text).decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise ModelFormatError(f"model file is not UTF-8 text: {e}") from None
-    elif not isinstance(text, str):
-        raise TypeError(f"loads expects str or bytes, got {type(text).__name__}")
-    if len(text) > MAX_TEXT_BYTES:
-        raise ModelFormatError(f"model text is longer than {MAX_TEXT_BYTES} characters")
-    try:
-        return json.loads(text, parse_constant=_reject_constant,
-                          object_pairs_hook=_no_duplicates)
-    except RecursionError:
-        raise ModelFormatError("not a model: JSON nested too deeply") from None
-    except ModelFormatError:
-        raise
-    except ValueError as e:  # json.JSONDecodeError, over-long integer literals
-        raise ModelFormatError(f"not valid JSON: {e}") from None
-
-
 def loads(text, objective=None) -> Booster:
     """A ``Booster`` from JSON text (``str`` or UTF-8 ``bytes``); see ``from_dict``."""
-    return from_dict(_parse_json(text), objective=objective)
-
-
-def _fsync_directory(directory: str) -> None:
-    """Make a rename durable; a no-op where directories cannot be opened (Windows)."""
-    if not hasattr(os, "O_DIRECTORY"):
-        return
-    try:
-        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    return from_dict(parse_json(text), objective=objective)
 
 
 def save(booster: Booster, path, *, indent=None) -> None:
-    """Write the model to ``path`` as JSON, atomically.
-
-    The text goes to a new temporary file beside ``path``, is flushed and fsynced, then
-    renamed over ``path`` (``os.replace``) and the directory is fsynced: after a crash
-    at any moment ``path`` holds either the old file or the new one, never a mix. The
-    temporary file is removed when anything fails. The new file gets the default
-    permissions (``0o666`` less the umask). A symlink at ``path`` is replaced, not
-    followed.
-    """
+    """Write the model to ``path`` as JSON, atomically (``files.atomic_write``): after
+    a crash at any moment ``path`` holds either the old file or the new one, never a
+    mix."""
     atomic_write(path, dumps(booster, indent=indent).encode("utf-8"))
-
-
-def atomic_write(path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (see ``save``): a fsynced temporary file
-    beside it, renamed over it, then the directory fsynced; the temporary file is
-    removed when anything fails. The one writer of the model files (JSON and XGBoost
-    JSON)."""
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    base = os.path.basename(path)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-    for _ in range(100):
-        tmp = os.path.join(directory, f".{base}.{secrets.token_hex(6)}.tmp")
-        try:
-            fd = os.open(tmp, flags, 0o666)
-            break
-        except FileExistsError:
-            continue
-    else:  # pragma: no cover - 100 collisions of 48 random bits
-        raise FileExistsError(errno.EEXIST, "could not create a temporary file", directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    _fsync_directory(directory)
 
 
 def load(path, objective=None) -> Booster:
@@ -994,11 +615,7 @@ def load(path, objective=None) -> Booster:
     Raises ``ModelFormatError`` for anything but a valid model file (``OSError`` when
     the file cannot be read).
     """
-    with open(os.fspath(path), "rb") as f:
-        if os.fstat(f.fileno()).st_size > MAX_TEXT_BYTES:
-            raise ModelFormatError(f"{path}: larger than {MAX_TEXT_BYTES} bytes")
-        data = f.read(MAX_TEXT_BYTES + 1)
-    return loads(data, objective=objective)
+    return loads(read_bytes(path), objective=objective)
 
 
 __all__ = ["FORMAT_VERSION", "ModelFormatError", "to_dict", "from_dict", "dumps", "loads",

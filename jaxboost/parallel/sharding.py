@@ -33,6 +33,8 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from .._validation import is_int
+
 ROW_AXIS = "rows"
 # Below this many rows per device, one device is faster (the psum of histograms and the
 # per-device dispatch cost more than the scatter they split).
@@ -56,7 +58,7 @@ def use_cpu_devices(n: int | str = "auto") -> int:
     """
     if n == "auto":
         n = os.cpu_count() or 1
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+    if not is_int(n) or n < 1:
         raise ValueError(f"n must be a positive integer or 'auto', got {n!r}")
     from jax._src import xla_bridge
 

@@ -1,0 +1,115 @@
+"""A model's objective in a file: a catalogue entry by name, or a callable by qualname.
+
+A file never names code to import: an ``objectives`` entry is stored as its catalogue
+name and hyperparameters (``{"kind": "catalogue", "name": "huber", "params":
+{"delta": 2.0}}``) and rebuilt from the catalogue; any other loss is stored as its
+``module.qualname`` only (``{"kind": "callable", ...}``), and loading such a model
+needs the caller to pass the loss again (``load(path, objective=loss)``).
+
+>>> import objectives
+>>> d = objective_to_dict(objectives.huber(delta=2.0)); d
+{'kind': 'catalogue', 'name': 'huber', 'params': {'delta': 2.0}}
+>>> objective_from_dict(d, 1) == objectives.huber(delta=2.0)
+True
+"""
+
+from __future__ import annotations
+
+from ..errors import ModelFormatError
+from .checks import as_int, as_object, check_keys, check_scalar, fail, json_scalar
+
+
+def _catalogue():
+    """Per-row and group entries by name (the names are distinct)."""
+    from objectives import CATALOGUE, GROUP_CATALOGUE
+
+    return {**CATALOGUE, **GROUP_CATALOGUE}
+
+
+def _qualname(fn) -> str:
+    import functools
+
+    if isinstance(fn, functools.partial):
+        return f"functools.partial({_qualname(fn.func)})"
+    module = getattr(fn, "__module__", None) or type(fn).__module__
+    name = (getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+            or type(fn).__qualname__)
+    return f"{module}.{name}"
+
+
+def objective_to_dict(obj) -> dict:
+    """The file's ``objective`` key: a catalogue entry with its hyperparameters, or the
+    qualname of a callable (see ``format``)."""
+    from objectives import GroupObjective, Objective
+
+    if isinstance(obj, (Objective, GroupObjective)):
+        params = {k: json_scalar(v, f"objectives.{obj.name} hyperparameter {k}")
+                  for k, v in obj.params}
+        entry = _catalogue().get(obj.name)
+        if entry is not None:
+            try:
+                same = entry.with_params(**params) == obj
+            except (TypeError, ValueError):
+                same = False
+            if same:
+                return {"kind": "catalogue", "name": obj.name, "params": params}
+        return {"kind": "callable", "qualname": _qualname(obj.loss)}
+    return {"kind": "callable", "qualname": _qualname(obj)}
+
+
+def objective_from_dict(d, K):
+    """The stored objective: an ``Objective``, or the qualname string of a callable."""
+    where = "objective"
+    as_object(d, where)
+    if "kind" not in d:
+        raise ModelFormatError(f"{where}: missing key(s) ['kind']")
+    kind = d["kind"]
+    if kind == "callable":
+        check_keys(d, where, ("kind", "qualname"))
+        if not isinstance(d["qualname"], str):
+            fail(f"{where}.qualname", "a string", d["qualname"])
+        return d["qualname"]
+    if kind != "catalogue":
+        fail(f"{where}.kind", "\"catalogue\" or \"callable\"", kind)
+    check_keys(d, where, ("kind", "name", "params"))
+    name = d["name"]
+    catalogue = _catalogue()
+    if not isinstance(name, str) or name not in catalogue:
+        fail(f"{where}.name", f"a catalogue entry, one of {sorted(catalogue)}", name)
+    params = as_object(d["params"], f"{where}.params")
+    for k, v in params.items():
+        check_scalar(v, f"{where}.params.{k}")
+    n_key = catalogue[name].n_outputs  # softmax: "n_classes", which must be an int
+    if isinstance(n_key, str) and params.get(n_key) is not None:
+        as_int(params[n_key], f"{where}.params.{n_key}", lo=1)
+    try:
+        obj = catalogue[name].with_params(**params)
+    except (TypeError, ValueError) as e:  # unknown keyword, or a value out of its domain
+        raise ModelFormatError(f"{where}.params: {e}") from None
+    try:
+        k = obj.outputs
+    except (TypeError, ValueError):
+        fail(f"{where}.params", f"a valid number of outputs for objectives.{name}",
+              dict(obj.params))
+    if k is None and isinstance(obj.n_outputs, str):
+        obj = obj.with_params(**{obj.n_outputs: K})
+    elif k != K:
+        raise ModelFormatError(f"{where}: objectives.{name} has {k} output(s) but "
+                               f"n_outputs is {K}")
+    return obj
+
+
+def given_objective(objective, K):
+    """A caller's ``objective=``: a name, an ``Objective`` or a callable."""
+    from objectives import Objective
+    from objectives import resolve as resolve_objective
+
+    objective = resolve_objective(objective)  # name -> entry; ValueError / TypeError
+    if isinstance(objective, Objective):
+        k = objective.outputs
+        if k is None and isinstance(objective.n_outputs, str):
+            objective = objective.with_params(**{objective.n_outputs: K})
+        elif k != K:
+            raise ValueError(f"objective {objective!r} has {k} output(s) but the model "
+                             f"has {K}")
+    return objective

@@ -1,0 +1,144 @@
+"""The ``Metric`` record and what the built-in metrics share.
+
+``Metric`` is what every metric is, built-in or not: a function ``fn(y, pred, w) ->
+scalar`` with its name, direction and input (see ``jaxboost.metrics``). The family
+modules (``regression``, ``classification``, ``survival``, ``ranking``) define the
+built-ins with ``builtin``, on the helpers here: ``wmean`` (the weighted mean every
+built-in is), and ``scalar_pred`` / ``vector_pred`` (the shape checks that make a
+metric given the wrong kind of prediction fail while tracing).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable
+
+import jax.numpy as jnp
+import numpy as np
+
+#: Probabilities are clipped to ``[EPS, 1 - EPS]`` before a logarithm (``logloss``,
+#: ``mlogloss``), and means to ``>= EPS`` (``poisson_nll``, ``gamma_deviance``), so a
+#: confident wrong prediction costs about ``-log(EPS) = 16.1`` per row instead of
+#: infinity, and a regression model read as a probability (``squared``) still scores.
+EPS = 1e-7
+
+_ONS = ("response", "margin")
+
+
+@dataclasses.dataclass(frozen=True)
+class Metric:
+    """An evaluation metric: ``metric(y, pred, w=None) -> scalar``.
+
+    Attributes:
+      name: short name, used as the column / curve key.
+      fn: ``fn(y, pred, w) -> scalar``, written in ``jax.numpy`` so it can be jitted
+        and vmapped (a NumPy-only ``fn`` still works in ``evaluate_stages``, slower).
+        ``y`` ``(N,)``; ``pred`` ``(N,)`` or ``(N, K)``; ``w`` ``(N,)`` non-negative.
+      maximize: True when larger values are better (``auc``, ``r2``, ``accuracy``). It
+        is part of the metric's definition: ``best`` and ``better`` read it.
+      on: ``"response"`` (``pred`` is the objective's inverse link applied to the
+        margins, e.g. a probability) or ``"margin"`` (raw margins).
+      grouped: a ranking metric over queries (``ndcg``, ``map``): ``fn(y, pred, idx)``
+        receives the evaluation set's ``(Q, S)`` query index
+        (``jaxboost.ranking.group_index``) where other metrics get ``w``; training
+        then needs the set's query ids (``eval_group``).
+
+    Example:
+      >>> import jax, numpy as np
+      >>> from jaxboost.metrics import Metric
+      >>> def max_abs(y, pred, w):
+      ...     return jax.numpy.max(jax.numpy.where(w > 0, abs(y - pred), 0.0))
+      >>> m = Metric("max_abs", max_abs)
+      >>> float(jax.jit(m)(np.array([1.0, 2.0]), np.array([1.5, 0.0])))
+      2.0
+    """
+
+    name: str
+    fn: Callable
+    maximize: bool = False
+    on: str = "response"
+    grouped: bool = False
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise TypeError(f"Metric name must be a non-empty str, got {self.name!r}")
+        if not callable(self.fn):
+            raise TypeError(f"Metric fn must be callable fn(y, pred, w), got "
+                            f"{type(self.fn).__name__}")
+        if self.on not in _ONS:
+            raise ValueError(f"Metric on= must be one of {_ONS}, got {self.on!r}")
+        object.__setattr__(self, "maximize", bool(self.maximize))
+
+    def __call__(self, y, pred, w=None):
+        y = jnp.asarray(y)
+        pred = jnp.asarray(pred)
+        w = jnp.ones(y.shape[:1], jnp.result_type(float)) if w is None else jnp.asarray(w)
+        return self.fn(y, pred, w)
+
+    def best(self, values) -> tuple[float, int | None]:
+        """``(best value, its index)`` over a 1-D sequence, NaNs skipped.
+
+        Ties go to the first index (the fewest rounds). ``(nan, None)`` when every
+        value is NaN or the sequence is empty.
+
+        >>> from jaxboost.metrics import get_metric
+        >>> get_metric("auc").best([0.7, 0.9, 0.9, 0.8])
+        (0.9, 1)
+        >>> get_metric("rmse").best([float("nan"), 2.0, 1.0])
+        (1.0, 2)
+        """
+        v = np.asarray(values, np.float64).reshape(-1)
+        if v.size == 0 or np.isnan(v).all():
+            return math.nan, None
+        i = int(np.nanargmax(v) if self.maximize else np.nanargmin(v))
+        return float(v[i]), i
+
+    def better(self, new, old, min_delta: float = 0.0) -> bool:
+        """Whether ``new`` improves on ``old`` by more than ``min_delta``.
+
+        A finite value is better than NaN; NaN is never better.
+
+        >>> from jaxboost.metrics import get_metric
+        >>> m = get_metric("logloss")
+        >>> m.better(0.30, 0.31), m.better(0.305, 0.31, min_delta=0.01)
+        (True, False)
+        >>> get_metric("auc").better(0.9, float("nan"))
+        True
+        """
+        new, old = float(new), float(old)
+        if math.isnan(new):
+            return False
+        if math.isnan(old):
+            return True
+        return new - old > min_delta if self.maximize else old - new > min_delta
+
+
+def builtin(name, fn, *, maximize=False, on="response") -> Metric:
+    """A built-in ``Metric`` of ``fn``, documented by ``fn``'s docstring."""
+    m = Metric(name, fn, maximize=maximize, on=on)
+    object.__setattr__(m, "__doc__", fn.__doc__)
+    return m
+
+
+def wmean(v, w):
+    r"""The weighted mean :math:`\sum_i w_i v_i / \sum_i w_i`."""
+    return jnp.sum(w * v) / jnp.sum(w)
+
+
+def scalar_pred(name, y, pred):
+    """``ValueError`` unless ``pred`` is ``(N,)`` like ``y``."""
+    if pred.ndim != 1:
+        raise ValueError(f"metric {name!r} needs one prediction per row, shape (N,); got "
+                         f"shape {pred.shape} (for (N, K) outputs use mlogloss or merror)")
+    if y.shape != pred.shape:
+        raise ValueError(f"metric {name!r}: y has shape {y.shape}, pred {pred.shape}")
+
+
+def vector_pred(name, y, pred):
+    """``ValueError`` unless ``pred`` is ``(N, K)`` for ``y`` ``(N,)``."""
+    if pred.ndim != 2:
+        raise ValueError(f"metric {name!r} needs (N, K) class probabilities; got shape "
+                         f"{pred.shape} (a scalar-output model)")
+    if y.shape != pred.shape[:1]:
+        raise ValueError(f"metric {name!r}: y has shape {y.shape}, pred {pred.shape}")

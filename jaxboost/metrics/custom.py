@@ -1,0 +1,99 @@
+r"""Metrics made from callables: the objective's own loss and a user's function.
+
+``objective_metric(objective)`` (``get_metric("objective", objective=...)``) is the
+weighted mean of a per-row loss at the margins; ``user_metric(func)`` adapts any
+``func(y, pred)`` (taking row weights as ``sample_weight=`` or ``w=`` when it has such
+a parameter). Both wrap the callable in a small frozen record (``_MeanLoss``,
+``_UserFn``) that compares by value, so equal metrics share compiled programs; the
+training loop's evaluation recognises them by these types.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from typing import Callable
+
+import jax
+
+from ._base import Metric, wmean
+
+
+@dataclasses.dataclass(frozen=True)
+class _MeanLoss:
+    """``fn(y, margins, w)``: weighted mean of a per-row loss, vmapped over rows."""
+
+    loss: Callable
+
+    def __call__(self, y, pred, w):
+        if pred.shape[:1] != y.shape:
+            raise ValueError(f"metric 'loss': y has shape {y.shape}, pred {pred.shape}")
+        per_row = jax.vmap(self.loss)(y, pred)
+        if per_row.shape != y.shape:
+            raise ValueError(f"metric 'loss': the loss must return a scalar per row, "
+                             f"got shape {per_row.shape[1:]}")
+        return wmean(per_row, w)
+
+
+def objective_metric(objective) -> Metric:
+    r"""The weighted mean of ``objective``'s own per-row loss at the margins.
+
+    :math:`\sum_i w_i \ell(y_i, f_i) / \sum_i w_i`, with ``on="margin"``: ``pred`` is the
+    ``(N,)`` or ``(N, K)`` margins, and the loss is vmapped over rows. ``objective`` is
+    an ``objectives`` entry (its hyperparameters applied) or any per-row
+    ``loss(y, pred)``. Equal objectives give equal metrics (so compiled code is shared).
+    ``get_metric("objective", objective=...)`` returns it; its name is ``"loss"``.
+
+    Example:
+      >>> import objectives
+      >>> m = objective_metric(objectives.squared)
+      >>> m.name, m.on, float(m([1.0, 2.0], [2.0, 2.0]))
+      ('loss', 'margin', 0.25)
+    """
+    if isinstance(objective, str):
+        import objectives as catalogue
+
+        entry = getattr(catalogue, objective, None)
+        if not isinstance(entry, catalogue.Objective):
+            raise ValueError(f"unknown objective {objective!r} for the 'objective' metric")
+        objective = entry
+    if not callable(objective):
+        raise TypeError(f"objective must be a callable loss(y, pred), got "
+                        f"{type(objective).__name__}")
+    return Metric("loss", _MeanLoss(objective), maximize=False, on="margin")
+
+
+# --- user callables ------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class _UserFn:
+    """Adapts ``func(y, pred)`` (optionally taking weights) to ``fn(y, pred, w)``."""
+
+    func: Callable
+    weight_kw: str | None
+
+    def __call__(self, y, pred, w):
+        if self.weight_kw is None:
+            return self.func(y, pred)
+        return self.func(y, pred, **{self.weight_kw: w})
+
+
+def _weight_keyword(func):
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return None
+    for kw in ("sample_weight", "w"):
+        p = params.get(kw)
+        if p is not None and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+            return kw
+    return None
+
+
+def user_metric(func) -> Metric:
+    """``func(y, pred) -> scalar`` as a ``Metric``: named by its ``__name__``, ``maximize``
+    and ``on`` from its attributes of those names (False and ``"response"`` when absent);
+    row weights are passed as ``sample_weight=`` or ``w=`` when it takes one."""
+    name = getattr(func, "__name__", None) or type(func).__name__
+    return Metric(name, _UserFn(func, _weight_keyword(func)),
+                  maximize=bool(getattr(func, "maximize", False)),
+                  on=getattr(func, "on", "response"))
