@@ -60,7 +60,7 @@ from .split import (
 from .tree import bin_goes_left, code_feature, code_goes_left, split_code
 
 # Nodes per split-finding step of a level (see the module docstring).
-SPLIT_CHUNK = 8
+SPLIT_CHUNK = 4
 
 
 def _identity(x):
@@ -425,11 +425,11 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
                     # it gets the root's histogram minus zero, unchanged.
                     h2 = W // 2
                     left_small = (Ht[0::2] <= Ht[1::2]) & (d > 0)  # (W/2,)
-                    is_left = (local % 2) == 0
-                    in_small = in_level & (
-                        is_left == left_small[jnp.minimum(local, W - 1) // 2])
 
                     def smaller_children():
+                        is_left = (local % 2) == 0
+                        in_small = in_level & (
+                            is_left == left_small[jnp.minimum(local, W - 1) // 2])
                         return reduce(histogram(jnp.where(in_small, local // 2, h2), h2,
                                                 n_active=n // 2))
 
