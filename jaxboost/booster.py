@@ -7,6 +7,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from objectives import LinkedLoss
+from objectives._link import link_label
+
 from ._types import pad_rows
 from ._validation import as_features, as_labels, as_weights, check_feature_names, check_names_list
 from .engine.autodiff import HESSIAN_FLOOR, loss_name, model_grad_hess
@@ -36,6 +39,13 @@ def _writer(fmt: str):
 
 def _link_of(objective):
     return getattr(objective, "link", None)
+
+
+def _link_text(objective):
+    """The inverse link's name (``"sigmoid"``), its qualname for another callable, or
+    ``"none (margins)"`` for a plain callable loss without one."""
+    link = _link_of(objective)
+    return "none (margins)" if link is None else link_label(link)
 
 
 class GradHess(NamedTuple):
@@ -122,11 +132,15 @@ class Booster:
         return out
 
     def __repr__(self) -> str:
-        """One line: objective, rounds, trees, depth, features (named when few),
-        outputs, base margin and, after early stopping, the best iteration."""
+        """One line: objective (and the link given to a plain loss), rounds, trees, depth,
+        features (named when few), outputs, base margin and, after early stopping, the
+        best iteration."""
         base = (f"{self.base_margin:.6g}" if self.n_outputs == 1 else
                 "[" + ", ".join(f"{b:.4g}" for b in self.base_margin) + "]")
-        parts = [f"objective={loss_name(self.objective)}", f"n_rounds={len(self)}",
+        parts = [f"objective={loss_name(self.objective)}"]
+        if isinstance(self.objective, LinkedLoss):
+            parts.append(f"link={_link_text(self.objective)}")
+        parts += [f"n_rounds={len(self)}",
                  f"n_trees={self.ensemble.n_trees}", f"max_depth={self.params.max_depth}",
                  f"n_features={self.n_features}"]
         names = getattr(self, "feature_names", None)
@@ -150,6 +164,7 @@ class Booster:
 
         rounds = len(self)
         rows = [("objective", loss_name(self.objective)),
+                ("link", _link_text(self.objective)),
                 ("n_rounds", rounds),
                 ("n_trees", f"{self.ensemble.n_trees} ({self.trees_per_round} per round)"
                  if self.trees_per_round > 1 else self.ensemble.n_trees),

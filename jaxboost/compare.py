@@ -19,6 +19,7 @@ from . import metrics as _metrics
 from ._validation import as_features, as_labels, as_weights
 from .errors import DataError
 from .training import train
+from .training.evaluation import check_metric_links
 from .training.many import train_many
 
 __all__ = ["compare", "Comparison"]
@@ -69,17 +70,27 @@ def _unique(labels, reserved=()):
     return out
 
 
-def _objectives(objectives) -> dict:
+def _linked(objective, link):
+    """A plain callable with ``link`` (catalogue entries keep their own links)."""
+    from objectives import attach_link
+    from objectives._base import Hyperparameters
+
+    if link is None or isinstance(objective, Hyperparameters):
+        return objective
+    return attach_link(objective, link)
+
+
+def _objectives(objectives, link=None) -> dict:
     if isinstance(objectives, dict):
         items = []
         for k, v in objectives.items():
             if not isinstance(k, str):
                 raise TypeError(f"objective labels must be str, got {type(k).__name__}")
-            items.append((k, _resolve(v)))
+            items.append((k, _linked(_resolve(v), link)))
     else:
         if isinstance(objectives, str) or callable(objectives):
             objectives = [objectives]
-        resolved = [_resolve(o) for o in objectives]
+        resolved = [_linked(_resolve(o), link) for o in objectives]
         items = list(zip(_unique([_label(o) for o in resolved]), resolved))
     if not items:
         raise ValueError("compare() needs at least one objective")
@@ -123,10 +134,13 @@ def _data_sets(X, y, sample_weight, eval_set) -> dict:
 
 # --- metrics ---------------------------------------------------------------------------------
 def _metric_specs(metrics, objectives: dict) -> list:
+    from objectives import LinkedLoss
+
     if metrics is None:
         specs = []
         for obj in objectives.values():
-            name = getattr(obj, "metric", None)
+            # a plain callable's default is its mean loss, with or without a link
+            name = None if isinstance(obj, LinkedLoss) else getattr(obj, "metric", None)
             if isinstance(name, str) and name not in specs:
                 specs.append(name)
         return specs or ["objective"]
@@ -298,7 +312,7 @@ def _stages(booster, X, on, cache):
 
 
 def compare(objectives, X, y, *, eval_set=None, metrics=None, n_rounds: int = 100,
-            **train_kwargs) -> Comparison:
+            link=None, **train_kwargs) -> Comparison:
     """Train several objectives with the same budget and compare them round by round.
 
     Args:
@@ -319,6 +333,12 @@ def compare(objectives, X, y, *, eval_set=None, metrics=None, n_rounds: int = 10
         metric that does not apply to a model (e.g. ``mlogloss`` on a scalar output)
         gives NaN curves and a line in ``Comparison.notes`` instead of an error.
       n_rounds: boosting rounds for every objective.
+      link: the inverse link of the plain callables among ``objectives`` (as ``train``'s
+        ``link``: ``"sigmoid"``, ``"softmax"``, ``"exp"``, ``"identity"`` or a JAX
+        callable); catalogue entries keep their own. Without it a plain callable's
+        response is its margin, and a metric that needs probabilities or a mean
+        (``logloss``, ``error``, ``brier``, ...) gives it NaN curves and a note that
+        names ``link=``.
       **train_kwargs: passed to ``jaxboost.train`` for every objective (``learning_rate``,
         ``max_depth``, ``sample_weight``, ...).
 
@@ -331,9 +351,9 @@ def compare(objectives, X, y, *, eval_set=None, metrics=None, n_rounds: int = 10
     Each model's staged predictions on a data set, ``(n_rounds, N)`` floats (times
     ``K`` for vector outputs), are held in memory while its metrics are computed.
     Metrics with ``on="response"`` see each model's response (its link applied to the
-    margins: a probability for ``logistic``, the margin itself for ``squared`` and plain
-    callables, which the binary metrics then read as a probability); ``on="margin"``
-    metrics see the margins.
+    margins: a probability for ``logistic`` and for a plain callable given
+    ``link="sigmoid"``, the margin itself for ``squared`` and plain callables without a
+    link); ``on="margin"`` metrics see the margins.
 
     Example:
       >>> import numpy as np, jaxboost
@@ -350,7 +370,7 @@ def compare(objectives, X, y, *, eval_set=None, metrics=None, n_rounds: int = 10
       >>> bool(cmp.table[0]["logloss"] < 0.6)
       True
     """
-    objs = _objectives(objectives)
+    objs = _objectives(objectives, link)
     data = _data_sets(X, y, train_kwargs.get("sample_weight"), eval_set)
     specs = _metric_specs(metrics, objs)
 
@@ -387,6 +407,7 @@ def compare(objectives, X, y, *, eval_set=None, metrics=None, n_rounds: int = 10
             for name, m in zip(names, resolved):
                 stages = _stages(boosters[label], Xd, m.on, cache)
                 try:
+                    check_metric_links([m], trained)  # probabilities of margins: no
                     per[name] = _metrics.evaluate_stages(m, yd, stages, wd)
                 except Exception as e:  # a metric that does not apply to this model
                     per[name] = np.full(stages.shape[0], np.nan)

@@ -111,8 +111,8 @@ class _JaxBoostModel(BaseEstimator):
     def _fit(self, X, y, sample_weight, eval_set, encode):
         """Validate the data, then ``train``.
 
-        ``encode(y, sample_weight)`` returns ``(objective, n_outputs, labels)`` for
-        ``train`` (the classifier encodes its labels there).
+        ``encode(y, sample_weight)`` returns ``(objective, n_outputs, labels, link)``
+        for ``train`` (the classifier encodes its labels there).
         """
         X, y = validate_data(self, X, y, dtype=np.float32, ensure_all_finite="allow-nan",
                              y_numeric=self._y_numeric)
@@ -120,7 +120,7 @@ class _JaxBoostModel(BaseEstimator):
             # shape, finite, >= 0 and not all zero, with scikit-learn's messages
             sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float32,
                                                  ensure_non_negative=True)
-        objective, n_outputs, y_train = encode(y, sample_weight)
+        objective, n_outputs, y_train, link = encode(y, sample_weight)
         evals = None
         if eval_set is not None:
             if not isinstance(eval_set, (list, tuple)):
@@ -136,7 +136,7 @@ class _JaxBoostModel(BaseEstimator):
                 evals.append((Xe, ye) + tuple(item[2:]))
         names = getattr(self, "feature_names_in_", None)
         self.booster_ = train(objective, X, y_train, sample_weight=sample_weight,
-                              eval_set=evals, n_outputs=n_outputs,
+                              eval_set=evals, n_outputs=n_outputs, link=link,
                               feature_names=None if names is None else list(names),
                               **self._train_kwargs())
         return self
@@ -213,7 +213,9 @@ class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
     for two of them: ``n_estimators`` (``n_rounds``) and ``random_state`` (``seed``;
     an int, None, or a ``RandomState`` to draw one from). ``objective`` defaults to
     ``"squared"``; ``predict`` returns the objective's response (its inverse link of
-    the margin, e.g. ``exp`` for ``"poisson"``). ``score`` is R².
+    the margin, e.g. ``exp`` for ``"poisson"``); ``link`` gives a plain callable
+    ``objective`` one, as ``train``'s ``link`` (default None: its margin is the
+    prediction). ``score`` is R².
 
     Attributes:
       booster_: the trained ``jaxboost.Booster``.
@@ -237,7 +239,7 @@ class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
                  colsample_bytree=1.0, colsample_bylevel=1.0, colsample_bynode=1.0,
                  hessian="auto", refit="auto", multi_strategy="one_output_per_tree",
                  early_stopping_rounds=None, eval_metric=None, random_state=None,
-                 verbose=False):
+                 verbose=False, link=None):
         _store_params(self, locals())
 
     def fit(self, X, y, sample_weight=None, eval_set=None):
@@ -252,7 +254,7 @@ class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
           self.
         """
         def encode(y, sample_weight):
-            return self.objective, None, y
+            return self.objective, None, y, self.link
 
         return self._fit(X, y, sample_weight, eval_set, encode)
 
@@ -269,10 +271,14 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
     the order of ``classes_`` and ``predict`` returns the original labels.
     ``objective="auto"`` (the default) trains ``"logistic"`` for two classes and
     ``"softmax"`` for more; any catalogue name, ``objectives`` entry or callable works
-    too. ``predict_proba`` goes through the objective's inverse link (two classes:
-    columns ``[1 - p, p]``); a plain callable has no link, so its margins are read as
-    logits (sigmoid for two classes, softmax over ``K`` margins for more, with
-    ``n_outputs=K`` passed to ``train``). ``score`` is accuracy. Other parameters as in
+    too. ``predict_proba`` goes through the model's inverse link (two classes: columns
+    ``[1 - p, p]``). ``link`` is ``train``'s: ``"auto"`` (the default) keeps a catalogue
+    entry's own link and gives a plain callable ``"sigmoid"`` for two classes or
+    ``"softmax"`` over ``K`` margins for more (``n_outputs=K`` passed to ``train``), so
+    its margins are read as logits by ``predict_proba``, its evaluation metrics and early
+    stopping alike, and a saved ``booster_`` predicts the same probabilities. (A plain
+    callable trained with ``link=None`` has no link; ``predict_proba`` still reads its
+    margins as logits.) ``score`` is accuracy. Other parameters as in
     ``JaxBoostRegressor``.
 
     Attributes:
@@ -299,7 +305,7 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
                  colsample_bytree=1.0, colsample_bylevel=1.0, colsample_bynode=1.0,
                  hessian="auto", refit="auto", multi_strategy="one_output_per_tree",
                  early_stopping_rounds=None, eval_metric=None, random_state=None,
-                 verbose=False):
+                 verbose=False, link="auto"):
         _store_params(self, locals())
 
     def _resolved_objective(self, n_classes):
@@ -313,6 +319,15 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
                 objective = objective.with_params(**{objective.n_outputs: n_classes})
             return objective, None
         return objective, (None if n_classes == 2 else n_classes)
+
+    def _resolved_link(self, objective, n_classes):
+        """``link`` for train: ``"auto"`` is the objective's own for a catalogue entry
+        (None), and ``"sigmoid"`` (two classes) or ``"softmax"`` for a plain callable."""
+        if isinstance(self.link, str) and self.link == "auto":
+            if isinstance(objective, Objective):
+                return None
+            return "sigmoid" if n_classes == 2 else "softmax"
+        return self.link
 
     def fit(self, X, y, sample_weight=None, eval_set=None):
         """Train on ``X`` (array or DataFrame, NaN = missing) and labels ``y``.
@@ -336,7 +351,8 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
             self.classes_ = classes
             self.n_classes_ = len(classes)
             objective, n_outputs = self._resolved_objective(len(classes))
-            return objective, n_outputs, codes.astype(np.float32)
+            return (objective, n_outputs, codes.astype(np.float32),
+                    self._resolved_link(objective, len(classes)))
 
         return self._fit(X, y, sample_weight, eval_set, encode)
 

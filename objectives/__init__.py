@@ -64,6 +64,7 @@ True
 from ._base import Objective, identity, sigmoid
 from ._base import softmax as softmax_link
 from ._group import GroupObjective
+from ._link import LINKS, LinkedLoss, attach_link, link_name, resolve_link, with_link
 from .classic import exponential, logistic, squared
 from .classification import focal, softmax
 from .distributional import gaussian_link, gaussian_nll
@@ -84,7 +85,8 @@ GROUP_CATALOGUE = {o.name: o for o in (ranknet, lambdarank, listnet, cox)}
 
 __all__ = [
     "Objective", "GroupObjective", "identity", "sigmoid", "softmax_link", "exp_link",
-    "gaussian_link", "CATALOGUE", "GROUP_CATALOGUE", "resolve", *CATALOGUE, *GROUP_CATALOGUE,
+    "gaussian_link", "LINKS", "LinkedLoss", "with_link", "attach_link", "resolve_link",
+    "link_name", "CATALOGUE", "GROUP_CATALOGUE", "resolve", *CATALOGUE, *GROUP_CATALOGUE,
 ]
 
 

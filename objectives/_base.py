@@ -49,6 +49,11 @@ class Hyperparameters:
     check and the ``objectives.name(k=v)`` repr. Subclasses are frozen dataclasses with
     the fields ``name``, ``loss``, ``params`` and ``check_labels``."""
 
+    @property
+    def label(self) -> str:
+        """The name messages and reprs use: ``objectives.<name>``."""
+        return f"objectives.{self.name}"
+
     def _keywords(self) -> dict:
         return {k: p.default for k, p in inspect.signature(self.loss).parameters.items()
                 if p.kind is inspect.Parameter.KEYWORD_ONLY}

@@ -27,7 +27,7 @@ from ..errors import LossError
 def loss_name(loss) -> str:
     """A readable name for a loss callable, for error messages."""
     if isinstance(loss, Hyperparameters):
-        return f"objectives.{loss.name}"
+        return loss.label
     if isinstance(loss, functools.partial):
         return loss_name(loss.func)
     return getattr(loss, "__qualname__", None) or getattr(loss, "__name__", None) or repr(loss)

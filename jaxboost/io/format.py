@@ -44,7 +44,12 @@ widening, so every bit survives the round trip. One JSON object with exactly the
     "qualname": str}``: a plain callable loss, recorded by ``module.qualname`` only.
     Code is never imported from a file: a model of a callable loss loads only when the
     caller passes the loss again (``load(path, objective=loss)``); for a catalogue
-    model a passed ``objective=`` replaces the stored one.
+    model a passed ``objective=`` replaces the stored one. A callable trained with
+    ``train(..., link=...)`` has one more key, ``"link"``: ``{"kind": "named", "name":
+    str}`` (one of ``objectives.LINKS``: ``identity``, ``sigmoid``, ``softmax``,
+    ``exp``; restored on load) or ``{"kind": "callable", "qualname": str}`` (a custom
+    link, passed again on load: ``load(path, objective=loss, link=fn)``). Readers
+    older than this key refuse such files rather than predict margins.
 ``params`` (object)
     ``TreeParams.to_dict()``: ``max_depth`` and ``max_bin`` (ints, required) and the
     dynamic hyperparameters (numbers, defaults when absent); rebuilt with
@@ -136,7 +141,13 @@ from .checks import (
     nested,
 )
 from .files import atomic_write, parse_json, read_bytes
-from .objective import given_objective, objective_from_dict, objective_to_dict
+from .objective import (
+    StoredCallable,
+    given_objective,
+    objective_from_dict,
+    objective_to_dict,
+    with_stored_link,
+)
 
 FORMAT_NAME = "jaxboost-model"
 FORMAT_VERSION = 1
@@ -545,7 +556,7 @@ def _parse(d) -> dict:
     )
 
 
-def from_dict(d, objective=None) -> Booster:
+def from_dict(d, objective=None, link=None) -> Booster:
     """Rebuild a ``Booster`` from ``to_dict``'s output (or parsed JSON), validating it.
 
     Args:
@@ -553,10 +564,16 @@ def from_dict(d, objective=None) -> Booster:
       objective: the loss to attach: required (the same callable) when the model was
         trained with a plain callable loss; for a catalogue model it replaces the
         stored objective. A catalogue name is accepted too.
+      link: the inverse link of a plain callable ``objective`` (as ``train``'s
+        ``link``). A named link (``"sigmoid"``, ...) is stored in the file and restored
+        without it; a custom callable link is stored by qualname only and must be
+        passed again.
 
     Raises:
       ModelFormatError: ``d`` is not a valid model (message names the key).
-      TypeError: the model needs ``objective=`` (a custom loss) and none was given.
+      TypeError: the model needs ``objective=`` (a custom loss) or ``link=`` (a custom
+        link) and none was given.
+      ValueError: ``link`` conflicts with a catalogue objective's own link.
     """
     try:
         parts = _parse(d)
@@ -569,12 +586,13 @@ def from_dict(d, objective=None) -> Booster:
     stored = parts.pop("objective")
     K = parts["n_outputs"]
     if objective is not None:
-        obj = given_objective(objective, K)
-    elif isinstance(stored, str):
-        raise TypeError(f"this model was trained with the custom loss {stored}; pass it "
-                        f"again: jaxboost.load(path, objective={stored.rsplit('.', 1)[-1]})")
+        obj = with_stored_link(given_objective(objective, K), stored, link, K)
+    elif isinstance(stored, StoredCallable):
+        name = stored.qualname
+        raise TypeError(f"this model was trained with the custom loss {name}; pass it "
+                        f"again: jaxboost.load(path, objective={name.rsplit('.', 1)[-1]})")
     else:
-        obj = stored
+        obj = with_stored_link(stored, stored, link, K)
 
     extra = parts.pop("extra")
     accepted = inspect.signature(Booster.__init__).parameters
@@ -597,9 +615,9 @@ def dumps(booster: Booster, *, indent=None) -> str:
                       ensure_ascii=True)
 
 
-def loads(text, objective=None) -> Booster:
+def loads(text, objective=None, link=None) -> Booster:
     """A ``Booster`` from JSON text (``str`` or UTF-8 ``bytes``); see ``from_dict``."""
-    return from_dict(parse_json(text), objective=objective)
+    return from_dict(parse_json(text), objective=objective, link=link)
 
 
 def save(booster: Booster, path, *, indent=None) -> None:
@@ -609,13 +627,14 @@ def save(booster: Booster, path, *, indent=None) -> None:
     atomic_write(path, dumps(booster, indent=indent).encode("utf-8"))
 
 
-def load(path, objective=None) -> Booster:
-    """Read a model written by ``save``; see ``from_dict`` for ``objective``.
+def load(path, objective=None, link=None) -> Booster:
+    """Read a model written by ``save``; see ``from_dict`` for ``objective`` and
+    ``link``.
 
     Raises ``ModelFormatError`` for anything but a valid model file (``OSError`` when
     the file cannot be read).
     """
-    return loads(read_bytes(path), objective=objective)
+    return loads(read_bytes(path), objective=objective, link=link)
 
 
 __all__ = ["FORMAT_VERSION", "ModelFormatError", "to_dict", "from_dict", "dumps", "loads",

@@ -4,7 +4,11 @@ A file never names code to import: an ``objectives`` entry is stored as its cata
 name and hyperparameters (``{"kind": "catalogue", "name": "huber", "params":
 {"delta": 2.0}}``) and rebuilt from the catalogue; any other loss is stored as its
 ``module.qualname`` only (``{"kind": "callable", ...}``), and loading such a model
-needs the caller to pass the loss again (``load(path, objective=loss)``).
+needs the caller to pass the loss again (``load(path, objective=loss)``). A plain loss
+trained with ``link=`` stores its link beside the qualname: a named link by name
+(``"link": {"kind": "named", "name": "sigmoid"}``, restored on load), a callable link by
+qualname (``{"kind": "callable", "qualname": ...}``: the caller passes it again,
+``load(path, objective=loss, link=fn)``).
 
 >>> import objectives
 >>> d = objective_to_dict(objectives.huber(delta=2.0)); d
@@ -15,8 +19,18 @@ True
 
 from __future__ import annotations
 
+from typing import NamedTuple, Optional, Union
+
 from ..errors import ModelFormatError
 from .checks import as_int, as_object, check_keys, check_scalar, fail, json_scalar
+
+
+class StoredCallable(NamedTuple):
+    """A file's callable objective: the loss's qualname, and its link (None; a named
+    link's function; or a callable link's qualname, a ``str``)."""
+
+    qualname: str
+    link: Optional[Union[str, object]] = None
 
 
 def _catalogue():
@@ -40,8 +54,13 @@ def _qualname(fn) -> str:
 def objective_to_dict(obj) -> dict:
     """The file's ``objective`` key: a catalogue entry with its hyperparameters, or the
     qualname of a callable (see ``format``)."""
-    from objectives import GroupObjective, Objective
+    from objectives import GroupObjective, LinkedLoss, Objective, link_name
 
+    if isinstance(obj, LinkedLoss):
+        name = link_name(obj.link)
+        link = ({"kind": "named", "name": name} if name is not None else
+                {"kind": "callable", "qualname": _qualname(obj.link)})
+        return {"kind": "callable", "qualname": _qualname(obj.loss), "link": link}
     if isinstance(obj, (Objective, GroupObjective)):
         params = {k: json_scalar(v, f"objectives.{obj.name} hyperparameter {k}")
                   for k, v in obj.params}
@@ -58,17 +77,18 @@ def objective_to_dict(obj) -> dict:
 
 
 def objective_from_dict(d, K):
-    """The stored objective: an ``Objective``, or the qualname string of a callable."""
+    """The stored objective: an ``Objective``, or a ``StoredCallable`` (a callable's
+    qualname and link)."""
     where = "objective"
     as_object(d, where)
     if "kind" not in d:
         raise ModelFormatError(f"{where}: missing key(s) ['kind']")
     kind = d["kind"]
     if kind == "callable":
-        check_keys(d, where, ("kind", "qualname"))
+        check_keys(d, where, ("kind", "qualname"), ("link",))
         if not isinstance(d["qualname"], str):
             fail(f"{where}.qualname", "a string", d["qualname"])
-        return d["qualname"]
+        return StoredCallable(d["qualname"], _link_from_dict(d.get("link"), K))
     if kind != "catalogue":
         fail(f"{where}.kind", "\"catalogue\" or \"callable\"", kind)
     check_keys(d, where, ("kind", "name", "params"))
@@ -97,6 +117,49 @@ def objective_from_dict(d, K):
         raise ModelFormatError(f"{where}: objectives.{name} has {k} output(s) but "
                                f"n_outputs is {K}")
     return obj
+
+
+def _link_from_dict(d, K):
+    from objectives import LINKS
+
+    where = "objective.link"
+    if d is None:
+        return None
+    as_object(d, where)
+    kind = d.get("kind")
+    if kind == "named":
+        check_keys(d, where, ("kind", "name"))
+        if d["name"] not in LINKS:
+            fail(f"{where}.name", f"a link name, one of {sorted(LINKS)}", d["name"])
+        if d["name"] == "softmax" and K == 1:
+            fail(f"{where}.name", "a link of one output (softmax needs n_outputs >= 2)",
+                 d["name"])
+        return LINKS[d["name"]]
+    if kind == "callable":
+        check_keys(d, where, ("kind", "qualname"))
+        if not isinstance(d["qualname"], str):
+            fail(f"{where}.qualname", "a string", d["qualname"])
+        return d["qualname"]
+    fail(f"{where}.kind", "\"named\" or \"callable\"", kind)
+
+
+def with_stored_link(objective, stored, link, K):
+    """The objective a loaded model gets: ``objective`` (the caller's, through
+    ``given_objective``) with ``link`` (the caller's: a name or callable), else with
+    the link the file stored for the callable. An ``Objective`` keeps its own link
+    (``link``, if given, must be the same). A custom link stored by qualname must be
+    passed again (``TypeError``)."""
+    from objectives import Objective, attach_link
+
+    stored_link = stored.link if isinstance(stored, StoredCallable) else None
+    if link is None and not isinstance(objective, Objective):
+        if isinstance(stored_link, str):
+            raise TypeError(f"this model's loss {stored.qualname} has the custom link "
+                            f"{stored_link}; pass both again: jaxboost.load(path, "
+                            f"objective={stored.qualname.rsplit('.', 1)[-1]}, "
+                            f"link={stored_link.rsplit('.', 1)[-1]})")
+        link = stored_link
+    return attach_link(objective, link, K)
 
 
 def given_objective(objective, K):

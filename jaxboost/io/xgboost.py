@@ -81,14 +81,38 @@ _MAX_CUTS = 254  # cuts per feature of a BinEdges with max_bin = 256
 _BASE_TOLERANCE = 1e-6
 
 
+# A plain loss trained with link= exports as the catalogue entry of the same link
+# (XGBoost's predictions depend only on the trees, the base score and the link).
+_LINK_EXPORTS = {"identity": "squared", "sigmoid": "logistic", "softmax": "softmax"}
+
+
+def _export_name(obj) -> str | None:
+    """The catalogue entry whose XGBoost objective the model exports as, or None."""
+    if isinstance(obj, objectives.LinkedLoss):
+        return _LINK_EXPORTS.get(objectives.link_name(obj.link))
+    return obj.name if isinstance(obj, objectives.Objective) else None
+
+
 def _unsupported_export(booster) -> str | None:
     obj = booster.objective
-    name = obj.name if isinstance(obj, objectives.Objective) else None
+    name = _export_name(obj)
     if name not in _EXPORTS:
-        what = f"objectives.{name}" if name else f"the plain loss {loss_name(obj)}"
+        if isinstance(obj, objectives.LinkedLoss):
+            from objectives._link import link_label
+
+            what = (f"the plain loss {loss_name(obj)} with link "
+                    f"{link_label(obj.link)!r}, which XGBoost's exported objectives do not "
+                    f"have (a plain loss exports with link 'identity', 'sigmoid' or "
+                    f"'softmax')")
+        elif isinstance(obj, objectives.Objective):
+            what = f"objectives.{obj.name}"
+        else:
+            what = (f"the plain loss {loss_name(obj)} without a link (train it with "
+                    f"link='identity', 'sigmoid' or 'softmax' to export it)")
         return (f"to_xgboost_json exports models trained with objectives.squared, "
                 f"objectives.logistic or objectives.softmax (XGBoost's reg:squarederror, "
-                f"binary:logistic, multi:softprob); this model was trained with {what}")
+                f"binary:logistic, multi:softprob), or a plain loss with the same link; "
+                f"this model was trained with {what}")
     K = booster.n_outputs
     if name == "softmax" and K > 1 and booster.trees_per_round != K:
         return ("to_xgboost_json exports softmax models with one tree per class per round "
@@ -185,7 +209,10 @@ def to_xgboost_json(booster: Booster, path=None) -> dict:
 
     Args:
       booster: a model trained with ``objectives.squared``, ``objectives.logistic`` or
-        ``objectives.softmax`` (one tree per class per round).
+        ``objectives.softmax`` (one tree per class per round), or with a plain loss and
+        ``link="identity"``, ``"sigmoid"`` or ``"softmax"``: exported as that entry
+        (XGBoost's prediction depends only on the trees, the base score and the link;
+        continuing training in XGBoost would use its own loss, not the plain one).
       path: optional file to write (UTF-8 JSON; give it a ``.json`` suffix, which is how
         XGBoost recognises the format).
 
@@ -193,13 +220,14 @@ def to_xgboost_json(booster: Booster, path=None) -> dict:
       The XGBoost model as a JSON-ready dict.
 
     Raises:
-      ValueError: other objectives (plain JAX losses included: XGBoost would not know
-        their link), or softmax models with vector-leaf trees.
+      ValueError: other objectives (plain JAX losses without a link or with another
+        link included: XGBoost would not know their link), or softmax models with
+        vector-leaf trees.
     """
     problem = _unsupported_export(booster)
     if problem:
         raise ValueError(problem)
-    name = booster.objective.name
+    name = _export_name(booster.objective)
     ens = booster.ensemble.to_numpy()
     K, T, F = booster.n_outputs, booster.ensemble.n_trees, booster.n_features
     offset = 0.0  # added to the first tree's leaves

@@ -51,7 +51,7 @@ Example:
   1.0
 """
 
-from ._base import EPS, Metric
+from ._base import EPS, NEEDS, Metric
 from .classification import accuracy, auc, brier, error, logloss, merror, mlogloss
 from .custom import objective_metric
 from .registry import get_metric, names
@@ -60,7 +60,7 @@ from .stages import evaluate_stages
 from .survival import cindex, cox_nloglik
 
 __all__ = [
-    "EPS", "Metric", "get_metric", "objective_metric", "evaluate_stages", "names",
+    "EPS", "NEEDS", "Metric", "get_metric", "objective_metric", "evaluate_stages", "names",
     "rmse", "mae", "r2", "logloss", "error", "accuracy", "auc", "brier", "mlogloss",
     "merror", "poisson_nll", "gamma_deviance", "cox_nloglik", "cindex",
 ]

@@ -25,6 +25,10 @@ EPS = 1e-7
 
 _ONS = ("response", "margin")
 
+#: What a metric may need its ``pred`` to be (``Metric.needs``), and the link that
+#: turns margins into it.
+NEEDS = {"probability": "sigmoid", "class probabilities": "softmax", "mean": "exp"}
+
 
 @dataclasses.dataclass(frozen=True)
 class Metric:
@@ -39,6 +43,14 @@ class Metric:
         is part of the metric's definition: ``best`` and ``better`` read it.
       on: ``"response"`` (``pred`` is the objective's inverse link applied to the
         margins, e.g. a probability) or ``"margin"`` (raw margins).
+      needs: what the metric reads ``pred`` as, when only a response gives it:
+        ``"probability"`` (``logloss``, ``error``, ``accuracy``, ``brier``),
+        ``"class probabilities"`` (``mlogloss``) or ``"mean"`` (``poisson_nll``,
+        ``gamma_deviance``); None when margins serve as well (``auc`` and ``merror``
+        depend only on the order of ``pred``; regression metrics read the response
+        as is). Training refuses such a metric, before any round, for a plain
+        callable loss that has no link (``train(..., link=...)`` gives it one), whose
+        margins it would otherwise score as if they were probabilities.
       grouped: a ranking metric over queries (``ndcg``, ``map``): ``fn(y, pred, idx)``
         receives the evaluation set's ``(Q, S)`` query index
         (``jaxboost.ranking.group_index``) where other metrics get ``w``; training
@@ -59,6 +71,7 @@ class Metric:
     maximize: bool = False
     on: str = "response"
     grouped: bool = False
+    needs: str | None = None
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -68,6 +81,9 @@ class Metric:
                             f"{type(self.fn).__name__}")
         if self.on not in _ONS:
             raise ValueError(f"Metric on= must be one of {_ONS}, got {self.on!r}")
+        if self.needs is not None and self.needs not in NEEDS:
+            raise ValueError(f"Metric needs= must be one of {tuple(NEEDS)} or None, got "
+                             f"{self.needs!r}")
         object.__setattr__(self, "maximize", bool(self.maximize))
 
     def __call__(self, y, pred, w=None):
@@ -114,9 +130,9 @@ class Metric:
         return new - old > min_delta if self.maximize else old - new > min_delta
 
 
-def builtin(name, fn, *, maximize=False, on="response") -> Metric:
+def builtin(name, fn, *, maximize=False, on="response", needs=None) -> Metric:
     """A built-in ``Metric`` of ``fn``, documented by ``fn``'s docstring."""
-    m = Metric(name, fn, maximize=maximize, on=on)
+    m = Metric(name, fn, maximize=maximize, on=on, needs=needs)
     object.__setattr__(m, "__doc__", fn.__doc__)
     return m
 

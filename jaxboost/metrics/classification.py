@@ -142,10 +142,10 @@ def _merror(y, pred, w):
     return wmean((jnp.argmax(pred, axis=1) != y.astype(jnp.int32)).astype(w.dtype), w)
 
 
-logloss = builtin("logloss", _logloss)
-error = builtin("error", _error)
-accuracy = builtin("accuracy", _accuracy, maximize=True)
-auc = builtin("auc", _auc, maximize=True)
-brier = builtin("brier", _brier)
-mlogloss = builtin("mlogloss", _mlogloss)
-merror = builtin("merror", _merror)
+logloss = builtin("logloss", _logloss, needs="probability")
+error = builtin("error", _error, needs="probability")
+accuracy = builtin("accuracy", _accuracy, maximize=True, needs="probability")
+auc = builtin("auc", _auc, maximize=True)  # rank-based: margins give the same value
+brier = builtin("brier", _brier, needs="probability")
+mlogloss = builtin("mlogloss", _mlogloss, needs="class probabilities")
+merror = builtin("merror", _merror)  # argmax: margins give the same value

@@ -75,5 +75,5 @@ def _gamma_deviance(y, pred, w):
 rmse = builtin("rmse", _rmse)
 mae = builtin("mae", _mae)
 r2 = builtin("r2", _r2, maximize=True)
-poisson_nll = builtin("poisson_nll", _poisson_nll)
-gamma_deviance = builtin("gamma_deviance", _gamma_deviance)
+poisson_nll = builtin("poisson_nll", _poisson_nll, needs="mean")
+gamma_deviance = builtin("gamma_deviance", _gamma_deviance, needs="mean")

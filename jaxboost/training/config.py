@@ -20,6 +20,14 @@ import numpy as np
 from objectives import Objective
 from objectives import resolve as resolve_objective
 from objectives._base import HESSIAN_POLICIES
+from objectives._link import (
+    LinkedLoss,
+    attach_link,
+    link_label,
+    link_name,
+    resolve_link,
+    unlink,
+)
 
 from .. import _validation
 from .._validation import check_int, check_real, is_real
@@ -348,7 +356,8 @@ def configure(args: dict):
                             f"{type(cb).__name__}")
     if not isinstance(a["quantize"], bool):
         raise TypeError(f"quantize must be True or False, got {a['quantize']!r}")
-    loss = resolve_objective(a["objective"])
+    loss, link, n_outputs = split_link(resolve_objective(a["objective"]), a.get("link"),
+                                       a["n_outputs"])
     loss_params = check_loss_params(a["loss_params"])
     floor = check_real("hessian_floor", a["hessian_floor"], low=0, low_open=True)
 
@@ -366,10 +375,13 @@ def configure(args: dict):
             loss.validate_labels(yf)
         except ValueError as e:
             raise DataError(str(e)) from None
-    K = resolve_outputs(loss, a["n_outputs"])
+    K = resolve_outputs(loss, n_outputs)
     group, eval_metric, hessian, refit = a["group"], a["eval_metric"], a["hessian"], a["refit"]
     base_margin, mesh = a["base_margin"], a["mesh"]
     if group is not None or is_group_objective(loss):
+        if link is not None:
+            raise ValueError("link= is for per-row losses; group losses predict margins "
+                             "(a group entry has its own link)")
         group, eval_metric = check_group(group, n_rows, loss, K, mesh, a["eval_set"], refit,
                                          hessian, eval_metric, yf)
         refit, hessian = None, ("exact" if hessian == "auto" else hessian)
@@ -393,8 +405,15 @@ def configure(args: dict):
     if init_model is not None:
         check_init_model(init_model, params, n_features, K, tpr, base_margin)
     alpha = float(values.get("alpha", quantile_level(loss))) if refit == "quantile" else 0.5
+    model_loss = loss if loss_params is None else _concrete(family, values)
+    if link is not None:  # the model's objective; training reads only the family
+        check_link(link, K)
+        model_loss = attach_link(model_loss, link, K)
+    from .evaluation import check_metric_links
+
+    check_metric_links(eval_metric, model_loss)
     settings = Settings(
-        loss=loss if loss_params is None else _concrete(family, values), family=family,
+        loss=model_loss, family=family,
         loss_values=values, n_outputs=K, multi_output_tree=multi_tree,
         diagonal=a["multi_hessian"] == "diagonal", hessian=hessian, hessian_floor=floor,
         refit=refit, quantile_alpha=alpha, params=params, lr_of=lr_of, ratios=ratios,
@@ -403,6 +422,44 @@ def configure(args: dict):
         callbacks=tuple(callbacks), verbose=verbose, mesh=mesh, quantize=a["quantize"],
         feature_names=names)
     return settings, Xf, yf, wf
+
+
+def split_link(loss, link, n_outputs):
+    """``(loss, link, n_outputs)``: the loss to train, the inverse link to give the model
+    (None: none, or a catalogue entry's own) and ``n_outputs``.
+
+    ``link`` (a name of ``objectives.LINKS`` or a callable) is for plain callables; a
+    catalogue entry keeps its own link, so ``link`` must then be None or that same link
+    (``ValueError`` otherwise). A ``LinkedLoss`` (a model's objective, e.g. a loaded
+    model's) trains as its plain callable with its link and outputs.
+    """
+    if isinstance(loss, LinkedLoss):
+        attach_link(loss, link)  # raises when link= names another link
+        inner, own = unlink(loss)
+        return inner, own, (loss.outputs if n_outputs is None else n_outputs)
+    if isinstance(loss, Objective):
+        attach_link(loss, link)  # a catalogue entry: raises on a conflicting link
+        return loss, None, n_outputs
+    return loss, resolve_link(link), n_outputs
+
+
+def check_link(link, K) -> None:
+    """The link must map ``(N,)`` (``(N, K)``) margins to an array of as many rows."""
+    if link_name(link) == "softmax" and K == 1:
+        raise ValueError("link='softmax' is for losses of K >= 2 outputs (n_outputs=K); "
+                         "for one output use link='sigmoid'")
+    margin = jax.ShapeDtypeStruct((3,) if K == 1 else (3, K), jnp.float32)
+    try:
+        out = jax.eval_shape(link, margin)
+    except Exception as e:
+        raise TypeError(f"the link {link_label(link)} failed on margins of shape "
+                        f"{margin.shape}: {type(e).__name__}: {e}. A link is a JAX "
+                        f"callable margin -> response applied to the (N,) (or (N, K)) "
+                        f"margins") from None
+    if getattr(out, "shape", (None,))[:1] != (3,):
+        raise TypeError(f"the link {link_label(link)} must return one response per row; "
+                        f"on margins of shape {margin.shape} it returned "
+                        f"{getattr(out, 'shape', type(out).__name__)}")
 
 
 def _concrete(family, values):

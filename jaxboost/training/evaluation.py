@@ -139,6 +139,7 @@ def eval_metrics(eval_metric, loss, evals, K) -> list:
     elif isinstance(eval_metric, (str, M.Metric)) or callable(eval_metric):
         eval_metric = [eval_metric]
     out = [M.get_metric(m, objective=loss) for m in eval_metric]
+    check_metric_links(out, loss)
     if not evals:
         return out
     e = evals[0]
@@ -167,7 +168,35 @@ def eval_metrics(eval_metric, loss, evals, K) -> list:
 
 
 def link_of(loss):
+    """The inverse link metrics and ``predict`` apply: an ``Objective``'s (a catalogue
+    entry's, or the ``link=`` given to a plain callable), else None (margins)."""
     return loss.link if isinstance(loss, Objective) else None
+
+
+def check_metric_links(eval_metric, loss) -> None:
+    """``ValueError`` when a metric needs a response (``Metric.needs``: probabilities,
+    class probabilities, a mean) but ``loss`` is a plain callable without a link, whose
+    margins the metric would score instead. Called before any round is trained."""
+    from objectives._base import Hyperparameters
+
+    from .. import metrics as M
+    from ..engine.autodiff import loss_name
+
+    if eval_metric is None or isinstance(loss, Hyperparameters):
+        return  # the objective's own metric; or a loss with a link (or a group entry)
+    if isinstance(eval_metric, (str, M.Metric)) or callable(eval_metric):
+        eval_metric = [eval_metric]
+    for m in eval_metric:
+        m = M.get_metric(m, objective=loss)
+        if m.needs is None or m.on == "margin":
+            continue
+        link = M.NEEDS[m.needs]
+        what = {"probability": "probabilities", "mean": "a mean"}.get(m.needs, m.needs)
+        raise ValueError(
+            f"metric {m.name!r} scores {what}, but the loss {loss_name(loss)} has no link, "
+            f"so it would score raw margins: pass link={link!r} (train(loss, X, y, "
+            f"link={link!r}, ...)) to read margins through that inverse link, or use a "
+            f"metric that reads margins ('objective', the mean loss; 'auc', 'merror')")
 
 
 

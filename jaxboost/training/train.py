@@ -49,7 +49,8 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
           hessian: str = "auto", hessian_floor: float = HESSIAN_FLOOR, refit="auto",
           n_outputs=None, multi_strategy: str = "one_output_per_tree",
           multi_hessian: str = "full", mesh=None, quantize: bool = False,
-          feature_names=None, group=None, eval_group=None, loss_params=None) -> Booster:
+          feature_names=None, group=None, eval_group=None, loss_params=None,
+          link=None) -> Booster:
     r"""Train gradient-boosted trees on any per-row JAX loss.
 
     Each round computes per-row :math:`g_i = w_i \partial_f \ell(y_i, f_i)` and
@@ -64,7 +65,8 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
       objective: a per-row loss ``loss(y, pred) -> scalar`` written in JAX, an entry
         of the ``objectives`` catalogue (e.g. ``objectives.logistic``), or its name.
         A loss with keyword hyperparameters, ``loss(y, pred, *, delta)``, takes them
-        from ``loss_params``.
+        from ``loss_params``. A plain callable's margins are its predictions unless
+        ``link`` gives it an inverse link.
       X: ``(N, F)`` features, NaN = missing: an array, or a pandas/polars DataFrame of
         numeric or bool columns (string column names become ``feature_names``). In a
         multi-process job, this process's rows, or a global ``jax.Array`` whose rows
@@ -164,6 +166,19 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         not compiled in: a sweep over them compiles nothing new (catalogue variants such
         as ``objectives.huber(delta=2.0)`` and ``functools.partial(loss, delta=2.0)``
         with numeric keywords get the same treatment on their own).
+      link: the inverse link of a plain-callable loss, margin -> response: what
+        ``predict`` returns and what response metrics (``logloss``, ``error``,
+        ``brier``, ...) score, also for early stopping, ``compare``, saved models and
+        the scikit-learn classifier's ``predict_proba``. A name: ``"identity"``,
+        ``"sigmoid"`` (or ``"logistic"``) for a probability, ``"softmax"`` for ``K``
+        class probabilities (``n_outputs=K``), ``"exp"`` for a positive mean; or a JAX
+        callable applied to the ``(N,)`` (``(N, K)``) margins. Training never reads it:
+        the trees are the same with or without. ``None`` (default): no link, the margin
+        is the prediction, and a metric that needs probabilities or a mean raises
+        ``ValueError`` before training. Catalogue entries have their own links
+        (``objectives.logistic``: sigmoid): ``link`` must then be left out or name the
+        same link (``ValueError`` otherwise). The model's objective becomes
+        ``objectives.with_link(loss, link)``.
       eval_group: query ids of the evaluation sets, for the ranking metrics ``ndcg``,
         ``map``, ``ndcg@k`` and ``map@k`` (``jaxboost.ranking``): a list with one
         ``(n,)`` array (or None) per evaluation set, or a dict keyed like ``eval_set``.
@@ -188,6 +203,10 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
       >>> bst = jaxboost.train(loss, X, y, n_rounds=10, max_depth=2)
       >>> float(((bst.predict(X, output_margin=True) > 0) == y).mean())
       1.0
+      >>> bst = jaxboost.train(loss, X, y, n_rounds=10, max_depth=2, link="sigmoid")
+      >>> p = bst.predict(X)                      # probabilities, sigmoid of the margins
+      >>> float(((p > 0.5) == y).mean()), bst.objective
+      (1.0, objectives.with_link(loss, 'sigmoid'))
       >>> bst = jaxboost.train("logistic", X[:150], y[:150], n_rounds=50,
       ...                      eval_set=[(X[150:], y[150:])], early_stopping_rounds=5)
       >>> bst.best_iteration < 50, list(bst.history["validation_0"])
