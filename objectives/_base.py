@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-HESSIAN_POLICIES = ("exact", "clip", "constant", "expected")
+HESSIAN_POLICIES = ("exact", "clip", "constant", "expected", "clip_negative")
 REFITS = (None, "newton", "quantile")
 H_SIGNS = ("positive", "nonnegative", "any")
 

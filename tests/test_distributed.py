@@ -243,11 +243,11 @@ def test_histogram_bytes_per_tree_is_what_the_compiled_round_sums(compile_counte
                 total += size[dtype] * int(np.prod([int(d) for d in dims.split(",") if d]))
     subtraction = data.use_native()
     # The compiled round holds the root's all-reduce once and the level loop's once (it
-    # runs max_depth - 1 = 2 times per tree); + 4 bytes: the int32 count of rows with a
-    # non-finite gradient.
+    # runs max_depth - 1 = 2 times per tree); + 20 bytes: the round's five int32 row
+    # counts (non-finite g or h, and Hessians that cannot help: autodiff.CENSUS).
     per_node = 8 * 2 * 5 * 32
     level = distributed.histogram_nodes_per_level(3, subtraction=subtraction) * per_node
     assert total == distributed.histogram_bytes_per_tree(5, 3, 32,
-                                                         subtraction=subtraction) - level + 4
+                                                         subtraction=subtraction) - level + 20
     assert distributed.histogram_bytes_per_tree(5, 3, 32, subtraction=subtraction) == \
         per_node * (1 + 2 * (2 if subtraction else 4)) + 16

@@ -118,7 +118,31 @@ def _clip_matrix(h, floor):
     return jnp.einsum("...ik,...k,...jk->...ij", vec, lam, vec)
 
 
-def apply_hessian_policy(loss, y, pred, h, policy: str, floor: float = HESSIAN_FLOOR):
+PSD_TOL = 1e-5
+"""A ``K x K`` Hessian counts as not positive semi-definite when its smallest eigenvalue
+is below ``-PSD_TOL`` times its largest eigenvalue in size (float32 rounding of a
+singular PSD matrix, e.g. softmax's, stays inside)."""
+
+
+def not_psd(h):
+    """``(N,)`` bool: which symmetric ``(N, K, K)`` matrices are not positive
+    semi-definite (``PSD_TOL``). ``K = 2`` in closed form (the eigenvalues
+    ``m +- r``), larger ``K`` by ``eigvalsh``."""
+    K = h.shape[-1]
+    if K == 2:
+        a, c = h[..., 0, 0], h[..., 1, 1]
+        b = 0.5 * (h[..., 0, 1] + h[..., 1, 0])
+        m = 0.5 * (a + c)
+        r = jnp.sqrt(jnp.square(0.5 * (a - c)) + b * b)
+        lo, scale = m - r, jnp.abs(m) + r
+    else:
+        lam = jnp.linalg.eigvalsh(0.5 * (h + jnp.swapaxes(h, -1, -2)))
+        lo, scale = lam[..., 0], jnp.max(jnp.abs(lam), axis=-1)
+    return lo < -PSD_TOL * scale
+
+
+def apply_hessian_policy(loss, y, pred, h, policy: str, floor: float = HESSIAN_FLOOR,
+                         diagonal: bool = False):
     r"""The Hessian the trees use, under a policy.
 
     * ``"exact"``: h as autodiff (or the closed form) gives it.
@@ -128,13 +152,20 @@ def apply_hessian_policy(loss, y, pred, h, policy: str, floor: float = HESSIAN_F
     * ``"constant"``: ``h = 1`` per row (the identity for ``K x K``): the leaf value is
       then the regularised mean negative gradient, i.e. plain gradient boosting.
     * ``"expected"``: the objective's ``expected_hessian`` (Fisher information).
+    * ``"clip_negative"`` (the default of plain callables): the exact h where it is
+      ``>= 0``, negative h raised to the floor; so a convex loss keeps its exact h to the
+      bit. For ``K x K`` Hessians: the diagonal entries when the trees use the diagonal
+      (``diagonal``), else each matrix that is not positive semi-definite (``not_psd``)
+      gets its eigenvalues raised to the floor, the others are kept as they are.
 
     Args:
       loss: the loss (an ``Objective`` for ``"expected"``).
       y: ``(N,)`` labels; pred: ``(N,)`` or ``(N, K)`` margins.
       h: ``(N,)`` or ``(N, K, K)`` exact Hessians.
-      policy: one of the four names above.
+      policy: one of the five names above.
       floor: the clip floor.
+      diagonal: the trees use only the diagonal of ``K x K`` Hessians (one tree per
+        output, or ``multi_hessian="diagonal"``); only ``"clip_negative"`` reads it.
 
     Returns:
       h of the same shape.
@@ -143,11 +174,24 @@ def apply_hessian_policy(loss, y, pred, h, policy: str, floor: float = HESSIAN_F
       >>> import jax.numpy as jnp
       >>> apply_hessian_policy(None, None, None, jnp.array([-1.0, 2.0]), "clip").tolist()
       [9.999999974752427e-07, 2.0]
+      >>> apply_hessian_policy(None, None, None, jnp.array([-1.0, 0.0, 1e-9]),
+      ...                      "clip_negative").tolist()
+      [9.999999974752427e-07, 0.0, 9.999999717180685e-10]
     """
     if policy == "exact":
         return h
     if policy == "clip":
         return jnp.maximum(h, floor) if h.ndim == 1 else _clip_matrix(h, floor)
+    if policy == "clip_negative":
+        floor = jnp.asarray(floor, h.dtype)
+        if h.ndim == 1:
+            return jnp.where(h < 0, floor, h)
+        if diagonal:
+            return jnp.where(jnp.eye(h.shape[-1], dtype=bool) & (h < 0), floor, h)
+        bad = not_psd(h)
+        return jax.lax.cond(jnp.any(bad),
+                            lambda: jnp.where(bad[:, None, None], _clip_matrix(h, floor), h),
+                            lambda: h)
     if policy == "constant":
         return jnp.ones_like(h) if h.ndim == 1 else jnp.broadcast_to(
             jnp.eye(h.shape[-1], dtype=h.dtype), h.shape)
@@ -158,11 +202,11 @@ def apply_hessian_policy(loss, y, pred, h, policy: str, floor: float = HESSIAN_F
                              f"expected_hessian; {loss_name(loss)} has none")
         return jax.vmap(fn)(y, pred).astype(h.dtype).reshape(h.shape)
     raise ValueError(f"unknown hessian policy {policy!r}; expected one of "
-                     f"'exact', 'clip', 'constant', 'expected'")
+                     f"'exact', 'clip', 'constant', 'expected', 'clip_negative'")
 
 
 def grad_hess(loss, y, pred, sample_weight=None, *, hessian: str = "exact",
-              floor: float = HESSIAN_FLOOR):
+              floor: float = HESSIAN_FLOOR, diagonal: bool = False, census: bool = False):
     """Per-row g and h of ``loss`` at margins ``pred``.
 
     Args:
@@ -171,10 +215,16 @@ def grad_hess(loss, y, pred, sample_weight=None, *, hessian: str = "exact",
       pred: ``(N,)`` float32 margins, or ``(N, K)`` for a loss of ``K`` outputs.
       sample_weight: optional ``(N,)`` float32 weights multiplying g and h.
       hessian: Hessian policy (see ``apply_hessian_policy``).
-      floor: floor of the ``"clip"`` policy.
+      floor: floor of the ``"clip"`` and ``"clip_negative"`` policies.
+      diagonal: the trees use the diagonal of ``K x K`` Hessians (``apply_hessian_policy``).
+      census: also return the Hessian ``hessian_census`` should read: the exact one
+        (unweighted) under ``"exact"`` and ``"clip_negative"``, the policy's under
+        ``"expected"``, None under ``"clip"`` and ``"constant"`` (positive by
+        construction).
 
     Returns:
-      ``(g, h)`` float32: ``(N,)`` and ``(N,)``, or ``(N, K)`` and ``(N, K, K)``.
+      ``(g, h)`` float32: ``(N,)`` and ``(N,)``, or ``(N, K)`` and ``(N, K, K)``
+      (``(g, h, h_census)`` with ``census``).
 
     Example:
       >>> import jax.numpy as jnp
@@ -186,11 +236,53 @@ def grad_hess(loss, y, pred, sample_weight=None, *, hessian: str = "exact",
     g, h = jax.vmap(_row_grad_hess(loss, K))(y, pred)
     g = g.astype(FLOAT_DTYPE)
     h = h.astype(FLOAT_DTYPE)
-    h = apply_hessian_policy(loss, y, pred, h, hessian, floor)
+    h_exact = h
+    h = apply_hessian_policy(loss, y, pred, h, hessian, floor, diagonal)
+    seen = {"exact": h_exact, "clip_negative": h_exact, "expected": h}.get(hessian)
     if sample_weight is not None:
         g = g * (sample_weight if K == 1 else sample_weight[:, None])
         h = h * (sample_weight if K == 1 else sample_weight[:, None, None])
-    return g, h
+    return (g, h, seen) if census else (g, h)
+
+
+CENSUS = ("n_bad", "n_negative", "n_zero", "n_rows", "n_positive")
+"""The counts of ``hessian_census``, in order."""
+
+
+def hessian_census(g, h, counted, *, diagonal: bool = False):
+    """How many rows have a Hessian that cannot help: ``(5,)`` int32 (``CENSUS``).
+
+    Over the rows where ``counted`` (real rows of weight > 0): ``n_bad`` rows whose g or
+    h is NaN/inf; among the others ``n_negative`` rows with a negative h (``K x K``: a
+    negative diagonal entry when the trees use the diagonal, else a matrix that is not
+    positive semi-definite, ``not_psd``), ``n_zero`` rows whose h is 0 (every diagonal
+    entry) while g is not (a gradient with no curvature), ``n_positive`` rows with some
+    positive curvature; ``n_rows`` the counted rows. Local sums: callers reduce them
+    over devices.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> hessian_census(jnp.array([1., 1., 0., 1.]), jnp.array([-1., 0., 0., 2.]),
+      ...                jnp.ones(4, bool)).tolist()
+      [0, 1, 1, 4, 1]
+    """
+    if h.ndim == 1:
+        finite = jnp.isfinite(g) & jnp.isfinite(h)
+        neg, zero, pos, moves = h < 0, h == 0, h > 0, g != 0
+    else:
+        finite = jnp.all(jnp.isfinite(g), axis=1) & jnp.all(jnp.isfinite(h), axis=(1, 2))
+        d = jnp.diagonal(h, axis1=1, axis2=2)
+        neg = jnp.any(d < 0, axis=1) if diagonal else not_psd(h)
+        zero = jnp.all(d == 0, axis=1) & ~neg
+        pos = jnp.any(d > 0, axis=1) & ~neg
+        moves = jnp.any(g != 0, axis=1)
+    ok = counted & finite
+
+    def count(x):
+        return jnp.sum(x & ok, dtype=jnp.int32)
+
+    return jnp.stack([jnp.sum(counted & ~finite, dtype=jnp.int32), count(neg),
+                      count(zero & moves), jnp.sum(counted, dtype=jnp.int32), count(pos)])
 
 
 def model_grad_hess(loss, y, pred, sample_weight=None, *, hessian: str = "exact",
@@ -216,8 +308,29 @@ def model_grad_hess(loss, y, pred, sample_weight=None, *, hessian: str = "exact"
 @functools.partial(jax.jit, static_argnames=("family", "hessian", "diagonal"))
 def _model_grad_hess(family, values, y, pred, sample_weight, floor, *, hessian, diagonal):
     g, h = grad_hess(bind_loss(family, values), y, pred, sample_weight, hessian=hessian,
-                     floor=floor)
+                     floor=floor, diagonal=diagonal)
     return g, (jnp.diagonal(h, axis1=1, axis2=2) if diagonal and h.ndim == 3 else h)
+
+
+def start_census(loss, y, pred, w, valid, *, hessian: str, floor: float = HESSIAN_FLOOR,
+                 diagonal: bool = False, loss_params=None):
+    """``hessian_census`` of ``loss`` at margins ``pred`` (e.g. the start margins), as
+    one compiled program (the loss's continuous hyperparameters traced; with
+    ``loss_params``, ``loss`` is the family and these its values, as in
+    ``fit_base_margin``). ``w`` ``(N,)`` weights, ``valid`` ``(N,)`` real rows. Returns
+    a ``(5,)`` int32 JAX array (``CENSUS``)."""
+    family, values = split_loss(loss) if loss_params is None else (loss, loss_params)
+    return _start_census(family, values, y, pred, w, valid, jnp.float32(floor),
+                         hessian=hessian, diagonal=bool(diagonal))
+
+
+@functools.partial(jax.jit, static_argnames=("family", "hessian", "diagonal"))
+def _start_census(family, values, y, pred, w, valid, floor, *, hessian, diagonal):
+    g, _, seen = grad_hess(bind_loss(family, values), y, pred, None, hessian=hessian,
+                           floor=floor, diagonal=diagonal, census=True)
+    if seen is None:
+        seen = jnp.ones(pred.shape if pred.ndim == 1 else pred.shape + pred.shape[-1:])
+    return hessian_census(g, seen, valid & (w > 0), diagonal=diagonal)
 
 
 def check_loss(loss, y_row, pred_row):

@@ -35,9 +35,10 @@ from typing import Any, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.sharding import PartitionSpec as P
 
-from .autodiff import bind_loss, grad_hess
+from .autodiff import bind_loss, grad_hess, hessian_census
 from .exact import to_grid
 from .groups import group_grad_hess
 from .grow import TreeSpec, grow_tree, grow_vector_tree
@@ -172,23 +173,47 @@ def _stored(tree, zero):
     return dict(tree, value=jax.lax.bitcast_convert_type(bits, jnp.float32))
 
 
+FLAG_FIELDS = ("bad_round", "n_bad", "negative_round", "n_negative", "zero_round",
+               "n_zero", "n_rows", "flat_round")
+"""A model's ``flag``, int32, carried over a training call's rounds: the first round
+whose g or h had a non-finite value and how many rows had one; the round with the most
+rows of negative h (``autodiff.hessian_census``) and that count; the same for rows whose
+h is 0 while g is not; the real rows of weight > 0; the first round at which no row had
+positive curvature (the trees could only grow leaves of value 0). Rounds are counted
+from the call's start, -1 when none."""
+
+
+def new_flags(n_models: int) -> np.ndarray:
+    """``(n_models, len(FLAG_FIELDS))`` int32 flags of models that ran no round yet."""
+    return np.tile(np.array([-1, 0, -1, 0, -1, 0, 0, -1], np.int32), (n_models, 1))
+
+
+def uses_diagonal(spec) -> bool:
+    """Whether the trees of ``spec`` use only the diagonal of ``K x K`` Hessians."""
+    return spec.n_outputs > 1 and (spec.diagonal or not spec.multi_output_tree)
+
+
 def gradients(spec, rows, shared, hyper, loss, margin, rk):
-    """``(g, h)`` of every row of this device: weighted, Hessian policy applied."""
+    """``(g, h, seen)`` of every row of this device: g and h weighted, Hessian policy
+    applied; ``seen`` the Hessian ``autodiff.hessian_census`` reads (None when the
+    policy makes every h positive)."""
     if spec.group_max is not None:  # a group loss (jaxboost.engine.groups)
-        return group_grad_hess(loss, rows.y, margin, rows.w, shared.gidx,
+        g, h = group_grad_hess(loss, rows.y, margin, rows.w, shared.gidx,
                                jax.random.fold_in(rk, 2), exact_max=spec.group_max,
                                hessian=spec.hessian, floor=hyper.hessian_floor)
+        return g, h, (None if spec.hessian in ("clip", "constant") else h)
     return grad_hess(loss, rows.y, margin, rows.w, hessian=spec.hessian,
-                     floor=hyper.hessian_floor)
+                     floor=hyper.hessian_floor, diagonal=uses_diagonal(spec), census=True)
 
 
 def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margin, r, eta,
                 *, axis=None, n_shards: int = 1):
     """One round of one model on this device's rows.
 
-    Returns ``(margin, trees, n_bad)``: the new margins, the round's trees (dict of
-    ``(trees_per_round, M)`` arrays) and the number of real rows whose g or h was not
-    finite (their g and h are zeroed).
+    Returns ``(margin, trees, census)``: the new margins, the round's trees (dict of
+    ``(trees_per_round, M)`` arrays) and the ``(5,)`` int32 ``autodiff.hessian_census``
+    of this round's g and h over every device's rows (``census[0]``: the real rows whose
+    g or h was not finite; their g and h are zeroed).
     """
     K, tpr = spec.n_outputs, spec.trees_per_round
     reduce = (lambda x: jax.lax.psum(x, axis)) if axis is not None else (lambda x: x)
@@ -201,10 +226,16 @@ def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margi
     n_total = shared.n_total
     F = shared.cuts_ext.shape[0]
 
-    g, h = gradients(spec, rows, shared, hyper, loss, margin, rk)
+    g, h, seen = gradients(spec, rows, shared, hyper, loss, margin, rk)
     bad = ~(jnp.isfinite(g) & jnp.isfinite(h) if K == 1 else
             jnp.all(jnp.isfinite(g), axis=1) & jnp.all(jnp.isfinite(h), axis=(1, 2)))
-    n_bad = reduce(jnp.sum(bad & rows.valid, dtype=jnp.int32))
+    n_bad = jnp.sum(bad & rows.valid, dtype=jnp.int32)
+    if seen is None:  # "clip", "constant": no h is zero or negative
+        census = jnp.stack([n_bad, 0, 0, 0, 0]).astype(jnp.int32)
+    else:
+        census = hessian_census(g, seen, rows.valid & (rows.w > 0),
+                                diagonal=uses_diagonal(spec)).at[0].set(n_bad)
+    census = reduce(census)
     keep = ~bad
     if spec.row_sampling:
         keep = keep & (row_mask(rk, rows.y.shape[0], hyper.ratios[SUBSAMPLE], offset=offset,
@@ -253,15 +284,30 @@ def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margi
         _, (trees, deltas) = jax.lax.scan(one_output, None, jnp.arange(K))
         delta = deltas.T
     assert trees["feature"].shape[0] == tpr
-    return margin + delta, trees, n_bad
+    return margin + delta, trees, census
+
+
+def update_flag(flag, r, census):
+    """The ``flag`` (``FLAG_FIELDS``) after round ``r`` with ``census``
+    (``autodiff.CENSUS``)."""
+    n_bad, n_neg, n_zero, n_rows, n_pos = (census[i] for i in range(5))
+    first = (flag[0] < 0) & (n_bad > 0)
+    more_neg = n_neg > flag[3]
+    more_zero = n_zero > flag[5]
+    flat = (flag[7] < 0) & (n_rows > 0) & (n_pos == 0) & (n_neg == 0) & (n_zero > 0)
+    return jnp.stack([jnp.where(first, r, flag[0]), jnp.where(first, n_bad, flag[1]),
+                      jnp.where(more_neg, r, flag[2]), jnp.where(more_neg, n_neg, flag[3]),
+                      jnp.where(more_zero, r, flag[4]), jnp.where(more_zero, n_zero, flag[5]),
+                      jnp.maximum(flag[6], n_rows), jnp.where(flat, r, flag[7])])
 
 
 def model_chunk(spec, chunk, rows, shared, hyper, margin, flag, rounds, *, axis, n_shards):
     """``chunk`` rounds of one model: a scan of ``boost_round`` (rounds at or past
     ``rounds.n_rounds`` are skipped and give empty trees).
 
-    ``flag`` ``(2,)`` int32 records the first round whose g or h had a non-finite
-    value (-1 if none) and how many rows had one; ``rounds.etas`` is this model's
+    ``flag`` (``FLAG_FIELDS``, int32) records the first round whose g or h had a
+    non-finite value and how many rows had one, and the rounds of the most rows whose h
+    could not help (``update_flag``); ``rounds.etas`` is this model's
     ``(chunk,)`` learning rates. Returns ``(margin, flag, trees)``
     with ``chunk * trees_per_round`` trees.
     """
@@ -277,12 +323,10 @@ def model_chunk(spec, chunk, rows, shared, hyper, margin, flag, rounds, *, axis,
                                axis=axis, n_shards=n_shards)
 
         def skip(margin):
-            return margin, empty_trees(spec, tpr), jnp.int32(0)
+            return margin, empty_trees(spec, tpr), jnp.zeros(5, jnp.int32)
 
-        margin, trees, n_bad = jax.lax.cond(r < rounds.n_rounds, run, skip, margin)
-        first = (flag[0] < 0) & (n_bad > 0)
-        flag = jnp.where(first, jnp.stack([r, n_bad]), flag)
-        return (margin, flag), trees
+        margin, trees, census = jax.lax.cond(r < rounds.n_rounds, run, skip, margin)
+        return (margin, update_flag(flag, r, census)), trees
 
     (margin, flag), trees = jax.lax.scan(one_round, (margin, flag),
                                          jnp.arange(chunk, dtype=jnp.int32))
@@ -327,8 +371,9 @@ def run_chunk(specs, chunk, mesh, rows, shared, hypers, margins, flags, rounds, 
       rows, shared: ``Rows`` and ``Shared`` (see above).
       hypers: per group, a ``Hyper`` whose leaves have a leading model axis ``(M_g,)``.
       margins: per group ``(M_g, N[, K])`` float32 margins (donated).
-      flags: per group ``(M_g, 2)`` int32: each model's first round whose g or h had a
-        non-finite value (-1 if none) and how many rows had one.
+      flags: per group ``(M_g, len(FLAG_FIELDS))`` int32: each model's ``flag`` (the
+        first round whose g or h had a non-finite value and how many rows had one; rows
+        whose h could not help, see ``FLAG_FIELDS``).
       rounds: ``Rounds``; ``rounds.etas`` is a tuple of ``(M_g, chunk)`` per group.
       counts: ``(n_groups,)`` int32, models per group (the loops' trip counts).
 

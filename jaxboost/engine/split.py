@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+from jax.scipy.linalg import cho_solve
 
 from .._types import ACC_DTYPE, FLOAT_DTYPE, INDEX_DTYPE, MIN_SPLIT_GAIN
 
@@ -208,8 +209,10 @@ def vector_weight_score(G, Hc, dyn, *, diagonal: bool):
               when it is} > 0), \qquad S = -(2 t^\top w^* + {w^*}^\top A w^*)
 
     which is :math:`t^\top A^{-1} t` without clipping. ``diagonal`` keeps only the
-    diagonal of H (K independent scalar problems). Nodes whose cover ``trace(H)`` is
-    ``<= 0`` or below ``min_child_weight`` get ``w = 0`` and score 0.
+    diagonal of H (K independent scalar problems; an output whose ``H_kk + lambda <= 0``
+    gets ``w_k = 0``). Nodes whose cover ``trace(H)`` is ``<= 0`` or below
+    ``min_child_weight``, and nodes whose ``A`` is not positive definite (the quadratic
+    model has no minimum: an indefinite exact Hessian), get ``w = 0`` and score 0.
 
     Args:
       G: ``(..., K)`` float64 gradient sums; Hc: ``(..., P)`` Hessian channels
@@ -227,12 +230,15 @@ def vector_weight_score(G, Hc, dyn, *, diagonal: bool):
         Hd = Hc
         cover = jnp.sum(Hd, axis=-1)
         A = Hd + lam
-        w = -t / jnp.where(A > 0, A, 1.0)
+        w = jnp.where(A > 0, -t / jnp.where(A > 0, A, 1.0), 0.0)
     else:
         A = unpack_hessian(Hc, K, False) + lam * jnp.eye(K, dtype=G.dtype)
         cover = jnp.trace(A, axis1=-2, axis2=-1) - K * lam
-        # K is small: a batched Cholesky-free solve through the LU of every A.
-        w = -jnp.linalg.solve(A, t[..., None])[..., 0]
+        # K is small: a batched Cholesky solve of every A. An A that is not positive
+        # definite (an indefinite exact Hessian) has no Cholesky factor: its w is NaN,
+        # so the node makes no step (below), as a scalar leaf of H <= 0 does.
+        L = jnp.linalg.cholesky(A)
+        w = -cho_solve((L, True), t[..., None])[..., 0]
     w = jnp.where(mds > 0, jnp.clip(w, -mds, mds), w)
     ok = (cover > 0) & (cover >= mcw) & jnp.all(jnp.isfinite(w), axis=-1)
     w = jnp.where(ok[..., None], w, 0.0)

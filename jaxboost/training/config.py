@@ -52,10 +52,11 @@ def resolve_outputs(loss, n_outputs) -> int:
 
 
 def resolve_policies(loss, hessian, refit, K, mesh):
-    """Validated ``(hessian policy, refit spec)``; ``"auto"`` takes the objective's."""
+    """Validated ``(hessian policy, refit spec)``; ``"auto"`` takes the objective's
+    (for a plain callable: ``"clip_negative"`` and no refit)."""
     is_obj = isinstance(loss, Objective)
-    if hessian == "auto":
-        hessian = loss.hessian if is_obj else "exact"
+    if hessian == "auto":  # a plain callable: exact h, negatives raised to the floor
+        hessian = loss.hessian if is_obj else "clip_negative"
     if hessian not in HESSIAN_POLICIES:
         raise ValueError(f"hessian must be 'auto' or one of {HESSIAN_POLICIES}, "
                          f"got {hessian!r}")
@@ -289,6 +290,7 @@ class Settings:
     mesh: Any
     quantize: bool
     feature_names: Optional[list]
+    from_auto: tuple = ()  # of "hessian", "refit": the policies resolved from "auto"
 
     @property
     def trees_per_round(self) -> int:
@@ -387,6 +389,8 @@ def configure(args: dict):
         refit, hessian = None, ("exact" if hessian == "auto" else hessian)
         if base_margin is None:
             base_margin = 0.0
+    from_auto = tuple(k for k, v in (("hessian", hessian), ("refit", refit))
+                      if isinstance(v, str) and v == "auto")
     hessian, refit = resolve_policies(loss, hessian, refit, K, mesh)
     if a["multi_strategy"] not in ("one_output_per_tree", "multi_output_tree"):
         raise ValueError(f"multi_strategy must be 'one_output_per_tree' or "
@@ -420,7 +424,7 @@ def configure(args: dict):
         seed=seed, n_rounds=n_rounds, start_round=start_round, base_margin=base_margin,
         init_model=init_model, group=group, eval_metric=eval_metric,
         callbacks=tuple(callbacks), verbose=verbose, mesh=mesh, quantize=a["quantize"],
-        feature_names=names)
+        feature_names=names, from_auto=from_auto)
     return settings, Xf, yf, wf
 
 

@@ -22,6 +22,7 @@ from ..engine.round import Rounds, run_chunk
 from ..engine.tree import Ensemble
 from ..errors import LossError
 from ..parallel import distributed as dist
+from . import hessian
 from .evaluation import evaluate_chunk
 
 ROUNDS_PER_DISPATCH = 10
@@ -52,6 +53,8 @@ class ModelRun:
         self.label = label
         self.stop = None  # the last round kept, once stopped
         self.values = None
+        self.flag = None  # the last flag read (engine.round.FLAG_FIELDS)
+        self.warned = False
 
     def booster(self, n_new_rounds):
         return self.assemble(self, n_new_rounds)
@@ -73,8 +76,10 @@ class ModelRun:
     def read(self, flag, values, r0, chunk):
         """Process the rounds of one chunk on the host; the stop round or None."""
         s = self.s
-        bad_round, n_bad = (int(v) for v in np.asarray(flag))
+        self.flag = np.asarray(flag)
+        bad_round, n_bad = (int(v) for v in self.flag[:2])
         if bad_round >= 0:
+            self.warn_hessian()
             kept = (f"The model of rounds 0..{bad_round - 1} is attached as error.booster."
                     if bad_round > 0 else "No round completed.")
             raise LossError(
@@ -95,6 +100,13 @@ class ModelRun:
                 if any(stops):
                     return r0 + i
         return None
+
+    def warn_hessian(self):
+        """The call's one ``HessianWarning`` (``hessian.warning``), if its Hessians could
+        not help on some rows; from the last flag read (the worst round of the call)."""
+        if self.flag is not None and not self.warned:
+            self.warned = True
+            hessian.warn(self.s, self.flag, label=self.label)
 
     def close(self):
         for cb in self.callbacks:
@@ -126,6 +138,7 @@ def run(models, program, n_rounds, on_chunk=lambda r0: None):
                     g, i = m.where
                     m.dispatch_eval({k: v[i] for k, v in trees[g].items()})
             if pending is not None and _read(models, pending, chunk, multi):
+                _warn(models)
                 return
             for m in models:
                 if m.stop is None:
@@ -137,6 +150,7 @@ def run(models, program, n_rounds, on_chunk=lambda r0: None):
                                    for m in models])
         if pending is not None:
             _read(models, pending, chunk, multi)
+        _warn(models)
     finally:
         for m in models:
             m.close()
@@ -157,6 +171,11 @@ def _read(models, pending, chunk, multi) -> bool:
         if stop is not None:
             m.stop = stop
     return all(m.stop is not None for m in models)
+
+
+def _warn(models):
+    for m in models:
+        m.warn_hessian()
 
 
 def new_rounds(m) -> int:

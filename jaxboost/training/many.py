@@ -26,11 +26,13 @@ from .. import compile_cache
 from .._validation import check_int
 from ..engine.autodiff import HESSIAN_FLOOR
 from ..engine.binning import QUANTILE_SAMPLE_ROWS
+from ..engine.round import new_flags
 from ..parallel import distributed as dist
 from . import loop
 from .config import configure, resolve_objective
 from .data import base_margin, prepare
 from .evaluation import eval_metrics, eval_sets
+from .hessian import guard_start
 from .program import hyper, round_spec, stack
 from .train import finish, model_run
 
@@ -205,6 +207,9 @@ def train_many(configs, X, y, *, objective=None, n_rounds: int = 100, max_depth:
     specs, runs, members, preps = [], [], [], []
     for i, s in enumerate(settings):
         p = prep._replace(base=base_margin(s, layout, prep.rows, y_pad, w_pad), margin=None)
+        s = settings[i] = guard_start(s, round_spec(s, p), prep.rows,
+                                      layout.put(_start(s, p)),
+                                      label=f"configuration {i}: ")
         preps.append(p)
         spec = round_spec(s, p)
         if spec not in specs:
@@ -221,8 +226,7 @@ def train_many(configs, X, y, *, objective=None, n_rounds: int = 100, max_depth:
     hypers = tuple(stack([hyper(runs[i].s) for i in m], layout.replicate) for m in members)
     margins = tuple(layout.put(np.stack([_start(settings[i], preps[i]) for i in m]),
                                feature_major=True) for m in members)
-    flags = tuple(layout.replicate(np.tile(np.array([-1, 0], np.int32), (len(m), 1)))
-                  for m in members)
+    flags = tuple(layout.replicate(new_flags(len(m))) for m in members)
     program = (tuple(specs), layout.mesh, prep.rows, prep.shared, hypers, margins, flags,
                layout.replicate(np.array([len(m) for m in members], np.int32)), 0)
     loop.run(runs, program, n_rounds)

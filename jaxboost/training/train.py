@@ -19,6 +19,7 @@ from .. import compile_cache
 from ..booster import Booster
 from ..callbacks import EarlyStopping, Progress
 from ..engine.autodiff import HESSIAN_FLOOR
+from ..engine.round import new_flags
 from ..parallel import distributed as dist
 from . import loop
 from .config import configure
@@ -34,6 +35,7 @@ from .evaluation import (
     place,
     plan_metrics,
 )
+from .hessian import guard_start
 from .program import hyper, round_spec, stack
 
 
@@ -125,9 +127,19 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
       hessian: the Hessian the trees use: ``"exact"`` (autodiff), ``"clip"`` (raised to
         ``hessian_floor``; eigenvalues for K x K Hessians), ``"constant"`` (1 per row:
         plain gradient boosting), ``"expected"`` (the objective's Fisher information),
-        or ``"auto"``: the objective's default (``"exact"`` for plain callables). See
-        ``jaxboost.engine.autodiff.apply_hessian_policy``.
-      hessian_floor: floor of ``hessian="clip"`` (default ``1e-6``).
+        ``"clip_negative"`` (autodiff's, only negative values, or K x K matrices that
+        are not positive semi-definite, raised to ``hessian_floor``), or ``"auto"``:
+        the objective's default, ``"clip_negative"`` for plain callables (a convex loss
+        keeps its exact h to the bit). Under ``"auto"`` a plain callable whose Hessian
+        is 0 on every row at the start margin (``jnp.abs(y - f)``, pinball, hinge)
+        trains with ``"constant"`` (and ``refit="newton"`` when ``refit`` is
+        ``"auto"``) instead of a constant model, with a ``jaxboost.HessianWarning``.
+        Rows whose h is negative (K x K: not positive semi-definite), or 0 where g is
+        not, are counted every round and reported once per call as a
+        ``HessianWarning`` (share of rows, round, options) when they reach 0.1 % of the
+        rows. See ``jaxboost.engine.autodiff.apply_hessian_policy``.
+      hessian_floor: floor of ``hessian="clip"`` and ``"clip_negative"`` (default
+        ``1e-6``).
       refit: re-solve leaf values on the true loss after each tree is grown:
         ``"newton"``, ``"quantile"`` (weighted ``alpha``-quantile of residuals, ``alpha``
         from the objective, else 0.5), ``None`` (no refit) or ``"auto"`` (the
@@ -187,6 +199,9 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
       ``Booster`` with ``history`` (``{data_name: {metric: [per round]}}``),
       ``best_iteration`` and ``best_score`` (with early stopping, else None).
 
+    Warns:
+      HessianWarning: the Hessian could not help on some rows (see ``hessian``).
+
     Raises:
       DataError: bad X, y, sample_weight or evaluation data (a ``ValueError``).
       ValueError, TypeError: bad parameters (raised before any training).
@@ -220,6 +235,7 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
              else contextlib.nullcontext())
     with guard:  # several processes: a lost peer ends this one with a clear message
         prep = prepare(s, Xf, yf, wf)
+        s = guard_start(s, round_spec(s, prep), prep.rows, prep.margin[0])
         layout, p = prep.layout, s.params
         evals = eval_sets(eval_set, prep.edges, s.loss, Xf.shape[1], s.feature_names,
                           gather=multi, eval_group=eval_group)
@@ -229,7 +245,7 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         program = ((round_spec(s, prep, native_threads=None if layout.per_process == 1
                                else 1),), layout.mesh, prep.rows, prep.shared,
                    (stack([hyper(run_.s)], layout.replicate),), (prep.margin,),
-                   (layout.replicate(np.array([[-1, 0]], np.int32)),),
+                   (layout.replicate(new_flags(1)),),
                    layout.replicate(np.array([1], np.int32)), s.start_round)
         loop.run([run_], program, s.n_rounds, on_chunk=lambda r0: status.update(round=r0))
         return finish(run_)
