@@ -112,7 +112,8 @@ def test_non_finite_gradient_names_configuration_loss_and_round(data):
         return (y - f) ** 2 + 1e-3 * jnp.sqrt(0.9 - f)
 
     with pytest.raises(LossError, match=r"configuration 1: the loss \S*log_loss_of_margin "
-                                        r"gave NaN.* at round \d+") as err:
+                                        r"gave NaN.* at round \d+") as err, \
+            pytest.warns(jaxboost.HessianWarning, match="configuration 1: .* negative"):
         jaxboost.train_many(["squared", {"objective": log_loss_of_margin,
                                          "base_margin": 0.5}], X, y, n_rounds=10,
                             max_depth=3)

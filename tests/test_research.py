@@ -5,6 +5,8 @@ solves computed here with NumPy), brute-force minimisation, XGBoost and LightGBM
 the same test.
 """
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -283,8 +285,14 @@ def test_cauchy_and_focal_train_without_nan_and_beat_the_constant():
     # default (expected Hessian) and clip beat the constant on the clean rows; the exact
     # Hessian, negative for outliers, still trains without NaN
     for hessian, factor in (("auto", 0.5), ("clip", 0.8), ("exact", None)):
-        bst = jaxboost.train(objectives.cauchy, X[tr], y[tr], n_rounds=50, learning_rate=0.2,
-                             max_depth=3, hessian=hessian)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            bst = jaxboost.train(objectives.cauchy, X[tr], y[tr], n_rounds=50,
+                                 learning_rate=0.2, max_depth=3, hessian=hessian)
+        # only the exact Hessian is used where it is negative, and the user is told
+        told = [w for w in seen if issubclass(w.category, jaxboost.HessianWarning)]
+        assert (len(told) == 1 and "is negative on" in str(told[0].message)) == \
+            (hessian == "exact"), (hessian, [str(w.message) for w in told])
         pred = bst.predict(X[te])
         assert np.all(np.isfinite(pred)), hessian
         if factor is not None:
