@@ -33,8 +33,11 @@ level, which starts right after them). The padding costs little where work is pe
 What is left at full width is per-level ``(W,)`` bookkeeping and, with the native
 kernel, zeroing its ``(F, W / 2, B)`` output past the live nodes: measured at 1M rows
 (W1, 25 rounds) depth 6 trains as fast as the unrolled builder, depth 10 about 20 %
-slower; compile time (fresh process, 10k rows) is 2.1 s at depth 6 and 2.2 s at depth 8
-against 1.75 s at depth 2 (unrolled: 3.2 s and 4.5 s), ``benchmarks/compile_depth.py``.
+slower; compile time (fresh process, 10k rows) was 2.1 s at depth 6 and 2.2 s at depth 8
+against 1.75 s at depth 2 (unrolled: 3.2 s and 4.5 s), ``benchmarks/compile_depth.py``,
+with the root still outside the loop; with it inside, the tree builder alone compiles in
+1.7 CPU s at depth 6 against 2.6 (``SPLIT_CHUNK`` 4: 40 rounds at 300k rows, depth 6,
+take 1.43 CPU s against 1.64 before).
 
 gamma pruning and each row's leaf are loops over levels too. Every node's arithmetic
 is the same as level by level with exact shapes, so the trees are bit-identical.
