@@ -111,11 +111,17 @@ def objective_from_dict(d, K):
     except (TypeError, ValueError):
         fail(f"{where}.params", f"a valid number of outputs for objectives.{name}",
               dict(obj.params))
+    return _sized(obj, k, K, lambda: ModelFormatError(
+        f"{where}: objectives.{name} has {k} output(s) but n_outputs is {K}"))
+
+
+def _sized(obj, k, K, error):
+    """``obj`` with ``K`` outputs: an entry whose class count is a parameter gets it,
+    one with ``k != K`` fixed outputs raises ``error()``."""
     if k is None and isinstance(obj.n_outputs, str):
-        obj = obj.with_params(**{obj.n_outputs: K})
-    elif k != K:
-        raise ModelFormatError(f"{where}: objectives.{name} has {k} output(s) but "
-                               f"n_outputs is {K}")
+        return obj.with_params(**{obj.n_outputs: K})
+    if k != K:
+        raise error()
     return obj
 
 
@@ -170,9 +176,6 @@ def given_objective(objective, K):
     objective = resolve_objective(objective)  # name -> entry; ValueError / TypeError
     if isinstance(objective, Objective):
         k = objective.outputs
-        if k is None and isinstance(objective.n_outputs, str):
-            objective = objective.with_params(**{objective.n_outputs: K})
-        elif k != K:
-            raise ValueError(f"objective {objective!r} has {k} output(s) but the model "
-                             f"has {K}")
+        objective = _sized(objective, k, K, lambda: ValueError(
+            f"objective {objective!r} has {k} output(s) but the model has {K}"))
     return objective
