@@ -48,6 +48,19 @@ if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", "")
     use_cpu_devices(4)
 
 
+def binnable_features(rng, N=400, F=5):
+    """Features whose values all fit in the bins, so jaxboost's and XGBoost's hist bins
+    coincide: half-integers, a one-decimal normal, a three-level column (one level
+    rare), and 15 % NaN in features 1 and 3. Draws from ``rng`` (the caller goes on
+    drawing labels from it)."""
+    X = rng.integers(0, 25, size=(N, F)).astype(np.float32) * 0.5
+    X[:, 2] = rng.normal(size=N).round(1)
+    X[:, 4] = rng.integers(0, 3, size=N)
+    for f in (1, 3):
+        X[rng.random(N) < 0.15, f] = np.nan
+    return X
+
+
 @pytest.fixture(scope="session")
 def small_binary():
     """300 x 4 Gaussian features, a logistic label from two of them."""

@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pytest
+from conftest import binnable_features
 
 import jaxboost
 import objectives
@@ -20,12 +21,8 @@ LR = 0.3
 @pytest.fixture(scope="module")
 def data():
     rng = np.random.default_rng(0)
-    N, F = 400, 5
-    X = rng.integers(0, 25, size=(N, F)).astype(np.float32) * 0.5
-    X[:, 2] = rng.normal(size=N).round(1)
-    X[:, 4] = rng.integers(0, 3, size=N)  # three levels, one of them rare below
-    for f in (1, 3):
-        X[rng.random(N) < 0.15, f] = np.nan
+    X = binnable_features(rng)
+    N = X.shape[0]
     logit = (0.4 * np.nan_to_num(X[:, 0] - 6) - 0.8 * X[:, 2]
              + 0.3 * np.nan_to_num(X[:, 1], nan=3.0) - 1 + 0.5 * X[:, 4])
     yb = (rng.random(N) < 1 / (1 + np.exp(-logit))).astype(np.float32)

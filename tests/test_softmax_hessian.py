@@ -10,6 +10,7 @@ weight by 1.
 
 import numpy as np
 import pytest
+from conftest import binnable_features
 
 import jaxboost
 import objectives
@@ -34,12 +35,8 @@ IDS = ["hist-defaults", "hist-regularised", "exact-gamma"]
 def data():
     """400 rows, 5 features of few distinct values (two with 15 % NaN), 3 classes."""
     rng = np.random.default_rng(0)
-    N, F = 400, 5
-    X = rng.integers(0, 25, size=(N, F)).astype(np.float32) * 0.5
-    X[:, 2] = rng.normal(size=N).round(1)
-    X[:, 4] = rng.integers(0, 3, size=N)
-    for f in (1, 3):
-        X[rng.random(N) < 0.15, f] = np.nan
+    X = binnable_features(rng)
+    N = X.shape[0]
     logits = np.stack([0.4 * np.nan_to_num(X[:, 0] - 6), -0.8 * X[:, 2] + 0.5 * X[:, 4],
                        0.3 * np.nan_to_num(X[:, 1], nan=3.0) - 1], axis=1)
     P = np.exp(logits)
