@@ -9,7 +9,7 @@ set watched by early stopping, then writes three PNG files with ``jaxboost.plott
 
     python examples/plots.py [--out plots_output] [--rounds 300] [--tree 0]
 
-Needs matplotlib (``pip install jaxboost[plot]``).
+Needs matplotlib (the ``plot`` extra: ``pip install ".[plot]"`` from a checkout).
 """
 
 from __future__ import annotations

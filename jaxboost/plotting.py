@@ -1,6 +1,6 @@
 """Figures: learning curves, feature importance and single trees.
 
-Needs matplotlib (``pip install jaxboost[plot]``). matplotlib is imported inside the
+Needs matplotlib (the ``plot`` extra). matplotlib is imported inside the
 functions, never when jaxboost is imported, and the global backend is left alone: a
 figure that is only saved (``path`` given) is drawn on its own Agg canvas and never
 registered with pyplot, so saving works without a display and opens no window. With
@@ -26,8 +26,9 @@ def _matplotlib():
     try:
         import matplotlib
     except ImportError as e:
-        raise ImportError("jaxboost's plots need matplotlib: pip install jaxboost[plot] "
-                          "(or pip install matplotlib)") from e
+        raise ImportError("jaxboost's plots need matplotlib: pip install matplotlib, or "
+                          "install jaxboost with its plot extra (pip install '.[plot]' "
+                          "from a checkout)") from e
     return matplotlib
 
 
@@ -118,7 +119,7 @@ def plot_comparison(comparison, path=None, *, data=None, metrics=None, title=Non
       The ``matplotlib.figure.Figure`` (x: rounds ``k`` of the model ``booster[:k]``).
 
     Raises:
-      ImportError: matplotlib is not installed (``pip install jaxboost[plot]``).
+      ImportError: matplotlib is not installed (the ``plot`` extra).
       KeyError: an unknown data set or metric name.
     """
     _matplotlib()
@@ -171,7 +172,7 @@ def plot_learning_curves(curves, path=None, *, title=None, dpi: int = 120):
       The ``matplotlib.figure.Figure``.
 
     Raises:
-      ImportError: matplotlib is not installed (``pip install jaxboost[plot]``).
+      ImportError: matplotlib is not installed (the ``plot`` extra).
     """
     _matplotlib()
     names = _metric_names(curves)
@@ -211,7 +212,7 @@ def plot_history(booster, path=None, *, metrics=None, data=None, title=None,
       The ``matplotlib.figure.Figure``.
 
     Raises:
-      ImportError: matplotlib is not installed (``pip install jaxboost[plot]``).
+      ImportError: matplotlib is not installed (the ``plot`` extra).
       ValueError: the booster has no history (train with ``eval_set=``).
       KeyError: an unknown data set or metric name.
     """
@@ -299,7 +300,7 @@ def plot_importance(booster, path=None, *, importance_type: str = "gain",
       The ``matplotlib.figure.Figure``.
 
     Raises:
-      ImportError: matplotlib is not installed (``pip install jaxboost[plot]``).
+      ImportError: matplotlib is not installed (the ``plot`` extra).
       ValueError: an unknown ``importance_type`` or a ``max_features`` below 1.
     """
     _matplotlib()
@@ -381,7 +382,7 @@ def plot_tree(booster, tree_index: int = 0, path=None, *, precision: int = 3, ti
       The ``matplotlib.figure.Figure``.
 
     Raises:
-      ImportError: matplotlib is not installed (``pip install jaxboost[plot]``).
+      ImportError: matplotlib is not installed (the ``plot`` extra).
       IndexError: ``tree_index`` is out of range.
     """
     _matplotlib()

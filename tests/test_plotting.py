@@ -285,7 +285,8 @@ def test_missing_matplotlib_says_how_to_install(stopped, monkeypatch):
     for call in (lambda: plotting.plot_history(stopped),
                  lambda: plotting.plot_importance(stopped),
                  lambda: plotting.plot_tree(stopped)):
-        with pytest.raises(ImportError, match=r"pip install jaxboost\[plot\]"):
+        with pytest.raises(ImportError,
+                           match=r"pip install matplotlib.*plot extra \(pip install '\.\[plot\]'"):
             call()
 
 
