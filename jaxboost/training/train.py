@@ -28,6 +28,7 @@ from .evaluation import (
     EvalPlan,
     MetricPlan,
     TreePlan,
+    check_host,
     eval_metrics,
     eval_sets,
     link_of,
@@ -273,8 +274,9 @@ def model_run(s, prep, evals, metrics, where, *, early_stopping, label=""):
                         MetricPlan(plan_metrics(metrics, s.family), link_of(s.loss),
                                    e.grouped))
         data_, n = place(e, pads(metrics) and not e.grouped, layout.replicate)
-        placed.append((e, plan, data_, layout.replicate(start_margins(s, prep.base, e.X,
-                                                                        e.n, n))))
+        start = start_margins(s, prep.base, e.X, e.n, n)
+        check_host(metrics, e, start, link_of(s.loss))  # host metrics, before any round
+        placed.append((e, plan, data_, layout.replicate(start)))
 
     def assemble(run_, n_new):
         return loop.assemble_booster(run_, n_new, edges=prep.edges, base=prep.base,
