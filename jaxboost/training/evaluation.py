@@ -372,9 +372,11 @@ def host_kinds(metrics, link) -> tuple:
 
 @functools.partial(jax.jit, static_argnames=("link",))
 def chunk_responses(link, stages):
-    """``link`` applied to a chunk's ``(chunk, n[, K])`` margins, round by round (as
-    ``predict`` applies it to the margins of one round)."""
-    return jax.vmap(link)(stages)
+    """``link`` applied to a chunk's ``(chunk, n[, K])`` margins, round by round: a loop
+    over the rounds, each as ``predict`` applies it to one round's margins, so the
+    responses are ``predict``'s to the bit (vmapped, XLA may round a softmax
+    differently)."""
+    return jax.lax.map(link, stages)
 
 
 def host_predictions(kinds, link, stages) -> dict:
