@@ -17,7 +17,7 @@ from jaxboost import metrics
 from jaxboost.engine.round import run_chunk
 from jaxboost.errors import MetricError
 from jaxboost.sklearn import JaxBoostClassifier
-from jaxboost.training import evaluation, loop
+from jaxboost.training import loop
 from jaxboost.training.evaluation import chunk_margins, chunk_metrics, chunk_responses
 
 

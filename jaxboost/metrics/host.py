@@ -111,7 +111,7 @@ def host_value(metric: Metric, y, pred, w, *, finite: bool = True) -> float:
     out = metric.fn(y, pred, w)
     try:
         a = np.asarray(out)
-    except Exception:  # noqa: BLE001 - any object NumPy cannot read is "not a number"
+    except Exception:  # any object NumPy cannot read is "not a number"
         a = None
     if a is None or a.ndim != 0 or a.dtype.kind not in "biuf":
         what = (type(out).__name__ if a is None or a.dtype.kind not in "biuf"

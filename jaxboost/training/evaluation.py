@@ -405,9 +405,9 @@ def host_scores(metrics, e: EvalSet, preds: dict, i: int, round_) -> list:
             continue
         kind = "margin" if m.on == "margin" or "response" not in preds else "response"
         pred = preds[kind][i, :e.n]
-        try:
-            out.append(host_value(m, e.y, pred, e.w))
-        except Exception as err:  # noqa: BLE001 - the user's code: report, with context
+        try:  # copies: a metric that writes into its arguments changes no other round
+            out.append(host_value(m, e.y.copy(), pred.copy(), e.w.copy()))
+        except Exception as err:  # the user's code: report, with context
             kept = (f"The model of rounds 0..{round_ - 1} is attached as error.booster."
                     if round_ > 0 else "No round completed.")
             raise MetricError(
@@ -437,7 +437,7 @@ def check_host(metrics, e: EvalSet, start, link) -> None:
             with warnings.catch_warnings():  # e.g. scikit-learn's ill-defined warnings
                 warnings.simplefilter("ignore")
                 host_value(m, e.y, pred, e.w, finite=False)
-        except Exception as err:  # noqa: BLE001
+        except Exception as err:
             raise MetricError(
                 f"host metric {m.name!r} fails on eval set {e.name!r} (y {e.y.shape}, "
                 f"pred {pred.shape} {'margins' if pred is margin else 'responses'}, "

@@ -107,8 +107,10 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         Evaluated after every round, on the device.
       eval_metric: a metric name, ``jaxboost.metrics.Metric`` or JAX callable
         ``metric(y, pred) -> scalar``, or a list of them; default: the objective's own
-        metric (``"objective"``, the mean loss, for plain callables). See
-        ``jaxboost.metrics``.
+        metric (``"objective"``, the mean loss, for plain callables). NumPy or
+        scikit-learn code goes through ``jaxboost.metrics.host(fn, maximize=...)``: it
+        is called on the host, on each round's predictions copied once per chunk (see
+        ``jaxboost.metrics.host`` for the cost). See ``jaxboost.metrics``.
       early_stopping_rounds: stop when the watched metric has not improved for this many
         rounds; the returned model is cut to its best round (``best_iteration``,
         ``best_score``). Needs ``eval_set``.
@@ -209,6 +211,8 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
       LossError: the loss returns a non-scalar per row, or its g or h is NaN/inf at
         some round (the error names the round and the row count, and carries the
         model trained before it as ``.booster``).
+      MetricError: a host metric raised or returned anything but one finite number
+        (named with its eval set and round; ``.booster`` is the model before it).
 
     Example:
       >>> import jax.numpy as jnp, numpy as np, jaxboost
