@@ -5,9 +5,13 @@ with and without evaluation, interleaved (plain, eval, plain, eval, ...), in one
 after a warm-up call of each (so compilation is excluded: it is W2's cold/warm story,
 measured by run.py). Evaluation: ``eval_set`` = the training rows and 10k held-out rows,
 ``eval_metric`` = logloss, error and AUC, all computed on the device every round and
-fetched once per 10-round chunk. Prints the median times and the ratio.
+fetched once per 10-round chunk. A metric written ``host:NAME`` is scikit-learn's
+``sklearn.metrics.NAME`` as a host metric (``jaxboost.metrics.host``, maximised): each
+chunk's predictions are copied to the host and scored there, once per round. Prints the
+median times and the ratio.
 
-Run: ``python benchmarks/eval_overhead.py [--repeats 7] [--rows 10000]``
+Run: ``python benchmarks/eval_overhead.py [--repeats 7] [--rows 10000]
+[--metrics auc | host:roc_auc_score | host:average_precision_score ...]``
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=10_000)
     ap.add_argument("--rounds", type=int, default=100)
     ap.add_argument("--metrics", default="logloss,error,auc",
-                    help="comma list of metric names (default logloss,error,auc)")
+                    help="comma list of metric names, host:NAME for scikit-learn's "
+                         "sklearn.metrics.NAME as a host metric (default logloss,error,auc)")
     args = ap.parse_args()
 
     spec = bench.dataset_spec("W2", args.rows)
@@ -46,8 +51,15 @@ def main() -> None:
                   max_depth=bench.MAX_DEPTH, reg_lambda=bench.REG_LAMBDA,
                   min_child_weight=bench.MIN_CHILD_WEIGHT, max_bin=bench.MAX_BIN,
                   verbose=False)
+    def metric(name):
+        if not name.startswith("host:"):
+            return name
+        import sklearn.metrics
+
+        return jaxboost.metrics.host(getattr(sklearn.metrics, name[5:]), maximize=True)
+
     evals = dict(eval_set={"train": (X, y), "valid": (Xv, yv)},
-                 eval_metric=args.metrics.split(","))
+                 eval_metric=[metric(m) for m in args.metrics.split(",")])
 
     def fit(with_eval: bool) -> float:
         t = time.perf_counter()

@@ -325,8 +325,9 @@ def compare(objectives, X, y, *, eval_set=None, metrics=None, n_rounds: int = 10
       eval_set: ``None``, a list of ``(X, y)`` (or ``(X, y, sample_weight)``) named
         ``validation_0``, ``validation_1``, ..., or a dict ``{name: (X, y)}``. The
         training data is always evaluated too, as ``"train"``.
-      metrics: names (``jaxboost.metrics.names()``), ``Metric`` objects or callables
-        ``metric(y, pred) -> scalar``; ``"objective"`` is each model's own loss (named
+      metrics: names (``jaxboost.metrics.names()``), ``Metric`` objects (host metrics,
+        ``jaxboost.metrics.host(fn)``, are called on NumPy arrays stage by stage) or
+        callables ``metric(y, pred) -> scalar``; ``"objective"`` is each model's own loss (named
         ``"loss"`` in the curves and the table, evaluated on the margins). Default:
         the objectives' default metrics (``objective.metric``), in order of first
         appearance; ``["objective"]`` when no objective has one (plain callables). A

@@ -27,6 +27,25 @@ class LossError(ValueError):
         self.booster = booster
 
 
+class MetricError(ValueError):
+    """A host metric (``jaxboost.metrics.host``) raised, or returned something other than
+    one finite number.
+
+    ``metric`` and ``data`` name the metric and the evaluation set; ``round`` is the
+    boosting round (0-based, of this call) it was scoring, or ``None`` when the check
+    before training (on the starting predictions) failed. ``booster`` holds the model of
+    the rounds before ``round`` (with their history), when there are any, so no work is
+    lost.
+    """
+
+    def __init__(self, message, *, metric=None, data=None, round=None, booster=None):
+        super().__init__(message)
+        self.metric = metric
+        self.data = data
+        self.round = round
+        self.booster = booster
+
+
 class ModelFormatError(ValueError):
     """A model file (or its parsed dict) is not a valid jaxboost model.
 

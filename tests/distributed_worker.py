@@ -45,11 +45,20 @@ def bounds(n_processes: int):
 
 def train_kwargs(config: str, rounds: int):
     """``config`` is ``objective`` with optional suffixes: ``-q`` quantized, ``-a`` the
-    training data passed as global ``jax.Array``s (``fit``)."""
+    training data passed as global ``jax.Array``s (``fit``), ``-h`` scikit-learn's
+    average precision as a host metric after the objective's own metric."""
     objective = config.split("-")[0]
-    return dict(objective=objective, n_rounds=rounds, max_depth=4, learning_rate=0.3,
-                quantize="-q" in config, subsample=0.8, colsample_bytree=0.8,
-                seed=3)
+    kw = dict(objective=objective, n_rounds=rounds, max_depth=4, learning_rate=0.3,
+              quantize="-q" in config, subsample=0.8, colsample_bytree=0.8,
+              seed=3)
+    if "-h" in config:
+        from sklearn.metrics import average_precision_score
+
+        import jaxboost
+
+        kw["eval_metric"] = ["logloss", jaxboost.metrics.host(average_precision_score,
+                                                              maximize=True)]
+    return kw
 
 
 def fit(config, X, y, w, rows, rounds, **extra):
@@ -117,6 +126,9 @@ def main(argv=None):
                 bst.predict(X, output_margin=True))
         np.save(os.path.join(args.out, f"{config}_history_{args.process_id}.npy"),
                 np.array(next(iter(bst.history["validation_0"].values()))))
+        if "-h" in config:
+            np.save(os.path.join(args.out, f"{config}_host_{args.process_id}.npy"),
+                    np.array(bst.history["validation_0"]["average_precision_score"]))
         print(f"process {args.process_id}: {config} done, {len(bst)} trees", flush=True)
     jaxboost.distributed.shutdown()
     return 0

@@ -104,8 +104,9 @@ def reference(config, rounds):
     return X, bst
 
 
-# logistic-qa: quantized, data passed as global jax.Arrays; softmax: float sums, numpy rows.
-CONFIGS = ("logistic-qa", "softmax")
+# logistic-qa-h: quantized, data passed as global jax.Arrays, a host metric beside
+# logloss; softmax: float sums, numpy rows.
+CONFIGS = ("logistic-qa-h", "softmax")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -140,6 +141,10 @@ def test_two_processes_train_the_one_process_model(two_process_run, config):
         hist = np.load(out / f"{config}_history_{p}.npy")
         np.testing.assert_allclose(hist, next(iter(ref.history["validation_0"].values())),
                                    rtol=1e-5)
+        if "-h" in config:  # a host metric: every process scores the whole set, exactly
+            np.testing.assert_array_equal(
+                np.load(out / f"{config}_host_{p}.npy"),
+                ref.history["validation_0"]["average_precision_score"])
     # Process 0 wrote the model file; it predicts what it predicted in training.
     saved = jaxboost.load(out / f"{config}.json")
     np.testing.assert_array_equal(saved.predict(X, output_margin=True),

@@ -6,7 +6,8 @@ predictions. As ``objectives/`` holds the losses, this package holds the metrics
 module per family: ``regression``, ``classification``, ``survival`` and ``ranking``;
 ``_base`` the ``Metric`` record, ``custom`` metrics made from callables (the
 objective's own loss, a user's function), ``registry`` the built-ins by name and
-``get_metric``, ``stages`` learning curves (``evaluate_stages``).
+``get_metric``, ``stages`` learning curves (``evaluate_stages``), ``host`` NumPy or
+scikit-learn functions marked to run on the host (``host(fn)``).
 
 A ``Metric`` wraps a function ``fn(y, pred, w) -> scalar`` with what a training or
 comparison loop needs beside it: its ``name``, whether larger is better (``maximize``)
@@ -41,6 +42,10 @@ name               maximize  value
 ``objective``      no        the model's own training loss at the margins (as ``loss``)
 =================  ========  =============================================================
 
+A NumPy or scikit-learn function cannot be traced: mark it ``host(fn, maximize=...)``
+and training calls it on the host, on NumPy predictions copied once per chunk of rounds
+(the cost is in ``host``'s docstring); it drives early stopping like any metric.
+
 Example:
   >>> import numpy as np
   >>> from jaxboost import metrics
@@ -54,6 +59,7 @@ Example:
 from ._base import EPS, NEEDS, Metric
 from .classification import accuracy, auc, brier, error, logloss, merror, mlogloss
 from .custom import objective_metric
+from .host import host
 from .registry import get_metric, names
 from .regression import gamma_deviance, mae, poisson_nll, r2, rmse
 from .stages import evaluate_stages
@@ -61,6 +67,7 @@ from .survival import cindex, cox_nloglik
 
 __all__ = [
     "EPS", "NEEDS", "Metric", "get_metric", "objective_metric", "evaluate_stages", "names",
+    "host",
     "rmse", "mae", "r2", "logloss", "error", "accuracy", "auc", "brier", "mlogloss",
     "merror", "poisson_nll", "gamma_deviance", "cox_nloglik", "cindex",
 ]

@@ -55,6 +55,11 @@ class Metric:
         receives the evaluation set's ``(Q, S)`` query index
         (``jaxboost.ranking.group_index``) where other metrics get ``w``; training
         then needs the set's query ids (``eval_group``).
+      host: ``fn`` is NumPy (or any Python) code run on the host, not traced: it gets
+        NumPy arrays and returns a number (``jaxboost.metrics.host`` makes such a
+        metric from a scikit-learn function). Training copies each evaluation set's
+        predictions of a chunk of rounds to the host once and calls ``fn`` per round;
+        device metrics keep their compiled program.
 
     Example:
       >>> import jax, numpy as np
@@ -72,6 +77,7 @@ class Metric:
     on: str = "response"
     grouped: bool = False
     needs: str | None = None
+    host: bool = False
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -85,8 +91,16 @@ class Metric:
             raise ValueError(f"Metric needs= must be one of {tuple(NEEDS)} or None, got "
                              f"{self.needs!r}")
         object.__setattr__(self, "maximize", bool(self.maximize))
+        object.__setattr__(self, "host", bool(self.host))
+        if self.host and self.grouped:
+            raise ValueError(f"Metric {self.name!r}: a host metric cannot be grouped (ranking "
+                             f"metrics over queries run on the device)")
 
     def __call__(self, y, pred, w=None):
+        if self.host:
+            y, pred = np.asarray(y), np.asarray(pred)
+            w = np.ones(y.shape[:1], np.float32) if w is None else np.asarray(w)
+            return self.fn(y, pred, w)
         y = jnp.asarray(y)
         pred = jnp.asarray(pred)
         w = jnp.ones(y.shape[:1], jnp.result_type(float)) if w is None else jnp.asarray(w)

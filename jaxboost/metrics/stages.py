@@ -39,8 +39,9 @@ def evaluate_stages(metric, y, stages, w=None) -> np.ndarray:
       w: optional ``(N,)`` row weights.
 
     One jit-compiled loop over the stages (blocks of stages vmapped), compiled once per
-    metric and shape. A metric whose function cannot be traced (NumPy-only code, e.g. a
-    scikit-learn function) is evaluated stage by stage on NumPy arrays instead.
+    metric and shape. A host metric (``metrics.host``), or one whose function cannot be
+    traced (NumPy-only code, e.g. a scikit-learn function), is evaluated stage by stage
+    on NumPy arrays instead.
 
     Example:
       >>> import numpy as np
@@ -60,6 +61,11 @@ def evaluate_stages(metric, y, stages, w=None) -> np.ndarray:
     n_stages = stages.shape[0]
     if n_stages == 0:
         return np.zeros(0, np.float64)
+    if metric.host:  # NumPy code (metrics.host): on the host, stage by stage
+        from .host import host_value
+
+        return np.array([host_value(metric, y, stages[r], w, finite=False)
+                         for r in range(n_stages)], np.float64)
     per_stage = max(1, int(np.prod(stages.shape[1:])))
     batch = int(min(n_stages, max(1, _STAGE_BLOCK // per_stage)))
     fn = metric.fn

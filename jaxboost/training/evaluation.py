@@ -9,6 +9,12 @@ recompiles training, and a new metric compiles only the small metric program.
 Evaluation rows are padded to a size bucket (``bucket_rows``) with weight-0 rows, so
 sets of similar sizes share one program; metrics are weighted, so padding changes no
 value (a user metric that takes no weights gets its set unpadded).
+
+Host metrics (``jaxboost.metrics.host``: NumPy or scikit-learn code) are not in the
+metric program: ``host_predictions`` keeps a chunk's per-round predictions (margins, or
+the link applied to them by a small program of its own) for one copy to the host, and
+``host_scores`` calls the metrics there, round by round, on the rows of the set without
+padding.
 """
 
 from __future__ import annotations
@@ -146,6 +152,8 @@ def eval_metrics(eval_metric, loss, evals, K) -> list:
     shape = (e.n,) if K == 1 else (e.n, K)
     link = link_of(loss)
     for m in out:
+        if m.host:
+            continue  # NumPy code: checked on the starting predictions (check_host)
         if m.grouped:
             missing = [x.name for x in evals if not x.grouped]
             if missing:
@@ -159,12 +167,31 @@ def eval_metrics(eval_metric, loss, evals, K) -> list:
                                  jax.ShapeDtypeStruct((e.n,), jnp.float32))
         except Exception as err:
             raise ValueError(f"metric {m.name!r} cannot evaluate this model ({K} output(s), "
-                             f"predictions {pred.shape}): {type(err).__name__}: {err}. "
-                             f"Metrics must be JAX functions metric(y, pred) -> scalar") from None
+                             f"predictions {pred.shape}): {_err_text(err)}. Metrics must "
+                             f"be JAX functions metric(y, pred) -> scalar"
+                             f"{host_hint(m, err)}") from None
         if getattr(res, "shape", None) != ():
             raise ValueError(f"metric {m.name!r} must return a scalar, got shape "
                              f"{getattr(res, 'shape', type(res).__name__)}")
     return out
+
+
+def host_hint(m, err) -> str:
+    """For a user's callable that failed under tracing: how to run it on the host."""
+    from ..metrics.custom import _UserFn
+
+    if not isinstance(m.fn, _UserFn):
+        return ""
+    traced = isinstance(err, (jax.errors.TracerArrayConversionError,
+                              jax.errors.ConcretizationTypeError,
+                              jax.errors.TracerBoolConversionError,
+                              jax.errors.TracerIntegerConversionError))
+    mark = (f"mark it as a host metric, eval_metric=jaxboost.metrics.host({m.name}, "
+            f"maximize=True) (maximize=False when smaller is better): it is then called "
+            f"on the host, on NumPy predictions, once per round")
+    if traced:
+        return f". It converts traced arrays to NumPy, so it is NumPy code: {mark}"
+    return f". If it is NumPy or scikit-learn code, {mark}"
 
 
 def link_of(loss):
@@ -243,15 +270,17 @@ class MetricPlan(NamedTuple):
 
 def plan_metrics(metrics, family):
     """The metrics as the program holds them: the ``objective`` metric's loss becomes
-    the loss family, its hyperparameters bound from traced values in the program."""
+    the loss family, its hyperparameters bound from traced values in the program. Host
+    metrics are left out: the program is the one the device metrics alone give."""
     from ..metrics.custom import _MeanLoss
 
     return tuple(dataclasses.replace(m, fn=_MeanLoss(family)) if isinstance(m.fn, _MeanLoss)
-                 else m for m in metrics)
+                 else m for m in metrics if not m.host)
 
 
 def pads(metrics) -> bool:
-    """Whether a set may be padded: every metric reads the row weights."""
+    """Whether a set may be padded: every device metric reads the row weights (host
+    metrics see the set without its padding)."""
     from ..metrics.custom import _UserFn
 
     return all(not (isinstance(m.fn, _UserFn) and m.fn.weight_kw is None) for m in metrics)
@@ -287,12 +316,14 @@ def evaluate_chunk(plan: EvalPlan, trees, margin, data: EvalData, loss_values):
         metric).
 
     Returns:
-      ``(margin, values)``: margins after the chunk and ``(chunk, n_metrics)`` float32.
+      ``(margin, values, stages)``: margins after the chunk, ``(chunk, n_metrics)``
+      float32 of the device metrics, and the ``(chunk, n[, K])`` margins after each
+      round (for ``host_predictions``).
     """
     margin, stages = chunk_margins(plan.trees, trees, margin, data.bins)
     if not plan.metrics.metrics:
-        return margin, jnp.zeros((plan.trees.chunk, 0), jnp.float32)
-    return margin, chunk_metrics(plan.metrics, stages, data, loss_values)
+        return margin, jnp.zeros((plan.trees.chunk, 0), jnp.float32), stages
+    return margin, chunk_metrics(plan.metrics, stages, data, loss_values), stages
 
 
 @functools.partial(jax.jit, static_argnames=("plan",), donate_argnums=(2,))
@@ -328,3 +359,96 @@ def chunk_metrics(plan: MetricPlan, stages, data: EvalData, loss_values):
                           for fn, m in fns])
 
     return jax.vmap(evaluate)(stages)
+
+
+# --- host metrics ------------------------------------------------------------------------
+def host_kinds(metrics, link) -> tuple:
+    """What the host metrics read: ``"margin"`` and/or ``"response"`` (a model without
+    a link has margins for responses)."""
+    on = {("margin" if (m.on == "margin" or link is None) else "response")
+          for m in metrics if m.host}
+    return tuple(k for k in ("margin", "response") if k in on)
+
+
+@functools.partial(jax.jit, static_argnames=("link",))
+def chunk_responses(link, stages):
+    """``link`` applied to a chunk's ``(chunk, n[, K])`` margins, round by round: a loop
+    over the rounds, each as ``predict`` applies it to one round's margins, so the
+    responses are ``predict``'s to the bit (vmapped, XLA may round a softmax
+    differently)."""
+    return jax.lax.map(link, stages)
+
+
+def host_predictions(kinds, link, stages) -> dict:
+    """``{kind: (chunk, n[, K]) device array}`` for the host metrics (``host_kinds``);
+    their copy to the host starts now, and is read a chunk later (``jax.device_get``:
+    one transfer of the chunk for every round)."""
+    out = {}
+    for k in kinds:
+        out[k] = stages if k == "margin" else chunk_responses(link, stages)
+    for a in out.values():
+        if getattr(a, "is_fully_addressable", False):
+            a.copy_to_host_async()
+    return out
+
+
+def host_scores(metrics, e: EvalSet, preds: dict, i: int, round_) -> list:
+    """The values of the host metrics (in their order) on set ``e`` at round ``i`` of a
+    chunk (``preds``: ``host_predictions`` on the host). ``MetricError`` (without its
+    ``booster``) when a metric raises or returns anything but one finite number."""
+    from ..errors import MetricError
+    from ..metrics.host import BadValue, host_value
+
+    out = []
+    for m in metrics:
+        if not m.host:
+            continue
+        kind = "margin" if m.on == "margin" or "response" not in preds else "response"
+        pred = preds[kind][i, :e.n]
+        try:  # copies: a metric that writes into its arguments changes no other round
+            out.append(host_value(m, e.y.copy(), pred.copy(), e.w.copy()))
+        except Exception as err:  # the user's code: report, with context
+            kept = (f"The model of rounds 0..{round_ - 1} is attached as error.booster."
+                    if round_ > 0 else "No round completed.")
+            raise MetricError(
+                f"host metric {m.name!r} on eval set {e.name!r} at round {round_}: "
+                f"{_err_text(err)}. {kept}", metric=m.name, data=e.name,
+                round=round_) from (None if isinstance(err, BadValue) else err)
+    return out
+
+
+def check_host(metrics, e: EvalSet, start, link) -> None:
+    """Call every host metric once on ``e``'s starting predictions (``start``:
+    ``(n[, K])`` margins) before any round: ``MetricError`` when one raises or does not
+    return a number (a value that is not finite passes: the start is a constant)."""
+    import warnings
+
+    from ..errors import MetricError
+    from ..metrics.host import host_value
+
+    hosts = [m for m in metrics if m.host]
+    if not hosts or not e.n:
+        return
+    margin = np.asarray(start[:e.n], np.float32)
+    resp = margin if link is None else np.asarray(link(jnp.asarray(margin)))
+    for m in hosts:
+        pred = margin if m.on == "margin" else resp
+        try:
+            with warnings.catch_warnings():  # e.g. scikit-learn's ill-defined warnings
+                warnings.simplefilter("ignore")
+                host_value(m, e.y, pred, e.w, finite=False)
+        except Exception as err:
+            raise MetricError(
+                f"host metric {m.name!r} fails on eval set {e.name!r} (y {e.y.shape}, "
+                f"pred {pred.shape} {'margins' if pred is margin else 'responses'}, "
+                f"before training, on the starting predictions): {_err_text(err)}",
+                metric=m.name, data=e.name) from None
+
+
+def _err_text(err) -> str:
+    """The first line of an error, after its type (not for ``BadValue``: it says)."""
+    from ..metrics.host import BadValue
+
+    text = str(err).strip().splitlines()
+    first = text[0] if text else ""
+    return first if isinstance(err, BadValue) else f"{type(err).__name__}: {first}".rstrip(": ")

@@ -13,6 +13,7 @@ every model has stopped.
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 
 from ..booster import Booster
@@ -20,10 +21,10 @@ from ..callbacks import CallbackEnv, Progress
 from ..engine.autodiff import loss_name
 from ..engine.round import Rounds, run_chunk
 from ..engine.tree import Ensemble
-from ..errors import LossError
+from ..errors import LossError, MetricError
 from ..parallel import distributed as dist
 from . import hessian
-from .evaluation import evaluate_chunk
+from .evaluation import evaluate_chunk, host_kinds, host_predictions, host_scores
 
 ROUNDS_PER_DISPATCH = 10
 
@@ -53,6 +54,8 @@ class ModelRun:
         self.label = label
         self.stop = None  # the last round kept, once stopped
         self.values = None
+        # what host metrics read ("margin", "response"): copied to the host per chunk
+        self.kinds = host_kinds(metrics, evals[0][1].metrics.link) if evals else ()
         self.flag = None  # the last flag read (engine.round.FLAG_FIELDS)
         self.warned = False
 
@@ -65,12 +68,15 @@ class ModelRun:
                 for r in range(r0, r0 + chunk)]
 
     def dispatch_eval(self, trees):
-        """Evaluate this chunk's trees on every set (asynchronously)."""
+        """Evaluate this chunk's trees on every set (asynchronously): per set, the
+        device metrics' values and the predictions host metrics read (or None)."""
         values = []
         for i, (e, plan, data, margin) in enumerate(self.evals):
-            margin, v = evaluate_chunk(plan, trees, margin, data, self.s.loss_values)
+            margin, v, stages = evaluate_chunk(plan, trees, margin, data,
+                                               self.s.loss_values)
             self.evals[i] = (e, plan, data, margin)
-            values.append(v)
+            values.append((v, host_predictions(self.kinds, plan.metrics.link, stages)
+                           if self.kinds else None))
         self.values = values
 
     def read(self, flag, values, r0, chunk):
@@ -88,11 +94,22 @@ class ModelRun:
                 f"sqrt/division of non-positive values at those margins. {kept}",
                 round=bad_round, n_rows=n_bad,
                 booster=self.booster(bad_round) if bad_round > 0 else None)
-        values = [np.asarray(v) for v in values]  # (chunk, n_metrics) per set
+        # per set: (chunk, n_device_metrics), and the host metrics' predictions (one
+        # transfer of the chunk)
+        values = [(np.asarray(v), None if h is None else jax.device_get(h))
+                  for v, h in values]
         for i in range(min(chunk, s.n_rounds - r0)):
-            for (e, *_), v in zip(self.evals, values):
-                for j, m in enumerate(self.metrics):
-                    self.history[e.name][m.name].append(float(v[i, j]))
+            try:  # every set's host metrics first: a failure leaves the history whole
+                hosts = [[] if h is None else host_scores(self.metrics, e, h, i, r0 + i)
+                         for (e, *_), (_, h) in zip(self.evals, values)]
+            except MetricError as err:
+                raise MetricError(f"{self.label}{err}", metric=err.metric, data=err.data,
+                                  round=err.round, booster=self.booster(r0 + i)
+                                  if r0 + i > 0 else None) from err.__cause__
+            for (e, *_), (v, _), hv in zip(self.evals, values, hosts):
+                dev, hv = iter(v[i]), iter(hv)
+                for m in self.metrics:
+                    self.history[e.name][m.name].append(float(next(hv if m.host else dev)))
             if self.callbacks:
                 env = CallbackEnv(r0 + i, s.n_rounds, s.start_round, self.history,
                                   self.metric_defs, self.booster)
@@ -165,7 +182,7 @@ def _read(models, pending, chunk, multi) -> bool:
         g, i = m.where
         flag = flags[g][i]
         stop = m.read(dist.local(flag) if multi else flag,
-                      [dist.local(x) for x in v] if multi else v, r0, chunk)
+                      jax.tree.map(dist.local, v) if multi else v, r0, chunk)
         if multi:  # every process, every chunk (callbacks may differ between them)
             stop = dist.earliest_stop(stop)
         if stop is not None:

@@ -28,6 +28,7 @@ from .evaluation import (
     EvalPlan,
     MetricPlan,
     TreePlan,
+    check_host,
     eval_metrics,
     eval_sets,
     link_of,
@@ -106,8 +107,10 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         Evaluated after every round, on the device.
       eval_metric: a metric name, ``jaxboost.metrics.Metric`` or JAX callable
         ``metric(y, pred) -> scalar``, or a list of them; default: the objective's own
-        metric (``"objective"``, the mean loss, for plain callables). See
-        ``jaxboost.metrics``.
+        metric (``"objective"``, the mean loss, for plain callables). NumPy or
+        scikit-learn code goes through ``jaxboost.metrics.host(fn, maximize=...)``: it
+        is called on the host, on each round's predictions copied once per chunk (see
+        ``jaxboost.metrics.host`` for the cost). See ``jaxboost.metrics``.
       early_stopping_rounds: stop when the watched metric has not improved for this many
         rounds; the returned model is cut to its best round (``best_iteration``,
         ``best_score``). Needs ``eval_set``.
@@ -208,6 +211,8 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
       LossError: the loss returns a non-scalar per row, or its g or h is NaN/inf at
         some round (the error names the round and the row count, and carries the
         model trained before it as ``.booster``).
+      MetricError: a host metric raised or returned anything but one finite number
+        (named with its eval set and round; ``.booster`` is the model before it).
 
     Example:
       >>> import jax.numpy as jnp, numpy as np, jaxboost
@@ -273,8 +278,9 @@ def model_run(s, prep, evals, metrics, where, *, early_stopping, label=""):
                         MetricPlan(plan_metrics(metrics, s.family), link_of(s.loss),
                                    e.grouped))
         data_, n = place(e, pads(metrics) and not e.grouped, layout.replicate)
-        placed.append((e, plan, data_, layout.replicate(start_margins(s, prep.base, e.X,
-                                                                        e.n, n))))
+        start = start_margins(s, prep.base, e.X, e.n, n)
+        check_host(metrics, e, start, link_of(s.loss))  # host metrics, before any round
+        placed.append((e, plan, data_, layout.replicate(start)))
 
     def assemble(run_, n_new):
         return loop.assemble_booster(run_, n_new, edges=prep.edges, base=prep.base,
