@@ -255,7 +255,7 @@ def test_read_csv_missing_values_and_delimiters(tmp_path):
 
 def test_plot_without_matplotlib_says_how_to_install(cmp, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib fails
-    with pytest.raises(ImportError, match=r"pip install jaxboost\[plot\]"):
+    with pytest.raises(ImportError, match=r"pip install matplotlib.*plot extra"):
         cmp.plot()
 
 
