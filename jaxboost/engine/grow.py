@@ -474,10 +474,11 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
 
 
 def hessian_channels(h, diagonal: bool):
-    """``(N, K, K)`` per-row Hessians -> ``(N, P)`` channels (``split.unpack_hessian``)."""
+    """``(N, K, K)`` per-row Hessians -> ``(N, P)`` channels (``split.unpack_hessian``);
+    ``(N, K)`` diagonals (``diagonal``) pass through."""
     K = h.shape[-1]
     if diagonal:
-        return jnp.diagonal(h, axis1=-2, axis2=-1)
+        return h if h.ndim == 2 else jnp.diagonal(h, axis1=-2, axis2=-1)
     iu, ju = jnp.triu_indices(K)
     return h[:, iu, ju]
 
@@ -497,7 +498,8 @@ def grow_vector_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *,
     Args:
       bins, dyn, cuts_ext, forward_ok, spec, reduce, features: as in ``grow_tree``
         (``spec.diagonal``: use only the diagonal of H).
-      g: ``(N, K)`` float32 gradients; h: ``(N, K, K)`` float32 Hessians (weighted).
+      g: ``(N, K)`` float32 gradients; h: ``(N, K, K)`` float32 Hessians (weighted), or
+        their ``(N, K)`` diagonals with ``spec.diagonal``.
 
     Returns:
       ``(tree, leaf)`` as ``grow_tree``, with ``value`` ``(M, K)`` and ``cover`` the
