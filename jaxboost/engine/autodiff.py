@@ -585,18 +585,18 @@ at most ``BASE_MARGIN_CHUNK // K**2`` rows' ``K x K`` Hessians at once (16 MB in
 32 MB in float64), instead of all ``N`` rows' (4 GB at 100,000 rows and K = 100)."""
 
 
-def _vector_sums(gh, y, w64, c, K, exact, n_total):
+def _vector_sums(gh, y, w64, c, K, exact, n_total, chunk=BASE_MARGIN_CHUNK):
     """``(G (K,), H (K, K))`` float64: the weighted sums of ``gh``'s per-row g and h at
-    the constant margin ``c``, over row chunks of ``BASE_MARGIN_CHUNK // K**2`` rows.
+    the constant margin ``c``, over row chunks of ``chunk // K**2`` rows.
 
     One chunk (few rows or small K): one pass over every row. Several:
-    a ``lax.scan`` over chunks (rows padded with weight 0 to a multiple of the chunk,
-    their g and h masked out), partial sums added in chunk order; exact sums
+    a ``lax.scan`` over chunks (rows padded with weight 0 to a multiple of the chunk),
+    partial sums added in chunk order; exact sums
     (``exact``) take one pass for the largest ``|w g|``, ``|w h|`` (which fix
     ``exact_sum``'s grid) and one for the sums on that grid.
     """
     N = y.shape[0]
-    rows = max(1, BASE_MARGIN_CHUNK // (K * K))
+    rows = max(1, chunk // (K * K))
     f32 = c.astype(FLOAT_DTYPE)
 
     def per_row(yy):
@@ -611,38 +611,41 @@ def _vector_sums(gh, y, w64, c, K, exact, n_total):
         return jnp.einsum("n,nk->k", w64, g), jnp.einsum("n,nij->ij", w64, h)
     n_chunks = -(-N // rows)
     pad = n_chunks * rows - N
+    # Padding rows repeat the last row's label with weight 0: their g and h are those of
+    # a real row (finite when it is), so the weight alone removes them.
     yc = jnp.pad(y, (0, pad), mode="edge").reshape((n_chunks, rows) + y.shape[1:])
     wc = jnp.pad(w64, (0, pad)).reshape(n_chunks, rows)
-    real = (jnp.arange(n_chunks * rows) < N).reshape(n_chunks, rows)
-
-    def chunk(yy, ww, ok):
-        g, h = per_row(yy)
-        return (jnp.where(ok[:, None], ww[:, None] * g, 0.0),
-                jnp.where(ok[:, None, None], ww[:, None, None] * h, 0.0))
 
     if not exact:
         def body(acc, xs):
-            g, h = chunk(*xs)
-            return (acc[0] + jnp.sum(g, axis=0), acc[1] + jnp.sum(h, axis=0)), None
+            yy, ww = xs
+            g, h = per_row(yy)
+            return (acc[0] + jnp.einsum("n,nk->k", ww, g),
+                    acc[1] + jnp.einsum("n,nij->ij", ww, h)), None
 
         zero = (jnp.zeros(K, ACC_DTYPE), jnp.zeros((K, K), ACC_DTYPE))
-        return jax.lax.scan(body, zero, (yc, wc, real))[0]
+        return jax.lax.scan(body, zero, (yc, wc))[0]
+
+    def part(yy, ww):
+        g, h = per_row(yy)
+        return ww[:, None] * g, ww[:, None, None] * h
+
     from .exact import exact_scale
 
     def biggest(m, xs):
-        g, h = chunk(*xs)
+        g, h = part(*xs)
         return jnp.maximum(m, jnp.stack([jnp.max(jnp.abs(g)), jnp.max(jnp.abs(h))])), None
 
-    m = jax.lax.scan(biggest, jnp.zeros(2, ACC_DTYPE), (yc, wc, real))[0]
+    m = jax.lax.scan(biggest, jnp.zeros(2, ACC_DTYPE), (yc, wc))[0]
     sg, sh = exact_scale(m[0], n_total), exact_scale(m[1], n_total)
 
     def body(acc, xs):
-        g, h = chunk(*xs)
+        g, h = part(*xs)
         return (acc[0] + jnp.sum(jnp.round(g * sg), axis=0),
                 acc[1] + jnp.sum(jnp.round(h * sh), axis=0)), None
 
     zero = (jnp.zeros(K, ACC_DTYPE), jnp.zeros((K, K), ACC_DTYPE))
-    G, H = jax.lax.scan(body, zero, (yc, wc, real))[0]
+    G, H = jax.lax.scan(body, zero, (yc, wc))[0]
     return G / sg, H / sh
 
 
