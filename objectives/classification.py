@@ -68,7 +68,8 @@ def softmax_loss(y, pred, *, n_classes=None, curvature="exact"):
 
     - ``"exact"`` (default): autodiff's H above. With one tree per class per round
       (``multi_strategy="one_output_per_tree"``, the default) class k's tree sees the
-      diagonal :math:`h_k = p_k (1 - p_k)`; a ``"multi_output_tree"`` sees all of H.
+      diagonal :math:`h_k = p_k (1 - p_k)`, computed in closed form (``O(K)`` per row;
+      no ``K x K`` matrix is formed); a ``"multi_output_tree"`` sees all of H.
     - ``"xgboost"``: :math:`h_k = \max(2 p_k (1 - p_k), 10^{-16})` as a diagonal
       matrix, what XGBoost's ``multi:softprob`` / ``multi:softmax`` use (3.2 included;
       the factor 2 dates from its first versions), computed in float32 the way XGBoost
