@@ -142,13 +142,12 @@ def model(results: dict) -> list:
         per = (pa - pb) / units
         lines.append(dict(what=what, cases=f"{a} - {b}", bytes=per))
 
-    n_a, f_a = CASES["rows"][1], CASES["rows"][2]
-    n_b = CASES["base"][1]
-    diff("rows", "base", n_a - n_b, "per row (squared, 20 features)")
-    n_s = CASES["softmax10"][1]
-    diff("softmax100", "softmax10", n_s * 90, "per row and class (softmax)")
-    n_w = CASES["wide20k"][1]
-    diff("wide20k", "wide2k", 18_000, f"per feature ({n_w} rows)")
+    rows, base, s10, s100, w2, w20 = (CASES[c] for c in (
+        "rows", "base", "softmax10", "softmax100", "wide2k", "wide20k"))
+    diff("rows", "base", rows[1] - base[1], f"per row (squared, {rows[2]} features)")
+    diff("softmax100", "softmax10", s100[1] * (s100[3] - s10[3]),
+         "per row and class (softmax)")
+    diff("wide20k", "wide2k", w20[2] - w2[2], f"per feature ({w20[1]} rows)")
     return lines
 
 

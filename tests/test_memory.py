@@ -28,7 +28,7 @@ from jaxboost import native as native_kernel
 from jaxboost.engine import autodiff, grow
 from jaxboost.engine.autodiff import grad_hess, grad_hess_diagonal
 from jaxboost.engine.grow import TreeSpec, feature_block, grow_tree
-from jaxboost.engine.round import Hyper, Rows, RoundSpec, Shared, boost_round
+from jaxboost.engine.round import Hyper, RoundSpec, Rows, Shared, boost_round
 from jaxboost.engine.sampling import FeatureSampler
 from jaxboost.engine.split import TreeHyper
 
