@@ -50,8 +50,9 @@ over blocks histograms every node of the level on the block's features alone (al
 level's rows: no parent histogram is kept, so there is no sibling subtraction), finds
 each node's best split within the block and keeps it when its gain is strictly greater
 than the best of the blocks before (blocks in ascending feature order, so the first
-best candidate still wins ties, as unblocked). Memory is then about ``HIST_MEMORY`` per
-level whatever ``F``; the price is the histogram work of the larger children.
+best candidate still wins ties, as unblocked). Memory then stays below ``HIST_MEMORY``
+whatever ``F`` (a block's histograms take about a third of it); the price is the
+histogram work of the larger children, and one slice of the bins per block and level.
 """
 
 from __future__ import annotations
