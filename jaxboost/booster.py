@@ -315,8 +315,9 @@ class Booster:
 
           * one output: ``g``, ``h``, ``margin`` all ``(N,)``;
           * ``K`` outputs with K trees per round (softmax's default): ``g`` ``(N, K)``,
-            ``h`` ``(N, K)`` (class k's tree uses ``h[:, k]``, the diagonal of the
-            ``K x K`` Hessian after the policy), ``margin`` ``(N, K)``;
+            ``h`` ``(N, K)`` (class k's tree uses ``h[:, k]``: the policy applied to the
+            diagonal of the ``K x K`` Hessian, which is never formed), ``margin``
+            ``(N, K)``;
           * ``K`` outputs with vector-leaf trees (``multi_strategy=
             "multi_output_tree"``): ``h`` ``(N, K, K)``, or ``(N, K)`` when trained with
             ``multi_hessian="diagonal"``.

@@ -173,6 +173,13 @@ class Objective(Hyperparameters):
         when a variant is made with a value outside its domain (softmax's
         ``curvature``), so the error comes at ``objectives.softmax(curvature=...)``,
         not in the middle of training.
+      grad_hess_diag: optional closed form ``(y, pred, **hyperparameters) -> (g, d)``
+        for one row of a vector loss: ``g`` ``(K,)`` as ``grad_hess`` gives it and ``d``
+        ``(K,)`` the diagonal of its ``h`` (to float32 rounding). Used when the trees
+        read only the diagonal (one tree per output, the default), so that no
+        ``(K, K)`` matrix per row is formed: ``O(K)`` memory and work per row instead
+        of ``O(K^2)`` (softmax). Without it the engine takes the diagonal by ``K``
+        forward-mode passes, one output at a time (``O(K)`` memory, ``O(K^2)`` work).
     """
 
     name: str
@@ -189,6 +196,7 @@ class Objective(Hyperparameters):
     h_sign: str = "positive"
     infer_outputs: Optional[Callable] = None
     check_params: Optional[Callable] = None
+    grad_hess_diag: Optional[Callable] = None
 
     def __post_init__(self):
         if self.hessian not in HESSIAN_POLICIES:
@@ -218,6 +226,14 @@ class Objective(Hyperparameters):
             return None
         p = dict(self.params)
         return lambda y, f: self.grad_hess(y, f, **p)
+
+    def row_grad_hess_diag(self):
+        """The closed-form ``(y, pred) -> (g, diagonal of h)`` bound to the
+        hyperparameters, or None."""
+        if self.grad_hess_diag is None:
+            return None
+        p = dict(self.params)
+        return lambda y, f: self.grad_hess_diag(y, f, **p)
 
     def row_expected_hessian(self):
         """The expected Hessian ``(y, pred) -> h`` bound to the hyperparameters, or None."""

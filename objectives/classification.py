@@ -68,7 +68,8 @@ def softmax_loss(y, pred, *, n_classes=None, curvature="exact"):
 
     - ``"exact"`` (default): autodiff's H above. With one tree per class per round
       (``multi_strategy="one_output_per_tree"``, the default) class k's tree sees the
-      diagonal :math:`h_k = p_k (1 - p_k)`; a ``"multi_output_tree"`` sees all of H.
+      diagonal :math:`h_k = p_k (1 - p_k)`, computed in closed form (``O(K)`` per row;
+      no ``K x K`` matrix is formed); a ``"multi_output_tree"`` sees all of H.
     - ``"xgboost"``: :math:`h_k = \max(2 p_k (1 - p_k), 10^{-16})` as a diagonal
       matrix, what XGBoost's ``multi:softprob`` / ``multi:softmax`` use (3.2 included;
       the factor 2 dates from its first versions), computed in float32 the way XGBoost
@@ -131,15 +132,33 @@ def _softmax_grad_hess(y, pred, *, n_classes=None, curvature="exact"):
         d_loss = jax.grad(softmax_loss, argnums=1)
         kw = dict(n_classes=n_classes)
         return d_loss(y, pred, **kw), jax.jacfwd(d_loss, argnums=1)(y, pred, **kw)
-    _check_softmax_params(curvature=curvature)
-    # XGBoost's float32 arithmetic: the largest margin, floored at FLT_MIN as XGBoost
-    # initialises it, is subtracted before exp; p = e_k / sum(e); h floored at 1e-16.
+    g, h = _softmax_grad_hess_diag(y, pred, n_classes=n_classes, curvature=curvature)
+    return g, jnp.diag(h)
+
+
+def _softmax_probabilities(pred):
+    """p = softmax(f) in XGBoost's float32 arithmetic: the largest margin, floored at
+    FLT_MIN as XGBoost initialises it, is subtracted before exp; p = e_k / sum(e)."""
     wmax = jnp.maximum(jnp.max(pred), jnp.finfo(jnp.float32).tiny)
     e = jnp.exp(pred - wmax)
-    p = e / jnp.sum(e)
+    return e / jnp.sum(e)
+
+
+def _softmax_grad_hess_diag(y, pred, *, n_classes=None, curvature="exact"):
+    r"""``(g (K,), d (K,))``: g and the diagonal of the h of ``_softmax_grad_hess``,
+    in ``O(K)`` (no ``K x K`` matrix): what one tree per class reads.
+
+    ``"exact"``: g by autodiff (as ``_softmax_grad_hess``), :math:`d_k = p_k (1 - p_k)`
+    in closed form (equal to autodiff's diagonal to float32 rounding; with the same
+    p as ``"xgboost"``, whose ``d`` is then exactly twice this one above its floor).
+    """
+    _check_softmax_params(curvature=curvature)
+    p = _softmax_probabilities(pred)
+    if curvature == "exact":
+        return jax.grad(softmax_loss, argnums=1)(y, pred, n_classes=n_classes), p * (1.0 - p)
     g = p - (jnp.arange(pred.shape[-1]) == y).astype(pred.dtype)
     h = 2.0 * p * (1.0 - p) if curvature == "xgboost" else jnp.abs(g)
-    return g, jnp.diag(jnp.maximum(h, 1e-16))
+    return g, jnp.maximum(h, 1e-16)
 
 
 def _check_softmax_params(*, curvature="exact", **_):
@@ -170,4 +189,5 @@ focal = Objective("focal", focal_loss, link=sigmoid, check_labels=check_binary_l
 softmax = Objective("softmax", softmax_loss, link=softmax_link, grad_hess=_softmax_grad_hess,
                     check_labels=_check_softmax_labels, metric="mlogloss",
                     n_outputs="n_classes", infer_outputs=_infer_n_classes,
-                    check_params=_check_softmax_params)
+                    check_params=_check_softmax_params,
+                    grad_hess_diag=_softmax_grad_hess_diag)

@@ -6,6 +6,13 @@ For a scalar margin ``f`` and loss :math:`\ell(y, f)`:
 
 computed in one forward-over-reverse pass, ``jax.jvp`` of ``jax.grad``, vmapped over
 rows (one pass instead of a gradient pass plus a Hessian pass).
+
+For ``K`` margins per row the full Hessian is ``K x K`` per row, ``4 N K^2`` bytes in
+float32: 4 GB at ``N = 100,000`` rows and ``K = 100`` classes. It is formed only where it
+is used, for a ``multi_output_tree`` with ``multi_hessian="full"`` and for the
+base-margin fit (in chunks of rows there, ``BASE_MARGIN_CHUNK``). Trees that read only
+its diagonal (one tree per output, the default; ``multi_hessian="diagonal"``) get the
+``(N, K)`` diagonal directly (``grad_hess_diagonal``).
 """
 
 from __future__ import annotations
@@ -110,6 +117,50 @@ def _row_grad_hess(loss, n_outputs: int = 1):
     return gh
 
 
+def grad_hess_diagonal(loss, y, pred):
+    r"""Per-row g ``(N, K)`` and the diagonal of the per-row Hessians ``(N, K)``,
+    without forming any ``(N, K, K)`` array.
+
+    * an ``objectives`` entry with ``grad_hess_diag`` (softmax): that closed form,
+      ``O(K)`` per row;
+    * another entry with a closed-form ``grad_hess``: its ``h``'s diagonal, row by row;
+    * otherwise autodiff: :math:`d_k = e_k^\top \nabla^2 \ell\, e_k`, the ``k``-th
+      entry of a forward-over-reverse pass (``jax.jvp`` of ``jax.grad``) along the unit
+      vector :math:`e_k`, one ``k`` at a time (``lax.map``): ``O(N K)`` memory, the
+      work of ``K`` Hessian-vector products (what ``jax.jacfwd`` does all at once in
+      ``O(N K^2)`` memory).
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> def loss(y, p):  # independent outputs: diagonal (2, 6 p_1)
+      ...     return jnp.sum((p - y) ** 2) + p[1] ** 3
+      >>> g, d = grad_hess_diagonal(loss, jnp.zeros(1), jnp.array([[1.0, 2.0]]))
+      >>> g.tolist(), d.tolist()
+      ([[2.0, 16.0]], [[2.0, 14.0]])
+    """
+    K = pred.shape[1]
+    if isinstance(loss, Objective) and loss.grad_hess_diag is not None:
+        return jax.vmap(loss.row_grad_hess_diag())(y, pred)
+    if isinstance(loss, Objective) and loss.grad_hess is not None:
+        gh = loss.row_grad_hess()
+
+        def row(yy, f):
+            g, h = gh(yy, f)
+            return g, jnp.diagonal(h)
+
+        return jax.vmap(row)(y, pred)
+    d_loss = jax.grad(loss, argnums=1)
+    g = jax.vmap(d_loss)(y, pred)
+
+    def entry(k):
+        e = jnp.broadcast_to(jax.nn.one_hot(k, K, dtype=pred.dtype), pred.shape)
+        hv = jax.vmap(lambda yy, f, v: jax.jvp(lambda p: d_loss(yy, p), (f,), (v,))[1])(
+            y, pred, e)
+        return hv[:, k]
+
+    return g, jax.lax.map(entry, jnp.arange(K)).T
+
+
 def _clip_matrix(h, floor):
     """Raise the eigenvalues of symmetric ``(..., K, K)`` matrices to ``floor``."""
     h = 0.5 * (h + jnp.swapaxes(h, -1, -2))
@@ -146,22 +197,25 @@ def apply_hessian_policy(loss, y, pred, h, policy: str, floor: float = HESSIAN_F
     r"""The Hessian the trees use, under a policy.
 
     * ``"exact"``: h as autodiff (or the closed form) gives it.
-    * ``"clip"``: :math:`\max(h, \text{floor})` per row; a ``K x K`` Hessian gets its
-      eigenvalues raised to the floor (it becomes positive definite). The default floor
-      is ``HESSIAN_FLOOR = 1e-6``; non-convex losses train without NaN under it.
+    * ``"clip"``: :math:`\max(h, \text{floor})` per row (per entry of an ``(N, K)``
+      diagonal); a ``K x K`` Hessian gets its eigenvalues raised to the floor (it
+      becomes positive definite). The default floor is ``HESSIAN_FLOOR = 1e-6``;
+      non-convex losses train without NaN under it.
     * ``"constant"``: ``h = 1`` per row (the identity for ``K x K``): the leaf value is
       then the regularised mean negative gradient, i.e. plain gradient boosting.
     * ``"expected"``: the objective's ``expected_hessian`` (Fisher information).
     * ``"clip_negative"`` (the default of plain callables): the exact h where it is
       ``>= 0``, negative h raised to the floor; so a convex loss keeps its exact h to the
-      bit. For ``K x K`` Hessians: the diagonal entries when the trees use the diagonal
-      (``diagonal``), else each matrix that is not positive semi-definite (``not_psd``)
-      gets its eigenvalues raised to the floor, the others are kept as they are.
+      bit. The same per entry of an ``(N, K)`` diagonal. For ``K x K`` Hessians: the
+      diagonal entries when the trees use the diagonal (``diagonal``), else each matrix
+      that is not positive semi-definite (``not_psd``) gets its eigenvalues raised to the
+      floor, the others are kept as they are.
 
     Args:
       loss: the loss (an ``Objective`` for ``"expected"``).
       y: ``(N,)`` labels; pred: ``(N,)`` or ``(N, K)`` margins.
-      h: ``(N,)`` or ``(N, K, K)`` exact Hessians.
+      h: ``(N,)`` or ``(N, K, K)`` exact Hessians, or ``(N, K)``: their diagonals
+        (``grad_hess_diagonal``), what trees that use the diagonal read.
       policy: one of the five names above.
       floor: the clip floor.
       diagonal: the trees use only the diagonal of ``K x K`` Hessians (one tree per
@@ -181,10 +235,10 @@ def apply_hessian_policy(loss, y, pred, h, policy: str, floor: float = HESSIAN_F
     if policy == "exact":
         return h
     if policy == "clip":
-        return jnp.maximum(h, floor) if h.ndim == 1 else _clip_matrix(h, floor)
+        return jnp.maximum(h, floor) if h.ndim <= 2 else _clip_matrix(h, floor)
     if policy == "clip_negative":
         floor = jnp.asarray(floor, h.dtype)
-        if h.ndim == 1:
+        if h.ndim <= 2:
             return jnp.where(h < 0, floor, h)
         if diagonal:
             return jnp.where(jnp.eye(h.shape[-1], dtype=bool) & (h < 0), floor, h)
@@ -193,14 +247,17 @@ def apply_hessian_policy(loss, y, pred, h, policy: str, floor: float = HESSIAN_F
                             lambda: jnp.where(bad[:, None, None], _clip_matrix(h, floor), h),
                             lambda: h)
     if policy == "constant":
-        return jnp.ones_like(h) if h.ndim == 1 else jnp.broadcast_to(
+        return jnp.ones_like(h) if h.ndim <= 2 else jnp.broadcast_to(
             jnp.eye(h.shape[-1], dtype=h.dtype), h.shape)
     if policy == "expected":
         fn = loss.row_expected_hessian() if isinstance(loss, Objective) else None
         if fn is None:
             raise ValueError(f"hessian='expected' needs an objective with an "
                              f"expected_hessian; {loss_name(loss)} has none")
-        return jax.vmap(fn)(y, pred).astype(h.dtype).reshape(h.shape)
+        e = jax.vmap(fn)(y, pred).astype(h.dtype)
+        if h.ndim == 2:  # the diagonal of each row's K x K expected Hessian
+            e = jnp.diagonal(e.reshape(h.shape + h.shape[-1:]), axis1=1, axis2=2)
+        return e.reshape(h.shape)
     raise ValueError(f"unknown hessian policy {policy!r}; expected one of "
                      f"'exact', 'clip', 'constant', 'expected', 'clip_negative'")
 
@@ -216,7 +273,8 @@ def grad_hess(loss, y, pred, sample_weight=None, *, hessian: str = "exact",
       sample_weight: optional ``(N,)`` float32 weights multiplying g and h.
       hessian: Hessian policy (see ``apply_hessian_policy``).
       floor: floor of the ``"clip"`` and ``"clip_negative"`` policies.
-      diagonal: the trees use the diagonal of ``K x K`` Hessians (``apply_hessian_policy``).
+      diagonal: the trees use only the diagonal of ``K x K`` Hessians: h is then the
+        ``(N, K)`` diagonal, computed without forming ``(N, K, K)`` (``grad_hess_diagonal``).
       census: also return the Hessian ``hessian_census`` should read: the exact one
         (unweighted) under ``"exact"`` and ``"clip_negative"``, the policy's under
         ``"expected"``, None under ``"clip"`` and ``"constant"`` (positive by
@@ -224,7 +282,7 @@ def grad_hess(loss, y, pred, sample_weight=None, *, hessian: str = "exact",
 
     Returns:
       ``(g, h)`` float32: ``(N,)`` and ``(N,)``, or ``(N, K)`` and ``(N, K, K)``
-      (``(g, h, h_census)`` with ``census``).
+      (``(N, K)`` with ``diagonal``) (``(g, h, h_census)`` with ``census``).
 
     Example:
       >>> import jax.numpy as jnp
@@ -233,7 +291,10 @@ def grad_hess(loss, y, pred, sample_weight=None, *, hessian: str = "exact",
       ([-1.0, -1.0], [1.0, 1.0])
     """
     K = 1 if pred.ndim == 1 else pred.shape[1]
-    g, h = jax.vmap(_row_grad_hess(loss, K))(y, pred)
+    if K > 1 and diagonal:
+        g, h = grad_hess_diagonal(loss, y, pred)
+    else:
+        g, h = jax.vmap(_row_grad_hess(loss, K))(y, pred)
     g = g.astype(FLOAT_DTYPE)
     h = h.astype(FLOAT_DTYPE)
     h_exact = h
@@ -241,7 +302,7 @@ def grad_hess(loss, y, pred, sample_weight=None, *, hessian: str = "exact",
     seen = {"exact": h_exact, "clip_negative": h_exact, "expected": h}.get(hessian)
     if sample_weight is not None:
         g = g * (sample_weight if K == 1 else sample_weight[:, None])
-        h = h * (sample_weight if K == 1 else sample_weight[:, None, None])
+        h = h * sample_weight.reshape(sample_weight.shape + (1,) * (h.ndim - 1))
     return (g, h, seen) if census else (g, h)
 
 
@@ -258,7 +319,8 @@ def hessian_census(g, h, counted, *, diagonal: bool = False):
     positive semi-definite, ``not_psd``), ``n_zero`` rows whose h is 0 (every diagonal
     entry) while g is not (a gradient with no curvature), ``n_positive`` rows with some
     positive curvature; ``n_rows`` the counted rows. Local sums: callers reduce them
-    over devices.
+    over devices. ``h`` is ``(N,)``, ``(N, K, K)``, or ``(N, K)`` diagonals (read as
+    with ``diagonal``).
 
     Example:
       >>> import jax.numpy as jnp
@@ -270,9 +332,10 @@ def hessian_census(g, h, counted, *, diagonal: bool = False):
         finite = jnp.isfinite(g) & jnp.isfinite(h)
         neg, zero, pos, moves = h < 0, h == 0, h > 0, g != 0
     else:
-        finite = jnp.all(jnp.isfinite(g), axis=1) & jnp.all(jnp.isfinite(h), axis=(1, 2))
-        d = jnp.diagonal(h, axis1=1, axis2=2)
-        neg = jnp.any(d < 0, axis=1) if diagonal else not_psd(h)
+        finite = jnp.all(jnp.isfinite(g), axis=1) & jnp.all(
+            jnp.isfinite(h), axis=tuple(range(1, h.ndim)))
+        d = h if h.ndim == 2 else jnp.diagonal(h, axis1=1, axis2=2)
+        neg = jnp.any(d < 0, axis=1) if (diagonal or h.ndim == 2) else not_psd(h)
         zero = jnp.all(d == 0, axis=1) & ~neg
         pos = jnp.any(d > 0, axis=1) & ~neg
         moves = jnp.any(g != 0, axis=1)
@@ -288,8 +351,8 @@ def hessian_census(g, h, counted, *, diagonal: bool = False):
 def model_grad_hess(loss, y, pred, sample_weight=None, *, hessian: str = "exact",
                     floor: float = HESSIAN_FLOOR, diagonal: bool = False):
     """``grad_hess`` as one compiled program, with the loss's continuous hyperparameters
-    traced (``split_loss``), and ``h`` reduced to its diagonal ``(N, K)`` when
-    ``diagonal`` (what K trees per round, or ``multi_hessian="diagonal"``, use).
+    traced (``split_loss``), and ``h`` the diagonal ``(N, K)`` when ``diagonal`` (what K
+    trees per round, or ``multi_hessian="diagonal"``, use; no ``K x K`` is formed).
 
     Used by ``Booster.grad_hess``; the rows should be padded to a size bucket so new row
     counts mostly reuse a program. Returns JAX arrays.
@@ -307,9 +370,8 @@ def model_grad_hess(loss, y, pred, sample_weight=None, *, hessian: str = "exact"
 
 @functools.partial(jax.jit, static_argnames=("family", "hessian", "diagonal"))
 def _model_grad_hess(family, values, y, pred, sample_weight, floor, *, hessian, diagonal):
-    g, h = grad_hess(bind_loss(family, values), y, pred, sample_weight, hessian=hessian,
+    return grad_hess(bind_loss(family, values), y, pred, sample_weight, hessian=hessian,
                      floor=floor, diagonal=diagonal)
-    return g, (jnp.diagonal(h, axis1=1, axis2=2) if diagonal and h.ndim == 3 else h)
 
 
 def start_census(loss, y, pred, w, valid, *, hessian: str, floor: float = HESSIAN_FLOOR,
@@ -329,7 +391,8 @@ def _start_census(family, values, y, pred, w, valid, floor, *, hessian, diagonal
     g, _, seen = grad_hess(bind_loss(family, values), y, pred, None, hessian=hessian,
                            floor=floor, diagonal=diagonal, census=True)
     if seen is None:
-        seen = jnp.ones(pred.shape if pred.ndim == 1 else pred.shape + pred.shape[-1:])
+        seen = jnp.ones(pred.shape if pred.ndim == 1 or diagonal else
+                        pred.shape + pred.shape[-1:])
     return hessian_census(g, seen, valid & (w > 0), diagonal=diagonal)
 
 
@@ -381,7 +444,9 @@ def fit_base_margin(loss, y, sample_weight=None, n_outputs: int = 1, *,
        logistic label 1), phase 1's value is kept.
 
     Vector margins (``n_outputs = K > 1``): damped Newton on the ``K x K`` system with a
-    small ridge (softmax margins are defined up to a constant; the ridge picks one).
+    small ridge (softmax margins are defined up to a constant; the ridge picks one). Its
+    sums over rows run in chunks of ``BASE_MARGIN_CHUNK // K**2`` rows when the per-row
+    Hessians would not fit in one chunk, so no ``(N, K, K)`` array is formed.
 
     Squared loss gives the weighted mean, logistic the log-odds of the weighted mean,
     Poisson the log of the mean, quantile(alpha) the weighted alpha-quantile.
@@ -514,6 +579,76 @@ def _fit_base_margin(family, values, y, sample_weight, exact=False, n_total=1):
         return jnp.where(use2, c2, c1.astype(FLOAT_DTYPE))
 
 
+BASE_MARGIN_CHUNK = 1 << 22
+"""Hessian entries (rows times ``K**2``) per chunk of the vector base-margin fit's sums:
+at most ``BASE_MARGIN_CHUNK // K**2`` rows' ``K x K`` Hessians at once (16 MB in float32,
+32 MB in float64), instead of all ``N`` rows' (4 GB at 100,000 rows and K = 100)."""
+
+
+def _vector_sums(gh, y, w64, c, K, exact, n_total, chunk=BASE_MARGIN_CHUNK):
+    """``(G (K,), H (K, K))`` float64: the weighted sums of ``gh``'s per-row g and h at
+    the constant margin ``c``, over row chunks of ``chunk // K**2`` rows.
+
+    One chunk (few rows or small K): one pass over every row. Several:
+    a ``lax.scan`` over chunks (rows padded with weight 0 to a multiple of the chunk),
+    partial sums added in chunk order; exact sums
+    (``exact``) take one pass for the largest ``|w g|``, ``|w h|`` (which fix
+    ``exact_sum``'s grid) and one for the sums on that grid.
+    """
+    N = y.shape[0]
+    rows = max(1, chunk // (K * K))
+    f32 = c.astype(FLOAT_DTYPE)
+
+    def per_row(yy):
+        g, h = jax.vmap(gh)(yy, jnp.broadcast_to(f32, (yy.shape[0], K)))
+        return g.astype(ACC_DTYPE), h.astype(ACC_DTYPE)
+
+    if N <= rows:  # one chunk
+        g, h = per_row(y)
+        if exact:
+            add = _summer(True, n_total)
+            return add(w64[:, None] * g), add(w64[:, None, None] * h)
+        return jnp.einsum("n,nk->k", w64, g), jnp.einsum("n,nij->ij", w64, h)
+    n_chunks = -(-N // rows)
+    pad = n_chunks * rows - N
+    # Padding rows repeat the last row's label with weight 0: their g and h are those of
+    # a real row (finite when it is), so the weight alone removes them.
+    yc = jnp.pad(y, (0, pad), mode="edge").reshape((n_chunks, rows) + y.shape[1:])
+    wc = jnp.pad(w64, (0, pad)).reshape(n_chunks, rows)
+
+    if not exact:
+        def body(acc, xs):
+            yy, ww = xs
+            g, h = per_row(yy)
+            return (acc[0] + jnp.einsum("n,nk->k", ww, g),
+                    acc[1] + jnp.einsum("n,nij->ij", ww, h)), None
+
+        zero = (jnp.zeros(K, ACC_DTYPE), jnp.zeros((K, K), ACC_DTYPE))
+        return jax.lax.scan(body, zero, (yc, wc))[0]
+
+    def part(yy, ww):
+        g, h = per_row(yy)
+        return ww[:, None] * g, ww[:, None, None] * h
+
+    from .exact import exact_scale
+
+    def biggest(m, xs):
+        g, h = part(*xs)
+        return jnp.maximum(m, jnp.stack([jnp.max(jnp.abs(g)), jnp.max(jnp.abs(h))])), None
+
+    m = jax.lax.scan(biggest, jnp.zeros(2, ACC_DTYPE), (yc, wc))[0]
+    sg, sh = exact_scale(m[0], n_total), exact_scale(m[1], n_total)
+
+    def body(acc, xs):
+        g, h = part(*xs)
+        return (acc[0] + jnp.sum(jnp.round(g * sg), axis=0),
+                acc[1] + jnp.sum(jnp.round(h * sh), axis=0)), None
+
+    zero = (jnp.zeros(K, ACC_DTYPE), jnp.zeros((K, K), ACC_DTYPE))
+    G, H = jax.lax.scan(body, zero, (yc, wc))[0]
+    return G / sg, H / sh
+
+
 @functools.partial(jax.jit, static_argnums=(0, 4, 5))
 def _fit_base_margin_vector(family, values, y, sample_weight, K, exact=False, n_total=1):
     loss = bind_loss(family, values)
@@ -528,14 +663,7 @@ def _fit_base_margin_vector(family, values, y, sample_weight, K, exact=False, n_
             return add(w64 * jax.vmap(loss)(y, f).astype(ACC_DTYPE))
 
         def step(_, c):
-            f = jnp.broadcast_to(c.astype(FLOAT_DTYPE), (y.shape[0], K))
-            g, h = jax.vmap(gh)(y, f)
-            if exact:
-                G = add(w64[:, None] * g.astype(ACC_DTYPE))
-                H = add(w64[:, None, None] * h.astype(ACC_DTYPE))
-            else:
-                G = jnp.einsum("n,nk->k", w64, g.astype(ACC_DTYPE))
-                H = jnp.einsum("n,nij->ij", w64, h.astype(ACC_DTYPE))
+            G, H = _vector_sums(gh, y, w64, c, K, exact, n_total)
             H = 0.5 * (H + H.T)
             ridge = 1e-6 * (jnp.trace(H) / K + 1.0)
             d = -jnp.linalg.solve(H + ridge * jnp.eye(K), G)

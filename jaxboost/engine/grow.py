@@ -41,6 +41,18 @@ take 1.43 CPU s against 1.64 before).
 
 gamma pruning and each row's leaf are loops over levels too. Every node's arithmetic
 is the same as level by level with exact shapes, so the trees are bit-identical.
+
+Wide data (memory per feature): a level's histograms are ``(F, W, B)`` float64 pairs, and
+the loop above keeps about ``HIST_BYTES_PER_FEATURE * W * B`` bytes per feature (393 KB
+at depth 6 and 256 bins: 7.9 GB for 20,000 features). When that exceeds ``HIST_MEMORY``
+the features are taken in blocks of ``feature_block(F, W, B)`` instead: per level, a loop
+over blocks histograms every node of the level on the block's features alone (all the
+level's rows: no parent histogram is kept, so there is no sibling subtraction), finds
+each node's best split within the block and keeps it when its gain is strictly greater
+than the best of the blocks before (blocks in ascending feature order, so the first
+best candidate still wins ties, as unblocked). Memory then stays below ``HIST_MEMORY``
+whatever ``F`` (a block's histograms take about a third of it); the price is the
+histogram work of the larger children, and one slice of the bins per block and level.
 """
 
 from __future__ import annotations
@@ -64,6 +76,34 @@ from .tree import bin_goes_left, code_feature, code_goes_left, split_code
 
 # Nodes per split-finding step of a level (see the module docstring).
 SPLIT_CHUNK = 4
+
+HIST_MEMORY = 512 << 20
+"""Bytes the histograms of one level may take before features are taken in blocks
+(``feature_block``). Unblocked, a level of ``W`` nodes keeps about
+``HIST_BYTES_PER_FEATURE * W * max_bin`` bytes per feature; 512 MiB is reached at
+about 1,300 features at depth 6 (256 bins), 85 at depth 10."""
+
+HIST_BYTES_PER_FEATURE = 48
+"""Bytes per (feature, node, bin) of the unblocked level loop, measured from its
+buffers: the native path's ``(F, 2 W, B)`` float64 parent/level buffers for G and H
+(32) and the ``(F, W / 2, B)`` smaller children (8), the pure-JAX path's complex128
+scatter output and its two float64 halves (up to 48)."""
+
+
+def feature_block(n_features: int, width: int, max_bin: int, budget=None) -> int:
+    """Features per block of a level's histograms: all of them (``n_features``) while
+    their histograms fit ``budget`` bytes (default ``HIST_MEMORY``, read at the call,
+    i.e. when a training program is traced), else the most that do (at least 1).
+
+    Example:
+      >>> feature_block(28, 32, 256), feature_block(20_000, 32, 256)
+      (28, 1365)
+    """
+    budget = HIST_MEMORY if budget is None else budget
+    per_feature = HIST_BYTES_PER_FEATURE * width * max_bin
+    if n_features * per_feature <= budget:
+        return n_features
+    return max(1, min(n_features, budget // per_feature))
 
 
 def _identity(x):
@@ -262,7 +302,10 @@ class TreeSpec(NamedTuple):
     with the subtraction trick, else the pure-JAX histogram (feature-major bins);
     ``clipped``, ``any_forward``: static promises passed to ``split.find_best_splits``;
     ``native_threads``: threads of the native kernel (``None``: every core);
-    ``diagonal``: vector leaves use only the diagonal of H (``grow_vector_tree``).
+    ``diagonal``: vector leaves use only the diagonal of H (``grow_vector_tree``);
+    ``feature_block``: features per histogram block (``grow_tree``), None: the
+    ``feature_block`` function's choice (blocks only when the histograms would exceed
+    ``HIST_MEMORY``).
     """
 
     max_depth: int
@@ -272,6 +315,7 @@ class TreeSpec(NamedTuple):
     any_forward: bool = True
     native_threads: Optional[int] = None
     diagonal: bool = False
+    feature_block: Optional[int] = None
 
 
 def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_identity,
@@ -316,7 +360,7 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
       bool, ``value`` float32 (learning rate applied), ``gain`` float32, ``cover``
       float32 = H); ``leaf`` ``(N,)`` int32, the leaf node of every row.
     """
-    max_depth, max_bin, native, clipped, any_forward, native_threads, _ = spec
+    max_depth, max_bin, native, clipped, any_forward, native_threads, _, block = spec
     D, B = max_depth, max_bin
     N = g.shape[0]
     M = 2 ** (D + 1) - 1
@@ -325,13 +369,18 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
     histogram = functools.partial(histogram, g, h)
     bin_of = bin_reader(bins, native)
     masks = None if features is None else features.levels(W)  # (D, W, F)
+    F = bins.shape[1] if native else bins.shape[0]
+    block = feature_block(F, W, B) if block is None else min(int(block), F)
 
-    def split_level(d, width, Gt, Ht, alive, hist_chunk, bufs):
-        """Best splits of level ``d``'s nodes and their children's totals, chunk by chunk.
+    def best_splits(d, width, Gt, Ht, hist_chunk, bufs, fok=forward_ok, level_mask=None):
+        """Best split of each of level ``d``'s nodes and its children's totals, chunk by
+        chunk, over the features of ``hist_chunk``'s histograms.
 
-        ``hist_chunk(k, c, bufs) -> (Gh, Hh, bufs)`` gives chunk ``k``'s ``(F, c, B)``
-        histograms (nodes ``k c .. k c + c - 1``). Returns ``(s, do, Gc, Hc, bufs)``:
-        ``(width,)`` splits, which nodes split, ``(2 width,)`` children totals.
+        ``hist_chunk(k, c, bufs) -> (Gh, Hh, bufs)`` gives chunk ``k``'s ``(F', c, B)``
+        histograms (nodes ``k c .. k c + c - 1``); ``fok`` ``(F',)`` and ``level_mask``
+        ``(width, F')`` (column sampling, or None) belong to the same ``F'`` features.
+        Returns ``(acc, bufs)``: ``acc`` the ``(width,)`` splits (``feature`` counted
+        within the ``F'``) and ``(2 width,)`` children totals ``Gc``, ``Hc``.
         """
         c = min(SPLIT_CHUNK, width)
 
@@ -342,8 +391,8 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
             def sl(a):
                 return jax.lax.dynamic_slice_in_dim(a, k * c, c, 0)
 
-            mask = None if masks is None else sl(masks[d])
-            s = find_best_splits(Gh, Hh, sl(Gt), sl(Ht), dyn, forward_ok, clipped=clipped,
+            mask = None if level_mask is None else sl(level_mask)
+            s = find_best_splits(Gh, Hh, sl(Gt), sl(Ht), dyn, fok, clipped=clipped,
                                  any_forward=any_forward, feature_mask=mask)
             s["Gc"] = _children_sums(Gh[None], s, B)[0]  # (2 c,)
             s["Hc"] = _children_sums(Hh[None], s, B)[0]
@@ -357,14 +406,51 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
                    default_left=jnp.zeros(width, bool), Gc=jnp.zeros(2 * width, ACC_DTYPE),
                    Hc=jnp.zeros(2 * width, ACC_DTYPE))
         if c == width:
-            acc, bufs = chunk(jnp.int32(0), (acc, bufs))
-        else:  # only the chunks that hold some of the level's 2**d nodes
-            n_chunks = (_pow2(d) + (c - 1)) // c
-            acc, bufs = jax.lax.fori_loop(jnp.int32(0), n_chunks, chunk, (acc, bufs))
+            return chunk(jnp.int32(0), (acc, bufs))
+        # only the chunks that hold some of the level's 2**d nodes
+        n_chunks = (_pow2(d) + (c - 1)) // c
+        return jax.lax.fori_loop(jnp.int32(0), n_chunks, chunk, (acc, bufs))
+
+    def decide(acc, alive):
+        """``(s, do, Gc, Hc)``: which nodes split (alive, gain worth it) and their
+        children's totals (0 for nodes that do not split)."""
         do = alive & is_split_worthy(acc["gain"])
         do2 = jnp.repeat(do, 2)
-        return (acc, do, jnp.where(do2, acc["Gc"], 0.0), jnp.where(do2, acc["Hc"], 0.0),
-                bufs)
+        return acc, do, jnp.where(do2, acc["Gc"], 0.0), jnp.where(do2, acc["Hc"], 0.0)
+
+    def split_level(d, width, Gt, Ht, alive, hist_chunk, bufs):
+        """``decide`` on ``best_splits`` over every feature; ``(s, do, Gc, Hc, bufs)``."""
+        acc, bufs = best_splits(d, width, Gt, Ht, hist_chunk, bufs,
+                                level_mask=None if masks is None else masks[d])
+        return decide(acc, alive) + (bufs,)
+
+    def blocked_level(d, width, Gt, Ht, alive, local, n_active):
+        """``split_level`` with the features in blocks of ``block`` (see the module
+        docstring): each block's histograms of every node of the level, its best
+        splits, kept where strictly better than the blocks before."""
+        def one_block(b, best):
+            f0 = jnp.minimum(b * block, F - block)  # the last block may overlap the one before
+            block_bins = jax.lax.dynamic_slice_in_dim(bins, f0, block, 1 if native else 0)
+            hist = pair_histogram(block_bins, native=native, max_bin=B,
+                                  native_threads=native_threads)
+            Gh, Hh = reduce(hist(g, h, local, width, n_active))
+            fok = jax.lax.dynamic_slice_in_dim(forward_ok, f0, block, 0)
+            mask = None if masks is None else jax.lax.dynamic_slice_in_dim(masks[d], f0,
+                                                                            block, 1)
+            acc, _ = best_splits(d, width, Gt, Ht, full_chunks(Gh, Hh), None, fok, mask)
+            acc["feature"] = acc["feature"] + f0
+            better = acc["gain"] > best["gain"]
+            better2 = jnp.repeat(better, 2)
+            return {k: jnp.where(better2 if v.shape[0] == 2 * width else better, acc[k], v)
+                    for k, v in best.items()}
+
+        best = dict(gain=jnp.full(width, -jnp.inf, FLOAT_DTYPE),
+                    feature=jnp.zeros(width, INDEX_DTYPE), tbin=jnp.zeros(width, INDEX_DTYPE),
+                    default_left=jnp.zeros(width, bool), Gc=jnp.zeros(2 * width, ACC_DTYPE),
+                    Hc=jnp.zeros(2 * width, ACC_DTYPE))
+        n_blocks = -(-F // block)
+        best = jax.lax.fori_loop(0, n_blocks, one_block, best)
+        return decide(best, alive)
 
     def finish_level(d, found, rows, state):
         """Record level ``d``'s splits and children totals; route its rows.
@@ -397,11 +483,26 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
         Hn = jnp.zeros(M, ACC_DTYPE).at[0].set(reduce(jnp.sum(h.astype(ACC_DTYPE))))
         pos = jnp.zeros(N, INDEX_DTYPE)
         structure = _empty_structure(M)
-        if D > 0:
+        if D > 0 and block < F:
+            def level(d, carry):
+                pos, alive, structure, Gn, Hn = carry
+                d = d.astype(INDEX_DTYPE)
+                n = _pow2(d)
+                Gt = jax.lax.dynamic_slice(Gn, (n - 1,), (W,))
+                Ht = jax.lax.dynamic_slice(Hn, (n - 1,), (W,))
+                local, in_level = _rows_of_level(pos, d, W)
+                found = blocked_level(d, W, Gt, Ht, alive, local, n)
+                pos, structure, Gn, Hn = finish_level(d, found, (pos, local, in_level),
+                                                      (structure, Gn, Hn))
+                return pos, jnp.repeat(found[1], 2)[:W], structure, Gn, Hn
+
+            alive = jnp.zeros(W, bool).at[0].set(True)
+            pos, _, structure, Gn, Hn = jax.lax.fori_loop(
+                0, D, level, (pos, alive, structure, Gn, Hn))
+        elif D > 0:
             # The root's histogram (one node, every row), summed across devices once.
             local, _ = _rows_of_level(pos, 0, 1)
             Gh, Hh = reduce(histogram(local, 1))
-            F = Gh.shape[0]
             bufs = None
             if native and W > 1:
                 # Two levels' histograms (parent, current) in one (F, 2 W, B) buffer
@@ -474,10 +575,11 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
 
 
 def hessian_channels(h, diagonal: bool):
-    """``(N, K, K)`` per-row Hessians -> ``(N, P)`` channels (``split.unpack_hessian``)."""
+    """``(N, K, K)`` per-row Hessians -> ``(N, P)`` channels (``split.unpack_hessian``);
+    ``(N, K)`` diagonals (``diagonal``) pass through."""
     K = h.shape[-1]
     if diagonal:
-        return jnp.diagonal(h, axis1=-2, axis2=-1)
+        return h if h.ndim == 2 else jnp.diagonal(h, axis1=-2, axis2=-1)
     iu, ju = jnp.triu_indices(K)
     return h[:, iu, ju]
 
@@ -497,13 +599,14 @@ def grow_vector_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *,
     Args:
       bins, dyn, cuts_ext, forward_ok, spec, reduce, features: as in ``grow_tree``
         (``spec.diagonal``: use only the diagonal of H).
-      g: ``(N, K)`` float32 gradients; h: ``(N, K, K)`` float32 Hessians (weighted).
+      g: ``(N, K)`` float32 gradients; h: ``(N, K, K)`` float32 Hessians (weighted), or
+        their ``(N, K)`` diagonals with ``spec.diagonal``.
 
     Returns:
       ``(tree, leaf)`` as ``grow_tree``, with ``value`` ``(M, K)`` and ``cover`` the
       trace of H.
     """
-    max_depth, max_bin, native, _, any_forward, native_threads, diagonal = spec
+    max_depth, max_bin, native, _, any_forward, native_threads, diagonal, _ = spec
     D, B = max_depth, max_bin
     N, K = g.shape
     M = 2 ** (D + 1) - 1

@@ -196,7 +196,8 @@ def uses_diagonal(spec) -> bool:
 def gradients(spec, rows, shared, hyper, loss, margin, rk):
     """``(g, h, seen)`` of every row of this device: g and h weighted, Hessian policy
     applied; ``seen`` the Hessian ``autodiff.hessian_census`` reads (None when the
-    policy makes every h positive)."""
+    policy makes every h positive). For ``K`` outputs h is ``(N, K)``, the diagonal,
+    when the trees use only that (``uses_diagonal``), else ``(N, K, K)``."""
     if spec.group_max is not None:  # a group loss (jaxboost.engine.groups)
         g, h = group_grad_hess(loss, rows.y, margin, rows.w, shared.gidx,
                                jax.random.fold_in(rk, 2), exact_max=spec.group_max,
@@ -228,7 +229,8 @@ def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margi
 
     g, h, seen = gradients(spec, rows, shared, hyper, loss, margin, rk)
     bad = ~(jnp.isfinite(g) & jnp.isfinite(h) if K == 1 else
-            jnp.all(jnp.isfinite(g), axis=1) & jnp.all(jnp.isfinite(h), axis=(1, 2)))
+            jnp.all(jnp.isfinite(g), axis=1) &
+            jnp.all(jnp.isfinite(h), axis=tuple(range(1, h.ndim))))
     n_bad = jnp.sum(bad & rows.valid, dtype=jnp.int32)
     if seen is None:  # "clip", "constant": no h is zero or negative
         census = jnp.stack([n_bad, 0, 0, 0, 0]).astype(jnp.int32)
@@ -241,7 +243,7 @@ def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margi
         keep = keep & (row_mask(rk, rows.y.shape[0], hyper.ratios[SUBSAMPLE], offset=offset,
                                 n_ids=rows.y.shape[0] * n_shards) > 0)
     g = jnp.where(keep if K == 1 else keep[:, None], g, 0.0)
-    h = jnp.where(keep if K == 1 else keep[:, None, None], h, 0.0)
+    h = jnp.where(keep.reshape(keep.shape + (1,) * (h.ndim - 1)), h, 0.0)
     if spec.exact:  # every histogram sum exact, whatever the devices (jaxboost.engine.exact)
         g = to_grid(g, n_total, reduce_max=reduce_max)
         h = to_grid(h, n_total, reduce_max=reduce_max)
@@ -271,9 +273,9 @@ def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margi
                                       features=sampler(0))
         tree = _stored(tree, zero)
         trees, delta = jax.tree.map(lambda a: a[None], tree), tree["value"][leaf]
-    else:  # one tree per output, all from this round's g and h (diagonal of H)
+    else:  # one tree per output, all from this round's g and h ((N, K): diagonal of H)
         def one_output(_, k):
-            tree, leaf = grow_tree(rows.bins, g[:, k], h[:, k, k], dyn, shared.cuts_ext,
+            tree, leaf = grow_tree(rows.bins, g[:, k], h[:, k], dyn, shared.cuts_ext,
                                    shared.forward_ok, tspec, reduce=reduce,
                                    features=sampler(k))
             tree = _stored(tree, zero)
