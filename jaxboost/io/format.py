@@ -552,7 +552,10 @@ def _parse(d) -> dict:
 
     params = _read_params(d["params"])
     F = as_int(d["n_features"], "n_features", lo=1, hi=MAX_FEATURES)
-    K = as_int(d["n_outputs"], "n_outputs", lo=1, hi=MAX_CLASSES)
+    K = as_int(d["n_outputs"], "n_outputs", lo=1)
+    if K > MAX_CLASSES:
+        raise ModelFormatError(f"n_outputs: {K} outputs, more than jaxboost's limit of "
+                               f"MAX_CLASSES = {MAX_CLASSES} (objectives.MAX_CLASSES)")
     tpr = as_int(d["trees_per_round"], "trees_per_round", lo=1)
     if tpr not in (1, K):
         fail("trees_per_round", f"1 or n_outputs = {K}", tpr)

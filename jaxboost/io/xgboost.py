@@ -387,7 +387,11 @@ def _base_scores(v, where, max_count) -> np.ndarray:
     """XGBoost's ``base_score``: ``"5E-1"`` or a vector ``"[5E-1,2E-1]"`` (or a JSON
     number), each finite in float32."""
     if is_json_number(v):
-        items = [v]
+        try:
+            items = [float(v)]
+        except OverflowError:  # an integer literal beyond float64
+            raise _malformed(f"{where} = {describe(v)}: expected numbers finite in "
+                             f"float32") from None
     elif isinstance(v, str):
         s = v.strip()
         if s.startswith("[") and s.endswith("]"):
@@ -664,6 +668,17 @@ def from_xgboost(model) -> Booster:
         raise ModelFormatError(f"malformed XGBoost model ({type(e).__name__}: {e})") from e
 
 
+def _check_heap_nodes(T, D, K, deepest) -> None:
+    """``T`` trees of depth ``D`` (``K`` classes) fit ``MAX_NODES`` in heap layout."""
+    M = 2 ** (D + 1) - 1
+    if T * M * K > MAX_NODES:
+        which = f" (trees[{deepest}] has depth {D})" if deepest is not None else ""
+        raise ModelFormatError(
+            f"the model's {T} trees of depth {D}{which} take {T} x {M} heap nodes"
+            f"{f' x {K} classes' if K > 1 else ''} = {T * M * K} entries in jaxboost's "
+            f"layout, more than the limit of MAX_NODES = {MAX_NODES} (jaxboost.io.checks)")
+
+
 def _import(d) -> Booster:
     if not isinstance(d, dict):
         raise _malformed(f"the model must be a JSON object, got {describe(d)}")
@@ -738,7 +753,15 @@ def _import(d) -> Booster:
             or not all(type(c) is int and 0 <= c < K for c in info)):
         raise _malformed(f"tree_info must give each of the {len(trees)} trees a class in "
                          f"[0, {K})")
-    parsed = [_parse_tree(tr, f"trees[{i}]", F) for i, tr in enumerate(trees)]
+    # Each tree's depth is known once it is read: the heap-node limit is checked as soon
+    # as the deepest tree so far makes len(trees) trees of its depth too many.
+    parsed, D = [], 1
+    for i, tr in enumerate(trees):
+        parsed.append(_parse_tree(tr, f"trees[{i}]", F))
+        d_i = int(parsed[-1][1].max())
+        if d_i > D:
+            D = d_i
+            _check_heap_nodes(len(trees), D, K, i)
     # No prediction may overflow: |base_k| + the largest leaf of each tree of class k.
     bound = np.abs(np.asarray(base_margin, np.float64)).reshape(-1) * np.ones(K)
     for (a, _), c in zip(parsed, info):
@@ -759,16 +782,8 @@ def _import(d) -> Booster:
                 f"the model has unequal numbers of trees per class (between {counts[0]} "
                 f"and {counts[-1]}); from_xgboost needs whole rounds of {K} trees")
         order = [per_class[k][r] for r in range(len(per_class[0])) for k in range(K)]
-    depths = [int(depth.max()) for _, depth in parsed]
-    D = max(depths + [1])
     T, M = len(trees), 2 ** (D + 1) - 1
-    if T * M * K > MAX_NODES:
-        deepest = int(np.argmax(depths)) if depths else 0
-        raise ModelFormatError(
-            f"the model's {T} trees (the deepest, trees[{deepest}], of depth {D}) take "
-            f"{T} x {M} heap nodes{f' x {K} classes' if K > 1 else ''} = {T * M * K} "
-            f"entries in jaxboost's layout, more than the limit of MAX_NODES = "
-            f"{MAX_NODES} (jaxboost.io.checks)")
+    _check_heap_nodes(T, D, K, None)
     feature = np.zeros((T, M), np.int32)
     threshold = np.full((T, M), np.nan, np.float32)
     default_left = np.zeros((T, M), bool)
