@@ -14,10 +14,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_io_fuzz import watchdog
 
 from jaxboost import cli
-
-from test_io_fuzz import watchdog
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -22,18 +22,16 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from test_io_fuzz import watchdog
 
 import jaxboost
 import objectives
 from jaxboost import io
 from jaxboost.engine.binning import BinEdges
 from jaxboost.engine.tree import Ensemble
-from jaxboost.io import ModelFormatError, from_xgboost
-from jaxboost.io import files
+from jaxboost.io import ModelFormatError, files, from_xgboost
 from jaxboost.io.checks import MAX_FEATURES, MAX_NODES
 from jaxboost.params import TreeParams
-
-from test_io_fuzz import watchdog
 
 F32_MAX = float(np.finfo(np.float32).max)
 X = np.array([[0.0, 1.0], [1.0, 0.0], [np.nan, 2.0]], np.float32)

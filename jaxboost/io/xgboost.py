@@ -545,9 +545,10 @@ def _parse_tree(tree, where, n_features):
     j = cover_problem(cover[nodes], cover[left[nodes]], cover[right[nodes]])
     if j is not None:
         i = int(nodes[j])
-        raise _malformed(f"{where}.sum_hessian[{i}] = {float(cover[i])!r} is not the sum of its "
-                         f"children's covers {float(cover[left[i]])!r} + {float(cover[right[i]])!r} "
-                         f"(SHAP values weight the branches by these fractions)")
+        c, a, b = (float(cover[k]) for k in (i, left[i], right[i]))
+        raise _malformed(f"{where}.sum_hessian[{i}] = {c!r} is not the sum of its children's "
+                         f"covers {a!r} + {b!r} (SHAP values weight the branches by these "
+                         f"fractions)")
     with np.errstate(over="ignore"):
         leaves = np.abs(cond[seen & leaf].astype(np.float32))
     a["leaf_max"] = float(leaves.max()) if leaves.size else 0.0
