@@ -12,7 +12,9 @@ Files: ``nested-arrays`` (``[[],[],...]``: 1.8 GB of lists once parsed),
 ``deep-nesting`` (``[[[[...``), ``num-class`` (an XGBoost model declaring 10 million
 classes, padded with whitespace to the size), ``long-chains`` (XGBoost trees of depth 16
 whose heap layout would take gigabytes), ``n-outputs`` (a jaxboost model declaring 10
-million outputs, padded), and the originals: ``num-class-567B``, ``num-feature-4M``,
+million outputs, padded), ``floats-at-budget`` (a list of floats whose parse cost is
+97 % of ``files.MAX_PARSE_BYTES``: the largest parse the bound lets through, refused
+after it as no model), and the originals: ``num-class-567B``, ``num-feature-4M``,
 ``chains-1000`` (1,000 depth-16 chains, 1.7 MB).
 
 Run: ``python benchmarks/hostile_files.py [--size-mb 100] [--out results.json]``
@@ -146,6 +148,12 @@ def files(size):
     yield "long-chains", ("from_xgboost",), compact(
         xgb_model([chain() for _ in range(max(size // (one + 1), 1))]))
     yield "n-outputs", ("load",), padded(jaxboost_model_text(10 ** 7), size)
+    # The most a text the cost bound lets through can take: floats up to 97 % of it.
+    sys.path.insert(0, str(ROOT))
+    from jaxboost.io import files as jfiles
+
+    n = int(0.97 * jfiles.MAX_PARSE_BYTES / jfiles.parse_cost(b"0.5,"))
+    yield "floats-at-budget", ("load", "from_xgboost"), b"[" + b"0.5," * n + b"0.5]"
     yield "num-class-567B", ("from_xgboost",), small
     yield "num-feature-4M", ("from_xgboost",), compact(
         xgb_model([stump()], num_feature="4000000"))

@@ -565,3 +565,20 @@ def test_kill_9_during_save_leaves_nothing_after_the_next_save(tmp_path):
     stump().save(path)
     assert _temporaries(tmp_path) == []
     np.testing.assert_array_equal(io.load(path).predict(X), EXPECTED)
+
+
+def test_parse_limits_apply_to_files_and_bytes_not_to_a_live_booster(monkeypatch, tmp_path):
+    xgb = pytest.importorskip("xgboost")
+    rng = np.random.default_rng(3)
+    Xt = rng.normal(size=(200, 2)).astype(np.float32)
+    xb = xgb.train({"max_depth": 2}, xgb.DMatrix(Xt, label=Xt[:, 0]), 3)
+    raw = bytes(xb.save_raw(raw_format="json"))
+    path = tmp_path / "m.json"
+    path.write_bytes(raw)
+    monkeypatch.setattr(files, "MAX_PARSE_BYTES", files.parse_cost(raw) - 1)
+    for source in (raw, path):  # from outside: bounded
+        with pytest.raises(ModelFormatError, match="MAX_PARSE_BYTES"):
+            from_xgboost(source)
+    # XGBoost's own text of a model in this process is not hostile: no bound.
+    np.testing.assert_allclose(from_xgboost(xb).predict(Xt), xb.predict(xgb.DMatrix(Xt)),
+                               atol=1e-5)

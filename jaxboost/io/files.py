@@ -125,8 +125,7 @@ def _check_cost(text, what):
 
 def _decode(data, what) -> str:
     try:
-        return bytes(data).decode("utf-8") if isinstance(data, bytearray) \
-            else data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise ModelFormatError(f"{what} is not UTF-8 text: {e}") from None
 
@@ -146,25 +145,24 @@ def _loads(text: str, allow_nonfinite: bool):
         raise ModelFormatError(f"not valid JSON: {e}") from None
 
 
-def parse_json(text, *, allow_nonfinite: bool = False):
+def parse_json(text, *, allow_nonfinite: bool = False, limits: bool = True):
     """The parsed value of JSON ``text`` (``str``, or UTF-8 ``bytes``), strictly.
 
     Refused with ``ModelFormatError``, before parsing: more than ``MAX_TEXT_BYTES``
-    bytes or characters, a ``parse_cost`` above ``MAX_PARSE_BYTES``, bytes that are not
-    UTF-8; while parsing: invalid JSON, a key twice in one object, nesting deeper than
-    Python's recursion limit, the literals ``NaN``, ``Infinity`` and ``-Infinity``
-    unless ``allow_nonfinite`` (then they parse to the float values). ``TypeError``
-    when ``text`` is neither ``str`` nor ``bytes``.
+    bytes or characters, a ``parse_cost`` above ``MAX_PARSE_BYTES`` (these two only
+    with ``limits``: a text made in this process, such as a live ``xgboost.Booster``'s,
+    is not hostile), bytes that are not UTF-8; while parsing: invalid JSON, a key twice
+    in one object, nesting deeper than Python's recursion limit, the literals ``NaN``,
+    ``Infinity`` and ``-Infinity`` unless ``allow_nonfinite`` (then they parse to the
+    float values). ``TypeError`` when ``text`` is neither ``str`` nor ``bytes``.
     """
-    if isinstance(text, (bytes, bytearray)):
-        _check_size(len(text), "model text")
-        _check_cost(text, "model text")
-        text = _decode(text, "model file")
-    elif isinstance(text, str):
-        _check_size(len(text), "model text")
-        _check_cost(text, "model text")
-    else:
+    if not isinstance(text, (bytes, bytearray, str)):
         raise TypeError(f"loads expects str or bytes, got {type(text).__name__}")
+    if limits:
+        _check_size(len(text), "model text")
+        _check_cost(text, "model text")
+    if isinstance(text, (bytes, bytearray)):
+        text = _decode(text, "model file")
     return _loads(text, allow_nonfinite)
 
 

@@ -325,8 +325,13 @@ def _load(source) -> dict:
         return source
     if hasattr(source, "get_booster"):  # xgboost's scikit-learn estimators
         source = source.get_booster()
-    if hasattr(source, "save_raw"):  # xgboost.Booster
-        source = source.save_raw(raw_format="json")
+    if hasattr(source, "save_raw"):  # xgboost.Booster: its own text, not a hostile one
+        try:
+            return parse_json(source.save_raw(raw_format="json"), allow_nonfinite=True,
+                              limits=False)
+        except ModelFormatError as e:
+            raise ModelFormatError(f"the xgboost.Booster's JSON is not an XGBoost JSON "
+                                   f"model ({e})") from None
     if isinstance(source, (bytes, bytearray)):
         where = "the given bytes"
     elif isinstance(source, (str, os.PathLike)):
@@ -644,7 +649,8 @@ def from_xgboost(model) -> Booster:
 
     The model is read as strictly as jaxboost's own files (``jaxboost.io.format``): a
     path must name a regular file of at most ``files.MAX_TEXT_BYTES`` whose parse costs
-    at most ``files.MAX_PARSE_BYTES``; integers are decimal digits; every number is
+    at most ``files.MAX_PARSE_BYTES`` (bytes too; a live ``xgboost.Booster``'s own text
+    is not bounded); integers are decimal digits; every number is
     finite in float32 (a split threshold may be ``Infinity``); covers are ``>= 0`` and
     a split's children's add up to its own (SHAP weights); no prediction can overflow
     float32 (``|base| +`` the largest leaf of each tree, summed, ``<= 3.4e38``); at most
