@@ -33,6 +33,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))  # this checkout's jaxboost, here and in the children
 
 CHILD = r"""
 import json, os, sys, time, tracemalloc
@@ -149,7 +150,6 @@ def files(size):
         xgb_model([chain() for _ in range(max(size // (one + 1), 1))]))
     yield "n-outputs", ("load",), padded(jaxboost_model_text(10 ** 7), size)
     # The most a text the cost bound lets through can take: floats up to 97 % of it.
-    sys.path.insert(0, str(ROOT))
     from jaxboost.io import files as jfiles
 
     n = int(0.97 * jfiles.MAX_PARSE_BYTES / jfiles.parse_cost(b"0.5,"))
