@@ -527,7 +527,11 @@ def check_import(source, X):
             assert not str(e).startswith("malformed XGBoost model ("), e  # the safety net
             return "rejected"
         assert isinstance(bst, jaxboost.Booster)
-        K = bst.n_outputs
+        K, F = bst.n_outputs, bst.n_features
+        if F != X.shape[1]:  # a valid edit of num_feature: as many columns, NaN-padded
+            wide = np.full((X.shape[0], F), np.nan, np.float32)
+            wide[:, :min(F, X.shape[1])] = X[:, :F]
+            X = wide
         margin = bst.predict(X, output_margin=True)
         pred = bst.predict(X)
         assert margin.shape == ((X.shape[0],) if K == 1 else (X.shape[0], K))
