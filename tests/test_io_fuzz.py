@@ -27,7 +27,7 @@ import threading
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import jaxboost
@@ -551,7 +551,7 @@ def test_fuzz_from_xgboost(xgb_docs, X_small, data):
     doc = data.draw(mutated_docs(xgb_docs[name], _XGB_KEY_NAMES), label="doc")
     # the dict as it is (NaN floats, 10**400, ...), then as JSON text (NaN literals)
     if isinstance(doc, dict):
-        check_import(copy.deepcopy(doc), X_small)
+        event(f"from_xgboost(dict): {check_import(copy.deepcopy(doc), X_small)}")
     else:  # a root that is no dict is an input of another kind (a str would be a path)
         with pytest.raises(TypeError, match="from_xgboost reads"):
             io.from_xgboost(doc if not isinstance(doc, str) else [doc])
@@ -559,7 +559,7 @@ def test_fuzz_from_xgboost(xgb_docs, X_small, data):
         text = json.dumps(doc).encode()
     except (ValueError, OverflowError):
         return
-    check_import(text, X_small)
+    event(f"from_xgboost(bytes): {check_import(text, X_small)}")
 
 
 def test_unmutated_xgboost_models_import(xgb_docs, X_small):
