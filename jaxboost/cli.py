@@ -3,8 +3,11 @@
 ``compare`` reads a CSV file with a header row (NumPy only), splits its rows at random
 into train and test sets, trains each objective with the same tree settings and prints
 ``jaxboost.compare``'s table for the test set, optionally with a learning-curve figure.
-Errors in the input (a missing file, an unknown column, a cell that is not a number)
-are reported on stderr with exit status 2.
+Errors in the input (a missing file, a FIFO or device instead of a regular file, a file
+over ``MAX_CSV_BYTES``, an unknown column, a cell that is not a number, a field over the
+``csv`` module's limit, a delimiter that cannot separate fields, a ``--plot`` path that
+cannot be written) are reported as one line on stderr with exit status 2, before
+training when they can be known before it.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ import argparse
 import csv
 import io
 import os
+import re
+import stat
 import sys
 
 import numpy as np
@@ -20,6 +25,12 @@ import numpy as np
 PROG = "python -m jaxboost"
 MISSING = frozenset({"", "na", "nan", "n/a", "null"})  # cells read as NaN (any case)
 BINARY_DEFAULT = ("logistic", "squared", "exponential")
+MAX_CSV_BYTES = 2 ** 30
+"""Largest CSV file ``compare`` reads (1 GiB), refused by its size before it is read."""
+# A number as NumPy's CSV reader takes it (no "1_000", no non-ASCII digits, which
+# Python's float() would accept), or inf/infinity/nan in any case.
+_NUMBER = re.compile(r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+                     r"|inf|infinity|nan)", re.IGNORECASE)
 
 
 class CliError(Exception):
@@ -31,21 +42,34 @@ def _delimiter(text: str) -> str:
     text = {"\\t": "\t", "tab": "\t"}.get(text, text)
     if len(text) != 1:
         raise CliError(f"--delimiter must be one character (or '\\t'), got {text!r}")
+    if text in "\"\r\n":
+        raise CliError(f"--delimiter cannot be {text!r}: quotes and line breaks are part "
+                       f"of the CSV syntax; use e.g. ',', ';' or '\\t'")
     return text
 
 
 def _read_text(path: str) -> str:
+    from .io.files import read_bytes
+
     try:
-        with open(path, encoding="utf-8-sig", newline="") as f:
-            return f.read()
+        data = read_bytes(path, limit=MAX_CSV_BYTES, what="CSV file", error=CliError)
     except FileNotFoundError:
         raise CliError(f"no such file: {path}") from None
-    except IsADirectoryError:
-        raise CliError(f"{path} is a directory, not a CSV file") from None
-    except UnicodeDecodeError as e:
-        raise CliError(f"{path} is not UTF-8 text: {e}") from None
     except OSError as e:
         raise CliError(f"cannot read {path}: {e.strerror or e}") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise CliError(f"{path} is not UTF-8 text: {e}") from None
+
+
+def _csv_rows(reader, path):
+    """The rows of a ``csv.reader``; its errors (a field over the csv module's limit, a
+    NUL byte) as ``CliError`` naming the line."""
+    try:
+        yield from reader
+    except csv.Error as e:
+        raise CliError(f"{path}, line {reader.line_num}: cannot read the CSV: {e}") from None
 
 
 def _parse_slow(text: str, path: str, delimiter: str):
@@ -53,7 +77,7 @@ def _parse_slow(text: str, path: str, delimiter: str):
     reader = csv.reader(io.StringIO(text), delimiter=delimiter)
     header = None
     rows, lines = [], []
-    for fields in reader:
+    for fields in _csv_rows(reader, path):
         if not fields or all(not f.strip() for f in fields):
             continue  # blank line
         if header is None:
@@ -69,11 +93,10 @@ def _parse_slow(text: str, path: str, delimiter: str):
             if cell.lower() in MISSING:
                 row.append(np.nan)
                 continue
-            try:
-                row.append(float(cell))
-            except ValueError:
+            if not _NUMBER.fullmatch(cell):
                 raise CliError(f"{path}, line {line}, column {name!r}: {cell!r} is not a "
-                               f"number (missing values: empty, NA or nan)") from None
+                               f"number (missing values: empty, NA or nan)")
+            row.append(float(cell))
         rows.append(row)
         lines.append(line)
     if header is None:
@@ -94,7 +117,7 @@ def read_csv(path: str, delimiter: str = ","):
         fields, or a cell that is not a number (the message names the line and column).
     """
     text = _read_text(path)
-    first = next(csv.reader(io.StringIO(text), delimiter=delimiter), None)
+    first = next(_csv_rows(csv.reader(io.StringIO(text), delimiter=delimiter), path), None)
     if not first or all(not f.strip() for f in first):
         # Blank first line(s), no header: let the careful reader say what is wrong.
         return _parse_slow(text, path, delimiter)
@@ -118,10 +141,7 @@ def _column(header, target, path) -> int:
             raise CliError(f"{path} has {header.count(target)} columns named {target!r}; "
                            f"pass the 0-based column index instead")
         return header.index(target)
-    try:
-        i = int(target)
-    except ValueError:
-        i = None
+    i = int(target) if re.fullmatch(r"[+-]?[0-9]{1,9}", target.strip()) else None
     if i is not None and -len(header) <= i < len(header):
         return i % len(header)
     shown = ", ".join(repr(h) for h in header[:20]) + (", ..." if len(header) > 20 else "")
@@ -135,10 +155,43 @@ def _split_list(text):
     return [t.strip() for t in text.split(",") if t.strip()]
 
 
+def _check_plot(path: str) -> None:
+    """``--plot`` can be written: a regular file or nothing at ``path``, and the nearest
+    existing folder above it writable (the missing ones are created). Checked before
+    training, so a typo costs no training time."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        raise CliError(f"--plot {path}: cannot write there: {e.strerror or e}") from None
+    if st is not None:
+        if not stat.S_ISREG(st.st_mode):
+            from .io.files import file_kind
+
+            raise CliError(f"--plot {path} is {file_kind(st.st_mode)}, not a regular "
+                           f"file; give the path of a PNG file to write")
+        if not os.access(path, os.W_OK):
+            raise CliError(f"--plot {path}: the file exists and is not writable")
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(folder):
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    if not os.path.isdir(folder):
+        raise CliError(f"--plot {path}: {folder} is not a directory")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise CliError(f"--plot {path}: the directory {folder} is not writable")
+
+
 def _compare(args) -> int:
     import jaxboost
 
     delimiter = _delimiter(args.delimiter)
+    if args.plot:
+        _check_plot(args.plot)
     header, data, lines = read_csv(args.csv, delimiter)
     if data.shape[0] == 0:
         raise CliError(f"{args.csv} has a header but no data rows")
@@ -194,6 +247,9 @@ def _compare(args) -> int:
             cmp.plot(args.plot, data=list(cmp.data_names))
         except ImportError as e:
             print(f"note: --plot skipped: {e}", file=sys.stderr)
+        except OSError as e:  # the folder changed since the check before training
+            raise CliError(f"--plot {args.plot}: cannot write the figure: "
+                           f"{e.strerror or e}") from None
         else:
             print(f"wrote {args.plot}")
     return 0
@@ -250,5 +306,6 @@ def main(argv=None) -> int:
     try:
         return args.func(args)
     except (CliError, ValueError) as e:  # DataError and LossError are ValueErrors
-        print(f"{PROG} {args.command}: error: {e}", file=sys.stderr)
+        message = " ".join(str(e).split())  # one line, whatever the message holds
+        print(f"{PROG} {args.command}: error: {message}", file=sys.stderr)
         return 2

@@ -47,7 +47,10 @@ class MetricError(ValueError):
 
 
 class ModelFormatError(ValueError):
-    """A model file (or its parsed dict) is not a valid jaxboost model.
+    """A model file (or its parsed dict) is not a valid model: raised by both readers,
+    ``jaxboost.load`` / ``loads`` / ``from_dict`` and ``jaxboost.from_xgboost``, for
+    every input they refuse (malformed, unsupported, over a size limit, not a regular
+    file).
 
     The message names the offending key, e.g. ``trees.feature[3][0]``, and what was
     expected there.

@@ -66,7 +66,7 @@ from ._base import softmax as softmax_link
 from ._group import GroupObjective
 from ._link import LINKS, LinkedLoss, attach_link, link_name, resolve_link, with_link
 from .classic import exponential, logistic, squared
-from .classification import focal, softmax
+from .classification import MAX_CLASSES, focal, softmax
 from .distributional import gaussian_link, gaussian_nll
 from .glm import exp_link, gamma, poisson, tweedie
 from .ranking import lambdarank, listnet, ranknet
@@ -86,7 +86,8 @@ GROUP_CATALOGUE = {o.name: o for o in (ranknet, lambdarank, listnet, cox)}
 __all__ = [
     "Objective", "GroupObjective", "identity", "sigmoid", "softmax_link", "exp_link",
     "gaussian_link", "LINKS", "LinkedLoss", "with_link", "attach_link", "resolve_link",
-    "link_name", "CATALOGUE", "GROUP_CATALOGUE", "resolve", *CATALOGUE, *GROUP_CATALOGUE,
+    "link_name", "CATALOGUE", "GROUP_CATALOGUE", "MAX_CLASSES", "resolve", *CATALOGUE,
+    *GROUP_CATALOGUE,
 ]
 
 

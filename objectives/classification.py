@@ -8,7 +8,7 @@ import numpy as np
 
 from ._base import Objective, check_binary_labels, sigmoid
 from ._base import softmax as softmax_link
-from ._checks import check_hyper, is_number, raise_bad_labels
+from ._checks import check_hyper, is_number, raise_bad_labels, real_hyper
 
 
 def focal_loss(y, pred, *, gamma=2.0):
@@ -44,6 +44,14 @@ def focal_loss(y, pred, *, gamma=2.0):
     log_q = jax.nn.log_sigmoid(-pred)
     return -y * jnp.exp(gamma * log_q) * log_p - (1.0 - y) * jnp.exp(gamma * log_p) * log_q
 
+
+MAX_CLASSES = 10_000
+"""Most classes (``n_classes``) of a softmax model, and most outputs ``K`` of any model
+a file may declare: the one limit training and both model readers share. The dense
+``K x K`` Hessian of one row holds ``K**2`` float32 numbers, 400 MB at this limit, and
+one boosting round grows ``K`` trees; label spaces larger than this need another
+method (hierarchical or sampled softmax, ranking), not a wider softmax. A file that
+declares more is refused before anything of that size is allocated."""
 
 SOFTMAX_CURVATURES = ("exact", "xgboost", "abs_residual")
 """Values of ``objectives.softmax``'s ``curvature``: the h the trees see (see
@@ -161,7 +169,15 @@ def _softmax_grad_hess_diag(y, pred, *, n_classes=None, curvature="exact"):
     return g, jnp.maximum(h, 1e-16)
 
 
-def _check_softmax_params(*, curvature="exact", **_):
+def _check_softmax_params(*, curvature="exact", n_classes=None, **_):
+    if n_classes is not None and not isinstance(n_classes, jax.core.Tracer):
+        if isinstance(n_classes, (bool, np.bool_)) or not isinstance(
+                n_classes, (int, np.integer)):
+            raise TypeError(f"objectives.softmax needs n_classes to be None or an integer, "
+                            f"got {type(n_classes).__name__} {n_classes!r}")
+        if not 1 <= n_classes <= MAX_CLASSES:
+            raise ValueError(f"objectives.softmax needs n_classes in [1, MAX_CLASSES = "
+                             f"{MAX_CLASSES}] (objectives.MAX_CLASSES), got {n_classes}")
     if not isinstance(curvature, str) or curvature not in SOFTMAX_CURVATURES:
         raise ValueError(f"objectives.softmax needs curvature one of "
                          f"{list(SOFTMAX_CURVATURES)}, got {curvature!r}")
@@ -185,7 +201,8 @@ def _infer_n_classes(y):
 
 
 focal = Objective("focal", focal_loss, link=sigmoid, check_labels=check_binary_labels("focal"),
-                  metric="logloss", hessian="clip", h_sign="any")
+                  metric="logloss", hessian="clip", h_sign="any",
+                  check_params=real_hyper("focal", "gamma", lambda g: g >= 0, ">= 0"))
 softmax = Objective("softmax", softmax_loss, link=softmax_link, grad_hess=_softmax_grad_hess,
                     check_labels=_check_softmax_labels, metric="mlogloss",
                     n_outputs="n_classes", infer_outputs=_infer_n_classes,

@@ -7,6 +7,11 @@ either be refused with ``ModelFormatError`` or load a model that predicts, saves
 loads again without error. A mutation may well produce another valid model (a leaf
 value changed, a history entry dropped): that is fine. Any other exception type, or
 a loaded model that cannot predict, is a bug in ``jaxboost.io``.
+
+The same holds for ``from_xgboost`` on structural mutations of real XGBoost models
+(squared, logistic, 3-class softmax, trained here): only ``ModelFormatError`` from an
+explicit check, and an accepted model predicts finite margins, probabilities and SHAP
+values, and survives ``jaxboost.save`` / ``load``.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import threading
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import jaxboost
@@ -39,6 +44,13 @@ FUZZ = settings(max_examples=int(_EXPLORE or 750), deadline=None,
 """Two fuzz tests, each run for two models, of 750 examples each: 3,000 mutations in all,
 the same ones every run. ``JAXBOOST_FUZZ_EXAMPLES=20000`` explores: that many fresh
 random examples per test and model."""
+_XGB_EXPLORE = os.environ.get("JAXBOOST_XGB_FUZZ_EXAMPLES")
+XGB_FUZZ = settings(max_examples=int(_XGB_EXPLORE or 300), deadline=None,
+                    derandomize=not _XGB_EXPLORE, database=None,
+                    suppress_health_check=[HealthCheck.too_slow,
+                                           HealthCheck.function_scoped_fixture])
+"""The ``from_xgboost`` fuzz: 300 mutations over three XGBoost models, the same ones
+every run; ``JAXBOOST_XGB_FUZZ_EXAMPLES=20000`` explores that many fresh ones."""
 
 F32_MAX = float(np.finfo(np.float32).max)
 
@@ -138,8 +150,10 @@ def check_load(load, X):
             y0 = np.float32(0.0)                             # softmax(n_classes="3")
             f0 = np.zeros(K, np.float32) if K > 1 else np.float32(0.0)
             assert np.isfinite(float(bst.objective(y0, f0)))
-        if _margin_bound(bst) < 0.5 * F32_MAX:  # no float32 overflow is possible
-            assert np.isfinite(margin).all(), margin
+        # The reader refuses leaf values whose sums could overflow float32.
+        assert _margin_bound(bst) <= F32_MAX
+        assert np.isfinite(margin).all(), margin
+        if _margin_bound(bst) < 80:  # no link (even exp) can overflow
             assert np.isfinite(pred).all(), pred
         # What loads also saves, and the saved text loads to the same predictions.
         again = io.loads(io.dumps(bst))
@@ -256,7 +270,13 @@ def _nearby(v, draw):
             -v, 2 * v, v / 3, v + 1.0, up32, float(np.nextafter(v, math.inf)), v * 1e38,
             round(v), "inf", "-inf", None, math.nan, str(v)]))
     if isinstance(v, str):
-        return draw(st.sampled_from([v + "x", v[:-1], v.upper(), "", None, 0]))
+        edits = [v + "x", v[:-1], v.upper(), "", None, 0]
+        if v.strip("[]").replace("E", "").replace(".", "").replace("-", "").isdigit():
+            # a number as XGBoost writes it ("5", "[5E-1]"): extreme and malformed ones
+            edits += ["10000000", "4000000", "99999999999999999999", "-1", "1.7", "inf",
+                      "nan", "1e39", "[1E39]", "[" + v.strip("[]") + "," + v.strip("[]")
+                      + "]", "1_0", " " + v]
+        return draw(st.sampled_from(edits))
     if isinstance(v, list):
         return draw(st.sampled_from([v[:-1], v + v[-1:], v[::-1], [v], [], v * 2,
                                      v[1:]]))
@@ -284,8 +304,10 @@ OPERATIONS = ("replace", "nearby", "delete", "add_key", "swap", "resize", "trans
 
 
 @st.composite
-def mutated_docs(draw, base):
-    """``base`` (a parsed model) after one to three random edits."""
+def mutated_docs(draw, base, key_names=None):
+    """``base`` (a parsed model) after one to three random edits (``add_key`` adds one of
+    ``key_names``, default jaxboost's keys, or a random one)."""
+    key_names = _KEY_NAMES if key_names is None else key_names
     doc = copy.deepcopy(base)
     for _ in range(draw(st.integers(1, 3))):
         paths = _paths(doc)
@@ -299,7 +321,7 @@ def mutated_docs(draw, base):
         elif op == "delete" and path:
             del _get(doc, path[:-1])[path[-1]]
         elif op == "add_key" and isinstance(node, dict):
-            key = draw(st.sampled_from(_KEY_NAMES) | st.text(max_size=5))
+            key = draw(st.sampled_from(key_names) | st.text(max_size=5))
             node[key] = draw(json_values)
         elif op == "swap" and isinstance(node, list) and len(node) >= 2:
             i = draw(st.integers(0, len(node) - 1))
@@ -459,3 +481,87 @@ def test_valid_edits_load(texts, X_small):
     np.testing.assert_allclose(bst.predict(X_small, output_margin=True), before + 1.0,
                                rtol=1e-6)
     assert check_load(lambda: io.from_dict(doc), X_small) == "loaded"
+
+
+# --------------------------------------------------------------------------------------
+# from_xgboost: structural mutations of real XGBoost models
+# --------------------------------------------------------------------------------------
+
+_XGB_KEY_NAMES = sorted({
+    "learner", "gradient_booster", "model", "trees", "tree_info", "name", "objective",
+    "learner_model_param", "num_class", "num_feature", "num_target", "base_score",
+    "feature_names", "feature_types", "tree_param", "num_nodes", "size_leaf_vector",
+    "left_children", "right_children", "split_indices", "split_conditions",
+    "default_left", "loss_changes", "sum_hessian", "base_weights", "split_type",
+    "categories_nodes", "iteration_indptr", "gbtree_model_param", ""})
+
+
+@pytest.fixture(scope="module")
+def xgb_docs(data):
+    """Three real XGBoost models (parsed JSON) of the fuzz data, NaNs included."""
+    xgb = pytest.importorskip("xgboost")
+    X = data
+    x0, x2 = np.nan_to_num(X[:, 0]), np.nan_to_num(X[:, 2])
+    labels = {"reg:squarederror": x0 + 0.5 * x2,
+              "binary:logistic": ((x0 + np.isnan(X[:, 1])) > 0.2).astype(np.float32),
+              "multi:softprob": ((x0 > 0).astype(np.float32) + (x2 > 0.5))}
+    docs = {}
+    for objective, y in labels.items():
+        params = {"objective": objective, "max_depth": 3, "eta": 0.5, "seed": 0,
+                  "min_child_weight": 0.5}
+        if objective == "multi:softprob":
+            params["num_class"] = 3
+        xb = xgb.train(params, xgb.DMatrix(X, label=y, missing=np.nan), 3)
+        docs[objective] = json.loads(bytes(xb.save_raw(raw_format="json")))
+    return docs
+
+
+def check_import(source, X):
+    """``from_xgboost(source)`` raises ModelFormatError from an explicit check, or
+    returns a Booster whose predictions and SHAP values are finite and that saves and
+    loads to the same margins. Returns ``"rejected"`` or ``"loaded"``."""
+    with watchdog():
+        try:
+            bst = io.from_xgboost(source)
+        except ModelFormatError as e:
+            assert not str(e).startswith("malformed XGBoost model ("), e  # the safety net
+            return "rejected"
+        assert isinstance(bst, jaxboost.Booster)
+        K, F = bst.n_outputs, bst.n_features
+        if F != X.shape[1]:  # a valid edit of num_feature: as many columns, NaN-padded
+            wide = np.full((X.shape[0], F), np.nan, np.float32)
+            wide[:, :min(F, X.shape[1])] = X[:, :F]
+            X = wide
+        margin = bst.predict(X, output_margin=True)
+        pred = bst.predict(X)
+        assert margin.shape == ((X.shape[0],) if K == 1 else (X.shape[0], K))
+        assert np.isfinite(margin).all(), margin
+        assert np.isfinite(pred).all(), pred
+        shap = bst.predict(X, pred_contribs=True)
+        assert np.isfinite(shap).all(), shap
+        again = io.loads(io.dumps(bst))
+        np.testing.assert_array_equal(again.predict(X, output_margin=True), margin)
+    return "loaded"
+
+
+@XGB_FUZZ
+@given(data=st.data())
+def test_fuzz_from_xgboost(xgb_docs, X_small, data):
+    name = data.draw(st.sampled_from(sorted(xgb_docs)), label="model")
+    doc = data.draw(mutated_docs(xgb_docs[name], _XGB_KEY_NAMES), label="doc")
+    # the dict as it is (NaN floats, 10**400, ...), then as JSON text (NaN literals)
+    if isinstance(doc, dict):
+        event(f"from_xgboost(dict): {check_import(copy.deepcopy(doc), X_small)}")
+    else:  # a root that is no dict is an input of another kind (a str would be a path)
+        with pytest.raises(TypeError, match="from_xgboost reads"):
+            io.from_xgboost(doc if not isinstance(doc, str) else [doc])
+    try:
+        text = json.dumps(doc).encode()
+    except (ValueError, OverflowError):
+        return
+    event(f"from_xgboost(bytes): {check_import(text, X_small)}")
+
+
+def test_unmutated_xgboost_models_import(xgb_docs, X_small):
+    for doc in xgb_docs.values():
+        assert check_import(copy.deepcopy(doc), X_small) == "loaded"

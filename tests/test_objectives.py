@@ -535,14 +535,16 @@ def test_softmax_label_checks():
 
 
 def test_hyperparameter_domains():
-    bad = [objectives.huber(delta=0.0), objectives.pseudo_huber(delta=-1.0),
-           objectives.quantile(alpha=1.0), objectives.cauchy(scale=0.0),
-           objectives.tweedie(power=2.0), objectives.focal(gamma=-1.0)]
-    for obj in bad:
-        with pytest.raises(ValueError, match=obj.name):
-            obj(1.0, 0.0)
+    bad = [(objectives.huber, "delta", 0.0), (objectives.pseudo_huber, "delta", -1.0),
+           (objectives.quantile, "alpha", 1.0), (objectives.cauchy, "scale", 0.0),
+           (objectives.tweedie, "power", 2.0), (objectives.focal, "gamma", -1.0)]
+    for entry, key, value in bad:
+        with pytest.raises(ValueError, match=entry.name):  # refused when made ...
+            entry(**{key: value})
+        with pytest.raises(ValueError, match=entry.name):  # ... and by the loss itself
+            entry.loss(1.0, 0.0, **{key: value})
     with pytest.raises(ValueError, match="tweedie"):
-        objectives.tweedie(power=1.0).validate_labels(np.ones(3))
+        objectives.tweedie.check_labels(np.ones(3), power=1.0)
     with pytest.raises(ValueError, match="softmax"):
         objectives.softmax(n_classes=4)(1.0, jnp.zeros(3))  # 3 margins for 4 classes
 

@@ -10,9 +10,12 @@ registers its writer with it (``booster.register_writer``), so ``Booster.save`` 
   there): ``save`` / ``load``, ``dumps`` / ``loads``, ``to_dict`` / ``from_dict``;
 * ``xgboost``: XGBoost's JSON model schema: ``to_xgboost_json`` and ``from_xgboost``;
 * ``files``: what both formats read and write through: one strict JSON reader
-  (bounded read, UTF-8 only, no duplicate keys, no ``NaN``/``Infinity`` unless the
-  format allows them) and one atomic writer;
-* ``checks``: typed checks of parsed JSON values, each error naming its key;
+  (regular files only, size and parse memory bounded before parsing, UTF-8 only, no
+  duplicate keys, no ``NaN``/``Infinity`` unless the format allows them) and one
+  atomic writer (which refuses FIFOs and devices and cleans up after killed saves);
+* ``checks``: typed checks of parsed JSON values, each error naming its key, and the
+  limits and tree checks both readers share (``MAX_CLASSES``, ``MAX_FEATURES``,
+  ``MAX_NODES``; float32 overflow of leaf sums; covers that SHAP can use);
 * ``objective``: a model's objective as a catalogue name or a callable's qualname
   (a file never names code to import).
 """

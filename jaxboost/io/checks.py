@@ -1,12 +1,21 @@
 """Checks of parsed JSON values, each raising ``ModelFormatError`` that names the key.
 
-The vocabulary of ``format``'s validation: ``as_int``, ``as_finite``, ``as_object``,
-``check_keys``, ``check_scalar`` check one value at the key path ``where`` (e.g.
-``trees.feature[3][0]``); ``nested`` checks a nested list of a given shape and entry
-kind at once and returns it as an array; ``json_scalar`` and ``float_list`` go the
-other way, from Python and NumPy values to JSON-ready ones. These check JSON types
-(``int``, ``float``, ``bool``, ``str``, ``None``, ``list``, ``dict``, as ``json``
-parses them), not the Python-side scalars of ``jaxboost._validation``.
+The vocabulary of both model readers' validation (``format`` and ``xgboost``):
+``as_int``, ``as_finite``, ``as_object``, ``check_keys``, ``check_scalar`` check one
+value at the key path ``where`` (e.g. ``trees.feature[3][0]``); ``nested`` checks a
+nested list of a given shape and entry kind at once and returns it as an array;
+``json_scalar`` and ``float_list`` go the other way, from Python and NumPy values to
+JSON-ready ones. These check JSON types (``int``, ``float``, ``bool``, ``str``,
+``None``, ``list``, ``dict``, as ``json`` parses them), not the Python-side scalars of
+``jaxboost._validation``.
+
+The limits both readers apply before they allocate anything of the declared size:
+``MAX_CLASSES`` outputs (``objectives.MAX_CLASSES``), ``MAX_FEATURES`` features and
+``MAX_NODES`` tree nodes (heap layout, ``T * M``) and leaf-value entries
+(``T * M * K``). And what both check of the trees once read, in heap layout (node ``i``
+has children ``2 i + 1`` and ``2 i + 2``): ``margin_overflow`` (no sum of leaf values
+along the trees leaves the float32 range) and ``cover_problem`` (the covers SHAP
+values are weighted by add up: a split's children share its cover).
 
 >>> as_int(3, "n_features", lo=1)
 3
@@ -25,8 +34,22 @@ import math
 
 import numpy as np
 
+from objectives import MAX_CLASSES
+
 from .._validation import is_int, is_real
 from ..errors import ModelFormatError
+
+MAX_NODES = 10 ** 7
+"""Most tree nodes (``T * M`` in heap layout), and most leaf-value entries
+(``T * M * K``), a model file may hold: about 30 bytes each once read, 300 MB at most."""
+MAX_FEATURES = 100_000
+"""Most features (``F``) a model file may declare (its bin edges take ``1 KiB`` each)."""
+F32_MAX = float(np.finfo(np.float32).max)
+COVER_TOLERANCE = 1e-3
+"""Relative tolerance of ``cover_problem``: float32 rounding of the three covers of a
+split is about ``1e-7`` of them."""
+
+__all__ = ["MAX_CLASSES", "MAX_NODES", "MAX_FEATURES"]  # the limits; helpers by name
 
 
 def describe(v) -> str:
@@ -222,3 +245,78 @@ def _threshold_entry(x, where, i, shape):
 def float_list(a) -> list:
     """float32 array -> nested lists of Python floats (exact)."""
     return np.asarray(a, np.float32).astype(np.float64).tolist()
+
+
+# --------------------------------------------------------------------------------------
+# What both readers check of the trees
+# --------------------------------------------------------------------------------------
+
+def margin_overflow(value, is_leaf, base_margin):
+    r"""``None`` when no prediction can overflow float32, else ``(k, bound)``.
+
+    A row's margin for output ``k`` is ``base_k`` plus one leaf value of each tree, so
+
+    .. math:: |f_k(x)| \le |b_k| + \sum_t \max_{i\ \mathrm{leaf}} |v_{t,i,k}|
+
+    and float32 sums whose partial sums all stay below ``F32_MAX`` in magnitude cannot
+    round to infinity. ``value``: ``(T, M)`` or ``(T, M, K)``; ``is_leaf``: ``(T, M)``;
+    ``base_margin``: a number or ``(K,)``. Returns the first output whose bound exceeds
+    ``F32_MAX``, and that bound (float64).
+
+    >>> margin_overflow(np.array([[3e38, 3e38]], np.float32), np.array([[True, True]]), 0.0)
+    >>> k, bound = margin_overflow(np.full((2, 1), 3e38, np.float32), np.ones((2, 1), bool), 0)
+    >>> k, f"{bound:.3g}"
+    (0, '6e+38')
+    """
+    value = np.asarray(value)
+    leaf = np.asarray(is_leaf, bool)
+    base = np.abs(np.asarray(base_margin, np.float64)).reshape(-1)
+    K = value.shape[2] if value.ndim == 3 else 1
+    total = np.zeros(K, np.float64)
+    step = max(1, (1 << 20) // max(value[0].size if value.shape[0] else 1, 1))
+    for a in range(0, value.shape[0], step):  # blocks of trees: no full-size temporary
+        v = np.abs(value[a:a + step]).reshape(-1, value.shape[1], K)
+        m = leaf[a:a + step][..., None]
+        total += np.max(v, axis=1, where=m, initial=0.0).astype(np.float64).sum(axis=0)
+    total = total + base
+    bad = np.flatnonzero(~(total <= F32_MAX))
+    if bad.size:
+        k = int(bad[0])
+        return k, float(total[k])
+    return None
+
+
+def cover_problem(cover, left, right):
+    r"""Index of the first split whose covers SHAP values cannot use, or ``None``.
+
+    ``cover``, ``left``, ``right``: the covers (sums of Hessians) of split nodes and of
+    their two children, 1-D. TreeSHAP weights each branch by ``left / cover`` and
+    ``right / cover``; those are fractions only when the children's covers are
+    non-negative and add up to the parent's:
+
+    .. math:: c, l, r \ge 0, \qquad |l + r - c| \le 10^{-3} \max(c, l + r)
+
+    (zero covers included). A cover that breaks this (a NaN, a negative one, a
+    subnormal parent under normal children) turns SHAP values into inf or NaN.
+
+    >>> cover_problem(np.array([3.0, 0.0]), np.array([1.0, 0.0]), np.array([2.0, 0.0]))
+    >>> cover_problem(np.array([1e-45]), np.array([1.0]), np.array([2.0]))
+    0
+    """
+    c, l, r = (np.asarray(a, np.float64) for a in (cover, left, right))
+    with np.errstate(invalid="ignore", over="ignore"):
+        ok = ((c >= 0) & (l >= 0) & (r >= 0)
+              & (np.abs(l + r - c) <= COVER_TOLERANCE * np.maximum(c, l + r)))
+    bad = np.flatnonzero(~ok)
+    return int(bad[0]) if bad.size else None
+
+
+def heap_split_covers(cover, is_leaf):
+    """``(t, i, c, l, r)`` of every split node of heap-layout trees: tree and node
+    indices, and the covers of the node and its children (1-D arrays)."""
+    cover = np.asarray(cover)
+    t, i = np.nonzero(~np.asarray(is_leaf, bool))
+    M = cover.shape[1] if cover.ndim == 2 else 0
+    keep = 2 * i + 2 < M  # a split in the last level is refused elsewhere
+    t, i = t[keep], i[keep]
+    return t, i, cover[t, i], cover[t, 2 * i + 1], cover[t, 2 * i + 2]

@@ -57,7 +57,7 @@ widening, so every bit survives the round trip. One JSON object with exactly the
 ``n_features`` (int, >= 1)
     ``F``, the number of input features.
 ``n_outputs`` (int, >= 1)
-    ``K``, margins per row.
+    ``K``, margins per row, at most ``MAX_CLASSES`` (``objectives.MAX_CLASSES``).
 ``trees_per_round`` (int)
     Trees per boosting round: ``1``, or ``K`` (one tree per output). ``T`` is a
     multiple of it.
@@ -87,9 +87,14 @@ widening, so every bit survives the round trip. One JSON object with exactly the
     * ``is_leaf`` (bools): the node is a leaf (or unused). The children of a leaf
       are leaves, and nodes of the last level are leaves, so the split nodes form a
       binary tree rooted at node 0;
-    * ``value`` (finite numbers): the output of the node (learning rate applied);
+    * ``value`` (finite numbers): the output of the node (learning rate applied). For
+      each output ``k``, ``|base_margin[k]|`` plus the largest ``|value|`` of each
+      tree's leaves, summed over the trees, is at most the largest float32 (3.4e38):
+      no prediction can overflow;
     * ``gain`` (finite numbers): the split's loss reduction (0 at leaves);
-    * ``cover`` (finite numbers): the sum of Hessians in the node.
+    * ``cover`` (finite numbers): the sum of Hessians in the node. At a split node
+      the cover and both children's covers are ``>= 0`` and the children's add up to
+      the node's (within 0.1 %): SHAP values weight the branches by these fractions.
 ``best_iteration`` (int in ``[0, n_rounds)``, or null)
     The best round found by early stopping, if any.
 ``best_score`` (finite number, or null)
@@ -110,8 +115,12 @@ existed load unchanged):
     ``train(feature_names=...)``). Written only when the model has names.
 
 Limits: at most ``MAX_NODES`` nodes (``T * M``) and as many leaf-value entries
-(``T * M * K``), ``MAX_FEATURES`` features, ``MAX_HISTORY`` history entries, and
-``files.MAX_TEXT_BYTES`` bytes of text, so a hostile file cannot exhaust memory.
+(``T * M * K``), ``MAX_FEATURES`` features, ``MAX_CLASSES`` outputs, ``MAX_HISTORY``
+history entries, ``files.MAX_TEXT_BYTES`` bytes of text and ``files.MAX_PARSE_BYTES``
+of estimated parse memory, each checked before anything of that size is allocated;
+``load`` reads regular files only (a FIFO or a device such as ``/dev/zero`` is refused
+before it is read). A hostile file cannot exhaust memory: ``benchmarks/hostile_files.py``
+measures the peak.
 """
 
 from __future__ import annotations
@@ -130,17 +139,23 @@ from ..engine.tree import Ensemble
 from ..errors import ModelFormatError
 from ..params import TreeParams
 from .checks import (
+    MAX_CLASSES,
+    MAX_FEATURES,
+    MAX_NODES,
     as_finite,
     as_int,
     as_object,
     check_keys,
     check_scalar,
+    cover_problem,
     fail,
     float_list,
+    heap_split_covers,
     json_scalar,
+    margin_overflow,
     nested,
 )
-from .files import atomic_write, parse_json, read_bytes
+from .files import atomic_write, parse_json, read_json
 from .objective import (
     StoredCallable,
     given_objective,
@@ -152,11 +167,6 @@ from .objective import (
 FORMAT_NAME = "jaxboost-model"
 FORMAT_VERSION = 1
 
-MAX_NODES = 10 ** 7
-"""Most tree nodes (``T * M``), and most leaf-value entries (``T * M * K``), a file may
-hold."""
-MAX_FEATURES = 100_000
-"""Most features (``F``) a file may declare."""
 MAX_HISTORY = 10 ** 7
 """Most evaluation-history entries a file may hold."""
 
@@ -440,6 +450,27 @@ def _read_trees(d, params: TreeParams, edges: BinEdges, F, K, tpr) -> Ensemble:
                     cover=arrays["cover"])
 
 
+def _check_sums(ens: Ensemble, base_margin) -> None:
+    """Leaf values whose sums could overflow float32, covers SHAP cannot use."""
+    over = margin_overflow(ens.value, ens.is_leaf, base_margin)
+    if over is not None:
+        k, bound = over
+        out = f" for output {k}" if np.ndim(ens.value) == 3 else ""
+        raise ModelFormatError(
+            f"trees.value: the leaf values of the {ens.n_trees} trees and base_margin add "
+            f"up to {bound:.6g}{out}, beyond the float32 range (3.4028e38): predictions "
+            f"would overflow to inf; expected leaf values whose sums stay finite")
+    t, i, c, left, right = heap_split_covers(ens.cover, ens.is_leaf)
+    j = cover_problem(c, left, right)
+    if j is not None:
+        t, i = int(t[j]), int(i[j])
+        raise ModelFormatError(
+            f"trees.cover[{t}][{i}]: expected the cover of a split node and of its "
+            f"children {2 * i + 1} and {2 * i + 2} to be >= 0 and the children's to add "
+            f"up to the node's (SHAP values weight the branches by these fractions), got "
+            f"{float(c[j])!r} = {float(left[j])!r} + {float(right[j])!r}")
+
+
 def _read_history(d) -> dict:
     where = "history"
     as_object(d, where)
@@ -521,7 +552,10 @@ def _parse(d) -> dict:
 
     params = _read_params(d["params"])
     F = as_int(d["n_features"], "n_features", lo=1, hi=MAX_FEATURES)
-    K = as_int(d["n_outputs"], "n_outputs", lo=1, hi=MAX_NODES)
+    K = as_int(d["n_outputs"], "n_outputs", lo=1)
+    if K > MAX_CLASSES:
+        raise ModelFormatError(f"n_outputs: {K} outputs, more than jaxboost's limit of "
+                               f"MAX_CLASSES = {MAX_CLASSES} (objectives.MAX_CLASSES)")
     tpr = as_int(d["trees_per_round"], "trees_per_round", lo=1)
     if tpr not in (1, K):
         fail("trees_per_round", f"1 or n_outputs = {K}", tpr)
@@ -535,6 +569,7 @@ def _parse(d) -> dict:
     edges = _read_bin_edges(d["bin_edges"], F, params.max_bin)
     ensemble = _read_trees(d["trees"], params, edges, F, K, tpr)
     n_rounds = ensemble.n_trees // tpr
+    _check_sums(ensemble, base_margin)
 
     best_iteration = d["best_iteration"]
     if best_iteration is not None:
@@ -623,7 +658,9 @@ def loads(text, objective=None, link=None) -> Booster:
 def save(booster: Booster, path, *, indent=None) -> None:
     """Write the model to ``path`` as JSON, atomically (``files.atomic_write``): after
     a crash at any moment ``path`` holds either the old file or the new one, never a
-    mix."""
+    mix, and the temporary file of a save that was killed is removed by the next save
+    to ``path``. A FIFO, a device or a socket at ``path`` is refused (``ValueError``),
+    a directory too (``IsADirectoryError``), before the model is written."""
     atomic_write(path, dumps(booster, indent=indent).encode("utf-8"))
 
 
@@ -631,10 +668,13 @@ def load(path, objective=None, link=None) -> Booster:
     """Read a model written by ``save``; see ``from_dict`` for ``objective`` and
     ``link``.
 
-    Raises ``ModelFormatError`` for anything but a valid model file (``OSError`` when
-    the file cannot be read).
+    Raises ``ModelFormatError`` for anything but a valid model file: a file that is
+    not a regular file (a FIFO, a device, a directory), larger than
+    ``files.MAX_TEXT_BYTES``, too costly to parse (``files.MAX_PARSE_BYTES``), or not
+    a valid model; all checked before the parse or before anything of the declared
+    size is allocated. ``OSError`` when the file cannot be opened or read.
     """
-    return loads(read_bytes(path), objective=objective, link=link)
+    return from_dict(read_json(path), objective=objective, link=link)
 
 
 __all__ = ["FORMAT_VERSION", "ModelFormatError", "to_dict", "from_dict", "dumps", "loads",

@@ -55,6 +55,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import warnings
 
 import numpy as np
@@ -67,7 +68,18 @@ from ..engine.binning import BinEdges
 from ..engine.tree import Ensemble
 from ..errors import ModelFormatError
 from ..params import TreeParams
-from .files import atomic_write, parse_json, read_bytes
+from .checks import (
+    F32_MAX,
+    MAX_CLASSES,
+    MAX_FEATURES,
+    MAX_NODES,
+    cover_problem,
+    describe,
+    is_json_int,
+    is_json_number,
+    nested,
+)
+from .files import atomic_write, parse_json, read_json
 
 _EXPORTS = {"squared": "reg:squarederror", "logistic": "binary:logistic",
             "softmax": "multi:softprob"}
@@ -291,16 +303,35 @@ def to_xgboost_json(booster: Booster, path=None) -> dict:
 
 
 # --- import -------------------------------------------------------------------------
+#
+# One strict reader, as jaxboost's own format has: every refusal is a ModelFormatError
+# naming the field, and the limits (classes, features, heap nodes) are checked before
+# anything of the declared size is allocated.
+
+_MAX_DEPTH = 16  # jaxboost's heap layout holds trees of depth <= 16 (TreeParams)
+_INT_TEXT = re.compile(r"[+-]?[0-9]+")
+_FLOAT_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]{1,4})?")
+
+
+def _malformed(msg) -> ModelFormatError:
+    return ModelFormatError(f"malformed XGBoost model: {msg}")
+
 
 def _load(source) -> dict:
-    """The parsed model, read by ``files`` as jaxboost's own format is (bounded read,
-    strict UTF-8 JSON, no duplicate keys); XGBoost's ``Infinity`` literals are allowed."""
+    """The parsed model, read by ``files`` as jaxboost's own format is (regular files
+    only, bounded size and parse cost, strict UTF-8 JSON, no duplicate keys); XGBoost's
+    ``Infinity`` literals are allowed."""
     if isinstance(source, dict):
         return source
     if hasattr(source, "get_booster"):  # xgboost's scikit-learn estimators
         source = source.get_booster()
-    if hasattr(source, "save_raw"):  # xgboost.Booster
-        source = source.save_raw(raw_format="json")
+    if hasattr(source, "save_raw"):  # xgboost.Booster: its own text, not a hostile one
+        try:
+            return parse_json(source.save_raw(raw_format="json"), allow_nonfinite=True,
+                              limits=False)
+        except ModelFormatError as e:
+            raise ModelFormatError(f"the xgboost.Booster's JSON is not an XGBoost JSON "
+                                   f"model ({e})") from None
     if isinstance(source, (bytes, bytearray)):
         where = "the given bytes"
     elif isinstance(source, (str, os.PathLike)):
@@ -309,156 +340,289 @@ def _load(source) -> dict:
         raise TypeError(f"from_xgboost reads a path, a dict, JSON bytes or an "
                         f"xgboost.Booster; got {type(source).__name__}")
     try:
-        text = source if isinstance(source, (bytes, bytearray)) else read_bytes(source)
-        return parse_json(text, allow_nonfinite=True)
+        if isinstance(source, (bytes, bytearray)):
+            return parse_json(source, allow_nonfinite=True)
+        return read_json(source, allow_nonfinite=True)
     except ModelFormatError as e:
-        raise ValueError(f"{where} is not an XGBoost JSON model ({e}); save the XGBoost "
-                         f"model with a .json suffix (UBJSON and the legacy binary format "
-                         f"are not read)") from None
+        raise ModelFormatError(f"{where} is not an XGBoost JSON model ({e}); save the "
+                               f"XGBoost model with a .json suffix (UBJSON and the legacy "
+                               f"binary format are not read)") from None
 
 
 def _get(d, key, where, kind=dict):
     if not isinstance(d, dict) or key not in d:
-        raise ValueError(f"malformed XGBoost model: {where} has no {key!r}")
+        raise _malformed(f"{where} has no {key!r}")
     v = d[key]
     if not isinstance(v, kind):
-        raise ValueError(f"malformed XGBoost model: {where}.{key} must be a "
-                         f"{kind.__name__ if isinstance(kind, type) else 'value'}, got "
-                         f"{type(v).__name__}")
+        name = kind.__name__ if isinstance(kind, type) else " or ".join(
+            k.__name__ for k in kind)
+        raise _malformed(f"{where}.{key} must be a {name}, got {describe(v)}")
     return v
 
 
-def _numbers(text, where) -> list:
-    s = str(text).strip()
-    if s.startswith("[") and s.endswith("]"):
-        s = s[1:-1]
-    try:
-        out = [float(x) for x in s.split(",") if x.strip()]
-    except ValueError:
-        raise ValueError(f"malformed XGBoost model: {where} = {text!r} is not a number "
-                         f"or a list of numbers") from None
-    if not out or not all(math.isfinite(v) for v in out):
-        raise ValueError(f"malformed XGBoost model: {where} = {text!r}")
+def _int_param(d, key, where, *, default=None, lo=0, hi=None, limit=None) -> int:
+    """An integer parameter, as XGBoost writes them (``"5"``) or a JSON integer; only
+    decimal digits (``"1.7"``, ``"1e3"``, ``"inf"``, ``"1_0"`` are refused). ``limit``:
+    the name of the constant ``hi`` is, for the message."""
+    if not isinstance(d, dict):
+        raise _malformed(f"{where} must be an object, got {describe(d)}")
+    if key not in d:
+        if default is not None:
+            return default
+        raise _malformed(f"{where} has no {key!r}")
+    v = d[key]
+    text = v.strip() if isinstance(v, str) else None
+    if is_json_int(v):
+        n = int(v)
+    elif text is not None and _INT_TEXT.fullmatch(text):
+        n = int(text) if len(text) <= 19 else (-1 if text[0] == "-" else 1) * 10 ** 19
+    else:
+        raise _malformed(f"{where}.{key} must be an integer (decimal digits), got "
+                         f"{describe(v)}")
+    if limit is not None and n > hi:
+        raise ModelFormatError(f"{where}.{key} = {describe(v)}: more than jaxboost's "
+                               f"limit of {limit} = {hi}")
+    if n < lo or (hi is not None and n > hi):
+        rng = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
+        raise _malformed(f"{where}.{key} must be an integer {rng}, got {describe(v)}")
+    return n
+
+
+def _base_scores(v, where, max_count) -> np.ndarray:
+    """XGBoost's ``base_score``: ``"5E-1"`` or a vector ``"[5E-1,2E-1]"`` (or a JSON
+    number), each finite in float32."""
+    if is_json_number(v):
+        try:
+            items = [float(v)]
+        except OverflowError:  # an integer literal beyond float64
+            raise _malformed(f"{where} = {describe(v)}: expected numbers finite in "
+                             f"float32") from None
+    elif isinstance(v, str):
+        s = v.strip()
+        if s.startswith("[") and s.endswith("]"):
+            s = s[1:-1]
+        parts = s.split(",", max_count)
+        if len(parts) > max_count:
+            raise _malformed(f"{where} holds more than {max_count} numbers")
+        items = []
+        for p in parts:
+            if not _FLOAT_TEXT.fullmatch(p.strip()):
+                raise _malformed(f"{where} = {describe(v)} is not a number or a list of "
+                                 f"numbers")
+            items.append(float(p))
+    else:
+        raise _malformed(f"{where} must be a string of numbers, got {describe(v)}")
+    out = np.asarray(items, np.float64)
+    with np.errstate(over="ignore"):
+        ok = np.isfinite(out) & np.isfinite(out.astype(np.float32))
+    if not ok.all():
+        raise _malformed(f"{where} = {describe(v)}: expected numbers finite in float32")
     return out
 
 
-def _int_param(d, key, where, default=None) -> int:
-    if key not in d and default is not None:
-        return default
-    try:
-        return int(float(_get(d, key, where, (str, int, float))))
-    except ValueError:
-        raise ValueError(f"malformed XGBoost model: {where}.{key} = {d[key]!r} is not an "
-                         f"integer") from None
-
-
-def _array(tree, key, where, n, dtype):
+def _numbers(tree, key, where, n) -> np.ndarray:
+    """``tree[key]``: a list of ``n`` JSON numbers (NaN and infinities as parsed), as
+    float64; the caller checks their range."""
     v = tree.get(key)
     if not isinstance(v, list) or len(v) != n:
-        raise ValueError(f"malformed XGBoost model: {where}.{key} must be a list of "
-                         f"num_nodes = {n} entries")
+        raise _malformed(f"{where}.{key} must be a list of num_nodes = {n} numbers, got "
+                         f"{describe(v)}")
+    if not set(map(type, v)) <= {int, float}:
+        i = next(i for i, x in enumerate(v) if type(x) not in (int, float))
+        raise _malformed(f"{where}.{key}[{i}] must be a number, got {describe(v[i])}")
     try:
-        return np.asarray(v, dtype)
-    except (TypeError, ValueError):
-        raise ValueError(f"malformed XGBoost model: {where}.{key} holds non-numbers") from None
+        return np.array(v, np.float64)
+    except OverflowError:  # an integer literal beyond float64
+        i = next(i for i, x in enumerate(v) if isinstance(x, int) and abs(x) > 2 ** 1000)
+        raise _malformed(f"{where}.{key}[{i}] is beyond the float range") from None
+
+
+def _f32_finite(a) -> np.ndarray:
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.isfinite(a) & np.isfinite(a.astype(np.float32))
+
+
+def _first(mask) -> int:
+    return int(np.flatnonzero(mask)[0])
 
 
 def _parse_tree(tree, where, n_features):
-    """Node arrays of one XGBoost tree, checked; and each node's depth."""
+    """Node arrays of one XGBoost tree, checked; each reachable node's depth (-1 for
+    nodes no path reaches: XGBoost's deleted nodes)."""
     if not isinstance(tree, dict):
-        raise ValueError(f"malformed XGBoost model: {where} is not an object")
+        raise _malformed(f"{where} must be an object, got {describe(tree)}")
     param = _get(tree, "tree_param", where)
-    n = _int_param(param, "num_nodes", f"{where}.tree_param")
-    if n < 1:
-        raise ValueError(f"malformed XGBoost model: {where} has {n} nodes")
+    n = _int_param(param, "num_nodes", f"{where}.tree_param", lo=1, hi=MAX_NODES)
     if _int_param(param, "size_leaf_vector", f"{where}.tree_param", default=1) > 1:
-        raise ValueError(f"{where} has vector leaves (multi_strategy='multi_output_tree'); "
-                         f"from_xgboost reads trees with one output per tree")
-    a = {k: _array(tree, k, where, n, dt) for k, dt in (
-        ("left_children", np.int64), ("right_children", np.int64),
-        ("split_indices", np.int64), ("split_conditions", np.float64),
-        ("default_left", np.int64), ("loss_changes", np.float64),
-        ("sum_hessian", np.float64))}
-    a["base_weights"] = (_array(tree, "base_weights", where, n, np.float64)
-                         if len(tree.get("base_weights") or []) == n
-                         else a["split_conditions"].copy())
+        raise ModelFormatError(f"{where} has vector leaves (multi_strategy="
+                               f"'multi_output_tree'); from_xgboost reads trees with one "
+                               f"output per tree")
     split_type = tree.get("split_type", [0] * n)
-    if (not isinstance(split_type, list) or len(split_type) != n
-            or any(s != 0 for s in split_type) or tree.get("categories_nodes")):
-        raise ValueError(f"{where} has categorical splits; from_xgboost reads numeric "
-                         f"splits only")
+    if not isinstance(split_type, list) or len(split_type) != n:
+        raise _malformed(f"{where}.split_type must be a list of num_nodes = {n} integers, "
+                         f"got {describe(split_type)}")
+    cats = tree.get("categories_nodes", [])
+    if not isinstance(cats, list):
+        raise _malformed(f"{where}.categories_nodes must be a list, got {describe(cats)}")
+    if any(type(s) is not int or s != 0 for s in split_type) or cats:
+        raise ModelFormatError(f"{where} has categorical splits; from_xgboost reads "
+                               f"numeric splits only")
+    a = {k: nested(tree.get(k), f"{where}.{k}", (n,), "int")
+         for k in ("left_children", "right_children", "split_indices")}
+    dl = tree.get("default_left")
+    if not isinstance(dl, list) or len(dl) != n:
+        raise _malformed(f"{where}.default_left must be a list of num_nodes = {n} entries, "
+                         f"got {describe(dl)}")
+    if not all(x is True or x is False or (type(x) is int and x in (0, 1)) for x in dl):
+        i = next(i for i, x in enumerate(dl)
+                 if not (x is True or x is False or (type(x) is int and x in (0, 1))))
+        raise _malformed(f"{where}.default_left[{i}] must be 0, 1, true or false, got "
+                         f"{describe(dl[i])}")
+    a["default_left"] = np.array(dl, bool)
+    for k in ("split_conditions", "loss_changes", "sum_hessian"):
+        a[k] = _numbers(tree, k, where, n)
+    bw = tree.get("base_weights")
+    a["base_weights"] = (a["split_conditions"].copy() if bw is None or bw == []
+                         else _numbers(tree, "base_weights", where, n))
+
     left, right = a["left_children"], a["right_children"]
     leaf = left == -1
     if not np.array_equal(leaf, right == -1):
-        raise ValueError(f"malformed XGBoost model: {where} has a node with one child")
+        raise _malformed(f"{where} has a node with one child (node "
+                         f"{_first(leaf != (right == -1))})")
     internal = ~leaf
     for k in ("left_children", "right_children"):
-        c = a[k][internal]
-        if ((c < 1) | (c >= n)).any():
-            raise ValueError(f"malformed XGBoost model: {where}.{k} points outside the tree")
-    f = a["split_indices"][internal]
-    if ((f < 0) | (f >= n_features)).any():
-        raise ValueError(f"malformed XGBoost model: {where}.split_indices refers to a "
-                         f"feature outside [0, num_feature = {n_features})")
-    if not np.isfinite(a["split_conditions"][leaf]).all():
-        raise ValueError(f"malformed XGBoost model: {where} has a non-finite leaf value")
-    if np.isnan(a["split_conditions"][internal]).any():
-        raise ValueError(f"malformed XGBoost model: {where} has a NaN split condition")
-    # Breadth-first walk from the root: every node reached exactly once.
+        bad = internal & ((a[k] < 1) | (a[k] >= n))
+        if bad.any():
+            i = _first(bad)
+            raise _malformed(f"{where}.{k}[{i}] = {int(a[k][i])} points outside the tree "
+                             f"(nodes 1 to {n - 1})")
+    bad = internal & ((a["split_indices"] < 0) | (a["split_indices"] >= n_features))
+    if bad.any():
+        i = _first(bad)
+        raise _malformed(f"{where}.split_indices[{i}] = {int(a['split_indices'][i])} refers "
+                         f"to a feature outside [0, num_feature = {n_features})")
+    # Breadth-first walk from the root: every node reached at most once, depth <= 16.
     depth = np.full(n, -1, np.int64)
     depth[0] = 0
     queue = [0]
+    lefts, rights = left.tolist(), right.tolist()
     for node in queue:
-        if leaf[node]:
+        if lefts[node] == -1:
             continue
-        for c in (int(left[node]), int(right[node])):
+        d = int(depth[node]) + 1
+        if d > _MAX_DEPTH:
+            raise ModelFormatError(f"{where} is deeper than {_MAX_DEPTH} (node {node} at "
+                                   f"depth {d - 1} splits); jaxboost's heap layout holds "
+                                   f"trees of depth <= {_MAX_DEPTH}")
+        for c in (lefts[node], rights[node]):
             if depth[c] >= 0:
-                raise ValueError(f"malformed XGBoost model: {where} is not a tree "
-                                 f"(node {c} is reached twice)")
-            depth[c] = depth[node] + 1
+                raise _malformed(f"{where} is not a tree (node {c} is reached twice)")
+            depth[c] = d
             queue.append(c)
+    seen = depth >= 0
+    # Values: what a jaxboost model holds is float32; no NaN anywhere, inf only as a
+    # split's threshold (every present value goes one way).
+    cond = a["split_conditions"]
+    bad = seen & leaf & ~_f32_finite(cond)
+    if bad.any():
+        i = _first(bad)
+        raise _malformed(f"{where}.split_conditions[{i}] = {float(cond[i])!r}: a leaf value must "
+                         f"be finite in float32")
+    bad = seen & internal & (np.isnan(cond) | (np.isfinite(cond) & ~_f32_finite(cond)))
+    if bad.any():
+        i = _first(bad)
+        raise _malformed(f"{where}.split_conditions[{i}] = {float(cond[i])!r}: a split threshold "
+                         f"must be a number finite in float32, or +-Infinity")
+    for k in ("base_weights", "loss_changes", "sum_hessian"):
+        bad = seen & ~_f32_finite(a[k])
+        if bad.any():
+            i = _first(bad)
+            raise _malformed(f"{where}.{k}[{i}] = {float(a[k][i])!r}: expected a number finite "
+                             f"in float32")
+    cover = a["sum_hessian"]
+    bad = seen & (cover < 0)
+    if bad.any():
+        i = _first(bad)
+        raise _malformed(f"{where}.sum_hessian[{i}] = {float(cover[i])!r}: a sum of Hessians is "
+                         f">= 0")
+    nodes = np.flatnonzero(seen & internal)
+    j = cover_problem(cover[nodes], cover[left[nodes]], cover[right[nodes]])
+    if j is not None:
+        i = int(nodes[j])
+        c, a, b = (float(cover[k]) for k in (i, left[i], right[i]))
+        raise _malformed(f"{where}.sum_hessian[{i}] = {c!r} is not the sum of its children's "
+                         f"covers {a!r} + {b!r} (SHAP values weight the branches by these "
+                         f"fractions)")
+    with np.errstate(over="ignore"):
+        leaves = np.abs(cond[seen & leaf].astype(np.float32))
+    a["leaf_max"] = float(leaves.max()) if leaves.size else 0.0
     return a, depth
 
 
 def _heap_positions(a):
     """Heap index of every reachable node (XGBoost node id -> 2 i + 1 / 2 i + 2)."""
-    left, right = a["left_children"], a["right_children"]
+    left, right = a["left_children"].tolist(), a["right_children"].tolist()
     pos = {0: 0}
     queue = [0]
     for node in queue:
         if left[node] == -1:
             continue
-        pos[int(left[node])] = 2 * pos[node] + 1
-        pos[int(right[node])] = 2 * pos[node] + 2
-        queue += [int(left[node]), int(right[node])]
+        pos[left[node]] = 2 * pos[node] + 1
+        pos[right[node]] = 2 * pos[node] + 2
+        queue += [left[node], right[node]]
     return pos
 
 
 def _bin_edges(feature, threshold, split, n_features):
-    """Cuts = sorted distinct finite thresholds per feature; the matching ``tbin``."""
+    """Cuts = sorted distinct finite thresholds per feature; the matching ``tbin``.
+
+    Vectorised over features (a model may declare ``MAX_FEATURES`` of them): the
+    distinct ``(feature, threshold)`` pairs are sorted once, and each split finds its
+    cut by one ``searchsorted`` over pair keys.
+    """
     cuts = np.full((n_features, _MAX_CUTS), np.inf, np.float32)
     n_cuts = np.zeros(n_features, np.int32)
     tbin = np.zeros(feature.shape, np.int32)
-    for f in range(n_features):
-        mask = split & (feature == f)
-        thr = threshold[mask]
-        distinct = np.unique(thr[np.isfinite(thr)])
-        if distinct.size > _MAX_CUTS:  # keep an evenly spread subset
-            warnings.warn(
-                f"feature {f} of the XGBoost model splits at {distinct.size} distinct "
-                f"thresholds; jaxboost's bin edges hold {_MAX_CUTS}, so the imported "
-                f"model predicts and explains exactly but cannot be saved with "
-                f"jaxboost.save nor continued with train(init_model=...)", stacklevel=3)
-            distinct = distinct[np.linspace(0, distinct.size - 1, _MAX_CUTS).round()
-                                .astype(int)]
-        cuts[f, : distinct.size] = distinct
-        n_cuts[f] = distinct.size
-        pos = np.searchsorted(distinct, thr)
-        hit = (pos < distinct.size) & (distinct[np.minimum(pos, distinct.size - 1)] == thr
-                                       if distinct.size else False)
-        b = np.where(hit, pos + 1, 0)
-        b = np.where(np.isposinf(thr), distinct.size + 1, b)  # every present value left
-        tbin[mask] = b
+    fs, th = feature[split].astype(np.int64), threshold[split]
+    fin = np.isfinite(th)
+    order = np.lexsort((th[fin], fs[fin]))
+    sf, st = fs[fin][order], th[fin][order]
+    new = np.ones(sf.size, bool)
+    new[1:] = (sf[1:] != sf[:-1]) | (st[1:] != st[:-1])  # -0.0 == 0.0: one cut
+    pf, pt = sf[new], st[new]  # distinct (feature, threshold) pairs, sorted
+    counts = np.bincount(pf, minlength=n_features)
+    keep = np.ones(pf.size, bool)
+    start = np.concatenate([[0], np.cumsum(counts)])
+    for f in np.flatnonzero(counts > _MAX_CUTS):  # keep an evenly spread subset
+        warnings.warn(
+            f"feature {f} of the XGBoost model splits at {counts[f]} distinct "
+            f"thresholds; jaxboost's bin edges hold {_MAX_CUTS}, so the imported "
+            f"model predicts and explains exactly but cannot be saved with "
+            f"jaxboost.save nor continued with train(init_model=...)", stacklevel=4)
+        chosen = np.linspace(0, counts[f] - 1, _MAX_CUTS).round().astype(np.int64)
+        mask = np.zeros(counts[f], bool)
+        mask[chosen] = True
+        keep[start[f]:start[f + 1]] = mask
+    pf, pt = pf[keep], pt[keep]
+    n_cuts[:] = np.bincount(pf, minlength=n_features)
+    first = np.concatenate([[0], np.cumsum(n_cuts)])[:-1]
+    cuts[pf, np.arange(pf.size) - first[pf]] = pt
+    # tbin of each split: 1 + the position of its threshold among its feature's cuts,
+    # 0 when it is not one of them (or -inf); n_cuts + 1 for +inf. One searchsorted
+    # over keys (feature, rank of the threshold among all distinct thresholds).
+    b = np.zeros(fs.size, np.int64)
+    values = np.unique(pt)
+    V = values.size
+    if V:
+        key = pf * (V + 1) + np.searchsorted(values, pt)  # ascending
+        vi = np.searchsorted(values, th)
+        q = fs * (V + 1) + vi
+        ki = np.searchsorted(key, q)
+        hit = (values[np.minimum(vi, V - 1)] == th) & (key[np.minimum(ki, key.size - 1)] == q)
+        b = np.where(hit, ki - first[fs] + 1, 0)
+    b = np.where(np.isposinf(th), n_cuts[fs] + 1, b)
+    tbin[split] = b
     edges = BinEdges(cuts=cuts, n_cuts=n_cuts, has_missing=np.ones(n_features, bool),
                      n_distinct=(n_cuts + 1).astype(np.int64), max_bin=_MAX_CUTS + 2)
     return edges, tbin
@@ -483,82 +647,150 @@ def from_xgboost(model) -> Booster:
       ``feature_importance``, ``dump`` and SHAP values work as for a trained model.
       XGBoost's feature names, when it has them, become ``feature_names``.
 
+    The model is read as strictly as jaxboost's own files (``jaxboost.io.format``): a
+    path must name a regular file of at most ``files.MAX_TEXT_BYTES`` whose parse costs
+    at most ``files.MAX_PARSE_BYTES`` (bytes too; a live ``xgboost.Booster``'s own text
+    is not bounded); integers are decimal digits; every number is
+    finite in float32 (a split threshold may be ``Infinity``); covers are ``>= 0`` and
+    a split's children's add up to its own (SHAP weights); no prediction can overflow
+    float32 (``|base| +`` the largest leaf of each tree, summed, ``<= 3.4e38``); at most
+    ``MAX_CLASSES`` classes, ``MAX_FEATURES`` features and ``MAX_NODES`` heap nodes
+    (``T * (2 ** (D + 1) - 1) * K``, ``D`` the deepest tree), checked before anything
+    of that size is allocated.
+
     Raises:
-      ValueError: another booster (``dart``, ``gblinear``), objective, categorical
-        splits, vector leaves, trees deeper than 16, or malformed data (the message
-        names the field).
+      ModelFormatError: (a ``ValueError``) for every model it does not read: another
+        booster (``dart``, ``gblinear``), objective, categorical splits, vector leaves,
+        trees deeper than 16, a limit exceeded, a file that is not a regular file, or
+        malformed data (the message names the field).
       TypeError: an input of another kind.
     """
     d = _load(model)
+    try:
+        return _import(d)
+    except ModelFormatError:
+        raise
+    except (TypeError, ValueError, KeyError, IndexError, OverflowError, AttributeError,
+            RecursionError) as e:  # a safety net: every check should come first
+        raise ModelFormatError(f"malformed XGBoost model ({type(e).__name__}: {e})") from e
+
+
+def _check_heap_nodes(T, D, K, deepest) -> None:
+    """``T`` trees of depth ``D`` (``K`` classes) fit ``MAX_NODES`` in heap layout."""
+    M = 2 ** (D + 1) - 1
+    if T * M * K > MAX_NODES:
+        which = f" (trees[{deepest}] has depth {D})" if deepest is not None else ""
+        raise ModelFormatError(
+            f"the model's {T} trees of depth {D}{which} take {T} x {M} heap nodes"
+            f"{f' x {K} classes' if K > 1 else ''} = {T * M * K} entries in jaxboost's "
+            f"layout, more than the limit of MAX_NODES = {MAX_NODES} (jaxboost.io.checks)")
+
+
+def _import(d) -> Booster:
+    if not isinstance(d, dict):
+        raise _malformed(f"the model must be a JSON object, got {describe(d)}")
     learner = _get(d, "learner", "the model")
     gb = _get(learner, "gradient_booster", "learner")
     kind = gb.get("name")
+    if not isinstance(kind, str):
+        raise _malformed(f"learner.gradient_booster.name must be a string, got "
+                         f"{describe(kind)}")
     if kind != "gbtree":
-        raise ValueError(f"from_xgboost reads gradient-boosted tree models "
-                         f"(booster='gbtree'); this model's booster is {kind!r}")
+        raise ModelFormatError(f"from_xgboost reads gradient-boosted tree models "
+                               f"(booster='gbtree'); this model's booster is "
+                               f"{kind!r}")
     obj = _get(learner, "objective", "learner")
     obj_name = obj.get("name")
+    if not isinstance(obj_name, str):
+        raise _malformed(f"learner.objective.name must be a string, got "
+                         f"{describe(obj_name)}")
     if obj_name not in _IMPORTS:
-        raise ValueError(f"from_xgboost reads models with objective reg:squarederror, "
-                         f"binary:logistic, reg:logistic, multi:softprob or multi:softmax; "
-                         f"this model's objective is {obj_name!r}")
+        raise ModelFormatError(
+            f"from_xgboost reads models with objective reg:squarederror, binary:logistic, "
+            f"reg:logistic, multi:softprob or multi:softmax; this model's objective is "
+            f"{obj_name!r}")
+    where = "learner.learner_model_param"
     mp = _get(learner, "learner_model_param", "learner")
-    F = _int_param(mp, "num_feature", "learner.learner_model_param")
-    if F < 1:
-        raise ValueError(f"malformed XGBoost model: num_feature = {F}")
-    if _int_param(mp, "num_target", "learner.learner_model_param", default=1) > 1:
-        raise ValueError("from_xgboost reads single-target models; this one has "
-                         "num_target > 1")
+    F = _int_param(mp, "num_feature", where, lo=1, hi=MAX_FEATURES,
+                   limit="MAX_FEATURES (jaxboost.io.checks)")
+    if _int_param(mp, "num_target", where, default=1) > 1:
+        raise ModelFormatError("from_xgboost reads single-target models; this one has "
+                               "num_target > 1")
     name = _IMPORTS[obj_name]
     K = 1
     if name == "softmax":
-        K = _int_param(mp, "num_class", "learner.learner_model_param")
-        if K < 1:
-            raise ValueError(f"malformed XGBoost model: num_class = {K} for {obj_name}")
-    types = learner.get("feature_types") or []
-    if any(t == "c" for t in types):
-        raise ValueError("the model has categorical features; from_xgboost reads numeric "
-                         "features only")
-    base = np.asarray(_numbers(mp.get("base_score", "0.5"),
-                               "learner.learner_model_param.base_score"))
+        K = _int_param(mp, "num_class", where, lo=1, hi=MAX_CLASSES,
+                       limit="MAX_CLASSES (objectives.MAX_CLASSES)")
+        if K == 1:
+            raise ModelFormatError(f"{obj_name} with num_class = 1 is not a multi-class "
+                                   f"model")
+    types = learner.get("feature_types")
+    if types is not None and (not isinstance(types, list)
+                              or not all(isinstance(t, str) for t in types)):
+        raise _malformed(f"learner.feature_types must be a list of strings, got "
+                         f"{describe(types)}")
+    if types and any(t == "c" for t in types):
+        raise ModelFormatError("the model has categorical features; from_xgboost reads "
+                               "numeric features only")
+    names = learner.get("feature_names")
+    if names is not None and names != []:
+        if (not isinstance(names, list) or len(names) != F
+                or not all(isinstance(s, str) for s in names) or len(set(names)) != F):
+            raise _malformed(f"learner.feature_names must be a list of num_feature = {F} "
+                             f"distinct strings, got {describe(names)}")
+    base = _base_scores(mp.get("base_score", "0.5"), f"{where}.base_score", max(K, 1))
     if name == "logistic":
         if base.size != 1 or not 0.0 < base[0] < 1.0:
-            raise ValueError(f"malformed XGBoost model: base_score {base.tolist()} of "
-                             f"{obj_name} must be one probability in (0, 1)")
+            raise _malformed(f"base_score {base.tolist()} of {obj_name} must be one "
+                             f"probability in (0, 1)")
         base_margin = _xgb_logit(base[0])
     elif name == "squared":
         if base.size != 1:
-            raise ValueError(f"malformed XGBoost model: {obj_name} has "
-                             f"{base.size} base scores")
+            raise _malformed(f"{obj_name} has {base.size} base scores")
         base_margin = float(base[0])
     else:
         if base.size not in (1, K):
-            raise ValueError(f"malformed XGBoost model: {base.size} base scores for "
-                             f"{K} classes")
+            raise _malformed(f"{base.size} base scores for {K} classes")
         base_margin = np.broadcast_to(base, (K,)).astype(np.float32)
 
     gm = _get(gb, "model", "learner.gradient_booster")
     trees = _get(gm, "trees", "learner.gradient_booster.model", list)
     info = gm.get("tree_info", [0] * len(trees))
     if (not isinstance(info, list) or len(info) != len(trees)
-            or not all(isinstance(c, int) and 0 <= c < K for c in info)):
-        raise ValueError(f"malformed XGBoost model: tree_info must give each of the "
-                         f"{len(trees)} trees a class in [0, {K})")
-    parsed = [_parse_tree(tr, f"trees[{i}]", F) for i, tr in enumerate(trees)]
+            or not all(type(c) is int and 0 <= c < K for c in info)):
+        raise _malformed(f"tree_info must give each of the {len(trees)} trees a class in "
+                         f"[0, {K})")
+    # Each tree's depth is known once it is read: the heap-node limit is checked as soon
+    # as the deepest tree so far makes len(trees) trees of its depth too many.
+    parsed, D = [], 1
+    for i, tr in enumerate(trees):
+        parsed.append(_parse_tree(tr, f"trees[{i}]", F))
+        d_i = int(parsed[-1][1].max())
+        if d_i > D:
+            D = d_i
+            _check_heap_nodes(len(trees), D, K, i)
+    # No prediction may overflow: |base_k| + the largest leaf of each tree of class k.
+    bound = np.abs(np.asarray(base_margin, np.float64)).reshape(-1) * np.ones(K)
+    for (a, _), c in zip(parsed, info):
+        bound[c] += a["leaf_max"]
+    if not (bound <= F32_MAX).all():
+        k = _first(~(bound <= F32_MAX))
+        cls = f" of class {k}" if K > 1 else ""
+        raise _malformed(f"the leaf values of the trees{cls} and the base score add up to "
+                         f"{bound[k]:.6g}, beyond the float32 range (3.4028e38): "
+                         f"predictions would overflow to inf")
     # jaxboost's tree t belongs to class t % K: order the trees round by round.
     order = list(range(len(trees)))
     if K > 1:
         per_class = [[i for i, c in enumerate(info) if c == k] for k in range(K)]
         if len({len(p) for p in per_class}) != 1:
-            raise ValueError(f"the model has unequal numbers of trees per class "
-                             f"({[len(p) for p in per_class]}); from_xgboost needs whole "
-                             f"rounds of {K} trees")
+            counts = sorted({len(p) for p in per_class})
+            raise ModelFormatError(
+                f"the model has unequal numbers of trees per class (between {counts[0]} "
+                f"and {counts[-1]}); from_xgboost needs whole rounds of {K} trees")
         order = [per_class[k][r] for r in range(len(per_class[0])) for k in range(K)]
-    D = max([int(depth.max()) for _, depth in parsed] + [1])
-    if D > 16:
-        raise ValueError(f"a tree of the model has depth {D}; jaxboost's heap layout "
-                         f"holds trees of depth <= 16")
     T, M = len(trees), 2 ** (D + 1) - 1
+    _check_heap_nodes(T, D, K, None)
     feature = np.zeros((T, M), np.int32)
     threshold = np.full((T, M), np.nan, np.float32)
     default_left = np.zeros((T, M), bool)
@@ -576,7 +808,7 @@ def from_xgboost(model) -> Booster:
         is_leaf[t, hs] = False
         feature[t, hs] = a["split_indices"][nodes[split]]
         threshold[t, hs] = a["split_conditions"][nodes[split]].astype(np.float32)
-        default_left[t, hs] = a["default_left"][nodes[split]] != 0
+        default_left[t, hs] = a["default_left"][nodes[split]]
         gain[t, hs] = a["loss_changes"][nodes[split]]
         cover[t, heap] = a["sum_hessian"][nodes]
         w = np.where(split, a["base_weights"][nodes], a["split_conditions"][nodes])
@@ -587,8 +819,6 @@ def from_xgboost(model) -> Booster:
     edges, tbin = _bin_edges(feature, threshold, ~is_leaf, F)
     objective = {"squared": objectives.squared, "logistic": objectives.logistic,
                  "softmax": objectives.softmax(n_classes=K) if K > 1 else None}[name]
-    if objective is None:
-        raise ValueError(f"{obj_name} with num_class = 1 is not a multi-class model")
     ens = Ensemble(feature=feature, tbin=tbin, threshold=threshold,
                    default_left=default_left, is_leaf=is_leaf, value=value, gain=gain,
                    cover=cover)
@@ -596,12 +826,7 @@ def from_xgboost(model) -> Booster:
                       params=TreeParams(max_depth=D, max_bin=edges.max_bin),
                       bin_edges=edges, base_margin=base_margin, n_features=F,
                       n_outputs=K, trees_per_round=K)
-    names = learner.get("feature_names") or []
     if names:
-        if (len(names) != F or not all(isinstance(s, str) for s in names)
-                or len(set(names)) != F):
-            raise ValueError(f"malformed XGBoost model: feature_names must be {F} "
-                             f"distinct strings")
         booster.feature_names = list(names)
     return booster
 
