@@ -15,7 +15,6 @@ import pytest
 from conftest import binnable_features
 
 import jaxboost
-import objectives
 from jaxboost.errors import DataError
 
 N_ROUNDS = 20

@@ -46,7 +46,8 @@ def rows_on_bins(Xf, yf, wf, edges, n_pad, native):
     Returns ``(bins, y, w, valid, cuts_ext, forward_ok)``: uint8 bins in one layout,
     written in place with its padding (row-major ``(n_pad, F)`` for the native kernel,
     feature-major ``(F, n_pad)`` for the pure-JAX scan); labels (every entry of side
-    data) padded with copies of row 0 and weights with 0 (padding rows have g = h = 0); ``valid`` marks the real rows;
+    data) padded with copies of row 0 and weights with 0 (padding rows have g = h = 0);
+    ``valid`` marks the real rows;
     ``cuts_ext`` ``(F, max_bin)`` the thresholds of every bin (``BinEdges.cuts_ext``);
     ``forward_ok`` the features whose ascending split pass is tried.
     """
