@@ -112,6 +112,25 @@ def test_offsets_round_trip_through_predict_staged_shap_grad_hess_and_files(
     assert loaded.base_margin == 0.0
 
 
+def test_offsets_of_a_k_output_model_round_trip(interop_data):
+    """(N, K) offsets: softmax (the interop tests' data and parameters) starts at them and
+    predict, staged_predict, SHAP and grad_hess take them back."""
+    X, labels = interop_data
+    y = labels["softmax"]
+    off = np.random.default_rng(5).normal(size=(X.shape[0], 3)).astype(np.float32)
+    bst = jaxboost.train("softmax", X, y, base_margin=off, n_rounds=6, max_depth=3,
+                         verbose=False)
+    assert np.array_equal(bst.base_margin, np.zeros(3))
+    margin = bst.predict(X, output_margin=True, base_margin=off)
+    np.testing.assert_array_equal(bst.grad_hess(X, y, iteration=0, base_margin=off).margin,
+                                  off)
+    np.testing.assert_array_equal(bst.staged_predict(X, True, base_margin=off)[-1], margin)
+    shap = bst.predict(X, pred_contribs=True, base_margin=off)
+    assert shap.shape == (X.shape[0], 3, X.shape[1] + 1)
+    np.testing.assert_allclose(shap.sum(axis=-1), margin, atol=2e-5)
+    np.testing.assert_allclose(bst.predict(X, base_margin=off).sum(axis=1), 1.0, atol=1e-5)
+
+
 def test_continued_training_from_offsets_equals_one_run(data, offset_model):
     X, c, _, o = data
     half = dict(KW, n_rounds=N_ROUNDS // 2)
