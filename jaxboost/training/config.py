@@ -362,7 +362,8 @@ def configure(args: dict):
     """Check every argument of ``train`` (its keyword arguments as a dict).
 
     Returns ``(settings, Xf, yf, wf)``: a ``Settings`` and the validated float32
-    features, labels and weights of this process's rows.
+    features, labels (or labels with side data, ``_validation.as_targets``) and weights
+    of this process's rows.
     """
     a = dict(args)
     n_rounds = check_int("n_rounds", a["n_rounds"], low=0)
@@ -409,8 +410,7 @@ def configure(args: dict):
     names = feature_names_of(X, a["feature_names"], n_features, init_model)
     yf = _validation.as_targets(y, n_rows)
     wf = _validation.as_weights(w, n_rows)
-    side = _validation.is_side_data(yf)
-    if side:
+    if _validation.is_side_data(yf):
         check_side_data(loss, yf, a["group"], a["refit"])
     if isinstance(loss, Objective):
         try:
