@@ -317,3 +317,153 @@ def as_weights(w, n_rows: int):
         raise DataError("sample_weight is zero for every row; at least one row needs a "
                         "positive weight")
     return out
+
+
+# --- side data: several values per row for a loss, offsets per row ----------------------
+
+LABEL_KEY = "label"
+"""The entry of a dict ``y`` that built-in metrics read as the label (see ``targets``)."""
+
+
+def is_side_data(y) -> bool:
+    """Whether validated targets ``y`` (``as_targets``) carry side data: a dict, or an
+    ``(N, L)`` array."""
+    return isinstance(y, dict) or np.ndim(y) == 2
+
+
+def _side_array(v, n_rows: int, name: str) -> np.ndarray:
+    """One entry of side data: ``(N,)`` or ``(N, d)`` float32, no NaN (+-inf allowed:
+    e.g. an open upper bound of a censored interval)."""
+    try:
+        arr = np.asarray(_series_array(v))
+    except Exception as e:
+        raise DataError(f"{name} could not be read as a numeric array: {e}") from e
+    _check_numeric(arr, name)
+    if arr.ndim not in (1, 2) or arr.shape[0] != n_rows:
+        raise DataError(f"{name} must hold one value (or one row of values) per row of X, "
+                        f"shape ({n_rows},) or ({n_rows}, d); got shape {arr.shape}")
+    out = _float32(arr)
+    bad = np.isnan(out)
+    if bad.any():
+        raise DataError(f"{name} has NaN values: {_describe_bad(bad.reshape(n_rows, -1).any(1))}"
+                        f" (rows); side data may hold +-inf (an open bound) but not NaN")
+    return out
+
+
+def as_targets(y, n_rows: int, *, name: str = "y"):
+    """``y`` as the loss receives it, validated: labels, or labels with side data.
+
+    * one value per row: ``(N,)`` float32, finite (``as_labels``; an ``(N, 1)`` array or a
+      one-column DataFrame counts as one value per row);
+    * an ``(N, L)`` array with ``L >= 2`` columns: ``(N, L)`` float32; the loss gets one
+      row, an ``(L,)`` vector (``y[1]``);
+    * a dict of ``(N,)`` (or ``(N, d)``) arrays, or a DataFrame of several columns (a
+      dict by column name): a dict of float32 arrays; the loss gets a dict of one row's
+      values (``y["exposure"]``). The entry ``"label"`` (``LABEL_KEY``), when present, is
+      what built-in metrics score, and must be finite.
+
+    Side data may hold ``+-inf`` (an open interval bound) but not NaN.
+
+    Raises ``DataError`` for a wrong shape, non-numeric or NaN values; ``TypeError`` for
+    dict keys that are not strings.
+
+    Example:
+      >>> import numpy as np
+      >>> as_targets(np.ones((3, 2)), 3).shape
+      (3, 2)
+      >>> sorted(as_targets({"count": [1, 0, 2], "exposure": [1.0, 0.5, 2.0]}, 3))
+      ['count', 'exposure']
+    """
+    kind = frame_kind(y)
+    if kind is not None and len(y.columns) > 1:
+        cols = list(y.columns)
+        if not all(isinstance(c, str) for c in cols) or len(set(cols)) != len(cols):
+            raise DataError(f"{name} is a DataFrame of {len(cols)} columns: its columns "
+                            f"become the entries of a dict, so they need unique string "
+                            f"names; got {cols[:_SHOW_NAMES]}")
+        y = {c: y[c] for c in cols}
+    if isinstance(y, dict):
+        if not y:
+            raise DataError(f"{name} is an empty dict; expected arrays with one value per "
+                            f"row, e.g. {{'label': counts, 'exposure': years}}")
+        out = {}
+        for k, v in y.items():
+            if not isinstance(k, str):
+                raise TypeError(f"the keys of a dict {name} must be strings, got {k!r}")
+            out[k] = _side_array(v, n_rows, f"{name}[{k!r}]")
+        label = out.get(LABEL_KEY)
+        if label is not None and not np.isfinite(label).all():
+            raise DataError(f"{name}[{LABEL_KEY!r}] has infinite values: "
+                            f"{_describe_bad(~np.isfinite(label).reshape(n_rows, -1).any(1))}"
+                            f" (rows); the label that metrics score must be finite")
+        return out
+    if y is not None and not isinstance(y, (str, bytes)):
+        try:
+            arr = np.asarray(_series_array(y))
+        except Exception:
+            arr = None
+        if arr is not None and arr.ndim == 2 and arr.shape[1] >= 2:
+            return _side_array(arr, n_rows, name)
+    return as_labels(y, n_rows)
+
+
+def target_structure(y) -> str:
+    """A short text of the structure of validated targets ``y``, for messages and for
+    checking that evaluation sets match training: ``"(N,)"``, ``"(N, 3)"``,
+    ``"{'count': (N,), 'exposure': (N,)}"``."""
+    def one(a):
+        return "(" + ", ".join(["N"] + [str(d) for d in np.shape(a)[1:]]) + \
+            ("," if np.ndim(a) == 1 else "") + ")"
+    if isinstance(y, dict):
+        return "{" + ", ".join(f"{k!r}: {one(v)}" for k, v in y.items()) + "}"
+    return one(y)
+
+
+def pad_targets(y, n_pad: int):
+    """Targets padded to ``n_pad`` rows with copies of row 0 (zeros when empty), entry
+    by entry for a dict."""
+    def pad(a):
+        a = np.asarray(a, np.float32)
+        out = np.zeros((n_pad,) + a.shape[1:], np.float32)
+        n = a.shape[0]
+        out[:n] = a
+        if n:
+            out[n:] = a[0]
+        return out
+    return {k: pad(v) for k, v in y.items()} if isinstance(y, dict) else pad(y)
+
+
+def as_offsets(base_margin, n_rows: int, n_outputs: int, *, name: str = "base_margin",
+               hint: str = ""):
+    """Per-row base margins (offsets): ``(N,)`` float32 for one output (an ``(N, 1)``
+    array too), ``(N, K)`` for ``K`` outputs, finite. ``DataError`` otherwise (the
+    message ends with ``hint``).
+
+    Example:
+      >>> as_offsets([0.0, 0.5], 2, 1).tolist()
+      [0.0, 0.5]
+    """
+    K = n_outputs
+    want = f"({n_rows},)" if K == 1 else f"({n_rows}, {K})"
+    try:
+        arr = np.asarray(_series_array(base_margin))
+    except Exception as e:
+        raise DataError(f"{name} could not be read as a numeric array: {e}") from e
+    _check_numeric(arr, name)
+    if K == 1 and arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.ndim != (1 if K == 1 else 2) or arr.shape[0] != n_rows or \
+            (K > 1 and arr.shape[1] != K):
+        what = (f"{arr.shape[1]} columns, but the model has {K} outputs"
+                if K > 1 and arr.ndim == 2 and arr.shape[0] == n_rows else
+                f"{arr.shape[0] if arr.ndim else 'no'} rows, X has {n_rows}"
+                if arr.ndim == (1 if K == 1 else 2) else f"shape {arr.shape}")
+        raise DataError(f"{name} per row must have shape {want} (one margin per row and "
+                        f"output); got {what}{hint}")
+    out = _float32(arr)
+    bad = ~np.isfinite(out)
+    if bad.any():
+        raise DataError(f"{name} has NaN or infinite values: "
+                        f"{_describe_bad(bad.reshape(n_rows, -1).any(1))} (rows); offsets "
+                        f"must be finite")
+    return out

@@ -7,11 +7,20 @@ from typing import NamedTuple
 
 import numpy as np
 
-from objectives import LinkedLoss
+from objectives import LinkedLoss, Objective
 from objectives._link import link_label
 
 from ._types import pad_rows
-from ._validation import as_features, as_labels, as_weights, check_feature_names, check_names_list
+from ._validation import (
+    as_features,
+    as_offsets,
+    as_targets,
+    as_weights,
+    check_feature_names,
+    check_names_list,
+    is_side_data,
+    pad_targets,
+)
 from .engine.autodiff import HESSIAN_FLOOR, loss_name, model_grad_hess
 from .engine.binning import BinEdges
 from .engine.tree import Ensemble, predict_leaf, predict_margin, staged_margins
@@ -214,8 +223,21 @@ class Booster:
             _writer("json")(self, path)
 
     # --- prediction ----------------------------------------------------------------
-    def _base(self):
-        return np.asarray(self.base_margin, np.float32)
+    def _base(self, offsets=None, n_pad=None):
+        """The margins before the trees: the model's base margin, or ``offsets`` (validated
+        margins per row) padded to ``n_pad`` rows like the features."""
+        if offsets is None:
+            return np.asarray(self.base_margin, np.float32)
+        return offsets if n_pad is None else pad_targets(offsets, n_pad)
+
+    def _offsets(self, base_margin, n_rows):
+        """``base_margin`` given to a prediction: None, or validated ``(N[, K])``
+        margins per row (``DataError`` otherwise)."""
+        if base_margin is None:
+            return None
+        return as_offsets(base_margin, n_rows, self.n_outputs,
+                          hint=" (a model's intercept is its own base_margin; pass margins "
+                               "per row here)")
 
     def _features(self, X) -> np.ndarray:
         # A DataFrame must carry the training columns in the training order; arrays
@@ -228,8 +250,11 @@ class Booster:
         return X
 
     def predict(self, X, output_margin: bool = False,
-                pred_contribs: bool = False) -> np.ndarray:
+                pred_contribs: bool = False, base_margin=None) -> np.ndarray:
         """Predictions for raw features.
+
+        The margin of row ``i`` is ``b_i + sum_t tree_t(x_i)`` with ``b_i`` the row's
+        ``base_margin`` when given, else the model's ``base_margin`` (its intercept).
 
         Args:
           X: ``(N, F)`` array-like of floats, NaN = missing, same features as training;
@@ -239,33 +264,51 @@ class Booster:
             response (``sigmoid(f)`` for logistic, ``f`` for squared).
           pred_contribs: return exact SHAP values of the margin instead (path-dependent
             TreeSHAP, see ``jaxboost.explain``): ``(N, F + 1)`` float32, the last column
-            the bias; ``(N, K, F + 1)`` for K outputs. Each row sums to the margin.
+            the bias (it holds the row's ``base_margin``); ``(N, K, F + 1)`` for K
+            outputs. Each row sums to the margin.
+          base_margin: optional margins per row (offsets), ``(N,)`` or ``(N, K)`` for K
+            outputs, as given to ``train(base_margin=...)`` (e.g. ``np.log(exposure)``):
+            they replace the model's intercept for these rows, as in XGBoost.
 
         Returns:
           ``(N,)`` float32 NumPy array, or ``(N, K)`` for a model of K outputs
           (softmax: class probabilities).
+
+        Example:
+          >>> import numpy as np, jaxboost
+          >>> X = np.arange(8, dtype=np.float32).reshape(-1, 1)
+          >>> t = np.linspace(1.0, 2.0, 8)                # exposures
+          >>> bst = jaxboost.train("poisson", X, X[:, 0], n_rounds=3,
+          ...                      base_margin=np.log(t))
+          >>> m = bst.predict(X, output_margin=True, base_margin=np.log(t))
+          >>> bool(np.allclose(m - np.log(t), bst.predict(X, output_margin=True)))
+          True
         """
         X = self._features(X)
+        offsets = self._offsets(base_margin, X.shape[0])
         if pred_contribs:
             from .explain import shap_values
 
-            return shap_values(self, X)
+            return shap_values(self, X, base_margin=offsets)
         link = None if output_margin else _link_of(self.objective)
         # Rows padded to a size bucket: new row counts mostly reuse a compiled program.
-        out = predict_margin(self._padded, pad_rows(X), self._base(),
+        Xp = pad_rows(X)
+        out = predict_margin(self._padded, Xp, self._base(offsets, Xp.shape[0]),
                              np.int32(self.ensemble.n_trees),
                              max_depth=self.params.max_depth, link=link)
         return np.asarray(out)[: X.shape[0]]
 
-    def staged_predict(self, X, output_margin: bool = False) -> np.ndarray:
+    def staged_predict(self, X, output_margin: bool = False,
+                       base_margin=None) -> np.ndarray:
         """Predictions after every round, in one pass over the trees.
 
-        Row ``r`` equals ``self[:r + 1].predict(X, output_margin)``; use it for learning
-        curves.
+        Row ``r`` equals ``self[:r + 1].predict(X, output_margin, base_margin=...)``;
+        use it for learning curves.
 
         Args:
           X: ``(N, F)`` raw features, NaN = missing.
           output_margin: margins instead of responses.
+          base_margin: optional ``(N,)`` (``(N, K)``) margins per row, as in ``predict``.
 
         Returns:
           ``(n_rounds, N)`` float32 NumPy array (``(n_rounds, N, K)`` for K outputs).
@@ -278,12 +321,14 @@ class Booster:
           True
         """
         X = self._features(X)
+        offsets = self._offsets(base_margin, X.shape[0])
         link = None if output_margin else _link_of(self.objective)
-        out = staged_margins(self.ensemble, X, self._base(),
+        out = staged_margins(self.ensemble, X, self._base(offsets),
                              max_depth=self.params.max_depth, link=link)
         return np.asarray(out)[self.trees_per_round - 1:: self.trees_per_round]
 
-    def grad_hess(self, X, y, *, iteration=None, sample_weight=None) -> GradHess:
+    def grad_hess(self, X, y, *, iteration=None, sample_weight=None,
+                  base_margin=None) -> GradHess:
         r"""The gradients and Hessians the trees of round ``iteration`` are grown on.
 
         Round ``k`` fits its trees to the margins of the first ``k`` rounds,
@@ -303,12 +348,15 @@ class Booster:
 
         Args:
           X: ``(N, F)`` raw features (NaN = missing) or a DataFrame, as for ``predict``.
-          y: ``(N,)`` labels (checked against the objective's label domain).
+          y: ``(N,)`` labels (checked against the objective's label domain), or side
+            data for a loss of your own (an ``(N, L)`` array, a dict), as in ``train``.
           iteration: round ``k`` in ``[0, len(self)]``; default ``len(self)``, the
             round a continued ``train(..., init_model=self)`` would grow next.
             ``0`` gives the g and h at the base margin (the first trees').
           sample_weight: optional ``(N,)`` non-negative weights ``w_i``; they multiply
             g and h as in training. Default: unweighted (``w_i = 1``).
+          base_margin: optional ``(N,)`` (``(N, K)``) margins per row, as in ``predict``
+            (the offsets the model was trained with, on the training rows).
 
         Returns:
           ``GradHess(g, h, margin)``, float32 NumPy arrays:
@@ -355,10 +403,16 @@ class Booster:
                              f"{len(self)} rounds), got {iteration}")
         X = self._features(X)
         n = X.shape[0]
-        y = as_labels(y, n)
+        y = as_targets(y, n)
         w = as_weights(sample_weight, n)
+        offsets = self._offsets(base_margin, n)
         validate = getattr(objective, "validate_labels", None)
-        if validate is not None:
+        if is_side_data(y):
+            if isinstance(objective, Objective) and not isinstance(objective, LinkedLoss):
+                raise DataError(f"{objective!r} takes one label per row, y of shape (N,); "
+                                f"side data (a dict or an (N, L) array) is for losses of "
+                                f"your own")
+        elif validate is not None:
             try:
                 validate(y)
             except ValueError as e:
@@ -369,10 +423,10 @@ class Booster:
         diagonal = self.n_outputs > 1 and (self.trees_per_round > 1 or
                                            state.get("multi_hessian") == "diagonal")
         Xp = pad_rows(X)
-        margin = predict_margin(self._padded, Xp, self._base(),
+        margin = predict_margin(self._padded, Xp, self._base(offsets, Xp.shape[0]),
                                 np.int32(int(iteration) * self.trees_per_round),
                                 max_depth=self.params.max_depth)
-        g, h = model_grad_hess(objective, pad_rows(y), margin,
+        g, h = model_grad_hess(objective, pad_targets(y, Xp.shape[0]), margin,
                                None if w is None else pad_rows(w), hessian=hessian,
                                floor=floor, diagonal=diagonal)
         return GradHess(np.asarray(g)[:n], np.asarray(h)[:n], np.asarray(margin)[:n])

@@ -25,8 +25,9 @@ direction). The leaf contributes
           \prod_{e \in S} o_e \prod_{e \in U \setminus S \setminus d} z_e,
 
 and the sum over subsets comes from the "extend" and "unwind" recurrences of the paper
-in :math:`O(|U|^2)` operations. The bias column is the base margin plus every tree's
-cover-weighted mean leaf value, so every row sums to its margin.
+in :math:`O(|U|^2)` operations. The bias column is the base margin (or the row's own,
+given per row) plus every tree's cover-weighted mean leaf value, so every row sums to its
+margin.
 
 Evaluation is vectorised over all leaf paths of the ensemble at once. Because a path's
 contributions depend on the row only through its one fractions, a bit pattern of
@@ -333,7 +334,7 @@ def _contributions(paths, paths_idx, weight, X, F, use_patterns=None):
     return out
 
 
-def shap_values(booster, X, *, use_patterns=None) -> np.ndarray:
+def shap_values(booster, X, *, use_patterns=None, base_margin=None) -> np.ndarray:
     """Exact path-dependent TreeSHAP values.
 
     Args:
@@ -341,18 +342,24 @@ def shap_values(booster, X, *, use_patterns=None) -> np.ndarray:
       X: ``(N, F)`` float32 features, already validated, NaN = missing.
       use_patterns: force (True) or forbid (False) the per-pattern tables; ``None``
         picks the cheaper evaluation.
+      base_margin: optional validated ``(N,)`` (``(N, K)``) margins per row (offsets):
+        they replace the model's base margin in the bias column, row by row.
 
     Returns:
       ``(N, F + 1)`` float32 (``(N, K, F + 1)`` for K outputs): per-feature
-      contributions to the margin and, last, the bias (base margin plus the trees'
-      cover-weighted mean outputs). Each row sums to ``predict(X, output_margin=True)``.
+      contributions to the margin and, last, the bias (the base margin, or the row's
+      offset, plus the trees' cover-weighted mean outputs). Each row sums to
+      ``predict(X, output_margin=True, base_margin=base_margin)``.
     """
     X = np.asarray(X, np.float32)
     N, F = X.shape
     K = booster.n_outputs
     paths = _Paths(booster)
     out = np.zeros((N, K, F + 1))
-    bias = np.asarray(booster.base_margin, np.float64).reshape(-1) * np.ones(K)
+    if base_margin is None:
+        bias = np.asarray(booster.base_margin, np.float64).reshape(-1) * np.ones(K)
+    else:  # an offset per row (and output) in place of the intercept
+        bias = np.asarray(base_margin, np.float64).reshape(N, K)
     reach = np.prod(paths.zero, axis=1) if paths.length else np.ones(paths.n_paths)
     bias = bias + (paths.value * reach[:, None]).sum(axis=0)
     out[:, :, F] = bias

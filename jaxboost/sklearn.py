@@ -41,7 +41,7 @@ from objectives import Objective
 from objectives import resolve as resolve_objective
 
 from . import io
-from ._validation import is_int
+from ._validation import is_int, is_real
 from .explain import feature_names
 from .io.objective import objective_to_dict
 from .training import train
@@ -108,11 +108,14 @@ class _JaxBoostModel(BaseEstimator):
         kw["seed"] = _seed(self.random_state)
         return kw
 
-    def _fit(self, X, y, sample_weight, eval_set, encode):
+    def _fit(self, X, y, sample_weight, eval_set, encode, base_margin=None,
+             base_margin_eval_set=None):
         """Validate the data, then ``train``.
 
         ``encode(y, sample_weight)`` returns ``(objective, n_outputs, labels, link)``
-        for ``train`` (the classifier encodes its labels there).
+        for ``train`` (the classifier encodes its labels there). ``base_margin`` and
+        ``base_margin_eval_set`` are margins per row, passed to ``train`` as
+        ``base_margin`` and ``eval_base_margin``.
         """
         X, y = validate_data(self, X, y, dtype=np.float32, ensure_all_finite="allow-nan",
                              y_numeric=self._y_numeric)
@@ -134,10 +137,17 @@ class _JaxBoostModel(BaseEstimator):
                 Xe = self._validate_X(item[0], reset=False)
                 ye = self._encode_eval_labels(np.asarray(item[1]), i)
                 evals.append((Xe, ye) + tuple(item[2:]))
+        if base_margin_eval_set is not None and evals is None:
+            raise ValueError("base_margin_eval_set is given without eval_set")
+        if base_margin is not None and is_real(base_margin):
+            raise TypeError("base_margin of fit() is one margin per row, (N,) or (N, K), "
+                            "as in XGBoost; got a number")
         names = getattr(self, "feature_names_in_", None)
         self.booster_ = train(objective, X, y_train, sample_weight=sample_weight,
                               eval_set=evals, n_outputs=n_outputs, link=link,
                               feature_names=None if names is None else list(names),
+                              base_margin=base_margin,
+                              eval_base_margin=base_margin_eval_set,
                               **self._train_kwargs())
         return self
 
@@ -242,13 +252,19 @@ class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
                  verbose=False, link=None):
         _store_params(self, locals())
 
-    def fit(self, X, y, sample_weight=None, eval_set=None):
+    def fit(self, X, y, sample_weight=None, eval_set=None, base_margin=None,
+            base_margin_eval_set=None):
         """Train on ``X`` (array or DataFrame, NaN = missing) and ``y``.
 
         Args:
           sample_weight: optional non-negative weight per row.
           eval_set: optional list of ``(X, y)`` or ``(X, y, sample_weight)`` evaluated
             after every round (``evals_result()``; early stopping watches the last).
+          base_margin: optional margins per row (offsets), ``(N,)`` (``(N, K)`` for K
+            outputs), as XGBoost's: training starts from them instead of an intercept
+            (see ``jaxboost.train``); pass the rows' offsets to ``predict`` too.
+          base_margin_eval_set: optional list of margins per row, one per ``eval_set``
+            entry (or None).
 
         Returns:
           self.
@@ -256,12 +272,14 @@ class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
         def encode(y, sample_weight):
             return self.objective, None, y, self.link
 
-        return self._fit(X, y, sample_weight, eval_set, encode)
+        return self._fit(X, y, sample_weight, eval_set, encode, base_margin,
+                         base_margin_eval_set)
 
-    def predict(self, X) -> np.ndarray:
-        """The objective's response for each row: ``(N,)`` (``(N, K)`` for K outputs)."""
+    def predict(self, X, base_margin=None) -> np.ndarray:
+        """The objective's response for each row: ``(N,)`` (``(N, K)`` for K outputs);
+        ``base_margin``: optional margins per row, as given to ``fit``."""
         booster = self._booster()
-        return booster.predict(self._validate_X(X, reset=False))
+        return booster.predict(self._validate_X(X, reset=False), base_margin=base_margin)
 
 
 class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
@@ -329,13 +347,16 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
             return "sigmoid" if n_classes == 2 else "softmax"
         return self.link
 
-    def fit(self, X, y, sample_weight=None, eval_set=None):
+    def fit(self, X, y, sample_weight=None, eval_set=None, base_margin=None,
+            base_margin_eval_set=None):
         """Train on ``X`` (array or DataFrame, NaN = missing) and labels ``y``.
 
         Args:
           sample_weight: optional non-negative weight per row.
           eval_set: optional list of ``(X, y)`` or ``(X, y, sample_weight)``, labels
             from ``classes_``; evaluated after every round (``evals_result()``).
+          base_margin, base_margin_eval_set: optional margins per row (logits), as in
+            ``JaxBoostRegressor.fit``; ``(N, n_classes)`` for more than two classes.
 
         Returns:
           self.
@@ -354,7 +375,8 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
             return (objective, n_outputs, codes.astype(np.float32),
                     self._resolved_link(objective, len(classes)))
 
-        return self._fit(X, y, sample_weight, eval_set, encode)
+        return self._fit(X, y, sample_weight, eval_set, encode, base_margin,
+                         base_margin_eval_set)
 
     def _encode_eval_labels(self, y, i):
         y = np.ravel(y)
@@ -366,14 +388,16 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
                              f"{np.unique(y[unknown])[:10].tolist()}")
         return codes.astype(np.float32)
 
-    def predict_proba(self, X) -> np.ndarray:
-        """Class probabilities ``(N, n_classes)``, columns in the order of ``classes_``."""
+    def predict_proba(self, X, base_margin=None) -> np.ndarray:
+        """Class probabilities ``(N, n_classes)``, columns in the order of ``classes_``;
+        ``base_margin``: optional margins per row, as given to ``fit``."""
         booster = self._booster()
         X = self._validate_X(X, reset=False)
         if isinstance(booster.objective, Objective):
-            out = np.asarray(booster.predict(X), np.float64)
+            out = np.asarray(booster.predict(X, base_margin=base_margin), np.float64)
         else:  # a plain callable: margins read as logits
-            margin = np.asarray(booster.predict(X, output_margin=True), np.float64)
+            margin = np.asarray(booster.predict(X, output_margin=True,
+                                                base_margin=base_margin), np.float64)
             out = _sigmoid(margin) if margin.ndim == 1 else _softmax(margin)
         if out.ndim == 1:
             p = np.clip(out, 0.0, 1.0)
@@ -381,7 +405,7 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
         out = np.clip(out, 0.0, None)
         return out / out.sum(axis=1, keepdims=True)
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X, base_margin=None) -> np.ndarray:
         """The most probable class of each row, as one of ``classes_``."""
-        proba = self.predict_proba(X)  # checks that the model is fitted
+        proba = self.predict_proba(X, base_margin)  # checks that the model is fitted
         return self.classes_[np.argmax(proba, axis=1)]

@@ -108,3 +108,39 @@ def test_compare_losses_example_trains_eight_losses_in_one_program(tmp_path):
 
     if importlib.util.find_spec("matplotlib"):
         assert (tmp_path / "eight_losses.png").stat().st_size > 10_000
+
+
+def test_poisson_exposure_example_offsets_equal_side_data_and_xgboost():
+    out = run("poisson_exposure.py", "--rounds", "40", "--rows", "3000")
+    dev = dict(re.findall(r"^(\w+(?: \w+)?)\s+held-out Poisson deviance per policy: ([\d.]+)",
+                          out, flags=re.M))
+    assert float(dev["offset"]) == float(dev["side data"]), out
+    assert float(dev["offset"]) < float(dev["naive"]) - 0.01, out
+    gap = re.search(r"offset vs side-data model: max \|training margin difference\| (\S+)",
+                    out)
+    assert float(gap[1]) < 1e-4, out
+    ref = re.search(r"count:poisson with base_margin: max \|training margin difference\| "
+                    r"(\S+)", out)
+    if ref:
+        assert float(ref[1]) < 1e-5, out
+
+
+def test_binomial_trials_example_equals_the_weighted_logistic_model():
+    out = run("binomial_trials.py", "--rounds", "30", "--rows", "2000")
+    dev = dict(re.findall(r"^(\w+)\s+held-out binomial deviance per trial: ([\d.]+)", out,
+                          flags=re.M))
+    assert float(dev["trials"]) < float(dev["unweighted"]), out
+    gap = re.search(r"trials vs weighted: max \|probability difference\| (\S+)", out)
+    assert float(gap[1]) < 1e-5, out
+
+
+def test_interval_censored_example_beats_the_midpoint_model():
+    out = run("interval_censored.py", "--rounds", "40", "--rows", "2000")
+    rows = {name.strip(): (float(rmse), float(nll)) for name, rmse, nll in re.findall(
+        r"^(.{18}) held-out RMSE of log time ([\d.]+), interval NLL ([\d.]+)$", out,
+        flags=re.M)}
+    aft, naive = rows["aft (interval)"], rows["naive (midpoint)"]
+    assert aft[0] < naive[0] and aft[1] < naive[1], out
+    assert rows["true log time"][0] == 0.0
+    if "xgboost survival:aft" in rows:  # XGBoost's own AFT: close, not the same trees
+        assert abs(aft[1] - rows["xgboost survival:aft"][1]) < 0.05, out

@@ -268,7 +268,9 @@ def grad_hess(loss, y, pred, sample_weight=None, *, hessian: str = "exact",
 
     Args:
       loss: per-row ``loss(y, pred) -> scalar`` (or an ``objectives`` entry).
-      y: ``(N,)`` labels.
+      y: ``(N,)`` labels, or side data (``(N, L)``, or a dict of ``(N,)`` arrays): vmapped
+        over its rows like ``pred``, so the loss receives one row (``y[1]``,
+        ``y["exposure"]``).
       pred: ``(N,)`` float32 margins, or ``(N, K)`` for a loss of ``K`` outputs.
       sample_weight: optional ``(N,)`` float32 weights multiplying g and h.
       hessian: Hessian policy (see ``apply_hessian_policy``).
@@ -400,7 +402,8 @@ def check_loss(loss, y_row, pred_row):
     """Raise a clear error when ``loss`` cannot be a per-row loss.
 
     Traces the loss abstractly on one row (no computation): it must accept
-    ``(y, pred)`` and return a scalar.
+    ``(y, pred)`` and return a scalar. ``y_row`` is one row of the targets: a scalar,
+    an ``(L,)`` vector or a dict of scalars (side data, see ``jaxboost.train``).
     """
     name = loss_name(loss)
     if not callable(loss):
@@ -409,9 +412,12 @@ def check_loss(loss, y_row, pred_row):
     try:
         out = jax.eval_shape(loss, y_row, pred_row)
     except Exception as e:  # the user's code failed while being traced
+        y_text = (f"{y_row.shape} {y_row.dtype}" if hasattr(y_row, "shape") else
+                  "a dict of " + ", ".join(f"{k!r}: {v.shape}" for k, v in y_row.items())
+                  if isinstance(y_row, dict) else repr(y_row))
         raise TypeError(
             f"the loss {name} failed when called as loss(y, pred) on one row "
-            f"(y {y_row.shape} {y_row.dtype}, pred {pred_row.shape} {pred_row.dtype}): "
+            f"(y {y_text}, pred {pred_row.shape} {pred_row.dtype}): "
             f"{type(e).__name__}: {e}") from e
     if not hasattr(out, "shape") or out.shape != ():
         shape = getattr(out, "shape", type(out).__name__)
@@ -453,7 +459,8 @@ def fit_base_margin(loss, y, sample_weight=None, n_outputs: int = 1, *,
 
     Args:
       loss: per-row loss.
-      y: ``(N,)`` labels (a JAX array).
+      y: ``(N,)`` labels (a JAX array), or side data: ``(N, L)``, or a dict of ``(N,)``
+        arrays (the loss gets one row of it).
       sample_weight: optional ``(N,)`` weights.
       n_outputs: margins per row.
       loss_params: if given, ``loss`` is a loss family and these its traced
@@ -491,21 +498,27 @@ def _summer(exact, n_total):
     return lambda x: exact_sum(x, n_total, axis=0)
 
 
+def n_rows_of(y) -> int:
+    """Rows of targets ``y``: an array's first dimension, or a dict's entries'."""
+    return jax.tree.leaves(y)[0].shape[0]
+
+
 @functools.partial(jax.jit, static_argnums=(0, 4))
 def _fit_base_margin(family, values, y, sample_weight, exact=False, n_total=1):
     loss = bind_loss(family, values)
-    w = jnp.ones(y.shape[0], FLOAT_DTYPE) if sample_weight is None else sample_weight
+    n = n_rows_of(y)
+    w = jnp.ones(n, FLOAT_DTYPE) if sample_weight is None else sample_weight
     gh = _row_grad_hess(loss)
     with jax.enable_x64(True):
         w64 = w.astype(ACC_DTYPE)
         add = _summer(exact, n_total)
 
         def total(c):
-            f = jnp.full(y.shape[0], c.astype(FLOAT_DTYPE), FLOAT_DTYPE)
+            f = jnp.full(n, c.astype(FLOAT_DTYPE), FLOAT_DTYPE)
             return add(w64 * jax.vmap(loss)(y, f).astype(ACC_DTYPE))
 
         def sums(c):
-            f = jnp.full(y.shape[0], c.astype(FLOAT_DTYPE), FLOAT_DTYPE)
+            f = jnp.full(n, c.astype(FLOAT_DTYPE), FLOAT_DTYPE)
             g, h = jax.vmap(gh)(y, f)
             return add(w64 * g.astype(ACC_DTYPE)), add(w64 * h.astype(ACC_DTYPE))
 
@@ -595,12 +608,12 @@ def _vector_sums(gh, y, w64, c, K, exact, n_total, chunk=BASE_MARGIN_CHUNK):
     (``exact``) take one pass for the largest ``|w g|``, ``|w h|`` (which fix
     ``exact_sum``'s grid) and one for the sums on that grid.
     """
-    N = y.shape[0]
+    N = n_rows_of(y)
     rows = max(1, chunk // (K * K))
     f32 = c.astype(FLOAT_DTYPE)
 
     def per_row(yy):
-        g, h = jax.vmap(gh)(yy, jnp.broadcast_to(f32, (yy.shape[0], K)))
+        g, h = jax.vmap(gh)(yy, jnp.broadcast_to(f32, (n_rows_of(yy), K)))
         return g.astype(ACC_DTYPE), h.astype(ACC_DTYPE)
 
     if N <= rows:  # one chunk
@@ -613,7 +626,9 @@ def _vector_sums(gh, y, w64, c, K, exact, n_total, chunk=BASE_MARGIN_CHUNK):
     pad = n_chunks * rows - N
     # Padding rows repeat the last row's label with weight 0: their g and h are those of
     # a real row (finite when it is), so the weight alone removes them.
-    yc = jnp.pad(y, (0, pad), mode="edge").reshape((n_chunks, rows) + y.shape[1:])
+    # y may be side data: an (N, L) array or a dict of (N, ...) arrays; rows only padded.
+    yc = jax.tree.map(lambda a: jnp.pad(a, [(0, pad)] + [(0, 0)] * (a.ndim - 1),
+                                        mode="edge").reshape((n_chunks, rows) + a.shape[1:]), y)
     wc = jnp.pad(w64, (0, pad)).reshape(n_chunks, rows)
 
     if not exact:
@@ -652,14 +667,15 @@ def _vector_sums(gh, y, w64, c, K, exact, n_total, chunk=BASE_MARGIN_CHUNK):
 @functools.partial(jax.jit, static_argnums=(0, 4, 5))
 def _fit_base_margin_vector(family, values, y, sample_weight, K, exact=False, n_total=1):
     loss = bind_loss(family, values)
-    w = jnp.ones(y.shape[0], FLOAT_DTYPE) if sample_weight is None else sample_weight
+    n = n_rows_of(y)
+    w = jnp.ones(n, FLOAT_DTYPE) if sample_weight is None else sample_weight
     gh = _row_grad_hess(loss, K)
     with jax.enable_x64(True):
         w64 = w.astype(ACC_DTYPE)
         add = _summer(exact, n_total)
 
         def total(c):
-            f = jnp.broadcast_to(c.astype(FLOAT_DTYPE), (y.shape[0], K))
+            f = jnp.broadcast_to(c.astype(FLOAT_DTYPE), (n, K))
             return add(w64 * jax.vmap(loss)(y, f).astype(ACC_DTYPE))
 
         def step(_, c):

@@ -89,8 +89,9 @@ class RoundSpec(NamedTuple):
 
 class Rows(NamedTuple):
     """The training rows of this device: ``bins`` (row-major ``(N, F)`` for the native
-    kernel, feature-major ``(F, N)`` otherwise), ``y`` ``(N,)``, ``w`` ``(N,)`` (0 on
-    padding), ``valid`` ``(N,)`` bool (real rows)."""
+    kernel, feature-major ``(F, N)`` otherwise), ``y`` ``(N,)`` (or side data: ``(N, L)``,
+    a dict of ``(N,)`` arrays; its partition spec is a prefix of every entry), ``w``
+    ``(N,)`` (0 on padding), ``valid`` ``(N,)`` bool (real rows)."""
 
     bins: Any
     y: Any
@@ -240,8 +241,8 @@ def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margi
     census = reduce(census)
     keep = ~bad
     if spec.row_sampling:
-        keep = keep & (row_mask(rk, rows.y.shape[0], hyper.ratios[SUBSAMPLE], offset=offset,
-                                n_ids=rows.y.shape[0] * n_shards) > 0)
+        keep = keep & (row_mask(rk, rows.w.shape[0], hyper.ratios[SUBSAMPLE], offset=offset,
+                                n_ids=rows.w.shape[0] * n_shards) > 0)
     g = jnp.where(keep if K == 1 else keep[:, None], g, 0.0)
     h = jnp.where(keep.reshape(keep.shape + (1,) * (h.ndim - 1)), h, 0.0)
     if spec.exact:  # every histogram sum exact, whatever the devices (jaxboost.engine.exact)

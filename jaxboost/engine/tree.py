@@ -73,8 +73,14 @@ class Ensemble(NamedTuple):
         return Ensemble(*(np.asarray(a) for a in self))
 
 
-def _initial(X, base_margin):
+def _initial(X, base_margin, value):
+    """The margins before the first tree: ``base_margin`` broadcast over the rows of
+    ``X``, or as it is when it gives one margin per row (``(N,)``, or ``(N, K)`` for
+    trees of ``K``-vector leaves: one dimension more than a leaf value of ``value``,
+    the trees' ``(T, M[, K])`` leaf values)."""
     base = jnp.asarray(base_margin, FLOAT_DTYPE)
+    if base.ndim == value.ndim - 1:  # per row (static: shapes are known when tracing)
+        return base
     return jnp.broadcast_to(base, (X.shape[0],) + base.shape)
 
 
@@ -161,7 +167,8 @@ def predict_margin(ensemble: Ensemble, X, base_margin, n_trees=None, *, max_dept
     Args:
       ensemble: ``Ensemble`` of ``T`` trees (possibly padded).
       X: ``(N, F)`` float32 raw features, NaN = missing.
-      base_margin: float32 scalar, or ``(K,)`` for models of K outputs.
+      base_margin: float32 scalar, or ``(K,)`` for models of K outputs; or margins per
+        row (offsets), ``(N,)`` or ``(N, K)``, that replace it.
       n_trees: dynamic number of leading trees to use (default all ``T``): models
         ``booster[:k]`` for every ``k`` share one compiled program, and cost in
         proportion to ``k``.
@@ -181,7 +188,7 @@ def predict_margin(ensemble: Ensemble, X, base_margin, n_trees=None, *, max_dept
         leaf = _tree_leaf(tree, X, max_depth)
         return margin + tree.value[leaf]
 
-    init = _initial(X, base_margin)
+    init = _initial(X, base_margin, ensemble.value)
     margin = jax.lax.fori_loop(0, n, add_tree, init)
     return margin if link is None else link(margin)
 
@@ -189,7 +196,7 @@ def predict_margin(ensemble: Ensemble, X, base_margin, n_trees=None, *, max_dept
 @functools.partial(jax.jit, static_argnames=("max_depth", "link"))
 def staged_margins(ensemble: Ensemble, X, base_margin, *, max_depth: int, link=None):
     """Margins after every tree: ``(T, N)`` (or ``(T, N, K)``) float32, row ``t`` = base +
-    trees ``0..t``.
+    trees ``0..t`` (``base_margin`` as in ``predict_margin``: the intercept, or per row).
 
     One pass over the trees (a scan carrying the running margin), so a learning curve
     costs what one prediction costs. ``link`` (static) is applied to every row.
@@ -200,7 +207,7 @@ def staged_margins(ensemble: Ensemble, X, base_margin, *, max_depth: int, link=N
         margin = margin + tree.value[_tree_leaf(tree, X, max_depth)]
         return margin, margin if link is None else link(margin)
 
-    init = _initial(X, base_margin)
+    init = _initial(X, base_margin, ensemble.value)
     _, stages = jax.lax.scan(add_tree, init, ensemble)
     return stages
 

@@ -26,10 +26,13 @@ class _MeanLoss:
     loss: Callable
 
     def __call__(self, y, pred, w):
-        if pred.shape[:1] != y.shape:
-            raise ValueError(f"metric 'loss': y has shape {y.shape}, pred {pred.shape}")
+        # y: (N,) labels, or side data ((N, L), a dict of (N,) arrays): rows come first
+        n = jax.tree.leaves(y)[0].shape[:1]
+        if pred.shape[:1] != n:
+            raise ValueError(f"metric 'loss': y has {n[0] if n else 0} rows, pred shape "
+                             f"{pred.shape}")
         per_row = jax.vmap(self.loss)(y, pred)
-        if per_row.shape != y.shape:
+        if per_row.shape != n:
             raise ValueError(f"metric 'loss': the loss must return a scalar per row, "
                              f"got shape {per_row.shape[1:]}")
         return wmean(per_row, w)

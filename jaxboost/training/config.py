@@ -90,6 +90,21 @@ def quantile_level(loss) -> float:
     return 0.5
 
 
+def is_per_row(base_margin, K) -> bool:
+    """Whether ``base_margin`` gives margins per row (offsets) rather than the model's
+    intercept: for one output an array of one or more dimensions (``(N,)``; a number is
+    the intercept), for ``K`` outputs a 2-D array (``(N, K)``; ``K`` numbers, or one, are
+    the intercept). So a length-``K`` vector is never read as ``K`` rows' offsets, also
+    when ``N == K``."""
+    if base_margin is None or is_real(base_margin):
+        return False
+    try:
+        nd = np.ndim(_validation._series_array(base_margin))
+    except Exception:
+        return False  # check_base_margin says what is wrong
+    return nd >= (1 if K == 1 else 2)
+
+
 def check_base_margin(base_margin, K):
     if K == 1:
         base_margin = check_real("base_margin", base_margin, what="a number or None")
@@ -105,6 +120,23 @@ def check_base_margin(base_margin, K):
         raise ValueError(f"base_margin must be {K} finite numbers (one per output), "
                          f"got {base_margin!r}")
     return b
+
+
+def check_side_data(loss, y, group, refit) -> None:
+    """Side data in ``y`` (a dict or an ``(N, L)`` array) is for plain callable losses,
+    which receive one row of it; catalogue entries, group losses and the quantile refit
+    (which reads ``y - margin``) need one label per row."""
+    shape = _validation.target_structure(y)
+    if isinstance(loss, Objective) and not isinstance(loss, LinkedLoss):
+        raise DataError(f"{loss!r} takes one label per row, y of shape (N,); got y of "
+                        f"structure {shape}. Side data (a dict or an (N, L) array) is for "
+                        f"losses of your own, loss(y, pred), which receive one row of it")
+    if group is not None or is_group_objective(loss):
+        raise DataError(f"group losses take one label per row, y of shape (N,); got "
+                        f"{shape}")
+    if isinstance(refit, str) and refit == "quantile":
+        raise ValueError(f"refit='quantile' sets leaves from y - margin, which needs one "
+                         f"label per row; y has structure {shape}: use refit='newton'")
 
 
 def is_group_objective(loss) -> bool:
@@ -291,6 +323,10 @@ class Settings:
     quantize: bool
     feature_names: Optional[list]
     from_auto: tuple = ()  # of "hessian", "refit": the policies resolved from "auto"
+    # (N[, K]) float32 margins per row of this process's rows (base_margin given per
+    # row): training starts from them instead of an intercept, and the model's base
+    # margin is 0 (or the init_model's). None: none given.
+    offsets: Optional[np.ndarray] = None
 
     @property
     def trees_per_round(self) -> int:
@@ -326,7 +362,8 @@ def configure(args: dict):
     """Check every argument of ``train`` (its keyword arguments as a dict).
 
     Returns ``(settings, Xf, yf, wf)``: a ``Settings`` and the validated float32
-    features, labels and weights of this process's rows.
+    features, labels (or labels with side data, ``_validation.as_targets``) and weights
+    of this process's rows.
     """
     a = dict(args)
     n_rounds = check_int("n_rounds", a["n_rounds"], low=0)
@@ -364,12 +401,17 @@ def configure(args: dict):
     floor = check_real("hessian_floor", a["hessian_floor"], low=0, low_open=True)
 
     # Global arrays whose rows are split over processes: each process takes its own.
-    X, y, w = (dist.local_rows(v) for v in (a["X"], a["y"], a["sample_weight"]))
+    X, w = (dist.local_rows(v) for v in (a["X"], a["sample_weight"]))
+    y = a["y"]
+    y = ({k: dist.local_rows(v) for k, v in y.items()} if isinstance(y, dict)
+         else dist.local_rows(y))
     Xf = _validation.as_features(X)
     n_rows, n_features = Xf.shape
     names = feature_names_of(X, a["feature_names"], n_features, init_model)
-    yf = _validation.as_labels(y, n_rows)
+    yf = _validation.as_targets(y, n_rows)
     wf = _validation.as_weights(w, n_rows)
+    if _validation.is_side_data(yf):
+        check_side_data(loss, yf, a["group"], a["refit"])
     if isinstance(loss, Objective):
         try:
             loss.validate_labels(yf)
@@ -401,9 +443,19 @@ def configure(args: dict):
     multi_tree = a["multi_strategy"] == "multi_output_tree"
     family, values = split_loss(loss, loss_params)
     if group is None:
-        check_loss(_concrete(family, values), jnp.zeros((), jnp.float32),
-                   jnp.zeros(() if K == 1 else (K,), jnp.float32))
-    if base_margin is not None:
+        check_loss(_concrete(family, values), jax.tree.map(
+            lambda v: jnp.zeros(np.shape(v)[1:], jnp.float32), yf),
+            jnp.zeros(() if K == 1 else (K,), jnp.float32))
+    offsets = None
+    if is_per_row(base_margin, K):
+        if group is not None:
+            raise ValueError("group losses take no per-row base_margin; pass a number")
+        offsets = _validation.as_offsets(
+            dist.local_rows(base_margin), n_rows, K,
+            hint="; a number" + ("" if K == 1 else f" (or {K} numbers)") +
+                 " is the model's intercept instead")
+        base_margin = None
+    elif base_margin is not None:
         base_margin = check_base_margin(base_margin, K)
     tpr = K if (K > 1 and not multi_tree) else 1
     if init_model is not None:
@@ -424,7 +476,7 @@ def configure(args: dict):
         seed=seed, n_rounds=n_rounds, start_round=start_round, base_margin=base_margin,
         init_model=init_model, group=group, eval_metric=eval_metric,
         callbacks=tuple(callbacks), verbose=verbose, mesh=mesh, quantize=a["quantize"],
-        feature_names=names, from_auto=from_auto)
+        feature_names=names, from_auto=from_auto, offsets=offsets)
     return settings, Xf, yf, wf
 
 

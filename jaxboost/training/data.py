@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._types import BIN_DTYPE
+from .._validation import pad_targets
 from ..engine.autodiff import fit_base_margin, loss_name
 from ..engine.binning import apply_bins, compute_bin_edges
 from ..engine.exact import check_rows
@@ -44,16 +45,16 @@ def rows_on_bins(Xf, yf, wf, edges, n_pad, native):
 
     Returns ``(bins, y, w, valid, cuts_ext, forward_ok)``: uint8 bins in one layout,
     written in place with its padding (row-major ``(n_pad, F)`` for the native kernel,
-    feature-major ``(F, n_pad)`` for the pure-JAX scan); labels padded with copies of row
-    0 and weights with 0 (padding rows have g = h = 0); ``valid`` marks the real rows;
+    feature-major ``(F, n_pad)`` for the pure-JAX scan); labels (every entry of side
+    data) padded with copies of row 0 and weights with 0 (padding rows have g = h = 0);
+    ``valid`` marks the real rows;
     ``cuts_ext`` ``(F, max_bin)`` the thresholds of every bin (``BinEdges.cuts_ext``);
     ``forward_ok`` the features whose ascending split pass is tried.
     """
     n_rows, n_features = Xf.shape
     bins = np.zeros((n_pad, n_features) if native else (n_features, n_pad), BIN_DTYPE)
     apply_bins(Xf, edges, out=bins, row_major=native)
-    y = np.full(n_pad, yf[0], np.float32)
-    y[:n_rows] = yf
+    y = pad_targets(yf, n_pad)  # side data: every entry padded alike
     w = np.zeros(n_pad, np.float32)
     w[:n_rows] = 1.0 if wf is None else wf
     cuts_ext = edges.cuts_ext()
@@ -109,35 +110,39 @@ def prepare(s, Xf, yf, wf) -> Prepared:
     native = use_native()
     bins, y, w, valid, cuts_ext, forward_ok = rows_on_bins(
         Xf, yf, wf, edges, layout.block, native)
-    rows = Rows(layout.put(bins, feature_major=not native), layout.put(y), layout.put(w),
-                layout.put(valid))
+    rows = Rows(layout.put(bins, feature_major=not native), jax.tree.map(layout.put, y),
+                layout.put(w), layout.put(valid))
     gidx = (np.zeros((1, 1), np.int32) if s.group is None
             else group_index(s.group, Xf.shape[0], layout.block))
     shared = Shared(*(layout.replicate(a) for a in (
         cuts_ext, forward_ok, layout.offsets, np.int32(layout.n_total), gidx)))
     base = base_margin(s, layout, rows, y, w)
-    start = start_margins(s, base, Xf, Xf.shape[0], layout.block)
+    start = start_margins(s, base, Xf, Xf.shape[0], layout.block, s.offsets)
     margin = layout.put(start[None], feature_major=True)
     return Prepared(layout, edges, rows, shared, native, base, margin,
                     bool(forward_ok.any()), Xf.shape[1])
 
 
 def base_margin(s, layout, rows, y, w):
-    """The model's base margin: the init model's, the given one, or the fitted constant
-    minimising the weighted loss (sums over every process's rows)."""
+    """The model's base margin: the init model's, the given one, 0 when margins are given
+    per row (``s.offsets``: they replace the intercept, as XGBoost's ``base_margin``
+    does), or the fitted constant minimising the weighted loss (sums over every
+    process's rows)."""
     K = s.n_outputs
     if s.init_model is not None:
         base = s.init_model.base_margin
     elif s.base_margin is not None:
         base = s.base_margin
+    elif s.offsets is not None:
+        base = 0.0 if K == 1 else np.zeros(K, np.float32)
     else:
         exact_rows = layout.n_total if s.quantize else None
         args = dict(exact_rows=exact_rows, loss_params=s.loss_values)
         if layout.multi:  # the arrays are global
             base = np.asarray(dist.local(fit_base_margin(s.family, rows.y, rows.w, K, **args)))
         else:
-            base = np.asarray(fit_base_margin(s.family, jnp.asarray(y), jnp.asarray(w), K,
-                                              **args))
+            base = np.asarray(fit_base_margin(s.family, jax.tree.map(jnp.asarray, y),
+                                              jnp.asarray(w), K, **args))
         if not np.all(np.isfinite(base)):
             raise LossError(f"the loss {loss_name(s.loss)} gave a non-finite intercept when "
                             f"minimised over a constant (before round 0); pass "
@@ -145,15 +150,20 @@ def base_margin(s, layout, rows, y, w):
     return float(base) if K == 1 else np.asarray(base, np.float32)
 
 
-def start_margins(s, base, Xraw, n, n_total):
+def start_margins(s, base, Xraw, n, n_total, offsets=None):
     """``(n_total[, K])`` float32 margins a model starts from on rows ``Xraw`` (``n``
-    real ones): the init model's predictions, or the base margin; padding rows copy
-    row 0's."""
+    real ones): the init model's predictions (from ``offsets`` when given), the
+    ``(n[, K])`` margins per row ``offsets``, or the base margin; padding rows copy row
+    0's."""
     K = s.n_outputs
     shape = (n_total,) if K == 1 else (n_total, K)
     out = np.broadcast_to(np.asarray(base, np.float32), shape).copy()
+    m = None
     if s.init_model is not None and n:
-        m = s.init_model.predict(Xraw, output_margin=True)
+        m = s.init_model.predict(Xraw, output_margin=True, base_margin=offsets)
+    elif offsets is not None and n:
+        m = offsets
+    if m is not None:
         out[:n] = m
         out[n:] = m[0]
     return out

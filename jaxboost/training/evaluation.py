@@ -48,15 +48,22 @@ class EvalSet(NamedTuple):
     n: int
     queries: np.ndarray  # (Q, S) group_index of its query ids; (1, 1) zeros without
     grouped: bool
+    offsets: Any = None  # (n[, K]) float32 margins per row (eval_base_margin), or None
 
 
 def eval_sets(eval_set, edges, loss, n_features, names=None, gather=False,
-               eval_group=None) -> list:
+               eval_group=None, *, eval_base_margin=None, n_outputs=1,
+               targets="(N,)") -> list:
     """Validated, binned evaluation sets (``gather``: every process's rows, on every
-    process), with their query index when ``eval_group`` gives query ids."""
+    process), with their query index when ``eval_group`` gives query ids and their
+    margins per row when ``eval_base_margin`` gives them (a list aligned with
+    ``eval_set`` or a dict keyed like it). ``targets`` is the structure of the training
+    ``y`` (``_validation.target_structure``): every set's ``y`` must have the same."""
     if eval_set is None:
         if eval_group is not None:
             raise ValueError("eval_group is given without eval_set")
+        if eval_base_margin is not None:
+            raise ValueError("eval_base_margin is given without eval_set")
         return []
     if isinstance(eval_set, dict):
         items = list(eval_set.items())
@@ -70,6 +77,9 @@ def eval_sets(eval_set, edges, loss, n_features, names=None, gather=False,
                         f"or a dict of them, got {type(eval_set).__name__}")
     groups = eval_groups(eval_group, [name for name, _ in items],
                           isinstance(eval_set, dict))
+    margins = eval_groups(eval_base_margin, [name for name, _ in items],
+                          isinstance(eval_set, dict), what="eval_base_margin",
+                          per_set="margins per row (or None)")
     out = []
     for name, e in items:
         if not isinstance(e, (list, tuple)) or len(e) not in (2, 3):
@@ -83,16 +93,26 @@ def eval_sets(eval_set, edges, loss, n_features, names=None, gather=False,
                                     f"data {n_features}")
                 Xe = np.zeros((0, n_features), np.float32)
                 ye, we = np.zeros(0, np.float32), np.zeros(0, np.float32)
+                if targets != "(N,)":
+                    ye = _validation.as_targets(e[1], 0)
             else:
                 _validation.check_feature_names(names, e[0])
                 Xe = _validation.as_features(e[0], allow_inf=True)
                 if Xe.shape[1] != n_features:
                     raise DataError(f"has {Xe.shape[1]} features, the training data "
                                     f"{n_features}")
-                ye = _validation.as_labels(e[1], Xe.shape[0])
+                ye = _validation.as_targets(e[1], Xe.shape[0])
                 we = _validation.as_weights(e[2] if len(e) == 3 else None, Xe.shape[0])
-                if isinstance(loss, Objective):
+                if isinstance(loss, Objective) and not _validation.is_side_data(ye):
                     loss.validate_labels(ye)
+            if _validation.target_structure(ye) != targets:
+                raise DataError(f"y has structure {_validation.target_structure(ye)}, the "
+                                f"training y {targets}; evaluation sets carry the same "
+                                f"values per row as the training data")
+            offsets = margins.get(name)
+            if offsets is not None:
+                offsets = _validation.as_offsets(offsets, Xe.shape[0], n_outputs,
+                                                 name="eval_base_margin")
         except ValueError as err:
             raise DataError(f"eval set {name!r}: {err}") from None
         ids = groups.get(name)
@@ -103,9 +123,12 @@ def eval_sets(eval_set, edges, loss, n_features, names=None, gather=False,
                                 f"query ids (one per row), got shape {ids.shape}")
         if gather:
             we = np.ones(Xe.shape[0], np.float32) if we is None else we
-            Xe, ye, we = (dist.gather_rows(a) for a in (Xe, ye, we))
+            Xe, we = (dist.gather_rows(a) for a in (Xe, we))
+            ye = _map_targets(dist.gather_rows, ye)
             if ids is not None:
                 ids = dist.gather_rows(ids)
+            if offsets is not None:
+                offsets = dist.gather_rows(offsets)
             if Xe.shape[0] == 0:
                 raise DataError(f"eval set {name!r} has no rows on any process")
         n = Xe.shape[0]
@@ -114,23 +137,30 @@ def eval_sets(eval_set, edges, loss, n_features, names=None, gather=False,
         queries = (np.zeros((1, 1), np.int32) if ids is None else group_index(ids, n))
         out.append(EvalSet(str(name), Xe, bins, ye,
                             np.ones(n, np.float32) if we is None else we, n, queries,
-                            ids is not None))
+                            ids is not None, offsets))
     return out
 
 
-def eval_groups(eval_group, names, by_name) -> dict:
+def _map_targets(fn, y):
+    """``fn`` applied to targets ``y``: to an array, or to every entry of a dict."""
+    return {k: fn(v) for k, v in y.items()} if isinstance(y, dict) else fn(y)
+
+
+def eval_groups(eval_group, names, by_name, *, what="eval_group",
+                per_set="query ids (or None)") -> dict:
     """``{eval set name: query ids or None}`` from ``eval_group`` (a list aligned with a
-    list ``eval_set``, or a dict keyed like a dict ``eval_set``)."""
+    list ``eval_set``, or a dict keyed like a dict ``eval_set``); the same for
+    ``eval_base_margin`` (``what``)."""
     if eval_group is None:
         return {}
     if isinstance(eval_group, dict):
         unknown = sorted(set(eval_group) - set(names))
         if unknown:
-            raise ValueError(f"eval_group names {unknown} are not evaluation sets "
+            raise ValueError(f"{what} names {unknown} are not evaluation sets "
                              f"({names})")
         return dict(eval_group)
     if by_name or not isinstance(eval_group, (list, tuple)) or len(eval_group) != len(names):
-        raise TypeError(f"eval_group must be a list of query ids (or None) per evaluation "
+        raise TypeError(f"{what} must be a list of {per_set} per evaluation "
                         f"set, {len(names)} of them, or a dict keyed like eval_set")
     return dict(zip(names, eval_group))
 
@@ -151,6 +181,8 @@ def eval_metrics(eval_metric, loss, evals, K) -> list:
     e = evals[0]
     shape = (e.n,) if K == 1 else (e.n, K)
     link = link_of(loss)
+    from ..metrics.targets import metric_targets
+
     for m in out:
         if m.host:
             continue  # NumPy code: checked on the starting predictions (check_host)
@@ -162,9 +194,10 @@ def eval_metrics(eval_metric, loss, evals, K) -> list:
             continue
         margin = jax.ShapeDtypeStruct(shape, jnp.float32)
         pred = margin if (m.on == "margin" or link is None) else jax.eval_shape(link, margin)
+        y = jax.tree.map(lambda a: jax.ShapeDtypeStruct(np.shape(a), jnp.float32),
+                         metric_targets(m, e.y))  # ValueError: no label named
         try:
-            res = jax.eval_shape(m.fn, jax.ShapeDtypeStruct((e.n,), jnp.float32), pred,
-                                 jax.ShapeDtypeStruct((e.n,), jnp.float32))
+            res = jax.eval_shape(m.fn, y, pred, jax.ShapeDtypeStruct((e.n,), jnp.float32))
         except Exception as err:
             raise ValueError(f"metric {m.name!r} cannot evaluate this model ({K} output(s), "
                              f"predictions {pred.shape}): {_err_text(err)}. Metrics must "
@@ -229,7 +262,8 @@ def check_metric_links(eval_metric, loss) -> None:
 
 class EvalData(NamedTuple):
     """One evaluation set on the device, padded to ``bucket_rows``: ``bins`` ``(n, F)``
-    uint8 row-major, ``y``, ``w`` (0 on padding), ``queries`` ``(Q, S)``."""
+    uint8 row-major, ``y`` (``(n,)``, or side data like the training ``y``), ``w`` (0 on
+    padding), ``queries`` ``(Q, S)``."""
 
     bins: Any
     y: Any
@@ -291,13 +325,12 @@ def place(e: EvalSet, padded: bool, put=jnp.asarray):
     n = bucket_rows(e.n) if (padded and e.n) else e.n
     bins = np.zeros((n,) + e.bins.shape[1:], np.uint8)
     bins[:e.n] = e.bins
-    y = np.full(n, e.y[0] if e.n else 0.0, np.float32)
-    y[:e.n] = e.y
+    y = _validation.pad_targets(e.y, n)
     w = np.zeros(n, np.float32)
     w[:e.n] = e.w
     if e.n:
         bins[e.n:] = e.bins[0]
-    return EvalData(put(bins), put(y), put(w), put(e.queries)), n
+    return EvalData(put(bins), _map_targets(put, y), put(w), put(e.queries)), n
 
 
 def evaluate_chunk(plan: EvalPlan, trees, margin, data: EvalData, loss_values):
@@ -348,13 +381,14 @@ def chunk_metrics(plan: MetricPlan, stages, data: EvalData, loss_values):
     """``(chunk, n_metrics)`` float32: every metric after every round of the chunk
     (``stages``: ``(chunk, n[, K])`` margins), vmapped over the rounds."""
     from ..metrics.custom import _MeanLoss
+    from ..metrics.targets import metric_targets
 
     fns = [(_MeanLoss(bind_loss(m.fn.loss, loss_values)) if isinstance(m.fn, _MeanLoss)
             else m.fn, m) for m in plan.metrics]
 
     def evaluate(em):
         resp = em if plan.link is None else plan.link(em)
-        return jnp.stack([fn(data.y, em if m.on == "margin" else resp,
+        return jnp.stack([fn(metric_targets(m, data.y), em if m.on == "margin" else resp,
                              data.queries if m.grouped else data.w).astype(jnp.float32)
                           for fn, m in fns])
 
@@ -398,6 +432,7 @@ def host_scores(metrics, e: EvalSet, preds: dict, i: int, round_) -> list:
     ``booster``) when a metric raises or returns anything but one finite number."""
     from ..errors import MetricError
     from ..metrics.host import BadValue, host_value
+    from ..metrics.targets import metric_targets
 
     out = []
     for m in metrics:
@@ -406,7 +441,8 @@ def host_scores(metrics, e: EvalSet, preds: dict, i: int, round_) -> list:
         kind = "margin" if m.on == "margin" or "response" not in preds else "response"
         pred = preds[kind][i, :e.n]
         try:  # copies: a metric that writes into its arguments changes no other round
-            out.append(host_value(m, e.y.copy(), pred.copy(), e.w.copy()))
+            y = jax.tree.map(np.copy, metric_targets(m, e.y))  # side data: a dict
+            out.append(host_value(m, y, pred.copy(), e.w.copy()))
         except Exception as err:  # the user's code: report, with context
             kept = (f"The model of rounds 0..{round_ - 1} is attached as error.booster."
                     if round_ > 0 else "No round completed.")
@@ -425,6 +461,7 @@ def check_host(metrics, e: EvalSet, start, link) -> None:
 
     from ..errors import MetricError
     from ..metrics.host import host_value
+    from ..metrics.targets import metric_targets
 
     hosts = [m for m in metrics if m.host]
     if not hosts or not e.n:
@@ -436,10 +473,11 @@ def check_host(metrics, e: EvalSet, start, link) -> None:
         try:
             with warnings.catch_warnings():  # e.g. scikit-learn's ill-defined warnings
                 warnings.simplefilter("ignore")
-                host_value(m, e.y, pred, e.w, finite=False)
+                host_value(m, metric_targets(m, e.y), pred, e.w, finite=False)
         except Exception as err:
+            y_shape = jax.tree.map(np.shape, e.y)
             raise MetricError(
-                f"host metric {m.name!r} fails on eval set {e.name!r} (y {e.y.shape}, "
+                f"host metric {m.name!r} fails on eval set {e.name!r} (y {y_shape}, "
                 f"pred {pred.shape} {'margins' if pred is margin else 'responses'}, "
                 f"before training, on the starting predictions): {_err_text(err)}",
                 metric=m.name, data=e.name) from None

@@ -18,19 +18,20 @@ a configuration may carry its own ``callbacks``.
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 
 from objectives import GroupObjective
 
 from .. import compile_cache
-from .._validation import check_int
+from .._validation import check_int, target_structure
 from ..engine.autodiff import HESSIAN_FLOOR
 from ..engine.binning import QUANTILE_SAMPLE_ROWS
 from ..engine.round import new_flags
 from ..parallel import distributed as dist
 from . import loop
 from .config import configure, resolve_objective
-from .data import base_margin, prepare
+from .data import base_margin, prepare, start_margins
 from .evaluation import eval_metrics, eval_sets
 from .hessian import guard_start
 from .program import hyper, round_spec, stack
@@ -48,7 +49,8 @@ CONFIG_KEYS = ("objective", "learning_rate", "reg_lambda", "reg_alpha", "gamma",
 #: Arguments every model shares (they fix the program's shapes or the data).
 SHARED_KEYS = ("n_rounds", "max_depth", "max_bin", "sample_weight", "feature_names",
                "quantize", "eval_set", "eval_metric", "eval_group", "early_stopping_rounds",
-               "early_stopping_metric", "early_stopping_data", "min_delta", "mesh")
+               "early_stopping_metric", "early_stopping_data", "min_delta", "mesh",
+               "eval_base_margin")
 
 _DEFAULTS = dict(objective=None, learning_rate=0.3, reg_lambda=1.0, reg_alpha=0.0, gamma=0.0,
                  min_child_weight=1.0, max_delta_step=0.0, seed=0, subsample=1.0,
@@ -123,7 +125,7 @@ def train_many(configs, X, y, *, objective=None, n_rounds: int = 100, max_depth:
                quantize: bool = False, eval_set=None, eval_metric=None, eval_group=None,
                early_stopping_rounds=None, early_stopping_metric=None,
                early_stopping_data=None, min_delta: float = 0.0, mesh=None,
-               **shared) -> list:
+               eval_base_margin=None, **shared) -> list:
     r"""Train M models on the same data in one compiled program per chunk of rounds.
 
     Equivalent to ``[train(**config, X=X, y=y, ...) for config in configs]``, model for
@@ -141,12 +143,14 @@ def train_many(configs, X, y, *, objective=None, n_rounds: int = 100, max_depth:
         ``multi_strategy``, ``multi_hessian``, ``link``: a plain callable's inverse
         link, as in ``train``; it changes no tree, only predictions and metrics).
       X: ``(N, F)`` features, NaN = missing (array or DataFrame).
-      y: ``(N,)`` labels.
+      y: ``(N,)`` labels, or side data for losses of your own (``(N, L)``, a dict),
+        as in ``train``.
       objective: the objective of configurations that name none.
       n_rounds, max_depth, max_bin, sample_weight, feature_names, quantize, eval_set,
-        eval_metric, eval_group, early_stopping_rounds, early_stopping_metric,
-        early_stopping_data, min_delta, mesh: shared by every model, as in ``train``
-        (early stopping watches each model on its own).
+        eval_metric, eval_group, eval_base_margin, early_stopping_rounds,
+        early_stopping_metric, early_stopping_data, min_delta, mesh: shared by every
+        model, as in ``train`` (early stopping watches each model on its own). A
+        configuration's ``base_margin`` may be margins per row, as in ``train``.
       **shared: defaults of the ``CONFIG_KEYS`` for every configuration (a
         configuration's own value wins), e.g. ``learning_rate=0.1``.
 
@@ -201,9 +205,11 @@ def train_many(configs, X, y, *, objective=None, n_rounds: int = 100, max_depth:
     prep = prepare(s0, Xf, yf, wf)  # bins, padding and placement, shared by every model
     layout = prep.layout
     evals = eval_sets(eval_set, prep.edges, s0.loss, Xf.shape[1], s0.feature_names,
-                      eval_group=eval_group)
+                      eval_group=eval_group, eval_base_margin=eval_base_margin,
+                      n_outputs=s0.n_outputs, targets=target_structure(yf))
     early = (early_stopping_rounds, early_stopping_metric, early_stopping_data, min_delta)
-    y_pad, w_pad = np.asarray(prep.rows.y), np.asarray(prep.rows.w)
+    y_pad = jax.tree.map(np.asarray, prep.rows.y)  # side data: a dict or (N, L)
+    w_pad = np.asarray(prep.rows.w)
     specs, runs, members, preps = [], [], [], []
     for i, s in enumerate(settings):
         p = prep._replace(base=base_margin(s, layout, prep.rows, y_pad, w_pad), margin=None)
@@ -234,6 +240,7 @@ def train_many(configs, X, y, *, objective=None, n_rounds: int = 100, max_depth:
 
 
 def _start(s, prep):
-    """A model's starting margins on the training rows: its base margin everywhere."""
-    shape = (prep.layout.block,) if s.n_outputs == 1 else (prep.layout.block, s.n_outputs)
-    return np.broadcast_to(np.asarray(prep.base, np.float32), shape).copy()
+    """A model's starting margins on the training rows: its margins per row
+    (``base_margin`` given per row), else its base margin everywhere."""
+    return start_margins(s, prep.base, None, prep.layout.counts[0], prep.layout.block,
+                         s.offsets)

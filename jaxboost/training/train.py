@@ -16,6 +16,7 @@ import dataclasses
 import numpy as np
 
 from .. import compile_cache
+from .._validation import target_structure
 from ..booster import Booster
 from ..callbacks import EarlyStopping, Progress
 from ..engine.autodiff import HESSIAN_FLOOR
@@ -53,7 +54,7 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
           n_outputs=None, multi_strategy: str = "one_output_per_tree",
           multi_hessian: str = "full", mesh=None, quantize: bool = False,
           feature_names=None, group=None, eval_group=None, loss_params=None,
-          link=None) -> Booster:
+          link=None, eval_base_margin=None) -> Booster:
     r"""Train gradient-boosted trees on any per-row JAX loss.
 
     Each round computes per-row :math:`g_i = w_i \partial_f \ell(y_i, f_i)` and
@@ -75,7 +76,15 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         multi-process job, this process's rows, or a global ``jax.Array`` whose rows
         are split over the processes (``jax.make_array_from_process_local_data``);
         the same for ``y`` and ``sample_weight``.
-      y: ``(N,)`` labels (an array or a Series).
+      y: ``(N,)`` labels (an array or a Series); or, for a loss of your own, labels
+        with side data, of which the loss receives one row: an ``(N, L)`` array (``y``
+        is then an ``(L,)`` vector in the loss, ``y[1]``), or a dict of ``(N,)`` (or
+        ``(N, d)``) arrays (a dict of one row's values, ``y["exposure"]``; a DataFrame
+        of several columns becomes one by column name). Side data may hold ``+-inf``
+        (an open interval bound), not NaN. Built-in metrics read the label from a dict's
+        ``"label"`` entry (``ValueError`` before training when there is none, or for an
+        ``(N, L)`` array); ``"objective"`` and metrics of your own receive ``y`` whole.
+        Catalogue entries and group losses take ``(N,)`` labels only.
       n_rounds: boosting rounds (trees; ``K`` trees per round for ``K`` outputs with
         ``multi_strategy="one_output_per_tree"``).
       learning_rate: shrinkage ``eta`` applied to every leaf value: a number, or any
@@ -90,8 +99,20 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
       max_delta_step: if > 0, leaf values (before ``learning_rate``) are clipped to
         ``+-max_delta_step``.
       max_bin: bins per feature, including one reserved for missing values (<= 256).
-      base_margin: constant initial margin (K numbers for K outputs); ``None`` fits the
-        constant minimising :math:`\sum_i w_i \ell(y_i, c)` for any loss.
+      base_margin: the model's intercept, a number (``K`` numbers for ``K`` outputs),
+        stored in the model and added by ``predict``; ``None`` fits the constant
+        minimising :math:`\sum_i w_i \ell(y_i, c)` for any loss. Or margins per row
+        (offsets), as XGBoost's ``base_margin``: an ``(N,)`` array (``(N, K)`` for ``K``
+        outputs; a 1-D array of ``K`` numbers stays the intercept, also when ``N == K``).
+        Training then starts from ``margin_i = base_margin_i`` (no intercept is fitted
+        or added: the model's ``base_margin`` is 0), the trees fit
+        ``margin = base_margin + trees``, nothing per row is stored, and ``predict``,
+        ``staged_predict``, ``grad_hess`` and SHAP take the offsets of their rows as
+        ``base_margin=`` (without, a row's offset is the model's ``base_margin``, 0).
+        E.g. Poisson counts over exposures ``t``: ``base_margin=np.log(t)``. With
+        ``init_model`` per-row offsets are allowed (margins start at
+        ``init_model.predict(X, base_margin=..., output_margin=True)``), an intercept
+        is not.
       sample_weight: optional ``(N,)`` non-negative row weights: they scale g and h,
         weight the bin quantiles and the base-margin fit.
       seed: seed of every random draw (row and column sampling, quantile sketches of
@@ -197,6 +218,10 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
       eval_group: query ids of the evaluation sets, for the ranking metrics ``ndcg``,
         ``map``, ``ndcg@k`` and ``map@k`` (``jaxboost.ranking``): a list with one
         ``(n,)`` array (or None) per evaluation set, or a dict keyed like ``eval_set``.
+      eval_base_margin: margins per row of the evaluation sets, as ``base_margin`` per
+        row (XGBoost's ``base_margin_eval_set``): a list with one ``(n,)`` (``(n, K)``)
+        array (or None) per set, or a dict keyed like ``eval_set``. A set without starts
+        from the model's ``base_margin``.
 
     Returns:
       ``Booster`` with ``history`` (``{data_name: {metric: [per round]}}``),
@@ -243,7 +268,9 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         s = guard_start(s, round_spec(s, prep), prep.rows, prep.margin[0])
         layout, p = prep.layout, s.params
         evals = eval_sets(eval_set, prep.edges, s.loss, Xf.shape[1], s.feature_names,
-                          gather=multi, eval_group=eval_group)
+                          gather=multi, eval_group=eval_group,
+                          eval_base_margin=eval_base_margin, n_outputs=s.n_outputs,
+                          targets=target_structure(yf))
         metrics = eval_metrics(s.eval_metric, s.loss, evals, s.n_outputs)
         run_ = model_run(s, prep, evals, metrics, (0, 0), early_stopping=(
             early_stopping_rounds, early_stopping_metric, early_stopping_data, min_delta))
@@ -278,7 +305,7 @@ def model_run(s, prep, evals, metrics, where, *, early_stopping, label=""):
                         MetricPlan(plan_metrics(metrics, s.family), link_of(s.loss),
                                    e.grouped))
         data_, n = place(e, pads(metrics) and not e.grouped, layout.replicate)
-        start = start_margins(s, prep.base, e.X, e.n, n)
+        start = start_margins(s, prep.base, e.X, e.n, n, e.offsets)
         check_host(metrics, e, start, link_of(s.loss))  # host metrics, before any round
         placed.append((e, plan, data_, layout.replicate(start)))
 
