@@ -9,7 +9,7 @@ export JAX_PLATFORMS ?= cpu
 # Installing compiles the native kernel (setup.py), so a changed kernel reinstalls.
 INSTALL_DEPS := pyproject.toml setup.py jaxboost/native/hist.cc jaxboost/native/_build.py
 
-.PHONY: demo test bench lint clean
+.PHONY: demo test test-full-opt bench lint clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,12 @@ demo: $(STAMP_BASE)
 # suite's time is XLA compiling, which is single-threaded.
 test: $(STAMP_TEST)
 	$(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadfile
+
+# The suite at XLA's default optimization level (make test compiles at level 0, which
+# is faster to compile and rounds a few exp/log evaluations differently; see
+# tests/conftest.py).
+test-full-opt: $(STAMP_TEST)
+	JAXBOOST_TEST_FULL_OPT=1 $(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadfile
 
 bench: $(STAMP_BENCH)
 	$(PY) benchmarks/run.py

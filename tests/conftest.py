@@ -22,6 +22,17 @@ SESSION_CACHE = os.environ[SESSION_CACHE_ENV]
 if SESSION_CACHE == "0":
     SESSION_CACHE = None
 
+# The suite compiles at XLA's backend optimization level 0: most of its time is XLA
+# compiling small programs that then run on a few hundred rows, and level 0 cuts the
+# compile time by about a third. Trees are the same; some exp/log evaluations round
+# differently by an ulp or so (tests/test_optimization_level.py trains at JAX's default
+# level in a subprocess and compares). The example scripts the tests start inherit it.
+# JAXBOOST_TEST_FULL_OPT=1 (make test-full-opt) keeps XLA's default level.
+OPT_FLAG = "--xla_backend_optimization_level=0"
+if (os.environ.get("JAXBOOST_TEST_FULL_OPT", "0") == "0"
+        and "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", "")):
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {OPT_FLAG}".strip()
+
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
