@@ -7,7 +7,11 @@ Two host-side steps around the round program, which counts the rows every round
   whose Hessian is 0 on every row at the start margins (absolute error, pinball,
   hinge, epsilon-insensitive losses) would train a constant model (every Newton leaf
   0); it is switched to ``hessian="constant"`` (and ``refit="newton"`` for one output
-  when refit is ``"auto"`` too), with a ``HessianWarning`` saying so.
+  when refit is ``"auto"`` too), with a ``HessianWarning`` saying so. When instead h
+  is negative on at least ``WARN_SHARE`` of the rows at the start (Tukey's biweight),
+  a one-output loss with refit ``"auto"`` gets ``refit="newton"``: negative h raised to
+  the floor leave Hessian sums near 0, whose Newton leaves (-G / reg_lambda) are as
+  large as the summed gradient; the run's ``HessianWarning`` says so.
 * ``warning``, after the rounds: the text of the one ``HessianWarning`` of a training
   call, from the model's last flag (the worst round seen over the whole call), or None.
 """
@@ -54,6 +58,12 @@ def guard_start(s, spec, rows, margin, *, label=""):
                      floor=s.hessian_floor, diagonal=uses_diagonal(spec),
                      loss_params=s.loss_values)
     n_bad, n_neg, n_zero, n_rows, n_pos = (int(v) for v in np.asarray(dist.local(c)))
+    if (n_neg > 0 and n_neg >= WARN_SHARE * n_rows and s.refit is None
+            and "refit" in s.from_auto and s.n_outputs == 1):
+        # Negative h raised to the floor leave leaves with a Hessian sum near 0, whose
+        # Newton step is -G / reg_lambda: as large as the summed gradient. Leaves are
+        # re-solved on the loss instead; the HessianWarning of the run says so.
+        return dataclasses.replace(s, refit="newton")
     if not (n_rows > 0 and n_pos == 0 and n_neg == 0 and n_zero > 0):
         return s
     refit = s.refit
@@ -90,8 +100,12 @@ def warning(s, flag, *, label="") -> str | None:
         negative = "negative on the diagonal"
     parts = []
     if neg:
+        switched = s.refit == "newton" and "refit" in s.from_auto  # by guard_start
         what = {"clip_negative": "raised to hessian_floor="
-                f"{s.hessian_floor:g} (the default of plain callables)",
+                f"{s.hessian_floor:g} (the default of plain callables)" + (
+                    ", and leaves re-solved on the loss (refit=\"newton\", switched on "
+                    "because h was negative at the start margin; pass refit=None to keep "
+                    "Newton leaves)" if switched else ""),
                 "exact": "used as they are" + (
                     " (leaves whose Hessian sum is not positive definite make no step)"
                     if K > 1 and negative.startswith("not") else
