@@ -10,7 +10,7 @@ import numpy as np
 from objectives import LinkedLoss
 from objectives._link import link_label
 
-from ._types import pad_rows
+from ._types import float32_programs, pad_rows
 from ._validation import as_features, as_labels, as_weights, check_feature_names, check_names_list
 from .engine.autodiff import HESSIAN_FLOOR, loss_name, model_grad_hess
 from .engine.binning import BinEdges
@@ -227,6 +227,7 @@ class Booster:
                             f"{self.n_features}")
         return X
 
+    @float32_programs
     def predict(self, X, output_margin: bool = False,
                 pred_contribs: bool = False) -> np.ndarray:
         """Predictions for raw features.
@@ -257,6 +258,7 @@ class Booster:
                              max_depth=self.params.max_depth, link=link)
         return np.asarray(out)[: X.shape[0]]
 
+    @float32_programs
     def staged_predict(self, X, output_margin: bool = False) -> np.ndarray:
         """Predictions after every round, in one pass over the trees.
 
@@ -283,6 +285,7 @@ class Booster:
                              max_depth=self.params.max_depth, link=link)
         return np.asarray(out)[self.trees_per_round - 1:: self.trees_per_round]
 
+    @float32_programs
     def grad_hess(self, X, y, *, iteration=None, sample_weight=None) -> GradHess:
         r"""The gradients and Hessians the trees of round ``iteration`` are grown on.
 
@@ -402,6 +405,7 @@ class Booster:
         ``jaxboost.io.xgboost.to_xgboost_json``."""
         return _writer("xgboost")(self, path)
 
+    @float32_programs
     def predict_leaf(self, X) -> np.ndarray:
         """Leaf node (heap index) of every row in every tree: ``(N, T)`` int32."""
         X = self._features(X)

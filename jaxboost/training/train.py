@@ -16,6 +16,7 @@ import dataclasses
 import numpy as np
 
 from .. import compile_cache
+from .._types import float32_programs
 from ..booster import Booster
 from ..callbacks import EarlyStopping, Progress
 from ..engine.autodiff import HESSIAN_FLOOR
@@ -39,6 +40,7 @@ from .hessian import guard_start
 from .program import hyper, round_spec, stack
 
 
+@float32_programs
 def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
           max_depth: int = 6, reg_lambda: float = 1.0, reg_alpha: float = 0.0,
           gamma: float = 0.0, min_child_weight: float = 1.0, max_delta_step: float = 0.0,
@@ -280,7 +282,7 @@ def model_run(s, prep, evals, metrics, where, *, early_stopping, label=""):
         return loop.assemble_booster(run_, n_new, edges=prep.edges, base=prep.base,
                                      n_features=prep.n_features)
 
-    return loop.ModelRun(s, where, placed, metrics, assemble, label)
+    return loop.ModelRun(s, where, placed, metrics, assemble, label, base=prep.base)
 
 
 def finish(run_) -> Booster:
