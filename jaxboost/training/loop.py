@@ -131,7 +131,7 @@ class ModelRun:
         where = f"at round {r}"
         if r == 0:  # the start margins
             where += (" (the init_model's margins)" if s.init_model is not None else
-                      f" (the start margin base_margin={self.base!r}, "
+                      f" (the start margin base_margin={_number(self.base)}, "
                       + ("given" if s.base_margin is not None else
                          "fitted: the intercept fit needs a finite loss") + ")")
 
@@ -189,12 +189,27 @@ class ModelRun:
         if r == 0 and s.init_model is None:
             return other("base_margin", (
                 f"the margins of {n} row(s) went {big} at round 0: they start at "
-                f"base_margin={self.base!r}, and round 0's leaf values pushed them over. "
-                f"Use a base margin of a smaller magnitude (or None: fitted)."))
+                f"base_margin={_number(self.base)}, and round 0's leaf values pushed them "
+                f"over. Use a base margin of a smaller magnitude (or None: fitted)."))
         return loss_error(
             f"the margins of {n} row(s) went {big} at round {r}: the leaf values of the "
             f"loss {name} keep pushing them outwards (its minimiser lies at infinity?); "
             f"use a smaller learning_rate, max_delta_step or a larger reg_lambda.")
+
+    def drain(self, flag, values, r0, chunk):
+        """After an exception outside reading: keep the rounds of the last chunk
+        dispatched before it (from ``r0``) that its flags show finite, with their
+        metric values (no callback sees them)."""
+        flag = np.asarray(flag)
+        end = min(chunk, self.s.n_rounds - r0)
+        if int(flag[0]) >= 0:
+            end = min(end, int(flag[0]) - r0)
+        values = [np.asarray(v) for v in values]
+        for i in range(max(end, 0)):
+            for (e, *_), v in zip(self.evals, values):
+                for j, m in enumerate(self.metrics):
+                    self.history[e.name][m.name].append(float(v[i, j]))
+        self.done = max(self.done, r0 + end)
 
     def huge_margins(self, r, n, booster, kept, what):
         """A ``NonFiniteError`` when the loss's non-finite ``what`` at round ``r`` comes
@@ -217,7 +232,7 @@ class ModelRun:
         if float(base.max()) > HUGE_MARGIN:
             return NonFiniteError(
                 f"{self.label}{text}where the margins start from base_margin="
-                f"{self.base!r}; use a base margin of a smaller magnitude (or None: "
+                f"{_number(self.base)}; use a base margin of a smaller magnitude (or None: "
                 f"fitted). {kept}", cause="base_margin", round=r, n_rows=n,
                 booster=booster)
         return None
@@ -235,17 +250,26 @@ class ModelRun:
                 cb.close()
 
 
+def _number(v) -> str:
+    """A base margin for a message: ``1e+30``, or ``[0.1, -2]`` for K outputs."""
+    a = np.asarray(v, np.float64)
+    return f"{float(a):g}" if a.ndim == 0 else "[" + ", ".join(f"{x:g}" for x in a) + "]"
+
+
 def run(models, program, n_rounds, on_chunk=lambda r0: None):
     """Run every model's rounds; sets each model's ``stop`` and ``parts``.
 
     ``program`` is ``(specs, mesh, rows, shared, hypers, margins, flags, counts, round0)``
-    of ``engine.round.run_chunk`` (``round0``: rounds before this call). Raises a
-    ``LossError`` of the first model whose g or h turned non-finite.
+    of ``engine.round.run_chunk`` (``round0``: rounds before this call). Raises the
+    ``LossError`` or ``NonFiniteError`` of the first model where a non-finite number
+    appeared; any exception leaves with the models of the rounds completed (``_attach``;
+    after an exception outside reading, the last chunk dispatched counts when its flags
+    are clean).
     """
     specs, mesh, rows, shared, hypers, margins, flags, counts, round0 = program
     chunk = ROUNDS_PER_DISPATCH
     multi = dist.is_multiprocess()
-    pending = None
+    pending, reading = None, False
     try:
         for r0 in range(0, n_rounds, chunk):
             etas = tuple(np.array([m.etas(r0, chunk) for m in models if m.where[0] == g],
@@ -258,9 +282,11 @@ def run(models, program, n_rounds, on_chunk=lambda r0: None):
                 if m.stop is None:
                     g, i = m.where
                     m.dispatch_eval({k: v[i] for k, v in trees[g].items()})
-            if pending is not None and _read(models, pending, chunk, multi):
+            reading = pending is not None
+            if reading and _read(models, pending, chunk, multi):
                 _warn(models)
                 return
+            reading = False
             for m in models:
                 if m.stop is None:
                     g, i = m.where
@@ -269,15 +295,33 @@ def run(models, program, n_rounds, on_chunk=lambda r0: None):
                         {k: dist.local(v) for k, v in t.items()} if multi else t)))
             pending = (flags, r0, [list(m.values) if m.stop is None else None
                                    for m in models])
-        if pending is not None:
+        reading = pending is not None
+        if reading:
             _read(models, pending, chunk, multi)
         _warn(models)
     except BaseException as e:
+        if pending is not None and not reading:  # e.g. a schedule failed, an interrupt
+            _drain(models, pending, multi)
         _attach(e, models)
         raise
     finally:
         for m in models:
             m.close()
+
+
+def _drain(models, pending, multi):
+    """``ModelRun.drain`` of every running model for the chunk ``pending`` (the last
+    dispatched before an exception); what cannot be read is left out."""
+    flags, r0, values = pending
+    for m, v in zip(models, values):
+        if m.stop is not None or v is None:
+            continue
+        g, i = m.where
+        try:
+            m.drain(dist.local(flags[g][i]) if multi else flags[g][i],
+                    [dist.local(x) for x in v] if multi else v, r0, ROUNDS_PER_DISPATCH)
+        except Exception:  # the device failed: those rounds cannot be read
+            pass
 
 
 def _attach(error, models):

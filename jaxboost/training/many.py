@@ -159,8 +159,10 @@ def train_many(configs, X, y, *, objective=None, n_rounds: int = 100, max_depth:
     Raises:
       TypeError: a ``train`` argument ``train_many`` does not take (the message says what
         to do instead), or a shared argument set per configuration.
-      ValueError, DataError, LossError: as ``train``; the message names the
-        configuration.
+      ValueError, DataError, LossError, NonFiniteError: as ``train``; the message
+        names the configuration. Any exception once rounds have started carries
+        ``.boosters``: one model per configuration, of the rounds it completed (None
+        where none), as ``train``'s ``.booster``.
 
     Example:
       >>> import numpy as np, jaxboost
