@@ -201,7 +201,8 @@ class Checkpoint:
     the ``Checkpoint`` is made is a ``ValueError`` at once, before any training.
 
     Args:
-      path: file to write (its directory must exist).
+      path: file to write; its directory must exist (on every process of a
+        multi-process job, although only process 0 writes).
       every: rounds between writes (>= 1).
 
     Attributes:

@@ -50,7 +50,7 @@ class NonFiniteError(ValueError):
     no round completed).
     """
 
-    def __init__(self, message, *, cause, round=None, n_rows=None, booster=None):
+    def __init__(self, message, *, cause=None, round=None, n_rows=None, booster=None):
         super().__init__(message)
         self.cause = cause
         self.round = round
