@@ -120,7 +120,7 @@ class ModelRun:
         booster = self.booster(r) if r > 0 else None
         kept = (f"The model of rounds 0..{r - 1} is attached as error.booster."
                 if r > 0 else "No round completed.")
-        eta = s.lr_of(s.start_round + r)
+        eta = self.eta_log[r] if r < len(self.eta_log) else s.lr_of(s.start_round + r)
         w_max = s.weight_max
         big = f"beyond the float32 range (+-{FLOAT32_MAX:.4g})"
         if cause in (0, 2):  # g, h or the value at margins so large that the loss overflows?
