@@ -20,17 +20,51 @@ scalar constants such as ``jnp.float32(0.5)`` keep their literal type):
   millions of rows in one bin drifts by percents;
 * split scores and gains are rounded to ``float32`` before they are compared, as
   XGBoost does, so exact ties break the same way.
+
+These dtypes hold whatever JAX's global ``jax_enable_x64`` flag says: the engine spells
+every dtype (random draws, ``arange``, ``one_hot``), and the public entry points that
+trace programs (``train``, ``train_many``, ``Booster.predict`` and friends) run under
+``float32_programs``, so a user's loss and learning-rate schedule are traced as they
+are without the flag too: the same inputs give the same model bit for bit with and
+without ``JAX_ENABLE_X64=1``.
 """
 
+import functools
+
+import jax
 import numpy as np
 
 BIN_DTYPE = np.uint8
 MAX_BIN_LIMIT = 256
+MAX_CLASSES = 10_000  # the most classes (outputs K) a model may have, in training and in files
+# Rounds are counted in int32 (random streams, flags, a chunk's skipped rounds past the
+# end): a model has at most this many.
+MAX_ROUNDS = 2 ** 30
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 FLOAT_DTYPE = np.float32
 INDEX_DTYPE = np.int32
 ACC_DTYPE = np.float64
 # XGBoost's kRtEps: a split is made only when its gain exceeds this.
 MIN_SPLIT_GAIN = 1e-6
+
+
+def float32_programs(fn):
+    """``fn`` run with JAX's 64-bit mode off, scoped to the call (``jax.enable_x64``;
+    the global setting is untouched and restored after): every program traced inside
+    (the round, the intercept fit, evaluation, prediction, the user's loss, link and
+    schedule) is the one traced without ``JAX_ENABLE_X64``, so the global flag never
+    changes a model. The engine's float64 sums open their own scoped x64 regions.
+
+    >>> import jax.numpy as jnp
+    >>> float32_programs(lambda: jnp.arange(3.0).dtype)()
+    dtype('float32')
+    """
+    @functools.wraps(fn)
+    def scoped(*args, **kwargs):
+        with jax.enable_x64(False):
+            return fn(*args, **kwargs)
+
+    return scoped
 
 
 def bucket_rows(n: int, minimum: int = 64) -> int:

@@ -134,7 +134,8 @@ def _frame_array(X, kind, name) -> np.ndarray:
         from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
         bad = [c for c, dt in X.dtypes.items()
-               if not (is_numeric_dtype(dt) or is_bool_dtype(dt))]
+               if not (is_numeric_dtype(dt) or is_bool_dtype(dt))
+               or getattr(dt, "kind", "") == "c"]
         dtypes = dict(X.dtypes.items())
     else:  # polars
         bad = [c for c, dt in zip(X.columns, X.dtypes)
@@ -144,8 +145,9 @@ def _frame_array(X, kind, name) -> np.ndarray:
         kinds = ", ".join(f"{c!r} ({dtypes[c]})" for c in bad[:_SHOW_NAMES])
         more = f", ... and {len(bad) - _SHOW_NAMES} more" if len(bad) > _SHOW_NAMES else ""
         raise DataError(f"{name} has {len(bad)} non-numeric column(s): {kinds}{more}; "
-                        f"expected numeric or bool columns (encode categories and "
-                        f"strings as numbers first)")
+                        f"expected real numeric or bool columns (encode categories and "
+                        f"strings as numbers first; complex columns lose their "
+                        f"imaginary part)")
     with np.errstate(over="ignore", invalid="ignore"):
         if kind == "pandas":
             # na_value turns pandas' nullable NA into NaN (= missing).
@@ -216,7 +218,8 @@ def _series_array(v):
         from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
         dtypes = [v.dtype] if isinstance(v, pd.Series) else list(v.dtypes)
-        if all(is_numeric_dtype(d) or is_bool_dtype(d) for d in dtypes):
+        if all((is_numeric_dtype(d) or is_bool_dtype(d)) and getattr(d, "kind", "") != "c"
+               for d in dtypes):
             with np.errstate(over="ignore", invalid="ignore"):
                 return v.to_numpy(dtype=np.float32, na_value=np.nan)
         return v.to_numpy()
@@ -227,9 +230,18 @@ def _series_array(v):
 
 
 def _check_numeric(arr: np.ndarray, name: str) -> None:
-    """``DataError`` unless ``arr`` holds numbers or bools."""
+    """``DataError`` unless ``arr`` holds real numbers or bools (complex numbers would
+    lose their imaginary part)."""
+    _check_not_complex(arr.dtype, name)
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
         raise DataError(f"{name} must be numeric, got dtype {arr.dtype}")
+
+
+def _check_not_complex(dtype, name: str) -> None:
+    if np.dtype(dtype).kind == "c":
+        raise DataError(f"{name} must hold real numbers, got complex dtype {dtype}: its "
+                        f"imaginary part would be dropped; pass the real part (e.g. "
+                        f"{name}.real) or split it into two real columns")
 
 
 def _float32(arr: np.ndarray) -> np.ndarray:

@@ -10,7 +10,7 @@ import numpy as np
 from objectives import LinkedLoss, Objective
 from objectives._link import link_label
 
-from ._types import pad_rows
+from ._types import float32_programs, pad_rows
 from ._validation import (
     as_features,
     as_offsets,
@@ -249,6 +249,7 @@ class Booster:
                             f"{self.n_features}")
         return X
 
+    @float32_programs
     def predict(self, X, output_margin: bool = False,
                 pred_contribs: bool = False, base_margin=None) -> np.ndarray:
         """Predictions for raw features.
@@ -298,6 +299,7 @@ class Booster:
                              max_depth=self.params.max_depth, link=link)
         return np.asarray(out)[: X.shape[0]]
 
+    @float32_programs
     def staged_predict(self, X, output_margin: bool = False,
                        base_margin=None) -> np.ndarray:
         """Predictions after every round, in one pass over the trees.
@@ -327,6 +329,7 @@ class Booster:
                              max_depth=self.params.max_depth, link=link)
         return np.asarray(out)[self.trees_per_round - 1:: self.trees_per_round]
 
+    @float32_programs
     def grad_hess(self, X, y, *, iteration=None, sample_weight=None,
                   base_margin=None) -> GradHess:
         r"""The gradients and Hessians the trees of round ``iteration`` are grown on.
@@ -457,6 +460,7 @@ class Booster:
         ``jaxboost.io.xgboost.to_xgboost_json``."""
         return _writer("xgboost")(self, path)
 
+    @float32_programs
     def predict_leaf(self, X) -> np.ndarray:
         """Leaf node (heap index) of every row in every tree: ``(N, T)`` int32."""
         X = self._features(X)

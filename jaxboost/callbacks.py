@@ -27,9 +27,11 @@ import math
 import os
 import sys
 import time
+import warnings
 from typing import Callable, Optional
 
 from ._validation import is_int, is_real
+from .errors import CheckpointWarning
 
 
 class CallbackEnv:
@@ -192,21 +194,48 @@ class Checkpoint:
     bit. A crash while writing leaves the previous checkpoint intact. In a multi-process
     job (``jaxboost.distributed``) only process 0 writes.
 
+    A write that fails (full disk, the directory removed, no permission) does not end
+    training: it gives a ``jaxboost.errors.CheckpointWarning`` naming the round and the
+    reason, leaves the previous file as it was, and the next write tries again; the
+    model ``train`` returns is complete either way. A directory that does not exist when
+    the ``Checkpoint`` is made is a ``ValueError`` at once, before any training.
+
     Args:
-      path: file to write.
+      path: file to write; its directory must exist (on every process of a
+        multi-process job, although only process 0 writes).
       every: rounds between writes (>= 1).
+
+    Attributes:
+      last_round: the rounds of the model in the last file written (None: none yet).
+      failures: ``[(round, error), ...]``: the writes that failed.
     """
 
     def __init__(self, path, every: int = 10):
         if not is_int(every) or every < 1:
             raise ValueError(f"Checkpoint every must be an integer >= 1, got {every!r}")
         self.path = os.fspath(path)
+        directory = os.path.dirname(os.path.abspath(self.path))
+        if not os.path.isdir(directory):
+            raise ValueError(f"Checkpoint path {self.path!r}: its directory {directory!r} "
+                             f"does not exist; create it first")
         self.every = int(every)
         self.last_round = None  # rounds in the last file written (None: none yet)
+        self.failures = []
 
     def __call__(self, env: CallbackEnv) -> bool:
         done = env.round + 1
         if done % self.every == 0 or done == env.n_rounds:
-            env.booster.save(self.path)  # in a multi-process job, process 0 writes
-            self.last_round = env.start_round + done
+            rounds = env.start_round + done
+            try:
+                env.booster.save(self.path)  # in a multi-process job, process 0 writes
+            except Exception as e:  # OSError (disk full, ...) and anything save raises
+                self.failures.append((rounds, e))
+                kept = (f"the last checkpoint written holds {self.last_round} round(s)"
+                        if self.last_round is not None else "no checkpoint was written yet")
+                warnings.warn(f"Checkpoint: writing {self.path!r} after {rounds} round(s) "
+                              f"failed ({type(e).__name__}: {e}); training goes on and the "
+                              f"next write tries again; {kept}.", CheckpointWarning,
+                              stacklevel=2)
+                return False
+            self.last_round = rounds
         return False

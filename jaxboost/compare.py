@@ -205,9 +205,16 @@ class Comparison:
     def best(self, label, metric, data=None) -> tuple[float, int | None]:
         """``(best value, rounds k)`` of one curve; ``booster[:k]`` is that model.
 
-        ``k`` counts rounds from 1 (``None`` when the curve is all NaN or empty).
+        ``k`` counts rounds from 1 (``None`` when the curve is all NaN or empty). An
+        unknown label, metric or data set is a ``ValueError`` naming the known ones.
         """
         data = self.table_data if data is None else data
+        for what, value, known in (("objective label", label, self.labels),
+                                   ("metric", metric, list(self.metrics)),
+                                   ("data set", data, self.data_names)):
+            if not isinstance(value, str) or value not in known:
+                raise ValueError(f"unknown {what} {value!r}; this comparison has "
+                                 f"{', '.join(map(repr, known))}")
         value, i = self.metrics[metric].best(self.curves[label][data][metric])
         return value, None if i is None else i + 1
 

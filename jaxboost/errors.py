@@ -3,6 +3,12 @@
 The one module of jaxboost's exceptions and warnings. Every error says what was wrong
 and what was expected. Data problems are
 ``ValueError`` subclasses so code written for scikit-learn or XGBoost catches them.
+
+No work is lost: an exception that ends ``train`` (or ``train_many``) once its rounds
+have started, of any type (``LossError``, ``NonFiniteError``, a callback's own
+exception, ``KeyboardInterrupt``), carries the model of the rounds completed before it
+as ``error.booster`` (``train``; None when no round completed) and
+``error.boosters`` (one per configuration; ``train_many``), and a note saying so.
 """
 
 
@@ -11,13 +17,18 @@ class DataError(ValueError):
 
 
 class LossError(ValueError):
-    """A user's loss misbehaved: non-scalar output per row, or non-finite g or h.
+    """A user's loss misbehaved: non-scalar output per row; non-finite g or h; a
+    non-finite loss value (g and h finite: e.g. ``jnp.log`` of a negative number, or
+    ``jnp.where(cond, nan, loss)``, whose gradient is 0); or g and h so large (or h so
+    close to 0) that the trees' node sums, gains or leaf values overflow float32.
 
     ``round`` is the boosting round (0-based) at which it was detected, or ``None``
     when it was detected before training from the loss's output shape.
-    ``n_rows`` is the number of rows whose g or h was NaN or infinite.
+    ``n_rows`` is the number of rows whose g, h or loss value was NaN or infinite (of
+    tree nodes, when node sums or leaf values overflowed).
     ``booster`` holds the model trained up to the last good round, when there is one,
-    so no work is lost.
+    so no work is lost. (Any other exception that ends ``train`` after its rounds
+    started carries the rounds completed the same way, as ``error.booster``.)
     """
 
     def __init__(self, message, *, round=None, n_rows=None, booster=None):
@@ -46,6 +57,26 @@ class MetricError(ValueError):
         self.booster = booster
 
 
+class NonFiniteError(ValueError):
+    """Training met NaN or infinite numbers that the loss did not cause.
+
+    ``cause`` names what did: ``"sample_weight"`` (weighted g or h, or the node sums of
+    h, beyond float32), ``"learning_rate"`` (leaf values or margins beyond float32
+    after the learning rate scaled them), ``"base_margin"`` (margins beyond float32
+    from the start margins). ``round``, ``n_rows`` and ``booster`` are as for
+    ``LossError``: the round (0-based, of this call) at which it was detected, the
+    rows (or tree nodes) affected, and the model trained before that round (None when
+    no round completed).
+    """
+
+    def __init__(self, message, *, cause=None, round=None, n_rows=None, booster=None):
+        super().__init__(message)
+        self.cause = cause
+        self.round = round
+        self.n_rows = n_rows
+        self.booster = booster
+
+
 class ModelFormatError(ValueError):
     """A model file (or its parsed dict) is not a valid model: raised by both readers,
     ``jaxboost.load`` / ``loads`` / ``from_dict`` and ``jaxboost.from_xgboost``, for
@@ -59,6 +90,12 @@ class ModelFormatError(ValueError):
 
 class NativeKernelWarning(RuntimeWarning):
     """The native kernel could not be used; training falls back to pure JAX."""
+
+
+class CheckpointWarning(RuntimeWarning):
+    """A ``jaxboost.callbacks.Checkpoint`` could not write its file (full disk, a
+    directory removed, no permission): training goes on, and the previous checkpoint
+    file, if any, is left as it was."""
 
 
 class HessianWarning(UserWarning):

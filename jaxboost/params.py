@@ -15,7 +15,7 @@ import dataclasses
 
 import numpy as np
 
-from ._types import MAX_BIN_LIMIT
+from ._types import FLOAT32_MAX, MAX_BIN_LIMIT
 from ._validation import check_int, check_real
 
 
@@ -53,6 +53,10 @@ class TreeParams:
                                                low=0, low_open=True))
         for f in ("reg_lambda", "reg_alpha", "gamma", "min_child_weight", "max_delta_step"):
             values[f] = check_real(f, getattr(self, f), low=0)
+        for f, v in values.items():  # the engine computes in float32
+            if isinstance(v, float) and v > FLOAT32_MAX:
+                raise ValueError(f"{f} must be at most {FLOAT32_MAX:.7g} (the float32 "
+                                 f"range the trees are computed in), got {v!r}")
         for f, v in values.items():
             object.__setattr__(self, f, v)
 

@@ -68,7 +68,7 @@ def _ndcg_swap_weights(y, f, mask, k):
     gain = jnp.where(mask, jnp.exp2(y) - 1.0, 0.0)
     order = jnp.argsort(jnp.where(mask, -f, jnp.inf), stable=True)
     rank = jnp.zeros(S, jnp.int32).at[order].set(jnp.arange(S, dtype=jnp.int32))
-    pos = jnp.arange(S)
+    pos = jnp.arange(S, dtype=jnp.float32)  # float32 whatever the global x64 flag
     disc_at = jnp.where(pos < k, 1.0 / jnp.log2(pos + 2.0), 0.0)
     disc = disc_at[rank]
     idcg = jnp.sum(-jnp.sort(-gain) * disc_at)

@@ -19,6 +19,7 @@ from jax.sharding import Mesh
 
 import jaxboost
 from jaxboost import distributed
+from jaxboost.engine.round import N_CENSUS
 
 sys.path.insert(0, str(Path(__file__).parent))
 import distributed_worker as dw  # noqa: E402
@@ -248,11 +249,14 @@ def test_histogram_bytes_per_tree_is_what_the_compiled_round_sums(compile_counte
                 total += size[dtype] * int(np.prod([int(d) for d in dims.split(",") if d]))
     subtraction = data.use_native()
     # The compiled round holds the root's all-reduce once and the level loop's once (it
-    # runs max_depth - 1 = 2 times per tree); + 20 bytes: the round's five int32 row
-    # counts (non-finite g or h, and Hessians that cannot help: autodiff.CENSUS).
+    # runs max_depth - 1 = 2 times per tree); + 36 bytes: the round's nine int32 row
+    # counts (autodiff.CENSUS: non-finite g or h, Hessians that cannot help; then the
+    # row counts of engine.round.BAD_CAUSES: all but the trees' two, the same on every
+    # device).
     per_node = 8 * 2 * 5 * 32
     level = distributed.histogram_nodes_per_level(3, subtraction=subtraction) * per_node
+    assert N_CENSUS - 2 == 9
     assert total == distributed.histogram_bytes_per_tree(5, 3, 32,
-                                                         subtraction=subtraction) - level + 20
+                                                         subtraction=subtraction) - level + 36
     assert distributed.histogram_bytes_per_tree(5, 3, 32, subtraction=subtraction) == \
         per_node * (1 + 2 * (2 if subtraction else 4)) + 16

@@ -88,6 +88,19 @@ def group_grad_hess(loss, y, pred, sample_weight, idx, key=None, *, exact_max=EX
       >>> [round(float(v), 4) for v in g]  # softmax(f) - softmax(y) within each group
       [-0.2311, 0.2311, -0.4537, 0.2268, 0.2268]
     """
+    g, h, _ = group_derivatives(loss, y, pred, idx, key, exact_max=exact_max, probes=probes,
+                                hessian=hessian, floor=floor)
+    if sample_weight is not None:
+        g, h = g * sample_weight, h * sample_weight
+    return g, h
+
+
+def group_derivatives(loss, y, pred, idx, key=None, *, exact_max=EXACT_MAX_GROUP,
+                      probes=HUTCHINSON_PROBES, hessian="exact", floor=HESSIAN_FLOOR):
+    """``group_grad_hess`` before the sample weight, with whether each row's group loss
+    value is finite: ``(g, h, value_ok)``, each ``(N,)`` (``value_ok`` bool; rows in no
+    group: 0, 0, True). The value comes out of the gradient pass at no extra cost.
+    """
     N = y.shape[0]
     G, S = idx.shape
     mask = idx < N
@@ -97,7 +110,7 @@ def group_grad_hess(loss, y, pred, sample_weight, idx, key=None, *, exact_max=EX
     def total(p, yy, m):
         return loss(yy, p, m)
 
-    g = jax.vmap(jax.grad(total))(pg, yg, mask)
+    values, g = jax.vmap(jax.value_and_grad(total))(pg, yg, mask)
     closed = getattr(loss, "group_hess_diag", None)
     closed = closed() if callable(closed) else None
     if closed is not None:
@@ -122,6 +135,6 @@ def group_grad_hess(loss, y, pred, sample_weight, idx, key=None, *, exact_max=EX
     # Each row is in one group: scatter back (padding indices are out of range: dropped).
     g_rows = jnp.zeros(N, FLOAT_DTYPE).at[idx.ravel()].set(g.ravel(), mode="drop")
     h_rows = jnp.zeros(N, FLOAT_DTYPE).at[idx.ravel()].set(h.ravel(), mode="drop")
-    if sample_weight is not None:
-        g_rows, h_rows = g_rows * sample_weight, h_rows * sample_weight
-    return g_rows, h_rows
+    ok = jnp.broadcast_to(jnp.isfinite(values)[:, None], (G, S))
+    ok_rows = jnp.ones(N, bool).at[idx.ravel()].set(ok.ravel(), mode="drop")
+    return g_rows, h_rows, ok_rows

@@ -118,8 +118,8 @@ def refit_newton(tree, leaf, loss, y, margin, w, dyn, *, sums: RowSums = ONE_DEV
             cands = jnp.stack([leaf_loss(v + t * d) for t in _STEP_SIZES])  # (S, M)
             cands = jnp.where(jnp.isfinite(cands), cands, jnp.inf)
             best = jnp.min(cands, axis=0)
-            j = jnp.min(jnp.where(cands == best, jnp.arange(len(_STEP_SIZES))[:, None],
-                                  len(_STEP_SIZES) - 1), axis=0)
+            steps = jnp.arange(len(_STEP_SIZES), dtype=INDEX_DTYPE)[:, None]
+            j = jnp.min(jnp.where(cands == best, steps, len(_STEP_SIZES) - 1), axis=0)
             v = v + jnp.asarray(_STEP_SIZES, ACC_DTYPE)[j] * d
         return _finish(tree, v, has_rows, dyn)
 

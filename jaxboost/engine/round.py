@@ -38,9 +38,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
+from .._types import FLOAT_DTYPE, INDEX_DTYPE
 from .autodiff import bind_loss, grad_hess, hessian_census
 from .exact import to_grid
-from .groups import group_grad_hess
+from .groups import group_derivatives
 from .grow import TreeSpec, grow_tree, grow_vector_tree
 from .refit import RowSums, refit_newton, refit_quantile
 from .sampling import SUBSAMPLE, FeatureSampler, round_key, row_mask
@@ -175,18 +176,30 @@ def _stored(tree, zero):
 
 
 FLAG_FIELDS = ("bad_round", "n_bad", "negative_round", "n_negative", "zero_round",
-               "n_zero", "n_rows", "flat_round")
+               "n_zero", "n_rows", "flat_round", "bad_cause")
 """A model's ``flag``, int32, carried over a training call's rounds: the first round
-whose g or h had a non-finite value and how many rows had one; the round with the most
-rows of negative h (``autodiff.hessian_census``) and that count; the same for rows whose
-h is 0 while g is not; the real rows of weight > 0; the first round at which no row had
-positive curvature (the trees could only grow leaves of value 0). Rounds are counted
-from the call's start, -1 when none."""
+at which a non-finite number appeared (``BAD_CAUSES``), how many rows (or tree nodes)
+had one, and (last) which cause it was, as an index of ``BAD_CAUSES``; the round with
+the most rows of negative h (``autodiff.hessian_census``) and that count; the same for
+rows whose h is 0 while g is not; the real rows of weight > 0; the first round at which
+no row had positive curvature (the trees could only grow leaves of value 0). Rounds
+are counted from the call's start, -1 when none."""
+
+BAD_CAUSES = ("grad", "weighted", "value", "node_sums", "leaf_values", "margins")
+"""What can turn non-finite in a round, checked in this order (the first found names
+the round's cause), each a count of ``boost_round``'s census after ``autodiff.CENSUS``:
+the loss's own g or h (before the sample weight) on real rows; g or h once multiplied
+by the sample weight (the loss's were finite); the loss's value on real rows (g and h
+finite: e.g. ``log`` of a negative number, or ``jnp.where(cond, nan, loss)``, whose
+gradient is 0); the round's trees' node sums and gains (``cover``, ``gain``) and leaf
+values (tree nodes); the margins after the round's trees are added (real rows)."""
+
+N_CENSUS = 5 + len(BAD_CAUSES)
 
 
 def new_flags(n_models: int) -> np.ndarray:
     """``(n_models, len(FLAG_FIELDS))`` int32 flags of models that ran no round yet."""
-    return np.tile(np.array([-1, 0, -1, 0, -1, 0, 0, -1], np.int32), (n_models, 1))
+    return np.tile(np.array([-1, 0, -1, 0, -1, 0, 0, -1, -1], np.int32), (n_models, 1))
 
 
 def uses_diagonal(spec) -> bool:
@@ -194,18 +207,43 @@ def uses_diagonal(spec) -> bool:
     return spec.n_outputs > 1 and (spec.diagonal or not spec.multi_output_tree)
 
 
+def _finite_rows(g, h):
+    """``(N,)`` bool: rows whose g ``(N[, K])`` and h ``(N[, K, K])`` are all finite."""
+    if g.ndim == 1:
+        return jnp.isfinite(g) & jnp.isfinite(h)
+    return (jnp.all(jnp.isfinite(g), axis=1)
+            & jnp.all(jnp.isfinite(h), axis=tuple(range(1, h.ndim))))
+
+
 def gradients(spec, rows, shared, hyper, loss, margin, rk):
-    """``(g, h, seen)`` of every row of this device: g and h weighted, Hessian policy
-    applied; ``seen`` the Hessian ``autodiff.hessian_census`` reads (None when the
-    policy makes every h positive). For ``K`` outputs h is ``(N, K)``, the diagonal,
-    when the trees use only that (``uses_diagonal``), else ``(N, K, K)``."""
+    """``(g, h, seen, raw_ok, value_ok)`` of every row of this device: g and h weighted,
+    Hessian policy applied; ``seen`` the Hessian ``autodiff.hessian_census`` reads (None
+    when the policy makes every h positive; for ``K`` outputs h is ``(N, K)``, the
+    diagonal, when the trees use only that, ``uses_diagonal``); ``raw_ok`` ``(N,)``
+    whether the loss's own g and h (before the weight) are finite, ``value_ok`` whether
+    its value is (for a group loss: its group's value)."""
     if spec.group_max is not None:  # a group loss (jaxboost.engine.groups)
-        g, h = group_grad_hess(loss, rows.y, margin, rows.w, shared.gidx,
-                               jax.random.fold_in(rk, 2), exact_max=spec.group_max,
-                               hessian=spec.hessian, floor=hyper.hessian_floor)
-        return g, h, (None if spec.hessian in ("clip", "constant") else h)
-    return grad_hess(loss, rows.y, margin, rows.w, hessian=spec.hessian,
-                     floor=hyper.hessian_floor, diagonal=uses_diagonal(spec), census=True)
+        g, h, value_ok = group_derivatives(loss, rows.y, margin, shared.gidx,
+                                           jax.random.fold_in(rk, 2),
+                                           exact_max=spec.group_max, hessian=spec.hessian,
+                                           floor=hyper.hessian_floor)
+        raw_ok = _finite_rows(g, h)
+        g, h = g * rows.w, h * rows.w
+        return g, h, (None if spec.hessian in ("clip", "constant") else h), raw_ok, value_ok
+    g, h, seen = grad_hess(loss, rows.y, margin, None, hessian=spec.hessian,
+                           floor=hyper.hessian_floor, diagonal=uses_diagonal(spec),
+                           census=True)
+    raw_ok = _finite_rows(g, h)
+    value_ok = jnp.isfinite(jax.vmap(loss)(rows.y, margin))
+    w = rows.w
+    g = g * w.reshape(w.shape + (1,) * (g.ndim - 1))
+    h = h * w.reshape(w.shape + (1,) * (h.ndim - 1))  # (N,), (N, K) diagonal, (N, K, K)
+    return g, h, seen, raw_ok, value_ok
+
+
+def _count_nonfinite(trees, fields):
+    """Entries of ``trees[f]`` (for ``f`` in ``fields``) that are NaN or infinite."""
+    return sum(jnp.sum(~jnp.isfinite(trees[f]), dtype=jnp.int32) for f in fields)
 
 
 def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margin, r, eta,
@@ -213,9 +251,10 @@ def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margi
     """One round of one model on this device's rows.
 
     Returns ``(margin, trees, census)``: the new margins, the round's trees (dict of
-    ``(trees_per_round, M)`` arrays) and the ``(5,)`` int32 ``autodiff.hessian_census``
-    of this round's g and h over every device's rows (``census[0]``: the real rows whose
-    g or h was not finite; their g and h are zeroed).
+    ``(trees_per_round, M)`` arrays) and the ``(N_CENSUS,)`` int32 census over every
+    device's rows: ``autodiff.hessian_census`` of this round's g and h (``census[0]``:
+    the real rows whose weighted g or h was not finite; their g and h are zeroed), then
+    one count per ``BAD_CAUSES``.
     """
     K, tpr = spec.n_outputs, spec.trees_per_round
     reduce = (lambda x: jax.lax.psum(x, axis)) if axis is not None else (lambda x: x)
@@ -228,17 +267,18 @@ def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margi
     n_total = shared.n_total
     F = shared.cuts_ext.shape[0]
 
-    g, h, seen = gradients(spec, rows, shared, hyper, loss, margin, rk)
-    bad = ~(jnp.isfinite(g) & jnp.isfinite(h) if K == 1 else
-            jnp.all(jnp.isfinite(g), axis=1) &
-            jnp.all(jnp.isfinite(h), axis=tuple(range(1, h.ndim))))
-    n_bad = jnp.sum(bad & rows.valid, dtype=jnp.int32)
+    g, h, seen, raw_ok, value_ok = gradients(spec, rows, shared, hyper, loss, margin, rk)
+    bad = ~_finite_rows(g, h)
+
+    def count(x):
+        return jnp.sum(x & rows.valid, dtype=jnp.int32)
+
+    n_bad = count(bad)
     if seen is None:  # "clip", "constant": no h is zero or negative
         census = jnp.stack([n_bad, 0, 0, 0, 0]).astype(jnp.int32)
     else:
         census = hessian_census(g, seen, rows.valid & (rows.w > 0),
                                 diagonal=uses_diagonal(spec)).at[0].set(n_bad)
-    census = reduce(census)
     keep = ~bad
     if spec.row_sampling:
         keep = keep & (row_mask(rk, rows.w.shape[0], hyper.ratios[SUBSAMPLE], offset=offset,
@@ -281,38 +321,49 @@ def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margi
                                    features=sampler(k))
             tree = _stored(tree, zero)
             delta = tree["value"][leaf]
-            tree = dict(tree, value=tree["value"][:, None] * jax.nn.one_hot(k, K))
+            one_hot = jax.nn.one_hot(k, K, dtype=FLOAT_DTYPE)
+            tree = dict(tree, value=tree["value"][:, None] * one_hot)
             return None, (tree, delta)
 
-        _, (trees, deltas) = jax.lax.scan(one_output, None, jnp.arange(K))
+        _, (trees, deltas) = jax.lax.scan(one_output, None, jnp.arange(K, dtype=INDEX_DTYPE))
         delta = deltas.T
     assert trees["feature"].shape[0] == tpr
-    return margin + delta, trees, census
+    margin = margin + delta
+    margin_ok = jnp.isfinite(margin) if K == 1 else jnp.all(jnp.isfinite(margin), axis=1)
+    rows_counts = reduce(jnp.concatenate([census, jnp.stack([
+        count(~raw_ok), count(bad & raw_ok), count(~value_ok & raw_ok), count(~margin_ok)])]))
+    census = jnp.concatenate([rows_counts[:8], jnp.stack([  # trees: the same on every device
+        _count_nonfinite(trees, ("cover", "gain")), _count_nonfinite(trees, ("value",)),
+        rows_counts[8]])])
+    return margin, trees, census
 
 
 def update_flag(flag, r, census):
-    """The ``flag`` (``FLAG_FIELDS``) after round ``r`` with ``census``
-    (``autodiff.CENSUS``)."""
-    n_bad, n_neg, n_zero, n_rows, n_pos = (census[i] for i in range(5))
-    first = (flag[0] < 0) & (n_bad > 0)
+    """The ``flag`` (``FLAG_FIELDS``) after round ``r`` with ``census`` (``N_CENSUS``:
+    ``autodiff.CENSUS``, then ``BAD_CAUSES``)."""
+    n_neg, n_zero, n_rows, n_pos = (census[i] for i in range(1, 5))
+    causes = census[5:]
+    cause = jnp.argmax(causes > 0).astype(jnp.int32)  # the first cause found
+    first = (flag[0] < 0) & jnp.any(causes > 0)
     more_neg = n_neg > flag[3]
     more_zero = n_zero > flag[5]
     flat = (flag[7] < 0) & (n_rows > 0) & (n_pos == 0) & (n_neg == 0) & (n_zero > 0)
-    return jnp.stack([jnp.where(first, r, flag[0]), jnp.where(first, n_bad, flag[1]),
+    return jnp.stack([jnp.where(first, r, flag[0]), jnp.where(first, causes[cause], flag[1]),
                       jnp.where(more_neg, r, flag[2]), jnp.where(more_neg, n_neg, flag[3]),
                       jnp.where(more_zero, r, flag[4]), jnp.where(more_zero, n_zero, flag[5]),
-                      jnp.maximum(flag[6], n_rows), jnp.where(flat, r, flag[7])])
+                      jnp.maximum(flag[6], n_rows), jnp.where(flat, r, flag[7]),
+                      jnp.where(first, cause, flag[8])])
 
 
 def model_chunk(spec, chunk, rows, shared, hyper, margin, flag, rounds, *, axis, n_shards):
     """``chunk`` rounds of one model: a scan of ``boost_round`` (rounds at or past
     ``rounds.n_rounds`` are skipped and give empty trees).
 
-    ``flag`` (``FLAG_FIELDS``, int32) records the first round whose g or h had a
-    non-finite value and how many rows had one, and the rounds of the most rows whose h
-    could not help (``update_flag``); ``rounds.etas`` is this model's
-    ``(chunk,)`` learning rates. Returns ``(margin, flag, trees)``
-    with ``chunk * trees_per_round`` trees.
+    ``flag`` (``FLAG_FIELDS``, int32) records the first round at which a non-finite
+    number appeared (``BAD_CAUSES``), how many rows had one and its cause, and the
+    rounds of the most rows whose h could not help (``update_flag``); ``rounds.etas``
+    is this model's ``(chunk,)`` learning rates. Returns ``(margin, flag, trees)`` with
+    ``chunk * trees_per_round`` trees.
     """
     tpr = spec.trees_per_round
 
@@ -326,7 +377,7 @@ def model_chunk(spec, chunk, rows, shared, hyper, margin, flag, rounds, *, axis,
                                axis=axis, n_shards=n_shards)
 
         def skip(margin):
-            return margin, empty_trees(spec, tpr), jnp.zeros(5, jnp.int32)
+            return margin, empty_trees(spec, tpr), jnp.zeros(N_CENSUS, jnp.int32)
 
         margin, trees, census = jax.lax.cond(r < rounds.n_rounds, run, skip, margin)
         return (margin, update_flag(flag, r, census)), trees
@@ -375,8 +426,8 @@ def run_chunk(specs, chunk, mesh, rows, shared, hypers, margins, flags, rounds, 
       hypers: per group, a ``Hyper`` whose leaves have a leading model axis ``(M_g,)``.
       margins: per group ``(M_g, N[, K])`` float32 margins (donated).
       flags: per group ``(M_g, len(FLAG_FIELDS))`` int32: each model's ``flag`` (the
-        first round whose g or h had a non-finite value and how many rows had one; rows
-        whose h could not help, see ``FLAG_FIELDS``).
+        first round at which a non-finite number appeared, how many rows had one and its
+        cause; rows whose h could not help, see ``FLAG_FIELDS``).
       rounds: ``Rounds``; ``rounds.etas`` is a tuple of ``(M_g, chunk)`` per group.
       counts: ``(n_groups,)`` int32, models per group (the loops' trip counts).
 

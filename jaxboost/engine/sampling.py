@@ -40,7 +40,7 @@ def row_mask(key, n_local, subsample, *, offset=0, n_ids=None):
     multi-process run samples the same rows as a single-device one.
     """
     n_ids = n_local if n_ids is None else n_ids
-    u = jax.random.uniform(jax.random.fold_in(key, 0), (n_ids,))
+    u = jax.random.uniform(jax.random.fold_in(key, 0), (n_ids,), FLOAT_DTYPE)
     if n_ids != n_local:
         u = jax.lax.dynamic_slice(u, (offset,), (n_local,))
     return (u < subsample).astype(FLOAT_DTYPE)
@@ -50,7 +50,7 @@ def _choose(key, allowed, ratio):
     """Among ``allowed`` (``(..., F)`` bool), ``max(1, floor(ratio * count))`` at random."""
     count = jnp.sum(allowed, axis=-1, keepdims=True)
     k = jnp.maximum(1, jnp.floor(ratio * count.astype(FLOAT_DTYPE))).astype(INDEX_DTYPE)
-    u = jnp.where(allowed, jax.random.uniform(key, allowed.shape), 2.0)
+    u = jnp.where(allowed, jax.random.uniform(key, allowed.shape, FLOAT_DTYPE), 2.0)
     ranks = jnp.argsort(jnp.argsort(u, axis=-1), axis=-1)
     return ranks < k
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from typing import Any, Callable, Optional
 
 import jax
@@ -30,6 +31,7 @@ from objectives._link import (
 )
 
 from .. import _validation
+from .._types import FLOAT32_MAX, MAX_CLASSES, MAX_ROUNDS
 from .._validation import check_int, check_real, is_real
 from ..booster import Booster
 from ..engine.autodiff import check_loss, loss_name, n_outputs_of, split_loss
@@ -40,15 +42,43 @@ from ..params import TreeParams
 
 
 def resolve_outputs(loss, n_outputs) -> int:
-    """K, the margins per row: the objective's, or ``n_outputs`` for plain callables."""
+    """K, the margins per row: the objective's, or ``n_outputs`` for plain callables;
+    at most ``MAX_CLASSES`` (checked before anything of size K is allocated), and at
+    least 2 for an entry whose outputs are classes (softmax)."""
     if n_outputs is not None:
-        n_outputs = check_int("n_outputs", n_outputs, low=1)
+        n_outputs = check_int("n_outputs", n_outputs, low=1, high=MAX_CLASSES)
     if isinstance(loss, Objective):
         k = n_outputs_of(loss)
         if n_outputs is not None and n_outputs != k:
             raise ValueError(f"n_outputs={n_outputs} but {loss!r} has {k} output(s)")
+        if k > MAX_CLASSES:
+            raise ValueError(f"{loss!r} has {k} outputs; at most MAX_CLASSES = "
+                             f"{MAX_CLASSES} are supported")
+        if loss.infer_outputs is not None and k < 2:
+            raise ValueError(f"{loss!r} needs at least 2 classes, got {k}; for two "
+                             f"classes use objectives.logistic")
         return k
     return 1 if n_outputs is None else n_outputs
+
+
+def check_classes(loss, y) -> None:
+    """``DataError`` when an entry that infers its classes from the labels (softmax:
+    ``K = max(y) + 1``) would get more than ``MAX_CLASSES`` of them, or fewer than 2;
+    before anything of size K is allocated. The message names the label."""
+    if not isinstance(loss, Objective) or loss.outputs is not None or \
+            loss.infer_outputs is None or y.size == 0:
+        return
+    i = int(np.argmax(y))
+    k = int(loss.infer_outputs(y))
+    if k > MAX_CLASSES:
+        raise DataError(f"{loss!r} takes its classes from the labels (K = max(y) + 1): "
+                        f"the label {float(y[i]):g} at row {i} implies {k} classes, more "
+                        f"than the maximum MAX_CLASSES = {MAX_CLASSES}. Labels must be "
+                        f"class indices 0, 1, ..., K-1")
+    if k < 2:
+        raise DataError(f"{loss!r} needs at least 2 classes, but every label is "
+                        f"{float(y[i]):g} (K = max(y) + 1 = {k}); a model of one class "
+                        f"predicts nothing. For two classes use objectives.logistic")
 
 
 def resolve_policies(loss, hessian, refit, K, mesh):
@@ -108,17 +138,21 @@ def is_per_row(base_margin, K) -> bool:
 def check_base_margin(base_margin, K):
     if K == 1:
         base_margin = check_real("base_margin", base_margin, what="a number or None")
+        if abs(base_margin) > FLOAT32_MAX:
+            raise ValueError(f"base_margin must be finite in float32 (|base_margin| <= "
+                             f"{FLOAT32_MAX:.7g}), got {base_margin!r}")
         return float(np.float32(base_margin))
     try:
-        b = np.asarray(base_margin, np.float32)
+        with np.errstate(over="ignore"):  # beyond float32: inf, reported below
+            b = np.asarray(base_margin, np.float32)
     except (TypeError, ValueError):
         raise TypeError(f"base_margin must be None or {K} numbers, got "
                         f"{type(base_margin).__name__}") from None
     if b.ndim == 0:
         b = np.full(K, b, np.float32)
     if b.shape != (K,) or not np.all(np.isfinite(b)):
-        raise ValueError(f"base_margin must be {K} finite numbers (one per output), "
-                         f"got {base_margin!r}")
+        raise ValueError(f"base_margin must be {K} finite numbers (one per output, "
+                         f"float32: |value| <= {FLOAT32_MAX:.7g}), got {base_margin!r}")
     return b
 
 
@@ -242,25 +276,68 @@ def feature_names_of(X, given, n_features, init_model):
     return names
 
 
-def learning_rate_schedule(learning_rate):
-    """``round -> float`` for a number or a schedule callable (checked at round 0)."""
-    if callable(learning_rate):
-        def lr_of(r):
-            try:
-                v = float(learning_rate(r))
-            except Exception as e:
-                raise ValueError(f"the learning_rate schedule failed at round {r}: "
-                                 f"{type(e).__name__}: {e}") from None
-            if not (math.isfinite(v) and v > 0):
-                raise ValueError(f"the learning_rate schedule gave {v!r} at round {r}; it "
-                                 f"must be a finite number > 0")
-            return v
-        return lr_of
-    if not is_real(learning_rate):
-        raise TypeError(f"learning_rate must be a number or a callable of the round, got "
-                        f"{type(learning_rate).__name__}")
-    value = float(learning_rate)
-    return lambda r: value
+SCHEDULE_CHECK_ROUNDS = 100_000
+"""A learning-rate schedule is checked before training for this many rounds of the run
+(all of them for a shorter run); rounds beyond are checked when they are reached."""
+
+
+def _eta_error(learning_rate, r):
+    """The error of schedule value ``learning_rate(r)``, or None when it is usable."""
+    try:
+        v = float(learning_rate(r))
+    except Exception as e:
+        return ValueError(f"the learning_rate schedule failed at round {r}: "
+                          f"{type(e).__name__}: {e}"), None
+    if not (math.isfinite(v) and 0 < v <= FLOAT32_MAX):
+        return ValueError(f"the learning_rate schedule gave {v!r} at round {r}; it must "
+                          f"be a finite number > 0 (at most {FLOAT32_MAX:.7g}, float32)"
+                          ), None
+    return None, v
+
+
+def learning_rate_schedule(learning_rate, start_round: int = 0, n_rounds: int = 1):
+    """``round -> float`` for a number or a schedule callable.
+
+    A schedule is checked for the rounds ``start_round .. start_round + n_rounds - 1``
+    of the run (at most ``SCHEDULE_CHECK_ROUNDS``) before training, so a bad value at
+    round 900 is a ``ValueError`` now, not after 900 rounds: first by one call on the
+    array of those round indices (optax schedules and NumPy/JAX expressions take one);
+    a schedule that does not take an array, or whose array result has a bad value, is
+    called once per round, and those values are kept for training. Training otherwise
+    calls the schedule once per round with an ``int``, as before.
+    """
+    if not callable(learning_rate):
+        if not is_real(learning_rate):
+            raise TypeError(f"learning_rate must be a number or a callable of the round, "
+                            f"got {type(learning_rate).__name__}")
+        value = float(learning_rate)
+        return lambda r: value
+
+    def lr_of(r):
+        if r in known:
+            return known[r]
+        err, v = _eta_error(learning_rate, r)
+        if err is not None:
+            raise err
+        return v
+
+    known = {}
+    rounds = np.arange(start_round, start_round + max(1, min(n_rounds,
+                                                             SCHEDULE_CHECK_ROUNDS)))
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            table = np.asarray(learning_rate(rounds), np.float64)
+        table = np.broadcast_to(table, rounds.shape)  # shape () or (n,)
+        ok = bool(np.all(np.isfinite(table) & (table > 0) & (table <= FLOAT32_MAX)))
+    except Exception:  # a schedule of one round at a time
+        ok = False
+    if not ok:
+        for r in rounds.tolist():
+            err, known[r] = _eta_error(learning_rate, r)
+            if err is not None:
+                raise err
+    return lr_of
 
 
 def sampling_ratios(*values) -> np.ndarray:
@@ -327,6 +404,7 @@ class Settings:
     # row): training starts from them instead of an intercept, and the model's base
     # margin is 0 (or the init_model's). None: none given.
     offsets: Optional[np.ndarray] = None
+    weight_max: Optional[float] = None  # the largest sample weight (None: no weights)
 
     @property
     def trees_per_round(self) -> int:
@@ -377,7 +455,12 @@ def configure(args: dict):
                 if init_model is not None and init_model.train_state else 0)
     seed = check_int("seed", seed, low=0, high=2 ** 31 - 1)
     start_round = 0 if init_model is None else len(init_model)
-    lr_of = learning_rate_schedule(a["learning_rate"])
+    if n_rounds > MAX_ROUNDS - start_round:
+        raise ValueError(f"n_rounds must be <= {MAX_ROUNDS - start_round} (a model has at "
+                         f"most MAX_ROUNDS = 2**30 rounds, counted in int32"
+                         f"{f'; init_model has {start_round}' if start_round else ''}), "
+                         f"got {n_rounds}")
+    lr_of = learning_rate_schedule(a["learning_rate"], start_round, n_rounds)
     params = TreeParams(max_depth=a["max_depth"], max_bin=a["max_bin"],
                         learning_rate=lr_of(start_round), reg_lambda=a["reg_lambda"],
                         reg_alpha=a["reg_alpha"], gamma=a["gamma"],
@@ -415,6 +498,7 @@ def configure(args: dict):
     if isinstance(loss, Objective):
         try:
             loss.validate_labels(yf)
+            check_classes(loss, yf)
             loss = loss.resolve_outputs(yf)
             loss.validate_labels(yf)
         except ValueError as e:
@@ -476,7 +560,8 @@ def configure(args: dict):
         seed=seed, n_rounds=n_rounds, start_round=start_round, base_margin=base_margin,
         init_model=init_model, group=group, eval_metric=eval_metric,
         callbacks=tuple(callbacks), verbose=verbose, mesh=mesh, quantize=a["quantize"],
-        feature_names=names, from_auto=from_auto, offsets=offsets)
+        feature_names=names, from_auto=from_auto, offsets=offsets,
+        weight_max=None if wf is None else float(np.max(wf)))
     return settings, Xf, yf, wf
 
 

@@ -84,7 +84,7 @@ def warning(s, flag, *, label="") -> str | None:
     """The text of the ``HessianWarning`` for a model of settings ``s`` whose final flag
     is ``flag`` (``engine.round.FLAG_FIELDS``), or None when every Hessian could help."""
     f = [int(v) for v in np.asarray(flag)]
-    _, _, neg_round, n_neg, zero_round, n_zero, n_rows, flat_round = f
+    neg_round, n_neg, zero_round, n_zero, n_rows, flat_round = f[2:8]
     if n_rows <= 0:
         return None
     neg = n_neg > 0 and n_neg >= WARN_SHARE * n_rows

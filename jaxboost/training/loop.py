@@ -2,9 +2,16 @@
 
 The host dispatches chunk ``c`` (``engine.round.run_chunk``, then the evaluation
 program of each evaluation set) and only then reads chunk ``c - 1``'s results (the
-non-finite-gradient flags and metric values): the device never idles waiting for the
-host. A callback's stop, an early stop or a non-finite gradient therefore discards the
-rounds the device had already run past it.
+non-finite flags and metric values): the device never idles waiting for the host. A
+callback's stop, an early stop or a non-finite number therefore discards the rounds
+the device had already run past it.
+
+No work is lost: a non-finite number (``engine.round.BAD_CAUSES``, all checked on the
+device and read with the chunk's flags, no extra transfer) raises a ``LossError`` or
+``NonFiniteError`` naming its cause and carrying the model of the rounds before it;
+any other exception once the loop runs (a callback's, an evaluation's,
+``KeyboardInterrupt``) leaves with the model of the rounds completed so far attached
+as ``error.booster`` (``train``) and ``error.boosters`` (every model), and a note.
 
 One loop serves ``train`` (one model) and ``train_many`` (M models): each model has a
 ``ModelRun`` (its evaluation sets, history, callbacks and trees); the loop ends when
@@ -16,17 +23,21 @@ from __future__ import annotations
 import jax
 import numpy as np
 
+from .._types import FLOAT32_MAX
 from ..booster import Booster
 from ..callbacks import CallbackEnv, Progress
 from ..engine.autodiff import loss_name
 from ..engine.round import Rounds, run_chunk
 from ..engine.tree import Ensemble
-from ..errors import LossError, MetricError
+from ..errors import LossError, MetricError, NonFiniteError
 from ..parallel import distributed as dist
 from . import hessian
 from .evaluation import evaluate_chunk, host_kinds, host_predictions, host_scores
 
 ROUNDS_PER_DISPATCH = 10
+HUGE_MARGIN = 1e18
+"""Margins beyond this (their squares overflow float32) explain a loss's non-finite g, h
+or value by what made them so large: a learning rate > 1 or the base margin."""
 
 
 class ModelRun:
@@ -39,9 +50,10 @@ class ModelRun:
       metrics: the ``Metric`` s evaluated on every set.
       assemble: ``assemble(run, n_new_rounds) -> Booster``.
       label: how errors name the model (``""`` for ``train``).
+      base: the model's base margin (for error messages).
     """
 
-    def __init__(self, s, where, evals, metrics, assemble, label=""):
+    def __init__(self, s, where, evals, metrics, assemble, label="", base=None):
         self.s = s
         self.where = where
         self.evals = evals
@@ -58,14 +70,19 @@ class ModelRun:
         self.kinds = host_kinds(metrics, evals[0][1].metrics.link) if evals else ()
         self.flag = None  # the last flag read (engine.round.FLAG_FIELDS)
         self.warned = False
+        self.base = base
+        self.done = 0  # new rounds read, checked finite and shown to the callbacks
+        self.eta_log = []  # the learning rate of every round dispatched
 
     def booster(self, n_new_rounds):
         return self.assemble(self, n_new_rounds)
 
     def etas(self, r0, chunk):
         s = self.s
-        return [s.lr_of(s.start_round + r) if r < s.n_rounds else 1.0
+        etas = [s.lr_of(s.start_round + r) if r < s.n_rounds else 1.0
                 for r in range(r0, r0 + chunk)]
+        self.eta_log[r0:] = etas[:max(0, s.n_rounds - r0)]
+        return etas
 
     def dispatch_eval(self, trees):
         """Evaluate this chunk's trees on every set (asynchronously): per set, the
@@ -83,17 +100,10 @@ class ModelRun:
         """Process the rounds of one chunk on the host; the stop round or None."""
         s = self.s
         self.flag = np.asarray(flag)
-        bad_round, n_bad = (int(v) for v in self.flag[:2])
+        bad_round = int(self.flag[0])
         if bad_round >= 0:
             self.warn_hessian()
-            kept = (f"The model of rounds 0..{bad_round - 1} is attached as error.booster."
-                    if bad_round > 0 else "No round completed.")
-            raise LossError(
-                f"{self.label}the loss {loss_name(s.loss)} gave NaN or infinite gradients or "
-                f"Hessians for {n_bad} row(s) at round {bad_round}; check the loss for log/"
-                f"sqrt/division of non-positive values at those margins. {kept}",
-                round=bad_round, n_rows=n_bad,
-                booster=self.booster(bad_round) if bad_round > 0 else None)
+            raise self.non_finite(bad_round, int(self.flag[1]), int(self.flag[8]))
         # per set: (chunk, n_device_metrics), and the host metrics' predictions (one
         # transfer of the chunk)
         values = [(np.asarray(v), None if h is None else jax.device_get(h))
@@ -110,12 +120,138 @@ class ModelRun:
                 dev, hv = iter(v[i]), iter(hv)
                 for m in self.metrics:
                     self.history[e.name][m.name].append(float(next(hv if m.host else dev)))
+            self.done = r0 + i + 1
             if self.callbacks:
                 env = CallbackEnv(r0 + i, s.n_rounds, s.start_round, self.history,
                                   self.metric_defs, self.booster)
                 stops = [bool(cb(env)) for cb in self.callbacks]  # every callback sees it
                 if any(stops):
                     return r0 + i
+        return None
+
+    def non_finite(self, r, n, cause):
+        """The error of the first non-finite number, at round ``r`` (``n`` rows or tree
+        nodes, ``cause`` an index of ``engine.round.BAD_CAUSES``), naming what caused
+        it and carrying the model of rounds ``0 .. r - 1``."""
+        s, label, name = self.s, self.label, loss_name(self.s.loss)
+        booster = self.booster(r) if r > 0 else None
+        kept = (f"The model of rounds 0..{r - 1} is attached as error.booster."
+                if r > 0 else "No round completed.")
+        eta = self.eta_log[r] if r < len(self.eta_log) else s.lr_of(s.start_round + r)
+        w_max = s.weight_max
+        big = f"beyond the float32 range (+-{FLOAT32_MAX:.4g})"
+        if cause in (0, 2):  # g, h or the value at margins so large that the loss overflows?
+            blamed = self.huge_margins(r, n, booster, kept, "g or h" if cause == 0 else
+                                       "value")
+            if blamed is not None:
+                return blamed
+        where = f"at round {r}"
+        if r == 0:  # the start margins
+            where += (" (the init_model's margins)" if s.init_model is not None else
+                      f" (the start margin base_margin={_number(self.base)}, "
+                      + ("given" if s.base_margin is not None else
+                         "fitted: the intercept fit needs a finite loss") + ")")
+
+        def loss_error(text):
+            return LossError(f"{label}{text} {kept}", round=r, n_rows=n, booster=booster)
+
+        def other(cause_name, text):
+            return NonFiniteError(f"{label}{text} {kept}", cause=cause_name, round=r,
+                                  n_rows=n, booster=booster)
+
+        if cause == 0:
+            return loss_error(
+                f"the loss {name} gave NaN or infinite gradients or Hessians for {n} row(s) "
+                f"{where}; check the loss for log/sqrt/division of non-positive values at "
+                f"those margins.")
+        if cause == 1:
+            return other("sample_weight", (
+                f"sample_weight made g or h infinite for {n} row(s) at round {r}: the "
+                f"loss's own g and h are finite there, but times weights of up to "
+                f"{w_max:g} they go {big}. Scale the weights down (min_child_weight and "
+                f"reg_lambda are in the same units as the weighted h)."))
+        if cause == 2:
+            return loss_error(
+                f"the loss {name} returned NaN or an infinite value for {n} row(s) {where} "
+                f"although its g and h are finite there: e.g. jnp.log of a non-positive "
+                f"number, or jnp.where(cond, nan, loss), whose gradient 0 would silently "
+                f"drop those rows. Make the loss finite on every row (and pass "
+                f"base_margin= where it is, if the start margin is outside its domain).")
+        if cause == 3:
+            if w_max is not None and w_max > 1:
+                return other("sample_weight", (
+                    f"round {r}'s trees have {n} node sum(s) of h (cover) or split gain(s) "
+                    f"{big}: sample_weight (up to {w_max:g}) scales every g and h. Scale "
+                    f"the weights down."))
+            return loss_error(
+                f"round {r}'s trees have {n} node sum(s) of h (cover) or split gain(s) "
+                f"{big}: the g and h of the loss {name} are too large (e.g. labels of a "
+                f"huge scale: standardise them).")
+        if cause == 4 and eta > 1:
+            return other("learning_rate", (
+                f"round {r}'s trees have {n} leaf value(s) {big}: learning_rate={eta:g} at "
+                f"that round multiplies the leaf weights -G/(H + lambda) (g and h were "
+                f"finite); use a learning rate <= 1."))
+        if cause == 4:
+            return loss_error(
+                f"round {r}'s trees have {n} leaf value(s) {big}: the leaf weights "
+                f"-G/(H + lambda) of the loss {name} overflow where h is near 0 and g is "
+                f"large; raise reg_lambda, min_child_weight or max_delta_step, or use "
+                f"hessian='clip' with a larger hessian_floor.")
+        if eta > 1:
+            return other("learning_rate", (
+                f"the margins of {n} row(s) went {big} at round {r}: learning_rate={eta:g} "
+                f"at that round scales the leaf values added to them; use a learning rate "
+                f"<= 1."))
+        if r == 0 and s.init_model is None:
+            return other("base_margin", (
+                f"the margins of {n} row(s) went {big} at round 0: they start at "
+                f"base_margin={_number(self.base)}, and round 0's leaf values pushed them "
+                f"over. Use a base margin of a smaller magnitude (or None: fitted)."))
+        return loss_error(
+            f"the margins of {n} row(s) went {big} at round {r}: the leaf values of the "
+            f"loss {name} keep pushing them outwards (its minimiser lies at infinity?); "
+            f"use a smaller learning_rate, max_delta_step or a larger reg_lambda.")
+
+    def drain(self, flag, values, r0, chunk):
+        """After an exception outside reading: keep the rounds of the last chunk
+        dispatched before it (from ``r0``) that its flags show finite, with their
+        metric values (no callback sees them)."""
+        flag = np.asarray(flag)
+        end = min(chunk, self.s.n_rounds - r0)
+        if int(flag[0]) >= 0:
+            end = min(end, int(flag[0]) - r0)
+        values = [np.asarray(v) for v in values]
+        for i in range(max(end, 0)):
+            for (e, *_), v in zip(self.evals, values):
+                for j, m in enumerate(self.metrics):
+                    self.history[e.name][m.name].append(float(v[i, j]))
+        self.done = max(self.done, r0 + end)
+
+    def huge_margins(self, r, n, booster, kept, what):
+        """A ``NonFiniteError`` when the loss's non-finite ``what`` at round ``r`` comes
+        from margins past ``HUGE_MARGIN`` that a learning rate > 1 or the base margin
+        made (the loss is blameless there), else None."""
+        base = np.abs(np.asarray(self.base, np.float64))
+        leaves = (np.abs(np.asarray(booster.ensemble.value, np.float64))
+                  if booster is not None and booster.ensemble.n_trees else np.zeros(1))
+        peak = float(max(base.max(), leaves.max()))
+        if peak <= HUGE_MARGIN:
+            return None
+        eta = max(self.eta_log[:r], default=0.0)
+        text = (f"the loss {loss_name(self.s.loss)} gave a non-finite {what} for {n} "
+                f"row(s) at round {r} at margins of magnitude up to {peak:.3g}, ")
+        if eta > 1:
+            return NonFiniteError(
+                f"{self.label}{text}where learning_rate={eta:g} (> 1) scaled the leaf "
+                f"values of the rounds before; use a learning rate <= 1. {kept}",
+                cause="learning_rate", round=r, n_rows=n, booster=booster)
+        if float(base.max()) > HUGE_MARGIN:
+            return NonFiniteError(
+                f"{self.label}{text}where the margins start from base_margin="
+                f"{_number(self.base)}; use a base margin of a smaller magnitude (or None: "
+                f"fitted). {kept}", cause="base_margin", round=r, n_rows=n,
+                booster=booster)
         return None
 
     def warn_hessian(self):
@@ -131,17 +267,26 @@ class ModelRun:
                 cb.close()
 
 
+def _number(v) -> str:
+    """A base margin for a message: ``1e+30``, or ``[0.1, -2]`` for K outputs."""
+    a = np.asarray(v, np.float64)
+    return f"{float(a):g}" if a.ndim == 0 else "[" + ", ".join(f"{x:g}" for x in a) + "]"
+
+
 def run(models, program, n_rounds, on_chunk=lambda r0: None):
     """Run every model's rounds; sets each model's ``stop`` and ``parts``.
 
     ``program`` is ``(specs, mesh, rows, shared, hypers, margins, flags, counts, round0)``
-    of ``engine.round.run_chunk`` (``round0``: rounds before this call). Raises a
-    ``LossError`` of the first model whose g or h turned non-finite.
+    of ``engine.round.run_chunk`` (``round0``: rounds before this call). Raises the
+    ``LossError`` or ``NonFiniteError`` of the first model where a non-finite number
+    appeared; any exception leaves with the models of the rounds completed (``_attach``;
+    after an exception outside reading, the last chunk dispatched counts when its flags
+    are clean).
     """
     specs, mesh, rows, shared, hypers, margins, flags, counts, round0 = program
     chunk = ROUNDS_PER_DISPATCH
     multi = dist.is_multiprocess()
-    pending = None
+    pending, reading = None, False
     try:
         for r0 in range(0, n_rounds, chunk):
             etas = tuple(np.array([m.etas(r0, chunk) for m in models if m.where[0] == g],
@@ -154,9 +299,11 @@ def run(models, program, n_rounds, on_chunk=lambda r0: None):
                 if m.stop is None:
                     g, i = m.where
                     m.dispatch_eval({k: v[i] for k, v in trees[g].items()})
-            if pending is not None and _read(models, pending, chunk, multi):
+            reading = pending is not None
+            if reading and _read(models, pending, chunk, multi):
                 _warn(models)
                 return
+            reading = False
             for m in models:
                 if m.stop is None:
                     g, i = m.where
@@ -165,12 +312,58 @@ def run(models, program, n_rounds, on_chunk=lambda r0: None):
                         {k: dist.local(v) for k, v in t.items()} if multi else t)))
             pending = (flags, r0, [list(m.values) if m.stop is None else None
                                    for m in models])
-        if pending is not None:
+        reading = pending is not None
+        if reading:
             _read(models, pending, chunk, multi)
         _warn(models)
+    except BaseException as e:
+        if pending is not None and not reading:  # e.g. a schedule failed, an interrupt
+            _drain(models, pending, multi)
+        _attach(e, models)
+        raise
     finally:
         for m in models:
             m.close()
+
+
+def _drain(models, pending, multi):
+    """``ModelRun.drain`` of every running model for the chunk ``pending`` (the last
+    dispatched before an exception); what cannot be read is left out."""
+    flags, r0, values = pending
+    for m, v in zip(models, values):
+        if m.stop is not None or v is None:
+            continue
+        g, i = m.where
+        try:
+            m.drain(dist.local(flags[g][i]) if multi else flags[g][i],
+                    [dist.local(x) for x in v] if multi else v, r0, ROUNDS_PER_DISPATCH)
+        except Exception:  # the device failed: those rounds cannot be read
+            pass
+
+
+def _attach(error, models):
+    """Put the models of the rounds completed so far on ``error`` (``booster`` for one
+    model unless it carries its own, ``boosters`` for every model), with a note."""
+    rounds = [m.done if m.stop is None else m.stop + 1 for m in models]
+    boosters = []
+    for m, n in zip(models, rounds):
+        try:
+            boosters.append(m.booster(n) if n > 0 else None)
+        except Exception:  # e.g. the device failed: what it holds cannot be read
+            boosters.append(None)
+    try:
+        if len(models) > 1:
+            error.boosters = boosters
+        if isinstance(error, (LossError, NonFiniteError, MetricError)):
+            return  # it carries the model before its own round, and says so
+        error.booster = boosters[0] if len(models) == 1 else None
+    except (AttributeError, TypeError):  # an exception type that takes no attributes
+        return
+    if any(b is not None for b in boosters) and hasattr(error, "add_note"):
+        what = ("error.booster" if len(models) == 1 else
+                "error.boosters (one per configuration)")
+        error.add_note(f"jaxboost: training ended with this error after {max(rounds)} "
+                       f"round(s); the model of the rounds completed is attached as {what}.")
 
 
 def _read(models, pending, chunk, multi) -> bool:
@@ -205,8 +398,15 @@ def assemble_booster(run_, n_new_rounds, *, edges, base, n_features):
     s = run_.s
     tpr = s.trees_per_round
     n_init = 0 if s.init_model is None else s.init_model.ensemble.n_trees
+    n_trees = n_init + n_new_rounds * tpr
     if run_.parts:
-        ens = Ensemble.concat(run_.parts)[: n_init + n_new_rounds * tpr]
+        parts, have = [], 0
+        for part in run_.parts:  # only the chunks needed (a later one may still run)
+            if have >= n_trees and parts:
+                break
+            parts.append(part)
+            have += part.n_trees
+        ens = Ensemble.concat(parts)[:n_trees]
     else:
         ens = Ensemble.concat([_no_trees(s)])
     b = Booster(ens, objective=s.loss, params=s.params, bin_edges=edges, base_margin=base,

@@ -24,6 +24,7 @@ import numpy as np
 from objectives import GroupObjective
 
 from .. import compile_cache
+from .._types import MAX_ROUNDS, float32_programs
 from .._validation import check_int, target_structure
 from ..engine.autodiff import HESSIAN_FLOOR
 from ..engine.binning import QUANTILE_SAMPLE_ROWS
@@ -120,6 +121,7 @@ def _configure(i, merged, common):
         raise type(e)(f"{where}: {e}") from None
 
 
+@float32_programs
 def train_many(configs, X, y, *, objective=None, n_rounds: int = 100, max_depth: int = 6,
                max_bin: int = 256, sample_weight=None, feature_names=None,
                quantize: bool = False, eval_set=None, eval_metric=None, eval_group=None,
@@ -161,8 +163,10 @@ def train_many(configs, X, y, *, objective=None, n_rounds: int = 100, max_depth:
     Raises:
       TypeError: a ``train`` argument ``train_many`` does not take (the message says what
         to do instead), or a shared argument set per configuration.
-      ValueError, DataError, LossError: as ``train``; the message names the
-        configuration.
+      ValueError, DataError, LossError, NonFiniteError: as ``train``; the message
+        names the configuration. Any exception once rounds have started carries
+        ``.boosters``: one model per configuration, of the rounds it completed (None
+        where none), as ``train``'s ``.booster``.
 
     Example:
       >>> import numpy as np, jaxboost
@@ -183,7 +187,7 @@ def train_many(configs, X, y, *, objective=None, n_rounds: int = 100, max_depth:
             why = _UNSUPPORTED.get(k)
             raise TypeError(f"train_many() got an unexpected argument {k!r}"
                             + (f": {why}" if why else ""))
-    check_int("n_rounds", n_rounds, low=0)
+    check_int("n_rounds", n_rounds, low=0, high=MAX_ROUNDS)
     if objective is not None:
         shared = dict(shared, objective=objective)
     if dist.is_multiprocess():

@@ -16,6 +16,7 @@ import dataclasses
 import numpy as np
 
 from .. import compile_cache
+from .._types import float32_programs
 from .._validation import target_structure
 from ..booster import Booster
 from ..callbacks import EarlyStopping, Progress
@@ -41,6 +42,7 @@ from .hessian import guard_start
 from .program import hyper, round_spec, stack
 
 
+@float32_programs
 def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
           max_depth: int = 6, reg_lambda: float = 1.0, reg_alpha: float = 0.0,
           gamma: float = 0.0, min_child_weight: float = 1.0, max_delta_step: float = 0.0,
@@ -86,11 +88,16 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         ``(N, L)`` array); ``"objective"`` and metrics of your own receive ``y`` whole.
         Catalogue entries and group losses take ``(N,)`` labels only.
       n_rounds: boosting rounds (trees; ``K`` trees per round for ``K`` outputs with
-        ``multi_strategy="one_output_per_tree"``).
+        ``multi_strategy="one_output_per_tree"``); with ``init_model``'s rounds at most
+        ``MAX_ROUNDS = 2**30`` (``ValueError`` before any work).
       learning_rate: shrinkage ``eta`` applied to every leaf value: a number, or any
         callable of the round index returning one (an optax schedule such as
         ``optax.exponential_decay(0.3, 10, 0.5)`` works as is). Rounds count from the
-        model's first round, also when continuing an ``init_model``.
+        model's first round, also when continuing an ``init_model``. A schedule is
+        checked for the whole run before training (up to
+        ``config.SCHEDULE_CHECK_ROUNDS`` rounds): a value that is not a number in
+        ``(0, 3.4e38]`` (float32), or a call that fails, is a ``ValueError`` naming the
+        round, before round 0.
       max_depth: depth of every tree (static: a new value compiles a new program).
       reg_lambda: L2 penalty ``lambda`` on leaf values.
       reg_alpha: L1 penalty ``alpha`` on leaf values.
@@ -99,8 +106,8 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
       max_delta_step: if > 0, leaf values (before ``learning_rate``) are clipped to
         ``+-max_delta_step``.
       max_bin: bins per feature, including one reserved for missing values (<= 256).
-      base_margin: the model's intercept, a number (``K`` numbers for ``K`` outputs),
-        stored in the model and added by ``predict``; ``None`` fits the constant
+      base_margin: the model's intercept, a number (``K`` numbers for ``K`` outputs,
+        finite in float32), stored in the model and added by ``predict``; ``None`` fits the constant
         minimising :math:`\sum_i w_i \ell(y_i, c)` for any loss. Or margins per row
         (offsets), as XGBoost's ``base_margin``: an ``(N,)`` array (``(N, K)`` for ``K``
         outputs; a 1-D array of ``K`` numbers stays the intercept, also when ``N == K``).
@@ -141,7 +148,8 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
       min_delta: the least change that counts as an improvement.
       callbacks: callables ``callback(env) -> bool`` called after every round with a
         ``jaxboost.callbacks.CallbackEnv``; ``True`` stops training (e.g.
-        ``jaxboost.callbacks.Checkpoint(path, every=10)``).
+        ``jaxboost.callbacks.Checkpoint(path, every=10)``). An exception a callback
+        raises ends training with the model so far attached (see Raises).
       verbose: ``True``: a progress bar with the latest metrics (tqdm when installed,
         a plain line on stderr otherwise); ``False``: silent; ``"auto"``: shown only for
         runs that last longer than 5 s.
@@ -223,21 +231,38 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         array (or None) per set, or a dict keyed like ``eval_set``. A set without starts
         from the model's ``base_margin``.
 
+    The model does not depend on JAX's global ``jax_enable_x64`` flag: ``train`` runs
+    with 64-bit mode off, scoped to the call (``jaxboost._types.float32_programs``;
+    the loss, link, metrics, schedule and callbacks run inside that scope), so
+    ``JAX_ENABLE_X64=1`` gives the same model bit for bit.
+
     Returns:
       ``Booster`` with ``history`` (``{data_name: {metric: [per round]}}``),
       ``best_iteration`` and ``best_score`` (with early stopping, else None).
 
     Warns:
       HessianWarning: the Hessian could not help on some rows (see ``hessian``).
+      CheckpointWarning: a ``Checkpoint`` could not write its file; training goes on.
 
     Raises:
-      DataError: bad X, y, sample_weight or evaluation data (a ``ValueError``).
+      DataError: bad X, y (complex numbers included; softmax labels implying more
+        than ``MAX_CLASSES`` classes, or fewer than 2), sample_weight or evaluation
+        data (a ``ValueError``).
       ValueError, TypeError: bad parameters (raised before any training).
-      LossError: the loss returns a non-scalar per row, or its g or h is NaN/inf at
-        some round (the error names the round and the row count, and carries the
-        model trained before it as ``.booster``).
+      LossError: the loss returns a non-scalar per row; or, at some round, its g, h or
+        value is NaN/inf on some rows, or its g and h overflow the trees' node sums,
+        leaf values or the margins.
+      NonFiniteError: NaN/inf caused by something else, named as ``.cause``:
+        ``"sample_weight"``, ``"learning_rate"`` (> 1, scaling leaf values past
+        float32) or ``"base_margin"``.
       MetricError: a host metric raised or returned anything but one finite number
-        (named with its eval set and round; ``.booster`` is the model before it).
+        (named with its eval set and round).
+      The three carry ``.round`` and the model trained before that round as
+      ``.booster`` (the first two also ``.n_rows``). Every non-finite check runs on the device each round (the last
+      round's trees and margins too) and reaches the host with the chunk's flags.
+      Any other exception once rounds have started (a callback's, ``KeyboardInterrupt``,
+      ...) propagates unchanged but with ``.booster``, the model of the rounds
+      completed before it (None if none), and a note saying so: no work is lost.
 
     Example:
       >>> import jax.numpy as jnp, numpy as np, jaxboost
@@ -313,7 +338,7 @@ def model_run(s, prep, evals, metrics, where, *, early_stopping, label=""):
         return loop.assemble_booster(run_, n_new, edges=prep.edges, base=prep.base,
                                      n_features=prep.n_features)
 
-    return loop.ModelRun(s, where, placed, metrics, assemble, label)
+    return loop.ModelRun(s, where, placed, metrics, assemble, label, base=prep.base)
 
 
 def finish(run_) -> Booster:
