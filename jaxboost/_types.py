@@ -34,9 +34,12 @@ import functools
 import jax
 import numpy as np
 
+# The most classes (outputs K) a model may have, in training and in files: defined once,
+# beside objectives.softmax (the catalogue cannot import jaxboost).
+from objectives.classification import MAX_CLASSES  # noqa: F401  (re-exported)
+
 BIN_DTYPE = np.uint8
 MAX_BIN_LIMIT = 256
-MAX_CLASSES = 10_000  # the most classes (outputs K) a model may have, in training and in files
 # Rounds are counted in int32 (random streams, flags, a chunk's skipped rounds past the
 # end): a model has at most this many.
 MAX_ROUNDS = 2 ** 30

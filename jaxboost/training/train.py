@@ -258,8 +258,9 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
       MetricError: a host metric raised or returned anything but one finite number
         (named with its eval set and round).
       The three carry ``.round`` and the model trained before that round as
-      ``.booster`` (the first two also ``.n_rows``). Every non-finite check runs on the device each round (the last
-      round's trees and margins too) and reaches the host with the chunk's flags.
+      ``.booster`` (the first two also ``.n_rows``). Every non-finite check runs on
+      the device each round (the last round's trees and margins too) and reaches the
+      host with the chunk's flags.
       Any other exception once rounds have started (a callback's, ``KeyboardInterrupt``,
       ...) propagates unchanged but with ``.booster``, the model of the rounds
       completed before it (None if none), and a note saying so: no work is lost.
