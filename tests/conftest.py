@@ -44,6 +44,13 @@ if SESSION_CACHE is not None:
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 
 
+def opt_level_env() -> dict:
+    """``XLA_FLAGS`` for a subprocess whose other XLA flags are dropped (e.g. its device
+    count): the suite's optimization level (see ``OPT_FLAG``), or nothing."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    return {"XLA_FLAGS": OPT_FLAG} if OPT_FLAG in flags else {}
+
+
 def session_cache_env() -> dict:
     """Environment variables for a subprocess (an example script) that should share the
     session's compilation cache: jaxboost's own cache switched on, in the session's

@@ -7,6 +7,8 @@ import subprocess
 import sys
 import textwrap
 
+from conftest import opt_level_env
+
 SCRIPT = textwrap.dedent("""
     import collections, json
     from jax import monitoring
@@ -78,6 +80,7 @@ def run_import(mode, tmp_path, user_dir="", switch="1"):
     env = dict(os.environ, JAXBOOST_CACHE_DIR=str(tmp_path / "jaxboost"),
                JAXBOOST_COMPILATION_CACHE=switch, JAX_PLATFORMS="cpu")
     env.pop("XLA_FLAGS", None)
+    env.update(opt_level_env())  # the suite's XLA optimization level
     out = subprocess.run([sys.executable, "-c", IMPORT_SCRIPT, mode, user_dir], env=env,
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]

@@ -14,7 +14,7 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
-from conftest import session_cache_env
+from conftest import opt_level_env, session_cache_env
 from jax.sharding import Mesh
 
 import jaxboost
@@ -46,6 +46,7 @@ def launch(out, *args, processes=2, **env_extra):
     env = dict(os.environ, JAX_PLATFORMS="cpu", JAXBOOST_COMPILATION_CACHE="1",
                JAXBOOST_CACHE_DIR=str(_CACHE["dir"]), PYTHONUNBUFFERED="1", **env_extra)
     env.pop("XLA_FLAGS", None)
+    env.update(opt_level_env())  # the suite's XLA optimization level
     port = free_port()
     procs = []
     for i in range(processes):

@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import opt_level_env
 
 from jaxboost import native
 from jaxboost.engine.histogram import build_histogram_naive
@@ -463,6 +464,7 @@ def test_under_shard_map_on_two_host_devices():
     """)
     env = dict(os.environ)
     env.pop("XLA_FLAGS", None)
+    env.update(opt_level_env())  # the suite's XLA optimization level
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          env=env, timeout=120)
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]

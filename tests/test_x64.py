@@ -118,11 +118,12 @@ def test_global_x64_flag_changes_no_model(tmp_path):
     whole = jaxboost.train("logistic", X, y["binary"], n_rounds=8, seed=5, **resume_kwargs())
     here["resumed_checkpoint"] = fingerprint(whole, X)
 
-    from conftest import session_cache_env
+    from conftest import opt_level_env, session_cache_env
 
     env = dict(os.environ, JAX_ENABLE_X64="1", JAX_PLATFORMS="cpu", PYTHONPATH=ROOT,
                **session_cache_env())
     env.pop("XLA_FLAGS", None)
+    env.update(opt_level_env())  # the suite's XLA optimization level
     out = tmp_path / "x64.json"
     # Imported as test_x64 there too: the plain losses' qualnames in the files agree.
     script = ("import sys; sys.path.insert(0, 'tests'); import test_x64; "
