@@ -67,6 +67,14 @@ def objective_metric(objective) -> Metric:
 
 
 # --- user callables ------------------------------------------------------------------------
+def call_weighted(func, weight_kw, y, pred, w):
+    """``func(y, pred)``, with the row weights ``w`` as keyword ``weight_kw`` when it is
+    not None (``_weight_keyword``: ``sample_weight`` or ``w``)."""
+    if weight_kw is None:
+        return func(y, pred)
+    return func(y, pred, **{weight_kw: w})
+
+
 @dataclasses.dataclass(frozen=True)
 class _UserFn:
     """Adapts ``func(y, pred)`` (optionally taking weights) to ``fn(y, pred, w)``."""
@@ -75,9 +83,7 @@ class _UserFn:
     weight_kw: str | None
 
     def __call__(self, y, pred, w):
-        if self.weight_kw is None:
-            return self.func(y, pred)
-        return self.func(y, pred, **{self.weight_kw: w})
+        return call_weighted(self.func, self.weight_kw, y, pred, w)
 
 
 def _weight_keyword(func):

@@ -27,7 +27,7 @@ from typing import Callable
 import numpy as np
 
 from ._base import Metric
-from .custom import _weight_keyword
+from .custom import _weight_keyword, call_weighted
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,9 +39,7 @@ class _HostFn:
     weight_kw: str | None
 
     def __call__(self, y, pred, w):
-        if self.weight_kw is None:
-            return self.func(y, pred)
-        return self.func(y, pred, **{self.weight_kw: w})
+        return call_weighted(self.func, self.weight_kw, y, pred, w)
 
 
 def _name_of(fn) -> str:
