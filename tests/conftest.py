@@ -79,6 +79,18 @@ def binnable_features(rng, N=400, F=5):
     return X
 
 
+def noisy_binary():
+    """A noisy binary problem (validation loss turns up after a few dozen rounds): 1200 x
+    6 Gaussian features, 5 % NaN in feature 3, weights in [0.5, 1.5); returned as
+    ``(X, y, w)`` of the first 800 rows, then of the last 400."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1200, 6)).astype(np.float32)
+    X[rng.random(1200) < 0.05, 3] = np.nan
+    y = (X[:, 0] + 1.5 * rng.normal(size=1200) > 0).astype(np.float32)
+    w = (rng.random(1200) + 0.5).astype(np.float32)
+    return X[:800], y[:800], w[:800], X[800:], y[800:], w[800:]
+
+
 @pytest.fixture(scope="session")
 def small_binary():
     """300 x 4 Gaussian features, a logistic label from two of them."""

@@ -8,6 +8,7 @@ programs are the ones compiled there.
 
 import numpy as np
 import pytest
+from conftest import noisy_binary
 from sklearn.base import clone
 from sklearn.metrics import average_precision_score, f1_score, log_loss, roc_auc_score
 
@@ -23,13 +24,8 @@ from jaxboost.training.evaluation import chunk_margins, chunk_metrics, chunk_res
 
 @pytest.fixture(scope="module")
 def noisy():
-    """test_training_control.py's noisy binary problem (same draws)."""
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(1200, 6)).astype(np.float32)
-    X[rng.random(1200) < 0.05, 3] = np.nan
-    y = (X[:, 0] + 1.5 * rng.normal(size=1200) > 0).astype(np.float32)
-    w = (rng.random(1200) + 0.5).astype(np.float32)
-    return X[:800], y[:800], w[:800], X[800:], y[800:], w[800:]
+    """conftest.noisy_binary: (X, y, w) for training, then for validation."""
+    return noisy_binary()
 
 
 COMMON = dict(max_depth=4, learning_rate=0.3, verbose=False)

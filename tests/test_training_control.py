@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 import pytest
+from conftest import noisy_binary
 from sklearn.metrics import log_loss, roc_auc_score
 
 import jaxboost
@@ -21,13 +22,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 @pytest.fixture(scope="module")
 def noisy():
-    """A noisy binary problem: validation loss turns up after a few dozen rounds."""
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(1200, 6)).astype(np.float32)
-    X[rng.random(1200) < 0.05, 3] = np.nan
-    y = (X[:, 0] + 1.5 * rng.normal(size=1200) > 0).astype(np.float32)
-    w = (rng.random(1200) + 0.5).astype(np.float32)
-    return X[:800], y[:800], w[:800], X[800:], y[800:], w[800:]
+    """conftest.noisy_binary: (X, y, w) for training, then for validation."""
+    return noisy_binary()
 
 
 COMMON = dict(max_depth=4, learning_rate=0.3, verbose=False)
