@@ -98,6 +98,19 @@ def _describe_bad(mask):
     return f"{idx.size} value(s), the first at index {int(idx[0])}"
 
 
+def _float32_finite(arr, name: str, problem: str, advice: str = "", *,
+                    nan_only: bool = False) -> np.ndarray:
+    """``arr`` as float32; ``DataError`` "``name`` has ``problem``: <count and first
+    row>``advice``" when an entry is NaN (or, unless ``nan_only``, infinite). For 2-D
+    arrays the rows with such an entry are counted."""
+    out = _float32(arr)
+    bad = np.isnan(out) if nan_only else ~np.isfinite(out)
+    if bad.any():
+        rows = bad.reshape(bad.shape[0], -1).any(1) if bad.ndim > 1 else bad
+        raise DataError(f"{name} has {problem}: {_describe_bad(rows)}{advice}")
+    return out
+
+
 def _names(names) -> str:
     names = list(names)
     shown = ", ".join(repr(n) for n in names[:_SHOW_NAMES])
@@ -299,13 +312,9 @@ def as_labels(y, n_rows: int) -> np.ndarray:
     if arr.shape[0] != n_rows:
         raise DataError(f"X and y have different lengths: X has {n_rows} rows, y has "
                         f"{arr.shape[0]} labels")
-    out = _float32(arr)
-    bad = ~np.isfinite(out)
-    if bad.any():
-        raise DataError(f"y has NaN or infinite labels: {_describe_bad(bad)}; labels must "
-                        f"be finite (drop those rows, or give them sample_weight 0 after "
-                        f"filling them)")
-    return out
+    return _float32_finite(arr, "y", "NaN or infinite labels",
+                           "; labels must be finite (drop those rows, or give them "
+                           "sample_weight 0 after filling them)")
 
 
 def as_weights(w, n_rows: int):
@@ -317,10 +326,7 @@ def as_weights(w, n_rows: int):
         raise DataError(f"sample_weight must be 1-D with one weight per row ({n_rows}), got "
                         f"shape {arr.shape}")
     _check_numeric(arr, "sample_weight")
-    out = _float32(arr)
-    bad = ~np.isfinite(out)
-    if bad.any():
-        raise DataError(f"sample_weight has NaN or infinite values: {_describe_bad(bad)}")
+    out = _float32_finite(arr, "sample_weight", "NaN or infinite values")
     neg = out < 0
     if neg.any():
         raise DataError(f"sample_weight must be >= 0, got negative weights: "
@@ -354,12 +360,8 @@ def _side_array(v, n_rows: int, name: str) -> np.ndarray:
     if arr.ndim not in (1, 2) or arr.shape[0] != n_rows:
         raise DataError(f"{name} must hold one value (or one row of values) per row of X, "
                         f"shape ({n_rows},) or ({n_rows}, d); got shape {arr.shape}")
-    out = _float32(arr)
-    bad = np.isnan(out)
-    if bad.any():
-        raise DataError(f"{name} has NaN values: {_describe_bad(bad.reshape(n_rows, -1).any(1))}"
-                        f" (rows); side data may hold +-inf (an open bound) but not NaN")
-    return out
+    return _float32_finite(arr, name, "NaN values", " (rows); side data may hold +-inf "
+                           "(an open bound) but not NaN", nan_only=True)
 
 
 def as_targets(y, n_rows: int, *, name: str = "y"):
@@ -472,10 +474,5 @@ def as_offsets(base_margin, n_rows: int, n_outputs: int, *, name: str = "base_ma
                 if arr.ndim == (1 if K == 1 else 2) else f"shape {arr.shape}")
         raise DataError(f"{name} per row must have shape {want} (one margin per row and "
                         f"output); got {what}{hint}")
-    out = _float32(arr)
-    bad = ~np.isfinite(out)
-    if bad.any():
-        raise DataError(f"{name} has NaN or infinite values: "
-                        f"{_describe_bad(bad.reshape(n_rows, -1).any(1))} (rows); offsets "
-                        f"must be finite")
-    return out
+    return _float32_finite(arr, name, "NaN or infinite values",
+                           " (rows); offsets must be finite")
