@@ -29,6 +29,7 @@ import sys
 
 import numpy as np
 
+from ._sparse import as_sparse_features, is_sparse
 from .errors import DataError
 
 _SHOW_NAMES = 10  # names listed in a message before "... and n more"
@@ -264,15 +265,23 @@ def _float32(arr: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(arr, dtype=np.float32)
 
 
-def as_features(X, *, name="X", allow_inf=False) -> np.ndarray:
+def as_features(X, *, name="X", allow_inf=False, sparse=None) -> np.ndarray:
     """``X`` as a C-contiguous ``(N, F)`` float32 array, NaN = missing.
 
     pandas and polars DataFrames are accepted when every column is numeric or bool
     (nullable values become NaN); their column names are read by
-    ``frame_feature_names``, not here.
+    ``frame_feature_names``, not here. A ``scipy.sparse`` ``X`` (absent entries are
+    missing, see ``jaxboost._sparse``) is returned as a checked canonical float32
+    matrix in the layout ``sparse`` names (``"csc"`` or ``"csr"``); without
+    ``sparse`` it is refused (``DataError``).
     """
     if X is None:
         raise DataError(f"{name} is None; expected a 2-D array of shape (n_rows, n_features)")
+    if is_sparse(X):
+        if sparse is None:
+            raise DataError(f"{name} is a scipy.sparse matrix, which this function does "
+                            f"not take; pass a dense array (NaN = missing)")
+        return as_sparse_features(X, name=name, allow_inf=allow_inf, layout=sparse)
     kind = frame_kind(X)
     if kind is not None:
         X = _frame_array(X, kind, name)

@@ -10,7 +10,8 @@ import numpy as np
 from objectives import LinkedLoss, Objective
 from objectives._link import link_label
 
-from ._types import float32_programs, pad_rows
+from ._sparse import is_sparse, map_row_blocks
+from ._types import bucket_rows, float32_programs, pad_rows
 from ._validation import (
     as_features,
     as_offsets,
@@ -85,7 +86,7 @@ class Booster:
     def __init__(self, ensemble: Ensemble, *, objective, params: TreeParams,
                  bin_edges: BinEdges, base_margin, n_features: int, n_outputs: int = 1,
                  trees_per_round: int = 1, feature_names=None,
-                 _padded: Ensemble | None = None):
+                 num_parallel_tree: int = 1, _padded: Ensemble | None = None):
         self.ensemble = ensemble.to_numpy()
         # Trees padded to a bucketed count, shared by every slice booster[:k] of one
         # model, so all of them predict with one compiled program.
@@ -95,6 +96,8 @@ class Booster:
         self.bin_edges = bin_edges
         self.n_outputs = int(n_outputs)
         self.trees_per_round = int(trees_per_round)
+        # Trees per output and round: P > 1 for a forest (train(num_parallel_tree=P)).
+        self.num_parallel_tree = int(num_parallel_tree)
         self.base_margin = (float(base_margin) if self.n_outputs == 1
                             else np.asarray(base_margin, np.float32).reshape(self.n_outputs))
         self.n_features = int(n_features)
@@ -117,6 +120,14 @@ class Booster:
     def n_rounds(self) -> int:
         return len(self)
 
+    @property
+    def one_output_per_tree(self) -> bool:
+        """Whether each tree holds the values of one output (``K > 1`` outputs grown as
+        ``K`` trees per round, ``num_parallel_tree`` of each): tree ``t`` is then
+        output ``t % K``'s."""
+        return (self.n_outputs > 1
+                and self.trees_per_round == self.n_outputs * self.num_parallel_tree)
+
     def __getitem__(self, key) -> "Booster":
         if not isinstance(key, slice):
             raise TypeError(f"a Booster is sliced by rounds, e.g. booster[:10]; got "
@@ -134,7 +145,8 @@ class Booster:
                       params=self.params, bin_edges=self.bin_edges,
                       base_margin=self.base_margin, n_features=self.n_features,
                       n_outputs=self.n_outputs, trees_per_round=self.trees_per_round,
-                      feature_names=self.feature_names, _padded=self._padded)
+                      feature_names=self.feature_names,
+                      num_parallel_tree=self.num_parallel_tree, _padded=self._padded)
         out.history = self.history
         if self.train_state:
             out.train_state = dict(self.train_state, rounds=stop)
@@ -157,6 +169,8 @@ class Booster:
             parts.append(f"feature_names={list(names)!r}")
         if self.n_outputs > 1:
             parts.append(f"n_outputs={self.n_outputs}")
+        if self.num_parallel_tree > 1:
+            parts.append(f"num_parallel_tree={self.num_parallel_tree}")
         parts.append(f"base_margin={base}")
         if getattr(self, "best_iteration", None) is not None:
             parts.append(f"best_iteration={self.best_iteration}")
@@ -239,15 +253,36 @@ class Booster:
                           hint=" (a model's intercept is its own base_margin; pass margins "
                                "per row here)")
 
-    def _features(self, X) -> np.ndarray:
+    def _features(self, X):
         # A DataFrame must carry the training columns in the training order; arrays
-        # (and frames without string column names) are read by position.
+        # (and frames without string column names) are read by position. A sparse X
+        # stays sparse (a checked CSR matrix, absent = missing): see _by_blocks.
         check_feature_names(self.feature_names, X)
-        X = as_features(X, allow_inf=True)
+        X = as_features(X, allow_inf=True, sparse="csr")
         if X.shape[1] != self.n_features:
             raise DataError(f"X has {X.shape[1]} features but the model was trained with "
                             f"{self.n_features}")
         return X
+
+    @staticmethod
+    def _by_blocks(fn, X, offsets=None, axis=0):
+        """``fn(X, offsets)`` for a dense ``X``; for a sparse one, over dense row blocks
+        (``_sparse.map_row_blocks``, NaN where absent), concatenated along ``axis``."""
+        if is_sparse(X):
+            return map_row_blocks(fn, X, offsets, axis=axis)
+        return fn(X, offsets)
+
+    def _margins(self, X, offsets, n_trees, link=None) -> np.ndarray:
+        """``(N[, K])`` margins (``link`` applied) of the first ``n_trees`` trees."""
+        def margins(Xd, o):
+            # Rows padded to a size bucket: new row counts mostly reuse a program.
+            Xp = pad_rows(Xd)
+            out = predict_margin(self._padded, Xp, self._base(o, Xp.shape[0]),
+                                 np.int32(n_trees), max_depth=self.params.max_depth,
+                                 link=link)
+            return np.asarray(out)[: Xd.shape[0]]
+
+        return self._by_blocks(margins, X, offsets)
 
     @float32_programs
     def predict(self, X, output_margin: bool = False,
@@ -260,7 +295,9 @@ class Booster:
         Args:
           X: ``(N, F)`` array-like of floats, NaN = missing, same features as training;
             or a DataFrame, whose columns must then be the model's ``feature_names`` in
-            the same order (``DataError`` otherwise).
+            the same order (``DataError`` otherwise); or a ``scipy.sparse`` matrix
+            whose absent entries are missing values, as in training (read in dense
+            row blocks, ``jaxboost._sparse``).
           output_margin: return the raw margin ``f(x)`` instead of the objective's
             response (``sigmoid(f)`` for logistic, ``f`` for squared).
           pred_contribs: return exact SHAP values of the margin instead (path-dependent
@@ -290,14 +327,10 @@ class Booster:
         if pred_contribs:
             from .explain import shap_values
 
-            return shap_values(self, X, base_margin=offsets)
+            return self._by_blocks(lambda Xd, o: shap_values(self, Xd, base_margin=o),
+                                   X, offsets)
         link = None if output_margin else _link_of(self.objective)
-        # Rows padded to a size bucket: new row counts mostly reuse a compiled program.
-        Xp = pad_rows(X)
-        out = predict_margin(self._padded, Xp, self._base(offsets, Xp.shape[0]),
-                             np.int32(self.ensemble.n_trees),
-                             max_depth=self.params.max_depth, link=link)
-        return np.asarray(out)[: X.shape[0]]
+        return self._margins(X, offsets, self.ensemble.n_trees, link)
 
     @float32_programs
     def staged_predict(self, X, output_margin: bool = False,
@@ -325,9 +358,13 @@ class Booster:
         X = self._features(X)
         offsets = self._offsets(base_margin, X.shape[0])
         link = None if output_margin else _link_of(self.objective)
-        out = staged_margins(self.ensemble, X, self._base(offsets),
-                             max_depth=self.params.max_depth, link=link)
-        return np.asarray(out)[self.trees_per_round - 1:: self.trees_per_round]
+
+        def stages(Xd, o):
+            out = staged_margins(self.ensemble, Xd, self._base(o),
+                                 max_depth=self.params.max_depth, link=link)
+            return np.asarray(out)[self.trees_per_round - 1:: self.trees_per_round]
+
+        return self._by_blocks(stages, X, offsets, axis=1)
 
     @float32_programs
     def grad_hess(self, X, y, *, iteration=None, sample_weight=None,
@@ -423,16 +460,14 @@ class Booster:
         state = self.train_state or {}
         hessian = state.get("hessian") or getattr(objective, "hessian", "exact")
         floor = float(state.get("hessian_floor", HESSIAN_FLOOR))
-        diagonal = self.n_outputs > 1 and (self.trees_per_round > 1 or
+        diagonal = self.n_outputs > 1 and (self.one_output_per_tree or
                                            state.get("multi_hessian") == "diagonal")
-        Xp = pad_rows(X)
-        margin = predict_margin(self._padded, Xp, self._base(offsets, Xp.shape[0]),
-                                np.int32(int(iteration) * self.trees_per_round),
-                                max_depth=self.params.max_depth)
-        g, h = model_grad_hess(objective, pad_targets(y, Xp.shape[0]), margin,
+        margin = self._margins(X, offsets, int(iteration) * self.trees_per_round)
+        n_pad = bucket_rows(n)
+        g, h = model_grad_hess(objective, pad_targets(y, n_pad), pad_targets(margin, n_pad),
                                None if w is None else pad_rows(w), hessian=hessian,
                                floor=floor, diagonal=diagonal)
-        return GradHess(np.asarray(g)[:n], np.asarray(h)[:n], np.asarray(margin)[:n])
+        return GradHess(np.asarray(g)[:n], np.asarray(h)[:n], margin)
 
     def feature_importance(self, importance_type: str = "gain") -> dict:
         """Per-feature importance, as XGBoost's ``get_score``: ``{name: value}``.
@@ -464,5 +499,9 @@ class Booster:
     def predict_leaf(self, X) -> np.ndarray:
         """Leaf node (heap index) of every row in every tree: ``(N, T)`` int32."""
         X = self._features(X)
-        leaves = predict_leaf(self._padded, pad_rows(X), max_depth=self.params.max_depth)
-        return np.asarray(leaves)[: X.shape[0], : self.ensemble.n_trees]
+
+        def leaves(Xd, _):
+            out = predict_leaf(self._padded, pad_rows(Xd), max_depth=self.params.max_depth)
+            return np.asarray(out)[: Xd.shape[0], : self.ensemble.n_trees]
+
+        return self._by_blocks(leaves, X)

@@ -101,7 +101,7 @@ def _objectives(objectives, link=None) -> dict:
 def _data_set(name, Xy, n_features):
     if not isinstance(Xy, (tuple, list)) or len(Xy) not in (2, 3):
         raise TypeError(f"eval set {name!r} must be a tuple (X, y) or (X, y, sample_weight)")
-    X = as_features(Xy[0], name=f"X of eval set {name!r}", allow_inf=True)
+    X = as_features(Xy[0], name=f"X of eval set {name!r}", allow_inf=True, sparse="csr")
     if X.shape[1] != n_features:
         raise DataError(f"eval set {name!r} has {X.shape[1]} features, the training data "
                         f"{n_features}")
@@ -111,7 +111,7 @@ def _data_set(name, Xy, n_features):
 
 
 def _data_sets(X, y, sample_weight, eval_set) -> dict:
-    Xf = as_features(X)
+    Xf = as_features(X, sparse="csc")  # scipy.sparse stays sparse (absent = missing)
     sets = {"train": (Xf, as_labels(y, Xf.shape[0]), as_weights(sample_weight, Xf.shape[0]))}
     if eval_set is None:
         return sets

@@ -128,7 +128,7 @@ def dump(booster, with_stats: bool = True) -> str:
     """
     ens = booster.ensemble.to_numpy()
     names = feature_names(booster)
-    K, tpr = booster.n_outputs, booster.trees_per_round
+    K, tpr = booster.n_outputs, booster.trees_per_round // booster.num_parallel_tree
     lines = []
     for t in range(ens.n_trees):
         head = f"booster[{t}]"
@@ -174,7 +174,7 @@ class _Paths:
     def __init__(self, booster):
         ens = booster.ensemble.to_numpy()
         T = ens.n_trees
-        K, tpr = booster.n_outputs, booster.trees_per_round
+        K, tpr = booster.n_outputs, booster.trees_per_round // booster.num_parallel_tree
         feature, thr = np.asarray(ens.feature), np.asarray(ens.threshold)
         dleft, is_leaf = np.asarray(ens.default_left), np.asarray(ens.is_leaf)
         cover = np.asarray(ens.cover, np.float64)

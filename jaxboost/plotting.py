@@ -404,7 +404,7 @@ def plot_tree(booster, tree_index: int = 0, path=None, *, precision: int = 3, ti
     gain = np.asarray(e.gain[t], np.float64)
     cover = np.asarray(e.cover[t], np.float64)
     M = is_split.shape[0]
-    K, tpr = int(booster.n_outputs), int(booster.trees_per_round)
+    K, tpr = int(booster.n_outputs), int(booster.trees_per_round // booster.num_parallel_tree)
     output = None
     if value.ndim == 2 and K > 1 and tpr == K:  # one tree per output
         output = t % K

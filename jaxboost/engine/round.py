@@ -10,6 +10,9 @@ The round is the same for ``train`` (one model) and ``train_many`` (M models):
     trees = refit(trees)                       # optional: leaves re-solved on the loss
     margin += trees(leaf of each row)
 
+(a forest, ``num_parallel_tree = P``: the last four lines for each of P trees, each with
+its own row sample and a learning rate ``eta / P``, as XGBoost's random forests.)
+
 What the compiler sees is split into named records:
 
 * ``RoundSpec`` (static, hashable): what fixes the program's structure (the loss
@@ -44,7 +47,7 @@ from .exact import to_grid
 from .groups import group_derivatives
 from .grow import TreeSpec, grow_tree, grow_vector_tree
 from .refit import RowSums, refit_newton, refit_quantile
-from .sampling import SUBSAMPLE, FeatureSampler, round_key, row_mask
+from .sampling import SUBSAMPLE, FeatureSampler, bootstrap_counts, round_key, row_mask
 from .split import TreeHyper
 
 
@@ -55,6 +58,11 @@ class RoundSpec(NamedTuple):
     hyperparameters taken out, see ``Objective.traced_split``; a plain callable as
     given); ``refit`` is ``None``, ``"newton"`` or ``"quantile"``; ``group_max`` is the
     exact-Hessian group size of a group loss (``None`` for per-row losses).
+    ``num_parallel_tree`` ``P > 1`` grows a forest each round (XGBoost's parameter of
+    that name): ``P`` trees (``P K`` with one tree per output) on the round's g and h,
+    each with its own row and column samples and leaf values ``eta w* / P``;
+    ``bootstrap`` draws each tree's rows with replacement
+    (``sampling.bootstrap_counts``) instead of the ``subsample`` coin flips.
     """
 
     loss: Any
@@ -73,6 +81,8 @@ class RoundSpec(NamedTuple):
     col_sampling: bool = False
     exact: bool = False
     group_max: Optional[int] = None
+    num_parallel_tree: int = 1
+    bootstrap: bool = False
 
     @property
     def n_nodes(self) -> int:
@@ -80,7 +90,8 @@ class RoundSpec(NamedTuple):
 
     @property
     def trees_per_round(self) -> int:
-        return self.n_outputs if (self.n_outputs > 1 and not self.multi_output_tree) else 1
+        per_forest = self.n_outputs if (self.n_outputs > 1 and not self.multi_output_tree) else 1
+        return per_forest * self.num_parallel_tree
 
     def tree_spec(self) -> TreeSpec:
         """The tree builder's part of this record."""
@@ -265,7 +276,6 @@ def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margi
     zero = (hyper.seed < 0).astype(jnp.int32)  # 0, but not a compile-time constant
     dyn = hyper.dyn(eta)
     n_total = shared.n_total
-    F = shared.cuts_ext.shape[0]
 
     g, h, seen, raw_ok, value_ok = gradients(spec, rows, shared, hyper, loss, margin, rk)
     bad = ~_finite_rows(g, h)
@@ -279,42 +289,41 @@ def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margi
     else:
         census = hessian_census(g, seen, rows.valid & (rows.w > 0),
                                 diagonal=uses_diagonal(spec)).at[0].set(n_bad)
-    keep = ~bad
-    if spec.row_sampling:
-        keep = keep & (row_mask(rk, rows.w.shape[0], hyper.ratios[SUBSAMPLE], offset=offset,
-                                n_ids=rows.w.shape[0] * n_shards) > 0)
-    g = jnp.where(keep if K == 1 else keep[:, None], g, 0.0)
-    h = jnp.where(keep.reshape(keep.shape + (1,) * (h.ndim - 1)), h, 0.0)
-    if spec.exact:  # every histogram sum exact, whatever the devices (jaxboost.engine.exact)
-        g = to_grid(g, n_total, reduce_max=reduce_max)
-        h = to_grid(h, n_total, reduce_max=reduce_max)
 
-    def sampler(t):
-        if not spec.col_sampling:
-            return None
-        return FeatureSampler(jax.random.fold_in(jax.random.fold_in(rk, 1), t), hyper.ratios,
-                              F, spec.max_depth)
+    def grow(margin, g, h, dyn, key):
+        """The trees of the round (or of one tree of a forest's round) on weighted g, h
+        (rows outside the sample already 0): ``(trees, delta)``, a dict of ``(n_outputs
+        or 1, M)`` arrays and every row's ``(N[, K])`` margin increment. ``key`` seeds
+        the column sampling; ``margin`` is what a refit starts from."""
+        F = shared.cuts_ext.shape[0]
 
-    tspec = spec.tree_spec()
-    if K == 1:
-        tree, leaf = grow_tree(rows.bins, g, h, dyn, shared.cuts_ext, shared.forward_ok,
-                               tspec, reduce=reduce, features=sampler(0))
-        if spec.refit == "newton":
-            tree = refit_newton(tree, leaf, loss, rows.y, margin, rows.w, dyn,
-                                sums=RowSums(reduce, n_total if spec.exact else None,
-                                             reduce_max))
-        elif spec.refit == "quantile":
-            tree = refit_quantile(tree, leaf, rows.y, margin, rows.w, dyn,
-                                  alpha=hyper.quantile_alpha)
-        tree = _stored(tree, zero)
-        trees, delta = jax.tree.map(lambda a: a[None], tree), tree["value"][leaf]
-    elif spec.multi_output_tree:
-        tree, leaf = grow_vector_tree(rows.bins, g, h, dyn, shared.cuts_ext,
-                                      shared.forward_ok, tspec, reduce=reduce,
-                                      features=sampler(0))
-        tree = _stored(tree, zero)
-        trees, delta = jax.tree.map(lambda a: a[None], tree), tree["value"][leaf]
-    else:  # one tree per output, all from this round's g and h ((N, K): diagonal of H)
+        def sampler(t):
+            if not spec.col_sampling:
+                return None
+            return FeatureSampler(jax.random.fold_in(jax.random.fold_in(key, 1), t),
+                                  hyper.ratios, F, spec.max_depth)
+
+        tspec = spec.tree_spec()
+        if K == 1:
+            tree, leaf = grow_tree(rows.bins, g, h, dyn, shared.cuts_ext, shared.forward_ok,
+                                   tspec, reduce=reduce, features=sampler(0))
+            if spec.refit == "newton":
+                tree = refit_newton(tree, leaf, loss, rows.y, margin, rows.w, dyn,
+                                    sums=RowSums(reduce, n_total if spec.exact else None,
+                                                 reduce_max))
+            elif spec.refit == "quantile":
+                tree = refit_quantile(tree, leaf, rows.y, margin, rows.w, dyn,
+                                      alpha=hyper.quantile_alpha)
+            tree = _stored(tree, zero)
+            return jax.tree.map(lambda a: a[None], tree), tree["value"][leaf]
+        if spec.multi_output_tree:
+            tree, leaf = grow_vector_tree(rows.bins, g, h, dyn, shared.cuts_ext,
+                                          shared.forward_ok, tspec, reduce=reduce,
+                                          features=sampler(0))
+            tree = _stored(tree, zero)
+            return jax.tree.map(lambda a: a[None], tree), tree["value"][leaf]
+
+        # one tree per output, all from this round's g and h ((N, K): diagonal of H)
         def one_output(_, k):
             tree, leaf = grow_tree(rows.bins, g[:, k], h[:, k], dyn, shared.cuts_ext,
                                    shared.forward_ok, tspec, reduce=reduce,
@@ -326,9 +335,52 @@ def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margi
             return None, (tree, delta)
 
         _, (trees, deltas) = jax.lax.scan(one_output, None, jnp.arange(K, dtype=INDEX_DTYPE))
-        delta = deltas.T
+        return trees, deltas.T
+
+    keep = ~bad
+    P = spec.num_parallel_tree
+
+    def sample(tk):
+        """g and h of one tree: the round's rows in the tree's row sample (``tk``: the
+        tree's key), on the exact grid when ``spec.exact``."""
+        if spec.bootstrap:
+            c = bootstrap_counts(tk, rows.w.shape[0], hyper.ratios[SUBSAMPLE], n_total,
+                                 offset=offset, n_ids=rows.w.shape[0] * n_shards)
+            take = keep & (c > 0)
+            gt = jnp.where(take if K == 1 else take[:, None],
+                           g * c.reshape(c.shape + (1,) * (g.ndim - 1)), 0.0)
+            ht = jnp.where(take.reshape(take.shape + (1,) * (h.ndim - 1)),
+                           h * c.reshape(c.shape + (1,) * (h.ndim - 1)), 0.0)
+        else:
+            take = keep
+            if spec.row_sampling:
+                take = take & (row_mask(tk, rows.w.shape[0], hyper.ratios[SUBSAMPLE],
+                                        offset=offset,
+                                        n_ids=rows.w.shape[0] * n_shards) > 0)
+            gt = jnp.where(take if K == 1 else take[:, None], g, 0.0)
+            ht = jnp.where(take.reshape(take.shape + (1,) * (h.ndim - 1)), h, 0.0)
+        if spec.exact:  # every histogram sum exact, whatever the devices (engine.exact)
+            gt = to_grid(gt, n_total, reduce_max=reduce_max)
+            ht = to_grid(ht, n_total, reduce_max=reduce_max)
+        return gt, ht
+
+    if P == 1:
+        g, h = sample(rk)
+        trees, delta = grow(margin, g, h, dyn, rk)
+        margin = margin + delta
+    else:  # a forest: P trees on this round's g and h, each with its own samples
+        dyn = hyper.dyn(jnp.asarray(eta, jnp.float32) / P)  # XGBoost: eta / P per tree
+        start = margin  # every tree of the round (and its refit) sees these margins
+
+        def one_tree(margin, p):
+            tk = jax.random.fold_in(jax.random.fold_in(rk, 3), p)
+            gt, ht = sample(tk)
+            trees, delta = grow(start, gt, ht, dyn, tk)
+            return margin + delta, trees  # added tree by tree, as predict adds them
+
+        margin, trees = jax.lax.scan(one_tree, margin, jnp.arange(P, dtype=INDEX_DTYPE))
+        trees = jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:]), trees)
     assert trees["feature"].shape[0] == tpr
-    margin = margin + delta
     margin_ok = jnp.isfinite(margin) if K == 1 else jnp.all(jnp.isfinite(margin), axis=1)
     rows_counts = reduce(jnp.concatenate([census, jnp.stack([
         count(~raw_ok), count(bad & raw_ok), count(~value_ok & raw_ok), count(~margin_ok)])]))

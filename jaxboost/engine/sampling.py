@@ -7,6 +7,9 @@ seed: the same seed gives the same model bit for bit, and training 4 rounds then
 
 * ``subsample``: each row takes part in a round's tree with probability ``subsample``
   (its g and h are zeroed otherwise, so shapes never change).
+* ``bootstrap``: instead, each tree draws ``round(subsample * N)`` rows with
+  replacement (``bootstrap_counts``); a row drawn ``c`` times enters with ``c g`` and
+  ``c h``, which is what ``c`` copies of it would give.
 * ``colsample_bytree``, ``colsample_bylevel``, ``colsample_bynode``: nested feature
   subsets, as in XGBoost: a tree draws ``max(1, floor(r_tree * F))`` features, each level
   ``max(1, floor(r_level * n_tree))`` of those, each node ``max(1, floor(r_node *
@@ -44,6 +47,36 @@ def row_mask(key, n_local, subsample, *, offset=0, n_ids=None):
     if n_ids != n_local:
         u = jax.lax.dynamic_slice(u, (offset,), (n_local,))
     return (u < subsample).astype(FLOAT_DTYPE)
+
+
+def bootstrap_counts(key, n_local, subsample, n_total, *, offset=0, n_ids=None):
+    r"""``(n_local,)`` float32 multiplicities of this device's rows in a bootstrap sample.
+
+    :math:`n = \max(1, \mathrm{round}(\text{subsample} \cdot N))` draws, uniform with
+    replacement, among the ``N = n_total`` real rows of all devices (global row numbers
+    ``0 .. N - 1``, see ``row_mask``): the counts ``c`` follow a multinomial
+    distribution with :math:`\sum_i c_i = n` and :math:`E[c_i] = n / N` (``subsample = 1``:
+    the classic bootstrap, about :math:`1 - 1/e \approx 63.2\,\%` of the rows drawn at
+    least once). Every device makes the same ``n_ids`` draws (``n_ids >= N``; draws past
+    ``n`` are dropped) and takes its slice from ``offset``, so a sharded run samples
+    what one device samples.
+
+    Example:
+      >>> import jax
+      >>> c = bootstrap_counts(jax.random.key(0), 1000, 1.0, 1000)
+      >>> int(c.sum()), 0.55 < float((c > 0).mean()) < 0.7
+      (1000, True)
+    """
+    n_ids = n_local if n_ids is None else n_ids
+    draws = jax.random.randint(jax.random.fold_in(key, 4), (n_ids,), 0, n_total,
+                               dtype=INDEX_DTYPE)
+    n_real = jnp.asarray(n_total).astype(FLOAT_DTYPE)
+    n = jnp.maximum(1, jnp.round(subsample * n_real).astype(INDEX_DTYPE))
+    used = (jnp.arange(n_ids, dtype=INDEX_DTYPE) < n).astype(FLOAT_DTYPE)
+    counts = jnp.zeros(n_ids, FLOAT_DTYPE).at[draws].add(used)
+    if n_ids != n_local:
+        counts = jax.lax.dynamic_slice(counts, (offset,), (n_local,))
+    return counts
 
 
 def _choose(key, allowed, ratio):

@@ -59,8 +59,8 @@ widening, so every bit survives the round trip. One JSON object with exactly the
 ``n_outputs`` (int, >= 1)
     ``K``, margins per row, at most ``MAX_CLASSES`` (``objectives.MAX_CLASSES``).
 ``trees_per_round`` (int)
-    Trees per boosting round: ``1``, or ``K`` (one tree per output). ``T`` is a
-    multiple of it.
+    Trees per boosting round: ``1``, or ``K`` (one tree per output), times
+    ``num_parallel_tree``. ``T`` is a multiple of it.
 ``base_margin`` (number, or list of ``K`` numbers)
     The initial margin: a number when ``K == 1``, a list otherwise. Finite in float32.
 ``bin_edges`` (object)
@@ -107,12 +107,15 @@ widening, so every bit survives the round trip. One JSON object with exactly the
     ``rounds`` (int >= 0, total rounds trained); further keys may hold JSON scalars.
     ``{}`` (a booster not made by ``train``) and ``null`` mean no state.
 
-One key is optional (absent in files of models without it; files written before it
+Optional keys (absent in files of models without them; files written before they
 existed load unchanged):
 
 ``feature_names`` (list of ``F`` unique strings, or null)
     The names of the input columns, in order (a training DataFrame's columns or
     ``train(feature_names=...)``). Written only when the model has names.
+``num_parallel_tree`` (int >= 1, default 1)
+    Trees per output and round of a forest (``train(num_parallel_tree=P)``); written
+    only when ``P > 1``. Readers older than this key refuse such files.
 
 Limits: at most ``MAX_NODES`` nodes (``T * M``) and as many leaf-value entries
 (``T * M * K``), ``MAX_FEATURES`` features, ``MAX_CLASSES`` outputs, ``MAX_HISTORY``
@@ -173,7 +176,7 @@ MAX_HISTORY = 10 ** 7
 _TOP_KEYS = ("format", "format_version", "jaxboost_version", "objective", "params",
              "n_features", "n_outputs", "trees_per_round", "base_margin", "bin_edges",
              "trees", "best_iteration", "best_score", "history", "train_state")
-_OPTIONAL_KEYS = ("feature_names",)
+_OPTIONAL_KEYS = ("feature_names", "num_parallel_tree")
 
 
 # --------------------------------------------------------------------------------------
@@ -307,6 +310,8 @@ def to_dict(booster: Booster) -> dict:
             raise ValueError(f"booster.feature_names must be {booster.n_features} unique "
                              f"strings, got {names!r}")
         out["feature_names"] = names
+    if booster.num_parallel_tree > 1:
+        out["num_parallel_tree"] = int(booster.num_parallel_tree)
     return out
 
 
@@ -556,9 +561,12 @@ def _parse(d) -> dict:
     if K > MAX_CLASSES:
         raise ModelFormatError(f"n_outputs: {K} outputs, more than jaxboost's limit of "
                                f"MAX_CLASSES = {MAX_CLASSES} (objectives.MAX_CLASSES)")
+    n_parallel = as_int(d.get("num_parallel_tree", 1), "num_parallel_tree", lo=1,
+                        hi=MAX_NODES)
     tpr = as_int(d["trees_per_round"], "trees_per_round", lo=1)
-    if tpr not in (1, K):
-        fail("trees_per_round", f"1 or n_outputs = {K}", tpr)
+    if tpr not in (n_parallel, K * n_parallel):
+        fail("trees_per_round", f"num_parallel_tree = {n_parallel} times 1 or n_outputs = "
+             f"{K}" if n_parallel > 1 else f"1 or n_outputs = {K}", tpr)
 
     base = d["base_margin"]
     if K == 1:
@@ -583,7 +591,7 @@ def _parse(d) -> dict:
     return dict(
         objective=objective_from_dict(d["objective"], K),
         ensemble=ensemble, params=params, bin_edges=edges, base_margin=base_margin,
-        n_features=F, n_outputs=K, trees_per_round=tpr,
+        n_features=F, n_outputs=K, trees_per_round=tpr, num_parallel_tree=n_parallel,
         feature_names=_read_feature_names(d.get("feature_names"), F),
         extra=dict(best_iteration=best_iteration, best_score=best_score,
                    history=_read_history(d["history"]),

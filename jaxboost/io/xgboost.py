@@ -126,7 +126,7 @@ def _unsupported_export(booster) -> str | None:
                 f"binary:logistic, multi:softprob), or a plain loss with the same link; "
                 f"this model was trained with {what}")
     K = booster.n_outputs
-    if name == "softmax" and K > 1 and booster.trees_per_round != K:
+    if name == "softmax" and K > 1 and not booster.one_output_per_tree:
         return ("to_xgboost_json exports softmax models with one tree per class per round "
                 "(multi_strategy='one_output_per_tree'); this model has vector-leaf trees "
                 "(multi_strategy='multi_output_tree'), which this exporter does not "
@@ -280,7 +280,8 @@ def to_xgboost_json(booster: Booster, path=None) -> dict:
             "gradient_booster": {
                 "model": {
                     "cats": {"enc": [], "feature_segments": [], "sorted_idx": []},
-                    "gbtree_model_param": {"num_parallel_tree": "1",
+                    "gbtree_model_param": {"num_parallel_tree":
+                                           str(booster.num_parallel_tree),
                                            "num_trees": str(len(trees))},
                     "iteration_indptr": indptr,
                     "tree_info": tree_info,
@@ -755,6 +756,14 @@ def _import(d) -> Booster:
 
     gm = _get(gb, "model", "learner.gradient_booster")
     trees = _get(gm, "trees", "learner.gradient_booster.model", list)
+    # A forest (num_parallel_tree = P) has P trees per class per round.
+    P = _int_param(gm.get("gbtree_model_param", {}), "num_parallel_tree",
+                   "learner.gradient_booster.model.gbtree_model_param", default=1, lo=1,
+                   hi=MAX_NODES)
+    if len(trees) % (K * P):
+        raise ModelFormatError(f"the model has {len(trees)} trees, not whole rounds of "
+                               f"num_parallel_tree = {P} tree(s) for each of {K} "
+                               f"class(es)")
     info = gm.get("tree_info", [0] * len(trees))
     if (not isinstance(info, list) or len(info) != len(trees)
             or not all(type(c) is int and 0 <= c < K for c in info)):
@@ -825,7 +834,7 @@ def _import(d) -> Booster:
     booster = Booster(ens, objective=objective,
                       params=TreeParams(max_depth=D, max_bin=edges.max_bin),
                       bin_edges=edges, base_margin=base_margin, n_features=F,
-                      n_outputs=K, trees_per_round=K)
+                      n_outputs=K, trees_per_round=K * P, num_parallel_tree=P)
     if names:
         booster.feature_names = list(names)
     return booster

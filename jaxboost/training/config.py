@@ -31,6 +31,7 @@ from objectives._link import (
 )
 
 from .. import _validation
+from .._sparse import is_sparse
 from .._types import FLOAT32_MAX, MAX_CLASSES, MAX_ROUNDS
 from .._validation import check_int, check_real, is_real
 from ..booster import Booster
@@ -346,6 +347,19 @@ def sampling_ratios(*values) -> np.ndarray:
     return np.array(values, np.float32)
 
 
+MAX_PARALLEL_TREES = 4096
+"""The most trees ``num_parallel_tree`` may grow per output and round."""
+
+
+def check_forest(num_parallel_tree, bootstrap) -> tuple:
+    """``(num_parallel_tree, bootstrap)`` validated: an int in ``[1,
+    MAX_PARALLEL_TREES]`` and a bool (``TypeError`` / ``ValueError``)."""
+    n = check_int("num_parallel_tree", num_parallel_tree, low=1, high=MAX_PARALLEL_TREES)
+    if not isinstance(bootstrap, (bool, np.bool_)):
+        raise TypeError(f"bootstrap must be True or False, got {bootstrap!r}")
+    return n, bool(bootstrap)
+
+
 def check_init_model(init, params, n_features, K, tpr, base_margin):
     if init.n_features != n_features:
         raise DataError(f"init_model was trained on {init.n_features} features, X has "
@@ -357,8 +371,8 @@ def check_init_model(init, params, n_features, K, tpr, base_margin):
                              f"{getattr(params, name)}")
     if init.n_outputs != K or init.trees_per_round != tpr:
         raise ValueError(f"init_model has {init.n_outputs} output(s) and "
-                         f"{init.trees_per_round} tree(s) per round; this objective and "
-                         f"multi_strategy give {K} and {tpr}")
+                         f"{init.trees_per_round} tree(s) per round; this objective, "
+                         f"multi_strategy and num_parallel_tree give {K} and {tpr}")
     if base_margin is not None:
         raise ValueError("base_margin cannot be given with init_model (training continues "
                          "from the model's margins)")
@@ -405,10 +419,13 @@ class Settings:
     # margin is 0 (or the init_model's). None: none given.
     offsets: Optional[np.ndarray] = None
     weight_max: Optional[float] = None  # the largest sample weight (None: no weights)
+    num_parallel_tree: int = 1  # trees per output per round (a forest when > 1)
+    bootstrap: bool = False  # rows drawn with replacement instead of subsample's coin flips
 
     @property
     def trees_per_round(self) -> int:
-        return self.n_outputs if (self.n_outputs > 1 and not self.multi_output_tree) else 1
+        per_forest = self.n_outputs if (self.n_outputs > 1 and not self.multi_output_tree) else 1
+        return per_forest * self.num_parallel_tree
 
 
 def check_loss_params(loss_params) -> Optional[dict]:
@@ -468,6 +485,8 @@ def configure(args: dict):
                         max_delta_step=a["max_delta_step"])
     ratios = sampling_ratios(a["subsample"], a["colsample_bytree"], a["colsample_bylevel"],
                              a["colsample_bynode"])
+    n_parallel, bootstrap = check_forest(a.get("num_parallel_tree", 1),
+                                         a.get("bootstrap", False))
     verbose = a["verbose"]
     if verbose not in (True, False, "auto"):
         raise ValueError(f"verbose must be True, False or 'auto', got {verbose!r}")
@@ -488,7 +507,10 @@ def configure(args: dict):
     y = a["y"]
     y = ({k: dist.local_rows(v) for k, v in y.items()} if isinstance(y, dict)
          else dist.local_rows(y))
-    Xf = _validation.as_features(X)
+    Xf = _validation.as_features(X, sparse="csc")  # sparse: binned column by column
+    if is_sparse(Xf) and dist.is_multiprocess():
+        raise DataError("a scipy.sparse X trains in one process; in a multi-process job "
+                        "pass each process's rows as a dense array (NaN = missing)")
     n_rows, n_features = Xf.shape
     names = feature_names_of(X, a["feature_names"], n_features, init_model)
     yf = _validation.as_targets(y, n_rows)
@@ -541,7 +563,7 @@ def configure(args: dict):
         base_margin = None
     elif base_margin is not None:
         base_margin = check_base_margin(base_margin, K)
-    tpr = K if (K > 1 and not multi_tree) else 1
+    tpr = (K if (K > 1 and not multi_tree) else 1) * n_parallel
     if init_model is not None:
         check_init_model(init_model, params, n_features, K, tpr, base_margin)
     alpha = float(values.get("alpha", quantile_level(loss))) if refit == "quantile" else 0.5
@@ -561,7 +583,8 @@ def configure(args: dict):
         init_model=init_model, group=group, eval_metric=eval_metric,
         callbacks=tuple(callbacks), verbose=verbose, mesh=mesh, quantize=a["quantize"],
         feature_names=names, from_auto=from_auto, offsets=offsets,
-        weight_max=None if wf is None else float(np.max(wf)))
+        weight_max=None if wf is None else float(np.max(wf)),
+        num_parallel_tree=n_parallel, bootstrap=bootstrap)
     return settings, Xf, yf, wf
 
 

@@ -97,7 +97,8 @@ def eval_sets(eval_set, edges, loss, n_features, names=None, gather=False,
                     ye = _validation.as_targets(e[1], 0)
             else:
                 _validation.check_feature_names(names, e[0])
-                Xe = _validation.as_features(e[0], allow_inf=True)
+                Xe = _validation.as_features(e[0], allow_inf=True,
+                                             sparse=None if gather else "csc")
                 if Xe.shape[1] != n_features:
                     raise DataError(f"has {Xe.shape[1]} features, the training data "
                                     f"{n_features}")

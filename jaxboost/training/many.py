@@ -45,7 +45,7 @@ CONFIG_KEYS = ("objective", "learning_rate", "reg_lambda", "reg_alpha", "gamma",
                "min_child_weight", "max_delta_step", "seed", "subsample", "colsample_bytree",
                "colsample_bylevel", "colsample_bynode", "hessian", "hessian_floor", "refit",
                "base_margin", "loss_params", "callbacks", "n_outputs", "multi_strategy",
-               "multi_hessian", "link")
+               "multi_hessian", "link", "num_parallel_tree", "bootstrap")
 
 #: Arguments every model shares (they fix the program's shapes or the data).
 SHARED_KEYS = ("n_rounds", "max_depth", "max_bin", "sample_weight", "feature_names",
@@ -58,7 +58,8 @@ _DEFAULTS = dict(objective=None, learning_rate=0.3, reg_lambda=1.0, reg_alpha=0.
                  colsample_bytree=1.0, colsample_bylevel=1.0, colsample_bynode=1.0,
                  hessian="auto", hessian_floor=HESSIAN_FLOOR, refit="auto", base_margin=None,
                  loss_params=None, callbacks=None, n_outputs=None,
-                 multi_strategy="one_output_per_tree", multi_hessian="full", link=None)
+                 multi_strategy="one_output_per_tree", multi_hessian="full", link=None,
+                 num_parallel_tree=1, bootstrap=False)
 
 # train() arguments train_many does not take, with what to do instead.
 _UNSUPPORTED = {
@@ -143,7 +144,8 @@ def train_many(configs, X, y, *, objective=None, n_rounds: int = 100, max_depth:
         ``subsample``, ``colsample_*``, ``hessian``, ``hessian_floor``, ``refit``,
         ``base_margin``, ``loss_params``, ``callbacks``, ``n_outputs``,
         ``multi_strategy``, ``multi_hessian``, ``link``: a plain callable's inverse
-        link, as in ``train``; it changes no tree, only predictions and metrics).
+        link, as in ``train``; it changes no tree, only predictions and metrics;
+        ``num_parallel_tree``, ``bootstrap``: forests, as in ``train``).
       X: ``(N, F)`` features, NaN = missing (array or DataFrame).
       y: ``(N,)`` labels, or side data for losses of your own (``(N, L)``, a dict),
         as in ``train``.

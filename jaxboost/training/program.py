@@ -29,7 +29,8 @@ def round_spec(s, prep, *, native_threads=None, clipped=None, row_sampling=None,
         any_forward=prep.any_forward, native=prep.native, native_threads=native_threads,
         row_sampling=bool(s.ratios[0] < 1) if row_sampling is None else row_sampling,
         col_sampling=bool(np.any(s.ratios[1:] < 1)) if col_sampling is None else col_sampling,
-        exact=s.quantize, group_max=None if s.group is None else EXACT_MAX_GROUP)
+        exact=s.quantize, group_max=None if s.group is None else EXACT_MAX_GROUP,
+        num_parallel_tree=s.num_parallel_tree, bootstrap=s.bootstrap)
 
 
 def hyper(s) -> Hyper:

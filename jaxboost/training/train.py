@@ -49,6 +49,7 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
           max_bin: int = 256, base_margin=None, sample_weight=None, seed=None,
           subsample: float = 1.0, colsample_bytree: float = 1.0,
           colsample_bylevel: float = 1.0, colsample_bynode: float = 1.0,
+          num_parallel_tree: int = 1, bootstrap: bool = False,
           eval_set=None, eval_metric=None, early_stopping_rounds=None,
           early_stopping_metric=None, early_stopping_data=None, min_delta: float = 0.0,
           callbacks=None, verbose="auto", init_model=None,
@@ -130,6 +131,22 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
       colsample_bytree, colsample_bylevel, colsample_bynode: nested fractions of the
         features each tree, level and node may split on, in ``(0, 1]`` (see
         ``jaxboost.engine.sampling``).
+      num_parallel_tree: trees grown per output in each round, as XGBoost's parameter
+        of that name (at most ``config.MAX_PARALLEL_TREES``): each of the ``P`` trees
+        fits the round's g and h with its own row sample and column samples, its leaf
+        values are :math:`\eta w^* / P`, and the round adds all ``P``, so the round's
+        update is the average of ``P`` trees. A random forest is one round of it:
+        ``n_rounds=1, learning_rate=1, num_parallel_tree=100, subsample=0.8,
+        colsample_bynode=0.8`` (XGBoost's ``XGBRFRegressor`` recipe; a small
+        ``reg_lambda`` such as ``1e-5`` makes the leaves plain Newton steps), for any
+        loss. Rounds of several trees each are a "boosted forest". A model has ``P``
+        (``P K`` with one tree per output) trees per round; slicing, ``predict``, SHAP,
+        files and the XGBoost export treat them as one round. Static (a new value
+        compiles a new program).
+      bootstrap: draw each tree's rows with replacement (``round(subsample * N)``
+        draws, so ``subsample=1`` is the classic bootstrap), a row drawn ``c`` times
+        weighing ``c``, as scikit-learn's random forests do; ``False`` (default, as
+        XGBoost): each row is in a tree's sample with probability ``subsample``.
       eval_set: evaluation data, ``[(X, y), ...]`` or ``[(X, y, sample_weight), ...]``
         (named ``validation_0``, ``validation_1``, ...), or a dict ``{name: (X, y)}``.
         Evaluated after every round, on the device.
@@ -282,6 +299,11 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
       ...                      eval_set=[(X[150:], y[150:])], early_stopping_rounds=5)
       >>> bst.best_iteration < 50, list(bst.history["validation_0"])
       (True, ['logloss'])
+      >>> forest = jaxboost.train("logistic", X, y, n_rounds=1, learning_rate=1.0,
+      ...                         num_parallel_tree=20, subsample=0.8,
+      ...                         colsample_bynode=0.8, max_depth=2)
+      >>> len(forest), forest.ensemble.n_trees             # one round of 20 trees
+      (1, 20)
     """
     compile_cache.ensure()  # the persistent cache, unless the user set their own
     s, Xf, yf, wf = configure(locals())

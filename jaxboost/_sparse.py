@@ -1,0 +1,115 @@
+"""``scipy.sparse`` features: validation, and dense row blocks for prediction.
+
+A sparse ``X`` (a CSR or CSC matrix or array, or any other ``scipy.sparse`` format)
+means what it means to XGBoost's ``DMatrix``: an **absent** entry is a **missing**
+value, exactly as NaN in a dense array, and goes the way each split's learned default
+direction sends missing values; a **stored** entry is a value, explicit zeros included
+(a stored NaN is missing too). So a sparse matrix trains the model its dense twin with
+NaN in the absent places trains, not the one of ``X.toarray()`` (whose absent entries
+are zeros): encode "zero" as a stored 0 when zero is what you mean. (Verified against
+XGBoost 3.2: a CSR ``DMatrix`` trains the same model as the NaN-dense array, and a CSR
+whose zeros are all stored the same model as the zero-dense array.)
+
+Training never densifies the matrix: the bin edges and the ``uint8`` bins are computed
+column by column from a CSC copy (``jaxboost.engine.sparse``), so the largest array is
+the binned one, one byte per entry. Prediction, SHAP and staged predictions read the
+rows in dense blocks of at most ``BLOCK_VALUES`` entries.
+
+>>> import numpy as np, scipy.sparse as sp
+>>> X = sp.csr_matrix(np.array([[0.0, 1.5], [2.0, 0.0]], np.float32))
+>>> X.data[0] = 0.0                      # an explicit zero: a value, not missing
+>>> dense_rows(as_sparse_features(X, layout="csr"), 0, 2).tolist()
+[[nan, 0.0], [2.0, nan]]
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from .errors import DataError
+
+BLOCK_VALUES = 1 << 22
+"""Entries (rows x features) of one dense block of a sparse ``X`` at prediction: 16 MB
+of float32."""
+
+
+def is_sparse(X) -> bool:
+    """Whether ``X`` is a ``scipy.sparse`` matrix or array (scipy is only consulted when
+    the caller has imported it)."""
+    sp = sys.modules.get("scipy.sparse")
+    return sp is not None and sp.issparse(X)
+
+
+def as_sparse_features(X, *, name: str = "X", allow_inf: bool = False,
+                       layout: str = "csc"):
+    """A sparse ``X`` checked and in canonical form: float32 ``layout`` (``"csc"`` or
+    ``"csr"``), sorted indices, duplicate entries summed (as ``X.toarray()`` sums
+    them). The input is never modified; it is copied only when a conversion is needed.
+
+    Raises ``DataError`` for a matrix that is not 2-D, empty, of complex or non-numeric
+    dtype, or (unless ``allow_inf``) with an infinite stored value.
+    """
+    if X.ndim != 2:
+        raise DataError(f"{name} must be 2-D (n_rows, n_features), got a sparse array of "
+                        f"shape {X.shape}")
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise DataError(f"{name} is empty: shape {X.shape}; expected at least one row and "
+                        f"one feature")
+    kind = np.dtype(X.dtype).kind
+    if kind == "c":
+        raise DataError(f"{name} must hold real numbers, got complex dtype {X.dtype}")
+    if kind not in "biuf":
+        raise DataError(f"{name} must be numeric, got a sparse matrix of dtype {X.dtype}")
+    M = X.tocsc() if layout == "csc" else X.tocsr()
+    with np.errstate(over="ignore", invalid="ignore"):
+        M = M.astype(np.float32, copy=False)
+    if not M.has_canonical_format:
+        M = M.copy() if M is X else M
+        M.sum_duplicates()
+    if not allow_inf:
+        inf = np.isinf(M.data)
+        if inf.any():
+            at = int(np.flatnonzero(inf)[0])
+            major = int(np.searchsorted(M.indptr, at, side="right") - 1)
+            row = int(M.indices[at]) if layout == "csc" else major
+            raise DataError(f"{name} has {int(inf.sum())} infinite stored value(s) (or "
+                            f"values beyond float32 range), the first in row {row}; "
+                            f"expected finite values (absent entries and NaN are missing)")
+    return M
+
+
+def dense_rows(M, start: int, stop: int) -> np.ndarray:
+    """Rows ``start:stop`` of a canonical CSR ``M`` as a dense ``(stop - start, F)``
+    float32 array with NaN where an entry is absent."""
+    block = M[start:stop]
+    out = np.full(block.shape, np.nan, np.float32)
+    rows = np.repeat(np.arange(block.shape[0]), np.diff(block.indptr))
+    out[rows, block.indices] = block.data
+    return out
+
+
+def block_rows(n_features: int) -> int:
+    """Rows of one dense block: ``BLOCK_VALUES // n_features`` rounded down to a power of
+    two (so every full block pads to the same size bucket and reuses one program)."""
+    rows = max(1, BLOCK_VALUES // max(1, n_features))
+    return 1 << (rows.bit_length() - 1)
+
+
+def map_row_blocks(fn, M, *per_row, axis: int = 0):
+    """``fn(X_block, *per_row_blocks)`` over dense row blocks of a canonical CSR ``M``,
+    the results concatenated along ``axis`` (the rows' axis of ``fn``'s output).
+
+    ``per_row`` are arrays with one entry per row (or None), sliced alike.
+    """
+    n = M.shape[0]
+    step = block_rows(M.shape[1])
+    if n <= step:
+        return fn(dense_rows(M, 0, n), *per_row)
+    parts = []
+    for lo in range(0, n, step):
+        hi = min(n, lo + step)
+        parts.append(fn(dense_rows(M, lo, hi),
+                        *(None if a is None else a[lo:hi] for a in per_row)))
+    return np.concatenate(parts, axis=axis)
