@@ -48,10 +48,14 @@ from .training import train
 
 __all__ = ["JaxBoostRegressor", "JaxBoostClassifier"]
 
+# scipy.sparse layouts fit and predict take as they are (others are converted to CSR).
+_SPARSE = ("csr", "csc")
+
 # Estimator parameters passed to train() under the same name.
 _SAME_NAME = ("learning_rate", "max_depth", "reg_lambda", "reg_alpha", "gamma",
               "min_child_weight", "max_delta_step", "max_bin", "subsample",
-              "colsample_bytree", "colsample_bylevel", "colsample_bynode", "hessian",
+              "colsample_bytree", "colsample_bylevel", "colsample_bynode",
+              "num_parallel_tree", "bootstrap", "hessian",
               "refit", "multi_strategy", "early_stopping_rounds", "eval_metric", "verbose")
 
 
@@ -97,7 +101,7 @@ class _JaxBoostModel(BaseEstimator):
     # --- fitting ------------------------------------------------------------------
     def _validate_X(self, X, reset):
         return validate_data(self, X, reset=reset, dtype=np.float32,
-                             ensure_all_finite="allow-nan")
+                             ensure_all_finite="allow-nan", accept_sparse=_SPARSE)
 
     def _train_kwargs(self):
         kw = {name: getattr(self, name) for name in _SAME_NAME}
@@ -118,7 +122,7 @@ class _JaxBoostModel(BaseEstimator):
         ``base_margin`` and ``eval_base_margin``.
         """
         X, y = validate_data(self, X, y, dtype=np.float32, ensure_all_finite="allow-nan",
-                             y_numeric=self._y_numeric)
+                             y_numeric=self._y_numeric, accept_sparse=_SPARSE)
         if sample_weight is not None:
             # shape, finite, >= 0 and not all zero, with scikit-learn's messages
             sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float32,
@@ -187,6 +191,7 @@ class _JaxBoostModel(BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True  # NaN = missing, routed by learned defaults
+        tags.input_tags.sparse = True  # scipy.sparse: absent entries are missing
         return tags
 
     # --- pickling: the booster as validated JSON text -------------------------------
@@ -221,7 +226,11 @@ class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
 
     Parameters are ``jaxboost.train``'s (see its docstring), with scikit-learn's names
     for two of them: ``n_estimators`` (``n_rounds``) and ``random_state`` (``seed``;
-    an int, None, or a ``RandomState`` to draw one from). ``objective`` defaults to
+    an int, None, or a ``RandomState`` to draw one from); ``num_parallel_tree`` and
+    ``bootstrap`` grow forests (``n_estimators=1, learning_rate=1,
+    num_parallel_tree=100, subsample=0.8, colsample_bynode=0.8``: a random forest, as
+    XGBoost's ``XGBRFRegressor``). ``X`` may be a ``scipy.sparse`` matrix, whose absent
+    entries are missing values (as in XGBoost, not zeros). ``objective`` defaults to
     ``"squared"``; ``predict`` returns the objective's response (its inverse link of
     the margin, e.g. ``exp`` for ``"poisson"``); ``link`` gives a plain callable
     ``objective`` one, as ``train``'s ``link`` (default None: its margin is the
@@ -247,6 +256,7 @@ class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
                  max_depth=6, reg_lambda=1.0, reg_alpha=0.0, gamma=0.0,
                  min_child_weight=1.0, max_delta_step=0.0, max_bin=256, subsample=1.0,
                  colsample_bytree=1.0, colsample_bylevel=1.0, colsample_bynode=1.0,
+                 num_parallel_tree=1, bootstrap=False,
                  hessian="auto", refit="auto", multi_strategy="one_output_per_tree",
                  early_stopping_rounds=None, eval_metric=None, random_state=None,
                  verbose=False, link=None):
@@ -321,6 +331,7 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
                  max_depth=6, reg_lambda=1.0, reg_alpha=0.0, gamma=0.0,
                  min_child_weight=1.0, max_delta_step=0.0, max_bin=256, subsample=1.0,
                  colsample_bytree=1.0, colsample_bylevel=1.0, colsample_bynode=1.0,
+                 num_parallel_tree=1, bootstrap=False,
                  hessian="auto", refit="auto", multi_strategy="one_output_per_tree",
                  early_stopping_rounds=None, eval_metric=None, random_state=None,
                  verbose=False, link="auto"):

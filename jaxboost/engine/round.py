@@ -369,7 +369,9 @@ def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margi
         trees, delta = grow(margin, g, h, dyn, rk)
         margin = margin + delta
     else:  # a forest: P trees on this round's g and h, each with its own samples
-        dyn = hyper.dyn(jnp.asarray(eta, jnp.float32) / P)  # XGBoost: eta / P per tree
+        # XGBoost's learning rate per tree, float32(eta / P), correctly rounded: divided
+        # by a number the compiler cannot see (a constant P becomes eta * (1 / P)).
+        dyn = hyper.dyn(jnp.asarray(eta, jnp.float32) / (zero + P).astype(jnp.float32))
         start = margin  # every tree of the round (and its refit) sees these margins
 
         def one_tree(margin, p):
