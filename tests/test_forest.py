@@ -200,6 +200,11 @@ def test_xgboost_random_forest_reads_as_one_round_of_trees(interop_data, tmp_pat
     bst = jaxboost.from_xgboost(tmp_path / "rf.json")
     assert (len(bst), bst.num_parallel_tree, bst.ensemble.n_trees) == (1, 5, 15)
     np.testing.assert_allclose(bst.predict(X), rf.predict_proba(X), atol=1e-6)
+    model = json.loads((tmp_path / "rf.json").read_text())
+    model["learner"]["gradient_booster"]["model"]["gbtree_model_param"][
+        "num_parallel_tree"] = "4"
+    with pytest.raises(jaxboost.ModelFormatError, match="not whole rounds"):
+        jaxboost.from_xgboost(model)
 
 
 def test_forest_arguments_are_checked_before_training(small_binary):

@@ -760,10 +760,7 @@ def _import(d) -> Booster:
     P = _int_param(gm.get("gbtree_model_param", {}), "num_parallel_tree",
                    "learner.gradient_booster.model.gbtree_model_param", default=1, lo=1,
                    hi=MAX_NODES)
-    if len(trees) % (K * P):
-        raise ModelFormatError(f"the model has {len(trees)} trees, not whole rounds of "
-                               f"num_parallel_tree = {P} tree(s) for each of {K} "
-                               f"class(es)")
+
     info = gm.get("tree_info", [0] * len(trees))
     if (not isinstance(info, list) or len(info) != len(trees)
             or not all(type(c) is int and 0 <= c < K for c in info)):
@@ -788,7 +785,8 @@ def _import(d) -> Booster:
         raise _malformed(f"the leaf values of the trees{cls} and the base score add up to "
                          f"{bound[k]:.6g}, beyond the float32 range (3.4028e38): "
                          f"predictions would overflow to inf")
-    # jaxboost's tree t belongs to class t % K: order the trees round by round.
+    # jaxboost's tree t belongs to class t % K: order the trees round by round (a
+    # forest's round: its P trees of each class interleaved, P x K trees).
     order = list(range(len(trees)))
     if K > 1:
         per_class = [[i for i, c in enumerate(info) if c == k] for k in range(K)]
@@ -798,6 +796,10 @@ def _import(d) -> Booster:
                 f"the model has unequal numbers of trees per class (between {counts[0]} "
                 f"and {counts[-1]}); from_xgboost needs whole rounds of {K} trees")
         order = [per_class[k][r] for r in range(len(per_class[0])) for k in range(K)]
+    if len(trees) % (K * P):
+        raise ModelFormatError(f"the model has {len(trees)} trees, not whole rounds of "
+                               f"num_parallel_tree = {P} tree(s) for each of {K} "
+                               f"class(es)")
     T, M = len(trees), 2 ** (D + 1) - 1
     _check_heap_nodes(T, D, K, None)
     feature = np.zeros((T, M), np.int32)
