@@ -144,3 +144,33 @@ def test_interval_censored_example_beats_the_midpoint_model():
     assert rows["true log time"][0] == 0.0
     if "xgboost survival:aft" in rows:  # XGBoost's own AFT: close, not the same trees
         assert abs(aft[1] - rows["xgboost survival:aft"][1]) < 0.05, out
+
+
+def test_forest_vs_boosting_example_prints_seed_004s_table():
+    """Seed 004's comparison on the digits: every model far above chance (10 %), Newton
+    boosting ahead of plain gradient boosting at the same budget, the forest one round
+    of 10 x 5 trees, and the example's configurations are the recipes it names.
+    (Retraining a model here to compare its accuracy would add a compile, ~5 s.)"""
+    out = run("forest_vs_boosting.py", "--small")
+    rows = {name.strip(): (int(trees), float(acc)) for name, trees, acc in re.findall(
+        r"^(Newton boosting|gradient boosting|random forest)\s+(\d+)\s+([\d.]+)\s+[\d.]+",
+        out, flags=re.M)}
+    assert set(rows) == {"Newton boosting", "gradient boosting", "random forest"}, out
+    assert all(trees == 50 for trees, _ in rows.values()), out
+    assert all(acc > 0.6 for _, acc in rows.values()), out
+    assert rows["Newton boosting"][1] > rows["gradient boosting"][1], out
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("forest_vs_boosting",
+                                                  ROOT / "examples" / "forest_vs_boosting.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    configs = example.models(5, 5, 3, 4)
+    forest = configs["random forest"]
+    assert (forest["n_rounds"], forest["learning_rate"], forest["num_parallel_tree"]) == (
+        1, 1.0, 5)
+    assert forest["bootstrap"] and forest["colsample_bynode"] < 1
+    assert configs["gradient boosting"] == dict(configs["Newton boosting"],
+                                                hessian="constant")
+    X_train, X_test, _, _ = example.data()
+    assert f"digits: {len(X_train)} training and {len(X_test)} test images" in out
