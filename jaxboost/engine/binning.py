@@ -21,7 +21,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .._sparse import is_sparse
 from .._types import BIN_DTYPE, FLOAT_DTYPE
 
 # Above this many rows, quantiles of high-cardinality features are estimated from a
@@ -138,8 +137,7 @@ def compute_bin_edges(X: np.ndarray, max_bin: int = 256, sample_weight=None,
     """Per-feature quantile bin edges.
 
     Args:
-      X: ``(N, F)`` float32, NaN marks a missing value; or a canonical float32 CSC
-        matrix whose absent entries are missing (``engine.sparse.sparse_bin_edges``).
+      X: ``(N, F)`` float32, NaN marks a missing value.
       max_bin: bins per feature including the one reserved for missing values
         (``<= 256``); at most ``max_bin - 1`` bins hold present values.
       sample_weight: optional ``(N,)`` non-negative weights for the quantiles; rows of
@@ -155,10 +153,6 @@ def compute_bin_edges(X: np.ndarray, max_bin: int = 256, sample_weight=None,
       >>> e.cuts[0, :e.n_cuts[0]].tolist()
       [1.5, 3.0]
     """
-    if is_sparse(X):
-        from .sparse import sparse_bin_edges
-
-        return sparse_bin_edges(X, max_bin, sample_weight, seed)
     X = np.asarray(X, dtype=FLOAT_DTYPE)
     n_value_bins = max_bin - 1
     width = max(max_bin - 2, 1)
@@ -217,8 +211,7 @@ def apply_bins(X: np.ndarray, edges: BinEdges, *, out: np.ndarray | None = None,
     """Bin raw features with the given edges.
 
     Args:
-      X: ``(N, F)`` float32, NaN = missing; or a canonical float32 CSC matrix whose
-        absent entries are missing (binned column by column, never densified).
+      X: ``(N, F)`` float32, NaN = missing.
       edges: from ``compute_bin_edges``.
       out: optional uint8 array to write into: ``(F, >= N)`` (feature-major) or
         ``(>= N, F)`` (``row_major``); rows beyond ``N`` are left as they are (padding).
@@ -228,10 +221,6 @@ def apply_bins(X: np.ndarray, edges: BinEdges, *, out: np.ndarray | None = None,
       uint8 bins, feature-major ``(F, N)`` by default (the layout the pure-JAX
       histogram scans) or row-major ``(N, F)`` (the native kernel's layout).
     """
-    if is_sparse(X):
-        from .sparse import apply_bins_sparse
-
-        return apply_bins_sparse(X, edges, out=out, row_major=row_major)
     X = np.asarray(X, dtype=FLOAT_DTYPE)
     N, F = X.shape
     if out is None:

@@ -8,14 +8,36 @@ dense twin has NaN in the absent places. The cuts are computed by the same
 ``binning._feature_cuts`` from the same values in the same order (the same random
 sample for very large columns), so the bin edges, the bins and therefore the model
 are the dense twin's, bit for bit. Memory: the ``uint8`` bins plus one column at a time.
+
+``compute_bin_edges`` and ``apply_bins`` here are the entry points training uses for
+any ``X``: ``binning``'s functions for a dense array, the sparse twins for a sparse
+matrix (``binning`` itself knows nothing of sparse input).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .._sparse import is_sparse
 from .._types import BIN_DTYPE, FLOAT_DTYPE
+from . import binning
 from .binning import BinEdges, _feature_cuts
+
+
+def compute_bin_edges(X, max_bin: int = 256, sample_weight=None, seed: int = 0) -> BinEdges:
+    """``binning.compute_bin_edges`` of a dense ``X``, ``sparse_bin_edges`` of a
+    canonical float32 CSC matrix."""
+    if is_sparse(X):
+        return sparse_bin_edges(X, max_bin, sample_weight, seed)
+    return binning.compute_bin_edges(X, max_bin, sample_weight, seed=seed)
+
+
+def apply_bins(X, edges: BinEdges, *, out=None, row_major: bool = False):
+    """``binning.apply_bins`` of a dense ``X``, ``apply_bins_sparse`` of a canonical
+    float32 CSC matrix."""
+    if is_sparse(X):
+        return apply_bins_sparse(X, edges, out=out, row_major=row_major)
+    return binning.apply_bins(X, edges, out=out, row_major=row_major)
 
 
 def _column(X, f):

@@ -18,10 +18,10 @@ import numpy as np
 from .._types import BIN_DTYPE
 from .._validation import pad_targets
 from ..engine.autodiff import fit_base_margin, loss_name
-from ..engine.binning import apply_bins, compute_bin_edges
 from ..engine.exact import check_rows
 from ..engine.groups import group_index
 from ..engine.round import Rows, Shared
+from ..engine.sparse import apply_bins, compute_bin_edges  # dense or scipy.sparse X
 from ..errors import LossError
 from ..parallel import distributed as dist
 from ..parallel.sharding import auto_mesh, check_mesh

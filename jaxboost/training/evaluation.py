@@ -32,8 +32,8 @@ from objectives import Objective
 from .. import _validation
 from .._types import bucket_rows
 from ..engine.autodiff import bind_loss
-from ..engine.binning import apply_bins
 from ..engine.groups import group_index
+from ..engine.sparse import apply_bins  # dense or scipy.sparse X
 from ..engine.tree import binned_leaf
 from ..errors import DataError
 from ..parallel import distributed as dist
