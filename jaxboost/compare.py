@@ -327,7 +327,8 @@ def compare(objectives, X, y, *, eval_set=None, metrics=None, n_rounds: int = 10
         and plain callables ``loss(y, pred)``, labelled by catalogue name (with
         non-default hyperparameters, e.g. ``huber(delta=2.0)``) or ``__name__``; or a
         dict ``{label: objective}``.
-      X: ``(N, F)`` training features, NaN = missing.
+      X: ``(N, F)`` training features, NaN = missing (or a ``scipy.sparse`` matrix,
+        whose absent entries are missing; so may the eval sets' be).
       y: ``(N,)`` training labels.
       eval_set: ``None``, a list of ``(X, y)`` (or ``(X, y, sample_weight)``) named
         ``validation_0``, ``validation_1``, ..., or a dict ``{name: (X, y)}``. The
