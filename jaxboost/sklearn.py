@@ -52,7 +52,8 @@ __all__ = ["JaxBoostRegressor", "JaxBoostClassifier"]
 _SAME_NAME = ("learning_rate", "max_depth", "reg_lambda", "reg_alpha", "gamma",
               "min_child_weight", "max_delta_step", "max_bin", "subsample",
               "colsample_bytree", "colsample_bylevel", "colsample_bynode", "hessian",
-              "refit", "multi_strategy", "early_stopping_rounds", "eval_metric", "verbose")
+              "refit", "multi_strategy", "early_stopping_rounds", "eval_metric", "verbose",
+              "monotone_constraints", "interaction_constraints", "min_samples_leaf")
 
 
 def gain_importance(booster) -> np.ndarray:
@@ -249,7 +250,8 @@ class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
                  colsample_bytree=1.0, colsample_bylevel=1.0, colsample_bynode=1.0,
                  hessian="auto", refit="auto", multi_strategy="one_output_per_tree",
                  early_stopping_rounds=None, eval_metric=None, random_state=None,
-                 verbose=False, link=None):
+                 verbose=False, link=None, monotone_constraints=None,
+                 interaction_constraints=None, min_samples_leaf=1):
         _store_params(self, locals())
 
     def fit(self, X, y, sample_weight=None, eval_set=None, base_margin=None,
@@ -323,7 +325,8 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
                  colsample_bytree=1.0, colsample_bylevel=1.0, colsample_bynode=1.0,
                  hessian="auto", refit="auto", multi_strategy="one_output_per_tree",
                  early_stopping_rounds=None, eval_metric=None, random_state=None,
-                 verbose=False, link="auto"):
+                 verbose=False, link="auto", monotone_constraints=None,
+                 interaction_constraints=None, min_samples_leaf=1):
         _store_params(self, locals())
 
     def _resolved_objective(self, n_classes):

@@ -56,7 +56,8 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
           n_outputs=None, multi_strategy: str = "one_output_per_tree",
           multi_hessian: str = "full", mesh=None, quantize: bool = False,
           feature_names=None, group=None, eval_group=None, loss_params=None,
-          link=None, eval_base_margin=None) -> Booster:
+          link=None, eval_base_margin=None, monotone_constraints=None,
+          interaction_constraints=None, min_samples_leaf: int = 1) -> Booster:
     r"""Train gradient-boosted trees on any per-row JAX loss.
 
     Each round computes per-row :math:`g_i = w_i \partial_f \ell(y_i, f_i)` and
@@ -230,6 +231,24 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         row (XGBoost's ``base_margin_eval_set``): a list with one ``(n,)`` (``(n, K)``)
         array (or None) per set, or a dict keyed like ``eval_set``. A set without starts
         from the model's ``base_margin``.
+      monotone_constraints: the direction of each feature's effect, as XGBoost's
+        ``hist``: ``1`` (predictions never decrease as the feature grows), ``-1``
+        (never increase) or ``0`` (free). A sequence of ``F`` signs, a dict
+        ``{feature index or name: sign}`` (others 0) or XGBoost's string
+        ``"(1,0,-1)"``. A split on a constrained feature is made only when its
+        children's weights are in order; their midpoint bounds every weight below
+        them, and leaf values are clipped to their node's bounds (see
+        ``jaxboost.engine.constraints``).
+      interaction_constraints: the features allowed to interact, as XGBoost's: a list of
+        sets (lists of feature indices or names; or the string ``"[[0,1],[2,3]]"``). A
+        node splits only on a feature used above it or in a set that holds every feature
+        used above it (the root on any feature).
+      min_samples_leaf: the fewest rows each child of a split may hold (default 1: no
+        limit). Rows count 1 whatever their ``sample_weight``; rows of weight 0, rows
+        ``subsample`` left out of the round, and rows of non-finite g or h do not count.
+        ``min_child_weight`` instead bounds each child's sum of Hessians.
+        The three constraint options are recorded in the model's ``train_state``; a
+        continued ``train(..., init_model=...)`` takes them from its own arguments.
 
     The model does not depend on JAX's global ``jax_enable_x64`` flag: ``train`` runs
     with 64-bit mode off, scoped to the call (``jaxboost._types.float32_programs``;
