@@ -67,8 +67,8 @@ FLOAT32_MAX = float(np.finfo(np.float32).max)
 class ConstraintSpec(NamedTuple):
     """The static part (hashable, in ``round.RoundSpec``): which constraints are on.
 
-    ``monotone``: some feature has a nonzero sign; ``n_sets``: interaction constraint
-    sets (0: none); ``min_leaf``: a row minimum per child is checked (counts are
+    ``monotone``: some feature has a nonzero sign; ``n_sets``: rows of the interaction
+    sets matrix (0: no interaction constraints); ``min_leaf``: a row minimum per child is checked (counts are
     histogrammed).
     """
 
@@ -79,8 +79,9 @@ class ConstraintSpec(NamedTuple):
 
 class ConstraintValues(NamedTuple):
     """The traced part (in ``round.Hyper``): ``monotone`` ``(F,)`` int32 signs,
-    ``sets`` ``(max(C, 1), F)`` bool (row ``j``: the features of set ``j``),
-    ``min_leaf`` a float32 scalar."""
+    ``sets`` ``(C', F)`` bool (row ``j``: the features of set ``j``; rows past the
+    ``C`` sets are empty, see ``training.constraints.set_rows``), ``min_leaf`` a float32
+    scalar."""
 
     monotone: Any
     sets: Any
