@@ -264,8 +264,11 @@ class TreeConstraints:
                 out.update(C=count_hist, Cp=jnp.sum(count_hist[0], axis=-1))
         return out
 
-    def find(self, Gh, Hh, Gt, Ht, dyn, fok, mask, lvl, k, c, *, clipped, any_forward):
-        """Best splits of the level's chunk ``k`` (nodes ``k c .. k c + c - 1``)."""
+    def find(self, hists, totals, dyn, fok, mask, lvl, chunk, *, clipped, any_forward):
+        """Best splits of a level's chunk of nodes: ``find_best_constrained`` on the
+        chunk's histograms ``hists = (G, H)`` and totals ``totals = (Gp, Hp)``, with
+        the chunk's part of ``lvl``; ``chunk = (k, c)``: nodes ``k c .. k c + c - 1``."""
+        (Gh, Hh), (Gt, Ht), (k, c) = hists, totals, chunk
         node = {}
         for key, v in lvl.items():
             if key in ("sign", "k"):

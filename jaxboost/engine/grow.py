@@ -409,7 +409,7 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
                 s = find_best_splits(Gh, Hh, sl(Gt), sl(Ht), dyn, fok, clipped=clipped,
                                      any_forward=any_forward, feature_mask=mask)
             else:
-                s = cons.find(Gh, Hh, sl(Gt), sl(Ht), dyn, fok, mask, lvl, k, c,
+                s = cons.find((Gh, Hh), (sl(Gt), sl(Ht)), dyn, fok, mask, lvl, (k, c),
                               clipped=clipped, any_forward=any_forward)
             s["Gc"] = _children_sums(Gh[None], s, B)[0]  # (2 c,)
             s["Hc"] = _children_sums(Hh[None], s, B)[0]
