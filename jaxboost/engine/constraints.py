@@ -68,8 +68,8 @@ class ConstraintSpec(NamedTuple):
     """The static part (hashable, in ``round.RoundSpec``): which constraints are on.
 
     ``monotone``: some feature has a nonzero sign; ``n_sets``: rows of the interaction
-    sets matrix (0: no interaction constraints); ``min_leaf``: a row minimum per child is checked (counts are
-    histogrammed).
+    sets matrix (0: no interaction constraints); ``min_leaf``: a row minimum per child
+    is checked (counts are histogrammed).
     """
 
     monotone: bool = False
@@ -80,7 +80,7 @@ class ConstraintSpec(NamedTuple):
 class ConstraintValues(NamedTuple):
     """The traced part (in ``round.Hyper``): ``monotone`` ``(F,)`` int32 signs,
     ``sets`` ``(C', F)`` bool (row ``j``: the features of set ``j``; rows past the
-    ``C`` sets are empty, see ``training.constraints.set_rows``), ``min_leaf`` a float32
+    ``C`` sets are empty, see ``training.constraints.set_rows``), ``min_leaf`` an int32
     scalar."""
 
     monotone: Any
@@ -139,6 +139,23 @@ def find_best_constrained(G, H, Gp, Hp, dyn, forward_ok, node, *, clipped: bool 
 
     Returns:
       as ``split.find_best_splits``.
+
+    Example:
+      >>> import numpy as np
+      >>> from jaxboost.engine.split import TreeHyper
+      >>> dyn = TreeHyper(*np.float32([1, 0, 0, 0, 0, 0]))  # lambda 0, no child minimum
+      >>> G = np.array([[[-2.0, -1.0, 1.0, 2.0, 0.0]]])       # (F, n, B); bin 4: missing
+      >>> H = np.array([[[1.0, 1.0, 1.0, 1.0, 0.0]]])
+      >>> node = dict(lo=np.float32([-3e38]), hi=np.float32([3e38]),
+      ...             plo=np.float32([-3e38]), phi=np.float32([3e38]))
+      >>> def best(sign):
+      ...     s = find_best_constrained(G, H, G.sum((0, 2)), H.sum((0, 2)), dyn,
+      ...                               np.zeros(1, bool), dict(node, sign=np.int32([sign])))
+      ...     return float(s["gain"][0]), int(s["tbin"][0])
+      >>> best(-1)  # weights 1.5 | -1.5: decreasing, allowed; gain 9/2 + 9/2
+      (9.0, 2)
+      >>> best(+1)[0]  # every useful split decreases: only gain-0 candidates are left
+      0.0
     """
     F, n, B = G.shape
     V = B - 1

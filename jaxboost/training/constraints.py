@@ -54,7 +54,7 @@ class Constraints:
         sets = np.zeros((set_rows(len(self.interaction or ())), n_features), bool)
         for j, s in enumerate(self.interaction or ()):
             sets[j, list(s)] = True
-        return ConstraintValues(signs, sets, np.float32(self.min_samples_leaf))
+        return ConstraintValues(signs, sets, np.int32(self.min_samples_leaf))
 
     def train_state(self) -> dict:
         """What a model file records of them (``Booster.train_state``; JSON scalars):
