@@ -47,7 +47,8 @@ least ``k`` of the rows the tree is grown on: real rows of positive weight whose
 h are finite and that row sampling (``subsample``) kept for this round. Rows count 1
 each, whatever their weight; ``min_child_weight`` instead bounds each child's sum of
 Hessians (which scale with ``sample_weight``). The counts come from one more histogram
-of the level's rows per level (a ``(count, 0)`` pair through the same kernel).
+per level (a ``(count, 0)`` pair through the same kernel; with the native kernel only
+of the smaller child of each pair, the sibling's by subtraction, as for g and h).
 """
 
 from __future__ import annotations

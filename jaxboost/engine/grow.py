@@ -383,6 +383,32 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
         return reduce(hist(cons.counts, jnp.zeros_like(cons.counts), local, width,
                            n_active))[0]
 
+    def level_counts(d, local, in_level, Ht, cstate):
+        """``(counts, cstate)``: the ``(F, W, B)`` row counts of level ``d``. With the
+        native kernel, below the root, only the smaller child of each pair (the one the
+        gradient histograms take) is counted; its sibling is the parent's counts, kept
+        in ``cstate["C"]``, minus it. Counts are integers in float64: exact."""
+        n = _pow2(d)
+        if not (native and W > 1):
+            return count_histogram(raw_histogram, local, W, n), cstate
+        h2 = W // 2
+        left_small = (Ht[0::2] <= Ht[1::2]) & (d > 0)
+
+        def pairs():
+            is_left = (local % 2) == 0
+            in_small = in_level & (is_left == left_small[jnp.minimum(local, W - 1) // 2])
+            small = count_histogram(raw_histogram, jnp.where(in_small, local // 2, h2), h2,
+                                    n // 2)
+            large = cstate["C"][:, :h2] - small
+            ls = left_small[None, :, None]
+            both = jnp.stack([jnp.where(ls, small, large), jnp.where(ls, large, small)],
+                             axis=2)
+            return both.reshape(small.shape[0], W, B)
+
+        counts = jax.lax.cond(d > 0, pairs,
+                              lambda: count_histogram(raw_histogram, local, W, n))
+        return counts, dict(cstate, C=counts)
+
     def best_splits(d, width, Gt, Ht, hist_chunk, bufs, fok=forward_ok, level_mask=None,
                     lvl=None):
         """Best split of each of level ``d``'s nodes and its children's totals, chunk by
@@ -512,6 +538,8 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
         pos = jnp.zeros(N, INDEX_DTYPE)
         structure = _empty_structure(M)
         cstate = None if cons is None else cons.init(M, W, F)
+        if counted and native and W > 1 and block == F:  # the parent level's counts
+            cstate["C"] = jnp.zeros((F, W, B), ACC_DTYPE)
         if D > 0 and block < F:
             def level(d, carry):
                 pos, alive, structure, Gn, Hn, cstate = carry
@@ -593,9 +621,10 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
                 else:
                     hist_chunk = full_chunks(*jax.lax.cond(
                         d > 0, lambda: reduce(histogram(local, W)), lambda: root_wide))
-                lvl = None if cons is None else cons.level(
-                    cstate, d, W,
-                    count_histogram(raw_histogram, local, W, n) if counted else None)
+                counts = None
+                if counted:
+                    counts, cstate = level_counts(d, local, in_level, Ht, cstate)
+                lvl = None if cons is None else cons.level(cstate, d, W, counts)
                 s, do, Gc, Hc, bufs = split_level(d, W, Gt, Ht, alive, hist_chunk, bufs,
                                                   cstate, lvl)
                 pos, structure, Gn, Hn = finish_level(d, (s, do, Gc, Hc),
