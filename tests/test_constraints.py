@@ -98,6 +98,20 @@ def test_monotone_with_refit_and_one_tree_per_output(data):
     assert np.all(np.diff(margins, axis=1) <= 0.0)
 
 
+def test_off_by_default_and_values_are_traced(data, mono_model, compile_counter):
+    """All-zero signs and a row minimum of 1 are the unconstrained model and program;
+    other signs reuse the constrained program (they are traced, not compiled in)."""
+    X, y, _ = data
+    plain = train(X, y)
+    with compile_counter:
+        same = train(X, y, monotone_constraints=(0,) * 5, min_samples_leaf=1)
+        flipped = train(X, y, monotone_constraints="(-1,1,-1,0,-1)")
+    assert compile_counter.count == 0
+    np.testing.assert_array_equal(same.predict(X), plain.predict(X))
+    assert "monotone_constraints" not in same.train_state
+    assert flipped.train_state["monotone_constraints"] == "(-1,1,-1,0,-1)"
+
+
 # --- XGBoost hist parity --------------------------------------------------------------
 def _xgb_model(X, y, params, rounds=N_ROUNDS):
     xgb = pytest.importorskip("xgboost")
