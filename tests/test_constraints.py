@@ -229,7 +229,10 @@ def _brute_force_tree(X, g, h, depth, k, lam):
 def test_min_samples_leaf_matches_brute_force_on_a_tiny_data_set():
     """24 rows, 2 features, depth 2, one round of squared error from margin 0: the tree
     equals the brute-force search of seed 000's rule (rows per child >= k), which differs
-    here from the tree without the minimum."""
+    here from the tree without the minimum. (Seed 000's own ``Node`` class, run on these
+    rows with ``min_leaf=5``, gamma 0, lambda 1, gives these predictions to 2e-8; it
+    differs from jaxboost only where its best split has a negative gain, which it makes
+    and jaxboost, like XGBoost, does not.)"""
     rng = np.random.default_rng(3)
     X = rng.normal(size=(24, 2)).astype(np.float32)
     y = (np.where(X[:, 0] > 1.2, 4.0, 0.0) + X[:, 1] + 0.3 * rng.normal(size=24)
