@@ -254,13 +254,34 @@ def test_plot_learning_curves(comparison, tmp_path):
     assert_png(tmp_path / "lc.png", fig)
 
 
-def test_figures_without_a_path_come_from_pyplot(stopped):
+def _every_figure(stopped, comparison):
+    """Every figure-returning call, without a path: (name, figure)."""
+    return [("plot_history", plotting.plot_history(stopped)),
+            ("plot_importance", plotting.plot_importance(stopped)),
+            ("plot_tree", plotting.plot_tree(stopped, 1)),
+            ("plot_comparison", plotting.plot_comparison(comparison)),
+            ("plot_learning_curves",
+             plotting.plot_learning_curves(comparison.curves["logistic"])),
+            ("Comparison.plot", comparison.plot())]
+
+
+def test_figures_are_not_left_open_in_pyplot(stopped, comparison, tmp_path):
+    """No function leaves its figure registered with pyplot (a notebook would show it
+    once by pyplot's end-of-cell flush and once as the cell's value); each still saves
+    and renders itself as PNG for IPython."""
     import matplotlib.pyplot as plt
 
-    for fig in (plotting.plot_history(stopped), plotting.plot_importance(stopped),
-                plotting.plot_tree(stopped, 1)):
-        assert plt.fignum_exists(fig.number)
-        plt.close(fig)
+    plt.close("all")
+    figures = _every_figure(stopped, comparison)
+    assert plt.get_fignums() == []
+    for name, fig in figures:
+        assert isinstance(fig, Figure), name
+        assert fig.axes, name
+        fig.savefig(tmp_path / f"{name}.png")
+        assert_png(tmp_path / f"{name}.png", fig)
+        png = fig._repr_png_()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > MIN_PNG_BYTES, name
+    assert plt.get_fignums() == []
 
 
 def test_saved_figures_are_not_registered_with_pyplot(stopped, tmp_path):
@@ -270,6 +291,57 @@ def test_saved_figures_are_not_registered_with_pyplot(stopped, tmp_path):
     plotting.plot_tree(stopped, 0, tmp_path / "t.png")
     plotting.plot_importance(stopped, tmp_path / "i.png")
     assert plt.get_fignums() == before
+
+
+def test_drawing_into_the_callers_axes(stopped, comparison, tmp_path):
+    """With ax=, each function draws into the caller's Axes and returns the caller's
+    figure, still open in pyplot, without laying it out again."""
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+    fig, axes = plt.subplots(2, 3, figsize=(12, 6))
+    # a layout of the caller's own that tight_layout would change
+    fig.subplots_adjust(left=0.3, right=0.95, wspace=0.6)
+    before = [a.get_position().bounds for a in axes.ravel()]
+    assert plotting.plot_importance(stopped, ax=axes[0, 0]) is fig
+    assert _bar_names(fig)[0] == _bar_names(plotting.plot_importance(stopped))[0]
+    assert plotting.plot_tree(stopped, 1, ax=axes[0, 1]) is fig
+    assert not axes[0, 1].axison and axes[0, 1].texts
+    assert plotting.plot_history(stopped, ax=axes[1, :2], path=tmp_path / "h.png") is fig
+    assert_png(tmp_path / "h.png", fig)
+    assert [axes[1, j].get_title() for j in range(2)] == ["logloss", "auc"]
+    assert comparison.plot(metrics="auc", ax=axes[0, 2]) is fig
+    assert axes[0, 2].get_title() == "auc (higher is better)"
+    assert plotting.plot_learning_curves({"valid": {"rmse": [3.0, 2.0]}},
+                                         ax=[axes[1, 2]]) is fig
+    assert [list(line.get_ydata()) for line in axes[1, 2].get_lines()] == [[3.0, 2.0]]
+    assert [a.get_position().bounds for a in axes.ravel()] == before
+    assert fig._suptitle is None  # no default title written over the caller's figure
+    assert plt.get_fignums() == [fig.number]  # the caller's figure stays open
+    plt.close(fig)
+
+
+def test_wrong_axes_are_refused(stopped, comparison):
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3)
+    other, ax2 = plt.subplots()
+    try:
+        with pytest.raises(ValueError, match=r"draws 2 panel\(s\); ax must hold 2 Axes"):
+            plotting.plot_history(stopped, ax=axes[0])
+        with pytest.raises(ValueError, match="draws 2 panel"):
+            plotting.plot_comparison(comparison, ax=axes)
+        with pytest.raises(ValueError, match="one figure"):
+            plotting.plot_history(stopped, ax=[axes[0], ax2])
+        with pytest.raises(TypeError, match="ax must be a matplotlib Axes, got Figure"):
+            plotting.plot_importance(stopped, ax=fig)
+        with pytest.raises(TypeError, match="ax must be a matplotlib Axes"):
+            plotting.plot_tree(stopped, 0, ax=[axes[0]])
+        with pytest.raises(TypeError, match="Axes or a sequence of them, got str"):
+            plotting.plot_history(stopped, ax="left")
+    finally:
+        plt.close(fig)
+        plt.close(other)
 
 
 def test_import_leaves_matplotlib_alone():
