@@ -400,3 +400,68 @@ def test_repr_html(stopped, softmax_model, monkeypatch):
     assert "<script>" not in page and "<b>a</b>" not in page
     assert "&lt;script&gt;x&lt;/script&gt; m&quot;q" in page
     assert "&lt;b&gt;a&lt;/b&gt;, b&amp;c" in page
+# --- in a notebook ----------------------------------------------------------------------
+
+CALLS = ["plotting.plot_history(bst)", "plotting.plot_importance(bst)",
+         "plotting.plot_tree(bst, 1)", "plotting.plot_comparison(cmp)",
+         "plotting.plot_learning_curves(cmp.curves['logistic'])", "cmp.plot()"]
+
+
+def _png_outputs(cell):
+    return [o.output_type for o in cell.outputs if "image/png" in o.get("data", {})]
+
+
+def test_an_executed_notebook_shows_each_figure_once(stopped, comparison, tmp_path):
+    """A real Jupyter kernel (ipykernel, matplotlib's inline backend) runs a notebook
+    whose cells end with each plotting call: every cell shows exactly one PNG, the
+    cell's value, before pyplot was ever imported (the figure's own ``_repr_png_``) and
+    after (the inline backend's formatter); with ``ax=`` from pyplot, pyplot's own
+    end-of-cell display is the one."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    import json
+    import os
+
+    model = tmp_path / "model.json"
+    stopped.save(model)
+    curves = {label: {d: {m: [float(v) for v in values] for m, values in per.items()}
+                      for d, per in by_data.items()}
+              for label, by_data in comparison.curves.items()}
+    setup = "\n".join([
+        "import json",
+        "import jaxboost",
+        "from jaxboost import plotting",
+        "from jaxboost.compare import Comparison",
+        "from jaxboost.metrics import get_metric",
+        f"bst = jaxboost.load({str(model)!r})",
+        f"curves = json.loads({json.dumps(curves)!r})",
+        "cmp = Comparison(boosters=dict.fromkeys(curves), curves=curves, train_seconds={},",
+        f"                 metrics={{m: get_metric(m) for m in {list(comparison.metrics)!r}}},",
+        f"                 data_names={comparison.data_names!r}, n_rows={{}},",
+        f"                 n_rounds={comparison.n_rounds}, notes=[])",
+        "import sys",
+        "assert 'matplotlib.pyplot' not in sys.modules"])
+    with_pyplot = "import matplotlib.pyplot as plt\nplt.close(plt.figure())"
+    own_axes = ("fig, ax = plt.subplots()\n"
+                "plotting.plot_importance(bst, ax=ax);")
+    sources = [setup, *CALLS, with_pyplot, *CALLS, own_axes, "plt.get_fignums()"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
+    env = dict(os.environ, MPLBACKEND="module://matplotlib_inline.backend_inline",
+               PYTHONPATH=os.pathsep.join(p for p in (str(ROOT),
+                                                      os.environ.get("PYTHONPATH")) if p))
+    client = nbclient.NotebookClient(nb, kernel_name="python3", timeout=300,
+                                     startup_timeout=120,
+                                     resources={"metadata": {"path": str(ROOT)}})
+    client.execute(env=env)
+    cells = nb.cells
+    assert _png_outputs(cells[0]) == [] and _png_outputs(cells[7]) == []
+    n = len(CALLS)
+    for i, call in enumerate(CALLS * 2):
+        cell = cells[1 + i + (i >= n)]
+        assert cell.source == call
+        assert _png_outputs(cell) == ["execute_result"], (call, cell.outputs)
+    assert _png_outputs(cells[-2]) == ["display_data"], cells[-2].outputs
+    # nothing of ours is left open in pyplot; the caller's figure was closed by the
+    # inline backend after it showed it
+    assert cells[-1].outputs[0]["data"]["text/plain"] == "[]"
