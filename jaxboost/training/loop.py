@@ -262,9 +262,10 @@ class ModelRun:
             hessian.warn(self.s, self.flag, label=self.label)
 
     def close(self):
+        """End the progress display: as complete when a callback stopped training."""
         for cb in self.callbacks:
             if isinstance(cb, Progress):
-                cb.close()
+                cb.close(stopped_at=self.stop)
 
 
 def _number(v) -> str:

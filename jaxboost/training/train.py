@@ -19,7 +19,7 @@ from .. import compile_cache
 from .._types import float32_programs
 from .._validation import target_structure
 from ..booster import Booster
-from ..callbacks import EarlyStopping, Progress
+from ..callbacks import AUTO_SECONDS, EarlyStopping, Progress
 from ..engine.autodiff import HESSIAN_FLOOR
 from ..engine.round import new_flags
 from ..parallel import distributed as dist
@@ -151,9 +151,12 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         ``jaxboost.callbacks.CallbackEnv``; ``True`` stops training (e.g.
         ``jaxboost.callbacks.Checkpoint(path, every=10)``). An exception a callback
         raises ends training with the model so far attached (see Raises).
-      verbose: ``True``: a progress bar with the latest metrics (tqdm when installed,
-        a plain line on stderr otherwise); ``False``: silent; ``"auto"``: shown only for
-        runs that last longer than 5 s.
+      verbose: ``True``: progress with the latest metrics on stderr from the first
+        round (a tqdm bar when tqdm is installed, a plain line otherwise); ``False``:
+        silent; ``"auto"``: the same, but only when training itself is slow (the rounds
+        still to run expected to take over ``callbacks.AUTO_SECONDS`` = 5 s at the
+        speed measured after compilation) and, without tqdm, only on a terminal. An
+        early stop ends the bar as complete. See ``jaxboost.callbacks.Progress``.
       init_model: a ``Booster`` to continue from (its trees, bin edges, base margin,
         seed and round count): ``train(..., n_rounds=4, init_model=train(..., n_rounds=4))``
         gives the same model as ``n_rounds=8``, bit for bit.
@@ -339,8 +342,9 @@ def model_run(s, prep, evals, metrics, where, *, early_stopping, label=""):
         early.check([e.name for e in evals], [m.name for m in metrics])
         callbacks.append(early)
     if s.verbose and dist.is_writer():
-        callbacks.insert(0, Progress(s.n_rounds,
-                                     after_seconds=5.0 if s.verbose == "auto" else 0.0))
+        auto = s.verbose == "auto"
+        callbacks.insert(0, Progress(s.n_rounds, min_seconds=AUTO_SECONDS if auto else 0.0,
+                                     plain=None if auto else True))
     s = dataclasses.replace(s, callbacks=tuple(callbacks))
     p, layout = s.params, prep.layout
     placed = []
