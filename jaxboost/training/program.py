@@ -42,6 +42,6 @@ def hyper(s) -> Hyper:
                  {k: np.asarray(v, f32) for k, v in s.loss_values.items()})
 
 
-def stack(hypers, put=jnp.asarray):
+def stack(hypers, put=jax.device_put):
     """``Hyper`` s of one group stacked on a leading model axis."""
     return jax.tree.map(lambda *a: put(np.stack(a)), *hypers)
