@@ -44,6 +44,6 @@ def hyper(s) -> Hyper:
                  None if s.constraints is None else s.constraints.values())
 
 
-def stack(hypers, put=jnp.asarray):
+def stack(hypers, put=jax.device_put):
     """``Hyper`` s of one group stacked on a leading model axis."""
     return jax.tree.map(lambda *a: put(np.stack(a)), *hypers)
