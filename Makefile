@@ -35,9 +35,9 @@ demo: $(STAMP_BASE)
 test: $(STAMP_TEST)
 	$(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadfile
 
-# The suite at XLA's default optimization level (make test compiles at level 0, which
-# is faster to compile and rounds a few exp/log evaluations differently; see
-# tests/conftest.py).
+# The suite with XLA's default compile settings (make test compiles at level 0 and
+# without the CPU fusion emitters, which is faster to compile and rounds a few exp/log
+# evaluations differently; see tests/conftest.py).
 test-full-opt: $(STAMP_TEST)
 	JAXBOOST_TEST_FULL_OPT=1 $(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadfile
 
