@@ -56,7 +56,8 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
           n_outputs=None, multi_strategy: str = "one_output_per_tree",
           multi_hessian: str = "full", mesh=None, quantize: bool = False,
           feature_names=None, group=None, eval_group=None, loss_params=None,
-          link=None, eval_base_margin=None) -> Booster:
+          link=None, eval_base_margin=None, categorical_features=None,
+          max_cat_to_onehot: int = 4, max_cat_threshold: int = 64) -> Booster:
     r"""Train gradient-boosted trees on any per-row JAX loss.
 
     Each round computes per-row :math:`g_i = w_i \partial_f \ell(y_i, f_i)` and
@@ -230,6 +231,22 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         row (XGBoost's ``base_margin_eval_set``): a list with one ``(n,)`` (``(n, K)``)
         array (or None) per set, or a dict keyed like ``eval_set``. A set without starts
         from the model's ``base_margin``.
+      categorical_features: the columns of ``X`` to split by category, as XGBoost's
+        ``enable_categorical=True``: a list of column indices, or of names (a
+        DataFrame's columns, ``feature_names``). pandas ``category`` and polars
+        ``Categorical``/``Enum`` columns are categorical without being named here; their
+        labels are stored in the model, and ``predict`` re-codes a DataFrame whose
+        categories differ. An array column holds integer codes ``0 .. C - 1`` (NaN:
+        missing), at most ``max_bin - 1`` categories (``DataError`` naming the column
+        otherwise, also for negative or fractional codes). A split sends a set of
+        categories one way; missing values and codes not seen in training go the
+        learned default way (see ``jaxboost.engine.categorical``).
+      max_cat_to_onehot: a categorical feature of fewer categories than this is split
+        one-vs-rest (one category against the others); otherwise by sorting its
+        categories by :math:`G/H` in the node and taking the best prefix. XGBoost's
+        parameter, default 4.
+      max_cat_threshold: the most categories a partition split gathers on one side
+        while scanning (XGBoost's parameter, default 64).
 
     The model does not depend on JAX's global ``jax_enable_x64`` flag: ``train`` runs
     with 64-bit mode off, scoped to the call (``jaxboost._types.float32_programs``;
@@ -296,7 +313,7 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         evals = eval_sets(eval_set, prep.edges, s.loss, Xf.shape[1], s.feature_names,
                           gather=multi, eval_group=eval_group,
                           eval_base_margin=eval_base_margin, n_outputs=s.n_outputs,
-                          targets=target_structure(yf))
+                          targets=target_structure(yf), category_labels=s.category_labels)
         metrics = eval_metrics(s.eval_metric, s.loss, evals, s.n_outputs)
         run_ = model_run(s, prep, evals, metrics, (0, 0), early_stopping=(
             early_stopping_rounds, early_stopping_metric, early_stopping_data, min_delta))

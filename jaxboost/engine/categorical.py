@@ -1,0 +1,279 @@
+r"""Categorical splits: category codes are bins, a split is a set of categories.
+
+A categorical feature holds integer codes ``0 .. C - 1`` (``binning``: code ``c`` is bin
+``c``; missing values and codes never seen in training are in the missing-value bin). A
+split sends a *set* of categories left and the others right, as XGBoost 3.2's
+``tree_method="hist"`` with ``enable_categorical=True`` does. With per-category sums
+:math:`G_c, H_c` of a node (parent :math:`G, H`; missing values :math:`G_m = G - \sum_c
+G_c`, likewise :math:`H_m`), the candidates of one feature, in XGBoost's order, are:
+
+* **one-vs-rest**, when ``C < max_cat_to_onehot``: for ``c = 0 .. C - 1``, category
+  ``c`` right and the rest left with missing values left (gain of
+  :math:`(G - G_c, G_c)`), then the same with missing values right (gain of
+  :math:`(G - G_c - G_m, G_c + G_m)`);
+* **partition**, otherwise: the categories sorted by their Newton weight
+  :math:`w_c = -T_\alpha(G_c)/(H_c + \lambda)` (0 when :math:`H_c` is below
+  ``min_child_weight``; float32, a stable sort, so ties keep code order) and, with
+  :math:`s_1, s_2, \dots` that order and :math:`m = \min(\text{max\_cat\_threshold},
+  C)`: the first :math:`k` categories right, missing left, for :math:`k = 1 .. m - 1`;
+  then the last :math:`k` categories left, missing right, for :math:`k = 1 .. m - 1`.
+  On each side at most ``max_cat_threshold - 1`` categories are gathered, as XGBoost.
+
+Each candidate's gain is the numeric one, :math:`S(G_L, H_L) + S(G_R, H_R) - S(G, H)`
+(``split``), with both children's :math:`H \ge` ``min_child_weight``; the first
+strictly best candidate over all features (ascending) wins, numeric features keeping
+their own candidates.
+
+A categorical split node stores the categories going left as a 256-bit set
+(``N_WORDS`` uint32 words, bit ``c`` of word ``c >> 5``): ``pack_bits``. Codes never
+seen in training (in range or not) get the node's default direction, as missing values
+do; a prediction reads bit ``c`` for codes ``0 <= c < 256`` and the default direction
+for any other value (``tree.categorical_left``). XGBoost stores the other side (its
+bit set holds the categories going right) and sends codes outside its set left.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._types import FLOAT_DTYPE, INDEX_DTYPE
+from .split import _pass_gains, _plain_score, calc_score, calc_weight, numeric_gains, pick_best
+
+NUMERIC, ONE_HOT, PARTITION = 0, 1, 2
+"""``CatInfo.kind`` of a feature: split by threshold, one-vs-rest, or by partition."""
+
+N_WORDS = 8
+"""uint32 words of a node's category set: 256 bits, one per bin (``max_bin <= 256``)."""
+
+
+class CatInfo(NamedTuple):
+    """What split finding knows of the categorical features (arrays; traced).
+
+    ``kind`` ``(F,)`` int32 (``NUMERIC``, ``ONE_HOT``, ``PARTITION``); ``n_cats`` ``(F,)``
+    int32, the categories ``C`` of the feature (bins ``0 .. C - 1``, 0 for numeric
+    features); ``seen`` ``(F, max_bin)`` bool, the codes present in training;
+    ``index`` ``(n_cat,)`` int32, the categorical features in ascending order (or None:
+    treat every feature as possibly categorical); ``max_cat_threshold`` int32.
+    """
+
+    kind: Any
+    n_cats: Any
+    seen: Any
+    index: Any
+    max_cat_threshold: Any
+
+    def block(self, f0, size: int) -> "CatInfo":
+        """The features ``f0 .. f0 + size - 1`` (``f0`` may be traced), without
+        ``index``."""
+        def sl(a):
+            return jax.lax.dynamic_slice_in_dim(a, f0, size, 0)
+        return CatInfo(sl(self.kind), sl(self.n_cats), sl(self.seen), None,
+                       self.max_cat_threshold)
+
+
+def cat_info(edges, max_cat_to_onehot: int, max_cat_threshold: int) -> Optional[CatInfo]:
+    """The ``CatInfo`` of bin edges with categorical features (host arrays), or None
+    when every feature is numeric.
+
+    >>> import numpy as np
+    >>> from jaxboost.engine.binning import compute_bin_edges
+    >>> X = np.array([[0, 1.0], [2, 2.0], [1, 3.0]], np.float32)
+    >>> e = compute_bin_edges(X, max_bin=8, categorical=np.array([True, False]))
+    >>> c = cat_info(e, max_cat_to_onehot=4, max_cat_threshold=64)
+    >>> c.kind.tolist(), c.n_cats.tolist(), c.index.tolist()
+    ([1, 0], [3, 0], [0])
+    """
+    if not edges.is_categorical:
+        return None
+    cat = np.asarray(edges.categorical, bool)
+    seen = np.asarray(edges.categories, bool)
+    present = seen.any(axis=1)
+    n_cats = np.where(cat & present, np.asarray(edges.n_cuts) + 1, 0).astype(np.int32)
+    kind = np.where(cat, np.where(n_cats < max_cat_to_onehot, ONE_HOT, PARTITION),
+                    NUMERIC).astype(np.int32)
+    return CatInfo(kind, n_cats, seen, np.flatnonzero(cat).astype(np.int32),
+                   np.int32(max_cat_threshold))
+
+
+def _category_gains(G, H, Gp, Hp, sp, dyn, score, cat: CatInfo):
+    """Gains of every categorical candidate: ``(C, n, 2 V)`` float32 and the
+    ``(C, n, V)`` sorted order of the categories (partition splits).
+
+    ``G, H``: ``(C, n, B)`` float64 histograms of ``C`` features, ``V = B - 1`` value
+    bins. Slots of one-vs-rest features: ``2 c`` (category ``c`` right, missing left),
+    ``2 c + 1`` (missing right); of partition features: ``k - 1`` (the first ``k``
+    sorted categories right, missing left), ``V + k - 1`` (the last ``k`` left, missing
+    right). Slots that are no candidate hold ``-inf``.
+    """
+    C, n, B = G.shape
+    V = B - 1
+    Gv, Hv = G[..., :V], H[..., :V]
+    Gpb, Hpb = Gp[None, :, None], Hp[None, :, None]
+    spb = sp[None, :, None]
+    n_cats = cat.n_cats[:, None, None]
+    slot = jnp.arange(V, dtype=INDEX_DTYPE)[None, None, :]
+    valid = slot < n_cats
+
+    def gains(GL, HL, GR, HR):
+        return _pass_gains(GL, HL, GR, HR, spb, dyn, score)
+
+    # One-vs-rest: missing = parent - present, as XGBoost computes it.
+    Gm = Gpb - jnp.sum(Gv, axis=2, keepdims=True)
+    Hm = Hpb - jnp.sum(Hv, axis=2, keepdims=True)
+    one_a = gains(Gpb - Gv, Hpb - Hv, Gv, Hv)
+    one_b = gains(Gpb - Gv - Gm, Hpb - Hv - Hm, Gv + Gm, Hv + Hm)
+    one = jnp.stack([jnp.where(valid, one_a, -jnp.inf), jnp.where(valid, one_b, -jnp.inf)],
+                    axis=-1).reshape(C, n, 2 * V)
+    # Partition: categories sorted by weight (stable), prefix sums both ways.
+    key = jnp.where(valid, calc_weight(Gv, Hv, dyn).astype(FLOAT_DTYPE), jnp.inf)
+    order = jnp.argsort(key, axis=-1, stable=True).astype(INDEX_DTYPE)
+    Gs = jnp.take_along_axis(Gv, order, axis=-1)
+    Hs = jnp.take_along_axis(Hv, order, axis=-1)
+    GR, HR = jax.lax.cumsum(Gs, axis=2), jax.lax.cumsum(Hs, axis=2)
+    fwd = gains(Gpb - GR, Hpb - HR, GR, HR)
+    Gt = jax.lax.cumsum(Gs, axis=2, reverse=True)  # Gt[i] = sum of sorted i .. V - 1
+    Ht = jax.lax.cumsum(Hs, axis=2, reverse=True)
+    first = jnp.broadcast_to(jnp.clip(n_cats - 1 - slot, 0, V - 1), Gs.shape)
+    GL, HL = jnp.take_along_axis(Gt, first, axis=-1), jnp.take_along_axis(Ht, first, axis=-1)
+    bwd = gains(GL, HL, Gpb - GL, Hpb - HL)
+    ok = slot < jnp.minimum(cat.max_cat_threshold, n_cats) - 1
+    part = jnp.concatenate([jnp.where(ok, fwd, -jnp.inf), jnp.where(ok, bwd, -jnp.inf)],
+                           axis=-1)
+    onehot = (cat.kind == ONE_HOT)[:, None, None]
+    return jnp.where(onehot, one, part), order
+
+
+def find_best_splits(G, H, Gp, Hp, dyn, forward_ok, cat: CatInfo, *, clipped: bool = True,
+                     any_forward: bool = True, feature_mask=None):
+    """``split.find_best_splits`` with categorical features.
+
+    Args:
+      G, H, Gp, Hp, dyn, forward_ok, clipped, any_forward, feature_mask: as in
+        ``split.find_best_splits`` (``G, H``: ``(F, n, B)`` float64 histograms).
+      cat: ``CatInfo`` of the same ``F`` features.
+
+    Returns:
+      dict of ``(n,)`` arrays ``gain``, ``feature``, ``tbin`` (0 at categorical
+      splits), ``default_left``, ``is_cat`` (bool), and ``left`` ``(n, B)`` bool, the
+      bins the split sends left (the missing-value bin and codes never seen in
+      training: ``default_left``).
+    """
+    F, n, B = G.shape
+    V = B - 1
+    with jax.enable_x64(True):
+        score = calc_score if clipped else _plain_score
+        sp = score(Gp, Hp, dyn)
+        gain_a, gain_b = numeric_gains(G, H, Gp, Hp, dyn, forward_ok, score=score,
+                                       any_forward=any_forward)
+        if gain_a is None:
+            gain_a = jnp.full_like(gain_b, -jnp.inf)
+        gain = jnp.concatenate([gain_a, gain_b], axis=-1)  # (F, n, 2 V)
+        idx = jnp.arange(F, dtype=INDEX_DTYPE) if cat.index is None else cat.index
+        sub = CatInfo(cat.kind[idx], cat.n_cats[idx], None, None, cat.max_cat_threshold)
+        cgain, order = _category_gains(G[idx], H[idx], Gp, Hp, sp, dyn, score, sub)
+        is_cat_f = (sub.kind != NUMERIC)[:, None, None]
+        gain = gain.at[idx].set(jnp.where(is_cat_f, cgain, gain[idx]))
+    s = pick_best(gain[..., :V], gain[..., V:], feature_mask)
+    return _decode(s, order, cat, idx, V)
+
+
+def _decode(s, order, cat: CatInfo, idx, V):
+    """The bins each node's chosen split sends left (see ``find_best_splits``)."""
+    f, tbin, dl = s["feature"], s["tbin"], s["default_left"]
+    n = f.shape[0]
+    B = V + 1
+    j = jnp.where(dl, 2 * V - 1 - tbin, tbin - 1)  # the candidate's slot
+    kind = cat.kind[f]
+    is_cat = kind != NUMERIC
+    # The feature's row of ``order``: its position among ``idx``.
+    pos = jnp.clip(jnp.searchsorted(idx, f), 0, idx.shape[0] - 1)
+    nodes = jnp.arange(n, dtype=INDEX_DTYPE)
+    o = order[pos, nodes]  # (n, V)
+    rank = jnp.zeros((n, V), INDEX_DTYPE).at[nodes[:, None], o].set(
+        jnp.arange(V, dtype=INDEX_DTYPE)[None, :])
+    forward = j < V
+    k = jnp.where(forward, j + 1, cat.n_cats[f] - (j - V + 1))  # categories going right
+    code = jnp.arange(V, dtype=INDEX_DTYPE)[None, :]
+    one = kind == ONE_HOT
+    left_v = jnp.where(one[:, None], code != (j // 2)[:, None], rank >= k[:, None])
+    dl_cat = jnp.where(one, j % 2 == 0, forward)
+    left_v = jnp.where(cat.seen[f][:, :V], left_v, dl_cat[:, None])
+    left_cat = jnp.concatenate([left_v, dl_cat[:, None]], axis=1)
+    bins = jnp.arange(B, dtype=INDEX_DTYPE)[None, :]
+    left_num = jnp.where(bins == B - 1, dl[:, None], bins < tbin[:, None])
+    return dict(gain=s["gain"], feature=f, tbin=jnp.where(is_cat, 0, tbin),
+                default_left=jnp.where(is_cat, dl_cat, dl), is_cat=is_cat,
+                left=jnp.where(is_cat[:, None], left_cat, left_num))
+
+
+def children_sums(Gh, Hh, s):
+    """``(Gc, Hc)``: the ``(2 n,)`` children totals (left, right interleaved) of nodes
+    whose splits send the bins ``s["left"]`` ``(n, B)`` left, from their split feature's
+    histogram row (``Gh``, ``Hh``: ``(F, n, B)``)."""
+    n = s["feature"].shape[0]
+    nodes = jnp.arange(n, dtype=INDEX_DTYPE)
+    out = []
+    for S in (Gh, Hh):
+        row = S[s["feature"], nodes]  # (n, B)
+        SL = jnp.sum(jnp.where(s["left"], row, 0.0), axis=1)
+        SR = jnp.sum(jnp.where(s["left"], 0.0, row), axis=1)
+        out.append(jnp.stack([SL, SR], axis=1).reshape(2 * n))
+    return tuple(out)
+
+
+def route(pos, local, in_level, do, feature, left, bin_of):
+    """Move the rows of a level's split nodes to their children: a row goes left when
+    ``left[node, bin]`` for its bin of the node's split feature (``grow.route`` for
+    splits given by bin masks ``left`` ``(n, B)``)."""
+    n = do.shape[0]
+    node = jnp.minimum(local, n - 1)
+    b_row = bin_of(jnp.where(do, feature, 0)[node]).astype(INDEX_DTYPE)
+    go_left = left[node, b_row]
+    move = in_level & do[node]
+    return jnp.where(move, 2 * pos + 1 + (~go_left).astype(INDEX_DTYPE), pos)
+
+
+def pack_bits(left):
+    """``(..., B)`` bool bins going left -> ``(..., N_WORDS)`` uint32 category sets:
+    bit ``c % 32`` of word ``c // 32`` for code ``c``; codes ``B .. 255`` (beyond the
+    bins) take the missing-value bin's direction.
+
+    >>> import numpy as np
+    >>> pack_bits(np.array([True, False, True, False])).tolist()[:2]
+    [5, 0]
+    """
+    left = jnp.asarray(left, bool)
+    B = left.shape[-1]
+    width = 32 * N_WORDS
+    if B < width:
+        fill = jnp.broadcast_to(left[..., B - 1:B], left.shape[:-1] + (width - B,))
+        left = jnp.concatenate([left, fill], axis=-1)
+    words = left.reshape(left.shape[:-1] + (N_WORDS, 32)).astype(jnp.uint32)
+    return jnp.sum(words << jnp.arange(32, dtype=jnp.uint32), axis=-1, dtype=jnp.uint32)
+
+
+def codes_of_bits(bits: np.ndarray) -> np.ndarray:
+    """The codes ``0 .. 255`` whose bit is set in one node's ``(N_WORDS,)`` set (host).
+
+    >>> codes_of_bits(np.array([5, 0, 0, 0, 0, 0, 0, 1], np.uint32)).tolist()
+    [0, 2, 224]
+    """
+    words = np.asarray(bits, np.uint32).reshape(N_WORDS)
+    mask = (words[:, None] >> np.arange(32, dtype=np.uint32)) & np.uint32(1)
+    return np.flatnonzero(mask.reshape(-1))
+
+
+def bits_of_codes(codes, default_left: bool, seen: np.ndarray) -> np.ndarray:
+    """A node's ``(N_WORDS,)`` uint32 set from the training codes going left: the other
+    seen codes go right, every code not ``seen`` (``(>= 1,)`` bool by code) goes the
+    default way (host; the inverse of ``codes_of_bits`` on seen codes)."""
+    left = np.zeros(32 * N_WORDS, bool)
+    seen_all = np.zeros(32 * N_WORDS, bool)
+    seen_all[: min(seen.shape[0], left.shape[0])] = seen[: left.shape[0]]
+    left[~seen_all] = bool(default_left)
+    left[np.asarray(codes, np.int64)] = True
+    return np.asarray(pack_bits(left))
