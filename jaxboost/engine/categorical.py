@@ -29,7 +29,10 @@ A categorical split node stores the categories going left as a 256-bit set
 seen in training (in range or not) get the node's default direction, as missing values
 do; a prediction reads bit ``c`` for codes ``0 <= c < 256`` and the default direction
 for any other value (``tree.categorical_left``). XGBoost stores the other side (its
-bit set holds the categories going right) and sends codes outside its set left.
+bit set holds the categories going right) and sends codes outside its set left: the two
+agree on codes beyond the largest training code when the default way is left (as it is
+without missing values in training), and XGBoost sends a code inside the range that
+training never saw wherever its empty bin fell in the sorted order.
 """
 
 from __future__ import annotations

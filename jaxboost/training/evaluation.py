@@ -51,16 +51,18 @@ class EvalSet(NamedTuple):
     offsets: Any = None  # (n[, K]) float32 margins per row (eval_base_margin), or None
 
 
-def eval_sets(eval_set, edges, loss, n_features, names=None, gather=False,
-               eval_group=None, *, eval_base_margin=None, n_outputs=1,
-               targets="(N,)", category_labels=None) -> list:
+def eval_sets(eval_set, edges, loss, names=None, gather=False, eval_group=None, *,
+              eval_base_margin=None, n_outputs=1, targets="(N,)",
+              category_labels=None) -> list:
     """Validated, binned evaluation sets (``gather``: every process's rows, on every
     process), with their query index when ``eval_group`` gives query ids and their
     margins per row when ``eval_base_margin`` gives them (a list aligned with
     ``eval_set`` or a dict keyed like it). ``targets`` is the structure of the training
     ``y`` (``_validation.target_structure``): every set's ``y`` must have the same.
-    Categorical columns (``edges.categorical``) are checked and DataFrame categories
-    re-coded to the training labels ``category_labels`` (``jaxboost._categorical``)."""
+    Every set has the ``edges.n_features`` features of the training data; categorical
+    columns (``edges.categorical``) are checked and DataFrame categories re-coded to the
+    training labels ``category_labels`` (``jaxboost._categorical``)."""
+    n_features = edges.n_features
     if eval_set is None:
         if eval_group is not None:
             raise ValueError("eval_group is given without eval_set")

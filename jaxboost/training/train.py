@@ -310,7 +310,7 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         prep = prepare(s, Xf, yf, wf)
         s = guard_start(s, round_spec(s, prep), prep.rows, prep.margin[0])
         layout, p = prep.layout, s.params
-        evals = eval_sets(eval_set, prep.edges, s.loss, Xf.shape[1], s.feature_names,
+        evals = eval_sets(eval_set, prep.edges, s.loss, s.feature_names,
                           gather=multi, eval_group=eval_group,
                           eval_base_margin=eval_base_margin, n_outputs=s.n_outputs,
                           targets=target_structure(yf), category_labels=s.category_labels)
