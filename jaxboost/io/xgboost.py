@@ -529,10 +529,11 @@ def _parse_tree(tree, where, n_features):
     is_cat = a["split_type"] == 1
     if set(a["right_cats"]) != set(np.flatnonzero(internal & is_cat).tolist()):
         i = min(set(a["right_cats"]) ^ set(np.flatnonzero(internal & is_cat).tolist()))
-        raise _malformed(f"{where}: node {i} is {'not ' if i in a['right_cats'] else ''}"
-                         f"listed in categories_nodes but its split_type is "
-                         f"{int(a['split_type'][i])}"
-                         f"{'' if internal[i] else ' (a leaf)'}")
+        listed = i in a["right_cats"]
+        raise _malformed(f"{where}: node {i} has split_type {int(a['split_type'][i])} "
+                         f"({'a categorical split' if a['split_type'][i] else 'numeric'}"
+                         f"{'' if internal[i] else ', a leaf'}) but is "
+                         f"{'' if listed else 'not '}listed in categories_nodes")
     # Breadth-first walk from the root: every node reached at most once, depth <= 16.
     depth = np.full(n, -1, np.int64)
     depth[0] = 0
