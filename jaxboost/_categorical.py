@@ -1,7 +1,8 @@
 """Categorical columns at the boundary: which columns are categorical, their codes checked.
 
 A column is categorical when it is a pandas ``category`` column, a polars
-``Categorical`` or ``Enum`` column, or named by ``categorical_features=`` (indices, or
+``Categorical`` or ``Enum`` column (a ``Categorical``'s categories are its distinct
+values, sorted), or named by ``categorical_features=`` (indices, or
 names of a DataFrame's columns / ``feature_names``). Its values are category codes:
 DataFrame categories become their codes (``0 .. n_categories - 1``, missing -> NaN) and
 their labels are kept (``frame_categories``) so that prediction re-codes a DataFrame
@@ -27,7 +28,7 @@ import sys
 
 import numpy as np
 
-from ._validation import frame_kind, is_category_dtype, is_int
+from ._validation import frame_kind, is_category_dtype, is_int, polars_labels
 from .errors import DataError
 
 MAX_CATEGORIES = 255
@@ -60,7 +61,7 @@ def frame_categories(X) -> dict:
     else:
         for i, (c, dt) in enumerate(zip(X.columns, X.dtypes)):
             if is_category_dtype(kind, dt):
-                out[i] = [_label(v) for v in X[c].cat.get_categories().to_list()]
+                out[i] = [_label(v) for v in polars_labels(X[c])]
     return out
 
 

@@ -158,8 +158,24 @@ def column_codes(X, i, kind) -> np.ndarray:
         codes[codes < 0] = np.nan
         return codes
     pl = sys.modules["polars"]
-    s = X[X.columns[i]].to_physical().cast(pl.Float32)
+    col = X[X.columns[i]]
+    if isinstance(col.dtype, pl.Enum):  # codes index the Enum's fixed categories
+        s = col.to_physical().cast(pl.Float32)
+    else:  # Categorical: codes index its present values in sorted order
+        labels = polars_labels(col)
+        s = col.cast(pl.String).replace_strict(labels, list(range(len(labels))),
+                                               default=None, return_dtype=pl.Float32)
     return s.fill_null(float("nan")).to_numpy().astype(np.float32)
+
+
+def polars_labels(col) -> list:
+    """The category labels of a polars categorical Series: an ``Enum``'s categories; a
+    ``Categorical``'s distinct present values, sorted (its physical codes depend on a
+    process-wide string pool, so they are not used)."""
+    pl = sys.modules["polars"]
+    if isinstance(col.dtype, pl.Enum):
+        return col.dtype.categories.to_list()
+    return sorted(col.drop_nulls().unique().cast(pl.String).to_list())
 
 
 def _frame_array(X, kind, name) -> np.ndarray:
