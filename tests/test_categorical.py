@@ -368,3 +368,24 @@ def test_numeric_models_are_unchanged(data):
     df = pd.DataFrame({"a": pd.Categorical(["u", "v"]), "b": [1.0, 2.0], "c": [0.0, 1.0]})
     with pytest.raises(DataError, match="column 0 of X is categorical"):
         bst.predict(df)
+
+
+def test_estimators_and_train_many_take_categorical_features(data):
+    pytest.importorskip("sklearn")
+    from jaxboost.sklearn import JaxBoostRegressor
+
+    X, y = data
+    df = _frame(X)
+    kw = dict(n_rounds=ROUNDS, max_depth=DEPTH, learning_rate=LR, verbose=False)
+    ref = jaxboost.train("squared", X, y, categorical_features=[0, 2], **kw)
+    est = JaxBoostRegressor(n_estimators=ROUNDS, max_depth=DEPTH, learning_rate=LR,
+                            categorical_features=[0, 2]).fit(X, y)
+    np.testing.assert_array_equal(est.predict(X), ref.predict(X))
+    est = JaxBoostRegressor(n_estimators=ROUNDS, max_depth=DEPTH, learning_rate=LR).fit(df, y)
+    assert est.booster_.categorical_features == (0, 2)
+    other = df.assign(city=df["city"].cat.reorder_categories(LABELS6[::-1]))
+    np.testing.assert_array_equal(est.predict(other), ref.predict(X))
+    many = jaxboost.train_many([{"learning_rate": LR}, {"learning_rate": 0.1}], df, y,
+                               objective="squared", n_rounds=ROUNDS, max_depth=DEPTH)
+    assert [m.categorical_features for m in many] == [(0, 2), (0, 2)]
+    np.testing.assert_array_equal(many[0].predict(other), ref.predict(X))
