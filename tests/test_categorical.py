@@ -389,3 +389,18 @@ def test_estimators_and_train_many_take_categorical_features(data):
                                objective="squared", n_rounds=ROUNDS, max_depth=DEPTH)
     assert [m.categorical_features for m in many] == [(0, 2), (0, 2)]
     np.testing.assert_array_equal(many[0].predict(other), ref.predict(X))
+
+
+def test_sharded_rows_and_feature_blocks_give_the_same_trees(data, monkeypatch):
+    """Rows over two devices (histograms summed across them) and features taken one at
+    a time (``grow.feature_block``, the wide-data path) find the same categorical splits."""
+    import jax
+
+    import jaxboost.engine.grow as grow
+
+    X, y = data
+    monkeypatch.setattr(grow, "HIST_MEMORY", grow.HIST_BYTES_PER_FEATURE * 4 * 256)
+    mesh = jax.make_mesh((2,), ("rows",), devices=jax.devices()[:2])
+    bst = ours(X, y, mesh=mesh)
+    np.testing.assert_allclose(bst.predict(X), theirs(X, y).predict(dmatrix(X)), rtol=1e-6,
+                               atol=1e-6)
