@@ -365,8 +365,9 @@ def plot_tree(booster, tree_index: int = 0, path=None, *, precision: int = 3, ti
 
     Split nodes read ``f2 < 0.53`` (with the split's gain and cover): a row whose
     value is below the threshold follows the ``yes`` edge (left), others the ``no``
-    edge (a categorical split reads ``f0 in {1,4}``, the categories going ``yes``); ``missing`` marks the side a missing value (NaN) takes. Leaves show their
-    value (learning rate applied) and cover, green when positive and red when negative.
+    edge (a categorical split reads ``f0 in {1,4}``, the categories going ``yes``);
+    ``missing`` marks the side a missing value (NaN) takes. Leaves show their value
+    (learning rate applied) and cover, green when positive and red when negative.
     In a model with one tree per output (``trees_per_round == n_outputs``) a tree holds
     one output's values, which the title names; a tree of vector leaves shows vectors.
 

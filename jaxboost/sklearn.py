@@ -40,8 +40,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from objectives import Objective
 from objectives import resolve as resolve_objective
 
-from . import io
-from . import _categorical
+from . import _categorical, io
 from ._validation import as_features, is_int, is_real
 from .explain import feature_names
 from .io.objective import objective_to_dict

@@ -223,7 +223,7 @@ def test_hostile_files_are_refused(data):
         "labels of a numeric feature": (lambda d: d.__setitem__(
             "category_labels", [{"feature": 1, "labels": ["a"]}]), "categorical"),
     }
-    for name, (edit, match) in cases.items():
+    for edit, match in cases.values():
         with pytest.raises(ModelFormatError, match=match):
             io.from_dict(_hostile(d, edit))
 
