@@ -60,7 +60,10 @@ class CatInfo(NamedTuple):
     int32, the categories ``C`` of the feature (bins ``0 .. C - 1``, 0 for numeric
     features); ``seen`` ``(F, max_bin)`` bool, the codes present in training;
     ``index`` ``(n_cat,)`` int32, the categorical features in ascending order (or None:
-    treat every feature as possibly categorical); ``max_cat_threshold`` int32.
+    treat every feature as possibly categorical); ``max_cat_threshold`` int32;
+    ``codes`` ``(S,)`` int32, ``0 .. S - 1``: its length ``S`` (static) covers every
+    feature's categories, the largest ``n_cats`` rounded up to a power of two (at least
+    8, at most ``max_bin - 1``), so split finding sorts ``S`` bins, not ``max_bin``.
     """
 
     kind: Any
@@ -68,6 +71,7 @@ class CatInfo(NamedTuple):
     seen: Any
     index: Any
     max_cat_threshold: Any
+    codes: Any = None
 
     def block(self, f0, size: int) -> "CatInfo":
         """The features ``f0 .. f0 + size - 1`` (``f0`` may be traced), without
@@ -75,7 +79,7 @@ class CatInfo(NamedTuple):
         def sl(a):
             return jax.lax.dynamic_slice_in_dim(a, f0, size, 0)
         return CatInfo(sl(self.kind), sl(self.n_cats), sl(self.seen), None,
-                       self.max_cat_threshold)
+                       self.max_cat_threshold, self.codes)
 
 
 def cat_info(edges, max_cat_to_onehot: int, max_cat_threshold: int) -> Optional[CatInfo]:
@@ -98,27 +102,33 @@ def cat_info(edges, max_cat_to_onehot: int, max_cat_threshold: int) -> Optional[
     n_cats = np.where(cat & present, np.asarray(edges.n_cuts) + 1, 0).astype(np.int32)
     kind = np.where(cat, np.where(n_cats < max_cat_to_onehot, ONE_HOT, PARTITION),
                     NUMERIC).astype(np.int32)
+    width = 8
+    while width < int(n_cats.max()):
+        width *= 2
+    width = min(width, edges.max_bin - 1)
     return CatInfo(kind, n_cats, seen, np.flatnonzero(cat).astype(np.int32),
-                   np.int32(max_cat_threshold))
+                   np.int32(max_cat_threshold), np.arange(width, dtype=np.int32))
 
 
 def _category_gains(G, H, Gp, Hp, sp, dyn, score, cat: CatInfo):
     """Gains of every categorical candidate: ``(C, n, 2 V)`` float32 and the
-    ``(C, n, V)`` sorted order of the categories (partition splits).
+    ``(C, n, S)`` sorted order of the categories (partition splits).
 
     ``G, H``: ``(C, n, B)`` float64 histograms of ``C`` features, ``V = B - 1`` value
-    bins. Slots of one-vs-rest features: ``2 c`` (category ``c`` right, missing left),
-    ``2 c + 1`` (missing right); of partition features: ``k - 1`` (the first ``k``
-    sorted categories right, missing left), ``V + k - 1`` (the last ``k`` left, missing
-    right). Slots that are no candidate hold ``-inf``.
+    bins, of which the first ``S`` (``cat.codes``) can hold categories. Slots of
+    one-vs-rest features: ``2 c`` (category ``c`` right, missing left), ``2 c + 1``
+    (missing right); of partition features: ``k - 1`` (the first ``k`` sorted categories
+    right, missing left), ``V + k - 1`` (the last ``k`` left, missing right). Slots that
+    are no candidate hold ``-inf``.
     """
     C, n, B = G.shape
     V = B - 1
-    Gv, Hv = G[..., :V], H[..., :V]
+    S = cat.codes.shape[0]
+    Gv, Hv = G[..., :S], H[..., :S]
     Gpb, Hpb = Gp[None, :, None], Hp[None, :, None]
     spb = sp[None, :, None]
     n_cats = cat.n_cats[:, None, None]
-    slot = jnp.arange(V, dtype=INDEX_DTYPE)[None, None, :]
+    slot = jnp.arange(S, dtype=INDEX_DTYPE)[None, None, :]
     valid = slot < n_cats
 
     def gains(GL, HL, GR, HR):
@@ -130,7 +140,8 @@ def _category_gains(G, H, Gp, Hp, sp, dyn, score, cat: CatInfo):
     one_a = gains(Gpb - Gv, Hpb - Hv, Gv, Hv)
     one_b = gains(Gpb - Gv - Gm, Hpb - Hv - Hm, Gv + Gm, Hv + Hm)
     one = jnp.stack([jnp.where(valid, one_a, -jnp.inf), jnp.where(valid, one_b, -jnp.inf)],
-                    axis=-1).reshape(C, n, 2 * V)
+                    axis=-1).reshape(C, n, 2 * S)
+    one = jnp.pad(one, ((0, 0), (0, 0), (0, 2 * (V - S))), constant_values=-jnp.inf)
     # Partition: categories sorted by weight (stable), prefix sums both ways.
     key = jnp.where(valid, calc_weight(Gv, Hv, dyn).astype(FLOAT_DTYPE), jnp.inf)
     order = jnp.argsort(key, axis=-1, stable=True).astype(INDEX_DTYPE)
@@ -140,11 +151,13 @@ def _category_gains(G, H, Gp, Hp, sp, dyn, score, cat: CatInfo):
     fwd = gains(Gpb - GR, Hpb - HR, GR, HR)
     Gt = jax.lax.cumsum(Gs, axis=2, reverse=True)  # Gt[i] = sum of sorted i .. V - 1
     Ht = jax.lax.cumsum(Hs, axis=2, reverse=True)
-    first = jnp.broadcast_to(jnp.clip(n_cats - 1 - slot, 0, V - 1), Gs.shape)
+    first = jnp.broadcast_to(jnp.clip(n_cats - 1 - slot, 0, S - 1), Gs.shape)
     GL, HL = jnp.take_along_axis(Gt, first, axis=-1), jnp.take_along_axis(Ht, first, axis=-1)
     bwd = gains(GL, HL, Gpb - GL, Hpb - HL)
     ok = slot < jnp.minimum(cat.max_cat_threshold, n_cats) - 1
-    part = jnp.concatenate([jnp.where(ok, fwd, -jnp.inf), jnp.where(ok, bwd, -jnp.inf)],
+    pad = ((0, 0), (0, 0), (0, V - S))
+    part = jnp.concatenate([jnp.pad(jnp.where(ok, fwd, -jnp.inf), pad, constant_values=-jnp.inf),
+                            jnp.pad(jnp.where(ok, bwd, -jnp.inf), pad, constant_values=-jnp.inf)],
                            axis=-1)
     onehot = (cat.kind == ONE_HOT)[:, None, None]
     return jnp.where(onehot, one, part), order
@@ -176,7 +189,8 @@ def find_best_splits(G, H, Gp, Hp, dyn, forward_ok, cat: CatInfo, *, clipped: bo
             gain_a = jnp.full_like(gain_b, -jnp.inf)
         gain = jnp.concatenate([gain_a, gain_b], axis=-1)  # (F, n, 2 V)
         idx = jnp.arange(F, dtype=INDEX_DTYPE) if cat.index is None else cat.index
-        sub = CatInfo(cat.kind[idx], cat.n_cats[idx], None, None, cat.max_cat_threshold)
+        sub = CatInfo(cat.kind[idx], cat.n_cats[idx], None, None, cat.max_cat_threshold,
+                      cat.codes)
         cgain, order = _category_gains(G[idx], H[idx], Gp, Hp, sp, dyn, score, sub)
         is_cat_f = (sub.kind != NUMERIC)[:, None, None]
         gain = gain.at[idx].set(jnp.where(is_cat_f, cgain, gain[idx]))
@@ -195,17 +209,20 @@ def _decode(s, order, cat: CatInfo, idx, V):
     # The feature's row of ``order``: its position among ``idx``.
     pos = jnp.clip(jnp.searchsorted(idx, f), 0, idx.shape[0] - 1)
     nodes = jnp.arange(n, dtype=INDEX_DTYPE)
-    o = order[pos, nodes]  # (n, V)
-    rank = jnp.zeros((n, V), INDEX_DTYPE).at[nodes[:, None], o].set(
-        jnp.arange(V, dtype=INDEX_DTYPE)[None, :])
+    S = order.shape[-1]  # the bins that can hold categories (CatInfo.codes)
+    o = order[pos, nodes]  # (n, S)
+    rank = jnp.zeros((n, S), INDEX_DTYPE).at[nodes[:, None], o].set(
+        jnp.arange(S, dtype=INDEX_DTYPE)[None, :])
     forward = j < V
     k = jnp.where(forward, j + 1, cat.n_cats[f] - (j - V + 1))  # categories going right
-    code = jnp.arange(V, dtype=INDEX_DTYPE)[None, :]
+    code = jnp.arange(S, dtype=INDEX_DTYPE)[None, :]
     one = kind == ONE_HOT
     left_v = jnp.where(one[:, None], code != (j // 2)[:, None], rank >= k[:, None])
     dl_cat = jnp.where(one, j % 2 == 0, forward)
-    left_v = jnp.where(cat.seen[f][:, :V], left_v, dl_cat[:, None])
-    left_cat = jnp.concatenate([left_v, dl_cat[:, None]], axis=1)
+    left_v = jnp.where(cat.seen[f][:, :S], left_v, dl_cat[:, None])
+    # codes S .. V - 1 were never seen, and the missing-value bin: the default way
+    left_cat = jnp.concatenate([left_v, jnp.broadcast_to(dl_cat[:, None], (n, V - S + 1))],
+                               axis=1)
     bins = jnp.arange(B, dtype=INDEX_DTYPE)[None, :]
     left_num = jnp.where(bins == B - 1, dl[:, None], bins < tbin[:, None])
     return dict(gain=s["gain"], feature=f, tbin=jnp.where(is_cat, 0, tbin),
