@@ -149,7 +149,7 @@ def _category_gains(G, H, Gp, Hp, sp, dyn, score, cat: CatInfo):
     Hs = jnp.take_along_axis(Hv, order, axis=-1)
     GR, HR = jax.lax.cumsum(Gs, axis=2), jax.lax.cumsum(Hs, axis=2)
     fwd = gains(Gpb - GR, Hpb - HR, GR, HR)
-    Gt = jax.lax.cumsum(Gs, axis=2, reverse=True)  # Gt[i] = sum of sorted i .. V - 1
+    Gt = jax.lax.cumsum(Gs, axis=2, reverse=True)  # Gt[i] = sum of sorted i .. S - 1
     Ht = jax.lax.cumsum(Hs, axis=2, reverse=True)
     first = jnp.broadcast_to(jnp.clip(n_cats - 1 - slot, 0, S - 1), Gs.shape)
     GL, HL = jnp.take_along_axis(Gt, first, axis=-1), jnp.take_along_axis(Ht, first, axis=-1)
