@@ -53,7 +53,8 @@ _SAME_NAME = ("learning_rate", "max_depth", "reg_lambda", "reg_alpha", "gamma",
               "min_child_weight", "max_delta_step", "max_bin", "subsample",
               "colsample_bytree", "colsample_bylevel", "colsample_bynode", "hessian",
               "refit", "multi_strategy", "early_stopping_rounds", "eval_metric", "verbose",
-              "max_cat_to_onehot", "max_cat_threshold")
+              "max_cat_to_onehot", "max_cat_threshold", "monotone_constraints",
+              "interaction_constraints", "min_samples_leaf")
 
 
 def gain_importance(booster) -> np.ndarray:
@@ -279,7 +280,8 @@ class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
                  hessian="auto", refit="auto", multi_strategy="one_output_per_tree",
                  early_stopping_rounds=None, eval_metric=None, random_state=None,
                  verbose=False, link=None, categorical_features=None,
-                 max_cat_to_onehot=4, max_cat_threshold=64):
+                 max_cat_to_onehot=4, max_cat_threshold=64, monotone_constraints=None,
+                 interaction_constraints=None, min_samples_leaf=1):
         _store_params(self, locals())
 
     def fit(self, X, y, sample_weight=None, eval_set=None, base_margin=None,
@@ -354,7 +356,8 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
                  hessian="auto", refit="auto", multi_strategy="one_output_per_tree",
                  early_stopping_rounds=None, eval_metric=None, random_state=None,
                  verbose=False, link="auto", categorical_features=None,
-                 max_cat_to_onehot=4, max_cat_threshold=64):
+                 max_cat_to_onehot=4, max_cat_threshold=64, monotone_constraints=None,
+                 interaction_constraints=None, min_samples_leaf=1):
         _store_params(self, locals())
 
     def _resolved_objective(self, n_classes):

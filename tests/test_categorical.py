@@ -404,3 +404,34 @@ def test_sharded_rows_and_feature_blocks_give_the_same_trees(data, monkeypatch):
     bst = ours(X, y, mesh=mesh)
     np.testing.assert_allclose(bst.predict(X), theirs(X, y).predict(dmatrix(X)), rtol=1e-6,
                                atol=1e-6)
+
+
+# --- with constraints --------------------------------------------------------------------
+
+def test_constraints_with_categorical_features_equal_xgboost(data):
+    """Monotone and interaction constraints and ``min_samples_leaf`` with categorical
+    features (one compiled program): XGBoost 3.2 hist with the same monotone sign (on
+    the numeric column) and interaction sets gives the same predictions. Once a sign is
+    set every candidate, the categorical ones included, is scored with bounded weights;
+    columns 0 and 2 never meet on a path. XGBoost has no row minimum, but under the
+    squared loss each row's Hessian is 1, so ``min_samples_leaf=k`` gives its
+    ``min_child_weight=k`` trees for one-vs-rest splits (partition splits differ: a
+    category below ``min_child_weight`` sorts with weight 0); partition splits keep
+    ``k`` rows in every leaf. A monotone sign on a categorical feature is refused:
+    categories have no order."""
+    X, y = data
+    k = 25
+    kw = dict(monotone_constraints="(0,1,0)", interaction_constraints="[[0,1],[1,2]]")
+    for extra in (dict(max_cat_to_onehot=10), dict(min_child_weight=k)):
+        bst = ours(X, y, min_samples_leaf=k, **kw, **extra)
+        ref = theirs(X, y, **kw, **dict(extra, min_child_weight=k))
+        np.testing.assert_allclose(bst.predict(X), ref.predict(dmatrix(X)), rtol=1e-6,
+                                   atol=1e-6)
+    assert (~bst.ensemble.is_leaf & np.isnan(bst.ensemble.threshold)).sum() >= 5
+
+    def smallest_leaf(bst):
+        return min(np.bincount(t)[np.bincount(t) > 0].min() for t in bst.predict_leaf(X).T)
+    assert smallest_leaf(ours(X, y, min_samples_leaf=k, **kw)) >= k
+    assert smallest_leaf(ours(X, y)) < k  # without the minimum some leaf is smaller
+    with pytest.raises(ValueError, match="categorical feature 2 the sign -1"):
+        ours(X, y, monotone_constraints="(0,1,-1)")

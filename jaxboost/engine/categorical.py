@@ -43,7 +43,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._types import FLOAT_DTYPE, INDEX_DTYPE
+from .._types import ACC_DTYPE, FLOAT_DTYPE, INDEX_DTYPE
+from .constraints import constrained_gains, gain_rule, rows_ok
 from .split import _pass_gains, _plain_score, calc_score, calc_weight, numeric_gains, pick_best
 
 NUMERIC, ONE_HOT, PARTITION = 0, 1, 2
@@ -110,50 +111,46 @@ def cat_info(edges, max_cat_to_onehot: int, max_cat_threshold: int) -> Optional[
                    np.int32(max_cat_threshold), np.arange(width, dtype=np.int32))
 
 
-def _category_gains(G, H, Gp, Hp, sp, dyn, score, cat: CatInfo):
+def _category_gains(P, Pp, dyn, cat: CatInfo, gains):
     """Gains of every categorical candidate: ``(C, n, 2 V)`` float32 and the
     ``(C, n, S)`` sorted order of the categories (partition splits).
 
-    ``G, H``: ``(C, n, B)`` float64 histograms of ``C`` features, ``V = B - 1`` value
-    bins, of which the first ``S`` (``cat.codes``) can hold categories. Slots of
+    ``P``: ``(k, C, n, B)`` float64 histograms of ``C`` features, stacked: ``P[0]``
+    the gradients, ``P[1]`` the Hessians, ``P[2]`` row counts (when a row minimum is
+    checked); ``Pp`` ``(k, n)`` the nodes' totals of the same. ``gains(L, R)``: the
+    gains of candidates with children sums ``L``, ``R`` ``(k, C, n, S)``. ``V = B - 1``
+    value bins, of which the first ``S`` (``cat.codes``) can hold categories. Slots of
     one-vs-rest features: ``2 c`` (category ``c`` right, missing left), ``2 c + 1``
     (missing right); of partition features: ``k - 1`` (the first ``k`` sorted categories
     right, missing left), ``V + k - 1`` (the last ``k`` left, missing right). Slots that
     are no candidate hold ``-inf``.
     """
-    C, n, B = G.shape
+    _, C, n, B = P.shape
     V = B - 1
     S = cat.codes.shape[0]
-    Gv, Hv = G[..., :S], H[..., :S]
-    Gpb, Hpb = Gp[None, :, None], Hp[None, :, None]
-    spb = sp[None, :, None]
+    Pv = P[..., :S]
+    Ppb = Pp[:, None, :, None]
     n_cats = cat.n_cats[:, None, None]
     slot = jnp.arange(S, dtype=INDEX_DTYPE)[None, None, :]
     valid = slot < n_cats
 
-    def gains(GL, HL, GR, HR):
-        return _pass_gains(GL, HL, GR, HR, spb, dyn, score)
-
     # One-vs-rest: missing = parent - present, as XGBoost computes it.
-    Gm = Gpb - jnp.sum(Gv, axis=2, keepdims=True)
-    Hm = Hpb - jnp.sum(Hv, axis=2, keepdims=True)
-    one_a = gains(Gpb - Gv, Hpb - Hv, Gv, Hv)
-    one_b = gains(Gpb - Gv - Gm, Hpb - Hv - Hm, Gv + Gm, Hv + Hm)
+    Pm = Ppb - jnp.sum(Pv, axis=3, keepdims=True)
+    one_a = gains(Ppb - Pv, Pv)
+    one_b = gains(Ppb - Pv - Pm, Pv + Pm)
     one = jnp.stack([jnp.where(valid, one_a, -jnp.inf), jnp.where(valid, one_b, -jnp.inf)],
                     axis=-1).reshape(C, n, 2 * S)
     one = jnp.pad(one, ((0, 0), (0, 0), (0, 2 * (V - S))), constant_values=-jnp.inf)
     # Partition: categories sorted by weight (stable), prefix sums both ways.
-    key = jnp.where(valid, calc_weight(Gv, Hv, dyn).astype(FLOAT_DTYPE), jnp.inf)
+    key = jnp.where(valid, calc_weight(Pv[0], Pv[1], dyn).astype(FLOAT_DTYPE), jnp.inf)
     order = jnp.argsort(key, axis=-1, stable=True).astype(INDEX_DTYPE)
-    Gs = jnp.take_along_axis(Gv, order, axis=-1)
-    Hs = jnp.take_along_axis(Hv, order, axis=-1)
-    GR, HR = jax.lax.cumsum(Gs, axis=2), jax.lax.cumsum(Hs, axis=2)
-    fwd = gains(Gpb - GR, Hpb - HR, GR, HR)
-    Gt = jax.lax.cumsum(Gs, axis=2, reverse=True)  # Gt[i] = sum of sorted i .. S - 1
-    Ht = jax.lax.cumsum(Hs, axis=2, reverse=True)
-    first = jnp.broadcast_to(jnp.clip(n_cats - 1 - slot, 0, S - 1), Gs.shape)
-    GL, HL = jnp.take_along_axis(Gt, first, axis=-1), jnp.take_along_axis(Ht, first, axis=-1)
-    bwd = gains(GL, HL, Gpb - GL, Hpb - HL)
+    Ps = jnp.take_along_axis(Pv, jnp.broadcast_to(order, Pv.shape), axis=-1)
+    R = jax.lax.cumsum(Ps, axis=3)
+    fwd = gains(Ppb - R, R)
+    T = jax.lax.cumsum(Ps, axis=3, reverse=True)  # T[i] = sum of sorted i .. S - 1
+    first = jnp.broadcast_to(jnp.clip(n_cats - 1 - slot, 0, S - 1), Ps.shape)
+    L = jnp.take_along_axis(T, first, axis=-1)
+    bwd = gains(L, Ppb - L)
     ok = slot < jnp.minimum(cat.max_cat_threshold, n_cats) - 1
     pad = ((0, 0), (0, 0), (0, V - S))
     part = jnp.concatenate([jnp.pad(jnp.where(ok, fwd, -jnp.inf), pad, constant_values=-jnp.inf),
@@ -163,14 +160,50 @@ def _category_gains(G, H, Gp, Hp, sp, dyn, score, cat: CatInfo):
     return jnp.where(onehot, one, part), order
 
 
-def find_best_splits(G, H, Gp, Hp, dyn, forward_ok, cat: CatInfo, *, clipped: bool = True,
-                     any_forward: bool = True, feature_mask=None):
+def _rules(hists, totals, dyn, forward_ok, idx, node, *, clipped, any_forward):
+    """``(gain_a, gain_b, P, Pp, gains)``: the threshold gains of every feature, the
+    stacked histograms of the features ``idx`` and their totals, and the gain of their
+    candidates (``_category_gains``), unconstrained or under ``node``'s constraints
+    (``constraints.find_best_constrained``). Call in x64 scope."""
+    (G, H), (Gp, Hp) = hists, totals
+    if node is None:
+        score = calc_score if clipped else _plain_score
+        gain_a, gain_b = numeric_gains(G, H, Gp, Hp, dyn, forward_ok, score=score,
+                                       any_forward=any_forward)
+        spb = score(Gp, Hp, dyn)[None, :, None]
+
+        def gains(L, R):
+            return _pass_gains(L[0], L[1], R[0], R[1], spb, dyn, score)
+        return gain_a, gain_b, jnp.stack([G[idx], H[idx]]), jnp.stack([Gp, Hp]), gains
+    gain_a, gain_b = constrained_gains(G, H, Gp, Hp, dyn, forward_ok, node, clipped=clipped,
+                                       any_forward=any_forward)
+    sub = dict(node, sign=node["sign"][idx]) if "sign" in node else node
+    rule = gain_rule(Gp, Hp, dyn, sub, clipped=clipped)
+    P, Pp = [G[idx], H[idx]], [Gp, Hp]
+    if "C" in node:
+        P.append(node["C"][idx])
+        Pp.append(node["Cp"])
+        k = node["k"].astype(ACC_DTYPE)
+
+    def gains(L, R):
+        gain = rule(L[0], L[1], R[0], R[1])
+        return gain if "C" not in node else rows_ok(gain, L[2], R[2], k)
+    return gain_a, gain_b, jnp.stack(P), jnp.stack(Pp), gains
+
+
+def find_best_splits(hists, totals, dyn, forward_ok, cat: CatInfo, *, clipped: bool = True,
+                     any_forward: bool = True, feature_mask=None, node=None):
     """``split.find_best_splits`` with categorical features.
 
     Args:
-      G, H, Gp, Hp, dyn, forward_ok, clipped, any_forward, feature_mask: as in
-        ``split.find_best_splits`` (``G, H``: ``(F, n, B)`` float64 histograms).
+      hists: ``(G, H)``, ``(F, n, B)`` float64 histograms; totals: ``(Gp, Hp)``
+        ``(n,)``; dyn, forward_ok, clipped, any_forward, feature_mask: as in
+        ``split.find_best_splits``.
       cat: ``CatInfo`` of the same ``F`` features.
+      node: optional constraint inputs of the ``n`` nodes, as
+        ``constraints.find_best_constrained``'s (monotone bounds and signs, row
+        counts); every candidate, categorical or not, then follows those rules (no
+        feature split by category may have a monotone sign).
 
     Returns:
       dict of ``(n,)`` arrays ``gain``, ``feature``, ``tbin`` (0 at categorical
@@ -178,20 +211,18 @@ def find_best_splits(G, H, Gp, Hp, dyn, forward_ok, cat: CatInfo, *, clipped: bo
       bins the split sends left (the missing-value bin and codes never seen in
       training: ``default_left``).
     """
-    F, n, B = G.shape
+    F, n, B = hists[0].shape
     V = B - 1
+    idx = jnp.arange(F, dtype=INDEX_DTYPE) if cat.index is None else cat.index
+    sub = CatInfo(cat.kind[idx], cat.n_cats[idx], None, None, cat.max_cat_threshold,
+                  cat.codes)
     with jax.enable_x64(True):
-        score = calc_score if clipped else _plain_score
-        sp = score(Gp, Hp, dyn)
-        gain_a, gain_b = numeric_gains(G, H, Gp, Hp, dyn, forward_ok, score=score,
-                                       any_forward=any_forward)
+        gain_a, gain_b, P, Pp, gains = _rules(hists, totals, dyn, forward_ok, idx, node,
+                                              clipped=clipped, any_forward=any_forward)
         if gain_a is None:
             gain_a = jnp.full_like(gain_b, -jnp.inf)
         gain = jnp.concatenate([gain_a, gain_b], axis=-1)  # (F, n, 2 V)
-        idx = jnp.arange(F, dtype=INDEX_DTYPE) if cat.index is None else cat.index
-        sub = CatInfo(cat.kind[idx], cat.n_cats[idx], None, None, cat.max_cat_threshold,
-                      cat.codes)
-        cgain, order = _category_gains(G[idx], H[idx], Gp, Hp, sp, dyn, score, sub)
+        cgain, order = _category_gains(P, Pp, dyn, sub, gains)
         is_cat_f = (sub.kind != NUMERIC)[:, None, None]
         gain = gain.at[idx].set(jnp.where(is_cat_f, cgain, gain[idx]))
     s = pick_best(gain[..., :V], gain[..., V:], feature_mask)

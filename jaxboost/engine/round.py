@@ -41,9 +41,10 @@ from jax.sharding import PartitionSpec as P
 from .._types import FLOAT_DTYPE, INDEX_DTYPE
 from .autodiff import bind_loss, grad_hess, hessian_census
 from .categorical import N_WORDS
+from .constraints import ConstraintSpec, TreeConstraints, clip_to_bounds
 from .exact import to_grid
 from .groups import group_derivatives
-from .grow import TreeSpec, grow_tree, grow_vector_tree
+from .grow import SplitRules, TreeSpec, grow_tree, grow_vector_tree
 from .refit import RowSums, refit_newton, refit_quantile
 from .sampling import SUBSAMPLE, FeatureSampler, round_key, row_mask
 from .split import TreeHyper
@@ -55,7 +56,9 @@ class RoundSpec(NamedTuple):
     ``loss`` is the loss family (``objectives`` entries with their continuous
     hyperparameters taken out, see ``Objective.traced_split``; a plain callable as
     given); ``refit`` is ``None``, ``"newton"`` or ``"quantile"``; ``group_max`` is the
-    exact-Hessian group size of a group loss (``None`` for per-row losses).
+    exact-Hessian group size of a group loss (``None`` for per-row losses);
+    ``constraints`` the ``constraints.ConstraintSpec`` of monotone / interaction
+    constraints and a row minimum per child (``None``: none).
     """
 
     loss: Any
@@ -74,6 +77,7 @@ class RoundSpec(NamedTuple):
     col_sampling: bool = False
     exact: bool = False
     group_max: Optional[int] = None
+    constraints: Optional[ConstraintSpec] = None
 
     @property
     def n_nodes(self) -> int:
@@ -124,8 +128,9 @@ class Shared(NamedTuple):
 class Hyper(NamedTuple):
     """One model's traced numbers (float32 scalars unless said): the tree's
     regularisation, the ``hessian="clip"`` floor, the quantile refit's level,
-    ``ratios`` ``(4,)`` (``sampling.FIELDS``), ``seed`` int32, and ``loss_params``, the
-    loss's continuous hyperparameters (a dict of arrays)."""
+    ``ratios`` ``(4,)`` (``sampling.FIELDS``), ``seed`` int32, ``loss_params``, the
+    loss's continuous hyperparameters (a dict of arrays), and ``constraints``, the
+    ``constraints.ConstraintValues`` (None without constraints)."""
 
     reg_lambda: Any
     reg_alpha: Any
@@ -137,6 +142,7 @@ class Hyper(NamedTuple):
     ratios: Any
     seed: Any
     loss_params: Any
+    constraints: Any = None
 
     def dyn(self, eta):
         """The tree builder's ``split.TreeHyper`` at learning rate ``eta``."""
@@ -304,9 +310,25 @@ def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margi
                               F, spec.max_depth)
 
     tspec = spec.tree_spec()
+    cons = None
+    if spec.constraints is not None:
+        counts = None
+        if spec.constraints.min_leaf:  # the rows this round's trees are grown on
+            counts = (keep & rows.valid & (rows.w > 0)).astype(FLOAT_DTYPE)
+        cons = TreeConstraints(spec.constraints, hyper.constraints, counts)
+    rules = SplitRules(shared.cats, cons)
+
+    def bounds_of(tree):
+        """The tree without the node bounds of monotone constraints, and the bounds."""
+        if not (cons is not None and cons.monotone):
+            return tree, None
+        tree = dict(tree)
+        return tree, (tree.pop("lower"), tree.pop("upper"))
+
     if K == 1:
         tree, leaf = grow_tree(rows.bins, g, h, dyn, shared.cuts_ext, shared.forward_ok,
-                               tspec, reduce=reduce, features=sampler(0), cats=shared.cats)
+                               tspec, reduce=reduce, features=sampler(0), rules=rules)
+        tree, bounds = bounds_of(tree)
         if spec.refit == "newton":
             tree = refit_newton(tree, leaf, loss, rows.y, margin, rows.w, dyn,
                                 sums=RowSums(reduce, n_total if spec.exact else None,
@@ -314,6 +336,8 @@ def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margi
         elif spec.refit == "quantile":
             tree = refit_quantile(tree, leaf, rows.y, margin, rows.w, dyn,
                                   alpha=hyper.quantile_alpha)
+        if spec.refit is not None and bounds is not None:
+            tree = clip_to_bounds(tree, bounds, dyn.learning_rate)
         tree = _stored(tree, zero)
         trees, delta = jax.tree.map(lambda a: a[None], tree), tree["value"][leaf]
     elif spec.multi_output_tree:
@@ -326,7 +350,8 @@ def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margi
         def one_output(_, k):
             tree, leaf = grow_tree(rows.bins, g[:, k], h[:, k], dyn, shared.cuts_ext,
                                    shared.forward_ok, tspec, reduce=reduce,
-                                   features=sampler(k), cats=shared.cats)
+                                   features=sampler(k), rules=rules)
+            tree, _ = bounds_of(tree)
             tree = _stored(tree, zero)
             delta = tree["value"][leaf]
             one_hot = jax.nn.one_hot(k, K, dtype=FLOAT_DTYPE)

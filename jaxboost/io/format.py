@@ -104,8 +104,11 @@ widening, so every bit survives the round trip. One JSON object with exactly the
     entry per round; ``null`` stands for a non-finite score (restored as NaN).
 ``train_state`` (object or null)
     What continuing training needs: ``seed`` (int >= 0, the PRNG seed) and
-    ``rounds`` (int >= 0, total rounds trained); further keys may hold JSON scalars.
-    ``{}`` (a booster not made by ``train``) and ``null`` mean no state.
+    ``rounds`` (int >= 0, total rounds trained); further keys may hold JSON scalars
+    (``train`` records its Hessian policy, and the constraints of a constrained model:
+    ``monotone_constraints`` and ``interaction_constraints`` in XGBoost's string forms,
+    ``"(1,0,-1)"`` and ``"[[0,1],[2]]"``, and ``min_samples_leaf``; prediction reads
+    none of them). ``{}`` (a booster not made by ``train``) and ``null`` mean no state.
 
 Optional keys (absent in files of models without them; files written before they
 existed load unchanged):

@@ -39,6 +39,7 @@ from ..engine.sampling import FIELDS as SAMPLING_FIELDS
 from ..errors import DataError, LossError
 from ..parallel import distributed as dist
 from ..params import TreeParams
+from .constraints import check_categorical_signs, check_constraints
 
 
 def resolve_outputs(loss, n_outputs) -> int:
@@ -411,6 +412,9 @@ class Settings:
     category_labels: Optional[dict] = None
     max_cat_to_onehot: int = 4
     max_cat_threshold: int = 64
+    # monotone / interaction constraints and the row minimum per child
+    # (training.constraints.Constraints); None: none
+    constraints: Any = None
 
     @property
     def trees_per_round(self) -> int:
@@ -532,6 +536,10 @@ def configure(args: dict):
         raise ValueError(f"multi_hessian must be 'full' or 'diagonal', got "
                          f"{a['multi_hessian']!r}")
     multi_tree = a["multi_strategy"] == "multi_output_tree"
+    constraints = check_constraints(a.get("monotone_constraints"),
+                                    a.get("interaction_constraints"),
+                                    a.get("min_samples_leaf", 1), n_features, names,
+                                    multi_output_tree=multi_tree and K > 1)
     family, values = split_loss(loss, loss_params)
     if group is None:
         check_loss(_concrete(family, values), jax.tree.map(
@@ -568,10 +576,12 @@ def configure(args: dict):
         init_model=init_model, group=group, eval_metric=eval_metric,
         callbacks=tuple(callbacks), verbose=verbose, mesh=mesh, quantize=a["quantize"],
         feature_names=names, from_auto=from_auto, offsets=offsets,
-        weight_max=None if wf is None else float(np.max(wf)), **cat)
+        weight_max=None if wf is None else float(np.max(wf)), constraints=constraints,
+        **cat)
     if cat["categorical"] and multi_tree:
         raise ValueError("categorical features are not supported with multi_strategy="
                          "'multi_output_tree'; use 'one_output_per_tree'")
+    check_categorical_signs(constraints, cat["categorical"], names)
     return settings, Xf, yf, wf
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from .._types import BIN_DTYPE
@@ -148,8 +147,8 @@ def base_margin(s, layout, rows, y, w):
         if layout.multi:  # the arrays are global
             base = np.asarray(dist.local(fit_base_margin(s.family, rows.y, rows.w, K, **args)))
         else:
-            base = np.asarray(fit_base_margin(s.family, jax.tree.map(jnp.asarray, y),
-                                              jnp.asarray(w), K, **args))
+            base = np.asarray(fit_base_margin(s.family, jax.device_put(y),
+                                              jax.device_put(w), K, **args))
         if not np.all(np.isfinite(base)):
             raise LossError(f"the loss {loss_name(s.loss)} gave a non-finite intercept when "
                             f"minimised over a constant (before round 0); pass "

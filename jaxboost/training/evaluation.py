@@ -329,7 +329,7 @@ def pads(metrics) -> bool:
     return all(not (isinstance(m.fn, _UserFn) and m.fn.weight_kw is None) for m in metrics)
 
 
-def place(e: EvalSet, padded: bool, put=jnp.asarray):
+def place(e: EvalSet, padded: bool, put=jax.device_put):
     """``(EvalData, n_rows)``: the set padded to its bucket (weight-0 copies of row 0)."""
     n = bucket_rows(e.n) if (padded and e.n) else e.n
     bins = np.zeros((n,) + e.bins.shape[1:], np.uint8)

@@ -262,9 +262,10 @@ class ModelRun:
             hessian.warn(self.s, self.flag, label=self.label)
 
     def close(self):
+        """End the progress display: as complete when a callback stopped training."""
         for cb in self.callbacks:
             if isinstance(cb, Progress):
-                cb.close()
+                cb.close(stopped_at=self.stop)
 
 
 def _number(v) -> str:
@@ -419,6 +420,8 @@ def assemble_booster(run_, n_new_rounds, *, edges, base, n_features):
                      "hessian": s.hessian, "hessian_floor": s.hessian_floor}
     if s.multi_output_tree:
         b.train_state["multi_hessian"] = "diagonal" if s.diagonal else "full"
+    if s.constraints is not None:  # recorded (prediction does not need them)
+        b.train_state.update(s.constraints.train_state())
     return b
 
 

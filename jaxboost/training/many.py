@@ -47,7 +47,8 @@ CONFIG_KEYS = ("objective", "learning_rate", "reg_lambda", "reg_alpha", "gamma",
                "min_child_weight", "max_delta_step", "seed", "subsample", "colsample_bytree",
                "colsample_bylevel", "colsample_bynode", "hessian", "hessian_floor", "refit",
                "base_margin", "loss_params", "callbacks", "n_outputs", "multi_strategy",
-               "multi_hessian", "link")
+               "multi_hessian", "link", "monotone_constraints", "interaction_constraints",
+               "min_samples_leaf")
 
 #: Arguments every model shares (they fix the program's shapes or the data).
 SHARED_KEYS = ("n_rounds", "max_depth", "max_bin", "sample_weight", "feature_names",
@@ -60,7 +61,8 @@ _DEFAULTS = dict(objective=None, learning_rate=0.3, reg_lambda=1.0, reg_alpha=0.
                  colsample_bytree=1.0, colsample_bylevel=1.0, colsample_bynode=1.0,
                  hessian="auto", hessian_floor=HESSIAN_FLOOR, refit="auto", base_margin=None,
                  loss_params=None, callbacks=None, n_outputs=None,
-                 multi_strategy="one_output_per_tree", multi_hessian="full", link=None)
+                 multi_strategy="one_output_per_tree", multi_hessian="full", link=None,
+                 monotone_constraints=None, interaction_constraints=None, min_samples_leaf=1)
 
 # train() arguments train_many does not take, with what to do instead.
 _UNSUPPORTED = {
