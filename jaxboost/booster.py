@@ -84,7 +84,7 @@ class Booster:
 
     def __init__(self, ensemble: Ensemble, *, objective, params: TreeParams,
                  bin_edges: BinEdges, base_margin, n_features: int, n_outputs: int = 1,
-                 trees_per_round: int = 1, feature_names=None,
+                 trees_per_round: int = 1, feature_names=None, category_labels=None,
                  _padded: Ensemble | None = None):
         self.ensemble = ensemble.to_numpy()
         # Trees padded to a bucketed count, shared by every slice booster[:k] of one
@@ -102,6 +102,10 @@ class Booster:
         # when unknown. DataFrames given to predict must have exactly these columns.
         self.feature_names = (None if feature_names is None
                               else check_names_list(feature_names, self.n_features))
+        # The labels of DataFrame categories ({feature index: [labels]}, code c is
+        # labels[c]); None when the model has none. predict re-codes DataFrames by them.
+        self.category_labels = (None if not category_labels else
+                                {int(f): list(v) for f, v in category_labels.items()})
         # Set by train(): evaluation history, early-stopping result, and the state
         # continued training needs (seed, rounds).
         self.history: dict = {}
@@ -116,6 +120,12 @@ class Booster:
     @property
     def n_rounds(self) -> int:
         return len(self)
+
+    @property
+    def categorical_features(self) -> tuple:
+        """The indices of the features split by category (``()`` when none)."""
+        cat = getattr(self.bin_edges, "categorical", None)
+        return () if cat is None else tuple(int(f) for f in np.flatnonzero(cat))
 
     def __getitem__(self, key) -> "Booster":
         if not isinstance(key, slice):
@@ -134,7 +144,8 @@ class Booster:
                       params=self.params, bin_edges=self.bin_edges,
                       base_margin=self.base_margin, n_features=self.n_features,
                       n_outputs=self.n_outputs, trees_per_round=self.trees_per_round,
-                      feature_names=self.feature_names, _padded=self._padded)
+                      feature_names=self.feature_names,
+                      category_labels=self.category_labels, _padded=self._padded)
         out.history = self.history
         if self.train_state:
             out.train_state = dict(self.train_state, rounds=stop)
@@ -243,11 +254,23 @@ class Booster:
         # A DataFrame must carry the training columns in the training order; arrays
         # (and frames without string column names) are read by position.
         check_feature_names(self.feature_names, X)
-        X = as_features(X, allow_inf=True)
-        if X.shape[1] != self.n_features:
-            raise DataError(f"X has {X.shape[1]} features but the model was trained with "
+        Xf = as_features(X, allow_inf=True)
+        if Xf.shape[1] != self.n_features:
+            raise DataError(f"X has {Xf.shape[1]} features but the model was trained with "
                             f"{self.n_features}")
-        return X
+        cat = self.categorical_features
+        from . import _categorical
+
+        frame = _categorical.frame_categories(X)
+        if cat or frame:
+            if set(frame) - set(cat):
+                f = min(set(frame) - set(cat))
+                raise DataError(f"column {f} of X is categorical, but the model was trained "
+                                f"with a numeric feature {f}")
+            if frame and self.category_labels:
+                Xf = _categorical.recode(Xf, frame, self.category_labels)
+            _categorical.check_predict_codes(Xf, cat, self.feature_names)
+        return Xf
 
     @float32_programs
     def predict(self, X, output_margin: bool = False,

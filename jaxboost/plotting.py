@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 
 from ._validation import is_int
-from .explain import IMPORTANCE_TYPES, feature_names
+from .explain import IMPORTANCE_TYPES, feature_names, is_categorical_split, left_categories
 
 __all__ = ["plot_comparison", "plot_learning_curves", "plot_history", "plot_importance",
            "plot_tree", "IMPORTANCE_TYPES"]
@@ -492,8 +492,9 @@ def plot_tree(booster, tree_index: int = 0, path=None, *, precision: int = 3, ti
 
     Split nodes read ``f2 < 0.53`` (with the split's gain and cover): a row whose
     value is below the threshold follows the ``yes`` edge (left), others the ``no``
-    edge; ``missing`` marks the side a missing value (NaN) takes. Leaves show their
-    value (learning rate applied) and cover, green when positive and red when negative.
+    edge (a categorical split reads ``f0 in {1,4}``, the categories going ``yes``);
+    ``missing`` marks the side a missing value (NaN) takes. Leaves show their value
+    (learning rate applied) and cover, green when positive and red when negative.
     In a model with one tree per output (``trees_per_round == n_outputs``) a tree holds
     one output's values, which the title names; a tree of vector leaves shows vectors.
 
@@ -573,7 +574,11 @@ def plot_tree(booster, tree_index: int = 0, path=None, *, precision: int = 3, ti
     for i in place:
         x, y = xy(i)
         if is_split[i] and 2 * i + 2 < M:
-            text = (f"{names[int(feature[i])]} < {_fmt(threshold[i], precision)}\n"
+            test = f"{names[int(feature[i])]} < {_fmt(threshold[i], precision)}"
+            if is_categorical_split(e, t, i):  # the training categories going left
+                codes = ",".join(map(str, left_categories(booster, t, i)))
+                test = f"{names[int(feature[i])]} in {{{codes}}}"
+            text = (f"{test}\n"
                     f"gain {_fmt(gain[i], precision)}, cover {_fmt(cover[i], precision)}")
             face = "#dbe8f5"
         else:

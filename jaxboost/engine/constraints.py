@@ -126,6 +126,87 @@ def bounded_weight(G, H, dyn, lo, hi):
     return jnp.clip(calc_weight(G, H, dyn).astype(FLOAT_DTYPE), lo, hi)
 
 
+def gain_rule(Gp, Hp, dyn, node, *, clipped: bool = True):
+    """The gain of candidate splits of nodes with totals ``Gp``, ``Hp`` ``(n,)`` under
+    the monotone rules of ``node`` (see ``find_best_constrained``; without ``"sign"``
+    the unconstrained gain of ``split``): ``gains(GL, HL, GR, HR)``, children sums
+    ``(F', n, V')`` float64 in, float32 gains out, ``-inf`` where a child's H is below
+    ``min_child_weight`` or the weights are out of order for ``node["sign"]``
+    ``(F',)``. Call in x64 scope.
+
+    Example:
+      >>> import numpy as np, jax
+      >>> from jaxboost.engine.split import TreeHyper
+      >>> dyn = TreeHyper(*np.float32([1, 0, 0, 0, 0, 0]))
+      >>> with jax.enable_x64(True):
+      ...     gains = gain_rule(np.array([0.0]), np.array([2.0]), dyn, {})
+      ...     one = np.ones((1, 1, 1))
+      ...     float(gains(-one, one, one, one)[0, 0, 0])  # 1/1 + 1/1 - 0/2
+      2.0
+    """
+    mcw = dyn.min_child_weight.astype(ACC_DTYPE)
+    if "sign" not in node:
+        score = calc_score if clipped else _plain_score
+        sp = score(Gp, Hp, dyn)[None, :, None]
+
+        def gains(GL, HL, GR, HR):
+            return _pass_gains(GL, HL, GR, HR, sp, dyn, score)
+        return gains
+    lam = dyn.reg_lambda
+    lo, hi = node["lo"][None, :, None], node["hi"][None, :, None]
+    wp = bounded_weight(Gp, Hp, dyn, node["plo"], node["phi"])
+    sp = score_given_weight(Gp, Hp, wp, lam)[None, :, None]
+    sign = node["sign"][:, None, None]
+
+    def gains(GL, HL, GR, HR):
+        wl = bounded_weight(GL, HL, dyn, lo, hi)
+        wr = bounded_weight(GR, HR, dyn, lo, hi)
+        gain = (score_given_weight(GL, HL, wl, lam)
+                + score_given_weight(GR, HR, wr, lam)) - sp
+        ordered = (sign == 0) | ((sign > 0) & (wl <= wr)) | ((sign < 0) & (wl >= wr))
+        return jnp.where((HL >= mcw) & (HR >= mcw) & ordered, gain, -jnp.inf)
+    return gains
+
+
+def rows_ok(gain, CL, CR, k):
+    """``gain`` where both children hold at least ``k`` rows (``CL``, ``CR``), else
+    ``-inf``."""
+    return jnp.where((CL >= k) & (CR >= k), gain, -jnp.inf)
+
+
+def constrained_gains(G, H, Gp, Hp, dyn, forward_ok, node, *, clipped: bool = True,
+                      any_forward: bool = True):
+    """``(gain_a, gain_b)``: the ``(F, n, V)`` float32 gains of the threshold candidates
+    of ``find_best_constrained``'s two passes (``gain_a`` None unless ``any_forward``),
+    as ``split.numeric_gains`` does unconstrained; call in x64 scope."""
+    V = G.shape[-1] - 1
+    Gv, Hv = G[..., :V], H[..., :V]
+    Gpb, Hpb = Gp[None, :, None], Hp[None, :, None]
+    gains = gain_rule(Gp, Hp, dyn, node, clipped=clipped)
+    counted = "C" in node
+    if counted:
+        Cv, Cpb = node["C"][..., :V], node["Cp"][None, :, None]
+        k = node["k"].astype(ACC_DTYPE)
+
+    # Pass B: thresholds descending, missing left (see split.find_best_splits).
+    GRb = jax.lax.cumsum(Gv, axis=2, reverse=True)[..., ::-1]
+    HRb = jax.lax.cumsum(Hv, axis=2, reverse=True)[..., ::-1]
+    gain_b = gains(Gpb - GRb, Hpb - HRb, GRb, HRb)
+    if counted:
+        CRb = jax.lax.cumsum(Cv, axis=2, reverse=True)[..., ::-1]
+        gain_b = rows_ok(gain_b, Cpb - CRb, CRb, k)
+    gain_a = None
+    if any_forward:  # Pass A: thresholds ascending, missing right.
+        GLa = jax.lax.cumsum(Gv, axis=2)
+        HLa = jax.lax.cumsum(Hv, axis=2)
+        gain_a = gains(GLa, HLa, Gpb - GLa, Hpb - HLa)
+        if counted:
+            CLa = jax.lax.cumsum(Cv, axis=2)
+            gain_a = rows_ok(gain_a, CLa, Cpb - CLa, k)
+        gain_a = jnp.where(forward_ok[:, None, None], gain_a, -jnp.inf)
+    return gain_a, gain_b
+
+
 def find_best_constrained(G, H, Gp, Hp, dyn, forward_ok, node, *, clipped: bool = True,
                           any_forward: bool = True, feature_mask=None):
     """``split.find_best_splits`` under constraints.
@@ -158,54 +239,9 @@ def find_best_constrained(G, H, Gp, Hp, dyn, forward_ok, node, *, clipped: bool 
       >>> best(+1)[0]  # every useful split decreases: only gain-0 candidates are left
       0.0
     """
-    F, n, B = G.shape
-    V = B - 1
     with jax.enable_x64(True):
-        Gv, Hv = G[..., :V], H[..., :V]
-        Gpb, Hpb = Gp[None, :, None], Hp[None, :, None]
-        mcw = dyn.min_child_weight.astype(ACC_DTYPE)
-        if "sign" in node:
-            lam = dyn.reg_lambda
-            lo, hi = node["lo"][None, :, None], node["hi"][None, :, None]
-            wp = bounded_weight(Gp, Hp, dyn, node["plo"], node["phi"])
-            sp = score_given_weight(Gp, Hp, wp, lam)[None, :, None]
-            sign = node["sign"][:, None, None]
-
-            def gains(GL, HL, GR, HR):
-                wl = bounded_weight(GL, HL, dyn, lo, hi)
-                wr = bounded_weight(GR, HR, dyn, lo, hi)
-                gain = (score_given_weight(GL, HL, wl, lam)
-                        + score_given_weight(GR, HR, wr, lam)) - sp
-                ordered = (sign == 0) | ((sign > 0) & (wl <= wr)) | ((sign < 0) & (wl >= wr))
-                return jnp.where((HL >= mcw) & (HR >= mcw) & ordered, gain, -jnp.inf)
-        else:
-            score = calc_score if clipped else _plain_score
-            sp = score(Gp, Hp, dyn)[None, :, None]
-
-            def gains(GL, HL, GR, HR):
-                return _pass_gains(GL, HL, GR, HR, sp, dyn, score)
-
-        counted = "C" in node
-        if counted:
-            Cv, Cpb = node["C"][..., :V], node["Cp"][None, :, None]
-            k = node["k"].astype(ACC_DTYPE)
-
-        # Pass B: thresholds descending, missing left (see split.find_best_splits).
-        GRb = jax.lax.cumsum(Gv, axis=2, reverse=True)[..., ::-1]
-        HRb = jax.lax.cumsum(Hv, axis=2, reverse=True)[..., ::-1]
-        gain_b = gains(Gpb - GRb, Hpb - HRb, GRb, HRb)
-        if counted:
-            CRb = jax.lax.cumsum(Cv, axis=2, reverse=True)[..., ::-1]
-            gain_b = jnp.where((Cpb - CRb >= k) & (CRb >= k), gain_b, -jnp.inf)
-        gain_a = None
-        if any_forward:  # Pass A: thresholds ascending, missing right.
-            GLa = jax.lax.cumsum(Gv, axis=2)
-            HLa = jax.lax.cumsum(Hv, axis=2)
-            gain_a = gains(GLa, HLa, Gpb - GLa, Hpb - HLa)
-            if counted:
-                CLa = jax.lax.cumsum(Cv, axis=2)
-                gain_a = jnp.where((CLa >= k) & (Cpb - CLa >= k), gain_a, -jnp.inf)
-            gain_a = jnp.where(forward_ok[:, None, None], gain_a, -jnp.inf)
+        gain_a, gain_b = constrained_gains(G, H, Gp, Hp, dyn, forward_ok, node,
+                                           clipped=clipped, any_forward=any_forward)
     return pick_best(gain_a, gain_b, feature_mask)
 
 
@@ -286,7 +322,16 @@ class TreeConstraints:
         """Best splits of a level's chunk of nodes: ``find_best_constrained`` on the
         chunk's histograms ``hists = (G, H)`` and totals ``totals = (Gp, Hp)``, with
         the chunk's part of ``lvl``; ``chunk = (k, c)``: nodes ``k c .. k c + c - 1``."""
-        (Gh, Hh), (Gt, Ht), (k, c) = hists, totals, chunk
+        (Gh, Hh), (Gt, Ht) = hists, totals
+        return find_best_constrained(Gh, Hh, Gt, Ht, dyn, fok, self.chunk(lvl, chunk),
+                                     clipped=clipped, any_forward=any_forward,
+                                     feature_mask=mask)
+
+    @staticmethod
+    def chunk(lvl: dict, chunk) -> dict:
+        """``lvl``'s inputs of the nodes ``k c .. k c + c - 1`` (``chunk = (k, c)``):
+        ``find_best_constrained``'s ``node``."""
+        k, c = chunk
         node = {}
         for key, v in lvl.items():
             if key in ("sign", "k"):
@@ -295,8 +340,7 @@ class TreeConstraints:
                 node[key] = jax.lax.dynamic_slice_in_dim(v, k * c, c, 1)
             else:
                 node[key] = jax.lax.dynamic_slice_in_dim(v, k * c, c, 0)
-        return find_best_constrained(Gh, Hh, Gt, Ht, dyn, fok, node, clipped=clipped,
-                                     any_forward=any_forward, feature_mask=mask)
+        return node
 
     def after_level(self, state, d, W: int, lvl, do, feature, Gc, Hc, dyn) -> dict:
         """The state once level ``d``'s nodes have split (``do``, on ``feature``) into

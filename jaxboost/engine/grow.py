@@ -58,12 +58,13 @@ histogram work of the larger children, and one slice of the bins per block and l
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple, Optional
+from typing import Any, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
 
 from .._types import ACC_DTYPE, FLOAT_DTYPE, INDEX_DTYPE
+from . import categorical
 from .histogram import build_histogram, pack_gh
 from .split import (
     find_best_splits,
@@ -208,11 +209,16 @@ def leaf_of(pos, is_split, D):
     return jax.lax.fori_loop(1, D + 1, level, rep)[pos]
 
 
-def _empty_structure(M):
-    """Heap arrays of a tree's split decisions, all "no split"."""
-    return dict(feature=jnp.zeros(M, INDEX_DTYPE), tbin=jnp.zeros(M, INDEX_DTYPE),
-                default_left=jnp.zeros(M, bool), is_split=jnp.zeros(M, bool),
-                gain=jnp.zeros(M, FLOAT_DTYPE))
+def _empty_structure(M, cats=False):
+    """Heap arrays of a tree's split decisions, all "no split" (``cats``: with the
+    categorical splits' ``is_cat`` and category sets ``bits``)."""
+    out = dict(feature=jnp.zeros(M, INDEX_DTYPE), tbin=jnp.zeros(M, INDEX_DTYPE),
+               default_left=jnp.zeros(M, bool), is_split=jnp.zeros(M, bool),
+               gain=jnp.zeros(M, FLOAT_DTYPE))
+    if cats:
+        out.update(is_cat=jnp.zeros(M, bool),
+                   bits=jnp.zeros((M, categorical.N_WORDS), jnp.uint32))
+    return out
 
 
 def _record(structure, off, do, s):
@@ -221,8 +227,11 @@ def _record(structure, off, do, s):
     level = dict(feature=jnp.where(do, s["feature"], 0), tbin=jnp.where(do, s["tbin"], 0),
                  default_left=do & s["default_left"], is_split=do,
                  gain=jnp.where(do, s["gain"], 0.0))
+    if "bits" in structure:
+        level.update(is_cat=do & s["is_cat"], bits=jnp.where(
+            (do & s["is_cat"])[:, None], categorical.pack_bits(s["left"]), jnp.uint32(0)))
     return {k: jax.lax.dynamic_update_slice(structure[k], level[k].astype(structure[k].dtype),
-                                            (off,))
+                                            (off,) + (off * 0,) * (level[k].ndim - 1))
             for k in structure}
 
 
@@ -230,7 +239,8 @@ def _finish(structure, pos, dyn, cuts_ext, D):
     """gamma-pruned structure and each row's leaf.
 
     Returns ``(fields, leaf)``: ``fields`` has every tree field but ``value`` and
-    ``cover``, as ``(M,)`` arrays.
+    ``cover``, as ``(M,)`` arrays (``cat_bits`` ``(M, N_WORDS)`` when the structure has
+    categorical splits, whose ``threshold`` is NaN and ``tbin`` 0).
     """
     feature, tbin, gain = structure["feature"], structure["tbin"], structure["gain"]
     is_split = prune_gamma(structure["is_split"], gain, dyn.gamma, D)
@@ -238,9 +248,14 @@ def _finish(structure, pos, dyn, cuts_ext, D):
     feature = jnp.where(is_split, feature, 0)
     tbin = jnp.where(is_split, tbin, 0)
     threshold = jnp.where(is_split, cuts_ext[feature, tbin], jnp.float32(jnp.nan))
+    if "bits" in structure:
+        cat = is_split & structure["is_cat"]
+        threshold = jnp.where(cat, jnp.float32(jnp.nan), threshold)
     fields = dict(feature=feature, tbin=tbin, threshold=threshold.astype(FLOAT_DTYPE),
                   default_left=structure["default_left"] & is_split, is_leaf=~is_split,
                   gain=jnp.where(is_split, gain, 0.0).astype(FLOAT_DTYPE))
+    if "bits" in structure:
+        fields["cat_bits"] = jnp.where(cat[:, None], structure["bits"], jnp.uint32(0))
     return fields, leaf
 
 
@@ -318,8 +333,18 @@ class TreeSpec(NamedTuple):
     feature_block: Optional[int] = None
 
 
+class SplitRules(NamedTuple):
+    """``grow_tree``'s optional rules of split finding, each None when off (the program
+    is then the one without it): ``cats``, the categorical features'
+    ``categorical.CatInfo`` (traced arrays); ``constraints``, a
+    ``constraints.TreeConstraints`` (monotone, interaction, row minimum per child)."""
+
+    cats: Any = None
+    constraints: Any = None
+
+
 def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_identity,
-              features=None, constraints=None):
+              features=None, rules: Optional[SplitRules] = None):
     """Grow one tree.
 
     Every level, the root's included, runs in one ``lax.fori_loop`` over
@@ -341,9 +366,15 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
         ``shard_map``; the identity on one device). Applied to histograms and node sums,
         the only quantities that need every row.
       features: optional ``sampling.FeatureSampler`` (column sampling).
-      constraints: optional ``constraints.TreeConstraints`` (monotone, interaction,
-        row minimum per child). With monotone constraints ``tree`` also holds every
-        node's own weight bounds, ``lower`` and ``upper`` ``(M,)`` float32.
+      rules: optional ``SplitRules`` (each field None: off). ``rules.cats``:
+        ``categorical.CatInfo``, categorical features split by sets of categories
+        (``jaxboost.engine.categorical``); the tree then has ``cat_bits``
+        ``(M, N_WORDS)`` uint32, each categorical split's categories going left.
+        ``rules.constraints``: ``constraints.TreeConstraints`` (monotone, interaction,
+        row minimum per child); with monotone constraints ``tree`` also holds every
+        node's own weight bounds, ``lower`` and ``upper`` ``(M,)`` float32. Both may
+        be given (``training.config`` refuses a monotone sign on a categorical
+        feature).
 
     Example:
       >>> import numpy as np
@@ -375,8 +406,17 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
     masks = None if features is None else features.levels(W)  # (D, W, F)
     F = bins.shape[1] if native else bins.shape[0]
     block = feature_block(F, W, B) if block is None else min(int(block), F)
-    cons = constraints
+    cats, cons = SplitRules() if rules is None else rules
     counted = cons is not None and cons.spec.min_leaf
+
+    def empty_acc(width):
+        acc = dict(gain=jnp.full(width, -jnp.inf, FLOAT_DTYPE),
+                   feature=jnp.zeros(width, INDEX_DTYPE), tbin=jnp.zeros(width, INDEX_DTYPE),
+                   default_left=jnp.zeros(width, bool), Gc=jnp.zeros(2 * width, ACC_DTYPE),
+                   Hc=jnp.zeros(2 * width, ACC_DTYPE))
+        if cats is not None:
+            acc.update(is_cat=jnp.zeros(width, bool), left=jnp.zeros((width, B), bool))
+        return acc
 
     def count_histogram(hist, local, width, n_active):
         """``(F', width, B)`` float64 row counts of the level's nodes (row minimum)."""
@@ -410,7 +450,7 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
         return counts, dict(cstate, C=counts)
 
     def best_splits(d, width, Gt, Ht, hist_chunk, bufs, fok=forward_ok, level_mask=None,
-                    lvl=None):
+                    fcats=cats, lvl=None):
         """Best split of each of level ``d``'s nodes and its children's totals, chunk by
         chunk, over the features of ``hist_chunk``'s histograms.
 
@@ -431,23 +471,27 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
                 return jax.lax.dynamic_slice_in_dim(a, k * c, c, 0)
 
             mask = None if level_mask is None else sl(level_mask)
-            if lvl is None:
-                s = find_best_splits(Gh, Hh, sl(Gt), sl(Ht), dyn, fok, clipped=clipped,
-                                     any_forward=any_forward, feature_mask=mask)
+            if fcats is not None:
+                node = None if lvl is None else cons.chunk(lvl, (k, c))
+                s = categorical.find_best_splits((Gh, Hh), (sl(Gt), sl(Ht)), dyn, fok, fcats,
+                                                 clipped=clipped, any_forward=any_forward,
+                                                 feature_mask=mask, node=node)
+                s["Gc"], s["Hc"] = categorical.children_sums(Gh, Hh, s)
             else:
-                s = cons.find((Gh, Hh), (sl(Gt), sl(Ht)), dyn, fok, mask, lvl, (k, c),
-                              clipped=clipped, any_forward=any_forward)
-            s["Gc"] = _children_sums(Gh[None], s, B)[0]  # (2 c,)
-            s["Hc"] = _children_sums(Hh[None], s, B)[0]
+                if lvl is None:
+                    s = find_best_splits(Gh, Hh, sl(Gt), sl(Ht), dyn, fok, clipped=clipped,
+                                         any_forward=any_forward, feature_mask=mask)
+                else:
+                    s = cons.find((Gh, Hh), (sl(Gt), sl(Ht)), dyn, fok, mask, lvl, (k, c),
+                                  clipped=clipped, any_forward=any_forward)
+                s["Gc"] = _children_sums(Gh[None], s, B)[0]  # (2 c,)
+                s["Hc"] = _children_sums(Hh[None], s, B)[0]
             acc = {key: jax.lax.dynamic_update_slice_in_dim(
                 acc[key], s[key].astype(acc[key].dtype), k * c * acc[key].shape[0] // width, 0)
                 for key in acc}
             return acc, bufs
 
-        acc = dict(gain=jnp.full(width, -jnp.inf, FLOAT_DTYPE),
-                   feature=jnp.zeros(width, INDEX_DTYPE), tbin=jnp.zeros(width, INDEX_DTYPE),
-                   default_left=jnp.zeros(width, bool), Gc=jnp.zeros(2 * width, ACC_DTYPE),
-                   Hc=jnp.zeros(2 * width, ACC_DTYPE))
+        acc = empty_acc(width)
         if c == width:
             return chunk(jnp.int32(0), (acc, bufs))
         # only the chunks that hold some of the level's 2**d nodes
@@ -491,17 +535,17 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
                 lvl, f0, block, count_histogram(hist, local, width, n_active) if counted
                 else None)
             acc, _ = best_splits(d, width, Gt, Ht, full_chunks(Gh, Hh), None, fok, mask,
-                                 block_lvl)
+                                 None if cats is None else cats.block(f0, block), block_lvl)
             acc["feature"] = acc["feature"] + f0
             better = acc["gain"] > best["gain"]
             better2 = jnp.repeat(better, 2)
-            return {k: jnp.where(better2 if v.shape[0] == 2 * width else better, acc[k], v)
-                    for k, v in best.items()}
 
-        best = dict(gain=jnp.full(width, -jnp.inf, FLOAT_DTYPE),
-                    feature=jnp.zeros(width, INDEX_DTYPE), tbin=jnp.zeros(width, INDEX_DTYPE),
-                    default_left=jnp.zeros(width, bool), Gc=jnp.zeros(2 * width, ACC_DTYPE),
-                    Hc=jnp.zeros(2 * width, ACC_DTYPE))
+            def keep(v, a):
+                cond = better2 if v.shape[0] == 2 * width else better
+                return jnp.where(cond.reshape(cond.shape + (1,) * (v.ndim - 1)), a, v)
+            return {k: keep(v, acc[k]) for k, v in best.items()}
+
+        best = empty_acc(width)
         n_blocks = -(-F // block)
         best = jax.lax.fori_loop(0, n_blocks, one_block, best)
         return decide(best, alive)
@@ -519,8 +563,12 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
         structure = _record(structure, n - 1, do, s)
         Gn = jax.lax.dynamic_update_slice(Gn, Gc, (2 * n - 1,))
         Hn = jax.lax.dynamic_update_slice(Hn, Hc, (2 * n - 1,))
-        pos = route(pos, local, in_level, do, s["feature"], s["tbin"], s["default_left"],
-                    bin_of, B)
+        if cats is None:
+            pos = route(pos, local, in_level, do, s["feature"], s["tbin"],
+                        s["default_left"], bin_of, B)
+        else:
+            pos = categorical.route(pos, local, in_level, do, s["feature"], s["left"],
+                                    bin_of)
         return pos, structure, Gn, Hn
 
     def full_chunks(Gh, Hh):
@@ -536,7 +584,7 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
         Gn = jnp.zeros(M, ACC_DTYPE).at[0].set(reduce(jnp.sum(g.astype(ACC_DTYPE))))
         Hn = jnp.zeros(M, ACC_DTYPE).at[0].set(reduce(jnp.sum(h.astype(ACC_DTYPE))))
         pos = jnp.zeros(N, INDEX_DTYPE)
-        structure = _empty_structure(M)
+        structure = _empty_structure(M, cats is not None)
         cstate = None if cons is None else cons.init(M, W, F)
         if counted and native and W > 1 and block == F:  # the parent level's counts
             cstate["C"] = jnp.zeros((F, W, B), ACC_DTYPE)

@@ -40,10 +40,11 @@ from jax.sharding import PartitionSpec as P
 
 from .._types import FLOAT_DTYPE, INDEX_DTYPE
 from .autodiff import bind_loss, grad_hess, hessian_census
+from .categorical import N_WORDS
 from .constraints import ConstraintSpec, TreeConstraints, clip_to_bounds
 from .exact import to_grid
 from .groups import group_derivatives
-from .grow import TreeSpec, grow_tree, grow_vector_tree
+from .grow import SplitRules, TreeSpec, grow_tree, grow_vector_tree
 from .refit import RowSums, refit_newton, refit_quantile
 from .sampling import SUBSAMPLE, FeatureSampler, round_key, row_mask
 from .split import TreeHyper
@@ -112,13 +113,16 @@ class Shared(NamedTuple):
     """Arrays every device holds whole: ``cuts_ext`` ``(F, max_bin)`` bin thresholds,
     ``forward_ok`` ``(F,)``, ``offsets`` ``(n_shards,)`` first global row of each shard,
     ``n_total`` real rows of all shards, ``gidx`` ``(G, S)`` group index (group losses;
-    ``(1, 1)`` zeros otherwise)."""
+    ``(1, 1)`` zeros otherwise), ``cats`` the categorical features'
+    ``categorical.CatInfo`` (None when every feature is numeric: the program is then
+    the one without categorical splits)."""
 
     cuts_ext: Any
     forward_ok: Any
     offsets: Any
     n_total: Any
     gidx: Any
+    cats: Any = None
 
 
 class Hyper(NamedTuple):
@@ -158,14 +162,18 @@ class Rounds(NamedTuple):
     etas: Any
 
 
-def empty_trees(spec: RoundSpec, n: int):
-    """``n`` trees of one leaf of value 0 (dict of ``(n, M)`` arrays)."""
+def empty_trees(spec: RoundSpec, n: int, cats: bool = False):
+    """``n`` trees of one leaf of value 0 (dict of ``(n, M)`` arrays; ``cats``: with
+    empty category sets ``cat_bits`` ``(n, M, N_WORDS)``)."""
     M, K = spec.n_nodes, spec.n_outputs
     z_i = jnp.zeros((n, M), jnp.int32)
     z_f = jnp.zeros((n, M), jnp.float32)
     value = z_f if K == 1 else jnp.zeros((n, M, K), jnp.float32)
-    return dict(feature=z_i, tbin=z_i, threshold=z_f, default_left=jnp.zeros((n, M), bool),
-                is_leaf=jnp.ones((n, M), bool), value=value, gain=z_f, cover=z_f)
+    out = dict(feature=z_i, tbin=z_i, threshold=z_f, default_left=jnp.zeros((n, M), bool),
+               is_leaf=jnp.ones((n, M), bool), value=value, gain=z_f, cover=z_f)
+    if cats:
+        out["cat_bits"] = jnp.zeros((n, M, N_WORDS), jnp.uint32)
+    return out
 
 
 def _stored(tree, zero):
@@ -308,6 +316,7 @@ def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margi
         if spec.constraints.min_leaf:  # the rows this round's trees are grown on
             counts = (keep & rows.valid & (rows.w > 0)).astype(FLOAT_DTYPE)
         cons = TreeConstraints(spec.constraints, hyper.constraints, counts)
+    rules = SplitRules(shared.cats, cons)
 
     def bounds_of(tree):
         """The tree without the node bounds of monotone constraints, and the bounds."""
@@ -318,7 +327,7 @@ def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margi
 
     if K == 1:
         tree, leaf = grow_tree(rows.bins, g, h, dyn, shared.cuts_ext, shared.forward_ok,
-                               tspec, reduce=reduce, features=sampler(0), constraints=cons)
+                               tspec, reduce=reduce, features=sampler(0), rules=rules)
         tree, bounds = bounds_of(tree)
         if spec.refit == "newton":
             tree = refit_newton(tree, leaf, loss, rows.y, margin, rows.w, dyn,
@@ -341,12 +350,12 @@ def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margi
         def one_output(_, k):
             tree, leaf = grow_tree(rows.bins, g[:, k], h[:, k], dyn, shared.cuts_ext,
                                    shared.forward_ok, tspec, reduce=reduce,
-                                   features=sampler(k), constraints=cons)
+                                   features=sampler(k), rules=rules)
             tree, _ = bounds_of(tree)
             tree = _stored(tree, zero)
             delta = tree["value"][leaf]
             one_hot = jax.nn.one_hot(k, K, dtype=FLOAT_DTYPE)
-            tree = dict(tree, value=tree["value"][:, None] * one_hot)
+            tree = dict(tree, value=tree["value"][:, None] * one_hot)  # cat_bits kept
             return None, (tree, delta)
 
         _, (trees, deltas) = jax.lax.scan(one_output, None, jnp.arange(K, dtype=INDEX_DTYPE))
@@ -401,7 +410,8 @@ def model_chunk(spec, chunk, rows, shared, hyper, margin, flag, rounds, *, axis,
                                axis=axis, n_shards=n_shards)
 
         def skip(margin):
-            return margin, empty_trees(spec, tpr), jnp.zeros(N_CENSUS, jnp.int32)
+            return (margin, empty_trees(spec, tpr, shared.cats is not None),
+                    jnp.zeros(N_CENSUS, jnp.int32))
 
         margin, trees, census = jax.lax.cond(r < rounds.n_rounds, run, skip, margin)
         return (margin, update_flag(flag, r, census)), trees
@@ -418,7 +428,7 @@ def _group_chunk(spec, chunk, rows, shared, hypers, state, rounds, count, *, axi
     ``state``: the group's ``(margins, flags)``."""
     margins, flags = state
     n = margins.shape[0]
-    out = empty_trees(spec, chunk * spec.trees_per_round)
+    out = empty_trees(spec, chunk * spec.trees_per_round, shared.cats is not None)
     out = jax.tree.map(lambda a: jnp.zeros((n,) + a.shape, a.dtype), out)
 
     def body(m, carry):

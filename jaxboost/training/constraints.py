@@ -216,3 +216,29 @@ def check_constraints(monotone, interaction, min_samples_leaf, n_features: int,
                          "multi_strategy='multi_output_tree' leave them out (or use "
                          "'one_output_per_tree')")
     return c
+
+
+def check_categorical_signs(constraints: Optional[Constraints], categorical, names=None):
+    """Refuse a monotone sign on a categorical feature (``ValueError`` naming it):
+    categories have no order for predictions to follow. A sign on a numeric feature
+    next to categorical ones is fine (their splits then obey the same scores and
+    bounds; see ``jaxboost.engine.categorical.find_best_splits``).
+
+    >>> c = Constraints(3, monotone=(0, 1, 0))
+    >>> check_categorical_signs(c, (0, 2))  # no sign on features 0 and 2: fine
+    >>> try:
+    ...     check_categorical_signs(c, (1,), ["a", "b", "c"])
+    ... except ValueError as e:
+    ...     print(str(e).split(";")[0])
+    monotone_constraints gives the categorical feature 'b' (index 1) the sign 1
+    """
+    if constraints is None or constraints.monotone is None:
+        return
+    for f in categorical:
+        sign = constraints.monotone[f]
+        if sign:
+            name = f"{names[f]!r} (index {f})" if names is not None else f"{f}"
+            raise ValueError(f"monotone_constraints gives the categorical feature {name} "
+                             f"the sign {sign}; categories have no order, so a categorical "
+                             f"feature takes sign 0 (leave it out of the constraints, or "
+                             f"treat it as numeric)")

@@ -412,7 +412,7 @@ def assemble_booster(run_, n_new_rounds, *, edges, base, n_features):
         ens = Ensemble.concat([_no_trees(s)])
     b = Booster(ens, objective=s.loss, params=s.params, bin_edges=edges, base_margin=base,
                 n_features=n_features, n_outputs=s.n_outputs, trees_per_round=tpr,
-                feature_names=s.feature_names)
+                feature_names=s.feature_names, category_labels=s.category_labels)
     b.history = {d: {k: list(v) for k, v in ms.items()} for d, ms in run_.history.items()}
     # The seed and rounds continue training; the Hessian policy, floor and (vector
     # trees) Hessian form let Booster.grad_hess give the g and h the trees saw.

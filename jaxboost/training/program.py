@@ -8,7 +8,6 @@ compiled program. ``stack`` puts the ``Hyper`` s of a group of models on a leadi
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ..engine.groups import EXACT_MAX_GROUP

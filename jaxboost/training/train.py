@@ -56,7 +56,8 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
           n_outputs=None, multi_strategy: str = "one_output_per_tree",
           multi_hessian: str = "full", mesh=None, quantize: bool = False,
           feature_names=None, group=None, eval_group=None, loss_params=None,
-          link=None, eval_base_margin=None, monotone_constraints=None,
+          link=None, eval_base_margin=None, categorical_features=None,
+          max_cat_to_onehot: int = 4, max_cat_threshold: int = 64, monotone_constraints=None,
           interaction_constraints=None, min_samples_leaf: int = 1) -> Booster:
     r"""Train gradient-boosted trees on any per-row JAX loss.
 
@@ -234,6 +235,22 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         row (XGBoost's ``base_margin_eval_set``): a list with one ``(n,)`` (``(n, K)``)
         array (or None) per set, or a dict keyed like ``eval_set``. A set without starts
         from the model's ``base_margin``.
+      categorical_features: the columns of ``X`` to split by category, as XGBoost's
+        ``enable_categorical=True``: a list of column indices, or of names (a
+        DataFrame's columns, ``feature_names``). pandas ``category`` and polars
+        ``Categorical``/``Enum`` columns are categorical without being named here; their
+        labels are stored in the model, and ``predict`` re-codes a DataFrame whose
+        categories differ. An array column holds integer codes ``0 .. C - 1`` (NaN:
+        missing), at most ``max_bin - 1`` categories (``DataError`` naming the column
+        otherwise, also for negative or fractional codes). A split sends a set of
+        categories one way; missing values and codes not seen in training go the
+        learned default way (see ``jaxboost.engine.categorical``).
+      max_cat_to_onehot: a categorical feature of fewer categories than this is split
+        one-vs-rest (one category against the others); otherwise by sorting its
+        categories by :math:`G/H` in the node and taking the best prefix. XGBoost's
+        parameter, default 4.
+      max_cat_threshold: the most categories a partition split gathers on one side
+        while scanning (XGBoost's parameter, default 64).
       monotone_constraints: the direction of each feature's effect, as XGBoost's
         ``hist``: ``1`` (predictions never decrease as the feature grows), ``-1``
         (never increase) or ``0`` (free). A sequence of ``F`` signs, a dict
@@ -241,7 +258,9 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         ``"(1,0,-1)"``. A split on a constrained feature is made only when its
         children's weights are in order; their midpoint bounds every weight below
         them, and leaf values are clipped to their node's bounds (see
-        ``jaxboost.engine.constraints``).
+        ``jaxboost.engine.constraints``). Categories have no order: a categorical
+        feature takes sign 0 (``ValueError`` otherwise); signs on other features apply
+        with categorical features present (their splits then score as XGBoost's).
       interaction_constraints: the features allowed to interact, as XGBoost's: a list of
         sets (lists of feature indices or names; or the string ``"[[0,1],[2,3]]"``). A
         node splits only on a feature used above it or in a set that holds every feature
@@ -315,10 +334,10 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         prep = prepare(s, Xf, yf, wf)
         s = guard_start(s, round_spec(s, prep), prep.rows, prep.margin[0])
         layout, p = prep.layout, s.params
-        evals = eval_sets(eval_set, prep.edges, s.loss, Xf.shape[1], s.feature_names,
+        evals = eval_sets(eval_set, prep.edges, s.loss, s.feature_names,
                           gather=multi, eval_group=eval_group,
                           eval_base_margin=eval_base_margin, n_outputs=s.n_outputs,
-                          targets=target_structure(yf))
+                          targets=target_structure(yf), category_labels=s.category_labels)
         metrics = eval_metrics(s.eval_metric, s.loss, evals, s.n_outputs)
         run_ = model_run(s, prep, evals, metrics, (0, 0), early_stopping=(
             early_stopping_rounds, early_stopping_metric, early_stopping_data, min_delta))
