@@ -9,7 +9,7 @@ export JAX_PLATFORMS ?= cpu
 # Installing compiles the native kernel (setup.py), so a changed kernel reinstalls.
 INSTALL_DEPS := pyproject.toml setup.py jaxboost/native/hist.cc jaxboost/native/_build.py
 
-.PHONY: demo test test-full-opt bench lint clean
+.PHONY: demo test test-full-opt test-pythons bench lint clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -35,11 +35,18 @@ demo: $(STAMP_BASE)
 test: $(STAMP_TEST)
 	$(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadfile
 
-# The suite at XLA's default optimization level (make test compiles at level 0, which
-# is faster to compile and rounds a few exp/log evaluations differently; see
-# tests/conftest.py).
+# The suite with XLA's default compile settings (make test compiles at level 0 and
+# without the CPU fusion emitters, which is faster to compile and rounds a few exp/log
+# evaluations differently; see tests/conftest.py).
 test-full-opt: $(STAMP_TEST)
 	JAXBOOST_TEST_FULL_OPT=1 $(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadfile
+
+# A smoke subset of the suite (import, train, predict, io, metrics, scikit-learn) on
+# Python 3.12 and 3.13, each in its own .venv-3.12 / .venv-3.13; an interpreter that is
+# not found is reported as MISSING and skipped (REQUIRE_PYTHONS=1 makes it an error).
+# PYTHON_VERSIONS="3.12" or SMOKE_TESTS="tests/test_io.py" narrow it.
+test-pythons:
+	.ci/test-pythons
 
 bench: $(STAMP_BENCH)
 	$(PY) benchmarks/run.py
@@ -48,4 +55,4 @@ lint: $(STAMP_TEST)
 	$(VENV)/bin/ruff check .
 
 clean:
-	rm -rf $(VENV) demo_output .pytest_cache build jaxboost/native/*.so
+	rm -rf $(VENV) .venv-3.* demo_output .pytest_cache build jaxboost/native/*.so

@@ -117,7 +117,8 @@ def same_models(out_dir: str) -> dict:
 
     a = jaxboost.load(os.path.join(out_dir, "sparse.json"))
     b = jaxboost.load(os.path.join(out_dir, "dense.json"))
-    trees = all(np.array_equal(x, y, equal_nan=True) for x, y in zip(a.ensemble, b.ensemble))
+    trees = all((x is None and y is None) or np.array_equal(x, y, equal_nan=True)
+                for x, y in zip(a.ensemble, b.ensemble))
     edges = (np.array_equal(a.bin_edges.cuts, b.bin_edges.cuts)
              and np.array_equal(a.bin_edges.has_missing, b.bin_edges.has_missing))
     pa = np.load(os.path.join(out_dir, "sparse-pred.npy"))

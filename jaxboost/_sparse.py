@@ -90,6 +90,25 @@ def dense_rows(M, start: int, stop: int) -> np.ndarray:
     return out
 
 
+class ColumnView:
+    """Dense columns of a sparse matrix, one at a time: ``view[:, f]`` is column ``f``
+    as a float32 ``(N,)`` array with NaN where absent (for checks written for arrays
+    that read a few columns, e.g. the codes of categorical features)."""
+
+    def __init__(self, M):
+        self.M = M.tocsc()
+        self.shape = M.shape
+
+    def __getitem__(self, key):
+        rows, f = key
+        if rows != slice(None):
+            raise IndexError("ColumnView reads whole columns: view[:, f]")
+        lo, hi = self.M.indptr[f], self.M.indptr[f + 1]
+        out = np.full(self.shape[0], np.nan, np.float32)
+        out[self.M.indices[lo:hi]] = self.M.data[lo:hi]
+        return out
+
+
 def block_rows(n_features: int) -> int:
     """Rows of one dense block: ``BLOCK_VALUES // n_features`` rounded down to a power of
     two (so every full block pads to the same size bucket and reuses one program)."""

@@ -142,26 +142,77 @@ def frame_feature_names(X):
     return None
 
 
+def is_category_dtype(kind, dtype) -> bool:
+    """Whether a DataFrame column dtype is categorical (pandas ``category``; polars
+    ``Categorical`` or ``Enum``)."""
+    if kind == "pandas":
+        return isinstance(dtype, sys.modules["pandas"].CategoricalDtype)
+    pl = sys.modules["polars"]
+    return isinstance(dtype, (pl.Categorical, pl.Enum)) or dtype in (pl.Categorical, pl.Enum)
+
+
+def column_codes(X, i, kind) -> np.ndarray:
+    """Column ``i`` of a DataFrame, a categorical one, as float32 category codes (NaN for
+    missing); see ``jaxboost._categorical``."""
+    if kind == "pandas":
+        codes = X.iloc[:, i].cat.codes.to_numpy().astype(np.float32)
+        codes[codes < 0] = np.nan
+        return codes
+    pl = sys.modules["polars"]
+    col = X[X.columns[i]]
+    if isinstance(col.dtype, pl.Enum):  # codes index the Enum's fixed categories
+        s = col.to_physical().cast(pl.Float32)
+    else:  # Categorical: codes index its present values in sorted order
+        labels = polars_labels(col)
+        s = col.cast(pl.String).replace_strict(labels, list(range(len(labels))),
+                                               default=None, return_dtype=pl.Float32)
+    return s.fill_null(float("nan")).to_numpy().astype(np.float32)
+
+
+def polars_labels(col) -> list:
+    """The category labels of a polars categorical Series: an ``Enum``'s categories; a
+    ``Categorical``'s distinct present values, sorted (its physical codes depend on a
+    process-wide string pool, so they are not used)."""
+    pl = sys.modules["polars"]
+    if isinstance(col.dtype, pl.Enum):
+        return col.dtype.categories.to_list()
+    return sorted(col.drop_nulls().unique().cast(pl.String).to_list())
+
+
 def _frame_array(X, kind, name) -> np.ndarray:
-    """A DataFrame's values as float32, after checking every column is numeric."""
+    """A DataFrame's values as float32, after checking every column is numeric or
+    categorical (categorical columns give their category codes)."""
     if kind == "pandas":
         from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
         bad = [c for c, dt in X.dtypes.items()
-               if not (is_numeric_dtype(dt) or is_bool_dtype(dt))
+               if not (is_numeric_dtype(dt) or is_bool_dtype(dt)
+                       or is_category_dtype(kind, dt))
                or getattr(dt, "kind", "") == "c"]
         dtypes = dict(X.dtypes.items())
     else:  # polars
         bad = [c for c, dt in zip(X.columns, X.dtypes)
-               if not (dt.is_numeric() or str(dt) == "Boolean")]
+               if not (dt.is_numeric() or str(dt) == "Boolean"
+                       or is_category_dtype(kind, dt))]
         dtypes = dict(zip(X.columns, X.dtypes))
+    cats = [i for i, dt in enumerate(dtypes.values()) if is_category_dtype(kind, dt)]
     if bad:
         kinds = ", ".join(f"{c!r} ({dtypes[c]})" for c in bad[:_SHOW_NAMES])
         more = f", ... and {len(bad) - _SHOW_NAMES} more" if len(bad) > _SHOW_NAMES else ""
         raise DataError(f"{name} has {len(bad)} non-numeric column(s): {kinds}{more}; "
-                        f"expected real numeric or bool columns (encode categories and "
-                        f"strings as numbers first; complex columns lose their "
+                        f"expected real numeric, bool or categorical columns (convert "
+                        f"strings to a categorical dtype, e.g. pandas' .astype('category'), "
+                        f"or encode them as numbers; complex columns lose their "
                         f"imaginary part)")
+    if cats:  # column by column: category codes, numbers as float32
+        cols = []
+        for i, c in enumerate(X.columns):
+            if i in cats:
+                cols.append(column_codes(X, i, kind))
+            else:
+                part = X.iloc[:, [i]] if kind == "pandas" else X.select(c)
+                cols.append(_frame_array(part, kind, name)[:, 0])
+        return np.stack(cols, axis=1) if cols else np.zeros((len(X), 0), np.float32)
     with np.errstate(over="ignore", invalid="ignore"):
         if kind == "pandas":
             # na_value turns pandas' nullable NA into NaN (= missing).

@@ -10,7 +10,7 @@ import numpy as np
 from objectives import LinkedLoss, Objective
 from objectives._link import link_label
 
-from ._sparse import is_sparse, map_row_blocks
+from ._sparse import ColumnView, is_sparse, map_row_blocks
 from ._types import bucket_rows, float32_programs, pad_rows
 from ._validation import (
     as_features,
@@ -85,7 +85,7 @@ class Booster:
 
     def __init__(self, ensemble: Ensemble, *, objective, params: TreeParams,
                  bin_edges: BinEdges, base_margin, n_features: int, n_outputs: int = 1,
-                 trees_per_round: int = 1, feature_names=None,
+                 trees_per_round: int = 1, feature_names=None, category_labels=None,
                  num_parallel_tree: int = 1, _padded: Ensemble | None = None):
         self.ensemble = ensemble.to_numpy()
         # Trees padded to a bucketed count, shared by every slice booster[:k] of one
@@ -105,6 +105,10 @@ class Booster:
         # when unknown. DataFrames given to predict must have exactly these columns.
         self.feature_names = (None if feature_names is None
                               else check_names_list(feature_names, self.n_features))
+        # The labels of DataFrame categories ({feature index: [labels]}, code c is
+        # labels[c]); None when the model has none. predict re-codes DataFrames by them.
+        self.category_labels = (None if not category_labels else
+                                {int(f): list(v) for f, v in category_labels.items()})
         # Set by train(): evaluation history, early-stopping result, and the state
         # continued training needs (seed, rounds).
         self.history: dict = {}
@@ -128,6 +132,12 @@ class Booster:
         return (self.n_outputs > 1
                 and self.trees_per_round == self.n_outputs * self.num_parallel_tree)
 
+    @property
+    def categorical_features(self) -> tuple:
+        """The indices of the features split by category (``()`` when none)."""
+        cat = getattr(self.bin_edges, "categorical", None)
+        return () if cat is None else tuple(int(f) for f in np.flatnonzero(cat))
+
     def __getitem__(self, key) -> "Booster":
         if not isinstance(key, slice):
             raise TypeError(f"a Booster is sliced by rounds, e.g. booster[:10]; got "
@@ -146,6 +156,7 @@ class Booster:
                       base_margin=self.base_margin, n_features=self.n_features,
                       n_outputs=self.n_outputs, trees_per_round=self.trees_per_round,
                       feature_names=self.feature_names,
+                      category_labels=self.category_labels,
                       num_parallel_tree=self.num_parallel_tree, _padded=self._padded)
         out.history = self.history
         if self.train_state:
@@ -258,11 +269,24 @@ class Booster:
         # (and frames without string column names) are read by position. A sparse X
         # stays sparse (a checked CSR matrix, absent = missing): see _by_blocks.
         check_feature_names(self.feature_names, X)
-        X = as_features(X, allow_inf=True, sparse="csr")
-        if X.shape[1] != self.n_features:
-            raise DataError(f"X has {X.shape[1]} features but the model was trained with "
+        Xf = as_features(X, allow_inf=True, sparse="csr")
+        if Xf.shape[1] != self.n_features:
+            raise DataError(f"X has {Xf.shape[1]} features but the model was trained with "
                             f"{self.n_features}")
-        return X
+        cat = self.categorical_features
+        from . import _categorical
+
+        frame = _categorical.frame_categories(X)
+        if cat or frame:
+            if set(frame) - set(cat):
+                f = min(set(frame) - set(cat))
+                raise DataError(f"column {f} of X is categorical, but the model was trained "
+                                f"with a numeric feature {f}")
+            if frame and self.category_labels:
+                Xf = _categorical.recode(Xf, frame, self.category_labels)
+            _categorical.check_predict_codes(ColumnView(Xf) if is_sparse(Xf) else Xf, cat,
+                                             self.feature_names)
+        return Xf
 
     @staticmethod
     def _by_blocks(fn, X, offsets=None, axis=0):

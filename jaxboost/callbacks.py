@@ -124,65 +124,187 @@ class EarlyStopping:
         return env.round - best >= self.rounds
 
 
-class Progress:
-    """A progress bar (tqdm when installed, otherwise a plain line on stderr).
+AUTO_SECONDS = 5.0
+"""``train(verbose="auto")`` shows progress when the rounds still to run are expected to
+take longer than this many seconds (compilation not counted)."""
 
-    Shows the round and the latest value of every metric on the last evaluation set.
+PLAIN_LINE_SECONDS = 10.0
+"""Off a terminal, the plain progress line is written at most this often (and at the
+end), one full line each time."""
+
+_now = time.perf_counter  # the clock Progress reads (a test may replace it)
+
+
+class Progress:
+    """Training progress on stderr: a tqdm bar when tqdm is installed, else a plain line.
+
+    Shows the rounds done of ``total`` and the latest value of every metric on the last
+    evaluation set. Nothing is ever written to stdout.
+
+    **When it appears.** With ``min_seconds=0`` from the first round. Otherwise only
+    when training itself is slow: the speed is measured from the first round reported
+    onwards, and the progress appears once the rounds still to run are expected to take
+    longer than ``min_seconds`` at that speed. Rounds reach the host in chunks of
+    ``jaxboost.training.loop.ROUNDS_PER_DISPATCH``, the first after its program was
+    compiled and run, so compilation never counts: a run whose compilation takes
+    10 s and whose 1,000 rounds take 1 s shows nothing. ``train(verbose="auto")`` uses
+    ``AUTO_SECONDS``; a run of a single chunk never shows.
+
+    **How.** A tqdm bar (``tqdm.auto``: a widget in a notebook where ipywidgets is
+    installed, else text on stderr) when tqdm is installed. Without tqdm, a plain line
+    ``[k/n] metrics`` on stderr: rewritten in place (``\\r``) on a terminal, else one
+    full line at most every ``PLAIN_LINE_SECONDS`` and one at the end. ``plain=None``
+    writes the plain line only when ``stream`` is a terminal (``train(verbose="auto")``:
+    logs and captured output stay clean); ``plain=True`` (``verbose=True``) always.
+
+    **How it ends.** Full after the last round. When a callback stopped training
+    (early stopping or one of yours) the loop calls ``close(stopped_at=round)``: the bar
+    ends as a success at the rounds run (its total becomes them; a notebook bar turns
+    green, not red), with ``stopped early at round r``. An exception leaves the bar as
+    it was (a notebook bar turns red).
 
     Args:
       total: rounds expected.
-      after_seconds: start showing only once training has run this long (0: at once);
-        ``train(verbose="auto")`` uses 5 s, so short runs stay quiet.
-      stream: where the plain line goes (default ``sys.stderr``).
+      min_seconds: show only when the remaining rounds are expected to take longer
+        than this (0: at once).
+      stream: where the progress goes (default ``sys.stderr`` at the time of writing).
+      plain: without tqdm, whether to write the plain line: ``True`` always, ``False``
+        never, ``None`` only when ``stream`` is a terminal.
+
+    Example:
+      >>> import io
+      >>> from jaxboost.callbacks import CallbackEnv, Progress
+      >>> out = io.StringIO()
+      >>> p = Progress(2, stream=out, plain=True, use_tqdm=False)
+      >>> for r in range(2):
+      ...     _ = p(CallbackEnv(r, 2, 0, {"valid": {"rmse": [0.5, 0.25][:r + 1]}}, {},
+      ...                       lambda n: None))
+      >>> out.getvalue().splitlines()[-1]
+      '[2/2] valid-rmse: 0.25'
     """
 
-    def __init__(self, total: int, after_seconds: float = 0.0, stream=None):
-        self.total = total
-        self.after = after_seconds
+    def __init__(self, total: int, min_seconds: float = 0.0, stream=None, *,
+                 plain: Optional[bool] = True, use_tqdm: bool = True):
+        if not (is_real(min_seconds) and min_seconds >= 0):
+            raise ValueError(f"min_seconds must be a number >= 0, got {min_seconds!r}")
+        if plain not in (True, False, None):
+            raise ValueError(f"plain must be True, False or None, got {plain!r}")
+        self.total = int(total)
+        self.min_seconds = float(min_seconds)
         self.stream = stream
-        self.t0 = time.perf_counter()
+        self.plain = plain
+        self.use_tqdm = bool(use_tqdm)
+        self._first = None  # (clock, rounds done) at the first round reported
         self._bar = None
-        self._plain = False
+        self._mode = None  # None: not shown yet; "bar", "line" or "off"
         self._shown = 0
+        self._last_line = None  # clock of the last full line (off a terminal)
+        self._tty = False
+        self._text = ""
 
-    def _text(self, env: CallbackEnv) -> str:
+    def _stream(self):
+        return self.stream if self.stream is not None else sys.stderr
+
+    @staticmethod
+    def _metrics_text(env: CallbackEnv) -> str:
         if not env.history:
             return ""
         name = list(env.history)[-1]
         vals = env.history[name]
-        return "  ".join(f"{name}-{m}: {v[-1]:.5g}" for m, v in vals.items())
+        return "  ".join(f"{name}-{m}: {v[-1]:.5g}" for m, v in vals.items() if v)
+
+    def _due(self, now: float, done: int) -> bool:
+        """Whether the progress should appear now (``done`` rounds at clock ``now``)."""
+        if self.min_seconds <= 0:
+            return True
+        t1, d1 = self._first
+        if done <= d1 or now <= t1 or done >= self.total:
+            return False  # no speed measured yet, or nothing left
+        per_round = (now - t1) / (done - d1)
+        return (self.total - done) * per_round > self.min_seconds
+
+    def _open(self, done: int, now: float) -> None:
+        stream = self._stream()
+        if self.use_tqdm:
+            try:
+                with warnings.catch_warnings():  # tqdm.auto's notice without ipywidgets
+                    warnings.simplefilter("ignore")
+                    from tqdm.auto import tqdm
+            except ImportError:
+                pass
+            else:
+                self._bar = tqdm(total=self.total, initial=done - 1, unit="round",
+                                 leave=True, file=stream)
+                self._shown = done - 1
+                self._mode = "bar"
+                return
+        isatty = getattr(stream, "isatty", None)
+        try:
+            self._tty = bool(isatty()) if callable(isatty) else False
+        except (ValueError, OSError):  # a closed or odd stream
+            self._tty = False
+        if self.plain is True or (self.plain is None and self._tty):
+            self._mode = "line"
+            self._last_line = None
+        else:
+            self._mode = "off"
 
     def __call__(self, env: CallbackEnv) -> bool:
         done = env.round + 1
-        if self._bar is None and not self._plain:
-            if self.after > 0 and time.perf_counter() - self.t0 < self.after:
+        now = _now()
+        if self._first is None:
+            self._first = (now, done)
+        if self._mode is None:
+            if not self._due(now, done):
                 return False
-            try:
-                from tqdm.auto import tqdm
-
-                self._bar = tqdm(total=self.total, unit="round", leave=True,
-                                 file=self.stream or sys.stderr)
-            except ImportError:
-                self._plain = True
-        text = self._text(env)
-        if self._bar is not None:
+            self._open(done, now)
+        self._text = self._metrics_text(env)
+        if self._mode == "bar":
+            if self._text:
+                self._bar.set_postfix_str(self._text, refresh=False)
             self._bar.update(done - self._shown)
-            if text:
-                self._bar.set_postfix_str(text, refresh=False)
             if done >= self.total:
                 self._bar.close()
-        else:
-            stream = self.stream or sys.stderr
-            end = "\n" if done >= self.total else ""
-            stream.write(f"\r[{done}/{self.total}] {text}{end}")
-            stream.flush()
+        elif self._mode == "line":
+            self._line(done, now, done >= self.total)
         self._shown = done
         return False
 
-    def close(self) -> None:
+    def _line(self, done: int, now: float, last: bool, note: str = "") -> None:
+        stream = self._stream()
+        text = f"[{done}/{self.total}] {self._text}{note}".rstrip()
+        if self._tty:
+            stream.write(f"\r{text}" + ("\n" if last else ""))
+        elif last or self._last_line is None or now - self._last_line >= PLAIN_LINE_SECONDS:
+            stream.write(text + "\n")
+            self._last_line = now
+        else:
+            return
+        stream.flush()
+
+    def close(self, stopped_at: Optional[int] = None) -> None:
+        """End the progress. ``stopped_at``: the round (0-based) at which a callback
+        stopped training; the bar or line then ends as complete at the rounds run."""
+        note = "" if stopped_at is None else f"stopped early at round {stopped_at}"
         if self._bar is not None:
-            self._bar.close()
-            self._bar = None
+            bar, self._bar = self._bar, None
+            if stopped_at is not None and bar.n < bar.total:
+                bar.total = bar.n
+                container = getattr(bar, "container", None)  # tqdm.notebook's widget
+                if container is not None:
+                    try:
+                        container.children[1].max = bar.n
+                    except (AttributeError, IndexError, TypeError):
+                        pass
+                bar.set_postfix_str(f"{self._text}  {note}".strip(), refresh=False)
+                bar.refresh()
+            bar.close()
+        elif self._mode == "line" and self._shown < self.total:
+            if note:
+                self._line(self._shown, _now(), True, f"  {note}" if self._text else note)
+            elif self._tty:  # an exception: what follows starts on a line of its own
+                self._stream().write("\n")
+            self._mode = "off"
 
 
 class Checkpoint:

@@ -283,7 +283,10 @@ class Comparison:
         return pd.DataFrame(self.table).set_index("objective")
 
     def plot(self, path=None, **kwargs):
-        """Learning curves, one panel per metric; see ``jaxboost.plotting.plot_comparison``."""
+        """Learning curves, one panel per metric: ``jaxboost.plotting.plot_comparison``
+        (``data=``, ``metrics=``, ``title=``, ``dpi=``, ``ax=``). Returns the
+        ``matplotlib.figure.Figure``, not registered with pyplot (a notebook cell ending
+        with ``cmp.plot()`` shows it once); ``path`` also saves it."""
         from .plotting import plot_comparison
 
         return plot_comparison(self, path, **kwargs)

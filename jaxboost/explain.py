@@ -40,6 +40,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .engine.categorical import N_WORDS
+
 IMPORTANCE_TYPES = ("weight", "gain", "total_gain", "cover", "total_cover")
 
 # Elements of the largest intermediate array (float64) the SHAP evaluation builds.
@@ -109,6 +111,26 @@ def feature_importance(booster, importance_type: str = "gain") -> dict:
     return {names[f]: float(score[f]) for f in range(F) if count[f] > 0}
 
 
+def is_categorical_split(ens, t: int, i: int) -> bool:
+    """Whether node ``i`` of tree ``t`` is a categorical split (``engine.tree``)."""
+    return (ens.cat_bits is not None and not ens.is_leaf[t, i]
+            and bool(np.isnan(ens.threshold[t, i])))
+
+
+def left_categories(booster, t: int, i: int) -> list:
+    """The training category codes that categorical split ``i`` of tree ``t`` sends
+    left (codes the model never saw go the default way and are not listed)."""
+    from .engine.categorical import codes_of_bits
+
+    ens = booster.ensemble
+    codes = codes_of_bits(ens.cat_bits[t, i])
+    seen = booster.bin_edges.categories
+    f = int(ens.feature[t, i])
+    if seen is None:
+        return codes.tolist()
+    return [int(c) for c in codes if c < seen.shape[1] and seen[f, c]]
+
+
 def _g(v) -> str:
     return f"{float(v):.9g}"
 
@@ -119,8 +141,11 @@ def dump(booster, with_stats: bool = True) -> str:
     A split node reads ``3:[f2<0.5] yes=7,no=8,missing=7,gain=...,cover=...`` and a leaf
     ``7:leaf=0.0123,cover=...``: node ids are heap indices (as ``predict_leaf`` gives),
     ``yes`` is the child of rows with ``x < threshold``, ``missing`` the child of rows
-    with a missing value. Leaf values include the learning rate. Trees of multi-class
-    models name their class.
+    with a missing value. A categorical split reads ``[f0:{1,4}]``: the training
+    categories (codes) that go ``yes`` (left); the others go ``no``, and categories never
+    seen in training go with ``missing`` (XGBoost's dump lists the categories that go
+    right instead). Leaf values include the learning rate. Trees of multi-class models
+    name their class.
 
     Args:
       booster: a ``Booster``.
@@ -152,8 +177,12 @@ def dump(booster, with_stats: bool = True) -> str:
             yes, no = 2 * i + 1, 2 * i + 2
             missing = yes if ens.default_left[t, i] else no
             gain = f",gain={_g(ens.gain[t, i])}" if with_stats else ""
-            lines.append(f"{pad}{i}:[{names[int(ens.feature[t, i])]}<"
-                         f"{_g(ens.threshold[t, i])}] yes={yes},no={no},missing={missing}"
+            f = int(ens.feature[t, i])
+            if is_categorical_split(ens, t, i):
+                test = f"{names[f]}:{{{','.join(map(str, left_categories(booster, t, i)))}}}"
+            else:
+                test = f"{names[f]}<{_g(ens.threshold[t, i])}"
+            lines.append(f"{pad}{i}:[{test}] yes={yes},no={no},missing={missing}"
                          f"{gain}{cover}")
             stack += [(no, depth + 1), (yes, depth + 1)]
     return "\n".join(lines) + "\n"
@@ -166,7 +195,10 @@ class _Paths:
 
     Element ``e`` of path ``p`` constrains feature ``feature[p, e]``: a present value
     follows the path iff ``x >= lo`` (when ``has_lo``) and ``x < hi`` (when ``has_hi``);
-    a missing one iff ``missing_ok``. ``zero`` is the product of the cover ratios of the
+    a missing one iff ``missing_ok``. On a categorical feature (``is_cat``) a code
+    ``0 <= x < 256`` follows iff its bit is set in ``cats`` (the intersection of the
+    category sets of the path's edges on that feature); any other value iff
+    ``missing_ok``. ``zero`` is the product of the cover ratios of the
     path's edges on that feature. Padding elements (``pad``) have ``zero = 1`` and are
     always followed: they are null players and change no Shapley value.
     """
@@ -179,6 +211,8 @@ class _Paths:
         dleft, is_leaf = np.asarray(ens.default_left), np.asarray(ens.is_leaf)
         cover = np.asarray(ens.cover, np.float64)
         value = np.asarray(ens.value, np.float64)
+        bits = None if ens.cat_bits is None else np.asarray(ens.cat_bits, np.uint32)
+        all_codes = np.full(N_WORDS, 0xFFFFFFFF, np.uint32)
         rows, leaf_values, trees = [], [], []
         for t in range(T):
             # Depth-first walk; each stack entry carries the merged constraints so far:
@@ -196,17 +230,21 @@ class _Paths:
                     continue
                 f, x = int(feature[t, i]), float(thr[t, i])
                 c = cover[t, i]
+                is_cat = bits is not None and np.isnan(x)
                 for child, left in ((2 * i + 1, True), (2 * i + 2, False)):
                     ratio = cover[t, child] / c if c > 0 else 0.5
-                    lo, hi, has_lo, has_hi, miss, zero = cons.get(
-                        f, (-np.inf, np.inf, False, False, True, 1.0))
-                    if left:
+                    lo, hi, has_lo, has_hi, miss, zero, codes = cons.get(
+                        f, (-np.inf, np.inf, False, False, True, 1.0, None))
+                    if is_cat:
+                        side = bits[t, i] if left else ~bits[t, i]
+                        codes = side if codes is None else codes & side
+                    elif left:
                         hi, has_hi = (min(hi, x), True) if has_hi else (x, True)
                     else:
                         lo, has_lo = (max(lo, x), True) if has_lo else (x, True)
                     new = dict(cons)
                     new[f] = (lo, hi, has_lo, has_hi,
-                              miss and bool(dleft[t, i]) == left, zero * ratio)
+                              miss and bool(dleft[t, i]) == left, zero * ratio, codes)
                     stack.append((child, new))
         P = len(rows)
         L = max([len(r) for r in rows] + [0])
@@ -221,13 +259,17 @@ class _Paths:
         self.missing_ok = np.ones((P, L), bool)
         self.zero = np.ones((P, L))
         self.pad = np.ones((P, L), bool)
+        self.is_cat = None if bits is None else np.zeros((P, L), bool)
+        self.cats = None if bits is None else np.broadcast_to(all_codes, (P, L, N_WORDS)).copy()
         for p, r in enumerate(rows):
-            for e, (f, (lo, hi, has_lo, has_hi, miss, zero)) in enumerate(r):
+            for e, (f, (lo, hi, has_lo, has_hi, miss, zero, codes)) in enumerate(r):
                 self.feature[p, e] = f
                 self.lo[p, e], self.hi[p, e] = lo, hi
                 self.has_lo[p, e], self.has_hi[p, e] = has_lo, has_hi
                 self.missing_ok[p, e], self.zero[p, e] = miss, zero
                 self.pad[p, e] = False
+                if codes is not None:
+                    self.is_cat[p, e], self.cats[p, e] = True, codes
 
     def ones(self, X, paths):
         """``(N, P', L)`` bool one fractions of the rows of ``X`` on the given paths."""
@@ -236,6 +278,16 @@ class _Paths:
             present = ((~self.has_lo[paths] | (x >= self.lo[paths]))
                        & (~self.has_hi[paths] | (x < self.hi[paths])))
         follow = np.where(np.isnan(x), self.missing_ok[paths], present)
+        if self.is_cat is not None:
+            with np.errstate(invalid="ignore"):
+                ok = (x >= 0) & (x < 32 * N_WORDS)
+            code = np.where(ok, x, 0).astype(np.int64)
+            P, L = self.feature[paths].shape
+            word = self.cats[paths][np.arange(P)[None, :, None], np.arange(L)[None, None, :],
+                                    code >> 5]
+            bit = ((word >> (code & 31).astype(np.uint32)) & 1).astype(bool)
+            cat = np.where(ok, bit, self.missing_ok[paths])
+            follow = np.where(self.is_cat[paths], cat, follow)
         return follow | self.pad[paths]
 
 

@@ -1,12 +1,26 @@
 """Figures: learning curves, feature importance and single trees.
 
 Needs matplotlib (the ``plot`` extra). matplotlib is imported inside the
-functions, never when jaxboost is imported, and the global backend is left alone: a
-figure that is only saved (``path`` given) is drawn on its own Agg canvas and never
-registered with pyplot, so saving works without a display and opens no window. With
-``path=None`` the figure is made by ``pyplot`` (it shows in a notebook).
+functions, never when jaxboost is imported, and the global backend is left alone.
 
-Every function returns the ``matplotlib.figure.Figure``.
+Every function returns a ``matplotlib.figure.Figure`` that pyplot does not know about:
+it is made as a plain ``Figure`` on its own Agg canvas, never with ``pyplot.figure``, so
+nothing opens a window, ``pyplot.show()`` and a notebook's end-of-cell flush do not
+draw it, and a notebook cell ending with the call shows it exactly once (as the cell's
+value, through IPython's figure formatter or the figure's own ``_repr_png_``).
+``fig.savefig(path)`` works as usual, and ``path=`` saves it directly.
+
+To draw into a figure of your own (a pyplot window in a script, a grid of panels),
+pass ``ax=``: the Axes to draw into (a sequence of them, one per panel, for the
+functions that draw several panels). The function then returns that Axes' figure,
+neither laid out again nor closed; if pyplot made it, pyplot shows it as it shows any
+figure of its own (end a notebook cell with ``;`` to avoid seeing it twice).
+
+>>> from matplotlib.figure import Figure
+>>> from jaxboost import plotting
+>>> fig = plotting.plot_learning_curves({"valid": {"logloss": [0.61, 0.52, 0.47]}})
+>>> isinstance(fig, Figure), fig.axes[0].get_title()
+(True, 'logloss')
 """
 
 from __future__ import annotations
@@ -14,7 +28,7 @@ from __future__ import annotations
 import math
 
 from ._validation import is_int
-from .explain import IMPORTANCE_TYPES, feature_names
+from .explain import IMPORTANCE_TYPES, feature_names, is_categorical_split, left_categories
 
 __all__ = ["plot_comparison", "plot_learning_curves", "plot_history", "plot_importance",
            "plot_tree", "IMPORTANCE_TYPES"]
@@ -32,36 +46,118 @@ def _matplotlib():
     return matplotlib
 
 
-def _new_figure(size, path):
-    """An empty figure of ``size`` inches: pyplot's when only returned, else Agg's."""
+_FIGURE_CLASS = None
+
+
+def _figure_class():
+    """``Figure`` with a ``_repr_png_``, made once matplotlib is imported.
+
+    IPython shows a figure that is a cell's value through the formatter matplotlib's
+    inline backend registers, which exists only once pyplot has loaded that backend; a
+    figure made before that (pyplot never imported) would show as text alone.
+    ``_repr_png_`` is IPython's fallback for objects without a registered formatter, so
+    the figure shows as a PNG either way, and once only: IPython uses one or the other.
+    """
+    global _FIGURE_CLASS
+    if _FIGURE_CLASS is None:
+        from matplotlib.figure import Figure
+
+        class JaxboostFigure(Figure):
+            """A ``matplotlib.figure.Figure`` that renders itself as PNG in IPython."""
+
+            def _repr_png_(self):
+                import io
+
+                buf = io.BytesIO()
+                self.canvas.print_figure(buf, format="png", bbox_inches="tight",
+                                         facecolor=self.get_facecolor(),
+                                         edgecolor=self.get_edgecolor())
+                return buf.getvalue()
+
+        JaxboostFigure.__module__ = __name__
+        _FIGURE_CLASS = JaxboostFigure
+    return _FIGURE_CLASS
+
+
+def _new_figure(size):
+    """An empty figure of ``size`` inches on its own Agg canvas, unknown to pyplot."""
     _matplotlib()
-    if path is None:
-        import matplotlib.pyplot as plt
-
-        return plt.figure(figsize=size)
-    # Not registered with pyplot: nothing opens a window, and the Agg canvas draws it.
     from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
 
-    fig = Figure(figsize=size)
+    fig = _figure_class()(figsize=size)
     FigureCanvasAgg(fig)
     return fig
 
 
-def _figure(n_panels, path):
-    """A figure with ``n_panels`` axes, up to 3 per row (2 x 2 for four)."""
+def _root_figure(ax):
+    """The top-level ``Figure`` an Axes is drawn in (through any subfigures)."""
+    fig = ax.figure
+    while getattr(fig, "figure", fig) is not fig:
+        fig = fig.figure
+    return fig
+
+
+def _given_axes(ax, n_panels, what):
+    """The caller's ``ax`` as ``(figure, [Axes] * n_panels)``: one Axes, or a sequence
+    (list, tuple, NumPy array from ``pyplot.subplots``) of ``n_panels`` Axes of one
+    figure."""
+    import numpy as np
+    from matplotlib.axes import Axes
+
+    if isinstance(ax, Axes):
+        axes = [ax]
+    else:
+        try:
+            axes = list(np.ravel(np.asarray(ax, dtype=object)))
+        except Exception:  # noqa: BLE001 - reported as the TypeError below
+            axes = None
+        if not axes or not all(isinstance(a, Axes) for a in axes):
+            raise TypeError(f"ax must be a matplotlib Axes or a sequence of them, got "
+                            f"{type(ax).__name__}")
+    if len(axes) != n_panels:
+        raise ValueError(f"{what} draws {n_panels} panel(s); ax must hold {n_panels} "
+                         f"Axes, one per panel, got {len(axes)}")
+    fig = _root_figure(axes[0])
+    if any(_root_figure(a) is not fig for a in axes[1:]):
+        raise ValueError("the Axes in ax must all belong to one figure")
+    return fig, axes
+
+
+def _one_axes(ax, size):
+    """``(figure, Axes, own)``: a new figure of ``size`` inches with one Axes (``own``),
+    or the caller's Axes ``ax`` and its figure."""
+    if ax is None:
+        fig = _new_figure(size)
+        return fig, fig.subplots(), True
     _matplotlib()
+    from matplotlib.axes import Axes
+
+    if not isinstance(ax, Axes):
+        raise TypeError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
+    return _root_figure(ax), ax, False
+
+
+def _figure(n_panels, ax=None, what="this plot"):
+    """``(figure, axes, own)``: a new figure with ``n_panels`` axes, up to 3 per row
+    (2 x 2 for four), or the caller's ``ax`` (see ``_given_axes``)."""
+    _matplotlib()
+    if ax is not None:
+        fig, axes = _given_axes(ax, n_panels, what)
+        return fig, axes, False
     cols = 2 if n_panels == 4 else min(n_panels, 3)
     rows = math.ceil(n_panels / cols)
-    fig = _new_figure((4.6 * cols, 3.6 * rows), path)
+    fig = _new_figure((4.6 * cols, 3.6 * rows))
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
-    for ax in axes[n_panels:]:
-        ax.set_visible(False)
-    return fig, axes[:n_panels]
+    for a in axes[n_panels:]:
+        a.set_visible(False)
+    return fig, list(axes[:n_panels]), True
 
 
-def _finish(fig, path, dpi):
-    fig.tight_layout()
+def _finish(fig, path, dpi, own=True):
+    """Lay out a figure of our own (a caller's is left as it is), save it when ``path``
+    is given, and return it."""
+    if own:
+        fig.tight_layout()
     if path is not None:
         fig.savefig(path, dpi=dpi)
     return fig
@@ -103,7 +199,7 @@ def _curve_panel(ax, m, curves, best=None):
 
 
 def plot_comparison(comparison, path=None, *, data=None, metrics=None, title=None,
-                    dpi: int = 120):
+                    dpi: int = 120, ax=None):
     """Learning curves of a ``Comparison``: one panel per metric, one line per objective.
 
     Args:
@@ -112,15 +208,21 @@ def plot_comparison(comparison, path=None, *, data=None, metrics=None, title=Non
       data: a data set name or a list of them (default: ``comparison.table_data``, the
         last eval set). With several, each gets its own line style.
       metrics: metric names to draw (default: all of ``comparison.metrics``).
-      title: figure title (default: names the data sets).
+      title: figure title (default: names the data sets; with ``ax``, only a title
+        given is drawn).
       dpi: resolution of the saved file.
+      ax: Axes to draw into, one per metric (a single Axes for one metric); default a
+        new figure (see the module docstring).
 
     Returns:
-      The ``matplotlib.figure.Figure`` (x: rounds ``k`` of the model ``booster[:k]``).
+      The ``matplotlib.figure.Figure`` (x: rounds ``k`` of the model ``booster[:k]``),
+      not registered with pyplot unless ``ax`` came from it.
 
     Raises:
       ImportError: matplotlib is not installed (the ``plot`` extra).
       KeyError: an unknown data set or metric name.
+      TypeError: ``ax`` is not an Axes or a sequence of them.
+      ValueError: ``ax`` holds a number of Axes other than the number of metrics.
     """
     _matplotlib()
     datas = _as_list(comparison.table_data if data is None else data)
@@ -131,32 +233,34 @@ def plot_comparison(comparison, path=None, *, data=None, metrics=None, title=Non
     for m in names:
         if m not in comparison.metrics:
             raise KeyError(f"no metric {m!r}; this comparison has {list(comparison.metrics)}")
-    fig, axes = _figure(len(names), path)
-    for ax, m in zip(axes, names):
+    fig, axes, own = _figure(len(names), ax, "plot_comparison")
+    for a, m in zip(axes, names):
         drawn = False
         for i, label in enumerate(comparison.boosters):
             for j, d in enumerate(datas):
                 curve = comparison.curves[label][d][m]
                 drawn = drawn or not all(math.isnan(v) for v in curve)
                 rounds = range(1, len(curve) + 1)
-                ax.plot(rounds, curve, color=f"C{i % 10}",
-                        linestyle=_LINESTYLES[j % len(_LINESTYLES)],
-                        label=label if len(datas) == 1 else f"{label} ({d})")
+                a.plot(rounds, curve, color=f"C{i % 10}",
+                       linestyle=_LINESTYLES[j % len(_LINESTYLES)],
+                       label=label if len(datas) == 1 else f"{label} ({d})")
         if not drawn:
-            ax.text(0.5, 0.5, "not defined for these models\n(see Comparison.notes)",
-                    ha="center", va="center", transform=ax.transAxes, color="0.4")
+            a.text(0.5, 0.5, "not defined for these models\n(see Comparison.notes)",
+                   ha="center", va="center", transform=a.transAxes, color="0.4")
         better = "higher" if comparison.metrics[m].maximize else "lower"
-        ax.set_title(f"{m} ({better} is better)")
-        ax.set_xlabel("rounds k")
-        ax.set_ylabel(m)
-        ax.grid(True, alpha=0.3)
+        a.set_title(f"{m} ({better} is better)")
+        a.set_xlabel("rounds k")
+        a.set_ylabel(m)
+        a.grid(True, alpha=0.3)
     axes[0].legend(fontsize=8)
-    fig.suptitle(title if title is not None else
-                 f"Learning curves on {', '.join(datas)} ({comparison.n_rounds} rounds)")
-    return _finish(fig, path, dpi)
+    if title is None and own:
+        title = f"Learning curves on {', '.join(datas)} ({comparison.n_rounds} rounds)"
+    if title is not None:
+        fig.suptitle(title)
+    return _finish(fig, path, dpi, own)
 
 
-def plot_learning_curves(curves, path=None, *, title=None, dpi: int = 120):
+def plot_learning_curves(curves, path=None, *, title=None, dpi: int = 120, ax=None):
     """One model's learning curves: ``{data_name: {metric_name: values}}``.
 
     One panel per metric (in order of first appearance), one line per data set; x is
@@ -167,23 +271,36 @@ def plot_learning_curves(curves, path=None, *, title=None, dpi: int = 120):
       path: file to save the figure to; ``None`` only returns it.
       title: optional figure title.
       dpi: resolution of the saved file.
+      ax: Axes to draw into, one per metric (a single Axes for one metric); default a
+        new figure (see the module docstring).
 
     Returns:
-      The ``matplotlib.figure.Figure``.
+      The ``matplotlib.figure.Figure``, not registered with pyplot unless ``ax`` came
+      from it.
 
     Raises:
       ImportError: matplotlib is not installed (the ``plot`` extra).
+      ValueError: ``curves`` has no metric, or ``ax`` holds a number of Axes other
+        than the number of metrics.
+      TypeError: ``ax`` is not an Axes or a sequence of them.
+
+    Example:
+      >>> from jaxboost import plotting
+      >>> fig = plotting.plot_learning_curves({"train": {"rmse": [1.0, 0.7, 0.6]},
+      ...                                      "valid": {"rmse": [1.1, 0.9, 0.85]}})
+      >>> [line.get_label() for line in fig.axes[0].get_lines()]
+      ['train', 'valid']
     """
     _matplotlib()
     names = _metric_names(curves)
     if not names:
         raise ValueError("curves has no metric to plot")
-    fig, axes = _figure(len(names), path)
-    for ax, m in zip(axes, names):
-        _curve_panel(ax, m, curves)
+    fig, axes, own = _figure(len(names), ax, "plot_learning_curves")
+    for a, m in zip(axes, names):
+        _curve_panel(a, m, curves)
     if title is not None:
         fig.suptitle(title)
-    return _finish(fig, path, dpi)
+    return _finish(fig, path, dpi, own)
 
 
 # --------------------------------------------------------------------------------------
@@ -191,7 +308,7 @@ def plot_learning_curves(curves, path=None, *, title=None, dpi: int = 120):
 # --------------------------------------------------------------------------------------
 
 def plot_history(booster, path=None, *, metrics=None, data=None, title=None,
-                 dpi: int = 120):
+                 dpi: int = 120, ax=None):
     """The evaluation history recorded by ``train(eval_set=...)``.
 
     One panel per metric, one line per evaluation data set, from
@@ -205,16 +322,22 @@ def plot_history(booster, path=None, *, metrics=None, data=None, title=None,
       path: file to save the figure to (PNG by the extension); ``None`` only returns it.
       metrics: a metric name or list of them (default: every metric in the history).
       data: a data set name or list of them (default: all).
-      title: figure title (default: names the model's rounds and best iteration).
+      title: figure title (default: names the model's rounds and best iteration;
+        with ``ax``, only a title given is drawn).
       dpi: resolution of the saved file.
+      ax: Axes to draw into, one per metric (a single Axes for one metric); default a
+        new figure (see the module docstring).
 
     Returns:
-      The ``matplotlib.figure.Figure``.
+      The ``matplotlib.figure.Figure``, not registered with pyplot unless ``ax`` came
+      from it.
 
     Raises:
       ImportError: matplotlib is not installed (the ``plot`` extra).
-      ValueError: the booster has no history (train with ``eval_set=``).
+      ValueError: the booster has no history (train with ``eval_set=``), or ``ax``
+        holds a number of Axes other than the number of metrics.
       KeyError: an unknown data set or metric name.
+      TypeError: ``ax`` is not an Axes or a sequence of them.
     """
     _matplotlib()
     history = getattr(booster, "history", None) or {}
@@ -236,10 +359,10 @@ def plot_history(booster, path=None, *, metrics=None, data=None, title=None,
                 raise KeyError(f"no metric {m!r} in booster.history; it has {names}")
         names = wanted
     best = getattr(booster, "best_iteration", None)
-    fig, axes = _figure(len(names), path)
-    for ax, m in zip(axes, names):
-        _curve_panel(ax, m, curves, best)
-    if title is None:
+    fig, axes, own = _figure(len(names), ax, "plot_history")
+    for a, m in zip(axes, names):
+        _curve_panel(a, m, curves, best)
+    if title is None and own:
         title = f"Evaluation history ({len(booster)} rounds"
         score = getattr(booster, "best_score", None)
         if best is not None:
@@ -247,8 +370,9 @@ def plot_history(booster, path=None, *, metrics=None, data=None, title=None,
             if score is not None and math.isfinite(score):
                 title += f", best_score {score:.5g}"
         title += ")"
-    fig.suptitle(title)
-    return _finish(fig, path, dpi)
+    if title is not None:
+        fig.suptitle(title)
+    return _finish(fig, path, dpi, own)
 
 
 # What plot_importance can rank features by is explain.IMPORTANCE_TYPES (XGBoost's
@@ -277,7 +401,8 @@ def _importance(booster, importance_type) -> dict:
 
 
 def plot_importance(booster, path=None, *, importance_type: str = "gain",
-                    max_features: int | None = 20, title=None, dpi: int = 120):
+                    max_features: int | None = 20, title=None, dpi: int = 120,
+                    ax=None):
     """Horizontal bars of feature importance, the most important feature on top.
 
     Scores come from ``booster.feature_importance(importance_type)`` when the booster
@@ -293,15 +418,18 @@ def plot_importance(booster, path=None, *, importance_type: str = "gain",
       path: file to save the figure to; ``None`` only returns it.
       importance_type: what to rank by (default ``"gain"``, the mean gain per split).
       max_features: draw at most this many (the largest); ``None`` draws all.
-      title: figure title (default names the importance type).
+      title: Axes title (default names the importance type).
       dpi: resolution of the saved file.
+      ax: an Axes to draw into; default a new figure (see the module docstring).
 
     Returns:
-      The ``matplotlib.figure.Figure``.
+      The ``matplotlib.figure.Figure``, not registered with pyplot unless ``ax`` came
+      from it.
 
     Raises:
       ImportError: matplotlib is not installed (the ``plot`` extra).
       ValueError: an unknown ``importance_type`` or a ``max_features`` below 1.
+      TypeError: ``ax`` is not a matplotlib Axes.
     """
     _matplotlib()
     if max_features is not None and (not is_int(max_features) or max_features < 1):
@@ -309,8 +437,7 @@ def plot_importance(booster, path=None, *, importance_type: str = "gain",
     scores = _importance(booster, importance_type)
     ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
     shown = ranked if max_features is None else ranked[:max_features]
-    fig = _new_figure((7.0, 1.2 + 0.32 * max(len(shown), 3)), path)
-    ax = fig.subplots()
+    fig, ax, own = _one_axes(ax, (7.0, 1.2 + 0.32 * max(len(shown), 3)))
     if shown:
         labels = [name for name, _ in shown][::-1]
         values = [v for _, v in shown][::-1]
@@ -330,7 +457,7 @@ def plot_importance(booster, path=None, *, importance_type: str = "gain",
         if hidden:
             title += f": top {len(shown)} of {len(ranked)} features used"
     ax.set_title(title)
-    return _finish(fig, path, dpi)
+    return _finish(fig, path, dpi, own)
 
 
 def _tree_layout(is_split, M):
@@ -360,13 +487,14 @@ def _fmt(v, precision) -> str:
 
 
 def plot_tree(booster, tree_index: int = 0, path=None, *, precision: int = 3, title=None,
-              dpi: int = 120):
+              dpi: int = 120, ax=None):
     """One tree as a diagram, drawn with matplotlib alone (no graphviz).
 
     Split nodes read ``f2 < 0.53`` (with the split's gain and cover): a row whose
     value is below the threshold follows the ``yes`` edge (left), others the ``no``
-    edge; ``missing`` marks the side a missing value (NaN) takes. Leaves show their
-    value (learning rate applied) and cover, green when positive and red when negative.
+    edge (a categorical split reads ``f0 in {1,4}``, the categories going ``yes``);
+    ``missing`` marks the side a missing value (NaN) takes. Leaves show their value
+    (learning rate applied) and cover, green when positive and red when negative.
     In a model with one tree per output (``trees_per_round == n_outputs``) a tree holds
     one output's values, which the title names; a tree of vector leaves shows vectors.
 
@@ -375,15 +503,19 @@ def plot_tree(booster, tree_index: int = 0, path=None, *, precision: int = 3, ti
       tree_index: which tree, counting every tree of every round (``-1``: the last).
       path: file to save the figure to; ``None`` only returns it.
       precision: significant digits of thresholds and values.
-      title: figure title (default names the tree, its round and output).
+      title: Axes title (default names the tree, its round and output).
       dpi: resolution of the saved file.
+      ax: an Axes to draw into (its axis is switched off); default a new figure sized
+        to the tree (see the module docstring).
 
     Returns:
-      The ``matplotlib.figure.Figure``.
+      The ``matplotlib.figure.Figure``, not registered with pyplot unless ``ax`` came
+      from it.
 
     Raises:
       ImportError: matplotlib is not installed (the ``plot`` extra).
       IndexError: ``tree_index`` is out of range.
+      TypeError: ``tree_index`` is not an int, or ``ax`` not a matplotlib Axes.
     """
     _matplotlib()
     import numpy as np
@@ -416,9 +548,8 @@ def plot_tree(booster, tree_index: int = 0, path=None, *, precision: int = 3, ti
     width_needed = 2.0 * n_leaves + 0.5
     scale = min(1.0, 60.0 / width_needed)  # keep very wide trees within 60 inches
     fontsize = max(3.0, 8.5 * scale)
-    fig = _new_figure((max(5.0, min(width_needed, 60.0)), max(2.5, 1.35 * (depth + 1))),
-                      path)
-    ax = fig.subplots()
+    fig, ax, own = _one_axes(ax, (max(5.0, min(width_needed, 60.0)),
+                                  max(2.5, 1.35 * (depth + 1))))
     ax.set_axis_off()
     ax.set_xlim(-0.6, n_leaves - 0.4)
     ax.set_ylim(-depth - 0.45, 0.45)
@@ -443,7 +574,11 @@ def plot_tree(booster, tree_index: int = 0, path=None, *, precision: int = 3, ti
     for i in place:
         x, y = xy(i)
         if is_split[i] and 2 * i + 2 < M:
-            text = (f"{names[int(feature[i])]} < {_fmt(threshold[i], precision)}\n"
+            test = f"{names[int(feature[i])]} < {_fmt(threshold[i], precision)}"
+            if is_categorical_split(e, t, i):  # the training categories going left
+                codes = ",".join(map(str, left_categories(booster, t, i)))
+                test = f"{names[int(feature[i])]} in {{{codes}}}"
+            text = (f"{test}\n"
                     f"gain {_fmt(gain[i], precision)}, cover {_fmt(cover[i], precision)}")
             face = "#dbe8f5"
         else:
@@ -463,4 +598,4 @@ def plot_tree(booster, tree_index: int = 0, path=None, *, precision: int = 3, ti
         title = f"Tree {t} of {T} (round {t // tpr}"
         title += f", output {output})" if output is not None else ")"
     ax.set_title(title, fontsize=max(fontsize + 1.5, 8))
-    return _finish(fig, path, dpi)
+    return _finish(fig, path, dpi, own)

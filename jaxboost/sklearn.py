@@ -40,8 +40,8 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from objectives import Objective
 from objectives import resolve as resolve_objective
 
-from . import io
-from ._validation import is_int, is_real
+from . import _categorical, io
+from ._validation import as_features, is_int, is_real
 from .explain import feature_names
 from .io.objective import objective_to_dict
 from .training import train
@@ -56,7 +56,9 @@ _SAME_NAME = ("learning_rate", "max_depth", "reg_lambda", "reg_alpha", "gamma",
               "min_child_weight", "max_delta_step", "max_bin", "subsample",
               "colsample_bytree", "colsample_bylevel", "colsample_bynode",
               "num_parallel_tree", "bootstrap", "hessian",
-              "refit", "multi_strategy", "early_stopping_rounds", "eval_metric", "verbose")
+              "refit", "multi_strategy", "early_stopping_rounds", "eval_metric", "verbose",
+              "max_cat_to_onehot", "max_cat_threshold", "monotone_constraints",
+              "interaction_constraints", "min_samples_leaf")
 
 
 def gain_importance(booster) -> np.ndarray:
@@ -84,6 +86,21 @@ def _seed(random_state):
     return int(check_random_state(random_state).randint(2 ** 31 - 1))
 
 
+def _category_codes(X, labels=None):
+    """``(X, frame_labels)``: a DataFrame's categorical columns as their category codes
+    (re-coded to ``labels``, the model's, when given), a pandas DataFrame keeping the
+    column names; anything else unchanged (``jaxboost._categorical``)."""
+    frame = _categorical.frame_categories(X)
+    if not frame:
+        return X, {}
+    codes = as_features(X, allow_inf=True)
+    if labels:
+        codes = _categorical.recode(codes, frame, labels)
+    import pandas as pd
+
+    return pd.DataFrame(codes, columns=[str(c) for c in X.columns]), frame
+
+
 def _sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 
@@ -99,7 +116,12 @@ class _JaxBoostModel(BaseEstimator):
     _y_numeric = True  # validate_data(y_numeric=...): False for the classifier
 
     # --- fitting ------------------------------------------------------------------
-    def _validate_X(self, X, reset):
+    def _validate_X(self, X, reset, labels=False):
+        """``X`` checked as scikit-learn does; DataFrame categories as codes, re-coded to
+        ``labels`` (default: the fitted booster's)."""
+        if labels is False:
+            labels = getattr(getattr(self, "booster_", None), "category_labels", None)
+        X, _ = _category_codes(X, labels)
         return validate_data(self, X, reset=reset, dtype=np.float32,
                              ensure_all_finite="allow-nan", accept_sparse=_SPARSE)
 
@@ -121,6 +143,7 @@ class _JaxBoostModel(BaseEstimator):
         ``base_margin_eval_set`` are margins per row, passed to ``train`` as
         ``base_margin`` and ``eval_base_margin``.
         """
+        X, frame = _category_codes(X)
         X, y = validate_data(self, X, y, dtype=np.float32, ensure_all_finite="allow-nan",
                              y_numeric=self._y_numeric, accept_sparse=_SPARSE)
         if sample_weight is not None:
@@ -138,7 +161,7 @@ class _JaxBoostModel(BaseEstimator):
                 if not isinstance(item, (list, tuple)) or len(item) not in (2, 3):
                     raise TypeError(f"eval_set[{i}] must be (X, y) or (X, y, "
                                     f"sample_weight)")
-                Xe = self._validate_X(item[0], reset=False)
+                Xe = self._validate_X(item[0], reset=False, labels=frame)
                 ye = self._encode_eval_labels(np.asarray(item[1]), i)
                 evals.append((Xe, ye) + tuple(item[2:]))
         if base_margin_eval_set is not None and evals is None:
@@ -147,12 +170,17 @@ class _JaxBoostModel(BaseEstimator):
             raise TypeError("base_margin of fit() is one margin per row, (N,) or (N, K), "
                             "as in XGBoost; got a number")
         names = getattr(self, "feature_names_in_", None)
-        self.booster_ = train(objective, X, y_train, sample_weight=sample_weight,
-                              eval_set=evals, n_outputs=n_outputs, link=link,
-                              feature_names=None if names is None else list(names),
-                              base_margin=base_margin,
-                              eval_base_margin=base_margin_eval_set,
-                              **self._train_kwargs())
+        kw = self._train_kwargs()
+        given = [] if self.categorical_features is None else list(self.categorical_features)
+        cat = given + [f for f in sorted(frame) if f not in given and
+                       (names is None or names[f] not in given)]
+        booster = train(objective, X, y_train, sample_weight=sample_weight,
+                        eval_set=evals, n_outputs=n_outputs, link=link,
+                        feature_names=None if names is None else list(names),
+                        base_margin=base_margin, eval_base_margin=base_margin_eval_set,
+                        categorical_features=cat or None, **kw)
+        booster.category_labels = frame or None  # predict re-codes DataFrames by them
+        self.booster_ = booster
         return self
 
     def _encode_eval_labels(self, y, i):
@@ -234,7 +262,9 @@ class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
     ``"squared"``; ``predict`` returns the objective's response (its inverse link of
     the margin, e.g. ``exp`` for ``"poisson"``); ``link`` gives a plain callable
     ``objective`` one, as ``train``'s ``link`` (default None: its margin is the
-    prediction). ``score`` is R².
+    prediction). ``score`` is R². ``categorical_features``, ``max_cat_to_onehot`` and
+    ``max_cat_threshold`` are ``train``'s (pandas ``category`` columns are categorical
+    without being named; ``predict`` re-codes them by the training categories).
 
     Attributes:
       booster_: the trained ``jaxboost.Booster``.
@@ -259,7 +289,9 @@ class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
                  num_parallel_tree=1, bootstrap=False,
                  hessian="auto", refit="auto", multi_strategy="one_output_per_tree",
                  early_stopping_rounds=None, eval_metric=None, random_state=None,
-                 verbose=False, link=None):
+                 verbose=False, link=None, categorical_features=None,
+                 max_cat_to_onehot=4, max_cat_threshold=64, monotone_constraints=None,
+                 interaction_constraints=None, min_samples_leaf=1):
         _store_params(self, locals())
 
     def fit(self, X, y, sample_weight=None, eval_set=None, base_margin=None,
@@ -334,7 +366,9 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
                  num_parallel_tree=1, bootstrap=False,
                  hessian="auto", refit="auto", multi_strategy="one_output_per_tree",
                  early_stopping_rounds=None, eval_metric=None, random_state=None,
-                 verbose=False, link="auto"):
+                 verbose=False, link="auto", categorical_features=None,
+                 max_cat_to_onehot=4, max_cat_threshold=64, monotone_constraints=None,
+                 interaction_constraints=None, min_samples_leaf=1):
         _store_params(self, locals())
 
     def _resolved_objective(self, n_classes):

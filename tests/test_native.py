@@ -336,12 +336,31 @@ def test_first_use_build_goes_to_a_private_cache(monkeypatch, tmp_path, fresh_st
     assert (path.parent.stat().st_mode & 0o077) == 0  # the build folder is ours alone
 
 
+@pytest.fixture(scope="module")
+def built_cache(tmp_path_factory):
+    """A cache folder holding one first-use build, made once for the tests that need a
+    good build to start from (each copies it: compiling the kernel takes seconds)."""
+    root = tmp_path_factory.mktemp("built") / "cache"
+    saved = os.environ.get("JAXBOOST_CACHE_DIR")
+    os.environ["JAXBOOST_CACHE_DIR"] = str(root)
+    try:
+        native._build_in_cache()
+    finally:
+        if saved is None:
+            os.environ.pop("JAXBOOST_CACHE_DIR")
+        else:
+            os.environ["JAXBOOST_CACHE_DIR"] = saved
+    return root
+
+
 @pytest.mark.parametrize("where", ["root", "subfolder"])
 def test_group_writable_cache_is_refused(monkeypatch, tmp_path, fresh_state,
-                                         no_installed_library, where):
+                                         no_installed_library, built_cache, where):
     """A library in a folder others can write to could be theirs: never loaded."""
     cache = tmp_path / "cache"
+    shutil.copytree(built_cache, cache)  # copies the 0700 modes too
     monkeypatch.setenv("JAXBOOST_CACHE_DIR", str(cache))
+    monkeypatch.setattr(native._build, "build", _no_second_build)
     assert native.available(), native.unavailable_reason()  # a good build first
     built = native.library_path()
     native._state.update(done=False, ok=False, reason=None, lib=None, path=None)
@@ -350,6 +369,10 @@ def test_group_writable_cache_is_refused(monkeypatch, tmp_path, fresh_state,
         assert native.available() is False
     assert native.library_path() is None
     assert "refusing" in native.unavailable_reason()
+
+
+def _no_second_build(*args, **kwargs):
+    raise AssertionError("the cached build should have been loaded, not rebuilt")
 
 
 def test_library_owned_by_someone_else_is_refused(monkeypatch, tmp_path, fresh_state,

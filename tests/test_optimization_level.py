@@ -1,7 +1,8 @@
-"""The suite compiles at XLA's backend optimization level 0 (tests/conftest.py), to
-spend less of its time compiling. This test checks that the level changes no model
-beyond float32 rounding: the same models, trained here at level 0 and in a subprocess
-at JAX's default level, grow the same trees and predict to 1e-5. Level 0 rounds some
+"""The suite compiles at XLA's backend optimization level 0 and without the CPU
+backend's fusion emitters (tests/conftest.py, ``OPT_FLAG``), to spend less of its time
+compiling. This test checks that these settings change no model beyond float32
+rounding: the same models, trained here with them and in a subprocess with JAX's
+defaults, grow the same trees and predict to 1e-5. Level 0 rounds some
 ``exp``/``log``/``cosh`` evaluations differently by an ulp or so (softmax
 probabilities differ by about 2e-6 after 6 rounds; a log-cosh loss, LambdaRank and
 Gaussian NLL by 1 to 3 ulps); logistic (the XGBoost parity workhorse, here with

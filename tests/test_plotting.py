@@ -254,13 +254,34 @@ def test_plot_learning_curves(comparison, tmp_path):
     assert_png(tmp_path / "lc.png", fig)
 
 
-def test_figures_without_a_path_come_from_pyplot(stopped):
+def _every_figure(stopped, comparison):
+    """Every figure-returning call, without a path: (name, figure)."""
+    return [("plot_history", plotting.plot_history(stopped)),
+            ("plot_importance", plotting.plot_importance(stopped)),
+            ("plot_tree", plotting.plot_tree(stopped, 1)),
+            ("plot_comparison", plotting.plot_comparison(comparison)),
+            ("plot_learning_curves",
+             plotting.plot_learning_curves(comparison.curves["logistic"])),
+            ("Comparison.plot", comparison.plot())]
+
+
+def test_figures_are_not_left_open_in_pyplot(stopped, comparison, tmp_path):
+    """No function leaves its figure registered with pyplot (a notebook would show it
+    once by pyplot's end-of-cell flush and once as the cell's value); each still saves
+    and renders itself as PNG for IPython."""
     import matplotlib.pyplot as plt
 
-    for fig in (plotting.plot_history(stopped), plotting.plot_importance(stopped),
-                plotting.plot_tree(stopped, 1)):
-        assert plt.fignum_exists(fig.number)
-        plt.close(fig)
+    plt.close("all")
+    figures = _every_figure(stopped, comparison)
+    assert plt.get_fignums() == []
+    for name, fig in figures:
+        assert isinstance(fig, Figure), name
+        assert fig.axes, name
+        fig.savefig(tmp_path / f"{name}.png")
+        assert_png(tmp_path / f"{name}.png", fig)
+        png = fig._repr_png_()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > MIN_PNG_BYTES, name
+    assert plt.get_fignums() == []
 
 
 def test_saved_figures_are_not_registered_with_pyplot(stopped, tmp_path):
@@ -270,6 +291,57 @@ def test_saved_figures_are_not_registered_with_pyplot(stopped, tmp_path):
     plotting.plot_tree(stopped, 0, tmp_path / "t.png")
     plotting.plot_importance(stopped, tmp_path / "i.png")
     assert plt.get_fignums() == before
+
+
+def test_drawing_into_the_callers_axes(stopped, comparison, tmp_path):
+    """With ax=, each function draws into the caller's Axes and returns the caller's
+    figure, still open in pyplot, without laying it out again."""
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+    fig, axes = plt.subplots(2, 3, figsize=(12, 6))
+    # a layout of the caller's own that tight_layout would change
+    fig.subplots_adjust(left=0.3, right=0.95, wspace=0.6)
+    before = [a.get_position().bounds for a in axes.ravel()]
+    assert plotting.plot_importance(stopped, ax=axes[0, 0]) is fig
+    assert _bar_names(fig)[0] == _bar_names(plotting.plot_importance(stopped))[0]
+    assert plotting.plot_tree(stopped, 1, ax=axes[0, 1]) is fig
+    assert not axes[0, 1].axison and axes[0, 1].texts
+    assert plotting.plot_history(stopped, ax=axes[1, :2], path=tmp_path / "h.png") is fig
+    assert_png(tmp_path / "h.png", fig)
+    assert [axes[1, j].get_title() for j in range(2)] == ["logloss", "auc"]
+    assert comparison.plot(metrics="auc", ax=axes[0, 2]) is fig
+    assert axes[0, 2].get_title() == "auc (higher is better)"
+    assert plotting.plot_learning_curves({"valid": {"rmse": [3.0, 2.0]}},
+                                         ax=[axes[1, 2]]) is fig
+    assert [list(line.get_ydata()) for line in axes[1, 2].get_lines()] == [[3.0, 2.0]]
+    assert [a.get_position().bounds for a in axes.ravel()] == before
+    assert fig._suptitle is None  # no default title written over the caller's figure
+    assert plt.get_fignums() == [fig.number]  # the caller's figure stays open
+    plt.close(fig)
+
+
+def test_wrong_axes_are_refused(stopped, comparison):
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3)
+    other, ax2 = plt.subplots()
+    try:
+        with pytest.raises(ValueError, match=r"draws 2 panel\(s\); ax must hold 2 Axes"):
+            plotting.plot_history(stopped, ax=axes[0])
+        with pytest.raises(ValueError, match="draws 2 panel"):
+            plotting.plot_comparison(comparison, ax=axes)
+        with pytest.raises(ValueError, match="one figure"):
+            plotting.plot_history(stopped, ax=[axes[0], ax2])
+        with pytest.raises(TypeError, match="ax must be a matplotlib Axes, got Figure"):
+            plotting.plot_importance(stopped, ax=fig)
+        with pytest.raises(TypeError, match="ax must be a matplotlib Axes"):
+            plotting.plot_tree(stopped, 0, ax=[axes[0]])
+        with pytest.raises(TypeError, match="Axes or a sequence of them, got str"):
+            plotting.plot_history(stopped, ax="left")
+    finally:
+        plt.close(fig)
+        plt.close(other)
 
 
 def test_import_leaves_matplotlib_alone():
@@ -328,3 +400,68 @@ def test_repr_html(stopped, softmax_model, monkeypatch):
     assert "<script>" not in page and "<b>a</b>" not in page
     assert "&lt;script&gt;x&lt;/script&gt; m&quot;q" in page
     assert "&lt;b&gt;a&lt;/b&gt;, b&amp;c" in page
+# --- in a notebook ----------------------------------------------------------------------
+
+CALLS = ["plotting.plot_history(bst)", "plotting.plot_importance(bst)",
+         "plotting.plot_tree(bst, 1)", "plotting.plot_comparison(cmp)",
+         "plotting.plot_learning_curves(cmp.curves['logistic'])", "cmp.plot()"]
+
+
+def _png_outputs(cell):
+    return [o.output_type for o in cell.outputs if "image/png" in o.get("data", {})]
+
+
+def test_an_executed_notebook_shows_each_figure_once(stopped, comparison, tmp_path):
+    """A real Jupyter kernel (ipykernel, matplotlib's inline backend) runs a notebook
+    whose cells end with each plotting call: every cell shows exactly one PNG, the
+    cell's value, before pyplot was ever imported (the figure's own ``_repr_png_``) and
+    after (the inline backend's formatter); with ``ax=`` from pyplot, pyplot's own
+    end-of-cell display is the one."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    import json
+    import os
+
+    model = tmp_path / "model.json"
+    stopped.save(model)
+    curves = {label: {d: {m: [float(v) for v in values] for m, values in per.items()}
+                      for d, per in by_data.items()}
+              for label, by_data in comparison.curves.items()}
+    setup = "\n".join([
+        "import json",
+        "import jaxboost",
+        "from jaxboost import plotting",
+        "from jaxboost.compare import Comparison",
+        "from jaxboost.metrics import get_metric",
+        f"bst = jaxboost.load({str(model)!r})",
+        f"curves = json.loads({json.dumps(curves)!r})",
+        "cmp = Comparison(boosters=dict.fromkeys(curves), curves=curves, train_seconds={},",
+        f"                 metrics={{m: get_metric(m) for m in {list(comparison.metrics)!r}}},",
+        f"                 data_names={comparison.data_names!r}, n_rows={{}},",
+        f"                 n_rounds={comparison.n_rounds}, notes=[])",
+        "import sys",
+        "assert 'matplotlib.pyplot' not in sys.modules"])
+    with_pyplot = "import matplotlib.pyplot as plt\nplt.close(plt.figure())"
+    own_axes = ("fig, ax = plt.subplots()\n"
+                "plotting.plot_importance(bst, ax=ax);")
+    sources = [setup, *CALLS, with_pyplot, *CALLS, own_axes, "plt.get_fignums()"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
+    env = dict(os.environ, MPLBACKEND="module://matplotlib_inline.backend_inline",
+               PYTHONPATH=os.pathsep.join(p for p in (str(ROOT),
+                                                      os.environ.get("PYTHONPATH")) if p))
+    client = nbclient.NotebookClient(nb, kernel_name="python3", timeout=300,
+                                     startup_timeout=120,
+                                     resources={"metadata": {"path": str(ROOT)}})
+    client.execute(env=env)
+    cells = nb.cells
+    assert _png_outputs(cells[0]) == [] and _png_outputs(cells[7]) == []
+    n = len(CALLS)
+    for i, call in enumerate(CALLS * 2):
+        cell = cells[1 + i + (i >= n)]
+        assert cell.source == call
+        assert _png_outputs(cell) == ["execute_result"], (call, cell.outputs)
+    assert _png_outputs(cells[-2]) == ["display_data"], cells[-2].outputs
+    # nothing of ours is left open in pyplot; the caller's figure was closed by the
+    # inline backend after it showed it
+    assert cells[-1].outputs[0]["data"]["text/plain"] == "[]"

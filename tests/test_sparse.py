@@ -25,7 +25,8 @@ def to_csr(dense):
 
 
 def same_trees(a, b):
-    return all(np.array_equal(x, y, equal_nan=True) for x, y in zip(a.ensemble, b.ensemble))
+    return all((x is None and y is None) or np.array_equal(x, y, equal_nan=True)
+               for x, y in zip(a.ensemble, b.ensemble))
 
 
 @pytest.fixture(scope="module")

@@ -72,7 +72,8 @@ def make_case(seed):
     cuts = random_cuts(rng)
     trees = [random_tree(rng, cuts) for _ in range(T)]
     X, bins = random_rows(rng, cuts)
-    ens = Ensemble(*(np.stack([t[k] for t in trees]) for k in Ensemble._fields))
+    ens = Ensemble(*(np.stack([t[k] for t in trees]) for k in Ensemble._fields
+                      if k in trees[0]))
     return trees, ens, X, bins
 
 

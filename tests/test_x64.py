@@ -73,14 +73,10 @@ def configurations():
             two_outputs, X, y["regression"], n_outputs=2,
             multi_strategy="multi_output_tree", **KW),
         "gaussian_nll": lambda: jaxboost.train("gaussian_nll", X, y["regression"], **KW),
-        "subsample": lambda: jaxboost.train("logistic", X, y["binary"], subsample=0.7,
-                                            **sampled),
-        "colsample_bytree": lambda: jaxboost.train("logistic", X, y["binary"],
-                                                   colsample_bytree=0.5, **sampled),
-        "colsample_bylevel": lambda: jaxboost.train("logistic", X, y["binary"],
-                                                    colsample_bylevel=0.5, **sampled),
-        "colsample_bynode": lambda: jaxboost.train("logistic", X, y["binary"],
-                                                   colsample_bynode=0.5, **sampled),
+        # every sampler at once: a different draw from any of them changes the model
+        "row_and_column_sampling": lambda: jaxboost.train(
+            "logistic", X, y["binary"], subsample=0.7, colsample_bytree=0.8,
+            colsample_bylevel=0.8, colsample_bynode=0.7, **sampled),
         "quantile_refit": lambda: jaxboost.train("absolute", X, y["regression"], **KW),
         "newton_refit": lambda: jaxboost.train("huber", X, y["regression"], **KW),
         "default_dtypes_loss_and_schedule": lambda: jaxboost.train(

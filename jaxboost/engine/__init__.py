@@ -15,7 +15,10 @@ The data's journey, one module per stage:
   quantization grid (order-free sums);
 * ``histogram``: g and h summed per (feature, node, bin) (pure JAX; the native C++
   kernel in ``jaxboost.native`` honours the same contract);
-* ``split``: gains and the best split per node, leaf values;
+* ``split``: gains and the best split per node, leaf values; ``categorical``: the
+  candidates of categorical features (one-vs-rest, sorted partitions) and their sets;
+  ``constraints``: monotone and interaction constraints and a row minimum per child, as
+  hooks of ``grow``;
 * ``grow``: one level-wise tree (the level loop, routing, gamma pruning);
 * ``sampling``: row and column draws from one seed;
 * ``refit``: leaf values re-solved on the true loss;

@@ -11,6 +11,13 @@ When a feature has at most ``max_bin - 1`` distinct present values, every distin
 value gets a bin of its own and the cuts are the float32 midpoints of neighbouring
 values: split finding then sees exactly the candidate splits of XGBoost's exact
 method. Otherwise cuts sit at sample-weighted quantiles of the distinct values.
+
+A categorical feature (``compute_bin_edges(..., categorical=mask)``) holds integer
+category codes ``0 .. C - 1``; code ``c`` falls in bin ``c`` (its cuts are
+``0.5, 1.5, ..., C - 1.5``, ``C`` the largest training code plus one, at most
+``max_bin - 1``), and a code that is missing, outside ``[0, C)`` or never seen in
+training falls in the missing-value bin (``apply_bins``), so it goes where the split
+sends missing values (``jaxboost.engine.categorical``).
 """
 
 from __future__ import annotations
@@ -40,6 +47,12 @@ class BinEdges:
       n_distinct: ``(F,)`` int64, distinct present values seen in training (capped
         by the sample for very large data).
       max_bin: total bins per feature, the last reserved for missing values.
+      categories: ``None`` (every feature numeric), or ``(F, max_bin)`` bool: row ``f``
+        of a categorical feature marks the category codes seen in training (code ``c``
+        is bin ``c``; ``n_cuts[f] + 1`` is the largest seen code plus one); rows of
+        numeric features are all False, as are rows of categorical features that had
+        no present value (see ``categorical``).
+      categorical: ``None``, or ``(F,)`` bool, the features split by category.
     """
 
     cuts: np.ndarray
@@ -47,6 +60,13 @@ class BinEdges:
     has_missing: np.ndarray
     n_distinct: np.ndarray
     max_bin: int
+    categories: np.ndarray | None = None
+    categorical: np.ndarray | None = None
+
+    @property
+    def is_categorical(self) -> bool:
+        """Whether any feature is categorical."""
+        return self.categorical is not None and bool(np.any(self.categorical))
 
     @property
     def n_features(self) -> int:
@@ -132,8 +152,19 @@ def _feature_cuts(col, weight, n_value_bins, rng):
     return cuts, n_distinct
 
 
+def _category_edges(col, max_bin):
+    """Cuts ``0.5, ..., C - 1.5`` of a categorical column of integer codes (NaN removed)
+    and the ``(max_bin,)`` mask of the codes present."""
+    seen = np.zeros(max_bin, bool)
+    if col.size == 0:
+        return np.zeros(0, FLOAT_DTYPE), seen
+    codes = np.unique(col).astype(np.int64)
+    seen[codes] = True
+    return np.arange(int(codes[-1]), dtype=FLOAT_DTYPE) + FLOAT_DTYPE(0.5), seen
+
+
 def compute_bin_edges(X: np.ndarray, max_bin: int = 256, sample_weight=None,
-                      seed: int = 0) -> BinEdges:
+                      seed: int = 0, categorical=None) -> BinEdges:
     """Per-feature quantile bin edges.
 
     Args:
@@ -143,6 +174,9 @@ def compute_bin_edges(X: np.ndarray, max_bin: int = 256, sample_weight=None,
       sample_weight: optional ``(N,)`` non-negative weights for the quantiles; rows of
         weight 0 are left out entirely (no cuts from their values).
       seed: seeds the row sample used for quantiles of very large data.
+      categorical: optional ``(F,)`` bool, the features whose values are category
+        codes: integers in ``[0, max_bin - 2]`` (checked by the caller,
+        ``jaxboost._categorical.check_codes``). Code ``c`` gets bin ``c``.
 
     Returns:
       ``BinEdges``.
@@ -161,6 +195,8 @@ def compute_bin_edges(X: np.ndarray, max_bin: int = 256, sample_weight=None,
     n_cuts = np.zeros(F, dtype=np.int32)
     has_missing = np.zeros(F, dtype=bool)
     n_distinct = np.zeros(F, dtype=np.int64)
+    cat = None if categorical is None else np.asarray(categorical, bool)
+    seen = None if cat is None else np.zeros((F, max_bin), bool)
     rng = np.random.default_rng(seed)
     w = None if sample_weight is None else np.asarray(sample_weight, np.float64)
     if w is not None and not (w > 0).all():
@@ -174,6 +210,12 @@ def compute_bin_edges(X: np.ndarray, max_bin: int = 256, sample_weight=None,
         present = ~np.isnan(col)
         all_present = bool(present.all())
         has_missing[f] = not all_present
+        if cat is not None and cat[f]:
+            c, seen[f] = _category_edges(col if all_present else col[present], max_bin)
+            cuts[f, : c.shape[0]] = c
+            n_cuts[f] = c.shape[0]
+            n_distinct[f] = int(seen[f].sum())
+            continue
         c, nd = _feature_cuts(col if all_present else col[present],
                               None if w is None else (w if all_present else w[present]),
                               n_value_bins, rng)
@@ -181,7 +223,24 @@ def compute_bin_edges(X: np.ndarray, max_bin: int = 256, sample_weight=None,
         n_cuts[f] = c.shape[0]
         n_distinct[f] = nd
     return BinEdges(cuts=cuts, n_cuts=n_cuts, has_missing=has_missing,
-                    n_distinct=n_distinct, max_bin=int(max_bin))
+                    n_distinct=n_distinct, max_bin=int(max_bin), categories=seen,
+                    categorical=cat)
+
+
+def _unseen_to_missing(X, edges, out, row_major):
+    """Codes of categorical features outside the training categories (beyond the
+    largest, or never seen) go to the missing-value bin."""
+    for f in np.flatnonzero(edges.categorical):
+        col = X[:, f]
+        with np.errstate(invalid="ignore"):
+            code = np.where((col >= 0) & (col < edges.max_bin), col, edges.max_bin - 1)
+        code = np.nan_to_num(code, nan=edges.max_bin - 1).astype(np.int64)
+        unseen = ~edges.categories[f][code]
+        if unseen.any():
+            if row_major:
+                out[: X.shape[0], f][unseen] = edges.missing_bin
+            else:
+                out[f, : X.shape[0]][unseen] = edges.missing_bin
 
 
 def _native_binning(X, edges, out, row_major) -> bool:
@@ -225,8 +284,16 @@ def apply_bins(X: np.ndarray, edges: BinEdges, *, out: np.ndarray | None = None,
     N, F = X.shape
     if out is None:
         out = np.empty((N, F) if row_major else (F, N), dtype=BIN_DTYPE)
+    _numeric_bins(X, edges, out, row_major)
+    if edges.is_categorical:
+        _unseen_to_missing(X, edges, out, row_major)
+    return out
+
+
+def _numeric_bins(X, edges, out, row_major):
+    N, F = X.shape
     if _native_binning(X, edges, out, row_major):
-        return out
+        return
 
     def one(f):
         col = X[:, f]
@@ -245,4 +312,3 @@ def apply_bins(X: np.ndarray, edges: BinEdges, *, out: np.ndarray | None = None,
     else:
         for f in range(F):
             one(f)
-    return out

@@ -58,12 +58,13 @@ histogram work of the larger children, and one slice of the bins per block and l
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple, Optional
+from typing import Any, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
 
 from .._types import ACC_DTYPE, FLOAT_DTYPE, INDEX_DTYPE
+from . import categorical
 from .histogram import build_histogram, pack_gh
 from .split import (
     find_best_splits,
@@ -208,11 +209,16 @@ def leaf_of(pos, is_split, D):
     return jax.lax.fori_loop(1, D + 1, level, rep)[pos]
 
 
-def _empty_structure(M):
-    """Heap arrays of a tree's split decisions, all "no split"."""
-    return dict(feature=jnp.zeros(M, INDEX_DTYPE), tbin=jnp.zeros(M, INDEX_DTYPE),
-                default_left=jnp.zeros(M, bool), is_split=jnp.zeros(M, bool),
-                gain=jnp.zeros(M, FLOAT_DTYPE))
+def _empty_structure(M, cats=False):
+    """Heap arrays of a tree's split decisions, all "no split" (``cats``: with the
+    categorical splits' ``is_cat`` and category sets ``bits``)."""
+    out = dict(feature=jnp.zeros(M, INDEX_DTYPE), tbin=jnp.zeros(M, INDEX_DTYPE),
+               default_left=jnp.zeros(M, bool), is_split=jnp.zeros(M, bool),
+               gain=jnp.zeros(M, FLOAT_DTYPE))
+    if cats:
+        out.update(is_cat=jnp.zeros(M, bool),
+                   bits=jnp.zeros((M, categorical.N_WORDS), jnp.uint32))
+    return out
 
 
 def _record(structure, off, do, s):
@@ -221,8 +227,11 @@ def _record(structure, off, do, s):
     level = dict(feature=jnp.where(do, s["feature"], 0), tbin=jnp.where(do, s["tbin"], 0),
                  default_left=do & s["default_left"], is_split=do,
                  gain=jnp.where(do, s["gain"], 0.0))
+    if "bits" in structure:
+        level.update(is_cat=do & s["is_cat"], bits=jnp.where(
+            (do & s["is_cat"])[:, None], categorical.pack_bits(s["left"]), jnp.uint32(0)))
     return {k: jax.lax.dynamic_update_slice(structure[k], level[k].astype(structure[k].dtype),
-                                            (off,))
+                                            (off,) + (off * 0,) * (level[k].ndim - 1))
             for k in structure}
 
 
@@ -230,7 +239,8 @@ def _finish(structure, pos, dyn, cuts_ext, D):
     """gamma-pruned structure and each row's leaf.
 
     Returns ``(fields, leaf)``: ``fields`` has every tree field but ``value`` and
-    ``cover``, as ``(M,)`` arrays.
+    ``cover``, as ``(M,)`` arrays (``cat_bits`` ``(M, N_WORDS)`` when the structure has
+    categorical splits, whose ``threshold`` is NaN and ``tbin`` 0).
     """
     feature, tbin, gain = structure["feature"], structure["tbin"], structure["gain"]
     is_split = prune_gamma(structure["is_split"], gain, dyn.gamma, D)
@@ -238,9 +248,14 @@ def _finish(structure, pos, dyn, cuts_ext, D):
     feature = jnp.where(is_split, feature, 0)
     tbin = jnp.where(is_split, tbin, 0)
     threshold = jnp.where(is_split, cuts_ext[feature, tbin], jnp.float32(jnp.nan))
+    if "bits" in structure:
+        cat = is_split & structure["is_cat"]
+        threshold = jnp.where(cat, jnp.float32(jnp.nan), threshold)
     fields = dict(feature=feature, tbin=tbin, threshold=threshold.astype(FLOAT_DTYPE),
                   default_left=structure["default_left"] & is_split, is_leaf=~is_split,
                   gain=jnp.where(is_split, gain, 0.0).astype(FLOAT_DTYPE))
+    if "bits" in structure:
+        fields["cat_bits"] = jnp.where(cat[:, None], structure["bits"], jnp.uint32(0))
     return fields, leaf
 
 
@@ -318,8 +333,18 @@ class TreeSpec(NamedTuple):
     feature_block: Optional[int] = None
 
 
+class SplitRules(NamedTuple):
+    """``grow_tree``'s optional rules of split finding, each None when off (the program
+    is then the one without it): ``cats``, the categorical features'
+    ``categorical.CatInfo`` (traced arrays); ``constraints``, a
+    ``constraints.TreeConstraints`` (monotone, interaction, row minimum per child)."""
+
+    cats: Any = None
+    constraints: Any = None
+
+
 def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_identity,
-              features=None):
+              features=None, rules: Optional[SplitRules] = None):
     """Grow one tree.
 
     Every level, the root's included, runs in one ``lax.fori_loop`` over
@@ -341,6 +366,15 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
         ``shard_map``; the identity on one device). Applied to histograms and node sums,
         the only quantities that need every row.
       features: optional ``sampling.FeatureSampler`` (column sampling).
+      rules: optional ``SplitRules`` (each field None: off). ``rules.cats``:
+        ``categorical.CatInfo``, categorical features split by sets of categories
+        (``jaxboost.engine.categorical``); the tree then has ``cat_bits``
+        ``(M, N_WORDS)`` uint32, each categorical split's categories going left.
+        ``rules.constraints``: ``constraints.TreeConstraints`` (monotone, interaction,
+        row minimum per child); with monotone constraints ``tree`` also holds every
+        node's own weight bounds, ``lower`` and ``upper`` ``(M,)`` float32. Both may
+        be given (``training.config`` refuses a monotone sign on a categorical
+        feature).
 
     Example:
       >>> import numpy as np
@@ -365,14 +399,58 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
     N = g.shape[0]
     M = 2 ** (D + 1) - 1
     W = max(1, 2 ** (D - 1))  # nodes of the widest level that splits
-    histogram = pair_histogram(bins, native=native, max_bin=B, native_threads=native_threads)
-    histogram = functools.partial(histogram, g, h)
+    raw_histogram = pair_histogram(bins, native=native, max_bin=B,
+                                   native_threads=native_threads)
+    histogram = functools.partial(raw_histogram, g, h)
     bin_of = bin_reader(bins, native)
     masks = None if features is None else features.levels(W)  # (D, W, F)
     F = bins.shape[1] if native else bins.shape[0]
     block = feature_block(F, W, B) if block is None else min(int(block), F)
+    cats, cons = SplitRules() if rules is None else rules
+    counted = cons is not None and cons.spec.min_leaf
 
-    def best_splits(d, width, Gt, Ht, hist_chunk, bufs, fok=forward_ok, level_mask=None):
+    def empty_acc(width):
+        acc = dict(gain=jnp.full(width, -jnp.inf, FLOAT_DTYPE),
+                   feature=jnp.zeros(width, INDEX_DTYPE), tbin=jnp.zeros(width, INDEX_DTYPE),
+                   default_left=jnp.zeros(width, bool), Gc=jnp.zeros(2 * width, ACC_DTYPE),
+                   Hc=jnp.zeros(2 * width, ACC_DTYPE))
+        if cats is not None:
+            acc.update(is_cat=jnp.zeros(width, bool), left=jnp.zeros((width, B), bool))
+        return acc
+
+    def count_histogram(hist, local, width, n_active):
+        """``(F', width, B)`` float64 row counts of the level's nodes (row minimum)."""
+        return reduce(hist(cons.counts, jnp.zeros_like(cons.counts), local, width,
+                           n_active))[0]
+
+    def level_counts(d, local, in_level, Ht, cstate):
+        """``(counts, cstate)``: the ``(F, W, B)`` row counts of level ``d``. With the
+        native kernel, below the root, only the smaller child of each pair (the one the
+        gradient histograms take) is counted; its sibling is the parent's counts, kept
+        in ``cstate["C"]``, minus it. Counts are integers in float64: exact."""
+        n = _pow2(d)
+        if not (native and W > 1):
+            return count_histogram(raw_histogram, local, W, n), cstate
+        h2 = W // 2
+        left_small = (Ht[0::2] <= Ht[1::2]) & (d > 0)
+
+        def pairs():
+            is_left = (local % 2) == 0
+            in_small = in_level & (is_left == left_small[jnp.minimum(local, W - 1) // 2])
+            small = count_histogram(raw_histogram, jnp.where(in_small, local // 2, h2), h2,
+                                    n // 2)
+            large = cstate["C"][:, :h2] - small
+            ls = left_small[None, :, None]
+            both = jnp.stack([jnp.where(ls, small, large), jnp.where(ls, large, small)],
+                             axis=2)
+            return both.reshape(small.shape[0], W, B)
+
+        counts = jax.lax.cond(d > 0, pairs,
+                              lambda: count_histogram(raw_histogram, local, W, n))
+        return counts, dict(cstate, C=counts)
+
+    def best_splits(d, width, Gt, Ht, hist_chunk, bufs, fok=forward_ok, level_mask=None,
+                    fcats=cats, lvl=None):
         """Best split of each of level ``d``'s nodes and its children's totals, chunk by
         chunk, over the features of ``hist_chunk``'s histograms.
 
@@ -380,7 +458,8 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
         histograms (nodes ``k c .. k c + c - 1``); ``fok`` ``(F',)`` and ``level_mask``
         ``(width, F')`` (column sampling, or None) belong to the same ``F'`` features.
         Returns ``(acc, bufs)``: ``acc`` the ``(width,)`` splits (``feature`` counted
-        within the ``F'``) and ``(2 width,)`` children totals ``Gc``, ``Hc``.
+        within the ``F'``) and ``(2 width,)`` children totals ``Gc``, ``Hc``. ``lvl``:
+        the level's constraint inputs (``TreeConstraints.level``), or None.
         """
         c = min(SPLIT_CHUNK, width)
 
@@ -392,19 +471,27 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
                 return jax.lax.dynamic_slice_in_dim(a, k * c, c, 0)
 
             mask = None if level_mask is None else sl(level_mask)
-            s = find_best_splits(Gh, Hh, sl(Gt), sl(Ht), dyn, fok, clipped=clipped,
-                                 any_forward=any_forward, feature_mask=mask)
-            s["Gc"] = _children_sums(Gh[None], s, B)[0]  # (2 c,)
-            s["Hc"] = _children_sums(Hh[None], s, B)[0]
+            if fcats is not None:
+                node = None if lvl is None else cons.chunk(lvl, (k, c))
+                s = categorical.find_best_splits((Gh, Hh), (sl(Gt), sl(Ht)), dyn, fok, fcats,
+                                                 clipped=clipped, any_forward=any_forward,
+                                                 feature_mask=mask, node=node)
+                s["Gc"], s["Hc"] = categorical.children_sums(Gh, Hh, s)
+            else:
+                if lvl is None:
+                    s = find_best_splits(Gh, Hh, sl(Gt), sl(Ht), dyn, fok, clipped=clipped,
+                                         any_forward=any_forward, feature_mask=mask)
+                else:
+                    s = cons.find((Gh, Hh), (sl(Gt), sl(Ht)), dyn, fok, mask, lvl, (k, c),
+                                  clipped=clipped, any_forward=any_forward)
+                s["Gc"] = _children_sums(Gh[None], s, B)[0]  # (2 c,)
+                s["Hc"] = _children_sums(Hh[None], s, B)[0]
             acc = {key: jax.lax.dynamic_update_slice_in_dim(
                 acc[key], s[key].astype(acc[key].dtype), k * c * acc[key].shape[0] // width, 0)
                 for key in acc}
             return acc, bufs
 
-        acc = dict(gain=jnp.full(width, -jnp.inf, FLOAT_DTYPE),
-                   feature=jnp.zeros(width, INDEX_DTYPE), tbin=jnp.zeros(width, INDEX_DTYPE),
-                   default_left=jnp.zeros(width, bool), Gc=jnp.zeros(2 * width, ACC_DTYPE),
-                   Hc=jnp.zeros(2 * width, ACC_DTYPE))
+        acc = empty_acc(width)
         if c == width:
             return chunk(jnp.int32(0), (acc, bufs))
         # only the chunks that hold some of the level's 2**d nodes
@@ -418,16 +505,23 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
         do2 = jnp.repeat(do, 2)
         return acc, do, jnp.where(do2, acc["Gc"], 0.0), jnp.where(do2, acc["Hc"], 0.0)
 
-    def split_level(d, width, Gt, Ht, alive, hist_chunk, bufs):
+    def level_mask(d, cstate):
+        """``(W, F)`` features level ``d``'s nodes may split on, or None (all)."""
+        mask = None if masks is None else masks[d]
+        return mask if cons is None else cons.level_mask(cstate, d, mask)
+
+    def split_level(d, width, Gt, Ht, alive, hist_chunk, bufs, cstate=None, lvl=None):
         """``decide`` on ``best_splits`` over every feature; ``(s, do, Gc, Hc, bufs)``."""
         acc, bufs = best_splits(d, width, Gt, Ht, hist_chunk, bufs,
-                                level_mask=None if masks is None else masks[d])
+                                level_mask=level_mask(d, cstate), lvl=lvl)
         return decide(acc, alive) + (bufs,)
 
-    def blocked_level(d, width, Gt, Ht, alive, local, n_active):
+    def blocked_level(d, width, Gt, Ht, alive, local, n_active, cstate=None, lvl=None):
         """``split_level`` with the features in blocks of ``block`` (see the module
         docstring): each block's histograms of every node of the level, its best
         splits, kept where strictly better than the blocks before."""
+        full_mask = level_mask(d, cstate)
+
         def one_block(b, best):
             f0 = jnp.minimum(b * block, F - block)  # the last block may overlap the one before
             block_bins = jax.lax.dynamic_slice_in_dim(bins, f0, block, 1 if native else 0)
@@ -435,19 +529,23 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
                                   native_threads=native_threads)
             Gh, Hh = reduce(hist(g, h, local, width, n_active))
             fok = jax.lax.dynamic_slice_in_dim(forward_ok, f0, block, 0)
-            mask = None if masks is None else jax.lax.dynamic_slice_in_dim(masks[d], f0,
-                                                                            block, 1)
-            acc, _ = best_splits(d, width, Gt, Ht, full_chunks(Gh, Hh), None, fok, mask)
+            mask = None if full_mask is None else jax.lax.dynamic_slice_in_dim(full_mask, f0,
+                                                                               block, 1)
+            block_lvl = None if lvl is None else cons.block(
+                lvl, f0, block, count_histogram(hist, local, width, n_active) if counted
+                else None)
+            acc, _ = best_splits(d, width, Gt, Ht, full_chunks(Gh, Hh), None, fok, mask,
+                                 None if cats is None else cats.block(f0, block), block_lvl)
             acc["feature"] = acc["feature"] + f0
             better = acc["gain"] > best["gain"]
             better2 = jnp.repeat(better, 2)
-            return {k: jnp.where(better2 if v.shape[0] == 2 * width else better, acc[k], v)
-                    for k, v in best.items()}
 
-        best = dict(gain=jnp.full(width, -jnp.inf, FLOAT_DTYPE),
-                    feature=jnp.zeros(width, INDEX_DTYPE), tbin=jnp.zeros(width, INDEX_DTYPE),
-                    default_left=jnp.zeros(width, bool), Gc=jnp.zeros(2 * width, ACC_DTYPE),
-                    Hc=jnp.zeros(2 * width, ACC_DTYPE))
+            def keep(v, a):
+                cond = better2 if v.shape[0] == 2 * width else better
+                return jnp.where(cond.reshape(cond.shape + (1,) * (v.ndim - 1)), a, v)
+            return {k: keep(v, acc[k]) for k, v in best.items()}
+
+        best = empty_acc(width)
         n_blocks = -(-F // block)
         best = jax.lax.fori_loop(0, n_blocks, one_block, best)
         return decide(best, alive)
@@ -465,8 +563,12 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
         structure = _record(structure, n - 1, do, s)
         Gn = jax.lax.dynamic_update_slice(Gn, Gc, (2 * n - 1,))
         Hn = jax.lax.dynamic_update_slice(Hn, Hc, (2 * n - 1,))
-        pos = route(pos, local, in_level, do, s["feature"], s["tbin"], s["default_left"],
-                    bin_of, B)
+        if cats is None:
+            pos = route(pos, local, in_level, do, s["feature"], s["tbin"],
+                        s["default_left"], bin_of, B)
+        else:
+            pos = categorical.route(pos, local, in_level, do, s["feature"], s["left"],
+                                    bin_of)
         return pos, structure, Gn, Hn
 
     def full_chunks(Gh, Hh):
@@ -482,23 +584,30 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
         Gn = jnp.zeros(M, ACC_DTYPE).at[0].set(reduce(jnp.sum(g.astype(ACC_DTYPE))))
         Hn = jnp.zeros(M, ACC_DTYPE).at[0].set(reduce(jnp.sum(h.astype(ACC_DTYPE))))
         pos = jnp.zeros(N, INDEX_DTYPE)
-        structure = _empty_structure(M)
+        structure = _empty_structure(M, cats is not None)
+        cstate = None if cons is None else cons.init(M, W, F)
+        if counted and native and W > 1 and block == F:  # the parent level's counts
+            cstate["C"] = jnp.zeros((F, W, B), ACC_DTYPE)
         if D > 0 and block < F:
             def level(d, carry):
-                pos, alive, structure, Gn, Hn = carry
+                pos, alive, structure, Gn, Hn, cstate = carry
                 d = d.astype(INDEX_DTYPE)
                 n = _pow2(d)
                 Gt = jax.lax.dynamic_slice(Gn, (n - 1,), (W,))
                 Ht = jax.lax.dynamic_slice(Hn, (n - 1,), (W,))
                 local, in_level = _rows_of_level(pos, d, W)
-                found = blocked_level(d, W, Gt, Ht, alive, local, n)
+                lvl = None if cons is None else cons.level(cstate, d, W)
+                found = blocked_level(d, W, Gt, Ht, alive, local, n, cstate, lvl)
                 pos, structure, Gn, Hn = finish_level(d, found, (pos, local, in_level),
                                                       (structure, Gn, Hn))
-                return pos, jnp.repeat(found[1], 2)[:W], structure, Gn, Hn
+                if cons is not None:
+                    cstate = cons.after_level(cstate, d, W, lvl, found[1], found[0]["feature"],
+                                              found[2], found[3], dyn)
+                return pos, jnp.repeat(found[1], 2)[:W], structure, Gn, Hn, cstate
 
             alive = jnp.zeros(W, bool).at[0].set(True)
-            pos, _, structure, Gn, Hn = jax.lax.fori_loop(
-                0, D, level, (pos, alive, structure, Gn, Hn))
+            pos, _, structure, Gn, Hn, cstate = jax.lax.fori_loop(
+                0, D, level, (pos, alive, structure, Gn, Hn, cstate))
         elif D > 0:
             # The root's histogram (one node, every row), summed across devices once.
             local, _ = _rows_of_level(pos, 0, 1)
@@ -514,7 +623,7 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
                 root_wide = tuple(jnp.pad(x, ((0, 0), (0, W - 1), (0, 0))) for x in (Gh, Hh))
 
             def level(d, carry):
-                pos, alive, bufs, structure, Gn, Hn = carry
+                pos, alive, bufs, structure, Gn, Hn, cstate = carry
                 d = d.astype(INDEX_DTYPE)
                 n = _pow2(d)
                 Gt = jax.lax.dynamic_slice(Gn, (n - 1,), (W,))
@@ -560,17 +669,31 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
                 else:
                     hist_chunk = full_chunks(*jax.lax.cond(
                         d > 0, lambda: reduce(histogram(local, W)), lambda: root_wide))
-                s, do, Gc, Hc, bufs = split_level(d, W, Gt, Ht, alive, hist_chunk, bufs)
+                counts = None
+                if counted:
+                    counts, cstate = level_counts(d, local, in_level, Ht, cstate)
+                lvl = None if cons is None else cons.level(cstate, d, W, counts)
+                s, do, Gc, Hc, bufs = split_level(d, W, Gt, Ht, alive, hist_chunk, bufs,
+                                                  cstate, lvl)
                 pos, structure, Gn, Hn = finish_level(d, (s, do, Gc, Hc),
                                                       (pos, local, in_level),
                                                       (structure, Gn, Hn))
-                return pos, jnp.repeat(do, 2)[:W], bufs, structure, Gn, Hn
+                if cons is not None:
+                    cstate = cons.after_level(cstate, d, W, lvl, do, s["feature"], Gc, Hc,
+                                              dyn)
+                return pos, jnp.repeat(do, 2)[:W], bufs, structure, Gn, Hn, cstate
 
             alive = jnp.zeros(W, bool).at[0].set(True)
-            pos, _, _, structure, Gn, Hn = jax.lax.fori_loop(
-                0, D, level, (pos, alive, bufs, structure, Gn, Hn))
+            pos, _, _, structure, Gn, Hn, cstate = jax.lax.fori_loop(
+                0, D, level, (pos, alive, bufs, structure, Gn, Hn, cstate))
         fields, leaf = _finish(structure, pos, dyn, cuts_ext, D)
-        tree = dict(fields, value=leaf_values(Gn, Hn, dyn), cover=Hn.astype(FLOAT_DTYPE))
+        if cons is None:
+            tree = dict(fields, value=leaf_values(Gn, Hn, dyn), cover=Hn.astype(FLOAT_DTYPE))
+            return tree, leaf
+        value, bounds = cons.leaf_values(cstate, structure["is_split"], Gn, Hn, dyn)
+        tree = dict(fields, value=value, cover=Hn.astype(FLOAT_DTYPE))
+        if bounds is not None:
+            tree["lower"], tree["upper"] = bounds
         return tree, leaf
 
 

@@ -43,9 +43,11 @@ from jax.sharding import PartitionSpec as P
 
 from .._types import FLOAT_DTYPE, INDEX_DTYPE
 from .autodiff import bind_loss, grad_hess, hessian_census
+from .categorical import N_WORDS
+from .constraints import ConstraintSpec, TreeConstraints, clip_to_bounds
 from .exact import to_grid
 from .groups import group_derivatives
-from .grow import TreeSpec, grow_tree, grow_vector_tree
+from .grow import SplitRules, TreeSpec, grow_tree, grow_vector_tree
 from .refit import RowSums, refit_newton, refit_quantile
 from .sampling import SUBSAMPLE, FeatureSampler, bootstrap_counts, round_key, row_mask
 from .split import TreeHyper
@@ -57,7 +59,9 @@ class RoundSpec(NamedTuple):
     ``loss`` is the loss family (``objectives`` entries with their continuous
     hyperparameters taken out, see ``Objective.traced_split``; a plain callable as
     given); ``refit`` is ``None``, ``"newton"`` or ``"quantile"``; ``group_max`` is the
-    exact-Hessian group size of a group loss (``None`` for per-row losses).
+    exact-Hessian group size of a group loss (``None`` for per-row losses);
+    ``constraints`` the ``constraints.ConstraintSpec`` of monotone / interaction
+    constraints and a row minimum per child (``None``: none).
     ``num_parallel_tree`` ``P > 1`` grows a forest each round (XGBoost's parameter of
     that name): ``P`` trees (``P K`` with one tree per output) on the round's g and h,
     each with its own row and column samples and leaf values ``eta w* / P``;
@@ -81,6 +85,7 @@ class RoundSpec(NamedTuple):
     col_sampling: bool = False
     exact: bool = False
     group_max: Optional[int] = None
+    constraints: Optional[ConstraintSpec] = None
     num_parallel_tree: int = 1
     bootstrap: bool = False
 
@@ -119,20 +124,24 @@ class Shared(NamedTuple):
     """Arrays every device holds whole: ``cuts_ext`` ``(F, max_bin)`` bin thresholds,
     ``forward_ok`` ``(F,)``, ``offsets`` ``(n_shards,)`` first global row of each shard,
     ``n_total`` real rows of all shards, ``gidx`` ``(G, S)`` group index (group losses;
-    ``(1, 1)`` zeros otherwise)."""
+    ``(1, 1)`` zeros otherwise), ``cats`` the categorical features'
+    ``categorical.CatInfo`` (None when every feature is numeric: the program is then
+    the one without categorical splits)."""
 
     cuts_ext: Any
     forward_ok: Any
     offsets: Any
     n_total: Any
     gidx: Any
+    cats: Any = None
 
 
 class Hyper(NamedTuple):
     """One model's traced numbers (float32 scalars unless said): the tree's
     regularisation, the ``hessian="clip"`` floor, the quantile refit's level,
-    ``ratios`` ``(4,)`` (``sampling.FIELDS``), ``seed`` int32, and ``loss_params``, the
-    loss's continuous hyperparameters (a dict of arrays)."""
+    ``ratios`` ``(4,)`` (``sampling.FIELDS``), ``seed`` int32, ``loss_params``, the
+    loss's continuous hyperparameters (a dict of arrays), and ``constraints``, the
+    ``constraints.ConstraintValues`` (None without constraints)."""
 
     reg_lambda: Any
     reg_alpha: Any
@@ -144,6 +153,7 @@ class Hyper(NamedTuple):
     ratios: Any
     seed: Any
     loss_params: Any
+    constraints: Any = None
 
     def dyn(self, eta):
         """The tree builder's ``split.TreeHyper`` at learning rate ``eta``."""
@@ -163,14 +173,18 @@ class Rounds(NamedTuple):
     etas: Any
 
 
-def empty_trees(spec: RoundSpec, n: int):
-    """``n`` trees of one leaf of value 0 (dict of ``(n, M)`` arrays)."""
+def empty_trees(spec: RoundSpec, n: int, cats: bool = False):
+    """``n`` trees of one leaf of value 0 (dict of ``(n, M)`` arrays; ``cats``: with
+    empty category sets ``cat_bits`` ``(n, M, N_WORDS)``)."""
     M, K = spec.n_nodes, spec.n_outputs
     z_i = jnp.zeros((n, M), jnp.int32)
     z_f = jnp.zeros((n, M), jnp.float32)
     value = z_f if K == 1 else jnp.zeros((n, M, K), jnp.float32)
-    return dict(feature=z_i, tbin=z_i, threshold=z_f, default_left=jnp.zeros((n, M), bool),
-                is_leaf=jnp.ones((n, M), bool), value=value, gain=z_f, cover=z_f)
+    out = dict(feature=z_i, tbin=z_i, threshold=z_f, default_left=jnp.zeros((n, M), bool),
+               is_leaf=jnp.ones((n, M), bool), value=value, gain=z_f, cover=z_f)
+    if cats:
+        out["cat_bits"] = jnp.zeros((n, M, N_WORDS), jnp.uint32)
+    return out
 
 
 def _stored(tree, zero):
@@ -276,6 +290,7 @@ def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margi
     zero = (hyper.seed < 0).astype(jnp.int32)  # 0, but not a compile-time constant
     dyn = hyper.dyn(eta)
     n_total = shared.n_total
+    F = shared.cuts_ext.shape[0]
 
     g, h, seen, raw_ok, value_ok = gradients(spec, rows, shared, hyper, loss, margin, rk)
     bad = ~_finite_rows(g, h)
@@ -289,60 +304,13 @@ def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margi
     else:
         census = hessian_census(g, seen, rows.valid & (rows.w > 0),
                                 diagonal=uses_diagonal(spec)).at[0].set(n_bad)
-
-    def grow(margin, g, h, dyn, key):
-        """The trees of the round (or of one tree of a forest's round) on weighted g, h
-        (rows outside the sample already 0): ``(trees, delta)``, a dict of ``(n_outputs
-        or 1, M)`` arrays and every row's ``(N[, K])`` margin increment. ``key`` seeds
-        the column sampling; ``margin`` is what a refit starts from."""
-        F = shared.cuts_ext.shape[0]
-
-        def sampler(t):
-            if not spec.col_sampling:
-                return None
-            return FeatureSampler(jax.random.fold_in(jax.random.fold_in(key, 1), t),
-                                  hyper.ratios, F, spec.max_depth)
-
-        tspec = spec.tree_spec()
-        if K == 1:
-            tree, leaf = grow_tree(rows.bins, g, h, dyn, shared.cuts_ext, shared.forward_ok,
-                                   tspec, reduce=reduce, features=sampler(0))
-            if spec.refit == "newton":
-                tree = refit_newton(tree, leaf, loss, rows.y, margin, rows.w, dyn,
-                                    sums=RowSums(reduce, n_total if spec.exact else None,
-                                                 reduce_max))
-            elif spec.refit == "quantile":
-                tree = refit_quantile(tree, leaf, rows.y, margin, rows.w, dyn,
-                                      alpha=hyper.quantile_alpha)
-            tree = _stored(tree, zero)
-            return jax.tree.map(lambda a: a[None], tree), tree["value"][leaf]
-        if spec.multi_output_tree:
-            tree, leaf = grow_vector_tree(rows.bins, g, h, dyn, shared.cuts_ext,
-                                          shared.forward_ok, tspec, reduce=reduce,
-                                          features=sampler(0))
-            tree = _stored(tree, zero)
-            return jax.tree.map(lambda a: a[None], tree), tree["value"][leaf]
-
-        # one tree per output, all from this round's g and h ((N, K): diagonal of H)
-        def one_output(_, k):
-            tree, leaf = grow_tree(rows.bins, g[:, k], h[:, k], dyn, shared.cuts_ext,
-                                   shared.forward_ok, tspec, reduce=reduce,
-                                   features=sampler(k))
-            tree = _stored(tree, zero)
-            delta = tree["value"][leaf]
-            one_hot = jax.nn.one_hot(k, K, dtype=FLOAT_DTYPE)
-            tree = dict(tree, value=tree["value"][:, None] * one_hot)
-            return None, (tree, delta)
-
-        _, (trees, deltas) = jax.lax.scan(one_output, None, jnp.arange(K, dtype=INDEX_DTYPE))
-        return trees, deltas.T
-
     keep = ~bad
     P = spec.num_parallel_tree
 
     def sample(tk):
-        """g and h of one tree: the round's rows in the tree's row sample (``tk``: the
-        tree's key), on the exact grid when ``spec.exact``."""
+        """One tree's ``(g, h, rows)``: g and h of the round's rows in the tree's row
+        sample (``tk``: the tree's key; on the exact grid when ``spec.exact``) and the
+        float32 0/1 mask of those rows."""
         if spec.bootstrap:
             c = bootstrap_counts(tk, rows.w.shape[0], hyper.ratios[SUBSAMPLE], n_total,
                                  offset=offset, n_ids=rows.w.shape[0] * n_shards)
@@ -362,11 +330,76 @@ def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margi
         if spec.exact:  # every histogram sum exact, whatever the devices (engine.exact)
             gt = to_grid(gt, n_total, reduce_max=reduce_max)
             ht = to_grid(ht, n_total, reduce_max=reduce_max)
-        return gt, ht
+        return gt, ht, take
+
+    def grow(margin, g, h, dyn, key, take):
+        """The trees of the round (or of one tree of a forest's round) on weighted g, h
+        (rows outside the sample ``take`` already 0): ``(trees, delta)``, a dict of
+        ``(n_outputs or 1, M)`` arrays and every row's ``(N[, K])`` margin increment.
+        ``key`` seeds the column sampling; ``margin`` is what a refit starts from."""
+
+        def sampler(t):
+            if not spec.col_sampling:
+                return None
+            return FeatureSampler(jax.random.fold_in(jax.random.fold_in(key, 1), t),
+                                  hyper.ratios, F, spec.max_depth)
+
+        tspec = spec.tree_spec()
+        cons = None
+        if spec.constraints is not None:
+            counts = None
+            if spec.constraints.min_leaf:  # the rows this tree is grown on
+                counts = (take & rows.valid & (rows.w > 0)).astype(FLOAT_DTYPE)
+            cons = TreeConstraints(spec.constraints, hyper.constraints, counts)
+        rules = SplitRules(shared.cats, cons)
+
+        def bounds_of(tree):
+            """The tree without the node bounds of monotone constraints, and the bounds."""
+            if not (cons is not None and cons.monotone):
+                return tree, None
+            tree = dict(tree)
+            return tree, (tree.pop("lower"), tree.pop("upper"))
+
+        if K == 1:
+            tree, leaf = grow_tree(rows.bins, g, h, dyn, shared.cuts_ext, shared.forward_ok,
+                                   tspec, reduce=reduce, features=sampler(0), rules=rules)
+            tree, bounds = bounds_of(tree)
+            if spec.refit == "newton":
+                tree = refit_newton(tree, leaf, loss, rows.y, margin, rows.w, dyn,
+                                    sums=RowSums(reduce, n_total if spec.exact else None,
+                                                 reduce_max))
+            elif spec.refit == "quantile":
+                tree = refit_quantile(tree, leaf, rows.y, margin, rows.w, dyn,
+                                      alpha=hyper.quantile_alpha)
+            if spec.refit is not None and bounds is not None:
+                tree = clip_to_bounds(tree, bounds, dyn.learning_rate)
+            tree = _stored(tree, zero)
+            return jax.tree.map(lambda a: a[None], tree), tree["value"][leaf]
+        if spec.multi_output_tree:
+            tree, leaf = grow_vector_tree(rows.bins, g, h, dyn, shared.cuts_ext,
+                                          shared.forward_ok, tspec, reduce=reduce,
+                                          features=sampler(0))
+            tree = _stored(tree, zero)
+            return jax.tree.map(lambda a: a[None], tree), tree["value"][leaf]
+
+        # one tree per output, all from this round's g and h ((N, K): diagonal of H)
+        def one_output(_, k):
+            tree, leaf = grow_tree(rows.bins, g[:, k], h[:, k], dyn, shared.cuts_ext,
+                                   shared.forward_ok, tspec, reduce=reduce,
+                                   features=sampler(k), rules=rules)
+            tree, _ = bounds_of(tree)
+            tree = _stored(tree, zero)
+            delta = tree["value"][leaf]
+            one_hot = jax.nn.one_hot(k, K, dtype=FLOAT_DTYPE)
+            tree = dict(tree, value=tree["value"][:, None] * one_hot)  # cat_bits kept
+            return None, (tree, delta)
+
+        _, (trees, deltas) = jax.lax.scan(one_output, None, jnp.arange(K, dtype=INDEX_DTYPE))
+        return trees, deltas.T
 
     if P == 1:
-        g, h = sample(rk)
-        trees, delta = grow(margin, g, h, dyn, rk)
+        g, h, take = sample(rk)
+        trees, delta = grow(margin, g, h, dyn, rk, take)
         margin = margin + delta
     else:  # a forest: P trees on this round's g and h, each with its own samples
         # XGBoost's learning rate per tree, float32(eta / P), correctly rounded: divided
@@ -376,8 +409,8 @@ def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margi
 
         def one_tree(margin, p):
             tk = jax.random.fold_in(jax.random.fold_in(rk, 3), p)
-            gt, ht = sample(tk)
-            trees, delta = grow(start, gt, ht, dyn, tk)
+            gt, ht, take = sample(tk)
+            trees, delta = grow(start, gt, ht, dyn, tk, take)
             return margin + delta, trees  # added tree by tree, as predict adds them
 
         margin, trees = jax.lax.scan(one_tree, margin, jnp.arange(P, dtype=INDEX_DTYPE))
@@ -431,7 +464,8 @@ def model_chunk(spec, chunk, rows, shared, hyper, margin, flag, rounds, *, axis,
                                axis=axis, n_shards=n_shards)
 
         def skip(margin):
-            return margin, empty_trees(spec, tpr), jnp.zeros(N_CENSUS, jnp.int32)
+            return (margin, empty_trees(spec, tpr, shared.cats is not None),
+                    jnp.zeros(N_CENSUS, jnp.int32))
 
         margin, trees, census = jax.lax.cond(r < rounds.n_rounds, run, skip, margin)
         return (margin, update_flag(flag, r, census)), trees
@@ -448,7 +482,7 @@ def _group_chunk(spec, chunk, rows, shared, hypers, state, rounds, count, *, axi
     ``state``: the group's ``(margins, flags)``."""
     margins, flags = state
     n = margins.shape[0]
-    out = empty_trees(spec, chunk * spec.trees_per_round)
+    out = empty_trees(spec, chunk * spec.trees_per_round, shared.cats is not None)
     out = jax.tree.map(lambda a: jnp.zeros((n,) + a.shape, a.dtype), out)
 
     def body(m, carry):

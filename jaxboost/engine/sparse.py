@@ -21,15 +21,17 @@ import numpy as np
 from .._sparse import is_sparse
 from .._types import BIN_DTYPE, FLOAT_DTYPE
 from . import binning
-from .binning import BinEdges, _feature_cuts
+from .binning import BinEdges, _category_edges, _feature_cuts
 
 
-def compute_bin_edges(X, max_bin: int = 256, sample_weight=None, seed: int = 0) -> BinEdges:
+def compute_bin_edges(X, max_bin: int = 256, sample_weight=None, seed: int = 0,
+                      categorical=None) -> BinEdges:
     """``binning.compute_bin_edges`` of a dense ``X``, ``sparse_bin_edges`` of a
     canonical float32 CSC matrix."""
     if is_sparse(X):
-        return sparse_bin_edges(X, max_bin, sample_weight, seed)
-    return binning.compute_bin_edges(X, max_bin, sample_weight, seed=seed)
+        return sparse_bin_edges(X, max_bin, sample_weight, seed, categorical)
+    return binning.compute_bin_edges(X, max_bin, sample_weight, seed=seed,
+                                     categorical=categorical)
 
 
 def apply_bins(X, edges: BinEdges, *, out=None, row_major: bool = False):
@@ -46,7 +48,8 @@ def _column(X, f):
     return X.data[lo:hi], X.indices[lo:hi]
 
 
-def sparse_bin_edges(X, max_bin: int = 256, sample_weight=None, seed: int = 0) -> BinEdges:
+def sparse_bin_edges(X, max_bin: int = 256, sample_weight=None, seed: int = 0,
+                     categorical=None) -> BinEdges:
     """``binning.compute_bin_edges`` of a canonical float32 CSC ``X`` (absent =
     missing); the same arguments and result.
 
@@ -64,6 +67,8 @@ def sparse_bin_edges(X, max_bin: int = 256, sample_weight=None, seed: int = 0) -
     n_cuts = np.zeros(F, dtype=np.int32)
     has_missing = np.zeros(F, dtype=bool)
     n_distinct = np.zeros(F, dtype=np.int64)
+    cat = None if categorical is None else np.asarray(categorical, bool)
+    seen = None if cat is None else np.zeros((F, max_bin), bool)
     rng = np.random.default_rng(seed)
     w = None if sample_weight is None else np.asarray(sample_weight, np.float64)
     keep, n_rows = None, N
@@ -80,12 +85,19 @@ def sparse_bin_edges(X, max_bin: int = 256, sample_weight=None, seed: int = 0) -
         if not present.all():
             vals, rows = vals[present], rows[present]
         has_missing[f] = vals.shape[0] < n_rows
+        if cat is not None and cat[f]:  # category codes: code c in bin c
+            c, seen[f] = _category_edges(vals, max_bin)
+            cuts[f, : c.shape[0]] = c
+            n_cuts[f] = c.shape[0]
+            n_distinct[f] = int(seen[f].sum())
+            continue
         c, nd = _feature_cuts(vals, None if w is None else w[rows], n_value_bins, rng)
         cuts[f, : c.shape[0]] = c
         n_cuts[f] = c.shape[0]
         n_distinct[f] = nd
     return BinEdges(cuts=cuts, n_cuts=n_cuts, has_missing=has_missing,
-                    n_distinct=n_distinct, max_bin=int(max_bin))
+                    n_distinct=n_distinct, max_bin=int(max_bin), categories=seen,
+                    categorical=cat)
 
 
 def apply_bins_sparse(X, edges: BinEdges, *, out=None, row_major: bool = False):
@@ -104,6 +116,13 @@ def apply_bins_sparse(X, edges: BinEdges, *, out=None, row_major: bool = False):
             continue
         b = np.searchsorted(edges.cuts[f, : edges.n_cuts[f]], vals, side="right")
         b[np.isnan(vals)] = edges.missing_bin
+        if edges.is_categorical and edges.categorical[f]:
+            # as binning's dense path: codes never seen in training go the missing way
+            with np.errstate(invalid="ignore"):
+                code = np.where((vals >= 0) & (vals < edges.max_bin), vals,
+                                edges.max_bin - 1)
+            code = np.nan_to_num(code, nan=edges.max_bin - 1).astype(np.int64)
+            b[~edges.categories[f][code]] = edges.missing_bin
         if row_major:
             out[rows, f] = b
         else:

@@ -118,29 +118,39 @@ def find_best_splits(G, H, Gp, Hp, dyn, forward_ok, *, clipped: bool = True,
       ``feature`` int32, ``tbin`` int32 (bins ``< tbin`` go left), ``default_left``
       bool.
     """
+    with jax.enable_x64(True):
+        score = calc_score if clipped else _plain_score
+        gain_a, gain_b = numeric_gains(G, H, Gp, Hp, dyn, forward_ok, score=score,
+                                       any_forward=any_forward)
+    return pick_best(gain_a, gain_b, feature_mask)
+
+
+def numeric_gains(G, H, Gp, Hp, dyn, forward_ok, *, score, any_forward: bool):
+    """``(gain_a, gain_b)``: the ``(F, n, V)`` float32 gains of the threshold candidates
+    of ``find_best_splits``'s two passes (``gain_a`` None unless ``any_forward``), with
+    the node score ``score`` (``calc_score`` or ``_plain_score``); call in x64 scope."""
     F, n, B = G.shape
     V = B - 1
-    with jax.enable_x64(True):
-        Gv, Hv = G[..., :V], H[..., :V]
-        Gpb, Hpb = Gp[None, :, None], Hp[None, :, None]
-        score = calc_score if clipped else _plain_score
-        sp = score(Gp, Hp, dyn)[None, :, None]
+    Gv, Hv = G[..., :V], H[..., :V]
+    Gpb, Hpb = Gp[None, :, None], Hp[None, :, None]
+    sp = score(Gp, Hp, dyn)[None, :, None]
 
-        def gains(GL, HL, GR, HR):
-            return _pass_gains(GL, HL, GR, HR, sp, dyn, score)
+    def gains(GL, HL, GR, HR):
+        return _pass_gains(GL, HL, GR, HR, sp, dyn, score)
 
-        # Pass B: t = V-1..0, right = bins >= t, missing left; left = parent - right.
-        # (Reverse cumulative sums, then flipped so that index j means t = V-1-j.)
-        GRb = jax.lax.cumsum(Gv, axis=2, reverse=True)[..., ::-1]
-        HRb = jax.lax.cumsum(Hv, axis=2, reverse=True)[..., ::-1]
-        gain_b = gains(Gpb - GRb, Hpb - HRb, GRb, HRb)
-        # Pass A: t = 1..V, left = bins < t, missing right; right = parent - left.
-        if any_forward:
-            GLa = jax.lax.cumsum(Gv, axis=2)
-            HLa = jax.lax.cumsum(Hv, axis=2)
-            gain_a = gains(GLa, HLa, Gpb - GLa, Hpb - HLa)
-            gain_a = jnp.where(forward_ok[:, None, None], gain_a, -jnp.inf)
-    return pick_best(gain_a if any_forward else None, gain_b, feature_mask)
+    # Pass B: t = V-1..0, right = bins >= t, missing left; left = parent - right.
+    # (Reverse cumulative sums, then flipped so that index j means t = V-1-j.)
+    GRb = jax.lax.cumsum(Gv, axis=2, reverse=True)[..., ::-1]
+    HRb = jax.lax.cumsum(Hv, axis=2, reverse=True)[..., ::-1]
+    gain_b = gains(Gpb - GRb, Hpb - HRb, GRb, HRb)
+    # Pass A: t = 1..V, left = bins < t, missing right; right = parent - left.
+    gain_a = None
+    if any_forward:
+        GLa = jax.lax.cumsum(Gv, axis=2)
+        HLa = jax.lax.cumsum(Hv, axis=2)
+        gain_a = gains(GLa, HLa, Gpb - GLa, Hpb - HLa)
+        gain_a = jnp.where(forward_ok[:, None, None], gain_a, -jnp.inf)
+    return gain_a, gain_b
 
 
 def pick_best(gain_a, gain_b, feature_mask=None):

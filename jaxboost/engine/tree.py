@@ -4,27 +4,36 @@ Node ``i`` of a tree has children ``2 i + 1`` (left) and ``2 i + 2`` (right); a 
 depth ``D`` has ``M = 2 ** (D + 1) - 1`` slots, unused ones marked as leaves. A present
 value ``x`` of feature ``feature[i]`` goes left when ``x < threshold[i]``; a missing
 value (NaN) goes left when ``default_left[i]``.
+
+A categorical split (``jaxboost.engine.categorical``) is a split node whose
+``threshold`` is NaN: a category code ``c`` (an integer ``0 <= c < 256``) goes left when
+bit ``c`` of the node's ``cat_bits`` is set, any other value (NaN, a code beyond 255,
+a negative or fractional number) when ``default_left[i]``. Models without categorical
+features have ``cat_bits = None`` and compile the programs they always did.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from .._types import FLOAT_DTYPE, INDEX_DTYPE, MAX_BIN_LIMIT, bucket_rows
+from .categorical import N_WORDS
 
 
 class Ensemble(NamedTuple):
     """Stacked trees: every field is ``(T, M)``.
 
     Fields: ``feature`` int32, ``tbin`` int32 (bins ``< tbin`` go left),
-    ``threshold`` float32, ``default_left`` bool, ``is_leaf`` bool, ``value`` float32
-    (learning rate applied; ``(T, M, K)`` for models of ``K`` outputs), ``gain``
-    float32 (0 at leaves), ``cover`` float32 (sum of h in the node).
+    ``threshold`` float32 (NaN at categorical splits), ``default_left`` bool,
+    ``is_leaf`` bool, ``value`` float32 (learning rate applied; ``(T, M, K)`` for models
+    of ``K`` outputs), ``gain`` float32 (0 at leaves), ``cover`` float32 (sum of h in
+    the node); ``cat_bits``: None, or ``(T, M, N_WORDS)`` uint32, the category codes a
+    categorical split sends left (0 elsewhere; see the module docstring).
     """
 
     feature: jnp.ndarray
@@ -35,6 +44,7 @@ class Ensemble(NamedTuple):
     value: jnp.ndarray
     gain: jnp.ndarray
     cover: jnp.ndarray
+    cat_bits: Any = None
 
     @property
     def n_trees(self) -> int:
@@ -43,13 +53,18 @@ class Ensemble(NamedTuple):
     def __getitem__(self, key):  # slicing by tree, applied to every field
         if isinstance(key, int):  # keep NamedTuple field access by position intact
             return tuple.__getitem__(self, key)
-        return Ensemble(*(a[key] for a in self))
+        return Ensemble(*(None if a is None else a[key] for a in self))
 
     @staticmethod
     def concat(parts: list) -> "Ensemble":
-        """Concatenate ensembles along the tree axis, on the host (NumPy)."""
-        return Ensemble(*(np.concatenate([np.asarray(getattr(p, f)) for p in parts])
-                          for f in Ensemble._fields))
+        """Concatenate ensembles along the tree axis, on the host (NumPy). Parts without
+        categorical splits get empty category sets when another part has some."""
+        cat = any(p.cat_bits is not None for p in parts)
+        bits = [np.zeros(np.shape(p.feature) + (N_WORDS,), np.uint32) if p.cat_bits is None
+                else np.asarray(p.cat_bits) for p in parts]
+        fields = {f: np.concatenate([np.asarray(getattr(p, f)) for p in parts])
+                  for f in Ensemble._fields if f != "cat_bits"}
+        return Ensemble(**fields, cat_bits=np.concatenate(bits) if cat else None)
 
     def padded(self) -> "Ensemble":
         """Pad with empty trees (one leaf of value 0) to a bucketed tree count.
@@ -63,14 +78,15 @@ class Ensemble(NamedTuple):
         if pad == 0:
             return self
         fill = dict(feature=0, tbin=0, threshold=np.nan, default_left=False, is_leaf=True,
-                    value=0.0, gain=0.0, cover=0.0)
-        return Ensemble(*(np.concatenate([np.asarray(a),
+                    value=0.0, gain=0.0, cover=0.0, cat_bits=0)
+        return Ensemble(*(None if a is None else
+                          np.concatenate([np.asarray(a),
                                           np.full((pad,) + np.shape(a)[1:], fill[f],
                                                   np.asarray(a).dtype)])
                           for f, a in zip(Ensemble._fields, self)))
 
     def to_numpy(self) -> "Ensemble":
-        return Ensemble(*(np.asarray(a) for a in self))
+        return Ensemble(*(None if a is None else np.asarray(a) for a in self))
 
 
 def _initial(X, base_margin, value):
@@ -84,6 +100,25 @@ def _initial(X, base_margin, value):
     return jnp.broadcast_to(base, (X.shape[0],) + base.shape)
 
 
+def categorical_left(x, bits, default_left):
+    """Whether raw values ``x`` go left at categorical splits with category sets
+    ``bits`` (``(..., N_WORDS)`` uint32): bit ``x`` for codes ``0 <= x < 256`` (integers;
+    a fraction is read as its integer part), ``default_left`` for anything else (NaN
+    included).
+
+    >>> import numpy as np
+    >>> bits = np.zeros((3, 8), np.uint32); bits[:, 0] = 0b101   # codes 0 and 2 go left
+    >>> categorical_left(np.float32([2, 1, 300]), bits, np.array([False, False, True]))
+    Array([ True, False,  True], dtype=bool)
+    """
+    width = 32 * N_WORDS
+    ok = (x >= 0) & (x < width)  # False for NaN
+    code = jnp.where(ok, x, 0).astype(INDEX_DTYPE)
+    word = jnp.take_along_axis(bits, (code >> 5)[..., None], axis=-1)[..., 0]
+    bit = (word >> (code & 31).astype(jnp.uint32)) & jnp.uint32(1)
+    return jnp.where(ok, bit == 1, default_left)
+
+
 def _tree_leaf(tree, X, max_depth):
     N = X.shape[0]
     node = jnp.zeros(N, INDEX_DTYPE)
@@ -91,6 +126,10 @@ def _tree_leaf(tree, X, max_depth):
         f = tree.feature[node]
         x = jnp.take_along_axis(X, f[:, None], axis=1)[:, 0]
         left = jnp.where(jnp.isnan(x), tree.default_left[node], x < tree.threshold[node])
+        if tree.cat_bits is not None:  # categorical splits: NaN thresholds
+            cat = jnp.isnan(tree.threshold[node])
+            left = jnp.where(cat, categorical_left(x, tree.cat_bits[node],
+                                                   tree.default_left[node]), left)
         child = 2 * node + 1 + (~left).astype(INDEX_DTYPE)
         node = jnp.where(tree.is_leaf[node], node, child)
     return node
@@ -146,15 +185,21 @@ def binned_leaf(tree, bins, *, max_depth: int, max_bin: int):
 
     The training-side twin of the raw-feature routing in ``predict_margin``: a row goes
     left when its bin ``< tbin`` (missing bin: ``default_left``), which is the same
-    decision as ``x < threshold`` on the raw value.
+    decision as ``x < threshold`` on the raw value. At a categorical split (a tree with
+    ``cat_bits``, NaN threshold) bin ``b`` is code ``b``, read in the category set (the
+    missing bin's bit is the default direction).
     """
     code = split_code(~tree["is_leaf"], tree["feature"], tree["tbin"], tree["default_left"])
     rows = jnp.arange(bins.shape[0], dtype=INDEX_DTYPE)
     node = jnp.zeros(bins.shape[0], INDEX_DTYPE)
+    cat_bits = tree.get("cat_bits") if isinstance(tree, dict) else tree.cat_bits
     for _ in range(max_depth):
         c = code[node]
         b = bins[rows, code_feature(c)].astype(INDEX_DTYPE)
         left = code_goes_left(b, c, max_bin)
+        if cat_bits is not None:
+            cat = jnp.isnan(tree["threshold"][node])
+            left = jnp.where(cat, categorical_left(b, cat_bits[node], False), left)
         node = jnp.where(c < 0, node, 2 * node + 1 + (~left).astype(INDEX_DTYPE))
     return node
 
@@ -184,7 +229,7 @@ def predict_margin(ensemble: Ensemble, X, base_margin, n_trees=None, *, max_dept
     n = T if n_trees is None else jnp.minimum(n_trees, T)
 
     def add_tree(t, margin):
-        tree = Ensemble(*(a[t] for a in ensemble))
+        tree = Ensemble(*(None if a is None else a[t] for a in ensemble))
         leaf = _tree_leaf(tree, X, max_depth)
         return margin + tree.value[leaf]
 

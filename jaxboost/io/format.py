@@ -104,8 +104,11 @@ widening, so every bit survives the round trip. One JSON object with exactly the
     entry per round; ``null`` stands for a non-finite score (restored as NaN).
 ``train_state`` (object or null)
     What continuing training needs: ``seed`` (int >= 0, the PRNG seed) and
-    ``rounds`` (int >= 0, total rounds trained); further keys may hold JSON scalars.
-    ``{}`` (a booster not made by ``train``) and ``null`` mean no state.
+    ``rounds`` (int >= 0, total rounds trained); further keys may hold JSON scalars
+    (``train`` records its Hessian policy, and the constraints of a constrained model:
+    ``monotone_constraints`` and ``interaction_constraints`` in XGBoost's string forms,
+    ``"(1,0,-1)"`` and ``"[[0,1],[2]]"``, and ``min_samples_leaf``; prediction reads
+    none of them). ``{}`` (a booster not made by ``train``) and ``null`` mean no state.
 
 Optional keys (absent in files of models without them; files written before they
 existed load unchanged):
@@ -113,6 +116,10 @@ existed load unchanged):
 ``feature_names`` (list of ``F`` unique strings, or null)
     The names of the input columns, in order (a training DataFrame's columns or
     ``train(feature_names=...)``). Written only when the model has names.
+``category_labels``, ``bin_edges.categorical``, ``bin_edges.categories``,
+``trees.categories``
+    Categorical features and splits, only in models that have them (threshold null at a
+    categorical split): see ``jaxboost.io.categories``.
 ``num_parallel_tree`` (int >= 1, default 1)
     Trees per output and round of a forest (``train(num_parallel_tree=P)``); written
     only when ``P > 1``. Readers older than this key refuse such files.
@@ -141,6 +148,7 @@ from ..engine.binning import BinEdges
 from ..engine.tree import Ensemble
 from ..errors import ModelFormatError
 from ..params import TreeParams
+from . import categories
 from .checks import (
     MAX_CLASSES,
     MAX_FEATURES,
@@ -176,7 +184,7 @@ MAX_HISTORY = 10 ** 7
 _TOP_KEYS = ("format", "format_version", "jaxboost_version", "objective", "params",
              "n_features", "n_outputs", "trees_per_round", "base_margin", "bin_edges",
              "trees", "best_iteration", "best_score", "history", "train_state")
-_OPTIONAL_KEYS = ("feature_names", "num_parallel_tree")
+_OPTIONAL_KEYS = ("feature_names", "category_labels", "num_parallel_tree")
 
 
 # --------------------------------------------------------------------------------------
@@ -241,10 +249,11 @@ def to_dict(booster: Booster) -> dict:
         if not np.all(np.isfinite(getattr(e, field))):
             raise ValueError(f"cannot save a model whose trees hold non-finite {field}s")
     thr = np.asarray(e.threshold, np.float32)
-    if np.isnan(thr[split]).any():
+    cat_split = split & np.isnan(thr) & (e.cat_bits is not None)
+    if np.isnan(thr[split & ~cat_split]).any():
         raise ValueError("cannot save a model with a NaN threshold at a split node")
     threshold = thr.astype(np.float64).astype(object)
-    threshold[~split] = None
+    threshold[~split | cat_split] = None
     threshold[split & np.isposinf(thr)] = "inf"
     threshold[split & np.isneginf(thr)] = "-inf"
 
@@ -287,6 +296,7 @@ def to_dict(booster: Booster) -> dict:
                      for f in range(edges.cuts.shape[0])],
             "has_missing": np.asarray(edges.has_missing, bool).tolist(),
             "n_distinct": np.asarray(edges.n_distinct, np.int64).tolist(),
+            **categories.edges_to_dict(edges),
         },
         "trees": {
             "feature": np.asarray(e.feature, np.int64).tolist(),
@@ -297,6 +307,7 @@ def to_dict(booster: Booster) -> dict:
             "value": float_list(e.value),
             "gain": float_list(e.gain),
             "cover": float_list(e.cover),
+            **({} if e.cat_bits is None else {"categories": categories.trees_to_list(booster)}),
         },
         "best_iteration": best_iteration,
         "best_score": best_score,
@@ -310,6 +321,9 @@ def to_dict(booster: Booster) -> dict:
             raise ValueError(f"booster.feature_names must be {booster.n_features} unique "
                              f"strings, got {names!r}")
         out["feature_names"] = names
+    labels = categories.labels_to_list(booster)
+    if labels is not None:
+        out["category_labels"] = labels
     if booster.num_parallel_tree > 1:
         out["num_parallel_tree"] = int(booster.num_parallel_tree)
     return out
@@ -337,7 +351,8 @@ def _read_params(d) -> TreeParams:
 def _read_bin_edges(d, F, max_bin) -> BinEdges:
     where = "bin_edges"
     as_object(d, where)
-    check_keys(d, where, ("max_bin", "cuts", "has_missing", "n_distinct"))
+    check_keys(d, where, ("max_bin", "cuts", "has_missing", "n_distinct"),
+               ("categorical", "categories"))
     if as_int(d["max_bin"], f"{where}.max_bin") != max_bin:
         fail(f"{where}.max_bin", f"params.max_bin = {max_bin}", d["max_bin"])
     cuts_in = d["cuts"]
@@ -362,14 +377,16 @@ def _read_bin_edges(d, F, max_bin) -> BinEdges:
     if (n_distinct < 0).any():
         i = int(np.flatnonzero(n_distinct < 0)[0])
         fail(f"{where}.n_distinct[{i}]", "an integer >= 0", int(n_distinct[i]))
-    return BinEdges(cuts=cuts, n_cuts=n_cuts, has_missing=has_missing,
-                    n_distinct=n_distinct, max_bin=int(max_bin))
+    edges = BinEdges(cuts=cuts, n_cuts=n_cuts, has_missing=has_missing,
+                     n_distinct=n_distinct, max_bin=int(max_bin))
+    return categories.read_edges(d, edges)
 
 
 def _read_trees(d, params: TreeParams, edges: BinEdges, F, K, tpr) -> Ensemble:
     where = "trees"
     as_object(d, where)
-    check_keys(d, where, Ensemble._fields)
+    check_keys(d, where, tuple(f for f in Ensemble._fields if f != "cat_bits"),
+               ("categories",))
     M = params.n_nodes
     rows = d["feature"]
     if not isinstance(rows, list):
@@ -384,6 +401,7 @@ def _read_trees(d, params: TreeParams, edges: BinEdges, F, K, tpr) -> Ensemble:
     shape = (T, M)
     kinds = dict(feature="int", tbin="int", threshold="threshold", default_left="bool",
                  is_leaf="bool", value="float", gain="float", cover="float")
+    # (the trees' categorical splits are checked below, categories.read_trees)
     arrays = {}
     for name, kind in kinds.items():
         s = shape + (K,) if name == "value" and K > 1 else shape
@@ -434,13 +452,17 @@ def _read_trees(d, params: TreeParams, edges: BinEdges, F, K, tpr) -> Ensemble:
                 f"{where}.is_leaf[{t}][{i}]: expected a leaf, because its parent node "
                 f"{(i - 1) // 2} is a leaf (split nodes must form a tree), got a split node")
 
-    # Thresholds: null at leaves, the bin edge of (feature, tbin) at split nodes.
+    # Thresholds: null at leaves, the bin edge of (feature, tbin) at split nodes (null at
+    # categorical splits).
     bad = is_leaf & ~np.isnan(threshold)
     if bad.any():
         t, i = first(bad)
         fail(f"{where}.threshold[{t}][{i}]", "null at a leaf", float(threshold[t, i]))
+    cat_bits = categories.read_trees(d, arrays, edges, split)
     expected = edges.cuts_ext()[feature, tbin]
     bad = split & ~(threshold == expected)
+    if cat_bits is not None:
+        bad &= ~np.isnan(threshold)
     if bad.any():
         t, i = first(bad)
         exp = float(expected[t, i])
@@ -452,7 +474,7 @@ def _read_trees(d, params: TreeParams, edges: BinEdges, F, K, tpr) -> Ensemble:
     return Ensemble(feature=feature.astype(np.int32), tbin=tbin.astype(np.int32),
                     threshold=threshold, default_left=arrays["default_left"],
                     is_leaf=is_leaf, value=arrays["value"], gain=arrays["gain"],
-                    cover=arrays["cover"])
+                    cover=arrays["cover"], cat_bits=cat_bits)
 
 
 def _check_sums(ens: Ensemble, base_margin) -> None:
@@ -593,6 +615,7 @@ def _parse(d) -> dict:
         ensemble=ensemble, params=params, bin_edges=edges, base_margin=base_margin,
         n_features=F, n_outputs=K, trees_per_round=tpr, num_parallel_tree=n_parallel,
         feature_names=_read_feature_names(d.get("feature_names"), F),
+        category_labels=categories.read_labels(d.get("category_labels"), edges),
         extra=dict(best_iteration=best_iteration, best_score=best_score,
                    history=_read_history(d["history"]),
                    train_state=_read_train_state(d["train_state"])),

@@ -4,7 +4,8 @@
 ``xgboost.Booster().load_model(path)``; ``from_xgboost(model)`` reads such a model (a
 path, the parsed dict, raw JSON bytes, or a live ``xgboost.Booster`` / scikit-learn
 estimator) into a ``jaxboost.Booster``. Both directions cover gradient-boosted trees
-(``gbtree``) with numeric splits and one output per tree, for the objectives
+(``gbtree``) with numeric and categorical splits and one output per tree, for the
+objectives
 
 ===================  =====================  ==============================================
 jaxboost             XGBoost                base score (``learner_model_param``)
@@ -23,6 +24,17 @@ base margin by more than 1e-6 (large ``|margin|``) is added to the first tree's 
 Both libraries send a present value ``x`` left when ``x < threshold`` and a missing one
 to the node's default side, and both accumulate float32 margins tree by tree, so the two
 predict the same numbers up to float32 rounding of the sums.
+
+Categorical splits (XGBoost's ``enable_categorical=True``) go both ways: XGBoost keeps
+the categories a split sends *right* (``categories``, ``categories_nodes``,
+``categories_segments``, ``categories_sizes``, ``split_type`` 1) and sends any other
+code left; jaxboost keeps those it sends left and sends codes never seen in training the
+default way (``jaxboost.engine.categorical``). Export writes every code ``0 .. 255``
+that goes right, so the two agree on codes below 256 (a larger code goes left in
+XGBoost, the default way here); import reads codes ``0 .. 254`` exactly (a split on a
+larger code is refused). Categorical features are marked ``"c"`` in
+``feature_types``; the exported model reads category codes (DataFrame labels are not
+exported).
 
 Conversions of the trees:
 
@@ -65,6 +77,7 @@ import objectives
 from ..booster import Booster, register_writer
 from ..engine.autodiff import loss_name
 from ..engine.binning import BinEdges
+from ..engine.categorical import bits_of_codes, codes_of_bits
 from ..engine.tree import Ensemble
 from ..errors import ModelFormatError
 from ..params import TreeParams
@@ -185,6 +198,7 @@ def _compact_tree(t, ens, column, offset, n_features, tree_id):
     left, right, parents = [-1] * n, [-1] * n, [_NO_PARENT] * n
     split_indices, default_left = [0] * n, [0] * n
     conditions, weights, gains, covers = [0.0] * n, [0.0] * n, [0.0] * n, [0.0] * n
+    split_type, cats = [0] * n, {}
     for k, h in enumerate(order):
         weights[k] = _float(value[h] + offset)
         covers[k] = _float(ens.cover[t][h])
@@ -198,14 +212,22 @@ def _compact_tree(t, ens, column, offset, n_features, tree_id):
         default_left[k] = int(bool(ens.default_left[t][h]))
         conditions[k] = _float(ens.threshold[t][h])
         gains[k] = _float(ens.gain[t][h])
-        if math.isnan(conditions[k]):
+        if math.isnan(conditions[k]) and ens.cat_bits is not None:
+            # XGBoost's set: the codes going right (every code 0..255 whose bit is 0)
+            split_type[k], conditions[k] = 1, 0.0
+            cats[k] = codes_of_bits(~np.asarray(ens.cat_bits[t][h], np.uint32)).tolist()
+        elif math.isnan(conditions[k]):
             raise ValueError(f"tree {t} has a NaN threshold at split node {h}")
+    nodes = sorted(cats)
+    sizes = [len(cats[k]) for k in nodes]
+    segments = [int(x) for x in np.cumsum([0] + sizes[:-1])] if nodes else []
     return {
-        "base_weights": weights, "categories": [], "categories_nodes": [],
-        "categories_segments": [], "categories_sizes": [], "default_left": default_left,
+        "base_weights": weights, "categories": [c for k in nodes for c in cats[k]],
+        "categories_nodes": nodes, "categories_segments": segments,
+        "categories_sizes": sizes, "default_left": default_left,
         "id": tree_id, "left_children": left, "loss_changes": gains, "parents": parents,
         "right_children": right, "split_conditions": conditions,
-        "split_indices": split_indices, "split_type": [0] * n, "sum_hessian": covers,
+        "split_indices": split_indices, "split_type": split_type, "sum_hessian": covers,
         "tree_param": {"num_deleted": "0", "num_feature": str(n_features),
                        "num_nodes": str(n), "size_leaf_vector": "1"},
     }
@@ -272,11 +294,13 @@ def to_xgboost_json(booster: Booster, path=None) -> dict:
     else:
         objective["reg_loss_param"] = {"scale_pos_weight": "1"}
     names = getattr(booster, "feature_names", None)
+    cat = booster.categorical_features
     model = {
         "learner": {
             "attributes": {},
             "feature_names": list(names) if names else [],
-            "feature_types": [],
+            "feature_types": (["c" if f in cat else "float" for f in range(F)] if cat
+                              else []),
             "gradient_booster": {
                 "model": {
                     "cats": {"enc": [], "feature_segments": [], "sorted_idx": []},
@@ -462,14 +486,14 @@ def _parse_tree(tree, where, n_features):
     if not isinstance(split_type, list) or len(split_type) != n:
         raise _malformed(f"{where}.split_type must be a list of num_nodes = {n} integers, "
                          f"got {describe(split_type)}")
-    cats = tree.get("categories_nodes", [])
-    if not isinstance(cats, list):
-        raise _malformed(f"{where}.categories_nodes must be a list, got {describe(cats)}")
-    if any(type(s) is not int or s != 0 for s in split_type) or cats:
-        raise ModelFormatError(f"{where} has categorical splits; from_xgboost reads "
-                               f"numeric splits only")
+    if any(type(s) is not int or s not in (0, 1) for s in split_type):
+        i = next(i for i, s in enumerate(split_type) if type(s) is not int or s not in (0, 1))
+        raise _malformed(f"{where}.split_type[{i}] must be 0 (numeric) or 1 (categorical), "
+                         f"got {describe(split_type[i])}")
     a = {k: nested(tree.get(k), f"{where}.{k}", (n,), "int")
          for k in ("left_children", "right_children", "split_indices")}
+    a["split_type"] = np.array(split_type, np.int64)
+    a["right_cats"] = _categories(tree, where, n)
     dl = tree.get("default_left")
     if not isinstance(dl, list) or len(dl) != n:
         raise _malformed(f"{where}.default_left must be a list of num_nodes = {n} entries, "
@@ -503,6 +527,14 @@ def _parse_tree(tree, where, n_features):
         i = _first(bad)
         raise _malformed(f"{where}.split_indices[{i}] = {int(a['split_indices'][i])} refers "
                          f"to a feature outside [0, num_feature = {n_features})")
+    is_cat = a["split_type"] == 1
+    if set(a["right_cats"]) != set(np.flatnonzero(internal & is_cat).tolist()):
+        i = min(set(a["right_cats"]) ^ set(np.flatnonzero(internal & is_cat).tolist()))
+        listed = i in a["right_cats"]
+        raise _malformed(f"{where}: node {i} has split_type {int(a['split_type'][i])} "
+                         f"({'a categorical split' if a['split_type'][i] else 'numeric'}"
+                         f"{'' if internal[i] else ', a leaf'}) but is "
+                         f"{'' if listed else 'not '}listed in categories_nodes")
     # Breadth-first walk from the root: every node reached at most once, depth <= 16.
     depth = np.full(n, -1, np.int64)
     depth[0] = 0
@@ -559,6 +591,39 @@ def _parse_tree(tree, where, n_features):
         leaves = np.abs(cond[seen & leaf].astype(np.float32))
     a["leaf_max"] = float(leaves.max()) if leaves.size else 0.0
     return a, depth
+
+
+_MAX_CODE = _MAX_CUTS  # codes 0 .. 254 are jaxboost's categories (max_bin = 256)
+
+
+def _categories(tree, where, n) -> dict:
+    """``{node: [codes going right]}`` of a tree's categorical splits, checked."""
+    keys = ("categories", "categories_nodes", "categories_segments", "categories_sizes")
+    vals = {}
+    for k in keys:
+        v = tree.get(k, [])
+        if not isinstance(v, list) or not all(type(x) is int for x in v):
+            raise _malformed(f"{where}.{k} must be a list of integers, got {describe(v)}")
+        vals[k] = v
+    nodes, segs, sizes, cats = (vals[k] for k in keys[1:] + keys[:1])
+    if not (len(nodes) == len(segs) == len(sizes)):
+        raise _malformed(f"{where}: categories_nodes, categories_segments and "
+                         f"categories_sizes must have one entry per categorical node")
+    out = {}
+    for node, seg, size in zip(nodes, segs, sizes):
+        if not 0 <= node < n or node in out:
+            raise _malformed(f"{where}.categories_nodes: node {node} is outside the tree "
+                             f"or listed twice")
+        if seg < 0 or size < 0 or seg + size > len(cats):
+            raise _malformed(f"{where}: the categories of node {node} (segment {seg}, "
+                             f"size {size}) lie outside categories (length {len(cats)})")
+        codes = cats[seg: seg + size]
+        bad = [c for c in codes if not 0 <= c <= _MAX_CODE]
+        if bad:
+            raise ModelFormatError(f"{where}: node {node} splits on category {bad[0]}; "
+                                   f"jaxboost's categories are codes 0 to {_MAX_CODE}")
+        out[node] = codes
+    return out
 
 
 def _heap_positions(a):
@@ -629,13 +694,31 @@ def _bin_edges(feature, threshold, split, n_features):
     return edges, tbin
 
 
+def _categorical_edges(edges, cat):
+    """Bin edges whose categorical features hold every code ``0 .. 254``: an XGBoost
+    model does not record which categories training saw, and sends every code outside a
+    split's set left, which the imported category sets reproduce code by code."""
+    import dataclasses
+
+    cuts, n_cuts = edges.cuts.copy(), edges.n_cuts.copy()
+    n_distinct = edges.n_distinct.copy()
+    seen = np.zeros((edges.n_features, edges.max_bin), bool)
+    cuts[cat] = np.arange(_MAX_CUTS, dtype=np.float32) + np.float32(0.5)
+    n_cuts[cat] = _MAX_CUTS
+    n_distinct[cat] = _MAX_CODE + 1
+    seen[cat, : _MAX_CODE + 1] = True
+    return dataclasses.replace(edges, cuts=cuts, n_cuts=n_cuts, n_distinct=n_distinct,
+                               categories=seen, categorical=cat)
+
+
 def from_xgboost(model) -> Booster:
     """A ``jaxboost.Booster`` from an XGBoost tree model.
 
     Args:
       model: an XGBoost JSON model: a path to a ``.json`` file, the parsed dict, the
         raw JSON bytes, an ``xgboost.Booster`` or an XGBoost scikit-learn estimator.
-        It must be a ``gbtree`` model with numeric splits and one output per tree, for
+        It must be a ``gbtree`` model with numeric or categorical splits (categories
+        ``0 .. 254``; see the module docstring) and one output per tree, for
         ``reg:squarederror``, ``binary:logistic`` / ``reg:logistic`` or
         ``multi:softprob`` / ``multi:softmax`` (read as ``objectives.squared``,
         ``objectives.logistic`` and ``objectives.softmax(n_classes=K)``).
@@ -661,7 +744,7 @@ def from_xgboost(model) -> Booster:
 
     Raises:
       ModelFormatError: (a ``ValueError``) for every model it does not read: another
-        booster (``dart``, ``gblinear``), objective, categorical splits, vector leaves,
+        booster (``dart``, ``gblinear``), objective, categories beyond 254, vector leaves,
         trees deeper than 16, a limit exceeded, a file that is not a regular file, or
         malformed data (the message names the field).
       TypeError: an input of another kind.
@@ -730,9 +813,10 @@ def _import(d) -> Booster:
                               or not all(isinstance(t, str) for t in types)):
         raise _malformed(f"learner.feature_types must be a list of strings, got "
                          f"{describe(types)}")
-    if types and any(t == "c" for t in types):
-        raise ModelFormatError("the model has categorical features; from_xgboost reads "
-                               "numeric features only")
+    if types and len(types) != F:
+        raise _malformed(f"learner.feature_types must have num_feature = {F} entries, got "
+                         f"{len(types)}")
+    cat_features = np.array([t == "c" for t in types], bool) if types else np.zeros(F, bool)
     names = learner.get("feature_names")
     if names is not None and names != []:
         if (not isinstance(names, list) or len(names) != F
@@ -809,6 +893,8 @@ def _import(d) -> Booster:
     value = np.zeros((T, M) if K == 1 else (T, M, K), np.float32)
     gain = np.zeros((T, M), np.float32)
     cover = np.zeros((T, M), np.float32)
+    cat_bits = np.zeros((T, M, 8), np.uint32) if cat_features.any() else None
+    every_code = np.ones(_MAX_CODE + 1, bool)
     for t, src in enumerate(order):
         a, _ = parsed[src]
         pos = _heap_positions(a)
@@ -822,17 +908,36 @@ def _import(d) -> Booster:
         default_left[t, hs] = a["default_left"][nodes[split]]
         gain[t, hs] = a["loss_changes"][nodes[split]]
         cover[t, heap] = a["sum_hessian"][nodes]
+        for node, codes in a["right_cats"].items():
+            f = int(a["split_indices"][node])
+            if not cat_features[f]:
+                raise ModelFormatError(f"trees[{src}]: node {node} is a categorical split "
+                                       f"on feature {f}, which feature_types does not mark "
+                                       f"categorical ('c')")
+            h = pos.get(node)
+            if h is None:  # a node no path reaches
+                continue
+            threshold[t, h] = np.nan
+            left = sorted(set(range(_MAX_CODE + 1)) - set(codes))
+            cat_bits[t, h] = bits_of_codes(left, bool(a["default_left"][node]), every_code)
+        numeric_on_cat = [i for i in nodes[split] if a["split_type"][i] == 0
+                          and cat_features[int(a["split_indices"][i])]]
+        if numeric_on_cat:
+            raise ModelFormatError(f"trees[{src}]: node {numeric_on_cat[0]} is a numeric "
+                                   f"split on a categorical feature")
         w = np.where(split, a["base_weights"][nodes], a["split_conditions"][nodes])
         if K == 1:
             value[t, heap] = w
         else:
             value[t, heap, info[src]] = w
-    edges, tbin = _bin_edges(feature, threshold, ~is_leaf, F)
+    edges, tbin = _bin_edges(feature, threshold, ~is_leaf & ~np.isnan(threshold), F)
+    if cat_bits is not None:
+        edges = _categorical_edges(edges, cat_features)
     objective = {"squared": objectives.squared, "logistic": objectives.logistic,
                  "softmax": objectives.softmax(n_classes=K) if K > 1 else None}[name]
     ens = Ensemble(feature=feature, tbin=tbin, threshold=threshold,
                    default_left=default_left, is_leaf=is_leaf, value=value, gain=gain,
-                   cover=cover)
+                   cover=cover, cat_bits=cat_bits)
     booster = Booster(ens, objective=objective,
                       params=TreeParams(max_depth=D, max_bin=edges.max_bin),
                       bin_edges=edges, base_margin=base_margin, n_features=F,

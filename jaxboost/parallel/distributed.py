@@ -274,7 +274,8 @@ class RowLayout:
         """This process's block -> the global row-sharded array (rows on axis 0, or on
         axis 1 when ``feature_major``)."""
         if self.mesh is None:
-            return jax.numpy.asarray(block)
+            # device_put copies; jnp.asarray would compile a small program per shape
+            return jax.device_put(block)
         sharding = row_sharding(self.mesh, feature_major)
         if self.multi:
             return jax.make_array_from_process_local_data(sharding, block)
@@ -284,7 +285,7 @@ class RowLayout:
         """The same array on every device of the mesh (identical on every process)."""
         a = np.asarray(a)
         if not self.multi:
-            return jax.numpy.asarray(a)
+            return jax.device_put(a)
         return jax.make_array_from_process_local_data(
             NamedSharding(self.mesh, PartitionSpec()), a)
 

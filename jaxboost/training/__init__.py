@@ -5,7 +5,8 @@ call's arguments, prepares the data, runs the engine's round program chunk by ch
 (over devices and processes with ``jaxboost.parallel``), evaluates ``jaxboost.metrics``
 and assembles the ``Booster``.
 
-``config`` (every argument checked once) -> ``data`` (validate, bin, pad, place) ->
+``config`` (every argument checked once; ``constraints`` for the constraint options)
+-> ``data`` (validate, bin, pad, place) ->
 ``program`` (the round program's static record and traced numbers) -> ``loop`` (chunks
 of rounds, evaluation, callbacks, one chunk behind) -> ``evaluation`` (its own compiled
 program) -> ``train`` / ``many`` (the public entry points).

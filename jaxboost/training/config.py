@@ -30,8 +30,8 @@ from objectives._link import (
     unlink,
 )
 
-from .. import _validation
-from .._sparse import is_sparse
+from .. import _categorical, _validation
+from .._sparse import ColumnView, is_sparse
 from .._types import FLOAT32_MAX, MAX_CLASSES, MAX_ROUNDS
 from .._validation import check_int, check_real, is_real
 from ..booster import Booster
@@ -40,6 +40,7 @@ from ..engine.sampling import FIELDS as SAMPLING_FIELDS
 from ..errors import DataError, LossError
 from ..parallel import distributed as dist
 from ..params import TreeParams
+from .constraints import check_categorical_signs, check_constraints
 
 
 def resolve_outputs(loss, n_outputs) -> int:
@@ -419,6 +420,15 @@ class Settings:
     # margin is 0 (or the init_model's). None: none given.
     offsets: Optional[np.ndarray] = None
     weight_max: Optional[float] = None  # the largest sample weight (None: no weights)
+    # Categorical features (sorted indices; () when none), the labels of DataFrame
+    # categories ({index: [labels]}) and XGBoost's two categorical split parameters.
+    categorical: tuple = ()
+    category_labels: Optional[dict] = None
+    max_cat_to_onehot: int = 4
+    max_cat_threshold: int = 64
+    # monotone / interaction constraints and the row minimum per child
+    # (training.constraints.Constraints); None: none
+    constraints: Any = None
     num_parallel_tree: int = 1  # trees per output per round (a forest when > 1)
     bootstrap: bool = False  # rows drawn with replacement instead of subsample's coin flips
 
@@ -513,6 +523,7 @@ def configure(args: dict):
                         "pass each process's rows as a dense array (NaN = missing)")
     n_rows, n_features = Xf.shape
     names = feature_names_of(X, a["feature_names"], n_features, init_model)
+    cat = check_categorical(a, X, Xf, names, init_model, params)
     yf = _validation.as_targets(y, n_rows)
     wf = _validation.as_weights(w, n_rows)
     if _validation.is_side_data(yf):
@@ -547,6 +558,10 @@ def configure(args: dict):
         raise ValueError(f"multi_hessian must be 'full' or 'diagonal', got "
                          f"{a['multi_hessian']!r}")
     multi_tree = a["multi_strategy"] == "multi_output_tree"
+    constraints = check_constraints(a.get("monotone_constraints"),
+                                    a.get("interaction_constraints"),
+                                    a.get("min_samples_leaf", 1), n_features, names,
+                                    multi_output_tree=multi_tree and K > 1)
     family, values = split_loss(loss, loss_params)
     if group is None:
         check_loss(_concrete(family, values), jax.tree.map(
@@ -583,9 +598,43 @@ def configure(args: dict):
         init_model=init_model, group=group, eval_metric=eval_metric,
         callbacks=tuple(callbacks), verbose=verbose, mesh=mesh, quantize=a["quantize"],
         feature_names=names, from_auto=from_auto, offsets=offsets,
-        weight_max=None if wf is None else float(np.max(wf)),
-        num_parallel_tree=n_parallel, bootstrap=bootstrap)
+        weight_max=None if wf is None else float(np.max(wf)), constraints=constraints,
+        num_parallel_tree=n_parallel, bootstrap=bootstrap, **cat)
+    if cat["categorical"] and multi_tree:
+        raise ValueError("categorical features are not supported with multi_strategy="
+                         "'multi_output_tree'; use 'one_output_per_tree'")
+    check_categorical_signs(constraints, cat["categorical"], names)
     return settings, Xf, yf, wf
+
+
+def check_categorical(a, X, Xf, names, init_model, params) -> dict:
+    """The ``Settings`` fields of categorical features: their indices (a DataFrame's
+    categorical columns and ``categorical_features``), the labels of DataFrame
+    categories, ``max_cat_to_onehot`` and ``max_cat_threshold``; the codes of those
+    columns checked (``DataError`` naming the column) and re-coded to ``init_model``'s
+    labels when it has some."""
+    onehot = check_int("max_cat_to_onehot", a.get("max_cat_to_onehot", 4), low=1)
+    threshold = check_int("max_cat_threshold", a.get("max_cat_threshold", 64), low=1)
+    labels = _categorical.frame_categories(X)
+    cat = _categorical.resolve_categorical(a.get("categorical_features"), X, Xf.shape[1],
+                                           names, labels)
+    if init_model is not None:
+        have = init_model.categorical_features
+        if init_model.category_labels:
+            _categorical.recode(Xf, labels, init_model.category_labels)
+            labels = {**init_model.category_labels, **{
+                f: v for f, v in labels.items() if f not in init_model.category_labels}}
+        if cat != have and (a.get("categorical_features") is not None or labels):
+            raise DataError(f"init_model has the categorical features {list(have)}, this "
+                            f"call {list(cat)}; continued training needs the same")
+        cat = have
+    if cat and dist.is_multiprocess():
+        raise ValueError("categorical features train in one process for now (a mesh of "
+                         "local devices is fine)")
+    _categorical.check_codes(ColumnView(Xf) if is_sparse(Xf) else Xf, cat, params.max_bin,
+                             names)
+    return dict(categorical=cat, category_labels={f: labels[f] for f in cat if f in labels}
+                or None, max_cat_to_onehot=onehot, max_cat_threshold=threshold)
 
 
 def split_link(loss, link, n_outputs):

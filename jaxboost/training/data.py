@@ -12,12 +12,12 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from .._types import BIN_DTYPE
 from .._validation import pad_targets
 from ..engine.autodiff import fit_base_margin, loss_name
+from ..engine.categorical import cat_info
 from ..engine.exact import check_rows
 from ..engine.groups import group_index
 from ..engine.round import Rows, Shared
@@ -106,7 +106,11 @@ def prepare(s, Xf, yf, wf) -> Prepared:
     elif layout.multi:
         edges = dist.agreed_bin_edges(Xf, s.params.max_bin, wf, s.seed, layout.n_total)
     else:
-        edges = compute_bin_edges(Xf, s.params.max_bin, wf, seed=s.seed)
+        mask = None
+        if s.categorical:
+            mask = np.zeros(Xf.shape[1], bool)
+            mask[list(s.categorical)] = True
+        edges = compute_bin_edges(Xf, s.params.max_bin, wf, seed=s.seed, categorical=mask)
     native = use_native()
     bins, y, w, valid, cuts_ext, forward_ok = rows_on_bins(
         Xf, yf, wf, edges, layout.block, native)
@@ -114,8 +118,10 @@ def prepare(s, Xf, yf, wf) -> Prepared:
                 layout.put(w), layout.put(valid))
     gidx = (np.zeros((1, 1), np.int32) if s.group is None
             else group_index(s.group, Xf.shape[0], layout.block))
+    cats = cat_info(edges, s.max_cat_to_onehot, s.max_cat_threshold)
     shared = Shared(*(layout.replicate(a) for a in (
-        cuts_ext, forward_ok, layout.offsets, np.int32(layout.n_total), gidx)))
+        cuts_ext, forward_ok, layout.offsets, np.int32(layout.n_total), gidx)),
+        cats=None if cats is None else jax.tree.map(layout.replicate, cats))
     base = base_margin(s, layout, rows, y, w)
     start = start_margins(s, base, Xf, Xf.shape[0], layout.block, s.offsets)
     margin = layout.put(start[None], feature_major=True)
@@ -141,8 +147,8 @@ def base_margin(s, layout, rows, y, w):
         if layout.multi:  # the arrays are global
             base = np.asarray(dist.local(fit_base_margin(s.family, rows.y, rows.w, K, **args)))
         else:
-            base = np.asarray(fit_base_margin(s.family, jax.tree.map(jnp.asarray, y),
-                                              jnp.asarray(w), K, **args))
+            base = np.asarray(fit_base_margin(s.family, jax.device_put(y),
+                                              jax.device_put(w), K, **args))
         if not np.all(np.isfinite(base)):
             raise LossError(f"the loss {loss_name(s.loss)} gave a non-finite intercept when "
                             f"minimised over a constant (before round 0); pass "

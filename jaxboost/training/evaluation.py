@@ -29,7 +29,8 @@ import numpy as np
 
 from objectives import Objective
 
-from .. import _validation
+from .. import _categorical, _validation
+from .._sparse import ColumnView, is_sparse
 from .._types import bucket_rows
 from ..engine.autodiff import bind_loss
 from ..engine.groups import group_index
@@ -51,14 +52,18 @@ class EvalSet(NamedTuple):
     offsets: Any = None  # (n[, K]) float32 margins per row (eval_base_margin), or None
 
 
-def eval_sets(eval_set, edges, loss, n_features, names=None, gather=False,
-               eval_group=None, *, eval_base_margin=None, n_outputs=1,
-               targets="(N,)") -> list:
+def eval_sets(eval_set, edges, loss, names=None, gather=False, eval_group=None, *,
+              eval_base_margin=None, n_outputs=1, targets="(N,)",
+              category_labels=None) -> list:
     """Validated, binned evaluation sets (``gather``: every process's rows, on every
     process), with their query index when ``eval_group`` gives query ids and their
     margins per row when ``eval_base_margin`` gives them (a list aligned with
     ``eval_set`` or a dict keyed like it). ``targets`` is the structure of the training
-    ``y`` (``_validation.target_structure``): every set's ``y`` must have the same."""
+    ``y`` (``_validation.target_structure``): every set's ``y`` must have the same.
+    Every set has the ``edges.n_features`` features of the training data; categorical
+    columns (``edges.categorical``) are checked and DataFrame categories re-coded to the
+    training labels ``category_labels`` (``jaxboost._categorical``)."""
+    n_features = edges.n_features
     if eval_set is None:
         if eval_group is not None:
             raise ValueError("eval_group is given without eval_set")
@@ -102,6 +107,12 @@ def eval_sets(eval_set, edges, loss, n_features, names=None, gather=False,
                 if Xe.shape[1] != n_features:
                     raise DataError(f"has {Xe.shape[1]} features, the training data "
                                     f"{n_features}")
+                if edges.is_categorical:
+                    Xe = _categorical.recode(Xe, _categorical.frame_categories(e[0]),
+                                             category_labels or {})
+                    _categorical.check_predict_codes(
+                        ColumnView(Xe) if is_sparse(Xe) else Xe,
+                        np.flatnonzero(edges.categorical), names)
                 ye = _validation.as_targets(e[1], Xe.shape[0])
                 we = _validation.as_weights(e[2] if len(e) == 3 else None, Xe.shape[0])
                 if isinstance(loss, Objective) and not _validation.is_side_data(ye):
@@ -321,7 +332,7 @@ def pads(metrics) -> bool:
     return all(not (isinstance(m.fn, _UserFn) and m.fn.weight_kw is None) for m in metrics)
 
 
-def place(e: EvalSet, padded: bool, put=jnp.asarray):
+def place(e: EvalSet, padded: bool, put=jax.device_put):
     """``(EvalData, n_rows)``: the set padded to its bucket (weight-0 copies of row 0)."""
     n = bucket_rows(e.n) if (padded and e.n) else e.n
     bins = np.zeros((n,) + e.bins.shape[1:], np.uint8)

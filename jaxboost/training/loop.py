@@ -262,9 +262,10 @@ class ModelRun:
             hessian.warn(self.s, self.flag, label=self.label)
 
     def close(self):
+        """End the progress display: as complete when a callback stopped training."""
         for cb in self.callbacks:
             if isinstance(cb, Progress):
-                cb.close()
+                cb.close(stopped_at=self.stop)
 
 
 def _number(v) -> str:
@@ -411,7 +412,8 @@ def assemble_booster(run_, n_new_rounds, *, edges, base, n_features):
         ens = Ensemble.concat([_no_trees(s)])
     b = Booster(ens, objective=s.loss, params=s.params, bin_edges=edges, base_margin=base,
                 n_features=n_features, n_outputs=s.n_outputs, trees_per_round=tpr,
-                feature_names=s.feature_names, num_parallel_tree=s.num_parallel_tree)
+                feature_names=s.feature_names, category_labels=s.category_labels,
+                num_parallel_tree=s.num_parallel_tree)
     b.history = {d: {k: list(v) for k, v in ms.items()} for d, ms in run_.history.items()}
     # The seed and rounds continue training; the Hessian policy, floor and (vector
     # trees) Hessian form let Booster.grad_hess give the g and h the trees saw.
@@ -419,6 +421,8 @@ def assemble_booster(run_, n_new_rounds, *, edges, base, n_features):
                      "hessian": s.hessian, "hessian_floor": s.hessian_floor}
     if s.multi_output_tree:
         b.train_state["multi_hessian"] = "diagonal" if s.diagonal else "full"
+    if s.constraints is not None:  # recorded (prediction does not need them)
+        b.train_state.update(s.constraints.train_state())
     return b
 
 

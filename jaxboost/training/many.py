@@ -18,6 +18,8 @@ a configuration may carry its own ``callbacks``.
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import numpy as np
 
@@ -45,7 +47,8 @@ CONFIG_KEYS = ("objective", "learning_rate", "reg_lambda", "reg_alpha", "gamma",
                "min_child_weight", "max_delta_step", "seed", "subsample", "colsample_bytree",
                "colsample_bylevel", "colsample_bynode", "hessian", "hessian_floor", "refit",
                "base_margin", "loss_params", "callbacks", "n_outputs", "multi_strategy",
-               "multi_hessian", "link", "num_parallel_tree", "bootstrap")
+               "multi_hessian", "link", "monotone_constraints", "interaction_constraints",
+               "min_samples_leaf", "num_parallel_tree", "bootstrap")
 
 #: Arguments every model shares (they fix the program's shapes or the data).
 SHARED_KEYS = ("n_rounds", "max_depth", "max_bin", "sample_weight", "feature_names",
@@ -59,6 +62,7 @@ _DEFAULTS = dict(objective=None, learning_rate=0.3, reg_lambda=1.0, reg_alpha=0.
                  hessian="auto", hessian_floor=HESSIAN_FLOOR, refit="auto", base_margin=None,
                  loss_params=None, callbacks=None, n_outputs=None,
                  multi_strategy="one_output_per_tree", multi_hessian="full", link=None,
+                 monotone_constraints=None, interaction_constraints=None, min_samples_leaf=1,
                  num_parallel_tree=1, bootstrap=False)
 
 # train() arguments train_many does not take, with what to do instead.
@@ -128,7 +132,9 @@ def train_many(configs, X, y, *, objective=None, n_rounds: int = 100, max_depth:
                quantize: bool = False, eval_set=None, eval_metric=None, eval_group=None,
                early_stopping_rounds=None, early_stopping_metric=None,
                early_stopping_data=None, min_delta: float = 0.0, mesh=None,
-               eval_base_margin=None, **shared) -> list:
+               eval_base_margin=None, categorical_features=None,
+               max_cat_to_onehot: int = 4, max_cat_threshold: int = 64,
+               **shared) -> list:
     r"""Train M models on the same data in one compiled program per chunk of rounds.
 
     Equivalent to ``[train(**config, X=X, y=y, ...) for config in configs]``, model for
@@ -152,7 +158,8 @@ def train_many(configs, X, y, *, objective=None, n_rounds: int = 100, max_depth:
       objective: the objective of configurations that name none.
       n_rounds, max_depth, max_bin, sample_weight, feature_names, quantize, eval_set,
         eval_metric, eval_group, eval_base_margin, early_stopping_rounds,
-        early_stopping_metric, early_stopping_data, min_delta, mesh: shared by every
+        early_stopping_metric, early_stopping_data, min_delta, mesh,
+        categorical_features, max_cat_to_onehot, max_cat_threshold: shared by every
         model, as in ``train`` (early stopping watches each model on its own). A
         configuration's ``base_margin`` may be margins per row, as in ``train``.
       **shared: defaults of the ``CONFIG_KEYS`` for every configuration (a
@@ -196,13 +203,18 @@ def train_many(configs, X, y, *, objective=None, n_rounds: int = 100, max_depth:
         raise ValueError("train_many runs in one process; use train() in a multi-process job")
     common = dict(X=X, y=y, n_rounds=n_rounds, max_depth=max_depth, max_bin=max_bin,
                   sample_weight=sample_weight, feature_names=feature_names,
-                  quantize=quantize, eval_set=eval_set, mesh=mesh)
+                  quantize=quantize, eval_set=eval_set, mesh=mesh,
+                  categorical_features=categorical_features,
+                  max_cat_to_onehot=max_cat_to_onehot, max_cat_threshold=max_cat_threshold)
     merged = _merged(configs, shared)
     s0, Xf, yf, wf = _configure(0, merged[0], common)
     # The data is read (a DataFrame converted, labels and weights checked) once; the
     # other configurations get the validated arrays.
-    common.update(X=Xf, y=yf, sample_weight=wf, feature_names=s0.feature_names)
-    settings = [s0] + [_configure(i, m, common)[0] for i, m in enumerate(merged) if i > 0]
+    common.update(X=Xf, y=yf, sample_weight=wf, feature_names=s0.feature_names,
+                  categorical_features=list(s0.categorical) or None)
+    settings = [s0] + [dataclasses.replace(_configure(i, m, common)[0],
+                                           category_labels=s0.category_labels)
+                       for i, m in enumerate(merged) if i > 0]
     seeds = {s.seed for s in settings}
     if len(seeds) > 1 and Xf.shape[0] > QUANTILE_SAMPLE_ROWS:
         raise ValueError("the seeds of these configurations give different bin edges "
@@ -210,9 +222,10 @@ def train_many(configs, X, y, *, objective=None, n_rounds: int = 100, max_depth:
                          "seed, or call train_many per seed")
     prep = prepare(s0, Xf, yf, wf)  # bins, padding and placement, shared by every model
     layout = prep.layout
-    evals = eval_sets(eval_set, prep.edges, s0.loss, Xf.shape[1], s0.feature_names,
+    evals = eval_sets(eval_set, prep.edges, s0.loss, s0.feature_names,
                       eval_group=eval_group, eval_base_margin=eval_base_margin,
-                      n_outputs=s0.n_outputs, targets=target_structure(yf))
+                      n_outputs=s0.n_outputs, targets=target_structure(yf),
+                      category_labels=s0.category_labels)
     early = (early_stopping_rounds, early_stopping_metric, early_stopping_data, min_delta)
     y_pad = jax.tree.map(np.asarray, prep.rows.y)  # side data: a dict or (N, L)
     w_pad = np.asarray(prep.rows.w)

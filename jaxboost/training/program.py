@@ -8,7 +8,6 @@ compiled program. ``stack`` puts the ``Hyper`` s of a group of models on a leadi
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ..engine.groups import EXACT_MAX_GROUP
@@ -30,6 +29,7 @@ def round_spec(s, prep, *, native_threads=None, clipped=None, row_sampling=None,
         row_sampling=bool(s.ratios[0] < 1) if row_sampling is None else row_sampling,
         col_sampling=bool(np.any(s.ratios[1:] < 1)) if col_sampling is None else col_sampling,
         exact=s.quantize, group_max=None if s.group is None else EXACT_MAX_GROUP,
+        constraints=None if s.constraints is None else s.constraints.spec(),
         num_parallel_tree=s.num_parallel_tree, bootstrap=s.bootstrap)
 
 
@@ -40,9 +40,10 @@ def hyper(s) -> Hyper:
     return Hyper(f32(p.reg_lambda), f32(p.reg_alpha), f32(p.gamma), f32(p.min_child_weight),
                  f32(p.max_delta_step), f32(s.hessian_floor), f32(s.quantile_alpha),
                  np.asarray(s.ratios, f32), np.int32(s.seed),
-                 {k: np.asarray(v, f32) for k, v in s.loss_values.items()})
+                 {k: np.asarray(v, f32) for k, v in s.loss_values.items()},
+                 None if s.constraints is None else s.constraints.values())
 
 
-def stack(hypers, put=jnp.asarray):
+def stack(hypers, put=jax.device_put):
     """``Hyper`` s of one group stacked on a leading model axis."""
     return jax.tree.map(lambda *a: put(np.stack(a)), *hypers)

@@ -19,7 +19,7 @@ from .. import compile_cache
 from .._types import float32_programs
 from .._validation import target_structure
 from ..booster import Booster
-from ..callbacks import EarlyStopping, Progress
+from ..callbacks import AUTO_SECONDS, EarlyStopping, Progress
 from ..engine.autodiff import HESSIAN_FLOOR
 from ..engine.round import new_flags
 from ..parallel import distributed as dist
@@ -57,7 +57,9 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
           n_outputs=None, multi_strategy: str = "one_output_per_tree",
           multi_hessian: str = "full", mesh=None, quantize: bool = False,
           feature_names=None, group=None, eval_group=None, loss_params=None,
-          link=None, eval_base_margin=None) -> Booster:
+          link=None, eval_base_margin=None, categorical_features=None,
+          max_cat_to_onehot: int = 4, max_cat_threshold: int = 64, monotone_constraints=None,
+          interaction_constraints=None, min_samples_leaf: int = 1) -> Booster:
     r"""Train gradient-boosted trees on any per-row JAX loss.
 
     Each round computes per-row :math:`g_i = w_i \partial_f \ell(y_i, f_i)` and
@@ -167,9 +169,12 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         ``jaxboost.callbacks.CallbackEnv``; ``True`` stops training (e.g.
         ``jaxboost.callbacks.Checkpoint(path, every=10)``). An exception a callback
         raises ends training with the model so far attached (see Raises).
-      verbose: ``True``: a progress bar with the latest metrics (tqdm when installed,
-        a plain line on stderr otherwise); ``False``: silent; ``"auto"``: shown only for
-        runs that last longer than 5 s.
+      verbose: ``True``: progress with the latest metrics on stderr from the first
+        round (a tqdm bar when tqdm is installed, a plain line otherwise); ``False``:
+        silent; ``"auto"``: the same, but only when training itself is slow (the rounds
+        still to run expected to take over ``callbacks.AUTO_SECONDS`` = 5 s at the
+        speed measured after compilation) and, without tqdm, only on a terminal. An
+        early stop ends the bar as complete. See ``jaxboost.callbacks.Progress``.
       init_model: a ``Booster`` to continue from (its trees, bin edges, base margin,
         seed and round count): ``train(..., n_rounds=4, init_model=train(..., n_rounds=4))``
         gives the same model as ``n_rounds=8``, bit for bit.
@@ -247,6 +252,42 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         row (XGBoost's ``base_margin_eval_set``): a list with one ``(n,)`` (``(n, K)``)
         array (or None) per set, or a dict keyed like ``eval_set``. A set without starts
         from the model's ``base_margin``.
+      categorical_features: the columns of ``X`` to split by category, as XGBoost's
+        ``enable_categorical=True``: a list of column indices, or of names (a
+        DataFrame's columns, ``feature_names``). pandas ``category`` and polars
+        ``Categorical``/``Enum`` columns are categorical without being named here; their
+        labels are stored in the model, and ``predict`` re-codes a DataFrame whose
+        categories differ. An array column holds integer codes ``0 .. C - 1`` (NaN:
+        missing), at most ``max_bin - 1`` categories (``DataError`` naming the column
+        otherwise, also for negative or fractional codes). A split sends a set of
+        categories one way; missing values and codes not seen in training go the
+        learned default way (see ``jaxboost.engine.categorical``).
+      max_cat_to_onehot: a categorical feature of fewer categories than this is split
+        one-vs-rest (one category against the others); otherwise by sorting its
+        categories by :math:`G/H` in the node and taking the best prefix. XGBoost's
+        parameter, default 4.
+      max_cat_threshold: the most categories a partition split gathers on one side
+        while scanning (XGBoost's parameter, default 64).
+      monotone_constraints: the direction of each feature's effect, as XGBoost's
+        ``hist``: ``1`` (predictions never decrease as the feature grows), ``-1``
+        (never increase) or ``0`` (free). A sequence of ``F`` signs, a dict
+        ``{feature index or name: sign}`` (others 0) or XGBoost's string
+        ``"(1,0,-1)"``. A split on a constrained feature is made only when its
+        children's weights are in order; their midpoint bounds every weight below
+        them, and leaf values are clipped to their node's bounds (see
+        ``jaxboost.engine.constraints``). Categories have no order: a categorical
+        feature takes sign 0 (``ValueError`` otherwise); signs on other features apply
+        with categorical features present (their splits then score as XGBoost's).
+      interaction_constraints: the features allowed to interact, as XGBoost's: a list of
+        sets (lists of feature indices or names; or the string ``"[[0,1],[2,3]]"``). A
+        node splits only on a feature used above it or in a set that holds every feature
+        used above it (the root on any feature).
+      min_samples_leaf: the fewest rows each child of a split may hold (default 1: no
+        limit). Rows count 1 whatever their ``sample_weight``; rows of weight 0, rows
+        ``subsample`` left out of the round, and rows of non-finite g or h do not count.
+        ``min_child_weight`` instead bounds each child's sum of Hessians.
+        The three constraint options are recorded in the model's ``train_state``; a
+        continued ``train(..., init_model=...)`` takes them from its own arguments.
 
     The model does not depend on JAX's global ``jax_enable_x64`` flag: ``train`` runs
     with 64-bit mode off, scoped to the call (``jaxboost._types.float32_programs``;
@@ -315,10 +356,10 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         prep = prepare(s, Xf, yf, wf)
         s = guard_start(s, round_spec(s, prep), prep.rows, prep.margin[0])
         layout, p = prep.layout, s.params
-        evals = eval_sets(eval_set, prep.edges, s.loss, Xf.shape[1], s.feature_names,
+        evals = eval_sets(eval_set, prep.edges, s.loss, s.feature_names,
                           gather=multi, eval_group=eval_group,
                           eval_base_margin=eval_base_margin, n_outputs=s.n_outputs,
-                          targets=target_structure(yf))
+                          targets=target_structure(yf), category_labels=s.category_labels)
         metrics = eval_metrics(s.eval_metric, s.loss, evals, s.n_outputs)
         run_ = model_run(s, prep, evals, metrics, (0, 0), early_stopping=(
             early_stopping_rounds, early_stopping_metric, early_stopping_data, min_delta))
@@ -342,8 +383,9 @@ def model_run(s, prep, evals, metrics, where, *, early_stopping, label=""):
         early.check([e.name for e in evals], [m.name for m in metrics])
         callbacks.append(early)
     if s.verbose and dist.is_writer():
-        callbacks.insert(0, Progress(s.n_rounds,
-                                     after_seconds=5.0 if s.verbose == "auto" else 0.0))
+        auto = s.verbose == "auto"
+        callbacks.insert(0, Progress(s.n_rounds, min_seconds=AUTO_SECONDS if auto else 0.0,
+                                     plain=None if auto else True))
     s = dataclasses.replace(s, callbacks=tuple(callbacks))
     p, layout = s.params, prep.layout
     placed = []
