@@ -216,3 +216,16 @@ def test_forest_arguments_are_checked_before_training(small_binary):
         jaxboost.train("logistic", X, y, num_parallel_tree=2.0)
     with pytest.raises(TypeError, match="bootstrap must be True or False"):
         jaxboost.train("logistic", X, y, bootstrap="yes")
+
+
+def test_min_samples_leaf_counts_each_trees_own_sample(regression):
+    """With subsample 0.5 and h = 1, a leaf's cover is the count of the tree's sampled
+    rows in it: min_samples_leaf holds for each tree's own sample."""
+    Xtr, ytr, _, _ = regression
+    bst = jaxboost.train(half_squared, Xtr, ytr, n_rounds=1, learning_rate=1.0,
+                         num_parallel_tree=8, max_depth=4, subsample=0.5,
+                         min_samples_leaf=30, reg_lambda=1e-5)
+    e = bst.ensemble
+    leaves = e.is_leaf & (e.cover > 0)
+    assert e.cover[leaves].min() >= 30
+    assert (~e.is_leaf).sum() >= 8 * 3  # the trees do split

@@ -147,3 +147,22 @@ def test_duplicate_entries_are_summed_and_the_input_left_alone():
     M = as_sparse_features(X, layout="csc")
     assert M.toarray().tolist() == [[0.0, 3.0], [5.0, 0.0]] and M.nnz == 2
     assert X.nnz == 3  # untouched
+
+
+def test_sparse_categorical_columns_match_dense(data):
+    """A column of category codes in a sparse matrix (absent = missing) splits by
+    category as its dense twin does; an unseen code at prediction goes the missing way."""
+    X, dense, y = data
+    dense = dense.copy()
+    rng = np.random.default_rng(1)
+    codes = rng.integers(0, 6, size=N).astype(np.float32)
+    dense[:, 4] = np.where(rng.random(N) < 0.3, codes, np.nan)
+    y = (y + (dense[:, 4] == 2)).clip(0, 1).astype(np.float32)
+    kw = dict(KW, categorical_features=[4])
+    bst = jaxboost.train("logistic", to_csr(dense), y, **kw)
+    ref = jaxboost.train("logistic", dense, y, **kw)
+    assert bst.categorical_features == (4,)
+    assert same_trees(bst, ref)
+    test = dense[:50].copy()
+    test[:10, 4] = 9.0  # never seen in training
+    assert np.array_equal(bst.predict(to_csr(test)), ref.predict(test))
