@@ -9,6 +9,7 @@ dtypes are named in ``jaxboost._types``.
 The data's journey, one module per stage:
 
 * ``binning``: raw features -> uint8 bins (quantile edges, a bin reserved for missing);
+  ``sparse``: the same column by column for a ``scipy.sparse`` X (absent = missing);
 * ``autodiff``: a per-row loss -> per-row g and h (Hessian policies, the base margin,
   the split of a loss into its compiled family and traced hyperparameters);
   ``groups``: the same for group losses (ranking, Cox); ``exact``: g and h on a
@@ -20,9 +21,10 @@ The data's journey, one module per stage:
   ``constraints``: monotone and interaction constraints and a row minimum per child, as
   hooks of ``grow``;
 * ``grow``: one level-wise tree (the level loop, routing, gamma pruning);
-* ``sampling``: row and column draws from one seed;
+* ``sampling``: row (Bernoulli or bootstrap) and column draws from one seed;
 * ``refit``: leaf values re-solved on the true loss;
 * ``tree``: trees as heap-layout arrays, routing and prediction;
-* ``round``: the one boosting round that ``train`` and ``train_many`` share, and the
-  compiled program that runs a chunk of rounds for one or many models.
+* ``round``: the one boosting round that ``train`` and ``train_many`` share (a forest of
+  ``num_parallel_tree`` trees per output when asked), and the compiled program that runs
+  a chunk of rounds for one or many models.
 """
