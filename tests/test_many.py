@@ -8,10 +8,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from conftest import session_cache_env
 
 import jaxboost
 import objectives as O
-from conftest import session_cache_env
 from jaxboost.errors import LossError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
