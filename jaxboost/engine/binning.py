@@ -188,16 +188,8 @@ def compute_bin_edges(X: np.ndarray, max_bin: int = 256, sample_weight=None,
       [1.5, 3.0]
     """
     X = np.asarray(X, dtype=FLOAT_DTYPE)
-    n_value_bins = max_bin - 1
-    width = max(max_bin - 2, 1)
     F = X.shape[1]
-    cuts = np.full((F, width), np.inf, dtype=FLOAT_DTYPE)
-    n_cuts = np.zeros(F, dtype=np.int32)
-    has_missing = np.zeros(F, dtype=bool)
-    n_distinct = np.zeros(F, dtype=np.int64)
-    cat = None if categorical is None else np.asarray(categorical, bool)
-    seen = None if cat is None else np.zeros((F, max_bin), bool)
-    rng = np.random.default_rng(seed)
+    edges = EdgeBuilder(F, max_bin, categorical, seed)
     w = None if sample_weight is None else np.asarray(sample_weight, np.float64)
     if w is not None and not (w > 0).all():
         # A row of weight 0 is a row that is not there: its values must not add cuts
@@ -208,23 +200,48 @@ def compute_bin_edges(X: np.ndarray, max_bin: int = 256, sample_weight=None,
     for f in range(F):
         col = X[:, f]
         present = ~np.isnan(col)
-        all_present = bool(present.all())
-        has_missing[f] = not all_present
-        if cat is not None and cat[f]:
-            c, seen[f] = _category_edges(col if all_present else col[present], max_bin)
-            cuts[f, : c.shape[0]] = c
-            n_cuts[f] = c.shape[0]
-            n_distinct[f] = int(seen[f].sum())
-            continue
-        c, nd = _feature_cuts(col if all_present else col[present],
-                              None if w is None else (w if all_present else w[present]),
-                              n_value_bins, rng)
-        cuts[f, : c.shape[0]] = c
-        n_cuts[f] = c.shape[0]
-        n_distinct[f] = nd
-    return BinEdges(cuts=cuts, n_cuts=n_cuts, has_missing=has_missing,
-                    n_distinct=n_distinct, max_bin=int(max_bin), categories=seen,
-                    categorical=cat)
+        if present.all():
+            edges.add(f, col, w, has_missing=False)
+        else:
+            edges.add(f, col[present], None if w is None else w[present], has_missing=True)
+    return edges.result()
+
+
+class EdgeBuilder:
+    """The ``BinEdges`` of ``F`` features, filled one feature at a time (in order: the
+    subsampling of large columns draws from one generator seeded with ``seed``).
+
+    ``add(f, values, weights, has_missing)`` takes feature ``f``'s present (non-NaN)
+    values and their weights (``None``: all 1); ``result()`` returns the edges. Shared
+    by the dense ``compute_bin_edges`` and the sparse ``engine.sparse.sparse_bin_edges``.
+    """
+
+    def __init__(self, n_features: int, max_bin: int, categorical=None, seed: int = 0):
+        F = n_features
+        self.max_bin = int(max_bin)
+        self.cuts = np.full((F, max(max_bin - 2, 1)), np.inf, dtype=FLOAT_DTYPE)
+        self.n_cuts = np.zeros(F, dtype=np.int32)
+        self.has_missing = np.zeros(F, dtype=bool)
+        self.n_distinct = np.zeros(F, dtype=np.int64)
+        self.cat = None if categorical is None else np.asarray(categorical, bool)
+        self.seen = None if self.cat is None else np.zeros((F, max_bin), bool)
+        self.rng = np.random.default_rng(seed)
+
+    def add(self, f: int, values, weights, has_missing: bool) -> None:
+        self.has_missing[f] = has_missing
+        if self.cat is not None and self.cat[f]:  # category codes: code c in bin c
+            c, self.seen[f] = _category_edges(values, self.max_bin)
+            nd = int(self.seen[f].sum())
+        else:
+            c, nd = _feature_cuts(values, weights, self.max_bin - 1, self.rng)
+        self.cuts[f, : c.shape[0]] = c
+        self.n_cuts[f] = c.shape[0]
+        self.n_distinct[f] = nd
+
+    def result(self) -> BinEdges:
+        return BinEdges(cuts=self.cuts, n_cuts=self.n_cuts, has_missing=self.has_missing,
+                        n_distinct=self.n_distinct, max_bin=self.max_bin,
+                        categories=self.seen, categorical=self.cat)
 
 
 def _unseen_to_missing(X, edges, out, row_major):

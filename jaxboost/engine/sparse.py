@@ -19,9 +19,9 @@ from __future__ import annotations
 import numpy as np
 
 from .._sparse import is_sparse
-from .._types import BIN_DTYPE, FLOAT_DTYPE
+from .._types import BIN_DTYPE
 from . import binning
-from .binning import BinEdges, _category_edges, _feature_cuts
+from .binning import BinEdges, EdgeBuilder
 
 
 def compute_bin_edges(X, max_bin: int = 256, sample_weight=None, seed: int = 0,
@@ -61,15 +61,7 @@ def sparse_bin_edges(X, max_bin: int = 256, sample_weight=None, seed: int = 0,
       ([1.5, 3.0], True)
     """
     N, F = X.shape
-    n_value_bins = max_bin - 1
-    width = max(max_bin - 2, 1)
-    cuts = np.full((F, width), np.inf, dtype=FLOAT_DTYPE)
-    n_cuts = np.zeros(F, dtype=np.int32)
-    has_missing = np.zeros(F, dtype=bool)
-    n_distinct = np.zeros(F, dtype=np.int64)
-    cat = None if categorical is None else np.asarray(categorical, bool)
-    seen = None if cat is None else np.zeros((F, max_bin), bool)
-    rng = np.random.default_rng(seed)
+    edges = EdgeBuilder(F, max_bin, categorical, seed)
     w = None if sample_weight is None else np.asarray(sample_weight, np.float64)
     keep, n_rows = None, N
     if w is not None and not (w > 0).all():
@@ -84,20 +76,8 @@ def sparse_bin_edges(X, max_bin: int = 256, sample_weight=None, seed: int = 0,
         present = ~np.isnan(vals)
         if not present.all():
             vals, rows = vals[present], rows[present]
-        has_missing[f] = vals.shape[0] < n_rows
-        if cat is not None and cat[f]:  # category codes: code c in bin c
-            c, seen[f] = _category_edges(vals, max_bin)
-            cuts[f, : c.shape[0]] = c
-            n_cuts[f] = c.shape[0]
-            n_distinct[f] = int(seen[f].sum())
-            continue
-        c, nd = _feature_cuts(vals, None if w is None else w[rows], n_value_bins, rng)
-        cuts[f, : c.shape[0]] = c
-        n_cuts[f] = c.shape[0]
-        n_distinct[f] = nd
-    return BinEdges(cuts=cuts, n_cuts=n_cuts, has_missing=has_missing,
-                    n_distinct=n_distinct, max_bin=int(max_bin), categories=seen,
-                    categorical=cat)
+        edges.add(f, vals, None if w is None else w[rows], vals.shape[0] < n_rows)
+    return edges.result()
 
 
 def apply_bins_sparse(X, edges: BinEdges, *, out=None, row_major: bool = False):
