@@ -1,0 +1,467 @@
+r"""``hypergrad``: the gradient of a validation loss with respect to the loss's and the
+booster's continuous hyperparameters, through a boosting run whose tree structures are
+held fixed.
+
+A grid search asks "which focal ``gamma``, Huber ``delta`` or ``reg_lambda`` gives the
+best validation loss?" with one full training run per grid point. Given the splits of
+one run, the leaf values are closed-form Newton steps of sums of g and h, smooth in
+every loss hyperparameter, in ``reg_lambda``, ``reg_alpha``, the learning rate and the
+Hessian floor; so the validation loss of the run is a smooth function of them and JAX
+differentiates it (``jaxboost.engine.replay`` has the math).
+
+What "structures held fixed" means: the derivative is that of the run with the same
+split features, thresholds and default directions, i.e. of a grid search in which no
+split changes. It is exact for small steps while no split would change, and it cannot
+see a split that a new value would choose (a piecewise-constant effect): near a value
+where a structure changes, the true validation loss may jump, and only retraining
+shows by how much. ``jaxboost.tuning.tune`` retrains every few steps for that reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import objectives as catalogue
+from objectives import Objective
+from objectives._base import Hyperparameters
+
+from .._types import float32_programs
+from .._validation import is_real
+from ..engine import replay as R
+from ..engine.autodiff import HESSIAN_FLOOR, loss_name, split_loss
+from ..errors import NonFiniteError
+
+BOOSTER_PARAMS = R.REPLAY_FIELDS
+"""The booster's hyperparameters ``hypergrad`` differentiates (beside the loss's own)."""
+
+STRUCTURAL = ("max_depth", "max_bin", "gamma", "min_child_weight", "subsample",
+              "colsample_bytree", "colsample_bylevel", "colsample_bynode",
+              "num_parallel_tree", "min_samples_leaf", "max_cat_to_onehot",
+              "max_cat_threshold", "n_rounds", "seed")
+"""Settings that choose the trees' structure (or their number): no gradient."""
+
+NOT_REPLAYED = ("refit", "init_model", "group", "eval_group", "n_outputs",
+                "multi_strategy", "monotone_constraints", "early_stopping_rounds",
+                "eval_set", "eval_metric", "early_stopping_metric", "early_stopping_data",
+                "quantize", "base_margin", "loss_params")
+"""``train`` options a replay does not follow (or that ``hypergrad`` sets itself)."""
+
+SMOOTH_METRICS = ("rmse", "mae", "r2", "logloss", "brier", "poisson_nll",
+                  "gamma_deviance")
+"""Built-in metrics with a gradient in the margins (``error``, ``accuracy``, ``auc``
+and the ranking metrics are piecewise constant: their gradient is 0 almost
+everywhere, so they are refused)."""
+
+MISMATCH_TOL = 1e-3
+"""Largest difference allowed between the replayed validation margins at the initial
+parameters and the trained model's, relative to ``1 + max |margin|``; beyond it the
+replay does not describe the model and ``hypergrad`` raises."""
+
+
+@dataclasses.dataclass(frozen=True)
+class HypergradResult:
+    """What ``hypergrad`` returns.
+
+    Attributes:
+      value: the validation loss of the run at ``params`` (as the replay computes it:
+        the trained model's validation loss, to float rounding).
+      grads: ``{name: d value / d param}`` for each name of ``params``.
+      params: the parameters, as numbers.
+      booster: the ``Booster`` whose structures were replayed.
+      maximize: True when ``value`` is a metric to maximise (``"r2"``).
+      max_margin_diff: the largest difference between the replayed and the model's
+        validation margins (a check that the replay describes the model).
+    """
+
+    value: float
+    grads: dict
+    params: dict
+    booster: Any
+    maximize: bool = False
+    max_margin_diff: float = 0.0
+    replay: Any = dataclasses.field(default=None, repr=False, compare=False)
+
+    def at(self, params: dict) -> tuple:
+        """``(value, grads)`` of the same run (same structures) at other ``params``
+        values (a dict over the same names; names left out keep their values): what
+        the fixed-structure model gives there, e.g. for a finite-difference check.
+
+        Example:
+          >>> # value, grads = result.at({"delta": 1.1})
+        """
+        unknown = sorted(set(params) - set(self.params))
+        if unknown:
+            raise TypeError(f"at(): {unknown} not among the differentiated parameters "
+                            f"{sorted(self.params)}")
+        values = dict(self.params)
+        values.update({k: float(v) for k, v in params.items()})
+        value, grads, _ = self.replay.value_and_grad(values)
+        return value, grads
+
+
+# --- the validation loss -------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class _RowMean:
+    """``(y, margin, w) -> weighted mean of loss(y, margin)`` (hashable: a static arg)."""
+
+    loss: Any
+
+    def __call__(self, y, f, w):
+        per_row = jax.vmap(self.loss)(y, f).astype(f.dtype)
+        return jnp.sum(w * per_row) / jnp.sum(w)
+
+
+@dataclasses.dataclass(frozen=True)
+class _OnResponse:
+    """A ``Metric``'s ``fn(y, pred, w)`` read through the objective's inverse link."""
+
+    fn: Any
+    link: Any
+
+    def __call__(self, y, f, w):
+        return self.fn(y, f if self.link is None else self.link(f), w)
+
+
+def validation_loss(val_loss, objective, tuned_loss_params):
+    """``(fn, maximize, name)``: ``fn(y, margin, w) -> scalar`` of ``val_loss``.
+
+    ``val_loss`` may be a built-in metric's name or a ``Metric`` (read through the
+    objective's link when it scores responses), an ``objectives`` entry or any per-row
+    ``loss(y, margin)`` (weighted mean over rows), or None: the objective's own loss,
+    allowed only when no loss hyperparameter is tuned (tuning ``gamma`` of the focal
+    loss against the focal loss itself rewards ``gamma`` for shrinking the loss, not
+    for predicting better).
+    """
+    from .. import metrics as M
+
+    if val_loss is None:
+        if tuned_loss_params:
+            raise TypeError(
+                f"hypergrad tunes the loss hyperparameter(s) {sorted(tuned_loss_params)} of "
+                f"{loss_name(objective)}; scoring them with that same loss would reward "
+                f"changing the loss's scale rather than the predictions. Pass val_loss=, "
+                f"e.g. 'logloss' or 'rmse' (a metric name), objectives.logistic, or any "
+                f"loss(y, margin)")
+        return _RowMean(objective), False, "loss"
+    if isinstance(val_loss, (str, M.Metric)):
+        m = M.get_metric(val_loss, objective=objective)
+        key = val_loss.strip().lower() if isinstance(val_loss, str) else m.name
+        if key == "objective":
+            return validation_loss(None, objective, tuned_loss_params)
+        if m.host or m.grouped or (key not in SMOOTH_METRICS and not isinstance(
+                val_loss, M.Metric)):
+            raise ValueError(
+                f"val_loss {key!r} has no useful gradient (piecewise constant, on the "
+                f"host, or over groups); use one of {SMOOTH_METRICS}, a Metric written in "
+                f"JAX, or a per-row loss(y, margin)")
+        link = None
+        if m.on == "response":
+            from ..training.evaluation import check_metric_links, link_of
+
+            check_metric_links(m, objective)
+            link = link_of(objective)
+        return _OnResponse(m.fn, link), m.maximize, m.name
+    if callable(val_loss):
+        return _RowMean(val_loss), False, loss_name(val_loss)
+    raise TypeError(f"val_loss must be a metric name, a Metric, a per-row "
+                    f"loss(y, margin) or None, got {type(val_loss).__name__}")
+
+
+# --- parameters ----------------------------------------------------------------------------
+def split_params(objective, params, train_kwargs):
+    """``(loss_values, booster_values)``: ``params`` split into the loss's traced
+    hyperparameters and ``BOOSTER_PARAMS`` (``TypeError`` / ``ValueError`` for a name
+    that is neither, or that chooses structures)."""
+    if not isinstance(params, dict) or not params:
+        raise TypeError(f"params must be a non-empty dict {{name: number}} of the "
+                        f"hyperparameters to differentiate, got {params!r}")
+    if isinstance(objective, Hyperparameters):
+        _, loss_vals = objective.traced_split()
+        loss_names = set(loss_vals)
+    else:
+        loss_names = None  # a plain callable: its keywords are what it accepts
+    loss_values, booster_values = {}, {}
+    for name, v in params.items():
+        if not isinstance(name, str):
+            raise TypeError(f"params keys must be names, got {name!r}")
+        if not is_real(v) or not math.isfinite(float(v)):
+            raise ValueError(f"params[{name!r}] must be a finite number, got {v!r}")
+        if name in train_kwargs:
+            raise TypeError(f"{name!r} is given both in params and as a keyword argument; "
+                            f"give it once, in params")
+        if loss_names is not None and name in loss_names:
+            loss_values[name] = float(v)
+        elif name in BOOSTER_PARAMS:
+            booster_values[name] = float(v)
+        elif name in STRUCTURAL:
+            raise ValueError(
+                f"{name!r} chooses the trees' structure, which has no gradient (a split is "
+                f"made or not); differentiable parameters: {_allowed(objective)}")
+        elif loss_names is None:
+            loss_values[name] = float(v)  # a keyword of the user's loss
+        else:
+            raise TypeError(f"unknown parameter {name!r}; differentiable parameters of "
+                            f"{loss_name(objective)}: {_allowed(objective)}")
+    return loss_values, booster_values
+
+
+def _allowed(objective) -> list:
+    out = list(BOOSTER_PARAMS)
+    if isinstance(objective, Hyperparameters):
+        out = sorted(objective.traced_split()[1]) + out
+    else:
+        out = ["<keywords of your loss>"] + out
+    return out
+
+
+def _check_train_kwargs(train_kwargs):
+    for k in NOT_REPLAYED:
+        v = train_kwargs.get(k)
+        if k in train_kwargs and not (k == "refit" and v in (None, False)):
+            raise ValueError(
+                f"hypergrad does not support {k}=: the replay recomputes Newton leaf values "
+                f"of one single-output run from its first round (put loss hyperparameters "
+                f"in params; refit's leaf values are argmins, not Newton steps)")
+    lr = train_kwargs.get("learning_rate")
+    if lr is not None and callable(lr):
+        raise TypeError("hypergrad needs a number for learning_rate (a schedule is not "
+                        "differentiated); put it in params to tune it")
+
+
+# --- the program -----------------------------------------------------------------------------
+@functools.partial(jax.jit, static_argnums=(0,))
+def _value_and_grad(spec, data, theta):
+    return jax.value_and_grad(R.replay_loss, argnums=2, has_aux=True)(spec, data, theta)
+
+
+@dataclasses.dataclass
+class Replay:
+    """A trained run ready to be replayed at other parameters (``tune`` reuses one
+    between retrainings). Build with ``Replay.of``; call ``value_and_grad(values)``."""
+
+    spec: Any
+    data: Any
+    theta0: Any
+    booster: Any
+    dtype: Any
+    names: tuple
+
+    @staticmethod
+    def of(booster, settings, X, y, sample_weight, X_val, y_val, val_weight, val_fn, *,
+           float64=False, segment=None):
+        dtype = jnp.float64 if float64 else jnp.float32
+        with jax.enable_x64(float64):
+            Xf = np.asarray(booster._features(X), np.float32)
+            Xv = np.asarray(booster._features(X_val), np.float32)
+            n_rounds = booster.n_rounds
+            P = booster.num_parallel_tree
+            S, L = R.layout(n_rounds, segment)
+            trees, active, rounds = R.stack_rounds(booster.ensemble, n_rounds, P, L)
+            put = functools.partial(jnp.asarray, dtype=dtype)
+            w = np.ones(len(Xf)) if sample_weight is None else sample_weight
+            wv = np.ones(len(Xv)) if val_weight is None else val_weight
+            family, values = settings["family"], settings["loss_values"]
+            c0 = put(booster.base_margin)
+            yd = put(np.asarray(y, np.float64))
+            wd = put(np.asarray(w, np.float64))
+            from ..engine.autodiff import bind_loss
+
+            G0, H0 = R.intercept_sums(bind_loss(family, values), yd, wd, c0)
+            data = R.ReplayData(
+                jnp.asarray(Xf), yd, wd, jnp.asarray(Xv), put(np.asarray(y_val, np.float64)),
+                put(np.asarray(wv, np.float64)), jax.tree.map(jnp.asarray, trees),
+                jnp.asarray(active), jnp.asarray(rounds), jnp.int32(settings["seed"]),
+                put(settings["subsample"]), c0, G0, H0)
+            spec = R.ReplaySpec(family, val_fn, booster.params.max_depth,
+                                settings["hessian"], P, settings["subsample"] < 1 and not
+                                settings["bootstrap"], settings["bootstrap"], L,
+                                settings["fit_intercept"])
+            b = settings["booster_values"]
+            theta0 = R.Theta(*(put(b[k]) for k in BOOSTER_PARAMS),
+                             put(booster.params.min_child_weight),
+                             {k: put(v) for k, v in values.items()})
+        return Replay(spec, data, theta0, booster, dtype, tuple(BOOSTER_PARAMS))
+
+    def theta(self, values: dict):
+        """``Theta`` at the initial parameters with ``values`` replaced."""
+        put = functools.partial(jnp.asarray, dtype=self.dtype)
+        t = self.theta0
+        loss = dict(t.loss_params)
+        fields = {}
+        for k, v in values.items():
+            if k in loss:
+                loss[k] = put(v)
+            else:
+                fields[k] = put(v)
+        return t._replace(loss_params=loss, **fields)
+
+    def value_and_grad(self, values: dict):
+        """``(value, grads, f_val)`` at ``values`` (a dict of every tuned parameter)."""
+        with jax.enable_x64(self.dtype == jnp.float64):
+            (value, f_val), g = _value_and_grad(self.spec, self.data, self.theta(values))
+            grads = {k: float(g.loss_params[k]) if k in g.loss_params else
+                     float(getattr(g, k)) for k in values}
+            return float(value), grads, np.asarray(f_val)
+
+
+# --- the public call ----------------------------------------------------------------------------
+def prepare(objective, params, val_loss, train_kwargs):
+    """Validated ``(objective, loss_values, booster_values, val_fn, maximize)``."""
+    objective = catalogue.resolve(objective)
+    if isinstance(objective, Hyperparameters) and not isinstance(objective, Objective):
+        raise ValueError(f"hypergrad replays per-row losses; {loss_name(objective)} is a "
+                         f"group loss")
+    _check_train_kwargs(train_kwargs)
+    loss_values, booster_values = split_params(objective, params, train_kwargs)
+    val_fn, maximize, _ = validation_loss(val_loss, objective, loss_values)
+    return objective, loss_values, booster_values, val_fn, maximize
+
+
+def objective_at(objective, loss_values):
+    """``(loss to train, loss_params)`` with the loss hyperparameters ``loss_values``."""
+    if isinstance(objective, Hyperparameters):
+        return (objective.with_params(**loss_values) if loss_values else objective), None
+    return objective, (dict(loss_values) if loss_values else None)
+
+
+def settings_of(objective, loss_values, booster_values, train_kwargs):
+    """What the replay needs to know of a run (beside its Booster)."""
+    from ..training.config import resolve_policies
+
+    loss, loss_params = objective_at(objective, loss_values)
+    family, values = split_loss(loss, loss_params)
+    b = dict(learning_rate=0.3, reg_lambda=1.0, reg_alpha=0.0, max_delta_step=0.0,
+             hessian_floor=HESSIAN_FLOOR)
+    b.update({k: train_kwargs[k] for k in b if k in train_kwargs})
+    b.update(booster_values)
+    hessian, _ = resolve_policies(loss, train_kwargs.get("hessian", "auto"), None, 1, None)
+    return dict(family=family, loss_values=values, booster_values=b, hessian=hessian,
+                seed=int(train_kwargs.get("seed") or 0),
+                subsample=float(train_kwargs.get("subsample", 1.0)),
+                bootstrap=bool(train_kwargs.get("bootstrap", False)),
+                fit_intercept=True, loss=loss, loss_params=loss_params)
+
+
+def train_run(settings, X, y, n_rounds, sample_weight, train_kwargs):
+    """The Booster of a run at ``settings`` (its structures are what is replayed)."""
+    from ..training.train import train
+
+    kw = dict(train_kwargs)
+    kw.update(settings["booster_values"])
+    kw.setdefault("verbose", False)
+    return train(settings["loss"], X, y, n_rounds=n_rounds, refit=None,
+                 loss_params=settings["loss_params"], sample_weight=sample_weight, **kw)
+
+
+@float32_programs
+def hypergrad(objective, X, y, X_val, y_val, *, params: dict, val_loss=None,
+              n_rounds: int = 100, sample_weight=None, val_weight=None,
+              float64: bool = False, segment=None, **train_kwargs) -> HypergradResult:
+    r"""Validation loss and its gradient in continuous hyperparameters, through one
+    boosting run with its tree structures held fixed.
+
+    Trains ``train(objective, X, y, n_rounds=n_rounds, **params, **train_kwargs)``
+    (loss hyperparameters set on the objective, ``refit=None``), then replays the run
+    with every leaf value recomputed as a function of the parameters
+    (``jaxboost.engine.replay``): per round :math:`v_l = \eta\,\mathrm{clip}(-T_\alpha(G_l)
+    / (H_l + \lambda))` of the sums of g and h of the rows in leaf ``l``, whose margins
+    come from the replayed earlier rounds; a fitted intercept moves as its
+    implicit-function derivative says. ``value`` is the validation loss of the model
+    (to float rounding) and ``grads`` its exact derivatives with the structures held
+    fixed: they predict what retraining gives as long as no split changes, and see
+    nothing of a split that a new value would choose (``jaxboost.tuning`` explains).
+
+    Memory: the rounds are checkpointed in ``segment``-round pieces (default about
+    ``sqrt(n_rounds)``), so the reverse pass stores about ``2 sqrt(n_rounds)`` copies of
+    the margins of the training and validation rows, not ``n_rounds``.
+
+    Args:
+      objective: as in ``train``: a per-row loss, an ``objectives`` entry or its name.
+        A plain callable takes its traced hyperparameters as keywords,
+        ``loss(y, pred, *, delta)``, named in ``params``.
+      X, y: ``(N, F)`` training features and ``(N,)`` labels.
+      X_val, y_val: ``(V, F)`` validation features and ``(V,)`` labels.
+      params: ``{name: value}``, the parameters to differentiate and their values: the
+        objective's continuous hyperparameters (``"delta"``, ``"gamma"``, ``"alpha"``,
+        ``"power"``, a plain loss's keywords) and any of ``learning_rate``,
+        ``reg_lambda``, ``reg_alpha``, ``max_delta_step``, ``hessian_floor``.
+        Structural settings (``max_depth``, ``gamma`` of the trees, ``min_child_weight``,
+        sampling ratios) have no gradient and are refused here; pass them as keywords.
+      val_loss: what is minimised: a built-in metric name (``SMOOTH_METRICS``; a
+        response metric is read through the objective's link), a ``Metric``, an
+        ``objectives`` entry or any per-row ``loss(y, margin)`` on margins (the weighted
+        mean over rows). None: the objective itself, only when no loss hyperparameter
+        is tuned.
+      n_rounds: boosting rounds.
+      sample_weight, val_weight: optional ``(N,)`` and ``(V,)`` row weights.
+      float64: replay in float64 (the training run is float32 either way).
+      segment: rounds per checkpointed segment (default ``ceil(sqrt(n_rounds))``).
+      **train_kwargs: other ``train`` options (``max_depth``, ``min_child_weight``,
+        ``subsample``, ``seed``, ``hessian``, ...). Refused (``NOT_REPLAYED``):
+        ``refit``, ``init_model``, group losses, vector outputs, monotone constraints,
+        early stopping, per-row ``base_margin``.
+
+    Returns:
+      ``HypergradResult`` (``value``, ``grads``, ``params``, ``booster``, ...).
+
+    Raises:
+      TypeError: an unknown parameter, or tuning the loss against itself.
+      ValueError: a structural parameter, an unsupported option, a non-smooth metric.
+      NonFiniteError: the value or a gradient is not finite.
+
+    Example:
+      >>> import numpy as np, jaxboost
+      >>> rng = np.random.default_rng(0)
+      >>> X = rng.normal(size=(300, 3)).astype(np.float32); y = X[:, 0] + rng.normal(size=300)
+      >>> r = jaxboost.hypergrad("pseudo_huber", X[:200], y[:200], X[200:], y[200:],
+      ...                        params={"delta": 1.0, "reg_lambda": 1.0},
+      ...                        val_loss="rmse", n_rounds=10, max_depth=2)
+      >>> sorted(r.grads), r.value > 0
+      (['delta', 'reg_lambda'], True)
+    """
+    train_kwargs = dict(train_kwargs)
+    objective, loss_values, booster_values, val_fn, maximize = prepare(
+        objective, params, val_loss, train_kwargs)
+    settings = settings_of(objective, loss_values, booster_values, train_kwargs)
+    booster = train_run(settings, X, y, n_rounds, sample_weight, train_kwargs)
+    replay = Replay.of(booster, settings, X, y, sample_weight, X_val, y_val, val_weight,
+                       val_fn, float64=float64, segment=segment)
+    value, grads, f_val = replay.value_and_grad(dict(params))
+    diff = check_replay(booster, X_val, f_val)
+    check_finite(value, grads)
+    return HypergradResult(value, grads, {k: float(v) for k, v in params.items()}, booster,
+                           maximize, diff, replay)
+
+
+def check_replay(booster, X_val, f_val) -> float:
+    """The largest difference between the replayed validation margins ``f_val`` and the
+    model's; ``RuntimeError`` when over ``MISMATCH_TOL`` (relative), which would make
+    every hypergradient describe another model."""
+    m = np.asarray(booster.predict(X_val, output_margin=True), np.float64)
+    diff = float(np.max(np.abs(m - f_val))) if m.size else 0.0
+    scale = 1.0 + float(np.max(np.abs(m))) if m.size else 1.0
+    if not diff <= MISMATCH_TOL * scale:
+        raise RuntimeError(
+            f"the replay of the run does not reproduce the trained model (validation "
+            f"margins differ by up to {diff:.3g}); its hypergradients would describe "
+            f"another model. Please report this with the settings used")
+    return diff
+
+
+def check_finite(value, grads) -> None:
+    bad = [k for k, v in grads.items() if not math.isfinite(v)]
+    if not math.isfinite(value) or bad:
+        raise NonFiniteError(
+            f"hypergrad: the validation loss ({value}) or the gradient in {bad} is not "
+            f"finite; check the loss's derivatives at these parameters (and that "
+            f"val_loss is finite on the validation labels)")
+
+
+__all__ = ["hypergrad", "HypergradResult", "BOOSTER_PARAMS", "SMOOTH_METRICS"]
