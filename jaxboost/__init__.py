@@ -6,6 +6,7 @@ arrays into trees (bins, gradients, histograms, splits, one boosting round);
 ``training/`` runs rounds from one call (``train``, ``train_many``), over devices and
 processes with ``parallel/``, measured by ``metrics/``; ``Booster`` holds the result
 and predicts; ``io/`` writes and reads it (jaxboost's JSON format and XGBoost's);
+``tuning`` learns continuous hyperparameters by gradients through runs;
 ``compare``, ``explain``, ``sklearn``, ``plotting`` and ``cli`` adapt the public API.
 The losses live in the separate ``objectives`` package.
 
@@ -28,8 +29,9 @@ from .io import ModelFormatError, from_xgboost, load, to_xgboost_json
 from .parallel import distributed, sharding
 from .training import train
 from .training.many import train_many
+from .tuning import hypergrad, tune
 
 __all__ = ["train", "train_many", "Booster", "load", "DataError", "LossError", "MetricError",
            "NonFiniteError", "HessianWarning", "ModelFormatError", "compare", "metrics",
            "callbacks", "distributed", "sharding", "ranking", "survival", "compile_cache",
-           "to_xgboost_json", "from_xgboost", "__version__"]
+           "to_xgboost_json", "from_xgboost", "hypergrad", "tune", "__version__"]

@@ -8,5 +8,7 @@ gradients with an optax optimiser, within bounds, retraining every few steps.
 """
 
 from .hypergrad import BOOSTER_PARAMS, SMOOTH_METRICS, HypergradResult, hypergrad
+from .tune import DOMAINS, TuneResult, tune
 
-__all__ = ["hypergrad", "HypergradResult", "BOOSTER_PARAMS", "SMOOTH_METRICS"]
+__all__ = ["hypergrad", "HypergradResult", "tune", "TuneResult", "BOOSTER_PARAMS",
+           "SMOOTH_METRICS", "DOMAINS"]
