@@ -23,6 +23,8 @@ The data's journey, one module per stage:
 * ``grow``: one level-wise tree (the level loop, routing, gamma pruning);
 * ``sampling``: row (Bernoulli or bootstrap) and column draws from one seed;
 * ``refit``: leaf values re-solved on the true loss;
+* ``replay``: a finished run replayed with its structures fixed, its leaf values as
+  functions of the hyperparameters (for ``jaxboost.tuning``'s hypergradients);
 * ``tree``: trees as heap-layout arrays, routing and prediction;
 * ``round``: the one boosting round that ``train`` and ``train_many`` share (a forest of
   ``num_parallel_tree`` trees per output when asked), and the compiled program that runs

@@ -185,11 +185,11 @@ def tune(objective, X, y, X_val, y_val, *, params: dict, bounds=None, val_loss=N
       >>> import numpy as np, jaxboost
       >>> rng = np.random.default_rng(0)
       >>> X = rng.normal(size=(300, 3)).astype(np.float32); y = X[:, 0] + rng.normal(size=300)
-      >>> res = jaxboost.tune("squared", X[:200], y[:200], X[200:], y[200:],
-      ...                     params={"reg_lambda": 1.0}, val_loss="rmse", steps=4,
-      ...                     regrow_every=2, n_rounds=10, max_depth=2)
-      >>> res.n_trainings, len(res.history), res.value > 0
-      (3, 4, True)
+      >>> res = jaxboost.tune("pseudo_huber", X[:200], y[:200], X[200:], y[200:],
+      ...                     params={"delta": 1.0, "reg_lambda": 1.0}, val_loss="rmse",
+      ...                     steps=4, regrow_every=2, n_rounds=10, max_depth=2)
+      >>> res.n_trainings, len(res.history), sorted(res.params)
+      (3, 4, ['delta', 'reg_lambda'])
     """
     import optax
 
