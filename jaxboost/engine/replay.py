@@ -17,7 +17,7 @@ a smooth function of the loss's hyperparameters :math:`\theta`, the learning rat
    f^{(t)}_i = f^{(t-1)}_i + v_{l_t(x_i)}
 
 (``pi`` the Hessian policy, ``delta`` = ``max_delta_step`` when > 0, ``P`` the trees
-of a forest round, each with its own row sample; leaves with :math:`H_l <` 
+of a forest round, each with its own row sample; leaves with :math:`H_l <`
 ``min_child_weight`` get 0, as in training), and the validation margins follow the
 same leaf values on the validation rows' leaves. Autodiff of a validation loss of
 :math:`f^{(T)}` gives the hypergradient.
@@ -49,7 +49,7 @@ import jax.numpy as jnp
 
 from .._types import INDEX_DTYPE
 from .autodiff import _row_grad_hess, apply_hessian_policy, bind_loss
-from .sampling import SUBSAMPLE, bootstrap_counts, round_key, row_mask
+from .sampling import bootstrap_counts, round_key, row_mask
 from .split import threshold_l1
 from .tree import Ensemble, _tree_leaf
 
