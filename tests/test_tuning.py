@@ -147,6 +147,19 @@ def test_refusals(params, kw, error, match):
         jaxboost.hypergrad(objectives.pseudo_huber, X, y, X, y, params=params, **kw)
 
 
+def test_validation_set_checked_before_training():
+    X = np.zeros((4, 2), np.float32)
+    y = np.zeros(4, np.float32)
+    with pytest.raises(jaxboost.DataError, match="validation set.*3 labels"):
+        jaxboost.hypergrad(objectives.squared, X, y, X, y[:3], params={"reg_lambda": 1.0})
+    with pytest.raises(jaxboost.DataError, match="X_val has 3 features, X has 2"):
+        jaxboost.tune(objectives.squared, X, y, np.zeros((4, 3)), y,
+                      params={"reg_lambda": 1.0})
+    with pytest.raises(jaxboost.DataError, match="validation set.*NaN"):
+        jaxboost.hypergrad(objectives.squared, X, y, X, np.full(4, np.nan),
+                           params={"reg_lambda": 1.0})
+
+
 def test_tune_refusals():
     X = np.zeros((4, 2), np.float32)
     y = np.zeros(4, np.float32)

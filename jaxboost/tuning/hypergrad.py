@@ -36,7 +36,7 @@ from .._types import float32_programs
 from .._validation import is_real
 from ..engine import replay as R
 from ..engine.autodiff import HESSIAN_FLOOR, loss_name, split_loss
-from ..errors import NonFiniteError
+from ..errors import DataError, NonFiniteError
 
 BOOSTER_PARAMS = R.REPLAY_FIELDS
 """The booster's hyperparameters ``hypergrad`` differentiates (beside the loss's own)."""
@@ -312,6 +312,23 @@ class Replay:
 
 
 # --- the public call ----------------------------------------------------------------------------
+def check_validation_set(X, X_val, y_val, val_weight) -> None:
+    """``DataError`` (before any training) when the validation set does not fit: its
+    features' count differs from ``X``'s, its labels or weights are not one finite
+    number per row."""
+    from .._validation import as_features, as_labels, as_weights
+
+    try:
+        Xv = as_features(X_val, name="X_val", allow_inf=True, sparse="csr")
+        as_labels(y_val, Xv.shape[0])
+        as_weights(val_weight, Xv.shape[0])
+    except DataError as e:
+        raise DataError(f"validation set (X_val, y_val, val_weight): {e}") from None
+    n_features = np.shape(X)[1] if np.ndim(X) == 2 else None
+    if n_features is not None and Xv.shape[1] != n_features:
+        raise DataError(f"X_val has {Xv.shape[1]} features, X has {n_features}")
+
+
 def prepare(objective, params, val_loss, train_kwargs):
     """Validated ``(objective, loss_values, booster_values, val_fn, maximize)``."""
     objective = catalogue.resolve(objective)
@@ -429,6 +446,7 @@ def hypergrad(objective, X, y, X_val, y_val, *, params: dict, val_loss=None,
     train_kwargs = dict(train_kwargs)
     objective, loss_values, booster_values, val_fn, maximize = prepare(
         objective, params, val_loss, train_kwargs)
+    check_validation_set(X, X_val, y_val, val_weight)
     settings = settings_of(objective, loss_values, booster_values, train_kwargs)
     booster = train_run(settings, X, y, n_rounds, sample_weight, train_kwargs)
     replay = Replay.of(booster, settings, X, y, sample_weight, X_val, y_val, val_weight,
