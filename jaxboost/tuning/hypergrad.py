@@ -235,6 +235,11 @@ def _check_train_kwargs(train_kwargs):
                         "differentiated); put it in params to tune it")
 
 
+def _put(x, dtype):
+    """``x`` on the device as ``dtype`` (converted on the host: no program compiled)."""
+    return jax.device_put(np.asarray(x, dtype))
+
+
 # --- the program -----------------------------------------------------------------------------
 @functools.partial(jax.jit, static_argnums=(0,))
 def _value_and_grad(spec, data, theta):
@@ -264,7 +269,7 @@ class Replay:
             P = booster.num_parallel_tree
             S, L = R.layout(n_rounds, segment)
             trees, active, rounds = R.stack_rounds(booster.ensemble, n_rounds, P, L)
-            put = functools.partial(jnp.asarray, dtype=dtype)
+            put = functools.partial(_put, dtype=np.float64 if float64 else np.float32)
             w = np.ones(len(Xf)) if sample_weight is None else sample_weight
             wv = np.ones(len(Xv)) if val_weight is None else val_weight
             family, values = settings["family"], settings["loss_values"]
@@ -275,9 +280,10 @@ class Replay:
 
             G0, H0 = R.intercept_sums(bind_loss(family, values), yd, wd, c0)
             data = R.ReplayData(
-                jnp.asarray(Xf), yd, wd, jnp.asarray(Xv), put(np.asarray(y_val, np.float64)),
-                put(np.asarray(wv, np.float64)), jax.tree.map(jnp.asarray, trees),
-                jnp.asarray(active), jnp.asarray(rounds), jnp.int32(settings["seed"]),
+                jax.device_put(Xf), yd, wd, jax.device_put(Xv),
+                put(np.asarray(y_val, np.float64)), put(np.asarray(wv, np.float64)),
+                jax.tree.map(jax.device_put, trees), jax.device_put(active),
+                jax.device_put(rounds), jax.device_put(np.int32(settings["seed"])),
                 put(settings["subsample"]), c0, G0, H0)
             spec = R.ReplaySpec(family, val_fn, booster.params.max_depth,
                                 settings["hessian"], P, settings["subsample"] < 1 and not
@@ -291,7 +297,8 @@ class Replay:
 
     def theta(self, values: dict):
         """``Theta`` at the initial parameters with ``values`` replaced."""
-        put = functools.partial(jnp.asarray, dtype=self.dtype)
+        put = functools.partial(_put, dtype=np.float64 if self.dtype == jnp.float64
+                                else np.float32)
         t = self.theta0
         loss = dict(t.loss_params)
         fields = {}
