@@ -160,6 +160,14 @@ def test_validation_set_checked_before_training():
                            params={"reg_lambda": 1.0})
 
 
+@pytest.mark.parametrize("objective", [objectives.softmax, objectives.cox])
+def test_vector_and_group_losses_refused(objective):
+    X = np.zeros((4, 2), np.float32)
+    with pytest.raises(ValueError, match="single-output|group loss"):
+        jaxboost.hypergrad(objective, X, np.zeros(4), X, np.zeros(4),
+                           params={"reg_lambda": 1.0})
+
+
 def test_tune_refusals():
     X = np.zeros((4, 2), np.float32)
     y = np.zeros(4, np.float32)

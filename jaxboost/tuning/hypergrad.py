@@ -342,6 +342,9 @@ def prepare(objective, params, val_loss, train_kwargs):
     if isinstance(objective, Hyperparameters) and not isinstance(objective, Objective):
         raise ValueError(f"hypergrad replays per-row losses; {loss_name(objective)} is a "
                          f"group loss")
+    if isinstance(objective, Objective) and objective.outputs != 1:
+        raise ValueError(f"hypergrad replays single-output losses; {loss_name(objective)} "
+                         f"has {objective.outputs or 'one per class'} outputs per row")
     _check_train_kwargs(train_kwargs)
     loss_values, booster_values = split_params(objective, params, train_kwargs)
     val_fn, maximize, _ = validation_loss(val_loss, objective, loss_values)
