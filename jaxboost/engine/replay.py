@@ -50,7 +50,7 @@ import jax.numpy as jnp
 from .._types import INDEX_DTYPE
 from .autodiff import _row_grad_hess, apply_hessian_policy, bind_loss
 from .sampling import bootstrap_counts, round_key, row_mask
-from .split import threshold_l1
+from .split import newton_weight
 from .tree import Ensemble, _tree_leaf
 
 REPLAY_FIELDS = ("learning_rate", "reg_lambda", "reg_alpha", "max_delta_step",
@@ -146,15 +146,11 @@ def row_derivatives(loss, y, f, w, *, hessian: str, floor):
 
 def newton_leaves(G, H, theta: Theta, n_parallel: int):
     r"""Leaf values :math:`\frac{\eta}{P}\,\mathrm{clip}(-T_\alpha(G)/(H + \lambda))`,
-    0 where :math:`H <` ``min_child_weight`` or :math:`H \le 0` (``split.calc_weight``
-    in the dtype of ``G``; the denominators are kept away from 0 where unused, so the
-    gradient has no NaN)."""
-    lam, mds = theta.reg_lambda, theta.max_delta_step
-    used = (H >= theta.min_child_weight) & (H > 0)
-    den = jnp.where(used & (H + lam > 0), H + lam, 1.0)
-    v = -threshold_l1(G, theta.reg_alpha) / den
-    v = jnp.where(mds > 0, jnp.clip(v, -mds, mds), v)
-    return jnp.where(used, v, 0.0) * (theta.learning_rate / n_parallel)
+    0 where :math:`H <` ``min_child_weight`` or :math:`H \le 0`: training's
+    ``split.newton_weight``, in the dtype of ``G``."""
+    w = newton_weight(G, H, theta.reg_lambda, theta.reg_alpha, theta.min_child_weight,
+                      theta.max_delta_step)
+    return w * (theta.learning_rate / n_parallel)
 
 
 def intercept(spec: ReplaySpec, data: ReplayData, theta: Theta):

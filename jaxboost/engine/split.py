@@ -52,13 +52,26 @@ def threshold_l1(G, alpha):
     return jnp.where(G > alpha, G - alpha, jnp.where(G < -alpha, G + alpha, 0.0))
 
 
+def newton_weight(G, H, lam, alpha, mcw, mds):
+    r"""The Newton leaf weight :math:`-T_\alpha(G) / (H + \lambda)`, clipped to
+    :math:`\pm` ``mds`` when ``mds > 0``, and 0 where :math:`H <` ``mcw`` or
+    :math:`H \le 0`; in the dtype of ``G`` and ``H``. Unused entries divide by 1, so
+    the gradient of the weight (``jaxboost.engine.replay``) has no NaN.
+
+    >>> float(newton_weight(-3.0, 2.0, 1.0, 0.0, 1.0, 0.0))
+    1.0
+    """
+    used = (H >= mcw) & (H > 0)
+    w = -threshold_l1(G, alpha) / jnp.where(used & (H + lam > 0), H + lam, 1.0)
+    w = jnp.where(mds > 0, jnp.clip(w, -mds, mds), w)
+    return jnp.where(used, w, 0.0)
+
+
 def calc_weight(G, H, dyn):
     """Newton leaf weight :math:`w^*` in float64 (see the module docstring)."""
     lam, alpha, mcw, mds = (x.astype(ACC_DTYPE) for x in (
         dyn.reg_lambda, dyn.reg_alpha, dyn.min_child_weight, dyn.max_delta_step))
-    w = -threshold_l1(G, alpha) / (H + lam)
-    w = jnp.where(mds > 0, jnp.clip(w, -mds, mds), w)
-    return jnp.where((H < mcw) | (H <= 0), 0.0, w)
+    return newton_weight(G, H, lam, alpha, mcw, mds)
 
 
 def calc_score(G, H, dyn):
