@@ -30,11 +30,16 @@ if SESSION_CACHE == "0":
 #   and a training program's LLVM compile takes about a fifth of the time (1.3 s -> 0.25
 #   s for a depth-3 logistic program; a small script training seven model kinds went
 #   from 24 to 12 s of CPU).
+# - LLVM without its expensive passes (--xla_llvm_disable_expensive_passes) and each
+#   module compiled as one piece (--xla_cpu_parallel_codegen_split_count=1: the suite's
+#   two workers already keep both cores busy): about a fifth less CPU again.
 # Trees are the same; some exp/log/cosh evaluations round differently by an ulp or so
 # (tests/test_optimization_level.py trains with JAX's defaults in a subprocess and
 # compares). The example scripts the tests start inherit the flags.
 # JAXBOOST_TEST_FULL_OPT=1 (make test-full-opt) keeps XLA's defaults.
-OPT_FLAG = "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false"
+OPT_FLAG = ("--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false "
+            "--xla_llvm_disable_expensive_passes=true "
+            "--xla_cpu_parallel_codegen_split_count=1")
 if (os.environ.get("JAXBOOST_TEST_FULL_OPT", "0") == "0"
         and "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", "")):
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {OPT_FLAG}".strip()
