@@ -91,6 +91,26 @@ def test_value_is_the_trained_models_validation_loss(data):
     assert r.params == {"delta": 1.5, "reg_lambda": 2.0}
 
 
+@pytest.mark.parametrize("kw", [
+    dict(num_parallel_tree=3, bootstrap=True, subsample=0.8, colsample_bynode=0.5),
+    dict(categorical_features=[3], sample_weight=np.linspace(0.2, 2.0, N_TRAIN)),
+], ids=["forest-bootstrap", "categorical-weighted"])
+def test_replay_follows_forests_categories_and_weights(data, kw):
+    """Bootstrap draws of each forest tree, category sets and row weights are replayed:
+    the replay gives the trained model's validation margins (hypergrad raises when it
+    does not) and the values of the finite differences."""
+    X, ys = data
+    X = X.copy()
+    X[:, 3] = np.floor(np.abs(X[:, 3]) * 2)  # codes 0..6
+    r = jaxboost.hypergrad(objectives.squared, *split(X, ys["reg"]),
+                           params={"reg_lambda": 2.0, "learning_rate": 0.3}, float64=True,
+                           **COMMON, **kw)
+    assert r.max_margin_diff < 1e-5
+    fd = central_differences(r)
+    for k in r.params:
+        assert r.grads[k] == pytest.approx(fd[k], rel=1e-4), k
+
+
 def _structure(booster):
     e = booster.ensemble
     return [np.asarray(a) for a in (e.feature, e.tbin, e.is_leaf, e.default_left)]
