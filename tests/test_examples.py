@@ -174,3 +174,21 @@ def test_forest_vs_boosting_example_prints_seed_004s_table():
                                                 hessian="constant")
     X_train, X_test, _, _ = example.data()
     assert f"digits: {len(X_train)} training and {len(X_test)} test images" in out
+
+
+def test_tune_losses_example_tunes_delta_against_a_grid():
+    """Issue 19: the example runs tune and a grid search on the diabetes data; tune's best
+    run is at least as good as its start (the start is one of its trained runs), the
+    MAE the script measures on that booster is the value tune computed by replaying
+    it, and each method made the trainings its settings imply (3 x 3 grid; 4 steps,
+    retraining every 2: steps 0 and 2, then the final one)."""
+    out = run("tune_losses.py", "--small")
+    rows = {m: (int(n), float(v), float(t)) for m, n, v, t in re.findall(
+        r"^(grid|tune)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+[\d.]+\s+delta=", out, flags=re.M)}
+    assert set(rows) == {"grid", "tune"}, out
+    assert rows["grid"][0] == 9 and rows["tune"][0] == 3, out
+    replayed = float(re.search(r"the replay's\): val MAE ([\d.]+)", out).group(1))
+    assert abs(replayed - rows["tune"][1]) < 1e-4, out
+    start = float(re.search(r"started at val MAE ([\d.]+)", out).group(1))
+    assert rows["tune"][1] <= start + 1e-4, out
+    assert 0.3 < rows["grid"][1] < 1.0 and 0.3 < rows["tune"][2] < 1.0, out

@@ -381,6 +381,7 @@ def train_run(settings, X, y, n_rounds, sample_weight, train_kwargs):
     from ..training.train import train
 
     kw = dict(train_kwargs)
+    kw.pop("refit", None)  # None / False are accepted (_check_train_kwargs); set below
     kw.update(settings["booster_values"])
     kw.setdefault("verbose", False)
     return train(settings["loss"], X, y, n_rounds=n_rounds, refit=None,
