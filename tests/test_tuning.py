@@ -13,7 +13,7 @@ import pytest
 
 import jaxboost
 import objectives
-from jaxboost.tuning.tune import Transform, transforms
+from jaxboost.tuning.tune import Transform, closed, transforms
 
 N_TRAIN, N_VAL, F = 300, 100, 4
 COMMON = dict(n_rounds=10, max_depth=2)
@@ -216,9 +216,22 @@ def test_transforms_invert_and_differentiate(lo, hi, x):
         assert (lo is None or v >= lo) and (hi is None or v <= hi)
 
 
+def test_closed_bounds_project_and_start_on_the_bound():
+    t = closed(0.0, 5.0)
+    assert [t.project(u) for u in (-0.4, 2.0, 7.0)] == [0.0, 2.0, 5.0]
+    assert t.value(-0.4) == 0.0 and t.slope(0.0) == 1.0 and t.inverse(2.5) == 2.5
+    tf = transforms(objectives.focal, {"gamma": 0.0}, None)  # gamma = 0 may start there
+    assert tf["gamma"].closed and tf["gamma"].value(-1.0) == 0.0
+    with pytest.raises(ValueError, match="within its bounds"):
+        transforms(objectives.focal, {"gamma": -0.5}, None)
+    with pytest.raises(ValueError, match="closed"):  # the message offers closed bounds
+        transforms(objectives.squared, {"reg_lambda": 0.0}, None)
+
+
 def test_default_bounds_of_catalogue_hyperparameters():
     tf = transforms(objectives.focal, {"gamma": 2.0, "reg_lambda": 1.0}, None)
-    assert (tf["gamma"].lo, tf["gamma"].hi) == (0.0, None)
+    assert (tf["gamma"].lo, tf["gamma"].hi, tf["gamma"].closed) == (0.0, None, True)
+    assert (tf["reg_lambda"].lo, tf["reg_lambda"].closed) == (0.0, False)
     tf = transforms(objectives.tweedie, {"power": 1.5}, {"power": (1.1, 1.9)})
     assert (tf["power"].lo, tf["power"].hi) == (1.1, 1.9)
 

@@ -41,6 +41,7 @@ Arrays in, arrays out, on one device; dtype-generic (float64 in a scoped x64 con
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, NamedTuple
 
@@ -78,6 +79,7 @@ class ReplaySpec(NamedTuple):
     bootstrap: bool = False
     segment: int = 1
     fit_intercept: bool = True
+    checkpoint: bool = True
 
 
 class Theta(NamedTuple):
@@ -165,6 +167,7 @@ def intercept(spec: ReplaySpec, data: ReplayData, theta: Theta):
     return data.c0 - jnp.where(ok, (G - data.G0) / jnp.where(ok, data.H0, 1.0), 0.0)
 
 
+@functools.partial(jax.jit, static_argnums=(0,))
 def intercept_sums(loss, y, w, c0):
     """``(G0, H0)``: the sums of weighted g and exact h at the intercept ``c0``."""
     f = jnp.full(y.shape[0], c0, c0.dtype)
@@ -208,11 +211,15 @@ def replay_margins(spec: ReplaySpec, data: ReplayData, theta: Theta):
     c = intercept(spec, data, theta)
     f = jnp.full(data.y.shape[0], c, dtype)
     f_val = jnp.full(data.y_val.shape[0], c, dtype)
-    one_round = jax.checkpoint(lambda carry, xs: _round(spec, data, theta, carry, xs))
+    def one_round(carry, xs):
+        return _round(spec, data, theta, carry, xs)
 
-    @jax.checkpoint
     def segment(carry, xs):
         return jax.lax.scan(one_round, carry, xs)
+
+    if spec.checkpoint:
+        one_round = jax.checkpoint(one_round)
+        segment = jax.checkpoint(segment)
 
     (f, f_val), _ = jax.lax.scan(segment, (f, f_val), (data.trees, data.active, data.rounds))
     return f, f_val

@@ -15,9 +15,12 @@ bounds                 parameter                          used for
                                                           focal ``gamma`` (>= 0)
 ``(None, hi)``         :math:`hi - e^u`
 ``(None, None)``       :math:`u`                          a plain loss's keywords
+``closed(lo, hi)``     :math:`u`, projected into          focal ``gamma`` (>= 0:
+                       :math:`[lo, hi]` after each step   ``gamma = 0`` is reachable)
 =====================  =================================  ===========================
 
-(``learning_rate`` in (0, 1)). A parameter starts strictly inside its bounds.
+(``learning_rate`` in (0, 1)). A parameter starts inside its bounds (strictly inside
+open ones).
 """
 
 from __future__ import annotations
@@ -40,27 +43,26 @@ from .hypergrad import (
     train_run,
 )
 
-DOMAINS = {
-    "learning_rate": (0.0, 1.0), "reg_lambda": (0.0, None), "reg_alpha": (0.0, None),
-    "max_delta_step": (0.0, None), "hessian_floor": (0.0, None),
-    "focal.gamma": (0.0, None), "quantile.alpha": (0.0, 1.0), "tweedie.power": (1.0, 2.0),
-    "huber.delta": (0.0, None), "pseudo_huber.delta": (0.0, None),
-    "cauchy.scale": (0.0, None),
-}
-"""Default bounds: the booster's parameters by name, catalogue hyperparameters as
-``"entry.name"``; others are unbounded unless ``bounds=`` says."""
-
 
 @dataclasses.dataclass(frozen=True)
 class Transform:
-    """One parameter's map from the unconstrained ``u`` to its value within ``(lo, hi)``
-    (``None``: open on that side), with its derivative."""
+    """One parameter's map from the optimiser's variable ``u`` to its value within
+    ``(lo, hi)`` (``None``: open on that side), with its derivative.
+
+    Open bounds (the default) are reparametrised (the module docstring's table);
+    ``closed=True`` keeps the parameter's own scale (``u`` is the value) and projects
+    each step back into ``[lo, hi]``, so a bound itself can be reached: focal
+    ``gamma = 0`` is the logistic loss. ``closed(lo, hi)`` makes one.
+    """
 
     lo: Optional[float]
     hi: Optional[float]
+    closed: bool = False
 
     def value(self, u: float) -> float:
         lo, hi = self.lo, self.hi
+        if self.closed:
+            return self.project(u)
         if lo is not None and hi is not None:
             return lo + (hi - lo) / (1.0 + math.exp(-u))
         if lo is not None:
@@ -70,8 +72,10 @@ class Transform:
         return u
 
     def slope(self, u: float) -> float:
-        """d value / d u."""
+        """d value / d u (1 on a closed bound: the gradient may lead back inside)."""
         lo, hi = self.lo, self.hi
+        if self.closed:
+            return 1.0
         if lo is not None and hi is not None:
             s = 1.0 / (1.0 + math.exp(-u))
             return (hi - lo) * s * (1.0 - s)
@@ -83,6 +87,8 @@ class Transform:
 
     def inverse(self, x: float) -> float:
         lo, hi = self.lo, self.hi
+        if self.closed:
+            return x
         if lo is not None and hi is not None:
             t = (x - lo) / (hi - lo)
             return math.log(t / (1.0 - t))
@@ -92,10 +98,42 @@ class Transform:
             return math.log(hi - x)
         return x
 
+    def project(self, u: float) -> float:
+        """``u`` after a step: clipped into ``[lo, hi]`` when closed, else as is."""
+        if not self.closed:
+            return u
+        if self.lo is not None:
+            u = max(u, self.lo)
+        if self.hi is not None:
+            u = min(u, self.hi)
+        return u
+
+
+def closed(lo: Optional[float] = None, hi: Optional[float] = None) -> Transform:
+    """Closed bounds ``[lo, hi]`` for ``tune(bounds=...)``: steps on the parameter's own
+    scale, projected back into the bounds (``Transform``).
+
+    >>> closed(0.0).value(-0.3), closed(0.0, 5.0).value(7.0)
+    (0.0, 5.0)
+    """
+    return Transform(lo, hi, closed=True)
+
+
+DOMAINS = {
+    "learning_rate": (0.0, 1.0), "reg_lambda": (0.0, None), "reg_alpha": (0.0, None),
+    "max_delta_step": (0.0, None), "hessian_floor": (0.0, None),
+    "focal.gamma": closed(0.0), "quantile.alpha": (0.0, 1.0), "tweedie.power": (1.0, 2.0),
+    "huber.delta": (0.0, None), "pseudo_huber.delta": (0.0, None),
+    "cauchy.scale": (0.0, None),
+}
+"""Default bounds: the booster's parameters by name, catalogue hyperparameters as
+``"entry.name"``; others are unbounded unless ``bounds=`` says. Focal ``gamma >= 0``
+is closed (``gamma = 0``, the logistic loss, is a candidate); the others are open."""
+
 
 def transforms(objective, params: dict, bounds) -> dict:
     """``{name: Transform}``: ``bounds`` given for a name, else ``DOMAINS``; checks that
-    every start value lies strictly inside its bounds."""
+    every start value lies inside its bounds (strictly, for open ones)."""
     bounds = dict(bounds or {})
     unknown = sorted(set(bounds) - set(params))
     if unknown:
@@ -104,18 +142,27 @@ def transforms(objective, params: dict, bounds) -> dict:
     out = {}
     for k, v in params.items():
         b = bounds.get(k, DOMAINS.get(k, DOMAINS.get(f"{entry}.{k}", (None, None))))
-        if not (isinstance(b, tuple) and len(b) == 2):
+        if isinstance(b, Transform):
+            lo, hi, is_closed = b.lo, b.hi, b.closed
+        elif isinstance(b, tuple) and len(b) == 2:
+            (lo, hi), is_closed = b, False
+        else:
             raise TypeError(f"bounds[{k!r}] must be a pair (lo, hi), None for an open side, "
-                            f"got {b!r}")
-        lo, hi = (None if x is None else float(x) for x in b)
+                            f"or closed(lo, hi), got {b!r}")
+        lo, hi = (None if x is None else float(x) for x in (lo, hi))
         if lo is not None and hi is not None and not lo < hi:
             raise ValueError(f"bounds[{k!r}] = {b!r}: lo must be < hi")
-        if (lo is not None and not v > lo) or (hi is not None and not v < hi):
+        if is_closed:
+            if (lo is not None and v < lo) or (hi is not None and v > hi):
+                raise ValueError(f"params[{k!r}] = {v!r} must lie within its bounds "
+                                 f"[{lo}, {hi}]")
+        elif (lo is not None and not v > lo) or (hi is not None and not v < hi):
             raise ValueError(f"params[{k!r}] = {v!r} must lie strictly inside its bounds "
                              f"({lo}, {hi}) (the optimiser works on a scale where the "
                              f"bounds are at infinity); start inside, e.g. "
-                             f"{_inside(lo, hi)!r}")
-        out[k] = Transform(lo, hi)
+                             f"{_inside(lo, hi)!r}, or give closed bounds, "
+                             f"bounds={{{k!r}: closed({lo}, {hi})}}")
+        out[k] = Transform(lo, hi, is_closed)
     return out
 
 
@@ -170,9 +217,10 @@ def tune(objective, X, y, X_val, y_val, *, params: dict, bounds=None, val_loss=N
       objective, X, y, X_val, y_val, params, val_loss, n_rounds, sample_weight,
         val_weight, segment, **train_kwargs: as in ``hypergrad``; ``params`` are the
         start values.
-      bounds: ``{name: (lo, hi)}`` (``None`` for an open side); defaults in
-        ``DOMAINS`` (focal ``gamma >= 0``, quantile ``0 < alpha < 1``, tweedie
-        ``1 < power < 2``, ``reg_lambda >= 0``, ``0 < learning_rate < 1``, ...).
+      bounds: ``{name: (lo, hi)}`` (open bounds, ``None`` for an unbounded side) or
+        ``{name: closed(lo, hi)}`` (closed, reachable); defaults in ``DOMAINS``
+        (focal ``gamma >= 0`` closed, quantile ``0 < alpha < 1``, tweedie
+        ``1 < power < 2``, ``reg_lambda > 0``, ``0 < learning_rate < 1``, ...).
       steps: optimiser steps.
       regrow_every: steps between retrainings (1: retrain every step).
       optimizer: an optax ``GradientTransformation`` (default ``optax.adam(0.1)``, on
@@ -240,6 +288,7 @@ def tune(objective, X, y, X_val, y_val, *, params: dict, bounds=None, val_loss=N
         gu = np.array([sign * grads[k] * tf[k].slope(float(ui)) for k, ui in zip(names, u)])
         updates, state = opt.update(gu, state, u)
         u = np.asarray(optax.apply_updates(u, updates), np.float64)
+        u = np.array([tf[k].project(float(ui)) for k, ui in zip(names, u)])
     final = current()
     replay = retrain(final)
     value, _, _ = replay.value_and_grad(final)
@@ -256,4 +305,4 @@ def _positive_int(name, v) -> int:
     return int(v)
 
 
-__all__ = ["tune", "TuneResult", "Transform", "DOMAINS"]
+__all__ = ["tune", "TuneResult", "Transform", "DOMAINS", "closed"]
