@@ -79,7 +79,6 @@ class ReplaySpec(NamedTuple):
     bootstrap: bool = False
     segment: int = 1
     fit_intercept: bool = True
-    checkpoint: bool = True
 
 
 class Theta(NamedTuple):
@@ -211,15 +210,11 @@ def replay_margins(spec: ReplaySpec, data: ReplayData, theta: Theta):
     c = intercept(spec, data, theta)
     f = jnp.full(data.y.shape[0], c, dtype)
     f_val = jnp.full(data.y_val.shape[0], c, dtype)
-    def one_round(carry, xs):
-        return _round(spec, data, theta, carry, xs)
+    one_round = jax.checkpoint(lambda carry, xs: _round(spec, data, theta, carry, xs))
 
+    @jax.checkpoint
     def segment(carry, xs):
         return jax.lax.scan(one_round, carry, xs)
-
-    if spec.checkpoint:
-        one_round = jax.checkpoint(one_round)
-        segment = jax.checkpoint(segment)
 
     (f, f_val), _ = jax.lax.scan(segment, (f, f_val), (data.trees, data.active, data.rounds))
     return f, f_val
