@@ -60,7 +60,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._types import ACC_DTYPE, FLOAT_DTYPE, INDEX_DTYPE
-from .split import _pass_gains, _plain_score, calc_score, calc_weight, leaf_values, pick_best
+from .split import (
+    _pass_gains,
+    _plain_score,
+    calc_score,
+    calc_weight,
+    leaf_values,
+    pick_best,
+    prefix_sums,
+)
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 
@@ -189,19 +197,19 @@ def constrained_gains(G, H, Gp, Hp, dyn, forward_ok, node, *, clipped: bool = Tr
         k = node["k"].astype(ACC_DTYPE)
 
     # Pass B: thresholds descending, missing left (see split.find_best_splits).
-    GRb = jax.lax.cumsum(Gv, axis=2, reverse=True)[..., ::-1]
-    HRb = jax.lax.cumsum(Hv, axis=2, reverse=True)[..., ::-1]
+    GRb = prefix_sums(Gv[..., ::-1])
+    HRb = prefix_sums(Hv[..., ::-1])
     gain_b = gains(Gpb - GRb, Hpb - HRb, GRb, HRb)
     if counted:
-        CRb = jax.lax.cumsum(Cv, axis=2, reverse=True)[..., ::-1]
+        CRb = prefix_sums(Cv[..., ::-1])
         gain_b = rows_ok(gain_b, Cpb - CRb, CRb, k)
     gain_a = None
     if any_forward:  # Pass A: thresholds ascending, missing right.
-        GLa = jax.lax.cumsum(Gv, axis=2)
-        HLa = jax.lax.cumsum(Hv, axis=2)
+        GLa = prefix_sums(Gv)
+        HLa = prefix_sums(Hv)
         gain_a = gains(GLa, HLa, Gpb - GLa, Hpb - HLa)
         if counted:
-            CLa = jax.lax.cumsum(Cv, axis=2)
+            CLa = prefix_sums(Cv)
             gain_a = rows_ok(gain_a, CLa, Cpb - CLa, k)
         gain_a = jnp.where(forward_ok[:, None, None], gain_a, -jnp.inf)
     return gain_a, gain_b

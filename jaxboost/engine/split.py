@@ -138,6 +138,38 @@ def find_best_splits(G, H, Gp, Hp, dyn, forward_ok, *, clipped: bool = True,
     return pick_best(gain_a, gain_b, feature_mask)
 
 
+PREFIX_BLOCK = 16
+"""Bins per block of ``prefix_sums``."""
+
+
+def prefix_sums(x):
+    """Cumulative sums over the last axis (the bins): ``out[..., j] = x[..., :j+1].sum()``.
+
+    In blocks of ``PREFIX_BLOCK`` bins: sums within each block, then the totals of the
+    blocks before it, both as products with small 0/1 triangular matrices (about
+    ``2 * PREFIX_BLOCK`` multiply-adds per bin, in a matrix kernel). XLA's CPU backend
+    lowers ``cumsum`` to a reduce-window as wide as the axis, quadratic in the bins
+    unless its optimising passes rewrite it; this form was faster both with XLA's
+    default settings (0.12 vs 0.21 ms for ``(64, 4, 255)`` float64) and unoptimised as
+    the test suite compiles (0.41 vs 1.76 ms).
+
+    >>> import jax.numpy as jnp
+    >>> out = prefix_sums(jnp.arange(1.0, 20.0)).tolist()
+    >>> [out[j] for j in (0, 1, 15, 16, 18)]
+    [1.0, 3.0, 136.0, 153.0, 190.0]
+    """
+    V, b = x.shape[-1], PREFIX_BLOCK
+    m = -(-V // b)
+    if m * b != V:
+        x = jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, m * b - V)])
+    blocks = x.reshape(x.shape[:-1] + (m, b))
+    within = jnp.matmul(blocks, jnp.triu(jnp.ones((b, b), x.dtype)),
+                        precision=jax.lax.Precision.HIGHEST)
+    before = jnp.matmul(within[..., -1], jnp.triu(jnp.ones((m, m), x.dtype), 1),
+                        precision=jax.lax.Precision.HIGHEST)
+    return (within + before[..., None]).reshape(x.shape[:-1] + (m * b,))[..., :V]
+
+
 def numeric_gains(G, H, Gp, Hp, dyn, forward_ok, *, score, any_forward: bool):
     """``(gain_a, gain_b)``: the ``(F, n, V)`` float32 gains of the threshold candidates
     of ``find_best_splits``'s two passes (``gain_a`` None unless ``any_forward``), with
@@ -153,14 +185,14 @@ def numeric_gains(G, H, Gp, Hp, dyn, forward_ok, *, score, any_forward: bool):
 
     # Pass B: t = V-1..0, right = bins >= t, missing left; left = parent - right.
     # (Reverse cumulative sums, then flipped so that index j means t = V-1-j.)
-    GRb = jax.lax.cumsum(Gv, axis=2, reverse=True)[..., ::-1]
-    HRb = jax.lax.cumsum(Hv, axis=2, reverse=True)[..., ::-1]
+    GRb = prefix_sums(Gv[..., ::-1])
+    HRb = prefix_sums(Hv[..., ::-1])
     gain_b = gains(Gpb - GRb, Hpb - HRb, GRb, HRb)
     # Pass A: t = 1..V, left = bins < t, missing right; right = parent - left.
     gain_a = None
     if any_forward:
-        GLa = jax.lax.cumsum(Gv, axis=2)
-        HLa = jax.lax.cumsum(Hv, axis=2)
+        GLa = prefix_sums(Gv)
+        HLa = prefix_sums(Hv)
         gain_a = gains(GLa, HLa, Gpb - GLa, Hpb - HLa)
         gain_a = jnp.where(forward_ok[:, None, None], gain_a, -jnp.inf)
     return gain_a, gain_b
