@@ -33,12 +33,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from _process import launch_measured
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -89,38 +88,10 @@ def worker(case: str, rows: int, features: int, val_rows: int) -> None:
 
 def launch(case: str, args) -> dict:
     """One case in a fresh process; its own peak RSS and CPU seconds by ``wait4``."""
-    env = dict(os.environ)
-    env.setdefault("JAX_PLATFORMS", "cpu")
-    env.setdefault("JAXBOOST_COMPILATION_CACHE", "0")
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     cmd = [sys.executable, str(Path(__file__).resolve()), "--_worker", case,
            "--rows", str(args.rows), "--features", str(args.features),
            "--val-rows", str(args.val_rows)]
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
-        deadline = t0 + args.timeout
-        while True:  # wait4 with a deadline: poll with WNOHANG
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.perf_counter() > deadline:
-                proc.kill()
-                pid, status, usage = os.wait4(proc.pid, 0)
-                break
-            time.sleep(0.2)
-        rc = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        lines = [ln for ln in out.read().splitlines() if ln.startswith(TAG)]
-        res = dict(case=case, wall_s=time.perf_counter() - t0,
-                   peak_bytes=usage.ru_maxrss * 1024,
-                   cpu_s=usage.ru_utime + usage.ru_stime, returncode=rc)
-        if rc != 0 or not lines:
-            res["error"] = err.read()[-2000:]
-            return res
-        res.update(json.loads(lines[-1][len(TAG):]))
-        return res
+    return launch_measured(cmd, case, args.timeout, TAG)
 
 
 def table(results: dict, args) -> str:

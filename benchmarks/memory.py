@@ -36,12 +36,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from _process import launch_measured
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -95,36 +94,8 @@ def worker(name: str) -> None:
 
 def launch(name: str, timeout: float) -> dict:
     """Run one case in a fresh process; its own peak RSS and CPU seconds by ``wait4``."""
-    env = dict(os.environ)
-    env.setdefault("JAX_PLATFORMS", "cpu")
-    env.setdefault("JAXBOOST_COMPILATION_CACHE", "0")  # every case compiles, as a first run
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--_worker",
-                                 name], stdout=out, stderr=err, env=env)
-        deadline = t0 + timeout
-        while True:  # wait4 with a deadline: poll with WNOHANG
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.perf_counter() > deadline:
-                proc.kill()
-                pid, status, usage = os.wait4(proc.pid, 0)
-                break
-            time.sleep(0.2)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        wall = time.perf_counter() - t0
-        out.seek(0)
-        err.seek(0)
-        lines = [ln for ln in out.read().splitlines() if ln.startswith(TAG)]
-        res = dict(case=name, wall_s=wall, peak_bytes=usage.ru_maxrss * 1024,
-                   cpu_s=usage.ru_utime + usage.ru_stime, returncode=proc.returncode)
-        if proc.returncode != 0 or not lines:
-            res["error"] = err.read()[-2000:]
-            return res
-        res.update(json.loads(lines[-1][len(TAG):]))
-        return res
+    return launch_measured([sys.executable, str(Path(__file__).resolve()), "--_worker", name],
+                           name, timeout, TAG)
 
 
 def model(results: dict) -> list:
