@@ -188,6 +188,29 @@ def test_vector_and_group_losses_refused(objective):
                            params={"reg_lambda": 1.0})
 
 
+def test_side_data_refused_before_training():
+    X = np.zeros((4, 2), np.float32)
+    y = np.zeros(4, np.float32)
+    with pytest.raises(ValueError, match="one label per row"):
+        jaxboost.hypergrad(lambda yy, p: (yy[0] - p) ** 2, X, np.zeros((4, 2)), X, y,
+                           params={"reg_lambda": 1.0})
+
+
+def test_sparse_input_replays_as_its_dense_twin(data):
+    """A CSR X (absent = missing) gives the hypergradients of its dense twin with NaN in
+    the absent places (the two train the same model)."""
+    import scipy.sparse as sp
+
+    X, ys = data
+    Xs = np.where(np.abs(X) < 0.5, 0.0, X).astype(np.float32)
+    twin = np.where(Xs == 0.0, np.nan, Xs).astype(np.float32)
+    kw = dict(params={"reg_lambda": 2.0}, val_loss="rmse", **COMMON)
+    a = jaxboost.hypergrad(objectives.squared, *split(sp.csr_matrix(Xs), ys["reg"]), **kw)
+    b = jaxboost.hypergrad(objectives.squared, *split(twin, ys["reg"]), **kw)
+    assert a.value == b.value and a.grads == b.grads
+    assert a.max_margin_diff < 1e-5
+
+
 def test_tune_refusals():
     X = np.zeros((4, 2), np.float32)
     y = np.zeros(4, np.float32)

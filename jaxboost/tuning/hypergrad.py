@@ -235,6 +235,13 @@ def _check_train_kwargs(train_kwargs):
                         "differentiated); put it in params to tune it")
 
 
+def dense_features(booster, X) -> np.ndarray:
+    """``X`` as the model reads it, dense float32 (a sparse matrix densified block by
+    block, NaN where absent: the replay routes every row through every tree)."""
+    return booster._by_blocks(lambda Xd, _: np.asarray(Xd, np.float32),
+                              booster._features(X))
+
+
 def _put(x, dtype):
     """``x`` on the device as ``dtype`` (converted on the host: no program compiled)."""
     return jax.device_put(np.asarray(x, dtype))
@@ -263,8 +270,7 @@ class Replay:
            float64=False, segment=None):
         dtype = jnp.float64 if float64 else jnp.float32
         with jax.enable_x64(float64):
-            Xf = np.asarray(booster._features(X), np.float32)
-            Xv = np.asarray(booster._features(X_val), np.float32)
+            Xf, Xv = (dense_features(booster, A) for A in (X, X_val))
             n_rounds = booster.n_rounds
             P = booster.num_parallel_tree
             S, L = R.layout(n_rounds, segment)
@@ -319,11 +325,15 @@ class Replay:
 
 
 # --- the public call ----------------------------------------------------------------------------
-def check_validation_set(X, X_val, y_val, val_weight) -> None:
+def check_validation_set(X, X_val, y_val, val_weight, y=None) -> None:
     """``DataError`` (before any training) when the validation set does not fit: its
     features' count differs from ``X``'s, its labels or weights are not one finite
-    number per row."""
-    from .._validation import as_features, as_labels, as_weights
+    number per row; ``ValueError`` for side data in ``y`` (not replayed)."""
+    from .._validation import as_features, as_labels, as_weights, is_side_data
+
+    if y is not None and is_side_data(y):
+        raise ValueError("hypergrad and tune take one label per row, y of shape (N,); "
+                         "side data (a dict or an (N, L) array) is not replayed")
 
     try:
         Xv = as_features(X_val, name="X_val", allow_inf=True, sparse="csr")
@@ -331,7 +341,7 @@ def check_validation_set(X, X_val, y_val, val_weight) -> None:
         as_weights(val_weight, Xv.shape[0])
     except DataError as e:
         raise DataError(f"validation set (X_val, y_val, val_weight): {e}") from None
-    n_features = np.shape(X)[1] if np.ndim(X) == 2 else None
+    n_features = X.shape[1] if len(getattr(X, "shape", np.shape(X))) == 2 else None
     if n_features is not None and Xv.shape[1] != n_features:
         raise DataError(f"X_val has {Xv.shape[1]} features, X has {n_features}")
 
@@ -457,7 +467,7 @@ def hypergrad(objective, X, y, X_val, y_val, *, params: dict, val_loss=None,
     train_kwargs = dict(train_kwargs)
     objective, loss_values, booster_values, val_fn, maximize = prepare(
         objective, params, val_loss, train_kwargs)
-    check_validation_set(X, X_val, y_val, val_weight)
+    check_validation_set(X, X_val, y_val, val_weight, y)
     settings = settings_of(objective, loss_values, booster_values, train_kwargs)
     booster = train_run(settings, X, y, n_rounds, sample_weight, train_kwargs)
     replay = Replay.of(booster, settings, X, y, sample_weight, X_val, y_val, val_weight,

@@ -248,7 +248,7 @@ def tune(objective, X, y, X_val, y_val, *, params: dict, bounds=None, val_loss=N
     objective, loss_values, booster_values, val_fn, maximize = prepare(
         objective, params, val_loss, train_kwargs)
     tf = transforms(objective, {k: float(v) for k, v in params.items()}, bounds)
-    check_validation_set(X, X_val, y_val, val_weight)
+    check_validation_set(X, X_val, y_val, val_weight, y)
     names = list(params)
     u = np.array([tf[k].inverse(float(params[k])) for k in names])
     opt = optax.adam(0.1) if optimizer is None else optimizer
