@@ -48,6 +48,10 @@ CASES = {
     # non-convex catalogue loss (h clipped), L1 penalty, row sampling replayed
     "focal_gamma": (objectives.focal, "bin", {"gamma": 1.5, "reg_alpha": 0.3},
                     "logloss", dict(subsample=0.7, seed=3)),
+    # the catalogue's Huber as train() fits it: constant h, leaves refit by damped Newton
+    # steps on the true loss (replayed; the step sizes it picks are held like the splits)
+    "huber_refit": (objectives.huber, "reg", {"delta": 1.0, "reg_lambda": 1.0},
+                    "mae", {}),
     # log-link GLM, variance power, clipped leaf values
     "tweedie_power": (objectives.tweedie, "pos", {"power": 1.4, "max_delta_step": 0.4},
                       "rmse", {}),
@@ -148,13 +152,20 @@ def test_sign_agrees_with_retraining_when_structures_stay(data):
 
 
 # --- refusals (before any training) --------------------------------------------------------
+def test_quantile_refit_refused_with_the_reason():
+    X = np.zeros((4, 2), np.float32)
+    with pytest.raises(ValueError, match="exact quantiles.*refit=None"):
+        jaxboost.hypergrad(objectives.quantile, X, np.zeros(4), X, np.zeros(4),
+                           params={"alpha": 0.5}, val_loss="mae")
+
+
 @pytest.mark.parametrize("params, kw, error, match", [
     ({"max_depth": 3.0}, {}, ValueError, "structure"),
     ({"gamma": 1.0}, {}, ValueError, "structure"),  # the trees' gamma: pseudo_huber has none
     ({"bogus": 1.0}, {}, TypeError, "unknown parameter 'bogus'"),
     ({"delta": 1.0}, {}, TypeError, "val_loss"),
     ({"reg_lambda": 1.0}, {"val_loss": "auc"}, ValueError, "no useful gradient"),
-    ({"reg_lambda": 1.0}, {"refit": "newton"}, ValueError, "refit"),
+    ({"reg_lambda": 1.0}, {"init_model": None}, ValueError, "init_model"),
     ({"reg_lambda": 1.0}, {"reg_lambda": 2.0}, TypeError, "both"),
     ({"reg_lambda": float("nan")}, {}, ValueError, "finite"),
     ({}, {}, TypeError, "non-empty"),

@@ -297,8 +297,9 @@ def grad_hess(loss, y, pred, sample_weight=None, *, hessian: str = "exact",
         g, h = grad_hess_diagonal(loss, y, pred)
     else:
         g, h = jax.vmap(_row_grad_hess(loss, K))(y, pred)
-    g = g.astype(FLOAT_DTYPE)
-    h = h.astype(FLOAT_DTYPE)
+    out = jnp.promote_types(FLOAT_DTYPE, pred.dtype)  # float32; float64 in a replay
+    g = g.astype(out)
+    h = h.astype(out)
     h_exact = h
     h = apply_hessian_policy(loss, y, pred, h, hessian, floor, diagonal)
     seen = {"exact": h_exact, "clip_negative": h_exact, "expected": h}.get(hessian)

@@ -50,7 +50,8 @@ def _segment_sum(x, leaf, M, reduce, exact_rows=None, reduce_max=None):
 def _finish(tree, v, has_rows, dyn):
     eta, mds = dyn.learning_rate, dyn.max_delta_step
     v = jnp.where(mds > 0, jnp.clip(v, -mds, mds), v)
-    value = jnp.where(has_rows & tree["is_leaf"], v.astype(FLOAT_DTYPE) * eta, tree["value"])
+    value = jnp.where(has_rows & tree["is_leaf"], v.astype(tree["value"].dtype) * eta,
+                      tree["value"])
     return dict(tree, value=value)
 
 
@@ -105,18 +106,19 @@ def refit_newton(tree, leaf, loss, y, margin, w, dyn, *, sums: RowSums = ONE_DEV
         has_rows = seg(w64) > 0
 
         def leaf_loss(v):
-            f = margin + v[leaf].astype(FLOAT_DTYPE)
+            f = margin + v[leaf].astype(margin.dtype)
             per_row = w64 * jax.vmap(loss)(y, f).astype(ACC_DTYPE)
             return seg(per_row) + 0.5 * lam * v * v
 
         for _ in range(steps):
-            g, h = grad_hess(loss, y, margin + v[leaf].astype(FLOAT_DTYPE), w)
+            g, h = grad_hess(loss, y, margin + v[leaf].astype(margin.dtype), w)
             G = seg(g.astype(ACC_DTYPE)) + lam * v
             H = seg(jnp.maximum(h, 0.0).astype(ACC_DTYPE)) + lam
             d = -G / jnp.where(H > 0, H, 1.0)
             d = jnp.where(H > 0, d, -G)  # no curvature at all: a gradient step
             cands = jnp.stack([leaf_loss(v + t * d) for t in _STEP_SIZES])  # (S, M)
-            cands = jnp.where(jnp.isfinite(cands), cands, jnp.inf)
+            # The step size is a choice (no gradient flows through it, as through a split).
+            cands = jax.lax.stop_gradient(jnp.where(jnp.isfinite(cands), cands, jnp.inf))
             best = jnp.min(cands, axis=0)
             steps = jnp.arange(len(_STEP_SIZES), dtype=INDEX_DTYPE)[:, None]
             j = jnp.min(jnp.where(cands == best, steps, len(_STEP_SIZES) - 1), axis=0)

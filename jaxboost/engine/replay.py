@@ -20,7 +20,9 @@ a smooth function of the loss's hyperparameters :math:`\theta`, the learning rat
 of a forest round, each with its own row sample; leaves with :math:`H_l <`
 ``min_child_weight`` get 0, as in training), and the validation margins follow the
 same leaf values on the validation rows' leaves. Autodiff of a validation loss of
-:math:`f^{(T)}` gives the hypergradient.
+:math:`f^{(T)}` gives the hypergradient. A run whose leaves were refit by Newton steps
+on the true loss (``refit="newton"``) has those steps replayed after each tree's
+Newton values, the step size each one chose held fixed like the splits.
 
 The intercept: a fitted intercept :math:`c_0 = \arg\min_c \sum_i w_i \ell_{\theta_0}(y_i,
 c)` moves to first order as the implicit-function theorem says,
@@ -43,15 +45,16 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
 
 from .._types import INDEX_DTYPE
 from .autodiff import _row_grad_hess, apply_hessian_policy, bind_loss
+from .refit import refit_newton
 from .sampling import bootstrap_counts, round_key, row_mask
-from .split import newton_weight
+from .split import TreeHyper, newton_weight
 from .tree import Ensemble, _tree_leaf
 
 REPLAY_FIELDS = ("learning_rate", "reg_lambda", "reg_alpha", "max_delta_step",
@@ -66,8 +69,11 @@ class ReplaySpec(NamedTuple):
     ``loss`` the loss family (``autodiff.split_loss``), ``val`` the validation loss
     ``val(y, margin, w) -> scalar`` (a weighted mean), ``hessian`` the policy,
     ``P`` trees per round (a forest), ``row_sampling`` / ``bootstrap`` as in
-    ``round.RoundSpec``, ``segment`` rounds per checkpointed segment ``L``, and
-    ``fit_intercept`` whether the intercept follows ``c(theta)``.
+    ``round.RoundSpec``, ``segment`` rounds per checkpointed segment ``L``,
+    ``fit_intercept`` whether the intercept follows ``c(theta)``, and ``refit``
+    ``"newton"`` when each leaf is then refit as training does (``refit.refit_newton``:
+    its damped Newton steps on the true loss, replayed; the step sizes it picks are
+    choices, like the splits) or None.
     """
 
     loss: Any
@@ -79,6 +85,7 @@ class ReplaySpec(NamedTuple):
     bootstrap: bool = False
     segment: int = 1
     fit_intercept: bool = True
+    refit: Optional[str] = None
 
 
 class Theta(NamedTuple):
@@ -197,7 +204,13 @@ def _round(spec: ReplaySpec, data: ReplayData, theta: Theta, carry, xs):
         leaf = _tree_leaf(tree, data.X, spec.max_depth)
         G = jax.ops.segment_sum(gt, leaf, num_segments=M)
         H = jax.ops.segment_sum(ht, leaf, num_segments=M)
-        v = jnp.where(active, newton_leaves(G, H, theta, spec.P), 0.0)
+        v = newton_leaves(G, H, theta, spec.P)
+        if spec.refit == "newton":
+            dyn = TreeHyper(theta.learning_rate / spec.P, theta.reg_lambda, theta.reg_alpha,
+                            0.0, theta.min_child_weight, theta.max_delta_step)
+            v = refit_newton({"value": v, "is_leaf": tree.is_leaf}, leaf, loss, data.y, f,
+                             data.w, dyn)["value"]
+        v = jnp.where(active, v, 0.0)
         d = d + v[leaf]
         d_val = d_val + v[_tree_leaf(tree, data.X_val, spec.max_depth)]
     return (f + d, f_val + d_val), None

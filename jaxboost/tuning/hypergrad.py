@@ -47,7 +47,7 @@ STRUCTURAL = ("max_depth", "max_bin", "gamma", "min_child_weight", "subsample",
               "max_cat_threshold", "n_rounds", "seed")
 """Settings that choose the trees' structure (or their number): no gradient."""
 
-NOT_REPLAYED = ("refit", "init_model", "group", "eval_group", "n_outputs",
+NOT_REPLAYED = ("init_model", "group", "eval_group", "n_outputs",
                 "multi_strategy", "monotone_constraints", "early_stopping_rounds",
                 "eval_set", "eval_metric", "early_stopping_metric", "early_stopping_data",
                 "quantize", "base_margin", "loss_params")
@@ -223,12 +223,11 @@ def _allowed(objective) -> list:
 
 def _check_train_kwargs(train_kwargs):
     for k in NOT_REPLAYED:
-        v = train_kwargs.get(k)
-        if k in train_kwargs and not (k == "refit" and v in (None, False)):
+        if k in train_kwargs:
             raise ValueError(
-                f"hypergrad does not support {k}=: the replay recomputes Newton leaf values "
+                f"hypergrad does not support {k}=: the replay recomputes the leaf values "
                 f"of one single-output run from its first round (put loss hyperparameters "
-                f"in params; refit's leaf values are argmins, not Newton steps)")
+                f"in params)")
     lr = train_kwargs.get("learning_rate")
     if lr is not None and callable(lr):
         raise TypeError("hypergrad needs a number for learning_rate (a schedule is not "
@@ -294,7 +293,7 @@ class Replay:
             spec = R.ReplaySpec(family, val_fn, booster.params.max_depth,
                                 settings["hessian"], P, settings["subsample"] < 1 and not
                                 settings["bootstrap"], settings["bootstrap"], L,
-                                settings["fit_intercept"])
+                                settings["fit_intercept"], settings["refit"])
             b = settings["booster_values"]
             theta0 = R.Theta(*(put(b[k]) for k in BOOSTER_PARAMS),
                              put(booster.params.min_child_weight),
@@ -317,7 +316,9 @@ class Replay:
 
     def value_and_grad(self, values: dict):
         """``(value, grads, f_val)`` at ``values`` (a dict of every tuned parameter)."""
-        with jax.enable_x64(self.dtype == jnp.float64):
+        # x64 on for the whole trace, float32 or not: the refit and split code open
+        # scoped float64 regions, and the reverse pass must see the same setting.
+        with jax.enable_x64(True):
             (value, f_val), g = _value_and_grad(self.spec, self.data, self.theta(values))
             grads = {k: float(g.loss_params[k]) if k in g.loss_params else
                      float(getattr(g, k)) for k in values}
@@ -378,12 +379,19 @@ def settings_of(objective, loss_values, booster_values, train_kwargs):
              hessian_floor=HESSIAN_FLOOR)
     b.update({k: train_kwargs[k] for k in b if k in train_kwargs})
     b.update(booster_values)
-    hessian, _ = resolve_policies(loss, train_kwargs.get("hessian", "auto"), None, 1, None)
+    hessian, refit = resolve_policies(loss, train_kwargs.get("hessian", "auto"),
+                                      train_kwargs.get("refit", "auto"), 1, None)
+    if refit == "quantile":
+        raise ValueError(
+            f"{loss_name(loss)} refits its leaves to exact quantiles of the residuals "
+            f"(refit='quantile'), which do not change with the hyperparameters (their "
+            f"gradient is 0): pass refit=None (Newton leaves) or refit='newton' to tune "
+            f"it by gradients, and train the final model the same way")
     return dict(family=family, loss_values=values, booster_values=b, hessian=hessian,
                 seed=int(train_kwargs.get("seed") or 0),
                 subsample=float(train_kwargs.get("subsample", 1.0)),
                 bootstrap=bool(train_kwargs.get("bootstrap", False)),
-                fit_intercept=True, loss=loss, loss_params=loss_params)
+                fit_intercept=True, loss=loss, loss_params=loss_params, refit=refit)
 
 
 def train_run(settings, X, y, n_rounds, sample_weight, train_kwargs):
@@ -391,10 +399,10 @@ def train_run(settings, X, y, n_rounds, sample_weight, train_kwargs):
     from ..training.train import train
 
     kw = dict(train_kwargs)
-    kw.pop("refit", None)  # None / False are accepted (_check_train_kwargs); set below
+    kw.pop("refit", None)  # resolved in settings_of
     kw.update(settings["booster_values"])
     kw.setdefault("verbose", False)
-    return train(settings["loss"], X, y, n_rounds=n_rounds, refit=None,
+    return train(settings["loss"], X, y, n_rounds=n_rounds, refit=settings["refit"],
                  loss_params=settings["loss_params"], sample_weight=sample_weight, **kw)
 
 
@@ -406,12 +414,16 @@ def hypergrad(objective, X, y, X_val, y_val, *, params: dict, val_loss=None,
     boosting run with its tree structures held fixed.
 
     Trains ``train(objective, X, y, n_rounds=n_rounds, **params, **train_kwargs)``
-    (loss hyperparameters set on the objective, ``refit=None``), then replays the run
-    with every leaf value recomputed as a function of the parameters
-    (``jaxboost.engine.replay``): per round :math:`v_l = \eta\,\mathrm{clip}(-T_\alpha(G_l)
-    / (H_l + \lambda))` of the sums of g and h of the rows in leaf ``l``, whose margins
-    come from the replayed earlier rounds; a fitted intercept moves as its
-    implicit-function derivative says. ``value`` is the validation loss of the model
+    (loss hyperparameters set on the objective), then replays the run with every leaf
+    value recomputed as a function of the parameters (``jaxboost.engine.replay``): per
+    round :math:`v_l = \eta\,\mathrm{clip}(-T_\alpha(G_l) / (H_l + \lambda))` of the
+    sums of g and h of the rows in leaf ``l``, whose margins come from the replayed
+    earlier rounds, then, for objectives that refit their leaves by Newton steps on the
+    true loss (``huber``, ``pseudo_huber``, ``log_cosh``; ``refit="newton"``), those
+    steps replayed (the step sizes they chose are held like the splits); a fitted
+    intercept moves as its implicit-function derivative says. The exact-quantile refit
+    (``absolute``, ``quantile``) is refused: its leaves do not move with the
+    parameters; train those with ``refit=None`` (Newton leaves) to tune them. ``value`` is the validation loss of the model
     (to float rounding) and ``grads`` its exact derivatives with the structures held
     fixed: they predict what retraining gives as long as no split changes, and see
     nothing of a split that a new value would choose (``jaxboost.tuning`` explains).
@@ -442,9 +454,10 @@ def hypergrad(objective, X, y, X_val, y_val, *, params: dict, val_loss=None,
       float64: replay in float64 (the training run is float32 either way).
       segment: rounds per checkpointed segment (default ``ceil(sqrt(n_rounds))``).
       **train_kwargs: other ``train`` options (``max_depth``, ``min_child_weight``,
-        ``subsample``, ``seed``, ``hessian``, ...). Refused (``NOT_REPLAYED``):
-        ``refit``, ``init_model``, group losses, vector outputs, monotone constraints,
-        early stopping, per-row ``base_margin``.
+        ``subsample``, ``seed``, ``hessian``, ``refit`` None or ``"newton"``, ...).
+        Refused (``NOT_REPLAYED``): ``init_model``, group losses, vector outputs,
+        monotone constraints, early stopping, per-row ``base_margin``,
+        ``refit="quantile"``.
 
     Returns:
       ``HypergradResult`` (``value``, ``grads``, ``params``, ``booster``, ...).
