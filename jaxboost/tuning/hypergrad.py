@@ -423,8 +423,9 @@ def hypergrad(objective, X, y, X_val, y_val, *, params: dict, val_loss=None,
     steps replayed (the step sizes they chose are held like the splits); a fitted
     intercept moves as its implicit-function derivative says. The exact-quantile refit
     (``absolute``, ``quantile``) is refused: its leaves do not move with the
-    parameters; train those with ``refit=None`` (Newton leaves) to tune them. ``value`` is the validation loss of the model
-    (to float rounding) and ``grads`` its exact derivatives with the structures held
+    parameters; train those with ``refit=None`` (Newton leaves) to tune them.
+    ``value`` is the validation loss of the model (to float rounding) and ``grads`` its
+    exact derivatives with the structures held
     fixed: they predict what retraining gives as long as no split changes, and see
     nothing of a split that a new value would choose (``jaxboost.tuning`` explains).
 
