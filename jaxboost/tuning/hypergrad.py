@@ -425,9 +425,9 @@ def hypergrad(objective, X, y, X_val, y_val, *, params: dict, val_loss=None,
     (``absolute``, ``quantile``) is refused: its leaves do not move with the
     parameters; train those with ``refit=None`` (Newton leaves) to tune them.
     ``value`` is the validation loss of the model (to float rounding) and ``grads`` its
-    exact derivatives with the structures held
-    fixed: they predict what retraining gives as long as no split changes, and see
-    nothing of a split that a new value would choose (``jaxboost.tuning`` explains).
+    exact derivatives with the structures held fixed: they predict what retraining
+    gives as long as no split changes, and see nothing of a split that a new value
+    would choose (``jaxboost.tuning`` explains).
 
     Memory: the rounds are checkpointed in ``segment``-round pieces (default about
     ``sqrt(n_rounds)``), so the reverse pass stores about ``2 sqrt(n_rounds)`` copies of
