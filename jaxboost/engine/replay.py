@@ -51,7 +51,7 @@ import jax
 import jax.numpy as jnp
 
 from .._types import INDEX_DTYPE
-from .autodiff import _row_grad_hess, apply_hessian_policy, bind_loss
+from .autodiff import bind_loss, grad_hess
 from .refit import refit_newton
 from .sampling import bootstrap_counts, round_key, row_mask
 from .split import TreeHyper, newton_weight
@@ -143,13 +143,12 @@ def layout(n_rounds: int, segment: int | None = None) -> tuple:
 
 
 def row_derivatives(loss, y, f, w, *, hessian: str, floor):
-    """Weighted per-row ``(g, h)`` of ``loss`` at margins ``f`` under the Hessian policy,
-    in the margins' dtype (rows where either is not finite get 0, as training does)."""
-    g, h = jax.vmap(_row_grad_hess(loss))(y, f)
-    g, h = g.astype(f.dtype), h.astype(f.dtype)
-    h = apply_hessian_policy(loss, y, f, h, hessian, floor)
+    """Weighted per-row ``(g, h)`` of ``loss`` at margins ``f`` under the Hessian policy
+    (``autodiff.grad_hess``, in the margins' dtype); rows where either is not finite get
+    0, as training does."""
+    g, h = grad_hess(loss, y, f, w, hessian=hessian, floor=floor)
     ok = jnp.isfinite(g) & jnp.isfinite(h)
-    return jnp.where(ok, g * w, 0.0), jnp.where(ok, h * w, 0.0)
+    return jnp.where(ok, g, 0.0), jnp.where(ok, h, 0.0)
 
 
 def newton_leaves(G, H, theta: Theta, n_parallel: int):
@@ -165,20 +164,21 @@ def intercept(spec: ReplaySpec, data: ReplayData, theta: Theta):
     """``c(theta)`` (the module docstring); ``c0`` when the intercept is given."""
     if not spec.fit_intercept:
         return data.c0
-    loss = bind_loss(spec.loss, theta.loss_params)
-    f = jnp.full(data.y.shape[0], data.c0, data.c0.dtype)
-    g, _ = jax.vmap(_row_grad_hess(loss))(data.y, f)
-    G = jnp.sum(data.w * g.astype(f.dtype))
+    G, _ = _sums_at(bind_loss(spec.loss, theta.loss_params), data.y, data.w, data.c0)
     ok = data.H0 > 0
     return data.c0 - jnp.where(ok, (G - data.G0) / jnp.where(ok, data.H0, 1.0), 0.0)
+
+
+def _sums_at(loss, y, w, c):
+    """Sums of weighted g and exact h over the rows, every margin at the constant ``c``."""
+    g, h = grad_hess(loss, y, jnp.full(y.shape[0], c, c.dtype), w)
+    return jnp.sum(g), jnp.sum(h)
 
 
 @functools.partial(jax.jit, static_argnums=(0,))
 def intercept_sums(loss, y, w, c0):
     """``(G0, H0)``: the sums of weighted g and exact h at the intercept ``c0``."""
-    f = jnp.full(y.shape[0], c0, c0.dtype)
-    g, h = jax.vmap(_row_grad_hess(loss))(y, f)
-    return jnp.sum(w * g.astype(f.dtype)), jnp.sum(w * h.astype(f.dtype))
+    return _sums_at(loss, y, w, c0)
 
 
 def _round(spec: ReplaySpec, data: ReplayData, theta: Theta, carry, xs):
