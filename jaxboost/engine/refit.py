@@ -110,19 +110,26 @@ def refit_newton(tree, leaf, loss, y, margin, w, dyn, *, sums: RowSums = ONE_DEV
             per_row = w64 * jax.vmap(loss)(y, f).astype(ACC_DTYPE)
             return seg(per_row) + 0.5 * lam * v * v
 
-        for _ in range(steps):
+        sizes = jnp.asarray(_STEP_SIZES, ACC_DTYPE)
+        last = jnp.asarray(len(_STEP_SIZES) - 1, INDEX_DTYPE)
+
+        # One Newton step as a loop body, and the step sizes' leaf losses as a scan: the
+        # program holds one copy of each (compile time), not steps x sizes copies.
+        def newton_step(_, v):
             g, h = grad_hess(loss, y, margin + v[leaf].astype(margin.dtype), w)
             G = seg(g.astype(ACC_DTYPE)) + lam * v
             H = seg(jnp.maximum(h, 0.0).astype(ACC_DTYPE)) + lam
             d = -G / jnp.where(H > 0, H, 1.0)
             d = jnp.where(H > 0, d, -G)  # no curvature at all: a gradient step
-            cands = jnp.stack([leaf_loss(v + t * d) for t in _STEP_SIZES])  # (S, M)
+            cands = jax.lax.scan(lambda c, t: (c, leaf_loss(v + t * d)), None, sizes)[1]
             # The step size is a choice (no gradient flows through it, as through a split).
             cands = jax.lax.stop_gradient(jnp.where(jnp.isfinite(cands), cands, jnp.inf))
             best = jnp.min(cands, axis=0)
-            steps = jnp.arange(len(_STEP_SIZES), dtype=INDEX_DTYPE)[:, None]
-            j = jnp.min(jnp.where(cands == best, steps, len(_STEP_SIZES) - 1), axis=0)
-            v = v + jnp.asarray(_STEP_SIZES, ACC_DTYPE)[j] * d
+            index = jnp.arange(len(_STEP_SIZES), dtype=INDEX_DTYPE)[:, None]
+            j = jnp.min(jnp.where(cands == best, index, last), axis=0)
+            return v + sizes[j] * d
+
+        v = jax.lax.fori_loop(0, steps, newton_step, v)
         return _finish(tree, v, has_rows, dyn)
 
 
