@@ -382,8 +382,10 @@ def start_census(loss, y, pred, w, valid, *, hessian: str, floor: float = HESSIA
     """``hessian_census`` of ``loss`` at margins ``pred`` (e.g. the start margins), as
     one compiled program (the loss's continuous hyperparameters traced; with
     ``loss_params``, ``loss`` is the family and these its values, as in
-    ``fit_base_margin``). ``w`` ``(N,)`` weights, ``valid`` ``(N,)`` real rows. Returns
-    a ``(5,)`` int32 JAX array (``CENSUS``)."""
+    ``fit_base_margin``). ``pred`` ``(1, N[, K])``: a model axis of one, as training
+    holds margins (taken apart inside the program, not by a host-side index that would
+    compile a program of its own). ``w`` ``(N,)`` weights, ``valid`` ``(N,)`` real
+    rows. Returns a ``(5,)`` int32 JAX array (``CENSUS``)."""
     family, values = split_loss(loss) if loss_params is None else (loss, loss_params)
     return _start_census(family, values, y, pred, w, valid, jnp.float32(floor),
                          hessian=hessian, diagonal=bool(diagonal))
@@ -391,6 +393,7 @@ def start_census(loss, y, pred, w, valid, *, hessian: str, floor: float = HESSIA
 
 @functools.partial(jax.jit, static_argnames=("family", "hessian", "diagonal"))
 def _start_census(family, values, y, pred, w, valid, floor, *, hessian, diagonal):
+    pred = pred[0]
     g, _, seen = grad_hess(bind_loss(family, values), y, pred, None, hessian=hessian,
                            floor=floor, diagonal=diagonal, census=True)
     if seen is None:

@@ -34,6 +34,7 @@ the loop body is compiled the same way for one model as for many, and ``train`` 
 from __future__ import annotations
 
 import functools
+import operator
 from typing import Any, NamedTuple, Optional
 
 import jax
@@ -520,14 +521,20 @@ def run_chunk(specs, chunk, mesh, rows, shared, hypers, margins, flags, rounds, 
       counts: ``(n_groups,)`` int32, models per group (the loops' trip counts).
 
     Returns:
-      ``(margins, flags, trees)``: per group the new margins and flags, and a dict of
-      ``(M_g, chunk * tpr, nodes[, K])`` arrays (the chunk's trees, replicated).
+      ``(margins, flags, trees)``: per group the new margins and flags, and per group a
+      tuple with one dict per model of ``(chunk * tpr, nodes[, K])`` arrays (the
+      chunk's trees, replicated). Each model's trees are outputs of their own, so the
+      host takes them without indexing (which would dispatch, and for a new shape
+      compile, one small program per field).
     """
     def program(rows, shared, hypers, margins, flags, rounds, counts, axis=None, n_shards=1):
         out = [_group_chunk(spec, chunk, rows, shared, hypers[g], (margins[g], flags[g]),
                             rounds._replace(etas=rounds.etas[g]), counts[g], axis=axis,
                             n_shards=n_shards)
                for g, spec in enumerate(specs)]
+        out = [(m, f, tuple(jax.tree.map(operator.itemgetter(i), t)
+                            for i in range(m.shape[0])))
+               for m, f, t in out]
         return tuple(zip(*out)) if out else ((), (), ())
 
     args = (rows, shared, hypers, margins, flags, rounds, counts)

@@ -367,7 +367,7 @@ def evaluate_chunk(plan: EvalPlan, trees, margin, data: EvalData, loss_values):
     """
     margin, stages = chunk_margins(plan.trees, trees, margin, data.bins)
     if not plan.metrics.metrics:
-        return margin, jnp.zeros((plan.trees.chunk, 0), jnp.float32), stages
+        return margin, np.zeros((plan.trees.chunk, 0), np.float32), stages
     return margin, chunk_metrics(plan.metrics, stages, data, loss_values), stages
 
 

@@ -50,8 +50,9 @@ def _round(r):
 def guard_start(s, spec, rows, margin, *, label=""):
     """The settings to train with: ``s``, or ``s`` switched to ``hessian="constant"``
     when its policy came from ``"auto"`` for a plain callable and the exact Hessian is
-    0 on every row at the start ``margin`` (``(N[, K])``, the padded training rows
-    ``rows``) while some gradient is not (a ``HessianWarning`` says so)."""
+    0 on every row at the start ``margin`` (``(1, N[, K])``, a model axis of one, as
+    training holds it; the padded training rows ``rows``) while some gradient is not (a
+    ``HessianWarning`` says so)."""
     if "hessian" not in s.from_auto or s.hessian != "clip_negative" or s.group is not None:
         return s
     c = start_census(s.family, rows.y, margin, rows.w, rows.valid, hessian="exact",

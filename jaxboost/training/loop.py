@@ -299,7 +299,7 @@ def run(models, program, n_rounds, on_chunk=lambda r0: None):
             for m in models:
                 if m.stop is None:
                     g, i = m.where
-                    m.dispatch_eval({k: v[i] for k, v in trees[g].items()})
+                    m.dispatch_eval(trees[g][i])
             reading = pending is not None
             if reading and _read(models, pending, chunk, multi):
                 _warn(models)
@@ -308,7 +308,7 @@ def run(models, program, n_rounds, on_chunk=lambda r0: None):
             for m in models:
                 if m.stop is None:
                     g, i = m.where
-                    t = {k: v[i] for k, v in trees[g].items()}
+                    t = trees[g][i]
                     m.parts.append(Ensemble(**(
                         {k: dist.local(v) for k, v in t.items()} if multi else t)))
             pending = (flags, r0, [list(m.values) if m.stop is None else None

@@ -233,7 +233,7 @@ def train_many(configs, X, y, *, objective=None, n_rounds: int = 100, max_depth:
     for i, s in enumerate(settings):
         p = prep._replace(base=base_margin(s, layout, prep.rows, y_pad, w_pad), margin=None)
         s = settings[i] = guard_start(s, round_spec(s, p), prep.rows,
-                                      layout.put(_start(s, p)),
+                                      layout.put(_start(s, p)[None], feature_major=True),
                                       label=f"configuration {i}: ")
         preps.append(p)
         spec = round_spec(s, p)

@@ -354,7 +354,7 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
              else contextlib.nullcontext())
     with guard:  # several processes: a lost peer ends this one with a clear message
         prep = prepare(s, Xf, yf, wf)
-        s = guard_start(s, round_spec(s, prep), prep.rows, prep.margin[0])
+        s = guard_start(s, round_spec(s, prep), prep.rows, prep.margin)
         layout, p = prep.layout, s.params
         evals = eval_sets(eval_set, prep.edges, s.loss, s.feature_names,
                           gather=multi, eval_group=eval_group,
