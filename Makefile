@@ -18,6 +18,7 @@ $(PY):
 # extras on a fresh clone, where pip takes about 40. Bytecode is compiled at install, as
 # pip does (with PYTHONDONTWRITEBYTECODE set, every process would otherwise compile
 # jax's sources on import). If uv cannot be installed or fails, pip installs instead.
+comma := ,
 define install
 	@( $(PY) -m pip install -q "uv>=0.5,<1" 2>/dev/null \
 	   && $(VENV)/bin/uv pip install -q --python $(PY) --compile-bytecode -e "$(1)" ) \
@@ -30,7 +31,7 @@ $(STAMP_BASE): $(INSTALL_DEPS) | $(PY)
 	touch $@
 
 $(STAMP_TEST): $(INSTALL_DEPS) | $(PY)
-	$(call install,.[test,plot])
+	$(call install,.[test$(comma)plot])
 	touch $@
 
 $(STAMP_BENCH): $(INSTALL_DEPS) | $(PY)
