@@ -1,7 +1,17 @@
-"""The scripts in examples/ run as shipped (README blocks: tests/test_readme.py)."""
+"""The scripts in examples/ run as shipped (README blocks: tests/test_readme.py).
 
+Each script runs as ``__main__`` with its command line, in this test process (its stdout
+captured; a ``sys.exit`` with a non-zero code fails the test). Running them here rather
+than in a new interpreter saves importing jax, jaxboost, xgboost and matplotlib again for
+each (1-2 s of CPU apiece). ``multi_device.py`` chooses the device count before JAX
+starts, so it runs in a subprocess of its own.
+"""
+
+import contextlib
+import io
 import os
 import re
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -11,12 +21,26 @@ from conftest import session_cache_env
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run(script, *args):
-    out = subprocess.run([sys.executable, str(ROOT / "examples" / script), *args],
-                         capture_output=True, text=True, timeout=600, cwd=ROOT,
-                         env={**os.environ, **session_cache_env()})
-    assert out.returncode == 0, out.stderr[-3000:]
-    return out.stdout
+def run(script, *args, subprocess_=False):
+    path = ROOT / "examples" / script
+    if subprocess_:
+        out = subprocess.run([sys.executable, str(path), *args], capture_output=True,
+                             text=True, timeout=600, cwd=ROOT,
+                             env={**os.environ, **session_cache_env()})
+        assert out.returncode == 0, out.stderr[-3000:]
+        return out.stdout
+    buf, argv, cwd = io.StringIO(), sys.argv, os.getcwd()
+    sys.argv = [str(path), *args]
+    os.chdir(ROOT)
+    try:
+        with contextlib.redirect_stdout(buf):
+            runpy.run_path(str(path), run_name="__main__")
+    except SystemExit as e:
+        assert e.code in (None, 0), f"{script} exited with {e.code!r}:\n{buf.getvalue()[-3000:]}"
+    finally:
+        sys.argv = argv
+        os.chdir(cwd)
+    return buf.getvalue()
 
 
 def test_custom_loss_example_prefers_the_robust_loss():
@@ -62,7 +86,7 @@ def test_plots_example_writes_three_figures(tmp_path):
 
 
 def test_multi_device_example_prints_equal_models_and_communication():
-    out = run("multi_device.py", "--devices", "4", "--rounds", "10")
+    out = run("multi_device.py", "--devices", "4", "--rounds", "10", subprocess_=True)
     rows = re.findall(r"^quantize=(True|False)\s.*bit-identical: (True|False)$", out, flags=re.M)
     assert dict(rows).get("True") == "True", out  # quantized: bit for bit on 4 devices
     assert "False" in dict(rows), out

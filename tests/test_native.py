@@ -329,17 +329,25 @@ def test_fallback_warns_once(monkeypatch, tmp_path, fresh_state, no_installed_li
 def test_first_use_build_goes_to_a_private_cache(monkeypatch, tmp_path, fresh_state,
                                                  no_installed_library):
     cache = tmp_path / "cache"
+    assert not cache.exists()
     monkeypatch.setenv("JAXBOOST_CACHE_DIR", str(cache))
     assert native.available(), native.unavailable_reason()
     path = native.library_path()
     assert path.parent.parent == cache and path.is_file()
     assert (path.parent.stat().st_mode & 0o077) == 0  # the build folder is ours alone
+    _FIRST_USE_BUILD.append(cache)  # a good build for ``built_cache`` to hand out
+
+
+_FIRST_USE_BUILD = []
 
 
 @pytest.fixture(scope="module")
 def built_cache(tmp_path_factory):
     """A cache folder holding one first-use build, made once for the tests that need a
-    good build to start from (each copies it: compiling the kernel takes seconds)."""
+    good build to start from (each copies it: compiling the kernel takes seconds): the
+    one ``test_first_use_build_goes_to_a_private_cache`` made, when it ran first."""
+    if _FIRST_USE_BUILD:
+        return _FIRST_USE_BUILD[0]
     root = tmp_path_factory.mktemp("built") / "cache"
     saved = os.environ.get("JAXBOOST_CACHE_DIR")
     os.environ["JAXBOOST_CACHE_DIR"] = str(root)
