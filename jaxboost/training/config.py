@@ -564,9 +564,10 @@ def configure(args: dict):
                                     multi_output_tree=multi_tree and K > 1)
     family, values = split_loss(loss, loss_params)
     if group is None:
+        # Abstract rows (shapes and dtypes only): no array is made, so nothing compiles.
         check_loss(_concrete(family, values), jax.tree.map(
-            lambda v: jnp.zeros(np.shape(v)[1:], jnp.float32), yf),
-            jnp.zeros(() if K == 1 else (K,), jnp.float32))
+            lambda v: jax.ShapeDtypeStruct(np.shape(v)[1:], jnp.float32), yf),
+            jax.ShapeDtypeStruct(() if K == 1 else (K,), jnp.float32))
     offsets = None
     if is_per_row(base_margin, K):
         if group is not None:

@@ -336,7 +336,7 @@ def _drain(models, pending, multi):
             continue
         g, i = m.where
         try:
-            m.drain(dist.local(flags[g][i]) if multi else flags[g][i],
+            m.drain(_flag(flags, g, i, multi),
                     [dist.local(x) for x in v] if multi else v, r0, ROUNDS_PER_DISPATCH)
         except Exception:  # the device failed: those rounds cannot be read
             pass
@@ -367,6 +367,13 @@ def _attach(error, models):
                        f"round(s); the model of the rounds completed is attached as {what}.")
 
 
+def _flag(flags, g, i, multi):
+    """Model ``i`` of group ``g``'s flag as a NumPy array: the group's flags come to the
+    host whole, then are indexed there (indexing the device array would dispatch, and
+    for a new group size compile, a program of its own)."""
+    return np.asarray(dist.local(flags[g]) if multi else flags[g])[i]
+
+
 def _read(models, pending, chunk, multi) -> bool:
     """Read one chunk for every running model; True when all have stopped."""
     flags, r0, values = pending
@@ -374,8 +381,7 @@ def _read(models, pending, chunk, multi) -> bool:
         if m.stop is not None or v is None:
             continue
         g, i = m.where
-        flag = flags[g][i]
-        stop = m.read(dist.local(flag) if multi else flag,
+        stop = m.read(_flag(flags, g, i, multi),
                       jax.tree.map(dist.local, v) if multi else v, r0, chunk)
         if multi:  # every process, every chunk (callbacks may differ between them)
             stop = dist.earliest_stop(stop)
