@@ -9,7 +9,7 @@ export JAX_PLATFORMS ?= cpu
 # Installing compiles the native kernel (setup.py), so a changed kernel reinstalls.
 INSTALL_DEPS := pyproject.toml setup.py jaxboost/native/hist.cc jaxboost/native/_build.py
 
-.PHONY: demo test test-full-opt test-pythons bench lint clean
+.PHONY: demo test test-full-opt test-pythons bench gpu lint clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +61,15 @@ test-pythons:
 
 bench: $(STAMP_BENCH)
 	$(PY) benchmarks/run.py
+
+# The prepared GPU run (benchmarks/gpu.py): engine tests on the accelerator, then W1/W5
+# against XGBoost, into the folder OUT. It runs this source tree with the machine's own
+# python3 and jax (no .venv: a GPU machine has jax with CUDA and no network) on JAX's
+# default backend. XGBoost comes from .whl/ when the wheel travels (benchmarks/README.md).
+GPU_PYTHON ?= python3
+OUT ?= gpu_output
+gpu:
+	env -u JAX_PLATFORMS PYTHONPATH=$(CURDIR)$${PYTHONPATH:+:$$PYTHONPATH} $(GPU_PYTHON) benchmarks/gpu.py $(OUT) $(GPU_ARGS)
 
 lint: $(STAMP_TEST)
 	$(VENV)/bin/ruff check .

@@ -39,3 +39,91 @@ def test_four_million_rows_in_one_bin_stay_accurate():
     # The test has teeth: a float32 scatter-add into one bin is far off at this size.
     naive32 = jnp.zeros(4, jnp.float32).at[jnp.zeros(N, jnp.int32)].add(jnp.asarray(g))
     assert abs(float(naive32[0]) - exact_g) / exact_g > 1e-5
+
+
+# --------------------------------------------------------------------------------------
+# The accelerator formulations, each against the naive float64 twin (on CPU)
+# --------------------------------------------------------------------------------------
+from jaxboost.engine import histogram as hist_mod  # noqa: E402
+
+
+def _random_level(seed, F=4, N=3000, n_nodes=8, B=32, scale=1.0):
+    rng = np.random.default_rng(seed)
+    bins = rng.integers(0, B, size=(F, N)).astype(np.uint8)
+    g = (scale * rng.normal(size=N)).astype(np.float32)
+    g[::50] *= 1e-6  # values far below the largest: the grid must keep them
+    h = rng.random(N).astype(np.float32)
+    node = rng.integers(0, n_nodes + 1, size=N).astype(np.int32)  # n_nodes = skipped
+    return bins, g, h, node, n_nodes, B
+
+
+def _run(method, bins, g, h, node, n_nodes, B):
+    fn = jax.jit(hist_mod.METHODS[method], static_argnums=(4, 5))
+    return [np.asarray(x) for x in fn(bins, g, h, node, n_nodes, B)]
+
+
+def test_fixed_point_histogram_equals_float64_sums():
+    """int64 fixed point keeps 62 - ceil(log2(N + 1)) bits of the largest |g|: at 3,000
+    rows 50 bits, so each sum is exact to the last bits of a float64 (here closer to the
+    exact sum than float64 addition in row order, which rounds at every step)."""
+    for seed, scale in ((0, 1.0), (1, 3e4), (2, 1e-7)):
+        bins, g, h, node, n, B = level = _random_level(seed, scale=scale)
+        G, H = _run("fixed", *level)
+        G_ref, H_ref = build_histogram_naive(bins, g, h, node, n, B)
+        for got, ref, x in ((G, G_ref, g), (H, H_ref, h)):
+            np.testing.assert_allclose(got, ref, rtol=0,
+                                       atol=len(x) * np.abs(x).max() * 2.0 ** -50)
+        # a bin by exact (fsum) summation: the fixed-point sum is the correctly rounded one
+        import math
+        f, k, b = np.argwhere(G_ref != 0)[0]
+        rows = (bins[f] == b) & (node == k)
+        assert G[f, k, b] == math.fsum(g[rows].astype(np.float64))
+
+
+def test_fixed_point_histogram_is_order_free():
+    """The same rows in another order give the same bits (integer sums): what makes GPU
+    atomics deterministic."""
+    bins, g, h, node, n, B = _random_level(3, N=5000, scale=7.0)
+    perm = np.random.default_rng(4).permutation(len(g))
+    a = _run("fixed", bins, g, h, node, n, B)
+    b = _run("fixed", bins[:, perm], g[perm], h[perm], node[perm], n, B)
+    np.testing.assert_array_equal(a[0], b[0])
+    np.testing.assert_array_equal(a[1], b[1])
+
+
+def test_onehot_histogram_within_its_grid():
+    """int8 digits of a 22-bit grid: each sum within N * 2**-23 of the largest |value|
+    of the float64 one (several row blocks, the last one padded)."""
+    for seed, B in ((5, 16), (6, 256)):
+        bins, g, h, node, n, B = _random_level(seed, N=4500, B=B)
+        G, H = _run("onehot", bins, g, h, node, n, B)
+        G_ref, H_ref = build_histogram_naive(bins, g, h, node, n, B)
+        for got, ref, x in ((G, G_ref, g), (H, H_ref, h)):
+            bound = len(x) * np.abs(x).max() * 2.0 ** -23
+            assert np.abs(got - ref).max() <= bound
+            assert np.abs(got - ref).max() > 0  # it is a grid, not float64
+
+
+def test_onehot_histogram_digits_round_trip():
+    q = jnp.asarray([0, 1, -1, 127, 128, -128, -129, 2 ** 22 - 1, -(2 ** 22) + 1],
+                    jnp.int32)
+    d = hist_mod._digits(q, 3)
+    assert all(int(jnp.min(x)) >= -128 and int(jnp.max(x)) <= 127 for x in d)
+    np.testing.assert_array_equal(np.asarray(d[0] + 256 * d[1] + 65536 * d[2]),
+                                  np.asarray(q))
+
+
+def test_platform_histogram_is_the_cpu_scatter_on_cpu(monkeypatch):
+    level = _random_level(7)
+    monkeypatch.delenv(hist_mod.HISTOGRAM_ENV, raising=False)
+    auto = jax.jit(hist_mod.histogram, static_argnums=(4, 5))(*level)
+    ref = jax.jit(build_histogram, static_argnums=(3, 4))(
+        level[0], pack_gh(level[1], level[2]), level[3], level[4], level[5])
+    np.testing.assert_array_equal(np.asarray(auto[0]), np.asarray(ref[0]))
+    monkeypatch.setenv(hist_mod.HISTOGRAM_ENV, "sorted")
+    try:
+        hist_mod.forced_method()
+    except ValueError as e:
+        assert "expected one of auto, scatter, fixed, onehot" in str(e)
+    else:
+        raise AssertionError("an unknown formulation was accepted")

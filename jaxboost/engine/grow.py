@@ -65,7 +65,7 @@ import jax.numpy as jnp
 
 from .._types import ACC_DTYPE, FLOAT_DTYPE, INDEX_DTYPE
 from . import categorical
-from .histogram import build_histogram, pack_gh
+from .histogram import histogram as platform_histogram
 from .split import (
     find_best_splits,
     find_best_vector_splits,
@@ -129,7 +129,7 @@ def pair_histogram(bins, *, native: bool, max_bin: int, native_threads=None):
                                            n_threads=native_threads, n_active=n_active)
     else:
         def hist(a, b, node, n, n_active=None):
-            return build_histogram(bins, pack_gh(a, b), node, n, max_bin)
+            return platform_histogram(bins, a, b, node, n, max_bin)
     return hist
 
 
@@ -320,7 +320,9 @@ class TreeSpec(NamedTuple):
     ``diagonal``: vector leaves use only the diagonal of H (``grow_vector_tree``);
     ``feature_block``: features per histogram block (``grow_tree``), None: the
     ``feature_block`` function's choice (blocks only when the histograms would exceed
-    ``HIST_MEMORY``).
+    ``HIST_MEMORY``); ``subtract``: the subtraction trick without the native kernel
+    (the accelerators' pure-JAX histograms, whose skipped rows cost next to nothing;
+    always on with ``native``).
     """
 
     max_depth: int
@@ -331,6 +333,7 @@ class TreeSpec(NamedTuple):
     native_threads: Optional[int] = None
     diagonal: bool = False
     feature_block: Optional[int] = None
+    subtract: bool = False
 
 
 class SplitRules(NamedTuple):
@@ -359,9 +362,9 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
       cuts_ext: ``(F, max_bin)`` float32, ``-inf``, the cuts, then ``+inf`` padding:
         ``cuts_ext[f, t]`` is the float threshold of "bins < t go left".
       forward_ok: ``(F,)`` bool (see ``split.find_best_splits``).
-      spec: ``TreeSpec`` (static). With ``native``, below the root only the smaller
-        child of every split is histogrammed, its sibling is the parent's histogram
-        minus it.
+      spec: ``TreeSpec`` (static). With ``native`` or ``subtract``, below the root
+        only the smaller child of every split is histogrammed, its sibling is the
+        parent's histogram minus it.
       reduce: sums a per-device partial over devices (``lax.psum`` under
         ``shard_map``; the identity on one device). Applied to histograms and node sums,
         the only quantities that need every row.
@@ -394,7 +397,9 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
       bool, ``value`` float32 (learning rate applied), ``gain`` float32, ``cover``
       float32 = H); ``leaf`` ``(N,)`` int32, the leaf node of every row.
     """
-    max_depth, max_bin, native, clipped, any_forward, native_threads, _, block = spec
+    max_depth, max_bin, native, clipped, any_forward, native_threads = spec[:6]
+    block = spec.feature_block
+    subtract = native or spec.subtract  # histogram the smaller children only
     D, B = max_depth, max_bin
     N = g.shape[0]
     M = 2 ** (D + 1) - 1
@@ -429,7 +434,7 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
         gradient histograms take) is counted; its sibling is the parent's counts, kept
         in ``cstate["C"]``, minus it. Counts are integers in float64: exact."""
         n = _pow2(d)
-        if not (native and W > 1):
+        if not (subtract and W > 1):
             return count_histogram(raw_histogram, local, W, n), cstate
         h2 = W // 2
         left_small = (Ht[0::2] <= Ht[1::2]) & (d > 0)
@@ -586,7 +591,7 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
         pos = jnp.zeros(N, INDEX_DTYPE)
         structure = _empty_structure(M, cats is not None)
         cstate = None if cons is None else cons.init(M, W, F)
-        if counted and native and W > 1 and block == F:  # the parent level's counts
+        if counted and subtract and W > 1 and block == F:  # the parent level's counts
             cstate["C"] = jnp.zeros((F, W, B), ACC_DTYPE)
         if D > 0 and block < F:
             def level(d, carry):
@@ -613,7 +618,7 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
             local, _ = _rows_of_level(pos, 0, 1)
             Gh, Hh = reduce(histogram(local, 1))
             bufs = None
-            if native and W > 1:
+            if subtract and W > 1:
                 # Two levels' histograms (parent, current) in one (F, 2 W, B) buffer
                 # each for G and H: level d's at node offset (d % 2) * W. The root's
                 # waits where level 0 looks for its parent's (offset W).
@@ -631,7 +636,7 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
                 local, in_level = _rows_of_level(pos, d, W)
                 if W == 1:  # max_depth 1: the root is the only level
                     hist_chunk = full_chunks(Gh, Hh)
-                elif native:
+                elif subtract:
                     # Histogram only the smaller child of each pair (by hessian sum);
                     # its sibling is the parent's histogram minus it. Level 0 has no
                     # pair: its node is the "larger child" of an empty smaller one, so
@@ -729,7 +734,7 @@ def grow_vector_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *,
       ``(tree, leaf)`` as ``grow_tree``, with ``value`` ``(M, K)`` and ``cover`` the
       trace of H.
     """
-    max_depth, max_bin, native, _, any_forward, native_threads, diagonal, _ = spec
+    max_depth, max_bin, native, _, any_forward, native_threads, diagonal = spec[:7]
     D, B = max_depth, max_bin
     N, K = g.shape
     M = 2 ** (D + 1) - 1

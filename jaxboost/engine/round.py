@@ -68,6 +68,8 @@ class RoundSpec(NamedTuple):
     each with its own row and column samples and leaf values ``eta w* / P``;
     ``bootstrap`` draws each tree's rows with replacement
     (``sampling.bootstrap_counts``) instead of the ``subsample`` coin flips.
+    ``subtract``: the histogram subtraction trick on the pure-JAX histograms (on by
+    default on GPU and TPU backends, ``training.program.use_subtraction``).
     """
 
     loss: Any
@@ -89,6 +91,7 @@ class RoundSpec(NamedTuple):
     constraints: Optional[ConstraintSpec] = None
     num_parallel_tree: int = 1
     bootstrap: bool = False
+    subtract: bool = False
 
     @property
     def n_nodes(self) -> int:
@@ -102,7 +105,8 @@ class RoundSpec(NamedTuple):
     def tree_spec(self) -> TreeSpec:
         """The tree builder's part of this record."""
         return TreeSpec(self.max_depth, self.max_bin, self.native, self.clipped,
-                        self.any_forward, self.native_threads, self.diagonal)
+                        self.any_forward, self.native_threads, self.diagonal,
+                        subtract=self.subtract)
 
 
 class Rows(NamedTuple):

@@ -7,6 +7,8 @@ compiled program. ``stack`` puts the ``Hyper`` s of a group of models on a leadi
 
 from __future__ import annotations
 
+import os
+
 import jax
 import numpy as np
 
@@ -30,7 +32,28 @@ def round_spec(s, prep, *, native_threads=None, clipped=None, row_sampling=None,
         col_sampling=bool(np.any(s.ratios[1:] < 1)) if col_sampling is None else col_sampling,
         exact=s.quantize, group_max=None if s.group is None else EXACT_MAX_GROUP,
         constraints=None if s.constraints is None else s.constraints.spec(),
-        num_parallel_tree=s.num_parallel_tree, bootstrap=s.bootstrap)
+        num_parallel_tree=s.num_parallel_tree, bootstrap=s.bootstrap,
+        subtract=use_subtraction(prep.native))
+
+
+SUBTRACT_ENV = "JAXBOOST_SUBTRACT"
+
+
+def use_subtraction(native: bool) -> bool:
+    """Whether the pure-JAX tree builder histograms only the smaller child of each
+    split (its sibling = parent - child; ``grow.TreeSpec.subtract``).
+
+    On by default off CPU: the accelerators' histograms (``engine.histogram``) drop the
+    rows outside the children they build at the cost of a comparison, so this halves
+    their work at least. Off on CPU without the native kernel: the complex128 scatter
+    costs per row either way, and the direct sums keep the models bit-identical to
+    XGBoost's. ``JAXBOOST_SUBTRACT=1`` / ``0`` forces it on / off (benchmarks); with the
+    native kernel it is always on (``native`` implies it).
+    """
+    forced = os.environ.get(SUBTRACT_ENV, "").strip()
+    if forced in ("0", "1"):
+        return forced == "1" and not native
+    return not native and jax.default_backend() != "cpu"
 
 
 def hyper(s) -> Hyper:
