@@ -224,8 +224,13 @@ def worker_hist(n_rows, repeats=5):
     g = jnp.asarray(rng.normal(size=n_rows).astype(np.float32))
     h = jnp.asarray(rng.random(n_rows, dtype=np.float32))
     out = {}
-    for n_nodes in (1, 32):
-        node = jnp.asarray(rng.integers(0, n_nodes, size=n_rows).astype(np.int32))
+    # (slots, live): a level of 1 and of 32 nodes, and the subtraction loop's second
+    # level (16 slots, one smaller child holding half the rows, the rest skipped)
+    for n_nodes, live in ((1, 1), (32, 32), (16, 0)):
+        if live:
+            node = jnp.asarray(rng.integers(0, live, size=n_rows).astype(np.int32))
+        else:
+            node = jnp.asarray(np.where(rng.random(n_rows) < 0.5, 0, n_nodes).astype(np.int32))
         for name, fn in H.METHODS.items():
             key = f"{name}_{n_nodes}"
             try:

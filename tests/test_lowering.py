@@ -2,7 +2,7 @@
 exported with ``jax.export`` for ``cuda`` and ``tpu`` (no GPU or TPU needed).
 
 The programs are the ones ``train`` dispatches on an accelerator: the pure-JAX histogram
-(``JAXBOOST_NATIVE=0``, as ``training.data.use_native`` decides off CPU) with the
+(``training.data.use_native`` made to answer False, as it does off CPU) with the
 subtraction trick (``JAXBOOST_SUBTRACT=1``, ``training.program.use_subtraction``'s
 default off CPU), captured from real ``train`` calls on CPU. Each exported module is
 read as text and must hold:
@@ -29,6 +29,7 @@ import pytest
 
 import jaxboost
 from jaxboost import booster as booster_module
+from jaxboost.training import data as data_module
 from jaxboost.training import evaluation, loop
 
 PORTABLE_TARGETS = {"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape"}
@@ -46,7 +47,9 @@ class _Captured(Exception):
 
 @pytest.fixture
 def accelerator_path(monkeypatch):
-    monkeypatch.setenv("JAXBOOST_NATIVE", "0")
+    # what training.data.use_native decides off CPU (the native kernel's availability
+    # is cached per process, so the environment variable alone comes too late)
+    monkeypatch.setattr(data_module, "use_native", lambda: False)
     monkeypatch.setenv("JAXBOOST_SUBTRACT", "1")
     monkeypatch.delenv("JAXBOOST_HISTOGRAM", raising=False)
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -115,33 +116,37 @@ def _midpoints(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return mid
 
 
-def _feature_cuts(col, weight, n_value_bins, rng):
-    """Cuts for one float32 column (NaN already removed) with optional weights."""
+def _feature_cuts(col, weight, n_value_bins, rng, sample=None):
+    """Cuts for one float32 column (NaN already removed) with optional weights.
+
+    Above ``QUANTILE_SAMPLE_ROWS`` values the quantiles come from a row sample:
+    ``sample = (values, weights)`` drawn by the caller (``compute_bin_edges`` draws one
+    for all features), else ``QUANTILE_SAMPLE_ROWS`` of ``col`` drawn with ``rng``.
+    """
     n = col.shape[0]
     if n == 0:
         return np.zeros(0, FLOAT_DTYPE), 0
+    values, w = col, weight
     if n > QUANTILE_SAMPLE_ROWS:
-        idx = rng.choice(n, QUANTILE_SAMPLE_ROWS, replace=False)
-        vals, inv = np.unique(col[idx], return_inverse=True)
-        if vals.shape[0] <= n_value_bins:
-            # Possibly low cardinality: look at every row so no value is missed.
-            vals, inv = np.unique(col, return_inverse=True)
-            idx = None
+        if sample is None:
+            idx = rng.choice(n, QUANTILE_SAMPLE_ROWS, replace=False)
+            sample = (col[idx], None if weight is None else weight[idx])
+        if np.unique(sample[0]).shape[0] > n_value_bins:
+            values, w = sample
+        # else possibly low cardinality: look at every row so no value is missed
+    if w is None:  # counts from a sort (a weighted count needs the slower argsort)
+        vals, counts = np.unique(values, return_counts=True)
     else:
-        idx = None
-        vals, inv = np.unique(col, return_inverse=True)
+        vals, inv = np.unique(values, return_inverse=True)
+        counts = np.bincount(inv.ravel(), weights=w, minlength=vals.shape[0])
+        if counts.sum() <= 0:
+            counts = np.bincount(inv.ravel(), minlength=vals.shape[0])
     n_distinct = vals.shape[0]
     if n_distinct <= n_value_bins:
         cuts = _midpoints(vals[:-1], vals[1:])
     else:
-        w = None if weight is None else (weight if idx is None else weight[idx])
-        counts = np.bincount(inv.ravel(), weights=w, minlength=n_distinct).astype(np.float64)
-        cum = np.cumsum(counts)
+        cum = np.cumsum(counts.astype(np.float64))
         total = cum[-1]
-        if total <= 0:
-            counts = np.bincount(inv.ravel(), minlength=n_distinct).astype(np.float64)
-            cum = np.cumsum(counts)
-            total = cum[-1]
         targets = total * np.arange(1, n_value_bins) / n_value_bins
         # The cut goes after the first distinct value whose cumulative weight
         # reaches the target.
@@ -173,7 +178,10 @@ def compute_bin_edges(X: np.ndarray, max_bin: int = 256, sample_weight=None,
         (``<= 256``); at most ``max_bin - 1`` bins hold present values.
       sample_weight: optional ``(N,)`` non-negative weights for the quantiles; rows of
         weight 0 are left out entirely (no cuts from their values).
-      seed: seeds the row sample used for quantiles of very large data.
+      seed: seeds the row sample used for quantiles of very large data: above
+        ``QUANTILE_SAMPLE_ROWS`` rows, one sample of that many rows serves every feature
+        with more present values than that (as LightGBM samples rows once); features
+        are processed in parallel threads (the result does not depend on their number).
       categorical: optional ``(F,)`` bool, the features whose values are category
         codes: integers in ``[0, max_bin - 2]`` (checked by the caller,
         ``jaxboost._categorical.check_codes``). Code ``c`` gets bin ``c``.
@@ -197,19 +205,42 @@ def compute_bin_edges(X: np.ndarray, max_bin: int = 256, sample_weight=None,
         # the row trains.
         keep = w > 0
         X, w = X[keep], w[keep]
-    for f in range(F):
+    rows = None
+    if X.shape[0] > QUANTILE_SAMPLE_ROWS:
+        rows = np.sort(edges.rng.choice(X.shape[0], QUANTILE_SAMPLE_ROWS, replace=False))
+        X_sample = X[rows]
+        w_sample = None if w is None else w[rows]
+
+    def one(f):
         col = X[:, f]
         present = ~np.isnan(col)
-        if present.all():
-            edges.add(f, col, w, has_missing=False)
+        has_missing = not present.all()
+        if has_missing:
+            col, wf = col[present], None if w is None else w[present]
         else:
-            edges.add(f, col[present], None if w is None else w[present], has_missing=True)
+            wf = w
+        sample = None
+        if rows is not None and col.shape[0] > QUANTILE_SAMPLE_ROWS:
+            s_col = X_sample[:, f]
+            keep = ~np.isnan(s_col)
+            sample = (s_col[keep], None if w_sample is None else w_sample[keep])
+        edges.add(f, col, wf, has_missing=has_missing, sample=sample)
+
+    workers = min(F, os.cpu_count() or 1)
+    if workers > 1 and X.shape[0] * F >= 1 << 18:  # NumPy's sorts release the GIL
+        with ThreadPoolExecutor(workers) as ex:
+            list(ex.map(one, range(F)))
+    else:
+        for f in range(F):
+            one(f)
     return edges.result()
 
 
 class EdgeBuilder:
-    """The ``BinEdges`` of ``F`` features, filled one feature at a time (in order: the
-    subsampling of large columns draws from one generator seeded with ``seed``).
+    """The ``BinEdges`` of ``F`` features, filled one feature at a time (the sparse
+    path adds them in order, each large column subsampled from one generator seeded
+    with ``seed``; the dense path adds them from threads, with one row sample drawn
+    before).
 
     ``add(f, values, weights, has_missing)`` takes feature ``f``'s present (non-NaN)
     values and their weights (``None``: all 1); ``result()`` returns the edges. Shared
@@ -226,14 +257,21 @@ class EdgeBuilder:
         self.cat = None if categorical is None else np.asarray(categorical, bool)
         self.seen = None if self.cat is None else np.zeros((F, max_bin), bool)
         self.rng = np.random.default_rng(seed)
+        self.lock = threading.Lock()
 
-    def add(self, f: int, values, weights, has_missing: bool) -> None:
+    def add(self, f: int, values, weights, has_missing: bool, sample=None) -> None:
         self.has_missing[f] = has_missing
         if self.cat is not None and self.cat[f]:  # category codes: code c in bin c
             c, self.seen[f] = _category_edges(values, self.max_bin)
             nd = int(self.seen[f].sum())
         else:
-            c, nd = _feature_cuts(values, weights, self.max_bin - 1, self.rng)
+            if sample is None and values.shape[0] > QUANTILE_SAMPLE_ROWS:
+                # this feature's own sample: drawn in feature order (sparse input)
+                with self.lock:
+                    idx = self.rng.choice(values.shape[0], QUANTILE_SAMPLE_ROWS,
+                                          replace=False)
+                sample = (values[idx], None if weights is None else weights[idx])
+            c, nd = _feature_cuts(values, weights, self.max_bin - 1, self.rng, sample)
         self.cuts[f, : c.shape[0]] = c
         self.n_cuts[f] = c.shape[0]
         self.n_distinct[f] = nd

@@ -28,7 +28,10 @@ level, which starts right after them). The padding costs little where work is pe
   finding, the children's totals) runs in chunks of ``SPLIT_CHUNK`` nodes, a loop over
   only as many chunks as the level has nodes; the native path keeps the parent's and
   the current level's histograms in one ``(F, 2 W, B)`` buffer updated in place;
-* the pure-JAX scatter costs per row; only its zero-filled output is ``W`` wide.
+* the pure-JAX histograms cost per row; only their zero-filled output is ``W`` wide.
+  Off CPU they too take only the smaller children (``TreeSpec.subtract``, the
+  subtraction loop of the native path): the accelerators' formulations drop the
+  other rows for the price of a comparison (``engine.histogram``).
 
 What is left at full width is per-level ``(W,)`` bookkeeping and, with the native
 kernel, zeroing its ``(F, W / 2, B)`` output past the live nodes: measured at 1M rows
