@@ -458,9 +458,11 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
         return counts, dict(cstate, C=counts)
 
     def best_splits(d, width, Gt, Ht, hist_chunk, bufs, fok=forward_ok, level_mask=None,
-                    fcats=cats, lvl=None):
+                    fcats=cats, lvl=None, alive=None):
         """Best split of each of level ``d``'s nodes and its children's totals, chunk by
-        chunk, over the features of ``hist_chunk``'s histograms.
+        chunk, over the features of ``hist_chunk``'s histograms. With ``alive`` (the
+        ``(width,)`` nodes that exist), only the chunks holding one are computed (in
+        ascending order); the others keep ``empty_acc``'s no-split values.
 
         ``hist_chunk(k, c, bufs) -> (Gh, Hh, bufs)`` gives chunk ``k``'s ``(F', c, B)``
         histograms (nodes ``k c .. k c + c - 1``); ``fok`` ``(F',)`` and ``level_mask``
@@ -470,9 +472,18 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
         the level's constraint inputs (``TreeConstraints.level``), or None.
         """
         c = min(SPLIT_CHUNK, width)
+        order = None
+        if alive is not None and c < width:
+            # the chunks that hold a node of the level, first and in ascending order:
+            # on small data most of a deep level's slots are empty (breast cancer at
+            # depth 6: 0.7 of 32 nodes at level 5), and their split search is skipped
+            live = jnp.any(alive.reshape(width // c, c), axis=1)
+            order = jnp.argsort(~live, stable=True).astype(INDEX_DTYPE)
+            n_live = jnp.sum(live, dtype=INDEX_DTYPE)
 
-        def chunk(k, carry):
+        def chunk(i, carry):
             acc, bufs = carry
+            k = i if order is None else order[i]
             Gh, Hh, bufs = hist_chunk(k, c, bufs)
 
             def sl(a):
@@ -502,8 +513,8 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
         acc = empty_acc(width)
         if c == width:
             return chunk(jnp.int32(0), (acc, bufs))
-        # only the chunks that hold some of the level's 2**d nodes
-        n_chunks = (_pow2(d) + (c - 1)) // c
+        # only the chunks that hold some of the level's 2**d nodes (live ones)
+        n_chunks = (_pow2(d) + (c - 1)) // c if order is None else n_live
         return jax.lax.fori_loop(jnp.int32(0), n_chunks, chunk, (acc, bufs))
 
     def decide(acc, alive):
@@ -521,7 +532,7 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
     def split_level(d, width, Gt, Ht, alive, hist_chunk, bufs, cstate=None, lvl=None):
         """``decide`` on ``best_splits`` over every feature; ``(s, do, Gc, Hc, bufs)``."""
         acc, bufs = best_splits(d, width, Gt, Ht, hist_chunk, bufs,
-                                level_mask=level_mask(d, cstate), lvl=lvl)
+                                level_mask=level_mask(d, cstate), lvl=lvl, alive=alive)
         return decide(acc, alive) + (bufs,)
 
     def blocked_level(d, width, Gt, Ht, alive, local, n_active, cstate=None, lvl=None):
@@ -543,7 +554,8 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
                 lvl, f0, block, count_histogram(hist, local, width, n_active) if counted
                 else None)
             acc, _ = best_splits(d, width, Gt, Ht, full_chunks(Gh, Hh), None, fok, mask,
-                                 None if cats is None else cats.block(f0, block), block_lvl)
+                                 None if cats is None else cats.block(f0, block), block_lvl,
+                                 alive=alive)
             acc["feature"] = acc["feature"] + f0
             better = acc["gain"] > best["gain"]
             better2 = jnp.repeat(better, 2)
