@@ -390,7 +390,7 @@ def model_run(s, prep, evals, metrics, where, *, early_stopping, label=""):
     p, layout = s.params, prep.layout
     placed = []
     for e in evals:
-        plan = EvalPlan(TreePlan(p.max_depth, p.max_bin, loop.ROUNDS_PER_DISPATCH,
+        plan = EvalPlan(TreePlan(p.max_depth, prep.edges.n_bins, loop.ROUNDS_PER_DISPATCH,
                                  s.trees_per_round),
                         MetricPlan(plan_metrics(metrics, s.family), link_of(s.loss),
                                    e.grouped))
