@@ -63,8 +63,9 @@ class RoundSpec(NamedTuple):
     (``binning.BinEdges.n_bins``: the data's bucket, at most the ``max_bin`` parameter;
     bin ``B - 1`` holds missing values). ``loss`` is the loss family (``objectives``
     entries with their continuous hyperparameters taken out, see
-    ``Objective.traced_split``; a plain callable as given); ``refit`` is ``None``, ``"newton"`` or ``"quantile"``; ``group_max`` is the
-    exact-Hessian group size of a group loss (``None`` for per-row losses);
+    ``Objective.traced_split``; a plain callable as given); ``refit`` is ``None``,
+    ``"newton"`` or ``"quantile"``; ``group_max`` is the exact-Hessian group size of a
+    group loss (``None`` for per-row losses);
     ``constraints`` the ``constraints.ConstraintSpec`` of monotone / interaction
     constraints and a row minimum per child (``None``: none).
     ``num_parallel_tree`` ``P > 1`` grows a forest each round (XGBoost's parameter of
