@@ -30,8 +30,13 @@ rows with ``B = max_bin``; data of another size in the same bucket compiles no n
 program. Which bucket a feature lands in changes no split: a bin past ``n_cuts[f] + 1``
 is empty, so its candidates are never chosen, and the trees are bit-identical to those
 of bins padded to ``max_bin`` (``JAXBOOST_PAD_BINS=1`` forces that padding, for tests
-and comparisons). ``max_bin`` stays what model files store; ``n_bins`` is recomputed
-from the cuts whenever edges are built or read.
+and comparisons). One exception, in the last bits of float64 sums: where the width
+itself picks how the histograms are summed -- the native kernel on several threads
+moves from row blocks to per-node sums once its scratch histograms pass 8 MiB, and
+very wide data is histogrammed in feature blocks (``grow.feature_block``) -- a
+narrower ``B`` may keep the other scheme, whose sums are associated differently (as
+between thread counts). ``max_bin`` stays what model files store; ``n_bins`` is
+recomputed from the cuts whenever edges are built or read.
 """
 
 from __future__ import annotations
