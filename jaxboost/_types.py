@@ -2,8 +2,9 @@
 
 Shape names used in docstrings across the package:
 
-* ``N`` rows, ``F`` features, ``B`` bins per feature (``max_bin``; the last one,
-  ``B - 1``, is reserved for missing values), ``D`` ``max_depth``,
+* ``N`` rows, ``F`` features, ``B`` bins per feature of the compiled programs
+  (``BinEdges.n_bins``: the data's bucket, at most the ``max_bin`` parameter; the last
+  one, ``B - 1``, is reserved for missing values), ``D`` ``max_depth``,
   ``M = 2 ** (D + 1) - 1`` nodes of one tree in heap layout (node ``i`` has children
   ``2 i + 1`` and ``2 i + 2``), ``T`` trees in an ensemble.
 

@@ -3,7 +3,9 @@
 ``TreeParams`` splits the hyperparameters into the two kinds the compiler cares about:
 
 * static (``max_depth``, ``max_bin``): they fix array shapes, so a new value compiles
-  a new program;
+  a new program (``max_bin`` caps the bins per feature; the programs take theirs from
+  the data's bucket, ``engine.binning.program_bins``, so a new ``max_bin`` compiles
+  only when it moves that bucket);
 * dynamic (``learning_rate``, ``reg_lambda``, ``reg_alpha``, ``gamma``,
   ``min_child_weight``, ``max_delta_step``): passed to the compiled round as scalars,
   so a grid search over them reuses one compiled program.

@@ -14,7 +14,9 @@ def test_low_cardinality_gets_one_bin_per_value_with_midpoint_cuts():
     assert e.has_missing.tolist() == [True]
     bins = apply_bins(X, e)
     assert bins.shape == (1, 6) and bins.dtype == np.uint8
-    assert bins[0].tolist() == [2, 0, 1, 1, 3, 255]  # NaN -> reserved bin max_bin - 1
+    # 4 value bins and the missing one fit the smallest bucket, 16 bins: NaN -> bin 15
+    assert e.n_bins == 16 and e.missing_bin == 15
+    assert bins[0].tolist() == [2, 0, 1, 1, 3, 15]
 
 
 def test_every_distinct_value_has_its_own_bin_up_to_max_bin_minus_one():
@@ -66,7 +68,8 @@ def test_binned_split_equals_float_threshold_split(X, max_bin):
     bins = apply_bins(X, e)
     for f in range(X.shape[1]):
         present = ~np.isnan(X[:, f])
-        assert np.all(bins[f, ~present] == max_bin - 1)
+        assert np.all(bins[f, ~present] == e.n_bins - 1)
+        assert e.n_cuts[f] + 2 <= e.n_bins <= max_bin
         assert np.all(bins[f, present] <= e.n_cuts[f])
         for t in range(0, e.n_cuts[f] + 2):
             thr = e.threshold(np.array([f]), np.array([t]))[0]

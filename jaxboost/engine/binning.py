@@ -3,9 +3,10 @@
 Bin edges are computed once, on the host, from the training data. For a feature with
 cuts ``c_0 < c_1 < ... < c_{k-1}`` a present value ``x`` falls in bin
 ``#{j : c_j <= x}`` (so bin ``b`` holds ``c_{b-1} <= x < c_b``) and a missing value
-(NaN) falls in the reserved bin ``max_bin - 1``. A split "bins ``< t`` go left" is
-therefore the same rule as the float test ``x < c_{t-1}``, which is what prediction
-on raw data evaluates: binned training and raw prediction agree by construction.
+(NaN) falls in the reserved bin ``B - 1`` (``B = BinEdges.n_bins``, see below). A
+split "bins ``< t`` go left" is therefore the same rule as the float test
+``x < c_{t-1}``, which is what prediction on raw data evaluates: binned training and
+raw prediction agree by construction.
 
 When a feature has at most ``max_bin - 1`` distinct present values, every distinct
 value gets a bin of its own and the cuts are the float32 midpoints of neighbouring
@@ -18,6 +19,24 @@ category codes ``0 .. C - 1``; code ``c`` falls in bin ``c`` (its cuts are
 ``max_bin - 1``), and a code that is missing, outside ``[0, C)`` or never seen in
 training falls in the missing-value bin (``apply_bins``), so it goes where the split
 sends missing values (``jaxboost.engine.categorical``).
+
+Bins follow the data: ``max_bin`` is a cap, not the width of every feature. The compiled
+programs (histograms ``(F, nodes, B)``, split finding, routing) take their bin dimension
+``B = BinEdges.n_bins`` from a few buckets (``program_bins``: 16, 32, 64, 128, 256 for
+the default ``max_bin``), the smallest that holds every feature's bins: its value bins
+``n_cuts[f] + 1`` plus the missing-value bin ``B - 1``. Data with at most 17 distinct
+values per feature (sklearn's digits) trains with ``B = 32``, continuous data of many
+rows with ``B = max_bin``; data of another size in the same bucket compiles no new
+program. Which bucket a feature lands in changes no split: a bin past ``n_cuts[f] + 1``
+is empty, so its candidates are never chosen, and the trees are bit-identical to those
+of bins padded to ``max_bin`` (``JAXBOOST_PAD_BINS=1`` forces that padding, for tests
+and comparisons). One exception, in the last bits of float64 sums: where the width
+itself picks how the histograms are summed -- the native kernel on several threads
+moves from row blocks to per-node sums once its scratch histograms pass 8 MiB, and
+very wide data is histogrammed in feature blocks (``grow.feature_block``) -- a
+narrower ``B`` may keep the other scheme, whose sums are associated differently (as
+between thread counts). ``max_bin`` stays what model files store; ``n_bins`` is
+recomputed from the cuts whenever edges are built or read.
 """
 
 from __future__ import annotations
@@ -30,6 +49,14 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .._types import BIN_DTYPE, FLOAT_DTYPE
+
+PAD_BINS_ENV = "JAXBOOST_PAD_BINS"
+"""Set to ``1`` to give every ``BinEdges`` built afterwards ``n_bins = max_bin`` (bins
+padded to the cap, the layout before bins followed the data): a private switch for the
+tests that compare both layouts and for benchmarks."""
+
+BIN_BUCKET_MIN = 16
+"""The smallest bucket of ``program_bins`` (unless ``max_bin`` is smaller)."""
 
 # Above this many rows, quantiles of high-cardinality features are estimated from a
 # seeded row sample of this size (LightGBM samples 200k rows for the same purpose).
@@ -47,13 +74,18 @@ class BinEdges:
       has_missing: ``(F,)`` bool, whether the training data had NaN in the feature.
       n_distinct: ``(F,)`` int64, distinct present values seen in training (capped
         by the sample for very large data).
-      max_bin: total bins per feature, the last reserved for missing values.
+      max_bin: the cap on bins per feature (the training parameter, what model files
+        store): at most ``max_bin - 1`` value bins, and the missing-value bin.
       categories: ``None`` (every feature numeric), or ``(F, max_bin)`` bool: row ``f``
         of a categorical feature marks the category codes seen in training (code ``c``
         is bin ``c``; ``n_cuts[f] + 1`` is the largest seen code plus one); rows of
         numeric features are all False, as are rows of categorical features that had
         no present value (see ``categorical``).
       categorical: ``None``, or ``(F,)`` bool, the features split by category.
+      n_bins: ``B``, the bins per feature of the training programs (not an argument:
+        computed from the other fields, ``program_bins`` of ``bins_needed``, or
+        ``max_bin`` when ``$JAXBOOST_PAD_BINS`` is ``1``). Present values of feature
+        ``f`` fall in bins ``0 .. n_cuts[f]``, missing values in ``B - 1``.
     """
 
     cuts: np.ndarray
@@ -63,6 +95,12 @@ class BinEdges:
     max_bin: int
     categories: np.ndarray | None = None
     categorical: np.ndarray | None = None
+    n_bins: int = dataclasses.field(init=False)
+
+    def __post_init__(self):
+        pad = os.environ.get(PAD_BINS_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+        n = int(self.max_bin) if pad else program_bins(bins_needed(self), int(self.max_bin))
+        object.__setattr__(self, "n_bins", n)
 
     @property
     def is_categorical(self) -> bool:
@@ -75,7 +113,8 @@ class BinEdges:
 
     @property
     def missing_bin(self) -> int:
-        return self.max_bin - 1
+        """The bin of missing values, ``n_bins - 1``."""
+        return self.n_bins - 1
 
     def threshold(self, feature: np.ndarray, tbin: np.ndarray) -> np.ndarray:
         """Float thresholds for splits "bin < tbin goes left".
@@ -90,7 +129,7 @@ class BinEdges:
         return table[feature, idx]
 
     def cuts_ext(self) -> np.ndarray:
-        """``(F, max_bin)`` float32 threshold of every split bin: ``cuts_ext[f, t]`` is the
+        """``(F, n_bins)`` float32 threshold of every split bin: ``cuts_ext[f, t]`` is the
         value below which "bin < t goes left" sends a row (``-inf`` at ``t = 0``, the
         cuts, then ``+inf``). The one table training, validation and routing share.
 
@@ -98,10 +137,67 @@ class BinEdges:
         >>> e.cuts_ext().tolist()
         [[-inf, 0.5, 1.5, inf, inf]]
         """
-        table = np.full((self.n_features, self.max_bin), np.inf, FLOAT_DTYPE)
+        table = np.full((self.n_features, self.n_bins), np.inf, FLOAT_DTYPE)
         table[:, 0] = -np.inf
-        table[:, 1: 1 + self.cuts.shape[1]] = self.cuts
+        width = min(self.cuts.shape[1], self.n_bins - 1)  # cuts past n_cuts are +inf
+        table[:, 1: 1 + width] = self.cuts[:, :width]
         return table
+
+
+def category_slots(max_codes: int, max_bin: int) -> int:
+    """``S``, the bins categorical split finding sorts (``categorical.CatInfo.codes``):
+    the largest number of categories ``max_codes`` rounded up to a power of two, at least
+    8, at most ``max_bin - 1``.
+
+    >>> category_slots(3, 256), category_slots(9, 256), category_slots(200, 64)
+    (8, 16, 63)
+    """
+    width = 8
+    while width < int(max_codes):
+        width *= 2
+    return min(width, int(max_bin) - 1)
+
+
+def bins_needed(edges) -> int:
+    """The most bins one feature of ``edges`` needs: its value bins ``n_cuts + 1`` and
+    the missing-value bin; with categorical features at least ``S + 1`` (``S`` their
+    ``category_slots``: split finding reads the ``S`` category bins below the missing
+    one).
+
+    >>> bins_needed(compute_bin_edges(np.array([[0.0], [1.0], [2.0]], np.float32)))
+    4
+    """
+    n_cuts = np.asarray(edges.n_cuts)
+    need = int(n_cuts.max()) + 2 if n_cuts.size else 2
+    cat = edges.categorical
+    if cat is not None and np.any(cat):
+        codes = int((n_cuts[np.asarray(cat, bool)] + 1).max())
+        need = max(need, category_slots(codes, edges.max_bin) + 1)
+    return need
+
+
+def program_bins(needed: int, max_bin: int) -> int:
+    """``B``, the bins per feature the training programs use for data whose features need
+    at most ``needed`` bins: the smallest bucket that holds them, at most ``max_bin``.
+
+    The buckets are ``16, 32, 64, ...`` plus ``max_bin % 16`` (so ``16, 32, 64, 128,
+    256`` for the default ``max_bin = 256``), and ``max_bin`` itself. Keeping ``B`` equal
+    to ``max_bin`` modulo 16 keeps bin ``b``'s place within the 16-bin blocks of split
+    finding's prefix sums (``split.prefix_sums``, both directions) what it is at
+    ``max_bin``, so the sums, gains and trees are bit-identical to those of bins padded
+    to ``max_bin``.
+
+    >>> program_bins(18, 256), program_bins(3, 256), program_bins(256, 256)
+    (32, 16, 256)
+    >>> program_bins(18, 100), program_bins(70, 100), program_bins(3, 8)
+    (20, 100, 8)
+    """
+    max_bin = int(max_bin)
+    rest = max_bin % BIN_BUCKET_MIN
+    size = BIN_BUCKET_MIN
+    while size + rest < needed and size + rest < max_bin:
+        size *= 2
+    return min(size + rest, max_bin)
 
 
 def _midpoints(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

@@ -44,6 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._types import ACC_DTYPE, FLOAT_DTYPE, INDEX_DTYPE
+from .binning import category_slots
 from .constraints import constrained_gains, gain_rule, rows_ok
 from .split import _pass_gains, _plain_score, calc_score, calc_weight, numeric_gains, pick_best
 
@@ -59,12 +60,14 @@ class CatInfo(NamedTuple):
 
     ``kind`` ``(F,)`` int32 (``NUMERIC``, ``ONE_HOT``, ``PARTITION``); ``n_cats`` ``(F,)``
     int32, the categories ``C`` of the feature (bins ``0 .. C - 1``, 0 for numeric
-    features); ``seen`` ``(F, max_bin)`` bool, the codes present in training;
+    features); ``seen`` ``(F, B)`` bool, the codes present in training (``B``:
+    ``binning.BinEdges.n_bins``);
     ``index`` ``(n_cat,)`` int32, the categorical features in ascending order (or None:
     treat every feature as possibly categorical); ``max_cat_threshold`` int32;
     ``codes`` ``(S,)`` int32, ``0 .. S - 1``: its length ``S`` (static) covers every
     feature's categories, the largest ``n_cats`` rounded up to a power of two (at least
-    8, at most ``max_bin - 1``), so split finding sorts ``S`` bins, not ``max_bin``.
+    8, at most ``max_bin - 1``: ``binning.category_slots``; ``B > S``), so split finding
+    sorts ``S`` bins, not ``B``.
     """
 
     kind: Any
@@ -103,11 +106,10 @@ def cat_info(edges, max_cat_to_onehot: int, max_cat_threshold: int) -> Optional[
     n_cats = np.where(cat & present, np.asarray(edges.n_cuts) + 1, 0).astype(np.int32)
     kind = np.where(cat, np.where(n_cats < max_cat_to_onehot, ONE_HOT, PARTITION),
                     NUMERIC).astype(np.int32)
-    width = 8
-    while width < int(n_cats.max()):
-        width *= 2
-    width = min(width, edges.max_bin - 1)
-    return CatInfo(kind, n_cats, seen, np.flatnonzero(cat).astype(np.int32),
+    # S: independent of the program's bins B (binning.bins_needed makes B > S), so the
+    # category sorts and sums are those of bins padded to max_bin.
+    width = category_slots(int(n_cats.max()), edges.max_bin)
+    return CatInfo(kind, n_cats, seen[:, :edges.n_bins], np.flatnonzero(cat).astype(np.int32),
                    np.int32(max_cat_threshold), np.arange(width, dtype=np.int32))
 
 

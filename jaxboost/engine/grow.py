@@ -1,9 +1,14 @@
 """One tree, grown level by level inside jit.
 
 Per level: histogram of the level's nodes -> best split per node -> route rows to
-children. After the last level, gamma post-pruning runs bottom-up (a split whose
-children are both leaves is removed when its gain < gamma, then its parent is checked),
-as the seeds and XGBoost's exact method do. Leaf values come from each node's own sums.
+children. Histograms are ``(F, nodes, B)``: ``B`` (``TreeSpec.max_bin``) is the data's
+bin bucket (``binning.BinEdges.n_bins``: the smallest of 16, 32, 64, 128, 256 that
+holds every feature's value bins and the missing-value bin ``B - 1``, at most the
+``max_bin`` parameter), so data of few distinct values per feature builds, scans and
+routes on narrow histograms. After the last level, gamma post-pruning runs bottom-up (a
+split whose children are both leaves is removed when its gain < gamma, then its parent is
+checked), as the seeds and XGBoost's exact method do. Leaf values come from each node's
+own sums.
 
 Loop formulation (why the compiled program does not grow with ``max_depth``): level
 ``d`` has ``2**d`` nodes, so a Python loop over levels would trace a differently shaped
@@ -47,7 +52,7 @@ is the same as level by level with exact shapes, so the trees are bit-identical.
 
 Wide data (memory per feature): a level's histograms are ``(F, W, B)`` float64 pairs, and
 the loop above keeps about ``HIST_BYTES_PER_FEATURE * W * B`` bytes per feature (393 KB
-at depth 6 and 256 bins: 7.9 GB for 20,000 features). When that exceeds ``HIST_MEMORY``
+at depth 6 and ``B = 256``: 7.9 GB for 20,000 features). When that exceeds ``HIST_MEMORY``
 the features are taken in blocks of ``feature_block(F, W, B)`` instead: per level, a loop
 over blocks histograms every node of the level on the block's features alone (all the
 level's rows: no parent histogram is kept, so there is no sibling subtraction), finds
@@ -84,8 +89,8 @@ SPLIT_CHUNK = 4
 HIST_MEMORY = 512 << 20
 """Bytes the histograms of one level may take before features are taken in blocks
 (``feature_block``). Unblocked, a level of ``W`` nodes keeps about
-``HIST_BYTES_PER_FEATURE * W * max_bin`` bytes per feature; 512 MiB is reached at
-about 1,300 features at depth 6 (256 bins), 85 at depth 10."""
+``HIST_BYTES_PER_FEATURE * W * B`` bytes per feature (``B`` bins); 512 MiB is reached
+at about 1,300 features at depth 6 with ``B = 256``, 85 at depth 10."""
 
 HIST_BYTES_PER_FEATURE = 48
 """Bytes per (feature, node, bin) of the unblocked level loop, measured from its
@@ -316,7 +321,9 @@ def _rows_of_level(pos, d, width):
 class TreeSpec(NamedTuple):
     """What fixes a tree builder's program (static, hashable).
 
-    ``max_depth``, ``max_bin``; ``native``: the native histogram kernel (row-major bins)
+    ``max_depth``; ``max_bin``: ``B``, the bins per feature of the histograms (the
+    data's bucket, ``binning.BinEdges.n_bins``; bin ``B - 1`` holds missing values);
+    ``native``: the native histogram kernel (row-major bins)
     with the subtraction trick, else the pure-JAX histogram (feature-major bins);
     ``clipped``, ``any_forward``: static promises passed to ``split.find_best_splits``;
     ``native_threads``: threads of the native kernel (``None``: every core);
@@ -358,11 +365,11 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
     program's size does not depend on ``max_depth``.
 
     Args:
-      bins: uint8 bins, bin ``max_bin - 1`` = missing; feature-major ``(F, N)`` for the
-        pure-JAX histogram, row-major ``(N, F)`` when ``native``.
+      bins: uint8 bins, bin ``B - 1`` = missing (``B = spec.max_bin``); feature-major
+        ``(F, N)`` for the pure-JAX histogram, row-major ``(N, F)`` when ``native``.
       g, h: ``(N,)`` float32 gradients and Hessians (already weighted; 0 for padding).
       dyn: ``split.TreeHyper``, the traced tree parameters.
-      cuts_ext: ``(F, max_bin)`` float32, ``-inf``, the cuts, then ``+inf`` padding:
+      cuts_ext: ``(F, B)`` float32, ``-inf``, the cuts, then ``+inf`` padding:
         ``cuts_ext[f, t]`` is the float threshold of "bins < t go left".
       forward_ok: ``(F,)`` bool (see ``split.find_best_splits``).
       spec: ``TreeSpec`` (static). With ``native`` or ``subtract``, below the root

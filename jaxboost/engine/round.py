@@ -17,7 +17,9 @@ What the compiler sees is split into named records:
 
 * ``RoundSpec`` (static, hashable): what fixes the program's structure (the loss
   *family*, depth, bins, Hessian policy, refit kind, outputs, sampling on/off, ...).
-  A new value compiles a new program.
+  A new value compiles a new program. Its ``max_bin`` is the data's bin bucket ``B``
+  (``binning.BinEdges.n_bins``), not the ``max_bin`` parameter: data of few distinct
+  values per feature gets a small one, and data sets of one bucket share the program.
 * ``Rows``: the training rows (sharded over the mesh's row axis).
 * ``Shared``: arrays every device holds whole (bin thresholds, shard offsets, ...).
 * ``Hyper``: one model's numbers (regularisation, Hessian floor, sampling ratios,
@@ -57,10 +59,13 @@ from .split import TreeHyper
 class RoundSpec(NamedTuple):
     """What fixes the structure of the round program (static and hashable).
 
-    ``loss`` is the loss family (``objectives`` entries with their continuous
-    hyperparameters taken out, see ``Objective.traced_split``; a plain callable as
-    given); ``refit`` is ``None``, ``"newton"`` or ``"quantile"``; ``group_max`` is the
-    exact-Hessian group size of a group loss (``None`` for per-row losses);
+    ``max_bin`` is ``B``, the bins per feature of the histograms
+    (``binning.BinEdges.n_bins``: the data's bucket, at most the ``max_bin`` parameter;
+    bin ``B - 1`` holds missing values). ``loss`` is the loss family (``objectives``
+    entries with their continuous hyperparameters taken out, see
+    ``Objective.traced_split``; a plain callable as given); ``refit`` is ``None``,
+    ``"newton"`` or ``"quantile"``; ``group_max`` is the exact-Hessian group size of a
+    group loss (``None`` for per-row losses);
     ``constraints`` the ``constraints.ConstraintSpec`` of monotone / interaction
     constraints and a row minimum per child (``None``: none).
     ``num_parallel_tree`` ``P > 1`` grows a forest each round (XGBoost's parameter of
@@ -126,7 +131,7 @@ class Rows(NamedTuple):
 
 
 class Shared(NamedTuple):
-    """Arrays every device holds whole: ``cuts_ext`` ``(F, max_bin)`` bin thresholds,
+    """Arrays every device holds whole: ``cuts_ext`` ``(F, B)`` bin thresholds,
     ``forward_ok`` ``(F,)``, ``offsets`` ``(n_shards,)`` first global row of each shard,
     ``n_total`` real rows of all shards, ``gidx`` ``(G, S)`` group index (group losses;
     ``(1, 1)`` zeros otherwise), ``cats`` the categorical features'

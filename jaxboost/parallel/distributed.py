@@ -145,7 +145,9 @@ def histogram_bytes_per_tree(n_features: int, max_depth: int, max_bin: int = 256
     r"""Bytes of histograms summed across devices to grow one tree.
 
     A histogram of ``n`` nodes holds ``n * F * max_bin`` bins of ``channels`` float64
-    sums (g and h for scalar trees); the number of rows does not enter. The root needs
+    sums (g and h for scalar trees); the number of rows does not enter. ``max_bin`` is
+    the training program's bins per feature ``B`` (``BinEdges.n_bins``: the data's bin
+    bucket, at most the ``max_bin`` parameter; 256 for continuous data of many rows). The root needs
     one, and each of the ``max_depth - 1`` deeper levels that split sums
     ``histogram_nodes_per_level`` nodes. The root's g and h totals add
     ``8 * channels`` bytes. A ring all-reduce moves about twice this in and out of each

@@ -48,7 +48,8 @@ def rows_on_bins(Xf, yf, wf, edges, n_pad, native):
     feature-major ``(F, n_pad)`` for the pure-JAX scan); labels (every entry of side
     data) padded with copies of row 0 and weights with 0 (padding rows have g = h = 0);
     ``valid`` marks the real rows;
-    ``cuts_ext`` ``(F, max_bin)`` the thresholds of every bin (``BinEdges.cuts_ext``);
+    ``cuts_ext`` ``(F, B)`` the thresholds of every bin (``BinEdges.cuts_ext``; ``B =
+    edges.n_bins``, the data's bin bucket, missing values in bin ``B - 1``);
     ``forward_ok`` the features whose ascending split pass is tried.
     """
     n_rows, n_features = Xf.shape

@@ -296,8 +296,9 @@ class EvalPlan(NamedTuple):
 
 
 class TreePlan(NamedTuple):
-    """The routing program's static shape: the trees' depth and bins, the chunk's
-    rounds and trees per round."""
+    """The routing program's static shape: the trees' depth and bins (``max_bin``: the
+    training program's ``B``, ``BinEdges.n_bins``, whose last bin holds missing values),
+    the chunk's rounds and trees per round."""
 
     max_depth: int
     max_bin: int

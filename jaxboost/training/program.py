@@ -20,10 +20,11 @@ def round_spec(s, prep, *, native_threads=None, clipped=None, row_sampling=None,
                col_sampling=None) -> RoundSpec:
     """The static record of settings ``s`` on prepared data ``prep``. ``clipped`` and
     the sampling switches may be forced on (``train_many`` shares one program between
-    models that differ in them)."""
+    models that differ in them). Its ``max_bin`` is the data's bin bucket
+    ``prep.edges.n_bins`` (``engine.binning.program_bins``), at most ``s.params.max_bin``."""
     p = s.params
     return RoundSpec(
-        loss=s.family, max_depth=p.max_depth, max_bin=p.max_bin, n_outputs=s.n_outputs,
+        loss=s.family, max_depth=p.max_depth, max_bin=prep.edges.n_bins, n_outputs=s.n_outputs,
         multi_output_tree=s.multi_output_tree, diagonal=s.diagonal, hessian=s.hessian,
         refit=s.refit,
         clipped=p.max_delta_step > 0 if clipped is None else clipped,

@@ -108,7 +108,11 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
       min_child_weight: minimum sum of h in each child of a split.
       max_delta_step: if > 0, leaf values (before ``learning_rate``) are clipped to
         ``+-max_delta_step``.
-      max_bin: bins per feature, including one reserved for missing values (<= 256).
+      max_bin: the most bins per feature, including one reserved for missing values
+        (<= 256). The compiled programs use fewer when the data needs fewer: the
+        smallest of a few buckets (16, 32, 64, 128, 256) that holds every feature's
+        distinct values (or quantile bins) and the missing bin, so data of few values
+        per feature trains faster (``jaxboost.engine.binning.program_bins``).
       base_margin: the model's intercept, a number (``K`` numbers for ``K`` outputs,
         finite in float32), stored in the model and added by ``predict``; ``None`` fits the constant
         minimising :math:`\sum_i w_i \ell(y_i, c)` for any loss. Or margins per row
@@ -390,7 +394,7 @@ def model_run(s, prep, evals, metrics, where, *, early_stopping, label=""):
     p, layout = s.params, prep.layout
     placed = []
     for e in evals:
-        plan = EvalPlan(TreePlan(p.max_depth, p.max_bin, loop.ROUNDS_PER_DISPATCH,
+        plan = EvalPlan(TreePlan(p.max_depth, prep.edges.n_bins, loop.ROUNDS_PER_DISPATCH,
                                  s.trees_per_round),
                         MetricPlan(plan_metrics(metrics, s.family), link_of(s.loss),
                                    e.grouped))
