@@ -464,7 +464,7 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
                               lambda: count_histogram(raw_histogram, local, W, n))
         return counts, dict(cstate, C=counts)
 
-    def best_splits(d, width, Gt, Ht, hist_chunk, bufs, fok=forward_ok, level_mask=None,
+    def best_splits(d, width, totals, hist_chunk, bufs, fok=forward_ok, level_mask=None,
                     fcats=cats, lvl=None, alive=None):
         """Best split of each of level ``d``'s nodes and its children's totals, chunk by
         chunk, over the features of ``hist_chunk``'s histograms. With ``alive`` (the
@@ -478,6 +478,7 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
         within the ``F'``) and ``(2 width,)`` children totals ``Gc``, ``Hc``. ``lvl``:
         the level's constraint inputs (``TreeConstraints.level``), or None.
         """
+        Gt, Ht = totals  # the (width,) node totals
         c = min(SPLIT_CHUNK, width)
         order = None
         if alive is not None and c < width:
@@ -538,7 +539,7 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
 
     def split_level(d, width, Gt, Ht, alive, hist_chunk, bufs, cstate=None, lvl=None):
         """``decide`` on ``best_splits`` over every feature; ``(s, do, Gc, Hc, bufs)``."""
-        acc, bufs = best_splits(d, width, Gt, Ht, hist_chunk, bufs,
+        acc, bufs = best_splits(d, width, (Gt, Ht), hist_chunk, bufs,
                                 level_mask=level_mask(d, cstate), lvl=lvl, alive=alive)
         return decide(acc, alive) + (bufs,)
 
@@ -560,7 +561,7 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
             block_lvl = None if lvl is None else cons.block(
                 lvl, f0, block, count_histogram(hist, local, width, n_active) if counted
                 else None)
-            acc, _ = best_splits(d, width, Gt, Ht, full_chunks(Gh, Hh), None, fok, mask,
+            acc, _ = best_splits(d, width, (Gt, Ht), full_chunks(Gh, Hh), None, fok, mask,
                                  None if cats is None else cats.block(f0, block), block_lvl,
                                  alive=alive)
             acc["feature"] = acc["feature"] + f0
