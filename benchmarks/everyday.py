@@ -31,7 +31,8 @@ with jaxboost's persistent compilation cache off (``JAXBOOST_COMPILATION_CACHE=0
 * **cold** = the first fit in that process (jaxboost: tracing and compiling included;
   the imports are timed apart, as ``import_s``);
 * **warm** = the median of ``--warm-repeats`` (3) further fits in the same process;
-* **peak** = the process's peak resident memory (``ru_maxrss`` from ``os.wait4``);
+* **peak** = the process's peak resident memory (its ``VmHWM``, reported by the worker;
+  ``ru_maxrss`` from ``os.wait4`` only when the worker was killed first);
 * **quality** = a held-out figure (test logloss / mlogloss / RMSE, accuracy, AUC) or the
   CV score, from the last fit, so that a fast wrong model shows.
 
@@ -74,7 +75,14 @@ RESULT_TAG = "@@EVERYDAY "
 
 sys.path.insert(0, str(HERE))
 # run.py's metrics and machine record (it imports only NumPy at module level)
-from run import auc, busy_cpu_seconds, logloss, machine_info, mlogloss  # noqa: E402
+from run import (  # noqa: E402
+    auc,
+    busy_cpu_seconds,
+    logloss,
+    machine_info,
+    mlogloss,
+    peak_rss_mib,
+)
 
 MAX_DEPTH = 6
 LEARNING_RATE = 0.1
@@ -394,6 +402,7 @@ def worker_main(spec_json: str) -> None:
     out = {}
 
     def report():
+        out["vm_hwm_mib"] = peak_rss_mib()
         sys.stdout.write(RESULT_TAG + json.dumps(out) + "\n")
         sys.stdout.flush()
 
@@ -436,8 +445,8 @@ def worker_env(threads: int) -> dict:
 
 
 def run_worker(spec: dict, timeout: float) -> dict:
-    """One worker process; its last result line plus ``peak_rss_mib`` (``ru_maxrss`` of
-    that process alone, from ``os.wait4``) and ``wall_s``; ``timeout: True`` when it was
+    """One worker process; its last result line plus ``peak_rss_mib`` (its VmHWM, else
+    ``ru_maxrss`` from ``os.wait4``) and ``wall_s``; ``timeout: True`` when it was
     killed at ``timeout`` seconds, ``error`` when it failed."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--_worker", json.dumps(spec)]
     busy0 = busy_cpu_seconds()
@@ -462,8 +471,12 @@ def run_worker(spec: dict, timeout: float) -> dict:
         err.seek(0)
         lines = [ln for ln in out.read().splitlines() if ln.startswith(RESULT_TAG)]
         res = json.loads(lines[-1][len(RESULT_TAG):]) if lines else {}
-        res.update(wall_s=wall, peak_rss_mib=usage.ru_maxrss / 1024.0,
-                   cpu_s=usage.ru_utime + usage.ru_stime)
+        # the worker's own VmHWM (the high-water mark since its exec): ru_maxrss of a
+        # child also counts the driver's pages it was forked with (every row read the
+        # driver's 607 MiB once the data sets were built), so it is the fallback only
+        peak = res.pop("vm_hwm_mib", None)
+        res.update(wall_s=wall, peak_rss_mib=usage.ru_maxrss / 1024.0 if peak is None
+                   else peak, cpu_s=usage.ru_utime + usage.ru_stime)
         busy = busy_cpu_seconds()
         if busy0 is not None and busy is not None and wall > 0:
             # share of the machine's CPU that *other* processes used meanwhile
@@ -545,7 +558,7 @@ def format_table(rows: list) -> str:
     out = [line(head), "  ".join("-" * w for w in widths)] + [line(b) for b in body]
     notes = ["warm s: median of the fits after the first in one process; cold s: the first "
              "fit in a fresh process, jaxboost's compilation cache off (compile included, "
-             "imports not); peak MiB: the process's ru_maxrss. A fit includes binning.",
+             "imports not); peak MiB: the process's VmHWM. A fit includes binning.",
              "cv: mean 5-fold log loss; grid: test log loss of the refit best (4 settings "
              "x 3 folds + refit)."]
     others = [r["others_cpu_share"] for r in rows if r.get("others_cpu_share") is not None]
