@@ -42,6 +42,78 @@ def is_sparse(X) -> bool:
     return sp is not None and sp.issparse(X)
 
 
+def _index_array(a, what: str, name: str) -> np.ndarray:
+    a = np.asarray(a)
+    if a.ndim != 1 or np.dtype(a.dtype).kind not in "iu":
+        raise DataError(f"{name}.{what} must be a 1-D integer array, got "
+                        f"{a.dtype} of shape {a.shape}")
+    return a
+
+
+def _check_range(idx, bound: int, what: str, name: str) -> None:
+    """Every entry of ``idx`` in ``[0, bound)``."""
+    if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= bound):
+        bad = int(np.flatnonzero((idx < 0) | (idx >= bound))[0])
+        raise DataError(f"{name}.{what}[{bad}] = {int(idx[bad])} is out of range: "
+                        f"expected 0 <= {what} < {bound}")
+
+
+def check_structure(X, name: str = "X") -> None:
+    """Refuse a sparse matrix whose index arrays do not describe its shape
+    (``DataError``), before anything reads them: scipy's conversions and the native
+    code index memory with them unchecked, so a corrupt ``indices`` or ``indptr`` (a
+    crafted ``.npz`` file, an edited matrix) could read or write out of bounds and crash
+    the process, or train silently on other cells.
+
+    CSR/CSC: ``indptr`` has ``major + 1`` non-decreasing entries from 0 to ``nnz`` and
+    every index lies in ``[0, minor)``; ``indices`` and ``data`` have ``nnz`` entries.
+    COO: ``row``/``col`` within the shape and as long as ``data``. BSR: scipy's full
+    check. Other formats (LIL, DOK, DIA) hold no raw offsets of this kind. Duplicate
+    entries are allowed (they are summed, as ``X.toarray()`` sums them).
+
+    >>> import scipy.sparse as sp
+    >>> X = sp.csr_matrix(np.eye(3, dtype=np.float32))
+    >>> X.indices[0] = 5
+    >>> check_structure(X)
+    Traceback (most recent call last):
+    ...
+    jaxboost.errors.DataError: X.indices[0] = 5 is out of range: expected 0 <= indices < 3
+    """
+    fmt = getattr(X, "format", None)
+    n_rows, n_cols = (int(d) for d in X.shape)
+    if fmt in ("csr", "csc"):
+        major, minor = (n_rows, n_cols) if fmt == "csr" else (n_cols, n_rows)
+        # int64: a difference of int32 offsets may wrap around (-2**31 - 10 > 0)
+        indptr = _index_array(X.indptr, "indptr", name).astype(np.int64)
+        indices = _index_array(X.indices, "indices", name)
+        data = np.asarray(X.data)
+        if indptr.shape[0] != major + 1:
+            raise DataError(f"{name}.indptr has {indptr.shape[0]} entries; a {fmt.upper()} "
+                            f"matrix of shape {X.shape} needs {major + 1}")
+        nnz = int(indptr[-1])
+        if int(indptr[0]) != 0 or np.any(np.diff(indptr) < 0):
+            raise DataError(f"{name}.indptr must start at 0 and never decrease (got "
+                            f"{int(indptr[0])} first, or a decreasing step)")
+        if indices.shape[0] < nnz or data.shape[0] < nnz:
+            raise DataError(f"{name}.indptr ends at {nnz} but there are "
+                            f"{indices.shape[0]} indices and {data.shape[0]} values")
+        _check_range(indices[:nnz], minor, "indices", name)
+    elif fmt == "coo":
+        rows, cols = (_index_array(getattr(X, a), w, name)
+                      for a, w in (("row", "row"), ("col", "col")))
+        n = np.asarray(X.data).shape[0]
+        if rows.shape[0] != n or cols.shape[0] != n:
+            raise DataError(f"{name}: a COO matrix needs as many rows and columns as "
+                            f"values, got {rows.shape[0]}, {cols.shape[0]} and {n}")
+        _check_range(rows, n_rows, "row", name)
+        _check_range(cols, n_cols, "col", name)
+    elif fmt == "bsr":
+        try:
+            X.check_format(full_check=True)
+        except (ValueError, IndexError) as e:
+            raise DataError(f"{name} is not a valid BSR matrix: {e}") from None
+
+
 def as_sparse_features(X, *, name: str = "X", allow_inf: bool = False,
                        layout: str = "csc"):
     """A sparse ``X`` checked and in canonical form: float32 ``layout`` (``"csc"`` or
@@ -62,6 +134,7 @@ def as_sparse_features(X, *, name: str = "X", allow_inf: bool = False,
         raise DataError(f"{name} must hold real numbers, got complex dtype {X.dtype}")
     if kind not in "biuf":
         raise DataError(f"{name} must be numeric, got a sparse matrix of dtype {X.dtype}")
+    check_structure(X, name)
     M = X.tocsc() if layout == "csc" else X.tocsr()
     with np.errstate(over="ignore", invalid="ignore"):
         M = M.astype(np.float32, copy=False)
