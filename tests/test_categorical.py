@@ -435,3 +435,27 @@ def test_constraints_with_categorical_features_equal_xgboost(data):
     assert smallest_leaf(ours(X, y)) < k  # without the minimum some leaf is smaller
     with pytest.raises(ValueError, match="categorical feature 2 the sign -1"):
         ours(X, y, monotone_constraints="(0,1,-1)")
+
+
+@pytest.mark.parametrize("kind", ["bool", "nullable boolean"])
+def test_boolean_categories_round_trip_through_the_model_file(tmp_path, kind):
+    """A frame's boolean categories saved as JSON true/false: the loader refused the
+    model's own file (``category_labels[0].labels: expected a list of strings or
+    numbers``), and with it every checkpoint of the run (issue 28, item 1)."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(3)
+    n = 240
+    flag = rng.random(n) > 0.5
+    values = (pd.array(flag, dtype="boolean") if kind == "nullable boolean" else flag)
+    frame = pd.DataFrame({"a": rng.normal(size=n).astype(np.float32),
+                          "c": pd.Categorical(values)})
+    y = (frame["a"].to_numpy() + 2.0 * flag > 1.0).astype(np.float32)
+    bst = jaxboost.train("logistic", frame, y, n_rounds=4, max_depth=2)
+    path = tmp_path / "m.json"
+    bst.save(path)
+    loaded = jaxboost.load(path)
+    assert [bool(v) for v in loaded.category_labels[1]] == [False, True]
+    np.testing.assert_array_equal(loaded.predict(frame), bst.predict(frame))
+    # the categories reordered in the frame are mapped by label, not by code
+    flipped = frame.assign(c=frame["c"].cat.reorder_categories([True, False]))
+    np.testing.assert_array_equal(loaded.predict(flipped), bst.predict(frame))

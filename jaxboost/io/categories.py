@@ -15,7 +15,7 @@ than them refuse such files (unknown keys) rather than predict something else:
     feature has ``threshold`` null and ``tbin`` 0; a split on a numeric feature has a
     number.
 ``category_labels`` (list of objects)
-    ``{"feature": int, "labels": [str | number, ...]}`` for the categorical features that
+    ``{"feature": int, "labels": [str | number | bool, ...]}`` for the categorical features that
     came from DataFrame categories: code ``c`` stands for ``labels[c]`` (so at least
     ``C`` unique labels).
 
@@ -188,9 +188,11 @@ def read_labels(v, edges):
             fail(f"{w}.feature", "a categorical feature (bin_edges.categorical) named "
                  "once", f)
         labels = item["labels"]
+        # booleans too: a frame's bool categories (pd.Categorical([True, False])) save as
+        # JSON true/false; refusing them made a model's own file unreadable
         if not isinstance(labels, list) or not all(
-                isinstance(x, (str, int, float)) and not isinstance(x, bool) for x in labels):
-            fail(f"{w}.labels", "a list of strings or numbers", labels)
+                isinstance(x, (str, int, float, bool)) for x in labels):
+            fail(f"{w}.labels", "a list of strings, numbers or booleans", labels)
         if len(set(labels)) != len(labels):
             fail(f"{w}.labels", "unique labels", labels)
         n = int(edges.n_cuts[f]) + 1 if edges.categories[f].any() else 0
