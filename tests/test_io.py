@@ -106,13 +106,26 @@ def test_callable_loss_needs_objective(models, data, tmp_path):
     _assert_same(bst, again, X)
 
 
-def test_objective_override(models, data):
+def test_objective_override(models, data, tmp_path):
+    """Another objective than the stored one is refused unless asked for explicitly: a
+    logistic model loaded with objective="squared" used to predict margins without a
+    word (issue 28, item 6)."""
     X, _ = data
     bst = models["logistic"]
-    margins = io.loads(io.dumps(bst), objective="squared").predict(X)
+    path = tmp_path / "logistic.json"
+    io.save(bst, path)
+    with pytest.raises(ValueError, match=r"stores the objective objectives\.logistic\(\).*"
+                                         r"objective=objectives\.squared\(\).*"
+                                         r"replace_objective=True"):
+        io.load(path, objective="squared")
+    np.testing.assert_array_equal(io.load(path, objective="logistic").predict(X),
+                                  bst.predict(X))  # repeating it is fine
+    margins = io.loads(io.dumps(bst), objective="squared",
+                       replace_objective=True).predict(X)
     np.testing.assert_array_equal(margins, bst.predict(X, output_margin=True))
     with pytest.raises(ValueError, match="output"):
-        io.loads(io.dumps(models["softmax"]), objective=objectives.logistic)
+        io.loads(io.dumps(models["softmax"]), objective=objectives.logistic,
+                 replace_objective=True)
 
 
 def test_extra_attributes_round_trip(models):

@@ -622,14 +622,19 @@ def _parse(d) -> dict:
     )
 
 
-def from_dict(d, objective=None, link=None) -> Booster:
+def from_dict(d, objective=None, link=None, *, replace_objective: bool = False) -> Booster:
     """Rebuild a ``Booster`` from ``to_dict``'s output (or parsed JSON), validating it.
 
     Args:
       d: the parsed model.
       objective: the loss to attach: required (the same callable) when the model was
-        trained with a plain callable loss; for a catalogue model it replaces the
-        stored objective. A catalogue name is accepted too.
+        trained with a plain callable loss. For a catalogue model it may repeat the
+        stored objective (same entry and hyperparameters); another one is refused
+        (``ValueError``) unless ``replace_objective=True``, since it changes what
+        ``predict`` returns (a logistic model loaded as ``"squared"`` predicts
+        margins). A catalogue name is accepted too.
+      replace_objective: attach ``objective`` in place of the stored catalogue
+        objective, link included (an explicit override).
       link: the inverse link of a plain callable ``objective`` (as ``train``'s
         ``link``). A named link (``"sigmoid"``, ...) is stored in the file and restored
         without it; a custom callable link is stored by qualname only and must be
@@ -652,7 +657,10 @@ def from_dict(d, objective=None, link=None) -> Booster:
     stored = parts.pop("objective")
     K = parts["n_outputs"]
     if objective is not None:
-        obj = with_stored_link(given_objective(objective, K), stored, link, K)
+        given = given_objective(objective, K)
+        if not isinstance(stored, StoredCallable) and not replace_objective:
+            _same_objective(given, stored)
+        obj = with_stored_link(given, stored, link, K)
     elif isinstance(stored, StoredCallable):
         name = stored.qualname
         raise TypeError(f"this model was trained with the custom loss {name}; pass it "
@@ -670,6 +678,23 @@ def from_dict(d, objective=None, link=None) -> Booster:
     return booster
 
 
+def _same_objective(given, stored) -> None:
+    """Refuse a caller's objective that is not the file's catalogue objective."""
+    from .objective import objective_to_dict
+
+    have, want = objective_to_dict(given), objective_to_dict(stored)
+    if have != want:
+        def text(d):
+            if d["kind"] == "catalogue":
+                params = ", ".join(f"{k}={v!r}" for k, v in d["params"].items())
+                return f"objectives.{d['name']}({params})"
+            return d["qualname"]
+        raise ValueError(f"this model file stores the objective {text(want)}, and "
+                         f"objective={text(have)} would replace it (and its link: what "
+                         f"predict returns); load without objective= to use the stored "
+                         f"one, or pass replace_objective=True to replace it")
+
+
 # --------------------------------------------------------------------------------------
 # Text and files
 # --------------------------------------------------------------------------------------
@@ -681,9 +706,10 @@ def dumps(booster: Booster, *, indent=None) -> str:
                       ensure_ascii=True)
 
 
-def loads(text, objective=None, link=None) -> Booster:
+def loads(text, objective=None, link=None, *, replace_objective: bool = False) -> Booster:
     """A ``Booster`` from JSON text (``str`` or UTF-8 ``bytes``); see ``from_dict``."""
-    return from_dict(parse_json(text), objective=objective, link=link)
+    return from_dict(parse_json(text), objective=objective, link=link,
+                     replace_objective=replace_objective)
 
 
 def save(booster: Booster, path, *, indent=None) -> None:
@@ -695,9 +721,9 @@ def save(booster: Booster, path, *, indent=None) -> None:
     atomic_write(path, dumps(booster, indent=indent).encode("utf-8"))
 
 
-def load(path, objective=None, link=None) -> Booster:
-    """Read a model written by ``save``; see ``from_dict`` for ``objective`` and
-    ``link``.
+def load(path, objective=None, link=None, *, replace_objective: bool = False) -> Booster:
+    """Read a model written by ``save``; see ``from_dict`` for ``objective``, ``link``
+    and ``replace_objective``.
 
     Raises ``ModelFormatError`` for anything but a valid model file: a file that is
     not a regular file (a FIFO, a device, a directory), larger than
@@ -705,7 +731,8 @@ def load(path, objective=None, link=None) -> Booster:
     a valid model; all checked before the parse or before anything of the declared
     size is allocated. ``OSError`` when the file cannot be opened or read.
     """
-    return from_dict(read_json(path), objective=objective, link=link)
+    return from_dict(read_json(path), objective=objective, link=link,
+                     replace_objective=replace_objective)
 
 
 __all__ = ["FORMAT_VERSION", "ModelFormatError", "to_dict", "from_dict", "dumps", "loads",
