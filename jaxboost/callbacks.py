@@ -31,7 +31,7 @@ import warnings
 from typing import Callable, Optional
 
 from ._validation import is_int, is_real
-from .errors import CheckpointWarning
+from .errors import CheckpointWarning, EarlyStoppingWarning
 
 
 class CallbackEnv:
@@ -93,6 +93,8 @@ class EarlyStopping:
         self.best_iteration: Optional[int] = None
         self.best_score: Optional[float] = None
         self.maximize: Optional[bool] = None
+        self._stale = 0  # rounds since the best one
+        self._warned = False
 
     def check(self, data_names, metric_names) -> None:
         """Validate the watched names against the evaluation set-up (before training)."""
@@ -114,14 +116,30 @@ class EarlyStopping:
             self.check(list(env.history), list(env.metrics))
         self.maximize = env.metrics[self.metric].maximize
         value = env.history[self.data][self.metric][-1]
-        if not math.isnan(value) and (
-                self.best_score is None or
+        if not math.isfinite(value):
+            # an undefined or infinite value is never the best round, and while no round
+            # has a finite one there is nothing to stop at: training goes on (before,
+            # a NaN AUC stopped it after `rounds` rounds with best_iteration None)
+            if not self._warned:
+                self._warned = True
+                warnings.warn(
+                    f"early stopping watches {self.metric} on {self.data!r}, which is "
+                    f"{value} at round {env.round} (undefined or infinite: e.g. AUC of a "
+                    f"one-class evaluation set, r2 of constant labels); such rounds are "
+                    f"never the best, and until a round has a finite value training is "
+                    f"not stopped",
+                    EarlyStoppingWarning, stacklevel=2)
+            self._stale += self.best_iteration is not None
+            return self.best_iteration is not None and self._stale >= self.rounds
+        if (self.best_score is None or
                 (value > self.best_score + self.min_delta if self.maximize
                  else value < self.best_score - self.min_delta)):
             self.best_score = float(value)
             self.best_iteration = env.round
-        best = -1 if self.best_iteration is None else self.best_iteration
-        return env.round - best >= self.rounds
+            self._stale = 0
+        else:
+            self._stale += 1
+        return self._stale >= self.rounds
 
 
 AUTO_SECONDS = 5.0

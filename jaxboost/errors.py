@@ -98,6 +98,14 @@ class CheckpointWarning(RuntimeWarning):
     file, if any, is left as it was."""
 
 
+class EarlyStoppingWarning(UserWarning):
+    """The metric early stopping watches was not a finite number at some round (NaN:
+    AUC of a one-class evaluation set; -inf: r2 of constant labels). Such a round is
+    never the best one; while no round has had a finite value, training goes on (it is
+    never cut to nothing), after one it counts towards the patience. Emitted once per
+    training call, naming the metric, the evaluation set, the value and the round."""
+
+
 class HessianWarning(UserWarning):
     """The Hessian the trees use cannot help on some rows: it is negative (for ``K x K``
     Hessians: not positive semi-definite) or zero where the gradient is not, so Newton

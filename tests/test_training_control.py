@@ -67,6 +67,25 @@ def test_early_stopping_cuts_to_the_best_round(noisy, metric):
     np.testing.assert_array_equal(bst.predict(Xv), full[:best + 1].predict(Xv))
 
 
+@pytest.mark.parametrize("metric,labels", [("auc", "one class"), ("r2", "constant")])
+def test_early_stopping_on_a_non_finite_metric_warns_and_never_cuts(noisy, metric, labels):
+    """AUC of a one-class eval set is NaN, r2 of constant labels -inf: early stopping
+    stopped after `rounds` rounds with best_iteration None and no word (issue 28,
+    item 7). Now it warns, names what happened, and trains every round."""
+    from jaxboost.errors import EarlyStoppingWarning
+
+    X, y, _, Xv, _, _ = noisy
+    loss = "logistic" if metric == "auc" else "squared"
+    yv = np.ones(len(Xv), np.float32)  # one class / constant labels
+    with pytest.warns(EarlyStoppingWarning,
+                      match=rf"{metric} on 'validation_0', which is (nan|-inf) at round 0"):
+        bst = jaxboost.train(loss, X, y, n_rounds=12, **COMMON, eval_set=[(Xv, yv)],
+                             eval_metric=metric, early_stopping_rounds=3)
+    curve = bst.history["validation_0"][metric]
+    assert len(curve) == 12 and not np.isfinite(curve).any()
+    assert bst.best_iteration is None and len(bst) == 12
+
+
 def test_min_delta_and_the_watched_set(noisy):
     X, y, _, Xv, yv, _ = noisy
     kw = dict(n_rounds=40, eval_set={"a": (Xv, yv), "b": (X, y)}, eval_metric="logloss",
