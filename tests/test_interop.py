@@ -155,6 +155,31 @@ def test_import_accepts_paths_dicts_bytes_and_estimators(interop_data, tmp_path)
         np.testing.assert_allclose(from_xgboost(source).predict(X), expected, atol=TOL)
 
 
+def test_early_stopped_model_imports_its_best_iteration(interop_data, tmp_path):
+    """from_xgboost ignored best_iteration (issue 28, item 8): now it carries it and
+    best_score; every tree is kept (xgboost.Booster.predict uses them all) and the
+    slice to the best round predicts what the scikit-learn estimator predicts."""
+    X, labels = interop_data
+    y = labels["logistic"]
+    est = xgb.XGBClassifier(n_estimators=60, max_depth=3, learning_rate=0.5,
+                            early_stopping_rounds=3).fit(
+        X[:200], y[:200], eval_set=[(X[200:], y[200:])], verbose=False)
+    assert est.best_iteration + 1 < est.get_booster().num_boosted_rounds()
+    bst = from_xgboost(est)
+    assert bst.best_iteration == est.best_iteration
+    assert bst.best_score == pytest.approx(est.best_score, rel=1e-12)
+    assert len(bst) == est.get_booster().num_boosted_rounds()
+    np.testing.assert_allclose(bst.predict(X), est.get_booster().predict(xgb.DMatrix(X)),
+                               atol=TOL)
+    np.testing.assert_allclose(bst[:bst.best_iteration + 1].predict(X),
+                               est.predict_proba(X)[:, 1], atol=TOL)
+    path = tmp_path / "m.json"
+    bst.save(path)
+    assert jaxboost.load(path).best_iteration == est.best_iteration
+    plain = from_xgboost(xgb.XGBClassifier(n_estimators=3).fit(X, y))
+    assert plain.best_iteration is None and plain.best_score is None
+
+
 def test_imported_bins_are_consistent_and_the_model_saves(interop_data, tmp_path):
     X, labels = interop_data
     d = xgb.DMatrix(X, label=labels["softmax"])
@@ -235,6 +260,10 @@ DAMAGE = [
      "base_score"),
     ("vector leaves", lambda m: _set(_tree0(m)["tree_param"], "size_leaf_vector", "3"),
      "vector leaves"),
+    ("best_iteration", lambda m: _set(m["learner"], "attributes",
+                                      {"best_iteration": "999"}), "best_iteration"),
+    ("best_score", lambda m: _set(m["learner"], "attributes", {"best_score": "nan"}),
+     "best_score"),
 ]
 
 

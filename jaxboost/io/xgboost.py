@@ -729,7 +729,11 @@ def from_xgboost(model) -> Booster:
       ``multi:softmax``, whose XGBoost ``predict`` returns class labels instead). Gains
       (``loss_changes``) and covers (``sum_hessian``) are kept, so
       ``feature_importance``, ``dump`` and SHAP values work as for a trained model.
-      XGBoost's feature names, when it has them, become ``feature_names``.
+      XGBoost's feature names, when it has them, become ``feature_names``. An
+      early-stopped model keeps every tree, as ``xgboost.Booster.predict`` uses them
+      all, with XGBoost's ``best_iteration`` and ``best_score`` (``None`` when it has
+      none): ``booster[:booster.best_iteration + 1]`` predicts what XGBoost's
+      scikit-learn estimators predict, which stop at the best round.
 
     The model is read as strictly as jaxboost's own files (``jaxboost.io.format``): a
     path must name a regular file of at most ``files.MAX_TEXT_BYTES`` whose parse costs
@@ -944,7 +948,36 @@ def _import(d) -> Booster:
                       n_outputs=K, trees_per_round=K * P, num_parallel_tree=P)
     if names:
         booster.feature_names = list(names)
+    booster.best_iteration, booster.best_score = _best_of(learner, T // (K * P))
     return booster
+
+
+def _best_of(learner, n_rounds):
+    """``(best_iteration, best_score)`` from ``learner.attributes`` (XGBoost writes them
+    as strings when early stopping ran), each None when absent; checked: an integer
+    round of the model and a finite score."""
+    attrs = learner.get("attributes", {})
+    if not isinstance(attrs, dict):
+        raise _malformed(f"learner.attributes must be an object, got {describe(attrs)}")
+    best, score = attrs.get("best_iteration"), attrs.get("best_score")
+    where = "learner.attributes"
+    if best is not None:
+        if not (isinstance(best, str) and best.isdigit() and len(best) <= 12):
+            raise _malformed(f"{where}.best_iteration must be a decimal integer string, "
+                             f"got {describe(best)}")
+        best = int(best)
+        if not 0 <= best < max(n_rounds, 1) or n_rounds == 0:
+            raise _malformed(f"{where}.best_iteration is {best}, but the model has "
+                             f"{n_rounds} round(s)")
+    if score is not None:
+        try:
+            score = float(score) if isinstance(score, str) and len(score) <= 64 else None
+        except ValueError:
+            score = None
+        if score is None or not math.isfinite(score):
+            raise _malformed(f"{where}.best_score must be a finite number as a string, got "
+                             f"{describe(attrs.get('best_score'))}")
+    return best, score
 
 
 register_writer("xgboost", to_xgboost_json)
