@@ -258,12 +258,7 @@ class Objective(Hyperparameters):
 
 
 def check_binary_labels(name):
-    """A label check for losses on y in [0, 1]."""
-    def check(y: np.ndarray, **_):
-        bad = (y < 0) | (y > 1)
-        if np.any(bad):
-            i = int(np.flatnonzero(bad)[0])
-            raise ValueError(
-                f"{name} needs labels y in [0, 1] (probabilities or 0/1 classes); "
-                f"{int(bad.sum())} label(s) are outside, the first at row {i}: {y[i]!r}")
-    return check
+    """A label check for losses on y in [0, 1] (picklable: ``_checks.LabelsIn``)."""
+    from ._checks import LabelsIn
+
+    return LabelsIn(name, "unit")

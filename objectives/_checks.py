@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 
@@ -52,32 +53,88 @@ def _concrete_real(value):
     raise TypeError(type(value).__name__)
 
 
-def real_hyper(name: str, key: str, ok, domain: str):
+@dataclasses.dataclass(frozen=True)
+class Interval:
+    """A picklable domain test for a real hyperparameter: ``lo < x < hi``, with ``<=``
+    at an end marked closed (a lambda would make every objective that holds it
+    impossible to pickle, and with it every Booster and estimator).
+
+    >>> Interval(lo=0.0)(2.0), Interval(1.0, 2.0)(2.0), Interval(lo=0.0, lo_closed=True)(0.0)
+    (True, False, True)
+    """
+
+    lo: float = -math.inf
+    hi: float = math.inf
+    lo_closed: bool = False
+    hi_closed: bool = False
+
+    def __call__(self, x) -> bool:
+        above = x >= self.lo if self.lo_closed else x > self.lo
+        below = x <= self.hi if self.hi_closed else x < self.hi
+        return bool(above and below)
+
+
+@dataclasses.dataclass(frozen=True)
+class RealHyper:
+    """``real_hyper``'s check: a module-level callable (picklable, compared by value)."""
+
+    name: str
+    key: str
+    ok: Interval
+    domain: str
+
+    def __call__(self, **params):
+        if self.key not in params:
+            return
+        value = params[self.key]
+        try:
+            x = _concrete_real(value)
+        except TypeError as e:
+            raise TypeError(f"objectives.{self.name} needs {self.key} to be a real number "
+                            f"{self.domain}, got {e} {value!r}") from None
+        if x is not None and not (math.isfinite(x) and self.ok(x)):
+            raise ValueError(f"objectives.{self.name} needs {self.key} {self.domain} (a "
+                             f"finite number), got {value!r}")
+
+
+def real_hyper(name: str, key: str, ok: Interval, domain: str) -> RealHyper:
     """A ``check_params`` for an entry with one real hyperparameter ``key``: the value
     must be a finite real number (``TypeError`` otherwise: a string, a bool, None) with
-    ``ok(value)`` true (``ValueError`` otherwise). Entries run it when a variant is
-    made (``objectives.huber(delta=-1.0)``) and when a model file is loaded, so a bad
-    value never reaches training or prediction.
+    ``ok(value)`` true (``ValueError`` otherwise; ``ok`` an ``Interval``). Entries run it
+    when a variant is made (``objectives.huber(delta=-1.0)``) and when a model file is
+    loaded, so a bad value never reaches training or prediction.
 
-    >>> real_hyper("huber", "delta", lambda d: d > 0, "> 0")(delta=2.0)
-    >>> real_hyper("huber", "delta", lambda d: d > 0, "> 0")(delta=-1)
+    >>> real_hyper("huber", "delta", Interval(lo=0.0), "> 0")(delta=2.0)
+    >>> real_hyper("huber", "delta", Interval(lo=0.0), "> 0")(delta=-1)
     Traceback (most recent call last):
       ...
     ValueError: objectives.huber needs delta > 0 (a finite number), got -1
     """
-    def check(**params):
-        if key not in params:
-            return
-        value = params[key]
-        try:
-            x = _concrete_real(value)
-        except TypeError as e:
-            raise TypeError(f"objectives.{name} needs {key} to be a real number "
-                            f"{domain}, got {e} {value!r}") from None
-        if x is not None and not (math.isfinite(x) and ok(x)):
-            raise ValueError(f"objectives.{name} needs {key} {domain} (a finite "
-                             f"number), got {value!r}")
-    return check
+    return RealHyper(name, key, ok, domain)
+
+
+@dataclasses.dataclass(frozen=True)
+class LabelsIn:
+    """A picklable label check: ``raise_bad_labels(name, domain, ~ok(y), y)`` with
+    ``ok`` one of ``LABEL_DOMAINS``' keys (``"unit"``: 0 <= y <= 1, ``"finite"``)."""
+
+    name: str
+    kind: str
+
+    def __call__(self, y, **_):
+        y = np.asarray(y)
+        if self.kind == "unit":
+            bad = (y < 0) | (y > 1)
+            if np.any(bad):
+                i = int(np.flatnonzero(np.ravel(bad))[0])
+                raise ValueError(
+                    f"{self.name} needs labels y in [0, 1] (probabilities or 0/1 classes); "
+                    f"{int(bad.sum())} label(s) are outside, the first at row {i}: "
+                    f"{np.ravel(y)[i]!r}")
+        elif self.kind == "finite":
+            raise_bad_labels(self.name, "finite (graded relevance)", ~np.isfinite(y), y)
+        else:
+            raise ValueError(f"unknown label domain {self.kind!r}")
 
 
 def is_number(value) -> bool:

@@ -8,7 +8,7 @@ import numpy as np
 
 from ._base import Objective, check_binary_labels, sigmoid
 from ._base import softmax as softmax_link
-from ._checks import check_hyper, is_number, raise_bad_labels, real_hyper
+from ._checks import Interval, check_hyper, is_number, raise_bad_labels, real_hyper
 
 
 def focal_loss(y, pred, *, gamma=2.0):
@@ -202,7 +202,8 @@ def _infer_n_classes(y):
 
 focal = Objective("focal", focal_loss, link=sigmoid, check_labels=check_binary_labels("focal"),
                   metric="logloss", hessian="clip", h_sign="any",
-                  check_params=real_hyper("focal", "gamma", lambda g: g >= 0, ">= 0"))
+                  check_params=real_hyper("focal", "gamma", Interval(lo=0.0, lo_closed=True),
+                                          ">= 0"))
 softmax = Objective("softmax", softmax_loss, link=softmax_link, grad_hess=_softmax_grad_hess,
                     check_labels=_check_softmax_labels, metric="mlogloss",
                     n_outputs="n_classes", infer_outputs=_infer_n_classes,

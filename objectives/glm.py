@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._base import Objective
-from ._checks import check_hyper, is_number, raise_bad_labels, real_hyper
+from ._checks import Interval, check_hyper, is_number, raise_bad_labels, real_hyper
 
 
 def exp_link(margin):
@@ -119,5 +119,5 @@ gamma = Objective("gamma", gamma_loss, link=exp_link,
 tweedie = Objective("tweedie", tweedie_loss, link=exp_link,
                     expected_hessian=_tweedie_expected_hessian,
                     check_labels=_check_tweedie_labels, metric="objective",
-                    check_params=real_hyper("tweedie", "power", lambda p: 1 < p < 2,
+                    check_params=real_hyper("tweedie", "power", Interval(1.0, 2.0),
                                             "in (1, 2)"))

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._checks import check_hyper, raise_bad_labels
+from ._checks import LabelsIn, check_hyper, raise_bad_labels
 from ._group import GroupObjective
 
 
@@ -140,10 +140,8 @@ def _listnet_hess_diag(y, f, mask):
 
 
 def _check_finite(name):
-    def check(y, **_):
-        y = np.asarray(y)
-        raise_bad_labels(name, "finite (graded relevance)", ~np.isfinite(y), y)
-    return check
+    """A picklable check of finite graded labels (``_checks.LabelsIn``)."""
+    return LabelsIn(name, "finite")
 
 
 def _check_relevance(y, **_):
