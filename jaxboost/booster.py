@@ -19,6 +19,7 @@ from ._validation import (
     as_weights,
     check_feature_names,
     check_names_list,
+    frame_kind,
     is_side_data,
     pad_targets,
 )
@@ -277,6 +278,19 @@ class Booster:
         from . import _categorical
 
         frame = _categorical.frame_categories(X)
+        labelled = set(self.category_labels or ())
+        if labelled and frame_kind(X) is not None and labelled - set(frame):
+            # codes are positions among the training labels: a numeric column would be
+            # read as codes whatever its values mean (a silent wrong prediction)
+            f = min(labelled - set(frame))
+            labels = list(self.category_labels[f])
+            shown = labels[:5] + (["..."] if len(labels) > 5 else [])
+            raise DataError(
+                f"column {_categorical.column_name(f, self.feature_names)} of X is not "
+                f"categorical, but the model was trained on it as a categorical column "
+                f"(labels {shown}); pass it as a categorical column (pandas Categorical, "
+                f"polars Categorical or Enum) so that its labels map to the model's codes, "
+                f"or pass X as an array of the model's codes")
         if cat or frame:
             if set(frame) - set(cat):
                 f = min(set(frame) - set(cat))
