@@ -31,6 +31,7 @@ without ``JAX_ENABLE_X64=1``.
 """
 
 import functools
+import os
 
 import jax
 import numpy as np
@@ -52,12 +53,49 @@ ACC_DTYPE = np.float64
 MIN_SPLIT_GAIN = 1e-6
 
 
+_FORKED_AFTER_JAX = False
+"""Set in a child process forked (``os.fork``, multiprocessing's ``"fork"`` start
+method) after JAX had started its backends in the parent (``_mark_fork``)."""
+
+
+def _mark_fork() -> None:
+    global _FORKED_AFTER_JAX
+    try:
+        from jax._src import xla_bridge
+
+        _FORKED_AFTER_JAX = bool(xla_bridge.backends_are_initialized())
+    except Exception:  # a JAX without this private function: do not guess
+        _FORKED_AFTER_JAX = False
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_mark_fork)
+
+
+class ForkedProcessError(RuntimeError):
+    """JAX work asked of a process forked after JAX started in its parent: JAX's runtime
+    threads do not survive ``fork``, and the work would hang (issue 28, item 3)."""
+
+
+def check_not_forked() -> None:
+    """Refuse JAX work in a child forked after JAX started (``ForkedProcessError``)."""
+    if _FORKED_AFTER_JAX:
+        raise ForkedProcessError(
+            "this process was forked (os.fork, or multiprocessing's 'fork' start method) "
+            "after JAX had started in its parent; JAX's runtime does not survive a fork, "
+            "so training or predicting here would hang. Start the worker processes with "
+            "multiprocessing.get_context('spawn') (or 'forkserver'), or fork before the "
+            "parent first uses jaxboost or JAX")
+
+
 def float32_programs(fn):
     """``fn`` run with JAX's 64-bit mode off, scoped to the call (``jax.enable_x64``;
     the global setting is untouched and restored after): every program traced inside
     (the round, the intercept fit, evaluation, prediction, the user's loss, link and
     schedule) is the one traced without ``JAX_ENABLE_X64``, so the global flag never
     changes a model. The engine's float64 sums open their own scoped x64 regions.
+    Every public entry point that runs JAX work passes here, so it is also where a
+    process forked after JAX started is refused (``check_not_forked``).
 
     >>> import jax.numpy as jnp
     >>> float32_programs(lambda: jnp.arange(3.0).dtype)()
@@ -65,6 +103,7 @@ def float32_programs(fn):
     """
     @functools.wraps(fn)
     def scoped(*args, **kwargs):
+        check_not_forked()
         with jax.enable_x64(False):
             return fn(*args, **kwargs)
 
