@@ -106,6 +106,14 @@ class EarlyStoppingWarning(UserWarning):
     training call, naming the metric, the evaluation set, the value and the round."""
 
 
+class ConfigurationWarning(UserWarning):
+    """``train_many``: some configurations failed (a ``LossError`` or
+    ``NonFiniteError``: NaN or overflow in their rounds) while the others trained whole.
+    Their entries in the returned list hold the model of the rounds before the failure
+    (``None`` when none), with the error as ``booster.error``; the warning lists each
+    failed configuration with its message."""
+
+
 class HessianWarning(UserWarning):
     """The Hessian the trees use cannot help on some rows: it is negative (for ``K x K``
     Hessians: not positive semi-definite) or zero where the gradient is not, so Newton

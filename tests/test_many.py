@@ -140,18 +140,34 @@ def test_errors_say_what_to_do(data):
 
 
 def test_non_finite_gradient_names_configuration_loss_and_round(data):
+    """A configuration whose loss turns NaN stops at the round before it, the others
+    train whole (issue 28, item 13: one diverging configuration cut all of them at
+    round 10 and returned the failed one as None), and a ConfigurationWarning names the
+    configuration, the loss and the round."""
+    from jaxboost.errors import ConfigurationWarning
+
     X, y, _ = data
 
     def log_loss_of_margin(y, f):  # NaN g once a margin passes 0.9
         return (y - f) ** 2 + 1e-3 * jnp.sqrt(0.9 - f)
 
-    with pytest.raises(LossError, match=r"configuration 1: the loss \S*log_loss_of_margin "
-                                        r"gave NaN.* at round \d+") as err, \
+    configs = ["squared", {"objective": log_loss_of_margin, "base_margin": 0.5},
+               {"objective": "squared", "learning_rate": 0.5}]
+    with pytest.warns(ConfigurationWarning,
+                      match=r"1 of 3 configuration\(s\) failed.*configuration 1: LossError: "
+                            r"configuration 1: the loss \S*log_loss_of_margin gave NaN.* at "
+                            r"round \d+"), \
             pytest.warns(jaxboost.HessianWarning, match="configuration 1: .* negative"):
-        jaxboost.train_many(["squared", {"objective": log_loss_of_margin,
-                                         "base_margin": 0.5}], X, y, n_rounds=10,
-                            max_depth=3)
-    assert err.value.round > 0 and len(err.value.booster) == err.value.round
+        models = jaxboost.train_many(configs, X, y, n_rounds=25, max_depth=3)
+    healthy, failed, other = models
+    err = failed.error
+    assert isinstance(err, LossError) and 0 < err.round < 25
+    assert len(failed) == err.round and err.booster is failed
+    for i, m in ((0, healthy), (2, other)):  # whole, and what train gives alone
+        assert len(m) == 25
+        alone = jaxboost.train(**({"objective": configs[i]} if isinstance(configs[i], str)
+                                  else configs[i]), X=X, y=y, n_rounds=25, max_depth=3)
+        assert_same_model(m, alone)
 
 
 def assert_same_model(a, b):

@@ -65,6 +65,7 @@ class ModelRun:
         self.assemble = assemble
         self.label = label
         self.stop = None  # the last round kept, once stopped
+        self.failure = None  # train_many: this model's LossError / NonFiniteError
         self.values = None
         # what host metrics read ("margin", "response"): copied to the host per chunk
         self.kinds = host_kinds(metrics, evals[0][1].metrics.link) if evals else ()
@@ -280,9 +281,10 @@ def run(models, program, n_rounds, on_chunk=lambda r0: None):
     ``program`` is ``(specs, mesh, rows, shared, hypers, margins, flags, counts, round0)``
     of ``engine.round.run_chunk`` (``round0``: rounds before this call). Raises the
     ``LossError`` or ``NonFiniteError`` of the first model where a non-finite number
-    appeared; any exception leaves with the models of the rounds completed (``_attach``;
-    after an exception outside reading, the last chunk dispatched counts when its flags
-    are clean).
+    appeared, with one model; with several (``train_many``, one process) that model
+    stops with the error in its ``failure`` and the others go on. Any exception leaves
+    with the models of the rounds completed (``_attach``; after an exception outside
+    reading, the last chunk dispatched counts when its flags are clean).
     """
     specs, mesh, rows, shared, hypers, margins, flags, counts, round0 = program
     chunk = ROUNDS_PER_DISPATCH
@@ -381,8 +383,16 @@ def _read(models, pending, chunk, multi) -> bool:
         if m.stop is not None or v is None:
             continue
         g, i = m.where
-        stop = m.read(_flag(flags, g, i, multi),
-                      jax.tree.map(dist.local, v) if multi else v, r0, chunk)
+        try:
+            stop = m.read(_flag(flags, g, i, multi),
+                          jax.tree.map(dist.local, v) if multi else v, r0, chunk)
+        except (LossError, NonFiniteError) as e:
+            if len(models) == 1 or multi:
+                raise
+            # train_many: this configuration failed; the others go on (its error, with
+            # the model of the rounds before it, is reported by train_many)
+            m.failure, m.stop = e, -1
+            continue
         if multi:  # every process, every chunk (callbacks may differ between them)
             stop = dist.earliest_stop(stop)
         if stop is not None:

@@ -19,6 +19,7 @@ a configuration may carry its own ``callbacks``.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import jax
 import numpy as np
@@ -31,6 +32,7 @@ from .._validation import check_int, target_structure
 from ..engine.autodiff import HESSIAN_FLOOR
 from ..engine.binning import QUANTILE_SAMPLE_ROWS
 from ..engine.round import new_flags
+from ..errors import ConfigurationWarning
 from ..parallel import distributed as dist
 from . import loop
 from .config import configure, resolve_objective
@@ -172,10 +174,15 @@ def train_many(configs, X, y, *, objective=None, n_rounds: int = 100, max_depth:
     Raises:
       TypeError: a ``train`` argument ``train_many`` does not take (the message says what
         to do instead), or a shared argument set per configuration.
-      ValueError, DataError, LossError, NonFiniteError: as ``train``; the message
-        names the configuration. Any exception once rounds have started carries
-        ``.boosters``: one model per configuration, of the rounds it completed (None
-        where none), as ``train``'s ``.booster``.
+      ValueError, DataError, LossError, NonFiniteError: as ``train``, before rounds
+        start; the message names the configuration. Any exception once rounds have
+        started carries ``.boosters``: one model per configuration, of the rounds it
+        completed (None where none), as ``train``'s ``.booster``.
+
+    A configuration whose rounds fail with a ``LossError`` or ``NonFiniteError`` (NaN,
+    overflow) does not stop the others: they train whole, its entry is the model of the
+    rounds before the failure (``None`` when none) with the error as ``.error``, and a
+    ``jaxboost.errors.ConfigurationWarning`` lists what failed.
 
     Example:
       >>> import numpy as np, jaxboost
@@ -255,7 +262,17 @@ def train_many(configs, X, y, *, objective=None, n_rounds: int = 100, max_depth:
     program = (tuple(specs), layout.mesh, prep.rows, prep.shared, hypers, margins, flags,
                layout.replicate(np.array([len(m) for m in members], np.int32)), 0)
     loop.run(runs, program, n_rounds)
-    return [finish(r) for r in runs]
+    out = [finish(r) if r.failure is None else r.failure.booster for r in runs]
+    failed = [(i, r.failure) for i, r in enumerate(runs) if r.failure is not None]
+    for i, err in failed:
+        if out[i] is not None:
+            out[i].error = err
+    if failed:
+        lines = "; ".join(f"configuration {i}: {type(e).__name__}: {e}" for i, e in failed)
+        warnings.warn(f"train_many: {len(failed)} of {len(runs)} configuration(s) failed "
+                      f"and stopped at the round before the failure (the others trained "
+                      f"whole): {lines}", ConfigurationWarning, stacklevel=2)
+    return out
 
 
 def _start(s, prep):
