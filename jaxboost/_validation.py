@@ -132,14 +132,40 @@ def frame_kind(X):
     return None
 
 
+def column_label(c) -> str:
+    """A DataFrame column name as a feature name: strings as they are, a MultiIndex
+    column's parts joined with ``_``, anything else (integers, floats, timestamps)
+    through ``str``.
+
+    >>> column_label("age"), column_label(3), column_label(("price", "mean"))
+    ('age', '3', 'price_mean')
+    """
+    if isinstance(c, str):
+        return c
+    if isinstance(c, tuple):
+        return "_".join(column_label(p) for p in c)
+    return str(c)
+
+
+def _default_columns(X) -> bool:
+    """Whether a pandas DataFrame has the columns pandas gives an array without names
+    (``RangeIndex(0, F)``)."""
+    pd = sys.modules.get("pandas")
+    cols = getattr(X, "columns", None)
+    return (pd is not None and isinstance(cols, pd.RangeIndex) and cols.start == 0
+            and cols.step == 1)
+
+
 def frame_feature_names(X):
-    """The column names of a DataFrame whose columns are all strings, else None."""
+    """The column names of a DataFrame as strings (``column_label``), else None.
+    Repeated names (``"a"`` twice, or ``1`` and ``"1"``) are returned as they are: the
+    callers refuse them (``check_names_list``, ``check_feature_names``).
+
+    Names that are not strings were dropped before, so a frame of integer columns in
+    another order was predicted without a check (issue 28, item 9)."""
     if frame_kind(X) is None:
         return None
-    cols = list(X.columns)
-    if cols and all(isinstance(c, str) for c in cols):
-        return cols
-    return None
+    return [column_label(c) for c in X.columns] or None
 
 
 def is_category_dtype(kind, dtype) -> bool:
@@ -223,15 +249,19 @@ def _frame_array(X, kind, name) -> np.ndarray:
 def check_feature_names(expected, X, *, name="X") -> None:
     """Raise ``DataError`` unless DataFrame ``X`` has exactly the columns ``expected``.
 
-    ``expected`` None (a model without names) or an ``X`` that is not a DataFrame with
-    string column names accepts anything: such input is read by position. Columns
-    are never reordered silently: the same names in another order are an error too.
+    ``expected`` None (a model without names), an ``X`` that is not a DataFrame, or a
+    frame with pandas' default columns ``0 .. F - 1`` (``pd.DataFrame(array)``) when
+    the model's names are others accepts anything: such input is read by position.
+    Columns are never reordered silently: the same names in another order are an
+    error too (integer names included: they are names, ``column_label``).
     """
     if expected is None:
         return
     got = frame_feature_names(X)
     if got is None:
         return
+    if got != list(expected) and _default_columns(X):
+        return  # pd.DataFrame(array): no names given, read by position
     expected = list(expected)
     if len(set(got)) != len(got):
         dup = sorted({c for c in got if got.count(c) > 1})

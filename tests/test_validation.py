@@ -172,3 +172,23 @@ def test_scalar_validators():
             check_real("x", value, low=0, low_open=True, high=1)
     with pytest.raises(ValueError, match="x must be > 0, got 0"):
         check_real("x", 0, low=0, low_open=True)
+
+
+@pytest.mark.parametrize("columns,names", [([0, 1, 2], ["0", "1", "2"]),
+                                           (["a", 1, 2.5], ["a", "1", "2.5"]),
+                                           ("multi", ["p_x", "p_y", "q_x"])])
+def test_any_column_names_are_kept_and_checked(columns, names):
+    """Column names that were not all strings (integers, mixed, a MultiIndex) were
+    dropped, so a frame with its columns in another order was predicted by position
+    without a word (issue 28, item 9). They are kept as strings and checked."""
+    pd = pytest.importorskip("pandas")
+    if columns == "multi":
+        columns = pd.MultiIndex.from_tuples([("p", "x"), ("p", "y"), ("q", "x")])
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 3)).astype(np.float32)
+    frame = pd.DataFrame(X, columns=columns)
+    bst = jaxboost.train("squared", frame, X[:, 0], n_rounds=3, max_depth=2)
+    assert bst.feature_names == names
+    with pytest.raises(DataError, match="different order"):
+        bst.predict(frame[frame.columns[::-1]])
+    np.testing.assert_array_equal(bst.predict(frame), bst.predict(X))
