@@ -476,3 +476,19 @@ def test_vector_callable_loss(data):
     bst = jaxboost.train(two_outputs, X, s, n_outputs=2, **TRAIN)
     again = io.loads(io.dumps(bst), objective=two_outputs)
     np.testing.assert_array_equal(again.predict(X), bst.predict(X))
+
+
+def test_paths_as_bytes_empty_or_json_text_get_clear_answers(models, tmp_path):
+    """save(b"path") failed with a TypeError about str concatenation while load took
+    bytes; save("") named a temporary file; load(json_text) said "File name too long"
+    (issue 28, item 14)."""
+    bst = models["squared"]
+    path = os.fsencode(tmp_path / "m.json")
+    bst.save(path)
+    assert jaxboost.load(path).n_features == bst.n_features
+    with pytest.raises(ValueError, match="path is empty; expected a file name"):
+        bst.save("")
+    with pytest.raises(ValueError, match=r"looks like model JSON text.*io\.loads"):
+        jaxboost.load(io.dumps(bst))
+    with pytest.raises(TypeError, match="must be a file path"):
+        jaxboost.load(3.5)

@@ -217,9 +217,37 @@ def read_bytes(path, *, limit=None, what="model file", error=ModelFormatError) -
         os.close(fd)
 
 
+def file_path(path, what: str = "path") -> str:
+    """``path`` (``str``, ``bytes`` or ``os.PathLike``) as a ``str``, refusing an empty
+    one and, for reading, JSON text given where a file name belongs (``ValueError``;
+    ``TypeError`` for another type).
+
+    >>> file_path(b"model.json")
+    'model.json'
+    >>> file_path('{"format": "jaxboost-model"}')  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: path looks like model JSON text, not a file name: ...
+    """
+    try:
+        name = os.fspath(path)
+    except TypeError:
+        raise TypeError(f"{what} must be a file path (str, bytes or os.PathLike), got "
+                        f"{type(path).__name__}") from None
+    if isinstance(name, bytes):
+        name = os.fsdecode(name)
+    if name == "":
+        raise ValueError(f"{what} is empty; expected a file name such as 'model.json'")
+    if name.lstrip()[:1] in ("{", "[") and not os.path.exists(name):
+        raise ValueError(f"{what} looks like model JSON text, not a file name: pass the "
+                         f"text to jaxboost.io.loads(text), or the file's path here")
+    return name
+
+
 def read_json(path, *, allow_nonfinite: bool = False):
     """``parse_json`` of the file at ``path`` (read by ``read_bytes``); the bytes are
     released once decoded, so the parse never holds them and its result at once."""
+    path = file_path(path)
     data = read_bytes(path)
     what = f"{os.fspath(path)!r}"
     _check_cost(data, what)
@@ -342,7 +370,7 @@ def atomic_write(path, data: bytes) -> None:
     (``ValueError``) is refused before anything is written. The one writer of model
     files (jaxboost JSON and XGBoost JSON).
     """
-    path = os.fspath(path)
+    path = file_path(path)
     _check_target(path)
     directory = os.path.dirname(os.path.abspath(path))
     base = os.path.basename(path)
