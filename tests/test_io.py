@@ -492,3 +492,19 @@ def test_paths_as_bytes_empty_or_json_text_get_clear_answers(models, tmp_path):
         jaxboost.load(io.dumps(bst))
     with pytest.raises(TypeError, match="must be a file path"):
         jaxboost.load(3.5)
+
+
+def test_a_long_file_name_saves_and_its_stale_temporary_is_cleaned(models, tmp_path):
+    """A 250-character file name failed on the temporary file's longer name (issue
+    28, item 14); the temporary name now carries a digest of such a name, and the
+    stale-file cleaner looks for the same."""
+    from jaxboost.io import files
+
+    bst = models["squared"]
+    path = tmp_path / ("m" * 245 + ".json")
+    bst.save(path)
+    assert jaxboost.load(path).n_features == bst.n_features
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]  # no temporary left
+    stale = tmp_path / f".{files._temporary_stem(path.name)}.{'0' * 12}.tmp"
+    stale.write_bytes(b"half a model")  # as a killed save leaves it
+    assert files.remove_stale_temporaries(path) == [str(stale)]

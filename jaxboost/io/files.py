@@ -42,6 +42,7 @@ jaxboost.errors.ModelFormatError: duplicate key 'a' in a JSON object
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import os
 import re
@@ -282,16 +283,35 @@ def _fsync_directory(directory: str) -> None:
         os.close(fd)
 
 
+NAME_MAX = 255
+"""Bytes in one file name on the usual file systems (ext4, XFS, APFS, NTFS)."""
+
+
+def _temporary_stem(base: str) -> str:
+    """The part of ``atomic_write``'s temporary names that stands for the target
+    ``base``: ``base`` itself, or, when ``.{base}.{12 hex}.tmp`` would pass
+    ``NAME_MAX`` bytes, a digest of it (a 250-character target failed on its
+    temporary name before, issue 28 item 14).
+
+    >>> _temporary_stem("m.json"), len(_temporary_stem("x" * 250))
+    ('m.json', 41)
+    """
+    if len(os.fsencode(base)) + 18 <= NAME_MAX:
+        return base
+    return "jaxboost-" + hashlib.sha256(os.fsencode(base)).hexdigest()[:32]
+
+
 def _temporary_names(base: str):
     """The pattern of ``atomic_write``'s temporary files for a target named ``base``."""
-    return re.compile(r"\." + re.escape(base) + r"\.[0-9a-f]{12}\.tmp")
+    return re.compile(r"\." + re.escape(_temporary_stem(base)) + r"\.[0-9a-f]{12}\.tmp")
 
 
 def remove_stale_temporaries(path) -> list:
     """Remove the temporary files that interrupted saves to ``path`` left behind.
 
     ``atomic_write`` holds an exclusive ``flock`` on its temporary file
-    (``.{name}.{12 hex digits}.tmp`` beside ``path``) from its creation until it is
+    (``.{name}.{12 hex digits}.tmp`` beside ``path``; a digest for ``name`` when that is
+    too long, ``_temporary_stem``) from its creation until it is
     renamed; the kernel drops the lock when the writer dies, even by ``kill -9``. A
     temporary file whose lock can be taken therefore belongs to no running save and is
     removed; one still locked (a save in progress, in this process or another) is
@@ -378,7 +398,7 @@ def atomic_write(path, data: bytes) -> None:
     flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
              | getattr(os, "O_CLOEXEC", 0))
     for _ in range(100):
-        tmp = os.path.join(directory, f".{base}.{secrets.token_hex(6)}.tmp")
+        tmp = os.path.join(directory, f".{_temporary_stem(base)}.{secrets.token_hex(6)}.tmp")
         try:
             fd = os.open(tmp, flags, 0o666)
         except FileExistsError:
