@@ -49,6 +49,10 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+from run import auc, logloss, sigmoid  # noqa: E402  (NumPy only)
+
 RESULT_TAG = "@@RESULT "
 
 ENGINE_TESTS = ("tests/test_histogram.py", "tests/test_split.py", "tests/test_grow.py",
@@ -130,17 +134,8 @@ def _load(cache, n_total, n_train, n_test):
 
 
 def _scores(yt, margin):
-    p = 1.0 / (1.0 + np.exp(-margin.astype(np.float64)))
-    eps = 1e-15
-    pc = np.clip(p, eps, 1 - eps)
-    logloss = float(-np.mean(yt * np.log(pc) + (1 - yt) * np.log(1 - pc)))
-    order = np.argsort(margin, kind="mergesort")
-    ranks = np.empty(len(margin))
-    ranks[order] = np.arange(1, len(margin) + 1)
-    pos = yt > 0.5
-    auc = float((ranks[pos].sum() - pos.sum() * (pos.sum() + 1) / 2)
-                / max(pos.sum() * (~pos).sum(), 1))
-    return logloss, auc
+    """Test log loss and AUC of margins (``run.py``'s NumPy metrics)."""
+    return logloss(yt, sigmoid(margin)), auc(yt, margin)
 
 
 def worker_jaxboost(cache, n_total, n_train, n_test, rounds):

@@ -91,7 +91,7 @@ def to_grid(x, n_total, *, reduce_max=_identity):
       >>> to_grid(jnp.array([1.0, 1e-9, -0.3]), 10).tolist()
       [1.0, 0.0, -0.2999999523162842]
     """
-    e = _grid_exponent(x, grid_bits(n_total), reduce_max, 120)
+    e = grid_exponent(x, grid_bits(n_total), reduce_max=reduce_max, limit=120)
     one = jnp.ones((), x.dtype)
     return jnp.round(x * jnp.ldexp(one, e)) * jnp.ldexp(one, -e)
 
@@ -99,13 +99,17 @@ def to_grid(x, n_total, *, reduce_max=_identity):
 def exact_scale(x, n_total, *, reduce_max=_identity):
     """Power-of-two ``s`` such that ``round(x * s)`` summed over ``n_total`` values stays
     below ``2**52`` (``x`` float64; the maximum taken over every device)."""
-    e = _grid_exponent(x, 52 - ceil_log2(n_total), reduce_max, 1000)
+    e = grid_exponent(x, 52 - ceil_log2(n_total), reduce_max=reduce_max, limit=1000)
     return jnp.ldexp(jnp.ones((), x.dtype), e)
 
 
-def _grid_exponent(x, bits, reduce_max, limit):
+def grid_exponent(x, bits, *, reduce_max=_identity, limit=None):
     """``e`` with ``max |x| * 2**e < 2**bits`` (the maximum over every device), clipped
-    to ``[-limit, limit]`` so that ``2**e`` stays finite in ``x``'s dtype."""
+    to ``[-limit, limit]`` so that ``2**e`` and ``2**-e`` stay finite in ``x``'s dtype
+    (``limit`` None: 1000 for float64, else 120). The grids of the quantized mode here
+    and of the accelerators' fixed-point histograms (``engine.histogram``)."""
+    if limit is None:
+        limit = 1000 if x.dtype == jnp.float64 else 120
     _, k = jnp.frexp(reduce_max(jnp.max(jnp.abs(x))))  # max |x| < 2**k
     return jnp.clip(bits - k, -limit, limit)
 

@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._types import ACC_DTYPE, INDEX_DTYPE
+from .exact import grid_exponent
 
 
 def pack_gh(g, h):
@@ -108,14 +109,6 @@ ONEHOT_MAX_ROWS = 2 ** 24
 row, so ``2**24`` rows stay below ``2**31``."""
 
 
-def _scale_exponent(x, bits):
-    """``e`` with ``max |x| * 2**e < 2**bits`` (``x`` float, any shape; ``e`` int32,
-    clipped so that ``2**e`` and ``2**-e`` stay finite in ``x``'s dtype)."""
-    _, k = jnp.frexp(jnp.max(jnp.abs(x)))
-    limit = 1000 if x.dtype == jnp.float64 else 120
-    return jnp.clip(bits - k, -limit, limit).astype(INDEX_DTYPE)
-
-
 def build_histogram_fixed(bins_t, g, h, node, n_nodes: int, n_bins: int):
     r"""Histograms as exact int64 sums of fixed-point g and h: the GPU formulation.
 
@@ -150,7 +143,7 @@ def build_histogram_fixed(bins_t, g, h, node, n_nodes: int, n_bins: int):
     with jax.enable_x64(True):
         def quantize(x):
             x = x.astype(ACC_DTYPE)
-            e = _scale_exponent(x, bits)
+            e = grid_exponent(x, bits)
             q = jnp.round(x * jnp.ldexp(jnp.ones((), ACC_DTYPE), e)).astype(jnp.int64)
             return q, jnp.ldexp(jnp.ones((), ACC_DTYPE), -e)
 
@@ -251,7 +244,7 @@ def build_histogram_onehot(bins_t, g, h, node, n_nodes: int, n_bins: int,
     bits = 8 * nd - 2  # the top digit stays below 64: no carry past the last
 
     def quantize(x):
-        e = _scale_exponent(x, bits)
+        e = grid_exponent(x, bits)
         q = jnp.round(x * jnp.ldexp(jnp.ones((), x.dtype), e)).astype(jnp.int32)
         return _digits(q, nd), e
 
