@@ -119,6 +119,10 @@ def _identity(x):
     return x
 
 
+identity = _identity
+"""``grow_tree``'s ``reduce`` on one device (the native whole-tree kernel needs it)."""
+
+
 def pair_histogram(bins, *, native: bool, max_bin: int, native_threads=None):
     """``hist(a, b, node, n, n_active=None) -> (A, B)``: float64 ``(F, n, max_bin)``
     histograms of two per-row float32 channels, with the native kernel or the pure-JAX
@@ -606,6 +610,9 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
                     jax.lax.dynamic_slice_in_dim(Hh, k * c, c, 1), bufs)
         return hist_chunk
 
+    if (native and cats is None and cons is None and block == F and reduce is _identity
+            and D > 0 and _native_tree()):
+        return _native_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, masks, spec)
     with jax.enable_x64(True):
         # Node totals: the root's from one sum; every other node's from its parent's
         # histogram of the split feature (no per-row scatter per level).
@@ -723,6 +730,32 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
         if bounds is not None:
             tree["lower"], tree["upper"] = bounds
         return tree, leaf
+
+
+def _native_tree() -> bool:
+    from .. import native as native_kernel
+
+    return native_kernel.tree_enabled()
+
+
+def _native_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, masks, spec: TreeSpec):
+    """``grow_tree`` by the native whole-tree kernel (``jaxboost.native.grow_tree``):
+    the same level loop (smaller children histogrammed, siblings by subtraction, the
+    split rules of ``jaxboost.engine.split``) in one call per tree, its work following
+    the live nodes. Used on CPU with the native kernel for numeric splits on one device
+    (no categorical features, no constraints, features unblocked);
+    ``JAXBOOST_NATIVE_TREE=0`` keeps the XLA level loop."""
+    from .. import native as native_kernel
+
+    with jax.enable_x64(True):
+        root = jnp.stack([jnp.sum(g.astype(ACC_DTYPE)), jnp.sum(h.astype(ACC_DTYPE))])
+        hyper = jnp.stack([jnp.asarray(x, FLOAT_DTYPE) for x in dyn])
+        structure, Gn, Hn, pos = native_kernel.grow_tree(
+            bins, g, h, hyper, root, forward_ok, masks, spec.max_depth, spec.max_bin,
+            n_threads=spec.native_threads)
+        fields, leaf = _finish(structure, pos, dyn, cuts_ext, spec.max_depth)
+        tree = dict(fields, value=leaf_values(Gn, Hn, dyn), cover=Hn.astype(FLOAT_DTYPE))
+    return tree, leaf
 
 
 def hessian_channels(h, diagonal: bool):

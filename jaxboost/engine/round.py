@@ -51,6 +51,7 @@ from .constraints import ConstraintSpec, TreeConstraints, clip_to_bounds
 from .exact import to_grid
 from .groups import group_derivatives
 from .grow import SplitRules, TreeSpec, grow_tree, grow_vector_tree
+from .grow import identity as grow_identity
 from .refit import RowSums, refit_newton, refit_quantile
 from .sampling import SUBSAMPLE, FeatureSampler, bootstrap_counts, round_key, row_mask
 from .split import TreeHyper
@@ -292,7 +293,7 @@ def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margi
     one count per ``BAD_CAUSES``.
     """
     K, tpr = spec.n_outputs, spec.trees_per_round
-    reduce = (lambda x: jax.lax.psum(x, axis)) if axis is not None else (lambda x: x)
+    reduce = (lambda x: jax.lax.psum(x, axis)) if axis is not None else grow_identity
     reduce_max = (lambda x: jax.lax.pmax(x, axis)) if axis is not None else (lambda x: x)
     offset = shared.offsets[0] if axis is None else shared.offsets[jax.lax.axis_index(axis)]
     loss = bind_loss(spec.loss, hyper.loss_params)

@@ -73,12 +73,13 @@ from ..compile_cache import cache_root
 from ..errors import NativeKernelWarning
 from . import _build
 
-__all__ = ["available", "unavailable_reason", "histogram", "library_path", "installed_library",
-           "default_threads",
+__all__ = ["available", "unavailable_reason", "histogram", "grow_tree", "library_path",
+           "installed_library", "default_threads", "tree_enabled",
            "NativeKernelWarning", "TARGET_NAME"]
 
 TARGET_NAME = "jaxboost_histogram"
-_ABI_VERSION = 4
+TREE_TARGET_NAME = "jaxboost_grow_tree"
+_ABI_VERSION = 5
 _SOURCE = _build.SOURCE
 _FLAGS = _build.FLAGS
 _LIB_NAME = "libjaxboost_hist.so"
@@ -186,6 +187,8 @@ def _load_and_register() -> None:
     if lib is None:
         lib, path = _build_in_cache()
     jax.ffi.register_ffi_target(TARGET_NAME, jax.ffi.pycapsule(lib.JaxboostHistogram),
+                                platform="cpu")
+    jax.ffi.register_ffi_target(TREE_TARGET_NAME, jax.ffi.pycapsule(lib.JaxboostGrowTree),
                                 platform="cpu")
     lib.JaxboostApplyBins.restype = None
     lib.JaxboostApplyBins.argtypes = [
@@ -366,3 +369,87 @@ def histogram(bins, g, h, node, n_nodes: int, n_bins: int, *, n_threads: int | N
         G, H = jax.ffi.ffi_call(TARGET_NAME, (out, out), vmap_method="sequential")(
             bins, g, h, node, n_active, n_threads=np.int64(n_threads), use_xla_pool=bool(_xla_pool))
         return G, H
+
+
+ENV_TREE = "JAXBOOST_NATIVE_TREE"
+
+
+def tree_enabled() -> bool:
+    """Whether :func:`grow_tree` takes over whole trees where it can (the default);
+    ``JAXBOOST_NATIVE_TREE=0`` keeps the XLA level loop around the native histogram
+    (read when a training program is traced)."""
+    return os.environ.get(ENV_TREE, "").strip().lower() not in ("0", "false", "no", "off")
+
+
+def grow_tree(bins, g, h, hyper, root, forward_ok, mask, max_depth: int, n_bins: int, *,
+              n_threads: int | None = None, _xla_pool: bool = True):
+    """One tree of numeric splits, grown level by level in one native call.
+
+    The level loop of :func:`jaxboost.engine.grow.grow_tree` on one device, without
+    categorical features or constraints, as one XLA custom call: each level histograms
+    (the smaller child of each pair; its sibling by subtraction), scans and routes only
+    the nodes that exist. Split arithmetic is that of :mod:`jaxboost.engine.split`:
+    float64 sums (prefix sums in bin order), float32 scores and gains, candidates in
+    XGBoost's order, the first strictly greater gain wins, a split needs gain > 1e-6.
+    Usable inside ``jax.jit``; call it on one device.
+
+    Args:
+      bins: ``(N, F)`` uint8 ROW-major bins, bin ``n_bins - 1`` = missing.
+      g, h: ``(N,)`` float32 (or float64) gradients and Hessians (0 for rows left out).
+      hyper: ``(6,)`` float32, ``split.TreeHyper``'s fields in order.
+      root: ``(2,)`` float64, the root's sums of g and h.
+      forward_ok: ``(F,)`` bool, features whose ascending (missing right) pass is tried.
+      mask: ``(max_depth, W, F)`` bool with ``W >= 2**(max_depth - 1)``, the features
+        node ``k`` of level ``d`` may split on (column sampling), or ``None``.
+      max_depth: static, ``>= 1``; n_bins: static, ``2 <= n_bins <= 256``.
+      n_threads: as for :func:`histogram` (``None``: :func:`default_threads`).
+
+    Returns:
+      ``(structure, Gn, Hn, pos)``: ``structure`` a dict of ``(M,)`` heap arrays
+      (``M = 2**(max_depth + 1) - 1``) ``feature``, ``tbin`` int32, ``default_left``,
+      ``is_split`` bool, ``gain`` float32 (0 where no split); ``Gn``, ``Hn`` ``(M,)``
+      float64 node sums; ``pos`` ``(N,)`` int32, every row's deepest node.
+
+    Example:
+      >>> import numpy as np
+      >>> if available():  # seed 001: x < 3.5 splits the root
+      ...     s, Gn, Hn, pos = grow_tree(np.array([[0], [1], [2], [3]], np.uint8),
+      ...         np.float32([0.5, -0.5, 0.5, -0.5]), np.full(4, 0.25, np.float32),
+      ...         np.float32([1, 0, 0, 0, 0, 0]), np.array([0.0, 1.0]), np.zeros(1, bool),
+      ...         None, 1, 5)
+      ...     assert int(s["tbin"][0]) == 3 and pos.tolist() == [1, 1, 1, 2]
+    """
+    if not available():
+        raise RuntimeError(f"native kernel unavailable: {unavailable_reason()}")
+    max_depth, n_bins = int(max_depth), int(n_bins)
+    if max_depth < 1:
+        raise ValueError(f"max_depth must be >= 1, got {max_depth}")
+    if not 2 <= n_bins <= 256:
+        raise ValueError(f"n_bins must be in [2, 256], got {n_bins}")
+    with jax.enable_x64(True):
+        bins = jnp.asarray(bins)
+        N, F = bins.shape
+        if n_threads is None:
+            n_threads = default_threads(N, F)
+        dt = jnp.result_type(jnp.asarray(g).dtype, jnp.asarray(h).dtype)
+        dt = jnp.float64 if dt == jnp.float64 else jnp.float32
+        g, h = jnp.asarray(g, dt), jnp.asarray(h, dt)
+        hyper = jnp.asarray(hyper, jnp.float32)
+        root = jnp.asarray(root, jnp.float64)
+        forward_ok = jnp.asarray(forward_ok, bool)
+        has_mask = mask is not None
+        mask = jnp.zeros((1, 1, 1), bool) if mask is None else jnp.asarray(mask, bool)
+        M = 2 ** (max_depth + 1) - 1
+        i32, f32, f64 = np.int32, np.float32, np.float64
+        outs = (jax.ShapeDtypeStruct((M,), i32), jax.ShapeDtypeStruct((M,), i32),
+                jax.ShapeDtypeStruct((M,), bool), jax.ShapeDtypeStruct((M,), bool),
+                jax.ShapeDtypeStruct((M,), f32), jax.ShapeDtypeStruct((M,), f64),
+                jax.ShapeDtypeStruct((M,), f64), jax.ShapeDtypeStruct((N,), i32))
+        feature, tbin, dl, is_split, gain, Gn, Hn, pos = jax.ffi.ffi_call(
+            TREE_TARGET_NAME, outs, vmap_method="sequential")(
+            bins, g, h, hyper, root, forward_ok, mask, max_depth=np.int64(max_depth),
+            n_bins=np.int64(n_bins), n_threads=np.int64(n_threads),
+            use_xla_pool=bool(_xla_pool), has_mask=has_mask)
+    structure = dict(feature=feature, tbin=tbin, default_left=dl, is_split=is_split,
+                     gain=gain)
+    return structure, Gn, Hn, pos

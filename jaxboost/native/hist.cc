@@ -68,6 +68,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -468,6 +469,368 @@ ffi::Error HistogramImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
   return ffi::Error::Success();
 }
 
+// ---------------------------------------------------------------------------------
+// One whole tree, grown in one call (JaxboostGrowTree): the level loop of
+// jaxboost.engine.grow.grow_tree for numeric splits on one device (no categorical
+// features, no constraints), with the histograms above. What it saves is the fixed
+// cost of the XLA level loop (about a hundred small operations per level, each a few
+// microseconds): on data of a few thousand rows that cost, not arithmetic, set the
+// time of a tree. Its work follows the live nodes: each level histograms, scans and
+// routes only the nodes that exist (children of the splits of the level before).
+//
+// Inputs:  bins (N, F) uint8 row-major, bin n_bins - 1 = missing; g, h (N,) float32
+//          or float64; hyper (6,) float32 = learning_rate, reg_lambda, reg_alpha,
+//          gamma, min_child_weight, max_delta_step (jaxboost.engine.split.TreeHyper);
+//          root (2,) float64 = the root's G and H; forward_ok (F,) bool; mask
+//          (Dm, Wm, F) bool, the features node k of level d may split on (read only
+//          when the attribute has_mask is true; Wm >= 2**(max_depth - 1)).
+// Outputs: heap arrays of M = 2**(max_depth + 1) - 1 nodes: feature, tbin (int32),
+//          default_left, is_split (bool), gain (float32), Gn, Hn (float64 node sums);
+//          pos (N,) int32, the deepest node of every row (before gamma pruning).
+// Attributes: max_depth (>= 1), n_threads, use_xla_pool.
+//
+// Arithmetic (the contract of jaxboost.engine.split, in the same precision):
+//  * histograms: the kernel above; below the root only the smaller child of each
+//    pair (by Hessian sum, ties to the left) is histogrammed, its sibling is the
+//    parent's histogram minus it;
+//  * prefix sums over bins in float64, in bin order (as XGBoost's scan);
+//  * node scores in float64 rounded to float32, gains summed in float32; candidate
+//    order features ascending, within a feature pass A (thresholds ascending,
+//    missing right; only where forward_ok) then pass B (descending, missing left);
+//    the first strictly greater gain wins. A candidate is scored only when both
+//    children have H >= min_child_weight, and a candidate whose bin is empty is
+//    skipped (its sums, hence its gain, equal the candidate before it in its pass,
+//    which it cannot beat);
+//  * a node splits when its best gain > 1e-6 (XGBoost's kRtEps); its children's
+//    sums are the float64 sums, in bin order, of the split feature's bins going
+//    each way.
+// Deterministic: for a given n_threads every sum is associated the same way on every
+// call; the split search and the routing give the same answer for any n_threads.
+
+constexpr float kMinSplitGain = 1e-6f;
+
+struct Hyp {
+  double lam, alpha, mcw, mds;
+  float lam32;
+};
+
+inline double ThresholdL1(double G, double alpha) {
+  return G > alpha ? G - alpha : (G < -alpha ? G + alpha : 0.0);
+}
+
+// jaxboost.engine.split.calc_score (and _plain_score when mds <= 0).
+inline float Score(double G, double H, const Hyp& p) {
+  if (H <= 0) return 0.0f;
+  const double safe = H + p.lam > 0 ? H + p.lam : 1.0;
+  const double t = ThresholdL1(G, p.alpha);
+  if (!(p.mds > 0)) return static_cast<float>(t * t / safe);
+  // newton_weight in float64, then the clipped score from its float32 value
+  const bool used = (H >= p.mcw) && (H > 0);
+  double w = -t / ((used && H + p.lam > 0) ? H + p.lam : 1.0);
+  w = std::min(std::max(w, -p.mds), p.mds);
+  if (!used) w = 0.0;
+  const float w32 = static_cast<float>(w);
+  const float quad32 = (static_cast<float>(H) + p.lam32) * (w32 * w32);
+  const double lin = 2.0 * static_cast<double>(static_cast<float>(G)) * static_cast<double>(w32);
+  return static_cast<float>(-(lin + static_cast<double>(quad32)));
+}
+
+struct Cand {
+  float gain;
+  int32_t tbin;
+  bool dl;
+};
+
+// Best candidate of one (node, feature): Gr, Hr its n_bins histogram slots.
+inline Cand ScanFeature(const double* Gr, const double* Hr, int64_t B, double Gp, double Hp,
+                        float sp, bool forward, const Hyp& p) {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  Cand best{ninf, 0, false};
+  const int64_t V = B - 1;
+  if (forward) {
+    double GL = 0.0, HL = 0.0;
+    for (int64_t j = 0; j < V; ++j) {
+      const double gj = Gr[j], hj = Hr[j];
+      GL += gj;
+      HL += hj;
+      if (j > 0 && gj == 0.0 && hj == 0.0) continue;
+      const double GR = Gp - GL, HR = Hp - HL;
+      if (!(HL >= p.mcw && HR >= p.mcw)) continue;
+      const float gain = (Score(GL, HL, p) + Score(GR, HR, p)) - sp;
+      if (gain > best.gain) best = Cand{gain, static_cast<int32_t>(j + 1), false};
+    }
+  }
+  double GR = 0.0, HR = 0.0;
+  for (int64_t t = V - 1; t >= 0; --t) {
+    const double gt = Gr[t], ht = Hr[t];
+    GR += gt;
+    HR += ht;
+    if (t < V - 1 && gt == 0.0 && ht == 0.0) continue;
+    const double GL = Gp - GR, HL = Hp - HR;
+    if (!(HL >= p.mcw && HR >= p.mcw)) continue;
+    const float gain = (Score(GL, HL, p) + Score(GR, HR, p)) - sp;
+    if (gain > best.gain) best = Cand{gain, static_cast<int32_t>(t), true};
+  }
+  return best;
+}
+
+template <typename T>
+ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, int64_t N, int64_t F,
+                    int64_t B, int64_t D, const float* hyper, const double* root,
+                    const bool* forward_ok, const bool* mask, int64_t mask_w, int64_t nt,
+                    ffi::ThreadPool* pool, int32_t* feature, int32_t* tbin, bool* dleft,
+                    bool* is_split, float* gain, double* Gn, double* Hn, int32_t* pos) {
+  const int64_t M = (int64_t{2} << D) - 1;
+  Hyp p;
+  p.lam = hyper[1];
+  p.alpha = hyper[2];
+  p.mcw = hyper[4];
+  p.mds = hyper[5];
+  p.lam32 = hyper[1];
+  std::fill(feature, feature + M, 0);
+  std::fill(tbin, tbin + M, 0);
+  std::fill(dleft, dleft + M, false);
+  std::fill(is_split, is_split + M, false);
+  std::fill(gain, gain + M, 0.0f);
+  std::fill(Gn, Gn + M, 0.0);
+  std::fill(Hn, Hn + M, 0.0);
+  Gn[0] = root[0];
+  Hn[0] = root[1];
+  std::fill(pos, pos + N, 0);
+  const int64_t FB = F * B;
+  const int64_t nt_rows = std::max<int64_t>(1, std::min(nt, N));
+
+  // The level's live nodes, compact: node c's histograms at L[c * F * B] (node-major).
+  // live[c] = the node's index within its level. Level 0: the root.
+  std::vector<int32_t> live{0};
+  std::unique_ptr<double[]> LG(new double[FB]), LH(new double[FB]);
+  // The root's histogram: every row in node 0 (pos is all 0).
+  Dispatch<T>(bins, g, h, pos, N, F, 1, 1, B, nt, pool, LG.get(), LH.get());
+  std::unique_ptr<int32_t[]> small_node(new int32_t[N]);
+
+  for (int64_t d = 0; d < D; ++d) {
+    const int64_t n = int64_t{1} << d;  // the level's nodes start at heap n - 1
+    const int64_t nl = static_cast<int64_t>(live.size());
+    // Split search: units (live node, feature), each its best candidate.
+    std::vector<Cand> best(nl * F);
+    std::vector<float> sp(nl);
+    for (int64_t c = 0; c < nl; ++c) {
+      const int64_t i = n - 1 + live[c];
+      sp[c] = Score(Gn[i], Hn[i], p);
+    }
+    auto scan = [&](int64_t u) {
+      const int64_t c = u / F, f = u % F;
+      const int64_t k = live[c], i = n - 1 + k;
+      if (mask != nullptr && !mask[(d * mask_w + k) * F + f]) {
+        best[u] = Cand{-std::numeric_limits<float>::infinity(), 0, false};
+        return;
+      }
+      const int64_t o = (c * F + f) * B;
+      best[u] = ScanFeature(LG.get() + o, LH.get() + o, B, Gn[i], Hn[i], sp[c],
+                            forward_ok[f], p);
+    };
+    const int64_t units = nl * F;
+    if (nt > 1 && units * B >= (int64_t{1} << 16)) {
+      const int64_t n_ranges = std::min(units, nt * 8);
+      ParallelFor(pool, nt, n_ranges, [&](int64_t r, int64_t) {
+        for (int64_t u = units * r / n_ranges, u1 = units * (r + 1) / n_ranges; u < u1; ++u)
+          scan(u);
+      });
+    } else {
+      for (int64_t u = 0; u < units; ++u) scan(u);
+    }
+    // Decide, record, children's sums. split_of[k]: the pair index of level node k's
+    // children in the next level (-1: k does not split).
+    std::vector<int32_t> split_of(n, -1);
+    std::vector<int32_t> next_live;
+    std::vector<int32_t> parent_c;  // per pair: the compact index of its parent
+    std::vector<uint8_t> left_small;
+    for (int64_t c = 0; c < nl; ++c) {
+      Cand b{-std::numeric_limits<float>::infinity(), 0, false};
+      int64_t bf = 0;
+      for (int64_t f = 0; f < F; ++f) {
+        if (best[c * F + f].gain > b.gain) {
+          b = best[c * F + f];
+          bf = f;
+        }
+      }
+      if (!(b.gain > kMinSplitGain)) continue;
+      const int64_t k = live[c], i = n - 1 + k;
+      feature[i] = static_cast<int32_t>(bf);
+      tbin[i] = b.tbin;
+      dleft[i] = b.dl;
+      is_split[i] = true;
+      gain[i] = b.gain;
+      const double* Gr = LG.get() + (c * F + bf) * B;
+      const double* Hr = LH.get() + (c * F + bf) * B;
+      double GL = 0.0, HL = 0.0, GR = 0.0, HR = 0.0;
+      for (int64_t j = 0; j < B; ++j) {
+        const bool left = j == B - 1 ? b.dl : j < b.tbin;
+        if (left) {
+          GL += Gr[j];
+          HL += Hr[j];
+        } else {
+          GR += Gr[j];
+          HR += Hr[j];
+        }
+      }
+      Gn[2 * i + 1] = GL;
+      Hn[2 * i + 1] = HL;
+      Gn[2 * i + 2] = GR;
+      Hn[2 * i + 2] = HR;
+      split_of[k] = static_cast<int32_t>(parent_c.size());
+      parent_c.push_back(static_cast<int32_t>(c));
+      left_small.push_back(HL <= HR);
+      next_live.push_back(static_cast<int32_t>(2 * k));
+      next_live.push_back(static_cast<int32_t>(2 * k + 1));
+    }
+    const int64_t n_pairs = static_cast<int64_t>(parent_c.size());
+    if (n_pairs == 0) break;
+    const bool last = d + 1 == D;
+    // Route the level's rows of split nodes; note which rows are in the smaller child
+    // (the next level's histogram rows).
+    auto route = [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t k = static_cast<int64_t>(pos[r]) - (n - 1);
+        int32_t sn = static_cast<int32_t>(n_pairs);  // skipped
+        if (k >= 0 && k < n) {
+          const int32_t pr = split_of[k];
+          if (pr >= 0) {
+            const int64_t i = n - 1 + k;
+            const uint8_t bv = bins[r * F + feature[i]];
+            const bool left = bv == B - 1 ? dleft[i] : bv < tbin[i];
+            pos[r] = static_cast<int32_t>(2 * i + (left ? 1 : 2));
+            if (left == static_cast<bool>(left_small[pr])) sn = pr;
+          }
+        }
+        small_node[r] = sn;
+      }
+    };
+    if (nt_rows > 1 && N >= (int64_t{1} << 16)) {
+      ParallelFor(pool, nt_rows, nt_rows, [&](int64_t t, int64_t) {
+        route(N * t / nt_rows, N * (t + 1) / nt_rows);
+      });
+    } else {
+      route(0, N);
+    }
+    if (last) break;
+    // The next level's histograms: the smaller children's, then their siblings'.
+    std::unique_ptr<double[]> SG(new double[n_pairs * FB]), SH(new double[n_pairs * FB]);
+    Dispatch<T>(bins, g, h, small_node.get(), N, F, n_pairs, n_pairs, B, nt, pool, SG.get(),
+                SH.get());
+    std::unique_ptr<double[]> NG(new double[2 * n_pairs * FB]), NH(new double[2 * n_pairs * FB]);
+    for (int64_t pr = 0; pr < n_pairs; ++pr) {
+      const int64_t pc = parent_c[pr];
+      const int64_t cs = 2 * pr + (left_small[pr] ? 0 : 1), cl = 2 * pr + (left_small[pr] ? 1 : 0);
+      for (int64_t f = 0; f < F; ++f) {
+        const double* sg = SG.get() + (f * n_pairs + pr) * B;
+        const double* sh = SH.get() + (f * n_pairs + pr) * B;
+        const double* pg = LG.get() + (pc * F + f) * B;
+        const double* ph = LH.get() + (pc * F + f) * B;
+        double* og = NG.get() + (cs * F + f) * B;
+        double* oh = NH.get() + (cs * F + f) * B;
+        double* lg = NG.get() + (cl * F + f) * B;
+        double* lh = NH.get() + (cl * F + f) * B;
+        for (int64_t j = 0; j < B; ++j) {
+          og[j] = sg[j];
+          oh[j] = sh[j];
+          lg[j] = pg[j] - sg[j];
+          lh[j] = ph[j] - sh[j];
+        }
+      }
+    }
+    LG = std::move(NG);
+    LH = std::move(NH);
+    live = std::move(next_live);
+  }
+  return ffi::Error::Success();
+}
+
+ffi::Error GrowTreeImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
+                        ffi::AnyBuffer g, ffi::AnyBuffer h, ffi::Buffer<ffi::F32> hyper,
+                        ffi::Buffer<ffi::F64> root, ffi::Buffer<ffi::PRED> forward_ok,
+                        ffi::Buffer<ffi::PRED> mask, ffi::ResultBuffer<ffi::S32> feature,
+                        ffi::ResultBuffer<ffi::S32> tbin, ffi::ResultBuffer<ffi::PRED> dleft,
+                        ffi::ResultBuffer<ffi::PRED> is_split, ffi::ResultBuffer<ffi::F32> gain,
+                        ffi::ResultBuffer<ffi::F64> Gn, ffi::ResultBuffer<ffi::F64> Hn,
+                        ffi::ResultBuffer<ffi::S32> pos, int64_t max_depth, int64_t n_bins,
+                        int64_t n_threads, bool use_xla_pool, bool has_mask) {
+  const auto bd = bins.dimensions();
+  if (bd.size() != 2) return ffi::Error::InvalidArgument("jaxboost_grow_tree: bins must be (N, F)");
+  const int64_t N = bd[0], F = bd[1], D = max_depth, B = n_bins;
+  if (D < 1 || D > 20) return ffi::Error::InvalidArgument("jaxboost_grow_tree: max_depth in [1, 20]");
+  if (B < 2 || B > 256) return ffi::Error::InvalidArgument("jaxboost_grow_tree: n_bins in [2, 256]");
+  if (N >= (int64_t{1} << 31))
+    return ffi::Error::InvalidArgument("jaxboost_grow_tree: more than 2^31 - 1 rows");
+  const int64_t M = (int64_t{2} << D) - 1;
+  if (feature->element_count() != static_cast<size_t>(M) ||
+      tbin->element_count() != static_cast<size_t>(M) ||
+      dleft->element_count() != static_cast<size_t>(M) ||
+      is_split->element_count() != static_cast<size_t>(M) ||
+      gain->element_count() != static_cast<size_t>(M) ||
+      Gn->element_count() != static_cast<size_t>(M) || Hn->element_count() != static_cast<size_t>(M))
+    return ffi::Error::InvalidArgument("jaxboost_grow_tree: tree outputs must be (2**(max_depth+1)-1,)");
+  if (pos->element_count() != static_cast<size_t>(N) || g.element_count() != static_cast<size_t>(N) ||
+      h.element_count() != static_cast<size_t>(N))
+    return ffi::Error::InvalidArgument("jaxboost_grow_tree: g, h, pos must be (N,)");
+  if (g.element_type() != h.element_type())
+    return ffi::Error::InvalidArgument("jaxboost_grow_tree: g and h dtypes differ");
+  if (hyper.element_count() != 6 || root.element_count() != 2 ||
+      forward_ok.element_count() != static_cast<size_t>(F))
+    return ffi::Error::InvalidArgument("jaxboost_grow_tree: hyper (6,), root (2,), forward_ok (F,)");
+  if (n_threads < 1 || n_threads > 4096)
+    return ffi::Error::InvalidArgument("jaxboost_grow_tree: n_threads must be in [1, 4096]");
+  const bool* mk = nullptr;
+  int64_t mask_w = 0;
+  if (has_mask) {
+    const auto md = mask.dimensions();
+    if (md.size() != 3 || md[0] < D || md[1] < (int64_t{1} << (D - 1)) || md[2] != F)
+      return ffi::Error::InvalidArgument("jaxboost_grow_tree: mask must be (max_depth, W, F)");
+    mk = mask.typed_data();
+    mask_w = md[1];
+  }
+  ffi::ThreadPool* pool = use_xla_pool && thread_pool.num_threads() > 0 ? &thread_pool : nullptr;
+  if (N == 0 || F == 0) {
+    // no rows or no features: a single leaf
+    std::fill(feature->typed_data(), feature->typed_data() + M, 0);
+    std::fill(tbin->typed_data(), tbin->typed_data() + M, 0);
+    std::fill(dleft->typed_data(), dleft->typed_data() + M, false);
+    std::fill(is_split->typed_data(), is_split->typed_data() + M, false);
+    std::fill(gain->typed_data(), gain->typed_data() + M, 0.0f);
+    std::fill(Gn->typed_data(), Gn->typed_data() + M, 0.0);
+    std::fill(Hn->typed_data(), Hn->typed_data() + M, 0.0);
+    Gn->typed_data()[0] = root.typed_data()[0];
+    Hn->typed_data()[0] = root.typed_data()[1];
+    std::fill(pos->typed_data(), pos->typed_data() + N, 0);
+    return ffi::Error::Success();
+  }
+  try {
+    switch (g.element_type()) {
+      case ffi::DataType::F32:
+        return GrowTree<float>(bins.typed_data(), static_cast<const float*>(g.untyped_data()),
+                               static_cast<const float*>(h.untyped_data()), N, F, B, D,
+                               hyper.typed_data(), root.typed_data(), forward_ok.typed_data(),
+                               mk, mask_w, n_threads, pool, feature->typed_data(),
+                               tbin->typed_data(), dleft->typed_data(), is_split->typed_data(),
+                               gain->typed_data(), Gn->typed_data(), Hn->typed_data(),
+                               pos->typed_data());
+      case ffi::DataType::F64:
+        return GrowTree<double>(bins.typed_data(), static_cast<const double*>(g.untyped_data()),
+                                static_cast<const double*>(h.untyped_data()), N, F, B, D,
+                                hyper.typed_data(), root.typed_data(), forward_ok.typed_data(),
+                                mk, mask_w, n_threads, pool, feature->typed_data(),
+                                tbin->typed_data(), dleft->typed_data(), is_split->typed_data(),
+                                gain->typed_data(), Gn->typed_data(), Hn->typed_data(),
+                                pos->typed_data());
+      default:
+        return ffi::Error::InvalidArgument("jaxboost_grow_tree: g, h must be float32 or float64");
+    }
+  } catch (const std::bad_alloc&) {
+    return ffi::Error(ffi::ErrorCode::kResourceExhausted,
+                      "jaxboost_grow_tree: out of memory for histograms");
+  }
+}
+
 }  // namespace
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostHistogram, HistogramImpl,
@@ -482,6 +845,30 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostHistogram, HistogramImpl,
                                   .Ret<ffi::Buffer<ffi::F64>>()  // H (F, n_nodes, n_bins)
                                   .Attr<int64_t>("n_threads")
                                   .Attr<bool>("use_xla_pool"));
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostGrowTree, GrowTreeImpl,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()
+                                  .Arg<ffi::Buffer<ffi::U8>>()    // bins (N, F)
+                                  .Arg<ffi::AnyBuffer>()          // g (N,)
+                                  .Arg<ffi::AnyBuffer>()          // h (N,)
+                                  .Arg<ffi::Buffer<ffi::F32>>()   // hyper (6,)
+                                  .Arg<ffi::Buffer<ffi::F64>>()   // root (2,)
+                                  .Arg<ffi::Buffer<ffi::PRED>>()  // forward_ok (F,)
+                                  .Arg<ffi::Buffer<ffi::PRED>>()  // mask (D, W, F)
+                                  .Ret<ffi::Buffer<ffi::S32>>()   // feature (M,)
+                                  .Ret<ffi::Buffer<ffi::S32>>()   // tbin (M,)
+                                  .Ret<ffi::Buffer<ffi::PRED>>()  // default_left (M,)
+                                  .Ret<ffi::Buffer<ffi::PRED>>()  // is_split (M,)
+                                  .Ret<ffi::Buffer<ffi::F32>>()   // gain (M,)
+                                  .Ret<ffi::Buffer<ffi::F64>>()   // Gn (M,)
+                                  .Ret<ffi::Buffer<ffi::F64>>()   // Hn (M,)
+                                  .Ret<ffi::Buffer<ffi::S32>>()   // pos (N,)
+                                  .Attr<int64_t>("max_depth")
+                                  .Attr<int64_t>("n_bins")
+                                  .Attr<int64_t>("n_threads")
+                                  .Attr<bool>("use_xla_pool")
+                                  .Attr<bool>("has_mask"));
 
 // Binning raw features (a plain C function, called through ctypes by
 // jaxboost.engine.binning.apply_bins; the GIL is released, so Python runs it on several
@@ -511,4 +898,4 @@ extern "C" void JaxboostApplyBins(const float* X, int64_t F, const float* cuts,
 }
 
 // Version of the calling conventions above; the Python side checks it.
-extern "C" int JaxboostHistogramAbiVersion() { return 4; }
+extern "C" int JaxboostHistogramAbiVersion() { return 5; }

@@ -1,0 +1,195 @@
+"""The native whole-tree kernel (``jaxboost.native.grow_tree``) against the XLA level loop.
+
+Both grow from the same native histograms; they differ only in how float64 sums are
+associated (prefix sums in bin order here, blocked products there; children's sums in
+bin order here, XLA's reduction there). So on data without near-ties the trees must
+have the same splits, and node sums, gains and leaf values must agree to float64 /
+float32 rounding. Settings cover what the kernel implements itself: missing values
+(both default directions), the ascending pass only where ``forward_ok``, L1,
+min_child_weight, max_delta_step, column sampling masks, rows left out (g = h = 0),
+negative Hessians, a depth where most nodes die early, and depth 1.
+"""
+
+import functools
+
+import jax
+import numpy as np
+import pytest
+
+from jaxboost import native as native_kernel
+from jaxboost.engine import grow as grow_mod
+from jaxboost.engine.grow import TreeSpec, grow_tree
+from jaxboost.engine.split import TreeHyper
+from jaxboost.engine.tree import binned_leaf
+
+pytestmark = pytest.mark.skipif(not native_kernel.available(),
+                                reason="native kernel unavailable")
+
+N, F, B = 400, 6, 16  # bin 15 = missing
+
+
+class _Masks:
+    """A ``FeatureSampler`` stand-in: fixed per-node feature masks."""
+
+    def __init__(self, masks):
+        self.masks = masks
+
+    def levels(self, width):
+        return self.masks[:, :width]
+
+
+def _grower(D, native_tree, with_mask):
+    """A jitted ``grow_tree`` (native histogram) with the whole-tree kernel on or off."""
+    def fn(bins, g, h, dyn, cuts, fok, masks):
+        saved = grow_mod._native_tree
+        grow_mod._native_tree = lambda: native_tree
+        try:
+            return grow_tree(bins, g, h, dyn, cuts, fok, TreeSpec(D, B, native=True),
+                             features=_Masks(masks) if with_mask else None)
+        finally:
+            grow_mod._native_tree = saved
+    return jax.jit(fn)
+
+
+@functools.lru_cache(maxsize=None)
+def grower(D, native_tree, with_mask):
+    return _grower(D, native_tree, with_mask)
+
+
+def data(seed, missing=0.1, dropped=0.2, negative_h=False):
+    rng = np.random.default_rng(seed)
+    bins = rng.integers(0, B - 1, size=(N, F)).astype(np.uint8)
+    bins[:, 1] = rng.integers(0, 3, size=N)  # few values: empty bins to skip
+    bins[rng.random((N, F)) < missing] = B - 1
+    signal = (bins[:, 0] < 7) * 1.5 - (bins[:, 2] > 9) * 1.0 + 0.3 * (bins[:, 1] == 2)
+    g = (rng.normal(size=N) - signal).astype(np.float32)
+    h = rng.uniform(0.2, 1.0, size=N).astype(np.float32)
+    if negative_h:
+        h[rng.random(N) < 0.05] *= -0.3
+    keep = rng.random(N) >= dropped
+    g, h = np.where(keep, g, 0).astype(np.float32), np.where(keep, h, 0).astype(np.float32)
+    cuts = np.array([[-np.inf] + [t - 0.5 + 100 * f for t in range(1, B - 1)] + [np.inf]
+                     for f in range(F)], np.float32)
+    fok = np.array([True, False, True, True, False, True])
+    return bins, g, h, cuts, fok
+
+
+def hyper(lam=1.0, alpha=0.0, gamma=0.0, mcw=1.0, mds=0.0):
+    return TreeHyper(*(np.float32(v) for v in (0.3, lam, alpha, gamma, mcw, mds)))
+
+
+def both(D, seed, dyn, masks=None, **kw):
+    bins, g, h, cuts, fok = data(seed, **kw)
+    m = np.ones((D, 2 ** max(D - 1, 0), F), bool) if masks is None else masks
+    out = []
+    for native_tree in (True, False):
+        tree, leaf = grower(D, native_tree, masks is not None)(bins, g, h, dyn, cuts, fok, m)
+        out.append(({k: np.asarray(v) for k, v in tree.items()}, np.asarray(leaf)))
+    (t1, l1), (t0, l0) = out
+    return bins, t1, l1, t0, l0
+
+
+CASES = {
+    "plain": dict(dyn=hyper()),
+    "l1_mcw": dict(dyn=hyper(lam=0.5, alpha=0.4, mcw=3.0)),
+    "max_delta_step": dict(dyn=hyper(mds=0.35)),
+    "gamma": dict(dyn=hyper(gamma=2.0)),
+    "no_missing_no_drop": dict(dyn=hyper(), missing=0.0, dropped=0.0),
+    "negative_hessians": dict(dyn=hyper(mcw=0.0), negative_h=True),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("D", [1, 4])
+def test_native_tree_matches_level_loop(case, D):
+    kw = dict(CASES[case])
+    bins, t1, l1, t0, l0 = both(D, seed=hash(case) % 1000, **kw)
+    split = ~t0["is_leaf"]
+    assert split.sum() >= (1 if D == 1 else 4)  # the data has splits to find
+    for key in ("is_leaf", "feature", "tbin", "default_left"):
+        np.testing.assert_array_equal(t1[key], t0[key], err_msg=key)
+    np.testing.assert_array_equal(t1["threshold"][split], t0["threshold"][split])
+    np.testing.assert_array_equal(l1, l0)
+    np.testing.assert_allclose(t1["gain"], t0["gain"], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(t1["cover"], t0["cover"], rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(t1["value"], t0["value"], rtol=1e-5, atol=1e-7)
+    # every row's leaf is where the finished tree routes its bins
+    np.testing.assert_array_equal(
+        np.asarray(binned_leaf(t1, bins, max_depth=D, max_bin=B)), l1)
+
+
+def test_native_tree_column_masks():
+    """Per-node masks: no node splits on a feature outside its mask, and the tree is the
+    level loop's."""
+    D = 4
+    rng = np.random.default_rng(5)
+    masks = rng.random((D, 2 ** (D - 1), F)) < 0.5
+    masks[:, :, 3] = True  # every node has some feature
+    masks[0, 0, 0] = False  # the root may not take the strongest feature
+    bins, t1, l1, t0, l0 = both(D, seed=11, dyn=hyper(), masks=masks)
+    for key in ("is_leaf", "feature", "tbin", "default_left"):
+        np.testing.assert_array_equal(t1[key], t0[key], err_msg=key)
+    np.testing.assert_allclose(t1["value"], t0["value"], rtol=1e-5, atol=1e-7)
+    assert t1["feature"][0] != 0 and not t1["is_leaf"][0]
+    for d in range(D):
+        for k in range(2 ** d):
+            i = 2 ** d - 1 + k
+            if not t1["is_leaf"][i]:
+                assert masks[d, k, t1["feature"][i]], (d, k)
+
+
+def test_native_tree_exact_sums_on_the_grid():
+    """On sums that are exact in float64 (dyadic g, h), the two formulations associate
+    differently but round nothing: every float equal, bit for bit."""
+    bins, g, h, cuts, fok = data(3)
+    g = np.round(g * 64) / 64
+    h = np.round(h * 64) / 64
+    D = 4
+    m = np.ones((D, 8, F), bool)
+    trees = [grower(D, nt, False)(bins, g.astype(np.float32), h.astype(np.float32), hyper(),
+                                  cuts, fok, m) for nt in (True, False)]
+    for key in trees[0][0]:
+        np.testing.assert_array_equal(np.asarray(trees[0][0][key]), np.asarray(trees[1][0][key]),
+                                      err_msg=key)
+    np.testing.assert_array_equal(np.asarray(trees[0][1]), np.asarray(trees[1][1]))
+
+
+def test_native_tree_threads_agree():
+    """Large enough for the split search (nodes x features x bins >= 2**16) and the
+    routing (>= 2**16 rows) to run on several threads: the same tree as on one thread
+    (sums to float64 rounding: the histogram's row blocks associate differently)."""
+    rng = np.random.default_rng(7)
+    n, f, b = 70_000, 64, 256
+    bins = rng.integers(0, b, size=(n, f)).astype(np.uint8)
+    g = (rng.normal(size=n) - (bins[:, 0] < 100) - 0.5 * (bins[:, 5] > 30)).astype(np.float32)
+    h = rng.uniform(0.5, 1.0, size=n).astype(np.float32)
+    root = np.array([g.astype(np.float64).sum(), h.astype(np.float64).sum()])
+    hyp = np.array(list(hyper()), np.float32)
+    fok = np.ones(f, bool)
+    outs = [native_kernel.grow_tree(bins, g, h, hyp, root, fok, None, 4, b, n_threads=t)
+            for t in (1, 3)]
+    (s1, G1, H1, p1), (s3, G3, H3, p3) = outs
+    assert np.asarray(s1["is_split"]).sum() == 15  # a full tree of depth 4
+    for key in ("feature", "tbin", "default_left", "is_split"):
+        np.testing.assert_array_equal(np.asarray(s1[key]), np.asarray(s3[key]), err_msg=key)
+    np.testing.assert_allclose(np.asarray(s1["gain"]), np.asarray(s3["gain"]), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(G1), np.asarray(G3), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(np.asarray(H1), np.asarray(H3), rtol=1e-12)
+    np.testing.assert_array_equal(np.asarray(p1), np.asarray(p3))
+
+
+def test_native_tree_refuses_bad_arguments():
+    z = np.zeros(4, np.float32)
+    with pytest.raises(ValueError, match="max_depth"):
+        native_kernel.grow_tree(np.zeros((4, 2), np.uint8), z, z, np.zeros(6, np.float32),
+                                np.zeros(2), np.zeros(2, bool), None, 0, 8)
+    with pytest.raises(ValueError, match="n_bins"):
+        native_kernel.grow_tree(np.zeros((4, 2), np.uint8), z, z, np.zeros(6, np.float32),
+                                np.zeros(2), np.zeros(2, bool), None, 2, 300)
+
+
+def test_native_tree_turned_off(monkeypatch):
+    monkeypatch.setenv(native_kernel.ENV_TREE, "0")
+    assert not native_kernel.tree_enabled()
+    monkeypatch.setenv(native_kernel.ENV_TREE, "1")
+    assert native_kernel.tree_enabled()
