@@ -541,40 +541,118 @@ struct Cand {
   bool dl;
 };
 
-// Best candidate of one (node, feature): Gr, Hr its n_bins histogram slots.
-inline Cand ScanFeature(const double* Gr, const double* Hr, int64_t B, double Gp, double Hp,
-                        float sp, bool forward, const Hyp& p) {
-  const float ninf = -std::numeric_limits<float>::infinity();
-  Cand best{ninf, 0, false};
+// One pass's candidates that are scored, in scan order (at most 256).
+struct ScanBuf {
+  double GL[256], HL[256], GR[256], HR[256];
+  float gain[256];
+  int32_t t[256];
+};
+
+// Scores of buf's first m candidates: the plain score in a loop without branches
+// (vectorised by the compiler), the clipped one (max_delta_step > 0) scalar.
+inline void Gains(ScanBuf& s, int64_t m, float sp, const Hyp& p) {
+  if (p.mds > 0) {
+    for (int64_t i = 0; i < m; ++i)
+      s.gain[i] = (Score(s.GL[i], s.HL[i], p) + Score(s.GR[i], s.HR[i], p)) - sp;
+    return;
+  }
+  const double lam = p.lam, alpha = p.alpha;
+  for (int64_t i = 0; i < m; ++i) {
+    const double gl = s.GL[i], hl = s.HL[i], gr = s.GR[i], hr = s.HR[i];
+    const double tl = gl > alpha ? gl - alpha : (gl < -alpha ? gl + alpha : 0.0);
+    const double tr = gr > alpha ? gr - alpha : (gr < -alpha ? gr + alpha : 0.0);
+    const double dl = hl + lam > 0 ? hl + lam : 1.0;
+    const double dr = hr + lam > 0 ? hr + lam : 1.0;
+    const float sl = hl <= 0 ? 0.0f : static_cast<float>(tl * tl / dl);
+    const float sr = hr <= 0 ? 0.0f : static_cast<float>(tr * tr / dr);
+    s.gain[i] = (sl + sr) - sp;
+  }
+}
+
+// Best candidate of one (node, feature) from its n_bins (G, H) slots.
+//
+// Only the non-empty bins are walked: a candidate whose bin is empty has the sums of
+// the candidate before it in its pass (adding zeros to a sum changes nothing but the
+// sign of a zero, which no score sees), so it cannot beat it; the first candidate of
+// each pass is always considered. Of those, a candidate is scored only when both
+// children have H >= min_child_weight (compacted without branches, then scored in one
+// loop); then the first strictly greater gain wins, in the pass's order.
+inline Cand ScanFeature(const v2d* hist, int64_t B, double Gp, double Hp, float sp,
+                        bool forward, const Hyp& p, ScanBuf& s) {
+  Cand best{-std::numeric_limits<float>::infinity(), 0, false};
   const int64_t V = B - 1;
-  if (forward) {
+  const double mcw = p.mcw;
+  int32_t nz[256];
+  int64_t nnz = 0;
+  for (int64_t j = 0; j < V; ++j) {  // bit tests: a slot is empty when G, H are +-0
+    uint64_t gb, hb;
+    std::memcpy(&gb, &hist[j][0], 8);
+    std::memcpy(&hb, &hist[j][1], 8);
+    nz[nnz] = static_cast<int32_t>(j);
+    nnz += static_cast<int64_t>(((gb | hb) << 1) != 0);
+  }
+  auto push = [&](int64_t& m, double GL, double HL, double GR, double HR, int32_t t) {
+    s.GL[m] = GL;
+    s.HL[m] = HL;
+    s.GR[m] = GR;
+    s.HR[m] = HR;
+    s.t[m] = t;
+    m += static_cast<int64_t>((HL >= mcw) & (HR >= mcw));
+  };
+  if (forward) {  // pass A: thresholds ascending (left = bins < t), missing right
     double GL = 0.0, HL = 0.0;
-    for (int64_t j = 0; j < V; ++j) {
-      const double gj = Gr[j], hj = Hr[j];
-      GL += gj;
-      HL += hj;
-      if (j > 0 && gj == 0.0 && hj == 0.0) continue;
-      const double GR = Gp - GL, HR = Hp - HL;
-      if (!(HL >= p.mcw && HR >= p.mcw)) continue;
-      const float gain = (Score(GL, HL, p) + Score(GR, HR, p)) - sp;
-      if (gain > best.gain) best = Cand{gain, static_cast<int32_t>(j + 1), false};
+    int64_t m = 0;
+    if (nnz == 0 || nz[0] != 0) push(m, 0.0, 0.0, Gp, Hp, 1);  // bin 0 empty
+    for (int64_t q = 0; q < nnz; ++q) {
+      const int64_t j = nz[q];
+      GL += hist[j][0];
+      HL += hist[j][1];
+      push(m, GL, HL, Gp - GL, Hp - HL, static_cast<int32_t>(j + 1));
     }
+    Gains(s, m, sp, p);
+    for (int64_t i = 0; i < m; ++i)
+      if (s.gain[i] > best.gain) best = Cand{s.gain[i], s.t[i], false};
   }
+  // pass B: thresholds descending (right = present bins >= t), missing left
   double GR = 0.0, HR = 0.0;
-  for (int64_t t = V - 1; t >= 0; --t) {
-    const double gt = Gr[t], ht = Hr[t];
-    GR += gt;
-    HR += ht;
-    if (t < V - 1 && gt == 0.0 && ht == 0.0) continue;
-    const double GL = Gp - GR, HL = Hp - HR;
-    if (!(HL >= p.mcw && HR >= p.mcw)) continue;
-    const float gain = (Score(GL, HL, p) + Score(GR, HR, p)) - sp;
-    if (gain > best.gain) best = Cand{gain, static_cast<int32_t>(t), true};
+  int64_t m = 0;
+  if (nnz == 0 || nz[nnz - 1] != V - 1)  // bin V - 1 empty
+    push(m, Gp, Hp, 0.0, 0.0, static_cast<int32_t>(V - 1));
+  for (int64_t q = nnz - 1; q >= 0; --q) {
+    const int64_t t = nz[q];
+    GR += hist[t][0];
+    HR += hist[t][1];
+    push(m, Gp - GR, Hp - HR, GR, HR, static_cast<int32_t>(t));
   }
+  Gains(s, m, sp, p);
+  for (int64_t i = 0; i < m; ++i)
+    if (s.gain[i] > best.gain) best = Cand{s.gain[i], s.t[i], true};
   return best;
 }
 
-template <typename T>
+// Scratch memory of GrowTree, kept per thread between calls (a tree's buffers are
+// then not allocated and page-faulted afresh for every tree), up to kKeepBytes.
+struct Arena {
+  std::unique_ptr<v2d[]> buf;
+  int64_t size = 0;
+};
+constexpr int64_t kKeepBytes = int64_t{64} << 20;
+
+v2d* Reserve(Arena& a, int64_t n, std::unique_ptr<v2d[]>& once) {
+  if (n * static_cast<int64_t>(sizeof(v2d)) > kKeepBytes) {
+    once.reset(new v2d[n]);
+    return once.get();
+  }
+  if (a.size < n) {
+    a.buf.reset();
+    a.size = 0;
+    a.buf.reset(new v2d[n]);
+    a.size = n;
+  }
+  return a.buf.get();
+}
+
+template <int64_t FS, typename T>
 ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, int64_t N, int64_t F,
                     int64_t B, int64_t D, const float* hyper, const double* root,
                     const bool* forward_ok, const bool* mask, int64_t mask_w, int64_t nt,
@@ -593,58 +671,84 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, int64_t N, int6
   std::fill(is_split, is_split + M, false);
   std::fill(gain, gain + M, 0.0f);
   std::fill(Gn, Gn + M, 0.0);
+  Hn[0] = root[1];
   std::fill(Hn, Hn + M, 0.0);
   Gn[0] = root[0];
   Hn[0] = root[1];
   std::fill(pos, pos + N, 0);
-  const int64_t FB = F * B;
   const int64_t nt_rows = std::max<int64_t>(1, std::min(nt, N));
-
-  // The level's live nodes, compact: node c's histograms at L[c * F * B] (node-major).
-  // live[c] = the node's index within its level. Level 0: the root.
-  std::vector<int32_t> live{0};
-  std::unique_ptr<double[]> LG(new double[FB]), LH(new double[FB]);
-  // The root's histogram: every row in node 0 (pos is all 0).
-  Dispatch<T>(bins, g, h, pos, N, F, 1, 1, B, nt, pool, LG.get(), LH.get());
+  // Histograms of a level's live nodes, compact and node-major: node c's (G, H) pair
+  // of feature f, bin b at c * ns + f * FS + b (the stride of the histogram kernel
+  // above, padded to an odd number of 64-byte lines per node).
+  int64_t ns = F * FS;
+  if ((ns / 4) % 2 == 0) ns += 4;
+  // Live nodes per level <= min(2**d, rows): a bound for the two level buffers.
+  const int64_t max_live = std::min<int64_t>(int64_t{1} << (D - 1), std::max<int64_t>(N, 1));
+  thread_local Arena arena;
+  std::unique_ptr<v2d[]> once;
+  v2d* const base = Reserve(arena, 2 * max_live * ns + 256, once);
+  v2d* cur = base;                      // this level's nodes
+  v2d* nxt = base + max_live * ns;      // the next level's
+  // The root's histogram: every row, straight into node 0.
+  std::memset(static_cast<void*>(cur), 0, sizeof(v2d) * ns);
   std::unique_ptr<int32_t[]> small_node(new int32_t[N]);
+  std::unique_ptr<double[]> SG, SH;  // the threaded kernel's (F, pairs, B) output
+  if (nt_rows == 1) {
+    for (int64_t r = 0; r < N; ++r) {
+      const v2d v = {static_cast<double>(g[r]), static_cast<double>(h[r])};
+      AddRow<FS>(cur, bins + r * F, F, v);
+    }
+  } else {
+    SG.reset(new double[F * B]);
+    SH.reset(new double[F * B]);
+    Dispatch<T>(bins, g, h, pos, N, F, 1, 1, B, nt, pool, SG.get(), SH.get());
+    for (int64_t f = 0; f < F; ++f)
+      for (int64_t b = 0; b < B; ++b) cur[f * FS + b] = v2d{SG[f * B + b], SH[f * B + b]};
+  }
 
+  std::vector<int32_t> live{0};  // the level's live nodes (index within the level)
+  std::vector<Cand> best;
+  std::vector<float> sp;
+  std::vector<int32_t> split_of, next_live, parent_c;
+  std::vector<uint8_t> left_small;
   for (int64_t d = 0; d < D; ++d) {
     const int64_t n = int64_t{1} << d;  // the level's nodes start at heap n - 1
     const int64_t nl = static_cast<int64_t>(live.size());
     // Split search: units (live node, feature), each its best candidate.
-    std::vector<Cand> best(nl * F);
-    std::vector<float> sp(nl);
+    best.assign(nl * F, Cand{-std::numeric_limits<float>::infinity(), 0, false});
+    sp.resize(nl);
     for (int64_t c = 0; c < nl; ++c) {
       const int64_t i = n - 1 + live[c];
       sp[c] = Score(Gn[i], Hn[i], p);
     }
-    auto scan = [&](int64_t u) {
-      const int64_t c = u / F, f = u % F;
-      const int64_t k = live[c], i = n - 1 + k;
-      if (mask != nullptr && !mask[(d * mask_w + k) * F + f]) {
-        best[u] = Cand{-std::numeric_limits<float>::infinity(), 0, false};
-        return;
+    auto scan = [&](int64_t u0, int64_t u1) {
+      ScanBuf s;
+      for (int64_t u = u0; u < u1; ++u) {
+        const int64_t c = u / F, f = u % F;
+        const int64_t k = live[c], i = n - 1 + k;
+        if (mask != nullptr && !mask[(d * mask_w + k) * F + f]) continue;
+        // No candidate can give both children H >= min_child_weight (with a margin
+        // for the rounding of H_parent - H_child).
+        if (p.mcw > 0 && Hn[i] < 2 * p.mcw * (1 - 1e-12)) continue;
+        best[u] = ScanFeature(cur + c * ns + f * FS, B, Gn[i], Hn[i], sp[c], forward_ok[f],
+                              p, s);
       }
-      const int64_t o = (c * F + f) * B;
-      best[u] = ScanFeature(LG.get() + o, LH.get() + o, B, Gn[i], Hn[i], sp[c],
-                            forward_ok[f], p);
     };
     const int64_t units = nl * F;
     if (nt > 1 && units * B >= (int64_t{1} << 16)) {
       const int64_t n_ranges = std::min(units, nt * 8);
       ParallelFor(pool, nt, n_ranges, [&](int64_t r, int64_t) {
-        for (int64_t u = units * r / n_ranges, u1 = units * (r + 1) / n_ranges; u < u1; ++u)
-          scan(u);
+        scan(units * r / n_ranges, units * (r + 1) / n_ranges);
       });
     } else {
-      for (int64_t u = 0; u < units; ++u) scan(u);
+      scan(0, units);
     }
     // Decide, record, children's sums. split_of[k]: the pair index of level node k's
     // children in the next level (-1: k does not split).
-    std::vector<int32_t> split_of(n, -1);
-    std::vector<int32_t> next_live;
-    std::vector<int32_t> parent_c;  // per pair: the compact index of its parent
-    std::vector<uint8_t> left_small;
+    split_of.assign(n, -1);
+    next_live.clear();
+    parent_c.clear();
+    left_small.clear();
     for (int64_t c = 0; c < nl; ++c) {
       Cand b{-std::numeric_limits<float>::infinity(), 0, false};
       int64_t bf = 0;
@@ -661,17 +765,16 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, int64_t N, int6
       dleft[i] = b.dl;
       is_split[i] = true;
       gain[i] = b.gain;
-      const double* Gr = LG.get() + (c * F + bf) * B;
-      const double* Hr = LH.get() + (c * F + bf) * B;
+      const v2d* hr = cur + c * ns + bf * FS;
       double GL = 0.0, HL = 0.0, GR = 0.0, HR = 0.0;
       for (int64_t j = 0; j < B; ++j) {
         const bool left = j == B - 1 ? b.dl : j < b.tbin;
         if (left) {
-          GL += Gr[j];
-          HL += Hr[j];
+          GL += hr[j][0];
+          HL += hr[j][1];
         } else {
-          GR += Gr[j];
-          HR += Hr[j];
+          GR += hr[j][0];
+          HR += hr[j][1];
         }
       }
       Gn[2 * i + 1] = GL;
@@ -687,8 +790,12 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, int64_t N, int6
     const int64_t n_pairs = static_cast<int64_t>(parent_c.size());
     if (n_pairs == 0) break;
     const bool last = d + 1 == D;
+    // The next level's node of each row in a smaller child: 2 pr + side (side 0 left).
+    std::vector<int32_t> small_slot(n_pairs);
+    for (int64_t pr = 0; pr < n_pairs; ++pr)
+      small_slot[pr] = static_cast<int32_t>(2 * pr + (left_small[pr] ? 0 : 1));
     // Route the level's rows of split nodes; note which rows are in the smaller child
-    // (the next level's histogram rows).
+    // (by pair index: the threaded kernel's node).
     auto route = [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const int64_t k = static_cast<int64_t>(pos[r]) - (n - 1);
@@ -714,36 +821,60 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, int64_t N, int6
       route(0, N);
     }
     if (last) break;
-    // The next level's histograms: the smaller children's, then their siblings'.
-    std::unique_ptr<double[]> SG(new double[n_pairs * FB]), SH(new double[n_pairs * FB]);
-    Dispatch<T>(bins, g, h, small_node.get(), N, F, n_pairs, n_pairs, B, nt, pool, SG.get(),
-                SH.get());
-    std::unique_ptr<double[]> NG(new double[2 * n_pairs * FB]), NH(new double[2 * n_pairs * FB]);
-    for (int64_t pr = 0; pr < n_pairs; ++pr) {
-      const int64_t pc = parent_c[pr];
-      const int64_t cs = 2 * pr + (left_small[pr] ? 0 : 1), cl = 2 * pr + (left_small[pr] ? 1 : 0);
-      for (int64_t f = 0; f < F; ++f) {
-        const double* sg = SG.get() + (f * n_pairs + pr) * B;
-        const double* sh = SH.get() + (f * n_pairs + pr) * B;
-        const double* pg = LG.get() + (pc * F + f) * B;
-        const double* ph = LH.get() + (pc * F + f) * B;
-        double* og = NG.get() + (cs * F + f) * B;
-        double* oh = NH.get() + (cs * F + f) * B;
-        double* lg = NG.get() + (cl * F + f) * B;
-        double* lh = NH.get() + (cl * F + f) * B;
-        for (int64_t j = 0; j < B; ++j) {
-          og[j] = sg[j];
-          oh[j] = sh[j];
-          lg[j] = pg[j] - sg[j];
-          lh[j] = ph[j] - sh[j];
+    // The next level's histograms: the smaller children's, then their siblings'
+    // (parent minus smaller child).
+    if (nt_rows == 1) {
+      for (int64_t pr = 0; pr < n_pairs; ++pr)
+        std::memset(static_cast<void*>(nxt + small_slot[pr] * ns), 0, sizeof(v2d) * ns);
+      for (int64_t r = 0; r < N; ++r) {
+        const int32_t pr = small_node[r];
+        if (pr >= n_pairs) continue;
+        const v2d v = {static_cast<double>(g[r]), static_cast<double>(h[r])};
+        AddRow<FS>(nxt + small_slot[pr] * ns, bins + r * F, F, v);
+      }
+    } else {
+      SG.reset(new double[n_pairs * F * B]);
+      SH.reset(new double[n_pairs * F * B]);
+      Dispatch<T>(bins, g, h, small_node.get(), N, F, n_pairs, n_pairs, B, nt, pool, SG.get(),
+                  SH.get());
+      for (int64_t pr = 0; pr < n_pairs; ++pr) {
+        v2d* o = nxt + small_slot[pr] * ns;
+        for (int64_t f = 0; f < F; ++f) {
+          const double* sg = SG.get() + (f * n_pairs + pr) * B;
+          const double* sh = SH.get() + (f * n_pairs + pr) * B;
+          for (int64_t b = 0; b < B; ++b) o[f * FS + b] = v2d{sg[b], sh[b]};
         }
       }
     }
-    LG = std::move(NG);
-    LH = std::move(NH);
-    live = std::move(next_live);
+    for (int64_t pr = 0; pr < n_pairs; ++pr) {
+      const v2d* par = cur + static_cast<int64_t>(parent_c[pr]) * ns;
+      const v2d* sm = nxt + small_slot[pr] * ns;
+      v2d* lg = nxt + (small_slot[pr] ^ 1) * ns;
+      for (int64_t f = 0; f < F; ++f)
+        for (int64_t b = 0; b < B; ++b) lg[f * FS + b] = par[f * FS + b] - sm[f * FS + b];
+    }
+    std::swap(cur, nxt);
+    live.swap(next_live);
   }
   return ffi::Error::Success();
+}
+
+template <typename T>
+ffi::Error GrowTreeDispatch(const uint8_t* bins, const T* g, const T* h, int64_t N, int64_t F,
+                            int64_t B, int64_t D, const float* hyper, const double* root,
+                            const bool* forward_ok, const bool* mask, int64_t mask_w,
+                            int64_t nt, ffi::ThreadPool* pool, int32_t* feature, int32_t* tbin,
+                            bool* dleft, bool* is_split, float* gain, double* Gn, double* Hn,
+                            int32_t* pos) {
+#define JB_GROW(FS)                                                                        \
+  return GrowTree<FS, T>(bins, g, h, N, F, B, D, hyper, root, forward_ok, mask, mask_w, nt, \
+                         pool, feature, tbin, dleft, is_split, gain, Gn, Hn, pos)
+  if (B <= 16) JB_GROW(20);
+  if (B <= 32) JB_GROW(36);
+  if (B <= 64) JB_GROW(68);
+  if (B <= 128) JB_GROW(132);
+  JB_GROW(260);
+#undef JB_GROW
 }
 
 ffi::Error GrowTreeImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
@@ -807,7 +938,7 @@ ffi::Error GrowTreeImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
   try {
     switch (g.element_type()) {
       case ffi::DataType::F32:
-        return GrowTree<float>(bins.typed_data(), static_cast<const float*>(g.untyped_data()),
+        return GrowTreeDispatch<float>(bins.typed_data(), static_cast<const float*>(g.untyped_data()),
                                static_cast<const float*>(h.untyped_data()), N, F, B, D,
                                hyper.typed_data(), root.typed_data(), forward_ok.typed_data(),
                                mk, mask_w, n_threads, pool, feature->typed_data(),
@@ -815,7 +946,7 @@ ffi::Error GrowTreeImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
                                gain->typed_data(), Gn->typed_data(), Hn->typed_data(),
                                pos->typed_data());
       case ffi::DataType::F64:
-        return GrowTree<double>(bins.typed_data(), static_cast<const double*>(g.untyped_data()),
+        return GrowTreeDispatch<double>(bins.typed_data(), static_cast<const double*>(g.untyped_data()),
                                 static_cast<const double*>(h.untyped_data()), N, F, B, D,
                                 hyper.typed_data(), root.typed_data(), forward_ok.typed_data(),
                                 mk, mask_w, n_threads, pool, feature->typed_data(),
