@@ -19,6 +19,7 @@ import pytest
 from jaxboost import native as native_kernel
 from jaxboost.engine import grow as grow_mod
 from jaxboost.engine.grow import TreeSpec, grow_tree
+from jaxboost.engine.sampling import FeatureSampler
 from jaxboost.engine.split import TreeHyper
 from jaxboost.engine.tree import binned_leaf
 
@@ -28,24 +29,16 @@ pytestmark = pytest.mark.skipif(not native_kernel.available(),
 N, F, B = 400, 6, 16  # bin 15 = missing
 
 
-class _Masks:
-    """A ``FeatureSampler`` stand-in: fixed per-node feature masks."""
-
-    def __init__(self, masks):
-        self.masks = masks
-
-    def levels(self, width):
-        return self.masks[:, :width]
-
-
 def _grower(D, native_tree, with_mask):
-    """A jitted ``grow_tree`` (native histogram) with the whole-tree kernel on or off."""
-    def fn(bins, g, h, dyn, cuts, fok, masks):
+    """A jitted ``grow_tree`` (native histogram) with the whole-tree kernel on or off;
+    ``with_mask``: column sampling by ``FeatureSampler(key, ratios)``."""
+    def fn(bins, g, h, dyn, cuts, fok, key, ratios):
         saved = grow_mod._native_tree
         grow_mod._native_tree = lambda: native_tree
         try:
+            features = FeatureSampler(key, ratios, F, D) if with_mask else None
             return grow_tree(bins, g, h, dyn, cuts, fok, TreeSpec(D, B, native=True),
-                             features=_Masks(masks) if with_mask else None)
+                             features=features)
         finally:
             grow_mod._native_tree = saved
     return jax.jit(fn)
@@ -78,12 +71,16 @@ def hyper(lam=1.0, alpha=0.0, gamma=0.0, mcw=1.0, mds=0.0):
     return TreeHyper(*(np.float32(v) for v in (0.3, lam, alpha, gamma, mcw, mds)))
 
 
-def both(D, seed, dyn, masks=None, **kw):
+NO_SAMPLING = np.ones(4, np.float32)
+
+
+def both(D, seed, dyn, ratios=None, key_seed=0, **kw):
     bins, g, h, cuts, fok = data(seed, **kw)
-    m = np.ones((D, 2 ** max(D - 1, 0), F), bool) if masks is None else masks
+    r = NO_SAMPLING if ratios is None else np.asarray(ratios, np.float32)
     out = []
     for native_tree in (True, False):
-        tree, leaf = grower(D, native_tree, masks is not None)(bins, g, h, dyn, cuts, fok, m)
+        tree, leaf = grower(D, native_tree, ratios is not None)(
+            bins, g, h, dyn, cuts, fok, jax.random.key(key_seed), r)
         out.append(({k: np.asarray(v) for k, v in tree.items()}, np.asarray(leaf)))
     (t1, l1), (t0, l0) = out
     return bins, t1, l1, t0, l0
@@ -118,19 +115,22 @@ def test_native_tree_matches_level_loop(case, D):
         np.asarray(binned_leaf(t1, bins, max_depth=D, max_bin=B)), l1)
 
 
-def test_native_tree_column_masks():
-    """Per-node masks: no node splits on a feature outside its mask, and the tree is the
-    level loop's."""
+@pytest.mark.parametrize("key_seed", [0, 1, 2])
+def test_native_tree_column_sampling(key_seed):
+    """colsample by tree, level and node: the kernel draws each live node's features
+    itself; the same draws as ``FeatureSampler.levels``, so the same tree as the level
+    loop, and no node splits outside its set."""
     D = 4
-    rng = np.random.default_rng(5)
-    masks = rng.random((D, 2 ** (D - 1), F)) < 0.5
-    masks[:, :, 3] = True  # every node has some feature
-    masks[0, 0, 0] = False  # the root may not take the strongest feature
-    bins, t1, l1, t0, l0 = both(D, seed=11, dyn=hyper(), masks=masks)
+    ratios = np.float32([1.0, 0.8, 0.8, 0.7])  # subsample, bytree, bylevel, bynode
+    bins, t1, l1, t0, l0 = both(D, seed=11, dyn=hyper(), ratios=ratios, key_seed=key_seed)
     for key in ("is_leaf", "feature", "tbin", "default_left"):
         np.testing.assert_array_equal(t1[key], t0[key], err_msg=key)
+    np.testing.assert_array_equal(l1, l0)
     np.testing.assert_allclose(t1["value"], t0["value"], rtol=1e-5, atol=1e-7)
-    assert t1["feature"][0] != 0 and not t1["is_leaf"][0]
+    masks = np.asarray(FeatureSampler(jax.random.key(key_seed), ratios, F, D).levels(8))
+    # of 6 features: 4 per tree, 3 per level, floor(0.7 * 3) = 2 per node
+    assert (masks.sum(axis=2)[0, :1] == 2).all()
+    assert (~t1["is_leaf"]).sum() >= 3
     for d in range(D):
         for k in range(2 ** d):
             i = 2 ** d - 1 + k
@@ -145,9 +145,9 @@ def test_native_tree_exact_sums_on_the_grid():
     g = np.round(g * 64) / 64
     h = np.round(h * 64) / 64
     D = 4
-    m = np.ones((D, 8, F), bool)
     trees = [grower(D, nt, False)(bins, g.astype(np.float32), h.astype(np.float32), hyper(),
-                                  cuts, fok, m) for nt in (True, False)]
+                                  cuts, fok, jax.random.key(0), NO_SAMPLING)
+             for nt in (True, False)]
     for key in trees[0][0]:
         np.testing.assert_array_equal(np.asarray(trees[0][0][key]), np.asarray(trees[1][0][key]),
                                       err_msg=key)

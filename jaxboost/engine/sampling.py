@@ -14,6 +14,10 @@ seed: the same seed gives the same model bit for bit, and training 4 rounds then
   subsets, as in XGBoost: a tree draws ``max(1, floor(r_tree * F))`` features, each level
   ``max(1, floor(r_level * n_tree))`` of those, each node ``max(1, floor(r_node *
   n_level))`` of the level's.
+
+Random numbers for row and column masks come from ``uniform``, a keyed counter hash
+(a few integer operations per number; XLA's threefry cost about 38 ns per number on
+CPU, a fifth of a random forest's tree); ``bootstrap`` keeps ``jax.random.randint``.
 """
 
 from __future__ import annotations
@@ -33,6 +37,43 @@ def round_key(seed_key, round_index):
     return jax.random.fold_in(seed_key, round_index)
 
 
+def _mix(x):
+    """murmur3's 32-bit finaliser: a bijection of uint32 that spreads every input bit."""
+    x = x ^ (x >> 16)
+    x = x * jnp.uint32(0x85EBCA6B)
+    x = x ^ (x >> 13)
+    x = x * jnp.uint32(0xC2B2AE35)
+    return x ^ (x >> 16)
+
+
+def uniform(key, shape):
+    """``shape`` float32 uniform numbers in ``[0, 1)`` on a 2**-24 grid, entry ``i`` (in
+    C order) a hash of the key's two words and ``i`` alone (so a longer draw starts with
+    the shorter one, as ``row_mask`` needs).
+
+    A counter-based hash (murmur3's finaliser, twice, keyed by the key's words) instead
+    of ``jax.random.uniform``: XLA's threefry cost about 38 ns per number on CPU, and
+    a random forest draws a row mask and per-node feature masks for every tree (about
+    0.2 ms of a 0.4 ms tree on digits); this is a few integer operations per number.
+    Ample for choosing rows and features; not a general-purpose generator.
+
+    >>> import jax
+    >>> u = uniform(jax.random.key(0), (100_000,))
+    >>> bool((u >= 0).all() & (u < 1).all()), round(float(u.mean()), 2)
+    (True, 0.5)
+    >>> bool((uniform(jax.random.key(0), (10,)) == u[:10]).all())
+    True
+    """
+    k = jax.random.key_data(key).reshape(-1).astype(jnp.uint32)
+    k0, k1 = k[0], k[-1]
+    n = 1
+    for d in shape:
+        n *= int(d)
+    i = jnp.arange(n, dtype=jnp.uint32).reshape(shape)
+    x = _mix(_mix(i * jnp.uint32(0x9E3779B9) ^ k0) + k1)
+    return (x >> 8).astype(FLOAT_DTYPE) * FLOAT_DTYPE(2.0 ** -24)
+
+
 def row_mask(key, n_local, subsample, *, offset=0, n_ids=None):
     """``(n_local,)`` float32 0/1: whether each row of this device is in the sample.
 
@@ -43,7 +84,7 @@ def row_mask(key, n_local, subsample, *, offset=0, n_ids=None):
     multi-process run samples the same rows as a single-device one.
     """
     n_ids = n_local if n_ids is None else n_ids
-    u = jax.random.uniform(jax.random.fold_in(key, 0), (n_ids,), FLOAT_DTYPE)
+    u = uniform(jax.random.fold_in(key, 0), (n_ids,))
     if n_ids != n_local:
         u = jax.lax.dynamic_slice(u, (offset,), (n_local,))
     return (u < subsample).astype(FLOAT_DTYPE)
@@ -83,9 +124,31 @@ def _choose(key, allowed, ratio):
     """Among ``allowed`` (``(..., F)`` bool), ``max(1, floor(ratio * count))`` at random."""
     count = jnp.sum(allowed, axis=-1, keepdims=True)
     k = jnp.maximum(1, jnp.floor(ratio * count.astype(FLOAT_DTYPE))).astype(INDEX_DTYPE)
-    u = jnp.where(allowed, jax.random.uniform(key, allowed.shape, FLOAT_DTYPE), 2.0)
-    ranks = jnp.argsort(jnp.argsort(u, axis=-1), axis=-1)
-    return ranks < k
+    u = jnp.where(allowed, uniform(key, allowed.shape), 2.0)
+    return _ranks(u) < k
+
+
+PAIRWISE_RANKS = 1 << 20
+"""Up to this many comparisons (rows x entries**2), ``_ranks`` compares every pair
+instead of sorting."""
+
+
+def _ranks(u):
+    """Each entry's position in a stable ascending sort of its row (last axis): the
+    entries smaller than it, plus the equal ones before it. Up to ``PAIRWISE_RANKS``
+    comparisons by comparing every pair (XLA's CPU sort of many short rows was
+    most of a random forest's round), else by two sorts; the same ranks either way.
+
+    >>> import jax.numpy as jnp
+    >>> _ranks(jnp.array([0.5, 0.1, 0.5, 0.0])).tolist()
+    [2, 1, 3, 0]
+    """
+    F = u.shape[-1]
+    if u.size * F > PAIRWISE_RANKS:
+        return jnp.argsort(jnp.argsort(u, axis=-1), axis=-1).astype(INDEX_DTYPE)
+    a, b = u[..., :, None], u[..., None, :]  # entry i against entry j
+    before = (b < a) | ((b == a) & jnp.tri(F, k=-1, dtype=bool))
+    return jnp.sum(before, axis=-1, dtype=INDEX_DTYPE)
 
 
 class FeatureSampler:
@@ -96,20 +159,40 @@ class FeatureSampler:
     """
 
     def __init__(self, key, ratios, n_features: int, max_depth: int):
-        tree = _choose(jax.random.fold_in(key, 0), jnp.ones(n_features, bool), ratios[BYTREE])
+        F, D = n_features, max_depth
+        W = 2 ** max(D - 1, 0)
+        tree = _choose(jax.random.fold_in(key, 0), jnp.ones(F, bool), ratios[BYTREE])
         self.tree = tree
-        self._levels = []
-        for d in range(max_depth):
-            k = jax.random.fold_in(key, 1 + d)
-            lvl = _choose(jax.random.fold_in(k, 0), tree, ratios[BYLEVEL])
-            nodes = jnp.broadcast_to(lvl, (2 ** d, n_features))
-            self._levels.append(_choose(jax.random.fold_in(k, 1), nodes, ratios[BYNODE]))
+        if D == 0:
+            self._all = jnp.zeros((0, W, F), bool)
+            self.level_sets, self.node_key, self.node_ratio = None, None, None
+            return
+        # One draw per kind for every level and node at once (a handful of operations
+        # per tree, not a handful per level): level d's sets (D, F) from the tree's,
+        # then node k of level d's (D, W, F) from its level's; rows k >= 2**d are off.
+        lvl = _choose(jax.random.fold_in(key, 1), jnp.broadcast_to(tree, (D, F)),
+                      ratios[BYLEVEL])
+        # What the native tree kernel draws itself, for its live nodes only (the same
+        # numbers: jaxboost.native.grow_tree's colsample).
+        self.level_sets, self.node_key, self.node_ratio = lvl, jax.random.fold_in(key, 2), \
+            ratios[BYNODE]
+        nodes = _choose(self.node_key, jnp.broadcast_to(lvl[:, None], (D, W, F)),
+                        ratios[BYNODE])
+        real = jnp.arange(W)[None, :] < (2 ** jnp.arange(D))[:, None]  # (D, W)
+        self._all = nodes & real[:, :, None]
+
+    def native_args(self):
+        """``(node_key_words, level_sets, node_ratio)`` for ``jaxboost.native.grow_tree``:
+        the key's two uint32 words, the ``(max_depth, F)`` level sets and the by-node
+        ratio, from which the kernel draws the masks ``levels`` holds."""
+        words = jax.random.key_data(self.node_key).reshape(-1).astype(jnp.uint32)
+        return (jnp.stack([words[0], words[-1]]), self.level_sets,
+                jnp.asarray(self.node_ratio, FLOAT_DTYPE).reshape(1))
 
     def level(self, d: int, n: int):
         """The ``(n, F)`` masks of level ``d`` (``n = 2**d`` nodes)."""
-        mask = self._levels[d]
-        assert mask.shape[0] == n
-        return mask
+        assert n == 2 ** d
+        return self._all[d, :n]
 
     def levels(self, width: int):
         """Every level's masks in one ``(max_depth, width, F)`` array.
@@ -118,5 +201,5 @@ class FeatureSampler:
         (``>= 2**(max_depth - 1)``): what the tree builder's level loop indexes with a
         traced level. The masks are the ones ``level`` returns (the same draws).
         """
-        return jnp.stack([jnp.pad(m, ((0, width - m.shape[0]), (0, 0)))
-                          for m in self._levels])
+        W = self._all.shape[1]
+        return jnp.pad(self._all, ((0, 0), (0, width - W), (0, 0)))

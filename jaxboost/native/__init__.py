@@ -1,5 +1,10 @@
 """Optional native CPU histogram kernel, called through XLA's FFI.
 
+Two entry points share one library: :func:`histogram` (per-level histograms for the XLA
+level loop of ``jaxboost.engine.grow``) and :func:`grow_tree` (a whole tree of numeric
+splits in one call: the level loop, split search, gamma pruning and each row's leaf;
+``JAXBOOST_NATIVE_TREE=0`` turns it off, see :func:`tree_enabled`).
+
 The kernel (``hist.cc`` beside this file) is compiled when jaxboost is installed
 (``setup.py``, whenever a C++ compiler is present) into
 ``libjaxboost_hist-<source hash>.so`` beside this file, and :func:`available` loads that
@@ -381,8 +386,8 @@ def tree_enabled() -> bool:
     return os.environ.get(ENV_TREE, "").strip().lower() not in ("0", "false", "no", "off")
 
 
-def grow_tree(bins, g, h, hyper, root, forward_ok, mask, max_depth: int, n_bins: int, *,
-              n_threads: int | None = None, _xla_pool: bool = True):
+def grow_tree(bins, g, h, hyper, root, forward_ok, colsample, max_depth: int, n_bins: int,
+              *, n_threads: int | None = None, _xla_pool: bool = True):
     """One tree of numeric splits, grown level by level in one native call.
 
     The level loop of :func:`jaxboost.engine.grow.grow_tree` on one device, without
@@ -399,25 +404,31 @@ def grow_tree(bins, g, h, hyper, root, forward_ok, mask, max_depth: int, n_bins:
       hyper: ``(6,)`` float32, ``split.TreeHyper``'s fields in order.
       root: ``(2,)`` float64, the root's sums of g and h.
       forward_ok: ``(F,)`` bool, features whose ascending (missing right) pass is tried.
-      mask: ``(max_depth, W, F)`` bool with ``W >= 2**(max_depth - 1)``, the features
-        node ``k`` of level ``d`` may split on (column sampling), or ``None``.
+      colsample: ``None``, or column sampling by node as
+        ``jaxboost.engine.sampling.FeatureSampler.native_args`` gives it:
+        ``(node_key (2,) uint32, level_sets (max_depth, F) bool, node_ratio (1,)
+        float32)``; the kernel draws each live node's features itself, the same draw
+        as ``FeatureSampler.levels`` (``uniform(node_key, (max_depth, W, F))`` at node
+        ``k`` of level ``d``, ``W = 2**(max_depth - 1)``; of the level's ``n``
+        features the ``max(1, floor(ratio n))`` with the smallest numbers).
       max_depth: static, ``>= 1``; n_bins: static, ``2 <= n_bins <= 256``.
       n_threads: as for :func:`histogram` (``None``: :func:`default_threads`).
 
     Returns:
-      ``(structure, Gn, Hn, pos)``: ``structure`` a dict of ``(M,)`` heap arrays
+      ``(structure, Gn, Hn, leaf)``: ``structure`` a dict of ``(M,)`` heap arrays
       (``M = 2**(max_depth + 1) - 1``) ``feature``, ``tbin`` int32, ``default_left``,
-      ``is_split`` bool, ``gain`` float32 (0 where no split); ``Gn``, ``Hn`` ``(M,)``
-      float64 node sums; ``pos`` ``(N,)`` int32, every row's deepest node.
+      ``is_split`` bool, ``gain`` float32 (0 where no split), after gamma
+      post-pruning (``hyper[3]``, as ``jaxboost.engine.grow.prune_gamma``); ``Gn``,
+      ``Hn`` ``(M,)`` float64 node sums; ``leaf`` ``(N,)`` int32, every row's leaf.
 
     Example:
       >>> import numpy as np
       >>> if available():  # seed 001: x < 3.5 splits the root
-      ...     s, Gn, Hn, pos = grow_tree(np.array([[0], [1], [2], [3]], np.uint8),
+      ...     s, Gn, Hn, leaf = grow_tree(np.array([[0], [1], [2], [3]], np.uint8),
       ...         np.float32([0.5, -0.5, 0.5, -0.5]), np.full(4, 0.25, np.float32),
       ...         np.float32([1, 0, 0, 0, 0, 0]), np.array([0.0, 1.0]), np.zeros(1, bool),
       ...         None, 1, 5)
-      ...     assert int(s["tbin"][0]) == 3 and pos.tolist() == [1, 1, 1, 2]
+      ...     assert int(s["tbin"][0]) == 3 and leaf.tolist() == [1, 1, 1, 2]
     """
     if not available():
         raise RuntimeError(f"native kernel unavailable: {unavailable_reason()}")
@@ -437,8 +448,16 @@ def grow_tree(bins, g, h, hyper, root, forward_ok, mask, max_depth: int, n_bins:
         hyper = jnp.asarray(hyper, jnp.float32)
         root = jnp.asarray(root, jnp.float64)
         forward_ok = jnp.asarray(forward_ok, bool)
-        has_mask = mask is not None
-        mask = jnp.zeros((1, 1, 1), bool) if mask is None else jnp.asarray(mask, bool)
+        has_cs = colsample is not None
+        if has_cs:
+            node_key, level_sets, node_ratio = colsample
+            node_key = jnp.asarray(node_key, jnp.uint32).reshape(2)
+            level_sets = jnp.asarray(level_sets, bool)
+            node_ratio = jnp.asarray(node_ratio, jnp.float32).reshape(1)
+        else:
+            node_key = jnp.zeros(2, jnp.uint32)
+            level_sets = jnp.zeros((max_depth, F), bool)
+            node_ratio = jnp.ones(1, jnp.float32)
         M = 2 ** (max_depth + 1) - 1
         i32, f32, f64 = np.int32, np.float32, np.float64
         outs = (jax.ShapeDtypeStruct((M,), i32), jax.ShapeDtypeStruct((M,), i32),
@@ -447,9 +466,10 @@ def grow_tree(bins, g, h, hyper, root, forward_ok, mask, max_depth: int, n_bins:
                 jax.ShapeDtypeStruct((M,), f64), jax.ShapeDtypeStruct((N,), i32))
         feature, tbin, dl, is_split, gain, Gn, Hn, pos = jax.ffi.ffi_call(
             TREE_TARGET_NAME, outs, vmap_method="sequential")(
-            bins, g, h, hyper, root, forward_ok, mask, max_depth=np.int64(max_depth),
+            bins, g, h, hyper, root, forward_ok, level_sets, node_key, node_ratio,
+            max_depth=np.int64(max_depth),
             n_bins=np.int64(n_bins), n_threads=np.int64(n_threads),
-            use_xla_pool=bool(_xla_pool), has_mask=has_mask)
+            use_xla_pool=bool(_xla_pool), colsample=has_cs)
     structure = dict(feature=feature, tbin=tbin, default_left=dl, is_split=is_split,
                      gain=gain)
     return structure, Gn, Hn, pos

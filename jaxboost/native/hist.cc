@@ -63,6 +63,7 @@
 // finds no work and touches nothing else. Re-entrant: no globals.
 
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -481,12 +482,14 @@ ffi::Error HistogramImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
 // Inputs:  bins (N, F) uint8 row-major, bin n_bins - 1 = missing; g, h (N,) float32
 //          or float64; hyper (6,) float32 = learning_rate, reg_lambda, reg_alpha,
 //          gamma, min_child_weight, max_delta_step (jaxboost.engine.split.TreeHyper);
-//          root (2,) float64 = the root's G and H; forward_ok (F,) bool; mask
-//          (Dm, Wm, F) bool, the features node k of level d may split on (read only
-//          when the attribute has_mask is true; Wm >= 2**(max_depth - 1)).
+//          root (2,) float64 = the root's G and H; forward_ok (F,) bool; level_sets
+//          (max_depth, F) bool, the features each level may draw from; node_key (2,)
+//          uint32 and node_ratio (1,) float32, the per-node draw (read only when the
+//          attribute colsample is true; see NodeFeatures).
 // Outputs: heap arrays of M = 2**(max_depth + 1) - 1 nodes: feature, tbin (int32),
 //          default_left, is_split (bool), gain (float32), Gn, Hn (float64 node sums);
-//          pos (N,) int32, the deepest node of every row (before gamma pruning).
+//          leaf (N,) int32, the leaf of every row; both after gamma post-pruning (a
+//          pruned node's outputs are those of a node that does not split).
 // Attributes: max_depth (>= 1), n_threads, use_xla_pool.
 //
 // Arithmetic (the contract of jaxboost.engine.split, in the same precision):
@@ -652,11 +655,48 @@ v2d* Reserve(Arena& a, int64_t n, std::unique_ptr<v2d[]>& once) {
   return a.buf.get();
 }
 
+// jaxboost.engine.sampling.uniform's number at flat index i of a draw keyed by key.
+inline uint32_t Mix(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x85EBCA6Bu;
+  x ^= x >> 13;
+  x *= 0xC2B2AE35u;
+  return x ^ (x >> 16);
+}
+inline float UniformAt(const uint32_t* key, uint64_t i) {
+  const uint32_t x = Mix(Mix(static_cast<uint32_t>(i) * 0x9E3779B9u ^ key[0]) + key[1]);
+  return static_cast<float>(x >> 8) * (1.0f / 16777216.0f);
+}
+
+// The features one node may split on (colsample_bynode): of the features its level
+// allows, n of them, max(1, floor(ratio * n)) with the smallest numbers
+// UniformAt(key, base + f) (ties: the lower feature), as
+// jaxboost.engine.sampling.FeatureSampler draws for node k of level d at flat index
+// base = (d W + k) F of its (max_depth, W, F) draw.
+inline void NodeFeatures(const bool* allowed, int64_t F, const uint32_t* key, float ratio,
+                         int64_t base, uint8_t* out, std::vector<std::pair<float, int32_t>>& order) {
+  order.clear();
+  int64_t n = 0;
+  for (int64_t f = 0; f < F; ++f) {
+    n += allowed[f];
+    order.emplace_back(allowed[f] ? UniformAt(key, static_cast<uint64_t>(base + f)) : 2.0f,
+                       static_cast<int32_t>(f));
+  }
+  const float prod = ratio * static_cast<float>(n);
+  const int64_t k = std::min<int64_t>(F, std::max<int64_t>(1, static_cast<int64_t>(std::floor(prod))));
+  std::nth_element(order.begin(), order.begin() + (k - 1), order.end());
+  const std::pair<float, int32_t> kth = order[k - 1];
+  for (int64_t f = 0; f < F; ++f) {
+    const float u = allowed[f] ? UniformAt(key, static_cast<uint64_t>(base + f)) : 2.0f;
+    out[f] = std::make_pair(u, static_cast<int32_t>(f)) <= kth;
+  }
+}
+
 template <int64_t FS, typename T>
 ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, int64_t N, int64_t F,
                     int64_t B, int64_t D, const float* hyper, const double* root,
-                    const bool* forward_ok, const bool* mask, int64_t mask_w, int64_t nt,
-                    ffi::ThreadPool* pool, int32_t* feature, int32_t* tbin, bool* dleft,
+                    const bool* forward_ok, const bool* level_sets, const uint32_t* node_key,
+                    float node_ratio, int64_t nt, ffi::ThreadPool* pool, int32_t* feature, int32_t* tbin, bool* dleft,
                     bool* is_split, float* gain, double* Gn, double* Hn, int32_t* pos) {
   const int64_t M = (int64_t{2} << D) - 1;
   Hyp p;
@@ -711,6 +751,9 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, int64_t N, int6
   std::vector<float> sp;
   std::vector<int32_t> split_of, next_live, parent_c;
   std::vector<uint8_t> left_small;
+  std::vector<uint8_t> node_mask;
+  std::vector<std::pair<float, int32_t>> order;
+  const int64_t W = int64_t{1} << (D - 1);
   for (int64_t d = 0; d < D; ++d) {
     const int64_t n = int64_t{1} << d;  // the level's nodes start at heap n - 1
     const int64_t nl = static_cast<int64_t>(live.size());
@@ -721,12 +764,18 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, int64_t N, int6
       const int64_t i = n - 1 + live[c];
       sp[c] = Score(Gn[i], Hn[i], p);
     }
+    if (level_sets != nullptr) {  // column sampling: the live nodes' feature sets
+      node_mask.resize(nl * F);
+      for (int64_t c = 0; c < nl; ++c)
+        NodeFeatures(level_sets + d * F, F, node_key, node_ratio, (d * W + live[c]) * F,
+                     node_mask.data() + c * F, order);
+    }
     auto scan = [&](int64_t u0, int64_t u1) {
       ScanBuf s;
       for (int64_t u = u0; u < u1; ++u) {
         const int64_t c = u / F, f = u % F;
         const int64_t k = live[c], i = n - 1 + k;
-        if (mask != nullptr && !mask[(d * mask_w + k) * F + f]) continue;
+        if (level_sets != nullptr && !node_mask[c * F + f]) continue;
         // No candidate can give both children H >= min_child_weight (with a margin
         // for the rounding of H_parent - H_child).
         if (p.mcw > 0 && Hn[i] < 2 * p.mcw * (1 - 1e-12)) continue;
@@ -856,18 +905,42 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, int64_t N, int6
     std::swap(cur, nxt);
     live.swap(next_live);
   }
+  // gamma post-pruning, bottom-up (jaxboost.engine.grow.prune_gamma): a split whose
+  // children are both leaves goes when its gain < gamma, then its parent is checked.
+  const float gamma = hyper[3];
+  for (int64_t d = D - 1; d >= 0; --d) {
+    for (int64_t i = (int64_t{1} << d) - 1; i < (int64_t{2} << d) - 1; ++i) {
+      if (is_split[i] && !is_split[2 * i + 1] && !is_split[2 * i + 2] && gain[i] < gamma) {
+        is_split[i] = false;
+        feature[i] = 0;
+        tbin[i] = 0;
+        dleft[i] = false;
+        gain[i] = 0.0f;
+      }
+    }
+  }
+  // Each row's leaf: the shallowest ancestor of its deepest node that does not split
+  // (jaxboost.engine.grow.leaf_of).
+  std::vector<int32_t> rep(M);
+  rep[0] = 0;
+  for (int64_t i = 1; i < M; ++i) {
+    const int64_t par = (i - 1) / 2;
+    rep[i] = (rep[par] != par || !is_split[par]) ? rep[par] : static_cast<int32_t>(i);
+  }
+  for (int64_t r = 0; r < N; ++r) pos[r] = rep[pos[r]];
   return ffi::Error::Success();
 }
 
 template <typename T>
 ffi::Error GrowTreeDispatch(const uint8_t* bins, const T* g, const T* h, int64_t N, int64_t F,
                             int64_t B, int64_t D, const float* hyper, const double* root,
-                            const bool* forward_ok, const bool* mask, int64_t mask_w,
-                            int64_t nt, ffi::ThreadPool* pool, int32_t* feature, int32_t* tbin,
+                            const bool* forward_ok, const bool* level_sets,
+                            const uint32_t* node_key, float node_ratio, int64_t nt, ffi::ThreadPool* pool, int32_t* feature, int32_t* tbin,
                             bool* dleft, bool* is_split, float* gain, double* Gn, double* Hn,
                             int32_t* pos) {
 #define JB_GROW(FS)                                                                        \
-  return GrowTree<FS, T>(bins, g, h, N, F, B, D, hyper, root, forward_ok, mask, mask_w, nt, \
+  return GrowTree<FS, T>(bins, g, h, N, F, B, D, hyper, root, forward_ok, level_sets,   \
+                         node_key, node_ratio, nt, \
                          pool, feature, tbin, dleft, is_split, gain, Gn, Hn, pos)
   if (B <= 16) JB_GROW(20);
   if (B <= 32) JB_GROW(36);
@@ -880,12 +953,13 @@ ffi::Error GrowTreeDispatch(const uint8_t* bins, const T* g, const T* h, int64_t
 ffi::Error GrowTreeImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
                         ffi::AnyBuffer g, ffi::AnyBuffer h, ffi::Buffer<ffi::F32> hyper,
                         ffi::Buffer<ffi::F64> root, ffi::Buffer<ffi::PRED> forward_ok,
-                        ffi::Buffer<ffi::PRED> mask, ffi::ResultBuffer<ffi::S32> feature,
+                        ffi::Buffer<ffi::PRED> level_sets, ffi::Buffer<ffi::U32> node_key,
+                        ffi::Buffer<ffi::F32> node_ratio, ffi::ResultBuffer<ffi::S32> feature,
                         ffi::ResultBuffer<ffi::S32> tbin, ffi::ResultBuffer<ffi::PRED> dleft,
                         ffi::ResultBuffer<ffi::PRED> is_split, ffi::ResultBuffer<ffi::F32> gain,
                         ffi::ResultBuffer<ffi::F64> Gn, ffi::ResultBuffer<ffi::F64> Hn,
                         ffi::ResultBuffer<ffi::S32> pos, int64_t max_depth, int64_t n_bins,
-                        int64_t n_threads, bool use_xla_pool, bool has_mask) {
+                        int64_t n_threads, bool use_xla_pool, bool colsample) {
   const auto bd = bins.dimensions();
   if (bd.size() != 2) return ffi::Error::InvalidArgument("jaxboost_grow_tree: bins must be (N, F)");
   const int64_t N = bd[0], F = bd[1], D = max_depth, B = n_bins;
@@ -912,13 +986,17 @@ ffi::Error GrowTreeImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
   if (n_threads < 1 || n_threads > 4096)
     return ffi::Error::InvalidArgument("jaxboost_grow_tree: n_threads must be in [1, 4096]");
   const bool* mk = nullptr;
-  int64_t mask_w = 0;
-  if (has_mask) {
-    const auto md = mask.dimensions();
-    if (md.size() != 3 || md[0] < D || md[1] < (int64_t{1} << (D - 1)) || md[2] != F)
-      return ffi::Error::InvalidArgument("jaxboost_grow_tree: mask must be (max_depth, W, F)");
-    mk = mask.typed_data();
-    mask_w = md[1];
+  const uint32_t* nk = nullptr;
+  float ratio = 1.0f;
+  if (colsample) {
+    const auto md = level_sets.dimensions();
+    if (md.size() != 2 || md[0] != D || md[1] != F || node_key.element_count() != 2 ||
+        node_ratio.element_count() != 1)
+      return ffi::Error::InvalidArgument(
+          "jaxboost_grow_tree: level_sets (max_depth, F), node_key (2,), node_ratio (1,)");
+    mk = level_sets.typed_data();
+    nk = node_key.typed_data();
+    ratio = node_ratio.typed_data()[0];
   }
   ffi::ThreadPool* pool = use_xla_pool && thread_pool.num_threads() > 0 ? &thread_pool : nullptr;
   if (N == 0 || F == 0) {
@@ -941,7 +1019,7 @@ ffi::Error GrowTreeImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
         return GrowTreeDispatch<float>(bins.typed_data(), static_cast<const float*>(g.untyped_data()),
                                static_cast<const float*>(h.untyped_data()), N, F, B, D,
                                hyper.typed_data(), root.typed_data(), forward_ok.typed_data(),
-                               mk, mask_w, n_threads, pool, feature->typed_data(),
+                               mk, nk, ratio, n_threads, pool, feature->typed_data(),
                                tbin->typed_data(), dleft->typed_data(), is_split->typed_data(),
                                gain->typed_data(), Gn->typed_data(), Hn->typed_data(),
                                pos->typed_data());
@@ -949,7 +1027,7 @@ ffi::Error GrowTreeImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
         return GrowTreeDispatch<double>(bins.typed_data(), static_cast<const double*>(g.untyped_data()),
                                 static_cast<const double*>(h.untyped_data()), N, F, B, D,
                                 hyper.typed_data(), root.typed_data(), forward_ok.typed_data(),
-                                mk, mask_w, n_threads, pool, feature->typed_data(),
+                                mk, nk, ratio, n_threads, pool, feature->typed_data(),
                                 tbin->typed_data(), dleft->typed_data(), is_split->typed_data(),
                                 gain->typed_data(), Gn->typed_data(), Hn->typed_data(),
                                 pos->typed_data());
@@ -986,7 +1064,9 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostGrowTree, GrowTreeImpl,
                                   .Arg<ffi::Buffer<ffi::F32>>()   // hyper (6,)
                                   .Arg<ffi::Buffer<ffi::F64>>()   // root (2,)
                                   .Arg<ffi::Buffer<ffi::PRED>>()  // forward_ok (F,)
-                                  .Arg<ffi::Buffer<ffi::PRED>>()  // mask (D, W, F)
+                                  .Arg<ffi::Buffer<ffi::PRED>>()  // level_sets (D, F)
+                                  .Arg<ffi::Buffer<ffi::U32>>()   // node_key (2,)
+                                  .Arg<ffi::Buffer<ffi::F32>>()   // node_ratio (1,)
                                   .Ret<ffi::Buffer<ffi::S32>>()   // feature (M,)
                                   .Ret<ffi::Buffer<ffi::S32>>()   // tbin (M,)
                                   .Ret<ffi::Buffer<ffi::PRED>>()  // default_left (M,)
@@ -999,7 +1079,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostGrowTree, GrowTreeImpl,
                                   .Attr<int64_t>("n_bins")
                                   .Attr<int64_t>("n_threads")
                                   .Attr<bool>("use_xla_pool")
-                                  .Attr<bool>("has_mask"));
+                                  .Attr<bool>("colsample"));
 
 // Binning raw features (a plain C function, called through ctypes by
 // jaxboost.engine.binning.apply_bins; the GIL is released, so Python runs it on several
