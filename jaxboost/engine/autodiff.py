@@ -487,10 +487,23 @@ def fit_base_margin(loss, y, sample_weight=None, n_outputs: int = 1, *,
     exact = exact_rows is not None
     n_total = np.int32(exact_rows if exact else 1)
     family, values = split_loss(loss) if loss_params is None else (loss, loss_params)
+    quick = n_rows_of(y) <= QUICK_COMPILE_ROWS and jax.default_backend() == "cpu"
     if n_outputs > 1:
-        return _fit_base_margin_vector(family, values, y, sample_weight, n_outputs, exact,
-                                       n_total)
-    return _fit_base_margin(family, values, y, sample_weight, exact, n_total)
+        fit = _fit_base_margin_vector_quick if quick else _fit_base_margin_vector
+        return fit(family, values, y, sample_weight, n_outputs, exact, n_total)
+    fit = _fit_base_margin_quick if quick else _fit_base_margin
+    return fit(family, values, y, sample_weight, exact, n_total)
+
+
+QUICK_COMPILE = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False,
+                 "xla_llvm_disable_expensive_passes": True}
+"""XLA options for the base-margin fit on few rows: it runs once per training call, so
+on few rows its compile time is what the user waits for (0.49 -> 0.18 s for logistic,
+0.53 -> 0.13 s for 10-class softmax, 1,536 rows); on many rows its unoptimised loops
+over rows would cost more than they save."""
+
+QUICK_COMPILE_ROWS = 1 << 16
+"""Up to this many rows (CPU), ``fit_base_margin`` compiles with ``QUICK_COMPILE``."""
 
 
 def _summer(exact, n_total):
@@ -507,8 +520,7 @@ def n_rows_of(y) -> int:
     return jax.tree.leaves(y)[0].shape[0]
 
 
-@functools.partial(jax.jit, static_argnums=(0, 4))
-def _fit_base_margin(family, values, y, sample_weight, exact=False, n_total=1):
+def _fit_base_margin_impl(family, values, y, sample_weight, exact=False, n_total=1):
     loss = bind_loss(family, values)
     n = n_rows_of(y)
     w = jnp.ones(n, FLOAT_DTYPE) if sample_weight is None else sample_weight
@@ -668,8 +680,7 @@ def _vector_sums(gh, y, w64, c, K, exact, n_total, chunk=BASE_MARGIN_CHUNK):
     return G / sg, H / sh
 
 
-@functools.partial(jax.jit, static_argnums=(0, 4, 5))
-def _fit_base_margin_vector(family, values, y, sample_weight, K, exact=False, n_total=1):
+def _fit_base_margin_vector_impl(family, values, y, sample_weight, K, exact=False, n_total=1):
     loss = bind_loss(family, values)
     n = n_rows_of(y)
     w = jnp.ones(n, FLOAT_DTYPE) if sample_weight is None else sample_weight
@@ -699,3 +710,11 @@ def _fit_base_margin_vector(family, values, y, sample_weight, K, exact=False, n_
 
         c = jax.lax.fori_loop(0, 40, step, jnp.zeros(K, ACC_DTYPE))
         return c.astype(FLOAT_DTYPE)
+
+
+_fit_base_margin = jax.jit(_fit_base_margin_impl, static_argnums=(0, 4))
+_fit_base_margin_quick = jax.jit(_fit_base_margin_impl, static_argnums=(0, 4),
+                                 compiler_options=QUICK_COMPILE)
+_fit_base_margin_vector = jax.jit(_fit_base_margin_vector_impl, static_argnums=(0, 4, 5))
+_fit_base_margin_vector_quick = jax.jit(_fit_base_margin_vector_impl, static_argnums=(0, 4, 5),
+                                        compiler_options=QUICK_COMPILE)
