@@ -332,6 +332,12 @@ def compute_bin_edges(X: np.ndarray, max_bin: int = 256, sample_weight=None,
     return edges.result()
 
 
+NARROW_CUTS_BYTES = 64 << 20
+"""Above this size, a ``(F, max_bin - 2)`` float32 cuts table is kept only as wide as
+the feature with the most cuts (``BinEdges.cuts`` may be narrower than ``max_bin - 2``;
+cuts past a feature's ``n_cuts`` are ``+inf`` either way)."""
+
+
 class EdgeBuilder:
     """The ``BinEdges`` of ``F`` features, filled one feature at a time (the sparse
     path adds them in order, each large column subsampled from one generator seeded
@@ -346,7 +352,11 @@ class EdgeBuilder:
     def __init__(self, n_features: int, max_bin: int, categorical=None, seed: int = 0):
         F = n_features
         self.max_bin = int(max_bin)
-        self.cuts = np.full((F, max(max_bin - 2, 1)), np.inf, dtype=FLOAT_DTYPE)
+        width = max(max_bin - 2, 1)
+        # Very wide data (sparse text features): the cuts table as wide as its widest
+        # feature, not max_bin - 2 (1M columns x 254 float32 would be 1 GB).
+        self.narrow = F * width * 4 > NARROW_CUTS_BYTES
+        self.cuts = {} if self.narrow else np.full((F, width), np.inf, dtype=FLOAT_DTYPE)
         self.n_cuts = np.zeros(F, dtype=np.int32)
         self.has_missing = np.zeros(F, dtype=bool)
         self.n_distinct = np.zeros(F, dtype=np.int64)
@@ -368,12 +378,22 @@ class EdgeBuilder:
                                           replace=False)
                 sample = (values[idx], None if weights is None else weights[idx])
             c, nd = _feature_cuts(values, weights, self.max_bin - 1, self.rng, sample)
-        self.cuts[f, : c.shape[0]] = c
+        if self.narrow:
+            if c.shape[0]:
+                self.cuts[f] = c
+        else:
+            self.cuts[f, : c.shape[0]] = c
         self.n_cuts[f] = c.shape[0]
         self.n_distinct[f] = nd
 
     def result(self) -> BinEdges:
-        return BinEdges(cuts=self.cuts, n_cuts=self.n_cuts, has_missing=self.has_missing,
+        cuts = self.cuts
+        if self.narrow:
+            width = max(1, int(self.n_cuts.max()) if self.n_cuts.size else 1)
+            cuts = np.full((self.n_cuts.shape[0], width), np.inf, dtype=FLOAT_DTYPE)
+            for f, c in self.cuts.items():
+                cuts[f, : c.shape[0]] = c
+        return BinEdges(cuts=cuts, n_cuts=self.n_cuts, has_missing=self.has_missing,
                         n_distinct=self.n_distinct, max_bin=self.max_bin,
                         categories=self.seen, categorical=self.cat)
 

@@ -424,6 +424,9 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
       bool, ``value`` float32 (learning rate applied), ``gain`` float32, ``cover``
       float32 = H); ``leaf`` ``(N,)`` int32, the leaf node of every row.
     """
+    if isinstance(bins, tuple):  # CSC bins (training.data.sparse_rows)
+        return _native_sparse_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, spec,
+                                        rules, reduce)
     max_depth, max_bin, native, clipped, any_forward, native_threads = spec[:6]
     block = spec.feature_block
     subtract = native or spec.subtract  # histogram the smaller children only
@@ -767,13 +770,37 @@ def _native_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, spec: Tre
             bins, g, h, hyper, root, forward_ok,
             None if features is None else features.native_args(), spec.max_depth, spec.max_bin,
             n_threads=spec.native_threads)
-        # gamma-pruned already: _finish's fields without its loops over levels
-        is_split = s["is_split"]
-        threshold = jnp.where(is_split, cuts_ext[s["feature"], s["tbin"]],
-                              jnp.float32(jnp.nan)).astype(FLOAT_DTYPE)
-        tree = dict(feature=s["feature"], tbin=s["tbin"], threshold=threshold,
-                    default_left=s["default_left"], is_leaf=~is_split, gain=s["gain"],
-                    value=leaf_values(Gn, Hn, dyn), cover=Hn.astype(FLOAT_DTYPE))
+        return _native_tree_fields(s, Gn, Hn, leaf, dyn, cuts_ext)
+
+
+def _native_sparse_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, spec, rules,
+                             reduce):
+    """``grow_tree`` on CSC bins ``(colptr, rows, ebin)`` by the native sparse tree kernel
+    (``jaxboost.native.grow_tree_sparse``; ``training.data.sparse_rows`` chose them only
+    where it applies)."""
+    from .. import native as native_kernel
+
+    if (rules is not None and (rules.cats is not None or rules.constraints is not None)) or (
+            reduce is not _identity or spec.max_depth < 1):
+        raise NotImplementedError("CSC bins grow numeric trees on one device only")
+    with jax.enable_x64(True):
+        root = jnp.stack([jnp.sum(g.astype(ACC_DTYPE)), jnp.sum(h.astype(ACC_DTYPE))])
+        hyper = jnp.stack([jnp.asarray(x, FLOAT_DTYPE) for x in dyn])
+        s, Gn, Hn, leaf = native_kernel.grow_tree_sparse(
+            bins, g, h, hyper, root, forward_ok,
+            None if features is None else features.native_args(), spec.max_depth, spec.max_bin)
+        return _native_tree_fields(s, Gn, Hn, leaf, dyn, cuts_ext)
+
+
+def _native_tree_fields(s, Gn, Hn, leaf, dyn, cuts_ext):
+    """The tree of a native kernel's gamma-pruned structure (``_finish``'s fields without
+    its loops over levels): ``(tree, leaf)``."""
+    is_split = s["is_split"]
+    threshold = jnp.where(is_split, cuts_ext[s["feature"], s["tbin"]],
+                          jnp.float32(jnp.nan)).astype(FLOAT_DTYPE)
+    tree = dict(feature=s["feature"], tbin=s["tbin"], threshold=threshold,
+                default_left=s["default_left"], is_leaf=~is_split, gain=s["gain"],
+                value=leaf_values(Gn, Hn, dyn), cover=Hn.astype(FLOAT_DTYPE))
     return tree, leaf
 
 

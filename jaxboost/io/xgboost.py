@@ -701,6 +701,8 @@ def _categorical_edges(edges, cat):
     import dataclasses
 
     cuts, n_cuts = edges.cuts.copy(), edges.n_cuts.copy()
+    if cuts.shape[1] < _MAX_CUTS:  # narrow cuts of very wide data (binning.EdgeBuilder)
+        cuts = np.pad(cuts, ((0, 0), (0, _MAX_CUTS - cuts.shape[1])), constant_values=np.inf)
     n_distinct = edges.n_distinct.copy()
     seen = np.zeros((edges.n_features, edges.max_bin), bool)
     cuts[cat] = np.arange(_MAX_CUTS, dtype=np.float32) + np.float32(0.5)

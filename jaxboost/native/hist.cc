@@ -692,6 +692,33 @@ inline void NodeFeatures(const bool* allowed, int64_t F, const uint32_t* key, fl
   }
 }
 
+// gamma post-pruning, bottom-up (jaxboost.engine.grow.prune_gamma): a split whose
+// children are both leaves goes when its gain < gamma, then its parent is checked.
+// Then each row's leaf: the shallowest ancestor of its deepest node pos[r] that does
+// not split (jaxboost.engine.grow.leaf_of), written over pos.
+void PruneAndLeaves(int64_t D, int64_t N, float gamma, int32_t* feature, int32_t* tbin,
+                    bool* dleft, bool* is_split, float* gain, int32_t* pos) {
+  const int64_t M = (int64_t{2} << D) - 1;
+  for (int64_t d = D - 1; d >= 0; --d) {
+    for (int64_t i = (int64_t{1} << d) - 1; i < (int64_t{2} << d) - 1; ++i) {
+      if (is_split[i] && !is_split[2 * i + 1] && !is_split[2 * i + 2] && gain[i] < gamma) {
+        is_split[i] = false;
+        feature[i] = 0;
+        tbin[i] = 0;
+        dleft[i] = false;
+        gain[i] = 0.0f;
+      }
+    }
+  }
+  std::vector<int32_t> rep(M);
+  rep[0] = 0;
+  for (int64_t i = 1; i < M; ++i) {
+    const int64_t par = (i - 1) / 2;
+    rep[i] = (rep[par] != par || !is_split[par]) ? rep[par] : static_cast<int32_t>(i);
+  }
+  for (int64_t r = 0; r < N; ++r) pos[r] = rep[pos[r]];
+}
+
 template <int64_t FS, typename T>
 ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, int64_t N, int64_t F,
                     int64_t B, int64_t D, const float* hyper, const double* root,
@@ -905,29 +932,7 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, int64_t N, int6
     std::swap(cur, nxt);
     live.swap(next_live);
   }
-  // gamma post-pruning, bottom-up (jaxboost.engine.grow.prune_gamma): a split whose
-  // children are both leaves goes when its gain < gamma, then its parent is checked.
-  const float gamma = hyper[3];
-  for (int64_t d = D - 1; d >= 0; --d) {
-    for (int64_t i = (int64_t{1} << d) - 1; i < (int64_t{2} << d) - 1; ++i) {
-      if (is_split[i] && !is_split[2 * i + 1] && !is_split[2 * i + 2] && gain[i] < gamma) {
-        is_split[i] = false;
-        feature[i] = 0;
-        tbin[i] = 0;
-        dleft[i] = false;
-        gain[i] = 0.0f;
-      }
-    }
-  }
-  // Each row's leaf: the shallowest ancestor of its deepest node that does not split
-  // (jaxboost.engine.grow.leaf_of).
-  std::vector<int32_t> rep(M);
-  rep[0] = 0;
-  for (int64_t i = 1; i < M; ++i) {
-    const int64_t par = (i - 1) / 2;
-    rep[i] = (rep[par] != par || !is_split[par]) ? rep[par] : static_cast<int32_t>(i);
-  }
-  for (int64_t r = 0; r < N; ++r) pos[r] = rep[pos[r]];
+  PruneAndLeaves(D, N, hyper[3], feature, tbin, dleft, is_split, gain, pos);
   return ffi::Error::Success();
 }
 
@@ -1040,6 +1045,274 @@ ffi::Error GrowTreeImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
   }
 }
 
+// ---------------------------------------------------------------------------------
+// One whole tree from sparse columns (JaxboostGrowTreeSparse): what JaxboostGrowTree
+// does, for a CSC matrix of bins whose absent entries are missing values, with work and
+// memory that follow the stored entries, not rows x features.
+//
+// Inputs:  colptr (F + 1,) int32, feature f's entries at [colptr[f], colptr[f + 1]);
+//          rows (nnz,) int32, their rows, ascending within each column; ebin (nnz,)
+//          uint8, their bins (< n_bins - 1: stored missing values are left out);
+//          g, h (N,), hyper, root, forward_ok (F,), level_sets, node_key, node_ratio as
+//          JaxboostGrowTree's. Outputs and attributes: JaxboostGrowTree's.
+//
+// Each level goes over the features once: a feature's stored entries are summed into
+// small histograms of the level's live nodes (its own bins only: 0 .. nb_f - 1, nb_f
+// one past its largest bin), each node that has an entry there is scanned right away
+// and keeps its best candidate so far (features ascending, the first strictly greater
+// gain wins: XGBoost's order); the histograms are then reused for the next feature.
+// Missing-value sums (absent entries) are the node's totals minus its stored values'.
+// Nothing of size rows x features or nodes x features x bins is formed: per level the
+// work is the stored entries plus the rows. The candidates a dense histogram would add
+// are its empty bins, which the dense scan skips: the same splits (the float64 sums of
+// missing values associate differently).
+
+template <typename T>
+ffi::Error GrowTreeSparse(const int32_t* colptr, const int32_t* erow, const uint8_t* ebin,
+                          const T* g, const T* h, int64_t N, int64_t F, int64_t B, int64_t D,
+                          const float* hyper, const double* root, const bool* forward_ok,
+                          const bool* level_sets, const uint32_t* node_key, float node_ratio,
+                          int32_t* feature, int32_t* tbin, bool* dleft, bool* is_split,
+                          float* gain, double* Gn, double* Hn, int32_t* pos) {
+  const int64_t M = (int64_t{2} << D) - 1;
+  Hyp p;
+  p.lam = hyper[1];
+  p.alpha = hyper[2];
+  p.mcw = hyper[4];
+  p.mds = hyper[5];
+  p.lam32 = hyper[1];
+  std::fill(feature, feature + M, 0);
+  std::fill(tbin, tbin + M, 0);
+  std::fill(dleft, dleft + M, false);
+  std::fill(is_split, is_split + M, false);
+  std::fill(gain, gain + M, 0.0f);
+  std::fill(Gn, Gn + M, 0.0);
+  std::fill(Hn, Hn + M, 0.0);
+  Gn[0] = root[0];
+  Hn[0] = root[1];
+  std::fill(pos, pos + N, 0);
+  std::vector<int32_t> nb(F, 0);  // one past each feature's largest bin
+  for (int64_t f = 0; f < F; ++f)
+    for (int32_t e = colptr[f]; e < colptr[f + 1]; ++e)
+      nb[f] = std::max<int32_t>(nb[f], ebin[e] + 1);
+  const int64_t W = int64_t{1} << (D - 1);
+  const int64_t S = B;  // histogram slots per node (nb_f <= B - 1)
+  std::unique_ptr<v2d[]> hist(new v2d[W * S]);
+  std::vector<int32_t> node_of(N);   // the row's live node at this level, -1: none
+  std::vector<int32_t> live{0}, next_live, stamp(W), touched;
+  std::vector<float> sp(W);
+  std::vector<Cand> best(W);
+  std::vector<int32_t> bf(W);
+  std::vector<double> cGL(W), cHL(W), cGP(W), cHP(W);  // best split's stored sums
+  std::vector<uint8_t> node_mask;
+  std::vector<std::pair<float, int32_t>> order;
+  ScanBuf sbuf;
+  for (int64_t d = 0; d < D; ++d) {
+    const int64_t n = int64_t{1} << d;
+    const int64_t nl = static_cast<int64_t>(live.size());
+    // The level's live nodes that may split, and their rows.
+    std::vector<int32_t> index_of(n, -1);
+    for (int64_t c = 0; c < nl; ++c) {
+      const int64_t i = n - 1 + live[c];
+      if (!(p.mcw > 0 && Hn[i] < 2 * p.mcw * (1 - 1e-12))) index_of[live[c]] = c;
+      sp[c] = Score(Gn[i], Hn[i], p);
+      best[c] = Cand{-std::numeric_limits<float>::infinity(), 0, false};
+      bf[c] = 0;
+      stamp[c] = -1;
+    }
+    for (int64_t r = 0; r < N; ++r) {
+      const int64_t k = static_cast<int64_t>(pos[r]) - (n - 1);
+      node_of[r] = (k >= 0 && k < n) ? index_of[k] : -1;
+    }
+    if (level_sets != nullptr) {
+      node_mask.resize(nl * F);
+      for (int64_t c = 0; c < nl; ++c)
+        NodeFeatures(level_sets + d * F, F, node_key, node_ratio, (d * W + live[c]) * F,
+                     node_mask.data() + c * F, order);
+    }
+    for (int64_t f = 0; f < F; ++f) {
+      const int32_t nbf = nb[f];
+      if (nbf == 0) continue;
+      touched.clear();
+      for (int32_t e = colptr[f]; e < colptr[f + 1]; ++e) {
+        const int32_t r = erow[e];
+        const int32_t c = node_of[r];
+        if (c < 0) continue;
+        v2d* hc = hist.get() + static_cast<int64_t>(c) * S;
+        if (stamp[c] != f) {
+          stamp[c] = static_cast<int32_t>(f);
+          touched.push_back(c);
+          std::memset(static_cast<void*>(hc), 0, sizeof(v2d) * nbf);
+        }
+        hc[ebin[e]] += v2d{static_cast<double>(g[r]), static_cast<double>(h[r])};
+      }
+      for (const int32_t c : touched) {
+        if (level_sets != nullptr && !node_mask[static_cast<int64_t>(c) * F + f]) continue;
+        const int64_t i = n - 1 + live[c];
+        const v2d* hc = hist.get() + static_cast<int64_t>(c) * S;
+        const Cand cf = ScanFeature(hc, nbf + 1, Gn[i], Hn[i], sp[c], forward_ok[f], p, sbuf);
+        if (cf.gain > best[c].gain) {
+          best[c] = cf;
+          bf[c] = static_cast<int32_t>(f);
+          double GL = 0.0, HL = 0.0, GP = 0.0, HP = 0.0;
+          for (int32_t j = 0; j < nbf; ++j) {
+            if (j < cf.tbin) {
+              GL += hc[j][0];
+              HL += hc[j][1];
+            } else {
+              GP += hc[j][0];
+              HP += hc[j][1];
+            }
+          }
+          cGL[c] = GL;
+          cHL[c] = HL;
+          cGP[c] = GP;
+          cHP[c] = HP;
+        }
+      }
+    }
+    // Decide and record; the split nodes' rows go the missing-value way first, then
+    // those with a stored value of the split feature are placed by its bin.
+    next_live.clear();
+    std::vector<int32_t> split_feats;
+    std::vector<uint8_t> splits(nl, 0);
+    for (int64_t c = 0; c < nl; ++c) {
+      if (!(best[c].gain > kMinSplitGain)) continue;
+      const int64_t k = live[c], i = n - 1 + k;
+      splits[c] = 1;
+      feature[i] = bf[c];
+      tbin[i] = best[c].tbin;
+      dleft[i] = best[c].dl;
+      is_split[i] = true;
+      gain[i] = best[c].gain;
+      const double Gm = Gn[i] - (cGL[c] + cGP[c]), Hm = Hn[i] - (cHL[c] + cHP[c]);
+      double GL = cGL[c], HL = cHL[c], GR = cGP[c], HR = cHP[c];
+      if (best[c].dl) {
+        GL += Gm;
+        HL += Hm;
+      } else {
+        GR += Gm;
+        HR += Hm;
+      }
+      Gn[2 * i + 1] = GL;
+      Hn[2 * i + 1] = HL;
+      Gn[2 * i + 2] = GR;
+      Hn[2 * i + 2] = HR;
+      split_feats.push_back(bf[c]);
+      next_live.push_back(static_cast<int32_t>(2 * k));
+      next_live.push_back(static_cast<int32_t>(2 * k + 1));
+    }
+    if (next_live.empty()) break;
+    for (int64_t r = 0; r < N; ++r) {
+      const int32_t c = node_of[r];
+      if (c >= 0 && splits[c]) {
+        const int64_t i = n - 1 + live[c];
+        pos[r] = static_cast<int32_t>(2 * i + (dleft[i] ? 1 : 2));
+      }
+    }
+    std::sort(split_feats.begin(), split_feats.end());
+    split_feats.erase(std::unique(split_feats.begin(), split_feats.end()), split_feats.end());
+    for (const int32_t f : split_feats) {
+      for (int32_t e = colptr[f]; e < colptr[f + 1]; ++e) {
+        const int32_t r = erow[e];
+        const int32_t c = node_of[r];
+        if (c < 0 || !splits[c] || bf[c] != f) continue;
+        const int64_t i = n - 1 + live[c];
+        pos[r] = static_cast<int32_t>(2 * i + (ebin[e] < tbin[i] ? 1 : 2));
+      }
+    }
+    live.swap(next_live);
+  }
+  PruneAndLeaves(D, N, hyper[3], feature, tbin, dleft, is_split, gain, pos);
+  return ffi::Error::Success();
+}
+
+ffi::Error GrowTreeSparseImpl(ffi::Buffer<ffi::S32> colptr, ffi::Buffer<ffi::S32> erow,
+                              ffi::Buffer<ffi::U8> ebin, ffi::AnyBuffer g, ffi::AnyBuffer h,
+                              ffi::Buffer<ffi::F32> hyper, ffi::Buffer<ffi::F64> root,
+                              ffi::Buffer<ffi::PRED> forward_ok,
+                              ffi::Buffer<ffi::PRED> level_sets, ffi::Buffer<ffi::U32> node_key,
+                              ffi::Buffer<ffi::F32> node_ratio,
+                              ffi::ResultBuffer<ffi::S32> feature, ffi::ResultBuffer<ffi::S32> tbin,
+                              ffi::ResultBuffer<ffi::PRED> dleft,
+                              ffi::ResultBuffer<ffi::PRED> is_split,
+                              ffi::ResultBuffer<ffi::F32> gain, ffi::ResultBuffer<ffi::F64> Gn,
+                              ffi::ResultBuffer<ffi::F64> Hn, ffi::ResultBuffer<ffi::S32> pos,
+                              int64_t max_depth, int64_t n_bins, bool colsample) {
+  const int64_t F = static_cast<int64_t>(colptr.element_count()) - 1;
+  const int64_t nnz = static_cast<int64_t>(erow.element_count());
+  const int64_t N = static_cast<int64_t>(g.element_count());
+  const int64_t D = max_depth, B = n_bins;
+  if (F < 0 || forward_ok.element_count() != static_cast<size_t>(F))
+    return ffi::Error::InvalidArgument("jaxboost_grow_tree_sparse: colptr (F + 1,), forward_ok (F,)");
+  if (D < 1 || D > 20) return ffi::Error::InvalidArgument("jaxboost_grow_tree_sparse: max_depth in [1, 20]");
+  if (B < 2 || B > 256) return ffi::Error::InvalidArgument("jaxboost_grow_tree_sparse: n_bins in [2, 256]");
+  if (N >= (int64_t{1} << 31))
+    return ffi::Error::InvalidArgument("jaxboost_grow_tree_sparse: more than 2^31 - 1 rows");
+  const int64_t M = (int64_t{2} << D) - 1;
+  if (ebin.element_count() != static_cast<size_t>(nnz) || h.element_count() != static_cast<size_t>(N) ||
+      pos->element_count() != static_cast<size_t>(N) ||
+      feature->element_count() != static_cast<size_t>(M) || Gn->element_count() != static_cast<size_t>(M))
+    return ffi::Error::InvalidArgument("jaxboost_grow_tree_sparse: inconsistent shapes");
+  if (g.element_type() != h.element_type())
+    return ffi::Error::InvalidArgument("jaxboost_grow_tree_sparse: g and h dtypes differ");
+  if (hyper.element_count() != 6 || root.element_count() != 2)
+    return ffi::Error::InvalidArgument("jaxboost_grow_tree_sparse: hyper (6,), root (2,)");
+  // The structure is checked here (the kernel trusts it): a bad index would read or
+  // write outside its buffers.
+  const int32_t* cp = colptr.typed_data();
+  const int32_t* er = erow.typed_data();
+  const uint8_t* eb = ebin.typed_data();
+  if (cp[0] != 0 || cp[F] != nnz)
+    return ffi::Error::InvalidArgument("jaxboost_grow_tree_sparse: colptr must run from 0 to nnz");
+  for (int64_t f = 0; f < F; ++f)
+    if (cp[f + 1] < cp[f])
+      return ffi::Error::InvalidArgument("jaxboost_grow_tree_sparse: colptr must not decrease");
+  for (int64_t e = 0; e < nnz; ++e) {
+    if (er[e] < 0 || er[e] >= N)
+      return ffi::Error::InvalidArgument("jaxboost_grow_tree_sparse: row index out of range");
+    if (eb[e] >= B - 1)
+      return ffi::Error::InvalidArgument(
+          "jaxboost_grow_tree_sparse: stored bins must be < n_bins - 1 (missing: leave out)");
+  }
+  const bool* mk = nullptr;
+  const uint32_t* nk = nullptr;
+  float ratio = 1.0f;
+  if (colsample) {
+    const auto md = level_sets.dimensions();
+    if (md.size() != 2 || md[0] != D || md[1] != F || node_key.element_count() != 2 ||
+        node_ratio.element_count() != 1)
+      return ffi::Error::InvalidArgument(
+          "jaxboost_grow_tree_sparse: level_sets (max_depth, F), node_key (2,), node_ratio (1,)");
+    mk = level_sets.typed_data();
+    nk = node_key.typed_data();
+    ratio = node_ratio.typed_data()[0];
+  }
+  try {
+    switch (g.element_type()) {
+      case ffi::DataType::F32:
+        return GrowTreeSparse<float>(cp, er, eb, static_cast<const float*>(g.untyped_data()),
+                                     static_cast<const float*>(h.untyped_data()), N, F, B, D,
+                                     hyper.typed_data(), root.typed_data(), forward_ok.typed_data(),
+                                     mk, nk, ratio, feature->typed_data(), tbin->typed_data(),
+                                     dleft->typed_data(), is_split->typed_data(), gain->typed_data(),
+                                     Gn->typed_data(), Hn->typed_data(), pos->typed_data());
+      case ffi::DataType::F64:
+        return GrowTreeSparse<double>(cp, er, eb, static_cast<const double*>(g.untyped_data()),
+                                      static_cast<const double*>(h.untyped_data()), N, F, B, D,
+                                      hyper.typed_data(), root.typed_data(), forward_ok.typed_data(),
+                                      mk, nk, ratio, feature->typed_data(), tbin->typed_data(),
+                                      dleft->typed_data(), is_split->typed_data(), gain->typed_data(),
+                                      Gn->typed_data(), Hn->typed_data(), pos->typed_data());
+      default:
+        return ffi::Error::InvalidArgument("jaxboost_grow_tree_sparse: g, h must be float32 or float64");
+    }
+  } catch (const std::bad_alloc&) {
+    return ffi::Error(ffi::ErrorCode::kResourceExhausted,
+                      "jaxboost_grow_tree_sparse: out of memory");
+  }
+}
+
 }  // namespace
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostHistogram, HistogramImpl,
@@ -1079,6 +1352,31 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostGrowTree, GrowTreeImpl,
                                   .Attr<int64_t>("n_bins")
                                   .Attr<int64_t>("n_threads")
                                   .Attr<bool>("use_xla_pool")
+                                  .Attr<bool>("colsample"));
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostGrowTreeSparse, GrowTreeSparseImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::S32>>()   // colptr (F + 1,)
+                                  .Arg<ffi::Buffer<ffi::S32>>()   // rows (nnz,)
+                                  .Arg<ffi::Buffer<ffi::U8>>()    // ebin (nnz,)
+                                  .Arg<ffi::AnyBuffer>()          // g (N,)
+                                  .Arg<ffi::AnyBuffer>()          // h (N,)
+                                  .Arg<ffi::Buffer<ffi::F32>>()   // hyper (6,)
+                                  .Arg<ffi::Buffer<ffi::F64>>()   // root (2,)
+                                  .Arg<ffi::Buffer<ffi::PRED>>()  // forward_ok (F,)
+                                  .Arg<ffi::Buffer<ffi::PRED>>()  // level_sets (D, F)
+                                  .Arg<ffi::Buffer<ffi::U32>>()   // node_key (2,)
+                                  .Arg<ffi::Buffer<ffi::F32>>()   // node_ratio (1,)
+                                  .Ret<ffi::Buffer<ffi::S32>>()   // feature (M,)
+                                  .Ret<ffi::Buffer<ffi::S32>>()   // tbin (M,)
+                                  .Ret<ffi::Buffer<ffi::PRED>>()  // default_left (M,)
+                                  .Ret<ffi::Buffer<ffi::PRED>>()  // is_split (M,)
+                                  .Ret<ffi::Buffer<ffi::F32>>()   // gain (M,)
+                                  .Ret<ffi::Buffer<ffi::F64>>()   // Gn (M,)
+                                  .Ret<ffi::Buffer<ffi::F64>>()   // Hn (M,)
+                                  .Ret<ffi::Buffer<ffi::S32>>()   // leaf (N,)
+                                  .Attr<int64_t>("max_depth")
+                                  .Attr<int64_t>("n_bins")
                                   .Attr<bool>("colsample"));
 
 // Binning raw features (a plain C function, called through ctypes by

@@ -21,7 +21,7 @@ from ..engine.categorical import cat_info
 from ..engine.exact import check_rows
 from ..engine.groups import group_index
 from ..engine.round import Rows, Shared
-from ..engine.sparse import apply_bins, compute_bin_edges  # dense or scipy.sparse X
+from ..engine.sparse import apply_bins, compute_bin_edges, csc_bins  # dense or scipy.sparse X
 from ..errors import LossError
 from ..parallel import distributed as dist
 from ..parallel.sharding import auto_mesh, check_mesh
@@ -63,6 +63,31 @@ def rows_on_bins(Xf, yf, wf, edges, n_pad, native):
     return bins, y, w, np.arange(n_pad) < n_rows, cuts_ext, forward_ok
 
 
+def sparse_rows(s, Xf, native: bool, layout) -> bool:
+    """Whether training keeps a sparse ``Xf`` as CSC bins for the native sparse tree
+    kernel (``jaxboost.native.grow_tree_sparse``: time and memory by stored entries)
+    instead of dense ``(N, F)`` bins: on one device with the native kernel and its
+    whole-tree path on, for what that kernel grows (numeric splits, no constraints,
+    one output per tree). Otherwise sparse input is binned densely, as before."""
+    from .. import native as native_kernel
+    from .._sparse import is_sparse
+
+    return (is_sparse(Xf) and native and native_kernel.tree_enabled()
+            and layout.mesh is None and not layout.multi and not s.categorical
+            and s.constraints is None and not (s.multi_output_tree and s.n_outputs > 1)
+            and s.params.max_depth > 0)
+
+
+def rows_without_bins(Xf, yf, wf, edges, n_pad):
+    """``rows_on_bins`` without the bins: ``(y, w, valid, cuts_ext, forward_ok)``."""
+    n_rows = Xf.shape[0]
+    y = pad_targets(yf, n_pad)
+    w = np.zeros(n_pad, np.float32)
+    w[:n_rows] = 1.0 if wf is None else wf
+    forward_ok = edges.has_missing & (edges.n_distinct > 1)
+    return y, w, np.arange(n_pad) < n_rows, edges.cuts_ext(), forward_ok
+
+
 def where_text(where, callbacks) -> str:
     """Where training is, for the lost-process message of ``jaxboost.distributed``."""
     from ..callbacks import Checkpoint
@@ -92,8 +117,10 @@ class Prepared(NamedTuple):
     n_features: int
 
 
-def prepare(s, Xf, yf, wf) -> Prepared:
-    """Place, bin and pad the rows of ``train`` under settings ``s``."""
+def prepare(s, Xf, yf, wf, sparse_ok: bool = True) -> Prepared:
+    """Place, bin and pad the rows of ``train`` under settings ``s``. ``sparse_ok``:
+    whether sparse ``Xf`` may be kept sparse (``sparse_rows``; ``train_many``, whose
+    models may differ in what the native sparse tree supports, says no)."""
     mesh = s.mesh
     if mesh is not None:
         mesh = check_mesh(mesh, keep_single=dist.is_multiprocess())
@@ -113,10 +140,14 @@ def prepare(s, Xf, yf, wf) -> Prepared:
             mask[list(s.categorical)] = True
         edges = compute_bin_edges(Xf, s.params.max_bin, wf, seed=s.seed, categorical=mask)
     native = use_native()
-    bins, y, w, valid, cuts_ext, forward_ok = rows_on_bins(
-        Xf, yf, wf, edges, layout.block, native)
-    rows = Rows(layout.put(bins, feature_major=not native), jax.tree.map(layout.put, y),
-                layout.put(w), layout.put(valid))
+    if sparse_ok and sparse_rows(s, Xf, native, layout):
+        y, w, valid, cuts_ext, forward_ok = rows_without_bins(Xf, yf, wf, edges, layout.block)
+        bins = tuple(jax.device_put(a) for a in csc_bins(Xf, edges))
+    else:
+        bins, y, w, valid, cuts_ext, forward_ok = rows_on_bins(
+            Xf, yf, wf, edges, layout.block, native)
+        bins = layout.put(bins, feature_major=not native)
+    rows = Rows(bins, jax.tree.map(layout.put, y), layout.put(w), layout.put(valid))
     gidx = (np.zeros((1, 1), np.int32) if s.group is None
             else group_index(s.group, Xf.shape[0], layout.block))
     cats = cat_info(edges, s.max_cat_to_onehot, s.max_cat_threshold)

@@ -227,7 +227,7 @@ def train_many(configs, X, y, *, objective=None, n_rounds: int = 100, max_depth:
         raise ValueError("the seeds of these configurations give different bin edges "
                          "(data of more than 2**18 rows is sketched with the seed): use one "
                          "seed, or call train_many per seed")
-    prep = prepare(s0, Xf, yf, wf)  # bins, padding and placement, shared by every model
+    prep = prepare(s0, Xf, yf, wf, sparse_ok=False)  # bins, padding, placement: shared
     layout = prep.layout
     evals = eval_sets(eval_set, prep.edges, s0.loss, s0.feature_names,
                       eval_group=eval_group, eval_base_margin=eval_base_margin,
