@@ -24,14 +24,15 @@ from . import callbacks, compile_cache, metrics, ranking, survival
 from ._version import __version__
 from .booster import Booster
 from .compare import compare
-from .errors import DataError, HessianWarning, LossError, MetricError, NonFiniteError
+from .errors import (DataError, DataWarning, HessianWarning, LossError, MetricError,
+                     NonFiniteError)
 from .io import ModelFormatError, from_xgboost, load, to_xgboost_json
 from .parallel import distributed, sharding
 from .training import train
 from .training.many import train_many
 from .tuning import hypergrad, tune
 
-__all__ = ["train", "train_many", "Booster", "load", "DataError", "LossError", "MetricError",
-           "NonFiniteError", "HessianWarning", "ModelFormatError", "compare", "metrics",
+__all__ = ["train", "train_many", "Booster", "load", "DataError", "DataWarning", "LossError",
+           "MetricError", "NonFiniteError", "HessianWarning", "ModelFormatError", "compare", "metrics",
            "callbacks", "distributed", "sharding", "ranking", "survival", "compile_cache",
            "to_xgboost_json", "from_xgboost", "hypergrad", "tune", "__version__"]

@@ -26,11 +26,12 @@ from __future__ import annotations
 import math
 import numbers
 import sys
+import warnings
 
 import numpy as np
 
 from ._sparse import as_sparse_features, is_sparse
-from .errors import DataError
+from .errors import DataError, DataWarning
 
 _SHOW_NAMES = 10  # names listed in a message before "... and n more"
 
@@ -346,7 +347,41 @@ def _float32(arr: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(arr, dtype=np.float32)
 
 
-def as_features(X, *, name="X", allow_inf=False, sparse=None) -> np.ndarray:
+PRECISION_SAMPLE = 10_000
+"""Rows sampled by ``_warn_float32_collapse`` (the check costs a sort of each column's
+sample, not of the whole column)."""
+
+
+def _warn_float32_collapse(arr, out, name):
+    """Warn (``DataWarning``) when some column of 64-bit ``arr`` has distinct values that
+    its float32 copy ``out`` merges (e.g. ``2**40 + i``: float32 keeps 24 bits), looked
+    for in a sample of ``PRECISION_SAMPLE`` rows: trees would treat them as one value."""
+    n = arr.shape[0]
+    rows = slice(None) if n <= PRECISION_SAMPLE else np.linspace(
+        0, n - 1, PRECISION_SAMPLE).astype(np.int64)
+    a, b = arr[rows], out[rows]
+    for j in range(arr.shape[1]):
+        col = a[:, j]
+        col = col[~np.isnan(col)] if col.dtype.kind == "f" else col
+        if col.size < 2:
+            continue
+        u = np.unique(col)
+        u32 = u.astype(np.float32)
+        same = np.flatnonzero(u32[1:] == u32[:-1])
+        if same.size:
+            i = int(same[0])
+            warnings.warn(
+                f"{name} column {j}: distinct values {u[i].item()!r} and {u[i + 1].item()!r} "
+                f"both become "
+                f"{float(u32[i])!r} in float32, which jaxboost bins in (as XGBoost does); "
+                f"{np.count_nonzero(u32[1:] == u32[:-1])} of the column's sampled values "
+                f"merge so. Subtract the column's minimum (or another offset) or rescale it "
+                f"before training to keep them apart", DataWarning, stacklevel=4)
+            return
+
+
+def as_features(X, *, name="X", allow_inf=False, sparse=None,
+                warn_precision=False) -> np.ndarray:
     """``X`` as a C-contiguous ``(N, F)`` float32 array, NaN = missing.
 
     pandas and polars DataFrames are accepted when every column is numeric or bool
@@ -354,7 +389,9 @@ def as_features(X, *, name="X", allow_inf=False, sparse=None) -> np.ndarray:
     ``frame_feature_names``, not here. A ``scipy.sparse`` ``X`` (absent entries are
     missing, see ``jaxboost._sparse``) is returned as a checked canonical float32
     matrix in the layout ``sparse`` names (``"csc"`` or ``"csr"``); without
-    ``sparse`` it is refused (``DataError``).
+    ``sparse`` it is refused (``DataError``). ``warn_precision`` (training): a
+    ``DataWarning`` when 64-bit values that differ become equal in float32
+    (``_warn_float32_collapse``).
     """
     if X is None:
         raise DataError(f"{name} is None; expected a 2-D array of shape (n_rows, n_features)")
@@ -363,6 +400,10 @@ def as_features(X, *, name="X", allow_inf=False, sparse=None) -> np.ndarray:
             raise DataError(f"{name} is a scipy.sparse matrix, which this function does "
                             f"not take; pass a dense array (NaN = missing)")
         return as_sparse_features(X, name=name, allow_inf=allow_inf, layout=sparse)
+    pl = sys.modules.get("polars")
+    if pl is not None and isinstance(X, getattr(pl, "LazyFrame", ())):
+        raise DataError(f"{name} is a polars LazyFrame, a query not yet run; pass "
+                        f"{name}.collect() (a DataFrame)")
     kind = frame_kind(X)
     if kind is not None:
         X = _frame_array(X, kind, name)
@@ -378,6 +419,8 @@ def as_features(X, *, name="X", allow_inf=False, sparse=None) -> np.ndarray:
         raise DataError(f"{name} is empty: shape {arr.shape}; expected at least one row "
                         f"and one feature")
     out = _float32(arr)
+    if warn_precision and arr.dtype.itemsize > 4 and arr.dtype.kind in "fiu":
+        _warn_float32_collapse(arr, out, name)
     if not allow_inf:
         inf = np.isinf(out)
         if inf.any():
@@ -424,7 +467,19 @@ def as_weights(w, n_rows: int):
     if not (out > 0).any():
         raise DataError("sample_weight is zero for every row; at least one row needs a "
                         "positive weight")
+    top = float(out.max())
+    if top < TINY_WEIGHT:
+        warnings.warn(
+            f"sample_weight's largest value is {top:g}: the weighted Hessians (h x w) are "
+            f"then below min_child_weight and float32's normal range, so the trees may not "
+            f"split at all. XGBoost's rules take weights as absolute amounts "
+            f"(min_child_weight, reg_lambda); rescale them, e.g. w / w.max()",
+            DataWarning, stacklevel=3)
     return out
+
+
+TINY_WEIGHT = 1e-20
+"""``as_weights`` warns when every sample weight is below this."""
 
 
 # --- side data: several values per row for a loss, offsets per row ----------------------

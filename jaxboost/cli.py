@@ -207,6 +207,15 @@ def _compare(args) -> int:
         raise CliError(f"target column {header[t]!r} has {bad.size} missing or infinite "
                        f"value(s), the first on line {lines[bad[0]]} of {args.csv}; drop "
                        f"those rows")
+    inf = np.isinf(X)
+    if inf.any():  # named here, by file line: training would count rows of its split
+        r, c = np.argwhere(inf)[0]
+        names = [h for j, h in enumerate(header) if j != t]
+        if lines is None:
+            _, _, lines = _parse_slow(_read_text(args.csv), args.csv, delimiter)
+        raise CliError(f"column {names[c]!r} has {int(inf[:, c].sum())} infinite value(s), "
+                       f"the first on line {lines[r]} of {args.csv}; features must be "
+                       f"finite numbers (leave a cell empty, or NA, for a missing value)")
 
     n = data.shape[0]
     n_test = int(round(args.test_fraction * n))

@@ -121,3 +121,11 @@ class HessianWarning(UserWarning):
     round (the worst seen), and the options (``hessian="clip"``, ``"constant"``,
     ``refit="newton"`` or ``"quantile"``); also when a plain loss whose Hessian is 0 on
     every row is switched to ``hessian="constant"`` (see ``jaxboost.train``)."""
+
+
+class DataWarning(UserWarning):
+    """Training data that trains, but probably not as meant: features whose distinct
+    float64 values float32 cannot tell apart (jaxboost bins in float32, as XGBoost
+    does), or sample weights so small that the weighted Hessians fall below
+    ``min_child_weight`` and float32's normal range. The message names the column or
+    the weights, shows the values and says what to do."""

@@ -131,3 +131,14 @@ def test_process_exits_2_with_one_line_on_a_fifo(tmp_path):
                          env={**os.environ, "JAX_PLATFORMS": "cpu"})
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.count("\n") == 1 and "a FIFO" in out.stderr, out.stderr
+
+
+def test_infinite_feature_is_named_by_its_file_line(tmp_path, capsys, no_training):
+    """An ``inf`` cell in a feature column: the file line and the column (before, the
+    training error counted rows of the random train split: the wrong line)."""
+    path = tmp_path / "inf.csv"
+    rows = [f"{i},{i % 3},{i % 2}" for i in range(30)]
+    rows[17] = "inf,1,0"  # file line 19 (line 1 is the header)
+    path.write_text("a,b,y\n" + "\n".join(rows) + "\n")
+    err = one_error_line(capsys, path)
+    assert "column 'a' has 1 infinite value(s), the first on line 19" in err

@@ -517,7 +517,8 @@ def configure(args: dict):
     y = a["y"]
     y = ({k: dist.local_rows(v) for k, v in y.items()} if isinstance(y, dict)
          else dist.local_rows(y))
-    Xf = _validation.as_features(X, sparse="csc")  # sparse: binned column by column
+    Xf = _validation.as_features(X, sparse="csc",  # sparse: binned column by column
+                                 warn_precision=True)
     if is_sparse(Xf) and dist.is_multiprocess():
         raise DataError("a scipy.sparse X trains in one process; in a multi-process job "
                         "pass each process's rows as a dense array (NaN = missing)")

@@ -114,7 +114,20 @@ class _RowMean:
     loss: Any
 
     def __call__(self, y, f, w):
-        per_row = jax.vmap(self.loss)(y, f).astype(f.dtype)
+        try:
+            per_row = jax.vmap(self.loss)(y, f)
+        except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError,
+                jax.errors.TracerBoolConversionError,
+                jax.errors.TracerIntegerConversionError) as e:
+            name = loss_name(self.loss)
+            raise TypeError(
+                f"val_loss {name!r} is not a JAX function: tune and hypergrad call it per "
+                f"row, inside jax.grad, as loss(y, margin) on JAX tracers, and it turned "
+                f"them into NumPy values or Python numbers ({type(e).__name__}). A NumPy or "
+                f"scikit-learn metric cannot be differentiated; pass a built-in metric name "
+                f"(e.g. val_loss='rmse' or 'logloss') or write the per-row loss with "
+                f"jax.numpy, e.g. lambda y, f: (y - f) ** 2") from None
+        per_row = per_row.astype(f.dtype)
         return jnp.sum(w * per_row) / jnp.sum(w)
 
 

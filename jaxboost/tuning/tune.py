@@ -33,6 +33,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from .._types import float32_programs
+from ..errors import NonFiniteError
 from .hypergrad import (
     Replay,
     check_finite,
@@ -289,6 +290,7 @@ def tune(objective, X, y, X_val, y_val, *, params: dict, bounds=None, val_loss=N
         updates, state = opt.update(gu, state, u)
         u = np.asarray(optax.apply_updates(u, updates), np.float64)
         u = np.array([tf[k].project(float(ui)) for k, ui in zip(names, u)])
+        _check_step(tf, names, u, np.asarray(updates, np.float64), step)
     final = current()
     replay = retrain(final)
     value, _, _ = replay.value_and_grad(final)
@@ -297,6 +299,22 @@ def tune(objective, X, y, X_val, y_val, *, params: dict, bounds=None, val_loss=N
     best = min((t for t in trained if math.isfinite(t[0])), key=key, default=trained[-1])
     return TuneResult(dict(best[1]), float(best[0]), best[2], history, len(trained),
                       maximize)
+
+
+def _check_step(tf, names, u, updates, step):
+    """Refuse (``NonFiniteError``, cause ``"optimizer"``) an optimiser step that took a
+    parameter out of float range (an ``optax.sgd(1e30)``): name it and the fix."""
+    for k, ui, du in zip(names, u, updates):
+        try:
+            ok = math.isfinite(ui) and math.isfinite(tf[k].value(float(ui)))
+        except OverflowError:
+            ok = False
+        if not ok:
+            raise NonFiniteError(
+                f"tune: the optimizer's step {step} moved {k!r} by {float(du):g} (on its "
+                f"optimisation scale), out of floating-point range; its steps are far too "
+                f"large for these gradients. Pass a smaller learning rate, e.g. "
+                f"optimizer=optax.adam(0.1) (the default)", cause="optimizer", round=step)
 
 
 def _positive_int(name, v) -> int:

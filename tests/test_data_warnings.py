@@ -1,0 +1,84 @@
+"""Data that trains but probably not as meant gets a ``DataWarning`` (issue 28, item 10),
+and a polars LazyFrame a clear error (item 14); ordinary data gets no warning."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import jaxboost
+from jaxboost import DataError, DataWarning
+
+KW = dict(n_rounds=2, max_depth=2, verbose=False)
+
+
+def test_float64_values_that_collapse_in_float32_warn():
+    rng = np.random.default_rng(0)
+    X = np.stack([2.0 ** 40 + np.arange(300.0), rng.normal(size=300)], axis=1)  # float64
+    y = (np.arange(300) % 2).astype(np.float32)  # depends on the collapsed column
+    with pytest.warns(DataWarning, match=r"X column 0: distinct values 1099511627776\.0 and "
+                                         r"1099511627777\.0 both become"):
+        jaxboost.train("logistic", X, y, **KW)
+    # the advice works: the same column minus its minimum trains without a word
+    X[:, 0] -= X[:, 0].min()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)
+        jaxboost.train("logistic", X, y, **KW)
+
+
+def test_large_int64_ids_warn_but_float32_input_does_not():
+    y = (np.arange(400) % 3 == 0).astype(np.float32)
+    ids = (2 ** 31 + np.arange(400)).astype(np.int64)[:, None]
+    with pytest.warns(DataWarning, match="column 0"):
+        jaxboost.train("logistic", ids, y, **KW)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)
+        jaxboost.train("logistic", ids.astype(np.float32), y, **KW)  # the user's own float32
+
+
+def test_tiny_sample_weights_warn():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(200, 3)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(np.float32)
+    with pytest.warns(DataWarning, match=r"sample_weight's largest value is 1e-38"):
+        b = jaxboost.train("logistic", X, y, sample_weight=np.full(200, 1e-38), **KW)
+    # what the warning is about: no tree could split
+    assert bool(np.all(np.asarray(b.ensemble.is_leaf)[:, 0]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)
+        jaxboost.train("logistic", X, y, sample_weight=np.full(200, 1e-3), **KW)
+
+
+def test_polars_lazyframe_is_refused_with_the_fix():
+    pl = pytest.importorskip("polars")
+    X = pl.DataFrame({"a": [0.0, 1.0, 2.0, 3.0], "b": [1.0, 0.0, 1.0, 0.0]}).lazy()
+    with pytest.raises(DataError, match=r"X is a polars LazyFrame.*X\.collect\(\)"):
+        jaxboost.train("squared", X, np.arange(4.0), **KW)
+
+
+def test_tune_with_a_numpy_metric_names_it_and_the_fix():
+    """``tune(val_loss=sklearn's mean_squared_error)`` used to end in JAX's
+    TracerArrayConversionError (issue 28, item 14)."""
+    sk_metrics = pytest.importorskip("sklearn.metrics")
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(120, 2)).astype(np.float32)
+    y = (X[:, 0] + 0.1 * rng.normal(size=120)).astype(np.float32)
+    with pytest.raises(TypeError, match=r"val_loss 'mean_squared_error' is not a JAX "
+                                        r"function.*val_loss='rmse'"):
+        jaxboost.tune("squared", X[:80], y[:80], X[80:], y[80:],
+                      params={"reg_lambda": 1.0}, val_loss=sk_metrics.mean_squared_error,
+                      n_rounds=2, max_depth=2, steps=1)
+
+
+def test_tune_with_a_huge_optimizer_step_names_the_parameter():
+    """``optax.sgd(1e30)`` used to end in ``OverflowError: math range error``."""
+    optax = pytest.importorskip("optax")
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(120, 2)).astype(np.float32)
+    y = (X[:, 0] + 0.1 * rng.normal(size=120)).astype(np.float32)
+    with pytest.raises(jaxboost.NonFiniteError, match=r"tune: the optimizer's step 0 moved "
+                                                      r"'delta'.*optax\.adam\(0\.1\)") as e:
+        jaxboost.tune("pseudo_huber", X[:80], y[:80], X[80:], y[80:],
+                      params={"delta": 1.0, "reg_lambda": 1.0}, val_loss="rmse", n_rounds=4,
+                      max_depth=2, steps=3, optimizer=optax.sgd(1e30))
+    assert e.value.cause == "optimizer"
