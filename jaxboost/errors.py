@@ -129,3 +129,9 @@ class DataWarning(UserWarning):
     does), or sample weights so small that the weighted Hessians fall below
     ``min_child_weight`` and float32's normal range. The message names the column or
     the weights, shows the values and says what to do."""
+
+
+class TuningWarning(UserWarning):
+    """``jaxboost.tune``: the hypergradient of every tuned parameter is exactly 0 at the
+    start (a piecewise-constant validation loss, or parameters the model does not
+    depend on), so the optimiser cannot move and the result is the start point."""

@@ -82,3 +82,35 @@ def test_tune_with_a_huge_optimizer_step_names_the_parameter():
                       params={"delta": 1.0, "reg_lambda": 1.0}, val_loss="rmse", n_rounds=4,
                       max_depth=2, steps=3, optimizer=optax.sgd(1e30))
     assert e.value.cause == "optimizer"
+
+
+def test_init_model_continued_on_data_outside_its_edges_warns():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(400, 2)).astype(np.float32)
+    y = (X[:, 0] + 0.1 * rng.normal(size=400)).astype(np.float32)
+    b = jaxboost.train("squared", X, y, **KW)
+    with warnings.catch_warnings():  # data like the original: no word
+        warnings.simplefilter("error", DataWarning)
+        jaxboost.train("squared", X, y, init_model=b, **KW)
+    X2 = X.copy()
+    X2[:, 0] += 10.0  # every value beyond the last cut
+    with pytest.warns(DataWarning, match=r"X column 0: 100% of its values lie outside"):
+        jaxboost.train("squared", X2, y, init_model=b, **KW)
+
+
+def test_tune_on_a_flat_validation_loss_warns():
+    """A piecewise-constant val_loss: every hypergradient 0, the start point returned."""
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(120, 2)).astype(np.float32)
+    y = (X[:, 0] + 0.1 * rng.normal(size=120)).astype(np.float32)
+
+    def steps_loss(y, f):  # a rounded error: its gradient is 0 almost everywhere
+        return jnp.floor(jnp.abs(y - f) * 0.0)
+
+    with pytest.warns(jaxboost.errors.TuningWarning, match="exactly 0 for every tuned"):
+        r = jaxboost.tune("squared", X[:80], y[:80], X[80:], y[80:],
+                          params={"reg_lambda": 1.0}, val_loss=steps_loss, n_rounds=2,
+                          max_depth=2, steps=2)
+    assert r.params == {"reg_lambda": 1.0}

@@ -63,6 +63,44 @@ def rows_on_bins(Xf, yf, wf, edges, n_pad, native):
     return bins, y, w, np.arange(n_pad) < n_rows, cuts_ext, forward_ok
 
 
+OUTSIDE_SHARE = 0.5
+"""``warn_outside_edges`` warns when more than this share of a feature's values lie
+beyond the init model's outermost cuts."""
+
+
+def warn_outside_edges(Xf, edges) -> None:
+    """``DataWarning`` when continuing an ``init_model`` on data that its bin edges do not
+    cover: a numeric feature with more than ``OUTSIDE_SHARE`` of its present values below
+    its first cut or above its last (all of those share one bin, so the new trees cannot
+    split among them). Dense ``Xf`` only (checked on up to 100,000 rows)."""
+    import warnings
+
+    from .._sparse import is_sparse
+    from ..errors import DataWarning
+
+    if is_sparse(Xf):
+        return
+    X = Xf[:: max(1, Xf.shape[0] // 100_000)]
+    for f in range(min(X.shape[1], edges.n_features)):
+        k = int(edges.n_cuts[f])
+        if k < 2 or (edges.categorical is not None and edges.categorical[f]):
+            continue
+        col = X[:, f]
+        col = col[~np.isnan(col)]
+        if col.size == 0:
+            continue
+        lo, hi = float(edges.cuts[f, 0]), float(edges.cuts[f, k - 1])
+        out = float(np.mean((col < lo) | (col > hi)))
+        if out > OUTSIDE_SHARE:
+            warnings.warn(
+                f"X column {f}: {out:.0%} of its values lie outside [{lo:g}, {hi:g}], the "
+                f"range the init_model's bin edges cover (from the data it was trained on); "
+                f"they share its first or last bin, so the new trees cannot split among "
+                f"them. Train a new model on data like this, or continue only on data "
+                f"like the original", DataWarning, stacklevel=5)
+            return
+
+
 def sparse_rows(s, Xf, native: bool, layout) -> bool:
     """Whether training keeps a sparse ``Xf`` as CSC bins for the native sparse tree
     kernel (``jaxboost.native.grow_tree_sparse``: time and memory by stored entries)
@@ -131,6 +169,7 @@ def prepare(s, Xf, yf, wf, sparse_ok: bool = True) -> Prepared:
         check_rows(layout.n_total)
     if s.init_model is not None:
         edges = s.init_model.bin_edges  # the trees' bins refer to these edges
+        warn_outside_edges(Xf, edges)
     elif layout.multi:
         edges = dist.agreed_bin_edges(Xf, s.params.max_bin, wf, s.seed, layout.n_total)
     else:

@@ -28,12 +28,13 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+import warnings
 from typing import Any, Callable, Optional
 
 import numpy as np
 
 from .._types import float32_programs
-from ..errors import NonFiniteError
+from ..errors import NonFiniteError, TuningWarning
 from .hypergrad import (
     Replay,
     check_finite,
@@ -279,6 +280,13 @@ def tune(objective, X, y, X_val, y_val, *, params: dict, bounds=None, val_loss=N
         if regrow:
             check_replay(replay.booster, X_val, f_val)
         check_finite(value, grads)
+        if step == 0 and steps > 1 and grads and all(g == 0 for g in grads.values()):
+            warnings.warn(
+                f"tune: the gradient of the validation loss is exactly 0 for every tuned "
+                f"parameter ({', '.join(map(repr, names))}) at the start, so no step can "
+                f"move them and the result will be the start point. A piecewise-constant "
+                f"val_loss (error, accuracy, a rounded metric) has no useful gradient: "
+                f"tune a smooth one (e.g. 'logloss', 'rmse')", TuningWarning, stacklevel=2)
         record = dict(step=step, params=values, value=value, trained=regrow,
                       seconds=time.perf_counter() - start)
         history.append(record)
