@@ -24,6 +24,8 @@ jaxboost.errors.DataError: categorical feature 0 ('f0') must hold category codes
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ._validation import frame_kind, is_category_dtype, is_int, polars_labels
@@ -53,14 +55,27 @@ def frame_categories(X) -> dict:
         return {}
     out = {}
     if kind == "pandas":
-        for i, (_, dt) in enumerate(X.dtypes.items()):
+        for i, (c, dt) in enumerate(X.dtypes.items()):
             if is_category_dtype(kind, dt):
-                out[i] = [_label(v) for v in dt.categories.tolist()]
+                out[i] = _finite_labels([_label(v) for v in dt.categories.tolist()], i, c)
     else:
         for i, (c, dt) in enumerate(zip(X.columns, X.dtypes)):
             if is_category_dtype(kind, dt):
-                out[i] = [_label(v) for v in polars_labels(X[c])]
+                out[i] = _finite_labels([_label(v) for v in polars_labels(X[c])], i, c)
     return out
+
+
+def _finite_labels(labels: list, i: int, name) -> list:
+    """``labels``, refused (``DataError``) when one is an infinite or NaN float: a model
+    keeps its category labels in its JSON file, which has no such numbers."""
+    for v in labels:
+        if isinstance(v, float) and not math.isfinite(v):
+            raise DataError(
+                f"X column {i} ({name!r}) is categorical with the category label {v!r}; "
+                f"labels must be strings or finite numbers (a model file keeps them as "
+                f"JSON). Rename that category, e.g. with "
+                f"X[{name!r}].cat.rename_categories({{{v!r}: 'inf'}})")
+    return labels
 
 
 def recode(Xf: np.ndarray, frame_labels: dict, model_labels: dict) -> np.ndarray:

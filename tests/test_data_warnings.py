@@ -114,3 +114,26 @@ def test_tune_on_a_flat_validation_loss_warns():
                           params={"reg_lambda": 1.0}, val_loss=steps_loss, n_rounds=2,
                           max_depth=2, steps=2)
     assert r.params == {"reg_lambda": 1.0}
+
+
+def test_infinite_category_label_is_refused_at_training():
+    """It used to train and then fail at save without naming a field (issue 28, 14)."""
+    pd = pytest.importorskip("pandas")
+    X = pd.DataFrame({"c": pd.Categorical([1.0, np.inf, 1.0, np.inf] * 10),
+                      "x": np.arange(40.0)})
+    with pytest.raises(DataError, match=r"X column 0 \('c'\) is categorical with the "
+                                        r"category label inf"):
+        jaxboost.train("squared", X, np.arange(40.0), categorical_features=[0], **KW)
+
+
+def test_xgboost_export_refuses_feature_names_xgboost_refuses():
+    """A name with '<' used to export to a file whose XGBoost DMatrix then refused it."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(5)
+    X = pd.DataFrame({"x<1": rng.normal(size=60), "b": rng.normal(size=60)})
+    b = jaxboost.train("squared", X, X["b"].to_numpy() * 2, **KW)
+    with pytest.raises(ValueError, match=r"feature name 'x<1' \(feature 0\) contains '<'"):
+        jaxboost.to_xgboost_json(b)
+    b.feature_names = ["x_lt_1", "b"]
+    model = jaxboost.to_xgboost_json(b)
+    assert model["learner"]["feature_names"] == ["x_lt_1", "b"]

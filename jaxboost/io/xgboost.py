@@ -233,6 +233,10 @@ def _compact_tree(t, ens, column, offset, n_features, tree_id):
     }
 
 
+_XGB_NAME_CHARS = "[]<,"
+"""Characters XGBoost refuses in feature names (``to_xgboost_json`` checks them)."""
+
+
 def to_xgboost_json(booster: Booster, path=None) -> dict:
     """The model as an XGBoost JSON model (a dict), also written to ``path`` if given.
 
@@ -255,8 +259,9 @@ def to_xgboost_json(booster: Booster, path=None) -> dict:
 
     Raises:
       ValueError: other objectives (plain JAX losses without a link or with another
-        link included: XGBoost would not know their link), or softmax models with
-        vector-leaf trees.
+        link included: XGBoost would not know their link), softmax models with
+        vector-leaf trees, or feature names holding ``[``, ``]``, ``<`` or ``,`` (which
+        XGBoost refuses).
     """
     problem = _unsupported_export(booster)
     if problem:
@@ -294,6 +299,15 @@ def to_xgboost_json(booster: Booster, path=None) -> dict:
     else:
         objective["reg_loss_param"] = {"scale_pos_weight": "1"}
     names = getattr(booster, "feature_names", None)
+    for j, n in enumerate(names or ()):
+        bad = sorted(set(n) & set(_XGB_NAME_CHARS))
+        if bad:
+            raise ValueError(
+                f"feature name {n!r} (feature {j}) contains {' '.join(map(repr, bad))}, "
+                f"which XGBoost does not accept in feature names (its DMatrix refuses "
+                f"'[', ']', '<' and ','); rename it before exporting, e.g. "
+                f"booster.feature_names = [n.replace('<', 'lt') ... for n in "
+                f"booster.feature_names]")
     cat = booster.categorical_features
     model = {
         "learner": {
