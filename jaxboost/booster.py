@@ -296,6 +296,17 @@ class Booster:
                 f = min(set(frame) - set(cat))
                 raise DataError(f"column {f} of X is categorical, but the model was trained "
                                 f"with a numeric feature {f}")
+            unmapped = set(frame) - labelled
+            if unmapped:
+                # a frame's codes are positions among its own categories; without the
+                # training labels nothing says which of the model's codes they are
+                f = min(unmapped)
+                raise DataError(
+                    f"column {_categorical.column_name(f, self.feature_names)} of X is a "
+                    f"categorical column, but the model has no category labels for it (it "
+                    f"was trained on codes, or imported from a model file without them), so "
+                    f"its categories cannot be mapped to the model's codes; pass the codes "
+                    f"the model was trained with as a numeric column or array")
             if frame and self.category_labels:
                 Xf = _categorical.recode(Xf, frame, self.category_labels)
             _categorical.check_predict_codes(ColumnView(Xf) if is_sparse(Xf) else Xf, cat,

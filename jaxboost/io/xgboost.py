@@ -233,6 +233,85 @@ def _compact_tree(t, ens, column, offset, n_features, tree_id):
     }
 
 
+_CAT_INT64 = 15
+"""XGBoost's type code of an int64 category array in ``model.cats.enc`` (3.2)."""
+
+
+def _cats_block(booster, F) -> dict:
+    """XGBoost's ``model.cats``: the category labels a DataFrame's categorical columns
+    had in training, so that XGBoost (>= 3.1) re-codes a frame whose categories come in
+    another order. Written when every categorical feature has labels XGBoost can hold
+    (all strings, or all integers); else empty (XGBoost then reads codes, as it reads
+    a model trained on codes). Per feature: strings as UTF-8 bytes with offsets,
+    integers as int64; ``sorted_idx`` each feature's labels in sorted order."""
+    empty = {"enc": [], "feature_segments": [], "sorted_idx": []}
+    labels = getattr(booster, "category_labels", None) or {}
+    cat = booster.categorical_features
+    if not cat or any(f not in labels for f in cat):
+        return empty
+    enc, segments, sorted_idx = [], [0], []
+    for f in range(F):
+        lab = list(labels.get(f, [])) if f in cat else []
+        if lab and all(isinstance(v, str) for v in lab):
+            data = [v.encode("utf-8") for v in lab]
+            offsets = np.concatenate([[0], np.cumsum([len(b) for b in data])]).tolist()
+            enc.append({"offsets": [int(o) for o in offsets],
+                        "values": [int(x) for b in data for x in b]})
+            order = sorted(range(len(data)), key=lambda i: data[i])
+        elif lab and all(isinstance(v, int) and not isinstance(v, bool) for v in lab):
+            enc.append({"type": _CAT_INT64, "values": [int(v) for v in lab]})
+            order = sorted(range(len(lab)), key=lambda i: lab[i])
+        elif lab:
+            return empty  # floats or booleans: XGBoost takes only strings and integers
+        else:
+            enc.append({"offsets": [], "values": []})
+            order = []
+        segments.append(segments[-1] + len(order))
+        sorted_idx.extend(order)
+    return {"enc": enc, "feature_segments": segments, "sorted_idx": sorted_idx}
+
+
+def _read_cats(model, F, cat_features):
+    """``{feature: labels}`` from an XGBoost ``model.cats`` block (checked), or None."""
+    cats = model.get("cats")
+    if not cats or not cats.get("enc"):
+        return None
+    enc = cats["enc"]
+    if not isinstance(enc, list) or len(enc) != F:
+        raise _malformed(f"gradient_booster.model.cats.enc must have num_feature = {F} "
+                         f"entries, got {describe(enc)}")
+    out = {}
+    for f, e in enumerate(enc):
+        where = f"gradient_booster.model.cats.enc[{f}]"
+        if not isinstance(e, dict) or not isinstance(e.get("values"), list):
+            raise _malformed(f"{where} must be an object with a 'values' list")
+        vals = e["values"]
+        if not vals:
+            continue
+        if not cat_features[f]:
+            raise _malformed(f"{where} holds categories of a feature that is not "
+                             f"categorical (learner.feature_types)")
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in vals):
+            raise _malformed(f"{where}.values must be integers")
+        if "offsets" in e:
+            off = e["offsets"]
+            if (not isinstance(off, list) or len(off) < 2 or off[0] != 0
+                    or off[-1] != len(vals) or any(b < a for a, b in zip(off, off[1:]))
+                    or not all(0 <= v < 256 for v in vals)):
+                raise _malformed(f"{where}.offsets must run from 0 to len(values), "
+                                 f"non-decreasing, over byte values")
+            try:
+                labels = [bytes(vals[a:b]).decode("utf-8") for a, b in zip(off, off[1:])]
+            except UnicodeDecodeError:
+                raise _malformed(f"{where}: a category is not UTF-8 text") from None
+        else:
+            labels = [int(v) for v in vals]
+        if len(set(labels)) != len(labels):
+            raise _malformed(f"{where}: categories must be distinct")
+        out[f] = labels
+    return out or None
+
+
 _XGB_NAME_CHARS = "[]<,"
 """Characters XGBoost refuses in feature names (``to_xgboost_json`` checks them)."""
 
@@ -317,7 +396,7 @@ def to_xgboost_json(booster: Booster, path=None) -> dict:
                               else []),
             "gradient_booster": {
                 "model": {
-                    "cats": {"enc": [], "feature_segments": [], "sorted_idx": []},
+                    "cats": _cats_block(booster, F),
                     "gbtree_model_param": {"num_parallel_tree":
                                            str(booster.num_parallel_tree),
                                            "num_trees": str(len(trees))},
@@ -964,6 +1043,9 @@ def _import(d) -> Booster:
                       n_outputs=K, trees_per_round=K * P, num_parallel_tree=P)
     if names:
         booster.feature_names = list(names)
+    labels = _read_cats(gm, F, cat_features)
+    if labels:
+        booster.category_labels = labels
     booster.best_iteration, booster.best_score = _best_of(learner, T // (K * P))
     return booster
 
