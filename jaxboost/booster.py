@@ -59,6 +59,45 @@ def _link_text(objective):
     return "none (margins)" if link is None else link_label(link)
 
 
+
+PREDICT_BLOCK_VALUES = 1 << 24
+"""Entries (rows x features) of one block of a dense ``X`` at prediction (64 MB of
+float32): a 20M-row ``predict`` holds the input, the output and one block."""
+
+STAGED_BLOCK_VALUES = 1 << 22
+"""``staged_predict``: (trees x rows x outputs) margins computed per block (16 MB)."""
+
+
+def _pow2_floor(n: int) -> int:
+    n = max(1, int(n))
+    return 1 << (n.bit_length() - 1)
+
+
+def _available_bytes():
+    """Memory the system reports available (Linux ``MemAvailable``), or None."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def _check_output_size(shape, what: str, hint: str) -> None:
+    """Refuse (``MemoryError`` with the sizes and ``hint``) an output of float32
+    ``shape`` larger than the memory the system has available, before any work."""
+    need = 4
+    for d in shape:
+        need *= int(d)
+    avail = _available_bytes()
+    if avail is not None and need > avail:
+        raise MemoryError(
+            f"{what} would return a float32 array of shape {tuple(int(d) for d in shape)}, "
+            f"{need / 2**30:.1f} GiB, more than the {avail / 2**30:.1f} GiB of memory "
+            f"available; {hint}")
+
 class GradHess(NamedTuple):
     """What the trees of one round see (``Booster.grad_hess``): per-row gradients ``g``,
     Hessians ``h`` and the ``margin`` they are taken at, float32 NumPy arrays."""
@@ -314,12 +353,34 @@ class Booster:
         return Xf
 
     @staticmethod
-    def _by_blocks(fn, X, offsets=None, axis=0):
-        """``fn(X, offsets)`` for a dense ``X``; for a sparse one, over dense row blocks
-        (``_sparse.map_row_blocks``, NaN where absent), concatenated along ``axis``."""
+    def _by_blocks(fn, X, offsets=None, axis=0, rows=None):
+        """``fn(X_block, offsets_block)`` over row blocks of ``X``, the results placed
+        along ``axis`` of one output array (allocated once: no concatenation copy).
+
+        A sparse ``X``: dense blocks of ``_sparse.block_rows(F)`` rows (NaN where
+        absent, ``_sparse.map_row_blocks``). A dense one: views of ``rows`` rows (default
+        ``PREDICT_BLOCK_VALUES // F``, a power of two, so full blocks share a compiled
+        program), so memory beyond the input and the output stays one block's.
+        """
         if is_sparse(X):
             return map_row_blocks(fn, X, offsets, axis=axis)
-        return fn(X, offsets)
+        n = X.shape[0]
+        step = _pow2_floor(rows if rows is not None
+                           else PREDICT_BLOCK_VALUES // max(1, X.shape[1]))
+        if n <= step:
+            return fn(X, offsets)
+        out = None
+        for lo in range(0, n, step):
+            hi = min(n, lo + step)
+            part = np.asarray(fn(X[lo:hi], None if offsets is None else offsets[lo:hi]))
+            if out is None:
+                shape = list(part.shape)
+                shape[axis] = n
+                out = np.empty(shape, part.dtype)
+            index = [slice(None)] * part.ndim
+            index[axis] = slice(lo, hi)
+            out[tuple(index)] = part
+        return out
 
     def _margins(self, X, offsets, n_trees, link=None) -> np.ndarray:
         """``(N[, K])`` margins (``link`` applied) of the first ``n_trees`` trees."""
@@ -407,13 +468,19 @@ class Booster:
         X = self._features(X)
         offsets = self._offsets(base_margin, X.shape[0])
         link = None if output_margin else _link_of(self.objective)
+        T = self.ensemble.n_trees
+        _check_output_size((len(self), X.shape[0], self.n_outputs), "staged_predict",
+                           "predict with a slice of the model (bst[:r].predict), or fewer "
+                           "rows at a time")
 
         def stages(Xd, o):
             out = staged_margins(self.ensemble, Xd, self._base(o),
                                  max_depth=self.params.max_depth, link=link)
             return np.asarray(out)[self.trees_per_round - 1:: self.trees_per_round]
 
-        return self._by_blocks(stages, X, offsets, axis=1)
+        # a block's (trees, rows[, K]) margins stay near STAGED_BLOCK_VALUES entries
+        rows = max(1, STAGED_BLOCK_VALUES // max(1, T * self.n_outputs))
+        return self._by_blocks(stages, X, offsets, axis=1, rows=rows)
 
     @float32_programs
     def grad_hess(self, X, y, *, iteration=None, sample_weight=None,

@@ -93,8 +93,8 @@ def test_init_model_continued_on_data_outside_its_edges_warns():
         warnings.simplefilter("error", DataWarning)
         jaxboost.train("squared", X, y, init_model=b, **KW)
     X2 = X.copy()
-    X2[:, 0] += 10.0  # every value beyond the last cut
-    with pytest.warns(DataWarning, match=r"X column 0: 100% of its values lie outside"):
+    X2[:, 0] += 50.0  # every value far beyond the last cut
+    with pytest.warns(DataWarning, match=r"X column 0: 100% of its values lie far outside"):
         jaxboost.train("squared", X2, y, init_model=b, **KW)
 
 

@@ -70,9 +70,11 @@ beyond the init model's outermost cuts."""
 
 def warn_outside_edges(Xf, edges) -> None:
     """``DataWarning`` when continuing an ``init_model`` on data that its bin edges do not
-    cover: a numeric feature with more than ``OUTSIDE_SHARE`` of its present values below
-    its first cut or above its last (all of those share one bin, so the new trees cannot
-    split among them). Dense ``Xf`` only (checked on up to 100,000 rows)."""
+    cover: a numeric feature with more than ``OUTSIDE_SHARE`` of its present values
+    farther below its first cut, or above its last, than the cuts' own span (all of
+    those share one bin, so the new trees cannot split among them; values just past the
+    outer cuts are ordinary members of the outer bins). Dense ``Xf`` only (checked on
+    up to 100,000 rows)."""
     import warnings
 
     from .._sparse import is_sparse
@@ -89,15 +91,16 @@ def warn_outside_edges(Xf, edges) -> None:
         col = col[~np.isnan(col)]
         if col.size == 0:
             continue
-        lo, hi = float(edges.cuts[f, 0]), float(edges.cuts[f, k - 1])
+        c0, c1 = float(edges.cuts[f, 0]), float(edges.cuts[f, k - 1])
+        lo, hi = c0 - (c1 - c0), c1 + (c1 - c0)  # the cuts' span again on either side
         out = float(np.mean((col < lo) | (col > hi)))
         if out > OUTSIDE_SHARE:
             warnings.warn(
-                f"X column {f}: {out:.0%} of its values lie outside [{lo:g}, {hi:g}], the "
-                f"range the init_model's bin edges cover (from the data it was trained on); "
-                f"they share its first or last bin, so the new trees cannot split among "
-                f"them. Train a new model on data like this, or continue only on data "
-                f"like the original", DataWarning, stacklevel=5)
+                f"X column {f}: {out:.0%} of its values lie far outside the range the "
+                f"init_model's bin edges cover (cuts from {c0:g} to {c1:g}, from the data "
+                f"it was trained on); they share its first or last bin, so the new trees "
+                f"cannot split among them. Train a new model on data like this, or "
+                f"continue only on data like the original", DataWarning, stacklevel=5)
             return
 
 
