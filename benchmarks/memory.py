@@ -16,7 +16,17 @@ Cases (depth 6, 256 bins, learning rate 0.3, one JAX CPU device):
   K = 10 / 100 classes, one tree per class per round (the default
   ``multi_strategy``): bytes per row and class;
 * ``wide2k`` / ``wide20k``: squared, 500 x 2,000 / 500 x 20,000, 3 rounds: bytes per
-  feature.
+  feature;
+* ``sparse1m``: logistic on a ``scipy.sparse`` matrix of 1,000 rows x 1,000,000
+  word-presence columns with 5,000 stored entries, 5 rounds (issue 28: the native
+  sparse tree kernel, bins by stored entry);
+* ``predict20m``: a 50-round model of 10,000 x 5 rows, then ``predict`` on 20,000,000 x 5
+  float32 rows (381 MiB; generated in blocks, so the peak is the predict's own);
+* ``staged``: a 2,000-round depth-2 model, then ``staged_predict`` on 100,000 rows (a
+  763 MiB output).
+
+For the last two, ``train s`` is the seconds of the ``predict`` / ``staged_predict``
+call.
 
 Acceptance targets (issue 16.7): ``softmax100`` and ``wide20k`` peaks under 1.5 GB.
 
@@ -56,6 +66,9 @@ CASES = {
     "softmax100": ("softmax", 100_000, 20, 100, 10),
     "wide2k": ("squared", 500, 2_000, 1, 3),
     "wide20k": ("squared", 500, 20_000, 1, 3),
+    "sparse1m": ("logistic", 1_000, 1_000_000, 1, 5),
+    "predict20m": ("logistic", 20_000_000, 5, 1, 50),
+    "staged": ("logistic", 100_000, 5, 1, 2000),
 }
 TARGETS = {"softmax100": 1.5 * GB, "wide20k": 1.5 * GB}
 
@@ -76,7 +89,52 @@ def make_data(rows: int, features: int, classes: int):
     return X, y.astype(np.float32)
 
 
+def special(name: str) -> dict:
+    """The cases that are not one plain ``train`` call (see the module docstring)."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    import jaxboost
+
+    rng = np.random.default_rng(0)
+    if name == "sparse1m":
+        n, f = 1_000, 1_000_000
+        rows = np.concatenate([rng.integers(0, n, 3000), rng.integers(0, n, 2000)])
+        cols = np.concatenate([rng.integers(0, 10, 3000) * 99_991, rng.integers(0, f, 2000)])
+        X = sp.csr_matrix((np.ones(5000, np.float32), (rows, cols)), shape=(n, f))
+        X.sum_duplicates()
+        X.data[:] = 1.0
+        y = (np.asarray(X[:, 0].todense()).ravel() - np.asarray(X[:, 99_991].todense()).ravel()
+             + 0.3 * rng.normal(size=n) > 0).astype(np.float32)
+        t0, c0 = time.perf_counter(), time.process_time()
+        bst = jaxboost.train("logistic", X, y, n_rounds=5, max_depth=6, verbose=False)
+        return dict(train_s=time.perf_counter() - t0, train_cpu_s=time.process_time() - c0,
+                    data_bytes=int(X.data.nbytes + X.indices.nbytes + X.indptr.nbytes),
+                    n_trees=int(bst.ensemble.n_trees))
+    Xs = rng.standard_normal((10_000, 5), dtype=np.float32)
+    ys = (Xs[:, 0] > 0).astype(np.float32)
+    if name == "predict20m":
+        bst = jaxboost.train("logistic", Xs, ys, n_rounds=50, max_depth=6, verbose=False)
+        X = np.empty((20_000_000, 5), np.float32)
+        for lo in range(0, X.shape[0], 1_000_000):
+            X[lo:lo + 1_000_000] = rng.standard_normal((1_000_000, 5), dtype=np.float32)
+        t0, c0 = time.perf_counter(), time.process_time()
+        out = bst.predict(X)
+    else:  # staged
+        bst = jaxboost.train("logistic", Xs, ys, n_rounds=2000, max_depth=2,
+                             learning_rate=0.01, verbose=False)
+        X = rng.standard_normal((100_000, 5), dtype=np.float32)
+        t0, c0 = time.perf_counter(), time.process_time()
+        out = bst.staged_predict(X)
+    return dict(train_s=time.perf_counter() - t0, train_cpu_s=time.process_time() - c0,
+                data_bytes=int(X.nbytes), output_bytes=int(out.nbytes),
+                n_trees=int(bst.ensemble.n_trees))
+
+
 def worker(name: str) -> None:
+    if name in ("sparse1m", "predict20m", "staged"):
+        print(TAG + json.dumps(dict(case=name, **special(name))), flush=True)
+        return
     objective, rows, features, classes, rounds = CASES[name]
     X, y = make_data(rows, features, classes)
     import jaxboost
