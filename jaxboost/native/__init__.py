@@ -434,13 +434,7 @@ def grow_tree(bins, g, h, hyper, root, forward_ok, colsample, max_depth: int, n_
       ...         None, 1, 5)
       ...     assert int(s["tbin"][0]) == 3 and leaf.tolist() == [1, 1, 1, 2]
     """
-    if not available():
-        raise RuntimeError(f"native kernel unavailable: {unavailable_reason()}")
-    max_depth, n_bins = int(max_depth), int(n_bins)
-    if max_depth < 1:
-        raise ValueError(f"max_depth must be >= 1, got {max_depth}")
-    if not 2 <= n_bins <= 256:
-        raise ValueError(f"n_bins must be in [2, 256], got {n_bins}")
+    max_depth, n_bins = _tree_args(max_depth, n_bins)
     with jax.enable_x64(True):
         bins = jnp.asarray(bins)
         N, F = bins.shape
@@ -449,34 +443,31 @@ def grow_tree(bins, g, h, hyper, root, forward_ok, colsample, max_depth: int, n_
         dt = jnp.result_type(jnp.asarray(g).dtype, jnp.asarray(h).dtype)
         dt = jnp.float64 if dt == jnp.float64 else jnp.float32
         g, h = jnp.asarray(g, dt), jnp.asarray(h, dt)
-        hyper = jnp.asarray(hyper, jnp.float32)
-        root = jnp.asarray(root, jnp.float64)
         forward_ok = jnp.asarray(forward_ok, bool)
-        has_cs = colsample is not None
-        if has_cs:
-            node_key, level_sets, node_ratio = colsample
-            node_key = jnp.asarray(node_key, jnp.uint32).reshape(2)
-            level_sets = jnp.asarray(level_sets, bool)
-            node_ratio = jnp.asarray(node_ratio, jnp.float32).reshape(1)
-        else:
-            node_key = jnp.zeros(2, jnp.uint32)
-            level_sets = jnp.zeros((max_depth, F), bool)
-            node_ratio = jnp.ones(1, jnp.float32)
+        level_sets, node_key, node_ratio = _colsample_args(colsample, max_depth, F)
         M = 2 ** (max_depth + 1) - 1
-        i32, f32, f64 = np.int32, np.float32, np.float64
-        outs = (jax.ShapeDtypeStruct((M,), i32), jax.ShapeDtypeStruct((M,), i32),
-                jax.ShapeDtypeStruct((M,), bool), jax.ShapeDtypeStruct((M,), bool),
-                jax.ShapeDtypeStruct((M,), f32), jax.ShapeDtypeStruct((M,), f64),
-                jax.ShapeDtypeStruct((M,), f64), jax.ShapeDtypeStruct((N,), i32))
-        feature, tbin, dl, is_split, gain, Gn, Hn, pos = jax.ffi.ffi_call(
-            TREE_TARGET_NAME, outs, vmap_method="sequential")(
-            bins, g, h, hyper, root, forward_ok, level_sets, node_key, node_ratio,
-            max_depth=np.int64(max_depth),
+        feature, tbin, dl, is_split, gain, Gn, Hn, leaf = jax.ffi.ffi_call(
+            TREE_TARGET_NAME, _tree_outputs(M, N), vmap_method="sequential")(
+            bins, g, h, jnp.asarray(hyper, jnp.float32), jnp.asarray(root, jnp.float64),
+            forward_ok, level_sets, node_key, node_ratio, max_depth=np.int64(max_depth),
             n_bins=np.int64(n_bins), n_threads=np.int64(n_threads),
-            use_xla_pool=bool(_xla_pool), colsample=has_cs)
+            use_xla_pool=bool(_xla_pool), colsample=colsample is not None)
     structure = dict(feature=feature, tbin=tbin, default_left=dl, is_split=is_split,
                      gain=gain)
-    return structure, Gn, Hn, pos
+    return structure, Gn, Hn, leaf
+
+
+def _tree_args(max_depth, n_bins):
+    """``(max_depth, n_bins)`` as ints, checked for the tree kernels (and the kernel
+    available)."""
+    if not available():
+        raise RuntimeError(f"native kernel unavailable: {unavailable_reason()}")
+    max_depth, n_bins = int(max_depth), int(n_bins)
+    if max_depth < 1:
+        raise ValueError(f"max_depth must be >= 1, got {max_depth}")
+    if not 2 <= n_bins <= 256:
+        raise ValueError(f"n_bins must be in [2, 256], got {n_bins}")
+    return max_depth, n_bins
 
 
 def _tree_outputs(M, N):
@@ -527,13 +518,7 @@ def grow_tree_sparse(sparse_bins, g, h, hyper, root, forward_ok, colsample, max_
       ...         np.array([0.0, 1.0]), np.zeros(1, bool), None, 1, 5)
       ...     assert int(s["tbin"][0]) == 3 and leaf.tolist() == [1, 1, 1, 2]
     """
-    if not available():
-        raise RuntimeError(f"native kernel unavailable: {unavailable_reason()}")
-    max_depth, n_bins = int(max_depth), int(n_bins)
-    if max_depth < 1:
-        raise ValueError(f"max_depth must be >= 1, got {max_depth}")
-    if not 2 <= n_bins <= 256:
-        raise ValueError(f"n_bins must be in [2, 256], got {n_bins}")
+    max_depth, n_bins = _tree_args(max_depth, n_bins)
     with jax.enable_x64(True):
         colptr, rows, ebin = (jnp.asarray(a) for a in sparse_bins)
         dt = jnp.result_type(jnp.asarray(g).dtype, jnp.asarray(h).dtype)
