@@ -500,10 +500,13 @@ QUICK_COMPILE = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitte
 """XLA options for the base-margin fit on few rows: it runs once per training call, so
 on few rows its compile time is what the user waits for (0.49 -> 0.18 s for logistic,
 0.53 -> 0.13 s for 10-class softmax, 1,536 rows); on many rows its unoptimised loops
-over rows would cost more than they save."""
+over rows would cost more than they save (``QUICK_COMPILE_ROWS``)."""
 
-QUICK_COMPILE_ROWS = 1 << 16
-"""Up to this many rows (CPU), ``fit_base_margin`` compiles with ``QUICK_COMPILE``."""
+QUICK_COMPILE_ROWS = 1 << 18
+"""Up to this many rows (CPU), ``fit_base_margin`` compiles with ``QUICK_COMPILE``:
+measured (squared, compile + run / run of a compiled program): 150,000 rows 0.28 /
+0.019 s against 0.73 / 0.013 s; 1,000,000 rows 1.03 / 0.34 s against 1.60 / 0.14 s,
+where a warm fit would lose 0.2 s."""
 
 
 def _summer(exact, n_total):
