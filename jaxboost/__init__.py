@@ -24,8 +24,7 @@ from . import callbacks, compile_cache, metrics, ranking, survival
 from ._version import __version__
 from .booster import Booster
 from .compare import compare
-from .errors import (DataError, DataWarning, HessianWarning, LossError, MetricError,
-                     NonFiniteError)
+from .errors import DataError, DataWarning, HessianWarning, LossError, MetricError, NonFiniteError
 from .io import ModelFormatError, from_xgboost, load, to_xgboost_json
 from .parallel import distributed, sharding
 from .training import train
@@ -33,6 +32,7 @@ from .training.many import train_many
 from .tuning import hypergrad, tune
 
 __all__ = ["train", "train_many", "Booster", "load", "DataError", "DataWarning", "LossError",
-           "MetricError", "NonFiniteError", "HessianWarning", "ModelFormatError", "compare", "metrics",
-           "callbacks", "distributed", "sharding", "ranking", "survival", "compile_cache",
-           "to_xgboost_json", "from_xgboost", "hypergrad", "tune", "__version__"]
+           "MetricError", "NonFiniteError", "HessianWarning", "ModelFormatError", "compare",
+           "metrics", "callbacks", "distributed", "sharding", "ranking", "survival",
+           "compile_cache", "to_xgboost_json", "from_xgboost", "hypergrad", "tune",
+           "__version__"]

@@ -352,14 +352,14 @@ PRECISION_SAMPLE = 10_000
 sample, not of the whole column)."""
 
 
-def _warn_float32_collapse(arr, out, name):
+def _warn_float32_collapse(arr, name):
     """Warn (``DataWarning``) when some column of 64-bit ``arr`` has distinct values that
-    its float32 copy ``out`` merges (e.g. ``2**40 + i``: float32 keeps 24 bits), looked
+    float32 merges (e.g. ``2**40 + i``: float32 keeps 24 bits), looked
     for in a sample of ``PRECISION_SAMPLE`` rows: trees would treat them as one value."""
     n = arr.shape[0]
     rows = slice(None) if n <= PRECISION_SAMPLE else np.linspace(
         0, n - 1, PRECISION_SAMPLE).astype(np.int64)
-    a, b = arr[rows], out[rows]
+    a = arr[rows]
     for j in range(arr.shape[1]):
         col = a[:, j]
         col = col[~np.isnan(col)] if col.dtype.kind == "f" else col
@@ -420,7 +420,7 @@ def as_features(X, *, name="X", allow_inf=False, sparse=None,
                         f"and one feature")
     out = _float32(arr)
     if warn_precision and arr.dtype.itemsize > 4 and arr.dtype.kind in "fiu":
-        _warn_float32_collapse(arr, out, name)
+        _warn_float32_collapse(arr, name)
     if not allow_inf:
         inf = np.isinf(out)
         if inf.any():
