@@ -189,19 +189,3 @@ def block_rows(n_features: int) -> int:
     return 1 << (rows.bit_length() - 1)
 
 
-def map_row_blocks(fn, M, *per_row, axis: int = 0):
-    """``fn(X_block, *per_row_blocks)`` over dense row blocks of a canonical CSR ``M``,
-    the results concatenated along ``axis`` (the rows' axis of ``fn``'s output).
-
-    ``per_row`` are arrays with one entry per row (or None), sliced alike.
-    """
-    n = M.shape[0]
-    step = block_rows(M.shape[1])
-    if n <= step:
-        return fn(dense_rows(M, 0, n), *per_row)
-    parts = []
-    for lo in range(0, n, step):
-        hi = min(n, lo + step)
-        parts.append(fn(dense_rows(M, lo, hi),
-                        *(None if a is None else a[lo:hi] for a in per_row)))
-    return np.concatenate(parts, axis=axis)

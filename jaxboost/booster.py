@@ -10,7 +10,7 @@ import numpy as np
 from objectives import LinkedLoss, Objective
 from objectives._link import link_label
 
-from ._sparse import ColumnView, is_sparse, map_row_blocks
+from ._sparse import ColumnView, block_rows, dense_rows, is_sparse
 from ._types import bucket_rows, float32_programs, pad_rows
 from ._validation import (
     as_features,
@@ -357,22 +357,23 @@ class Booster:
         """``fn(X_block, offsets_block)`` over row blocks of ``X``, the results placed
         along ``axis`` of one output array (allocated once: no concatenation copy).
 
-        A sparse ``X``: dense blocks of ``_sparse.block_rows(F)`` rows (NaN where
-        absent, ``_sparse.map_row_blocks``). A dense one: views of ``rows`` rows (default
-        ``PREDICT_BLOCK_VALUES // F``, a power of two, so full blocks share a compiled
-        program), so memory beyond the input and the output stays one block's.
+        Blocks of ``rows`` rows (default ``PREDICT_BLOCK_VALUES // F``), a power of two
+        so full blocks share a compiled program: views of a dense ``X``, so memory beyond
+        the input and the output stays one block's; dense copies of a sparse one (NaN
+        where absent, ``_sparse.dense_rows``), at most ``_sparse.block_rows(F)`` rows.
         """
-        if is_sparse(X):
-            return map_row_blocks(fn, X, offsets, axis=axis)
-        n = X.shape[0]
-        step = _pow2_floor(rows if rows is not None
-                           else PREDICT_BLOCK_VALUES // max(1, X.shape[1]))
+        n, F = X.shape
+        step = _pow2_floor(rows if rows is not None else PREDICT_BLOCK_VALUES // max(1, F))
+        sparse = is_sparse(X)
+        if sparse:
+            step = min(step, block_rows(F))
         if n <= step:
-            return fn(X, offsets)
+            return fn(dense_rows(X, 0, n) if sparse else X, offsets)
         out = None
         for lo in range(0, n, step):
             hi = min(n, lo + step)
-            part = np.asarray(fn(X[lo:hi], None if offsets is None else offsets[lo:hi]))
+            part = np.asarray(fn(dense_rows(X, lo, hi) if sparse else X[lo:hi],
+                                 None if offsets is None else offsets[lo:hi]))
             if out is None:
                 shape = list(part.shape)
                 shape[axis] = n

@@ -267,21 +267,28 @@ def _finish(structure, pos, dyn, cuts_ext, D):
     ``cover``, as ``(M,)`` arrays (``cat_bits`` ``(M, N_WORDS)`` when the structure has
     categorical splits, whose ``threshold`` is NaN and ``tbin`` 0).
     """
-    feature, tbin, gain = structure["feature"], structure["tbin"], structure["gain"]
-    is_split = prune_gamma(structure["is_split"], gain, dyn.gamma, D)
+    is_split = prune_gamma(structure["is_split"], structure["gain"], dyn.gamma, D)
     leaf = leaf_of(pos, is_split, D)
-    feature = jnp.where(is_split, feature, 0)
-    tbin = jnp.where(is_split, tbin, 0)
+    return split_fields(dict(structure, is_split=is_split), cuts_ext), leaf
+
+
+def split_fields(structure, cuts_ext):
+    """A tree's fields but ``value`` and ``cover`` from its (final, pruned) split
+    structure: the split fields of nodes that do not split zeroed, thresholds from
+    ``cuts_ext`` (NaN at leaves and categorical splits)."""
+    is_split = structure["is_split"]
+    feature = jnp.where(is_split, structure["feature"], 0)
+    tbin = jnp.where(is_split, structure["tbin"], 0)
     threshold = jnp.where(is_split, cuts_ext[feature, tbin], jnp.float32(jnp.nan))
     if "bits" in structure:
         cat = is_split & structure["is_cat"]
         threshold = jnp.where(cat, jnp.float32(jnp.nan), threshold)
     fields = dict(feature=feature, tbin=tbin, threshold=threshold.astype(FLOAT_DTYPE),
                   default_left=structure["default_left"] & is_split, is_leaf=~is_split,
-                  gain=jnp.where(is_split, gain, 0.0).astype(FLOAT_DTYPE))
+                  gain=jnp.where(is_split, structure["gain"], 0.0).astype(FLOAT_DTYPE))
     if "bits" in structure:
         fields["cat_bits"] = jnp.where(cat[:, None], structure["bits"], jnp.uint32(0))
-    return fields, leaf
+    return fields
 
 
 def _chunked_splits(find, n, width, *node_args):
@@ -764,8 +771,7 @@ def _native_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, spec: Tre
     from .. import native as native_kernel
 
     with jax.enable_x64(True):
-        root = jnp.stack([jnp.sum(g.astype(ACC_DTYPE)), jnp.sum(h.astype(ACC_DTYPE))])
-        hyper = jnp.stack([jnp.asarray(x, FLOAT_DTYPE) for x in dyn])
+        root, hyper = _native_inputs(g, h, dyn)
         s, Gn, Hn, leaf = native_kernel.grow_tree(
             bins, g, h, hyper, root, forward_ok,
             None if features is None else features.native_args(), spec.max_depth, spec.max_bin,
@@ -784,23 +790,23 @@ def _native_sparse_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, sp
             reduce is not _identity or spec.max_depth < 1):
         raise NotImplementedError("CSC bins grow numeric trees on one device only")
     with jax.enable_x64(True):
-        root = jnp.stack([jnp.sum(g.astype(ACC_DTYPE)), jnp.sum(h.astype(ACC_DTYPE))])
-        hyper = jnp.stack([jnp.asarray(x, FLOAT_DTYPE) for x in dyn])
+        root, hyper = _native_inputs(g, h, dyn)
         s, Gn, Hn, leaf = native_kernel.grow_tree_sparse(
             bins, g, h, hyper, root, forward_ok,
             None if features is None else features.native_args(), spec.max_depth, spec.max_bin)
         return _native_tree_fields(s, Gn, Hn, leaf, dyn, cuts_ext)
 
 
+def _native_inputs(g, h, dyn):
+    """The root's float64 sums of g and h, and ``dyn`` as the kernels' ``(6,)`` array."""
+    root = jnp.stack([jnp.sum(g.astype(ACC_DTYPE)), jnp.sum(h.astype(ACC_DTYPE))])
+    return root, jnp.stack([jnp.asarray(x, FLOAT_DTYPE) for x in dyn])
+
+
 def _native_tree_fields(s, Gn, Hn, leaf, dyn, cuts_ext):
-    """The tree of a native kernel's gamma-pruned structure (``_finish``'s fields without
-    its loops over levels): ``(tree, leaf)``."""
-    is_split = s["is_split"]
-    threshold = jnp.where(is_split, cuts_ext[s["feature"], s["tbin"]],
-                          jnp.float32(jnp.nan)).astype(FLOAT_DTYPE)
-    tree = dict(feature=s["feature"], tbin=s["tbin"], threshold=threshold,
-                default_left=s["default_left"], is_leaf=~is_split, gain=s["gain"],
-                value=leaf_values(Gn, Hn, dyn), cover=Hn.astype(FLOAT_DTYPE))
+    """``(tree, leaf)`` of a native kernel's output (gamma-pruned already)."""
+    tree = dict(split_fields(s, cuts_ext), value=leaf_values(Gn, Hn, dyn),
+                cover=Hn.astype(FLOAT_DTYPE))
     return tree, leaf
 
 

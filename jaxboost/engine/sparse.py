@@ -82,6 +82,12 @@ def sparse_bin_edges(X, max_bin: int = 256, sample_weight=None, seed: int = 0,
     return edges.result()
 
 
+def _value_bins(edges: BinEdges, f: int, vals):
+    """The bins of numeric feature ``f``'s values: how many of its cuts are <= each
+    (NaN: past every cut; callers send it to the missing bin or drop it)."""
+    return np.searchsorted(edges.cuts[f, : edges.n_cuts[f]], vals, side="right")
+
+
 def apply_bins_sparse(X, edges: BinEdges, *, out=None, row_major: bool = False):
     """``binning.apply_bins`` of a canonical float32 CSC ``X``: absent entries and NaN
     fall in the missing bin ``max_bin - 1``; the same ``out`` and layouts."""
@@ -96,7 +102,7 @@ def apply_bins_sparse(X, edges: BinEdges, *, out=None, row_major: bool = False):
         vals, rows = _column(X, f)
         if vals.shape[0] == 0:
             continue
-        b = np.searchsorted(edges.cuts[f, : edges.n_cuts[f]], vals, side="right")
+        b = _value_bins(edges, f, vals)
         b[np.isnan(vals)] = edges.missing_bin
         if edges.is_categorical and edges.categorical[f]:
             # as binning's dense path: codes never seen in training go the missing way
@@ -135,8 +141,7 @@ def csc_bins(X, edges: BinEdges):
     for f in range(F):
         lo, hi = X.indptr[f], X.indptr[f + 1]
         if lo < hi:
-            ebin[lo:hi] = np.searchsorted(edges.cuts[f, : edges.n_cuts[f]], X.data[lo:hi],
-                                          side="right")
+            ebin[lo:hi] = _value_bins(edges, f, X.data[lo:hi])
     kept = np.zeros(X.nnz + 1, np.int64)  # kept entries before each position
     np.cumsum(keep, out=kept[1:])
     colptr = kept[X.indptr].astype(np.int32)

@@ -9,6 +9,7 @@ everything on the devices as the engine's records (``engine.round.Rows``, ``Shar
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, NamedTuple
 
 import jax
@@ -55,12 +56,7 @@ def rows_on_bins(Xf, yf, wf, edges, n_pad, native):
     n_rows, n_features = Xf.shape
     bins = np.zeros((n_pad, n_features) if native else (n_features, n_pad), BIN_DTYPE)
     apply_bins(Xf, edges, out=bins, row_major=native)
-    y = pad_targets(yf, n_pad)  # side data: every entry padded alike
-    w = np.zeros(n_pad, np.float32)
-    w[:n_rows] = 1.0 if wf is None else wf
-    cuts_ext = edges.cuts_ext()
-    forward_ok = edges.has_missing & (edges.n_distinct > 1)
-    return bins, y, w, np.arange(n_pad) < n_rows, cuts_ext, forward_ok
+    return (bins,) + rows_without_bins(Xf, yf, wf, edges, n_pad)
 
 
 OUTSIDE_SHARE = 0.5
@@ -75,8 +71,6 @@ def warn_outside_edges(Xf, edges) -> None:
     those share one bin, so the new trees cannot split among them; values just past the
     outer cuts are ordinary members of the outer bins). Dense ``Xf`` only (checked on
     up to 100,000 rows)."""
-    import warnings
-
     from .._sparse import is_sparse
     from ..errors import DataWarning
 
@@ -122,7 +116,7 @@ def sparse_rows(s, Xf, native: bool, layout) -> bool:
 def rows_without_bins(Xf, yf, wf, edges, n_pad):
     """``rows_on_bins`` without the bins: ``(y, w, valid, cuts_ext, forward_ok)``."""
     n_rows = Xf.shape[0]
-    y = pad_targets(yf, n_pad)
+    y = pad_targets(yf, n_pad)  # side data: every entry padded alike
     w = np.zeros(n_pad, np.float32)
     w[:n_rows] = 1.0 if wf is None else wf
     forward_ok = edges.has_missing & (edges.n_distinct > 1)
