@@ -692,21 +692,74 @@ inline void NodeFeatures(const bool* allowed, int64_t F, const uint32_t* key, fl
   }
 }
 
+// What both tree kernels read besides their bins and g, h: sizes, the tree
+// parameters (TreeHyper's six float32 numbers), the root's sums, forward_ok and column
+// sampling by node (level_sets null: off).
+struct TreeIn {
+  int64_t N, F, B, D;
+  const float* hyper;
+  const double* root;
+  const bool* forward_ok;
+  const bool* level_sets;
+  const uint32_t* node_key;
+  float node_ratio;
+};
+
+// What both tree kernels write: heap arrays of M = 2**(D + 1) - 1 nodes, and each row's
+// deepest node (pos; its leaf after PruneAndLeaves).
+struct TreeOut {
+  int32_t* feature;
+  int32_t* tbin;
+  bool* dleft;
+  bool* is_split;
+  float* gain;
+  double* Gn;
+  double* Hn;
+  int32_t* pos;
+};
+
+inline Hyp HypOf(const float* hyper) {
+  Hyp p;
+  p.lam = hyper[1];
+  p.alpha = hyper[2];
+  p.mcw = hyper[4];
+  p.mds = hyper[5];
+  p.lam32 = hyper[1];
+  return p;
+}
+
+// The tree every kernel starts from: no split, the root's sums, every row at the root
+// (also the answer for no rows or no features).
+void ResetTree(const TreeIn& in, const TreeOut& o) {
+  const int64_t M = (int64_t{2} << in.D) - 1;
+  std::fill(o.feature, o.feature + M, 0);
+  std::fill(o.tbin, o.tbin + M, 0);
+  std::fill(o.dleft, o.dleft + M, false);
+  std::fill(o.is_split, o.is_split + M, false);
+  std::fill(o.gain, o.gain + M, 0.0f);
+  std::fill(o.Gn, o.Gn + M, 0.0);
+  std::fill(o.Hn, o.Hn + M, 0.0);
+  o.Gn[0] = in.root[0];
+  o.Hn[0] = in.root[1];
+  std::fill(o.pos, o.pos + in.N, 0);
+}
+
 // gamma post-pruning, bottom-up (jaxboost.engine.grow.prune_gamma): a split whose
 // children are both leaves goes when its gain < gamma, then its parent is checked.
 // Then each row's leaf: the shallowest ancestor of its deepest node pos[r] that does
 // not split (jaxboost.engine.grow.leaf_of), written over pos.
-void PruneAndLeaves(int64_t D, int64_t N, float gamma, int32_t* feature, int32_t* tbin,
-                    bool* dleft, bool* is_split, float* gain, int32_t* pos) {
-  const int64_t M = (int64_t{2} << D) - 1;
+void PruneAndLeaves(const TreeIn& in, const TreeOut& o) {
+  const int64_t D = in.D, M = (int64_t{2} << D) - 1;
+  const float gamma = in.hyper[3];
   for (int64_t d = D - 1; d >= 0; --d) {
     for (int64_t i = (int64_t{1} << d) - 1; i < (int64_t{2} << d) - 1; ++i) {
-      if (is_split[i] && !is_split[2 * i + 1] && !is_split[2 * i + 2] && gain[i] < gamma) {
-        is_split[i] = false;
-        feature[i] = 0;
-        tbin[i] = 0;
-        dleft[i] = false;
-        gain[i] = 0.0f;
+      if (o.is_split[i] && !o.is_split[2 * i + 1] && !o.is_split[2 * i + 2] &&
+          o.gain[i] < gamma) {
+        o.is_split[i] = false;
+        o.feature[i] = 0;
+        o.tbin[i] = 0;
+        o.dleft[i] = false;
+        o.gain[i] = 0.0f;
       }
     }
   }
@@ -714,35 +767,100 @@ void PruneAndLeaves(int64_t D, int64_t N, float gamma, int32_t* feature, int32_t
   rep[0] = 0;
   for (int64_t i = 1; i < M; ++i) {
     const int64_t par = (i - 1) / 2;
-    rep[i] = (rep[par] != par || !is_split[par]) ? rep[par] : static_cast<int32_t>(i);
+    rep[i] = (rep[par] != par || !o.is_split[par]) ? rep[par] : static_cast<int32_t>(i);
   }
-  for (int64_t r = 0; r < N; ++r) pos[r] = rep[pos[r]];
+  for (int64_t r = 0; r < in.N; ++r) o.pos[r] = rep[o.pos[r]];
+}
+
+// Checks and reads what both tree handlers share into in (N, F, B, D set by the
+// caller) and o; an error names the kernel.
+ffi::Error DecodeTree(const char* name, ffi::AnyBuffer g, ffi::AnyBuffer h,
+                      ffi::Buffer<ffi::F32> hyper, ffi::Buffer<ffi::F64> root,
+                      ffi::Buffer<ffi::PRED> forward_ok, ffi::Buffer<ffi::PRED> level_sets,
+                      ffi::Buffer<ffi::U32> node_key, ffi::Buffer<ffi::F32> node_ratio,
+                      bool colsample, ffi::ResultBuffer<ffi::S32>& feature,
+                      ffi::ResultBuffer<ffi::S32>& tbin, ffi::ResultBuffer<ffi::PRED>& dleft,
+                      ffi::ResultBuffer<ffi::PRED>& is_split, ffi::ResultBuffer<ffi::F32>& gain,
+                      ffi::ResultBuffer<ffi::F64>& Gn, ffi::ResultBuffer<ffi::F64>& Hn,
+                      ffi::ResultBuffer<ffi::S32>& pos, TreeIn* in, TreeOut* o) {
+  const std::string k = name;
+  const int64_t N = in->N, F = in->F, D = in->D, B = in->B;
+  if (D < 1 || D > 20) return ffi::Error::InvalidArgument(k + ": max_depth in [1, 20]");
+  if (B < 2 || B > 256) return ffi::Error::InvalidArgument(k + ": n_bins in [2, 256]");
+  if (N >= (int64_t{1} << 31))
+    return ffi::Error::InvalidArgument(k + ": more than 2^31 - 1 rows");
+  const size_t M = (size_t{2} << D) - 1;
+  if (feature->element_count() != M || tbin->element_count() != M ||
+      dleft->element_count() != M || is_split->element_count() != M ||
+      gain->element_count() != M || Gn->element_count() != M || Hn->element_count() != M)
+    return ffi::Error::InvalidArgument(k + ": tree outputs must be (2**(max_depth+1)-1,)");
+  const size_t n = static_cast<size_t>(N);
+  if (pos->element_count() != n || g.element_count() != n || h.element_count() != n)
+    return ffi::Error::InvalidArgument(k + ": g, h, pos must be (N,)");
+  if (g.element_type() != h.element_type())
+    return ffi::Error::InvalidArgument(k + ": g and h dtypes differ");
+  if (hyper.element_count() != 6 || root.element_count() != 2 ||
+      forward_ok.element_count() != static_cast<size_t>(F))
+    return ffi::Error::InvalidArgument(k + ": hyper (6,), root (2,), forward_ok (F,)");
+  in->hyper = hyper.typed_data();
+  in->root = root.typed_data();
+  in->forward_ok = forward_ok.typed_data();
+  in->level_sets = nullptr;
+  in->node_key = nullptr;
+  in->node_ratio = 1.0f;
+  if (colsample) {
+    const auto md = level_sets.dimensions();
+    if (md.size() != 2 || md[0] != D || md[1] != F || node_key.element_count() != 2 ||
+        node_ratio.element_count() != 1)
+      return ffi::Error::InvalidArgument(
+          k + ": level_sets (max_depth, F), node_key (2,), node_ratio (1,)");
+    in->level_sets = level_sets.typed_data();
+    in->node_key = node_key.typed_data();
+    in->node_ratio = node_ratio.typed_data()[0];
+  }
+  *o = TreeOut{feature->typed_data(), tbin->typed_data(), dleft->typed_data(),
+               is_split->typed_data(), gain->typed_data(), Gn->typed_data(),
+               Hn->typed_data(), pos->typed_data()};
+  return ffi::Error::Success();
+}
+
+// fn(g, h) with g, h as typed pointers (float32 or float64); out of memory an error.
+template <typename Fn>
+ffi::Error WithRows(const char* name, ffi::AnyBuffer g, ffi::AnyBuffer h, Fn fn) {
+  try {
+    switch (g.element_type()) {
+      case ffi::DataType::F32:
+        return fn(static_cast<const float*>(g.untyped_data()),
+                  static_cast<const float*>(h.untyped_data()));
+      case ffi::DataType::F64:
+        return fn(static_cast<const double*>(g.untyped_data()),
+                  static_cast<const double*>(h.untyped_data()));
+      default:
+        return ffi::Error::InvalidArgument(std::string(name) +
+                                           ": g, h must be float32 or float64");
+    }
+  } catch (const std::bad_alloc&) {
+    return ffi::Error(ffi::ErrorCode::kResourceExhausted,
+                      std::string(name) + ": out of memory for histograms");
+  }
 }
 
 template <int64_t FS, typename T>
-ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, int64_t N, int64_t F,
-                    int64_t B, int64_t D, const float* hyper, const double* root,
-                    const bool* forward_ok, const bool* level_sets, const uint32_t* node_key,
-                    float node_ratio, int64_t nt, ffi::ThreadPool* pool, int32_t* feature, int32_t* tbin, bool* dleft,
-                    bool* is_split, float* gain, double* Gn, double* Hn, int32_t* pos) {
-  const int64_t M = (int64_t{2} << D) - 1;
-  Hyp p;
-  p.lam = hyper[1];
-  p.alpha = hyper[2];
-  p.mcw = hyper[4];
-  p.mds = hyper[5];
-  p.lam32 = hyper[1];
-  std::fill(feature, feature + M, 0);
-  std::fill(tbin, tbin + M, 0);
-  std::fill(dleft, dleft + M, false);
-  std::fill(is_split, is_split + M, false);
-  std::fill(gain, gain + M, 0.0f);
-  std::fill(Gn, Gn + M, 0.0);
-  Hn[0] = root[1];
-  std::fill(Hn, Hn + M, 0.0);
-  Gn[0] = root[0];
-  Hn[0] = root[1];
-  std::fill(pos, pos + N, 0);
+ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& in,
+                    const TreeOut& o, int64_t nt, ffi::ThreadPool* pool) {
+  const int64_t N = in.N, F = in.F, B = in.B, D = in.D;
+  const bool* const forward_ok = in.forward_ok;
+  const bool* const level_sets = in.level_sets;
+  int32_t* const feature = o.feature;
+  int32_t* const tbin = o.tbin;
+  bool* const dleft = o.dleft;
+  bool* const is_split = o.is_split;
+  float* const gain = o.gain;
+  double* const Gn = o.Gn;
+  double* const Hn = o.Hn;
+  int32_t* const pos = o.pos;
+  const Hyp p = HypOf(in.hyper);
+  ResetTree(in, o);
   const int64_t nt_rows = std::max<int64_t>(1, std::min(nt, N));
   // Histograms of a level's live nodes, compact and node-major: node c's (G, H) pair
   // of feature f, bin b at c * ns + f * FS + b (the stride of the histogram kernel
@@ -794,8 +912,8 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, int64_t N, int6
     if (level_sets != nullptr) {  // column sampling: the live nodes' feature sets
       node_mask.resize(nl * F);
       for (int64_t c = 0; c < nl; ++c)
-        NodeFeatures(level_sets + d * F, F, node_key, node_ratio, (d * W + live[c]) * F,
-                     node_mask.data() + c * F, order);
+        NodeFeatures(level_sets + d * F, F, in.node_key, in.node_ratio,
+                     (d * W + live[c]) * F, node_mask.data() + c * F, order);
     }
     auto scan = [&](int64_t u0, int64_t u1) {
       ScanBuf s;
@@ -932,27 +1050,18 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, int64_t N, int6
     std::swap(cur, nxt);
     live.swap(next_live);
   }
-  PruneAndLeaves(D, N, hyper[3], feature, tbin, dleft, is_split, gain, pos);
+  PruneAndLeaves(in, o);
   return ffi::Error::Success();
 }
 
 template <typename T>
-ffi::Error GrowTreeDispatch(const uint8_t* bins, const T* g, const T* h, int64_t N, int64_t F,
-                            int64_t B, int64_t D, const float* hyper, const double* root,
-                            const bool* forward_ok, const bool* level_sets,
-                            const uint32_t* node_key, float node_ratio, int64_t nt, ffi::ThreadPool* pool, int32_t* feature, int32_t* tbin,
-                            bool* dleft, bool* is_split, float* gain, double* Gn, double* Hn,
-                            int32_t* pos) {
-#define JB_GROW(FS)                                                                        \
-  return GrowTree<FS, T>(bins, g, h, N, F, B, D, hyper, root, forward_ok, level_sets,   \
-                         node_key, node_ratio, nt, \
-                         pool, feature, tbin, dleft, is_split, gain, Gn, Hn, pos)
-  if (B <= 16) JB_GROW(20);
-  if (B <= 32) JB_GROW(36);
-  if (B <= 64) JB_GROW(68);
-  if (B <= 128) JB_GROW(132);
-  JB_GROW(260);
-#undef JB_GROW
+ffi::Error GrowTreeDispatch(const uint8_t* bins, const T* g, const T* h, const TreeIn& in,
+                            const TreeOut& o, int64_t nt, ffi::ThreadPool* pool) {
+  if (in.B <= 16) return GrowTree<20, T>(bins, g, h, in, o, nt, pool);
+  if (in.B <= 32) return GrowTree<36, T>(bins, g, h, in, o, nt, pool);
+  if (in.B <= 64) return GrowTree<68, T>(bins, g, h, in, o, nt, pool);
+  if (in.B <= 128) return GrowTree<132, T>(bins, g, h, in, o, nt, pool);
+  return GrowTree<260, T>(bins, g, h, in, o, nt, pool);
 }
 
 ffi::Error GrowTreeImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
@@ -967,82 +1076,23 @@ ffi::Error GrowTreeImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
                         int64_t n_threads, bool use_xla_pool, bool colsample) {
   const auto bd = bins.dimensions();
   if (bd.size() != 2) return ffi::Error::InvalidArgument("jaxboost_grow_tree: bins must be (N, F)");
-  const int64_t N = bd[0], F = bd[1], D = max_depth, B = n_bins;
-  if (D < 1 || D > 20) return ffi::Error::InvalidArgument("jaxboost_grow_tree: max_depth in [1, 20]");
-  if (B < 2 || B > 256) return ffi::Error::InvalidArgument("jaxboost_grow_tree: n_bins in [2, 256]");
-  if (N >= (int64_t{1} << 31))
-    return ffi::Error::InvalidArgument("jaxboost_grow_tree: more than 2^31 - 1 rows");
-  const int64_t M = (int64_t{2} << D) - 1;
-  if (feature->element_count() != static_cast<size_t>(M) ||
-      tbin->element_count() != static_cast<size_t>(M) ||
-      dleft->element_count() != static_cast<size_t>(M) ||
-      is_split->element_count() != static_cast<size_t>(M) ||
-      gain->element_count() != static_cast<size_t>(M) ||
-      Gn->element_count() != static_cast<size_t>(M) || Hn->element_count() != static_cast<size_t>(M))
-    return ffi::Error::InvalidArgument("jaxboost_grow_tree: tree outputs must be (2**(max_depth+1)-1,)");
-  if (pos->element_count() != static_cast<size_t>(N) || g.element_count() != static_cast<size_t>(N) ||
-      h.element_count() != static_cast<size_t>(N))
-    return ffi::Error::InvalidArgument("jaxboost_grow_tree: g, h, pos must be (N,)");
-  if (g.element_type() != h.element_type())
-    return ffi::Error::InvalidArgument("jaxboost_grow_tree: g and h dtypes differ");
-  if (hyper.element_count() != 6 || root.element_count() != 2 ||
-      forward_ok.element_count() != static_cast<size_t>(F))
-    return ffi::Error::InvalidArgument("jaxboost_grow_tree: hyper (6,), root (2,), forward_ok (F,)");
   if (n_threads < 1 || n_threads > 4096)
     return ffi::Error::InvalidArgument("jaxboost_grow_tree: n_threads must be in [1, 4096]");
-  const bool* mk = nullptr;
-  const uint32_t* nk = nullptr;
-  float ratio = 1.0f;
-  if (colsample) {
-    const auto md = level_sets.dimensions();
-    if (md.size() != 2 || md[0] != D || md[1] != F || node_key.element_count() != 2 ||
-        node_ratio.element_count() != 1)
-      return ffi::Error::InvalidArgument(
-          "jaxboost_grow_tree: level_sets (max_depth, F), node_key (2,), node_ratio (1,)");
-    mk = level_sets.typed_data();
-    nk = node_key.typed_data();
-    ratio = node_ratio.typed_data()[0];
-  }
-  ffi::ThreadPool* pool = use_xla_pool && thread_pool.num_threads() > 0 ? &thread_pool : nullptr;
-  if (N == 0 || F == 0) {
-    // no rows or no features: a single leaf
-    std::fill(feature->typed_data(), feature->typed_data() + M, 0);
-    std::fill(tbin->typed_data(), tbin->typed_data() + M, 0);
-    std::fill(dleft->typed_data(), dleft->typed_data() + M, false);
-    std::fill(is_split->typed_data(), is_split->typed_data() + M, false);
-    std::fill(gain->typed_data(), gain->typed_data() + M, 0.0f);
-    std::fill(Gn->typed_data(), Gn->typed_data() + M, 0.0);
-    std::fill(Hn->typed_data(), Hn->typed_data() + M, 0.0);
-    Gn->typed_data()[0] = root.typed_data()[0];
-    Hn->typed_data()[0] = root.typed_data()[1];
-    std::fill(pos->typed_data(), pos->typed_data() + N, 0);
+  TreeIn in{bd[0], bd[1], n_bins, max_depth, nullptr, nullptr, nullptr, nullptr, nullptr, 1.0f};
+  TreeOut o;
+  ffi::Error err = DecodeTree("jaxboost_grow_tree", g, h, hyper, root, forward_ok,
+                              level_sets, node_key, node_ratio, colsample, feature, tbin,
+                              dleft, is_split, gain, Gn, Hn, pos, &in, &o);
+  if (err.failure()) return err;
+  if (in.N == 0 || in.F == 0) {  // a single leaf
+    ResetTree(in, o);
     return ffi::Error::Success();
   }
-  try {
-    switch (g.element_type()) {
-      case ffi::DataType::F32:
-        return GrowTreeDispatch<float>(bins.typed_data(), static_cast<const float*>(g.untyped_data()),
-                               static_cast<const float*>(h.untyped_data()), N, F, B, D,
-                               hyper.typed_data(), root.typed_data(), forward_ok.typed_data(),
-                               mk, nk, ratio, n_threads, pool, feature->typed_data(),
-                               tbin->typed_data(), dleft->typed_data(), is_split->typed_data(),
-                               gain->typed_data(), Gn->typed_data(), Hn->typed_data(),
-                               pos->typed_data());
-      case ffi::DataType::F64:
-        return GrowTreeDispatch<double>(bins.typed_data(), static_cast<const double*>(g.untyped_data()),
-                                static_cast<const double*>(h.untyped_data()), N, F, B, D,
-                                hyper.typed_data(), root.typed_data(), forward_ok.typed_data(),
-                                mk, nk, ratio, n_threads, pool, feature->typed_data(),
-                                tbin->typed_data(), dleft->typed_data(), is_split->typed_data(),
-                                gain->typed_data(), Gn->typed_data(), Hn->typed_data(),
-                                pos->typed_data());
-      default:
-        return ffi::Error::InvalidArgument("jaxboost_grow_tree: g, h must be float32 or float64");
-    }
-  } catch (const std::bad_alloc&) {
-    return ffi::Error(ffi::ErrorCode::kResourceExhausted,
-                      "jaxboost_grow_tree: out of memory for histograms");
-  }
+  ffi::ThreadPool* pool = use_xla_pool && thread_pool.num_threads() > 0 ? &thread_pool : nullptr;
+  const uint8_t* b = bins.typed_data();
+  return WithRows("jaxboost_grow_tree", g, h, [&](auto* gp, auto* hp) {
+    return GrowTreeDispatch(b, gp, hp, in, o, n_threads, pool);
+  });
 }
 
 // ---------------------------------------------------------------------------------
@@ -1069,28 +1119,20 @@ ffi::Error GrowTreeImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
 
 template <typename T>
 ffi::Error GrowTreeSparse(const int32_t* colptr, const int32_t* erow, const uint8_t* ebin,
-                          const T* g, const T* h, int64_t N, int64_t F, int64_t B, int64_t D,
-                          const float* hyper, const double* root, const bool* forward_ok,
-                          const bool* level_sets, const uint32_t* node_key, float node_ratio,
-                          int32_t* feature, int32_t* tbin, bool* dleft, bool* is_split,
-                          float* gain, double* Gn, double* Hn, int32_t* pos) {
-  const int64_t M = (int64_t{2} << D) - 1;
-  Hyp p;
-  p.lam = hyper[1];
-  p.alpha = hyper[2];
-  p.mcw = hyper[4];
-  p.mds = hyper[5];
-  p.lam32 = hyper[1];
-  std::fill(feature, feature + M, 0);
-  std::fill(tbin, tbin + M, 0);
-  std::fill(dleft, dleft + M, false);
-  std::fill(is_split, is_split + M, false);
-  std::fill(gain, gain + M, 0.0f);
-  std::fill(Gn, Gn + M, 0.0);
-  std::fill(Hn, Hn + M, 0.0);
-  Gn[0] = root[0];
-  Hn[0] = root[1];
-  std::fill(pos, pos + N, 0);
+                          const T* g, const T* h, const TreeIn& in, const TreeOut& o) {
+  const int64_t N = in.N, F = in.F, B = in.B, D = in.D;
+  const bool* const forward_ok = in.forward_ok;
+  const bool* const level_sets = in.level_sets;
+  int32_t* const feature = o.feature;
+  int32_t* const tbin = o.tbin;
+  bool* const dleft = o.dleft;
+  bool* const is_split = o.is_split;
+  float* const gain = o.gain;
+  double* const Gn = o.Gn;
+  double* const Hn = o.Hn;
+  int32_t* const pos = o.pos;
+  const Hyp p = HypOf(in.hyper);
+  ResetTree(in, o);
   std::vector<int32_t> nb(F, 0);  // one past each feature's largest bin
   for (int64_t f = 0; f < F; ++f)
     for (int32_t e = colptr[f]; e < colptr[f + 1]; ++e)
@@ -1127,8 +1169,8 @@ ffi::Error GrowTreeSparse(const int32_t* colptr, const int32_t* erow, const uint
     if (level_sets != nullptr) {
       node_mask.resize(nl * F);
       for (int64_t c = 0; c < nl; ++c)
-        NodeFeatures(level_sets + d * F, F, node_key, node_ratio, (d * W + live[c]) * F,
-                     node_mask.data() + c * F, order);
+        NodeFeatures(level_sets + d * F, F, in.node_key, in.node_ratio,
+                     (d * W + live[c]) * F, node_mask.data() + c * F, order);
     }
     for (int64_t f = 0; f < F; ++f) {
       const int32_t nbf = nb[f];
@@ -1223,7 +1265,7 @@ ffi::Error GrowTreeSparse(const int32_t* colptr, const int32_t* erow, const uint
     }
     live.swap(next_live);
   }
-  PruneAndLeaves(D, N, hyper[3], feature, tbin, dleft, is_split, gain, pos);
+  PruneAndLeaves(in, o);
   return ffi::Error::Success();
 }
 
@@ -1242,22 +1284,16 @@ ffi::Error GrowTreeSparseImpl(ffi::Buffer<ffi::S32> colptr, ffi::Buffer<ffi::S32
   const int64_t F = static_cast<int64_t>(colptr.element_count()) - 1;
   const int64_t nnz = static_cast<int64_t>(erow.element_count());
   const int64_t N = static_cast<int64_t>(g.element_count());
-  const int64_t D = max_depth, B = n_bins;
-  if (F < 0 || forward_ok.element_count() != static_cast<size_t>(F))
-    return ffi::Error::InvalidArgument("jaxboost_grow_tree_sparse: colptr (F + 1,), forward_ok (F,)");
-  if (D < 1 || D > 20) return ffi::Error::InvalidArgument("jaxboost_grow_tree_sparse: max_depth in [1, 20]");
-  if (B < 2 || B > 256) return ffi::Error::InvalidArgument("jaxboost_grow_tree_sparse: n_bins in [2, 256]");
-  if (N >= (int64_t{1} << 31))
-    return ffi::Error::InvalidArgument("jaxboost_grow_tree_sparse: more than 2^31 - 1 rows");
-  const int64_t M = (int64_t{2} << D) - 1;
-  if (ebin.element_count() != static_cast<size_t>(nnz) || h.element_count() != static_cast<size_t>(N) ||
-      pos->element_count() != static_cast<size_t>(N) ||
-      feature->element_count() != static_cast<size_t>(M) || Gn->element_count() != static_cast<size_t>(M))
-    return ffi::Error::InvalidArgument("jaxboost_grow_tree_sparse: inconsistent shapes");
-  if (g.element_type() != h.element_type())
-    return ffi::Error::InvalidArgument("jaxboost_grow_tree_sparse: g and h dtypes differ");
-  if (hyper.element_count() != 6 || root.element_count() != 2)
-    return ffi::Error::InvalidArgument("jaxboost_grow_tree_sparse: hyper (6,), root (2,)");
+  const int64_t B = n_bins;
+  if (F < 0) return ffi::Error::InvalidArgument("jaxboost_grow_tree_sparse: colptr must be (F + 1,)");
+  TreeIn in{N, F, B, max_depth, nullptr, nullptr, nullptr, nullptr, nullptr, 1.0f};
+  TreeOut o;
+  ffi::Error err = DecodeTree("jaxboost_grow_tree_sparse", g, h, hyper, root, forward_ok,
+                              level_sets, node_key, node_ratio, colsample, feature, tbin,
+                              dleft, is_split, gain, Gn, Hn, pos, &in, &o);
+  if (err.failure()) return err;
+  if (ebin.element_count() != static_cast<size_t>(nnz))
+    return ffi::Error::InvalidArgument("jaxboost_grow_tree_sparse: rows and ebin must be (nnz,)");
   // The structure is checked here (the kernel trusts it): a bad index would read or
   // write outside its buffers.
   const int32_t* cp = colptr.typed_data();
@@ -1275,42 +1311,9 @@ ffi::Error GrowTreeSparseImpl(ffi::Buffer<ffi::S32> colptr, ffi::Buffer<ffi::S32
       return ffi::Error::InvalidArgument(
           "jaxboost_grow_tree_sparse: stored bins must be < n_bins - 1 (missing: leave out)");
   }
-  const bool* mk = nullptr;
-  const uint32_t* nk = nullptr;
-  float ratio = 1.0f;
-  if (colsample) {
-    const auto md = level_sets.dimensions();
-    if (md.size() != 2 || md[0] != D || md[1] != F || node_key.element_count() != 2 ||
-        node_ratio.element_count() != 1)
-      return ffi::Error::InvalidArgument(
-          "jaxboost_grow_tree_sparse: level_sets (max_depth, F), node_key (2,), node_ratio (1,)");
-    mk = level_sets.typed_data();
-    nk = node_key.typed_data();
-    ratio = node_ratio.typed_data()[0];
-  }
-  try {
-    switch (g.element_type()) {
-      case ffi::DataType::F32:
-        return GrowTreeSparse<float>(cp, er, eb, static_cast<const float*>(g.untyped_data()),
-                                     static_cast<const float*>(h.untyped_data()), N, F, B, D,
-                                     hyper.typed_data(), root.typed_data(), forward_ok.typed_data(),
-                                     mk, nk, ratio, feature->typed_data(), tbin->typed_data(),
-                                     dleft->typed_data(), is_split->typed_data(), gain->typed_data(),
-                                     Gn->typed_data(), Hn->typed_data(), pos->typed_data());
-      case ffi::DataType::F64:
-        return GrowTreeSparse<double>(cp, er, eb, static_cast<const double*>(g.untyped_data()),
-                                      static_cast<const double*>(h.untyped_data()), N, F, B, D,
-                                      hyper.typed_data(), root.typed_data(), forward_ok.typed_data(),
-                                      mk, nk, ratio, feature->typed_data(), tbin->typed_data(),
-                                      dleft->typed_data(), is_split->typed_data(), gain->typed_data(),
-                                      Gn->typed_data(), Hn->typed_data(), pos->typed_data());
-      default:
-        return ffi::Error::InvalidArgument("jaxboost_grow_tree_sparse: g, h must be float32 or float64");
-    }
-  } catch (const std::bad_alloc&) {
-    return ffi::Error(ffi::ErrorCode::kResourceExhausted,
-                      "jaxboost_grow_tree_sparse: out of memory");
-  }
+  return WithRows("jaxboost_grow_tree_sparse", g, h, [&](auto* gp, auto* hp) {
+    return GrowTreeSparse(cp, er, eb, gp, hp, in, o);
+  });
 }
 
 }  // namespace
