@@ -22,6 +22,8 @@ CPU, a fifth of a random forest's tree); ``bootstrap`` keeps ``jax.random.randin
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 
@@ -46,6 +48,13 @@ def _mix(x):
     return x ^ (x >> 16)
 
 
+def key_words(key):
+    """A PRNG key's first and last uint32 words: what ``uniform`` hashes with (and the
+    native tree kernel's by-node draw, ``FeatureSampler.native_args``)."""
+    k = jax.random.key_data(key).reshape(-1).astype(jnp.uint32)
+    return k[0], k[-1]
+
+
 def uniform(key, shape):
     """``shape`` float32 uniform numbers in ``[0, 1)`` on a 2**-24 grid, entry ``i`` (in
     C order) a hash of the key's two words and ``i`` alone (so a longer draw starts with
@@ -64,12 +73,8 @@ def uniform(key, shape):
     >>> bool((uniform(jax.random.key(0), (10,)) == u[:10]).all())
     True
     """
-    k = jax.random.key_data(key).reshape(-1).astype(jnp.uint32)
-    k0, k1 = k[0], k[-1]
-    n = 1
-    for d in shape:
-        n *= int(d)
-    i = jnp.arange(n, dtype=jnp.uint32).reshape(shape)
+    k0, k1 = key_words(key)
+    i = jnp.arange(math.prod(shape), dtype=jnp.uint32).reshape(shape)
     x = _mix(_mix(i * jnp.uint32(0x9E3779B9) ^ k0) + k1)
     return (x >> 8).astype(FLOAT_DTYPE) * FLOAT_DTYPE(2.0 ** -24)
 
@@ -185,8 +190,7 @@ class FeatureSampler:
         """``(node_key_words, level_sets, node_ratio)`` for ``jaxboost.native.grow_tree``:
         the key's two uint32 words, the ``(max_depth, F)`` level sets and the by-node
         ratio, from which the kernel draws the masks ``levels`` holds."""
-        words = jax.random.key_data(self.node_key).reshape(-1).astype(jnp.uint32)
-        return (jnp.stack([words[0], words[-1]]), self.level_sets,
+        return (jnp.stack(key_words(self.node_key)), self.level_sets,
                 jnp.asarray(self.node_ratio, FLOAT_DTYPE).reshape(1))
 
     def level(self, d: int, n: int):
