@@ -176,9 +176,11 @@ def _sums_at(loss, y, w, c):
 
 
 @functools.partial(jax.jit, static_argnums=(0,))
-def intercept_sums(loss, y, w, c0):
-    """``(G0, H0)``: the sums of weighted g and exact h at the intercept ``c0``."""
-    return _sums_at(loss, y, w, c0)
+def intercept_sums(family, values, y, w, c0):
+    """``(G0, H0)``: the sums of weighted g and exact h at the intercept ``c0``, of the
+    loss ``family`` at hyperparameters ``values`` (traced: a retraining at new values,
+    as ``tune`` makes, compiles nothing)."""
+    return _sums_at(bind_loss(family, values), y, w, c0)
 
 
 def _round(spec: ReplaySpec, data: ReplayData, theta: Theta, carry, xs):

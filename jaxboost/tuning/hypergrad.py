@@ -294,9 +294,8 @@ class Replay:
             c0 = put(booster.base_margin)
             yd = put(np.asarray(y, np.float64))
             wd = put(np.asarray(w, np.float64))
-            from ..engine.autodiff import bind_loss
-
-            G0, H0 = R.intercept_sums(bind_loss(family, values), yd, wd, c0)
+            G0, H0 = R.intercept_sums(family, {k: put(v) for k, v in values.items()},
+                                      yd, wd, c0)
             data = R.ReplayData(
                 jax.device_put(Xf), yd, wd, jax.device_put(Xv),
                 put(np.asarray(y_val, np.float64)), put(np.asarray(wv, np.float64)),
