@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -26,7 +27,7 @@ from ._validation import (
 from .engine.autodiff import HESSIAN_FLOOR, loss_name, model_grad_hess
 from .engine.binning import BinEdges
 from .engine.tree import Ensemble, predict_leaf, predict_margin, staged_margins
-from .errors import DataError
+from .errors import DataError, DataWarning
 from .params import TreeParams
 
 # Model writers by format, registered by the modules that own the formats
@@ -155,6 +156,15 @@ class Booster:
         self.best_iteration: int | None = None
         self.best_score: float | None = None
         self.train_state: dict = {}
+
+    @property
+    def trained_with_offsets(self) -> bool:
+        """Whether ``train`` received margins per row (``base_margin`` of shape ``(N,)``
+        or ``(N, K)``): the model's margins are then offsets plus trees, and
+        ``predict``/``staged_predict``/``grad_hess`` without ``base_margin`` warn
+        (``DataWarning``); evaluation sets without ``eval_base_margin`` are refused.
+        Recorded in ``train_state`` (saved with the model)."""
+        return (self.train_state or {}).get("offsets") is True
 
     # --- structure -----------------------------------------------------------------
     def __len__(self) -> int:
@@ -297,8 +307,18 @@ class Booster:
 
     def _offsets(self, base_margin, n_rows):
         """``base_margin`` given to a prediction: None, or validated ``(N[, K])``
-        margins per row (``DataError`` otherwise)."""
+        margins per row (``DataError`` otherwise). A model trained with offsets
+        (``trained_with_offsets``) given none gets a ``DataWarning``: its rows are
+        predicted at offset 0."""
         if base_margin is None:
+            if self.trained_with_offsets:
+                warnings.warn(
+                    "this model was trained with margins per row (train(base_margin=...), "
+                    "offsets such as np.log(exposure)) and is given none: every row is "
+                    "predicted at offset 0 (for a Poisson model: the rate per unit of "
+                    "exposure). Pass base_margin= with the rows' offsets, or "
+                    "base_margin=np.zeros(n) to predict at offset 0 without this "
+                    "warning", DataWarning, stacklevel=3)
             return None
         return as_offsets(base_margin, n_rows, self.n_outputs,
                           hint=" (a model's intercept is its own base_margin; pass margins "
@@ -430,7 +450,8 @@ class Booster:
           >>> bst = jaxboost.train("poisson", X, X[:, 0], n_rounds=3,
           ...                      base_margin=np.log(t))
           >>> m = bst.predict(X, output_margin=True, base_margin=np.log(t))
-          >>> bool(np.allclose(m - np.log(t), bst.predict(X, output_margin=True)))
+          >>> at_zero = bst.predict(X, output_margin=True, base_margin=np.zeros(8))
+          >>> bool(np.allclose(m - np.log(t), at_zero))
           True
         """
         X = self._features(X)

@@ -118,8 +118,9 @@ class HessianWarning(UserWarning):
     """The Hessian the trees use cannot help on some rows: it is negative (for ``K x K``
     Hessians: not positive semi-definite) or zero where the gradient is not, so Newton
     leaves are wrong or 0. Emitted once per training call with the share of rows and the
-    round (the worst seen), and the options (``hessian="clip"``, ``"constant"``,
-    ``refit="newton"`` or ``"quantile"``); also when a plain loss whose Hessian is 0 on
+    round (the worst seen), and the options that work for the loss's shape
+    (``hessian="clip"``, ``"constant"``; for one output also ``refit="exact"``,
+    ``"newton"`` or ``"quantile"``); also when a plain loss whose Hessian is 0 on
     every row is switched to ``hessian="constant"`` (see ``jaxboost.train``)."""
 
 

@@ -18,7 +18,7 @@ pseudo_huber  delta=1.0        identity         positive     constant / newton  
 log_cosh      --               identity         positive     constant / newton    objective
 quantile      alpha=0.5        identity         nonnegative  constant / quantile  objective
 cauchy        scale=1.0        identity         any          expected / --        objective
-poisson       --               exp              positive     exact / --           poisson_nll
+poisson       max_delta_step   exp              positive     exact / --           poisson_nll
 gamma         --               exp              positive     exact / --           gamma_deviance
 tweedie       power=1.5        exp              positive     exact / --           objective
 focal         gamma=2.0        sigmoid          any          clip / --            logloss

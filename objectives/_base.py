@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 HESSIAN_POLICIES = ("exact", "clip", "constant", "expected", "clip_negative")
-REFITS = (None, "newton", "quantile")
+REFITS = (None, "newton", "exact", "quantile")
 H_SIGNS = ("positive", "nonnegative", "any")
 
 
@@ -160,9 +160,10 @@ class Objective(Hyperparameters):
       hessian: default Hessian policy, one of ``HESSIAN_POLICIES`` (see
         ``jaxboost.engine.autodiff.apply_hessian_policy``).
       refit: default leaf refit after a tree's structure is grown: ``None``,
-        ``"newton"`` (damped Newton steps on the true loss per leaf) or ``"quantile"``
-        (the exact weighted ``alpha``-quantile of the residuals in each leaf, ``alpha``
-        from the hyperparameters, 0.5 when there is none).
+        ``"newton"`` (damped Newton steps on the true loss per leaf), ``"exact"`` (the
+        leaf's minimiser of the true loss, by bisection: any convex loss) or
+        ``"quantile"`` (the exact weighted ``alpha``-quantile of the residuals in each
+        leaf, ``alpha`` from the hyperparameters, 0.5 when there is none).
       n_outputs: margins per row (``K``), or the name of the hyperparameter that holds
         it (softmax: ``"n_classes"``); see ``outputs``.
       h_sign: the sign of the (exact, per-row diagonal) Hessian the docstring claims:

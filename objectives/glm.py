@@ -9,8 +9,9 @@ mean :math:`e^f`) is the exact Hessian at ``y = e^f``; ``expected_hessian`` give
 (the Fisher information of the log-link model).
 
 Early rounds can take large steps on the log scale (exp of a leaf value multiplies the
-mean); XGBoost's ``count:poisson`` uses ``max_delta_step=0.7`` by default for this reason,
-and a similar ``max_delta_step`` can help all three here.
+mean). XGBoost's ``count:poisson`` guards against it by scaling its Hessian by
+:math:`e^{0.7}` (its ``max_delta_step`` parameter): ``objectives.poisson(max_delta_step=0.7)``
+does the same. ``train(max_delta_step=...)``, which clips every leaf value, helps all three.
 """
 
 from __future__ import annotations
@@ -31,13 +32,21 @@ def exp_link(margin):
     return jnp.exp(margin)
 
 
-def poisson_loss(y, pred):
+def poisson_loss(y, pred, *, max_delta_step=0.0):
     r"""Poisson negative log-likelihood on the log link, :math:`\ell = e^f - y f`.
 
     g = e^f - y, h = e^f > 0 (positive). Labels y >= 0 (counts, or any nonnegative
     rates); response e^f. Default ``hessian="exact"`` (convex and smooth), metric
-    ``"poisson_nll"``. XGBoost's ``count:poisson`` uses ``max_delta_step=0.7`` by default;
-    pass ``max_delta_step`` when the first rounds overshoot (e.g. many zero labels).
+    ``"poisson_nll"``.
+
+    ``max_delta_step`` (default 0: the exact Hessian) is XGBoost's ``count:poisson``
+    parameter of that name: the trees then use :math:`h = e^{f + \text{max\_delta\_step}}`,
+    the exact Hessian times :math:`e^{\text{max\_delta\_step}}`, which shrinks every
+    Newton step by that factor (a guard against large early steps on the log scale,
+    e.g. with many zero labels). The loss and g are unchanged. XGBoost gives the same
+    value to its trees' ``max_delta_step`` (each leaf clipped to +-0.7), and its
+    default is 0.7 for both, so ``count:poisson`` at its defaults is
+    ``train(objectives.poisson(max_delta_step=0.7), ..., max_delta_step=0.7)``.
 
     >>> float(poisson_loss(1.0, 0.0))
     1.0
@@ -45,9 +54,14 @@ def poisson_loss(y, pred):
     return jnp.exp(pred) - y * pred
 
 
-def _poisson_expected_hessian(y, pred):
-    """E[h] = e^f: the exact Hessian (it does not depend on y)."""
-    return jnp.exp(pred) + 0.0 * y
+def _poisson_grad_hess(y, pred, *, max_delta_step=0.0):
+    """g = e^f - y and h = e^(f + max_delta_step), rounded as XGBoost's count:poisson."""
+    return jnp.exp(pred) - y, jnp.exp(pred + max_delta_step)
+
+
+def _poisson_expected_hessian(y, pred, *, max_delta_step=0.0):
+    """E[h] = e^(f + max_delta_step): the Hessian the trees use (it does not depend on y)."""
+    return jnp.exp(pred + max_delta_step) + 0.0 * y
 
 
 def _check_poisson_labels(y, **_):
@@ -110,9 +124,11 @@ def _check_tweedie_labels(y, *, power=1.5, **_):
     raise_bad_labels("tweedie", "y >= 0", y < 0, y)
 
 
-poisson = Objective("poisson", poisson_loss, link=exp_link,
+poisson = Objective("poisson", poisson_loss, link=exp_link, grad_hess=_poisson_grad_hess,
                     expected_hessian=_poisson_expected_hessian,
-                    check_labels=_check_poisson_labels, metric="poisson_nll")
+                    check_labels=_check_poisson_labels, metric="poisson_nll",
+                    check_params=real_hyper("poisson", "max_delta_step",
+                                            Interval(lo=0.0, lo_closed=True), ">= 0"))
 gamma = Objective("gamma", gamma_loss, link=exp_link,
                   expected_hessian=_gamma_expected_hessian,
                   check_labels=_check_gamma_labels, metric="gamma_deviance")

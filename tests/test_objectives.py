@@ -159,8 +159,8 @@ def c_cauchy(y, f, scale):
     return 0.5 * scale ** 2 * np.log(1 + u), r / (1 + u), (1 - u) / (1 + u) ** 2
 
 
-def c_poisson(y, f):
-    return np.exp(f) - y * f, np.exp(f) - y, np.exp(f)
+def c_poisson(y, f, max_delta_step=0.0):  # h: XGBoost's count:poisson curvature
+    return np.exp(f) - y * f, np.exp(f) - y, np.exp(f + max_delta_step)
 
 
 def c_gamma(y, f):

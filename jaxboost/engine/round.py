@@ -52,7 +52,7 @@ from .exact import to_grid
 from .groups import group_derivatives
 from .grow import SplitRules, TreeSpec, grow_tree, grow_vector_tree
 from .grow import identity as grow_identity
-from .refit import RowSums, refit_newton, refit_quantile
+from .refit import RowSums, refit_exact, refit_newton, refit_quantile
 from .sampling import SUBSAMPLE, FeatureSampler, bootstrap_counts, round_key, row_mask
 from .split import TreeHyper
 
@@ -379,6 +379,10 @@ def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margi
                 tree = refit_newton(tree, leaf, loss, rows.y, margin, rows.w, dyn,
                                     sums=RowSums(reduce, n_total if spec.exact else None,
                                                  reduce_max))
+            elif spec.refit == "exact":
+                tree = refit_exact(tree, leaf, loss, rows.y, margin, rows.w, dyn,
+                                   sums=RowSums(reduce, n_total if spec.exact else None,
+                                                reduce_max))
             elif spec.refit == "quantile":
                 tree = refit_quantile(tree, leaf, rows.y, margin, rows.w, dyn,
                                       alpha=hyper.quantile_alpha)

@@ -254,6 +254,13 @@ def unpack_hessian(Hc, K: int, diagonal: bool):
     return Hm + jnp.swapaxes(Hm, -1, -2) - Hm * jnp.eye(K, dtype=Hc.dtype)
 
 
+MAX_CONDITION = 100.0
+"""The damping rule of K x K leaf solves (``vector_weight_score``): a node's Hessian sum
+with an eigenvalue below ``trace(|H|) / K / MAX_CONDITION`` (indefinite, singular or
+nearly so) is solved as ``H + (lambda + mu) I``, with ``mu`` large enough that every
+eigenvalue of ``H + mu I`` is at least that floor."""
+
+
 def vector_weight_score(G, Hc, dyn, *, diagonal: bool):
     r"""Newton leaf weights and scores of vector leaves.
 
@@ -266,8 +273,24 @@ def vector_weight_score(G, Hc, dyn, *, diagonal: bool):
     which is :math:`t^\top A^{-1} t` without clipping. ``diagonal`` keeps only the
     diagonal of H (K independent scalar problems; an output whose ``H_kk + lambda <= 0``
     gets ``w_k = 0``). Nodes whose cover ``trace(H)`` is ``<= 0`` or below
-    ``min_child_weight``, and nodes whose ``A`` is not positive definite (the quadratic
-    model has no minimum: an indefinite exact Hessian), get ``w = 0`` and score 0.
+    ``min_child_weight`` get ``w = 0`` and score 0.
+
+    Damping rule of the full ``H`` (``MAX_CONDITION``): with the node's curvature
+    scale :math:`s = \operatorname{tr}|H| / K` and :math:`\epsilon = s /
+    \text{MAX\_CONDITION}`, a node whose ``H`` has an eigenvalue below
+    :math:`\epsilon` (``H - eps I`` has no Cholesky factor: indefinite, singular or
+    nearly so) has a quadratic model with no minimum or a flat direction, along which
+    :math:`H + \lambda I` could step arbitrarily far (leaves of 100 and more on a
+    zero-inflated Poisson). There the solve is damped (Levenberg-Marquardt):
+
+    .. math:: A = H + (\lambda + \mu) I, \qquad
+              \mu = \epsilon + \max\bigl(0, -\min_i (H_{ii} - \textstyle\sum_{j \ne i}
+              |H_{ij}|)\bigr)
+
+    (the Gershgorin bound: every eigenvalue of :math:`A - \lambda I` is at least
+    :math:`\epsilon`), so no step is longer than :math:`|t| / (\epsilon + \lambda)`.
+    Positive definite ``H`` with every eigenvalue at least :math:`\epsilon` are solved
+    exactly as written.
 
     Args:
       G: ``(..., K)`` float64 gradient sums; Hc: ``(..., P)`` Hessian channels
@@ -287,13 +310,28 @@ def vector_weight_score(G, Hc, dyn, *, diagonal: bool):
         A = Hd + lam
         w = jnp.where(A > 0, -t / jnp.where(A > 0, A, 1.0), 0.0)
     else:
-        A = unpack_hessian(Hc, K, False) + lam * jnp.eye(K, dtype=G.dtype)
+        Hm = unpack_hessian(Hc, K, False)
+        eye = jnp.eye(K, dtype=G.dtype)
+        A = Hm + lam * eye
         cover = jnp.trace(A, axis1=-2, axis2=-1) - K * lam
-        # K is small: a batched Cholesky solve of every A. An A that is not positive
-        # definite (an indefinite exact Hessian) has no Cholesky factor: its w is NaN,
-        # so the node makes no step (below), as a scalar leaf of H <= 0 does.
+        # K is small: a batched Cholesky solve of every A.
         L = jnp.linalg.cholesky(A)
         w = -cho_solve((L, True), t[..., None])[..., 0]
+        # Where H is indefinite, singular or nearly so (H - floor I has no Cholesky
+        # factor) the quadratic model has no minimum or a flat direction, and the solve
+        # above can step arbitrarily far along it: Levenberg-Marquardt damping,
+        # A = H + (lambda + mu) I with mu = floor + max(0, -Gershgorin lower bound of
+        # H's eigenvalues), so every eigenvalue of A - lambda I is at least floor.
+        floor = jnp.trace(jnp.abs(Hm), axis1=-2, axis2=-1) / (K * MAX_CONDITION)
+        probe = jnp.linalg.cholesky(Hm - floor[..., None, None] * eye)
+        damped = ~jnp.all(jnp.isfinite(probe), axis=(-2, -1))
+        diag = jnp.diagonal(Hm, axis1=-2, axis2=-1)
+        radius = jnp.sum(jnp.abs(Hm), axis=-1) - jnp.abs(diag)
+        mu = floor + jnp.maximum(0.0, -jnp.min(diag - radius, axis=-1))
+        A_d = A + mu[..., None, None] * eye
+        w_d = -cho_solve((jnp.linalg.cholesky(A_d), True), t[..., None])[..., 0]
+        A = jnp.where(damped[..., None, None], A_d, A)
+        w = jnp.where(damped[..., None], w_d, w)
     w = jnp.where(mds > 0, jnp.clip(w, -mds, mds), w)
     ok = (cover > 0) & (cover >= mcw) & jnp.all(jnp.isfinite(w), axis=-1)
     w = jnp.where(ok[..., None], w, 0.0)

@@ -83,6 +83,9 @@ def check_classes(loss, y) -> None:
                         f"predicts nothing. For two classes use objectives.logistic")
 
 
+REFITS = (None, "newton", "exact", "quantile")
+
+
 def resolve_policies(loss, hessian, refit, K, mesh):
     """Validated ``(hessian policy, refit spec)``; ``"auto"`` takes the objective's
     (for a plain callable: ``"clip_negative"`` and no refit)."""
@@ -100,26 +103,46 @@ def resolve_policies(loss, hessian, refit, K, mesh):
         refit = loss.refit if is_obj else None
     if refit is False:
         refit = None
-    if refit not in (None, "newton", "quantile"):
-        raise ValueError(f"refit must be 'auto', 'newton', 'quantile' or None, got {refit!r}")
+    if refit not in REFITS:
+        raise ValueError(f"refit must be 'auto', 'newton', 'exact', 'quantile' or None, "
+                         f"got {refit!r}")
     if refit is not None and K > 1:
         raise ValueError(f"refit={refit!r} is for single-output losses; this one has "
                          f"{K} outputs")
     if refit == "quantile":
         if mesh is not None:
             raise ValueError("refit='quantile' needs every row on one device; train "
-                             "without mesh= or use refit='newton'")
-        alpha = quantile_level(loss)
-        if not 0.0 < alpha < 1.0:
-            raise ValueError(f"refit='quantile' needs alpha in (0, 1), got {alpha!r}")
+                             "without mesh= or use refit='exact'")
+        if isinstance(loss, Objective):
+            check_quantile_level(quantile_level(loss, {}))
     return hessian, refit
 
 
-def quantile_level(loss) -> float:
-    """The level of ``refit="quantile"``: the loss's ``alpha`` hyperparameter, else 0.5."""
+def check_quantile_level(alpha) -> float:
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"refit='quantile' needs alpha in (0, 1), got {alpha!r}")
+    return alpha
+
+
+def quantile_level(loss, values) -> float:
+    """The level of ``refit="quantile"``: ``alpha`` from ``values`` (the loss's keyword
+    values, ``loss_params``), else the objective's ``alpha`` hyperparameter, else 0.5
+    for a catalogue entry without one (absolute error: the median).
+
+    A loss of your own has no level the library could know unless it names it
+    ``alpha``: it gets a ``ValueError`` that points to ``refit="exact"``, never a
+    default level in silence."""
+    if "alpha" in values:
+        return check_quantile_level(float(values["alpha"]))
     if isinstance(loss, Objective):
-        return float(loss.hyperparameters.get("alpha", 0.5))
-    return 0.5
+        return check_quantile_level(float(loss.hyperparameters.get("alpha", 0.5)))
+    keys = ", ".join(sorted(values)) or "no keywords"
+    raise ValueError(
+        f"refit='quantile' sets each leaf to a quantile of its residuals at the level "
+        f"named alpha, but {loss_name(loss)} is a loss of your own with {keys} in "
+        f"loss_params: its level cannot be known. Use refit='exact' (each leaf "
+        f"minimises your loss itself: the right quantile for a pinball loss whatever "
+        f"its keyword is called), or pass the level as loss_params={{'alpha': ...}}")
 
 
 def is_per_row(base_margin, K) -> bool:
@@ -583,7 +606,7 @@ def configure(args: dict):
     tpr = (K if (K > 1 and not multi_tree) else 1) * n_parallel
     if init_model is not None:
         check_init_model(init_model, params, n_features, K, tpr, base_margin)
-    alpha = float(values.get("alpha", quantile_level(loss))) if refit == "quantile" else 0.5
+    alpha = quantile_level(loss, values) if refit == "quantile" else 0.5
     model_loss = loss if loss_params is None else _concrete(family, values)
     if link is not None:  # the model's objective; training reads only the family
         check_link(link, K)

@@ -52,18 +52,22 @@ class EvalSet(NamedTuple):
     offsets: Any = None  # (n[, K]) float32 margins per row (eval_base_margin), or None
 
 
-def eval_sets(eval_set, edges, loss, names=None, gather=False, eval_group=None, *,
-              eval_base_margin=None, n_outputs=1, targets="(N,)",
-              category_labels=None) -> list:
-    """Validated, binned evaluation sets (``gather``: every process's rows, on every
+def eval_sets(eval_set, edges, s, gather=False, eval_group=None, *,
+              eval_base_margin=None, targets="(N,)") -> list:
+    """Validated, binned evaluation sets of a model of settings ``s`` (its loss,
+    feature names, outputs, category labels and offsets) (``gather``: every process's rows, on every
     process), with their query index when ``eval_group`` gives query ids and their
     margins per row when ``eval_base_margin`` gives them (a list aligned with
     ``eval_set`` or a dict keyed like it). ``targets`` is the structure of the training
     ``y`` (``_validation.target_structure``): every set's ``y`` must have the same.
     Every set has the ``edges.n_features`` features of the training data; categorical
     columns (``edges.categorical``) are checked and DataFrame categories re-coded to the
-    training labels ``category_labels`` (``jaxboost._categorical``)."""
+    training labels ``s.category_labels`` (``jaxboost._categorical``). When the model
+    trains with margins per row (``s.offsets``), every set needs its own: a set
+    scored at offset 0 would rank rounds by margins the model never fits."""
     n_features = edges.n_features
+    loss, names, n_outputs = s.loss, s.feature_names, s.n_outputs
+    category_labels, trained_offsets = s.category_labels, s.offsets is not None
     if eval_set is None:
         if eval_group is not None:
             raise ValueError("eval_group is given without eval_set")
@@ -122,6 +126,14 @@ def eval_sets(eval_set, edges, loss, names=None, gather=False, eval_group=None, 
                                 f"training y {targets}; evaluation sets carry the same "
                                 f"values per row as the training data")
             offsets = margins.get(name)
+            if offsets is None and trained_offsets:
+                raise DataError(
+                    "has no eval_base_margin, but the model trains with margins per row "
+                    "(base_margin of shape (N,) or (N, K), e.g. np.log(exposure)): scored "
+                    "at offset 0 its metric would not measure the model being trained "
+                    "(nor pick its best round). Pass eval_base_margin= with the set's "
+                    "own offsets (a list aligned with eval_set, or a dict by name), or "
+                    "zeros to score it at offset 0 on purpose")
             if offsets is not None:
                 offsets = _validation.as_offsets(offsets, Xe.shape[0], n_outputs,
                                                  name="eval_base_margin")

@@ -34,9 +34,18 @@ has a negative h, or an h of 0 where g is not, at some round; and always when no
 has positive curvature."""
 
 OPTIONS = ('Options: hessian="clip" (h raised to hessian_floor), hessian="constant" '
-           '(h = 1: plain gradient boosting), each best with refit="newton" (leaves '
-           're-solved on the loss by damped Newton steps) or refit="quantile" (leaves at '
-           'the weighted quantile of the residuals: absolute and pinball losses).')
+           '(h = 1: plain gradient boosting), each best with refit="exact" (each leaf '
+           'minimises the loss itself: any convex loss, absolute error and pinball '
+           'included, whatever its keywords are called), refit="newton" (leaves re-solved '
+           'on the loss by damped Newton steps) or, for the catalogue\'s quantile and '
+           'absolute-error entries, refit="quantile" (leaves at the weighted quantile of '
+           'the residuals).')
+
+OPTIONS_MULTI = ('Options: hessian="clip" (the eigenvalues of each K x K Hessian raised to '
+                 'hessian_floor: every leaf solve is positive definite), '
+                 'hessian="constant" (identity Hessians: plain gradient boosting on '
+                 'every output), or a larger reg_lambda (damps every leaf solve). Leaf '
+                 'refits are for single-output losses.')
 
 
 def _share(n, total):
@@ -76,8 +85,9 @@ def guard_start(s, spec, rows, margin, *, label=""):
         f"start margin (g is not 0 on {_share(n_zero, n_rows)}): Newton leaves would all "
         f"be 0 and the model constant. Training with {what} instead (h = 1 per row: "
         f"the trees fit the gradient{', leaves re-solved on the loss' if refit else ''}). "
-        f"Pass hessian= and refit= to choose: refit=\"quantile\" sets leaves to the "
-        f"residuals' median (absolute error).", HessianWarning, stacklevel=3)
+        f"Pass hessian= and refit= to choose: refit=\"exact\" sets each leaf to the "
+        f"minimiser of the loss over its rows (the residuals' median for absolute "
+        f"error, their quantile for a pinball loss).", HessianWarning, stacklevel=3)
     return dataclasses.replace(s, hessian="constant", refit=refit)
 
 
@@ -108,7 +118,8 @@ def warning(s, flag, *, label="") -> str | None:
                     "because h was negative at the start margin; pass refit=None to keep "
                     "Newton leaves)" if switched else ""),
                 "exact": "used as they are" + (
-                    " (leaves whose Hessian sum is not positive definite make no step)"
+                    " (leaves whose Hessian sum is indefinite or nearly singular take "
+                    "damped steps: H + (lambda + mu) I, engine.split.MAX_CONDITION)"
                     if K > 1 and negative.startswith("not") else
                     " (Newton leaves of small or negative Hessian sums are unstable)")
                 }.get(s.hessian, "used as they are")
@@ -123,7 +134,7 @@ def warning(s, flag, *, label="") -> str | None:
                      f"that round is 0, and the model stops changing")
     return (f"{label}the Hessian of the loss {loss_name(s.loss)} (hessian="
             f"\"{s.hessian}\") cannot help on some rows: " + "; ".join(parts) + ". "
-            + OPTIONS)
+            + (OPTIONS if K == 1 else OPTIONS_MULTI))
 
 
 def warn(s, flag, *, label=""):

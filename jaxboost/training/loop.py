@@ -435,6 +435,8 @@ def assemble_booster(run_, n_new_rounds, *, edges, base, n_features):
     # trees) Hessian form let Booster.grad_hess give the g and h the trees saw.
     b.train_state = {"seed": s.seed, "rounds": s.start_round + n_new_rounds,
                      "hessian": s.hessian, "hessian_floor": s.hessian_floor}
+    if s.offsets is not None or getattr(s.init_model, "trained_with_offsets", False):
+        b.train_state["offsets"] = True  # predictions need the rows' offsets
     if s.multi_output_tree:
         b.train_state["multi_hessian"] = "diagonal" if s.diagonal else "full"
     if s.constraints is not None:  # recorded (prediction does not need them)

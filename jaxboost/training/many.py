@@ -229,10 +229,8 @@ def train_many(configs, X, y, *, objective=None, n_rounds: int = 100, max_depth:
                          "seed, or call train_many per seed")
     prep = prepare(s0, Xf, yf, wf, sparse_ok=False)  # bins, padding, placement: shared
     layout = prep.layout
-    evals = eval_sets(eval_set, prep.edges, s0.loss, s0.feature_names,
-                      eval_group=eval_group, eval_base_margin=eval_base_margin,
-                      n_outputs=s0.n_outputs, targets=target_structure(yf),
-                      category_labels=s0.category_labels)
+    evals = eval_sets(eval_set, prep.edges, s0, eval_group=eval_group,
+                      eval_base_margin=eval_base_margin, targets=target_structure(yf))
     early = (early_stopping_rounds, early_stopping_metric, early_stopping_data, min_delta)
     y_pad = jax.tree.map(np.asarray, prep.rows.y)  # side data: a dict or (N, L)
     w_pad = np.asarray(prep.rows.w)

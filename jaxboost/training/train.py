@@ -199,9 +199,13 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
       hessian_floor: floor of ``hessian="clip"`` and ``"clip_negative"`` (default
         ``1e-6``).
       refit: re-solve leaf values on the true loss after each tree is grown:
-        ``"newton"``, ``"quantile"`` (weighted ``alpha``-quantile of residuals, ``alpha``
-        from the objective, else 0.5), ``None`` (no refit) or ``"auto"`` (the
-        objective's default; none for plain callables). See ``jaxboost.engine.refit``.
+        ``"exact"`` (each leaf minimises the regularised loss over its rows, by
+        bisection: any convex loss, e.g. a pinball loss gets its own quantile whatever
+        its keyword is called), ``"newton"`` (a few damped Newton steps),
+        ``"quantile"`` (weighted ``alpha``-quantile of residuals, ``alpha`` from
+        ``loss_params`` or the objective; a loss of your own without ``alpha`` is
+        refused), ``None`` (no refit) or ``"auto"`` (the objective's default; none for
+        plain callables). Single-output losses. See ``jaxboost.engine.refit``.
       n_outputs: margins per row ``K`` for a plain callable whose ``pred`` is a ``(K,)``
         vector; catalogue entries know theirs (softmax infers it from the labels).
       multi_strategy: for ``K > 1``: ``"one_output_per_tree"`` (K trees per round, each
@@ -360,10 +364,9 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         prep = prepare(s, Xf, yf, wf)
         s = guard_start(s, round_spec(s, prep), prep.rows, prep.margin)
         layout, p = prep.layout, s.params
-        evals = eval_sets(eval_set, prep.edges, s.loss, s.feature_names,
-                          gather=multi, eval_group=eval_group,
-                          eval_base_margin=eval_base_margin, n_outputs=s.n_outputs,
-                          targets=target_structure(yf), category_labels=s.category_labels)
+        evals = eval_sets(eval_set, prep.edges, s, gather=multi, eval_group=eval_group,
+                          eval_base_margin=eval_base_margin,
+                          targets=target_structure(yf))
         metrics = eval_metrics(s.eval_metric, s.loss, evals, s.n_outputs)
         run_ = model_run(s, prep, evals, metrics, (0, 0), early_stopping=(
             early_stopping_rounds, early_stopping_metric, early_stopping_data, min_delta))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import math
 from typing import Any
 
@@ -188,13 +189,62 @@ def validation_loss(val_loss, objective, tuned_loss_params):
 
 
 # --- parameters ----------------------------------------------------------------------------
+LOSS_KEY = "loss"
+"""The key of ``params`` (and ``bounds``) whose dict holds the loss's own keywords:
+``params={"loss": {"gamma": 2.0}, "reg_lambda": 1.0}``."""
+
+
+def flat_params(params, bounds=None):
+    """``(flat_params, flat_bounds, loss_keys)``: ``params`` with its ``"loss"`` dict
+    (the loss's keywords, a namespace of their own) merged in by bare name, the same
+    for ``bounds``, and the names that came from the ``"loss"`` dict.
+
+    A loss keyword may then share a name with a tree parameter that is not tuned (the
+    trees' ``gamma`` is structural); one named like a differentiable booster parameter
+    (``reg_lambda``, ...) or given twice is refused (``TypeError``): the results are
+    keyed by bare names.
+
+    Example:
+      >>> flat_params({"loss": {"gamma": 2.0}, "reg_lambda": 1.0})
+      ({'reg_lambda': 1.0, 'gamma': 2.0}, None, frozenset({'gamma'}))
+    """
+    def split(d, what):
+        if not isinstance(d, dict) or not isinstance(d.get(LOSS_KEY), dict):
+            return d, {}
+        rest = {k: v for k, v in d.items() if k != LOSS_KEY}
+        inner = d[LOSS_KEY]
+        for k in inner:
+            if not isinstance(k, str):
+                raise TypeError(f"{what}['loss'] keys must be the loss's keyword names, "
+                                f"got {k!r}")
+            if k in rest:
+                raise TypeError(f"{k!r} is given both in {what}['loss'] and at the top "
+                                f"level of {what}; give it once")
+            if k in BOOSTER_PARAMS:
+                raise TypeError(f"the loss keyword {k!r} has the name of a booster "
+                                f"parameter ({', '.join(BOOSTER_PARAMS)}): results are "
+                                f"keyed by name, so rename the loss's keyword")
+        return rest, inner
+
+    rest, inner = split(params, "params")
+    out_bounds = bounds
+    if bounds is not None:
+        b_rest, b_inner = split(bounds, "bounds")
+        out_bounds = {**b_rest, **b_inner}
+    if not inner:
+        return params, out_bounds, frozenset()
+    return {**rest, **inner}, out_bounds, frozenset(inner)
+
+
 def split_params(objective, params, train_kwargs):
     """``(loss_values, booster_values)``: ``params`` split into the loss's traced
     hyperparameters and ``BOOSTER_PARAMS`` (``TypeError`` / ``ValueError`` for a name
-    that is neither, or that chooses structures)."""
+    that is neither, or that chooses structures). The loss's keywords may be given in
+    a ``"loss"`` dict of their own (``flat_params``)."""
     if not isinstance(params, dict) or not params:
         raise TypeError(f"params must be a non-empty dict {{name: number}} of the "
                         f"hyperparameters to differentiate, got {params!r}")
+    params, _, loss_keys = flat_params(params)
     if isinstance(objective, Hyperparameters):
         _, loss_vals = objective.traced_split()
         loss_names = set(loss_vals)
@@ -206,23 +256,43 @@ def split_params(objective, params, train_kwargs):
             raise TypeError(f"params keys must be names, got {name!r}")
         if not is_real(v) or not math.isfinite(float(v)):
             raise ValueError(f"params[{name!r}] must be a finite number, got {v!r}")
-        if name in train_kwargs:
+        if name in train_kwargs and name not in loss_keys:
             raise TypeError(f"{name!r} is given both in params and as a keyword argument; "
                             f"give it once, in params")
-        if loss_names is not None and name in loss_names:
+        if name in loss_keys:
+            if loss_names is not None and name not in loss_names:
+                raise TypeError(f"params['loss'] has {name!r}, not a differentiable "
+                                f"hyperparameter of {loss_name(objective)}: "
+                                f"{sorted(loss_names)}")
+            loss_values[name] = float(v)
+        elif loss_names is not None and name in loss_names:
             loss_values[name] = float(v)
         elif name in BOOSTER_PARAMS:
             booster_values[name] = float(v)
         elif name in STRUCTURAL:
+            clash = loss_names is None and _takes_keyword(objective, name)
             raise ValueError(
                 f"{name!r} chooses the trees' structure, which has no gradient (a split is "
-                f"made or not); differentiable parameters: {_allowed(objective)}")
+                f"made or not); differentiable parameters: {_allowed(objective)}" + (
+                    f". Your loss also takes a keyword {name!r}: tune that one in the "
+                    f"loss's own namespace, params={{'loss': {{{name!r}: {float(v)!r}}}}}"
+                    if clash else ""))
         elif loss_names is None:
             loss_values[name] = float(v)  # a keyword of the user's loss
         else:
             raise TypeError(f"unknown parameter {name!r}; differentiable parameters of "
                             f"{loss_name(objective)}: {_allowed(objective)}")
     return loss_values, booster_values
+
+
+def _takes_keyword(fn, name) -> bool:
+    """Whether the callable ``fn`` accepts a keyword argument ``name``."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == name and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+               or p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
 
 
 def _allowed(objective) -> list:
@@ -370,7 +440,17 @@ def prepare(objective, params, val_loss, train_kwargs):
                          f"has {objective.outputs or 'one per class'} outputs per row")
     _check_train_kwargs(train_kwargs)
     loss_values, booster_values = split_params(objective, params, train_kwargs)
-    val_fn, maximize, _ = validation_loss(val_loss, objective, loss_values)
+    # A response metric reads the margins through the model's link: train's link= for
+    # a loss of your own, as the trained model will have it.
+    scored = objective
+    if train_kwargs.get("link") is not None:
+        from objectives import attach_link, resolve_link
+
+        from ..training.config import check_link
+
+        check_link(resolve_link(train_kwargs["link"]), 1)
+        scored = attach_link(objective, train_kwargs["link"], 1)
+    val_fn, maximize, _ = validation_loss(val_loss, scored, loss_values)
     return objective, loss_values, booster_values, val_fn, maximize
 
 
@@ -399,6 +479,12 @@ def settings_of(objective, loss_values, booster_values, train_kwargs):
             f"(refit='quantile'), which do not change with the hyperparameters (their "
             f"gradient is 0): pass refit=None (Newton leaves) or refit='newton' to tune "
             f"it by gradients, and train the final model the same way")
+    if refit == "exact":
+        raise ValueError(
+            "refit='exact' finds each leaf by bisection, which the replay cannot "
+            "differentiate: pass refit='newton' (damped Newton steps on the same loss, "
+            "replayed with their gradients) or refit=None, and train the final model "
+            "the same way")
     return dict(family=family, loss_values=values, booster_values=b, hessian=hessian,
                 seed=int(train_kwargs.get("seed") or 0),
                 subsample=float(train_kwargs.get("subsample", 1.0)),
@@ -494,6 +580,7 @@ def hypergrad(objective, X, y, X_val, y_val, *, params: dict, val_loss=None,
     objective, loss_values, booster_values, val_fn, maximize = prepare(
         objective, params, val_loss, train_kwargs)
     check_validation_set(X, X_val, y_val, val_weight, y)
+    params = flat_params(params)[0]
     settings = settings_of(objective, loss_values, booster_values, train_kwargs)
     booster = train_run(settings, X, y, n_rounds, sample_weight, train_kwargs)
     replay = Replay.of(booster, settings, X, y, sample_weight, X_val, y_val, val_weight,

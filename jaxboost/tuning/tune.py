@@ -40,6 +40,7 @@ from .hypergrad import (
     check_finite,
     check_replay,
     check_validation_set,
+    flat_params,
     prepare,
     settings_of,
     train_run,
@@ -249,6 +250,7 @@ def tune(objective, X, y, X_val, y_val, *, params: dict, bounds=None, val_loss=N
     train_kwargs = dict(train_kwargs)
     objective, loss_values, booster_values, val_fn, maximize = prepare(
         objective, params, val_loss, train_kwargs)
+    params, bounds, _ = flat_params(params, bounds)  # the loss's namespace merged
     tf = transforms(objective, {k: float(v) for k, v in params.items()}, bounds)
     check_validation_set(X, X_val, y_val, val_weight, y)
     names = list(params)
