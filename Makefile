@@ -26,8 +26,10 @@ define install
 	     $(PY) -m pip install -q --upgrade pip && $(PY) -m pip install -q -e "$(1)"; }
 endef
 
+# The demo's install carries what the README's sections use beyond the core: plots
+# and the scikit-learn estimators (DataFrames need pandas or polars, named there).
 $(STAMP_BASE): $(INSTALL_DEPS) | $(PY)
-	$(call install,.[plot])
+	$(call install,.[plot$(comma)sklearn])
 	touch $@
 
 $(STAMP_TEST): $(INSTALL_DEPS) | $(PY)

@@ -61,8 +61,12 @@ _SAME_NAME = ("learning_rate", "max_depth", "reg_lambda", "reg_alpha", "gamma",
               "interaction_constraints", "min_samples_leaf")
 
 
-def gain_importance(booster) -> np.ndarray:
-    """Total split gain per feature, normalised to sum to 1 (zeros without splits).
+IMPORTANCE_TYPES = ("total_gain", "gain", "weight", "cover", "total_cover")
+
+
+def gain_importance(booster, importance_type: str = "total_gain") -> np.ndarray:
+    """Importance per feature (``Booster.feature_importance``'s ``importance_type``;
+    default total split gain), normalised to sum to 1 (zeros without splits).
 
     >>> import numpy as np, jaxboost
     >>> X = np.random.default_rng(0).normal(size=(100, 3)).astype(np.float32)
@@ -70,7 +74,7 @@ def gain_importance(booster) -> np.ndarray:
     >>> int(imp.argmax()), round(float(imp.sum()), 6)
     (1, 1.0)
     """
-    scores = booster.feature_importance("total_gain")
+    scores = booster.feature_importance(importance_type)
     names = feature_names(booster)
     imp = np.array([scores.get(n, 0.0) for n in names], np.float64)
     s = imp.sum()
@@ -122,8 +126,38 @@ class _JaxBoostModel(BaseEstimator):
         if labels is False:
             labels = getattr(getattr(self, "booster_", None), "category_labels", None)
         X, _ = _category_codes(X, labels)
-        return validate_data(self, X, reset=reset, dtype=np.float32,
-                             ensure_all_finite="allow-nan", accept_sparse=_SPARSE)
+        X = validate_data(self, X, reset=reset, dtype=np.float32,
+                          ensure_all_finite="allow-nan", accept_sparse=_SPARSE)
+        return self._mark_missing(X)
+
+    def _mark_missing(self, X):
+        """``X`` with the entries equal to ``missing`` (XGBoost's parameter) set to NaN,
+        jaxboost's missing value (a copy; absent entries of a sparse X stay missing)."""
+        m = self.missing
+        if m is None or (is_real(m) and np.isnan(float(m))):
+            return X
+        if not is_real(m):
+            raise TypeError(f"missing must be a number (the value that marks a missing "
+                            f"entry) or NaN, got {m!r}")
+        X = X.copy()
+        values = X if isinstance(X, np.ndarray) else X.data
+        values[values == np.float32(m)] = np.nan
+        return X
+
+    def _check_peer_params(self):
+        """XGBoost's estimator parameters that jaxboost takes with a restriction."""
+        if self.tree_method not in (None, "hist", "auto"):
+            raise ValueError(f"tree_method={self.tree_method!r}: jaxboost grows histogram "
+                             f"trees only (tree_method='hist', the default)")
+        if self.n_jobs not in (None, -1):
+            raise ValueError(
+                f"n_jobs={self.n_jobs!r}: jaxboost has no per-fit thread control yet; "
+                f"XLA's CPU threads are fixed when JAX starts. Leave n_jobs=None (all "
+                f"cores), or set XLA_FLAGS='--xla_cpu_multi_thread_eigen=false "
+                f"intra_op_parallelism_threads=N' before importing jax")
+        if self.importance_type not in IMPORTANCE_TYPES:
+            raise ValueError(f"importance_type must be one of {IMPORTANCE_TYPES}, got "
+                             f"{self.importance_type!r}")
 
     def _train_kwargs(self):
         kw = {name: getattr(self, name) for name in _SAME_NAME}
@@ -135,7 +169,7 @@ class _JaxBoostModel(BaseEstimator):
         return kw
 
     def _fit(self, X, y, sample_weight, eval_set, encode, base_margin=None,
-             base_margin_eval_set=None):
+             base_margin_eval_set=None, verbose=None):
         """Validate the data, then ``train``.
 
         ``encode(y, sample_weight)`` returns ``(objective, n_outputs, labels, link)``
@@ -143,14 +177,17 @@ class _JaxBoostModel(BaseEstimator):
         ``base_margin_eval_set`` are margins per row, passed to ``train`` as
         ``base_margin`` and ``eval_base_margin``.
         """
+        self._check_peer_params()
         X, frame = _category_codes(X)
         X, y = validate_data(self, X, y, dtype=np.float32, ensure_all_finite="allow-nan",
                              y_numeric=self._y_numeric, accept_sparse=_SPARSE)
+        X = self._mark_missing(X)
         if sample_weight is not None:
             # shape, finite, >= 0 and not all zero, with scikit-learn's messages
             sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float32,
                                                  ensure_non_negative=True)
         objective, n_outputs, y_train, link = encode(y, sample_weight)
+        sample_weight = self._class_weights(y_train, sample_weight)
         evals = None
         if eval_set is not None:
             if not isinstance(eval_set, (list, tuple)):
@@ -171,6 +208,8 @@ class _JaxBoostModel(BaseEstimator):
                             "as in XGBoost; got a number")
         names = getattr(self, "feature_names_in_", None)
         kw = self._train_kwargs()
+        if verbose is not None:
+            kw["verbose"] = verbose
         given = [] if self.categorical_features is None else list(self.categorical_features)
         cat = given + [f for f in sorted(frame) if f not in given and
                        (names is None or names[f] not in given)]
@@ -186,6 +225,9 @@ class _JaxBoostModel(BaseEstimator):
     def _encode_eval_labels(self, y, i):
         return y
 
+    def _class_weights(self, y_train, sample_weight):
+        return sample_weight
+
     # --- fitted state ---------------------------------------------------------------
     def _booster(self):
         check_is_fitted(self, "booster_")
@@ -193,9 +235,10 @@ class _JaxBoostModel(BaseEstimator):
 
     @property
     def feature_importances_(self) -> np.ndarray:
-        """Total split gain per feature over all trees, normalised to sum to 1."""
-        # XGBoost's get_score convention: {name: total gain}, normalised.
-        return gain_importance(self._booster())
+        """Importance per feature by ``importance_type`` (default ``"total_gain"``:
+        total split gain; XGBoost's estimators default to ``"gain"``, the mean gain per
+        split), normalised to sum to 1."""
+        return gain_importance(self._booster(), self.importance_type)
 
     @property
     def best_iteration(self):
@@ -254,7 +297,14 @@ class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
 
     Parameters are ``jaxboost.train``'s (see its docstring), with scikit-learn's names
     for two of them: ``n_estimators`` (``n_rounds``) and ``random_state`` (``seed``;
-    an int, None, or a ``RandomState`` to draw one from); ``num_parallel_tree`` and
+    an int, None, or a ``RandomState`` to draw one from), and XGBoost's estimator
+    parameters where the meaning is the same: ``missing`` (a value read as missing,
+    besides NaN), ``importance_type`` (of ``feature_importances_``: ``"total_gain"``,
+    the default, or XGBoost's default ``"gain"``, ``"weight"``, ``"cover"``,
+    ``"total_cover"``), ``tree_method`` (``"hist"`` only), ``n_jobs`` (None or -1
+    only: XLA's threads are fixed when JAX starts), the classifier's
+    ``scale_pos_weight`` (two classes: the positive rows' weight) and
+    ``fit(verbose=)``; ``num_parallel_tree`` and
     ``bootstrap`` grow forests (``n_estimators=1, learning_rate=1,
     num_parallel_tree=100, subsample=0.8, colsample_bynode=0.8``: a random forest, as
     XGBoost's ``XGBRFRegressor``). ``X`` may be a ``scipy.sparse`` matrix, whose absent
@@ -291,11 +341,12 @@ class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
                  early_stopping_rounds=None, eval_metric=None, random_state=None,
                  verbose=False, link=None, categorical_features=None,
                  max_cat_to_onehot=4, max_cat_threshold=64, monotone_constraints=None,
-                 interaction_constraints=None, min_samples_leaf=1):
+                 interaction_constraints=None, min_samples_leaf=1, missing=np.nan,
+                 importance_type="total_gain", tree_method="hist", n_jobs=None):
         _store_params(self, locals())
 
     def fit(self, X, y, sample_weight=None, eval_set=None, base_margin=None,
-            base_margin_eval_set=None):
+            base_margin_eval_set=None, verbose=None):
         """Train on ``X`` (array or DataFrame, NaN = missing) and ``y``.
 
         Args:
@@ -307,6 +358,8 @@ class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
             (see ``jaxboost.train``); pass the rows' offsets to ``predict`` too.
           base_margin_eval_set: optional list of margins per row, one per ``eval_set``
             entry (or None).
+          verbose: as XGBoost's ``fit(verbose=)``: overrides the estimator's
+            ``verbose`` for this fit (None keeps it).
 
         Returns:
           self.
@@ -315,7 +368,7 @@ class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
             return self.objective, None, y, self.link
 
         return self._fit(X, y, sample_weight, eval_set, encode, base_margin,
-                         base_margin_eval_set)
+                         base_margin_eval_set, verbose)
 
     def predict(self, X, base_margin=None) -> np.ndarray:
         """The objective's response for each row: ``(N,)`` (``(N, K)`` for K outputs);
@@ -368,7 +421,9 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
                  early_stopping_rounds=None, eval_metric=None, random_state=None,
                  verbose=False, link="auto", categorical_features=None,
                  max_cat_to_onehot=4, max_cat_threshold=64, monotone_constraints=None,
-                 interaction_constraints=None, min_samples_leaf=1):
+                 interaction_constraints=None, min_samples_leaf=1, missing=np.nan,
+                 importance_type="total_gain", tree_method="hist", n_jobs=None,
+                 scale_pos_weight=1.0):
         _store_params(self, locals())
 
     def _resolved_objective(self, n_classes):
@@ -393,7 +448,7 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
         return self.link
 
     def fit(self, X, y, sample_weight=None, eval_set=None, base_margin=None,
-            base_margin_eval_set=None):
+            base_margin_eval_set=None, verbose=None):
         """Train on ``X`` (array or DataFrame, NaN = missing) and labels ``y``.
 
         Args:
@@ -402,6 +457,7 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
             from ``classes_``; evaluated after every round (``evals_result()``).
           base_margin, base_margin_eval_set: optional margins per row (logits), as in
             ``JaxBoostRegressor.fit``; ``(N, n_classes)`` for more than two classes.
+          verbose: overrides the estimator's ``verbose`` for this fit (None keeps it).
 
         Returns:
           self.
@@ -421,7 +477,22 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
                     self._resolved_link(objective, len(classes)))
 
         return self._fit(X, y, sample_weight, eval_set, encode, base_margin,
-                         base_margin_eval_set)
+                         base_margin_eval_set, verbose)
+
+    def _class_weights(self, y_train, sample_weight):
+        """``sample_weight`` with the positive class's rows scaled by
+        ``scale_pos_weight`` (XGBoost's: it multiplies their g and h), two classes only."""
+        spw = self.scale_pos_weight
+        if not is_real(spw) or not np.isfinite(float(spw)) or float(spw) <= 0:
+            raise ValueError(f"scale_pos_weight must be a finite number > 0, got {spw!r}")
+        if float(spw) == 1.0:
+            return sample_weight
+        if self.n_classes_ != 2:
+            raise ValueError(f"scale_pos_weight is for two classes; y has "
+                             f"{self.n_classes_}: pass sample_weight per row instead")
+        w = np.ones(len(y_train), np.float32) if sample_weight is None else sample_weight
+        return (w * np.where(y_train == 1, np.float32(spw), np.float32(1))).astype(
+            np.float32)
 
     def _encode_eval_labels(self, y, i):
         y = np.ravel(y)

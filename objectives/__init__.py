@@ -91,6 +91,25 @@ __all__ = [
 ]
 
 
+PEER_NAMES = {
+    # XGBoost
+    "reg:squarederror": "squared", "reg:linear": "squared",
+    "reg:absoluteerror": "absolute", "reg:pseudohubererror": "pseudo_huber",
+    "reg:quantileerror": "quantile", "binary:logistic": "logistic",
+    "binary:logitraw": "logistic", "multi:softprob": "softmax", "multi:softmax": "softmax",
+    "count:poisson": "poisson", "reg:gamma": "gamma", "reg:tweedie": "tweedie",
+    "survival:cox": "cox", "rank:pairwise": "ranknet", "rank:ndcg": "lambdarank",
+    # LightGBM
+    "regression": "squared", "regression_l2": "squared", "l2": "squared",
+    "mse": "squared", "regression_l1": "absolute", "l1": "absolute", "mae": "absolute",
+    "binary": "logistic", "multiclass": "softmax", "softmax": "softmax",
+    "lambdarank": "lambdarank", "rank_xendcg": "listnet",
+}
+"""XGBoost's and LightGBM's objective names -> the catalogue entry that trains the same
+loss (``resolve`` names it in its error; the entries' defaults may differ, e.g. XGBoost's
+``count:poisson`` is ``poisson(max_delta_step=0.7)`` with ``max_delta_step=0.7``)."""
+
+
 def resolve(objective):
     """A catalogue name -> its entry; entries and callables pass through.
 
@@ -100,6 +119,15 @@ def resolve(objective):
     if isinstance(objective, str):
         entry = CATALOGUE.get(objective, GROUP_CATALOGUE.get(objective))
         if entry is None:
+            peer = PEER_NAMES.get(objective.strip().lower())
+            if peer is not None:
+                raise ValueError(
+                    f"unknown objective {objective!r}: that is XGBoost's or LightGBM's "
+                    f"name; jaxboost's catalogue entry for the same loss is {peer!r} "
+                    f"(objectives.{peer})" + (
+                        ", with XGBoost's Hessian as objectives.poisson(max_delta_step="
+                        "0.7) and train(max_delta_step=0.7)"
+                        if peer == "poisson" else ""))
             raise ValueError(f"unknown objective {objective!r}; catalogue entries: "
                              f"{sorted(CATALOGUE)}, group losses: "
                              f"{sorted(GROUP_CATALOGUE)}, or pass any callable "

@@ -39,6 +39,7 @@ from .config import configure, resolve_objective
 from .data import base_margin, prepare, start_margins
 from .evaluation import eval_metrics, eval_sets
 from .hessian import guard_start
+from .names import peer_names
 from .program import hyper, round_spec, stack
 from .train import finish, model_run
 
@@ -128,6 +129,7 @@ def _configure(i, merged, common):
         raise type(e)(f"{where}: {e}") from None
 
 
+@peer_names
 @float32_programs
 def train_many(configs, X, y, *, objective=None, n_rounds: int = 100, max_depth: int = 6,
                max_bin: int = 256, sample_weight=None, feature_names=None,

@@ -39,9 +39,11 @@ from .evaluation import (
     plan_metrics,
 )
 from .hessian import guard_start
+from .names import peer_names
 from .program import hyper, round_spec, stack
 
 
+@peer_names
 @float32_programs
 def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
           max_depth: int = 6, reg_lambda: float = 1.0, reg_alpha: float = 0.0,

@@ -1,0 +1,89 @@
+"""The names XGBoost and LightGBM users type, and jaxboost's for the same thing.
+
+``train`` and ``train_many`` refuse an unknown keyword with Python's ``TypeError``; when
+the keyword is a peer library's spelling, the error names jaxboost's equivalent (or says
+why there is none), so ``train(loss, X, y, num_boost_round=50)`` says to write
+``n_rounds=50``.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+EQUIVALENTS = {
+    "num_boost_round": "n_rounds", "n_estimators": "n_rounds", "num_round": "n_rounds",
+    "num_iterations": "n_rounds", "num_iteration": "n_rounds", "n_iter": "n_rounds",
+    "num_trees": "n_rounds", "nrounds": "n_rounds",
+    "eta": "learning_rate", "shrinkage_rate": "learning_rate",
+    "lambda": "reg_lambda", "lambda_l2": "reg_lambda", "reg_l2": "reg_lambda",
+    "alpha": "reg_alpha", "lambda_l1": "reg_alpha",
+    "min_split_loss": "gamma", "min_gain_to_split": "gamma",
+    "min_sum_hessian_in_leaf": "min_child_weight", "min_child_samples": "min_samples_leaf",
+    "min_data_in_leaf": "min_samples_leaf",
+    "bagging_fraction": "subsample", "feature_fraction": "colsample_bytree",
+    "feature_fraction_bynode": "colsample_bynode", "max_bins": "max_bin",
+    "random_state": "seed", "random_seed": "seed",
+    "obj": "the first argument (the loss)", "objective": "the first argument (the loss)",
+    "params": "keyword arguments (train(loss, X, y, max_depth=4, ...))",
+    "dtrain": "X, y", "evals": "eval_set", "valid_sets": "eval_set",
+    "feval": "eval_metric (a jaxboost.metrics.Metric or metrics.host(fn))",
+    "custom_metric": "eval_metric", "early_stopping_round": "early_stopping_rounds",
+    "verbose_eval": "verbose", "xgb_model": "init_model",
+    "base_score": "base_margin (on the margin scale)", "init_score": "base_margin",
+    "num_class": "n_outputs (softmax infers the classes from the labels)",
+    "weight": "sample_weight",
+}
+"""A peer's keyword -> what jaxboost calls it."""
+
+ABSENT = {
+    "nthread": "there is no per-call thread control: XLA's CPU threads are fixed when "
+               "JAX starts (set XLA_FLAGS=--xla_cpu_multi_thread_eigen=false "
+               "intra_op_parallelism_threads=N before importing jax)",
+    "n_jobs": "there is no per-call thread control: XLA's CPU threads are fixed when JAX "
+              "starts (set XLA_FLAGS=--xla_cpu_multi_thread_eigen=false "
+              "intra_op_parallelism_threads=N before importing jax)",
+    "tree_method": "jaxboost grows histogram trees ('hist') only",
+    "device": "jaxboost runs on JAX's default device (jax.default_device, or mesh=)",
+    "grow_policy": "trees grow level-wise ('depthwise') only",
+    "max_leaves": "trees grow level-wise: limit them with max_depth",
+    "num_leaves": "trees grow level-wise: limit them with max_depth",
+    "scale_pos_weight": "weight the positive rows with sample_weight (XGBoost's "
+                        "scale_pos_weight multiplies their gradients the same way)",
+    "missing": "NaN is the missing value: replace your marker with np.nan",
+    "booster": "jaxboost trains trees ('gbtree'); forests with num_parallel_tree",
+}
+"""A peer's keyword with no jaxboost counterpart -> why, and what to do."""
+
+
+def hint(name: str) -> str | None:
+    """The hint for an unknown keyword ``name``, or None when it is no peer's.
+
+    >>> hint("eta")
+    "write learning_rate=... (jaxboost's name for XGBoost's/LightGBM's 'eta')"
+    """
+    if name in EQUIVALENTS:
+        return (f"write {EQUIVALENTS[name]}=... (jaxboost's name for XGBoost's/"
+                f"LightGBM's {name!r})" if EQUIVALENTS[name].isidentifier() else
+                f"jaxboost takes it as {EQUIVALENTS[name]}")
+    if name in ABSENT:
+        return ABSENT[name]
+    return None
+
+
+def peer_names(fn):
+    """Wrap ``fn`` so that an unknown keyword argument raises a ``TypeError`` naming
+    jaxboost's equivalent when it is a peer library's spelling (``hint``)."""
+    known = set(inspect.signature(fn).parameters)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        unknown = [k for k in kwargs if k not in known]
+        if unknown:
+            hints = [f"{k!r}: {hint(k)}" for k in unknown if hint(k) is not None]
+            if hints:
+                raise TypeError(f"{fn.__name__}() got unexpected keyword argument(s) "
+                                f"{unknown}; " + "; ".join(hints))
+        return fn(*args, **kwargs)
+
+    return wrapper

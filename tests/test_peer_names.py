@@ -1,0 +1,116 @@
+"""What XGBoost and LightGBM users type on day one (issue 31, item 1): the estimators
+take XGBoost's scikit-learn names where the meaning is the same, each checked against
+XGBoost run in the same test or against the jaxboost parameter it stands for; ``train``
+answers the peers' spellings with an error that names jaxboost's equivalent."""
+
+import numpy as np
+import pytest
+
+import jaxboost
+from jaxboost.sklearn import JaxBoostClassifier, JaxBoostRegressor
+
+KW = dict(n_estimators=5, max_depth=3, learning_rate=0.3)
+
+
+@pytest.fixture(scope="module")
+def binary():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4)).astype(np.float32)
+    y = (X[:, 0] + 0.5 * rng.normal(size=300) > 0.8).astype(np.int64)
+    return X, y
+
+
+@pytest.mark.parametrize("name, value, ours", [
+    ("num_boost_round", 5, "n_rounds"), ("n_estimators", 5, "n_rounds"),
+    ("eta", 0.1, "learning_rate"), ("lambda_l2", 1.0, "reg_lambda"),
+    ("min_split_loss", 0.0, "gamma"), ("feature_fraction", 0.5, "colsample_bytree"),
+])
+def test_train_names_jaxboosts_equivalent(binary, name, value, ours):
+    X, y = binary
+    with pytest.raises(TypeError, match=rf"'{name}'.*write {ours}="):
+        jaxboost.train("logistic", X, y, **{name: value})
+
+
+@pytest.mark.parametrize("name, value, why", [
+    ("nthread", 2, "XLA_FLAGS"), ("tree_method", "exact", "histogram trees"),
+    ("scale_pos_weight", 3.0, "sample_weight"), ("missing", -1.0, "np.nan"),
+])
+def test_train_says_why_a_peer_option_is_absent(binary, name, value, why):
+    X, y = binary
+    with pytest.raises(TypeError, match=why):
+        jaxboost.train("logistic", X, y, **{name: value})
+    with pytest.raises(TypeError, match=why):
+        jaxboost.train_many([{"max_depth": 2}], X, y, objective="logistic",
+                            **{name: value})
+
+
+def test_a_misspelt_keyword_is_still_pythons_error(binary):
+    X, y = binary
+    with pytest.raises(TypeError, match="unexpected keyword argument 'n_round'"):
+        jaxboost.train("logistic", X, y, n_round=5)
+
+
+@pytest.mark.parametrize("peer, ours", [
+    ("binary:logistic", "logistic"), ("reg:squarederror", "squared"),
+    ("multi:softprob", "softmax"), ("count:poisson", "poisson"), ("binary", "logistic"),
+    ("regression_l1", "absolute"), ("reg:tweedie", "tweedie"),
+])
+def test_peer_objective_names_point_to_the_catalogue(binary, peer, ours):
+    X, y = binary
+    with pytest.raises(ValueError, match=rf"catalogue entry for the same loss is '{ours}'"):
+        jaxboost.train(peer, X, y, n_rounds=2)
+
+
+def test_scale_pos_weight_equals_xgboost(binary):
+    """XGBoost's scale_pos_weight multiplies the positive rows' g and h: the same
+    model as jaxboost's classifier with it (XGBoost run here, exact margins)."""
+    xgb = pytest.importorskip("xgboost")
+    X, y = binary
+    X = (np.round(X * 4) / 4).astype(np.float32)  # few values per feature: same bins
+    clf = JaxBoostClassifier(scale_pos_weight=3.0, **KW).fit(X, y)
+    w = np.where(y == 1, 3.0, 1.0).astype(np.float32)
+    same = JaxBoostClassifier(**KW).fit(X, y, sample_weight=w)
+    np.testing.assert_array_equal(clf.predict_proba(X), same.predict_proba(X))
+    base = float(clf.booster_.base_margin)
+    ref = xgb.XGBClassifier(scale_pos_weight=3.0, tree_method="exact", n_jobs=1,
+                            base_score=1.0 / (1.0 + np.exp(-base)), reg_lambda=1.0,
+                            **KW).fit(X, y)
+    np.testing.assert_allclose(clf.predict_proba(X), ref.predict_proba(X), atol=1e-5)
+    with pytest.raises(ValueError, match="two classes"):
+        JaxBoostClassifier(scale_pos_weight=2.0, **KW).fit(X, y + (X[:, 1] > 1))
+
+
+def test_missing_marks_a_value_as_missing(binary):
+    X, y = binary
+    Xm = X.copy()
+    Xm[::7, 2] = -999.0
+    Xn = Xm.copy()
+    Xn[Xn == -999.0] = np.nan
+    a = JaxBoostRegressor(missing=-999.0, **KW).fit(Xm, y)
+    b = JaxBoostRegressor(**KW).fit(Xn, y)
+    np.testing.assert_array_equal(a.predict(Xm), b.predict(Xn))
+    assert not np.array_equal(a.predict(Xm), JaxBoostRegressor(**KW).fit(Xm, y).predict(Xm))
+
+
+def test_importance_type_matches_xgboost_get_score(binary):
+    X, y = binary
+    reg = JaxBoostRegressor(importance_type="gain", **KW).fit(X, y)
+    score = reg.booster_.feature_importance("gain")
+    raw = np.array([score.get(f"f{i}", 0.0) for i in range(X.shape[1])])
+    np.testing.assert_allclose(reg.feature_importances_, raw / raw.sum(), rtol=1e-12)
+    total = JaxBoostRegressor(**KW).fit(X, y)
+    assert not np.allclose(total.feature_importances_, reg.feature_importances_)
+    with pytest.raises(ValueError, match="importance_type"):
+        JaxBoostRegressor(importance_type="splits", **KW).fit(X, y)
+
+
+def test_tree_method_n_jobs_and_fit_verbose(binary, capsys):
+    X, y = binary
+    JaxBoostClassifier(tree_method="hist", n_jobs=-1, **KW).fit(X, y, verbose=False)
+    with pytest.raises(ValueError, match="histogram trees only"):
+        JaxBoostClassifier(tree_method="approx", **KW).fit(X, y)
+    with pytest.raises(ValueError, match="XLA's CPU threads"):
+        JaxBoostClassifier(n_jobs=2, **KW).fit(X, y)
+    JaxBoostClassifier(**KW).fit(X, y, eval_set=[(X, y)], verbose=True)
+    out = capsys.readouterr()
+    assert "validation_0" in out.out + out.err
