@@ -7,13 +7,19 @@ estimator) into a ``jaxboost.Booster``. Both directions cover gradient-boosted t
 (``gbtree``) with numeric and categorical splits and one output per tree, for the
 objectives
 
-===================  =====================  ==============================================
-jaxboost             XGBoost                base score (``learner_model_param``)
-===================  =====================  ==============================================
-``squared``          ``reg:squarederror``   the base margin itself
-``logistic``         ``binary:logistic``    ``sigmoid(base margin)``, a probability
-``softmax`` (K)      ``multi:softprob``     the K base margins (a vector)
-===================  =====================  ==============================================
+=================  =========================  ==================================================
+jaxboost           XGBoost                    base score (``learner_model_param``)
+=================  =========================  ==================================================
+``squared``        ``reg:squarederror``       the base margin itself
+``logistic``       ``binary:logistic``        ``sigmoid(base margin)``, a probability
+``softmax`` (K)    ``multi:softprob``         the K base margins (a vector)
+``absolute``       ``reg:absoluteerror``      the base margin itself
+``pseudo_huber``   ``reg:pseudohubererror``   the base margin (``huber_slope``: delta)
+``quantile``       ``reg:quantileerror``      the base margin (``quantile_alpha``: [alpha])
+``poisson``        ``count:poisson``          ``exp(base margin)``, a mean (``max_delta_step``)
+``gamma``          ``reg:gamma``              ``exp(base margin)``
+``tweedie``        ``reg:tweedie``            ``exp(base margin)`` (``tweedie_variance_power``)
+=================  =========================  ==================================================
 
 (import also accepts ``reg:logistic`` and ``multi:softmax``, read as ``logistic`` and
 ``softmax``: jaxboost's softmax predicts probabilities, as ``multi:softprob`` does).
@@ -64,6 +70,7 @@ True
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import os
@@ -95,10 +102,25 @@ from .checks import (
 from .files import atomic_write, parse_json, read_json
 
 _EXPORTS = {"squared": "reg:squarederror", "logistic": "binary:logistic",
-            "softmax": "multi:softprob"}
+            "softmax": "multi:softprob", "absolute": "reg:absoluteerror",
+            "pseudo_huber": "reg:pseudohubererror", "quantile": "reg:quantileerror",
+            "poisson": "count:poisson", "gamma": "reg:gamma", "tweedie": "reg:tweedie"}
 _IMPORTS = {"reg:squarederror": "squared", "reg:linear": "squared",
             "binary:logistic": "logistic", "reg:logistic": "logistic",
-            "multi:softprob": "softmax", "multi:softmax": "softmax"}
+            "multi:softprob": "softmax", "multi:softmax": "softmax",
+            "reg:absoluteerror": "absolute", "reg:pseudohubererror": "pseudo_huber",
+            "reg:quantileerror": "quantile", "count:poisson": "poisson",
+            "reg:gamma": "gamma", "reg:tweedie": "tweedie"}
+# Log-link entries: XGBoost stores their base score as a mean, exp(base margin), and
+# takes its float32 log back.
+_LOG_LINK = ("poisson", "gamma", "tweedie")
+# Entry -> (XGBoost's parameter block, {XGBoost parameter: jaxboost hyperparameter}).
+_OBJECTIVE_PARAMS = {
+    "pseudo_huber": ("pseudo_huber_param", {"huber_slope": "delta"}),
+    "quantile": ("quantile_loss_param", {"quantile_alpha": "alpha"}),
+    "poisson": ("poisson_regression_param", {"max_delta_step": "max_delta_step"}),
+    "tweedie": ("tweedie_regression_param", {"tweedie_variance_power": "power"}),
+}
 _NO_PARENT = 2147483647  # XGBoost's parent of the root
 _MAX_CUTS = 254  # cuts per feature of a BinEdges with max_bin = 256
 # A logistic base score is a float32 probability; when its logit misses the base margin
@@ -134,10 +156,13 @@ def _unsupported_export(booster) -> str | None:
         else:
             what = (f"the plain loss {loss_name(obj)} without a link (train it with "
                     f"link='identity', 'sigmoid' or 'softmax' to export it)")
-        return (f"to_xgboost_json exports models trained with objectives.squared, "
-                f"objectives.logistic or objectives.softmax (XGBoost's reg:squarederror, "
-                f"binary:logistic, multi:softprob), or a plain loss with the same link; "
-                f"this model was trained with {what}")
+        ours = ", ".join(f"objectives.{k}" for k in _EXPORTS)
+        theirs = ", ".join(_EXPORTS.values())
+        return (f"to_xgboost_json exports models trained with {ours} (XGBoost's "
+                f"{theirs}), or a plain loss with link 'identity', 'sigmoid' or "
+                f"'softmax'; this model was trained with {what}" + (
+                    ". XGBoost has no Huber objective: its reg:pseudohubererror is "
+                    "objectives.pseudo_huber" if what == "objectives.huber" else ""))
     K = booster.n_outputs
     if name == "softmax" and K > 1 and not booster.one_output_per_tree:
         return ("to_xgboost_json exports softmax models with one tree per class per round "
@@ -173,6 +198,82 @@ def _logistic_base(margin: float):
         return np.float32(0.5), margin
     p = np.float32(1.0 / (1.0 + math.exp(-margin)))
     return p, margin - _xgb_logit(p)
+
+
+def _log_base(margin: float):
+    """``(base_score, residual)`` of a log-link entry: the float32 mean ``exp(margin)``
+    XGBoost stores, and what its float32 log misses of the margin (added to the trees).
+    Beyond ``|margin| = 80`` the score is 1 (margin 0) and the margin goes to the trees."""
+    if not abs(margin) <= 80.0:
+        return np.float32(1.0), margin
+    mean = np.float32(math.exp(margin))
+    return mean, margin - _xgb_log(mean)
+
+
+def _xgb_log(mean) -> float:
+    """The margin XGBoost gives a log-link base score (float32 arithmetic)."""
+    return float(np.log(np.float32(mean)))
+
+
+def _param_text(v) -> str:
+    """A float32 hyperparameter as XGBoost writes its parameters (shortest digits)."""
+    return np.format_float_positional(np.float32(v), unique=True, trim="-")
+
+
+def _defaults(entry) -> dict:
+    """A catalogue entry's hyperparameter defaults (its loss's keyword-only defaults)."""
+    return {p.name: p.default for p in inspect.signature(entry.loss).parameters.values()
+            if p.kind == p.KEYWORD_ONLY}
+
+
+def _objective_block(name, obj, K) -> dict:
+    """The ``learner.objective`` block of an export, with the entry's parameters."""
+    block = {"name": _EXPORTS[name]}
+    hyper = obj.hyperparameters if isinstance(obj, objectives.Objective) else {}
+    if name == "softmax":
+        block["softmax_multiclass_param"] = {"num_class": str(K)}
+    elif name in _OBJECTIVE_PARAMS:
+        key, names = _OBJECTIVE_PARAMS[name]
+        defaults = _defaults(getattr(objectives, name))
+        values = {xk: _param_text(hyper.get(jk, defaults[jk])) for xk, jk in names.items()}
+        if name == "quantile":
+            values["quantile_alpha"] = "[" + values["quantile_alpha"] + "]"
+        block[key] = values
+    elif name != "absolute":
+        block["reg_loss_param"] = {"scale_pos_weight": "1"}
+    return block
+
+
+def _import_objective(name, block, K):
+    """The catalogue entry of an imported model, with the parameters of its objective
+    block (``ModelFormatError`` for a malformed or out-of-domain value)."""
+    if name == "softmax":
+        return objectives.softmax(n_classes=K) if K > 1 else None
+    entry = getattr(objectives, name)
+    if name not in _OBJECTIVE_PARAMS:
+        return entry
+    key, names = _OBJECTIVE_PARAMS[name]
+    params = block.get(key, {})
+    if not isinstance(params, dict):
+        raise _malformed(f"learner.objective.{key} must be an object, got "
+                         f"{describe(params)}")
+    values = {}
+    for xk, jk in names.items():
+        if xk not in params:
+            continue
+        where = f"learner.objective.{key}.{xk}"
+        v = _base_scores(params[xk], where, 2)
+        if v.size != 1:
+            raise ModelFormatError(f"{where}: jaxboost reads one value, got {v.tolist()}")
+        # XGBoost prints float32 parameters in full ("0.699999988"): read back the
+        # shortest text of that float32 (0.7), and leave out an entry's default.
+        value = float(_param_text(v[0]))
+        if value != _defaults(entry).get(jk):
+            values[jk] = value
+    try:
+        return entry(**values) if values else entry
+    except (TypeError, ValueError) as e:
+        raise ModelFormatError(f"learner.objective.{key}: {e}") from None
 
 
 def _xgb_logit(p) -> float:
@@ -356,6 +457,11 @@ def to_xgboost_json(booster: Booster, path=None) -> dict:
         base_score = _base_score_text([p])
         if abs(residual) > _BASE_TOLERANCE:
             offset = residual
+    elif name in _LOG_LINK:
+        mean, residual = _log_base(float(booster.base_margin))
+        base_score = _base_score_text([mean])
+        if abs(residual) > _BASE_TOLERANCE:
+            offset = residual
     else:
         base_score = _base_score_text([booster.base_margin])
     trees, tree_info = [], []
@@ -372,11 +478,7 @@ def to_xgboost_json(booster: Booster, path=None) -> dict:
     indptr = list(range(0, len(trees) + 1, per_round))
     if indptr[-1] != len(trees):
         indptr.append(len(trees))
-    objective = {"name": _EXPORTS[name]}
-    if name == "softmax":
-        objective["softmax_multiclass_param"] = {"num_class": str(K)}
-    else:
-        objective["reg_loss_param"] = {"scale_pos_weight": "1"}
+    objective = _objective_block(name, booster.objective, K)
     names = getattr(booster, "feature_names", None)
     for j, n in enumerate(names or ()):
         bad = sorted(set(n) & set(_XGB_NAME_CHARS))
@@ -889,9 +991,8 @@ def _import(d) -> Booster:
                          f"{describe(obj_name)}")
     if obj_name not in _IMPORTS:
         raise ModelFormatError(
-            f"from_xgboost reads models with objective reg:squarederror, binary:logistic, "
-            f"reg:logistic, multi:softprob or multi:softmax; this model's objective is "
-            f"{obj_name!r}")
+            f"from_xgboost reads models with objective {', '.join(_IMPORTS)}; this "
+            f"model's objective is {obj_name!r}")
     where = "learner.learner_model_param"
     mp = _get(learner, "learner_model_param", "learner")
     F = _int_param(mp, "num_feature", where, lo=1, hi=MAX_FEATURES,
@@ -928,7 +1029,12 @@ def _import(d) -> Booster:
             raise _malformed(f"base_score {base.tolist()} of {obj_name} must be one "
                              f"probability in (0, 1)")
         base_margin = _xgb_logit(base[0])
-    elif name == "squared":
+    elif name in _LOG_LINK:
+        if base.size != 1 or not base[0] > 0.0:
+            raise _malformed(f"base_score {base.tolist()} of {obj_name} must be one "
+                             f"positive mean")
+        base_margin = _xgb_log(base[0])
+    elif name != "softmax":
         if base.size != 1:
             raise _malformed(f"{obj_name} has {base.size} base scores")
         base_margin = float(base[0])
@@ -1032,8 +1138,7 @@ def _import(d) -> Booster:
     edges, tbin = _bin_edges(feature, threshold, ~is_leaf & ~np.isnan(threshold), F)
     if cat_bits is not None:
         edges = _categorical_edges(edges, cat_features)
-    objective = {"squared": objectives.squared, "logistic": objectives.logistic,
-                 "softmax": objectives.softmax(n_classes=K) if K > 1 else None}[name]
+    objective = _import_objective(name, obj, K)
     ens = Ensemble(feature=feature, tbin=tbin, threshold=threshold,
                    default_left=default_left, is_leaf=is_leaf, value=value, gain=gain,
                    cover=cover, cat_bits=cat_bits)
