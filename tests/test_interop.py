@@ -240,7 +240,8 @@ def _set(d, key, value):
 
 DAMAGE = [
     ("no learner", lambda m: m.pop("learner"), "no 'learner'"),
-    ("dart", lambda m: _set(m["learner"]["gradient_booster"], "name", "dart"), "'dart'"),
+    ("dart", lambda m: _set(m["learner"]["gradient_booster"], "name", "dart"),
+     "weight_drop of a dart model"),
     ("gblinear", lambda m: _set(m["learner"]["gradient_booster"], "name", "gblinear"),
      "'gblinear'"),
     ("objective", lambda m: _set(m["learner"]["objective"], "name", "survival:aft"),

@@ -85,3 +85,18 @@ def test_huber_export_names_xgboosts_nearest_objective(data):
     bst = jaxboost.train(objectives.huber, X, ys["real"], n_rounds=2, verbose=False)
     with pytest.raises(ValueError, match="no Huber objective.*objectives.pseudo_huber"):
         to_xgboost_json(bst)
+
+
+@pytest.mark.parametrize("normalize_type", ["tree", "forest"])
+def test_dart_models_import_with_their_tree_weights(data, normalize_type):
+    X, ys = data
+    d = xgb.DMatrix(X, label=ys["real"], missing=np.nan)
+    ref = xgb.train(dict(booster="dart", rate_drop=0.5, one_drop=1,
+                         normalize_type=normalize_type, max_depth=3, nthread=1, seed=0),
+                    d, 8)
+    weights = __import__("json").loads(ref.save_raw("json"))["learner"][
+        "gradient_booster"]["weight_drop"]
+    assert min(weights) < 0.9  # trees really are weighted
+    bst = from_xgboost(ref)
+    np.testing.assert_allclose(bst.predict(X), ref.predict(xgb.DMatrix(X, missing=np.nan)),
+                               atol=1e-5, rtol=0)

@@ -945,7 +945,7 @@ def from_xgboost(model) -> Booster:
 
     Raises:
       ModelFormatError: (a ``ValueError``) for every model it does not read: another
-        booster (``dart``, ``gblinear``), objective, categories beyond 254, vector leaves,
+        booster (``gblinear``), objective, categories beyond 254, vector leaves,
         trees deeper than 16, a limit exceeded, a file that is not a regular file, or
         malformed data (the message names the field).
       TypeError: an input of another kind.
@@ -980,9 +980,23 @@ def _import(d) -> Booster:
     if not isinstance(kind, str):
         raise _malformed(f"learner.gradient_booster.name must be a string, got "
                          f"{describe(kind)}")
-    if kind != "gbtree":
+    drop_weights = None
+    if kind == "dart":  # a gbtree block inside, and each tree's weight at prediction
+        drop_weights = gb.get("weight_drop")
+        if not isinstance(drop_weights, list) or not all(
+                is_json_number(v) for v in drop_weights):
+            raise _malformed(f"learner.gradient_booster.weight_drop of a dart model must "
+                             f"be a list of numbers, got {describe(drop_weights)}")
+        drop_weights = np.asarray(drop_weights, np.float64)
+        with np.errstate(over="ignore"):
+            if not np.isfinite(drop_weights.astype(np.float32)).all():
+                raise _malformed("learner.gradient_booster.weight_drop: expected numbers "
+                                 "finite in float32")
+        drop_weights = drop_weights.astype(np.float32)
+        gb = _get(gb, "gbtree", "learner.gradient_booster")
+    elif kind != "gbtree":
         raise ModelFormatError(f"from_xgboost reads gradient-boosted tree models "
-                               f"(booster='gbtree'); this model's booster is "
+                               f"(booster='gbtree' or 'dart'); this model's booster is "
                                f"{kind!r}")
     obj = _get(learner, "objective", "learner")
     obj_name = obj.get("name")
@@ -1050,6 +1064,9 @@ def _import(d) -> Booster:
                    "learner.gradient_booster.model.gbtree_model_param", default=1, lo=1,
                    hi=MAX_NODES)
 
+    if drop_weights is not None and drop_weights.size != len(trees):
+        raise _malformed(f"learner.gradient_booster.weight_drop has {drop_weights.size} "
+                         f"weights for {len(trees)} trees")
     info = gm.get("tree_info", [0] * len(trees))
     if (not isinstance(info, list) or len(info) != len(trees)
             or not all(type(c) is int and 0 <= c < K for c in info)):
@@ -1066,8 +1083,9 @@ def _import(d) -> Booster:
             _check_heap_nodes(len(trees), D, K, i)
     # No prediction may overflow: |base_k| + the largest leaf of each tree of class k.
     bound = np.abs(np.asarray(base_margin, np.float64)).reshape(-1) * np.ones(K)
-    for (a, _), c in zip(parsed, info):
-        bound[c] += a["leaf_max"]
+    for i, ((a, _), c) in enumerate(zip(parsed, info)):
+        bound[c] += a["leaf_max"] * (1.0 if drop_weights is None else
+                                     abs(float(drop_weights[i])))
     if not (bound <= F32_MAX).all():
         k = _first(~(bound <= F32_MAX))
         cls = f" of class {k}" if K > 1 else ""
@@ -1131,6 +1149,8 @@ def _import(d) -> Booster:
             raise ModelFormatError(f"trees[{src}]: node {numeric_on_cat[0]} is a numeric "
                                    f"split on a categorical feature")
         w = np.where(split, a["base_weights"][nodes], a["split_conditions"][nodes])
+        if drop_weights is not None:  # dart: the tree's output times its weight
+            w = (w.astype(np.float32) * drop_weights[src]).astype(np.float32)
         if K == 1:
             value[t, heap] = w
         else:
