@@ -417,7 +417,8 @@ class Booster:
 
     @float32_programs
     def predict(self, X, output_margin: bool = False,
-                pred_contribs: bool = False, base_margin=None) -> np.ndarray:
+                pred_contribs: bool = False, base_margin=None,
+                pred_interactions: bool = False) -> np.ndarray:
         """Predictions for raw features.
 
         The margin of row ``i`` is ``b_i + sum_t tree_t(x_i)`` with ``b_i`` the row's
@@ -438,6 +439,10 @@ class Booster:
           base_margin: optional margins per row (offsets), ``(N,)`` or ``(N, K)`` for K
             outputs, as given to ``train(base_margin=...)`` (e.g. ``np.log(exposure)``):
             they replace the model's intercept for these rows, as in XGBoost.
+          pred_interactions: return exact SHAP interaction values instead, as
+            XGBoost's ``pred_interactions``: ``(N, F + 1, F + 1)`` float32
+            (``(N, K, F + 1, F + 1)``), each row's matrix summing to its SHAP values
+            (``jaxboost.explain.shap_interaction_values``).
 
         Returns:
           ``(N,)`` float32 NumPy array, or ``(N, K)`` for a model of K outputs
@@ -456,6 +461,11 @@ class Booster:
         """
         X = self._features(X)
         offsets = self._offsets(base_margin, X.shape[0])
+        if pred_interactions:
+            from .explain import shap_interaction_values
+
+            return self._by_blocks(
+                lambda Xd, o: shap_interaction_values(self, Xd, base_margin=o), X, offsets)
         if pred_contribs:
             from .explain import shap_values
 
