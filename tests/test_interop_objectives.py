@@ -100,3 +100,29 @@ def test_dart_models_import_with_their_tree_weights(data, normalize_type):
     bst = from_xgboost(ref)
     np.testing.assert_allclose(bst.predict(X), ref.predict(xgb.DMatrix(X, missing=np.nan)),
                                atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("entry, name", [(objectives.cox, "survival:cox"),
+                                         (objectives.ranknet, "rank:pairwise"),
+                                         (objectives.lambdarank, "rank:ndcg")],
+                         ids=["cox", "ranknet", "lambdarank"])
+def test_group_losses_export_and_import(data, entry, name):
+    X, ys = data
+    rng = np.random.default_rng(5)
+    if name == "survival:cox":  # signed times: negative = censored
+        y = (ys["positive"] * np.where(rng.random(len(X)) < 0.3, -1, 1)).astype(np.float32)
+        kw = {}
+    else:
+        y = rng.integers(0, 3, len(X)).astype(np.float32)
+        kw = {"group": np.repeat(np.arange(len(X) // 20), 20)}
+    bst = jaxboost.train(entry, X, y, n_rounds=5, max_depth=3, verbose=False, **kw)
+    model = to_xgboost_json(bst)
+    assert model["learner"]["objective"]["name"] == name
+    xb = _xgb_booster(model)
+    d = xgb.DMatrix(X, missing=np.nan)
+    np.testing.assert_allclose(xb.predict(d, output_margin=True),
+                               bst.predict(X, output_margin=True), atol=1e-5, rtol=0)
+    np.testing.assert_allclose(xb.predict(d), bst.predict(X), atol=1e-5, rtol=1e-6)
+    back = from_xgboost(xb)
+    assert back.objective == entry
+    np.testing.assert_allclose(back.predict(X), bst.predict(X), atol=1e-6, rtol=1e-6)

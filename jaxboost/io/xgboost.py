@@ -19,6 +19,9 @@ jaxboost           XGBoost                    base score (``learner_model_param`
 ``poisson``        ``count:poisson``          ``exp(base margin)``, a mean (``max_delta_step``)
 ``gamma``          ``reg:gamma``              ``exp(base margin)``
 ``tweedie``        ``reg:tweedie``            ``exp(base margin)`` (``tweedie_variance_power``)
+``cox``            ``survival:cox``           ``exp(base margin)``, a hazard ratio
+``ranknet``        ``rank:pairwise``          the base margin itself
+``lambdarank``     ``rank:ndcg``              the base margin itself
 =================  =========================  ==================================================
 
 (import also accepts ``reg:logistic`` and ``multi:softmax``, read as ``logistic`` and
@@ -104,16 +107,18 @@ from .files import atomic_write, parse_json, read_json
 _EXPORTS = {"squared": "reg:squarederror", "logistic": "binary:logistic",
             "softmax": "multi:softprob", "absolute": "reg:absoluteerror",
             "pseudo_huber": "reg:pseudohubererror", "quantile": "reg:quantileerror",
-            "poisson": "count:poisson", "gamma": "reg:gamma", "tweedie": "reg:tweedie"}
+            "poisson": "count:poisson", "gamma": "reg:gamma", "tweedie": "reg:tweedie",
+            "cox": "survival:cox", "ranknet": "rank:pairwise", "lambdarank": "rank:ndcg"}
 _IMPORTS = {"reg:squarederror": "squared", "reg:linear": "squared",
             "binary:logistic": "logistic", "reg:logistic": "logistic",
             "multi:softprob": "softmax", "multi:softmax": "softmax",
             "reg:absoluteerror": "absolute", "reg:pseudohubererror": "pseudo_huber",
             "reg:quantileerror": "quantile", "count:poisson": "poisson",
-            "reg:gamma": "gamma", "reg:tweedie": "tweedie"}
+            "reg:gamma": "gamma", "reg:tweedie": "tweedie", "survival:cox": "cox",
+            "rank:pairwise": "ranknet", "rank:ndcg": "lambdarank"}
 # Log-link entries: XGBoost stores their base score as a mean, exp(base margin), and
 # takes its float32 log back.
-_LOG_LINK = ("poisson", "gamma", "tweedie")
+_LOG_LINK = ("poisson", "gamma", "tweedie", "cox")
 # Entry -> (XGBoost's parameter block, {XGBoost parameter: jaxboost hyperparameter}).
 _OBJECTIVE_PARAMS = {
     "pseudo_huber": ("pseudo_huber_param", {"huber_slope": "delta"}),
@@ -137,7 +142,9 @@ def _export_name(obj) -> str | None:
     """The catalogue entry whose XGBoost objective the model exports as, or None."""
     if isinstance(obj, objectives.LinkedLoss):
         return _LINK_EXPORTS.get(objectives.link_name(obj.link))
-    return obj.name if isinstance(obj, objectives.Objective) else None
+    if isinstance(obj, (objectives.Objective, objectives.GroupObjective)):
+        return obj.name
+    return None
 
 
 def _unsupported_export(booster) -> str | None:
@@ -151,7 +158,7 @@ def _unsupported_export(booster) -> str | None:
                     f"{link_label(obj.link)!r}, which XGBoost's exported objectives do not "
                     f"have (a plain loss exports with link 'identity', 'sigmoid' or "
                     f"'softmax')")
-        elif isinstance(obj, objectives.Objective):
+        elif isinstance(obj, (objectives.Objective, objectives.GroupObjective)):
             what = f"objectives.{obj.name}"
         else:
             what = (f"the plain loss {loss_name(obj)} without a link (train it with "
@@ -229,7 +236,8 @@ def _defaults(entry) -> dict:
 def _objective_block(name, obj, K) -> dict:
     """The ``learner.objective`` block of an export, with the entry's parameters."""
     block = {"name": _EXPORTS[name]}
-    hyper = obj.hyperparameters if isinstance(obj, objectives.Objective) else {}
+    hyper = (obj.hyperparameters
+             if isinstance(obj, (objectives.Objective, objectives.GroupObjective)) else {})
     if name == "softmax":
         block["softmax_multiclass_param"] = {"num_class": str(K)}
     elif name in _OBJECTIVE_PARAMS:
@@ -239,7 +247,7 @@ def _objective_block(name, obj, K) -> dict:
         if name == "quantile":
             values["quantile_alpha"] = "[" + values["quantile_alpha"] + "]"
         block[key] = values
-    elif name != "absolute":
+    elif name in ("squared", "logistic", "gamma"):
         block["reg_loss_param"] = {"scale_pos_weight": "1"}
     return block
 
