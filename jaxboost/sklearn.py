@@ -58,7 +58,7 @@ _SAME_NAME = ("learning_rate", "max_depth", "reg_lambda", "reg_alpha", "gamma",
               "num_parallel_tree", "bootstrap", "hessian",
               "refit", "multi_strategy", "early_stopping_rounds", "eval_metric", "verbose",
               "max_cat_to_onehot", "max_cat_threshold", "monotone_constraints",
-              "interaction_constraints", "min_samples_leaf")
+              "interaction_constraints", "min_samples_leaf", "n_jobs")
 
 
 IMPORTANCE_TYPES = ("total_gain", "gain", "weight", "cover", "total_cover")
@@ -149,12 +149,6 @@ class _JaxBoostModel(BaseEstimator):
         if self.tree_method not in (None, "hist", "auto"):
             raise ValueError(f"tree_method={self.tree_method!r}: jaxboost grows histogram "
                              f"trees only (tree_method='hist', the default)")
-        if self.n_jobs not in (None, -1):
-            raise ValueError(
-                f"n_jobs={self.n_jobs!r}: jaxboost has no per-fit thread control yet; "
-                f"XLA's CPU threads are fixed when JAX starts. Leave n_jobs=None (all "
-                f"cores), or set XLA_FLAGS='--xla_cpu_multi_thread_eigen=false "
-                f"intra_op_parallelism_threads=N' before importing jax")
         if self.importance_type not in IMPORTANCE_TYPES:
             raise ValueError(f"importance_type must be one of {IMPORTANCE_TYPES}, got "
                              f"{self.importance_type!r}")
@@ -301,8 +295,8 @@ class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
     parameters where the meaning is the same: ``missing`` (a value read as missing,
     besides NaN), ``importance_type`` (of ``feature_importances_``: ``"total_gain"``,
     the default, or XGBoost's default ``"gain"``, ``"weight"``, ``"cover"``,
-    ``"total_cover"``), ``tree_method`` (``"hist"`` only), ``n_jobs`` (None or -1
-    only: XLA's threads are fixed when JAX starts), the classifier's
+    ``"total_cover"``), ``tree_method`` (``"hist"`` only), ``n_jobs`` (``train``'s:
+    the native kernel's and the binning's threads), the classifier's
     ``scale_pos_weight`` (two classes: the positive rows' weight) and
     ``fit(verbose=)``; ``num_parallel_tree`` and
     ``bootstrap`` grow forests (``n_estimators=1, learning_rate=1,

@@ -24,6 +24,7 @@ def binary():
     ("num_boost_round", 5, "n_rounds"), ("n_estimators", 5, "n_rounds"),
     ("eta", 0.1, "learning_rate"), ("lambda_l2", 1.0, "reg_lambda"),
     ("min_split_loss", 0.0, "gamma"), ("feature_fraction", 0.5, "colsample_bytree"),
+    ("nthread", 2, "n_jobs"),
 ])
 def test_train_names_jaxboosts_equivalent(binary, name, value, ours):
     X, y = binary
@@ -32,7 +33,7 @@ def test_train_names_jaxboosts_equivalent(binary, name, value, ours):
 
 
 @pytest.mark.parametrize("name, value, why", [
-    ("nthread", 2, "XLA_FLAGS"), ("tree_method", "exact", "histogram trees"),
+    ("tree_method", "exact", "histogram trees"),
     ("scale_pos_weight", 3.0, "sample_weight"), ("missing", -1.0, "np.nan"),
 ])
 def test_train_says_why_a_peer_option_is_absent(binary, name, value, why):
@@ -106,11 +107,14 @@ def test_importance_type_matches_xgboost_get_score(binary):
 
 def test_tree_method_n_jobs_and_fit_verbose(binary, capsys):
     X, y = binary
-    JaxBoostClassifier(tree_method="hist", n_jobs=-1, **KW).fit(X, y, verbose=False)
+    a = JaxBoostClassifier(tree_method="hist", n_jobs=-1, **KW).fit(X, y, verbose=False)
     with pytest.raises(ValueError, match="histogram trees only"):
         JaxBoostClassifier(tree_method="approx", **KW).fit(X, y)
-    with pytest.raises(ValueError, match="XLA's CPU threads"):
-        JaxBoostClassifier(n_jobs=2, **KW).fit(X, y)
+    with pytest.raises(ValueError, match="n_jobs must be a positive integer"):
+        JaxBoostClassifier(n_jobs=0, **KW).fit(X, y)
+    # one thread or every core: the same model, bit for bit
+    b = JaxBoostClassifier(n_jobs=1, **KW).fit(X, y)
+    np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
     JaxBoostClassifier(**KW).fit(X, y, eval_set=[(X, y)], verbose=True)
     out = capsys.readouterr()
     assert "validation_0" in out.out + out.err

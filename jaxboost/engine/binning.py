@@ -430,7 +430,7 @@ def _native_binning(X, edges, out, row_major) -> bool:
     width = edges.cuts.shape[1]
     real = np.arange(width)[None, :] < edges.n_cuts[:, None]
     cuts[:, :width] = np.where(real, edges.cuts, np.nan)
-    workers = min(os.cpu_count() or 1, 8) if X.shape[0] * F >= 1 << 18 else 1
+    workers = min(native.default_threads(), 8) if X.shape[0] * F >= 1 << 18 else 1
     native.apply_bins(np.ascontiguousarray(X), cuts, edges.missing_bin, out,
                       row_major=row_major, n_threads=workers)
     return True

@@ -56,6 +56,8 @@ sequential sum).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import ctypes
 import hashlib
 import os
@@ -273,10 +275,31 @@ def library_path() -> Path | None:
 
 
 def _cores() -> int:
+    cap = _THREAD_CAP.get()
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        n = max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):  # not Linux
-        return max(1, os.cpu_count() or 1)
+        n = max(1, os.cpu_count() or 1)
+    return n if cap is None else min(n, cap)
+
+
+_THREAD_CAP = contextvars.ContextVar("jaxboost_thread_cap", default=None)
+
+
+@contextlib.contextmanager
+def thread_limit(n):
+    """Within the block, the native kernel's and the binning's threads are at most
+    ``n`` (None: no limit): ``train(n_jobs=n)`` runs under it.
+
+    >>> with thread_limit(1):
+    ...     default_threads()
+    1
+    """
+    token = _THREAD_CAP.set(n)
+    try:
+        yield
+    finally:
+        _THREAD_CAP.reset(token)
 
 
 def default_threads(n_rows: int | None = None, n_features: int | None = None) -> int:
@@ -299,6 +322,9 @@ def default_threads(n_rows: int | None = None, n_features: int | None = None) ->
                              f"got {env!r}")
     else:
         n = _cores()
+    cap = _THREAD_CAP.get()
+    if cap is not None:
+        n = min(n, cap)
     if n_rows is not None and n_features is not None and (
             n_rows * n_features < _MIN_WORK_FOR_THREADS):
         return 1

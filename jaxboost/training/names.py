@@ -32,17 +32,11 @@ EQUIVALENTS = {
     "verbose_eval": "verbose", "xgb_model": "init_model",
     "base_score": "base_margin (on the margin scale)", "init_score": "base_margin",
     "num_class": "n_outputs (softmax infers the classes from the labels)",
-    "weight": "sample_weight",
+    "weight": "sample_weight", "nthread": "n_jobs", "num_threads": "n_jobs",
 }
 """A peer's keyword -> what jaxboost calls it."""
 
 ABSENT = {
-    "nthread": "there is no per-call thread control: XLA's CPU threads are fixed when "
-               "JAX starts (set XLA_FLAGS=--xla_cpu_multi_thread_eigen=false "
-               "intra_op_parallelism_threads=N before importing jax)",
-    "n_jobs": "there is no per-call thread control: XLA's CPU threads are fixed when JAX "
-              "starts (set XLA_FLAGS=--xla_cpu_multi_thread_eigen=false "
-              "intra_op_parallelism_threads=N before importing jax)",
     "tree_method": "jaxboost grows histogram trees ('hist') only",
     "device": "jaxboost runs on JAX's default device (jax.default_device, or mesh=)",
     "grow_policy": "trees grow level-wise ('depthwise') only",

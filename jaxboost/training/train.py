@@ -22,6 +22,7 @@ from ..booster import Booster
 from ..callbacks import AUTO_SECONDS, EarlyStopping, Progress
 from ..engine.autodiff import HESSIAN_FLOOR
 from ..engine.round import new_flags
+from ..native import thread_limit as native_thread_limit
 from ..parallel import distributed as dist
 from . import loop
 from .config import configure
@@ -61,7 +62,7 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
           feature_names=None, group=None, eval_group=None, loss_params=None,
           link=None, eval_base_margin=None, categorical_features=None,
           max_cat_to_onehot: int = 4, max_cat_threshold: int = 64, monotone_constraints=None,
-          interaction_constraints=None, min_samples_leaf: int = 1) -> Booster:
+          interaction_constraints=None, min_samples_leaf: int = 1, n_jobs=None) -> Booster:
     r"""Train gradient-boosted trees on any per-row JAX loss.
 
     Each round computes per-row :math:`g_i = w_i \partial_f \ell(y_i, f_i)` and
@@ -216,6 +217,12 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         :math:`(H + \lambda I) w = -G`).
       multi_hessian: for ``"multi_output_tree"``: ``"full"`` (K x K Hessians) or
         ``"diagonal"`` (cheaper for large K).
+      n_jobs: the most threads of the native CPU kernel (histograms, whole trees) and
+        of binning: a positive int, or None / -1 for every core (XGBoost's
+        ``n_jobs``). XLA's own operations (the loss's g and h, margins, metrics) run on
+        XLA's CPU thread pool, sized when JAX starts; with the native kernel on
+        one device most of a round is the kernel's. A new value compiles the round
+        program once more.
       mesh: a one-axis ``jax.sharding.Mesh`` to shard rows over; ``None`` trains on one
         device on CPU (fastest there, see ``jaxboost.sharding``) and on every local device
         of a GPU/TPU backend when the data is large enough. In a multi-process job
@@ -357,28 +364,41 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
       (1, 20)
     """
     compile_cache.ensure()  # the persistent cache, unless the user set their own
+    threads = check_n_jobs(n_jobs)
     s, Xf, yf, wf = configure(locals())
     multi = dist.is_multiprocess()
     status = {"round": 0}
     guard = (dist.Watchdog(lambda: where_text(status, s.callbacks)) if multi
              else contextlib.nullcontext())
-    with guard:  # several processes: a lost peer ends this one with a clear message
+    # several processes: a lost peer ends this one with a clear message
+    with guard, native_thread_limit(threads):
         prep = prepare(s, Xf, yf, wf)
         s = guard_start(s, round_spec(s, prep), prep.rows, prep.margin)
-        layout, p = prep.layout, s.params
+        layout = prep.layout
         evals = eval_sets(eval_set, prep.edges, s, gather=multi, eval_group=eval_group,
                           eval_base_margin=eval_base_margin,
                           targets=target_structure(yf))
         metrics = eval_metrics(s.eval_metric, s.loss, evals, s.n_outputs)
         run_ = model_run(s, prep, evals, metrics, (0, 0), early_stopping=(
             early_stopping_rounds, early_stopping_metric, early_stopping_data, min_delta))
-        program = ((round_spec(s, prep, native_threads=None if layout.per_process == 1
-                               else 1),), layout.mesh, prep.rows, prep.shared,
+        native_threads = threads if layout.per_process == 1 else 1
+        program = ((round_spec(s, prep, native_threads=native_threads),),
+                   layout.mesh, prep.rows, prep.shared,
                    (stack([hyper(run_.s)], layout.replicate),), (prep.margin,),
                    (layout.replicate(new_flags(1)),),
                    layout.replicate(np.array([1], np.int32)), s.start_round)
         loop.run([run_], program, s.n_rounds, on_chunk=lambda r0: status.update(round=r0))
         return finish(run_)
+
+
+def check_n_jobs(n_jobs):
+    """``n_jobs`` as a thread cap: None for every core (None or -1), else the int."""
+    if n_jobs is None or (not isinstance(n_jobs, bool) and n_jobs == -1):
+        return None
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs < 1:
+        raise ValueError(f"n_jobs must be a positive integer, or None or -1 for every "
+                         f"core, got {n_jobs!r}")
+    return int(n_jobs)
 
 
 def model_run(s, prep, evals, metrics, where, *, early_stopping, label=""):
