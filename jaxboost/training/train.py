@@ -222,7 +222,9 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         ``n_jobs``). XLA's own operations (the loss's g and h, margins, metrics) run on
         XLA's CPU thread pool, sized when JAX starts; with the native kernel on
         one device most of a round is the kernel's. A new value compiles the round
-        program once more.
+        program once more; on data large enough for threads (rows x features >=
+        2**18) the histogram sums are grouped by thread, so models of different
+        ``n_jobs`` can differ in their last bits.
       mesh: a one-axis ``jax.sharding.Mesh`` to shard rows over; ``None`` trains on one
         device on CPU (fastest there, see ``jaxboost.sharding``) and on every local device
         of a GPU/TPU backend when the data is large enough. In a multi-process job
