@@ -58,7 +58,8 @@ _SAME_NAME = ("learning_rate", "max_depth", "reg_lambda", "reg_alpha", "gamma",
               "num_parallel_tree", "bootstrap", "hessian",
               "refit", "multi_strategy", "early_stopping_rounds", "eval_metric", "verbose",
               "max_cat_to_onehot", "max_cat_threshold", "monotone_constraints",
-              "interaction_constraints", "min_samples_leaf", "n_jobs")
+              "interaction_constraints", "min_samples_leaf", "n_jobs", "grow_policy",
+              "max_leaves")
 
 
 IMPORTANCE_TYPES = ("total_gain", "gain", "weight", "cover", "total_cover")
@@ -336,7 +337,8 @@ class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
                  verbose=False, link=None, categorical_features=None,
                  max_cat_to_onehot=4, max_cat_threshold=64, monotone_constraints=None,
                  interaction_constraints=None, min_samples_leaf=1, missing=np.nan,
-                 importance_type="total_gain", tree_method="hist", n_jobs=None):
+                 importance_type="total_gain", tree_method="hist", n_jobs=None,
+                 grow_policy="depthwise", max_leaves=0):
         _store_params(self, locals())
 
     def fit(self, X, y, sample_weight=None, eval_set=None, base_margin=None,
@@ -417,7 +419,7 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
                  max_cat_to_onehot=4, max_cat_threshold=64, monotone_constraints=None,
                  interaction_constraints=None, min_samples_leaf=1, missing=np.nan,
                  importance_type="total_gain", tree_method="hist", n_jobs=None,
-                 scale_pos_weight=1.0):
+                 scale_pos_weight=1.0, grow_policy="depthwise", max_leaves=0):
         _store_params(self, locals())
 
     def _resolved_objective(self, n_classes):

@@ -356,7 +356,8 @@ class TreeSpec(NamedTuple):
     ``feature_block`` function's choice (blocks only when the histograms would exceed
     ``HIST_MEMORY``); ``subtract``: the subtraction trick without the native kernel
     (the accelerators' pure-JAX histograms, whose skipped rows cost next to nothing;
-    always on with ``native``).
+    always on with ``native``); ``max_leaves``: > 0 grows leaf-wise (the native
+    kernels only: ``jaxboost.native.grow_tree``).
     """
 
     max_depth: int
@@ -368,6 +369,7 @@ class TreeSpec(NamedTuple):
     diagonal: bool = False
     feature_block: Optional[int] = None
     subtract: bool = False
+    max_leaves: int = 0
 
 
 class SplitRules(NamedTuple):
@@ -452,6 +454,8 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
     if (native and cats is None and cons is None and block == F and reduce is _identity
             and D > 0 and _native_tree()):
         return _native_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, spec)
+    if spec.max_leaves > 0:
+        raise ValueError(LOSSGUIDE_WHERE)
     masks = None if features is None else features.levels(W)  # (D, W, F)
 
     def empty_acc(width):
@@ -755,6 +759,12 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
         return tree, leaf
 
 
+LOSSGUIDE_WHERE = (
+    "grow_policy='lossguide' is grown by the native CPU tree kernel: on one CPU device, "
+    "numeric features (no categorical_features), no monotone or interaction constraints "
+    "or min_samples_leaf, one output per tree; this training uses the XLA tree builder")
+
+
 def _native_tree() -> bool:
     from .. import native as native_kernel
 
@@ -775,7 +785,7 @@ def _native_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, spec: Tre
         s, Gn, Hn, leaf = native_kernel.grow_tree(
             bins, g, h, hyper, root, forward_ok,
             None if features is None else features.native_args(), spec.max_depth, spec.max_bin,
-            n_threads=spec.native_threads)
+            n_threads=spec.native_threads, max_leaves=spec.max_leaves)
         return _native_tree_fields(s, Gn, Hn, leaf, dyn, cuts_ext)
 
 
@@ -793,7 +803,8 @@ def _native_sparse_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, sp
         root, hyper = _native_inputs(g, h, dyn)
         s, Gn, Hn, leaf = native_kernel.grow_tree_sparse(
             bins, g, h, hyper, root, forward_ok,
-            None if features is None else features.native_args(), spec.max_depth, spec.max_bin)
+            None if features is None else features.native_args(), spec.max_depth, spec.max_bin,
+            max_leaves=spec.max_leaves)
         return _native_tree_fields(s, Gn, Hn, leaf, dyn, cuts_ext)
 
 

@@ -98,6 +98,7 @@ class RoundSpec(NamedTuple):
     num_parallel_tree: int = 1
     bootstrap: bool = False
     subtract: bool = False
+    max_leaves: int = 0
 
     @property
     def n_nodes(self) -> int:
@@ -112,7 +113,7 @@ class RoundSpec(NamedTuple):
         """The tree builder's part of this record."""
         return TreeSpec(self.max_depth, self.max_bin, self.native, self.clipped,
                         self.any_forward, self.native_threads, self.diagonal,
-                        subtract=self.subtract)
+                        subtract=self.subtract, max_leaves=self.max_leaves)
 
 
 class Rows(NamedTuple):

@@ -88,7 +88,7 @@ __all__ = ["available", "unavailable_reason", "histogram", "grow_tree", "grow_tr
 TARGET_NAME = "jaxboost_histogram"
 TREE_TARGET_NAME = "jaxboost_grow_tree"
 SPARSE_TREE_TARGET_NAME = "jaxboost_grow_tree_sparse"
-_ABI_VERSION = 5
+_ABI_VERSION = 6
 _SOURCE = _build.SOURCE
 _FLAGS = _build.FLAGS
 _LIB_NAME = "libjaxboost_hist.so"
@@ -417,7 +417,7 @@ def tree_enabled() -> bool:
 
 
 def grow_tree(bins, g, h, hyper, root, forward_ok, colsample, max_depth: int, n_bins: int,
-              *, n_threads: int | None = None, _xla_pool: bool = True):
+              *, n_threads: int | None = None, _xla_pool: bool = True, max_leaves: int = 0):
     """One tree of numeric splits, grown level by level in one native call.
 
     The level loop of :func:`jaxboost.engine.grow.grow_tree` on one device, without
@@ -443,6 +443,9 @@ def grow_tree(bins, g, h, hyper, root, forward_ok, colsample, max_depth: int, n_
         features the ``max(1, floor(ratio n))`` with the smallest numbers).
       max_depth: static, ``>= 1``; n_bins: static, ``2 <= n_bins <= 256``.
       n_threads: as for :func:`histogram` (``None``: :func:`default_threads`).
+      max_leaves: static; > 0 grows leaf-wise (XGBoost's ``grow_policy="lossguide"``):
+        of the level-wise candidate splits, the best-first ones (largest gain first,
+        ties to the node allocated first) until the tree has ``max_leaves`` leaves.
 
     Returns:
       ``(structure, Gn, Hn, leaf)``: ``structure`` a dict of ``(M,)`` heap arrays
@@ -477,7 +480,8 @@ def grow_tree(bins, g, h, hyper, root, forward_ok, colsample, max_depth: int, n_
             bins, g, h, jnp.asarray(hyper, jnp.float32), jnp.asarray(root, jnp.float64),
             forward_ok, level_sets, node_key, node_ratio, max_depth=np.int64(max_depth),
             n_bins=np.int64(n_bins), n_threads=np.int64(n_threads),
-            use_xla_pool=bool(_xla_pool), colsample=colsample is not None)
+            use_xla_pool=bool(_xla_pool), colsample=colsample is not None,
+            max_leaves=np.int64(max_leaves))
     structure = dict(feature=feature, tbin=tbin, default_left=dl, is_split=is_split,
                      gain=gain)
     return structure, Gn, Hn, leaf
@@ -514,7 +518,7 @@ def _colsample_args(colsample, max_depth, F):
 
 
 def grow_tree_sparse(sparse_bins, g, h, hyper, root, forward_ok, colsample, max_depth: int,
-                     n_bins: int):
+                     n_bins: int, *, max_leaves: int = 0):
     """:func:`grow_tree` on sparse columns: a CSC matrix of bins whose absent entries are
     missing values. Time and memory follow the stored entries: each level goes over the
     features once, summing a feature's entries into small histograms of the level's
@@ -560,7 +564,8 @@ def grow_tree_sparse(sparse_bins, g, h, hyper, root, forward_ok, colsample, max_
             colptr.astype(jnp.int32), rows.astype(jnp.int32), ebin.astype(jnp.uint8), g, h,
             jnp.asarray(hyper, jnp.float32), jnp.asarray(root, jnp.float64), forward_ok,
             level_sets, node_key, node_ratio, max_depth=np.int64(max_depth),
-            n_bins=np.int64(n_bins), colsample=colsample is not None)
+            n_bins=np.int64(n_bins), colsample=colsample is not None,
+            max_leaves=np.int64(max_leaves))
     structure = dict(feature=feature, tbin=tbin, default_left=dl, is_split=is_split,
                      gain=gain)
     return structure, Gn, Hn, leaf

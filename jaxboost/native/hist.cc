@@ -75,6 +75,7 @@
 #include <new>
 #include <string>
 #include <thread>
+#include <queue>
 #include <vector>
 
 #include "xla/ffi/api/ffi.h"
@@ -703,6 +704,7 @@ struct TreeIn {
   const bool* level_sets;
   const uint32_t* node_key;
   float node_ratio;
+  int64_t max_leaves;  // > 0: leaf-wise selection (LossGuide)
 };
 
 // What both tree kernels write: heap arrays of M = 2**(D + 1) - 1 nodes, and each row's
@@ -742,6 +744,48 @@ void ResetTree(const TreeIn& in, const TreeOut& o) {
   o.Gn[0] = in.root[0];
   o.Hn[0] = in.root[1];
   std::fill(o.pos, o.pos + in.N, 0);
+}
+
+// Leaf-wise growth (XGBoost's grow_policy="lossguide") from the level-wise candidate
+// tree: a node's best split depends only on its own rows, so the leaf-wise tree is a
+// best-first walk over the candidates. From the root, the splittable node of largest
+// gain is expanded, ties to the node allocated first (XGBoost's node ids: the children
+// of each expanded node take the next two), until the tree has max_leaves leaves; every
+// candidate split not expanded is undone. Runs before PruneAndLeaves (gamma, leaves).
+void LossGuide(const TreeIn& in, const TreeOut& o) {
+  if (in.max_leaves <= 0) return;
+  const int64_t M = (int64_t{2} << in.D) - 1;
+  struct Entry {
+    float gain;
+    int64_t alloc;
+    int64_t node;
+  };
+  auto lower = [](const Entry& a, const Entry& b) {
+    return a.gain == b.gain ? a.alloc > b.alloc : a.gain < b.gain;
+  };
+  std::priority_queue<Entry, std::vector<Entry>, decltype(lower)> queue(lower);
+  std::vector<uint8_t> keep(M, 0);
+  if (o.is_split[0]) queue.push(Entry{o.gain[0], 0, 0});
+  int64_t leaves = 1, next_alloc = 1;
+  while (!queue.empty() && leaves < in.max_leaves) {
+    const Entry e = queue.top();
+    queue.pop();
+    keep[e.node] = 1;
+    ++leaves;
+    for (int64_t c = 2 * e.node + 1; c <= 2 * e.node + 2; ++c) {
+      const int64_t alloc = next_alloc++;
+      if (c < M && o.is_split[c]) queue.push(Entry{o.gain[c], alloc, c});
+    }
+  }
+  for (int64_t i = 0; i < M; ++i) {
+    if (o.is_split[i] && !keep[i]) {
+      o.is_split[i] = false;
+      o.feature[i] = 0;
+      o.tbin[i] = 0;
+      o.dleft[i] = false;
+      o.gain[i] = 0.0f;
+    }
+  }
 }
 
 // gamma post-pruning, bottom-up (jaxboost.engine.grow.prune_gamma): a split whose
@@ -1050,6 +1094,7 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
     std::swap(cur, nxt);
     live.swap(next_live);
   }
+  LossGuide(in, o);
   PruneAndLeaves(in, o);
   return ffi::Error::Success();
 }
@@ -1073,12 +1118,14 @@ ffi::Error GrowTreeImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
                         ffi::ResultBuffer<ffi::PRED> is_split, ffi::ResultBuffer<ffi::F32> gain,
                         ffi::ResultBuffer<ffi::F64> Gn, ffi::ResultBuffer<ffi::F64> Hn,
                         ffi::ResultBuffer<ffi::S32> pos, int64_t max_depth, int64_t n_bins,
-                        int64_t n_threads, bool use_xla_pool, bool colsample) {
+                        int64_t n_threads, bool use_xla_pool, bool colsample,
+                        int64_t max_leaves) {
   const auto bd = bins.dimensions();
   if (bd.size() != 2) return ffi::Error::InvalidArgument("jaxboost_grow_tree: bins must be (N, F)");
   if (n_threads < 1 || n_threads > 4096)
     return ffi::Error::InvalidArgument("jaxboost_grow_tree: n_threads must be in [1, 4096]");
-  TreeIn in{bd[0], bd[1], n_bins, max_depth, nullptr, nullptr, nullptr, nullptr, nullptr, 1.0f};
+  TreeIn in{bd[0], bd[1], n_bins, max_depth, nullptr, nullptr, nullptr, nullptr, nullptr, 1.0f,
+            max_leaves};
   TreeOut o;
   ffi::Error err = DecodeTree("jaxboost_grow_tree", g, h, hyper, root, forward_ok,
                               level_sets, node_key, node_ratio, colsample, feature, tbin,
@@ -1265,6 +1312,7 @@ ffi::Error GrowTreeSparse(const int32_t* colptr, const int32_t* erow, const uint
     }
     live.swap(next_live);
   }
+  LossGuide(in, o);
   PruneAndLeaves(in, o);
   return ffi::Error::Success();
 }
@@ -1280,13 +1328,14 @@ ffi::Error GrowTreeSparseImpl(ffi::Buffer<ffi::S32> colptr, ffi::Buffer<ffi::S32
                               ffi::ResultBuffer<ffi::PRED> is_split,
                               ffi::ResultBuffer<ffi::F32> gain, ffi::ResultBuffer<ffi::F64> Gn,
                               ffi::ResultBuffer<ffi::F64> Hn, ffi::ResultBuffer<ffi::S32> pos,
-                              int64_t max_depth, int64_t n_bins, bool colsample) {
+                              int64_t max_depth, int64_t n_bins, bool colsample,
+                              int64_t max_leaves) {
   const int64_t F = static_cast<int64_t>(colptr.element_count()) - 1;
   const int64_t nnz = static_cast<int64_t>(erow.element_count());
   const int64_t N = static_cast<int64_t>(g.element_count());
   const int64_t B = n_bins;
   if (F < 0) return ffi::Error::InvalidArgument("jaxboost_grow_tree_sparse: colptr must be (F + 1,)");
-  TreeIn in{N, F, B, max_depth, nullptr, nullptr, nullptr, nullptr, nullptr, 1.0f};
+  TreeIn in{N, F, B, max_depth, nullptr, nullptr, nullptr, nullptr, nullptr, 1.0f, max_leaves};
   TreeOut o;
   ffi::Error err = DecodeTree("jaxboost_grow_tree_sparse", g, h, hyper, root, forward_ok,
                               level_sets, node_key, node_ratio, colsample, feature, tbin,
@@ -1355,7 +1404,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostGrowTree, GrowTreeImpl,
                                   .Attr<int64_t>("n_bins")
                                   .Attr<int64_t>("n_threads")
                                   .Attr<bool>("use_xla_pool")
-                                  .Attr<bool>("colsample"));
+                                  .Attr<bool>("colsample")
+                                  .Attr<int64_t>("max_leaves"));
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostGrowTreeSparse, GrowTreeSparseImpl,
                               ffi::Ffi::Bind()
@@ -1380,7 +1430,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostGrowTreeSparse, GrowTreeSparseImpl,
                                   .Ret<ffi::Buffer<ffi::S32>>()   // leaf (N,)
                                   .Attr<int64_t>("max_depth")
                                   .Attr<int64_t>("n_bins")
-                                  .Attr<bool>("colsample"));
+                                  .Attr<bool>("colsample")
+                                  .Attr<int64_t>("max_leaves"));
 
 // Binning raw features (a plain C function, called through ctypes by
 // jaxboost.engine.binning.apply_bins; the GIL is released, so Python runs it on several
@@ -1410,4 +1461,4 @@ extern "C" void JaxboostApplyBins(const float* X, int64_t F, const float* cuts,
 }
 
 // Version of the calling conventions above; the Python side checks it.
-extern "C" int JaxboostHistogramAbiVersion() { return 5; }
+extern "C" int JaxboostHistogramAbiVersion() { return 6; }

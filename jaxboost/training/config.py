@@ -454,6 +454,7 @@ class Settings:
     constraints: Any = None
     num_parallel_tree: int = 1  # trees per output per round (a forest when > 1)
     bootstrap: bool = False  # rows drawn with replacement instead of subsample's coin flips
+    max_leaves: int = 0  # > 0: leaf-wise trees of at most this many leaves (lossguide)
 
     @property
     def trees_per_round(self) -> int:
@@ -624,7 +625,9 @@ def configure(args: dict):
         callbacks=tuple(callbacks), verbose=verbose, mesh=mesh, quantize=a["quantize"],
         feature_names=names, from_auto=from_auto, offsets=offsets,
         weight_max=None if wf is None else float(np.max(wf)), constraints=constraints,
-        num_parallel_tree=n_parallel, bootstrap=bootstrap, **cat)
+        num_parallel_tree=n_parallel, bootstrap=bootstrap, **cat,
+        max_leaves=check_leaf_wise(a.get("grow_policy", "depthwise"), a.get("max_leaves", 0),
+                                   multi_tree, cat["categorical"], constraints, mesh))
     if cat["categorical"] and multi_tree:
         raise ValueError("categorical features are not supported with multi_strategy="
                          "'multi_output_tree'; use 'one_output_per_tree'")
@@ -679,6 +682,31 @@ def split_link(loss, link, n_outputs):
         attach_link(loss, link)  # a catalogue entry: raises on a conflicting link
         return loss, None, n_outputs
     return loss, resolve_link(link), n_outputs
+
+
+GROW_POLICIES = ("depthwise", "lossguide")
+
+
+def check_leaf_wise(grow_policy, max_leaves, multi_tree, categorical, constraints,
+                    mesh) -> int:
+    """The ``max_leaves`` the tree kernel applies (0: level-wise trees), after checking
+    ``grow_policy`` and ``max_leaves`` (XGBoost's parameters) and that leaf-wise growth
+    runs here (``ValueError`` otherwise, before any work)."""
+    if grow_policy not in GROW_POLICIES:
+        raise ValueError(f"grow_policy must be one of {GROW_POLICIES}, got {grow_policy!r}")
+    max_leaves = check_int("max_leaves", max_leaves, low=0)
+    if grow_policy == "depthwise":
+        if max_leaves:
+            raise ValueError(f"max_leaves={max_leaves} limits leaf-wise trees: pass "
+                             f"grow_policy='lossguide' (level-wise trees are limited by "
+                             f"max_depth)")
+        return 0
+    from ..engine.grow import LOSSGUIDE_WHERE
+
+    if multi_tree or categorical or constraints is not None or mesh is not None:
+        raise ValueError(LOSSGUIDE_WHERE.replace("; this training uses the XLA tree "
+                                                 "builder", ""))
+    return max_leaves
 
 
 def check_link(link, K) -> None:

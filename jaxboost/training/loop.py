@@ -437,6 +437,8 @@ def assemble_booster(run_, n_new_rounds, *, edges, base, n_features):
                      "hessian": s.hessian, "hessian_floor": s.hessian_floor}
     if s.offsets is not None or getattr(s.init_model, "trained_with_offsets", False):
         b.train_state["offsets"] = True  # predictions need the rows' offsets
+    if s.max_leaves:  # recorded: continuing training passes the same
+        b.train_state.update(grow_policy="lossguide", max_leaves=s.max_leaves)
     if s.multi_output_tree:
         b.train_state["multi_hessian"] = "diagonal" if s.diagonal else "full"
     if s.constraints is not None:  # recorded (prediction does not need them)

@@ -33,15 +33,13 @@ EQUIVALENTS = {
     "base_score": "base_margin (on the margin scale)", "init_score": "base_margin",
     "num_class": "n_outputs (softmax infers the classes from the labels)",
     "weight": "sample_weight", "nthread": "n_jobs", "num_threads": "n_jobs",
+    "num_leaves": "max_leaves with grow_policy='lossguide'",
 }
 """A peer's keyword -> what jaxboost calls it."""
 
 ABSENT = {
     "tree_method": "jaxboost grows histogram trees ('hist') only",
     "device": "jaxboost runs on JAX's default device (jax.default_device, or mesh=)",
-    "grow_policy": "trees grow level-wise ('depthwise') only",
-    "max_leaves": "trees grow level-wise: limit them with max_depth",
-    "num_leaves": "trees grow level-wise: limit them with max_depth",
     "scale_pos_weight": "weight the positive rows with sample_weight (XGBoost's "
                         "scale_pos_weight multiplies their gradients the same way)",
     "missing": "NaN is the missing value: replace your marker with np.nan",

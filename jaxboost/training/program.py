@@ -34,7 +34,7 @@ def round_spec(s, prep, *, native_threads=None, clipped=None, row_sampling=None,
         exact=s.quantize, group_max=None if s.group is None else EXACT_MAX_GROUP,
         constraints=None if s.constraints is None else s.constraints.spec(),
         num_parallel_tree=s.num_parallel_tree, bootstrap=s.bootstrap,
-        subtract=use_subtraction(prep.native))
+        subtract=use_subtraction(prep.native), max_leaves=s.max_leaves)
 
 
 SUBTRACT_ENV = "JAXBOOST_SUBTRACT"

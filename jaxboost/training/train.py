@@ -62,7 +62,8 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
           feature_names=None, group=None, eval_group=None, loss_params=None,
           link=None, eval_base_margin=None, categorical_features=None,
           max_cat_to_onehot: int = 4, max_cat_threshold: int = 64, monotone_constraints=None,
-          interaction_constraints=None, min_samples_leaf: int = 1, n_jobs=None) -> Booster:
+          interaction_constraints=None, min_samples_leaf: int = 1, n_jobs=None,
+          grow_policy: str = "depthwise", max_leaves: int = 0) -> Booster:
     r"""Train gradient-boosted trees on any per-row JAX loss.
 
     Each round computes per-row :math:`g_i = w_i \partial_f \ell(y_i, f_i)` and
@@ -217,6 +218,15 @@ def train(objective, X, y, *, n_rounds: int = 100, learning_rate=0.3,
         :math:`(H + \lambda I) w = -G`).
       multi_hessian: for ``"multi_output_tree"``: ``"full"`` (K x K Hessians) or
         ``"diagonal"`` (cheaper for large K).
+      grow_policy: ``"depthwise"`` (level by level, XGBoost's default) or
+        ``"lossguide"`` (leaf-wise, XGBoost's and LightGBM's: the split of largest gain
+        anywhere in the tree first, ties to the node made first, until ``max_leaves``
+        leaves; depth is still bounded by ``max_depth``). Leaf-wise trees are the
+        best-first subset of the level-wise candidate splits (a node's split depends
+        only on its rows), selected in the native CPU kernel: one CPU device, numeric
+        features, no constraints, one output per tree (``ValueError`` otherwise).
+        ``max_leaves``: the most leaves of a leaf-wise tree (0: no limit; XGBoost's
+        ``max_leaves``, LightGBM's ``num_leaves``); it needs ``"lossguide"``.
       n_jobs: the most threads of the native CPU kernel (histograms, whole trees) and
         of binning: a positive int, or None / -1 for every core (XGBoost's
         ``n_jobs``). XLA's own operations (the loss's g and h, margins, metrics) run on
