@@ -193,7 +193,7 @@ def test_two_output_zip_with_exact_hessians_has_no_wild_leaf():
     pi = 1.0 / (1.0 + np.exp(-(X[:, 1] - 0.5)))
     y = np.where(rng.uniform(size=n) < pi, 0, rng.poisson(np.exp(0.5 * X[:, 0])))
     y = y.astype(np.float32)
-    kw = dict(n_outputs=2, multi_strategy="multi_output_tree", n_rounds=30,
+    kw = dict(n_outputs=2, multi_strategy="multi_output_tree", n_rounds=15,
               learning_rate=0.3, max_depth=4, verbose=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", jaxboost.HessianWarning)
