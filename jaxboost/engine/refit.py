@@ -93,6 +93,31 @@ class RowSums(NamedTuple):
 ONE_DEVICE = RowSums()
 
 
+def _leaf_problem(tree, leaf, loss, y, margin, w, dyn, sums):
+    """What both true-loss refits solve, inside their x64 scope: ``(seg, v, has_rows,
+    leaf_loss)``: the per-leaf sum over rows, the leaves' Newton values (learning rate
+    taken off), which leaves have rows, and the regularised leaf objective
+    :math:`L_l(v)` of every leaf at values ``v`` ``(M,)``."""
+    lam = dyn.reg_lambda
+    seg = functools.partial(_segment_sum, leaf=leaf, M=tree["value"].shape[0],
+                            reduce=sums.reduce, exact_rows=sums.exact_rows,
+                            reduce_max=sums.reduce_max)
+    # The barrier keeps the compiler from folding (w * eta) / eta into w in some
+    # programs and not others: the division is always carried out, so a model is
+    # the same whatever program (one device, a mesh, train_many) refits it.
+    value, eta_ = jax.lax.optimization_barrier((tree["value"], dyn.learning_rate))
+    v = (value / eta_).astype(ACC_DTYPE)
+    w64 = w.astype(ACC_DTYPE)
+    has_rows = seg(w64) > 0
+
+    def leaf_loss(v):
+        f = margin + v[leaf].astype(margin.dtype)
+        per_row = w64 * jax.vmap(loss)(y, f).astype(ACC_DTYPE)
+        return seg(per_row) + 0.5 * lam * v * v
+
+    return seg, v, has_rows, leaf_loss
+
+
 def refit_newton(tree, leaf, loss, y, margin, w, dyn, *, sums: RowSums = ONE_DEVICE,
                  steps: int = NEWTON_STEPS):
     """Leaf values by damped Newton steps on the true loss (see the module docstring).
@@ -108,24 +133,9 @@ def refit_newton(tree, leaf, loss, y, margin, w, dyn, *, sums: RowSums = ONE_DEV
     Returns:
       the tree dict with refitted leaf values.
     """
-    M = tree["value"].shape[0]
-    eta, lam = dyn.learning_rate, dyn.reg_lambda
-    seg = functools.partial(_segment_sum, leaf=leaf, M=M, reduce=sums.reduce,
-                            exact_rows=sums.exact_rows, reduce_max=sums.reduce_max)
+    lam = dyn.reg_lambda
     with jax.enable_x64(True):
-        # The barrier keeps the compiler from folding (w * eta) / eta into w in some
-        # programs and not others: the division is always carried out, so a model is
-        # the same whatever program (one device, a mesh, train_many) refits it.
-        value, eta_ = jax.lax.optimization_barrier((tree["value"], eta))
-        v = (value / eta_).astype(ACC_DTYPE)
-        w64 = w.astype(ACC_DTYPE)
-        has_rows = seg(w64) > 0
-
-        def leaf_loss(v):
-            f = margin + v[leaf].astype(margin.dtype)
-            per_row = w64 * jax.vmap(loss)(y, f).astype(ACC_DTYPE)
-            return seg(per_row) + 0.5 * lam * v * v
-
+        seg, v, has_rows, leaf_loss = _leaf_problem(tree, leaf, loss, y, margin, w, dyn, sums)
         sizes = jnp.asarray(_STEP_SIZES, ACC_DTYPE)
         last = jnp.asarray(len(_STEP_SIZES) - 1, INDEX_DTYPE)
 
@@ -173,24 +183,14 @@ def refit_exact(tree, leaf, loss, y, margin, w, dyn, *, sums: RowSums = ONE_DEVI
       >>> round(float(out["value"][0]), 4)
       8.0
     """
-    M = tree["value"].shape[0]
     lam = dyn.reg_lambda
-    seg = functools.partial(_segment_sum, leaf=leaf, M=M, reduce=sums.reduce,
-                            exact_rows=sums.exact_rows, reduce_max=sums.reduce_max)
     with jax.enable_x64(True):
-        value, eta_ = jax.lax.optimization_barrier((tree["value"], dyn.learning_rate))
-        v0 = (value / eta_).astype(ACC_DTYPE)
-        w64 = w.astype(ACC_DTYPE)
-        has_rows = seg(w64) > 0
+        seg, v0, has_rows, leaf_loss = _leaf_problem(tree, leaf, loss, y, margin, w, dyn,
+                                                     sums)
 
         def slope(v):  # L_l'(v) for every leaf, (M,)
             g, _ = grad_hess(loss, y, margin + v[leaf].astype(margin.dtype), w)
             return seg(g.astype(ACC_DTYPE)) + lam * v
-
-        def leaf_loss(v):
-            f = margin + v[leaf].astype(margin.dtype)
-            per_row = w64 * jax.vmap(loss)(y, f).astype(ACC_DTYPE)
-            return seg(per_row) + 0.5 * lam * v * v
 
         # Widen [lo, hi] around v0 until the slope is <= 0 at lo and >= 0 at hi.
         step0 = jnp.maximum(jnp.abs(v0), 1e-3)

@@ -73,7 +73,6 @@ True
 
 from __future__ import annotations
 
-import inspect
 import json
 import math
 import os
@@ -227,23 +226,16 @@ def _param_text(v) -> str:
     return np.format_float_positional(np.float32(v), unique=True, trim="-")
 
 
-def _defaults(entry) -> dict:
-    """A catalogue entry's hyperparameter defaults (its loss's keyword-only defaults)."""
-    return {p.name: p.default for p in inspect.signature(entry.loss).parameters.values()
-            if p.kind == p.KEYWORD_ONLY}
-
-
 def _objective_block(name, obj, K) -> dict:
     """The ``learner.objective`` block of an export, with the entry's parameters."""
     block = {"name": _EXPORTS[name]}
-    hyper = (obj.hyperparameters
-             if isinstance(obj, (objectives.Objective, objectives.GroupObjective)) else {})
+    # defaults included; a plain loss with a link exports as squared/logistic/softmax
+    hyper = obj.hyperparameters if isinstance(obj, objectives.Objective) else {}
     if name == "softmax":
         block["softmax_multiclass_param"] = {"num_class": str(K)}
     elif name in _OBJECTIVE_PARAMS:
         key, names = _OBJECTIVE_PARAMS[name]
-        defaults = _defaults(getattr(objectives, name))
-        values = {xk: _param_text(hyper.get(jk, defaults[jk])) for xk, jk in names.items()}
+        values = {xk: _param_text(hyper[jk]) for xk, jk in names.items()}
         if name == "quantile":
             values["quantile_alpha"] = "[" + values["quantile_alpha"] + "]"
         block[key] = values
@@ -276,7 +268,7 @@ def _import_objective(name, block, K):
         # XGBoost prints float32 parameters in full ("0.699999988"): read back the
         # shortest text of that float32 (0.7), and leave out an entry's default.
         value = float(_param_text(v[0]))
-        if value != _defaults(entry).get(jk):
+        if value != entry.hyperparameters.get(jk):
             values[jk] = value
     try:
         return entry(**values) if values else entry

@@ -275,12 +275,10 @@ def library_path() -> Path | None:
 
 
 def _cores() -> int:
-    cap = _THREAD_CAP.get()
     try:
-        n = max(1, len(os.sched_getaffinity(0)))
+        return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):  # not Linux
-        n = max(1, os.cpu_count() or 1)
-    return n if cap is None else min(n, cap)
+        return max(1, os.cpu_count() or 1)
 
 
 _THREAD_CAP = contextvars.ContextVar("jaxboost_thread_cap", default=None)

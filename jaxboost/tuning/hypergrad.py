@@ -236,15 +236,15 @@ def flat_params(params, bounds=None):
     return {**rest, **inner}, out_bounds, frozenset(inner)
 
 
-def split_params(objective, params, train_kwargs):
-    """``(loss_values, booster_values)``: ``params`` split into the loss's traced
+def split_params(objective, params, train_kwargs, loss_keys=frozenset()):
+    """``(loss_values, booster_values)``: flat ``params`` split into the loss's traced
     hyperparameters and ``BOOSTER_PARAMS`` (``TypeError`` / ``ValueError`` for a name
-    that is neither, or that chooses structures). The loss's keywords may be given in
-    a ``"loss"`` dict of their own (``flat_params``)."""
+    that is neither, or that chooses structures); ``loss_keys``, the names that came
+    from the loss's own namespace (``flat_params``), are the loss's whatever they are
+    called."""
     if not isinstance(params, dict) or not params:
         raise TypeError(f"params must be a non-empty dict {{name: number}} of the "
                         f"hyperparameters to differentiate, got {params!r}")
-    params, _, loss_keys = flat_params(params)
     if isinstance(objective, Hyperparameters):
         _, loss_vals = objective.traced_split()
         loss_names = set(loss_vals)
@@ -429,8 +429,9 @@ def check_validation_set(X, X_val, y_val, val_weight, y=None) -> None:
         raise DataError(f"X_val has {Xv.shape[1]} features, X has {n_features}")
 
 
-def prepare(objective, params, val_loss, train_kwargs):
-    """Validated ``(objective, loss_values, booster_values, val_fn, maximize)``."""
+def prepare(objective, params, val_loss, train_kwargs, loss_keys=frozenset()):
+    """Validated ``(objective, loss_values, booster_values, val_fn, maximize)`` of flat
+    ``params`` (``flat_params``; ``loss_keys`` the names from the loss's namespace)."""
     objective = catalogue.resolve(objective)
     if isinstance(objective, Hyperparameters) and not isinstance(objective, Objective):
         raise ValueError(f"hypergrad replays per-row losses; {loss_name(objective)} is a "
@@ -439,7 +440,7 @@ def prepare(objective, params, val_loss, train_kwargs):
         raise ValueError(f"hypergrad replays single-output losses; {loss_name(objective)} "
                          f"has {objective.outputs or 'one per class'} outputs per row")
     _check_train_kwargs(train_kwargs)
-    loss_values, booster_values = split_params(objective, params, train_kwargs)
+    loss_values, booster_values = split_params(objective, params, train_kwargs, loss_keys)
     # A response metric reads the margins through the model's link: train's link= for
     # a loss of your own, as the trained model will have it.
     scored = objective
@@ -577,10 +578,10 @@ def hypergrad(objective, X, y, X_val, y_val, *, params: dict, val_loss=None,
       (['delta', 'reg_lambda'], True)
     """
     train_kwargs = dict(train_kwargs)
+    params, _, loss_keys = flat_params(params)
     objective, loss_values, booster_values, val_fn, maximize = prepare(
-        objective, params, val_loss, train_kwargs)
+        objective, params, val_loss, train_kwargs, loss_keys)
     check_validation_set(X, X_val, y_val, val_weight, y)
-    params = flat_params(params)[0]
     settings = settings_of(objective, loss_values, booster_values, train_kwargs)
     booster = train_run(settings, X, y, n_rounds, sample_weight, train_kwargs)
     replay = Replay.of(booster, settings, X, y, sample_weight, X_val, y_val, val_weight,

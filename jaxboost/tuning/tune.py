@@ -248,9 +248,9 @@ def tune(objective, X, y, X_val, y_val, *, params: dict, bounds=None, val_loss=N
     steps = _positive_int("steps", steps)
     regrow_every = _positive_int("regrow_every", regrow_every)
     train_kwargs = dict(train_kwargs)
+    params, bounds, loss_keys = flat_params(params, bounds)  # the loss's namespace merged
     objective, loss_values, booster_values, val_fn, maximize = prepare(
-        objective, params, val_loss, train_kwargs)
-    params, bounds, _ = flat_params(params, bounds)  # the loss's namespace merged
+        objective, params, val_loss, train_kwargs, loss_keys)
     tf = transforms(objective, {k: float(v) for k, v in params.items()}, bounds)
     check_validation_set(X, X_val, y_val, val_weight, y)
     names = list(params)
