@@ -244,7 +244,11 @@ def quality(task: str, yt, pred) -> dict:
 # Workers: one library, one row, one process. Each returns (fit, evaluate): fit() trains
 # once and returns what evaluate(model) turns into the quality figures.
 # --------------------------------------------------------------------------------------
-def n_rounds(row: str, quick: bool) -> int:
+def n_rounds(row: str, quick: bool, rounds: int | None = None) -> int:
+    """Boosting rounds of ``row`` (trees of a forest row): its own, ``--quick``'s cap,
+    or ``--rounds`` for every row when given."""
+    if rounds is not None:
+        return rounds
     r = ROWS[row]["rounds"]
     if quick:
         r = min(r, QUICK_TREES if ROWS[row]["task"] == "forest" else QUICK_ROUNDS)
@@ -410,7 +414,8 @@ def worker_main(spec_json: str) -> None:
     data = load_data(row, quick)
     out["load_s"] = time.perf_counter() - t
     t = time.perf_counter()
-    fit, evaluate = WORKERS[lib](row, data, n_rounds(row, quick), spec["threads"])
+    fit, evaluate = WORKERS[lib](row, data, n_rounds(row, quick, spec.get("rounds")),
+                                 spec["threads"])
     out["import_s"] = time.perf_counter() - t
     t = time.perf_counter()
     model = fit()
@@ -581,6 +586,9 @@ def parse_args(argv=None):
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: 20 rounds (forest 10 trees), a tenth of the large data "
                          "sets, 1 warm fit")
+    ap.add_argument("--rounds", type=int, default=None,
+                    help="boosting rounds (trees of the forest row) for every row, in place "
+                         "of each row's own")
     ap.add_argument("--repeats", type=int, default=1,
                     help="fresh processes per (row, library), interleaved; medians reported")
     ap.add_argument("--warm-repeats", type=int, default=None,
@@ -630,7 +638,8 @@ def main(argv=None) -> int:
     for row in args.rows:
         for rep in range(args.repeats):
             for lib in libs:
-                spec = dict(row=row, lib=lib, quick=args.quick, threads=args.threads,
+                spec = dict(row=row, lib=lib, quick=args.quick, rounds=args.rounds,
+                            threads=args.threads,
                             warm_repeats=args.warm_repeats)
                 print(f"[{row} {rep + 1}/{args.repeats}] {lib} ...", end=" ", flush=True)
                 res = run_worker(spec, args.timeout)
@@ -661,7 +670,8 @@ def main(argv=None) -> int:
                          threads=args.threads, timeout_s=args.timeout, max_depth=MAX_DEPTH,
                          learning_rate=LEARNING_RATE, reg_lambda=REG_LAMBDA,
                          min_child_weight=MIN_CHILD_WEIGHT, max_bin=MAX_BIN, forest=RF,
-                         grid=GRID, rounds={r: n_rounds(r, args.quick) for r in args.rows}),
+                         grid=GRID, rounds={r: n_rounds(r, args.quick, args.rounds)
+                                              for r in args.rows}),
         "data": data_info,
         "summary": rows,
         "runs": [dict(row=row, lib=lib, repeats=runs[(row, lib)])
