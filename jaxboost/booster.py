@@ -638,6 +638,14 @@ class Booster:
 
         return dump(self, with_stats)
 
+    def to_shap(self) -> dict:
+        """The model in the ``shap`` package's tree format: ``shap.TreeExplainer(
+        bst.to_shap())`` explains the margin as ``predict(X, pred_contribs=True)`` does
+        (``jaxboost.explain.shap_model``)."""
+        from .explain import shap_model
+
+        return shap_model(self)
+
     def to_xgboost_json(self, path=None) -> dict:
         """The model as an XGBoost JSON model (also written to ``path`` if given); see
         ``jaxboost.io.xgboost.to_xgboost_json``."""

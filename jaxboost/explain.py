@@ -491,3 +491,81 @@ def shap_interaction_values(booster, X, *, base_margin=None) -> np.ndarray:
         out[:, k, :F, :F] = block
     out = out.astype(np.float32)
     return out[:, 0] if K == 1 else out
+
+
+def shap_model(booster) -> dict:
+    """The model in the ``shap`` package's own tree format, for ``shap.TreeExplainer``.
+
+    ``shap.TreeExplainer`` reads a dict ``{"trees": [...], "base_offset": ...}`` in which
+    every tree gives, per node, ``children_left``/``children_right``/``children_default``
+    (``-1`` at leaves), ``features``, ``thresholds`` (a row goes left when
+    ``x <= threshold``), ``values`` (``(n_nodes, K)``) and ``node_sample_weight`` (the
+    node's cover, the sum of hessians, which path-dependent TreeSHAP weighs branches
+    with). A jaxboost split sends ``x < t`` left, so each threshold is the float32 just
+    below ``t`` and the inputs are read as float32 (``input_dtype``), as shap does for
+    XGBoost models; a row then follows the same leaves as in ``predict``. Trees are
+    compacted to the nodes reachable from the root (heap indices are not kept).
+
+    The explained output is the margin (``tree_output="raw_value"``), as
+    ``predict(X, pred_contribs=True)``: shap's SHAP values, interaction values and
+    expected value then equal jaxboost's (and XGBoost's) to float32 rounding.
+
+    Categorical splits have no counterpart in shap's format and are refused
+    (``predict(X, pred_contribs=True)`` explains such models).
+
+    Returns:
+      a dict for ``shap.TreeExplainer(model)``; ``base_offset`` is the base margin
+      (``(K,)`` for ``K`` outputs). A model trained with per-row offsets is explained
+      around its base margin, as ``predict`` without ``base_margin`` does.
+
+    Example:
+      >>> import numpy as np, jaxboost
+      >>> X = np.random.default_rng(0).normal(size=(200, 3)).astype(np.float32)
+      >>> bst = jaxboost.train("squared", X, X[:, 0] * X[:, 1], n_rounds=3, max_depth=2)
+      >>> model = bst.to_shap()  # then shap.TreeExplainer(model)
+      >>> len(model["trees"]), sorted(model["trees"][0])[:3]
+      (3, ['children_default', 'children_left', 'children_right'])
+    """
+    ens = booster.ensemble.to_numpy()
+    if ens.cat_bits is not None and np.any(np.isnan(np.asarray(ens.threshold))
+                                           & ~np.asarray(ens.is_leaf)):
+        raise ValueError("shap's tree format has no categorical splits: explain this "
+                         "model with predict(X, pred_contribs=True) (or "
+                         "pred_interactions=True), which handle them")
+    K = booster.n_outputs
+    tpr = booster.trees_per_round // booster.num_parallel_tree
+    feature, thr = np.asarray(ens.feature), np.asarray(ens.threshold, np.float32)
+    dleft, is_leaf = np.asarray(ens.default_left), np.asarray(ens.is_leaf)
+    cover = np.asarray(ens.cover, np.float64)
+    value = np.asarray(ens.value, np.float64)
+    below = np.nextafter(thr, np.float32(-np.inf))
+    trees = []
+    for t in range(ens.n_trees):
+        order, index = [0], {0: 0}  # reachable heap nodes, breadth first
+        for i in order:
+            if not is_leaf[t, i]:
+                for child in (2 * i + 1, 2 * i + 2):
+                    index[child] = len(order)
+                    order.append(child)
+        n = len(order)
+        left, right = np.full(n, -1, np.int32), np.full(n, -1, np.int32)
+        default, feat = np.full(n, -1, np.int32), np.full(n, -1, np.int32)
+        thresholds, values = np.zeros(n), np.zeros((n, K))
+        for j, i in enumerate(order):
+            v = value[t, i].reshape(K)
+            if K > 1 and tpr == K:  # one output per tree: tree t adds to output t % K
+                v = np.eye(K)[t % K] * v[t % K]
+            values[j] = v
+            if is_leaf[t, i]:
+                continue
+            left[j], right[j] = index[2 * i + 1], index[2 * i + 2]
+            default[j] = left[j] if dleft[t, i] else right[j]
+            feat[j], thresholds[j] = feature[t, i], float(below[t, i])
+        trees.append({"children_left": left, "children_right": right,
+                      "children_default": default, "features": feat,
+                      "thresholds": thresholds, "values": values,
+                      "node_sample_weight": cover[t, order]})
+    base = np.asarray(booster.base_margin, np.float64).reshape(-1) * np.ones(K)
+    return {"trees": trees, "base_offset": base if K > 1 else float(base[0]),
+            "tree_output": "raw_value", "input_dtype": np.float32,
+            "internal_dtype": np.float64}

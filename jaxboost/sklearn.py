@@ -254,6 +254,11 @@ class _JaxBoostModel(BaseEstimator):
         """The trained ``jaxboost.Booster`` (same as ``booster_``)."""
         return self._booster()
 
+    def to_shap(self) -> dict:
+        """The fitted model in the ``shap`` package's tree format, for
+        ``shap.TreeExplainer(est.to_shap())`` (see ``jaxboost.Booster.to_shap``)."""
+        return self._booster().to_shap()
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True  # NaN = missing, routed by learned defaults
