@@ -32,8 +32,9 @@ from ._validation import frame_kind, is_category_dtype, is_int, polars_labels
 from .errors import DataError
 
 MAX_CATEGORIES = 255
-"""Most categories per feature at the default ``max_bin=256``: codes ``0 .. 254`` (in
-general ``max_bin - 1`` categories, codes ``0 .. max_bin - 2``)."""
+"""Most categories per feature: codes ``0 .. 254`` at ``max_bin >= 256`` (a split's
+category set holds 256 bits, ``engine.categorical.N_WORDS``), ``max_bin - 1`` categories,
+codes ``0 .. max_bin - 2``, below."""
 
 
 def _label(v):
@@ -139,8 +140,8 @@ def column_name(f: int, names) -> str:
 
 def check_codes(Xf: np.ndarray, categorical: tuple, max_bin: int, names) -> None:
     """``DataError`` unless every present value of the categorical columns of ``Xf`` is
-    an integer code in ``[0, max_bin - 2]`` (the message names the column)."""
-    limit = max_bin - 1
+    an integer code in ``[0, min(max_bin, 256) - 2]`` (the message names the column)."""
+    limit = min(max_bin - 1, MAX_CATEGORIES)
     for f in categorical:
         col = Xf[:, f]
         present = ~np.isnan(col)
@@ -155,9 +156,11 @@ def check_codes(Xf: np.ndarray, categorical: tuple, max_bin: int, names) -> None
             if top >= limit:
                 raise DataError(
                     f"{what} has a category code {top:g}, but at most {limit} categories "
-                    f"(codes 0 to {limit - 1}, max_bin - 1 with max_bin={max_bin}) fit in "
-                    f"the bins; merge rare categories, drop unused ones (pandas: "
-                    f".cat.remove_unused_categories()) or raise max_bin (at most 256)")
+                    f"(codes 0 to {limit - 1}, max_bin - 1 with max_bin={max_bin}, and at "
+                    f"most {MAX_CATEGORIES}) fit in the bins; merge rare categories, drop "
+                    f"unused ones (pandas: .cat.remove_unused_categories())"
+                    + (" or raise max_bin (256 holds the most)" if limit < MAX_CATEGORIES
+                       else ""))
 
 
 def check_predict_codes(Xf: np.ndarray, categorical, names) -> None:

@@ -11,8 +11,9 @@ Shape names used in docstrings across the package:
 Storage and arithmetic (the engine's modules spell array dtypes with these names;
 scalar constants such as ``jnp.float32(0.5)`` keep their literal type):
 
-* ``BIN_DTYPE``: bins are ``uint8`` (so ``max_bin <= MAX_BIN_LIMIT = 256``), stored
-  feature-major ``(F, N)``;
+* ``BIN_DTYPE``: bins are ``uint8`` when the programs' ``B <= 256`` (always at the default
+  ``max_bin = 256``), ``uint16`` above (``bin_dtype(B)``; ``max_bin <= MAX_BIN_LIMIT =
+  65536``), stored feature-major ``(F, N)`` (row-major for the native kernel);
 * ``FLOAT_DTYPE``: gradients, Hessians, margins and leaf values are ``float32``;
 * ``INDEX_DTYPE``: node, feature, bin and row indices (and other integers computed in
   compiled code) are ``int32``;
@@ -41,7 +42,24 @@ import numpy as np
 from objectives.classification import MAX_CLASSES  # noqa: F401  (re-exported)
 
 BIN_DTYPE = np.uint8
-MAX_BIN_LIMIT = 256
+WIDE_BIN_DTYPE = np.uint16
+NARROW_BIN_LIMIT = 256
+"""The most bins per feature ``BIN_DTYPE`` (uint8) holds; the native CPU kernel reads
+uint8 bins only, so data whose programs need more (``B > 256``) trains with the XLA
+histogram."""
+MAX_BIN_LIMIT = 65536
+
+
+def bin_dtype(n_bins: int):
+    """The dtype of bins for programs of ``n_bins`` bins per feature: ``uint8`` up to
+    ``NARROW_BIN_LIMIT`` (256), ``uint16`` above.
+
+    >>> bin_dtype(256).__name__, bin_dtype(257).__name__
+    ('uint8', 'uint16')
+    """
+    return BIN_DTYPE if int(n_bins) <= NARROW_BIN_LIMIT else WIDE_BIN_DTYPE
+
+
 # Rounds are counted in int32 (random streams, flags, a chunk's skipped rounds past the
 # end): a model has at most this many.
 MAX_ROUNDS = 2 ** 30

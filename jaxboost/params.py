@@ -47,7 +47,7 @@ class TreeParams:
         max_bin = check_int("max_bin", self.max_bin, low=2)
         if max_bin > MAX_BIN_LIMIT:
             raise ValueError(
-                f"max_bin must be <= {MAX_BIN_LIMIT} (bins are stored as uint8), "
+                f"max_bin must be <= {MAX_BIN_LIMIT} (bins are stored as uint16), "
                 f"got {max_bin}"
             )
         values = dict(max_depth=max_depth, max_bin=max_bin,

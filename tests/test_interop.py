@@ -315,13 +315,22 @@ def test_import_refuses_unequal_trees_per_class(interop_data):
         from_xgboost(m)
 
 
-def test_import_with_more_thresholds_than_bins_warns_and_predicts(interop_data):
+def test_import_with_more_thresholds_than_bins_warns_and_predicts(interop_data,
+                                                                  monkeypatch):
     rng = np.random.default_rng(5)
     X = rng.normal(size=(400, 1)).astype(np.float32)
     y = np.sin(4 * X[:, 0]) + 0.3 * rng.normal(size=400)
     d = xgb.DMatrix(X, label=y)
     xb = xgb.train(dict(tree_method="exact", max_depth=4, eta=0.3, min_child_weight=0,
                         subsample=0.5, seed=1), d, 60)
+    # more than 254 thresholds: wide (uint16) bin edges keep them all
+    bst = from_xgboost(xb)
+    assert bst.params.max_bin == int(bst.bin_edges.n_cuts[0]) + 2 > 256
+    np.testing.assert_allclose(bst.predict(X), xb.predict(d), atol=TOL, rtol=0)
+    # more than the widest edges hold (65,534; 200 here): a subset, with a warning
+    import jaxboost.io.xgboost as reader
+
+    monkeypatch.setattr(reader, "_WIDE_CUTS", 200)
     with pytest.warns(UserWarning, match="distinct thresholds"):
         bst = from_xgboost(xb)
     np.testing.assert_allclose(bst.predict(X), xb.predict(d), atol=TOL, rtol=0)

@@ -128,7 +128,7 @@ def test_predict_with_wrong_feature_count(Xy):
     (dict(n_rounds="10"), TypeError, "n_rounds must be an integer"),
     (dict(n_rounds=-1), ValueError, "n_rounds must be >= 0"),
     (dict(max_depth=0), ValueError, "max_depth must be >= 1"),
-    (dict(max_bin=300), ValueError, "max_bin must be <= 256"),
+    (dict(max_bin=70_000), ValueError, "max_bin must be <= 65536"),
     (dict(learning_rate=0), ValueError, "learning_rate must be > 0"),
     (dict(reg_lambda=-1), ValueError, "reg_lambda must be >= 0"),
     (dict(gamma=float("nan")), ValueError, "gamma must be finite"),

@@ -1,4 +1,5 @@
-"""Quantile binning: raw float features -> ``uint8`` bin indices.
+"""Quantile binning: raw float features -> ``uint8`` bin indices (``uint16`` when the
+programs need more than 256 bins per feature, ``_types.bin_dtype``).
 
 Bin edges are computed once, on the host, from the training data. For a feature with
 cuts ``c_0 < c_1 < ... < c_{k-1}`` a present value ``x`` falls in bin
@@ -48,7 +49,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .._types import BIN_DTYPE, FLOAT_DTYPE
+from .._types import FLOAT_DTYPE, NARROW_BIN_LIMIT, bin_dtype
 
 PAD_BINS_ENV = "JAXBOOST_PAD_BINS"
 """Set to ``1`` to give every ``BinEdges`` built afterwards ``n_bins = max_bin`` (bins
@@ -271,7 +272,7 @@ def compute_bin_edges(X: np.ndarray, max_bin: int = 256, sample_weight=None,
     Args:
       X: ``(N, F)`` float32, NaN marks a missing value.
       max_bin: bins per feature including the one reserved for missing values
-        (``<= 256``); at most ``max_bin - 1`` bins hold present values.
+        (``<= 65536``); at most ``max_bin - 1`` bins hold present values.
       sample_weight: optional ``(N,)`` non-negative weights for the quantiles; rows of
         weight 0 are left out entirely (no cuts from their values).
       seed: seeds the row sample used for quantiles of very large data: above
@@ -417,7 +418,8 @@ def _unseen_to_missing(X, edges, out, row_major):
 def _native_binning(X, edges, out, row_major) -> bool:
     """Bin with the native kernel when it is built (about 10x faster than NumPy's
     searchsorted per feature); ``False`` when it is not available."""
-    if not (out.flags.c_contiguous and edges.max_bin <= 256):
+    if not (out.flags.c_contiguous and out.dtype == np.uint8
+            and edges.n_bins <= NARROW_BIN_LIMIT):
         return False
     try:
         from .. import native
@@ -426,10 +428,10 @@ def _native_binning(X, edges, out, row_major) -> bool:
     if not native.available():
         return False
     F = X.shape[1]
-    cuts = np.full((F, 256), np.nan, np.float32)
-    width = edges.cuts.shape[1]
+    cuts = np.full((F, NARROW_BIN_LIMIT), np.nan, np.float32)
+    width = min(edges.cuts.shape[1], NARROW_BIN_LIMIT)  # n_cuts <= n_bins - 2 here
     real = np.arange(width)[None, :] < edges.n_cuts[:, None]
-    cuts[:, :width] = np.where(real, edges.cuts, np.nan)
+    cuts[:, :width] = np.where(real, edges.cuts[:, :width], np.nan)
     workers = min(native.default_threads(), 8) if X.shape[0] * F >= 1 << 18 else 1
     native.apply_bins(np.ascontiguousarray(X), cuts, edges.missing_bin, out,
                       row_major=row_major, n_threads=workers)
@@ -443,18 +445,20 @@ def apply_bins(X: np.ndarray, edges: BinEdges, *, out: np.ndarray | None = None,
     Args:
       X: ``(N, F)`` float32, NaN = missing.
       edges: from ``compute_bin_edges``.
-      out: optional uint8 array to write into: ``(F, >= N)`` (feature-major) or
-        ``(>= N, F)`` (``row_major``); rows beyond ``N`` are left as they are (padding).
+      out: optional array of ``bin_dtype(edges.n_bins)`` to write into: ``(F, >= N)``
+        (feature-major) or ``(>= N, F)`` (``row_major``); rows beyond ``N`` are left as
+        they are (padding).
       row_major: produce ``(N, F)`` instead of ``(F, N)``.
 
     Returns:
-      uint8 bins, feature-major ``(F, N)`` by default (the layout the pure-JAX
-      histogram scans) or row-major ``(N, F)`` (the native kernel's layout).
+      uint8 bins (uint16 when ``edges.n_bins > 256``), feature-major ``(F, N)`` by
+      default (the layout the pure-JAX histogram scans) or row-major ``(N, F)`` (the
+      native kernel's layout).
     """
     X = np.asarray(X, dtype=FLOAT_DTYPE)
     N, F = X.shape
     if out is None:
-        out = np.empty((N, F) if row_major else (F, N), dtype=BIN_DTYPE)
+        out = np.empty((N, F) if row_major else (F, N), dtype=bin_dtype(edges.n_bins))
     _numeric_bins(X, edges, out, row_major)
     if edges.is_categorical:
         _unseen_to_missing(X, edges, out, row_major)

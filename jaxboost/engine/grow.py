@@ -174,9 +174,9 @@ def route(pos, local, in_level, do, f_best, t_best, dl_best, bin_of, B):
     the row's bin. Rows of nodes that did not split, and rows outside the level, stay.
     """
     n = do.shape[0]
-    code = split_code(do, f_best, t_best, dl_best)
+    code = split_code(do, f_best, t_best, dl_best, B)
     c_row = code[jnp.minimum(local, n - 1)]
-    b_row = bin_of(code_feature(c_row)).astype(INDEX_DTYPE)
+    b_row = bin_of(code_feature(c_row, B)).astype(INDEX_DTYPE)
     go_left = code_goes_left(b_row, c_row, B)
     move = in_level & (c_row >= 0)
     return jnp.where(move, 2 * pos + 1 + (~go_left).astype(INDEX_DTYPE), pos)
@@ -762,7 +762,8 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
 LOSSGUIDE_WHERE = (
     "grow_policy='lossguide' is grown by the native CPU tree kernel: on one CPU device, "
     "numeric features (no categorical_features), no monotone or interaction constraints "
-    "or min_samples_leaf, one output per tree; this training uses the XLA tree builder")
+    "or min_samples_leaf, one output per tree, at most 256 bins per feature (max_bin <= "
+    "256 or data of few distinct values); this training uses the XLA tree builder")
 
 
 def _native_tree() -> bool:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._sparse import is_sparse
-from .._types import BIN_DTYPE
+from .._types import BIN_DTYPE, bin_dtype
 from . import binning
 from .binning import BinEdges, EdgeBuilder
 
@@ -93,7 +93,7 @@ def apply_bins_sparse(X, edges: BinEdges, *, out=None, row_major: bool = False):
     fall in the missing bin ``max_bin - 1``; the same ``out`` and layouts."""
     N, F = X.shape
     if out is None:
-        out = np.empty((N, F) if row_major else (F, N), dtype=BIN_DTYPE)
+        out = np.empty((N, F) if row_major else (F, N), dtype=bin_dtype(edges.n_bins))
     if row_major:
         out[:N] = edges.missing_bin
     else:

@@ -152,36 +152,56 @@ def bin_goes_left(b, tbin, default_left, max_bin: int):
     return jnp.where(b == max_bin - 1, default_left, b < tbin)
 
 
-# A split code holds tbin in _TBIN_BITS bits: tbin <= max_bin - 1 < MAX_BIN_LIMIT.
-_TBIN_BITS = 9
-assert MAX_BIN_LIMIT <= 1 << _TBIN_BITS
+def tbin_bits(max_bin: int) -> int:
+    """Bits of a ``split_code`` that hold ``tbin <= max_bin - 1``: 9 up to 256 bins (so
+    codes fit int32 for up to 2**21 features), 17 up to ``MAX_BIN_LIMIT`` (2**13 - 1 =
+    8,191 features: ``max_features_for_bins``).
+
+    >>> tbin_bits(256), tbin_bits(257), tbin_bits(65536)
+    (9, 17, 17)
+    """
+    return 9 if max_bin <= 256 else 17
 
 
-def split_code(is_split, feature, tbin, default_left):
+assert MAX_BIN_LIMIT <= 1 << tbin_bits(MAX_BIN_LIMIT)
+
+
+def max_features_for_bins(max_bin: int) -> int:
+    """The most features whose split codes fit int32 at ``max_bin`` bins per feature.
+
+    >>> max_features_for_bins(256), max_features_for_bins(1024)
+    (2097152, 8192)
+    """
+    return 1 << (31 - tbin_bits(max_bin) - 1)
+
+
+def split_code(is_split, feature, tbin, default_left, max_bin: int = 256):
     """One int32 per node packing its split, ``-1`` where ``is_split`` is false:
-    ``feature * 1024 + tbin * 2 + default_left`` (``tbin < 512``, as ``max_bin <= 256``,
-    ``_types.MAX_BIN_LIMIT``).
+    ``(feature << (k + 1)) + tbin * 2 + default_left`` with ``k = tbin_bits(max_bin)``
+    (``feature * 1024 + ...`` up to 256 bins).
 
     Routing a row is then one lookup in a small table and one read of its bin, several
     times faster than gathering the three fields one by one.
     """
-    return jnp.where(is_split, feature * (2 << _TBIN_BITS) + tbin * 2
+    return jnp.where(is_split, feature * (2 << tbin_bits(max_bin)) + tbin * 2
                      + default_left.astype(INDEX_DTYPE), -1)
 
 
-def code_feature(code):
+def code_feature(code, max_bin: int = 256):
     """The split feature of a ``split_code`` (feature 0 for a leaf's ``-1``, whose bin
     read is ignored)."""
-    return jnp.maximum(code, 0) >> (_TBIN_BITS + 1)
+    return jnp.maximum(code, 0) >> (tbin_bits(max_bin) + 1)
 
 
 def code_goes_left(b, code, max_bin: int):
     """``bin_goes_left`` for a node given by its ``split_code``."""
-    return bin_goes_left(b, (code >> 1) & ((1 << _TBIN_BITS) - 1), (code & 1) == 1, max_bin)
+    k = tbin_bits(max_bin)
+    return bin_goes_left(b, (code >> 1) & ((1 << k) - 1), (code & 1) == 1, max_bin)
 
 
 def binned_leaf(tree, bins, *, max_depth: int, max_bin: int):
-    """Leaf of every row of already-binned data (row-major ``(N, F)`` uint8 bins).
+    """Leaf of every row of already-binned data (row-major ``(N, F)`` uint8 or uint16
+    bins).
 
     The training-side twin of the raw-feature routing in ``predict_margin``: a row goes
     left when its bin ``< tbin`` (missing bin: ``default_left``), which is the same
@@ -189,13 +209,14 @@ def binned_leaf(tree, bins, *, max_depth: int, max_bin: int):
     ``cat_bits``, NaN threshold) bin ``b`` is code ``b``, read in the category set (the
     missing bin's bit is the default direction).
     """
-    code = split_code(~tree["is_leaf"], tree["feature"], tree["tbin"], tree["default_left"])
+    code = split_code(~tree["is_leaf"], tree["feature"], tree["tbin"], tree["default_left"],
+                      max_bin)
     rows = jnp.arange(bins.shape[0], dtype=INDEX_DTYPE)
     node = jnp.zeros(bins.shape[0], INDEX_DTYPE)
     cat_bits = tree.get("cat_bits") if isinstance(tree, dict) else tree.cat_bits
     for _ in range(max_depth):
         c = code[node]
-        b = bins[rows, code_feature(c)].astype(INDEX_DTYPE)
+        b = bins[rows, code_feature(c, max_bin)].astype(INDEX_DTYPE)
         left = code_goes_left(b, c, max_bin)
         if cat_bits is not None:
             cat = jnp.isnan(tree["threshold"][node])

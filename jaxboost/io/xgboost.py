@@ -53,12 +53,13 @@ Conversions of the trees:
   become ``loss_changes`` and covers (sums of hessians) ``sum_hessian``;
 * import lays each tree out in a heap of depth ``max_depth`` = the deepest tree, with
   the thresholds taken from ``split_conditions``. The bin edges of the imported model
-  are the sorted distinct thresholds of each feature (at most ``max_bin - 2 = 254``),
-  so ``tbin`` is consistent with ``threshold`` and the model can be saved with
-  ``jaxboost.save``. A feature with more distinct thresholds than that keeps 254 of
-  them as bin edges; the other splits get ``tbin = 0`` (prediction, which reads only
-  ``threshold``, is unaffected, but such a model cannot be saved nor continued with
-  ``train(init_model=...)``).
+  are the sorted distinct thresholds of each feature, so ``tbin`` is consistent with
+  ``threshold`` and the model can be saved with ``jaxboost.save``: ``max_bin = 256``,
+  or the most thresholds of a feature plus 2 for a model trained with more bins
+  (uint16 bins, at most ``MAX_BIN_LIMIT``). A feature with more distinct thresholds
+  than 65,534 keeps 65,534 of them as bin edges; the other splits get ``tbin = 0``
+  (prediction, which reads only ``threshold``, is unaffected, but such a model cannot
+  be saved nor continued with ``train(init_model=...)``).
 
 >>> import numpy as np, jaxboost
 >>> X = np.random.default_rng(0).normal(size=(64, 3)).astype(np.float32)
@@ -83,6 +84,7 @@ import numpy as np
 
 import objectives
 
+from .._types import MAX_BIN_LIMIT
 from ..booster import Booster, register_writer
 from ..engine.autodiff import loss_name
 from ..engine.binning import BinEdges
@@ -127,6 +129,7 @@ _OBJECTIVE_PARAMS = {
 }
 _NO_PARENT = 2147483647  # XGBoost's parent of the root
 _MAX_CUTS = 254  # cuts per feature of a BinEdges with max_bin = 256
+_WIDE_CUTS = MAX_BIN_LIMIT - 2  # the most cuts per feature of any BinEdges
 # A logistic base score is a float32 probability; when its logit misses the base margin
 # by more than this, the rest is added to the first tree's leaves.
 _BASE_TOLERANCE = 1e-6
@@ -842,7 +845,6 @@ def _bin_edges(feature, threshold, split, n_features):
     distinct ``(feature, threshold)`` pairs are sorted once, and each split finds its
     cut by one ``searchsorted`` over pair keys.
     """
-    cuts = np.full((n_features, _MAX_CUTS), np.inf, np.float32)
     n_cuts = np.zeros(n_features, np.int32)
     tbin = np.zeros(feature.shape, np.int32)
     fs, th = feature[split].astype(np.int64), threshold[split]
@@ -853,15 +855,19 @@ def _bin_edges(feature, threshold, split, n_features):
     new[1:] = (sf[1:] != sf[:-1]) | (st[1:] != st[:-1])  # -0.0 == 0.0: one cut
     pf, pt = sf[new], st[new]  # distinct (feature, threshold) pairs, sorted
     counts = np.bincount(pf, minlength=n_features)
+    # A model trained with max_bin > 256 splits a feature at more than 254 thresholds:
+    # its edges get as many cuts (uint16 bins, max_bin = cuts + 2), up to MAX_BIN_LIMIT.
+    width = int(min(max(_MAX_CUTS, counts.max(initial=0)), _WIDE_CUTS))
+    cuts = np.full((n_features, width), np.inf, np.float32)
     keep = np.ones(pf.size, bool)
     start = np.concatenate([[0], np.cumsum(counts)])
-    for f in np.flatnonzero(counts > _MAX_CUTS):  # keep an evenly spread subset
+    for f in np.flatnonzero(counts > width):  # keep an evenly spread subset
         warnings.warn(
             f"feature {f} of the XGBoost model splits at {counts[f]} distinct "
-            f"thresholds; jaxboost's bin edges hold {_MAX_CUTS}, so the imported "
+            f"thresholds; jaxboost's bin edges hold {width}, so the imported "
             f"model predicts and explains exactly but cannot be saved with "
             f"jaxboost.save nor continued with train(init_model=...)", stacklevel=4)
-        chosen = np.linspace(0, counts[f] - 1, _MAX_CUTS).round().astype(np.int64)
+        chosen = np.linspace(0, counts[f] - 1, width).round().astype(np.int64)
         mask = np.zeros(counts[f], bool)
         mask[chosen] = True
         keep[start[f]:start[f + 1]] = mask
@@ -885,7 +891,7 @@ def _bin_edges(feature, threshold, split, n_features):
     b = np.where(np.isposinf(th), n_cuts[fs] + 1, b)
     tbin[split] = b
     edges = BinEdges(cuts=cuts, n_cuts=n_cuts, has_missing=np.ones(n_features, bool),
-                     n_distinct=(n_cuts + 1).astype(np.int64), max_bin=_MAX_CUTS + 2)
+                     n_distinct=(n_cuts + 1).astype(np.int64), max_bin=width + 2)
     return edges, tbin
 
 

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from .._types import BIN_DTYPE
+from .._types import NARROW_BIN_LIMIT, bin_dtype
 from .._validation import pad_targets
 from ..engine.autodiff import fit_base_margin, loss_name
 from ..engine.categorical import cat_info
@@ -23,7 +23,8 @@ from ..engine.exact import check_rows
 from ..engine.groups import group_index
 from ..engine.round import Rows, Shared
 from ..engine.sparse import apply_bins, compute_bin_edges, csc_bins  # dense or scipy.sparse X
-from ..errors import LossError
+from ..engine.tree import max_features_for_bins
+from ..errors import DataError, LossError
 from ..parallel import distributed as dist
 from ..parallel.sharding import auto_mesh, check_mesh
 
@@ -54,7 +55,8 @@ def rows_on_bins(Xf, yf, wf, edges, n_pad, native):
     ``forward_ok`` the features whose ascending split pass is tried.
     """
     n_rows, n_features = Xf.shape
-    bins = np.zeros((n_pad, n_features) if native else (n_features, n_pad), BIN_DTYPE)
+    bins = np.zeros((n_pad, n_features) if native else (n_features, n_pad),
+                    bin_dtype(edges.n_bins))
     apply_bins(Xf, edges, out=bins, row_major=native)
     return (bins,) + rows_without_bins(Xf, yf, wf, edges, n_pad)
 
@@ -175,7 +177,13 @@ def prepare(s, Xf, yf, wf, sparse_ok: bool = True) -> Prepared:
             mask = np.zeros(Xf.shape[1], bool)
             mask[list(s.categorical)] = True
         edges = compute_bin_edges(Xf, s.params.max_bin, wf, seed=s.seed, categorical=mask)
-    native = use_native()
+    # the native kernel reads uint8 bins: data that needs more than 256 bins per feature
+    # (max_bin > 256 on continuous data) is histogrammed by XLA
+    native = use_native() and edges.n_bins <= NARROW_BIN_LIMIT
+    if Xf.shape[1] > max_features_for_bins(edges.n_bins):
+        raise DataError(f"X has {Xf.shape[1]} features, but with {edges.n_bins} bins per "
+                        f"feature (max_bin={s.params.max_bin}) at most "
+                        f"{max_features_for_bins(edges.n_bins)} fit; use max_bin <= 256")
     if sparse_ok and sparse_rows(s, Xf, native, layout):
         y, w, valid, cuts_ext, forward_ok = rows_without_bins(Xf, yf, wf, edges, layout.block)
         bins = tuple(jax.device_put(a) for a in csc_bins(Xf, edges))

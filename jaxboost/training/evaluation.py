@@ -31,7 +31,7 @@ from objectives import Objective
 
 from .. import _categorical, _validation
 from .._sparse import ColumnView, is_sparse
-from .._types import bucket_rows
+from .._types import bin_dtype, bucket_rows
 from ..engine.autodiff import bind_loss
 from ..engine.groups import group_index
 from ..engine.sparse import apply_bins  # dense or scipy.sparse X
@@ -43,7 +43,7 @@ from ..parallel import distributed as dist
 class EvalSet(NamedTuple):
     name: str
     X: np.ndarray
-    bins: np.ndarray  # (n, F) uint8, row-major
+    bins: np.ndarray  # (n, F) uint8 (uint16 above 256 bins), row-major
     y: np.ndarray
     w: np.ndarray
     n: int
@@ -156,7 +156,7 @@ def eval_sets(eval_set, edges, s, gather=False, eval_group=None, *,
             if Xe.shape[0] == 0:
                 raise DataError(f"eval set {name!r} has no rows on any process")
         n = Xe.shape[0]
-        bins = np.zeros((n, n_features), np.uint8)
+        bins = np.zeros((n, n_features), bin_dtype(edges.n_bins))
         apply_bins(Xe, edges, out=bins, row_major=True)
         queries = (np.zeros((1, 1), np.int32) if ids is None else group_index(ids, n))
         out.append(EvalSet(str(name), Xe, bins, ye,
@@ -348,7 +348,7 @@ def pads(metrics) -> bool:
 def place(e: EvalSet, padded: bool, put=jax.device_put):
     """``(EvalData, n_rows)``: the set padded to its bucket (weight-0 copies of row 0)."""
     n = bucket_rows(e.n) if (padded and e.n) else e.n
-    bins = np.zeros((n,) + e.bins.shape[1:], np.uint8)
+    bins = np.zeros((n,) + e.bins.shape[1:], e.bins.dtype)
     bins[:e.n] = e.bins
     y = _validation.pad_targets(e.y, n)
     w = np.zeros(n, np.float32)
