@@ -47,6 +47,7 @@ from jax.sharding import PartitionSpec as P
 from .._types import FLOAT_DTYPE, INDEX_DTYPE
 from .autodiff import bind_loss, grad_hess, hessian_census
 from .categorical import N_WORDS
+from .compile import backend_jit
 from .constraints import ConstraintSpec, TreeConstraints, clip_to_bounds
 from .exact import to_grid
 from .groups import group_derivatives
@@ -518,7 +519,7 @@ def _group_chunk(spec, chunk, rows, shared, hypers, state, rounds, count, *, axi
     return jax.lax.fori_loop(0, count, body, (margins, flags, out))
 
 
-@functools.partial(jax.jit, static_argnames=("specs", "chunk", "mesh"), donate_argnums=(6,))
+@backend_jit(static_argnames=("specs", "chunk", "mesh"), donate_argnums=(6,))
 def run_chunk(specs, chunk, mesh, rows, shared, hypers, margins, flags, rounds, counts):
     """``chunk`` rounds of every model, on one device or sharded over ``mesh``.
 
