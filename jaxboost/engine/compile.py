@@ -17,15 +17,17 @@ from __future__ import annotations
 import functools
 
 import jax
+from jax.stages import Wrapped
 
 CPU_COMPILE = {"xla_cpu_use_fusion_emitters": False}
 """XLA options added on the CPU backend (see the module docstring)."""
 
 
-class BackendJit:
+class BackendJit(Wrapped):
     """A function jitted twice: with ``cpu_options`` on the CPU backend, plainly elsewhere
     (the choice follows ``jax.default_backend()`` at each call). ``_cache_size()`` counts
-    the compiled programs of both, as ``jax.jit``'s does."""
+    the compiled programs of both, as ``jax.jit``'s does; ``trace`` (what
+    ``jax.export`` calls, for any platform) traces the plain one."""
 
     def __init__(self, fun, cpu_options, jit_kwargs):
         self._plain = jax.jit(fun, **jit_kwargs)
@@ -40,6 +42,9 @@ class BackendJit:
 
     def lower(self, *args, **kwargs):
         return self._pick().lower(*args, **kwargs)
+
+    def trace(self, *args, **kwargs):
+        return self._plain.trace(*args, **kwargs)
 
     def _cache_size(self) -> int:
         return self._plain._cache_size() + self._cpu._cache_size()
