@@ -30,16 +30,17 @@ from objectives._link import (
     unlink,
 )
 
-from .. import _categorical, _validation
-from .._sparse import ColumnView, is_sparse
 from .._types import FLOAT32_MAX, MAX_CLASSES, MAX_ROUNDS
-from .._validation import check_int, check_real, is_real
-from ..booster import Booster
 from ..engine.autodiff import check_loss, loss_name, n_outputs_of, split_loss
 from ..engine.sampling import FIELDS as SAMPLING_FIELDS
 from ..errors import DataError, LossError
+from ..inputs import arrays, frames
+from ..inputs import categorical as _categorical
+from ..inputs.numbers import check_int, check_real, is_real
+from ..inputs.sparse import ColumnView, is_sparse
+from ..model.booster import Booster
+from ..model.params import TreeParams
 from ..parallel import distributed as dist
-from ..params import TreeParams
 from .constraints import check_categorical_signs, check_constraints
 
 
@@ -154,7 +155,7 @@ def is_per_row(base_margin, K) -> bool:
     if base_margin is None or is_real(base_margin):
         return False
     try:
-        nd = np.ndim(_validation._series_array(base_margin))
+        nd = np.ndim(frames._series_array(base_margin))
     except Exception:
         return False  # check_base_margin says what is wrong
     return nd >= (1 if K == 1 else 2)
@@ -185,7 +186,7 @@ def check_side_data(loss, y, group, refit) -> None:
     """Side data in ``y`` (a dict or an ``(N, L)`` array) is for plain callable losses,
     which receive one row of it; catalogue entries, group losses and the quantile refit
     (which reads ``y - margin``) need one label per row."""
-    shape = _validation.target_structure(y)
+    shape = arrays.target_structure(y)
     if isinstance(loss, Objective) and not isinstance(loss, LinkedLoss):
         raise DataError(f"{loss!r} takes one label per row, y of shape (N,); got y of "
                         f"structure {shape}. Side data (a dict or an (N, L) array) is for "
@@ -283,9 +284,9 @@ def check_eval_labels(loss, eval_set):
 
 def feature_names_of(X, given, n_features, init_model):
     """The model's feature names: ``given``, a DataFrame's string columns, or None."""
-    from_frame = _validation.frame_feature_names(X)
+    from_frame = frames.frame_feature_names(X)
     if given is not None:
-        given = _validation.check_names_list(given, n_features)
+        given = frames.check_names_list(given, n_features)
         if from_frame is not None and given != from_frame:
             raise DataError(f"feature_names {given} differ from the columns of the X "
                             f"DataFrame {from_frame}; leave feature_names out to use the "
@@ -491,7 +492,7 @@ def configure(args: dict):
     """Check every argument of ``train`` (its keyword arguments as a dict).
 
     Returns ``(settings, Xf, yf, wf)``: a ``Settings`` and the validated float32
-    features, labels (or labels with side data, ``_validation.as_targets``) and weights
+    features, labels (or labels with side data, ``inputs.arrays.as_targets``) and weights
     of this process's rows.
     """
     a = dict(args)
@@ -541,7 +542,7 @@ def configure(args: dict):
     y = a["y"]
     y = ({k: dist.local_rows(v) for k, v in y.items()} if isinstance(y, dict)
          else dist.local_rows(y))
-    Xf = _validation.as_features(X, sparse="csc",  # sparse: binned column by column
+    Xf = arrays.as_features(X, sparse="csc",  # sparse: binned column by column
                                  warn_precision=True)
     if is_sparse(Xf) and dist.is_multiprocess():
         raise DataError("a scipy.sparse X trains in one process; in a multi-process job "
@@ -549,9 +550,9 @@ def configure(args: dict):
     n_rows, n_features = Xf.shape
     names = feature_names_of(X, a["feature_names"], n_features, init_model)
     cat = check_categorical(a, X, Xf, names, init_model, params)
-    yf = _validation.as_targets(y, n_rows)
-    wf = _validation.as_weights(w, n_rows)
-    if _validation.is_side_data(yf):
+    yf = arrays.as_targets(y, n_rows)
+    wf = arrays.as_weights(w, n_rows)
+    if arrays.is_side_data(yf):
         check_side_data(loss, yf, a["group"], a["refit"])
     if isinstance(loss, Objective):
         try:
@@ -597,7 +598,7 @@ def configure(args: dict):
     if is_per_row(base_margin, K):
         if group is not None:
             raise ValueError("group losses take no per-row base_margin; pass a number")
-        offsets = _validation.as_offsets(
+        offsets = arrays.as_offsets(
             dist.local_rows(base_margin), n_rows, K,
             hint="; a number" + ("" if K == 1 else f" (or {K} numbers)") +
                  " is the model's intercept instead")

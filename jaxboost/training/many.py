@@ -26,13 +26,14 @@ import numpy as np
 
 from objectives import GroupObjective
 
-from .. import compile_cache
 from .._types import MAX_ROUNDS, float32_programs
-from .._validation import check_int, target_structure
 from ..engine.autodiff import HESSIAN_FLOOR
 from ..engine.binning import QUANTILE_SAMPLE_ROWS
 from ..engine.round import new_flags
 from ..errors import ConfigurationWarning
+from ..inputs.arrays import target_structure
+from ..inputs.numbers import check_int
+from ..native import compile_cache
 from ..parallel import distributed as dist
 from . import loop
 from .config import configure, resolve_objective

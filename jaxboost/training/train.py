@@ -15,16 +15,16 @@ import dataclasses
 
 import numpy as np
 
-from .. import compile_cache
 from .._types import float32_programs
-from .._validation import target_structure
-from ..booster import Booster
-from ..callbacks import AUTO_SECONDS, EarlyStopping, Progress
 from ..engine.autodiff import HESSIAN_FLOOR
 from ..engine.round import new_flags
+from ..inputs.arrays import target_structure
+from ..model.booster import Booster
+from ..native import compile_cache
 from ..native import thread_limit as native_thread_limit
 from ..parallel import distributed as dist
 from . import loop
+from .callbacks import AUTO_SECONDS, EarlyStopping, Progress
 from .config import configure
 from .data import prepare, start_margins, where_text
 from .evaluation import (

@@ -34,10 +34,10 @@ from objectives import Objective
 from objectives._base import Hyperparameters
 
 from .._types import float32_programs
-from .._validation import is_real
 from ..engine import replay as R
 from ..engine.autodiff import HESSIAN_FLOOR, loss_name, split_loss
 from ..errors import DataError, NonFiniteError
+from ..inputs.numbers import is_real
 
 BOOSTER_PARAMS = R.REPLAY_FIELDS
 """The booster's hyperparameters ``hypergrad`` differentiates (beside the loss's own)."""
@@ -412,7 +412,7 @@ def check_validation_set(X, X_val, y_val, val_weight, y=None) -> None:
     """``DataError`` (before any training) when the validation set does not fit: its
     features' count differs from ``X``'s, its labels or weights are not one finite
     number per row; ``ValueError`` for side data in ``y`` (not replayed)."""
-    from .._validation import as_features, as_labels, as_weights, is_side_data
+    from ..inputs.arrays import as_features, as_labels, as_weights, is_side_data
 
     if y is not None and is_side_data(y):
         raise ValueError("hypergrad and tune take one label per row, y of shape (N,); "

@@ -40,11 +40,13 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from objectives import Objective
 from objectives import resolve as resolve_objective
 
-from . import _categorical, io
-from ._validation import as_features, is_int, is_real
-from .explain import feature_names
-from .io.objective import objective_to_dict
-from .training import train
+from .. import io
+from ..inputs import categorical as _categorical
+from ..inputs.arrays import as_features
+from ..inputs.numbers import is_int, is_real
+from ..io.objective import objective_to_dict
+from ..model.explain import feature_names
+from ..training import train
 
 __all__ = ["JaxBoostRegressor", "JaxBoostClassifier"]
 
@@ -94,7 +96,7 @@ def _seed(random_state):
 def _category_codes(X, labels=None):
     """``(X, frame_labels)``: a DataFrame's categorical columns as their category codes
     (re-coded to ``labels``, the model's, when given), a pandas DataFrame keeping the
-    column names; anything else unchanged (``jaxboost._categorical``)."""
+    column names; anything else unchanged (``jaxboost.inputs.categorical``)."""
     frame = _categorical.frame_categories(X)
     if not frame:
         return X, {}

@@ -49,7 +49,7 @@ def _delimiter(text: str) -> str:
 
 
 def _read_text(path: str) -> str:
-    from .io.files import read_bytes
+    from ..io.files import read_bytes
 
     try:
         data = read_bytes(path, limit=MAX_CSV_BYTES, what="CSV file", error=CliError)
@@ -167,7 +167,7 @@ def _check_plot(path: str) -> None:
         raise CliError(f"--plot {path}: cannot write there: {e.strerror or e}") from None
     if st is not None:
         if not stat.S_ISREG(st.st_mode):
-            from .io.files import file_kind
+            from ..io.files import file_kind
 
             raise CliError(f"--plot {path} is {file_kind(st.st_mode)}, not a regular "
                            f"file; give the path of a PNG file to write")
@@ -187,7 +187,7 @@ def _check_plot(path: str) -> None:
 
 
 def _compare(args) -> int:
-    import jaxboost
+    from .compare import compare
 
     delimiter = _delimiter(args.delimiter)
     if args.plot:
@@ -245,8 +245,8 @@ def _compare(args) -> int:
     print(f"objectives: {', '.join(objectives)}; rounds={args.rounds}, "
           + ", ".join(f"{k}={v}" for k, v in settings.items()))
     sys.stdout.flush()
-    cmp = jaxboost.compare(objectives, X[train], y[train], eval_set=eval_set,
-                           metrics=metrics, n_rounds=args.rounds, **settings)
+    cmp = compare(objectives, X[train], y[train], eval_set=eval_set,
+                  metrics=metrics, n_rounds=args.rounds, **settings)
     print()
     print(cmp)
     if args.plot:
