@@ -22,6 +22,8 @@ import sys
 
 import numpy as np
 
+from ..training.options import BY_NAME as OPTIONS
+
 PROG = "python -m jaxboost"
 MISSING = frozenset({"", "na", "nan", "n/a", "null"})  # cells read as NaN (any case)
 BINARY_DEFAULT = ("logistic", "squared", "exponential")
@@ -283,10 +285,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--objectives", default=None,
                    help="comma-separated catalogue names (default: logistic,squared,"
                         "exponential for a 0/1 target, else squared)")
-    p.add_argument("--rounds", type=int, default=100, help="boosting rounds (default 100)")
-    p.add_argument("--learning-rate", type=float, default=0.3,
-                   help="shrinkage per round (default 0.3)")
-    p.add_argument("--max-depth", type=int, default=6, help="tree depth (default 6)")
+    # The training options' defaults come from their declaration (training.options).
+    for flag, name, kind, what in (("--rounds", "n_rounds", int, "boosting rounds"),
+                                   ("--learning-rate", "learning_rate", float,
+                                    "shrinkage per round"),
+                                   ("--max-depth", "max_depth", int, "tree depth")):
+        default = OPTIONS[name].default
+        p.add_argument(flag, type=kind, default=default, help=f"{what} (default {default})")
     p.add_argument("--metrics", default=None,
                    help="comma-separated metric names, e.g. logloss,auc (default: each "
                         "objective's own default metric)")
