@@ -81,7 +81,7 @@ def split_times():
     import jax.numpy as jnp
 
     from jaxboost.engine.split import find_best_splits
-    from jaxboost.params import TreeParams
+    from jaxboost.model.params import TreeParams
 
     rng = np.random.default_rng(0)
     F, B = 28, 256

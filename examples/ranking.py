@@ -14,10 +14,10 @@ import importlib.util
 
 import jax.numpy as jnp
 import numpy as np
+from jaxboost.ranking import group_index, ndcg
 
 import jaxboost
 import objectives
-from jaxboost.ranking import group_index, ndcg
 
 
 def queries(rng, n_q, per=20, n_features=8):

@@ -16,10 +16,10 @@ import importlib.util
 from pathlib import Path
 
 import numpy as np
+from jaxboost.survival import concordance_index
 
 import jaxboost
 import objectives
-from jaxboost.survival import concordance_index
 
 
 def patients(rng, n):

@@ -93,7 +93,7 @@ def test_predictions_equal_xgboost_hist(data, kw):
 
 
 def _root_left_categories(bst, tree=0):
-    from jaxboost.explain import left_categories
+    from jaxboost.model.explain import left_categories
 
     return left_categories(bst, tree, 0)
 

@@ -15,7 +15,7 @@ from sklearn import metrics as skm
 
 import jaxboost
 import objectives
-from jaxboost import cli
+from jaxboost.adapters import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 ROUNDS = 12

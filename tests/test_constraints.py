@@ -364,9 +364,8 @@ def test_names_train_many_and_scikit_learn(data):
     """Constraints by feature name (a DataFrame's columns), a wrong name, train_many's
     per-configuration key, and the scikit-learn estimators' parameters."""
     pd = pytest.importorskip("pandas")
-    from sklearn.base import clone
-
     from jaxboost.sklearn import JaxBoostClassifier, JaxBoostRegressor
+    from sklearn.base import clone
 
     X, y, X_test = data
     frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(5)])

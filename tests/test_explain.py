@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import jaxboost
-from jaxboost.explain import shap_values
 from jaxboost.io import to_xgboost_json
+from jaxboost.model.explain import shap_values
 
 xgb = pytest.importorskip("xgboost")
 
@@ -189,7 +189,7 @@ def test_dump_lists_every_node(interop_models):
     e = bst.ensemble
     assert text.count("booster[") == e.n_trees
     assert "booster[1] (class 1):" in text
-    from jaxboost.explain import _reachable
+    from jaxboost.model.explain import _reachable
     reach = _reachable(e)
     assert text.count("leaf=") == int((reach & e.is_leaf).sum())
     assert text.count("yes=") == int((reach & ~e.is_leaf).sum())

@@ -9,6 +9,7 @@ programs are the ones compiled there.
 import numpy as np
 import pytest
 from conftest import noisy_binary
+from jaxboost.sklearn import JaxBoostClassifier
 from sklearn.base import clone
 from sklearn.metrics import average_precision_score, f1_score, log_loss, roc_auc_score
 
@@ -17,7 +18,6 @@ import objectives
 from jaxboost import metrics
 from jaxboost.engine.round import run_chunk
 from jaxboost.errors import MetricError
-from jaxboost.sklearn import JaxBoostClassifier
 from jaxboost.training import loop
 from jaxboost.training.evaluation import chunk_margins, chunk_metrics, chunk_responses
 

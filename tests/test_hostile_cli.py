@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from test_io_fuzz import watchdog
 
-from jaxboost import cli
+from jaxboost.adapters import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -31,7 +31,7 @@ from jaxboost.engine.binning import BinEdges
 from jaxboost.engine.tree import Ensemble
 from jaxboost.io import ModelFormatError, files, from_xgboost
 from jaxboost.io.checks import MAX_FEATURES, MAX_NODES
-from jaxboost.params import TreeParams
+from jaxboost.model.params import TreeParams
 
 F32_MAX = float(np.finfo(np.float32).max)
 X = np.array([[0.0, 1.0], [1.0, 0.0], [np.nan, 2.0]], np.float32)

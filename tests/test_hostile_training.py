@@ -18,12 +18,12 @@ import warnings
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jaxboost.callbacks import Checkpoint
 
 import jaxboost
 import objectives
 from jaxboost import DataError, LossError, NonFiniteError
 from jaxboost._types import MAX_CLASSES, MAX_ROUNDS
-from jaxboost.callbacks import Checkpoint
 from jaxboost.errors import CheckpointWarning
 from jaxboost.training import config
 

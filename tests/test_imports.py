@@ -1,5 +1,6 @@
-"""The package's import graph has no cycles (DESIGN.md: layers import only the layers
-above them).
+"""The package's import graph has no cycles, and its rooms import only the rooms below
+them (``LAYERS``): the engine never imports training, the inputs never the model, and
+so on.
 
 The graph is read from the source with ``ast``, not from ``sys.modules``: every import
 statement counts, including lazy imports inside functions and relative imports.
@@ -13,8 +14,29 @@ Python initialises on the way are not counted (otherwise everything would import
 import ast
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("jaxboost", "objectives")
+
+# The rooms, lowest layer first. A module may import modules of its own room and of the
+# rooms of lower layers: never a room of a higher layer, nor another room of its own
+# layer. Lazy imports inside functions count like any other.
+LAYERS = (
+    ("objectives",),  # the catalogue of losses: it knows nothing of jaxboost
+    ("jaxboost.errors", "jaxboost._version", "jaxboost._types"),  # the vocabulary
+    ("jaxboost.inputs",),  # what comes in: arrays, DataFrames, numbers, sparse, categories
+    ("jaxboost.native",),  # the optional C++ kernel; jaxboost's compilation cache
+    ("jaxboost.engine",),  # arrays in, trees out
+    ("jaxboost.metrics", "jaxboost.parallel"),  # measuring; rows over devices, processes
+    ("jaxboost.model",),  # the Booster, its tree parameters, explanations
+    ("jaxboost.training", "jaxboost.io"),  # making a model; writing and reading one
+    ("jaxboost.tuning",),  # hyperparameters learned through training runs
+    ("jaxboost.adapters",),  # scikit-learn, compare, plots, the command line
+    ("jaxboost", "jaxboost.__main__", "jaxboost.datasets"),  # the public face
+)
+# The modules at the top of the package (besides the rooms and the face above).
+TOP_LEVEL = {"__init__", "__main__", "_version", "errors", "_types", "datasets"}
 
 
 def module_files(root, packages):
@@ -136,9 +158,79 @@ def test_the_booster_imports_no_file_format():
     # The formats register their writers with the Booster (booster.register_writer);
     # the Booster importing one of them would be a circle through jaxboost.io.
     graph = import_graph(ROOT, PACKAGES)
-    assert not {m for m in graph["jaxboost.booster"] if m.startswith("jaxboost.io")}
-    assert {"jaxboost.booster"} <= graph["jaxboost.io.format"]
-    assert {"jaxboost.booster"} <= graph["jaxboost.io.xgboost"]
+    assert not {m for m in graph["jaxboost.model.booster"] if m.startswith("jaxboost.io")}
+    assert {"jaxboost.model.booster"} <= graph["jaxboost.io.format"]
+    assert {"jaxboost.model.booster"} <= graph["jaxboost.io.xgboost"]
+
+
+def room_of(module, layers=LAYERS):
+    """``(layer number, room)`` of a module: the longest room name it is in."""
+    best = None
+    for i, rooms in enumerate(layers):
+        for room in rooms:
+            if (module == room or module.startswith(room + ".")) and (
+                    best is None or len(room) > len(best[1])):
+                best = (i, room)
+    return best
+
+
+def layer_violations(graph, layers=LAYERS):
+    """Every import that goes up, or sideways to another room of the same layer, as
+    ``"importer (room) -> imported (room)"``; and every module that is in no room."""
+    found = []
+    for module, targets in sorted(graph.items()):
+        here = room_of(module, layers)
+        if here is None:
+            found.append(f"{module} is in no room")
+            continue
+        for target in sorted(targets):
+            there = room_of(target, layers)
+            if there is None or there[1] == here[1]:
+                continue
+            if there[0] >= here[0]:
+                kind = "up" if there[0] > here[0] else "sideways"
+                found.append(f"{module} ({here[1]}) -> {target} ({there[1]}): {kind}")
+    return found
+
+
+def test_rooms_import_only_the_rooms_below_them():
+    graph = import_graph(ROOT, PACKAGES)
+    assert {room_of(m)[1] for m in graph} == {r for rooms in LAYERS for r in rooms}
+    found = layer_violations(graph)
+    assert not found, "imports against the layer order:\n  " + "\n  ".join(found)
+
+
+def test_the_top_of_the_package_holds_few_modules():
+    top = {p.stem for p in (ROOT / "jaxboost").glob("*.py")}
+    assert top <= TOP_LEVEL, f"modules at the top of jaxboost/: {sorted(top - TOP_LEVEL)}"
+    rooms = {p.name for p in (ROOT / "jaxboost").iterdir() if (p / "__init__.py").is_file()}
+    declared = {r.split(".")[1] for rooms_ in LAYERS for r in rooms_ if r.count(".") == 1}
+    assert rooms <= declared, f"rooms in no layer: {sorted(rooms - declared)}"
+
+
+def test_the_layer_rule_sees_lazy_upward_and_sideways_imports():
+    layers = (("pkg.low",), ("pkg.mid", "pkg.side"), ("pkg.high",))
+    graph = {"pkg.low.a": {"pkg.high.x"},  # up (say, a lazy import in a function)
+             "pkg.mid.b": {"pkg.side.c", "pkg.low.a", "pkg.mid.d"},  # sideways; fine; own
+             "pkg.high.x": {"pkg.mid.b", "pkg.low.a"},  # fine
+             "pkg.stray": set()}
+    assert layer_violations(graph, layers) == [
+        "pkg.low.a (pkg.low) -> pkg.high.x (pkg.high): up",
+        "pkg.mid.b (pkg.mid) -> pkg.side.c (pkg.side): sideways",
+        "pkg.stray is in no room"]
+
+
+def test_the_stable_public_paths_are_the_moved_modules():
+    import importlib
+
+    import jaxboost
+
+    for old, new in jaxboost.STABLE_PATHS.items():
+        if old == "jaxboost.sklearn":
+            pytest.importorskip("sklearn")
+        assert importlib.import_module(old) is importlib.import_module(new)
+        assert importlib.import_module(new).__spec__.name == new
+    assert callable(jaxboost.compare)  # the function, not its module
 
 
 def test_every_package_says_what_it_holds():

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from conftest import binnable_features
+from jaxboost.sklearn import JaxBoostRegressor
 
 import jaxboost
 import objectives
-from jaxboost.sklearn import JaxBoostRegressor
 
 xgb = pytest.importorskip("xgboost")
 P = dict(reg_lambda=1.0, reg_alpha=0.0, gamma=0.0, min_child_weight=1.0, max_delta_step=0.0)

@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 import jaxboost
-from jaxboost import booster as booster_module
+from jaxboost.model import booster as booster_module
 from jaxboost.training import data as data_module
 from jaxboost.training import evaluation, loop
 

@@ -5,9 +5,9 @@ answers the peers' spellings with an error that names jaxboost's equivalent."""
 
 import numpy as np
 import pytest
+from jaxboost.sklearn import JaxBoostClassifier, JaxBoostRegressor
 
 import jaxboost
-from jaxboost.sklearn import JaxBoostClassifier, JaxBoostRegressor
 
 KW = dict(n_estimators=5, max_depth=3, learning_rate=0.3)
 

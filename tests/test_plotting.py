@@ -345,7 +345,7 @@ def test_wrong_axes_are_refused(stopped, comparison):
 
 
 def test_import_leaves_matplotlib_alone():
-    code = ("import sys, jaxboost, jaxboost.plotting, jaxboost.booster\n"
+    code = ("import sys, jaxboost, jaxboost.plotting, jaxboost.model.booster\n"
             "assert 'matplotlib' not in sys.modules, 'matplotlib imported'\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=ROOT, timeout=300)

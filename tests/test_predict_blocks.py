@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import jaxboost
-from jaxboost import booster as booster_mod
+from jaxboost.model import booster as booster_mod
 
 
 @pytest.fixture(scope="module")

@@ -10,10 +10,10 @@ import sys
 
 import pytest
 from conftest import noisy_binary
+from jaxboost.callbacks import AUTO_SECONDS, CallbackEnv, Progress
 
 import jaxboost
 from jaxboost import callbacks
-from jaxboost.callbacks import AUTO_SECONDS, CallbackEnv, Progress
 
 CHUNK = jaxboost.training.loop.ROUNDS_PER_DISPATCH
 # one compiled configuration for every training run of this file (n_rounds is not

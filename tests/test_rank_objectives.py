@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jaxboost.ranking import ndcg
 from xgb_readout import xgb_leaf_grad_hess
 
 import jaxboost
@@ -13,7 +14,6 @@ import objectives
 from jaxboost import io
 from jaxboost.engine.groups import group_grad_hess, group_index
 from jaxboost.errors import DataError
-from jaxboost.ranking import ndcg
 
 xgb = pytest.importorskip("xgboost")
 

@@ -4,9 +4,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from sklearn.metrics import average_precision_score, ndcg_score
-
 from jaxboost.ranking import group_index, mean_average_precision, ndcg
+from sklearn.metrics import average_precision_score, ndcg_score
 
 
 def _queries(seed=0, n_q=25):

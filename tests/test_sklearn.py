@@ -11,6 +11,7 @@ import pytest
 pytest.importorskip("sklearn")
 pd = pytest.importorskip("pandas")
 
+from jaxboost.sklearn import JaxBoostClassifier, JaxBoostRegressor  # noqa: E402
 from sklearn.base import clone  # noqa: E402
 from sklearn.model_selection import GridSearchCV, cross_val_score  # noqa: E402
 from sklearn.pipeline import Pipeline  # noqa: E402
@@ -21,7 +22,6 @@ import jaxboost  # noqa: E402
 import objectives  # noqa: E402
 from jaxboost import DataError, io  # noqa: E402
 from jaxboost.io import ModelFormatError  # noqa: E402
-from jaxboost.sklearn import JaxBoostClassifier, JaxBoostRegressor  # noqa: E402
 
 # Small models: the checks fit a few hundred times on many data shapes, and each new
 # shape compiles a training program (depth 2 compiles about twice as fast as depth 3).

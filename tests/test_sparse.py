@@ -83,7 +83,7 @@ def test_csr_trains_the_nan_dense_model_and_matches_xgboost(data, monkeypatch):
 def test_sparse_prediction_in_row_blocks_equals_dense(data, monkeypatch):
     """predict, SHAP, staged predictions and leaves of a CSR read in dense row blocks
     (here forced to 512 rows) equal those of the NaN-dense array."""
-    from jaxboost import _sparse
+    from jaxboost.inputs import sparse as _sparse
 
     X, dense, y = data
     bst = jaxboost.train("logistic", X, y, base_margin=0.0, **KW)
@@ -140,7 +140,7 @@ def test_bad_sparse_input_is_refused_before_training(data):
 
 
 def test_duplicate_entries_are_summed_and_the_input_left_alone():
-    from jaxboost._sparse import as_sparse_features
+    from jaxboost.inputs.sparse import as_sparse_features
 
     X = sp.coo_matrix((np.array([1.0, 2.0, 5.0], np.float32),
                        (np.array([0, 0, 1]), np.array([1, 1, 0]))), shape=(2, 2))

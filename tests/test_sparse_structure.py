@@ -22,8 +22,8 @@ import pytest
 
 sp = pytest.importorskip("scipy.sparse")
 
-from jaxboost._sparse import as_sparse_features, check_structure  # noqa: E402
 from jaxboost.errors import DataError  # noqa: E402
+from jaxboost.inputs.sparse import as_sparse_features, check_structure  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -20,7 +20,7 @@ from jaxboost.engine.split import (
     leaf_values,
     threshold_l1,
 )
-from jaxboost.params import DYNAMIC_FIELDS
+from jaxboost.model.params import DYNAMIC_FIELDS
 
 F, N_NODES, B = 2, 2, 5
 V = B - 1  # value bins 0..V-1, bin V = missing

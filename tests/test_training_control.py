@@ -10,12 +10,12 @@ import time
 import numpy as np
 import pytest
 from conftest import noisy_binary
+from jaxboost.callbacks import Checkpoint
 from sklearn.metrics import log_loss, roc_auc_score
 
 import jaxboost
 import objectives
 from jaxboost import io
-from jaxboost.callbacks import Checkpoint
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -149,7 +149,7 @@ def test_objective_not_callable(Xy):
 
 
 def test_scalar_validators():
-    from jaxboost._validation import check_int, check_real, is_int, is_real
+    from jaxboost.inputs.numbers import check_int, check_real, is_int, is_real
 
     assert is_int(np.int64(3)) and not is_int(True) and not is_int(3.0)
     assert is_real(np.float32(0.5)) and is_real(2) and not is_real(False) and not is_real("1")

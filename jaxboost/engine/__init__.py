@@ -2,7 +2,7 @@
 quantiles, computed on the host once per data set).
 
 The second stage of data -> engine -> training -> booster -> io/adapters: it receives
-validated arrays and hyperparameters (``jaxboost._validation``, ``jaxboost.params``)
+validated arrays and hyperparameters (``jaxboost.inputs``, ``jaxboost.model.params``)
 and returns trees as arrays; ``jaxboost.training`` drives it round by round, and its
 dtypes are named in ``jaxboost._types``.
 

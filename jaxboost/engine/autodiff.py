@@ -27,8 +27,8 @@ from objectives import Objective
 from objectives._base import Hyperparameters
 
 from .._types import ACC_DTYPE, FLOAT_DTYPE
-from .._validation import is_real
 from ..errors import LossError
+from ..inputs.numbers import is_real
 
 
 def loss_name(loss) -> str:

@@ -281,7 +281,7 @@ def compute_bin_edges(X: np.ndarray, max_bin: int = 256, sample_weight=None,
         are processed in parallel threads (the result does not depend on their number).
       categorical: optional ``(F,)`` bool, the features whose values are category
         codes: integers in ``[0, max_bin - 2]`` (checked by the caller,
-        ``jaxboost._categorical.check_codes``). Code ``c`` gets bin ``c``.
+        ``jaxboost.inputs.categorical.check_codes``). Code ``c`` gets bin ``c``.
 
     Returns:
       ``BinEdges``.

@@ -1,7 +1,7 @@
 """Quantile binning of a sparse ``X``, column by column, without densifying it.
 
 The twins of ``binning.compute_bin_edges`` and ``binning.apply_bins`` for a canonical
-float32 CSC matrix (``jaxboost._sparse.as_sparse_features``) whose absent entries are
+float32 CSC matrix (``jaxboost.inputs.sparse.as_sparse_features``) whose absent entries are
 missing values: column ``f``'s present values are its stored entries that are not NaN,
 in row order, exactly the values ``X_dense[:, f]`` holds where it is not NaN when the
 dense twin has NaN in the absent places. The cuts are computed by the same
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._sparse import is_sparse
 from .._types import BIN_DTYPE, bin_dtype
+from ..inputs.sparse import is_sparse
 from . import binning
 from .binning import BinEdges, EdgeBuilder
 

@@ -90,7 +90,7 @@ def read_edges(d, edges):
 def trees_to_list(booster):
     """``trees.categories``: per tree and node, the training codes a categorical split
     sends left, else None."""
-    from ..explain import is_categorical_split, left_categories
+    from ..model.explain import is_categorical_split, left_categories
 
     ens = booster.ensemble
     T, M = np.shape(ens.feature)

@@ -7,7 +7,7 @@ nested list of a given shape and entry kind at once and returns it as an array;
 ``json_scalar`` and ``float_list`` go the other way, from Python and NumPy values to
 JSON-ready ones. These check JSON types (``int``, ``float``, ``bool``, ``str``,
 ``None``, ``list``, ``dict``, as ``json`` parses them), not the Python-side scalars of
-``jaxboost._validation``.
+``jaxboost.inputs.numbers``.
 
 The limits both readers apply before they allocate anything of the declared size:
 ``MAX_CLASSES`` outputs (``objectives.MAX_CLASSES``), ``MAX_FEATURES`` features and
@@ -36,8 +36,8 @@ import numpy as np
 
 from objectives import MAX_CLASSES
 
-from .._validation import is_int, is_real
 from ..errors import ModelFormatError
+from ..inputs.numbers import is_int, is_real
 
 MAX_NODES = 10 ** 7
 """Most tree nodes (``T * M`` in heap layout), and most leaf-value entries

@@ -141,13 +141,13 @@ import math
 
 import numpy as np
 
-from .._validation import is_int
 from .._version import __version__
-from ..booster import Booster, register_writer
 from ..engine.binning import BinEdges
 from ..engine.tree import Ensemble
 from ..errors import ModelFormatError
-from ..params import TreeParams
+from ..inputs.numbers import is_int
+from ..model.booster import Booster, register_writer
+from ..model.params import TreeParams
 from . import categories
 from .checks import (
     MAX_CLASSES,

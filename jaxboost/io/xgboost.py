@@ -85,13 +85,13 @@ import numpy as np
 import objectives
 
 from .._types import MAX_BIN_LIMIT
-from ..booster import Booster, register_writer
 from ..engine.autodiff import loss_name
 from ..engine.binning import BinEdges
 from ..engine.categorical import bits_of_codes, codes_of_bits
 from ..engine.tree import Ensemble
 from ..errors import ModelFormatError
-from ..params import TreeParams
+from ..model.booster import Booster, register_writer
+from ..model.params import TreeParams
 from .checks import (
     F32_MAX,
     MAX_CLASSES,

@@ -3,7 +3,9 @@ r"""Evaluation metrics: weighted, pure ``jax.numpy`` and jittable.
 Where the journey is measured: training evaluates them on the evaluation sets after
 every round (``jaxboost.training.evaluation``), ``compare`` and the plots on staged
 predictions. As ``objectives/`` holds the losses, this package holds the metrics, one
-module per family: ``regression``, ``classification``, ``survival`` and ``ranking``;
+module per family: ``regression``, ``classification``, ``survival`` and ``ranking``
+(with their NumPy-facing functions, public as ``jaxboost.survival`` and
+``jaxboost.ranking``);
 ``_base`` the ``Metric`` record, ``custom`` metrics made from callables (the
 objective's own loss, a user's function), ``registry`` the built-ins by name and
 ``get_metric``, ``stages`` learning curves (``evaluate_stages``), ``host`` NumPy or

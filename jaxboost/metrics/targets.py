@@ -22,7 +22,7 @@ Example:
 
 from __future__ import annotations
 
-from .._validation import LABEL_KEY, is_side_data
+from ..inputs.arrays import LABEL_KEY, is_side_data
 
 
 def reads_label(metric) -> bool:

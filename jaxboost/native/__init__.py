@@ -1,4 +1,7 @@
-"""Optional native CPU histogram kernel, called through XLA's FFI.
+"""Optional native CPU histogram kernel, called through XLA's FFI; and jaxboost's cache
+of compiled programs on this machine (``compile_cache``: JAX's persistent compilation
+cache, in the folder where a first-use build of the kernel goes too; public as
+``jaxboost.compile_cache``).
 
 Two entry points share one library: :func:`histogram` (per-level histograms for the XLA
 level loop of ``jaxboost.engine.grow``) and :func:`grow_tree` (a whole tree of numeric
@@ -76,9 +79,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._types import BIN_DTYPE
-from ..compile_cache import cache_root
 from ..errors import NativeKernelWarning
 from . import _build
+from .compile_cache import cache_root
 
 __all__ = ["available", "unavailable_reason", "histogram", "grow_tree", "grow_tree_sparse",
            "library_path",

@@ -52,7 +52,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from .._validation import is_int
+from ..inputs.numbers import is_int
 from .sharding import ROW_AXIS, padded_rows, row_sharding, shard_offsets
 
 ENV_PEER_TIMEOUT = "JAXBOOST_PEER_TIMEOUT"

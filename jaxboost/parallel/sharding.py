@@ -33,7 +33,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from .._validation import is_int
+from ..inputs.numbers import is_int
 
 ROW_AXIS = "rows"
 # Below this many rows per device, one device is faster (the psum of histograms and the

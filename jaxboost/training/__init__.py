@@ -9,7 +9,10 @@ and assembles the ``Booster``.
 -> ``data`` (validate, bin, pad, place) ->
 ``program`` (the round program's static record and traced numbers) -> ``loop`` (chunks
 of rounds, evaluation, callbacks, one chunk behind) -> ``evaluation`` (its own compiled
-program) -> ``train`` / ``many`` (the public entry points).
+program) -> ``train`` / ``many`` (the public entry points). ``callbacks`` holds the
+per-round hooks a user passes (early stopping, checkpoints, the progress bar; public as
+``jaxboost.callbacks``); ``hessian`` and ``names`` the Hessian guard and the hints for
+XGBoost's spellings of the options.
 """
 
 from .many import train_many

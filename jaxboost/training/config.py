@@ -30,17 +30,19 @@ from objectives._link import (
     unlink,
 )
 
-from .. import _categorical, _validation
-from .._sparse import ColumnView, is_sparse
 from .._types import FLOAT32_MAX, MAX_CLASSES, MAX_ROUNDS
-from .._validation import check_int, check_real, is_real
-from ..booster import Booster
 from ..engine.autodiff import check_loss, loss_name, n_outputs_of, split_loss
 from ..engine.sampling import FIELDS as SAMPLING_FIELDS
 from ..errors import DataError, LossError
+from ..inputs import arrays, frames
+from ..inputs import categorical as _categorical
+from ..inputs.numbers import check_int, check_real, is_real
+from ..inputs.sparse import ColumnView, is_sparse
+from ..model.booster import Booster
+from ..model.params import TreeParams
 from ..parallel import distributed as dist
-from ..params import TreeParams
 from .constraints import check_categorical_signs, check_constraints
+from .options import Options
 
 
 def resolve_outputs(loss, n_outputs) -> int:
@@ -154,7 +156,7 @@ def is_per_row(base_margin, K) -> bool:
     if base_margin is None or is_real(base_margin):
         return False
     try:
-        nd = np.ndim(_validation._series_array(base_margin))
+        nd = np.ndim(frames._series_array(base_margin))
     except Exception:
         return False  # check_base_margin says what is wrong
     return nd >= (1 if K == 1 else 2)
@@ -185,7 +187,7 @@ def check_side_data(loss, y, group, refit) -> None:
     """Side data in ``y`` (a dict or an ``(N, L)`` array) is for plain callable losses,
     which receive one row of it; catalogue entries, group losses and the quantile refit
     (which reads ``y - margin``) need one label per row."""
-    shape = _validation.target_structure(y)
+    shape = arrays.target_structure(y)
     if isinstance(loss, Objective) and not isinstance(loss, LinkedLoss):
         raise DataError(f"{loss!r} takes one label per row, y of shape (N,); got y of "
                         f"structure {shape}. Side data (a dict or an (N, L) array) is for "
@@ -283,9 +285,9 @@ def check_eval_labels(loss, eval_set):
 
 def feature_names_of(X, given, n_features, init_model):
     """The model's feature names: ``given``, a DataFrame's string columns, or None."""
-    from_frame = _validation.frame_feature_names(X)
+    from_frame = frames.frame_feature_names(X)
     if given is not None:
-        given = _validation.check_names_list(given, n_features)
+        given = frames.check_names_list(given, n_features)
         if from_frame is not None and given != from_frame:
             raise DataError(f"feature_names {given} differ from the columns of the X "
                             f"DataFrame {from_frame}; leave feature_names out to use the "
@@ -455,6 +457,8 @@ class Settings:
     num_parallel_tree: int = 1  # trees per output per round (a forest when > 1)
     bootstrap: bool = False  # rows drawn with replacement instead of subsample's coin flips
     max_leaves: int = 0  # > 0: leaf-wise trees of at most this many leaves (lossguide)
+    # The call's options as given (training.options): what a new option is read from.
+    options: Optional[Options] = None
 
     @property
     def trees_per_round(self) -> int:
@@ -487,20 +491,20 @@ def check_loss_params(loss_params) -> Optional[dict]:
     return out
 
 
-def configure(args: dict):
-    """Check every argument of ``train`` (its keyword arguments as a dict).
+def configure(objective, X, y, a: Options):
+    """Check every argument of ``train``: the objective, the data and the ``Options``
+    record of its keyword arguments (``training.options``).
 
     Returns ``(settings, Xf, yf, wf)``: a ``Settings`` and the validated float32
-    features, labels (or labels with side data, ``_validation.as_targets``) and weights
+    features, labels (or labels with side data, ``inputs.arrays.as_targets``) and weights
     of this process's rows.
     """
-    a = dict(args)
-    n_rounds = check_int("n_rounds", a["n_rounds"], low=0)
-    init_model = a["init_model"]
+    n_rounds = check_int("n_rounds", a.n_rounds, low=0)
+    init_model = a.init_model
     if init_model is not None and not isinstance(init_model, Booster):
         raise TypeError(f"init_model must be a jaxboost Booster, got "
                         f"{type(init_model).__name__}")
-    seed = a["seed"]
+    seed = a.seed
     if seed is None:
         seed = (init_model.train_state.get("seed", 0)
                 if init_model is not None and init_model.train_state else 0)
@@ -511,48 +515,47 @@ def configure(args: dict):
                          f"most MAX_ROUNDS = 2**30 rounds, counted in int32"
                          f"{f'; init_model has {start_round}' if start_round else ''}), "
                          f"got {n_rounds}")
-    lr_of = learning_rate_schedule(a["learning_rate"], start_round, n_rounds)
-    params = TreeParams(max_depth=a["max_depth"], max_bin=a["max_bin"],
-                        learning_rate=lr_of(start_round), reg_lambda=a["reg_lambda"],
-                        reg_alpha=a["reg_alpha"], gamma=a["gamma"],
-                        min_child_weight=a["min_child_weight"],
-                        max_delta_step=a["max_delta_step"])
-    ratios = sampling_ratios(a["subsample"], a["colsample_bytree"], a["colsample_bylevel"],
-                             a["colsample_bynode"])
-    n_parallel, bootstrap = check_forest(a.get("num_parallel_tree", 1),
-                                         a.get("bootstrap", False))
-    verbose = a["verbose"]
+    lr_of = learning_rate_schedule(a.learning_rate, start_round, n_rounds)
+    params = TreeParams(max_depth=a.max_depth, max_bin=a.max_bin,
+                        learning_rate=lr_of(start_round), reg_lambda=a.reg_lambda,
+                        reg_alpha=a.reg_alpha, gamma=a.gamma,
+                        min_child_weight=a.min_child_weight,
+                        max_delta_step=a.max_delta_step)
+    ratios = sampling_ratios(a.subsample, a.colsample_bytree, a.colsample_bylevel,
+                             a.colsample_bynode)
+    n_parallel, bootstrap = check_forest(a.num_parallel_tree,
+                                         a.bootstrap)
+    verbose = a.verbose
     if verbose not in (True, False, "auto"):
         raise ValueError(f"verbose must be True, False or 'auto', got {verbose!r}")
-    callbacks = list(a["callbacks"] or [])
+    callbacks = list(a.callbacks or [])
     for cb in callbacks:
         if not callable(cb):
             raise TypeError(f"callbacks must be callables callback(env) -> bool, got "
                             f"{type(cb).__name__}")
-    if not isinstance(a["quantize"], bool):
-        raise TypeError(f"quantize must be True or False, got {a['quantize']!r}")
-    loss, link, n_outputs = split_link(resolve_objective(a["objective"]), a.get("link"),
-                                       a["n_outputs"])
-    loss_params = check_loss_params(a["loss_params"])
-    floor = check_real("hessian_floor", a["hessian_floor"], low=0, low_open=True)
+    if not isinstance(a.quantize, bool):
+        raise TypeError(f"quantize must be True or False, got {a.quantize!r}")
+    loss, link, n_outputs = split_link(resolve_objective(objective), a.link,
+                                       a.n_outputs)
+    loss_params = check_loss_params(a.loss_params)
+    floor = check_real("hessian_floor", a.hessian_floor, low=0, low_open=True)
 
     # Global arrays whose rows are split over processes: each process takes its own.
-    X, w = (dist.local_rows(v) for v in (a["X"], a["sample_weight"]))
-    y = a["y"]
+    X, w = (dist.local_rows(v) for v in (X, a.sample_weight))
     y = ({k: dist.local_rows(v) for k, v in y.items()} if isinstance(y, dict)
          else dist.local_rows(y))
-    Xf = _validation.as_features(X, sparse="csc",  # sparse: binned column by column
+    Xf = arrays.as_features(X, sparse="csc",  # sparse: binned column by column
                                  warn_precision=True)
     if is_sparse(Xf) and dist.is_multiprocess():
         raise DataError("a scipy.sparse X trains in one process; in a multi-process job "
                         "pass each process's rows as a dense array (NaN = missing)")
     n_rows, n_features = Xf.shape
-    names = feature_names_of(X, a["feature_names"], n_features, init_model)
+    names = feature_names_of(X, a.feature_names, n_features, init_model)
     cat = check_categorical(a, X, Xf, names, init_model, params)
-    yf = _validation.as_targets(y, n_rows)
-    wf = _validation.as_weights(w, n_rows)
-    if _validation.is_side_data(yf):
-        check_side_data(loss, yf, a["group"], a["refit"])
+    yf = arrays.as_targets(y, n_rows)
+    wf = arrays.as_weights(w, n_rows)
+    if arrays.is_side_data(yf):
+        check_side_data(loss, yf, a.group, a.refit)
     if isinstance(loss, Objective):
         try:
             loss.validate_labels(yf)
@@ -562,13 +565,13 @@ def configure(args: dict):
         except ValueError as e:
             raise DataError(str(e)) from None
     K = resolve_outputs(loss, n_outputs)
-    group, eval_metric, hessian, refit = a["group"], a["eval_metric"], a["hessian"], a["refit"]
-    base_margin, mesh = a["base_margin"], a["mesh"]
+    group, eval_metric, hessian, refit = a.group, a.eval_metric, a.hessian, a.refit
+    base_margin, mesh = a.base_margin, a.mesh
     if group is not None or is_group_objective(loss):
         if link is not None:
             raise ValueError("link= is for per-row losses; group losses predict margins "
                              "(a group entry has its own link)")
-        group, eval_metric = check_group(group, n_rows, loss, K, mesh, a["eval_set"], refit,
+        group, eval_metric = check_group(group, n_rows, loss, K, mesh, a.eval_set, refit,
                                          hessian, eval_metric, yf)
         refit, hessian = None, ("exact" if hessian == "auto" else hessian)
         if base_margin is None:
@@ -576,16 +579,16 @@ def configure(args: dict):
     from_auto = tuple(k for k, v in (("hessian", hessian), ("refit", refit))
                       if isinstance(v, str) and v == "auto")
     hessian, refit = resolve_policies(loss, hessian, refit, K, mesh)
-    if a["multi_strategy"] not in ("one_output_per_tree", "multi_output_tree"):
+    if a.multi_strategy not in ("one_output_per_tree", "multi_output_tree"):
         raise ValueError(f"multi_strategy must be 'one_output_per_tree' or "
-                         f"'multi_output_tree', got {a['multi_strategy']!r}")
-    if a["multi_hessian"] not in ("full", "diagonal"):
+                         f"'multi_output_tree', got {a.multi_strategy!r}")
+    if a.multi_hessian not in ("full", "diagonal"):
         raise ValueError(f"multi_hessian must be 'full' or 'diagonal', got "
-                         f"{a['multi_hessian']!r}")
-    multi_tree = a["multi_strategy"] == "multi_output_tree"
-    constraints = check_constraints(a.get("monotone_constraints"),
-                                    a.get("interaction_constraints"),
-                                    a.get("min_samples_leaf", 1), n_features, names,
+                         f"{a.multi_hessian!r}")
+    multi_tree = a.multi_strategy == "multi_output_tree"
+    constraints = check_constraints(a.monotone_constraints,
+                                    a.interaction_constraints,
+                                    a.min_samples_leaf, n_features, names,
                                     multi_output_tree=multi_tree and K > 1)
     family, values = split_loss(loss, loss_params)
     if group is None:
@@ -597,7 +600,7 @@ def configure(args: dict):
     if is_per_row(base_margin, K):
         if group is not None:
             raise ValueError("group losses take no per-row base_margin; pass a number")
-        offsets = _validation.as_offsets(
+        offsets = arrays.as_offsets(
             dist.local_rows(base_margin), n_rows, K,
             hint="; a number" + ("" if K == 1 else f" (or {K} numbers)") +
                  " is the model's intercept instead")
@@ -618,15 +621,15 @@ def configure(args: dict):
     settings = Settings(
         loss=model_loss, family=family,
         loss_values=values, n_outputs=K, multi_output_tree=multi_tree,
-        diagonal=a["multi_hessian"] == "diagonal", hessian=hessian, hessian_floor=floor,
+        diagonal=a.multi_hessian == "diagonal", hessian=hessian, hessian_floor=floor,
         refit=refit, quantile_alpha=alpha, params=params, lr_of=lr_of, ratios=ratios,
         seed=seed, n_rounds=n_rounds, start_round=start_round, base_margin=base_margin,
         init_model=init_model, group=group, eval_metric=eval_metric,
-        callbacks=tuple(callbacks), verbose=verbose, mesh=mesh, quantize=a["quantize"],
+        callbacks=tuple(callbacks), verbose=verbose, mesh=mesh, quantize=a.quantize,
         feature_names=names, from_auto=from_auto, offsets=offsets,
         weight_max=None if wf is None else float(np.max(wf)), constraints=constraints,
-        num_parallel_tree=n_parallel, bootstrap=bootstrap, **cat,
-        max_leaves=check_leaf_wise(a.get("grow_policy", "depthwise"), a.get("max_leaves", 0),
+        num_parallel_tree=n_parallel, bootstrap=bootstrap, **cat, options=a,
+        max_leaves=check_leaf_wise(a.grow_policy, a.max_leaves,
                                    multi_tree, cat["categorical"], constraints, mesh))
     if cat["categorical"] and multi_tree:
         raise ValueError("categorical features are not supported with multi_strategy="
@@ -635,16 +638,16 @@ def configure(args: dict):
     return settings, Xf, yf, wf
 
 
-def check_categorical(a, X, Xf, names, init_model, params) -> dict:
+def check_categorical(a: Options, X, Xf, names, init_model, params) -> dict:
     """The ``Settings`` fields of categorical features: their indices (a DataFrame's
     categorical columns and ``categorical_features``), the labels of DataFrame
     categories, ``max_cat_to_onehot`` and ``max_cat_threshold``; the codes of those
     columns checked (``DataError`` naming the column) and re-coded to ``init_model``'s
     labels when it has some."""
-    onehot = check_int("max_cat_to_onehot", a.get("max_cat_to_onehot", 4), low=1)
-    threshold = check_int("max_cat_threshold", a.get("max_cat_threshold", 64), low=1)
+    onehot = check_int("max_cat_to_onehot", a.max_cat_to_onehot, low=1)
+    threshold = check_int("max_cat_threshold", a.max_cat_threshold, low=1)
     labels = _categorical.frame_categories(X)
-    cat = _categorical.resolve_categorical(a.get("categorical_features"), X, Xf.shape[1],
+    cat = _categorical.resolve_categorical(a.categorical_features, X, Xf.shape[1],
                                            names, labels)
     if init_model is not None:
         have = init_model.categorical_features
@@ -652,7 +655,7 @@ def check_categorical(a, X, Xf, names, init_model, params) -> dict:
             _categorical.recode(Xf, labels, init_model.category_labels)
             labels = {**init_model.category_labels, **{
                 f: v for f, v in labels.items() if f not in init_model.category_labels}}
-        if cat != have and (a.get("categorical_features") is not None or labels):
+        if cat != have and (a.categorical_features is not None or labels):
             raise DataError(f"init_model has the categorical features {list(have)}, this "
                             f"call {list(cat)}; continued training needs the same")
         cat = have

@@ -16,8 +16,8 @@ from typing import Optional
 
 import numpy as np
 
-from .._validation import is_int
 from ..engine.constraints import ConstraintSpec, ConstraintValues
+from ..inputs.numbers import is_int
 
 MAX_MIN_SAMPLES_LEAF = 2 ** 31 - 1
 

@@ -16,7 +16,6 @@ import jax
 import numpy as np
 
 from .._types import NARROW_BIN_LIMIT, bin_dtype
-from .._validation import pad_targets
 from ..engine.autodiff import fit_base_margin, loss_name
 from ..engine.categorical import cat_info
 from ..engine.exact import check_rows
@@ -25,6 +24,7 @@ from ..engine.round import Rows, Shared
 from ..engine.sparse import apply_bins, compute_bin_edges, csc_bins  # dense or scipy.sparse X
 from ..engine.tree import max_features_for_bins
 from ..errors import DataError, LossError
+from ..inputs.arrays import pad_targets
 from ..parallel import distributed as dist
 from ..parallel.sharding import auto_mesh, check_mesh
 
@@ -73,8 +73,8 @@ def warn_outside_edges(Xf, edges) -> None:
     those share one bin, so the new trees cannot split among them; values just past the
     outer cuts are ordinary members of the outer bins). Dense ``Xf`` only (checked on
     up to 100,000 rows)."""
-    from .._sparse import is_sparse
     from ..errors import DataWarning
+    from ..inputs.sparse import is_sparse
 
     if is_sparse(Xf):
         return
@@ -107,7 +107,7 @@ def sparse_rows(s, Xf, native: bool, layout) -> bool:
     whole-tree path on, for what that kernel grows (numeric splits, no constraints,
     one output per tree). Otherwise sparse input is binned densely, as before."""
     from .. import native as native_kernel
-    from .._sparse import is_sparse
+    from ..inputs.sparse import is_sparse
 
     return (is_sparse(Xf) and native and native_kernel.tree_enabled()
             and layout.mesh is None and not layout.multi and not s.categorical
@@ -127,7 +127,7 @@ def rows_without_bins(Xf, yf, wf, edges, n_pad):
 
 def where_text(where, callbacks) -> str:
     """Where training is, for the lost-process message of ``jaxboost.distributed``."""
-    from ..callbacks import Checkpoint
+    from .callbacks import Checkpoint
 
     text = f" during the chunk of rounds from {where['round']}"
     for cb in callbacks:

@@ -29,8 +29,6 @@ import numpy as np
 
 from objectives import Objective
 
-from .. import _categorical, _validation
-from .._sparse import ColumnView, is_sparse
 from .._types import bin_dtype, bucket_rows
 from ..engine.autodiff import bind_loss
 from ..engine.compile import backend_jit
@@ -38,6 +36,9 @@ from ..engine.groups import group_index
 from ..engine.sparse import apply_bins  # dense or scipy.sparse X
 from ..engine.tree import binned_leaf
 from ..errors import DataError
+from ..inputs import arrays, frames
+from ..inputs import categorical as _categorical
+from ..inputs.sparse import ColumnView, is_sparse
 from ..parallel import distributed as dist
 
 
@@ -60,10 +61,10 @@ def eval_sets(eval_set, edges, s, gather=False, eval_group=None, *,
     process), with their query index when ``eval_group`` gives query ids and their
     margins per row when ``eval_base_margin`` gives them (a list aligned with
     ``eval_set`` or a dict keyed like it). ``targets`` is the structure of the training
-    ``y`` (``_validation.target_structure``): every set's ``y`` must have the same.
+    ``y`` (``inputs.arrays.target_structure``): every set's ``y`` must have the same.
     Every set has the ``edges.n_features`` features of the training data; categorical
     columns (``edges.categorical``) are checked and DataFrame categories re-coded to the
-    training labels ``s.category_labels`` (``jaxboost._categorical``). When the model
+    training labels ``s.category_labels`` (``jaxboost.inputs.categorical``). When the model
     trains with margins per row (``s.offsets``), every set needs its own: a set
     scored at offset 0 would rank rounds by margins the model never fits."""
     n_features = edges.n_features
@@ -104,10 +105,10 @@ def eval_sets(eval_set, edges, s, gather=False, eval_group=None, *,
                 Xe = np.zeros((0, n_features), np.float32)
                 ye, we = np.zeros(0, np.float32), np.zeros(0, np.float32)
                 if targets != "(N,)":
-                    ye = _validation.as_targets(e[1], 0)
+                    ye = arrays.as_targets(e[1], 0)
             else:
-                _validation.check_feature_names(names, e[0])
-                Xe = _validation.as_features(e[0], allow_inf=True,
+                frames.check_feature_names(names, e[0])
+                Xe = arrays.as_features(e[0], allow_inf=True,
                                              sparse=None if gather else "csc")
                 if Xe.shape[1] != n_features:
                     raise DataError(f"has {Xe.shape[1]} features, the training data "
@@ -118,12 +119,12 @@ def eval_sets(eval_set, edges, s, gather=False, eval_group=None, *,
                     _categorical.check_predict_codes(
                         ColumnView(Xe) if is_sparse(Xe) else Xe,
                         np.flatnonzero(edges.categorical), names)
-                ye = _validation.as_targets(e[1], Xe.shape[0])
-                we = _validation.as_weights(e[2] if len(e) == 3 else None, Xe.shape[0])
-                if isinstance(loss, Objective) and not _validation.is_side_data(ye):
+                ye = arrays.as_targets(e[1], Xe.shape[0])
+                we = arrays.as_weights(e[2] if len(e) == 3 else None, Xe.shape[0])
+                if isinstance(loss, Objective) and not arrays.is_side_data(ye):
                     loss.validate_labels(ye)
-            if _validation.target_structure(ye) != targets:
-                raise DataError(f"y has structure {_validation.target_structure(ye)}, the "
+            if arrays.target_structure(ye) != targets:
+                raise DataError(f"y has structure {arrays.target_structure(ye)}, the "
                                 f"training y {targets}; evaluation sets carry the same "
                                 f"values per row as the training data")
             offsets = margins.get(name)
@@ -136,7 +137,7 @@ def eval_sets(eval_set, edges, s, gather=False, eval_group=None, *,
                     "own offsets (a list aligned with eval_set, or a dict by name), or "
                     "zeros to score it at offset 0 on purpose")
             if offsets is not None:
-                offsets = _validation.as_offsets(offsets, Xe.shape[0], n_outputs,
+                offsets = arrays.as_offsets(offsets, Xe.shape[0], n_outputs,
                                                  name="eval_base_margin")
         except ValueError as err:
             raise DataError(f"eval set {name!r}: {err}") from None
@@ -351,7 +352,7 @@ def place(e: EvalSet, padded: bool, put=jax.device_put):
     n = bucket_rows(e.n) if (padded and e.n) else e.n
     bins = np.zeros((n,) + e.bins.shape[1:], e.bins.dtype)
     bins[:e.n] = e.bins
-    y = _validation.pad_targets(e.y, n)
+    y = arrays.pad_targets(e.y, n)
     w = np.zeros(n, np.float32)
     w[:e.n] = e.w
     if e.n:

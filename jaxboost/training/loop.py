@@ -24,14 +24,14 @@ import jax
 import numpy as np
 
 from .._types import FLOAT32_MAX
-from ..booster import Booster
-from ..callbacks import CallbackEnv, Progress
 from ..engine.autodiff import loss_name
 from ..engine.round import Rounds, run_chunk
 from ..engine.tree import Ensemble
 from ..errors import LossError, MetricError, NonFiniteError
+from ..model.booster import Booster
 from ..parallel import distributed as dist
 from . import hessian
+from .callbacks import CallbackEnv, Progress
 from .evaluation import evaluate_chunk, host_kinds, host_predictions, host_scores
 
 ROUNDS_PER_DISPATCH = 10

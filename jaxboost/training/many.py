@@ -26,13 +26,13 @@ import numpy as np
 
 from objectives import GroupObjective
 
-from .. import compile_cache
 from .._types import MAX_ROUNDS, float32_programs
-from .._validation import check_int, target_structure
-from ..engine.autodiff import HESSIAN_FLOOR
 from ..engine.binning import QUANTILE_SAMPLE_ROWS
 from ..engine.round import new_flags
 from ..errors import ConfigurationWarning
+from ..inputs.arrays import target_structure
+from ..inputs.numbers import check_int
+from ..native import compile_cache
 from ..parallel import distributed as dist
 from . import loop
 from .config import configure, resolve_objective
@@ -40,33 +40,19 @@ from .data import base_margin, prepare, start_margins
 from .evaluation import eval_metrics, eval_sets
 from .hessian import guard_start
 from .names import peer_names
+from .options import Options, defaults, names, record, takes
 from .program import hyper, round_spec, stack
 from .train import finish, model_run
 
 __all__ = ["train_many", "CONFIG_KEYS"]
 
 #: What may differ between the configurations of one ``train_many`` call.
-CONFIG_KEYS = ("objective", "learning_rate", "reg_lambda", "reg_alpha", "gamma",
-               "min_child_weight", "max_delta_step", "seed", "subsample", "colsample_bytree",
-               "colsample_bylevel", "colsample_bynode", "hessian", "hessian_floor", "refit",
-               "base_margin", "loss_params", "callbacks", "n_outputs", "multi_strategy",
-               "multi_hessian", "link", "monotone_constraints", "interaction_constraints",
-               "min_samples_leaf", "num_parallel_tree", "bootstrap")
+CONFIG_KEYS = ("objective",) + names(many="config")
 
 #: Arguments every model shares (they fix the program's shapes or the data).
-SHARED_KEYS = ("n_rounds", "max_depth", "max_bin", "sample_weight", "feature_names",
-               "quantize", "eval_set", "eval_metric", "eval_group", "early_stopping_rounds",
-               "early_stopping_metric", "early_stopping_data", "min_delta", "mesh",
-               "eval_base_margin")
+SHARED_KEYS = names(many="shared")
 
-_DEFAULTS = dict(objective=None, learning_rate=0.3, reg_lambda=1.0, reg_alpha=0.0, gamma=0.0,
-                 min_child_weight=1.0, max_delta_step=0.0, seed=0, subsample=1.0,
-                 colsample_bytree=1.0, colsample_bylevel=1.0, colsample_bynode=1.0,
-                 hessian="auto", hessian_floor=HESSIAN_FLOOR, refit="auto", base_margin=None,
-                 loss_params=None, callbacks=None, n_outputs=None,
-                 multi_strategy="one_output_per_tree", multi_hessian="full", link=None,
-                 monotone_constraints=None, interaction_constraints=None, min_samples_leaf=1,
-                 num_parallel_tree=1, bootstrap=False)
+_DEFAULTS = dict(objective=None, **defaults(names(many="config")))
 
 # train() arguments train_many does not take, with what to do instead.
 _UNSUPPORTED = {
@@ -114,31 +100,26 @@ def _merged(configs, shared):
     return out
 
 
-def _configure(i, merged, common):
-    """``configure`` of configuration ``i`` (errors name it): ``(settings, X, y, w)``."""
+def _configure(i, merged, common, data):
+    """``configure`` of configuration ``i`` on ``data = (X, y)`` (errors name it):
+    ``(settings, X, y, w)``."""
     where = f"configuration {i}"
     try:
         loss = resolve_objective(merged["objective"])
         if isinstance(loss, GroupObjective):
             raise TypeError(f"{loss!r} is a group loss; train it with train(group=...)")
         args = dict(common, **merged)
-        args.update(objective=loss, init_model=None, group=None, verbose=False,
-                    eval_metric=None)
-        return configure(args)
+        del args["objective"]
+        args.update(init_model=None, group=None, verbose=False, eval_metric=None)
+        return configure(loss, *data, Options(**args))
     except (TypeError, ValueError) as e:
         raise type(e)(f"{where}: {e}") from None
 
 
 @peer_names
 @float32_programs
-def train_many(configs, X, y, *, objective=None, n_rounds: int = 100, max_depth: int = 6,
-               max_bin: int = 256, sample_weight=None, feature_names=None,
-               quantize: bool = False, eval_set=None, eval_metric=None, eval_group=None,
-               early_stopping_rounds=None, early_stopping_metric=None,
-               early_stopping_data=None, min_delta: float = 0.0, mesh=None,
-               eval_base_margin=None, categorical_features=None,
-               max_cat_to_onehot: int = 4, max_cat_threshold: int = 64,
-               **shared) -> list:
+@takes(SHARED_KEYS, var_keyword="shared")
+def train_many(configs, X, y, *, objective=None, **shared) -> list:
     r"""Train M models on the same data in one compiled program per chunk of rounds.
 
     Equivalent to ``[train(**config, X=X, y=y, ...) for config in configs]``, model for
@@ -160,12 +141,10 @@ def train_many(configs, X, y, *, objective=None, n_rounds: int = 100, max_depth:
       y: ``(N,)`` labels, or side data for losses of your own (``(N, L)``, a dict),
         as in ``train``.
       objective: the objective of configurations that name none.
-      n_rounds, max_depth, max_bin, sample_weight, feature_names, quantize, eval_set,
-        eval_metric, eval_group, eval_base_margin, early_stopping_rounds,
-        early_stopping_metric, early_stopping_data, min_delta, mesh,
-        categorical_features, max_cat_to_onehot, max_cat_threshold: shared by every
-        model, as in ``train`` (early stopping watches each model on its own). A
-        configuration's ``base_margin`` may be margins per row, as in ``train``.
+      {options}
+        Shared by every model, as in ``train`` (early stopping watches each model on
+        its own). A configuration's ``base_margin`` may be margins per row, as in
+        ``train``.
       **shared: defaults of the ``CONFIG_KEYS`` for every configuration (a
         configuration's own value wins), e.g. ``learning_rate=0.1``.
 
@@ -199,29 +178,26 @@ def train_many(configs, X, y, *, objective=None, n_rounds: int = 100, max_depth:
       >>> [round(m.params.learning_rate, 1) for m in grid]
       [0.1, 0.3]
     """
+    given = record("train_many", {k: shared.pop(k) for k in SHARED_KEYS if k in shared})
+    common = {k: getattr(given, k) for k in SHARED_KEYS}  # the values themselves, uncopied
     compile_cache.ensure()  # the persistent cache, unless the user set their own
     for k in shared:
         if k not in CONFIG_KEYS:
             why = _UNSUPPORTED.get(k)
             raise TypeError(f"train_many() got an unexpected argument {k!r}"
                             + (f": {why}" if why else ""))
-    check_int("n_rounds", n_rounds, low=0, high=MAX_ROUNDS)
+    n_rounds = check_int("n_rounds", common["n_rounds"], low=0, high=MAX_ROUNDS)
     if objective is not None:
         shared = dict(shared, objective=objective)
     if dist.is_multiprocess():
         raise ValueError("train_many runs in one process; use train() in a multi-process job")
-    common = dict(X=X, y=y, n_rounds=n_rounds, max_depth=max_depth, max_bin=max_bin,
-                  sample_weight=sample_weight, feature_names=feature_names,
-                  quantize=quantize, eval_set=eval_set, mesh=mesh,
-                  categorical_features=categorical_features,
-                  max_cat_to_onehot=max_cat_to_onehot, max_cat_threshold=max_cat_threshold)
     merged = _merged(configs, shared)
-    s0, Xf, yf, wf = _configure(0, merged[0], common)
+    s0, Xf, yf, wf = _configure(0, merged[0], common, (X, y))
     # The data is read (a DataFrame converted, labels and weights checked) once; the
     # other configurations get the validated arrays.
-    common.update(X=Xf, y=yf, sample_weight=wf, feature_names=s0.feature_names,
+    common.update(sample_weight=wf, feature_names=s0.feature_names,
                   categorical_features=list(s0.categorical) or None)
-    settings = [s0] + [dataclasses.replace(_configure(i, m, common)[0],
+    settings = [s0] + [dataclasses.replace(_configure(i, m, common, (Xf, yf))[0],
                                            category_labels=s0.category_labels)
                        for i, m in enumerate(merged) if i > 0]
     seeds = {s.seed for s in settings}
@@ -231,9 +207,11 @@ def train_many(configs, X, y, *, objective=None, n_rounds: int = 100, max_depth:
                          "seed, or call train_many per seed")
     prep = prepare(s0, Xf, yf, wf, sparse_ok=False)  # bins, padding, placement: shared
     layout = prep.layout
-    evals = eval_sets(eval_set, prep.edges, s0, eval_group=eval_group,
-                      eval_base_margin=eval_base_margin, targets=target_structure(yf))
-    early = (early_stopping_rounds, early_stopping_metric, early_stopping_data, min_delta)
+    evals = eval_sets(common["eval_set"], prep.edges, s0, eval_group=common["eval_group"],
+                      eval_base_margin=common["eval_base_margin"],
+                      targets=target_structure(yf))
+    early = tuple(common[k] for k in ("early_stopping_rounds", "early_stopping_metric",
+                                      "early_stopping_data", "min_delta"))
     y_pad = jax.tree.map(np.asarray, prep.rows.y)  # side data: a dict or (N, L)
     w_pad = np.asarray(prep.rows.w)
     specs, runs, members, preps = [], [], [], []
@@ -249,7 +227,7 @@ def train_many(configs, X, y, *, objective=None, n_rounds: int = 100, max_depth:
             members.append([])
         g = specs.index(spec)
         try:
-            metrics = eval_metrics(eval_metric, s.loss, evals, s.n_outputs)
+            metrics = eval_metrics(common["eval_metric"], s.loss, evals, s.n_outputs)
             runs.append(model_run(s, p, evals, metrics, (g, len(members[g])),
                                   early_stopping=early, label=f"configuration {i}: "))
         except (TypeError, ValueError) as e:

@@ -34,24 +34,19 @@ from objectives import Objective
 from objectives._base import Hyperparameters
 
 from .._types import float32_programs
-from .._validation import is_real
 from ..engine import replay as R
-from ..engine.autodiff import HESSIAN_FLOOR, loss_name, split_loss
+from ..engine.autodiff import loss_name, split_loss
 from ..errors import DataError, NonFiniteError
+from ..inputs.numbers import is_real
+from ..training.options import defaults, names
 
 BOOSTER_PARAMS = R.REPLAY_FIELDS
 """The booster's hyperparameters ``hypergrad`` differentiates (beside the loss's own)."""
 
-STRUCTURAL = ("max_depth", "max_bin", "gamma", "min_child_weight", "subsample",
-              "colsample_bytree", "colsample_bylevel", "colsample_bynode",
-              "num_parallel_tree", "min_samples_leaf", "max_cat_to_onehot",
-              "max_cat_threshold", "n_rounds", "seed")
+STRUCTURAL = names(hypergrad="structural")
 """Settings that choose the trees' structure (or their number): no gradient."""
 
-NOT_REPLAYED = ("init_model", "group", "eval_group", "n_outputs",
-                "multi_strategy", "monotone_constraints", "early_stopping_rounds",
-                "eval_set", "eval_metric", "early_stopping_metric", "early_stopping_data",
-                "quantize", "base_margin", "loss_params")
+NOT_REPLAYED = names(hypergrad="not_replayed")
 """``train`` options a replay does not follow (or that ``hypergrad`` sets itself)."""
 
 SMOOTH_METRICS = ("rmse", "mae", "r2", "logloss", "brier", "poisson_nll",
@@ -412,7 +407,7 @@ def check_validation_set(X, X_val, y_val, val_weight, y=None) -> None:
     """``DataError`` (before any training) when the validation set does not fit: its
     features' count differs from ``X``'s, its labels or weights are not one finite
     number per row; ``ValueError`` for side data in ``y`` (not replayed)."""
-    from .._validation import as_features, as_labels, as_weights, is_side_data
+    from ..inputs.arrays import as_features, as_labels, as_weights, is_side_data
 
     if y is not None and is_side_data(y):
         raise ValueError("hypergrad and tune take one label per row, y of shape (N,); "
@@ -468,8 +463,7 @@ def settings_of(objective, loss_values, booster_values, train_kwargs):
 
     loss, loss_params = objective_at(objective, loss_values)
     family, values = split_loss(loss, loss_params)
-    b = dict(learning_rate=0.3, reg_lambda=1.0, reg_alpha=0.0, max_delta_step=0.0,
-             hessian_floor=HESSIAN_FLOOR)
+    b = defaults(BOOSTER_PARAMS)
     b.update({k: train_kwargs[k] for k in b if k in train_kwargs})
     b.update(booster_values)
     hessian, refit = resolve_policies(loss, train_kwargs.get("hessian", "auto"),

@@ -30,8 +30,8 @@ import time
 import warnings
 from typing import Callable, Optional
 
-from ._validation import is_int, is_real
-from .errors import CheckpointWarning, EarlyStoppingWarning
+from ..errors import CheckpointWarning, EarlyStoppingWarning
+from ..inputs.numbers import is_int, is_real
 
 
 class CallbackEnv:

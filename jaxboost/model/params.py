@@ -17,8 +17,8 @@ import dataclasses
 
 import numpy as np
 
-from ._types import FLOAT32_MAX, MAX_BIN_LIMIT
-from ._validation import check_int, check_real
+from .._types import FLOAT32_MAX, MAX_BIN_LIMIT
+from ..inputs.numbers import check_int, check_real
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,7 +69,7 @@ class TreeParams:
 
     def dynamic(self):
         """The traced hyperparameters as the engine's ``split.TreeHyper`` (float32)."""
-        from .engine.split import TreeHyper
+        from ..engine.split import TreeHyper
 
         return TreeHyper(*(np.float32(getattr(self, f)) for f in DYNAMIC_FIELDS))
 

@@ -11,23 +11,21 @@ import numpy as np
 from objectives import LinkedLoss, Objective
 from objectives._link import link_label
 
-from ._sparse import ColumnView, block_rows, dense_rows, is_sparse
-from ._types import bucket_rows, float32_programs, pad_rows
-from ._validation import (
+from .._types import bucket_rows, float32_programs, pad_rows
+from ..engine.autodiff import HESSIAN_FLOOR, loss_name, model_grad_hess
+from ..engine.binning import BinEdges
+from ..engine.tree import Ensemble, predict_leaf, predict_margin, staged_margins
+from ..errors import DataError, DataWarning
+from ..inputs.arrays import (
     as_features,
     as_offsets,
     as_targets,
     as_weights,
-    check_feature_names,
-    check_names_list,
-    frame_kind,
     is_side_data,
     pad_targets,
 )
-from .engine.autodiff import HESSIAN_FLOOR, loss_name, model_grad_hess
-from .engine.binning import BinEdges
-from .engine.tree import Ensemble, predict_leaf, predict_margin, staged_margins
-from .errors import DataError, DataWarning
+from ..inputs.frames import check_feature_names, check_names_list, frame_kind
+from ..inputs.sparse import ColumnView, block_rows, dense_rows, is_sparse
 from .params import TreeParams
 
 # Model writers by format, registered by the modules that own the formats
@@ -292,7 +290,7 @@ class Booster:
         multi-process job (``jaxboost.distributed``), where every process holds the
         same model, only process 0 writes.
         """
-        from .parallel.distributed import is_writer
+        from ..parallel.distributed import is_writer
 
         if is_writer():
             _writer("json")(self, path)
@@ -334,7 +332,7 @@ class Booster:
             raise DataError(f"X has {Xf.shape[1]} features but the model was trained with "
                             f"{self.n_features}")
         cat = self.categorical_features
-        from . import _categorical
+        from ..inputs import categorical as _categorical
 
         frame = _categorical.frame_categories(X)
         labelled = set(self.category_labels or ())
@@ -429,11 +427,11 @@ class Booster:
             or a DataFrame, whose columns must then be the model's ``feature_names`` in
             the same order (``DataError`` otherwise); or a ``scipy.sparse`` matrix
             whose absent entries are missing values, as in training (read in dense
-            row blocks, ``jaxboost._sparse``).
+            row blocks, ``jaxboost.inputs.sparse``).
           output_margin: return the raw margin ``f(x)`` instead of the objective's
             response (``sigmoid(f)`` for logistic, ``f`` for squared).
           pred_contribs: return exact SHAP values of the margin instead (path-dependent
-            TreeSHAP, see ``jaxboost.explain``): ``(N, F + 1)`` float32, the last column
+            TreeSHAP, see ``jaxboost.model.explain``): ``(N, F + 1)`` float32, the last column
             the bias (it holds the row's ``base_margin``); ``(N, K, F + 1)`` for K
             outputs. Each row sums to the margin.
           base_margin: optional margins per row (offsets), ``(N,)`` or ``(N, K)`` for K
@@ -442,7 +440,7 @@ class Booster:
           pred_interactions: return exact SHAP interaction values instead, as
             XGBoost's ``pred_interactions``: ``(N, F + 1, F + 1)`` float32
             (``(N, K, F + 1, F + 1)``), each row's matrix summing to its SHAP values
-            (``jaxboost.explain.shap_interaction_values``).
+            (``jaxboost.model.explain.shap_interaction_values``).
 
         Returns:
           ``(N,)`` float32 NumPy array, or ``(N, K)`` for a model of K outputs
@@ -624,7 +622,7 @@ class Booster:
         change of its splits), ``"total_gain"``, ``"cover"`` (mean sum of hessians at
         its splits) or ``"total_cover"``. Features that never split are left out; names
         are ``feature_names`` when known, else ``"f0"``, ``"f1"``, ...
-        (``jaxboost.explain.feature_importance``).
+        (``jaxboost.model.explain.feature_importance``).
         """
         from .explain import feature_importance
 
@@ -632,7 +630,7 @@ class Booster:
 
     def dump(self, with_stats: bool = True) -> str:
         """Every tree as readable text, like XGBoost's text dump
-        (``jaxboost.explain.dump``): ``0:[f2<0.5] yes=1,no=2,missing=1,gain=..,cover=..``
+        (``jaxboost.model.explain.dump``): ``0:[f2<0.5] yes=1,no=2,missing=1,gain=..,cover=..``
         for a split, ``1:leaf=0.012,cover=..`` for a leaf; node ids are heap indices."""
         from .explain import dump
 

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import math
 
-from ._validation import is_int
-from .explain import IMPORTANCE_TYPES, feature_names, is_categorical_split, left_categories
+from ..inputs.numbers import is_int
+from ..model.explain import IMPORTANCE_TYPES, feature_names, is_categorical_split, left_categories
 
 __all__ = ["plot_comparison", "plot_learning_curves", "plot_history", "plot_importance",
            "plot_tree", "IMPORTANCE_TYPES"]
@@ -382,8 +382,8 @@ def plot_history(booster, path=None, *, metrics=None, data=None, title=None,
 
 def _importance_from_trees(booster, importance_type) -> dict:
     """``{feature name: score}`` over the split nodes of every tree (used features only):
-    ``jaxboost.explain.feature_importance``, for boosters without their own method."""
-    from .explain import feature_importance
+    ``jaxboost.model.explain.feature_importance``, for boosters without their own method."""
+    from ..model.explain import feature_importance
 
     return feature_importance(booster, importance_type)
 

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .engine.categorical import N_WORDS
+from ..engine.categorical import N_WORDS
 
 IMPORTANCE_TYPES = ("weight", "gain", "total_gain", "cover", "total_cover")
 
@@ -120,7 +120,7 @@ def is_categorical_split(ens, t: int, i: int) -> bool:
 def left_categories(booster, t: int, i: int) -> list:
     """The training category codes that categorical split ``i`` of tree ``t`` sends
     left (codes the model never saw go the default way and are not listed)."""
-    from .engine.categorical import codes_of_bits
+    from ..engine.categorical import codes_of_bits
 
     ens = booster.ensemble
     codes = codes_of_bits(ens.cat_bits[t, i])

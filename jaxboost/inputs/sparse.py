@@ -28,7 +28,7 @@ import sys
 
 import numpy as np
 
-from .errors import DataError
+from ..errors import DataError
 
 BLOCK_VALUES = 1 << 22
 """Entries (rows x features) of one dense block of a sparse ``X`` at prediction: 16 MB

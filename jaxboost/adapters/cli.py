@@ -22,6 +22,8 @@ import sys
 
 import numpy as np
 
+from ..training.options import BY_NAME as OPTIONS
+
 PROG = "python -m jaxboost"
 MISSING = frozenset({"", "na", "nan", "n/a", "null"})  # cells read as NaN (any case)
 BINARY_DEFAULT = ("logistic", "squared", "exponential")
@@ -49,7 +51,7 @@ def _delimiter(text: str) -> str:
 
 
 def _read_text(path: str) -> str:
-    from .io.files import read_bytes
+    from ..io.files import read_bytes
 
     try:
         data = read_bytes(path, limit=MAX_CSV_BYTES, what="CSV file", error=CliError)
@@ -167,7 +169,7 @@ def _check_plot(path: str) -> None:
         raise CliError(f"--plot {path}: cannot write there: {e.strerror or e}") from None
     if st is not None:
         if not stat.S_ISREG(st.st_mode):
-            from .io.files import file_kind
+            from ..io.files import file_kind
 
             raise CliError(f"--plot {path} is {file_kind(st.st_mode)}, not a regular "
                            f"file; give the path of a PNG file to write")
@@ -187,7 +189,7 @@ def _check_plot(path: str) -> None:
 
 
 def _compare(args) -> int:
-    import jaxboost
+    from .compare import compare
 
     delimiter = _delimiter(args.delimiter)
     if args.plot:
@@ -245,8 +247,8 @@ def _compare(args) -> int:
     print(f"objectives: {', '.join(objectives)}; rounds={args.rounds}, "
           + ", ".join(f"{k}={v}" for k, v in settings.items()))
     sys.stdout.flush()
-    cmp = jaxboost.compare(objectives, X[train], y[train], eval_set=eval_set,
-                           metrics=metrics, n_rounds=args.rounds, **settings)
+    cmp = compare(objectives, X[train], y[train], eval_set=eval_set,
+                  metrics=metrics, n_rounds=args.rounds, **settings)
     print()
     print(cmp)
     if args.plot:
@@ -283,10 +285,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--objectives", default=None,
                    help="comma-separated catalogue names (default: logistic,squared,"
                         "exponential for a 0/1 target, else squared)")
-    p.add_argument("--rounds", type=int, default=100, help="boosting rounds (default 100)")
-    p.add_argument("--learning-rate", type=float, default=0.3,
-                   help="shrinkage per round (default 0.3)")
-    p.add_argument("--max-depth", type=int, default=6, help="tree depth (default 6)")
+    # The training options' defaults come from their declaration (training.options).
+    for flag, name, kind, what in (("--rounds", "n_rounds", int, "boosting rounds"),
+                                   ("--learning-rate", "learning_rate", float,
+                                    "shrinkage per round"),
+                                   ("--max-depth", "max_depth", int, "tree depth")):
+        default = OPTIONS[name].default
+        p.add_argument(flag, type=kind, default=default, help=f"{what} (default {default})")
     p.add_argument("--metrics", default=None,
                    help="comma-separated metric names, e.g. logloss,auc (default: each "
                         "objective's own default metric)")

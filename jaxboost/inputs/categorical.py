@@ -28,8 +28,9 @@ import math
 
 import numpy as np
 
-from ._validation import frame_kind, is_category_dtype, is_int, polars_labels
-from .errors import DataError
+from ..errors import DataError
+from .frames import frame_kind, is_category_dtype, polars_labels
+from .numbers import is_int
 
 MAX_CATEGORIES = 255
 """Most categories per feature: codes ``0 .. 254`` at ``max_bin >= 256`` (a split's

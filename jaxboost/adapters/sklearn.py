@@ -40,26 +40,39 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from objectives import Objective
 from objectives import resolve as resolve_objective
 
-from . import _categorical, io
-from ._validation import as_features, is_int, is_real
-from .explain import feature_names
-from .io.objective import objective_to_dict
-from .training import train
+from .. import io
+from ..inputs import categorical as _categorical
+from ..inputs.arrays import as_features
+from ..inputs.numbers import is_int, is_real
+from ..io.objective import objective_to_dict
+from ..model.explain import feature_names
+from ..training import train
+from ..training.options import BY_NAME as OPTIONS
+from ..training.options import names
 
 __all__ = ["JaxBoostRegressor", "JaxBoostClassifier"]
 
 # scipy.sparse layouts fit and predict take as they are (others are converted to CSR).
 _SPARSE = ("csr", "csc")
 
-# Estimator parameters passed to train() under the same name.
-_SAME_NAME = ("learning_rate", "max_depth", "reg_lambda", "reg_alpha", "gamma",
-              "min_child_weight", "max_delta_step", "max_bin", "subsample",
-              "colsample_bytree", "colsample_bylevel", "colsample_bynode",
-              "num_parallel_tree", "bootstrap", "hessian",
-              "refit", "multi_strategy", "early_stopping_rounds", "eval_metric", "verbose",
-              "max_cat_to_onehot", "max_cat_threshold", "monotone_constraints",
-              "interaction_constraints", "min_samples_leaf", "n_jobs", "grow_policy",
-              "max_leaves")
+# Estimator parameters passed to train() under the same name: the training options
+# marked sklearn=True (training.options); every other option passes through **kwargs.
+_SAME_NAME = names(sklearn=True)
+
+# The estimators' own parameters (scikit-learn's and XGBoost's names, or defaults of
+# their own), before the options of _SAME_NAME: name -> default.
+_OWN = {"objective": "squared", "n_estimators": 100, "random_state": None,
+        "verbose": False, "link": None, "categorical_features": None, "missing": np.nan,
+        "importance_type": "total_gain", "tree_method": "hist"}
+
+# train() arguments an estimator sets itself (from fit's arguments or its own
+# parameters): refused in **kwargs, with the name to use instead.
+_SET_BY_FIT = {"n_rounds": "n_estimators", "seed": "random_state",
+               "sample_weight": "fit(sample_weight=)", "eval_set": "fit(eval_set=)",
+               "base_margin": "fit(base_margin=)",
+               "eval_base_margin": "fit(base_margin_eval_set=)",
+               "feature_names": "a DataFrame's columns", "n_outputs": "objective",
+               "eval_group": "JaxBoostRanker", "group": "JaxBoostRanker"}
 
 
 IMPORTANCE_TYPES = ("total_gain", "gain", "weight", "cover", "total_cover")
@@ -94,7 +107,7 @@ def _seed(random_state):
 def _category_codes(X, labels=None):
     """``(X, frame_labels)``: a DataFrame's categorical columns as their category codes
     (re-coded to ``labels``, the model's, when given), a pandas DataFrame keeping the
-    column names; anything else unchanged (``jaxboost._categorical``)."""
+    column names; anything else unchanged (``jaxboost.inputs.categorical``)."""
     frame = _categorical.frame_categories(X)
     if not frame:
         return X, {}
@@ -154,8 +167,23 @@ class _JaxBoostModel(BaseEstimator):
             raise ValueError(f"importance_type must be one of {IMPORTANCE_TYPES}, got "
                              f"{self.importance_type!r}")
 
+    # --- parameters: the named ones and **kwargs, as XGBoost's estimators ----------
+    def get_params(self, deep=True):
+        params = super().get_params(deep)
+        params.update(getattr(self, "_kwargs", {}))
+        return params
+
+    def set_params(self, **params):
+        named = set(self._get_param_names())
+        for k in [k for k in params if k not in named]:  # checked by fit, as in __init__
+            self._kwargs = {**getattr(self, "_kwargs", {}), k: params.pop(k)}
+        return super().set_params(**params)
+
     def _train_kwargs(self):
         kw = {name: getattr(self, name) for name in _SAME_NAME}
+        for name, value in getattr(self, "_kwargs", {}).items():
+            _check_kwarg(type(self).__name__, name)
+            kw[name] = value
         n = self.n_estimators
         if not is_int(n) or n < 0:
             raise ValueError(f"n_estimators must be an integer >= 0, got {n!r}")
@@ -284,12 +312,34 @@ class _JaxBoostModel(BaseEstimator):
             self.booster_ = io.loads(text, objective=loss)
 
 
-def _store_params(estimator, values):
-    """Store ``__init__``'s arguments unmodified (scikit-learn's convention); the
-    explicit signatures stay on each estimator, where ``get_params`` reads them."""
-    for name in inspect.signature(type(estimator).__init__).parameters:
-        if name != "self":
-            setattr(estimator, name, values[name])
+def _check_kwarg(estimator: str, name: str) -> None:
+    """A keyword beyond the named parameters must be a ``train`` option (``TypeError``)."""
+    if name in _SET_BY_FIT:
+        raise TypeError(f"{estimator} sets train()'s {name!r} itself: use "
+                        f"{_SET_BY_FIT[name]}")
+    if name not in OPTIONS:
+        raise TypeError(f"{estimator}() got an unexpected keyword argument {name!r}")
+
+
+def _estimator_init(own: dict):
+    """``__init__(self, *, <own>, <_SAME_NAME options>, **kwargs)``: its signature built
+    from ``own`` and the options table (scikit-learn's ``get_params`` reads it), the
+    arguments stored unmodified (scikit-learn's convention) and the other ``train``
+    options kept in ``_kwargs`` (``get_params`` returns them and ``fit`` passes them to
+    ``train``, as XGBoost's estimators do; a name that is no option fails in ``fit``)."""
+    named = dict(own, **{n: OPTIONS[n].default for n in _SAME_NAME if n not in own})
+
+    def __init__(self, **kwargs):
+        for name, default in named.items():
+            setattr(self, name, kwargs.pop(name, default))
+        self._kwargs = kwargs  # checked by fit (scikit-learn: __init__ only stores)
+
+    kw = inspect.Parameter.KEYWORD_ONLY
+    __init__.__signature__ = inspect.Signature(
+        [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        + [inspect.Parameter(n, kw, default=d) for n, d in named.items()]
+        + [inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)])
+    return __init__
 
 
 class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
@@ -314,7 +364,10 @@ class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
     ``objective`` one, as ``train``'s ``link`` (default None: its margin is the
     prediction). ``score`` is R². ``categorical_features``, ``max_cat_to_onehot`` and
     ``max_cat_threshold`` are ``train``'s (pandas ``category`` columns are categorical
-    without being named; ``predict`` re-codes them by the training categories).
+    without being named; ``predict`` re-codes them by the training categories). Any
+    other ``train`` option (``hessian_floor=1e-3``, ...) passes through ``**kwargs``,
+    as in XGBoost's estimators: stored, returned by ``get_params`` and given to
+    ``train``.
 
     Attributes:
       booster_: the trained ``jaxboost.Booster``.
@@ -332,19 +385,7 @@ class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
       (True, (3,))
     """
 
-    def __init__(self, *, objective="squared", n_estimators=100, learning_rate=0.3,
-                 max_depth=6, reg_lambda=1.0, reg_alpha=0.0, gamma=0.0,
-                 min_child_weight=1.0, max_delta_step=0.0, max_bin=256, subsample=1.0,
-                 colsample_bytree=1.0, colsample_bylevel=1.0, colsample_bynode=1.0,
-                 num_parallel_tree=1, bootstrap=False,
-                 hessian="auto", refit="auto", multi_strategy="one_output_per_tree",
-                 early_stopping_rounds=None, eval_metric=None, random_state=None,
-                 verbose=False, link=None, categorical_features=None,
-                 max_cat_to_onehot=4, max_cat_threshold=64, monotone_constraints=None,
-                 interaction_constraints=None, min_samples_leaf=1, missing=np.nan,
-                 importance_type="total_gain", tree_method="hist", n_jobs=None,
-                 grow_policy="depthwise", max_leaves=0):
-        _store_params(self, locals())
+    __init__ = _estimator_init(_OWN)
 
     def fit(self, X, y, sample_weight=None, eval_set=None, base_margin=None,
             base_margin_eval_set=None, verbose=None):
@@ -413,19 +454,8 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
 
     _y_numeric = False
 
-    def __init__(self, *, objective="auto", n_estimators=100, learning_rate=0.3,
-                 max_depth=6, reg_lambda=1.0, reg_alpha=0.0, gamma=0.0,
-                 min_child_weight=1.0, max_delta_step=0.0, max_bin=256, subsample=1.0,
-                 colsample_bytree=1.0, colsample_bylevel=1.0, colsample_bynode=1.0,
-                 num_parallel_tree=1, bootstrap=False,
-                 hessian="auto", refit="auto", multi_strategy="one_output_per_tree",
-                 early_stopping_rounds=None, eval_metric=None, random_state=None,
-                 verbose=False, link="auto", categorical_features=None,
-                 max_cat_to_onehot=4, max_cat_threshold=64, monotone_constraints=None,
-                 interaction_constraints=None, min_samples_leaf=1, missing=np.nan,
-                 importance_type="total_gain", tree_method="hist", n_jobs=None,
-                 scale_pos_weight=1.0, grow_policy="depthwise", max_leaves=0):
-        _store_params(self, locals())
+    __init__ = _estimator_init(dict(_OWN, objective="auto", link="auto",
+                                    scale_pos_weight=1.0))
 
     def _resolved_objective(self, n_classes):
         """(objective for train, n_outputs for train)."""

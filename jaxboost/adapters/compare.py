@@ -15,12 +15,12 @@ import time
 
 import numpy as np
 
-from . import metrics as _metrics
-from ._validation import as_features, as_labels, as_weights
-from .errors import DataError
-from .training import train
-from .training.evaluation import check_metric_links
-from .training.many import train_many
+from .. import metrics as _metrics
+from ..errors import DataError
+from ..inputs.arrays import as_features, as_labels, as_weights
+from ..training import train
+from ..training.evaluation import check_metric_links
+from ..training.many import train_many
 
 __all__ = ["compare", "Comparison"]
 
@@ -297,7 +297,7 @@ def _many_compatible(objs: dict, train_kwargs: dict, y) -> bool:
     output per-row losses, and only arguments ``train_many`` takes."""
     from objectives import GroupObjective, Objective
 
-    from .training.many import CONFIG_KEYS
+    from ..training.many import CONFIG_KEYS
 
     shared = {"max_depth", "max_bin", "sample_weight", "feature_names", "quantize"}
     if any(k not in CONFIG_KEYS and k not in shared for k in train_kwargs):
