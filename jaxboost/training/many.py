@@ -160,12 +160,13 @@ def train_many(configs, X, y, *, objective=None, n_rounds: int = 100, max_depth:
       y: ``(N,)`` labels, or side data for losses of your own (``(N, L)``, a dict),
         as in ``train``.
       objective: the objective of configurations that name none.
-      n_rounds, max_depth, max_bin, sample_weight, feature_names, quantize, eval_set,
-        eval_metric, eval_group, eval_base_margin, early_stopping_rounds,
-        early_stopping_metric, early_stopping_data, min_delta, mesh,
-        categorical_features, max_cat_to_onehot, max_cat_threshold: shared by every
-        model, as in ``train`` (early stopping watches each model on its own). A
-        configuration's ``base_margin`` may be margins per row, as in ``train``.
+      n_rounds, max_depth, max_bin, sample_weight, feature_names, quantize: shared by
+        every model, as in ``train``, as are ``eval_set``, ``eval_metric``,
+        ``eval_group``, ``eval_base_margin``, ``early_stopping_rounds``,
+        ``early_stopping_metric``, ``early_stopping_data``, ``min_delta``, ``mesh``,
+        ``categorical_features``, ``max_cat_to_onehot`` and ``max_cat_threshold``
+        (early stopping watches each model on its own). A configuration's
+        ``base_margin`` may be margins per row, as in ``train``.
       **shared: defaults of the ``CONFIG_KEYS`` for every configuration (a
         configuration's own value wins), e.g. ``learning_rate=0.1``.
 
