@@ -5,11 +5,12 @@ PY := $(VENV)/bin/python
 STAMP_BASE := $(VENV)/.installed-base
 STAMP_TEST := $(VENV)/.installed-test
 STAMP_BENCH := $(VENV)/.installed-bench
+STAMP_DOCS := $(VENV)/.installed-docs
 export JAX_PLATFORMS ?= cpu
 # Installing compiles the native kernel (setup.py), so a changed kernel reinstalls.
 INSTALL_DEPS := pyproject.toml setup.py jaxboost/native/hist.cc jaxboost/native/_build.py
 
-.PHONY: demo test test-full-opt test-pythons bench gpu lint clean
+.PHONY: demo test test-full-opt test-pythons bench gpu lint docs clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +39,10 @@ $(STAMP_TEST): $(INSTALL_DEPS) | $(PY)
 
 $(STAMP_BENCH): $(INSTALL_DEPS) | $(PY)
 	$(call install,.[bench])
+	touch $@
+
+$(STAMP_DOCS): $(INSTALL_DEPS) | $(PY)
+	$(call install,.[docs])
 	touch $@
 
 demo: $(STAMP_BASE)
@@ -76,5 +81,11 @@ gpu:
 lint: $(STAMP_TEST)
 	$(VENV)/bin/ruff check .
 
+# The documentation site: docs/ (nav in mkdocs.yml) and the API reference from the
+# docstrings, built into site/ with every warning an error. The python blocks of docs/
+# run in the test suite (tests/test_readme.py), not here.
+docs: $(STAMP_DOCS)
+	$(VENV)/bin/mkdocs build --strict --site-dir site
+
 clean:
-	rm -rf $(VENV) .venv-3.* demo_output .pytest_cache build jaxboost/native/*.so
+	rm -rf $(VENV) .venv-3.* demo_output .pytest_cache build site jaxboost/native/*.so

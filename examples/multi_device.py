@@ -134,7 +134,7 @@ def worker(args):
     from jaxboost.training.data import use_native as _use_native
 
     # The coordinator listens on 127.0.0.1 only; for several hosts, give process 0's
-    # private address (see the README: trusted networks only).
+    # private address (see docs/scale-out.md: trusted networks only).
     jaxboost.distributed.initialize(f"127.0.0.1:{args.port}", args.processes, args.worker)
     X, y, _ = load_breast_cancer()
     lo, hi = shares(len(X), args.processes)[args.worker]

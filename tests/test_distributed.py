@@ -1,6 +1,6 @@
 """Training across processes: 2 local processes on 127.0.0.1 give the one-process model;
 a killed process makes the other exit with a clear error, and a restart from the last
-checkpoint finishes the job. Plus the communication volume stated in the README."""
+checkpoint finishes the job. Plus the communication volume stated in docs/scale-out.md."""
 
 import os
 import re
@@ -217,7 +217,7 @@ def test_frozen_process_is_noticed_by_the_heartbeat(tmp_path):
 
 
 def test_histogram_bytes_per_tree_is_what_the_compiled_round_sums(compile_counter):
-    """The README's communication volume: every all-reduce in the compiled round."""
+    """docs/scale-out.md's communication volume: every all-reduce in the compiled round."""
     devices = jax.devices("cpu")
     if len(devices) < 4:
         pytest.skip("needs 4 host CPU devices")

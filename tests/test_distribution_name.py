@@ -9,7 +9,8 @@ import pytest
 tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCS = [ROOT / "README.md", *sorted((ROOT / "examples").rglob("*.py")),
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")),
+        *sorted((ROOT / "examples").rglob("*.py")),
         *sorted((ROOT / "examples").rglob("*.md")), *sorted((ROOT / "benchmarks").rglob("*.py")),
         *sorted((ROOT / "jaxboost").rglob("*.py")), *sorted((ROOT / "objectives").rglob("*.py")),
         ROOT / "Makefile"]
@@ -47,7 +48,8 @@ def test_no_install_line_fetches_the_unrelated_jaxboost():
     assert not bad, "install lines that fetch PyPI's unrelated 'jaxboost':\n" + "\n".join(bad)
 
 
-def test_readme_warns_about_the_unrelated_project():
-    text = (ROOT / "README.md").read_text()
+@pytest.mark.parametrize("page", ["README.md", "docs/getting-started.md"])
+def test_install_sections_warn_about_the_unrelated_project(page):
+    text = (ROOT / page).read_text()
     assert "jaxboost-gbdt" in text
     assert re.search(r"PyPI project named `jaxboost` is a different, unrelated package", text)

@@ -1,4 +1,4 @@
-"""The scripts in examples/ run as shipped (README blocks: tests/test_readme.py).
+"""The scripts in examples/ run as shipped (README and docs/ blocks: tests/test_readme.py).
 
 Each script runs as ``__main__`` with its command line, in this test process (its stdout
 captured; a ``sys.exit`` with a non-zero code fails the test). Running them here rather

@@ -277,7 +277,7 @@ def test_exact_gain_ties_break_as_xgboost_exact():
     """Labels symmetric in x: the thresholds -2.5 and 2.5 have the same gain, to the
     bit. XGBoost's exact method scans a dense feature from its largest value down and
     keeps the first best (2.5); jaxboost does the same, and its margins equal XGBoost
-    exact's. XGBoost hist scans up and keeps -2.5 (documented in the README)."""
+    exact's. XGBoost hist scans up and keeps -2.5 (documented in docs/design.md)."""
     xgb = pytest.importorskip("xgboost")
     rng = np.random.default_rng(0)
     x = np.repeat(np.arange(-5, 6), 40).astype(np.float32)

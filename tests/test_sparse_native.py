@@ -132,7 +132,7 @@ WIDE = textwrap.dedent("""
 def test_a_million_columns_with_5000_entries_train_in_under_200_mb():
     """Bag-of-words presence: before, dense (1,000 x 1M) bins and a (1M x 254) cuts
     table took over 1 GB each. (Columns with many distinct values still make the
-    ``(F, bins)`` cut tables wide: see the README's limits.)"""
+    ``(F, bins)`` cut tables wide: see docs/limits.md.)"""
     out = subprocess.run([sys.executable, "-c", WIDE], capture_output=True, text=True,
                          timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]

@@ -438,8 +438,8 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
 
     Attributes:
       classes_, n_classes_: the labels seen in ``fit``, sorted, and their number.
-      booster_, n_features_in_, feature_names_in_, feature_importances_,
-      best_iteration, best_score: as in ``JaxBoostRegressor``.
+      booster_, best_iteration, best_score: as in ``JaxBoostRegressor``.
+      n_features_in_, feature_names_in_, feature_importances_: as in ``JaxBoostRegressor``.
 
     Example:
       >>> import numpy as np

@@ -13,7 +13,7 @@ asks these modules where the rows go and what every process must agree on.
   evaluation sets, heartbeats that end a job whose peer died.
 
 Both are also ``jaxboost.sharding`` and ``jaxboost.distributed``, the names the
-README uses (attributes of ``jaxboost``; import the modules from here).
+docs use (attributes of ``jaxboost``; import the modules from here).
 """
 
 from . import distributed, sharding

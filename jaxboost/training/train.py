@@ -106,13 +106,14 @@ def train(objective, X, y, **options) -> Booster:
         float32) or ``"base_margin"``.
       MetricError: a host metric raised or returned anything but one finite number
         (named with its eval set and round).
-      The three carry ``.round`` and the model trained before that round as
-      ``.booster`` (the first two also ``.n_rows``). Every non-finite check runs on
-      the device each round (the last round's trees and margins too) and reaches the
-      host with the chunk's flags.
-      Any other exception once rounds have started (a callback's, ``KeyboardInterrupt``,
-      ...) propagates unchanged but with ``.booster``, the model of the rounds
-      completed before it (None if none), and a note saying so: no work is lost.
+
+    ``LossError``, ``NonFiniteError`` and ``MetricError`` carry ``.round`` and the model
+    trained before that round as ``.booster`` (the first two also ``.n_rows``). Every
+    non-finite check runs on the device each round (the last round's trees and margins
+    too) and reaches the host with the chunk's flags. Any other exception once rounds
+    have started (a callback's, ``KeyboardInterrupt``, ...) propagates unchanged but
+    with ``.booster``, the model of the rounds completed before it (None if none), and
+    a note saying so: no work is lost.
 
     Example:
       >>> import jax.numpy as jnp, numpy as np, jaxboost

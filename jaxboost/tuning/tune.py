@@ -217,9 +217,9 @@ def tune(objective, X, y, X_val, y_val, *, params: dict, bounds=None, val_loss=N
     is what a model at those parameters scores.
 
     Args:
-      objective, X, y, X_val, y_val, params, val_loss, n_rounds, sample_weight,
-        val_weight, segment, **train_kwargs: as in ``hypergrad``; ``params`` are the
-        start values.
+      objective, X, y, X_val, y_val, params, val_loss, n_rounds: as in ``hypergrad``,
+        as are ``sample_weight``, ``val_weight``, ``segment`` and ``**train_kwargs``;
+        ``params`` are the start values.
       bounds: ``{name: (lo, hi)}`` (open bounds, ``None`` for an unbounded side) or
         ``{name: closed(lo, hi)}`` (closed, reachable); defaults in ``DOMAINS``
         (focal ``gamma >= 0`` closed, quantile ``0 < alpha < 1``, tweedie
