@@ -141,7 +141,7 @@ def train_many(configs, X, y, *, objective=None, **shared) -> list:
       y: ``(N,)`` labels, or side data for losses of your own (``(N, L)``, a dict),
         as in ``train``.
       objective: the objective of configurations that name none.
-      {options}
+      **options: the training options of ``jaxboost.training.options.OPTIONS``.
         Shared by every model, as in ``train`` (early stopping watches each model on
         its own). A configuration's ``base_margin`` may be margins per row, as in
         ``train``.

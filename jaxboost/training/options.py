@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import re
 from typing import Any, Callable, NamedTuple, Optional
 
 from ..engine.autodiff import HESSIAN_FLOOR
@@ -423,8 +424,9 @@ def args_doc(selected, indent: str = "      ") -> str:
 
 def takes(selected, *, leading: int = 3, var_keyword: Optional[str] = None):
     """Give ``fn(..., **options)`` the signature of its ``leading`` parameters and the
-    options ``selected``, and fill ``{options}`` in its docstring with their ``Args``
-    lines (``inspect.signature``, ``help`` and IDEs show both)."""
+    options ``selected``, and put their ``Args`` lines in its docstring in place of the
+    line ``**options: ...`` (``inspect.signature``, ``help`` and IDEs show both; a
+    reader of the source, such as the API reference, sees that one line)."""
     def wrap(fn):
         own = list(inspect.signature(fn).parameters.values())
         head = [p for p in own if p.kind != inspect.Parameter.VAR_KEYWORD][:leading] + [
@@ -432,7 +434,8 @@ def takes(selected, *, leading: int = 3, var_keyword: Optional[str] = None):
         fn.__signature__ = signature(head, selected, var_keyword=var_keyword,
                                      returns=inspect.signature(fn).return_annotation)
         if fn.__doc__:
-            fn.__doc__ = fn.__doc__.replace("{options}", args_doc(selected).lstrip())
+            fn.__doc__ = re.sub(r"\*\*options: [^\n]*(\n +[^\n:]+$)*", lambda m: args_doc(
+                selected).lstrip(), fn.__doc__, count=1, flags=re.M)
         return fn
 
     return wrap

@@ -78,7 +78,7 @@ def train(objective, X, y, **options) -> Booster:
         ``"label"`` entry (``ValueError`` before training when there is none, or for an
         ``(N, L)`` array); ``"objective"`` and metrics of your own receive ``y`` whole.
         Catalogue entries and group losses take ``(N,)`` labels only.
-      {options}
+      **options: the training options of ``jaxboost.training.options.OPTIONS``.
 
     The model does not depend on JAX's global ``jax_enable_x64`` flag: ``train`` runs
     with 64-bit mode off, scoped to the call (``jaxboost._types.float32_programs``;
