@@ -499,6 +499,60 @@ def configure(objective, X, y, a: Options):
     features, labels (or labels with side data, ``inputs.arrays.as_targets``) and weights
     of this process's rows.
     """
+    run = _run_options(a)
+    params, init_model = run["params"], run["init_model"]
+    loss, link, n_outputs = split_link(resolve_objective(objective), a.link,
+                                       a.n_outputs)
+    loss_params = check_loss_params(a.loss_params)
+    floor = check_real("hessian_floor", a.hessian_floor, low=0, low_open=True)
+    Xf, yf, wf, names, cat = _rows(X, y, a, init_model, params)
+    n_rows, n_features = Xf.shape
+    loss = _labelled_loss(loss, yf, a)
+    K = resolve_outputs(loss, n_outputs)
+    pol = _policies(a, loss, link, K, n_rows, yf)
+    multi_tree = pol["multi_tree"]
+    constraints = check_constraints(a.monotone_constraints,
+                                    a.interaction_constraints,
+                                    a.min_samples_leaf, n_features, names,
+                                    multi_output_tree=multi_tree and K > 1)
+    family, values = split_loss(loss, loss_params)
+    if pol["group"] is None:
+        # Abstract rows (shapes and dtypes only): no array is made, so nothing compiles.
+        check_loss(_concrete(family, values), jax.tree.map(
+            lambda v: jax.ShapeDtypeStruct(np.shape(v)[1:], jnp.float32), yf),
+            jax.ShapeDtypeStruct(() if K == 1 else (K,), jnp.float32))
+    offsets, base_margin = _margins(pol["base_margin"], K, pol["group"], n_rows)
+    tpr = (K if (K > 1 and not multi_tree) else 1) * run["n_parallel"]
+    if init_model is not None:
+        check_init_model(init_model, params, n_features, K, tpr, base_margin)
+    alpha = quantile_level(loss, values) if pol["refit"] == "quantile" else 0.5
+    model_loss = _model_loss(loss, loss_params, family, values, link, K, pol["eval_metric"])
+    settings = Settings(
+        loss=model_loss, family=family,
+        loss_values=values, n_outputs=K, multi_output_tree=multi_tree,
+        diagonal=a.multi_hessian == "diagonal", hessian=pol["hessian"],
+        hessian_floor=floor, refit=pol["refit"], quantile_alpha=alpha, params=params,
+        lr_of=run["lr_of"], ratios=run["ratios"], seed=run["seed"],
+        n_rounds=run["n_rounds"], start_round=run["start_round"],
+        base_margin=base_margin, init_model=init_model, group=pol["group"],
+        eval_metric=pol["eval_metric"], callbacks=run["callbacks"],
+        verbose=run["verbose"], mesh=a.mesh, quantize=a.quantize, feature_names=names,
+        from_auto=pol["from_auto"], offsets=offsets,
+        weight_max=None if wf is None else float(np.max(wf)), constraints=constraints,
+        num_parallel_tree=run["n_parallel"], bootstrap=run["bootstrap"], **cat, options=a,
+        max_leaves=check_leaf_wise(a.grow_policy, a.max_leaves,
+                                   multi_tree, cat["categorical"], constraints, a.mesh))
+    if cat["categorical"] and multi_tree:
+        raise ValueError("categorical features are not supported with multi_strategy="
+                         "'multi_output_tree'; use 'one_output_per_tree'")
+    check_categorical_signs(constraints, cat["categorical"], names)
+    return settings, Xf, yf, wf
+
+
+def _run_options(a: Options) -> dict:
+    """``configure``'s first step: the options that need no data (rounds, seed, tree
+    parameters, sampling, forest, verbosity, callbacks, ``quantize``), checked in
+    that order."""
     n_rounds = check_int("n_rounds", a.n_rounds, low=0)
     init_model = a.init_model
     if init_model is not None and not isinstance(init_model, Booster):
@@ -523,11 +577,9 @@ def configure(objective, X, y, a: Options):
                         max_delta_step=a.max_delta_step)
     ratios = sampling_ratios(a.subsample, a.colsample_bytree, a.colsample_bylevel,
                              a.colsample_bynode)
-    n_parallel, bootstrap = check_forest(a.num_parallel_tree,
-                                         a.bootstrap)
-    verbose = a.verbose
-    if verbose not in (True, False, "auto"):
-        raise ValueError(f"verbose must be True, False or 'auto', got {verbose!r}")
+    n_parallel, bootstrap = check_forest(a.num_parallel_tree, a.bootstrap)
+    if a.verbose not in (True, False, "auto"):
+        raise ValueError(f"verbose must be True, False or 'auto', got {a.verbose!r}")
     callbacks = list(a.callbacks or [])
     for cb in callbacks:
         if not callable(cb):
@@ -535,17 +587,21 @@ def configure(objective, X, y, a: Options):
                             f"{type(cb).__name__}")
     if not isinstance(a.quantize, bool):
         raise TypeError(f"quantize must be True or False, got {a.quantize!r}")
-    loss, link, n_outputs = split_link(resolve_objective(objective), a.link,
-                                       a.n_outputs)
-    loss_params = check_loss_params(a.loss_params)
-    floor = check_real("hessian_floor", a.hessian_floor, low=0, low_open=True)
+    return dict(n_rounds=n_rounds, init_model=init_model, seed=seed,
+                start_round=start_round, lr_of=lr_of, params=params, ratios=ratios,
+                n_parallel=n_parallel, bootstrap=bootstrap, verbose=a.verbose,
+                callbacks=tuple(callbacks))
 
+
+def _rows(X, y, a: Options, init_model, params):
+    """This process's rows, validated: ``(Xf, yf, wf, names, cat)`` (``cat`` the
+    ``Settings`` fields of categorical features, ``check_categorical``)."""
     # Global arrays whose rows are split over processes: each process takes its own.
     X, w = (dist.local_rows(v) for v in (X, a.sample_weight))
     y = ({k: dist.local_rows(v) for k, v in y.items()} if isinstance(y, dict)
          else dist.local_rows(y))
     Xf = arrays.as_features(X, sparse="csc",  # sparse: binned column by column
-                                 warn_precision=True)
+                            warn_precision=True)
     if is_sparse(Xf) and dist.is_multiprocess():
         raise DataError("a scipy.sparse X trains in one process; in a multi-process job "
                         "pass each process's rows as a dense array (NaN = missing)")
@@ -554,6 +610,13 @@ def configure(objective, X, y, a: Options):
     cat = check_categorical(a, X, Xf, names, init_model, params)
     yf = arrays.as_targets(y, n_rows)
     wf = arrays.as_weights(w, n_rows)
+    return Xf, yf, wf, names, cat
+
+
+def _labelled_loss(loss, yf, a: Options):
+    """The loss checked against the labels: side data where the loss takes it, a
+    catalogue entry's label checks and its outputs resolved from the labels (its
+    classes); a label problem is a ``DataError``."""
     if arrays.is_side_data(yf):
         check_side_data(loss, yf, a.group, a.refit)
     if isinstance(loss, Objective):
@@ -564,39 +627,42 @@ def configure(objective, X, y, a: Options):
             loss.validate_labels(yf)
         except ValueError as e:
             raise DataError(str(e)) from None
-    K = resolve_outputs(loss, n_outputs)
+    return loss
+
+
+def _policies(a: Options, loss, link, K, n_rows, yf) -> dict:
+    """Groups (ranking, survival), the Hessian policy and leaf refit, the multi-output
+    strategy: ``group``, ``eval_metric``, ``hessian``, ``refit``, ``base_margin`` (0
+    for a group loss unless given), ``from_auto`` (the policies ``"auto"`` chose) and
+    ``multi_tree``."""
     group, eval_metric, hessian, refit = a.group, a.eval_metric, a.hessian, a.refit
-    base_margin, mesh = a.base_margin, a.mesh
+    base_margin = a.base_margin
     if group is not None or is_group_objective(loss):
         if link is not None:
             raise ValueError("link= is for per-row losses; group losses predict margins "
                              "(a group entry has its own link)")
-        group, eval_metric = check_group(group, n_rows, loss, K, mesh, a.eval_set, refit,
+        group, eval_metric = check_group(group, n_rows, loss, K, a.mesh, a.eval_set, refit,
                                          hessian, eval_metric, yf)
         refit, hessian = None, ("exact" if hessian == "auto" else hessian)
         if base_margin is None:
             base_margin = 0.0
     from_auto = tuple(k for k, v in (("hessian", hessian), ("refit", refit))
                       if isinstance(v, str) and v == "auto")
-    hessian, refit = resolve_policies(loss, hessian, refit, K, mesh)
+    hessian, refit = resolve_policies(loss, hessian, refit, K, a.mesh)
     if a.multi_strategy not in ("one_output_per_tree", "multi_output_tree"):
         raise ValueError(f"multi_strategy must be 'one_output_per_tree' or "
                          f"'multi_output_tree', got {a.multi_strategy!r}")
     if a.multi_hessian not in ("full", "diagonal"):
         raise ValueError(f"multi_hessian must be 'full' or 'diagonal', got "
                          f"{a.multi_hessian!r}")
-    multi_tree = a.multi_strategy == "multi_output_tree"
-    constraints = check_constraints(a.monotone_constraints,
-                                    a.interaction_constraints,
-                                    a.min_samples_leaf, n_features, names,
-                                    multi_output_tree=multi_tree and K > 1)
-    family, values = split_loss(loss, loss_params)
-    if group is None:
-        # Abstract rows (shapes and dtypes only): no array is made, so nothing compiles.
-        check_loss(_concrete(family, values), jax.tree.map(
-            lambda v: jax.ShapeDtypeStruct(np.shape(v)[1:], jnp.float32), yf),
-            jax.ShapeDtypeStruct(() if K == 1 else (K,), jnp.float32))
-    offsets = None
+    return dict(group=group, eval_metric=eval_metric, hessian=hessian, refit=refit,
+                base_margin=base_margin, from_auto=from_auto,
+                multi_tree=a.multi_strategy == "multi_output_tree")
+
+
+def _margins(base_margin, K, group, n_rows):
+    """``(offsets, base_margin)``: margins per row (``offsets``, in place of the
+    intercept) or the model's checked intercept (``None``: fitted)."""
     if is_per_row(base_margin, K):
         if group is not None:
             raise ValueError("group losses take no per-row base_margin; pass a number")
@@ -604,38 +670,23 @@ def configure(objective, X, y, a: Options):
             dist.local_rows(base_margin), n_rows, K,
             hint="; a number" + ("" if K == 1 else f" (or {K} numbers)") +
                  " is the model's intercept instead")
-        base_margin = None
-    elif base_margin is not None:
+        return offsets, None
+    if base_margin is not None:
         base_margin = check_base_margin(base_margin, K)
-    tpr = (K if (K > 1 and not multi_tree) else 1) * n_parallel
-    if init_model is not None:
-        check_init_model(init_model, params, n_features, K, tpr, base_margin)
-    alpha = quantile_level(loss, values) if refit == "quantile" else 0.5
+    return None, base_margin
+
+
+def _model_loss(loss, loss_params, family, values, link, K, eval_metric):
+    """The model's objective (the loss with its hyperparameters bound and its link
+    attached; training reads only the family), its metrics' links checked."""
     model_loss = loss if loss_params is None else _concrete(family, values)
-    if link is not None:  # the model's objective; training reads only the family
+    if link is not None:
         check_link(link, K)
         model_loss = attach_link(model_loss, link, K)
     from .evaluation import check_metric_links
 
     check_metric_links(eval_metric, model_loss)
-    settings = Settings(
-        loss=model_loss, family=family,
-        loss_values=values, n_outputs=K, multi_output_tree=multi_tree,
-        diagonal=a.multi_hessian == "diagonal", hessian=hessian, hessian_floor=floor,
-        refit=refit, quantile_alpha=alpha, params=params, lr_of=lr_of, ratios=ratios,
-        seed=seed, n_rounds=n_rounds, start_round=start_round, base_margin=base_margin,
-        init_model=init_model, group=group, eval_metric=eval_metric,
-        callbacks=tuple(callbacks), verbose=verbose, mesh=mesh, quantize=a.quantize,
-        feature_names=names, from_auto=from_auto, offsets=offsets,
-        weight_max=None if wf is None else float(np.max(wf)), constraints=constraints,
-        num_parallel_tree=n_parallel, bootstrap=bootstrap, **cat, options=a,
-        max_leaves=check_leaf_wise(a.grow_policy, a.max_leaves,
-                                   multi_tree, cat["categorical"], constraints, mesh))
-    if cat["categorical"] and multi_tree:
-        raise ValueError("categorical features are not supported with multi_strategy="
-                         "'multi_output_tree'; use 'one_output_per_tree'")
-    check_categorical_signs(constraints, cat["categorical"], names)
-    return settings, Xf, yf, wf
+    return model_loss
 
 
 def check_categorical(a: Options, X, Xf, names, init_model, params) -> dict:
