@@ -237,14 +237,14 @@ def apply_hessian_policy(loss, y, pred, h, policy: str, floor: float = HESSIAN_F
     if policy == "clip":
         return jnp.maximum(h, floor) if h.ndim <= 2 else _clip_matrix(h, floor)
     if policy == "clip_negative":
-        floor = jnp.asarray(floor, h.dtype)
+        floor_h = jnp.asarray(floor, h.dtype)
         if h.ndim <= 2:
-            return jnp.where(h < 0, floor, h)
+            return jnp.where(h < 0, floor_h, h)
         if diagonal:
-            return jnp.where(jnp.eye(h.shape[-1], dtype=bool) & (h < 0), floor, h)
+            return jnp.where(jnp.eye(h.shape[-1], dtype=bool) & (h < 0), floor_h, h)
         bad = not_psd(h)
         return jax.lax.cond(jnp.any(bad),
-                            lambda: jnp.where(bad[:, None, None], _clip_matrix(h, floor), h),
+                            lambda: jnp.where(bad[:, None, None], _clip_matrix(h, floor_h), h),
                             lambda: h)
     if policy == "constant":
         return jnp.ones_like(h) if h.ndim <= 2 else jnp.broadcast_to(
@@ -486,7 +486,7 @@ def fit_base_margin(loss, y, sample_weight=None, n_outputs: int = 1, *,
       3.0
     """
     exact = exact_rows is not None
-    n_total = np.int32(exact_rows if exact else 1)
+    n_total = np.int32(1 if exact_rows is None else exact_rows)
     family, values = split_loss(loss) if loss_params is None else (loss, loss_params)
     quick = n_rows_of(y) <= QUICK_COMPILE_ROWS and jax.default_backend() == "cpu"
     if n_outputs > 1:
@@ -686,13 +686,13 @@ def _vector_sums(gh, y, w64, c, K, exact, n_total, chunk=BASE_MARGIN_CHUNK):
     m = jax.lax.scan(biggest, jnp.zeros(2, ACC_DTYPE), (yc, wc))[0]
     sg, sh = exact_scale(m[0], n_total), exact_scale(m[1], n_total)
 
-    def body(acc, xs):
+    def grid_body(acc, xs):
         g, h = part(*xs)
         return (acc[0] + jnp.sum(jnp.round(g * sg), axis=0),
                 acc[1] + jnp.sum(jnp.round(h * sh), axis=0)), None
 
     zero = (jnp.zeros(K, ACC_DTYPE), jnp.zeros((K, K), ACC_DTYPE))
-    G, H = jax.lax.scan(body, zero, (yc, wc))[0]
+    G, H = jax.lax.scan(grid_body, zero, (yc, wc))[0]
     return G / sg, H / sh
 
 

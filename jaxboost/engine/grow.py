@@ -547,9 +547,11 @@ class _Grow(NamedTuple):
         pos = jnp.zeros(self.g.shape[0], INDEX_DTYPE)
         structure = _empty_structure(M, self.cats is not None)
         cons = self.cons
-        cstate = None if cons is None else cons.init(M, W, F)
-        if self.counted and self.subtract and W > 1 and self.block == F:
-            cstate["C"] = jnp.zeros((F, W, B), ACC_DTYPE)  # the parent level's counts
+        cstate = None
+        if cons is not None:
+            cstate = cons.init(M, W, F)
+            if self.counted and self.subtract and W > 1 and self.block == F:
+                cstate["C"] = jnp.zeros((F, W, B), ACC_DTYPE)  # the parent level's counts
         if D > 0 and self.block < F:
             alive = jnp.zeros(W, bool).at[0].set(True)
             state = jax.lax.fori_loop(0, D, self.blocked_level_step,
