@@ -10,7 +10,7 @@ export JAX_PLATFORMS ?= cpu
 # Installing compiles the native kernel (setup.py), so a changed kernel reinstalls.
 INSTALL_DEPS := pyproject.toml setup.py jaxboost/native/hist.cc jaxboost/native/_build.py
 
-.PHONY: demo test test-full-opt test-pythons bench gpu lint docs clean
+.PHONY: demo test test-full-opt test-pythons bench gpu lint typecheck docs clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -78,8 +78,14 @@ OUT ?= gpu_output
 gpu:
 	env -u JAX_PLATFORMS PYTHONPATH=$(CURDIR)$${PYTHONPATH:+:$$PYTHONPATH} $(GPU_PYTHON) benchmarks/gpu.py $(OUT) $(GPU_ARGS)
 
+# ruff, then the type check.
 lint: $(STAMP_TEST)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+
+# mypy over jaxboost/engine and jaxboost/training ([tool.mypy] in pyproject.toml).
+typecheck: $(STAMP_TEST)
+	$(VENV)/bin/mypy
 
 # The documentation site: docs/ (nav in mkdocs.yml) and the API reference from the
 # docstrings, built into site/ with every warning an error. The python blocks of docs/
@@ -88,4 +94,4 @@ docs: $(STAMP_DOCS)
 	$(VENV)/bin/mkdocs build --strict --site-dir site
 
 clean:
-	rm -rf $(VENV) .venv-3.* demo_output .pytest_cache build site jaxboost/native/*.so
+	rm -rf $(VENV) .venv-3.* demo_output .pytest_cache .mypy_cache build site jaxboost/native/*.so

@@ -49,6 +49,8 @@ class Hyperparameters:
     check and the ``objectives.name(k=v)`` repr. Subclasses are frozen dataclasses with
     the fields ``name``, ``loss``, ``params`` and ``check_labels``."""
 
+    name: str  # a field of every subclass (declared here for type checkers)
+
     @property
     def label(self) -> str:
         """The name messages and reprs use: ``objectives.<name>``."""

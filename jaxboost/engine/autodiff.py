@@ -237,14 +237,14 @@ def apply_hessian_policy(loss, y, pred, h, policy: str, floor: float = HESSIAN_F
     if policy == "clip":
         return jnp.maximum(h, floor) if h.ndim <= 2 else _clip_matrix(h, floor)
     if policy == "clip_negative":
-        floor = jnp.asarray(floor, h.dtype)
+        floor_h = jnp.asarray(floor, h.dtype)
         if h.ndim <= 2:
-            return jnp.where(h < 0, floor, h)
+            return jnp.where(h < 0, floor_h, h)
         if diagonal:
-            return jnp.where(jnp.eye(h.shape[-1], dtype=bool) & (h < 0), floor, h)
+            return jnp.where(jnp.eye(h.shape[-1], dtype=bool) & (h < 0), floor_h, h)
         bad = not_psd(h)
         return jax.lax.cond(jnp.any(bad),
-                            lambda: jnp.where(bad[:, None, None], _clip_matrix(h, floor), h),
+                            lambda: jnp.where(bad[:, None, None], _clip_matrix(h, floor_h), h),
                             lambda: h)
     if policy == "constant":
         return jnp.ones_like(h) if h.ndim <= 2 else jnp.broadcast_to(
@@ -486,7 +486,7 @@ def fit_base_margin(loss, y, sample_weight=None, n_outputs: int = 1, *,
       3.0
     """
     exact = exact_rows is not None
-    n_total = np.int32(exact_rows if exact else 1)
+    n_total = np.int32(1 if exact_rows is None else exact_rows)
     family, values = split_loss(loss) if loss_params is None else (loss, loss_params)
     quick = n_rows_of(y) <= QUICK_COMPILE_ROWS and jax.default_backend() == "cpu"
     if n_outputs > 1:
@@ -542,74 +542,86 @@ def _fit_base_margin_impl(family, values, y, sample_weight, exact=False, n_total
             g, h = jax.vmap(gh)(y, f)
             return add(w64 * g.astype(ACC_DTYPE)), add(w64 * h.astype(ACC_DTYPE))
 
-        # Phase 1: safeguarded Newton.
-        def step(c):
-            G, H = sums(c)
-            d = jnp.where(H > 0, -G / jnp.where(H > 0, H, 1.0), -G)
-            d = jnp.clip(d, -1e3, 1e3)
-            l0 = total(c)
+        c1 = _newton_phase(total, sums)
+        return _bisect_phase(c1, total, sums)
 
-            def shrink(state):
-                s, _ = state
-                return s * 0.5, total(c + s * 0.5 * d)
 
-            def need(state):
-                s, l1 = state
-                return (~(l1 <= l0)) & (s > 1e-6)
+def _newton_phase(total, sums):
+    """Phase 1 of the scalar base-margin fit (under ``enable_x64``): safeguarded Newton
+    from 0 on the weighted loss ``total(c)`` and its derivative sums ``sums(c) -> (G,
+    H)``, at most 30 steps; the float64 margin it stops at."""
+    def step(c):
+        G, H = sums(c)
+        d = jnp.where(H > 0, -G / jnp.where(H > 0, H, 1.0), -G)
+        d = jnp.clip(d, -1e3, 1e3)
+        l0 = total(c)
 
-            s, l1 = jax.lax.while_loop(need, shrink, (jnp.float64(1.0), total(c + d)))
-            return jnp.where(l1 <= l0, (c + s * d).astype(FLOAT_DTYPE), c.astype(FLOAT_DTYPE)
-                             ).astype(ACC_DTYPE)
+        def shrink(state):
+            s, _ = state
+            return s * 0.5, total(c + s * 0.5 * d)
 
-        def not_done(state):
-            i, c, c_prev = state
-            return (i < 30) & (c != c_prev)
+        def need(state):
+            s, l1 = state
+            return (~(l1 <= l0)) & (s > 1e-6)
 
-        def body(state):
-            i, c, _ = state
-            return i + 1, step(c), c
+        s, l1 = jax.lax.while_loop(need, shrink, (jnp.float64(1.0), total(c + d)))
+        return jnp.where(l1 <= l0, (c + s * d).astype(FLOAT_DTYPE), c.astype(FLOAT_DTYPE)
+                         ).astype(ACC_DTYPE)
 
-        _, c1, _ = jax.lax.while_loop(not_done, body,
-                                      (jnp.int32(0), jnp.float64(0.0), jnp.float64(jnp.nan)))
+    def not_done(state):
+        i, c, c_prev = state
+        return (i < 30) & (c != c_prev)
 
-        # Phase 2: bracket a sign change of G around c1, then bisect.
-        def grad_sum(c):
-            return sums(c)[0]
+    def body(state):
+        i, c, _ = state
+        return i + 1, step(c), c
 
-        base = 1e-3 * (1.0 + jnp.abs(c1))
+    _, c1, _ = jax.lax.while_loop(not_done, body,
+                                  (jnp.int32(0), jnp.float64(0.0), jnp.float64(jnp.nan)))
+    return c1
 
-        def widen(sign):
-            # Move away from c1 (sign -1: down, +1: up) while G has the wrong sign.
-            def wrong(state):
-                k, c = state
-                G = grad_sum(c)
-                ok = jnp.isfinite(G) & jnp.isfinite(total(c))
-                return (k < 80) & ok & ((G > 0) if sign < 0 else (G < 0))
 
-            def more(state):
-                k, _ = state
-                return k + 1, c1 + sign * base * 2.0 ** (k + 1)
+def _bisect_phase(c1, total, sums):
+    """Phase 2 of the scalar base-margin fit: bracket a sign change of G around Newton's
+    ``c1``, then bisect; the float32 margin, ``c1``'s unless the bisection's is no worse
+    (``total``, ``sums`` as in ``_newton_phase``)."""
+    def grad_sum(c):
+        return sums(c)[0]
 
-            k, c = jax.lax.while_loop(wrong, more, (jnp.int32(0), c1 + sign * base))
+    base = 1e-3 * (1.0 + jnp.abs(c1))
+
+    def widen(sign):
+        # Move away from c1 (sign -1: down, +1: up) while G has the wrong sign.
+        def wrong(state):
+            k, c = state
             G = grad_sum(c)
-            good = jnp.isfinite(G) & jnp.isfinite(total(c)) & \
-                ((G <= 0) if sign < 0 else (G >= 0))
-            return c, good
+            ok = jnp.isfinite(G) & jnp.isfinite(total(c))
+            return (k < 80) & ok & ((G > 0) if sign < 0 else (G < 0))
 
-        lo, lo_ok = widen(-1.0)
-        hi, hi_ok = widen(1.0)
+        def more(state):
+            k, _ = state
+            return k + 1, c1 + sign * base * 2.0 ** (k + 1)
 
-        def bisect(_, state):
-            lo, hi = state
-            mid = 0.5 * (lo + hi)
-            up = grad_sum(mid) > 0
-            return jnp.where(up, lo, mid), jnp.where(up, mid, hi)
+        k, c = jax.lax.while_loop(wrong, more, (jnp.int32(0), c1 + sign * base))
+        G = grad_sum(c)
+        good = jnp.isfinite(G) & jnp.isfinite(total(c)) & \
+            ((G <= 0) if sign < 0 else (G >= 0))
+        return c, good
 
-        lo, hi = jax.lax.fori_loop(0, 80, bisect, (lo, hi))
-        lo32, hi32 = lo.astype(FLOAT_DTYPE), hi.astype(FLOAT_DTYPE)
-        c2 = jnp.where(total(hi32) < total(lo32), hi32, lo32)
-        use2 = lo_ok & hi_ok & (total(c2) <= total(c1))
-        return jnp.where(use2, c2, c1.astype(FLOAT_DTYPE))
+    lo, lo_ok = widen(-1.0)
+    hi, hi_ok = widen(1.0)
+
+    def bisect(_, state):
+        lo, hi = state
+        mid = 0.5 * (lo + hi)
+        up = grad_sum(mid) > 0
+        return jnp.where(up, lo, mid), jnp.where(up, mid, hi)
+
+    lo, hi = jax.lax.fori_loop(0, 80, bisect, (lo, hi))
+    lo32, hi32 = lo.astype(FLOAT_DTYPE), hi.astype(FLOAT_DTYPE)
+    c2 = jnp.where(total(hi32) < total(lo32), hi32, lo32)
+    use2 = lo_ok & hi_ok & (total(c2) <= total(c1))
+    return jnp.where(use2, c2, c1.astype(FLOAT_DTYPE))
 
 
 BASE_MARGIN_CHUNK = 1 << 22
@@ -674,13 +686,13 @@ def _vector_sums(gh, y, w64, c, K, exact, n_total, chunk=BASE_MARGIN_CHUNK):
     m = jax.lax.scan(biggest, jnp.zeros(2, ACC_DTYPE), (yc, wc))[0]
     sg, sh = exact_scale(m[0], n_total), exact_scale(m[1], n_total)
 
-    def body(acc, xs):
+    def grid_body(acc, xs):
         g, h = part(*xs)
         return (acc[0] + jnp.sum(jnp.round(g * sg), axis=0),
                 acc[1] + jnp.sum(jnp.round(h * sh), axis=0)), None
 
     zero = (jnp.zeros(K, ACC_DTYPE), jnp.zeros((K, K), ACC_DTYPE))
-    G, H = jax.lax.scan(body, zero, (yc, wc))[0]
+    G, H = jax.lax.scan(grid_body, zero, (yc, wc))[0]
     return G / sg, H / sh
 
 

@@ -46,6 +46,7 @@ import dataclasses
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 
@@ -357,12 +358,13 @@ class EdgeBuilder:
         # Very wide data (sparse text features): the cuts table as wide as its widest
         # feature, not max_bin - 2 (1M columns x 254 float32 would be 1 GB).
         self.narrow = F * width * 4 > NARROW_CUTS_BYTES
-        self.cuts = {} if self.narrow else np.full((F, width), np.inf, dtype=FLOAT_DTYPE)
+        # narrow: {feature: its cuts}, else the (F, width) table
+        self.cuts: Any = {} if self.narrow else np.full((F, width), np.inf, dtype=FLOAT_DTYPE)
         self.n_cuts = np.zeros(F, dtype=np.int32)
         self.has_missing = np.zeros(F, dtype=bool)
         self.n_distinct = np.zeros(F, dtype=np.int64)
         self.cat = None if categorical is None else np.asarray(categorical, bool)
-        self.seen = None if self.cat is None else np.zeros((F, max_bin), bool)
+        self.seen: Any = None if self.cat is None else np.zeros((F, max_bin), bool)
         self.rng = np.random.default_rng(seed)
         self.lock = threading.Lock()
 

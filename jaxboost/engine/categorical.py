@@ -174,9 +174,9 @@ def _rules(hists, totals, dyn, forward_ok, idx, node, *, clipped, any_forward):
                                        any_forward=any_forward)
         spb = score(Gp, Hp, dyn)[None, :, None]
 
-        def gains(L, R):
+        def plain_gains(L, R):
             return _pass_gains(L[0], L[1], R[0], R[1], spb, dyn, score)
-        return gain_a, gain_b, jnp.stack([G[idx], H[idx]]), jnp.stack([Gp, Hp]), gains
+        return gain_a, gain_b, jnp.stack([G[idx], H[idx]]), jnp.stack([Gp, Hp]), plain_gains
     gain_a, gain_b = constrained_gains(G, H, Gp, Hp, dyn, forward_ok, node, clipped=clipped,
                                        any_forward=any_forward)
     sub = dict(node, sign=node["sign"][idx]) if "sign" in node else node

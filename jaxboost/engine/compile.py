@@ -15,6 +15,7 @@ elementwise code XLA emits around it gains nothing from the emitters' slower com
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import jax
 from jax.stages import Wrapped
@@ -30,8 +31,8 @@ class BackendJit(Wrapped):
     ``jax.export`` calls, for any platform) traces the plain one."""
 
     def __init__(self, fun, cpu_options, jit_kwargs):
-        self._plain = jax.jit(fun, **jit_kwargs)
-        self._cpu = jax.jit(fun, compiler_options=dict(cpu_options), **jit_kwargs)
+        self._plain: Any = jax.jit(fun, **jit_kwargs)
+        self._cpu: Any = jax.jit(fun, compiler_options=dict(cpu_options), **jit_kwargs)
         functools.update_wrapper(self, fun)
 
     def _pick(self):

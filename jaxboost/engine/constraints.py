@@ -157,9 +157,9 @@ def gain_rule(Gp, Hp, dyn, node, *, clipped: bool = True):
         score = calc_score if clipped else _plain_score
         sp = score(Gp, Hp, dyn)[None, :, None]
 
-        def gains(GL, HL, GR, HR):
+        def plain_gains(GL, HL, GR, HR):
             return _pass_gains(GL, HL, GR, HR, sp, dyn, score)
-        return gains
+        return plain_gains
     lam = dyn.reg_lambda
     lo, hi = node["lo"][None, :, None], node["hi"][None, :, None]
     wp = bounded_weight(Gp, Hp, dyn, node["plo"], node["phi"])
@@ -301,7 +301,7 @@ class TreeConstraints:
         """The per-node inputs of level ``d`` (``find``'s ``lvl``): bounds of the
         level's ``W``-wide window and of their parents, the signs, and the level's
         ``(F, W, B)`` row-count histogram with the nodes' counts."""
-        out = {}
+        out: dict[str, Any] = {}
         if self.spec.monotone:
             idx = _pow2(d) - 1 + jnp.arange(W, dtype=INDEX_DTYPE)
             parent = jnp.maximum((idx - 1) // 2, 0)

@@ -438,56 +438,271 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
                                         rules, reduce)
     max_depth, max_bin, native, clipped, any_forward, native_threads = spec[:6]
     block = spec.feature_block
-    subtract = native or spec.subtract  # histogram the smaller children only
     D, B = max_depth, max_bin
-    N = g.shape[0]
-    M = 2 ** (D + 1) - 1
     W = max(1, 2 ** (D - 1))  # nodes of the widest level that splits
     raw_histogram = pair_histogram(bins, native=native, max_bin=B,
                                    native_threads=native_threads)
-    histogram = functools.partial(raw_histogram, g, h)
     bin_of = bin_reader(bins, native)
     F = bins.shape[1] if native else bins.shape[0]
     block = feature_block(F, W, B) if block is None else min(int(block), F)
     cats, cons = SplitRules() if rules is None else rules
-    counted = cons is not None and cons.spec.min_leaf
     if (native and cats is None and cons is None and block == F and reduce is _identity
             and D > 0 and _native_tree()):
         return _native_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, spec)
     if spec.max_leaves > 0:
         raise ValueError(LOSSGUIDE_WHERE)
-    masks = None if features is None else features.levels(W)  # (D, W, F)
+    grow = _Grow(bins=bins, g=g, h=h, dyn=dyn, cuts_ext=cuts_ext, forward_ok=forward_ok,
+                 reduce=reduce, cats=cats, cons=cons, D=D, B=B, W=W, F=F, block=block,
+                 native=native, subtract=native or spec.subtract,
+                 native_threads=native_threads, clipped=clipped, any_forward=any_forward,
+                 counted=cons is not None and cons.spec.min_leaf,
+                 raw_histogram=raw_histogram, bin_of=bin_of,
+                 masks=None if features is None else features.levels(W))  # (D, W, F)
+    with jax.enable_x64(True):
+        return grow.tree()
 
-    def empty_acc(width):
+
+class _LevelState(NamedTuple):
+    """The carry of ``grow_tree``'s level loop: ``pos`` each row's node, ``alive`` which
+    of the level's ``W`` node slots exist, ``bufs`` the parent's and the current level's
+    histograms (the subtraction trick; else None), ``structure`` the heap's split
+    decisions (``_empty_structure``), ``Gn``, ``Hn`` the ``(M,)`` node totals and
+    ``cstate`` the constraints' state (None without constraints)."""
+
+    pos: Any
+    alive: Any
+    bufs: Any
+    structure: Any
+    Gn: Any
+    Hn: Any
+    cstate: Any
+
+
+def _decide(acc, alive):
+    """``(s, do, Gc, Hc)``: which nodes split (alive, gain worth it) and their children's
+    totals (0 for nodes that do not split)."""
+    do = alive & is_split_worthy(acc["gain"])
+    do2 = jnp.repeat(do, 2)
+    return acc, do, jnp.where(do2, acc["Gc"], 0.0), jnp.where(do2, acc["Hc"], 0.0)
+
+
+def _full_chunks(Gh, Hh):
+    """``hist_chunk`` over whole-level histograms ``(F, width, B)``."""
+    def hist_chunk(k, c, bufs):
+        return (jax.lax.dynamic_slice_in_dim(Gh, k * c, c, 1),
+                jax.lax.dynamic_slice_in_dim(Hh, k * c, c, 1), bufs)
+    return hist_chunk
+
+
+class _Grow(NamedTuple):
+    """One ``grow_tree`` call on the XLA level loop, and its steps as methods.
+
+    The traced inputs (``bins``, ``g``, ``h``, ``dyn``, ``cuts_ext``, ``forward_ok``),
+    ``reduce`` and the split rules (``cats``, ``cons``: ``SplitRules``' fields) as
+    ``grow_tree`` took them; the rest static, Python ints and bools: ``D`` the levels,
+    ``B`` the bins, ``W`` the node slots of the widest level, ``F`` the features,
+    ``block`` the features per histogram block (``F``: unblocked), ``subtract`` whether
+    only the smaller children are histogrammed, ``counted`` whether the constraints
+    need row counts (row minimum per child). ``raw_histogram`` is ``pair_histogram``'s
+    function over ``bins``, ``bin_of`` ``bin_reader``'s, ``masks`` the ``(D, W, F)``
+    column-sampling masks (or None).
+    """
+
+    bins: Any
+    g: Any
+    h: Any
+    dyn: Any
+    cuts_ext: Any
+    forward_ok: Any
+    reduce: Any
+    cats: Any
+    cons: Any
+    D: int
+    B: int
+    W: int
+    F: int
+    block: int
+    native: bool
+    subtract: bool
+    native_threads: Optional[int]
+    clipped: bool
+    any_forward: bool
+    counted: Any
+    raw_histogram: Any
+    bin_of: Any
+    masks: Any
+
+    def histogram(self, node, n, n_active=None):
+        """``raw_histogram`` of ``g`` and ``h``."""
+        return self.raw_histogram(self.g, self.h, node, n, n_active)
+
+    def tree(self):
+        """``grow_tree``'s ``(tree, leaf)``, traced under ``enable_x64``."""
+        D, W, F, B = self.D, self.W, self.F, self.B
+        M = 2 ** (D + 1) - 1
+        # Node totals: the root's from one sum; every other node's from its parent's
+        # histogram of the split feature (no per-row scatter per level).
+        Gn = jnp.zeros(M, ACC_DTYPE).at[0].set(self.reduce(jnp.sum(self.g.astype(ACC_DTYPE))))
+        Hn = jnp.zeros(M, ACC_DTYPE).at[0].set(self.reduce(jnp.sum(self.h.astype(ACC_DTYPE))))
+        pos = jnp.zeros(self.g.shape[0], INDEX_DTYPE)
+        structure = _empty_structure(M, self.cats is not None)
+        cons = self.cons
+        cstate = None
+        if cons is not None:
+            cstate = cons.init(M, W, F)
+            if self.counted and self.subtract and W > 1 and self.block == F:
+                cstate["C"] = jnp.zeros((F, W, B), ACC_DTYPE)  # the parent level's counts
+        if D > 0 and self.block < F:
+            alive = jnp.zeros(W, bool).at[0].set(True)
+            state = jax.lax.fori_loop(0, D, self.blocked_level_step,
+                                      _LevelState(pos, alive, None, structure, Gn, Hn, cstate))
+            pos, structure, Gn, Hn, cstate = (state.pos, state.structure, state.Gn, state.Hn,
+                                              state.cstate)
+        elif D > 0:
+            pos, structure, Gn, Hn, cstate = self.levels(pos, structure, Gn, Hn, cstate)
+        fields, leaf = _finish(structure, pos, self.dyn, self.cuts_ext, D)
+        if cons is None:
+            tree = dict(fields, value=leaf_values(Gn, Hn, self.dyn),
+                        cover=Hn.astype(FLOAT_DTYPE))
+            return tree, leaf
+        value, bounds = cons.leaf_values(cstate, structure["is_split"], Gn, Hn, self.dyn)
+        tree = dict(fields, value=value, cover=Hn.astype(FLOAT_DTYPE))
+        if bounds is not None:
+            tree["lower"], tree["upper"] = bounds
+        return tree, leaf
+
+    def levels(self, pos, structure, Gn, Hn, cstate):
+        """Levels ``0 .. D - 1`` of unblocked features, in one ``fori_loop``; returns
+        ``(pos, structure, Gn, Hn, cstate)`` after the last."""
+        W = self.W
+        # The root's histogram (one node, every row), summed across devices once.
+        local, _ = _rows_of_level(pos, 0, 1)
+        root = Gh, Hh = self.reduce(self.histogram(local, 1))
+        bufs = None
+        if self.subtract and W > 1:
+            # Two levels' histograms (parent, current) in one (F, 2 W, B) buffer
+            # each for G and H: level d's at node offset (d % 2) * W. The root's
+            # waits where level 0 looks for its parent's (offset W).
+            bufs = tuple(jnp.zeros((self.F, 2 * W, self.B), ACC_DTYPE).at[:, W:W + 1].set(x)
+                         for x in (Gh, Hh))
+        elif W > 1:
+            root = tuple(jnp.pad(x, ((0, 0), (0, W - 1), (0, 0))) for x in (Gh, Hh))
+        alive = jnp.zeros(W, bool).at[0].set(True)
+        state = jax.lax.fori_loop(0, self.D, functools.partial(self.level_step, root),
+                                  _LevelState(pos, alive, bufs, structure, Gn, Hn, cstate))
+        return state.pos, state.structure, state.Gn, state.Hn, state.cstate
+
+    def level_totals(self, d, state):
+        """``(d, n, Gt, Ht, local, in_level)``: level ``d`` as int32, its ``n = 2**d``
+        nodes, their ``(W,)`` totals and each row's node within the level."""
+        d = d.astype(INDEX_DTYPE)
+        n = _pow2(d)
+        Gt = jax.lax.dynamic_slice(state.Gn, (n - 1,), (self.W,))
+        Ht = jax.lax.dynamic_slice(state.Hn, (n - 1,), (self.W,))
+        local, in_level = _rows_of_level(state.pos, d, self.W)
+        return d, n, Gt, Ht, local, in_level
+
+    def level_step(self, root, d, state: _LevelState) -> _LevelState:
+        """One level of ``levels``' loop (``root``: the root's histograms, padded to
+        ``W`` nodes without the subtraction trick)."""
+        W, cons = self.W, self.cons
+        d, n, Gt, Ht, local, in_level = self.level_totals(d, state)
+        if W == 1:  # max_depth 1: the root is the only level
+            hist_chunk = _full_chunks(*root)
+        elif self.subtract:
+            hist_chunk = self.subtract_chunks(d, (local, in_level), Ht, n)
+        else:
+            hist_chunk = _full_chunks(*jax.lax.cond(
+                d > 0, lambda: self.reduce(self.histogram(local, W)), lambda: root))
+        counts, cstate = None, state.cstate
+        if self.counted:
+            counts, cstate = self.level_counts(d, local, in_level, Ht, cstate)
+        lvl = None if cons is None else cons.level(cstate, d, W, counts)
+        s, do, Gc, Hc, bufs = self.split_level(d, Gt, Ht, state.alive, hist_chunk, state.bufs,
+                                               cstate, lvl)
+        return self.next_level(d, (s, do, Gc, Hc), (local, in_level),
+                               state._replace(bufs=bufs, cstate=cstate), lvl)
+
+    def blocked_level_step(self, d, state: _LevelState) -> _LevelState:
+        """One level with the features in blocks (``blocked_level``)."""
+        d, n, Gt, Ht, local, in_level = self.level_totals(d, state)
+        lvl = None if self.cons is None else self.cons.level(state.cstate, d, self.W)
+        found = self.blocked_level(d, Gt, Ht, state.alive, local, n, state.cstate, lvl)
+        return self.next_level(d, found, (local, in_level), state, lvl)
+
+    def subtract_chunks(self, d, rows, Ht, n):
+        """``hist_chunk`` of level ``d`` with the subtraction trick: histogram only the
+        smaller child of each pair (by hessian sum); its sibling is the parent's
+        histogram (in ``bufs``) minus it. Level 0 has no pair: its node is the "larger
+        child" of an empty smaller one, so it gets the root's histogram minus zero,
+        unchanged."""
+        W, B = self.W, self.B
+        local, in_level = rows
+        h2 = W // 2
+        left_small = (Ht[0::2] <= Ht[1::2]) & (d > 0)  # (W/2,)
+
+        def smaller_children():
+            is_left = (local % 2) == 0
+            in_small = in_level & (
+                is_left == left_small[jnp.minimum(local, W - 1) // 2])
+            return self.reduce(self.histogram(jnp.where(in_small, local // 2, h2), h2,
+                                              n_active=n // 2))
+
+        def nothing():
+            z = jnp.zeros((self.F, h2, B), ACC_DTYPE)
+            return z, z
+
+        Gs, Hs = jax.lax.cond(d > 0, smaller_children, nothing)
+        parent, cur = ((d + 1) % 2) * W, (d % 2) * W
+
+        def hist_chunk(k, c, bufs):
+            p, cp = k * (c // 2), c // 2  # the chunk's sibling pairs
+            ls = jax.lax.dynamic_slice_in_dim(left_small, p, cp, 0)[None, :, None]
+            out = []
+            for small, buf in zip((Gs, Hs), bufs):
+                small = jax.lax.dynamic_slice_in_dim(small, p, cp, 1)
+                large = jax.lax.dynamic_slice_in_dim(buf, parent + p, cp, 1) - small
+                both = jnp.stack([jnp.where(ls, small, large),
+                                  jnp.where(ls, large, small)], axis=2)
+                out.append(both.reshape(small.shape[0], c, B))
+            bufs = tuple(jax.lax.dynamic_update_slice_in_dim(buf, o, cur + k * c, 1)
+                         for buf, o in zip(bufs, out))
+            return out[0], out[1], bufs
+        return hist_chunk
+
+    def empty_acc(self):
+        """The ``(W,)`` no-split values of ``best_splits``' accumulator."""
+        width = self.W
         acc = dict(gain=jnp.full(width, -jnp.inf, FLOAT_DTYPE),
                    feature=jnp.zeros(width, INDEX_DTYPE), tbin=jnp.zeros(width, INDEX_DTYPE),
                    default_left=jnp.zeros(width, bool), Gc=jnp.zeros(2 * width, ACC_DTYPE),
                    Hc=jnp.zeros(2 * width, ACC_DTYPE))
-        if cats is not None:
-            acc.update(is_cat=jnp.zeros(width, bool), left=jnp.zeros((width, B), bool))
+        if self.cats is not None:
+            acc.update(is_cat=jnp.zeros(width, bool), left=jnp.zeros((width, self.B), bool))
         return acc
 
-    def count_histogram(hist, local, width, n_active):
+    def count_histogram(self, hist, local, width, n_active):
         """``(F', width, B)`` float64 row counts of the level's nodes (row minimum)."""
-        return reduce(hist(cons.counts, jnp.zeros_like(cons.counts), local, width,
-                           n_active))[0]
+        counts = self.cons.counts
+        return self.reduce(hist(counts, jnp.zeros_like(counts), local, width, n_active))[0]
 
-    def level_counts(d, local, in_level, Ht, cstate):
+    def level_counts(self, d, local, in_level, Ht, cstate):
         """``(counts, cstate)``: the ``(F, W, B)`` row counts of level ``d``. With the
         native kernel, below the root, only the smaller child of each pair (the one the
         gradient histograms take) is counted; its sibling is the parent's counts, kept
         in ``cstate["C"]``, minus it. Counts are integers in float64: exact."""
+        W, B, raw_histogram = self.W, self.B, self.raw_histogram
         n = _pow2(d)
-        if not (subtract and W > 1):
-            return count_histogram(raw_histogram, local, W, n), cstate
+        if not (self.subtract and W > 1):
+            return self.count_histogram(raw_histogram, local, W, n), cstate
         h2 = W // 2
         left_small = (Ht[0::2] <= Ht[1::2]) & (d > 0)
 
         def pairs():
             is_left = (local % 2) == 0
             in_small = in_level & (is_left == left_small[jnp.minimum(local, W - 1) // 2])
-            small = count_histogram(raw_histogram, jnp.where(in_small, local // 2, h2), h2,
-                                    n // 2)
+            small = self.count_histogram(raw_histogram, jnp.where(in_small, local // 2, h2),
+                                         h2, n // 2)
             large = cstate["C"][:, :h2] - small
             ls = left_small[None, :, None]
             both = jnp.stack([jnp.where(ls, small, large), jnp.where(ls, large, small)],
@@ -495,23 +710,26 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
             return both.reshape(small.shape[0], W, B)
 
         counts = jax.lax.cond(d > 0, pairs,
-                              lambda: count_histogram(raw_histogram, local, W, n))
+                              lambda: self.count_histogram(raw_histogram, local, W, n))
         return counts, dict(cstate, C=counts)
 
-    def best_splits(d, width, totals, hist_chunk, bufs, fok=forward_ok, level_mask=None,
-                    fcats=cats, lvl=None, alive=None):
-        """Best split of each of level ``d``'s nodes and its children's totals, chunk by
-        chunk, over the features of ``hist_chunk``'s histograms. With ``alive`` (the
-        ``(width,)`` nodes that exist), only the chunks holding one are computed (in
+    def best_splits(self, d, totals, hist_chunk, bufs, view, lvl=None, alive=None):
+        """Best split of each of level ``d``'s ``W`` nodes and its children's totals,
+        chunk by chunk, over the features of ``hist_chunk``'s histograms. With ``alive``
+        (the ``(W,)`` nodes that exist), only the chunks holding one are computed (in
         ascending order); the others keep ``empty_acc``'s no-split values.
 
         ``hist_chunk(k, c, bufs) -> (Gh, Hh, bufs)`` gives chunk ``k``'s ``(F', c, B)``
-        histograms (nodes ``k c .. k c + c - 1``); ``fok`` ``(F',)`` and ``level_mask``
-        ``(width, F')`` (column sampling, or None) belong to the same ``F'`` features.
-        Returns ``(acc, bufs)``: ``acc`` the ``(width,)`` splits (``feature`` counted
-        within the ``F'``) and ``(2 width,)`` children totals ``Gc``, ``Hc``. ``lvl``:
+        histograms (nodes ``k c .. k c + c - 1``); ``view`` is ``(fok, level_mask,
+        fcats)`` of the same ``F'`` features: ``(F',)`` ``forward_ok``, the ``(W, F')``
+        column-sampling mask (or None) and the categorical features (or None).
+        Returns ``(acc, bufs)``: ``acc`` the ``(W,)`` splits (``feature`` counted
+        within the ``F'``) and ``(2 W,)`` children totals ``Gc``, ``Hc``. ``lvl``:
         the level's constraint inputs (``TreeConstraints.level``), or None.
         """
+        fok, level_mask, fcats = view
+        width, cons, dyn, B = self.W, self.cons, self.dyn, self.B
+        clipped, any_forward = self.clipped, self.any_forward
         Gt, Ht = totals  # the (width,) node totals
         c = min(SPLIT_CHUNK, width)
         order = None
@@ -552,52 +770,48 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
                 for key in acc}
             return acc, bufs
 
-        acc = empty_acc(width)
+        acc = self.empty_acc()
         if c == width:
             return chunk(jnp.int32(0), (acc, bufs))
         # only the chunks that hold some of the level's 2**d nodes (live ones)
         n_chunks = (_pow2(d) + (c - 1)) // c if order is None else n_live
         return jax.lax.fori_loop(jnp.int32(0), n_chunks, chunk, (acc, bufs))
 
-    def decide(acc, alive):
-        """``(s, do, Gc, Hc)``: which nodes split (alive, gain worth it) and their
-        children's totals (0 for nodes that do not split)."""
-        do = alive & is_split_worthy(acc["gain"])
-        do2 = jnp.repeat(do, 2)
-        return acc, do, jnp.where(do2, acc["Gc"], 0.0), jnp.where(do2, acc["Hc"], 0.0)
-
-    def level_mask(d, cstate):
+    def level_mask(self, d, cstate):
         """``(W, F)`` features level ``d``'s nodes may split on, or None (all)."""
-        mask = None if masks is None else masks[d]
-        return mask if cons is None else cons.level_mask(cstate, d, mask)
+        mask = None if self.masks is None else self.masks[d]
+        return mask if self.cons is None else self.cons.level_mask(cstate, d, mask)
 
-    def split_level(d, width, Gt, Ht, alive, hist_chunk, bufs, cstate=None, lvl=None):
-        """``decide`` on ``best_splits`` over every feature; ``(s, do, Gc, Hc, bufs)``."""
-        acc, bufs = best_splits(d, width, (Gt, Ht), hist_chunk, bufs,
-                                level_mask=level_mask(d, cstate), lvl=lvl, alive=alive)
-        return decide(acc, alive) + (bufs,)
+    def split_level(self, d, Gt, Ht, alive, hist_chunk, bufs, cstate=None, lvl=None):
+        """``_decide`` on ``best_splits`` over every feature; ``(s, do, Gc, Hc, bufs)``."""
+        view = (self.forward_ok, self.level_mask(d, cstate), self.cats)
+        acc, bufs = self.best_splits(d, (Gt, Ht), hist_chunk, bufs, view, lvl=lvl,
+                                     alive=alive)
+        return _decide(acc, alive) + (bufs,)
 
-    def blocked_level(d, width, Gt, Ht, alive, local, n_active, cstate=None, lvl=None):
+    def blocked_level(self, d, Gt, Ht, alive, local, n_active, cstate=None, lvl=None):
         """``split_level`` with the features in blocks of ``block`` (see the module
         docstring): each block's histograms of every node of the level, its best
         splits, kept where strictly better than the blocks before."""
-        full_mask = level_mask(d, cstate)
+        full_mask = self.level_mask(d, cstate)
+        width, block, F, cons, cats = self.W, self.block, self.F, self.cons, self.cats
 
         def one_block(b, best):
             f0 = jnp.minimum(b * block, F - block)  # the last block may overlap the one before
-            block_bins = jax.lax.dynamic_slice_in_dim(bins, f0, block, 1 if native else 0)
-            hist = pair_histogram(block_bins, native=native, max_bin=B,
-                                  native_threads=native_threads)
-            Gh, Hh = reduce(hist(g, h, local, width, n_active))
-            fok = jax.lax.dynamic_slice_in_dim(forward_ok, f0, block, 0)
+            block_bins = jax.lax.dynamic_slice_in_dim(self.bins, f0, block,
+                                                      1 if self.native else 0)
+            hist = pair_histogram(block_bins, native=self.native, max_bin=self.B,
+                                  native_threads=self.native_threads)
+            Gh, Hh = self.reduce(hist(self.g, self.h, local, width, n_active))
+            fok = jax.lax.dynamic_slice_in_dim(self.forward_ok, f0, block, 0)
             mask = None if full_mask is None else jax.lax.dynamic_slice_in_dim(full_mask, f0,
                                                                                block, 1)
             block_lvl = None if lvl is None else cons.block(
-                lvl, f0, block, count_histogram(hist, local, width, n_active) if counted
-                else None)
-            acc, _ = best_splits(d, width, (Gt, Ht), full_chunks(Gh, Hh), None, fok, mask,
-                                 None if cats is None else cats.block(f0, block), block_lvl,
-                                 alive=alive)
+                lvl, f0, block, self.count_histogram(hist, local, width, n_active)
+                if self.counted else None)
+            view = (fok, mask, None if cats is None else cats.block(f0, block))
+            acc, _ = self.best_splits(d, (Gt, Ht), _full_chunks(Gh, Hh), None, view,
+                                      block_lvl, alive=alive)
             acc["feature"] = acc["feature"] + f0
             better = acc["gain"] > best["gain"]
             better2 = jnp.repeat(better, 2)
@@ -607,156 +821,35 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
                 return jnp.where(cond.reshape(cond.shape + (1,) * (v.ndim - 1)), a, v)
             return {k: keep(v, acc[k]) for k, v in best.items()}
 
-        best = empty_acc(width)
+        best = self.empty_acc()
         n_blocks = -(-F // block)
         best = jax.lax.fori_loop(0, n_blocks, one_block, best)
-        return decide(best, alive)
+        return _decide(best, alive)
 
-    def finish_level(d, found, rows, state):
-        """Record level ``d``'s splits and children totals; route its rows.
+    def next_level(self, d, found, rows, state: _LevelState, lvl) -> _LevelState:
+        """Record level ``d``'s splits and children totals, route its rows, update the
+        constraints' state: the loop's state for level ``d + 1``.
 
-        ``found``: ``split_level``'s ``(s, do, Gc, Hc)``; ``rows``: ``(pos, local,
-        in_level)``; ``state``: ``(structure, Gn, Hn)``. Returns ``(pos, structure, Gn,
-        Hn)``."""
+        ``found``: ``split_level``'s ``(s, do, Gc, Hc)``; ``rows``: ``(local,
+        in_level)``; ``lvl``: the level's constraint inputs (or None)."""
         s, do, Gc, Hc = found
-        pos, local, in_level = rows
-        structure, Gn, Hn = state
+        local, in_level = rows
         n = _pow2(d)
-        structure = _record(structure, n - 1, do, s)
-        Gn = jax.lax.dynamic_update_slice(Gn, Gc, (2 * n - 1,))
-        Hn = jax.lax.dynamic_update_slice(Hn, Hc, (2 * n - 1,))
-        if cats is None:
-            pos = route(pos, local, in_level, do, s["feature"], s["tbin"],
-                        s["default_left"], bin_of, B)
+        structure = _record(state.structure, n - 1, do, s)
+        Gn = jax.lax.dynamic_update_slice(state.Gn, Gc, (2 * n - 1,))
+        Hn = jax.lax.dynamic_update_slice(state.Hn, Hc, (2 * n - 1,))
+        if self.cats is None:
+            pos = route(state.pos, local, in_level, do, s["feature"], s["tbin"],
+                        s["default_left"], self.bin_of, self.B)
         else:
-            pos = categorical.route(pos, local, in_level, do, s["feature"], s["left"],
-                                    bin_of)
-        return pos, structure, Gn, Hn
-
-    def full_chunks(Gh, Hh):
-        """``hist_chunk`` over whole-level histograms ``(F, width, B)``."""
-        def hist_chunk(k, c, bufs):
-            return (jax.lax.dynamic_slice_in_dim(Gh, k * c, c, 1),
-                    jax.lax.dynamic_slice_in_dim(Hh, k * c, c, 1), bufs)
-        return hist_chunk
-
-    with jax.enable_x64(True):
-        # Node totals: the root's from one sum; every other node's from its parent's
-        # histogram of the split feature (no per-row scatter per level).
-        Gn = jnp.zeros(M, ACC_DTYPE).at[0].set(reduce(jnp.sum(g.astype(ACC_DTYPE))))
-        Hn = jnp.zeros(M, ACC_DTYPE).at[0].set(reduce(jnp.sum(h.astype(ACC_DTYPE))))
-        pos = jnp.zeros(N, INDEX_DTYPE)
-        structure = _empty_structure(M, cats is not None)
-        cstate = None if cons is None else cons.init(M, W, F)
-        if counted and subtract and W > 1 and block == F:  # the parent level's counts
-            cstate["C"] = jnp.zeros((F, W, B), ACC_DTYPE)
-        if D > 0 and block < F:
-            def level(d, carry):
-                pos, alive, structure, Gn, Hn, cstate = carry
-                d = d.astype(INDEX_DTYPE)
-                n = _pow2(d)
-                Gt = jax.lax.dynamic_slice(Gn, (n - 1,), (W,))
-                Ht = jax.lax.dynamic_slice(Hn, (n - 1,), (W,))
-                local, in_level = _rows_of_level(pos, d, W)
-                lvl = None if cons is None else cons.level(cstate, d, W)
-                found = blocked_level(d, W, Gt, Ht, alive, local, n, cstate, lvl)
-                pos, structure, Gn, Hn = finish_level(d, found, (pos, local, in_level),
-                                                      (structure, Gn, Hn))
-                if cons is not None:
-                    cstate = cons.after_level(cstate, d, W, lvl, found[1], found[0]["feature"],
-                                              found[2], found[3], dyn)
-                return pos, jnp.repeat(found[1], 2)[:W], structure, Gn, Hn, cstate
-
-            alive = jnp.zeros(W, bool).at[0].set(True)
-            pos, _, structure, Gn, Hn, cstate = jax.lax.fori_loop(
-                0, D, level, (pos, alive, structure, Gn, Hn, cstate))
-        elif D > 0:
-            # The root's histogram (one node, every row), summed across devices once.
-            local, _ = _rows_of_level(pos, 0, 1)
-            Gh, Hh = reduce(histogram(local, 1))
-            bufs = None
-            if subtract and W > 1:
-                # Two levels' histograms (parent, current) in one (F, 2 W, B) buffer
-                # each for G and H: level d's at node offset (d % 2) * W. The root's
-                # waits where level 0 looks for its parent's (offset W).
-                bufs = tuple(jnp.zeros((F, 2 * W, B), ACC_DTYPE).at[:, W:W + 1].set(x)
-                             for x in (Gh, Hh))
-            elif W > 1:
-                root_wide = tuple(jnp.pad(x, ((0, 0), (0, W - 1), (0, 0))) for x in (Gh, Hh))
-
-            def level(d, carry):
-                pos, alive, bufs, structure, Gn, Hn, cstate = carry
-                d = d.astype(INDEX_DTYPE)
-                n = _pow2(d)
-                Gt = jax.lax.dynamic_slice(Gn, (n - 1,), (W,))
-                Ht = jax.lax.dynamic_slice(Hn, (n - 1,), (W,))
-                local, in_level = _rows_of_level(pos, d, W)
-                if W == 1:  # max_depth 1: the root is the only level
-                    hist_chunk = full_chunks(Gh, Hh)
-                elif subtract:
-                    # Histogram only the smaller child of each pair (by hessian sum);
-                    # its sibling is the parent's histogram minus it. Level 0 has no
-                    # pair: its node is the "larger child" of an empty smaller one, so
-                    # it gets the root's histogram minus zero, unchanged.
-                    h2 = W // 2
-                    left_small = (Ht[0::2] <= Ht[1::2]) & (d > 0)  # (W/2,)
-
-                    def smaller_children():
-                        is_left = (local % 2) == 0
-                        in_small = in_level & (
-                            is_left == left_small[jnp.minimum(local, W - 1) // 2])
-                        return reduce(histogram(jnp.where(in_small, local // 2, h2), h2,
-                                                n_active=n // 2))
-
-                    def nothing():
-                        z = jnp.zeros((F, h2, B), ACC_DTYPE)
-                        return z, z
-
-                    Gs, Hs = jax.lax.cond(d > 0, smaller_children, nothing)
-                    parent, cur = ((d + 1) % 2) * W, (d % 2) * W
-
-                    def hist_chunk(k, c, bufs):
-                        p, cp = k * (c // 2), c // 2  # the chunk's sibling pairs
-                        ls = jax.lax.dynamic_slice_in_dim(left_small, p, cp, 0)[None, :, None]
-                        out = []
-                        for small, buf in zip((Gs, Hs), bufs):
-                            small = jax.lax.dynamic_slice_in_dim(small, p, cp, 1)
-                            large = jax.lax.dynamic_slice_in_dim(buf, parent + p, cp, 1) - small
-                            both = jnp.stack([jnp.where(ls, small, large),
-                                              jnp.where(ls, large, small)], axis=2)
-                            out.append(both.reshape(small.shape[0], c, B))
-                        bufs = tuple(jax.lax.dynamic_update_slice_in_dim(buf, o, cur + k * c, 1)
-                                     for buf, o in zip(bufs, out))
-                        return out[0], out[1], bufs
-                else:
-                    hist_chunk = full_chunks(*jax.lax.cond(
-                        d > 0, lambda: reduce(histogram(local, W)), lambda: root_wide))
-                counts = None
-                if counted:
-                    counts, cstate = level_counts(d, local, in_level, Ht, cstate)
-                lvl = None if cons is None else cons.level(cstate, d, W, counts)
-                s, do, Gc, Hc, bufs = split_level(d, W, Gt, Ht, alive, hist_chunk, bufs,
-                                                  cstate, lvl)
-                pos, structure, Gn, Hn = finish_level(d, (s, do, Gc, Hc),
-                                                      (pos, local, in_level),
-                                                      (structure, Gn, Hn))
-                if cons is not None:
-                    cstate = cons.after_level(cstate, d, W, lvl, do, s["feature"], Gc, Hc,
-                                              dyn)
-                return pos, jnp.repeat(do, 2)[:W], bufs, structure, Gn, Hn, cstate
-
-            alive = jnp.zeros(W, bool).at[0].set(True)
-            pos, _, _, structure, Gn, Hn, cstate = jax.lax.fori_loop(
-                0, D, level, (pos, alive, bufs, structure, Gn, Hn, cstate))
-        fields, leaf = _finish(structure, pos, dyn, cuts_ext, D)
-        if cons is None:
-            tree = dict(fields, value=leaf_values(Gn, Hn, dyn), cover=Hn.astype(FLOAT_DTYPE))
-            return tree, leaf
-        value, bounds = cons.leaf_values(cstate, structure["is_split"], Gn, Hn, dyn)
-        tree = dict(fields, value=value, cover=Hn.astype(FLOAT_DTYPE))
-        if bounds is not None:
-            tree["lower"], tree["upper"] = bounds
-        return tree, leaf
+            pos = categorical.route(state.pos, local, in_level, do, s["feature"], s["left"],
+                                    self.bin_of)
+        cstate = state.cstate
+        if self.cons is not None:
+            cstate = self.cons.after_level(cstate, d, self.W, lvl, do, s["feature"], Gc, Hc,
+                                           self.dyn)
+        return _LevelState(pos, jnp.repeat(do, 2)[:self.W], state.bufs, structure, Gn, Hn,
+                           cstate)
 
 
 LOSSGUIDE_WHERE = (

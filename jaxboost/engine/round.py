@@ -284,6 +284,27 @@ def _count_nonfinite(trees, fields):
     return sum(jnp.sum(~jnp.isfinite(trees[f]), dtype=jnp.int32) for f in fields)
 
 
+class _Round(NamedTuple):
+    """What ``boost_round``'s steps share: its arguments, the bound ``loss``, the sums
+    and maxima over devices (``reduce``, ``reduce_max``), this device's first row id
+    ``offset``, ``zero`` (an int32 0 the compiler cannot see, ``_stored``), the round's
+    weighted ``g`` and ``h`` and ``keep``, the rows whose g and h are finite."""
+
+    spec: Any
+    rows: Any
+    shared: Any
+    hyper: Any
+    loss: Any
+    reduce: Any
+    reduce_max: Any
+    offset: Any
+    zero: Any
+    n_shards: int
+    g: Any
+    h: Any
+    keep: Any
+
+
 def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margin, r, eta,
                 *, axis=None, n_shards: int = 1):
     """One round of one model on this device's rows.
@@ -302,8 +323,6 @@ def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margi
     rk = round_key(jax.random.key(hyper.seed), r)
     zero = (hyper.seed < 0).astype(jnp.int32)  # 0, but not a compile-time constant
     dyn = hyper.dyn(eta)
-    n_total = shared.n_total
-    F = shared.cuts_ext.shape[0]
 
     g, h, seen, raw_ok, value_ok = gradients(spec, rows, shared, hyper, loss, margin, rk)
     bad = ~_finite_rows(g, h)
@@ -317,106 +336,12 @@ def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margi
     else:
         census = hessian_census(g, seen, rows.valid & (rows.w > 0),
                                 diagonal=uses_diagonal(spec)).at[0].set(n_bad)
-    keep = ~bad
+    rnd = _Round(spec, rows, shared, hyper, loss, reduce, reduce_max, offset, zero, n_shards,
+                 g, h, ~bad)
     P = spec.num_parallel_tree
-
-    def sample(tk):
-        """One tree's ``(g, h, rows)``: g and h of the round's rows in the tree's row
-        sample (``tk``: the tree's key; on the exact grid when ``spec.exact``) and the
-        float32 0/1 mask of those rows."""
-        if spec.bootstrap:
-            c = bootstrap_counts(tk, rows.w.shape[0], hyper.ratios[SUBSAMPLE], n_total,
-                                 offset=offset, n_ids=rows.w.shape[0] * n_shards)
-            take = keep & (c > 0)
-            gt = jnp.where(take if K == 1 else take[:, None],
-                           g * c.reshape(c.shape + (1,) * (g.ndim - 1)), 0.0)
-            ht = jnp.where(take.reshape(take.shape + (1,) * (h.ndim - 1)),
-                           h * c.reshape(c.shape + (1,) * (h.ndim - 1)), 0.0)
-        else:
-            take = keep
-            if spec.row_sampling:
-                take = take & (row_mask(tk, rows.w.shape[0], hyper.ratios[SUBSAMPLE],
-                                        offset=offset,
-                                        n_ids=rows.w.shape[0] * n_shards) > 0)
-            gt = jnp.where(take if K == 1 else take[:, None], g, 0.0)
-            ht = jnp.where(take.reshape(take.shape + (1,) * (h.ndim - 1)), h, 0.0)
-        if spec.exact:  # every histogram sum exact, whatever the devices (engine.exact)
-            gt = to_grid(gt, n_total, reduce_max=reduce_max)
-            ht = to_grid(ht, n_total, reduce_max=reduce_max)
-        return gt, ht, take
-
-    def grow(margin, g, h, dyn, key, take):
-        """The trees of the round (or of one tree of a forest's round) on weighted g, h
-        (rows outside the sample ``take`` already 0): ``(trees, delta)``, a dict of
-        ``(n_outputs or 1, M)`` arrays and every row's ``(N[, K])`` margin increment.
-        ``key`` seeds the column sampling; ``margin`` is what a refit starts from."""
-
-        def sampler(t):
-            if not spec.col_sampling:
-                return None
-            return FeatureSampler(jax.random.fold_in(jax.random.fold_in(key, 1), t),
-                                  hyper.ratios, F, spec.max_depth)
-
-        tspec = spec.tree_spec()
-        cons = None
-        if spec.constraints is not None:
-            counts = None
-            if spec.constraints.min_leaf:  # the rows this tree is grown on
-                counts = (take & rows.valid & (rows.w > 0)).astype(FLOAT_DTYPE)
-            cons = TreeConstraints(spec.constraints, hyper.constraints, counts)
-        rules = SplitRules(shared.cats, cons)
-
-        def bounds_of(tree):
-            """The tree without the node bounds of monotone constraints, and the bounds."""
-            if not (cons is not None and cons.monotone):
-                return tree, None
-            tree = dict(tree)
-            return tree, (tree.pop("lower"), tree.pop("upper"))
-
-        if K == 1:
-            tree, leaf = grow_tree(rows.bins, g, h, dyn, shared.cuts_ext, shared.forward_ok,
-                                   tspec, reduce=reduce, features=sampler(0), rules=rules)
-            tree, bounds = bounds_of(tree)
-            if spec.refit == "newton":
-                tree = refit_newton(tree, leaf, loss, rows.y, margin, rows.w, dyn,
-                                    sums=RowSums(reduce, n_total if spec.exact else None,
-                                                 reduce_max))
-            elif spec.refit == "exact":
-                tree = refit_exact(tree, leaf, loss, rows.y, margin, rows.w, dyn,
-                                   sums=RowSums(reduce, n_total if spec.exact else None,
-                                                reduce_max))
-            elif spec.refit == "quantile":
-                tree = refit_quantile(tree, leaf, rows.y, margin, rows.w, dyn,
-                                      alpha=hyper.quantile_alpha)
-            if spec.refit is not None and bounds is not None:
-                tree = clip_to_bounds(tree, bounds, dyn.learning_rate)
-            tree = _stored(tree, zero)
-            return jax.tree.map(lambda a: a[None], tree), tree["value"][leaf]
-        if spec.multi_output_tree:
-            tree, leaf = grow_vector_tree(rows.bins, g, h, dyn, shared.cuts_ext,
-                                          shared.forward_ok, tspec, reduce=reduce,
-                                          features=sampler(0))
-            tree = _stored(tree, zero)
-            return jax.tree.map(lambda a: a[None], tree), tree["value"][leaf]
-
-        # one tree per output, all from this round's g and h ((N, K): diagonal of H)
-        def one_output(_, k):
-            tree, leaf = grow_tree(rows.bins, g[:, k], h[:, k], dyn, shared.cuts_ext,
-                                   shared.forward_ok, tspec, reduce=reduce,
-                                   features=sampler(k), rules=rules)
-            tree, _ = bounds_of(tree)
-            tree = _stored(tree, zero)
-            delta = tree["value"][leaf]
-            one_hot = jax.nn.one_hot(k, K, dtype=FLOAT_DTYPE)
-            tree = dict(tree, value=tree["value"][:, None] * one_hot)  # cat_bits kept
-            return None, (tree, delta)
-
-        _, (trees, deltas) = jax.lax.scan(one_output, None, jnp.arange(K, dtype=INDEX_DTYPE))
-        return trees, deltas.T
-
     if P == 1:
-        g, h, take = sample(rk)
-        trees, delta = grow(margin, g, h, dyn, rk, take)
+        g, h, take = _sample(rnd, rk)
+        trees, delta = _grow(rnd, margin, g, h, dyn, rk, take)
         margin = margin + delta
     else:  # a forest: P trees on this round's g and h, each with its own samples
         # XGBoost's learning rate per tree, float32(eta / P), correctly rounded: divided
@@ -426,8 +351,8 @@ def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margi
 
         def one_tree(margin, p):
             tk = jax.random.fold_in(jax.random.fold_in(rk, 3), p)
-            gt, ht, take = sample(tk)
-            trees, delta = grow(start, gt, ht, dyn, tk, take)
+            gt, ht, take = _sample(rnd, tk)
+            trees, delta = _grow(rnd, start, gt, ht, dyn, tk, take)
             return margin + delta, trees  # added tree by tree, as predict adds them
 
         margin, trees = jax.lax.scan(one_tree, margin, jnp.arange(P, dtype=INDEX_DTYPE))
@@ -440,6 +365,117 @@ def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margi
         _count_nonfinite(trees, ("cover", "gain")), _count_nonfinite(trees, ("value",)),
         rows_counts[8]])])
     return margin, trees, census
+
+
+def _sample(rnd: _Round, tk):
+    """One tree's ``(g, h, rows)``: g and h of the round's rows in the tree's row sample
+    (``tk``: the tree's key; on the exact grid when ``spec.exact``) and the float32 0/1
+    mask of those rows."""
+    spec, rows, hyper, keep, g, h = rnd.spec, rnd.rows, rnd.hyper, rnd.keep, rnd.g, rnd.h
+    K, n_total = spec.n_outputs, rnd.shared.n_total
+    if spec.bootstrap:
+        c = bootstrap_counts(tk, rows.w.shape[0], hyper.ratios[SUBSAMPLE], n_total,
+                             offset=rnd.offset, n_ids=rows.w.shape[0] * rnd.n_shards)
+        take = keep & (c > 0)
+        gt = jnp.where(take if K == 1 else take[:, None],
+                       g * c.reshape(c.shape + (1,) * (g.ndim - 1)), 0.0)
+        ht = jnp.where(take.reshape(take.shape + (1,) * (h.ndim - 1)),
+                       h * c.reshape(c.shape + (1,) * (h.ndim - 1)), 0.0)
+    else:
+        take = keep
+        if spec.row_sampling:
+            take = take & (row_mask(tk, rows.w.shape[0], hyper.ratios[SUBSAMPLE],
+                                    offset=rnd.offset,
+                                    n_ids=rows.w.shape[0] * rnd.n_shards) > 0)
+        gt = jnp.where(take if K == 1 else take[:, None], g, 0.0)
+        ht = jnp.where(take.reshape(take.shape + (1,) * (h.ndim - 1)), h, 0.0)
+    if spec.exact:  # every histogram sum exact, whatever the devices (engine.exact)
+        gt = to_grid(gt, n_total, reduce_max=rnd.reduce_max)
+        ht = to_grid(ht, n_total, reduce_max=rnd.reduce_max)
+    return gt, ht, take
+
+
+def _sampler(rnd: _Round, key, t):
+    """The column sampler of output ``t``'s tree (``key``: the tree's), or None."""
+    if not rnd.spec.col_sampling:
+        return None
+    return FeatureSampler(jax.random.fold_in(jax.random.fold_in(key, 1), t),
+                          rnd.hyper.ratios, rnd.shared.cuts_ext.shape[0], rnd.spec.max_depth)
+
+
+def _bounds_of(cons, tree):
+    """The tree without the node bounds of monotone constraints, and the bounds (None
+    without them)."""
+    if not (cons is not None and cons.monotone):
+        return tree, None
+    tree = dict(tree)
+    return tree, (tree.pop("lower"), tree.pop("upper"))
+
+
+def _grow(rnd: _Round, margin, g, h, dyn, key, take):
+    """The trees of the round (or of one tree of a forest's round) on weighted g, h (rows
+    outside the sample ``take`` already 0): ``(trees, delta)``, a dict of ``(n_outputs or
+    1, M)`` arrays and every row's ``(N[, K])`` margin increment. ``key`` seeds the column
+    sampling; ``margin`` is what a refit starts from."""
+    spec, rows, shared, zero = rnd.spec, rnd.rows, rnd.shared, rnd.zero
+    K = spec.n_outputs
+    tspec = spec.tree_spec()
+    cons = None
+    if spec.constraints is not None:
+        counts = None
+        if spec.constraints.min_leaf:  # the rows this tree is grown on
+            counts = (take & rows.valid & (rows.w > 0)).astype(FLOAT_DTYPE)
+        cons = TreeConstraints(spec.constraints, rnd.hyper.constraints, counts)
+    rules = SplitRules(shared.cats, cons)
+    if K == 1:
+        tree, leaf = grow_tree(rows.bins, g, h, dyn, shared.cuts_ext, shared.forward_ok,
+                               tspec, reduce=rnd.reduce, features=_sampler(rnd, key, 0),
+                               rules=rules)
+        tree, bounds = _bounds_of(cons, tree)
+        tree = _refit(rnd, tree, leaf, margin, dyn)
+        if spec.refit is not None and bounds is not None:
+            tree = clip_to_bounds(tree, bounds, dyn.learning_rate)
+        tree = _stored(tree, zero)
+        return jax.tree.map(lambda a: a[None], tree), tree["value"][leaf]
+    if spec.multi_output_tree:
+        tree, leaf = grow_vector_tree(rows.bins, g, h, dyn, shared.cuts_ext,
+                                      shared.forward_ok, tspec, reduce=rnd.reduce,
+                                      features=_sampler(rnd, key, 0))
+        tree = _stored(tree, zero)
+        return jax.tree.map(lambda a: a[None], tree), tree["value"][leaf]
+
+    # one tree per output, all from this round's g and h ((N, K): diagonal of H)
+    def one_output(_, k):
+        tree, leaf = grow_tree(rows.bins, g[:, k], h[:, k], dyn, shared.cuts_ext,
+                               shared.forward_ok, tspec, reduce=rnd.reduce,
+                               features=_sampler(rnd, key, k), rules=rules)
+        tree, _ = _bounds_of(cons, tree)
+        tree = _stored(tree, zero)
+        delta = tree["value"][leaf]
+        one_hot = jax.nn.one_hot(k, K, dtype=FLOAT_DTYPE)
+        tree = dict(tree, value=tree["value"][:, None] * one_hot)  # cat_bits kept
+        return None, (tree, delta)
+
+    _, (trees, deltas) = jax.lax.scan(one_output, None, jnp.arange(K, dtype=INDEX_DTYPE))
+    return trees, deltas.T
+
+
+def _refit(rnd: _Round, tree, leaf, margin, dyn):
+    """The one-output tree with its leaf values refit by ``spec.refit`` (unchanged when
+    None)."""
+    spec, rows, n_total = rnd.spec, rnd.rows, rnd.shared.n_total
+    if spec.refit == "newton":
+        return refit_newton(tree, leaf, rnd.loss, rows.y, margin, rows.w, dyn,
+                            sums=RowSums(rnd.reduce, n_total if spec.exact else None,
+                                         rnd.reduce_max))
+    if spec.refit == "exact":
+        return refit_exact(tree, leaf, rnd.loss, rows.y, margin, rows.w, dyn,
+                           sums=RowSums(rnd.reduce, n_total if spec.exact else None,
+                                        rnd.reduce_max))
+    if spec.refit == "quantile":
+        return refit_quantile(tree, leaf, rows.y, margin, rows.w, dyn,
+                              alpha=rnd.hyper.quantile_alpha)
+    return tree
 
 
 def update_flag(flag, r, census):

@@ -98,19 +98,22 @@ def apply_bins_sparse(X, edges: BinEdges, *, out=None, row_major: bool = False):
         out[:N] = edges.missing_bin
     else:
         out[:, :N] = edges.missing_bin
+    cat = edges.categorical if edges.is_categorical else None
     for f in range(F):
         vals, rows = _column(X, f)
         if vals.shape[0] == 0:
             continue
         b = _value_bins(edges, f, vals)
         b[np.isnan(vals)] = edges.missing_bin
-        if edges.is_categorical and edges.categorical[f]:
+        if cat is not None and cat[f]:
             # as binning's dense path: codes never seen in training go the missing way
+            seen = edges.categories
+            assert seen is not None  # categorical edges mark the codes seen in training
             with np.errstate(invalid="ignore"):
                 code = np.where((vals >= 0) & (vals < edges.max_bin), vals,
                                 edges.max_bin - 1)
             code = np.nan_to_num(code, nan=edges.max_bin - 1).astype(np.int64)
-            b[~edges.categories[f][code]] = edges.missing_bin
+            b[~seen[f][code]] = edges.missing_bin
         if row_major:
             out[rows, f] = b
         else:

@@ -36,21 +36,22 @@ class Ensemble(NamedTuple):
     categorical split sends left (0 elsewhere; see the module docstring).
     """
 
-    feature: jnp.ndarray
-    tbin: jnp.ndarray
-    threshold: jnp.ndarray
-    default_left: jnp.ndarray
-    is_leaf: jnp.ndarray
-    value: jnp.ndarray
-    gain: jnp.ndarray
-    cover: jnp.ndarray
+    # JAX arrays, or NumPy arrays on the host (to_numpy, concat, padded, io)
+    feature: Any
+    tbin: Any
+    threshold: Any
+    default_left: Any
+    is_leaf: Any
+    value: Any
+    gain: Any
+    cover: Any
     cat_bits: Any = None
 
     @property
     def n_trees(self) -> int:
         return self.feature.shape[0]
 
-    def __getitem__(self, key):  # slicing by tree, applied to every field
+    def __getitem__(self, key) -> Any:  # slicing by tree, applied to every field
         if isinstance(key, int):  # keep NamedTuple field access by position intact
             return tuple.__getitem__(self, key)
         return Ensemble(*(None if a is None else a[key] for a in self))

@@ -139,9 +139,10 @@ def column_name(f: int, names) -> str:
     return repr(names[f]) if names is not None else repr(f"f{f}")
 
 
-def check_codes(Xf: np.ndarray, categorical: tuple, max_bin: int, names) -> None:
-    """``DataError`` unless every present value of the categorical columns of ``Xf`` is
-    an integer code in ``[0, min(max_bin, 256) - 2]`` (the message names the column)."""
+def check_codes(Xf, categorical: tuple, max_bin: int, names) -> None:
+    """``DataError`` unless every present value of the categorical columns of ``Xf`` (an
+    array, or a ``_sparse.ColumnView`` of a sparse matrix) is an integer code in
+    ``[0, min(max_bin, 256) - 2]`` (the message names the column)."""
     limit = min(max_bin - 1, MAX_CATEGORIES)
     for f in categorical:
         col = Xf[:, f]
@@ -164,9 +165,10 @@ def check_codes(Xf: np.ndarray, categorical: tuple, max_bin: int, names) -> None
                        else ""))
 
 
-def check_predict_codes(Xf: np.ndarray, categorical, names) -> None:
+def check_predict_codes(Xf, categorical, names) -> None:
     """``DataError`` for a negative or fractional value in a categorical column of data
-    to predict (a code the model never saw is fine: it goes the default way)."""
+    to predict, ``Xf`` (an array, or a ``_sparse.ColumnView`` of a sparse matrix); a code
+    the model never saw is fine: it goes the default way."""
     for f in categorical:
         col = Xf[:, f]
         with np.errstate(invalid="ignore"):

@@ -243,43 +243,9 @@ def to_dict(booster: Booster) -> dict:
         raise TypeError(f"to_dict expects a Booster, got {type(booster).__name__}")
     e = booster.ensemble.to_numpy()
     K = int(booster.n_outputs)
-    edges = booster.bin_edges
-    split = ~np.asarray(e.is_leaf, bool)
-    for field in ("value", "gain", "cover"):
-        if not np.all(np.isfinite(getattr(e, field))):
-            raise ValueError(f"cannot save a model whose trees hold non-finite {field}s")
-    thr = np.asarray(e.threshold, np.float32)
-    cat_split = split & np.isnan(thr) & (e.cat_bits is not None)
-    if np.isnan(thr[split & ~cat_split]).any():
-        raise ValueError("cannot save a model with a NaN threshold at a split node")
-    threshold = thr.astype(np.float64).astype(object)
-    threshold[~split | cat_split] = None
-    threshold[split & np.isposinf(thr)] = "inf"
-    threshold[split & np.isneginf(thr)] = "-inf"
-
-    base = booster.base_margin
-    if K == 1:
-        base_out = float(base)
-        ok = math.isfinite(base_out)
-    else:
-        base_out = float_list(np.asarray(base, np.float32).reshape(K))
-        ok = all(math.isfinite(b) for b in base_out)
-    if not ok:
-        raise ValueError("cannot save a model with a non-finite base_margin")
-
-    best_iteration = getattr(booster, "best_iteration", None)
-    if best_iteration is not None:
-        if not is_int(best_iteration):
-            raise ValueError(f"booster.best_iteration must be an int or None, got "
-                             f"{best_iteration!r}")
-        best_iteration = int(best_iteration)
-    best_score = getattr(booster, "best_score", None)
-    if best_score is not None:
-        best_score = float(best_score)
-        if not math.isfinite(best_score):
-            best_score = None
-
-    n_cuts = np.asarray(edges.n_cuts)
+    threshold = _thresholds_to_list(e)
+    base_out = _base_margin_to_dict(booster.base_margin, K)
+    best_iteration, best_score = _best_to_dict(booster)
     out = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
@@ -290,25 +256,8 @@ def to_dict(booster: Booster) -> dict:
         "n_outputs": K,
         "trees_per_round": int(booster.trees_per_round),
         "base_margin": base_out,
-        "bin_edges": {
-            "max_bin": int(edges.max_bin),
-            "cuts": [float_list(edges.cuts[f, : int(n_cuts[f])])
-                     for f in range(edges.cuts.shape[0])],
-            "has_missing": np.asarray(edges.has_missing, bool).tolist(),
-            "n_distinct": np.asarray(edges.n_distinct, np.int64).tolist(),
-            **categories.edges_to_dict(edges),
-        },
-        "trees": {
-            "feature": np.asarray(e.feature, np.int64).tolist(),
-            "tbin": np.asarray(e.tbin, np.int64).tolist(),
-            "threshold": threshold.tolist(),
-            "default_left": np.asarray(e.default_left, bool).tolist(),
-            "is_leaf": np.asarray(e.is_leaf, bool).tolist(),
-            "value": float_list(e.value),
-            "gain": float_list(e.gain),
-            "cover": float_list(e.cover),
-            **({} if e.cat_bits is None else {"categories": categories.trees_to_list(booster)}),
-        },
+        "bin_edges": _edges_to_dict(booster.bin_edges),
+        "trees": _trees_to_dict(booster, e, threshold),
         "best_iteration": best_iteration,
         "best_score": best_score,
         "history": _history_to_dict(getattr(booster, "history", None)),
@@ -329,9 +278,82 @@ def to_dict(booster: Booster) -> dict:
     return out
 
 
-# --------------------------------------------------------------------------------------
-# dict -> Booster
-# --------------------------------------------------------------------------------------
+def _thresholds_to_list(e):
+    """The ensemble ``e``'s thresholds as a JSON-ready object array: numbers, ``"inf"``
+    and ``"-inf"`` at splits, None at leaves and categorical splits; checks first that
+    its values, gains and covers are finite and no numeric split's threshold is NaN."""
+    split = ~np.asarray(e.is_leaf, bool)
+    for field in ("value", "gain", "cover"):
+        if not np.all(np.isfinite(getattr(e, field))):
+            raise ValueError(f"cannot save a model whose trees hold non-finite {field}s")
+    thr = np.asarray(e.threshold, np.float32)
+    cat_split = split & np.isnan(thr) & (e.cat_bits is not None)
+    if np.isnan(thr[split & ~cat_split]).any():
+        raise ValueError("cannot save a model with a NaN threshold at a split node")
+    threshold = thr.astype(np.float64).astype(object)
+    threshold[~split | cat_split] = None
+    threshold[split & np.isposinf(thr)] = "inf"
+    threshold[split & np.isneginf(thr)] = "-inf"
+    return threshold
+
+
+def _base_margin_to_dict(base, K):
+    """A float (``K = 1``) or a list of ``K``; finite, else ``ValueError``."""
+    if K == 1:
+        base_out = float(base)
+        ok = math.isfinite(base_out)
+    else:
+        base_out = float_list(np.asarray(base, np.float32).reshape(K))
+        ok = all(math.isfinite(b) for b in base_out)
+    if not ok:
+        raise ValueError("cannot save a model with a non-finite base_margin")
+    return base_out
+
+
+def _best_to_dict(booster):
+    """``(best_iteration, best_score)``: an int or None, a finite float or None."""
+    best_iteration = getattr(booster, "best_iteration", None)
+    if best_iteration is not None:
+        if not is_int(best_iteration):
+            raise ValueError(f"booster.best_iteration must be an int or None, got "
+                             f"{best_iteration!r}")
+        best_iteration = int(best_iteration)
+    best_score = getattr(booster, "best_score", None)
+    if best_score is not None:
+        best_score = float(best_score)
+        if not math.isfinite(best_score):
+            best_score = None
+    return best_iteration, best_score
+
+
+def _edges_to_dict(edges) -> dict:
+    """The ``bin_edges`` entry: each feature's own cuts, missing values, distinct values
+    and categories."""
+    n_cuts = np.asarray(edges.n_cuts)
+    return {
+        "max_bin": int(edges.max_bin),
+        "cuts": [float_list(edges.cuts[f, : int(n_cuts[f])])
+                 for f in range(edges.cuts.shape[0])],
+        "has_missing": np.asarray(edges.has_missing, bool).tolist(),
+        "n_distinct": np.asarray(edges.n_distinct, np.int64).tolist(),
+        **categories.edges_to_dict(edges),
+    }
+
+
+def _trees_to_dict(booster, e, threshold) -> dict:
+    """The ``trees`` entry of ensemble ``e`` (``threshold``: ``_thresholds_to_list``'s)."""
+    return {
+        "feature": np.asarray(e.feature, np.int64).tolist(),
+        "tbin": np.asarray(e.tbin, np.int64).tolist(),
+        "threshold": threshold.tolist(),
+        "default_left": np.asarray(e.default_left, bool).tolist(),
+        "is_leaf": np.asarray(e.is_leaf, bool).tolist(),
+        "value": float_list(e.value),
+        "gain": float_list(e.gain),
+        "cover": float_list(e.cover),
+        **({} if e.cat_bits is None else {"categories": categories.trees_to_list(booster)}),
+    }
+
 
 def _read_params(d) -> TreeParams:
     d = as_object(d, "params")
@@ -406,57 +428,17 @@ def _read_trees(d, params: TreeParams, edges: BinEdges, F, K, tpr) -> Ensemble:
     for name, kind in kinds.items():
         s = shape + (K,) if name == "value" and K > 1 else shape
         arrays[name] = nested(d[name], f"{where}.{name}", s, kind)
-
+    _check_tree_bins(arrays, edges, F)
+    _check_tree_structure(arrays["is_leaf"], params.max_depth)
     feature, tbin, is_leaf = arrays["feature"], arrays["tbin"], arrays["is_leaf"]
     threshold = arrays["threshold"]
     split = ~is_leaf
-
-    def first(mask):
-        t, i = (int(j) for j in np.argwhere(mask)[0])
-        return t, i
-
-    bad = (feature < 0) | (feature >= F)
-    if bad.any():
-        t, i = first(bad)
-        fail(f"{where}.feature[{t}][{i}]", f"a feature index in [0, {F})",
-              int(feature[t, i]))
-    bad = (tbin < 0) | (tbin > edges.max_bin - 1)
-    if bad.any():
-        t, i = first(bad)
-        fail(f"{where}.tbin[{t}][{i}]", f"a bin in [0, max_bin - 1 = {edges.max_bin - 1}]",
-              int(tbin[t, i]))
-    limit = edges.n_cuts[feature] + 1
-    bad = split & (tbin > limit)
-    if bad.any():
-        t, i = first(bad)
-        fail(f"{where}.tbin[{t}][{i}]",
-              f"a bin <= n_cuts + 1 = {int(limit[t, i])} of feature {int(feature[t, i])}",
-              int(tbin[t, i]))
-
-    # Structure: leaves' children are leaves; the last level holds only leaves.
-    first_last = (M - 1) // 2
-    bad = np.zeros(shape, bool)
-    bad[:, first_last:] = split[:, first_last:]
-    if bad.any():
-        t, i = first(bad)
-        raise ModelFormatError(f"{where}.is_leaf[{t}][{i}]: expected a leaf (node {i} is in "
-                               f"the last level of a depth-{params.max_depth} tree and has "
-                               f"no children), got a split node")
-    if M > 1:
-        parent = (np.arange(1, M) - 1) // 2
-        bad = np.zeros(shape, bool)
-        bad[:, 1:] = split[:, 1:] & is_leaf[:, parent]
-        if bad.any():
-            t, i = first(bad)
-            raise ModelFormatError(
-                f"{where}.is_leaf[{t}][{i}]: expected a leaf, because its parent node "
-                f"{(i - 1) // 2} is a leaf (split nodes must form a tree), got a split node")
 
     # Thresholds: null at leaves, the bin edge of (feature, tbin) at split nodes (null at
     # categorical splits).
     bad = is_leaf & ~np.isnan(threshold)
     if bad.any():
-        t, i = first(bad)
+        t, i = _first_tree_node(bad)
         fail(f"{where}.threshold[{t}][{i}]", "null at a leaf", float(threshold[t, i]))
     cat_bits = categories.read_trees(d, arrays, edges, split)
     expected = edges.cuts_ext()[feature, tbin]
@@ -464,7 +446,7 @@ def _read_trees(d, params: TreeParams, edges: BinEdges, F, K, tpr) -> Ensemble:
     if cat_bits is not None:
         bad &= ~np.isnan(threshold)
     if bad.any():
-        t, i = first(bad)
+        t, i = _first_tree_node(bad)
         exp = float(expected[t, i])
         exp_text = f"\"{'inf' if exp > 0 else '-inf'}\"" if math.isinf(exp) else repr(exp)
         fail(f"{where}.threshold[{t}][{i}]",
@@ -475,6 +457,61 @@ def _read_trees(d, params: TreeParams, edges: BinEdges, F, K, tpr) -> Ensemble:
                     threshold=threshold, default_left=arrays["default_left"],
                     is_leaf=is_leaf, value=arrays["value"], gain=arrays["gain"],
                     cover=arrays["cover"], cat_bits=cat_bits)
+
+
+def _first_tree_node(mask):
+    """``(t, i)``: the first tree and node where the ``(T, M)`` ``mask`` holds."""
+    t, i = (int(j) for j in np.argwhere(mask)[0])
+    return t, i
+
+
+def _check_tree_bins(arrays, edges: BinEdges, F) -> None:
+    """The trees' features are the model's ``F``, their bins within their feature's."""
+    where = "trees"
+    feature, tbin = arrays["feature"], arrays["tbin"]
+    split = ~arrays["is_leaf"]
+    bad = (feature < 0) | (feature >= F)
+    if bad.any():
+        t, i = _first_tree_node(bad)
+        fail(f"{where}.feature[{t}][{i}]", f"a feature index in [0, {F})",
+              int(feature[t, i]))
+    bad = (tbin < 0) | (tbin > edges.max_bin - 1)
+    if bad.any():
+        t, i = _first_tree_node(bad)
+        fail(f"{where}.tbin[{t}][{i}]", f"a bin in [0, max_bin - 1 = {edges.max_bin - 1}]",
+              int(tbin[t, i]))
+    limit = edges.n_cuts[feature] + 1
+    bad = split & (tbin > limit)
+    if bad.any():
+        t, i = _first_tree_node(bad)
+        fail(f"{where}.tbin[{t}][{i}]",
+              f"a bin <= n_cuts + 1 = {int(limit[t, i])} of feature {int(feature[t, i])}",
+              int(tbin[t, i]))
+
+
+def _check_tree_structure(is_leaf, max_depth) -> None:
+    """Leaves' children are leaves; the last level holds only leaves."""
+    where = "trees"
+    shape = is_leaf.shape
+    M = shape[1]
+    split = ~is_leaf
+    first_last = (M - 1) // 2
+    bad = np.zeros(shape, bool)
+    bad[:, first_last:] = split[:, first_last:]
+    if bad.any():
+        t, i = _first_tree_node(bad)
+        raise ModelFormatError(f"{where}.is_leaf[{t}][{i}]: expected a leaf (node {i} is in "
+                               f"the last level of a depth-{max_depth} tree and has "
+                               f"no children), got a split node")
+    if M > 1:
+        parent = (np.arange(1, M) - 1) // 2
+        bad = np.zeros(shape, bool)
+        bad[:, 1:] = split[:, 1:] & is_leaf[:, parent]
+        if bad.any():
+            t, i = _first_tree_node(bad)
+            raise ModelFormatError(
+                f"{where}.is_leaf[{t}][{i}]: expected a leaf, because its parent node "
+                f"{(i - 1) // 2} is a leaf (split nodes must form a tree), got a split node")
 
 
 def _check_sums(ens: Ensemble, base_margin) -> None:

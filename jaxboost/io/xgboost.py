@@ -79,6 +79,7 @@ import math
 import os
 import re
 import warnings
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
@@ -672,6 +673,27 @@ def _first(mask) -> int:
 def _parse_tree(tree, where, n_features):
     """Node arrays of one XGBoost tree, checked; each reachable node's depth (-1 for
     nodes no path reaches: XGBoost's deleted nodes)."""
+    a, n = _node_arrays(tree, where)
+    left, right = a["left_children"], a["right_children"]
+    leaf = left == -1
+    if not np.array_equal(leaf, right == -1):
+        raise _malformed(f"{where} has a node with one child (node "
+                         f"{_first(leaf != (right == -1))})")
+    internal = ~leaf
+    _check_links(a, where, internal, n_features)
+    depth = _depths(left, right, where)
+    seen = depth >= 0
+    _check_values(a, where, seen, leaf)
+    cond = a["split_conditions"]
+    with np.errstate(over="ignore"):
+        leaves = np.abs(cond[seen & leaf].astype(np.float32))
+    a["leaf_max"] = float(leaves.max()) if leaves.size else 0.0
+    return a, depth
+
+
+def _node_arrays(tree, where):
+    """``(a, n)``: a tree's ``n`` nodes' arrays by field, each of the right length and
+    type (their values are checked by the caller)."""
     if not isinstance(tree, dict):
         raise _malformed(f"{where} must be an object, got {describe(tree)}")
     param = _get(tree, "tree_param", where)
@@ -707,13 +729,13 @@ def _parse_tree(tree, where, n_features):
     bw = tree.get("base_weights")
     a["base_weights"] = (a["split_conditions"].copy() if bw is None or bw == []
                          else _numbers(tree, "base_weights", where, n))
+    return a, n
 
-    left, right = a["left_children"], a["right_children"]
-    leaf = left == -1
-    if not np.array_equal(leaf, right == -1):
-        raise _malformed(f"{where} has a node with one child (node "
-                         f"{_first(leaf != (right == -1))})")
-    internal = ~leaf
+
+def _check_links(a, where, internal, n_features) -> None:
+    """A tree's splits name nodes of the tree and features of the model, and exactly
+    its categorical splits are listed in ``categories_nodes``."""
+    n = internal.size
     for k in ("left_children", "right_children"):
         bad = internal & ((a[k] < 1) | (a[k] >= n))
         if bad.any():
@@ -733,8 +755,12 @@ def _parse_tree(tree, where, n_features):
                          f"({'a categorical split' if a['split_type'][i] else 'numeric'}"
                          f"{'' if internal[i] else ', a leaf'}) but is "
                          f"{'' if listed else 'not '}listed in categories_nodes")
-    # Breadth-first walk from the root: every node reached at most once, depth <= 16.
-    depth = np.full(n, -1, np.int64)
+
+
+def _depths(left, right, where) -> np.ndarray:
+    """Each node's depth (-1: unreached), by a breadth-first walk from the root: every
+    node reached at most once, depth <= 16."""
+    depth = np.full(left.size, -1, np.int64)
     depth[0] = 0
     queue = [0]
     lefts, rights = left.tolist(), right.tolist()
@@ -751,9 +777,14 @@ def _parse_tree(tree, where, n_features):
                 raise _malformed(f"{where} is not a tree (node {c} is reached twice)")
             depth[c] = d
             queue.append(c)
-    seen = depth >= 0
-    # Values: what a jaxboost model holds is float32; no NaN anywhere, inf only as a
-    # split's threshold (every present value goes one way).
+    return depth
+
+
+def _check_values(a, where, seen, leaf) -> None:
+    """The values of a tree's reached nodes (``seen``). What a jaxboost model holds is
+    float32; no NaN anywhere, inf only as a split's threshold (every present value goes
+    one way); covers ``>= 0``, a split's the sum of its children's."""
+    internal = ~leaf
     cond = a["split_conditions"]
     bad = seen & leaf & ~_f32_finite(cond)
     if bad.any():
@@ -777,18 +808,15 @@ def _parse_tree(tree, where, n_features):
         i = _first(bad)
         raise _malformed(f"{where}.sum_hessian[{i}] = {float(cover[i])!r}: a sum of Hessians is "
                          f">= 0")
+    left, right = a["left_children"], a["right_children"]
     nodes = np.flatnonzero(seen & internal)
     j = cover_problem(cover[nodes], cover[left[nodes]], cover[right[nodes]])
     if j is not None:
         i = int(nodes[j])
-        c, a, b = (float(cover[k]) for k in (i, left[i], right[i]))
+        c, l_, r = (float(cover[k]) for k in (i, left[i], right[i]))
         raise _malformed(f"{where}.sum_hessian[{i}] = {c!r} is not the sum of its children's "
-                         f"covers {a!r} + {b!r} (SHAP values weight the branches by these "
+                         f"covers {l_!r} + {r!r} (SHAP values weight the branches by these "
                          f"fractions)")
-    with np.errstate(over="ignore"):
-        leaves = np.abs(cond[seen & leaf].astype(np.float32))
-    a["leaf_max"] = float(leaves.max()) if leaves.size else 0.0
-    return a, depth
 
 
 _MAX_CODE = _MAX_CUTS  # codes 0 .. 254 are jaxboost's categories (max_bin = 256)
@@ -977,33 +1005,64 @@ def _check_heap_nodes(T, D, K, deepest) -> None:
             f"layout, more than the limit of MAX_NODES = {MAX_NODES} (jaxboost.io.checks)")
 
 
+class _Header(NamedTuple):
+    """What ``_import`` reads of a model before its trees: the ``gbtree`` block ``gb``
+    (a dart model's inner one) and dart's ``drop_weights`` (else None); the objective
+    block ``obj``, its XGBoost name ``obj_name`` and jaxboost entry ``name``; ``F``
+    features, ``K`` outputs, the ``(F,)`` ``cat_features``, the feature ``names`` (or
+    None / empty) and the ``base_margin``."""
+
+    gb: dict
+    drop_weights: Optional[np.ndarray]
+    obj: dict
+    obj_name: str
+    name: str
+    F: int
+    K: int
+    cat_features: np.ndarray
+    names: Any
+    base_margin: Any
+
+
 def _import(d) -> Booster:
     if not isinstance(d, dict):
         raise _malformed(f"the model must be a JSON object, got {describe(d)}")
     learner = _get(d, "learner", "the model")
-    gb = _get(learner, "gradient_booster", "learner")
-    kind = gb.get("name")
-    if not isinstance(kind, str):
-        raise _malformed(f"learner.gradient_booster.name must be a string, got "
-                         f"{describe(kind)}")
-    drop_weights = None
-    if kind == "dart":  # a gbtree block inside, and each tree's weight at prediction
-        drop_weights = gb.get("weight_drop")
-        if not isinstance(drop_weights, list) or not all(
-                is_json_number(v) for v in drop_weights):
-            raise _malformed(f"learner.gradient_booster.weight_drop of a dart model must "
-                             f"be a list of numbers, got {describe(drop_weights)}")
-        drop_weights = np.asarray(drop_weights, np.float64)
-        with np.errstate(over="ignore"):
-            if not np.isfinite(drop_weights.astype(np.float32)).all():
-                raise _malformed("learner.gradient_booster.weight_drop: expected numbers "
-                                 "finite in float32")
-        drop_weights = drop_weights.astype(np.float32)
-        gb = _get(gb, "gbtree", "learner.gradient_booster")
-    elif kind != "gbtree":
-        raise ModelFormatError(f"from_xgboost reads gradient-boosted tree models "
-                               f"(booster='gbtree' or 'dart'); this model's booster is "
-                               f"{kind!r}")
+    head = _read_header(learner)
+    K, F = head.K, head.F
+    gm = _get(head.gb, "model", "learner.gradient_booster")
+    trees = _get(gm, "trees", "learner.gradient_booster.model", list)
+    # A forest (num_parallel_tree = P) has P trees per class per round.
+    P = _int_param(gm.get("gbtree_model_param", {}), "num_parallel_tree",
+                   "learner.gradient_booster.model.gbtree_model_param", default=1, lo=1,
+                   hi=MAX_NODES)
+    info, parsed, D = _read_trees(gm, trees, head)
+    order = _round_order(info, len(trees), K, P)
+    T = len(trees)
+    _check_heap_nodes(T, D, K, None)
+    arrays = _heap_arrays(parsed, order, info, D, head)
+    edges, tbin = _bin_edges(arrays["feature"], arrays["threshold"],
+                             ~arrays["is_leaf"] & ~np.isnan(arrays["threshold"]), F)
+    if arrays["cat_bits"] is not None:
+        edges = _categorical_edges(edges, head.cat_features)
+    objective = _import_objective(head.name, head.obj, K)
+    ens = Ensemble(tbin=tbin, **arrays)
+    booster = Booster(ens, objective=objective,
+                      params=TreeParams(max_depth=D, max_bin=edges.max_bin),
+                      bin_edges=edges, base_margin=head.base_margin, n_features=F,
+                      n_outputs=K, trees_per_round=K * P, num_parallel_tree=P)
+    if head.names:
+        booster.feature_names = list(head.names)
+    labels = _read_cats(gm, F, head.cat_features)
+    if labels:
+        booster.category_labels = labels
+    booster.best_iteration, booster.best_score = _best_of(learner, T // (K * P))
+    return booster
+
+
+def _read_header(learner) -> _Header:
+    """``learner``'s booster, objective, feature and base-score sections, checked."""
+    gb, drop_weights = _read_booster(learner)
     obj = _get(learner, "objective", "learner")
     obj_name = obj.get("name")
     if not isinstance(obj_name, str):
@@ -1028,6 +1087,44 @@ def _import(d) -> Booster:
         if K == 1:
             raise ModelFormatError(f"{obj_name} with num_class = 1 is not a multi-class "
                                    f"model")
+    cat_features, names = _read_features(learner, F)
+    base = _base_scores(mp.get("base_score", "0.5"), f"{where}.base_score", max(K, 1))
+    return _Header(gb, drop_weights, obj, obj_name, name, F, K, cat_features, names,
+                   _base_margin(base, name, obj_name, K))
+
+
+def _read_booster(learner):
+    """``(gb, drop_weights)``: the ``gbtree`` block (a dart model's inside its own) and
+    dart's per-tree weights as float32 (None for ``gbtree``)."""
+    gb = _get(learner, "gradient_booster", "learner")
+    kind = gb.get("name")
+    if not isinstance(kind, str):
+        raise _malformed(f"learner.gradient_booster.name must be a string, got "
+                         f"{describe(kind)}")
+    drop_weights = None
+    if kind == "dart":  # a gbtree block inside, and each tree's weight at prediction
+        drop_weights = gb.get("weight_drop")
+        if not isinstance(drop_weights, list) or not all(
+                is_json_number(v) for v in drop_weights):
+            raise _malformed(f"learner.gradient_booster.weight_drop of a dart model must "
+                             f"be a list of numbers, got {describe(drop_weights)}")
+        drop_weights = np.asarray(drop_weights, np.float64)
+        with np.errstate(over="ignore"):
+            if not np.isfinite(drop_weights.astype(np.float32)).all():
+                raise _malformed("learner.gradient_booster.weight_drop: expected numbers "
+                                 "finite in float32")
+        drop_weights = drop_weights.astype(np.float32)
+        gb = _get(gb, "gbtree", "learner.gradient_booster")
+    elif kind != "gbtree":
+        raise ModelFormatError(f"from_xgboost reads gradient-boosted tree models "
+                               f"(booster='gbtree' or 'dart'); this model's booster is "
+                               f"{kind!r}")
+    return gb, drop_weights
+
+
+def _read_features(learner, F):
+    """``(cat_features, names)``: which of the ``F`` features are categorical
+    (``feature_types`` ``"c"``) and their names (None or empty when the model has none)."""
     types = learner.get("feature_types")
     if types is not None and (not isinstance(types, list)
                               or not all(isinstance(t, str) for t in types)):
@@ -1043,33 +1140,36 @@ def _import(d) -> Booster:
                 or not all(isinstance(s, str) for s in names) or len(set(names)) != F):
             raise _malformed(f"learner.feature_names must be a list of num_feature = {F} "
                              f"distinct strings, got {describe(names)}")
-    base = _base_scores(mp.get("base_score", "0.5"), f"{where}.base_score", max(K, 1))
+    return cat_features, names
+
+
+def _base_margin(base, name, obj_name, K):
+    """The base margin of XGBoost's base scores ``base`` (on the response scale) for the
+    objective ``name`` with ``K`` outputs."""
     if name == "logistic":
         if base.size != 1 or not 0.0 < base[0] < 1.0:
             raise _malformed(f"base_score {base.tolist()} of {obj_name} must be one "
                              f"probability in (0, 1)")
-        base_margin = _xgb_logit(base[0])
-    elif name in _LOG_LINK:
+        return _xgb_logit(base[0])
+    if name in _LOG_LINK:
         if base.size != 1 or not base[0] > 0.0:
             raise _malformed(f"base_score {base.tolist()} of {obj_name} must be one "
                              f"positive mean")
-        base_margin = _xgb_log(base[0])
-    elif name != "softmax":
+        return _xgb_log(base[0])
+    if name != "softmax":
         if base.size != 1:
             raise _malformed(f"{obj_name} has {base.size} base scores")
-        base_margin = float(base[0])
-    else:
-        if base.size not in (1, K):
-            raise _malformed(f"{base.size} base scores for {K} classes")
-        base_margin = np.broadcast_to(base, (K,)).astype(np.float32)
+        return float(base[0])
+    if base.size not in (1, K):
+        raise _malformed(f"{base.size} base scores for {K} classes")
+    return np.broadcast_to(base, (K,)).astype(np.float32)
 
-    gm = _get(gb, "model", "learner.gradient_booster")
-    trees = _get(gm, "trees", "learner.gradient_booster.model", list)
-    # A forest (num_parallel_tree = P) has P trees per class per round.
-    P = _int_param(gm.get("gbtree_model_param", {}), "num_parallel_tree",
-                   "learner.gradient_booster.model.gbtree_model_param", default=1, lo=1,
-                   hi=MAX_NODES)
 
+def _read_trees(gm, trees, head: _Header):
+    """``(info, parsed, D)``: each tree's class, its ``_parse_tree`` arrays and the
+    deepest tree's depth (at least 1), with the limits on heap nodes and on the size of
+    a prediction checked."""
+    K, drop_weights = head.K, head.drop_weights
     if drop_weights is not None and drop_weights.size != len(trees):
         raise _malformed(f"learner.gradient_booster.weight_drop has {drop_weights.size} "
                          f"weights for {len(trees)} trees")
@@ -1082,13 +1182,13 @@ def _import(d) -> Booster:
     # as the deepest tree so far makes len(trees) trees of its depth too many.
     parsed, D = [], 1
     for i, tr in enumerate(trees):
-        parsed.append(_parse_tree(tr, f"trees[{i}]", F))
+        parsed.append(_parse_tree(tr, f"trees[{i}]", head.F))
         d_i = int(parsed[-1][1].max())
         if d_i > D:
             D = d_i
             _check_heap_nodes(len(trees), D, K, i)
     # No prediction may overflow: |base_k| + the largest leaf of each tree of class k.
-    bound = np.abs(np.asarray(base_margin, np.float64)).reshape(-1) * np.ones(K)
+    bound = np.abs(np.asarray(head.base_margin, np.float64)).reshape(-1) * np.ones(K)
     for i, ((a, _), c) in enumerate(zip(parsed, info)):
         bound[c] += a["leaf_max"] * (1.0 if drop_weights is None else
                                      abs(float(drop_weights[i])))
@@ -1098,9 +1198,14 @@ def _import(d) -> Booster:
         raise _malformed(f"the leaf values of the trees{cls} and the base score add up to "
                          f"{bound[k]:.6g}, beyond the float32 range (3.4028e38): "
                          f"predictions would overflow to inf")
-    # jaxboost's tree t belongs to class t % K: order the trees round by round (a
-    # forest's round: its P trees of each class interleaved, P x K trees).
-    order = list(range(len(trees)))
+    return info, parsed, D
+
+
+def _round_order(info, n_trees, K, P):
+    """The XGBoost trees in jaxboost's order: tree ``t`` belongs to class ``t % K``, round
+    by round (a forest's round: its ``P`` trees of each class interleaved, ``P x K``
+    trees)."""
+    order = list(range(n_trees))
     if K > 1:
         per_class = [[i for i, c in enumerate(info) if c == k] for k in range(K)]
         if len({len(p) for p in per_class}) != 1:
@@ -1109,76 +1214,70 @@ def _import(d) -> Booster:
                 f"the model has unequal numbers of trees per class (between {counts[0]} "
                 f"and {counts[-1]}); from_xgboost needs whole rounds of {K} trees")
         order = [per_class[k][r] for r in range(len(per_class[0])) for k in range(K)]
-    if len(trees) % (K * P):
-        raise ModelFormatError(f"the model has {len(trees)} trees, not whole rounds of "
+    if n_trees % (K * P):
+        raise ModelFormatError(f"the model has {n_trees} trees, not whole rounds of "
                                f"num_parallel_tree = {P} tree(s) for each of {K} "
                                f"class(es)")
-    T, M = len(trees), 2 ** (D + 1) - 1
-    _check_heap_nodes(T, D, K, None)
-    feature = np.zeros((T, M), np.int32)
-    threshold = np.full((T, M), np.nan, np.float32)
-    default_left = np.zeros((T, M), bool)
-    is_leaf = np.ones((T, M), bool)
-    value = np.zeros((T, M) if K == 1 else (T, M, K), np.float32)
-    gain = np.zeros((T, M), np.float32)
-    cover = np.zeros((T, M), np.float32)
-    cat_bits = np.zeros((T, M, 8), np.uint32) if cat_features.any() else None
-    every_code = np.ones(_MAX_CODE + 1, bool)
+    return order
+
+
+def _heap_arrays(parsed, order, info, D, head: _Header) -> dict:
+    """The ``Ensemble`` fields but ``tbin`` of the parsed trees in ``order``, in heap
+    layout of depth ``D`` (``cat_bits`` None without categorical features)."""
+    T, M, K = len(order), 2 ** (D + 1) - 1, head.K
+    out = dict(feature=np.zeros((T, M), np.int32),
+               threshold=np.full((T, M), np.nan, np.float32),
+               default_left=np.zeros((T, M), bool), is_leaf=np.ones((T, M), bool),
+               value=np.zeros((T, M) if K == 1 else (T, M, K), np.float32),
+               gain=np.zeros((T, M), np.float32), cover=np.zeros((T, M), np.float32),
+               cat_bits=np.zeros((T, M, 8), np.uint32) if head.cat_features.any() else None)
     for t, src in enumerate(order):
-        a, _ = parsed[src]
-        pos = _heap_positions(a)
-        nodes = np.fromiter(pos.keys(), np.int64)
-        heap = np.fromiter(pos.values(), np.int64)
-        split = a["left_children"][nodes] != -1
-        hs = heap[split]
-        is_leaf[t, hs] = False
-        feature[t, hs] = a["split_indices"][nodes[split]]
-        threshold[t, hs] = a["split_conditions"][nodes[split]].astype(np.float32)
-        default_left[t, hs] = a["default_left"][nodes[split]]
-        gain[t, hs] = a["loss_changes"][nodes[split]]
-        cover[t, heap] = a["sum_hessian"][nodes]
-        for node, codes in a["right_cats"].items():
-            f = int(a["split_indices"][node])
-            if not cat_features[f]:
-                raise ModelFormatError(f"trees[{src}]: node {node} is a categorical split "
-                                       f"on feature {f}, which feature_types does not mark "
-                                       f"categorical ('c')")
-            h = pos.get(node)
-            if h is None:  # a node no path reaches
-                continue
-            threshold[t, h] = np.nan
-            left = sorted(set(range(_MAX_CODE + 1)) - set(codes))
-            cat_bits[t, h] = bits_of_codes(left, bool(a["default_left"][node]), every_code)
-        numeric_on_cat = [i for i in nodes[split] if a["split_type"][i] == 0
-                          and cat_features[int(a["split_indices"][i])]]
-        if numeric_on_cat:
-            raise ModelFormatError(f"trees[{src}]: node {numeric_on_cat[0]} is a numeric "
-                                   f"split on a categorical feature")
-        w = np.where(split, a["base_weights"][nodes], a["split_conditions"][nodes])
-        if drop_weights is not None:  # dart: the tree's output times its weight
-            w = (w.astype(np.float32) * drop_weights[src]).astype(np.float32)
+        heap, w = _heap_tree(out, t, src, parsed[src][0], head)
         if K == 1:
-            value[t, heap] = w
+            out["value"][t, heap] = w
         else:
-            value[t, heap, info[src]] = w
-    edges, tbin = _bin_edges(feature, threshold, ~is_leaf & ~np.isnan(threshold), F)
-    if cat_bits is not None:
-        edges = _categorical_edges(edges, cat_features)
-    objective = _import_objective(name, obj, K)
-    ens = Ensemble(feature=feature, tbin=tbin, threshold=threshold,
-                   default_left=default_left, is_leaf=is_leaf, value=value, gain=gain,
-                   cover=cover, cat_bits=cat_bits)
-    booster = Booster(ens, objective=objective,
-                      params=TreeParams(max_depth=D, max_bin=edges.max_bin),
-                      bin_edges=edges, base_margin=base_margin, n_features=F,
-                      n_outputs=K, trees_per_round=K * P, num_parallel_tree=P)
-    if names:
-        booster.feature_names = list(names)
-    labels = _read_cats(gm, F, cat_features)
-    if labels:
-        booster.category_labels = labels
-    booster.best_iteration, booster.best_score = _best_of(learner, T // (K * P))
-    return booster
+            out["value"][t, heap, info[src]] = w
+    return out
+
+
+def _heap_tree(out, t, src, a, head: _Header):
+    """Write XGBoost tree ``src`` (``_parse_tree``'s arrays ``a``) as tree ``t`` of the
+    heap arrays ``out`` but ``value``; returns ``(heap, w)``, its reached nodes' heap
+    positions and outputs."""
+    cat_features, drop_weights = head.cat_features, head.drop_weights
+    pos = _heap_positions(a)
+    nodes = np.fromiter(pos.keys(), np.int64)
+    heap = np.fromiter(pos.values(), np.int64)
+    split = a["left_children"][nodes] != -1
+    hs = heap[split]
+    out["is_leaf"][t, hs] = False
+    out["feature"][t, hs] = a["split_indices"][nodes[split]]
+    out["threshold"][t, hs] = a["split_conditions"][nodes[split]].astype(np.float32)
+    out["default_left"][t, hs] = a["default_left"][nodes[split]]
+    out["gain"][t, hs] = a["loss_changes"][nodes[split]]
+    out["cover"][t, heap] = a["sum_hessian"][nodes]
+    every_code = np.ones(_MAX_CODE + 1, bool)
+    for node, codes in a["right_cats"].items():
+        f = int(a["split_indices"][node])
+        if not cat_features[f]:
+            raise ModelFormatError(f"trees[{src}]: node {node} is a categorical split "
+                                   f"on feature {f}, which feature_types does not mark "
+                                   f"categorical ('c')")
+        h = pos.get(node)
+        if h is None:  # a node no path reaches
+            continue
+        out["threshold"][t, h] = np.nan
+        left = sorted(set(range(_MAX_CODE + 1)) - set(codes))
+        out["cat_bits"][t, h] = bits_of_codes(left, bool(a["default_left"][node]), every_code)
+    numeric_on_cat = [i for i in nodes[split] if a["split_type"][i] == 0
+                      and cat_features[int(a["split_indices"][i])]]
+    if numeric_on_cat:
+        raise ModelFormatError(f"trees[{src}]: node {numeric_on_cat[0]} is a numeric "
+                               f"split on a categorical feature")
+    w = np.where(split, a["base_weights"][nodes], a["split_conditions"][nodes])
+    if drop_weights is not None:  # dart: the tree's output times its weight
+        w = (w.astype(np.float32) * drop_weights[src]).astype(np.float32)
+    return heap, w
 
 
 def _best_of(learner, n_rounds):

@@ -28,7 +28,7 @@ import os
 import sys
 import time
 import warnings
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from ..errors import CheckpointWarning, EarlyStoppingWarning
 from ..inputs.numbers import is_int, is_real
@@ -212,11 +212,13 @@ class Progress:
         self.stream = stream
         self.plain = plain
         self.use_tqdm = bool(use_tqdm)
-        self._first = None  # (clock, rounds done) at the first round reported
-        self._bar = None
-        self._mode = None  # None: not shown yet; "bar", "line" or "off"
+        self._first: Optional[tuple[float, int]] = None  # (clock, rounds done) at the
+        # first round reported
+        self._bar: Any = None  # a tqdm bar
+        self._mode: Optional[str] = None  # None: not shown yet; "bar", "line" or "off"
         self._shown = 0
-        self._last_line = None  # clock of the last full line (off a terminal)
+        self._last_line: Optional[float] = None  # clock of the last full line (off a
+        # terminal)
         self._tty = False
         self._text = ""
 
@@ -235,7 +237,7 @@ class Progress:
         """Whether the progress should appear now (``done`` rounds at clock ``now``)."""
         if self.min_seconds <= 0:
             return True
-        t1, d1 = self._first
+        t1, d1 = self._first or (now, done)  # (None: nothing measured yet)
         if done <= d1 or now <= t1 or done >= self.total:
             return False  # no speed measured yet, or nothing left
         per_round = (now - t1) / (done - d1)
@@ -359,8 +361,9 @@ class Checkpoint:
             raise ValueError(f"Checkpoint path {self.path!r}: its directory {directory!r} "
                              f"does not exist; create it first")
         self.every = int(every)
-        self.last_round = None  # rounds in the last file written (None: none yet)
-        self.failures = []
+        self.last_round: Optional[int] = None  # rounds in the last file written (None:
+        # none yet)
+        self.failures: list = []
 
     def __call__(self, env: CallbackEnv) -> bool:
         done = env.round + 1

@@ -59,7 +59,7 @@ class Constraints:
     def train_state(self) -> dict:
         """What a model file records of them (``Booster.train_state``; JSON scalars):
         XGBoost's string forms ``"(1,0,-1)"`` and ``"[[0,1],[2]]"``, the row minimum."""
-        out = {}
+        out: dict[str, str | int] = {}
         if self.monotone is not None:
             out["monotone_constraints"] = "(" + ",".join(str(c) for c in self.monotone) + ")"
         if self.interaction is not None:

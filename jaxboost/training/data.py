@@ -195,9 +195,10 @@ def prepare(s, Xf, yf, wf, sparse_ok: bool = True) -> Prepared:
     gidx = (np.zeros((1, 1), np.int32) if s.group is None
             else group_index(s.group, Xf.shape[0], layout.block))
     cats = cat_info(edges, s.max_cat_to_onehot, s.max_cat_threshold)
-    shared = Shared(*(layout.replicate(a) for a in (
-        cuts_ext, forward_ok, layout.offsets, np.int32(layout.n_total), gidx)),
-        cats=None if cats is None else jax.tree.map(layout.replicate, cats))
+    rep = layout.replicate
+    shared = Shared(cuts_ext=rep(cuts_ext), forward_ok=rep(forward_ok),
+                    offsets=rep(layout.offsets), n_total=rep(np.int32(layout.n_total)),
+                    gidx=rep(gidx), cats=None if cats is None else jax.tree.map(rep, cats))
     base = base_margin(s, layout, rows, y, w)
     start = start_margins(s, base, Xf, Xf.shape[0], layout.block, s.offsets)
     margin = layout.put(start[None], feature_major=True)

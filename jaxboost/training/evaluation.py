@@ -67,104 +67,115 @@ def eval_sets(eval_set, edges, s, gather=False, eval_group=None, *,
     training labels ``s.category_labels`` (``jaxboost.inputs.categorical``). When the model
     trains with margins per row (``s.offsets``), every set needs its own: a set
     scored at offset 0 would rank rounds by margins the model never fits."""
-    n_features = edges.n_features
-    loss, names, n_outputs = s.loss, s.feature_names, s.n_outputs
-    category_labels, trained_offsets = s.category_labels, s.offsets is not None
     if eval_set is None:
         if eval_group is not None:
             raise ValueError("eval_group is given without eval_set")
         if eval_base_margin is not None:
             raise ValueError("eval_base_margin is given without eval_set")
         return []
+    items = _eval_items(eval_set)
+    set_names = [name for name, _ in items]
+    groups = eval_groups(eval_group, set_names, isinstance(eval_set, dict))
+    margins = eval_groups(eval_base_margin, set_names, isinstance(eval_set, dict),
+                          what="eval_base_margin", per_set="margins per row (or None)")
+    return [_eval_set(name, e, edges, s, (gather, targets), groups.get(name), margins)
+            for name, e in items]
+
+
+def _eval_items(eval_set) -> list:
+    """``[(name, (X, y[, w]))]`` of a list or dict ``eval_set``."""
     if isinstance(eval_set, dict):
-        items = list(eval_set.items())
-    elif isinstance(eval_set, (list, tuple)):
+        return list(eval_set.items())
+    if isinstance(eval_set, (list, tuple)):
         if len(eval_set) in (2, 3) and not isinstance(eval_set[0], (list, tuple)) and \
                 np.ndim(eval_set[0]) == 2:
             raise TypeError("eval_set is a list of (X, y) pairs: write eval_set=[(X, y)]")
-        items = [(f"validation_{i}", e) for i, e in enumerate(eval_set)]
-    else:
-        raise TypeError(f"eval_set must be a list of (X, y) or (X, y, sample_weight) tuples "
-                        f"or a dict of them, got {type(eval_set).__name__}")
-    groups = eval_groups(eval_group, [name for name, _ in items],
-                          isinstance(eval_set, dict))
-    margins = eval_groups(eval_base_margin, [name for name, _ in items],
-                          isinstance(eval_set, dict), what="eval_base_margin",
-                          per_set="margins per row (or None)")
-    out = []
-    for name, e in items:
-        if not isinstance(e, (list, tuple)) or len(e) not in (2, 3):
-            raise TypeError(f"eval set {name!r} must be (X, y) or (X, y, sample_weight)")
-        # In a multi-process job a process may hold none of the set's rows.
-        empty_here = gather and np.ndim(e[0]) == 2 and np.shape(e[0])[0] == 0
-        try:
-            if empty_here:
-                if np.shape(e[0])[1] != n_features:
-                    raise DataError(f"has {np.shape(e[0])[1]} features, the training "
-                                    f"data {n_features}")
-                Xe = np.zeros((0, n_features), np.float32)
-                ye, we = np.zeros(0, np.float32), np.zeros(0, np.float32)
-                if targets != "(N,)":
-                    ye = arrays.as_targets(e[1], 0)
-            else:
-                frames.check_feature_names(names, e[0])
-                Xe = arrays.as_features(e[0], allow_inf=True,
-                                             sparse=None if gather else "csc")
-                if Xe.shape[1] != n_features:
-                    raise DataError(f"has {Xe.shape[1]} features, the training data "
-                                    f"{n_features}")
-                if edges.is_categorical:
-                    Xe = _categorical.recode(Xe, _categorical.frame_categories(e[0]),
-                                             category_labels or {})
-                    _categorical.check_predict_codes(
-                        ColumnView(Xe) if is_sparse(Xe) else Xe,
-                        np.flatnonzero(edges.categorical), names)
-                ye = arrays.as_targets(e[1], Xe.shape[0])
-                we = arrays.as_weights(e[2] if len(e) == 3 else None, Xe.shape[0])
-                if isinstance(loss, Objective) and not arrays.is_side_data(ye):
-                    loss.validate_labels(ye)
-            if arrays.target_structure(ye) != targets:
-                raise DataError(f"y has structure {arrays.target_structure(ye)}, the "
-                                f"training y {targets}; evaluation sets carry the same "
-                                f"values per row as the training data")
-            offsets = margins.get(name)
-            if offsets is None and trained_offsets:
-                raise DataError(
-                    "has no eval_base_margin, but the model trains with margins per row "
-                    "(base_margin of shape (N,) or (N, K), e.g. np.log(exposure)): scored "
-                    "at offset 0 its metric would not measure the model being trained "
-                    "(nor pick its best round). Pass eval_base_margin= with the set's "
-                    "own offsets (a list aligned with eval_set, or a dict by name), or "
-                    "zeros to score it at offset 0 on purpose")
-            if offsets is not None:
-                offsets = arrays.as_offsets(offsets, Xe.shape[0], n_outputs,
-                                                 name="eval_base_margin")
-        except ValueError as err:
-            raise DataError(f"eval set {name!r}: {err}") from None
-        ids = groups.get(name)
+        return [(f"validation_{i}", e) for i, e in enumerate(eval_set)]
+    raise TypeError(f"eval_set must be a list of (X, y) or (X, y, sample_weight) tuples "
+                    f"or a dict of them, got {type(eval_set).__name__}")
+
+
+def _eval_set(name, e, edges, s, how, ids, margins) -> EvalSet:
+    """Evaluation set ``name``, ``e = (X, y[, w])``, validated (``how``: ``eval_sets``'
+    ``(gather, targets)``), with its query ids ``ids`` (or None) and its margins per row
+    from ``margins`` (by set name)."""
+    gather, targets = how
+    if not isinstance(e, (list, tuple)) or len(e) not in (2, 3):
+        raise TypeError(f"eval set {name!r} must be (X, y) or (X, y, sample_weight)")
+    try:
+        Xe, ye, we = _eval_rows(e, edges, s, gather, targets)
+        offsets = margins.get(name)
+        if offsets is None and s.offsets is not None:
+            raise DataError(
+                "has no eval_base_margin, but the model trains with margins per row "
+                "(base_margin of shape (N,) or (N, K), e.g. np.log(exposure)): scored "
+                "at offset 0 its metric would not measure the model being trained "
+                "(nor pick its best round). Pass eval_base_margin= with the set's "
+                "own offsets (a list aligned with eval_set, or a dict by name), or "
+                "zeros to score it at offset 0 on purpose")
+        if offsets is not None:
+            offsets = arrays.as_offsets(offsets, Xe.shape[0], s.n_outputs,
+                                             name="eval_base_margin")
+    except ValueError as err:
+        raise DataError(f"eval set {name!r}: {err}") from None
+    if ids is not None:
+        ids = np.asarray(ids)
+        if ids.shape != (Xe.shape[0],) or ids.dtype.kind not in "iuf":
+            raise DataError(f"eval_group of {name!r} must be {Xe.shape[0]} numeric "
+                            f"query ids (one per row), got shape {ids.shape}")
+    if gather:
+        we = np.ones(Xe.shape[0], np.float32) if we is None else we
+        Xe, we = (dist.gather_rows(a) for a in (Xe, we))
+        ye = _map_targets(dist.gather_rows, ye)
         if ids is not None:
-            ids = np.asarray(ids)
-            if ids.shape != (Xe.shape[0],) or ids.dtype.kind not in "iuf":
-                raise DataError(f"eval_group of {name!r} must be {Xe.shape[0]} numeric "
-                                f"query ids (one per row), got shape {ids.shape}")
-        if gather:
-            we = np.ones(Xe.shape[0], np.float32) if we is None else we
-            Xe, we = (dist.gather_rows(a) for a in (Xe, we))
-            ye = _map_targets(dist.gather_rows, ye)
-            if ids is not None:
-                ids = dist.gather_rows(ids)
-            if offsets is not None:
-                offsets = dist.gather_rows(offsets)
-            if Xe.shape[0] == 0:
-                raise DataError(f"eval set {name!r} has no rows on any process")
-        n = Xe.shape[0]
-        bins = np.zeros((n, n_features), bin_dtype(edges.n_bins))
-        apply_bins(Xe, edges, out=bins, row_major=True)
-        queries = (np.zeros((1, 1), np.int32) if ids is None else group_index(ids, n))
-        out.append(EvalSet(str(name), Xe, bins, ye,
-                            np.ones(n, np.float32) if we is None else we, n, queries,
-                            ids is not None, offsets))
-    return out
+            ids = dist.gather_rows(ids)
+        if offsets is not None:
+            offsets = dist.gather_rows(offsets)
+        if Xe.shape[0] == 0:
+            raise DataError(f"eval set {name!r} has no rows on any process")
+    n = Xe.shape[0]
+    bins = np.zeros((n, edges.n_features), bin_dtype(edges.n_bins))
+    apply_bins(Xe, edges, out=bins, row_major=True)
+    queries = (np.zeros((1, 1), np.int32) if ids is None else group_index(ids, n))
+    return EvalSet(str(name), Xe, bins, ye, np.ones(n, np.float32) if we is None else we, n,
+                   queries, ids is not None, offsets)
+
+
+def _eval_rows(e, edges, s, gather, targets):
+    """``(X, y, w)`` of an evaluation set ``e``, checked against the training data (a
+    process of a multi-process job may hold none of its rows)."""
+    n_features, names = edges.n_features, s.feature_names
+    empty_here = gather and np.ndim(e[0]) == 2 and np.shape(e[0])[0] == 0
+    if empty_here:
+        if np.shape(e[0])[1] != n_features:
+            raise DataError(f"has {np.shape(e[0])[1]} features, the training "
+                            f"data {n_features}")
+        Xe = np.zeros((0, n_features), np.float32)
+        ye, we = np.zeros(0, np.float32), np.zeros(0, np.float32)
+        if targets != "(N,)":
+            ye = arrays.as_targets(e[1], 0)
+    else:
+        frames.check_feature_names(names, e[0])
+        Xe = arrays.as_features(e[0], allow_inf=True,
+                                     sparse=None if gather else "csc")
+        if Xe.shape[1] != n_features:
+            raise DataError(f"has {Xe.shape[1]} features, the training data "
+                            f"{n_features}")
+        if edges.is_categorical:
+            Xe = _categorical.recode(Xe, _categorical.frame_categories(e[0]),
+                                     s.category_labels or {})
+            _categorical.check_predict_codes(
+                ColumnView(Xe) if is_sparse(Xe) else Xe,
+                np.flatnonzero(edges.categorical), names)
+        ye = arrays.as_targets(e[1], Xe.shape[0])
+        we = arrays.as_weights(e[2] if len(e) == 3 else None, Xe.shape[0])
+        if isinstance(s.loss, Objective) and not arrays.is_side_data(ye):
+            s.loss.validate_labels(ye)
+    if arrays.target_structure(ye) != targets:
+        raise DataError(f"y has structure {arrays.target_structure(ye)}, the "
+                        f"training y {targets}; evaluation sets carry the same "
+                        f"values per row as the training data")
+    return Xe, ye, we
 
 
 def _map_targets(fn, y):

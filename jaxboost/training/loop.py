@@ -20,6 +20,8 @@ every model has stopped.
 
 from __future__ import annotations
 
+from typing import cast
+
 import jax
 import numpy as np
 
@@ -59,7 +61,8 @@ class ModelRun:
         self.evals = evals
         self.metrics = metrics
         self.metric_defs = {m.name: m for m in metrics}
-        self.history = {e.name: {m.name: [] for m in metrics} for e, *_ in evals}
+        self.history: dict[str, dict[str, list[float]]] = {
+            e.name: {m.name: [] for m in metrics} for e, *_ in evals}
         self.callbacks = list(s.callbacks)
         self.parts = [] if s.init_model is None else [s.init_model.ensemble]
         self.assemble = assemble
@@ -118,9 +121,9 @@ class ModelRun:
                                   round=err.round, booster=self.booster(r0 + i)
                                   if r0 + i > 0 else None) from err.__cause__
             for (e, *_), (v, _), hv in zip(self.evals, values, hosts):
-                dev, hv = iter(v[i]), iter(hv)
+                dev, host = iter(v[i]), iter(hv)
                 for m in self.metrics:
-                    self.history[e.name][m.name].append(float(next(hv if m.host else dev)))
+                    self.history[e.name][m.name].append(float(next(host if m.host else dev)))
             self.done = r0 + i + 1
             if self.callbacks:
                 env = CallbackEnv(r0 + i, s.n_rounds, s.start_round, self.history,
@@ -417,13 +420,16 @@ def assemble_booster(run_, n_new_rounds, *, edges, base, n_features):
     n_init = 0 if s.init_model is None else s.init_model.ensemble.n_trees
     n_trees = n_init + n_new_rounds * tpr
     if run_.parts:
-        parts, have = [], 0
+        parts: list[Ensemble] = []
+        have = 0
         for part in run_.parts:  # only the chunks needed (a later one may still run)
             if have >= n_trees and parts:
                 break
             parts.append(part)
             have += part.n_trees
-        ens = Ensemble.concat(parts)[:n_trees]
+        # Ensemble.__getitem__ slices every field (type checkers read a slice of a
+        # NamedTuple as a plain tuple)
+        ens = cast(Ensemble, Ensemble.concat(parts)[:n_trees])
     else:
         ens = Ensemble.concat([_no_trees(s)])
     b = Booster(ens, objective=s.loss, params=s.params, bin_edges=edges, base_margin=base,

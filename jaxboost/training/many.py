@@ -111,7 +111,8 @@ def _configure(i, merged, common, data):
         args = dict(common, **merged)
         del args["objective"]
         args.update(init_model=None, group=None, verbose=False, eval_metric=None)
-        return configure(loss, *data, Options(**args))
+        X, y = data
+        return configure(loss, X, y, Options(**args))
     except (TypeError, ValueError) as e:
         raise type(e)(f"{where}: {e}") from None
 
@@ -214,7 +215,10 @@ def train_many(configs, X, y, *, objective=None, **shared) -> list:
                                       "early_stopping_data", "min_delta"))
     y_pad = jax.tree.map(np.asarray, prep.rows.y)  # side data: a dict or (N, L)
     w_pad = np.asarray(prep.rows.w)
-    specs, runs, members, preps = [], [], [], []
+    specs: list = []
+    runs: list = []
+    members: list = []
+    preps: list = []
     for i, s in enumerate(settings):
         p = prep._replace(base=base_margin(s, layout, prep.rows, y_pad, w_pad), margin=None)
         s = settings[i] = guard_start(s, round_spec(s, p), prep.rows,
@@ -244,7 +248,7 @@ def train_many(configs, X, y, *, objective=None, **shared) -> list:
     failed = [(i, r.failure) for i, r in enumerate(runs) if r.failure is not None]
     for i, err in failed:
         if out[i] is not None:
-            out[i].error = err
+            out[i].error = err  # the failure beside the partial model
     if failed:
         lines = "; ".join(f"configuration {i}: {type(e).__name__}: {e}" for i, e in failed)
         warnings.warn(f"train_many: {len(failed)} of {len(runs)} configuration(s) failed "

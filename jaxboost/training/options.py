@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import re
-from typing import Any, Callable, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional
 
 from ..engine.autodiff import HESSIAN_FLOOR
 
@@ -368,12 +368,17 @@ def defaults(selected=None) -> dict:
     return {n: BY_NAME[n].default for n in (selected or BY_NAME)}
 
 
-Options = dataclasses.make_dataclass(
-    "Options", [(o.name, Any, dataclasses.field(default=o.default)) for o in OPTIONS],
-    frozen=True)
-Options.__module__ = __name__  # pickles and reprs name this module
-Options.__doc__ = ("Every option of one training call (``OPTIONS``), as given: what "
-                   "``configure`` receives.")
+if TYPE_CHECKING:  # the type checker sees a record of any option names
+    class Options:
+        def __init__(self, **options: Any) -> None: ...
+        def __getattr__(self, name: str) -> Any: ...
+else:
+    Options = dataclasses.make_dataclass(
+        "Options", [(o.name, Any, dataclasses.field(default=o.default)) for o in OPTIONS],
+        frozen=True)
+    Options.__module__ = __name__  # pickles and reprs name this module
+    Options.__doc__ = ("Every option of one training call (``OPTIONS``), as given: what "
+                       "``configure`` receives.")
 
 
 def record(fn: str, given: dict) -> Options:
@@ -384,8 +389,9 @@ def record(fn: str, given: dict) -> Options:
     if unknown:
         raise TypeError(f"{fn}() got an unexpected keyword argument {unknown[0]!r}")
     for k, v in given.items():
-        if BY_NAME[k].check is not None:
-            BY_NAME[k].check(k, v)
+        check = BY_NAME[k].check
+        if check is not None:
+            check(k, v)
     return Options(**given)
 
 
@@ -407,7 +413,7 @@ def signature(leading: list, selected, *, var_keyword: Optional[str] = None,
 def args_doc(selected, indent: str = "      ") -> str:
     """The ``Args`` lines of the options ``selected``: ``name: doc``, an option without
     its own doc joined to the one before it (``"a, b: doc"``)."""
-    groups = []
+    groups: list = []
     for n in selected:
         o = BY_NAME[n]
         if o.doc is None and groups:
