@@ -122,6 +122,10 @@ class Booster:
       True
     """
 
+    error: Exception | None = None
+    """The error that stopped this model early in ``train_many`` (its partial model is
+    returned), else None."""
+
     def __init__(self, ensemble: Ensemble, *, objective, params: TreeParams,
                  bin_edges: BinEdges, base_margin, n_features: int, n_outputs: int = 1,
                  trees_per_round: int = 1, feature_names=None, category_labels=None,
