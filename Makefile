@@ -81,6 +81,7 @@ gpu:
 # ruff, then the type check.
 lint: $(STAMP_TEST)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
 # mypy over jaxboost/engine and jaxboost/training ([tool.mypy] in pyproject.toml).

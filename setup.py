@@ -18,7 +18,8 @@ from setuptools.command.build_ext import build_ext
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _spec = importlib.util.spec_from_file_location(
-    "_jaxboost_native_build", os.path.join(_HERE, "jaxboost", "native", "_build.py"))
+    "_jaxboost_native_build", os.path.join(_HERE, "jaxboost", "native", "_build.py")
+)
 _nb = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_nb)
 
@@ -47,9 +48,11 @@ class BuildNativeKernel(build_ext):
                 stale = self.get_ext_fullpath(ext.name)
                 if os.path.exists(stale):
                     os.unlink(stale)
-                print(f"warning: jaxboost's native kernel was not built ({e}); "
-                      "jaxboost will try again on first use, else use pure JAX",
-                      file=sys.stderr)
+                print(
+                    f"warning: jaxboost's native kernel was not built ({e}); "
+                    "jaxboost will try again on first use, else use pure JAX",
+                    file=sys.stderr,
+                )
         # Skipped extensions are neither copied (editable install) nor recorded.
         self.extensions = [e for e in self.extensions if e not in failed]
 

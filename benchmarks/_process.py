@@ -44,10 +44,15 @@ def launch_measured(cmd: list, case: str, timeout: float, tag: str) -> dict:
         out.seek(0)
         err.seek(0)
         lines = [ln for ln in out.read().splitlines() if ln.startswith(tag)]
-        res = dict(case=case, wall_s=wall, peak_bytes=usage.ru_maxrss * 1024,
-                   cpu_s=usage.ru_utime + usage.ru_stime, returncode=rc)
+        res = dict(
+            case=case,
+            wall_s=wall,
+            peak_bytes=usage.ru_maxrss * 1024,
+            cpu_s=usage.ru_utime + usage.ru_stime,
+            returncode=rc,
+        )
         if rc != 0 or not lines:
             res["error"] = err.read()[-2000:]
             return res
-        res.update(json.loads(lines[-1][len(tag):]))
+        res.update(json.loads(lines[-1][len(tag) :]))
         return res

@@ -39,9 +39,10 @@ def workloads():
 
     Xd, yd = load_digits(return_X_y=True)
     Xb, yb = load_breast_cancer(return_X_y=True)
-    return {"digits softmax": (Xd.astype(np.float32), yd.astype(np.float32), "softmax"),
-            "breast cancer logistic": (Xb.astype(np.float32), yb.astype(np.float32),
-                                       "logistic")}
+    return {
+        "digits softmax": (Xd.astype(np.float32), yd.astype(np.float32), "softmax"),
+        "breast cancer logistic": (Xb.astype(np.float32), yb.astype(np.float32), "logistic"),
+    }
 
 
 def timed(fn, repeats):
@@ -68,18 +69,28 @@ def jaxboost_fit(X, y, objective, padded):
         else:
             os.environ.pop(PAD_BINS_ENV, None)
         try:
-            return jaxboost.train(objective, X, y, n_rounds=ROUNDS, max_depth=DEPTH,
-                                  learning_rate=LR, verbose=False)
+            return jaxboost.train(
+                objective, X, y, n_rounds=ROUNDS, max_depth=DEPTH, learning_rate=LR, verbose=False
+            )
         finally:
             os.environ.pop(PAD_BINS_ENV, None)
+
     return fit
 
 
 def xgboost_fit(X, y, objective):
     import xgboost as xgb
 
-    params = dict(tree_method="hist", max_depth=DEPTH, eta=LR, reg_lambda=1.0,
-                  min_child_weight=1.0, max_bin=256, grow_policy="depthwise", nthread=2)
+    params = dict(
+        tree_method="hist",
+        max_depth=DEPTH,
+        eta=LR,
+        reg_lambda=1.0,
+        min_child_weight=1.0,
+        max_bin=256,
+        grow_policy="depthwise",
+        nthread=2,
+    )
     if objective == "softmax":
         params.update(objective="multi:softprob", num_class=int(y.max()) + 1)
     else:
@@ -88,6 +99,7 @@ def xgboost_fit(X, y, objective):
     def fit():
         d = xgb.QuantileDMatrix(X, label=y, max_bin=256, nthread=2)
         return xgb.train(params, d, ROUNDS)
+
     return fit
 
 
@@ -108,36 +120,55 @@ def main(argv=None):
 
     import jaxboost
 
-    results = dict(jax=jax.__version__, xgboost=xgb.__version__, jaxboost=jaxboost.__version__,
-                   machine=platform.machine(), cores=os.cpu_count(),
-                   settings=dict(max_depth=DEPTH, n_rounds=ROUNDS, learning_rate=LR),
-                   repeats=args.repeats, workloads={})
+    results = dict(
+        jax=jax.__version__,
+        xgboost=xgb.__version__,
+        jaxboost=jaxboost.__version__,
+        machine=platform.machine(),
+        cores=os.cpu_count(),
+        settings=dict(max_depth=DEPTH, n_rounds=ROUNDS, learning_rate=LR),
+        repeats=args.repeats,
+        workloads={},
+    )
     for name, (X, y, objective) in workloads().items():
         row = {}
         models = {}
         for variant, padded in (("before (padded)", True), ("after (data bins)", False)):
             first, med, warm, bst = timed(jaxboost_fit(X, y, objective, padded), args.repeats)
             models[variant] = bst
-            row[variant] = dict(first_s=first, warm_median_s=med, warm_s=warm,
-                                bins=bst.bin_edges.n_bins, train_accuracy=accuracy(
-                                    bst.predict(X), y))
+            row[variant] = dict(
+                first_s=first,
+                warm_median_s=med,
+                warm_s=warm,
+                bins=bst.bin_edges.n_bins,
+                train_accuracy=accuracy(bst.predict(X), y),
+            )
         a, b = (m.ensemble.to_numpy() for m in models.values())
-        same = all((x is None and z is None) or np.asarray(x).tobytes() == np.asarray(z).tobytes()
-                   for x, z in zip(a, b))
+        same = all(
+            (x is None and z is None) or np.asarray(x).tobytes() == np.asarray(z).tobytes()
+            for x, z in zip(a, b)
+        )
         first, med, warm, bst = timed(xgboost_fit(X, y, objective), args.repeats)
-        row["xgboost hist"] = dict(first_s=first, warm_median_s=med, warm_s=warm,
-                                   train_accuracy=accuracy(bst.predict(xgb.DMatrix(X)), y))
+        row["xgboost hist"] = dict(
+            first_s=first,
+            warm_median_s=med,
+            warm_s=warm,
+            train_accuracy=accuracy(bst.predict(xgb.DMatrix(X)), y),
+        )
         row["bit_identical"] = same
         results["workloads"][name] = row
         print(f"{name} ({X.shape[0]} x {X.shape[1]}), warm median of {args.repeats}:")
         for variant in ("before (padded)", "after (data bins)", "xgboost hist"):
             r = row[variant]
             bins = f"B = {r['bins']:3d}" if "bins" in r else "       "
-            print(f"  {variant:18s} {bins}  {r['warm_median_s']:7.3f} s  "
-                  f"(first fit {r['first_s']:.2f} s, train accuracy {r['train_accuracy']:.4f})")
+            print(
+                f"  {variant:18s} {bins}  {r['warm_median_s']:7.3f} s  "
+                f"(first fit {r['first_s']:.2f} s, train accuracy {r['train_accuracy']:.4f})"
+            )
         print(f"  padded and data-bin models bit-identical: {same}", flush=True)
-    out = Path(args.out or Path(__file__).parent / "results"
-               / time.strftime("bins-%Y%m%d-%H%M%S.json"))
+    out = Path(
+        args.out or Path(__file__).parent / "results" / time.strftime("bins-%Y%m%d-%H%M%S.json")
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=1))
     print(f"raw figures: {out}")

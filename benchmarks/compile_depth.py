@@ -66,9 +66,14 @@ def worker(task: dict) -> dict:
 
     import jaxboost
 
-    params = dict(n_rounds=task["rounds"], learning_rate=run.LEARNING_RATE,
-                  reg_lambda=run.REG_LAMBDA, min_child_weight=run.MIN_CHILD_WEIGHT,
-                  max_bin=run.MAX_BIN, verbose=False)
+    params = dict(
+        n_rounds=task["rounds"],
+        learning_rate=run.LEARNING_RATE,
+        reg_lambda=run.REG_LAMBDA,
+        min_child_weight=run.MIN_CHILD_WEIGHT,
+        max_bin=run.MAX_BIN,
+        verbose=False,
+    )
 
     def fit(depth):
         t = time.perf_counter()
@@ -93,14 +98,19 @@ def launch(task: dict, src: Path) -> dict:
     env.setdefault("JAX_PLATFORMS", "cpu")
     env["JAXBOOST_COMPILATION_CACHE"] = "0"
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(src), env.get("PYTHONPATH")) if p)
-    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--_worker",
-                           json.dumps(task)], capture_output=True, text=True, env=env,
-                          cwd=src, timeout=3600)
+    proc = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--_worker", json.dumps(task)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=src,
+        timeout=3600,
+    )
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(TAG)]
     if proc.returncode or not lines:
         tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-6:])
         raise RuntimeError(f"worker {task} in {src} failed:\n{tail}")
-    return json.loads(lines[-1][len(TAG):])
+    return json.loads(lines[-1][len(TAG) :])
 
 
 def med(runs, key):
@@ -122,8 +132,12 @@ def main() -> None:
     ap.add_argument("--train-rounds", type=int, default=25)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--peer", choices=("none", "xgboost"), default="none")
-    ap.add_argument("--src", action="append", default=None,
-                    help="source tree to measure (repeatable; default: this one)")
+    ap.add_argument(
+        "--src",
+        action="append",
+        default=None,
+        help="source tree to measure (repeatable; default: this one)",
+    )
     ap.add_argument("--skip-compile", action="store_true")
     ap.add_argument("--skip-train", action="store_true")
     ap.add_argument("--_worker", default=None, help=argparse.SUPPRESS)
@@ -138,8 +152,10 @@ def main() -> None:
     jobs = []
     if not a.skip_compile:
         for D in map(int, a.depths.split(",")):
-            jobs += [("compile", D, i, dict(kind="compile", depth=D, rows=a.rows,
-                                            rounds=a.rounds)) for i in range(len(srcs))]
+            jobs += [
+                ("compile", D, i, dict(kind="compile", depth=D, rows=a.rows, rounds=a.rounds))
+                for i in range(len(srcs))
+            ]
     if not a.skip_train:
         for D in map(int, a.train_depths.split(",")):
             t = dict(kind="train", depth=D, rows=a.train_rows, rounds=a.train_rounds)
@@ -150,27 +166,38 @@ def main() -> None:
         for what, D, i, task in jobs:
             out = launch(task, srcs[max(i, 0)])
             results.setdefault((what, D, i), []).append(out)
-            print(f"  repeat {rep + 1} {what} D={D} "
-                  f"{'xgboost' if i < 0 else names[i]}: {out}", file=sys.stderr, flush=True)
+            print(
+                f"  repeat {rep + 1} {what} D={D} {'xgboost' if i < 0 else names[i]}: {out}",
+                file=sys.stderr,
+                flush=True,
+            )
     if not a.skip_compile:
         depths = list(map(int, a.depths.split(",")))
-        print(f"\ncompile seconds (fresh process, cache off, {a.rows} rows, {a.rounds} rounds,"
-              f" median of {a.repeats}); ratio to depth {depths[0]}")
-        print(f"{'source':<40} {'depth':>5} {'compile':>8} {'ratio':>6} "
-              f"{'switch D-1':>10} {'ratio':>6} {'warm':>6}")
+        print(
+            f"\ncompile seconds (fresh process, cache off, {a.rows} rows, {a.rounds} rounds,"
+            f" median of {a.repeats}); ratio to depth {depths[0]}"
+        )
+        print(
+            f"{'source':<40} {'depth':>5} {'compile':>8} {'ratio':>6} "
+            f"{'switch D-1':>10} {'ratio':>6} {'warm':>6}"
+        )
         for i, name in enumerate(names):
             c0 = med(results[("compile", depths[0], i)], "compile_s")
             s0 = med(results[("compile", depths[0], i)], "switch_s")
             for D in depths:
                 r = results[("compile", D, i)]
                 c, s = med(r, "compile_s"), med(r, "switch_s")
-                print(f"{name[-40:]:<40} {D:>5} {fmt(c):>8} {fmt(c / c0 if c0 else None):>6} "
-                      f"{fmt(s):>10} {fmt(s / s0 if s and s0 else None):>6} "
-                      f"{fmt(med(r, 'warm_s')):>6}")
+                print(
+                    f"{name[-40:]:<40} {D:>5} {fmt(c):>8} {fmt(c / c0 if c0 else None):>6} "
+                    f"{fmt(s):>10} {fmt(s / s0 if s and s0 else None):>6} "
+                    f"{fmt(med(r, 'warm_s')):>6}"
+                )
     if not a.skip_train:
-        print(f"\ntrain seconds (W1 data, {a.train_rows} rows, {a.train_rounds} rounds, warm "
-              f"second call, median of {a.repeats})"
-              + ("; ratio = jaxboost / XGBoost hist" if a.peer == "xgboost" else ""))
+        print(
+            f"\ntrain seconds (W1 data, {a.train_rows} rows, {a.train_rounds} rounds, warm "
+            f"second call, median of {a.repeats})"
+            + ("; ratio = jaxboost / XGBoost hist" if a.peer == "xgboost" else "")
+        )
         print(f"{'source':<40} {'depth':>5} {'train':>8} {'ratio':>6}")
         for D in map(int, a.train_depths.split(",")):
             x = med(results.get(("train", D, -1), []), "train_s")

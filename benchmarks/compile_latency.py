@@ -111,8 +111,13 @@ def write_data(folder: Path) -> dict:
     rng = np.random.default_rng(0)
     w = rng.normal(size=X.shape[1]).astype(np.float32)
     y_reg = (X @ w + rng.normal(size=len(X))).astype(np.float32)
-    for name, arr in (("X", X), ("y", y), ("y_reg", y_reg), ("X_eval", Xt[:N_EVAL_MAX]),
-                      ("y_eval", yt[:N_EVAL_MAX])):
+    for name, arr in (
+        ("X", X),
+        ("y", y),
+        ("y_reg", y_reg),
+        ("X_eval", Xt[:N_EVAL_MAX]),
+        ("y_eval", yt[:N_EVAL_MAX]),
+    ):
         np.save(folder / f"{name}.npy", arr)
     return {"gen": spec["gen"], "rows": ROWS, "generation_s": gen["generation_s"]}
 
@@ -131,13 +136,24 @@ def fresh_cache_dir(parent: Path, env: dict) -> Path:
     """A new ``JAXBOOST_CACHE_DIR`` holding the built native kernel and no XLA cache."""
     cache = Path(tempfile.mkdtemp(prefix="jaxboost-cache-", dir=parent))
     env = dict(env, JAXBOOST_CACHE_DIR=str(cache))
-    proc = subprocess.run([sys.executable, "-c",
-                           "from jaxboost import native; print(native.available(), "
-                           "native.unavailable_reason())"],
-                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from jaxboost import native; print(native.available(), native.unavailable_reason())",
+        ],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     if proc.returncode != 0 or not proc.stdout.startswith("True"):
-        print(f"warning: native kernel not available: {proc.stdout.strip()} "
-              f"{proc.stderr.strip()[-500:]}", file=sys.stderr)
+        print(
+            f"warning: native kernel not available: {proc.stdout.strip()} "
+            f"{proc.stderr.strip()[-500:]}",
+            file=sys.stderr,
+        )
     shutil.rmtree(cache / "xla", ignore_errors=True)
     return cache
 
@@ -149,15 +165,16 @@ def run_child(args: list, env: dict, timeout: float) -> dict:
 
     busy0, own0 = busy_cpu_seconds(), children_cpu_seconds()
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, *args], env=env, cwd=ROOT, capture_output=True,
-                          text=True, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
     wall = time.perf_counter() - t0
     busy, own = busy_cpu_seconds() - busy0, children_cpu_seconds() - own0
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(TAG)]
     if proc.returncode != 0 or not lines:
         tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-15:])
         raise RuntimeError(f"child {args[:2]} failed (exit {proc.returncode}):\n{tail}")
-    out = json.loads(lines[-1][len(TAG):])
+    out = json.loads(lines[-1][len(TAG) :])
     out["wall_s"] = wall
     if busy0 is not None and wall > 0:
         out["others_cpu_share"] = max(busy - own, 0.0) / (wall * os.cpu_count())
@@ -213,24 +230,36 @@ print({tag!r} + json.dumps(dict(startup_s=w0 - float(sys.argv[2]), load_s=t1 - t
 def part_first_model(data_dir: Path, tmp: Path, repeats: int, timeout: float) -> dict:
     """Interleaved fresh-process runs of jaxboost (empty XLA cache) and XGBoost hist."""
     env = base_env()
-    code = {lib: src.format(here=str(HERE), tag=TAG, rounds=ROUNDS, depth=DEPTH)
-            for lib, src in (("jaxboost", FIRST_JAXBOOST), ("xgboost", FIRST_XGBOOST))}
+    code = {
+        lib: src.format(here=str(HERE), tag=TAG, rounds=ROUNDS, depth=DEPTH)
+        for lib, src in (("jaxboost", FIRST_JAXBOOST), ("xgboost", FIRST_XGBOOST))
+    }
     runs = {"jaxboost": [], "xgboost": []}
     for r in range(repeats):
         for lib in ("jaxboost", "xgboost"):
             child_env = dict(env)
             if lib == "jaxboost":
                 child_env["JAXBOOST_CACHE_DIR"] = str(fresh_cache_dir(tmp, env))
-            out = run_child(["-c", code[lib], str(data_dir), repr(time.time())],
-                            child_env, timeout)
+            out = run_child(["-c", code[lib], str(data_dir), repr(time.time())], child_env, timeout)
             runs[lib].append(out)
-            print(f"  first model, repeat {r + 1}/{repeats}, {lib}: {out['wall_s']:.2f} s "
-                  f"(train {out['train_s']:.2f} s)", flush=True)
-    med = {lib: {k: statistics.median(run[k] for run in rs)
-                 for k in rs[0] if isinstance(rs[0][k], (int, float))}
-           for lib, rs in runs.items()}
-    return {"runs": runs, "median": med,
-            "ratio_vs_xgboost": med["jaxboost"]["wall_s"] / med["xgboost"]["wall_s"]}
+            print(
+                f"  first model, repeat {r + 1}/{repeats}, {lib}: {out['wall_s']:.2f} s "
+                f"(train {out['train_s']:.2f} s)",
+                flush=True,
+            )
+    med = {
+        lib: {
+            k: statistics.median(run[k] for run in rs)
+            for k in rs[0]
+            if isinstance(rs[0][k], (int, float))
+        }
+        for lib, rs in runs.items()
+    }
+    return {
+        "runs": runs,
+        "median": med,
+        "ratio_vs_xgboost": med["jaxboost"]["wall_s"] / med["xgboost"]["wall_s"],
+    }
 
 
 # --------------------------------------------------------------------------------------
@@ -266,30 +295,59 @@ class Steps:
     def settle(self, label, call):
         """Make ``call`` the current state (untimed for the table; kept in the log)."""
         seconds, c = self._time(call)
-        self.log.append(dict(section="settle", change=label, time_s=seconds,
-                             compiles=len(c.misses()), compile_names=list(c)))
+        self.log.append(
+            dict(
+                section="settle",
+                change=label,
+                time_s=seconds,
+                compiles=len(c.misses()),
+                compile_names=list(c),
+            )
+        )
         self.state = call
 
     def step(self, section, change, call, target, value=None, sweep=None):
         """Time ``call`` against a warm repeat of the current state; it becomes the state."""
         base_s, base_c = self._time(self.state)
         seconds, c = self._time(call)
-        rec = dict(section=section, change=change, value=value, sweep=sweep, base_s=base_s,
-                   time_s=seconds,
-                   extra_s=seconds - base_s, compiles=len(c.misses()),
-                   compile_names=list(c), compile_s=c.total_seconds(),
-                   traces=sorted(set(c.traces)), base_compiles=list(base_c), target_s=target)
+        rec = dict(
+            section=section,
+            change=change,
+            value=value,
+            sweep=sweep,
+            base_s=base_s,
+            time_s=seconds,
+            extra_s=seconds - base_s,
+            compiles=len(c.misses()),
+            compile_names=list(c),
+            compile_s=c.total_seconds(),
+            traces=sorted(set(c.traces)),
+            base_compiles=list(base_c),
+            target_s=target,
+        )
         self.log.append(rec)
         self.state = call
-        print(f"  {change:<44} {seconds:7.2f} s  extra {rec['extra_s']:+6.2f} s  "
-              f"{rec['compiles']} compile(s) {c.summary()}", flush=True)
+        print(
+            f"  {change:<44} {seconds:7.2f} s  extra {rec['extra_s']:+6.2f} s  "
+            f"{rec['compiles']} compile(s) {c.summary()}",
+            flush=True,
+        )
         return rec
 
     def sweep(self, section, label, make_call, values, target, fmt="{}"):
         """Steps through ``values[1:]`` (the state must be ``values[0]`` already)."""
-        return [self.step(section, f"{label} {fmt.format(values[i - 1])} -> "
-                          f"{fmt.format(v)}", make_call(v), target, value=v, sweep=label)
-                for i, v in enumerate(values) if i > 0]
+        return [
+            self.step(
+                section,
+                f"{label} {fmt.format(values[i - 1])} -> {fmt.format(v)}",
+                make_call(v),
+                target,
+                value=v,
+                sweep=label,
+            )
+            for i, v in enumerate(values)
+            if i > 0
+        ]
 
 
 def worker_changes(data_dir: str, quick: bool) -> None:
@@ -320,8 +378,13 @@ def worker_changes(data_dir: str, quick: bool) -> None:
     S.step("base", "base model, identical repeat", S.state, None)
 
     # Catalogue loss hyperparameter.
-    S.sweep("catalogue", "pseudo_huber delta", lambda d: train(PH(delta=d), y_reg),
-            cfg["deltas"], TARGET_CHANGE_S)
+    S.sweep(
+        "catalogue",
+        "pseudo_huber delta",
+        lambda d: train(PH(delta=d), y_reg),
+        cfg["deltas"],
+        TARGET_CHANGE_S,
+    )
 
     # User loss with a traced hyperparameter (loss_params), else functools.partial.
     import inspect
@@ -338,20 +401,26 @@ def worker_changes(data_dir: str, quick: bool) -> None:
         def call():
             if mode["loss_params"]:
                 try:
-                    return jaxboost.train(user_pseudo_huber, X, y_reg,
-                                          loss_params={"delta": d}, **common)
+                    return jaxboost.train(
+                        user_pseudo_huber, X, y_reg, loss_params={"delta": d}, **common
+                    )
                 except TypeError as e:
                     if "loss_params" not in str(e):
                         raise
                     mode["loss_params"] = False
-                    print("  (train has no loss_params: falling back to functools.partial)",
-                          flush=True)
+                    print(
+                        "  (train has no loss_params: falling back to functools.partial)",
+                        flush=True,
+                    )
             return jaxboost.train(fn, X, y_reg, **common)
+
         return call
 
     if not has_lp:
-        print("  (train has no loss_params: user loss via functools.partial, the fallback)",
-              flush=True)
+        print(
+            "  (train has no loss_params: user loss via functools.partial, the fallback)",
+            flush=True,
+        )
     S.step("user loss", f"user loss: first call (delta={d0})", user_call(d0), None, value=d0)
     tag = "" if mode["loss_params"] else " [partial]"
     S.sweep("user loss", "user loss delta" + tag, user_call, cfg["deltas"], TARGET_CHANGE_S)
@@ -359,16 +428,24 @@ def worker_changes(data_dir: str, quick: bool) -> None:
 
     # Hessian policy and floor.
     S.settle("pseudo_huber hessian=exact", train(PH(delta=d0), y_reg, hessian="exact"))
-    S.step("hessian", "hessian policy exact -> clip",
-           train(PH(delta=d0), y_reg, hessian="clip"), TARGET_STATIC_S)
-    S.sweep("hessian", "hessian_floor (clip)",
-            lambda f: train(PH(delta=d0), y_reg, hessian="clip", hessian_floor=f),
-            cfg["floors"], TARGET_CHANGE_S, fmt="{:g}")
+    S.step(
+        "hessian",
+        "hessian policy exact -> clip",
+        train(PH(delta=d0), y_reg, hessian="clip"),
+        TARGET_STATIC_S,
+    )
+    S.sweep(
+        "hessian",
+        "hessian_floor (clip)",
+        lambda f: train(PH(delta=d0), y_reg, hessian="clip", hessian_floor=f),
+        cfg["floors"],
+        TARGET_CHANGE_S,
+        fmt="{:g}",
+    )
 
     # Depth.
     S.settle("base again", train(PH(delta=d0), y_reg))
-    S.step("depth", "max_depth 6 -> 5", train(PH(delta=d0), y_reg, max_depth=5),
-           TARGET_STATIC_S)
+    S.step("depth", "max_depth 6 -> 5", train(PH(delta=d0), y_reg, max_depth=5), TARGET_STATIC_S)
 
     # Evaluation sets and metrics (binary logistic).
     S.settle("logistic", train("logistic", y))
@@ -380,37 +457,45 @@ def worker_changes(data_dir: str, quick: bool) -> None:
         return train("logistic", y, **kw)
 
     rows = cfg["eval_rows"]
-    S.step("eval", f"add eval_set ({rows[0]} rows)", with_eval(rows[0]), TARGET_CHANGE_S,
-           value=rows[0])
+    S.step(
+        "eval", f"add eval_set ({rows[0]} rows)", with_eval(rows[0]), TARGET_CHANGE_S, value=rows[0]
+    )
     S.sweep("eval", "eval rows", with_eval, rows, TARGET_CHANGE_S)
     S.step("eval", "remove eval_set", train("logistic", y), TARGET_CHANGE_S)
     mets = cfg["metrics"]
-    S.step("eval", f"add eval_set ({rows[-1]} rows, {mets[0]})", with_eval(rows[-1], mets[0]),
-           TARGET_CHANGE_S)
+    S.step(
+        "eval",
+        f"add eval_set ({rows[-1]} rows, {mets[0]})",
+        with_eval(rows[-1], mets[0]),
+        TARGET_CHANGE_S,
+    )
     for a, b in zip(mets, mets[1:]):
-        S.step("eval", f"eval_metric {a} -> {b}", with_eval(rows[-1], b), TARGET_CHANGE_S,
-               value=b)
+        S.step("eval", f"eval_metric {a} -> {b}", with_eval(rows[-1], b), TARGET_CHANGE_S, value=b)
 
     # Prediction row counts.
     bst = jaxboost.train("logistic", X, y, **common)
     pr = cfg["predict_rows"]
-    S.settle(f"predict {pr[0]} rows", lambda: bst.predict(X[:pr[0]]))
-    S.sweep("predict", "predict rows", lambda n: (lambda: bst.predict(X[:n])), pr,
-            TARGET_CHANGE_S)
+    S.settle(f"predict {pr[0]} rows", lambda: bst.predict(X[: pr[0]]))
+    S.sweep("predict", "predict rows", lambda n: lambda: bst.predict(X[:n]), pr, TARGET_CHANGE_S)
 
     # train_many against separate train calls, two families.
     many = []
     grid = [dict(learning_rate=lr, reg_lambda=lam) for lr, lam in cfg["many_grid"]]
     deltas = [dict(objective=PH(delta=d)) for d in cfg["many_deltas"]]
     for family, labels, obj, confs, base in (
-            ("logistic (learning_rate, reg_lambda)", y, "logistic", grid,
-             train("logistic", y)),
-            ("pseudo_huber deltas", y_reg, None, deltas, train(PH(delta=d0), y_reg))):
+        ("logistic (learning_rate, reg_lambda)", y, "logistic", grid, train("logistic", y)),
+        ("pseudo_huber deltas", y_reg, None, deltas, train(PH(delta=d0), y_reg)),
+    ):
         many.append(time_many(S, family, labels, obj, confs, base, X, common))
 
-    out = dict(log=S.log, many=many, user_loss_mode=user_mode, base_first=base_first,
-               worker_s=time.perf_counter() - t_start,
-               cache=jaxboost.compile_cache.status())
+    out = dict(
+        log=S.log,
+        many=many,
+        user_loss_mode=user_mode,
+        base_first=base_first,
+        worker_s=time.perf_counter() - t_start,
+        cache=jaxboost.compile_cache.status(),
+    )
     print(TAG + json.dumps(out))
 
 
@@ -432,14 +517,26 @@ def time_many(S: Steps, family, labels, obj, confs, base, X, common) -> dict:
     first_s, c_first = S._time(call)
     warm_s, _ = S._time(call)
     sep_s = sum(r["time_s"] for r in separate)
-    rec = dict(family=family, models=m, warm_one_s=warm_one, separate=separate,
-               separate_s=sep_s, separate_extra_s=sep_s - m * warm_one,
-               separate_compiles=sum(r["compiles"] for r in separate),
-               many_first_s=first_s, many_warm_s=warm_s, many_extra_s=first_s - warm_s,
-               many_compiles=len(c_first.misses()), many_compile_names=list(c_first))
-    print(f"  {m} configs, {family}: separate {sep_s:.2f} s "
-          f"({rec['separate_compiles']} compiles), train_many {first_s:.2f} s first "
-          f"({rec['many_compiles']} compiles), {warm_s:.2f} s warm", flush=True)
+    rec = dict(
+        family=family,
+        models=m,
+        warm_one_s=warm_one,
+        separate=separate,
+        separate_s=sep_s,
+        separate_extra_s=sep_s - m * warm_one,
+        separate_compiles=sum(r["compiles"] for r in separate),
+        many_first_s=first_s,
+        many_warm_s=warm_s,
+        many_extra_s=first_s - warm_s,
+        many_compiles=len(c_first.misses()),
+        many_compile_names=list(c_first),
+    )
+    print(
+        f"  {m} configs, {family}: separate {sep_s:.2f} s "
+        f"({rec['separate_compiles']} compiles), train_many {first_s:.2f} s first "
+        f"({rec['many_compiles']} compiles), {warm_s:.2f} s warm",
+        flush=True,
+    )
     return rec
 
 
@@ -467,81 +564,147 @@ def table_rows(first: dict | None, changes: dict | None) -> list:
 
     if first:
         mj, mx = first["median"]["jaxboost"], first["median"]["xgboost"]
-        rows.append(("first model, fresh process (wall)", mj["wall_s"], None,
-                     mj.get("xla_compiles"), *verdict(mj["wall_s"], TARGET_FIRST_S)))
+        rows.append(
+            (
+                "first model, fresh process (wall)",
+                mj["wall_s"],
+                None,
+                mj.get("xla_compiles"),
+                *verdict(mj["wall_s"], TARGET_FIRST_S),
+            )
+        )
         rows.append(("  in it: import jaxboost", mj["import_s"], None, None, "-", "-"))
         rows.append(("  in it: train call", mj["train_s"], None, None, "-", "-"))
         rows.append(("  in it: XLA compiles in train", mj["compile_s"], None, None, "-", "-"))
-        rows.append(("XGBoost hist, fresh process (wall)", mx["wall_s"], None, None,
-                     f"ratio {first['ratio_vs_xgboost']:.2f}x", "-"))
+        rows.append(
+            (
+                "XGBoost hist, fresh process (wall)",
+                mx["wall_s"],
+                None,
+                None,
+                f"ratio {first['ratio_vs_xgboost']:.2f}x",
+                "-",
+            )
+        )
     if changes:
         bf = changes["base_first"]
-        rows.append(("base model, first call in process", bf["time_s"], None,
-                     bf["compiles"], "-", "-"))
+        rows.append(
+            ("base model, first call in process", bf["time_s"], None, bf["compiles"], "-", "-")
+        )
         steps = [s for s in changes["log"] if s["section"] != "settle"]
         i = 0
         while i < len(steps):
             s = steps[i]
-            rows.append((s["change"], s["time_s"], s["extra_s"], s["compiles"],
-                         *verdict(s["extra_s"], s["target_s"])))
+            rows.append(
+                (
+                    s["change"],
+                    s["time_s"],
+                    s["extra_s"],
+                    s["compiles"],
+                    *verdict(s["extra_s"], s["target_s"]),
+                )
+            )
             j = i + 1
             while s["sweep"] and j < len(steps) and steps[j]["sweep"] == s["sweep"]:
                 j += 1
-            rest = steps[i + 1:j]  # a sweep: the first new value, then the median of the rest
+            rest = steps[i + 1 : j]  # a sweep: the first new value, then the median of the rest
             if rest:
                 ex = statistics.median(r["extra_s"] for r in rest)
                 vals = ", ".join(r["change"].rsplit("-> ", 1)[1] for r in rest)
-                rows.append((f"  then {vals}: median", statistics.median(
-                    r["time_s"] for r in rest), ex, statistics.median(
-                    r["compiles"] for r in rest), *verdict(ex, s["target_s"])))
+                rows.append(
+                    (
+                        f"  then {vals}: median",
+                        statistics.median(r["time_s"] for r in rest),
+                        ex,
+                        statistics.median(r["compiles"] for r in rest),
+                        *verdict(ex, s["target_s"]),
+                    )
+                )
             i = j
         for m in changes["many"]:
-            rows.append((f"{m['models']} separate train, {m['family']}", m["separate_s"],
-                         m["separate_extra_s"], m["separate_compiles"], "-", "-"))
-            rows.append((f"train_many x{m['models']}, same (first call)", m["many_first_s"],
-                         m["many_extra_s"], m["many_compiles"], "-", "-"))
+            rows.append(
+                (
+                    f"{m['models']} separate train, {m['family']}",
+                    m["separate_s"],
+                    m["separate_extra_s"],
+                    m["separate_compiles"],
+                    "-",
+                    "-",
+                )
+            )
+            rows.append(
+                (
+                    f"train_many x{m['models']}, same (first call)",
+                    m["many_first_s"],
+                    m["many_extra_s"],
+                    m["many_compiles"],
+                    "-",
+                    "-",
+                )
+            )
     return rows
 
 
 def format_table(rows: list) -> str:
     head = ("change", "time s", "extra s", "compiles", "target", "OK/over")
-    cells = [[r[0], "" if r[1] is None else f"{r[1]:.2f}",
-              "" if r[2] is None else f"{r[2]:+.2f}",
-              "" if r[3] is None else f"{r[3]:g}", r[4], r[5]] for r in rows]
+    cells = [
+        [
+            r[0],
+            "" if r[1] is None else f"{r[1]:.2f}",
+            "" if r[2] is None else f"{r[2]:+.2f}",
+            "" if r[3] is None else f"{r[3]:g}",
+            r[4],
+            r[5],
+        ]
+        for r in rows
+    ]
     widths = [max(len(str(c[k])) for c in [head, *cells]) for k in range(len(head))]
 
     def line(c):
-        return "  ".join(str(v).ljust(w) if k == 0 else str(v).rjust(w)
-                         for k, (v, w) in enumerate(zip(c, widths)))
+        return "  ".join(
+            str(v).ljust(w) if k == 0 else str(v).rjust(w)
+            for k, (v, w) in enumerate(zip(c, widths))
+        )
 
     return "\n".join([line(head), line(["-" * w for w in widths]), *map(line, cells)])
 
 
 def footnotes(first: dict | None, changes: dict | None) -> str:
-    notes = ["time s: seconds of the call (first model: wall s of the whole process, timed "
-             "from outside, median of the repeats; 'in it': measured inside that process).",
-             "extra s: time s minus a warm repeat of the call before the change; "
-             "compiles: XLA compilations during the call (JAXBOOST_COMPILATION_CACHE=0)."]
+    notes = [
+        "time s: seconds of the call (first model: wall s of the whole process, timed "
+        "from outside, median of the repeats; 'in it': measured inside that process).",
+        "extra s: time s minus a warm repeat of the call before the change; "
+        "compiles: XLA compilations during the call (JAXBOOST_COMPILATION_CACHE=0).",
+    ]
     if changes:
         notes.append(f"user loss passed via {changes['user_loss_mode']}.")
         cold = [s["change"] for s in changes["log"] if s.get("base_compiles")]
         if cold:
-            notes.append("warning: the repeat of the state before compiled for: "
-                         + "; ".join(cold) + " (their extra s is understated).")
+            notes.append(
+                "warning: the repeat of the state before compiled for: "
+                + "; ".join(cold)
+                + " (their extra s is understated)."
+            )
         for m in changes["many"]:
-            notes.append(f"{m['family']}: {m['models']} separate calls {m['separate_s']:.2f} s "
-                         f"vs train_many {m['many_first_s']:.2f} s first call "
-                         f"({m['many_warm_s']:.2f} s warm; one call "
-                         f"{m['warm_one_s']:.2f} s warm).")
+            notes.append(
+                f"{m['family']}: {m['models']} separate calls {m['separate_s']:.2f} s "
+                f"vs train_many {m['many_first_s']:.2f} s first call "
+                f"({m['many_warm_s']:.2f} s warm; one call "
+                f"{m['warm_one_s']:.2f} s warm)."
+            )
     if first:
         shares = [r.get("others_cpu_share") for rs in first["runs"].values() for r in rs]
         shares = [s for s in shares if s is not None]
         if shares and max(shares) > 0.05:
-            notes.append(f"warning: other processes used up to {max(shares):.0%} of the CPU "
-                         "during the first-model runs.")
+            notes.append(
+                f"warning: other processes used up to {max(shares):.0%} of the CPU "
+                "during the first-model runs."
+            )
     if changes and (changes.get("others_cpu_share") or 0) > 0.05:
-        notes.append(f"warning: other processes used {changes['others_cpu_share']:.0%} of the "
-                     "CPU during the changes run.")
+        notes.append(
+            f"warning: other processes used {changes['others_cpu_share']:.0%} of the "
+            "CPU during the changes run."
+        )
     return "\n".join(notes)
 
 
@@ -550,13 +713,19 @@ def footnotes(first: dict | None, changes: dict | None) -> str:
 # --------------------------------------------------------------------------------------
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--parts", default="first,changes",
-                   help="comma list of 'first' (first model) and 'changes'")
-    p.add_argument("--repeats", type=int, default=None,
-                   help="first-model repeats per library (default 3, --quick 1)")
+    p.add_argument(
+        "--parts", default="first,changes", help="comma list of 'first' (first model) and 'changes'"
+    )
+    p.add_argument(
+        "--repeats",
+        type=int,
+        default=None,
+        help="first-model repeats per library (default 3, --quick 1)",
+    )
     p.add_argument("--quick", action="store_true", help="smoke test: 1 repeat, short sweeps")
-    p.add_argument("--out", default=None, help="JSON path (default results/compile-latency-"
-                   "<timestamp>.json)")
+    p.add_argument(
+        "--out", default=None, help="JSON path (default results/compile-latency-<timestamp>.json)"
+    )
     p.add_argument("--timeout", type=float, default=3600)
     p.add_argument("--_worker", default=None, help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -575,8 +744,11 @@ def main(argv=None) -> int:
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     out_path = Path(args.out) if args.out else RESULTS_DIR / f"compile-latency-{stamp}.json"
     machine = machine_info()
-    print(f"machine: {machine['cores']} cores, {machine['cpu_model']}, "
-          f"jax {machine['versions']['jax']}, commit {machine['git_commit']}", flush=True)
+    print(
+        f"machine: {machine['cores']} cores, {machine['cpu_model']}, "
+        f"jax {machine['versions']['jax']}, commit {machine['git_commit']}",
+        flush=True,
+    )
     with tempfile.TemporaryDirectory(prefix="compile-latency-") as tmp_s:
         tmp = Path(tmp_s)
         data_dir = tmp / "data"
@@ -596,14 +768,28 @@ def main(argv=None) -> int:
     print()
     print(notes)
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    result = dict(command=" ".join([Path(sys.executable).name, *sys.argv]), machine=machine,
-                  quick=args.quick, repeats=repeats, data=data,
-                  settings=dict(rows=ROWS, n_rounds=ROUNDS, max_depth=DEPTH,
-                                targets=dict(first_model_s=TARGET_FIRST_S,
-                                             change_s=TARGET_CHANGE_S,
-                                             depth_policy_s=TARGET_STATIC_S),
-                                sweeps=QUICK if args.quick else FULL),
-                  first_model=first, changes=changes, table=table, notes=notes)
+    result = dict(
+        command=" ".join([Path(sys.executable).name, *sys.argv]),
+        machine=machine,
+        quick=args.quick,
+        repeats=repeats,
+        data=data,
+        settings=dict(
+            rows=ROWS,
+            n_rounds=ROUNDS,
+            max_depth=DEPTH,
+            targets=dict(
+                first_model_s=TARGET_FIRST_S,
+                change_s=TARGET_CHANGE_S,
+                depth_policy_s=TARGET_STATIC_S,
+            ),
+            sweeps=QUICK if args.quick else FULL,
+        ),
+        first_model=first,
+        changes=changes,
+        table=table,
+        notes=notes,
+    )
     out_path.write_text(json.dumps(result, indent=1, default=str) + "\n")
     print(f"\nraw figures: {out_path}")
     return 0

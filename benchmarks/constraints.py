@@ -26,8 +26,9 @@ import numpy as np
 def data(rows, features):
     from sklearn.datasets import make_classification
 
-    X, y = make_classification(n_samples=rows, n_features=features, n_informative=features // 2,
-                               random_state=0)
+    X, y = make_classification(
+        n_samples=rows, n_features=features, n_informative=features // 2, random_state=0
+    )
     return X.astype(np.float32), y.astype(np.float32)
 
 
@@ -64,25 +65,36 @@ def main():
         "monotone": dict(monotone_constraints=mono),
         "interaction": dict(interaction_constraints=sets),
         "min_samples_leaf=20": dict(min_samples_leaf=20),
-        "all three": dict(monotone_constraints=mono, interaction_constraints=sets,
-                          min_samples_leaf=20),
+        "all three": dict(
+            monotone_constraints=mono, interaction_constraints=sets, min_samples_leaf=20
+        ),
     }
     base = dict(n_rounds=args.rounds, max_depth=args.depth, learning_rate=0.1, verbose=False)
-    print(f"{args.rows} rows x {F} features, {args.rounds} rounds, depth {args.depth}; "
-          f"median of {args.repeats} warm runs")
-    print(f"{'option':<22}{'wall s':>8}{'fastest':>9}{'CPU s':>8}{'CPU vs none':>13}"
-          f"{'xgboost hist s':>16}")
+    print(
+        f"{args.rows} rows x {F} features, {args.rounds} rounds, depth {args.depth}; "
+        f"median of {args.repeats} warm runs"
+    )
+    print(
+        f"{'option':<22}{'wall s':>8}{'fastest':>9}{'CPU s':>8}{'CPU vs none':>13}"
+        f"{'xgboost hist s':>16}"
+    )
     ref = None
     for name, kw in options.items():
-        t, fastest, cpu = timed(functools.partial(jaxboost.train, "logistic", X, y, **base,
-                                                  **kw), args.repeats)
+        t, fastest, cpu = timed(
+            functools.partial(jaxboost.train, "logistic", X, y, **base, **kw), args.repeats
+        )
         ref = cpu if ref is None else ref
         tx = ""
         if not args.no_xgboost and "min_samples_leaf" not in " ".join(kw):
             import xgboost as xgb
 
-            p = dict(objective="binary:logistic", tree_method="hist", max_bin=256,
-                     max_depth=args.depth, eta=0.1)
+            p = dict(
+                objective="binary:logistic",
+                tree_method="hist",
+                max_bin=256,
+                max_depth=args.depth,
+                eta=0.1,
+            )
             if "monotone_constraints" in kw:
                 p["monotone_constraints"] = "(" + ",".join(map(str, mono)) + ")"
             if "interaction_constraints" in kw:

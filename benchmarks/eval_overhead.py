@@ -33,9 +33,12 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--rows", type=int, default=10_000)
     ap.add_argument("--rounds", type=int, default=100)
-    ap.add_argument("--metrics", default="logloss,error,auc",
-                    help="comma list of metric names, host:NAME for scikit-learn's "
-                         "sklearn.metrics.NAME as a host metric (default logloss,error,auc)")
+    ap.add_argument(
+        "--metrics",
+        default="logloss,error,auc",
+        help="comma list of metric names, host:NAME for scikit-learn's "
+        "sklearn.metrics.NAME as a host metric (default logloss,error,auc)",
+    )
     args = ap.parse_args()
 
     spec = bench.dataset_spec("W2", args.rows)
@@ -47,10 +50,16 @@ def main() -> None:
 
     import jaxboost
 
-    params = dict(n_rounds=args.rounds, learning_rate=bench.LEARNING_RATE,
-                  max_depth=bench.MAX_DEPTH, reg_lambda=bench.REG_LAMBDA,
-                  min_child_weight=bench.MIN_CHILD_WEIGHT, max_bin=bench.MAX_BIN,
-                  verbose=False)
+    params = dict(
+        n_rounds=args.rounds,
+        learning_rate=bench.LEARNING_RATE,
+        max_depth=bench.MAX_DEPTH,
+        reg_lambda=bench.REG_LAMBDA,
+        min_child_weight=bench.MIN_CHILD_WEIGHT,
+        max_bin=bench.MAX_BIN,
+        verbose=False,
+    )
+
     def metric(name):
         if not name.startswith("host:"):
             return name
@@ -58,8 +67,10 @@ def main() -> None:
 
         return jaxboost.metrics.host(getattr(sklearn.metrics, name[5:]), maximize=True)
 
-    evals = dict(eval_set={"train": (X, y), "valid": (Xv, yv)},
-                 eval_metric=[metric(m) for m in args.metrics.split(",")])
+    evals = dict(
+        eval_set={"train": (X, y), "valid": (Xv, yv)},
+        eval_metric=[metric(m) for m in args.metrics.split(",")],
+    )
 
     def fit(with_eval: bool) -> float:
         t = time.perf_counter()
@@ -73,10 +84,14 @@ def main() -> None:
         plain.append(fit(False))
         with_eval.append(fit(True))
     a, b = statistics.median(plain), statistics.median(with_eval)
-    print(f"training rows {len(y):,}, {args.rounds} rounds, eval sets 2 x {len(yv):,} rows, "
-          f"metrics {args.metrics}; median of {args.repeats}, interleaved")
-    print(f"without evaluation: {a:.3f} s   with evaluation: {b:.3f} s   "
-          f"extra: {100 * (b / a - 1):+.1f} %")
+    print(
+        f"training rows {len(y):,}, {args.rounds} rounds, eval sets 2 x {len(yv):,} rows, "
+        f"metrics {args.metrics}; median of {args.repeats}, interleaved"
+    )
+    print(
+        f"without evaluation: {a:.3f} s   with evaluation: {b:.3f} s   "
+        f"extra: {100 * (b / a - 1):+.1f} %"
+    )
 
 
 if __name__ == "__main__":

@@ -102,16 +102,30 @@ ROWS = {
     "forest_digits": dict(task="forest", rounds=100, data=("sklearn", "digits")),
     "cv": dict(task="cv", rounds=100, data=("sklearn", "breast_cancer_all")),
     "grid": dict(task="grid", rounds=100, data=("sklearn", "breast_cancer")),
-    "sparse_5k": dict(task="binary", rounds=20,
-                      data=("sparse", dict(rows=100_000, features=5_000, density=0.01),
-                            dict(rows=10_000, features=1_000, density=0.01))),
-    "sparse_50k": dict(task="binary", rounds=100,
-                       data=("sparse", dict(rows=100_000, features=50_000, density=0.001),
-                             dict(rows=10_000, features=5_000, density=0.001))),
-    "friedman1": dict(task="regression", rounds=100,
-                      data=("friedman1", dict(rows=200_000), dict(rows=20_000))),
-    "classification": dict(task="binary", rounds=100,
-                           data=("classification", dict(rows=500_000), dict(rows=50_000))),
+    "sparse_5k": dict(
+        task="binary",
+        rounds=20,
+        data=(
+            "sparse",
+            dict(rows=100_000, features=5_000, density=0.01),
+            dict(rows=10_000, features=1_000, density=0.01),
+        ),
+    ),
+    "sparse_50k": dict(
+        task="binary",
+        rounds=100,
+        data=(
+            "sparse",
+            dict(rows=100_000, features=50_000, density=0.001),
+            dict(rows=10_000, features=5_000, density=0.001),
+        ),
+    ),
+    "friedman1": dict(
+        task="regression", rounds=100, data=("friedman1", dict(rows=200_000), dict(rows=20_000))
+    ),
+    "classification": dict(
+        task="binary", rounds=100, data=("classification", dict(rows=500_000), dict(rows=50_000))
+    ),
 }
 QUICK_ROUNDS = 20
 QUICK_TREES = 10
@@ -138,8 +152,15 @@ def _sparse_data(rows: int, features: int, density: float, seed: int = 0):
 
     rng = np.random.default_rng(seed)
     n = rows + int(rows * TEST_SHARE)
-    X = sp.random(n, features, density=density, format="csr", dtype=np.float32, rng=rng,
-                  data_rvs=lambda k: rng.standard_normal(k).astype(np.float32))
+    X = sp.random(
+        n,
+        features,
+        density=density,
+        format="csr",
+        dtype=np.float32,
+        rng=rng,
+        data_rvs=lambda k: rng.standard_normal(k).astype(np.float32),
+    )
     w = np.where(rng.random(features) < 0.1, rng.standard_normal(features), 0.0)
     margin = X @ w.astype(np.float32)
     y = (margin + 0.5 * rng.standard_normal(n) > 0).astype(np.float32)
@@ -154,9 +175,12 @@ def build_data(row: str, quick: bool) -> dict:
         from sklearn.model_selection import train_test_split
 
         name = sizes[0]
-        loader = {"breast_cancer": datasets.load_breast_cancer,
-                  "breast_cancer_all": datasets.load_breast_cancer,
-                  "wine": datasets.load_wine, "digits": datasets.load_digits}[name]
+        loader = {
+            "breast_cancer": datasets.load_breast_cancer,
+            "breast_cancer_all": datasets.load_breast_cancer,
+            "wine": datasets.load_wine,
+            "digits": datasets.load_digits,
+        }[name]
         X, y = loader(return_X_y=True)
         X, y = X.astype(np.float32), y.astype(np.float32)
         if name == "breast_cancer_all":  # cross-validation: all rows, no test split
@@ -174,8 +198,9 @@ def build_data(row: str, quick: bool) -> dict:
     if kind == "friedman1":
         X, y = datasets.make_friedman1(n_samples=m, n_features=10, noise=1.0, random_state=0)
     else:
-        X, y = datasets.make_classification(n_samples=m, n_features=30, n_informative=15,
-                                            n_redundant=5, random_state=0)
+        X, y = datasets.make_classification(
+            n_samples=m, n_features=30, n_informative=15, n_redundant=5, random_state=0
+        )
     X, y = X.astype(np.float32), y.astype(np.float32)
     return dict(X_train=X[:n], y_train=y[:n], X_test=X[n:], y_test=y[n:])
 
@@ -193,18 +218,26 @@ def ensure_data(row: str, quick: bool) -> dict:
     for name, a in data.items():
         if hasattr(a, "tocsr"):
             a = a.tocsr()
-            arrays.update({f"{name}.data": a.data, f"{name}.indices": a.indices,
-                           f"{name}.indptr": a.indptr,
-                           f"{name}.shape": np.array(a.shape, np.int64)})
+            arrays.update(
+                {
+                    f"{name}.data": a.data,
+                    f"{name}.indices": a.indices,
+                    f"{name}.indptr": a.indptr,
+                    f"{name}.shape": np.array(a.shape, np.int64),
+                }
+            )
         else:
             arrays[name] = a
     CACHE_DIR.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp.npz")
     np.savez(tmp, **arrays)
     os.replace(tmp, path)
-    info = dict(generation_s=time.perf_counter() - t0,
-                shape=list(data["X_train"].shape), n_test=int(data["X_test"].shape[0]),
-                stored=int(getattr(data["X_train"], "nnz", data["X_train"].size)))
+    info = dict(
+        generation_s=time.perf_counter() - t0,
+        shape=list(data["X_train"].shape),
+        n_test=int(data["X_test"].shape[0]),
+        stored=int(getattr(data["X_train"], "nnz", data["X_train"].size)),
+    )
     meta.write_text(json.dumps(info) + "\n")
     return dict(info, key=key, generated=True)
 
@@ -219,8 +252,12 @@ def load_data(row: str, quick: bool):
         else:
             import scipy.sparse as sp
 
-            out.append(sp.csr_matrix((z[f"{name}.data"], z[f"{name}.indices"],
-                                      z[f"{name}.indptr"]), shape=tuple(z[f"{name}.shape"])))
+            out.append(
+                sp.csr_matrix(
+                    (z[f"{name}.data"], z[f"{name}.indices"], z[f"{name}.indptr"]),
+                    shape=tuple(z[f"{name}.shape"]),
+                )
+            )
     return tuple(out)
 
 
@@ -234,10 +271,15 @@ def quality(task: str, yt, pred) -> dict:
     if task == "regression":
         return {"rmse": float(np.sqrt(np.mean((pred - yt) ** 2)))}
     if task == "binary":
-        return {"logloss": logloss(yt, pred), "auc": auc(yt, pred),
-                "accuracy": float(np.mean((pred > 0.5) == (yt > 0.5)))}
-    return {"mlogloss": mlogloss(yt, pred),
-            "accuracy": float(np.mean(np.argmax(pred, axis=1) == yt))}
+        return {
+            "logloss": logloss(yt, pred),
+            "auc": auc(yt, pred),
+            "accuracy": float(np.mean((pred > 0.5) == (yt > 0.5))),
+        }
+    return {
+        "mlogloss": mlogloss(yt, pred),
+        "accuracy": float(np.mean(np.argmax(pred, axis=1) == yt)),
+    }
 
 
 # --------------------------------------------------------------------------------------
@@ -265,20 +307,27 @@ def _sklearn_task(row, est_factory, data, rounds):
             return cross_val_score(est_factory(rounds), X, y, cv=5, scoring="neg_log_loss")
 
         def evaluate(scores):
-            return {"cv_logloss": float(-np.mean(scores)),
-                    "cv_logloss_folds": [float(-s) for s in scores]}
+            return {
+                "cv_logloss": float(-np.mean(scores)),
+                "cv_logloss_folds": [float(-s) for s in scores],
+            }
+
         return fit, evaluate
     from sklearn.model_selection import GridSearchCV
 
     def fit():
-        return GridSearchCV(est_factory(rounds), GRID, cv=3, scoring="neg_log_loss",
-                            refit=True).fit(X, y)
+        return GridSearchCV(
+            est_factory(rounds), GRID, cv=3, scoring="neg_log_loss", refit=True
+        ).fit(X, y)
 
     def evaluate(search):
         out = quality("binary", yt, search.predict_proba(Xt)[:, 1])
-        out.update(cv_logloss=float(-search.best_score_),
-                   best_params={k: float(v) for k, v in search.best_params_.items()})
+        out.update(
+            cv_logloss=float(-search.best_score_),
+            best_params={k: float(v) for k, v in search.best_params_.items()},
+        )
         return out
+
     return fit, evaluate
 
 
@@ -296,17 +345,33 @@ def work_jaxboost(row: str, data, rounds: int, threads: int):
         from jaxboost.sklearn import JaxBoostClassifier
 
         def est(r):
-            return JaxBoostClassifier(n_estimators=r, learning_rate=LEARNING_RATE,
-                                      max_depth=MAX_DEPTH, reg_lambda=REG_LAMBDA,
-                                      min_child_weight=MIN_CHILD_WEIGHT, max_bin=MAX_BIN,
-                                      random_state=0)
+            return JaxBoostClassifier(
+                n_estimators=r,
+                learning_rate=LEARNING_RATE,
+                max_depth=MAX_DEPTH,
+                reg_lambda=REG_LAMBDA,
+                min_child_weight=MIN_CHILD_WEIGHT,
+                max_bin=MAX_BIN,
+                random_state=0,
+            )
+
         return _sklearn_task(row, est, data, rounds)
     X, y, Xt, yt = data
-    objective = {"binary": "logistic", "multi": "softmax", "forest": "softmax",
-                 "regression": "squared"}[task]
-    params = dict(n_rounds=rounds, learning_rate=LEARNING_RATE, max_depth=MAX_DEPTH,
-                  reg_lambda=REG_LAMBDA, min_child_weight=MIN_CHILD_WEIGHT, max_bin=MAX_BIN,
-                  verbose=False)
+    objective = {
+        "binary": "logistic",
+        "multi": "softmax",
+        "forest": "softmax",
+        "regression": "squared",
+    }[task]
+    params = dict(
+        n_rounds=rounds,
+        learning_rate=LEARNING_RATE,
+        max_depth=MAX_DEPTH,
+        reg_lambda=REG_LAMBDA,
+        min_child_weight=MIN_CHILD_WEIGHT,
+        max_bin=MAX_BIN,
+        verbose=False,
+    )
     if task == "forest":
         params.update(RF, n_rounds=1, num_parallel_tree=rounds, seed=0)
 
@@ -317,6 +382,7 @@ def work_jaxboost(row: str, data, rounds: int, threads: int):
 
     def evaluate(bst):
         return quality(task, yt, bst.predict(Xt))  # through the link: P, (N, K) P or value
+
     return fit, evaluate
 
 
@@ -324,13 +390,26 @@ def work_xgboost(row: str, data, rounds: int, threads: int):
     import xgboost as xgb
 
     task = ROWS[row]["task"]
-    common = dict(tree_method="hist", max_bin=MAX_BIN, grow_policy="depthwise",
-                  max_depth=MAX_DEPTH, reg_lambda=REG_LAMBDA,
-                  min_child_weight=MIN_CHILD_WEIGHT)
+    common = dict(
+        tree_method="hist",
+        max_bin=MAX_BIN,
+        grow_policy="depthwise",
+        max_depth=MAX_DEPTH,
+        reg_lambda=REG_LAMBDA,
+        min_child_weight=MIN_CHILD_WEIGHT,
+    )
     if task in ("cv", "grid"):
+
         def est(r):
-            return xgb.XGBClassifier(n_estimators=r, learning_rate=LEARNING_RATE,
-                                     n_jobs=threads, random_state=0, verbosity=0, **common)
+            return xgb.XGBClassifier(
+                n_estimators=r,
+                learning_rate=LEARNING_RATE,
+                n_jobs=threads,
+                random_state=0,
+                verbosity=0,
+                **common,
+            )
+
         return _sklearn_task(row, est, data, rounds)
     X, y, Xt, yt = data
     params = dict(common, eta=LEARNING_RATE, nthread=threads, verbosity=0)
@@ -342,9 +421,14 @@ def work_xgboost(row: str, data, rounds: int, threads: int):
     else:
         params.update(objective="multi:softprob", num_class=n_classes_of(y))
     if task == "forest":  # XGBRFClassifier: one round of num_parallel_tree trees
-        params.update(num_parallel_tree=rounds, subsample=RF["subsample"],
-                      colsample_bynode=RF["colsample_bynode"], eta=RF["learning_rate"],
-                      reg_lambda=RF["reg_lambda"], seed=0)
+        params.update(
+            num_parallel_tree=rounds,
+            subsample=RF["subsample"],
+            colsample_bynode=RF["colsample_bynode"],
+            eta=RF["learning_rate"],
+            reg_lambda=RF["reg_lambda"],
+            seed=0,
+        )
         n_boost = 1
 
     def fit():
@@ -353,6 +437,7 @@ def work_xgboost(row: str, data, rounds: int, threads: int):
 
     def evaluate(bst):
         return quality(task, yt, bst.inplace_predict(Xt))
+
     return fit, evaluate
 
 
@@ -361,18 +446,36 @@ def work_lightgbm(row: str, data, rounds: int, threads: int):
 
     task = ROWS[row]["task"]
     if task in ("cv", "grid"):
+
         def est(r):
-            return lgb.LGBMClassifier(n_estimators=r, learning_rate=LEARNING_RATE,
-                                      max_depth=MAX_DEPTH, num_leaves=2 ** MAX_DEPTH,
-                                      max_bin=MAX_BIN - 1, min_child_samples=1,
-                                      min_child_weight=MIN_CHILD_WEIGHT, reg_lambda=REG_LAMBDA,
-                                      n_jobs=threads, random_state=0, verbose=-1)
+            return lgb.LGBMClassifier(
+                n_estimators=r,
+                learning_rate=LEARNING_RATE,
+                max_depth=MAX_DEPTH,
+                num_leaves=2**MAX_DEPTH,
+                max_bin=MAX_BIN - 1,
+                min_child_samples=1,
+                min_child_weight=MIN_CHILD_WEIGHT,
+                reg_lambda=REG_LAMBDA,
+                n_jobs=threads,
+                random_state=0,
+                verbose=-1,
+            )
+
         return _sklearn_task(row, est, data, rounds)
     X, y, Xt, yt = data
-    params = dict(num_leaves=2 ** MAX_DEPTH, max_depth=MAX_DEPTH, max_bin=MAX_BIN - 1,
-                  min_data_in_leaf=1, min_sum_hessian_in_leaf=MIN_CHILD_WEIGHT,
-                  learning_rate=LEARNING_RATE, lambda_l2=REG_LAMBDA, num_threads=threads,
-                  verbose=-1, seed=0)
+    params = dict(
+        num_leaves=2**MAX_DEPTH,
+        max_depth=MAX_DEPTH,
+        max_bin=MAX_BIN - 1,
+        min_data_in_leaf=1,
+        min_sum_hessian_in_leaf=MIN_CHILD_WEIGHT,
+        learning_rate=LEARNING_RATE,
+        lambda_l2=REG_LAMBDA,
+        num_threads=threads,
+        verbose=-1,
+        seed=0,
+    )
     if hasattr(X, "tocsr"):
         params["zero_as_missing"] = True  # absent entries missing, as in XGBoost/jaxboost
     if task == "binary":
@@ -382,9 +485,14 @@ def work_lightgbm(row: str, data, rounds: int, threads: int):
     else:
         params.update(objective="multiclass", num_class=n_classes_of(y))
     if task == "forest":
-        params.update(boosting="rf", bagging_fraction=RF["subsample"], bagging_freq=1,
-                      feature_fraction_bynode=RF["colsample_bynode"],
-                      lambda_l2=RF["reg_lambda"], learning_rate=RF["learning_rate"])
+        params.update(
+            boosting="rf",
+            bagging_fraction=RF["subsample"],
+            bagging_freq=1,
+            feature_fraction_bynode=RF["colsample_bynode"],
+            lambda_l2=RF["reg_lambda"],
+            learning_rate=RF["learning_rate"],
+        )
 
     def fit():
         dtrain = lgb.Dataset(X, label=y, params=params)
@@ -392,6 +500,7 @@ def work_lightgbm(row: str, data, rounds: int, threads: int):
 
     def evaluate(bst):
         return quality(task, yt, bst.predict(Xt))
+
     return fit, evaluate
 
 
@@ -414,8 +523,9 @@ def worker_main(spec_json: str) -> None:
     data = load_data(row, quick)
     out["load_s"] = time.perf_counter() - t
     t = time.perf_counter()
-    fit, evaluate = WORKERS[lib](row, data, n_rounds(row, quick, spec.get("rounds")),
-                                 spec["threads"])
+    fit, evaluate = WORKERS[lib](
+        row, data, n_rounds(row, quick, spec.get("rounds")), spec["threads"]
+    )
     out["import_s"] = time.perf_counter() - t
     t = time.perf_counter()
     model = fit()
@@ -457,8 +567,9 @@ def run_worker(spec: dict, timeout: float) -> dict:
     busy0 = busy_cpu_seconds()
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=worker_env(spec["threads"]),
-                                cwd=ROOT)
+        proc = subprocess.Popen(
+            cmd, stdout=out, stderr=err, env=worker_env(spec["threads"]), cwd=ROOT
+        )
         timed_out = False
         while True:  # wait4 with a deadline
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -475,18 +586,22 @@ def run_worker(spec: dict, timeout: float) -> dict:
         out.seek(0)
         err.seek(0)
         lines = [ln for ln in out.read().splitlines() if ln.startswith(RESULT_TAG)]
-        res = json.loads(lines[-1][len(RESULT_TAG):]) if lines else {}
+        res = json.loads(lines[-1][len(RESULT_TAG) :]) if lines else {}
         # the worker's own VmHWM (the high-water mark since its exec): ru_maxrss of a
         # child also counts the driver's pages it was forked with (every row read the
         # driver's 607 MiB once the data sets were built), so it is the fallback only
         peak = res.pop("vm_hwm_mib", None)
-        res.update(wall_s=wall, peak_rss_mib=usage.ru_maxrss / 1024.0 if peak is None
-                   else peak, cpu_s=usage.ru_utime + usage.ru_stime)
+        res.update(
+            wall_s=wall,
+            peak_rss_mib=usage.ru_maxrss / 1024.0 if peak is None else peak,
+            cpu_s=usage.ru_utime + usage.ru_stime,
+        )
         busy = busy_cpu_seconds()
         if busy0 is not None and busy is not None and wall > 0:
             # share of the machine's CPU that *other* processes used meanwhile
             res["others_cpu_share"] = max(busy - busy0 - res["cpu_s"], 0.0) / (
-                wall * os.cpu_count())
+                wall * os.cpu_count()
+            )
         if timed_out:
             res["timeout"] = True
         elif proc.returncode != 0 or "quality" not in res:
@@ -531,8 +646,11 @@ PRIMARY = ("logloss", "mlogloss", "rmse")  # the first one a row has is its head
 def _quality_text(q) -> str:
     if not q:
         return "-"
-    key = "cv_logloss" if "cv_logloss" in q and "logloss" not in q else \
-        next(k for k in PRIMARY if k in q)
+    key = (
+        "cv_logloss"
+        if "cv_logloss" in q and "logloss" not in q
+        else next(k for k in PRIMARY if k in q)
+    )
     text = f"{key} {q[key]:.4f}"
     if "accuracy" in q:
         text += f", acc {q['accuracy']:.3f}"
@@ -544,32 +662,56 @@ def _fmt(v, spec, missing="-"):
 
 
 def format_table(rows: list) -> str:
-    head = ("row", "library", "warm s", "cold s", "peak MiB", "quality (held out / CV)",
-            "warm/XGB", "cold/XGB", "mem/XGB")
+    head = (
+        "row",
+        "library",
+        "warm s",
+        "cold s",
+        "peak MiB",
+        "quality (held out / CV)",
+        "warm/XGB",
+        "cold/XGB",
+        "mem/XGB",
+    )
     body = []
     for r in rows:
         miss = "timeout" if r["timeout"] else ("error" if r.get("errors") else "-")
-        body.append((r["row"], r["lib"], _fmt(r["warm_s"], ".3f", miss),
-                     _fmt(r["cold_s"], ".2f", miss), _fmt(r["peak_rss_mib"], ".0f"),
-                     _quality_text(r["quality"]), _fmt(r["warm_ratio"], ".2f"),
-                     _fmt(r["cold_ratio"], ".2f"), _fmt(r["peak_ratio"], ".2f")))
+        body.append(
+            (
+                r["row"],
+                r["lib"],
+                _fmt(r["warm_s"], ".3f", miss),
+                _fmt(r["cold_s"], ".2f", miss),
+                _fmt(r["peak_rss_mib"], ".0f"),
+                _quality_text(r["quality"]),
+                _fmt(r["warm_ratio"], ".2f"),
+                _fmt(r["cold_ratio"], ".2f"),
+                _fmt(r["peak_ratio"], ".2f"),
+            )
+        )
     widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
     text_cols = (0, 1, 5)
 
     def line(cells):
-        return "  ".join(str(c).ljust(w) if i in text_cols else str(c).rjust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths)))
+        return "  ".join(
+            str(c).ljust(w) if i in text_cols else str(c).rjust(w)
+            for i, (c, w) in enumerate(zip(cells, widths))
+        )
 
     out = [line(head), "  ".join("-" * w for w in widths)] + [line(b) for b in body]
-    notes = ["warm s: median of the fits after the first in one process; cold s: the first "
-             "fit in a fresh process, jaxboost's compilation cache off (compile included, "
-             "imports not); peak MiB: the process's VmHWM. A fit includes binning.",
-             "cv: mean 5-fold log loss; grid: test log loss of the refit best (4 settings "
-             "x 3 folds + refit)."]
+    notes = [
+        "warm s: median of the fits after the first in one process; cold s: the first "
+        "fit in a fresh process, jaxboost's compilation cache off (compile included, "
+        "imports not); peak MiB: the process's VmHWM. A fit includes binning.",
+        "cv: mean 5-fold log loss; grid: test log loss of the refit best (4 settings "
+        "x 3 folds + refit).",
+    ]
     others = [r["others_cpu_share"] for r in rows if r.get("others_cpu_share") is not None]
     if others and max(others) > 0.05:
-        notes.append(f"warning: other processes used up to {max(others):.0%} of the machine's "
-                     f"CPU during a run; absolute times are noisy, read the ratios.")
+        notes.append(
+            f"warning: other processes used up to {max(others):.0%} of the machine's "
+            f"CPU during a run; absolute times are noisy, read the ratios."
+        )
     for r in rows:
         for e in r.get("errors", []):
             notes.append(f"ERROR {r['row']} {r['lib']}: {e}")
@@ -577,34 +719,60 @@ def format_table(rows: list) -> str:
 
 
 def parse_args(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rows", default=",".join(ROWS),
-                    help="comma list of rows (default all): " + ", ".join(ROWS))
-    ap.add_argument("--peers", default=",".join(ALL_PEERS),
-                    help="comma list of xgboost,lightgbm (default both; jaxboost always runs)")
-    ap.add_argument("--quick", action="store_true",
-                    help="smoke run: 20 rounds (forest 10 trees), a tenth of the large data "
-                         "sets, 1 warm fit")
-    ap.add_argument("--rounds", type=int, default=None,
-                    help="boosting rounds (trees of the forest row) for every row, in place "
-                         "of each row's own")
-    ap.add_argument("--repeats", type=int, default=1,
-                    help="fresh processes per (row, library), interleaved; medians reported")
-    ap.add_argument("--warm-repeats", type=int, default=None,
-                    help="warm fits per process (default 3; 1 with --quick)")
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--rows",
+        default=",".join(ROWS),
+        help="comma list of rows (default all): " + ", ".join(ROWS),
+    )
+    ap.add_argument(
+        "--peers",
+        default=",".join(ALL_PEERS),
+        help="comma list of xgboost,lightgbm (default both; jaxboost always runs)",
+    )
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: 20 rounds (forest 10 trees), a tenth of the large data sets, 1 warm fit",
+    )
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=None,
+        help="boosting rounds (trees of the forest row) for every row, in place of each row's own",
+    )
+    ap.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="fresh processes per (row, library), interleaved; medians reported",
+    )
+    ap.add_argument(
+        "--warm-repeats",
+        type=int,
+        default=None,
+        help="warm fits per process (default 3; 1 with --quick)",
+    )
     ap.add_argument("--threads", type=int, default=2, help="threads per library (default 2)")
-    ap.add_argument("--timeout", type=float, default=None,
-                    help="seconds before a worker is killed and reported as a timeout "
-                         "(default 900; 120 with --quick)")
-    ap.add_argument("--out", default=None,
-                    help="JSON output (default benchmarks/results/everyday-<timestamp>.json)")
+    ap.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="seconds before a worker is killed and reported as a timeout "
+        "(default 900; 120 with --quick)",
+    )
+    ap.add_argument(
+        "--out",
+        default=None,
+        help="JSON output (default benchmarks/results/everyday-<timestamp>.json)",
+    )
     ap.add_argument("--_worker", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     args.rows = [r.strip() for r in args.rows.split(",") if r.strip()]
     args.peers = [p.strip().lower() for p in args.peers.split(",") if p.strip()]
-    bad = [r for r in args.rows if r not in ROWS] + [p for p in args.peers
-                                                      if p not in ALL_PEERS]
+    bad = [r for r in args.rows if r not in ROWS] + [p for p in args.peers if p not in ALL_PEERS]
     if bad:
         ap.error(f"unknown row(s)/peer(s): {bad}")
     if args.warm_repeats is None:
@@ -631,16 +799,25 @@ def main(argv=None) -> int:
             state = "built" if data_info[key]["generated"] else "cached; building took"
             print(f"{state} {data_info[key]['generation_s']:.1f} s", flush=True)
     # Build the native histogram kernel now if it is not built yet (untimed).
-    subprocess.run([sys.executable, "-c", "import jaxboost.native as n; n.available()"],
-                   env=worker_env(args.threads), cwd=ROOT, check=False)
+    subprocess.run(
+        [sys.executable, "-c", "import jaxboost.native as n; n.available()"],
+        env=worker_env(args.threads),
+        cwd=ROOT,
+        check=False,
+    )
 
     runs = {(row, lib): [] for row in args.rows for lib in libs}
     for row in args.rows:
         for rep in range(args.repeats):
             for lib in libs:
-                spec = dict(row=row, lib=lib, quick=args.quick, rounds=args.rounds,
-                            threads=args.threads,
-                            warm_repeats=args.warm_repeats)
+                spec = dict(
+                    row=row,
+                    lib=lib,
+                    quick=args.quick,
+                    rounds=args.rounds,
+                    threads=args.threads,
+                    warm_repeats=args.warm_repeats,
+                )
                 print(f"[{row} {rep + 1}/{args.repeats}] {lib} ...", end=" ", flush=True)
                 res = run_worker(spec, args.timeout)
                 runs[(row, lib)].append(res)
@@ -649,33 +826,50 @@ def main(argv=None) -> int:
                 elif "error" in res:
                     print("ERROR\n    " + res["error"].replace("\n", "\n    "), flush=True)
                 else:
-                    print(f"cold {res['cold_s']:.2f} s, warm {res['warm_s']:.3f} s, "
-                          f"{res['peak_rss_mib']:.0f} MiB, {_quality_text(res['quality'])}",
-                          flush=True)
+                    print(
+                        f"cold {res['cold_s']:.2f} s, warm {res['warm_s']:.3f} s, "
+                        f"{res['peak_rss_mib']:.0f} MiB, {_quality_text(res['quality'])}",
+                        flush=True,
+                    )
 
     rows = [summarise(row, lib, runs[(row, lib)]) for row in args.rows for lib in libs]
     add_ratios(rows)
     table = format_table(rows)
     print()
     print(table)
-    out = Path(args.out) if args.out else RESULTS_DIR / (
-        "everyday-" + datetime.datetime.now().strftime("%Y%m%d-%H%M%S") + ".json")
+    out = (
+        Path(args.out)
+        if args.out
+        else RESULTS_DIR
+        / ("everyday-" + datetime.datetime.now().strftime("%Y%m%d-%H%M%S") + ".json")
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     record = {
         "created": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         "command": [Path(sys.executable).name] + sys.argv,
         "machine": machine_info(),
-        "settings": dict(rows=args.rows, peers=args.peers, quick=args.quick,
-                         repeats=args.repeats, warm_repeats=args.warm_repeats,
-                         threads=args.threads, timeout_s=args.timeout, max_depth=MAX_DEPTH,
-                         learning_rate=LEARNING_RATE, reg_lambda=REG_LAMBDA,
-                         min_child_weight=MIN_CHILD_WEIGHT, max_bin=MAX_BIN, forest=RF,
-                         grid=GRID, rounds={r: n_rounds(r, args.quick, args.rounds)
-                                              for r in args.rows}),
+        "settings": dict(
+            rows=args.rows,
+            peers=args.peers,
+            quick=args.quick,
+            repeats=args.repeats,
+            warm_repeats=args.warm_repeats,
+            threads=args.threads,
+            timeout_s=args.timeout,
+            max_depth=MAX_DEPTH,
+            learning_rate=LEARNING_RATE,
+            reg_lambda=REG_LAMBDA,
+            min_child_weight=MIN_CHILD_WEIGHT,
+            max_bin=MAX_BIN,
+            forest=RF,
+            grid=GRID,
+            rounds={r: n_rounds(r, args.quick, args.rounds) for r in args.rows},
+        ),
         "data": data_info,
         "summary": rows,
-        "runs": [dict(row=row, lib=lib, repeats=runs[(row, lib)])
-                 for row in args.rows for lib in libs],
+        "runs": [
+            dict(row=row, lib=lib, repeats=runs[(row, lib)]) for row in args.rows for lib in libs
+        ],
         "table": table,
     }
     out.write_text(json.dumps(record, indent=2) + "\n")

@@ -55,25 +55,35 @@ from run import auc, logloss, sigmoid  # noqa: E402  (NumPy only)
 
 RESULT_TAG = "@@RESULT "
 
-ENGINE_TESTS = ("tests/test_histogram.py", "tests/test_split.py", "tests/test_grow.py",
-                "tests/test_tree.py", "tests/test_refit.py", "tests/test_sampling.py",
-                "tests/test_seed001.py", "tests/test_forest.py", "tests/test_train.py")
+ENGINE_TESTS = (
+    "tests/test_histogram.py",
+    "tests/test_split.py",
+    "tests/test_grow.py",
+    "tests/test_tree.py",
+    "tests/test_refit.py",
+    "tests/test_sampling.py",
+    "tests/test_seed001.py",
+    "tests/test_forest.py",
+    "tests/test_train.py",
+)
 SIZES = (1_000_000, 4_000_000, 10_000_000)
 N_TEST = 200_000
 N_FEATURES = 28
-VARIANTS = {"no-subtraction": {"JAXBOOST_SUBTRACT": "0"},
-            "onehot": {"JAXBOOST_HISTOGRAM": "onehot"},
-            "float64-scatter": {"JAXBOOST_HISTOGRAM": "scatter"}}
+VARIANTS = {
+    "no-subtraction": {"JAXBOOST_SUBTRACT": "0"},
+    "onehot": {"JAXBOOST_HISTOGRAM": "onehot"},
+    "float64-scatter": {"JAXBOOST_HISTOGRAM": "scatter"},
+}
 """jaxboost with a formulation forced (``engine.histogram``, ``training.program``),
 run at the first size after the main rows while the budget lasts."""
-PARAMS = dict(max_depth=6, learning_rate=0.1, reg_lambda=1.0, min_child_weight=1.0,
-              max_bin=256)
+PARAMS = dict(max_depth=6, learning_rate=0.1, reg_lambda=1.0, min_child_weight=1.0, max_bin=256)
 
 
 def _env(**extra):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
-        [str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        [str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    )
     env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     env["PYTHONUNBUFFERED"] = "1"
     env.update(extra)
@@ -84,8 +94,14 @@ def _sub(args, timeout, log=None, **env):
     """Run ``python args`` with a deadline; ``(returncode or 'timeout', output)``."""
     t = time.perf_counter()
     try:
-        p = subprocess.run([sys.executable] + args, cwd=ROOT, env=_env(**env),
-                           capture_output=True, text=True, timeout=max(timeout, 1))
+        p = subprocess.run(
+            [sys.executable] + args,
+            cwd=ROOT,
+            env=_env(**env),
+            capture_output=True,
+            text=True,
+            timeout=max(timeout, 1),
+        )
         out, rc = p.stdout + p.stderr, p.returncode
     except subprocess.TimeoutExpired as e:
         out = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
@@ -98,7 +114,7 @@ def _sub(args, timeout, log=None, **env):
 def _result(out):
     for line in out.splitlines()[::-1]:
         if line.startswith(RESULT_TAG):
-            return json.loads(line[len(RESULT_TAG):])
+            return json.loads(line[len(RESULT_TAG) :])
     return None
 
 
@@ -115,8 +131,13 @@ def worker_data(cache, n_total):
     xp, yp = _data_path(cache, n_total)
     if not xp.exists():
         t = time.perf_counter()
-        X, y = make_classification(n_samples=n_total, n_features=N_FEATURES,
-                                   n_informative=14, n_redundant=4, random_state=0)
+        X, y = make_classification(
+            n_samples=n_total,
+            n_features=N_FEATURES,
+            n_informative=14,
+            n_redundant=4,
+            random_state=0,
+        )
         xp.parent.mkdir(parents=True, exist_ok=True)
         np.save(xp, X.astype(np.float32))
         np.save(yp, y.astype(np.float32))
@@ -129,8 +150,12 @@ def _load(cache, n_total, n_train, n_test):
     xp, yp = _data_path(cache, n_total)
     X = np.load(xp, mmap_mode="r")
     y = np.load(yp, mmap_mode="r")
-    return (np.ascontiguousarray(X[:n_train]), np.ascontiguousarray(y[:n_train]),
-            np.ascontiguousarray(X[-n_test:]), np.ascontiguousarray(y[-n_test:]))
+    return (
+        np.ascontiguousarray(X[:n_train]),
+        np.ascontiguousarray(y[:n_train]),
+        np.ascontiguousarray(X[-n_test:]),
+        np.ascontiguousarray(y[-n_test:]),
+    )
 
 
 def _scores(yt, margin):
@@ -181,15 +206,24 @@ def worker_xgboost(cache, n_total, n_train, n_test, rounds):
     cuda = bool(xgb.build_info().get("USE_CUDA"))
     import shutil
 
-    gpu = (shutil.which("nvidia-smi") is not None
-           and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0)
+    gpu = (
+        shutil.which("nvidia-smi") is not None
+        and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+    )
     device = "cuda" if cuda and gpu and os.environ.get("JAX_PLATFORMS", "") != "cpu" else "cpu"
     out = {"version": xgb.__version__, "device": device}
-    params = dict(tree_method="hist", device=device, max_bin=PARAMS["max_bin"],
-                  grow_policy="depthwise", max_depth=PARAMS["max_depth"],
-                  eta=PARAMS["learning_rate"], reg_lambda=PARAMS["reg_lambda"],
-                  min_child_weight=PARAMS["min_child_weight"], objective="binary:logistic",
-                  verbosity=0)
+    params = dict(
+        tree_method="hist",
+        device=device,
+        max_bin=PARAMS["max_bin"],
+        grow_policy="depthwise",
+        max_depth=PARAMS["max_depth"],
+        eta=PARAMS["learning_rate"],
+        reg_lambda=PARAMS["reg_lambda"],
+        min_child_weight=PARAMS["min_child_weight"],
+        objective="binary:logistic",
+        verbosity=0,
+    )
 
     def fit():
         t = time.perf_counter()
@@ -252,17 +286,31 @@ def machine():
     info = {"python": platform.python_version(), "host": platform.node()}
     try:
         info["nvidia_smi"] = subprocess.run(
-            ["nvidia-smi", "--query-gpu=name,memory.total,driver_version,clocks.max.sm",
-             "--format=csv,noheader"], capture_output=True, text=True,
-            timeout=20).stdout.strip()
+            [
+                "nvidia-smi",
+                "--query-gpu=name,memory.total,driver_version,clocks.max.sm",
+                "--format=csv,noheader",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        ).stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
         info["nvidia_smi"] = None
-    rc, out, _ = _sub(["-c", "import jax, jaxlib, numpy; print(jax.__version__, "
-                             "jaxlib.__version__, numpy.__version__, jax.default_backend(), "
-                             "jax.devices())"], 120)
+    rc, out, _ = _sub(
+        [
+            "-c",
+            "import jax, jaxlib, numpy; print(jax.__version__, "
+            "jaxlib.__version__, numpy.__version__, jax.default_backend(), "
+            "jax.devices())",
+        ],
+        120,
+    )
     info["jax"] = out.strip().splitlines()[-1] if out.strip() else f"failed: {rc}"
-    rc, out, _ = _sub(["-c", "import xgboost as x; print(x.__version__, "
-                             "bool(x.build_info().get('USE_CUDA')))"], 60)
+    rc, out, _ = _sub(
+        ["-c", "import xgboost as x; print(x.__version__, bool(x.build_info().get('USE_CUDA')))"],
+        60,
+    )
     info["xgboost"] = out.strip().splitlines()[-1] if rc == 0 else None
     return info
 
@@ -270,8 +318,12 @@ def machine():
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out", nargs="?", help="output folder (gpu.json, summary.txt, tests.log)")
-    ap.add_argument("--scale", type=float, default=1.0,
-                    help="multiply every size (and the test rows) by this (CPU rehearsal)")
+    ap.add_argument(
+        "--scale",
+        type=float,
+        default=1.0,
+        help="multiply every size (and the test rows) by this (CPU rehearsal)",
+    )
     ap.add_argument("--rounds", type=int, default=100)
     ap.add_argument("--budget", type=float, default=450.0, help="seconds for everything")
     ap.add_argument("--tests-budget", type=float, default=150.0)
@@ -281,10 +333,12 @@ def main(argv=None):
     a = ap.parse_args(argv)
     if a._worker:
         kind, *rest = a._worker
-        {"data": lambda c, n: worker_data(c, int(n)),
-         "jaxboost": lambda *r: worker_jaxboost(r[0], *map(int, r[1:])),
-         "xgboost": lambda *r: worker_xgboost(r[0], *map(int, r[1:])),
-         "hist": lambda n: worker_hist(int(n))}[kind](*rest)
+        {
+            "data": lambda c, n: worker_data(c, int(n)),
+            "jaxboost": lambda *r: worker_jaxboost(r[0], *map(int, r[1:])),
+            "xgboost": lambda *r: worker_xgboost(r[0], *map(int, r[1:])),
+            "hist": lambda n: worker_hist(int(n)),
+        }[kind](*rest)
         return 0
     if not a.out:
         ap.error("the output folder is required")
@@ -293,21 +347,45 @@ def main(argv=None):
     left = lambda: t_end - time.perf_counter()  # noqa: E731
     out_dir = Path(a.out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    res = {"machine": machine(), "scale": a.scale, "rounds": a.rounds, "params": PARAMS,
-           "started": time.strftime("%Y-%m-%dT%H:%M:%S"), "rows": []}
+    res = {
+        "machine": machine(),
+        "scale": a.scale,
+        "rounds": a.rounds,
+        "params": PARAMS,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "rows": [],
+    }
     save = lambda: (out_dir / "gpu.json").write_text(json.dumps(res, indent=1))  # noqa: E731
     save()
     print("machine:", json.dumps(res["machine"]), flush=True)
     me = [str(Path(__file__).resolve())]
 
     if not a.no_tests:
-        rc, out, secs = _sub(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "4",
-                              "--dist", "loadfile", *ENGINE_TESTS],
-                             min(a.tests_budget, left() - 60), log=out_dir / "tests.log",
-                             JAXBOOST_TEST_FULL_OPT="1")
+        rc, out, secs = _sub(
+            [
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "-n",
+                "4",
+                "--dist",
+                "loadfile",
+                *ENGINE_TESTS,
+            ],
+            min(a.tests_budget, left() - 60),
+            log=out_dir / "tests.log",
+            JAXBOOST_TEST_FULL_OPT="1",
+        )
         summary = [ln for ln in out.splitlines() if re.search(r"\d+ (passed|failed)", ln)]
-        res["tests"] = {"rc": rc, "seconds": secs, "summary": summary[-1] if summary else
-                        out.strip().splitlines()[-1:] and out.strip().splitlines()[-1]}
+        res["tests"] = {
+            "rc": rc,
+            "seconds": secs,
+            "summary": summary[-1]
+            if summary
+            else out.strip().splitlines()[-1:] and out.strip().splitlines()[-1],
+        }
         print("tests:", res["tests"], flush=True)
         save()
 
@@ -332,8 +410,10 @@ def main(argv=None):
             if left() < 20:
                 row[lib] = {"skipped": "budget"}
                 continue
-            rc, out, secs = _sub(me + ["--_worker", lib, a.cache, str(n_total), str(n),
-                                       str(n_test), str(a.rounds)], left() - 10)
+            rc, out, secs = _sub(
+                me + ["--_worker", lib, a.cache, str(n_total), str(n), str(n_test), str(a.rounds)],
+                left() - 10,
+            )
             row[lib] = _result(out) or {"rc": rc, "seconds": secs, "tail": out[-1500:]}
             print(n, lib, json.dumps(row[lib]), flush=True)
         j, x = row.get("jaxboost", {}), row.get("xgboost", {})
@@ -348,9 +428,20 @@ def main(argv=None):
     for name, env in VARIANTS.items():
         if left() < 45:
             break
-        rc, out, secs = _sub(me + ["--_worker", "jaxboost", a.cache, str(n_total),
-                                   str(sizes[0]), str(n_test), str(a.rounds)], left() - 10,
-                             **env)
+        rc, out, secs = _sub(
+            me
+            + [
+                "--_worker",
+                "jaxboost",
+                a.cache,
+                str(n_total),
+                str(sizes[0]),
+                str(n_test),
+                str(a.rounds),
+            ],
+            left() - 10,
+            **env,
+        )
         res["variants"][name] = {"env": env, **(_result(out) or {"rc": rc, "tail": out[-800:]})}
         print("variant", name, json.dumps(res["variants"][name]), flush=True)
         save()
@@ -363,8 +454,10 @@ def main(argv=None):
         j, x = r.get("jaxboost", {}), r.get("xgboost", {})
         cell = f"{r['rows'] / 1e6:g}M: jaxboost {j.get('train_s', float('nan')):.2f} s"
         if "train_s" in x:
-            cell += f" vs xgboost-{x['device']} {x['train_s']:.2f} s ({r['ratio']:.2f}x," \
-                    f" logloss {100 * r['logloss_rel']:+.2f} %)"
+            cell += (
+                f" vs xgboost-{x['device']} {x['train_s']:.2f} s ({r['ratio']:.2f}x,"
+                f" logloss {100 * r['logloss_rel']:+.2f} %)"
+            )
         parts.append(cell)
     line = " | ".join(parts)
     res["summary"] = line

@@ -43,8 +43,12 @@ def main() -> None:
     ap.add_argument("--n-bins", type=int, default=256)
     ap.add_argument("--nodes", default="1,8,32")
     ap.add_argument("--repeats", type=int, default=7)
-    ap.add_argument("--threads", type=int, default=None,
-                    help="threads of the multi-threaded columns (default: available cores)")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="threads of the multi-threaded columns (default: available cores)",
+    )
     ap.add_argument("--no-std", action="store_true", help="skip the std::thread column")
     ap.add_argument("--bins", choices=("uniform", "skewed", "binary"), default="uniform")
     args = ap.parse_args()
@@ -63,8 +67,9 @@ def main() -> None:
     if args.bins == "uniform":
         bins_rm = rng.integers(0, B, size=(N, F), dtype=np.uint8)
     elif args.bins == "skewed":
-        bins_rm = np.where(rng.random((N, F)) < 0.875, 0,
-                           rng.integers(0, B, size=(N, F))).astype(np.uint8)
+        bins_rm = np.where(rng.random((N, F)) < 0.875, 0, rng.integers(0, B, size=(N, F))).astype(
+            np.uint8
+        )
     else:
         bins_rm = rng.integers(0, 2, size=(N, F), dtype=np.uint8)
     bins_t = jnp.asarray(np.ascontiguousarray(bins_rm.T))
@@ -87,20 +92,28 @@ def main() -> None:
         print(f"native kernel unavailable: {native.unavailable_reason()}")
     T = args.threads or native.default_threads()
 
-    print(f"N={N:,} F={F} n_bins={B} bins={args.bins}  ms per level, median of "
-          f"{args.repeats}, one device (jax {jax.__version__}, "
-          f"{len(os.sched_getaffinity(0))} cores available, T={T})")
+    print(
+        f"N={N:,} F={F} n_bins={B} bins={args.bins}  ms per level, median of "
+        f"{args.repeats}, one device (jax {jax.__version__}, "
+        f"{len(os.sched_getaffinity(0))} cores available, T={T})"
+    )
     cols = ["xla"]
     if have_native:
         cols += ["nat 1T", f"nat {T}T"] + ([] if args.no_std else [f"std {T}T"])
-    print(f"{'n_nodes':>7} {'rows kept':>9} " + " ".join(f"{c:>9}" for c in cols)
-          + f" {'speed-up':>8} {'scaling':>7}")
+    print(
+        f"{'n_nodes':>7} {'rows kept':>9} "
+        + " ".join(f"{c:>9}" for c in cols)
+        + f" {'speed-up':>8} {'scaling':>7}"
+    )
     for n_nodes in [int(x) for x in args.nodes.split(",")]:
         xla = jax.jit(lambda b, gh_, nd, n=n_nodes: build_histogram(b, gh_, nd, n, B))
 
         def nat(threads, pool=True, n=n_nodes):
-            return jax.jit(lambda b, g_, h_, nd: native.histogram(
-                b, g_, h_, nd, n, B, n_threads=threads, _xla_pool=pool))
+            return jax.jit(
+                lambda b, g_, h_, nd: native.histogram(
+                    b, g_, h_, nd, n, B, n_threads=threads, _xla_pool=pool
+                )
+            )
 
         for half in (False, True):
             node = rng.integers(0, n_nodes, size=N).astype(np.int32)
@@ -114,11 +127,15 @@ def main() -> None:
                 res[f"nat {T}T"] = timeit(nat(T), bins_rm, g, h, node)
                 if not args.no_std:
                     res[f"std {T}T"] = timeit(nat(T, False), bins_rm, g, h, node)
-                extra = (f" {res['xla'] / res[f'nat {T}T']:7.1f}x"
-                         f" {res['nat 1T'] / res[f'nat {T}T']:6.2f}x")
+                extra = (
+                    f" {res['xla'] / res[f'nat {T}T']:7.1f}x"
+                    f" {res['nat 1T'] / res[f'nat {T}T']:6.2f}x"
+                )
             kept = "50%" if half else "100%"
-            print(f"{n_nodes:>7} {kept:>9} " + " ".join(f"{res[c]:9.2f}" for c in cols)
-                  + extra, flush=True)
+            print(
+                f"{n_nodes:>7} {kept:>9} " + " ".join(f"{res[c]:9.2f}" for c in cols) + extra,
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -76,16 +76,31 @@ print(json.dumps({"seconds": seconds, "traced_peak_mib": peak,
 
 
 def xgb_model(trees, objective="reg:squarederror", num_class="0", num_feature="2"):
-    return {"learner": {
-        "attributes": {}, "feature_names": [], "feature_types": [],
-        "gradient_booster": {"model": {
-            "gbtree_model_param": {"num_parallel_tree": "1", "num_trees": str(len(trees))},
-            "iteration_indptr": list(range(len(trees) + 1)),
-            "tree_info": [0] * len(trees), "trees": trees}, "name": "gbtree"},
-        "learner_model_param": {"base_score": "5E-1", "boost_from_average": "1",
-                                "num_class": num_class, "num_feature": num_feature,
-                                "num_target": "1"},
-        "objective": {"name": objective}}, "version": [3, 2, 0]}
+    return {
+        "learner": {
+            "attributes": {},
+            "feature_names": [],
+            "feature_types": [],
+            "gradient_booster": {
+                "model": {
+                    "gbtree_model_param": {"num_parallel_tree": "1", "num_trees": str(len(trees))},
+                    "iteration_indptr": list(range(len(trees) + 1)),
+                    "tree_info": [0] * len(trees),
+                    "trees": trees,
+                },
+                "name": "gbtree",
+            },
+            "learner_model_param": {
+                "base_score": "5E-1",
+                "boost_from_average": "1",
+                "num_class": num_class,
+                "num_feature": num_feature,
+                "num_target": "1",
+            },
+            "objective": {"name": objective},
+        },
+        "version": [3, 2, 0],
+    }
 
 
 def tree(left, right):
@@ -94,14 +109,29 @@ def tree(left, right):
     hess = [0.0] * n
     for i in reversed(range(n)):
         hess[i] = 1.0 if left[i] == -1 else hess[left[i]] + hess[right[i]]
-    return {"base_weights": cond, "categories": [], "categories_nodes": [],
-            "categories_segments": [], "categories_sizes": [],
-            "default_left": [0] * n, "id": 0, "left_children": left,
-            "loss_changes": [0.0] * n, "parents": [2147483647] * n, "right_children": right,
-            "split_conditions": cond, "split_indices": [0] * n, "split_type": [0] * n,
-            "sum_hessian": hess,
-            "tree_param": {"num_deleted": "0", "num_feature": "2", "num_nodes": str(n),
-                           "size_leaf_vector": "1"}}
+    return {
+        "base_weights": cond,
+        "categories": [],
+        "categories_nodes": [],
+        "categories_segments": [],
+        "categories_sizes": [],
+        "default_left": [0] * n,
+        "id": 0,
+        "left_children": left,
+        "loss_changes": [0.0] * n,
+        "parents": [2147483647] * n,
+        "right_children": right,
+        "split_conditions": cond,
+        "split_indices": [0] * n,
+        "split_type": [0] * n,
+        "sum_hessian": hess,
+        "tree_param": {
+            "num_deleted": "0",
+            "num_feature": "2",
+            "num_nodes": str(n),
+            "size_leaf_vector": "1",
+        },
+    }
 
 
 def stump():
@@ -146,25 +176,35 @@ def files(size):
     small = compact(xgb_model([stump()], "multi:softprob", num_class="10000000"))
     yield "num-class", ("from_xgboost",), padded(small, size)
     one = len(compact(chain()))
-    yield "long-chains", ("from_xgboost",), compact(
-        xgb_model([chain() for _ in range(max(size // (one + 1), 1))]))
-    yield "n-outputs", ("load",), padded(jaxboost_model_text(10 ** 7), size)
+    yield (
+        "long-chains",
+        ("from_xgboost",),
+        compact(xgb_model([chain() for _ in range(max(size // (one + 1), 1))])),
+    )
+    yield "n-outputs", ("load",), padded(jaxboost_model_text(10**7), size)
     # The most a text the cost bound lets through can take: floats up to 97 % of it.
     from jaxboost.io import files as jfiles
 
     n = int(0.97 * jfiles.MAX_PARSE_BYTES / jfiles.parse_cost(b"0.5,"))
     yield "floats-at-budget", ("load", "from_xgboost"), b"[" + b"0.5," * n + b"0.5]"
     yield "num-class-567B", ("from_xgboost",), small
-    yield "num-feature-4M", ("from_xgboost",), compact(
-        xgb_model([stump()], num_feature="4000000"))
+    yield "num-feature-4M", ("from_xgboost",), compact(xgb_model([stump()], num_feature="4000000"))
     yield "chains-1000", ("from_xgboost",), compact(xgb_model([chain() for _ in range(1000)]))
 
 
 def run(reader, path, traced, timeout):
-    env = {**os.environ, "JAX_PLATFORMS": "cpu",
-           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    out = subprocess.run([sys.executable, "-c", CHILD, reader, str(path), "1" if traced else "0"],
-                         capture_output=True, text=True, timeout=timeout, env=env)
+    env = {
+        **os.environ,
+        "JAX_PLATFORMS": "cpu",
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, reader, str(path), "1" if traced else "0"],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-2000:])
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -172,16 +212,26 @@ def run(reader, path, traced, timeout):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--size-mb", type=float, default=100.0,
-                    help="size of the large hostile files in MB (default 100)")
-    ap.add_argument("--out", default=None, help="JSON file for the figures (default "
-                    "benchmarks/results/hostile-files-<timestamp>.json)")
+    ap.add_argument(
+        "--size-mb",
+        type=float,
+        default=100.0,
+        help="size of the large hostile files in MB (default 100)",
+    )
+    ap.add_argument(
+        "--out",
+        default=None,
+        help="JSON file for the figures (default "
+        "benchmarks/results/hostile-files-<timestamp>.json)",
+    )
     ap.add_argument("--timeout", type=float, default=600)
     args = ap.parse_args()
     size = int(args.size_mb * 1e6)
     rows = []
-    print(f"{'file':16s} {'MB':>7s} {'reader':13s} {'seconds':>8s} {'traced MiB':>10s} "
-          f"{'RSS +MiB':>9s}  refusal")
+    print(
+        f"{'file':16s} {'MB':>7s} {'reader':13s} {'seconds':>8s} {'traced MiB':>10s} "
+        f"{'RSS +MiB':>9s}  refusal"
+    )
     with tempfile.TemporaryDirectory(prefix="jaxboost-hostile-") as folder:
         for name, readers, data in files(size):
             path = Path(folder) / f"{name}.json"
@@ -192,27 +242,45 @@ def main() -> None:
                 timed = run(reader, path, False, args.timeout)
                 traced = run(reader, path, True, args.timeout)
                 growth = timed["maxrss_after_mib"] - timed["rss_before_mib"]
-                row = {"file": name, "bytes": path.stat().st_size, "reader": reader,
-                       "seconds": timed["seconds"],
-                       "traced_peak_mib": traced["traced_peak_mib"],
-                       "rss_growth_mib": growth, **{f"timed_{k}": v for k, v in timed.items()
-                                                    if k not in ("seconds",)}}
+                row = {
+                    "file": name,
+                    "bytes": path.stat().st_size,
+                    "reader": reader,
+                    "seconds": timed["seconds"],
+                    "traced_peak_mib": traced["traced_peak_mib"],
+                    "rss_growth_mib": growth,
+                    **{f"timed_{k}": v for k, v in timed.items() if k not in ("seconds",)},
+                }
                 rows.append(row)
-                print(f"{name:16s} {mb:7.1f} {reader:13s} {timed['seconds']:8.3f} "
-                      f"{traced['traced_peak_mib']:10.1f} {growth:9.1f}  "
-                      f"{timed['error']}: {(timed['message'] or '')[:70]}")
+                print(
+                    f"{name:16s} {mb:7.1f} {reader:13s} {timed['seconds']:8.3f} "
+                    f"{traced['traced_peak_mib']:10.1f} {growth:9.1f}  "
+                    f"{timed['error']}: {(timed['message'] or '')[:70]}"
+                )
             path.unlink()
     bad = [r for r in rows if r["timed_error"] != "ModelFormatError"]
     if bad:
         print(f"NOT REFUSED with ModelFormatError: {[(r['file'], r['reader']) for r in bad]}")
-    out = Path(args.out) if args.out else (
-        HERE / "results" / f"hostile-files-{time.strftime('%Y%m%d-%H%M%S')}.json")
+    out = (
+        Path(args.out)
+        if args.out
+        else (HERE / "results" / f"hostile-files-{time.strftime('%Y%m%d-%H%M%S')}.json")
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     import platform
 
-    out.write_text(json.dumps({"size_mb": args.size_mb, "python": sys.version,
-                               "machine": platform.platform(), "cpus": os.cpu_count(),
-                               "rows": rows}, indent=1))
+    out.write_text(
+        json.dumps(
+            {
+                "size_mb": args.size_mb,
+                "python": sys.version,
+                "machine": platform.platform(),
+                "cpus": os.cpu_count(),
+                "rows": rows,
+            },
+            indent=1,
+        )
+    )
     print(f"wrote {out}")
 
 

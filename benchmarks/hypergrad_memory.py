@@ -42,7 +42,7 @@ from _process import launch_measured
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 TAG = "@@HGMEM "
-MIB = 2 ** 20
+MIB = 2**20
 CASES = ("train", "hypergrad")
 SETTINGS = dict(n_rounds=200, max_depth=6, learning_rate=0.1, reg_lambda=1.0)
 TARGET_RATIO = 3.0
@@ -53,8 +53,11 @@ def make_data(rows: int, features: int, val_rows: int):
 
     rng = np.random.default_rng(0)
     X = rng.standard_normal((rows + val_rows, features), dtype=np.float32)
-    y = (X[:, :5].sum(axis=1) + np.sin(3 * X[:, 5])
-         + 0.5 * rng.standard_normal(len(X), dtype=np.float32)).astype(np.float32)
+    y = (
+        X[:, :5].sum(axis=1)
+        + np.sin(3 * X[:, 5])
+        + 0.5 * rng.standard_normal(len(X), dtype=np.float32)
+    ).astype(np.float32)
     return X[:rows], y[:rows], X[rows:], y[rows:]
 
 
@@ -70,8 +73,9 @@ def worker(case: str, rows: int, features: int, val_rows: int) -> None:
     else:
         kw = dict(SETTINGS)
         params = {k: kw.pop(k) for k in ("reg_lambda", "learning_rate")}
-        res = jaxboost.hypergrad("squared", X, y, Xv, yv, params=params, val_loss="rmse",
-                                 verbose=False, **kw)
+        res = jaxboost.hypergrad(
+            "squared", X, y, Xv, yv, params=params, val_loss="rmse", verbose=False, **kw
+        )
         out.update(value=res.value, grads=res.grads, max_margin_diff=res.max_margin_diff)
         out["seconds_before_xla_estimate"] = time.perf_counter() - t0
         from jaxboost.tuning.hypergrad import _value_and_grad
@@ -79,43 +83,71 @@ def worker(case: str, rows: int, features: int, val_rows: int) -> None:
         rp = res.replay
         m = _value_and_grad.lower(rp.spec, rp.data, rp.theta0).compile().memory_analysis()
         if m is not None:
-            out["xla"] = {k: int(getattr(m, k)) for k in (
-                "argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes",
-                "generated_code_size_in_bytes", "alias_size_in_bytes") if hasattr(m, k)}
+            out["xla"] = {
+                k: int(getattr(m, k))
+                for k in (
+                    "argument_size_in_bytes",
+                    "output_size_in_bytes",
+                    "temp_size_in_bytes",
+                    "generated_code_size_in_bytes",
+                    "alias_size_in_bytes",
+                )
+                if hasattr(m, k)
+            }
     out["seconds"] = time.perf_counter() - t0
     print(TAG + json.dumps(out), flush=True)
 
 
 def launch(case: str, args) -> dict:
     """One case in a fresh process; its own peak RSS and CPU seconds by ``wait4``."""
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--_worker", case,
-           "--rows", str(args.rows), "--features", str(args.features),
-           "--val-rows", str(args.val_rows)]
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--_worker",
+        case,
+        "--rows",
+        str(args.rows),
+        "--features",
+        str(args.features),
+        "--val-rows",
+        str(args.val_rows),
+    ]
     return launch_measured(cmd, case, args.timeout, TAG)
 
 
 def table(results: dict, args) -> str:
-    out = [f"{args.rows:,} x {args.features} training rows, {args.val_rows:,} validation rows, "
-           f"{SETTINGS['n_rounds']} rounds, depth {SETTINGS['max_depth']}, squared loss",
-           f"{'case':10s}  {'peak MiB':>9s}  {'seconds':>8s}  {'CPU s':>7s}",
-           "-" * 42]
+    out = [
+        f"{args.rows:,} x {args.features} training rows, {args.val_rows:,} validation rows, "
+        f"{SETTINGS['n_rounds']} rounds, depth {SETTINGS['max_depth']}, squared loss",
+        f"{'case':10s}  {'peak MiB':>9s}  {'seconds':>8s}  {'CPU s':>7s}",
+        "-" * 42,
+    ]
     for name, r in results.items():
         if "error" in r:
             out.append(f"{name:10s}  failed (rc {r['returncode']}): {r['error'].strip()[-300:]}")
             continue
-        out.append(f"{name:10s}  {r['peak_bytes'] / MIB:9,.0f}  {r['seconds']:8.1f}  "
-                   f"{r['cpu_s']:7.1f}")
+        out.append(
+            f"{name:10s}  {r['peak_bytes'] / MIB:9,.0f}  {r['seconds']:8.1f}  {r['cpu_s']:7.1f}"
+        )
     tr, hg = results.get("train"), results.get("hypergrad")
     if tr and hg and "error" not in tr and "error" not in hg:
         ratio = hg["peak_bytes"] / tr["peak_bytes"]
-        out.append(f"ratio hypergrad / train peak: {ratio:.2f} (target <= {TARGET_RATIO:g}: "
-                   f"{'met' if ratio <= TARGET_RATIO else 'OVER'})")
+        out.append(
+            f"ratio hypergrad / train peak: {ratio:.2f} (target <= {TARGET_RATIO:g}: "
+            f"{'met' if ratio <= TARGET_RATIO else 'OVER'})"
+        )
         x = hg.get("xla")
         if x:
-            out.append("XLA estimate of the replay program (MiB): " + ", ".join(
-                f"{k.replace('_size_in_bytes', '')} {v / MIB:,.1f}" for k, v in x.items()))
-    out.append("peak MiB: the worker's peak RSS (ru_maxrss by wait4), interpreter, JAX and "
-               "data included; seconds: the call, compile included (one call per process).")
+            out.append(
+                "XLA estimate of the replay program (MiB): "
+                + ", ".join(
+                    f"{k.replace('_size_in_bytes', '')} {v / MIB:,.1f}" for k, v in x.items()
+                )
+            )
+    out.append(
+        "peak MiB: the worker's peak RSS (ru_maxrss by wait4), interpreter, JAX and "
+        "data included; seconds: the call, compile included (one call per process)."
+    )
     return "\n".join(out)
 
 
@@ -138,19 +170,35 @@ def main() -> None:
     results = {}
     for name in names:
         r = results[name] = launch(name, args)
-        print(f"{name}: peak {r['peak_bytes'] / MIB:,.0f} MiB, wall {r['wall_s']:.1f} s"
-              + (" FAILED" if "error" in r else ""), flush=True)
+        print(
+            f"{name}: peak {r['peak_bytes'] / MIB:,.0f} MiB, wall {r['wall_s']:.1f} s"
+            + (" FAILED" if "error" in r else ""),
+            flush=True,
+        )
     text = table(results, args)
     print(text)
     sys.path.insert(0, str(HERE))
     from run import machine_info
 
-    path = Path(args.out) if args.out else \
-        HERE / "results" / f"hypergrad-memory-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path = (
+        Path(args.out)
+        if args.out
+        else HERE / "results" / f"hypergrad-memory-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(dict(machine=machine_info(), settings=SETTINGS,
-                                    args=vars(args), results=results, table=text),
-                               indent=1, default=str))
+    path.write_text(
+        json.dumps(
+            dict(
+                machine=machine_info(),
+                settings=SETTINGS,
+                args=vars(args),
+                results=results,
+                table=text,
+            ),
+            indent=1,
+            default=str,
+        )
+    )
     print(f"wrote {path}")
 
 

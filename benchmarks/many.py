@@ -45,11 +45,24 @@ def configs(which: str) -> list:
     import objectives as O
 
     if which == "losses":
-        return [dict(objective=o) for o in (
-            O.logistic, O.exponential, O.focal(gamma=2.0), O.squared, O.huber(delta=0.5),
-            O.pseudo_huber, O.log_cosh, O.absolute)]
-    return [dict(objective="logistic", learning_rate=lr, reg_lambda=lam)
-            for lr in (0.05, 0.1, 0.2, 0.3) for lam in (1.0, 5.0)]
+        return [
+            dict(objective=o)
+            for o in (
+                O.logistic,
+                O.exponential,
+                O.focal(gamma=2.0),
+                O.squared,
+                O.huber(delta=0.5),
+                O.pseudo_huber,
+                O.log_cosh,
+                O.absolute,
+            )
+        ]
+    return [
+        dict(objective="logistic", learning_rate=lr, reg_lambda=lam)
+        for lr in (0.05, 0.1, 0.2, 0.3)
+        for lam in (1.0, 5.0)
+    ]
 
 
 def worker(mode: str, which: str) -> None:
@@ -74,8 +87,13 @@ def worker(mode: str, which: str) -> None:
             models.append(jaxboost.train(c.pop("objective"), X, y, **dict(kw, **c)))
     t_train = time.perf_counter()
     aucs = [auc(yt, m.predict(Xt, output_margin=True)) for m in models]
-    print(TAG + json.dumps(dict(mode=mode, which=which, data_s=t_data - t0,
-                                train_s=t_train - t_data, aucs=aucs)), flush=True)
+    print(
+        TAG
+        + json.dumps(
+            dict(mode=mode, which=which, data_s=t_data - t0, train_s=t_train - t_data, aucs=aucs)
+        ),
+        flush=True,
+    )
 
 
 def launch(mode, which, cache_env) -> dict:
@@ -83,13 +101,18 @@ def launch(mode, which, cache_env) -> dict:
     env.setdefault("JAX_PLATFORMS", "cpu")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--_worker", mode,
-                          which], capture_output=True, text=True, env=env, timeout=1800)
+    out = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--_worker", mode, which],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1800,
+    )
     wall = time.perf_counter() - t0
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith(TAG)]
     if out.returncode != 0 or not lines:
         raise SystemExit(f"{mode}/{which} failed:\n{out.stderr[-3000:]}")
-    return dict(json.loads(lines[-1][len(TAG):]), wall_s=wall)
+    return dict(json.loads(lines[-1][len(TAG) :]), wall_s=wall)
 
 
 def main() -> None:
@@ -105,8 +128,10 @@ def main() -> None:
                 if cache == "cold":
                     envs = {m: {"JAXBOOST_COMPILATION_CACHE": "0"} for m in ("many", "separate")}
                 else:  # one cache per mode, filled by a first run that is not timed
-                    envs = {m: {"JAXBOOST_CACHE_DIR": str(Path(tmp) / f"{which}-{m}")}
-                            for m in ("many", "separate")}
+                    envs = {
+                        m: {"JAXBOOST_CACHE_DIR": str(Path(tmp) / f"{which}-{m}")}
+                        for m in ("many", "separate")
+                    }
                     for m in envs:
                         launch(m, which, envs[m])
                 walls = {"many": [], "separate": []}
@@ -117,19 +142,33 @@ def main() -> None:
                         walls[m].append(r["wall_s"])
                         last[m] = r
                 med = {m: statistics.median(v) for m, v in walls.items()}
-                row = dict(set=which, cache=cache, many_s=med["many"],
-                           separate_s=med["separate"], ratio=med["many"] / med["separate"],
-                           walls=walls,
-                           max_auc_diff=max(abs(a - b) for a, b in
-                                            zip(last["many"]["aucs"], last["separate"]["aucs"])))
+                row = dict(
+                    set=which,
+                    cache=cache,
+                    many_s=med["many"],
+                    separate_s=med["separate"],
+                    ratio=med["many"] / med["separate"],
+                    walls=walls,
+                    max_auc_diff=max(
+                        abs(a - b) for a, b in zip(last["many"]["aucs"], last["separate"]["aucs"])
+                    ),
+                )
                 results.append(row)
-                print(f"{which:7s} {cache:5s} cache: train_many {med['many']:6.2f} s, 8 x train "
-                      f"{med['separate']:6.2f} s, ratio {row['ratio']:.2f}  "
-                      f"(max |AUC difference| {row['max_auc_diff']:.1e})", flush=True)
+                print(
+                    f"{which:7s} {cache:5s} cache: train_many {med['many']:6.2f} s, 8 x train "
+                    f"{med['separate']:6.2f} s, ratio {row['ratio']:.2f}  "
+                    f"(max |AUC difference| {row['max_auc_diff']:.1e})",
+                    flush=True,
+                )
     out = HERE / "results" / f"many-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(dict(rows=ROWS, rounds=ROUNDS, depth=DEPTH, cores=os.cpu_count(),
-                                   results=results), indent=1) + "\n")
+    out.write_text(
+        json.dumps(
+            dict(rows=ROWS, rounds=ROUNDS, depth=DEPTH, cores=os.cpu_count(), results=results),
+            indent=1,
+        )
+        + "\n"
+    )
     print(f"raw figures: {out.relative_to(ROOT)}")
 
 

@@ -56,7 +56,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 TAG = "@@MEMORY "
 GB = 1e9
-MIB = 2 ** 20
+MIB = 2**20
 
 CASES = {
     # name: (objective, rows, features, classes, rounds)
@@ -80,8 +80,9 @@ def make_data(rows: int, features: int, classes: int):
     rng = np.random.default_rng(0)
     X = rng.standard_normal((rows, features), dtype=np.float32)
     if classes == 1:
-        y = (X[:, : min(features, 5)].sum(axis=1)
-             + 0.1 * rng.standard_normal(rows, dtype=np.float32)).astype(np.float32)
+        y = (
+            X[:, : min(features, 5)].sum(axis=1) + 0.1 * rng.standard_normal(rows, dtype=np.float32)
+        ).astype(np.float32)
         return X, y
     W = rng.standard_normal((features, classes), dtype=np.float32)
     y = np.argmax(X @ W + rng.gumbel(size=(rows, classes)).astype(np.float32), axis=1)
@@ -104,31 +105,43 @@ def special(name: str) -> dict:
         X = sp.csr_matrix((np.ones(5000, np.float32), (rows, cols)), shape=(n, f))
         X.sum_duplicates()
         X.data[:] = 1.0
-        y = (np.asarray(X[:, 0].todense()).ravel() - np.asarray(X[:, 99_991].todense()).ravel()
-             + 0.3 * rng.normal(size=n) > 0).astype(np.float32)
+        y = (
+            np.asarray(X[:, 0].todense()).ravel()
+            - np.asarray(X[:, 99_991].todense()).ravel()
+            + 0.3 * rng.normal(size=n)
+            > 0
+        ).astype(np.float32)
         t0, c0 = time.perf_counter(), time.process_time()
         bst = jaxboost.train("logistic", X, y, n_rounds=5, max_depth=6, verbose=False)
-        return dict(train_s=time.perf_counter() - t0, train_cpu_s=time.process_time() - c0,
-                    data_bytes=int(X.data.nbytes + X.indices.nbytes + X.indptr.nbytes),
-                    n_trees=int(bst.ensemble.n_trees))
+        return dict(
+            train_s=time.perf_counter() - t0,
+            train_cpu_s=time.process_time() - c0,
+            data_bytes=int(X.data.nbytes + X.indices.nbytes + X.indptr.nbytes),
+            n_trees=int(bst.ensemble.n_trees),
+        )
     Xs = rng.standard_normal((10_000, 5), dtype=np.float32)
     ys = (Xs[:, 0] > 0).astype(np.float32)
     if name == "predict20m":
         bst = jaxboost.train("logistic", Xs, ys, n_rounds=50, max_depth=6, verbose=False)
         X = np.empty((20_000_000, 5), np.float32)
         for lo in range(0, X.shape[0], 1_000_000):
-            X[lo:lo + 1_000_000] = rng.standard_normal((1_000_000, 5), dtype=np.float32)
+            X[lo : lo + 1_000_000] = rng.standard_normal((1_000_000, 5), dtype=np.float32)
         t0, c0 = time.perf_counter(), time.process_time()
         out = bst.predict(X)
     else:  # staged
-        bst = jaxboost.train("logistic", Xs, ys, n_rounds=2000, max_depth=2,
-                             learning_rate=0.01, verbose=False)
+        bst = jaxboost.train(
+            "logistic", Xs, ys, n_rounds=2000, max_depth=2, learning_rate=0.01, verbose=False
+        )
         X = rng.standard_normal((100_000, 5), dtype=np.float32)
         t0, c0 = time.perf_counter(), time.process_time()
         out = bst.staged_predict(X)
-    return dict(train_s=time.perf_counter() - t0, train_cpu_s=time.process_time() - c0,
-                data_bytes=int(X.nbytes), output_bytes=int(out.nbytes),
-                n_trees=int(bst.ensemble.n_trees))
+    return dict(
+        train_s=time.perf_counter() - t0,
+        train_cpu_s=time.process_time() - c0,
+        data_bytes=int(X.nbytes),
+        output_bytes=int(out.nbytes),
+        n_trees=int(bst.ensemble.n_trees),
+    )
 
 
 def worker(name: str) -> None:
@@ -141,23 +154,31 @@ def worker(name: str) -> None:
 
     t0 = time.perf_counter()
     c0 = time.process_time()
-    bst = jaxboost.train(objective, X, y, n_rounds=rounds, max_depth=6, learning_rate=0.3,
-                         verbose=False)
+    bst = jaxboost.train(
+        objective, X, y, n_rounds=rounds, max_depth=6, learning_rate=0.3, verbose=False
+    )
     margin = bst.predict(X[:10], output_margin=True)
-    out = dict(case=name, train_s=time.perf_counter() - t0, train_cpu_s=time.process_time() - c0,
-               data_bytes=int(X.nbytes + y.nbytes), n_trees=int(bst.ensemble.n_trees),
-               margin_head=[float(v) for v in margin.ravel()[:4]])
+    out = dict(
+        case=name,
+        train_s=time.perf_counter() - t0,
+        train_cpu_s=time.process_time() - c0,
+        data_bytes=int(X.nbytes + y.nbytes),
+        n_trees=int(bst.ensemble.n_trees),
+        margin_head=[float(v) for v in margin.ravel()[:4]],
+    )
     print(TAG + json.dumps(out), flush=True)
 
 
 def launch(name: str, timeout: float) -> dict:
     """Run one case in a fresh process; its own peak RSS and CPU seconds by ``wait4``."""
-    return launch_measured([sys.executable, str(Path(__file__).resolve()), "--_worker", name],
-                           name, timeout, TAG)
+    return launch_measured(
+        [sys.executable, str(Path(__file__).resolve()), "--_worker", name], name, timeout, TAG
+    )
 
 
 def model(results: dict) -> list:
     """Bytes per row, per feature, per class from differences between cases."""
+
     def peak(c):
         r = results.get(c)
         return None if r is None or "error" in r else r["peak_bytes"]
@@ -171,36 +192,47 @@ def model(results: dict) -> list:
         per = (pa - pb) / units
         lines.append(dict(what=what, cases=f"{a} - {b}", bytes=per))
 
-    rows, base, s10, s100, w2, w20 = (CASES[c] for c in (
-        "rows", "base", "softmax10", "softmax100", "wide2k", "wide20k"))
+    rows, base, s10, s100, w2, w20 = (
+        CASES[c] for c in ("rows", "base", "softmax10", "softmax100", "wide2k", "wide20k")
+    )
     diff("rows", "base", rows[1] - base[1], f"per row (squared, {rows[2]} features)")
-    diff("softmax100", "softmax10", s100[1] * (s100[3] - s10[3]),
-         "per row and class (softmax)")
+    diff("softmax100", "softmax10", s100[1] * (s100[3] - s10[3]), "per row and class (softmax)")
     diff("wide20k", "wide2k", w20[2] - w2[2], f"per feature ({w20[1]} rows)")
     return lines
 
 
 def table(results: dict) -> str:
-    head = (f"{'case':10s}  {'objective':9s}  {'rows':>9s}  {'feat':>6s}  {'K':>4s}  "
-            f"{'rounds':>6s}  {'peak MiB':>9s}  {'train s':>8s}  {'CPU s':>7s}  target")
+    head = (
+        f"{'case':10s}  {'objective':9s}  {'rows':>9s}  {'feat':>6s}  {'K':>4s}  "
+        f"{'rounds':>6s}  {'peak MiB':>9s}  {'train s':>8s}  {'CPU s':>7s}  target"
+    )
     out = [head, "-" * len(head)]
     for name, r in results.items():
         obj, rows, feats, k, rounds = CASES[name]
         if "error" in r:
-            out.append(f"{name:10s}  failed (rc {r['returncode']}, peak "
-                       f"{r['peak_bytes'] / MIB:,.0f} MiB): {r['error'].strip()[-300:]}")
+            out.append(
+                f"{name:10s}  failed (rc {r['returncode']}, peak "
+                f"{r['peak_bytes'] / MIB:,.0f} MiB): {r['error'].strip()[-300:]}"
+            )
             continue
         tgt = TARGETS.get(name)
-        ok = "" if tgt is None else (f"< {tgt / GB:.1f} GB " +
-                                     ("met" if r["peak_bytes"] < tgt else "OVER"))
-        out.append(f"{name:10s}  {obj:9s}  {rows:9,d}  {feats:6,d}  {k:4d}  {rounds:6d}  "
-                   f"{r['peak_bytes'] / MIB:9,.0f}  {r['train_s']:8.1f}  {r['cpu_s']:7.1f}  {ok}")
+        ok = (
+            ""
+            if tgt is None
+            else (f"< {tgt / GB:.1f} GB " + ("met" if r["peak_bytes"] < tgt else "OVER"))
+        )
+        out.append(
+            f"{name:10s}  {obj:9s}  {rows:9,d}  {feats:6,d}  {k:4d}  {rounds:6d}  "
+            f"{r['peak_bytes'] / MIB:9,.0f}  {r['train_s']:8.1f}  {r['cpu_s']:7.1f}  {ok}"
+        )
     out.append("")
     for m in model(results):
         out.append(f"{m['what']:32s} {m['bytes']:12,.0f} bytes   ({m['cases']})")
-    out.append("peak MiB: the worker's peak RSS (ru_maxrss by wait4), data included; train s: "
-               "wall seconds of the train call (compile included); CPU s: the worker's user + "
-               "system seconds.")
+    out.append(
+        "peak MiB: the worker's peak RSS (ru_maxrss by wait4), data included; train s: "
+        "wall seconds of the train call (compile included); CPU s: the worker's user + "
+        "system seconds."
+    )
     return "\n".join(out)
 
 
@@ -219,22 +251,40 @@ def main() -> None:
     for name in names:
         results[name] = launch(name, args.timeout)
         r = results[name]
-        print(f"{name}: peak {r['peak_bytes'] / MIB:,.0f} MiB, wall {r['wall_s']:.1f} s, "
-              f"CPU {r['cpu_s']:.1f} s" + (" FAILED" if "error" in r else ""), flush=True)
+        print(
+            f"{name}: peak {r['peak_bytes'] / MIB:,.0f} MiB, wall {r['wall_s']:.1f} s, "
+            f"CPU {r['cpu_s']:.1f} s" + (" FAILED" if "error" in r else ""),
+            flush=True,
+        )
     text = table(results)
     print(text)
     sys.path.insert(0, str(HERE))
     from run import machine_info
 
-    out = Path(args.out) if args.out else \
-        HERE / "results" / f"memory-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    out = (
+        Path(args.out)
+        if args.out
+        else HERE / "results" / f"memory-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    )
     out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(dict(label=args.label, argv=sys.argv, machine=machine_info(),
-                                   cases={k: dict(zip(("objective", "rows", "features",
-                                                       "classes", "rounds"), CASES[k]))
-                                          for k in names},
-                                   results=results, model=model(results), table=text),
-                              indent=1) + "\n")
+    out.write_text(
+        json.dumps(
+            dict(
+                label=args.label,
+                argv=sys.argv,
+                machine=machine_info(),
+                cases={
+                    k: dict(zip(("objective", "rows", "features", "classes", "rounds"), CASES[k]))
+                    for k in names
+                },
+                results=results,
+                model=model(results),
+                table=text,
+            ),
+            indent=1,
+        )
+        + "\n"
+    )
     print(f"raw figures: {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
 
 

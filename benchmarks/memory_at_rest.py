@@ -63,15 +63,22 @@ gc.collect()
 print(rss())
 """
 
-CASES = ("jaxboost-runtime", "xgboost-runtime", "lightgbm-runtime",
-         "jaxboost-fit", "xgboost-fit", "lightgbm-fit")
+CASES = (
+    "jaxboost-runtime",
+    "xgboost-runtime",
+    "lightgbm-runtime",
+    "jaxboost-fit",
+    "xgboost-fit",
+    "lightgbm-fit",
+)
 
 
 def main():
     out = {}
     for case in CASES:
-        r = subprocess.run([sys.executable, "-c", WORKER, case], capture_output=True,
-                           text=True, check=True)
+        r = subprocess.run(
+            [sys.executable, "-c", WORKER, case], capture_output=True, text=True, check=True
+        )
         out[case] = float(r.stdout.strip().splitlines()[-1])
     ref = out["xgboost-fit"]
     print(f"{'case':<18} {'RSS MiB':>8} {'/ XGBoost fit':>14}")
@@ -79,11 +86,13 @@ def main():
         print(f"{case:<18} {mib:8.0f} {mib / ref:14.2f}")
     kept = out["jaxboost-fit"] - out["jaxboost-runtime"]
     print(f"jaxboost: the fit keeps {kept:.0f} MiB beyond its runtime")
-    path = os.path.join(os.path.dirname(__file__), "results",
-                        f"memory-at-rest-{time.strftime('%Y%m%d-%H%M%S')}.json")
+    path = os.path.join(
+        os.path.dirname(__file__),
+        "results",
+        f"memory-at-rest-{time.strftime('%Y%m%d-%H%M%S')}.json",
+    )
     with open(path, "w") as f:
-        json.dump({"command": "python benchmarks/memory_at_rest.py", "rss_mib": out}, f,
-                  indent=1)
+        json.dump({"command": "python benchmarks/memory_at_rest.py", "rss_mib": out}, f, indent=1)
     print(path)
 
 

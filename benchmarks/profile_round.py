@@ -41,8 +41,9 @@ def _median_time(fn, repeats=5):
 def data(rows):
     from sklearn.datasets import make_classification
 
-    X, y = make_classification(n_samples=rows, n_features=28, n_informative=14,
-                               n_redundant=4, random_state=0)
+    X, y = make_classification(
+        n_samples=rows, n_features=28, n_informative=14, n_redundant=4, random_state=0
+    )
     return X.astype(np.float32), y.astype(np.float32)
 
 
@@ -56,11 +57,13 @@ def round_time(rows, stub_histogram: bool):
     from jaxboost import native
 
     if stub_histogram:
+
         def fake(bins, g, h, node, n_nodes, n_bins, **kwargs):
             F = bins.shape[1]
             with jax.enable_x64(True):
                 z = jnp.zeros((F, n_nodes, n_bins), jnp.float64) + g[0].astype(jnp.float64)
             return z, z + 1.0
+
         native.histogram = fake
     X, y = data(rows)
     kw = dict(learning_rate=0.1, max_depth=6)
@@ -94,8 +97,12 @@ def split_times():
             G = jnp.asarray(rng.normal(size=(F, n, B)))
             H = jnp.asarray(rng.random((F, n, B)))
             Gp, Hp = G[0].sum(-1), H[0].sum(-1)
-        out[n] = _median_time(lambda G=G, H=H, Gp=Gp, Hp=Hp: f(
-            G, H, Gp, Hp, dyn, fo, clipped=False, any_forward=False), 20)
+        out[n] = _median_time(
+            lambda G=G, H=H, Gp=Gp, Hp=Hp: f(
+                G, H, Gp, Hp, dyn, fo, clipped=False, any_forward=False
+            ),
+            20,
+        )
     return out
 
 
@@ -112,8 +119,9 @@ def histogram_times(rows):
     bins_fm = np.ascontiguousarray(bins_rm.T)
     g = jnp.asarray(rng.normal(size=rows).astype(np.float32))
     h = jnp.ones(rows, jnp.float32)
-    xla = jax.jit(lambda b, node, n: build_histogram(b, pack_gh(g, h), node, n, B),
-                  static_argnums=2)
+    xla = jax.jit(
+        lambda b, node, n: build_histogram(b, pack_gh(g, h), node, n, B), static_argnums=2
+    )
     nat = jax.jit(lambda b, node, n: native.histogram(b, g, h, node, n, B), static_argnums=2)
     out = {}
     for n, kept in ((1, 1.0), (1, 0.5), (8, 0.5), (32, 0.5)):
@@ -131,10 +139,13 @@ def _child(args):
     """Run one round-time measurement in a fresh process (env decides the kernel)."""
     env = dict(os.environ, JAXBOOST_COMPILATION_CACHE="0")
     env.update(args["env"])
-    code = (f"import sys; sys.path.insert(0, {HERE!r}); import profile_round as p; "
-            f"print(p.round_time({args['rows']}, {args['stub']}))")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                         text=True, check=True)
+    code = (
+        f"import sys; sys.path.insert(0, {HERE!r}); import profile_round as p; "
+        f"print(p.round_time({args['rows']}, {args['stub']}))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
     return float(out.stdout.strip().splitlines()[-1])
 
 
@@ -144,9 +155,11 @@ def main(argv=None):
     args = ap.parse_args(argv)
     rows = args.rows
     print(f"One round at {rows:,} rows x 28 features, depth 6, 256 bins, one device")
-    cases = [("round, native kernel", {}, False),
-             ("round, pure-JAX scatter (JAXBOOST_NATIVE=0)", {"JAXBOOST_NATIVE": "0"}, False),
-             ("round without histograms (stubbed)", {}, True)]
+    cases = [
+        ("round, native kernel", {}, False),
+        ("round, pure-JAX scatter (JAXBOOST_NATIVE=0)", {"JAXBOOST_NATIVE": "0"}, False),
+        ("round without histograms (stubbed)", {}, True),
+    ]
     for label, env, stub in cases:
         t = _child({"rows": rows, "env": env, "stub": stub})
         print(f"  {label:48s} {t * 1000:8.1f} ms")

@@ -59,8 +59,14 @@ print(json.dumps((long - short) / (rounds - 10)))
 
 def per_round(path, rows, rounds, loss) -> float:
     env = dict(os.environ, PYTHONPATH=path, JAX_PLATFORMS="cpu")
-    out = subprocess.run([sys.executable, "-c", CHILD, str(rows), str(rounds), loss],
-                         env=env, cwd=path, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, str(rows), str(rounds), loss],
+        env=env,
+        cwd=path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -78,10 +84,13 @@ def main() -> None:
             for name, path in (("base", args.base), ("this", ROOT)):
                 times[name].append(per_round(path, args.rows, args.rounds, loss))
         b, t = statistics.median(times["base"]), statistics.median(times["this"])
-        print(f"{loss:9s} rows={args.rows} depth 6: base {1e3 * b:.1f} ms/round, "
-              f"this {1e3 * t:.1f} ms/round, ratio {t / b:.3f}  "
-              f"(runs: base {[round(1e3 * v, 1) for v in times['base']]}, "
-              f"this {[round(1e3 * v, 1) for v in times['this']]})", flush=True)
+        print(
+            f"{loss:9s} rows={args.rows} depth 6: base {1e3 * b:.1f} ms/round, "
+            f"this {1e3 * t:.1f} ms/round, ratio {t / b:.3f}  "
+            f"(runs: base {[round(1e3 * v, 1) for v in times['base']]}, "
+            f"this {[round(1e3 * v, 1) for v in times['this']]})",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

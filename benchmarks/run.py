@@ -86,20 +86,23 @@ def dataset_spec(workload: str, n_train: int) -> dict:
     the same way. W4 uses its own 10-class set (first rows train, last 40k test).
     """
     if workload == "W4":
-        gen = dict(n_samples=W4_TRAIN + W4_TEST, n_features=50, n_informative=30,
-                   n_classes=10, random_state=0)
+        gen = dict(
+            n_samples=W4_TRAIN + W4_TEST,
+            n_features=50,
+            n_informative=30,
+            n_classes=10,
+            random_state=0,
+        )
         return dict(gen=gen, n_train=min(n_train, W4_TRAIN), n_test=W4_TEST)
     n_samples = max(W1_ROWS, n_train) + N_TEST
-    gen = dict(n_samples=n_samples, n_features=28, n_informative=14, n_redundant=4,
-               random_state=0)
+    gen = dict(n_samples=n_samples, n_features=28, n_informative=14, n_redundant=4, random_state=0)
     return dict(gen=gen, n_train=n_train, n_test=N_TEST)
 
 
 def _cache_paths(gen: dict) -> tuple[Path, Path, Path]:
     """Cache file names (X, y, metadata) for one ``make_classification`` call."""
     tag = "cls_" + "_".join(f"{k}{v}" for k, v in sorted(gen.items()))
-    return (CACHE_DIR / f"{tag}_X.npy", CACHE_DIR / f"{tag}_y.npy",
-            CACHE_DIR / f"{tag}_meta.json")
+    return (CACHE_DIR / f"{tag}_X.npy", CACHE_DIR / f"{tag}_y.npy", CACHE_DIR / f"{tag}_meta.json")
 
 
 def ensure_dataset(gen: dict) -> dict:
@@ -214,9 +217,11 @@ class CompileClock:
     counted twice. Cache hits record no event.
     """
 
-    EVENTS = ("/jax/core/compile/jaxpr_trace_duration",
-              "/jax/core/compile/jaxpr_to_mlir_module_duration",
-              "/jax/core/compile/backend_compile_duration")
+    EVENTS = (
+        "/jax/core/compile/jaxpr_trace_duration",
+        "/jax/core/compile/jaxpr_to_mlir_module_duration",
+        "/jax/core/compile/backend_compile_duration",
+    )
 
     def __init__(self):
         from jax import monitoring
@@ -257,7 +262,7 @@ def _jax_losses():
         p = jax.nn.sigmoid(pred)
         log_p = jax.nn.log_sigmoid(pred)
         log_1mp = jax.nn.log_sigmoid(-pred)
-        return -(y * (1 - p) ** gamma * log_p + (1 - y) * p ** gamma * log_1mp)
+        return -(y * (1 - p) ** gamma * log_p + (1 - y) * p**gamma * log_1mp)
 
     return {"jax-logistic": jax_logistic, "jax-focal2": jax_focal2}
 
@@ -281,10 +286,19 @@ def work_jaxboost(spec: dict, data, t_start: float) -> dict:
     jax_losses = _jax_losses()
     multi = spec["workload"] == "W4"
     # W4: softmax, one tree per class per round (XGBoost's multi:softprob layout).
-    loss = (objectives.softmax(n_classes=10) if multi else
-            jax_losses.get(spec["variant"], objectives.logistic))
-    params = dict(n_rounds=spec["rounds"], learning_rate=LEARNING_RATE, max_depth=MAX_DEPTH,
-                  reg_lambda=REG_LAMBDA, min_child_weight=MIN_CHILD_WEIGHT, max_bin=MAX_BIN)
+    loss = (
+        objectives.softmax(n_classes=10)
+        if multi
+        else jax_losses.get(spec["variant"], objectives.logistic)
+    )
+    params = dict(
+        n_rounds=spec["rounds"],
+        learning_rate=LEARNING_RATE,
+        max_depth=MAX_DEPTH,
+        reg_lambda=REG_LAMBDA,
+        min_child_weight=MIN_CHILD_WEIGHT,
+        max_bin=MAX_BIN,
+    )
 
     def fit():
         t = time.perf_counter()
@@ -331,9 +345,17 @@ def work_xgboost(spec: dict, data, t_start: float) -> dict:
     t = time.perf_counter()
     dtrain = xgb.QuantileDMatrix(X, label=y, max_bin=MAX_BIN, nthread=cores)
     out["dmatrix_s"] = time.perf_counter() - t
-    params = dict(tree_method="hist", max_bin=MAX_BIN, grow_policy="depthwise",
-                  max_depth=MAX_DEPTH, eta=LEARNING_RATE, reg_lambda=REG_LAMBDA,
-                  min_child_weight=MIN_CHILD_WEIGHT, nthread=cores, verbosity=0)
+    params = dict(
+        tree_method="hist",
+        max_bin=MAX_BIN,
+        grow_policy="depthwise",
+        max_depth=MAX_DEPTH,
+        eta=LEARNING_RATE,
+        reg_lambda=REG_LAMBDA,
+        min_child_weight=MIN_CHILD_WEIGHT,
+        nthread=cores,
+        verbosity=0,
+    )
     obj = None
     multi = spec["workload"] == "W4"
     if multi:
@@ -381,10 +403,18 @@ def work_lightgbm(spec: dict, data, t_start: float) -> dict:
     out = {"import_s": time.perf_counter() - t0}
     X, y, Xt, yt = data
     multi = spec["workload"] == "W4"
-    params = dict(objective="multiclass" if multi else "binary", num_leaves=64,
-                  max_depth=MAX_DEPTH, max_bin=MAX_BIN - 1, min_data_in_leaf=1,
-                  min_sum_hessian_in_leaf=MIN_CHILD_WEIGHT, learning_rate=LEARNING_RATE,
-                  lambda_l2=REG_LAMBDA, num_threads=os.cpu_count(), verbose=-1)
+    params = dict(
+        objective="multiclass" if multi else "binary",
+        num_leaves=64,
+        max_depth=MAX_DEPTH,
+        max_bin=MAX_BIN - 1,
+        min_data_in_leaf=1,
+        min_sum_hessian_in_leaf=MIN_CHILD_WEIGHT,
+        learning_rate=LEARNING_RATE,
+        lambda_l2=REG_LAMBDA,
+        num_threads=os.cpu_count(),
+        verbose=-1,
+    )
     if multi:
         params["num_class"] = 10
     t = time.perf_counter()
@@ -407,9 +437,15 @@ def work_sklearn(spec: dict, data, t_start: float) -> dict:
     out = {"import_s": time.perf_counter() - t0}
     X, y, Xt, yt = data
     clf = HistGradientBoostingClassifier(
-        max_iter=spec["rounds"], learning_rate=LEARNING_RATE, max_depth=MAX_DEPTH,
-        max_leaf_nodes=64, l2_regularization=REG_LAMBDA, max_bins=MAX_BIN - 1,
-        early_stopping=False, random_state=0)  # min_samples_leaf: library default (20)
+        max_iter=spec["rounds"],
+        learning_rate=LEARNING_RATE,
+        max_depth=MAX_DEPTH,
+        max_leaf_nodes=64,
+        l2_regularization=REG_LAMBDA,
+        max_bins=MAX_BIN - 1,
+        early_stopping=False,
+        random_state=0,
+    )  # min_samples_leaf: library default (20)
     t = time.perf_counter()
     clf.fit(X, y.astype(np.int64))
     out["train_s"] = time.perf_counter() - t
@@ -435,8 +471,12 @@ def finish(out: dict, spec: dict, t_start: float, yt, pred, kind: str) -> dict:
     return out
 
 
-WORKERS = {"jaxboost": work_jaxboost, "xgboost": work_xgboost,
-           "lightgbm": work_lightgbm, "sklearn": work_sklearn}
+WORKERS = {
+    "jaxboost": work_jaxboost,
+    "xgboost": work_xgboost,
+    "lightgbm": work_lightgbm,
+    "sklearn": work_sklearn,
+}
 
 
 def worker_main(spec_json: str) -> None:
@@ -469,8 +509,20 @@ def ensure_pypi_jaxboost() -> Path:
     marker = PYPI_JAXBOOST_DIR / ".installed"
     if not marker.exists():
         PYPI_JAXBOOST_DIR.mkdir(parents=True, exist_ok=True)
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
-                        str(PYPI_JAXBOOST_DIR), *PYPI_JAXBOOST_PINS], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--no-deps",
+                "--target",
+                str(PYPI_JAXBOOST_DIR),
+                *PYPI_JAXBOOST_PINS,
+            ],
+            check=True,
+        )
         marker.write_text(" ".join(PYPI_JAXBOOST_PINS))
     return PYPI_JAXBOOST_DIR
 
@@ -502,10 +554,14 @@ def run_worker(spec: dict, timeout: float) -> dict:
     busy0, own0 = busy_cpu_seconds(), children_cpu_seconds()
     t0 = time.perf_counter()
     try:
-        proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--_worker",
-                               json.dumps(spec)], capture_output=True, text=True,
-                              env=worker_env(spec), timeout=timeout,
-                              cwd=ROOT if spec.get("variant") != "pypi-jaxboost" else HERE)
+        proc = subprocess.run(
+            [sys.executable, str(Path(__file__).resolve()), "--_worker", json.dumps(spec)],
+            capture_output=True,
+            text=True,
+            env=worker_env(spec),
+            timeout=timeout,
+            cwd=ROOT if spec.get("variant") != "pypi-jaxboost" else HERE,
+        )
     except subprocess.TimeoutExpired:
         return {"error": f"timed out after {timeout:.0f} s"}
     wall_s = time.perf_counter() - t0
@@ -514,7 +570,7 @@ def run_worker(spec: dict, timeout: float) -> dict:
     if proc.returncode != 0 or not lines:
         tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-8:])
         return {"error": f"exit {proc.returncode}: {tail}", "wall_s": wall_s}
-    out = json.loads(lines[-1][len(RESULT_TAG):])
+    out = json.loads(lines[-1][len(RESULT_TAG) :])
     out["wall_s"] = wall_s
     # Share of the machine's CPU capacity used by *other* processes during this run.
     if busy0 is not None and wall_s > 0:
@@ -563,8 +619,16 @@ def build_jobs(workloads, libs, rows, rounds, w5_sizes):
                 else:
                     variants = ("builtin",)
                 for v in variants:
-                    jobs.append(dict(workload=wl, lib=lib, variant=v, rows=n, rounds=n_rounds,
-                                     data=dataset_spec(wl, n)))
+                    jobs.append(
+                        dict(
+                            workload=wl,
+                            lib=lib,
+                            variant=v,
+                            rows=n,
+                            rounds=n_rounds,
+                            data=dataset_spec(wl, n),
+                        )
+                    )
     return jobs
 
 
@@ -576,9 +640,21 @@ def median_of(runs: list, key: str):
 
 def summarise(job: dict, runs: list) -> dict:
     """Median figures of one job over its repeats."""
-    keys = ("train_s", "compile_s", "predict_s", "load_s", "logloss", "auc",
-            "peak_rss_mib", "wall_s", "script_s", "compile_share", "import_s",
-            "first_train_s", "jax_compile_events_s")
+    keys = (
+        "train_s",
+        "compile_s",
+        "predict_s",
+        "load_s",
+        "logloss",
+        "auc",
+        "peak_rss_mib",
+        "wall_s",
+        "script_s",
+        "compile_share",
+        "import_s",
+        "first_train_s",
+        "jax_compile_events_s",
+    )
     others = [r["others_cpu_share"] for r in runs if r.get("others_cpu_share") is not None]
     row = {k: job[k] for k in ("workload", "lib", "variant", "rows", "rounds")}
     row.update({k: median_of(runs, k) for k in keys})
@@ -596,8 +672,11 @@ def summarise(job: dict, runs: list) -> dict:
 
 def add_ratios(rows: list) -> None:
     """Ratio of each row's time and peak memory to XGBoost hist (built-in objective)."""
-    ref = {(r["workload"], r["rows"]): r for r in rows
-           if r["lib"] == "xgboost" and r["variant"] == "builtin"}
+    ref = {
+        (r["workload"], r["rows"]): r
+        for r in rows
+        if r["lib"] == "xgboost" and r["variant"] == "builtin"
+    }
     for r in rows:
         x = ref.get((r["workload"], r["rows"]))
         for key, name in (("time_s", "time_ratio"), ("peak_rss_mib", "mem_ratio")):
@@ -612,45 +691,76 @@ def _fmt(v, spec):
 
 def format_table(rows: list) -> str:
     """Aligned plain-text table of the summary rows, with footnotes."""
-    head = ("workload", "library", "variant", "rows", "time s", "compile s", "predict s",
-            "logloss", "AUC", "peak MiB", "time/XGB", "mem/XGB")
+    head = (
+        "workload",
+        "library",
+        "variant",
+        "rows",
+        "time s",
+        "compile s",
+        "predict s",
+        "logloss",
+        "AUC",
+        "peak MiB",
+        "time/XGB",
+        "mem/XGB",
+    )
     body = []
     for r in rows:
         if r.get("skipped"):
-            body.append((r["workload"], r["lib"], r["variant"], f"{r['rows']:,}") +
-                        ("n/a",) * 8)
+            body.append((r["workload"], r["lib"], r["variant"], f"{r['rows']:,}") + ("n/a",) * 8)
             continue
         if r.get("errors") and r["time_s"] is None:
-            body.append((r["workload"], r["lib"], r["variant"], f"{r['rows']:,}") +
-                        ("error",) + ("-",) * 7)
+            body.append(
+                (r["workload"], r["lib"], r["variant"], f"{r['rows']:,}") + ("error",) + ("-",) * 7
+            )
             continue
-        body.append((r["workload"], r["lib"], r["variant"], f"{r['rows']:,}",
-                     _fmt(r["time_s"], ".2f"), _fmt(r["compile_s"], ".2f"),
-                     _fmt(r["predict_s"], ".2f"), _fmt(r["logloss"], ".4f"),
-                     _fmt(r["auc"], ".4f"), _fmt(r["peak_rss_mib"], ".0f"),
-                     _fmt(r["time_ratio"], ".2f"), _fmt(r["mem_ratio"], ".2f")))
+        body.append(
+            (
+                r["workload"],
+                r["lib"],
+                r["variant"],
+                f"{r['rows']:,}",
+                _fmt(r["time_s"], ".2f"),
+                _fmt(r["compile_s"], ".2f"),
+                _fmt(r["predict_s"], ".2f"),
+                _fmt(r["logloss"], ".4f"),
+                _fmt(r["auc"], ".4f"),
+                _fmt(r["peak_rss_mib"], ".0f"),
+                _fmt(r["time_ratio"], ".2f"),
+                _fmt(r["mem_ratio"], ".2f"),
+            )
+        )
     widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
     left = 3  # text columns left-aligned, numbers right-aligned
 
     def line(cells):
-        return "  ".join(str(c).ljust(w) if i < left else str(c).rjust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths)))
+        return "  ".join(
+            str(c).ljust(w) if i < left else str(c).rjust(w)
+            for i, (c, w) in enumerate(zip(cells, widths))
+        )
 
     out = [line(head), "  ".join("-" * w for w in widths)] + [line(b) for b in body]
-    notes = ["time s: training seconds, median of repeats (jaxboost: warm second call; "
-             "binning is inside training for every library); W2: wall seconds of the whole "
-             "script in a fresh process, timed from outside.",
-             "compile s: jaxboost first call - second call (W2: JAX compile events)."]
+    notes = [
+        "time s: training seconds, median of repeats (jaxboost: warm second call; "
+        "binning is inside training for every library); W2: wall seconds of the whole "
+        "script in a fresh process, timed from outside.",
+        "compile s: jaxboost first call - second call (W2: JAX compile events).",
+    ]
     others = [r["others_cpu_share"] for r in rows if r.get("others_cpu_share") is not None]
     if others and max(others) > 0.05:
-        notes.append(f"warning: other processes used up to {max(others):.0%} of the machine's "
-                     f"CPU during a run; absolute times are noisy, read the ratios.")
+        notes.append(
+            f"warning: other processes used up to {max(others):.0%} of the machine's "
+            f"CPU during a run; absolute times are noisy, read the ratios."
+        )
     for r in rows:
         if r["workload"] == "W2" and r["lib"] == "jaxboost" and r.get("compile_share"):
-            notes.append(f"W2 jaxboost {r['variant']} compile share: "
-                         f"{r['compile_share']:.0%} of the whole "
-                         f"script ({r['compile_s']:.2f} s of {r['script_s']:.2f} s, measured "
-                         f"inside the worker).")
+            notes.append(
+                f"W2 jaxboost {r['variant']} compile share: "
+                f"{r['compile_share']:.0%} of the whole "
+                f"script ({r['compile_s']:.2f} s of {r['script_s']:.2f} s, measured "
+                f"inside the worker)."
+            )
         for e in r.get("errors", []):
             notes.append(f"ERROR {r['workload']} {r['lib']} {r['variant']}: {e}")
     return "\n".join(out + [""] + notes)
@@ -669,17 +779,26 @@ def machine_info() -> dict:
         pass
     gpu = None
     try:
-        res = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20)
+        res = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
         if res.returncode == 0 and res.stdout.strip():
             gpu = res.stdout.strip().splitlines()
     except (OSError, subprocess.SubprocessError):
         pass
     versions = {}
-    for name, dists in (("jax", ["jax"]), ("jaxlib", ["jaxlib"]),
-                        ("xgboost", ["xgboost", "xgboost-cpu"]), ("lightgbm", ["lightgbm"]),
-                        ("sklearn", ["scikit-learn"]), ("numpy", ["numpy"]),
-                        ("jaxboost", ["jaxboost"])):
+    for name, dists in (
+        ("jax", ["jax"]),
+        ("jaxlib", ["jaxlib"]),
+        ("xgboost", ["xgboost", "xgboost-cpu"]),
+        ("lightgbm", ["lightgbm"]),
+        ("sklearn", ["scikit-learn"]),
+        ("numpy", ["numpy"]),
+        ("jaxboost", ["jaxboost"]),
+    ):
         versions[name] = None
         for d in dists:
             try:
@@ -690,35 +809,55 @@ def machine_info() -> dict:
     versions["python"] = platform.python_version()
     commit = None
     try:
-        res = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
-                             text=True, timeout=10)
+        res = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10
+        )
         commit = res.stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
         pass
-    return {"cores": os.cpu_count(), "cpu_model": cpu, "gpu": gpu,
-            "platform": platform.platform(), "jax_platforms": worker_env()["JAX_PLATFORMS"],
-            "versions": versions, "git_commit": commit}
+    return {
+        "cores": os.cpu_count(),
+        "cpu_model": cpu,
+        "gpu": gpu,
+        "platform": platform.platform(),
+        "jax_platforms": worker_env()["JAX_PLATFORMS"],
+        "versions": versions,
+        "git_commit": commit,
+    }
 
 
 def parse_args(argv=None):
     """Command-line flags (see the module docstring)."""
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--workloads", default="W1,W2",
-                    help="comma list of W1..W5 (default W1,W2)")
-    ap.add_argument("--peers", default="xgboost",
-                    help="comma list of xgboost,lightgbm,sklearn (default xgboost)")
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--workloads", default="W1,W2", help="comma list of W1..W5 (default W1,W2)")
+    ap.add_argument(
+        "--peers",
+        default="xgboost",
+        help="comma list of xgboost,lightgbm,sklearn (default xgboost)",
+    )
     ap.add_argument("--repeats", type=int, default=3, help="repeats per measurement (median)")
-    ap.add_argument("--rows", type=int, default=None,
-                    help="training rows for W1, W3, W4 (smoke runs); W2 is always 10k")
-    ap.add_argument("--w5-sizes", default=",".join(str(n) for n in W5_SIZES),
-                    help="training sizes for W5 (default 100000,1000000,4000000)")
-    ap.add_argument("--rounds", type=int, default=None,
-                    help="boosting rounds (default 100; 50 for W4)")
-    ap.add_argument("--out", default=None,
-                    help="JSON output (default benchmarks/results/<timestamp>.json)")
-    ap.add_argument("--timeout", type=float, default=3600.0,
-                    help="seconds before a worker is killed")
+    ap.add_argument(
+        "--rows",
+        type=int,
+        default=None,
+        help="training rows for W1, W3, W4 (smoke runs); W2 is always 10k",
+    )
+    ap.add_argument(
+        "--w5-sizes",
+        default=",".join(str(n) for n in W5_SIZES),
+        help="training sizes for W5 (default 100000,1000000,4000000)",
+    )
+    ap.add_argument(
+        "--rounds", type=int, default=None, help="boosting rounds (default 100; 50 for W4)"
+    )
+    ap.add_argument(
+        "--out", default=None, help="JSON output (default benchmarks/results/<timestamp>.json)"
+    )
+    ap.add_argument(
+        "--timeout", type=float, default=3600.0, help="seconds before a worker is killed"
+    )
     ap.add_argument("--_worker", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     args.workloads = [w.strip().upper() for w in args.workloads.split(",") if w.strip()]
@@ -768,8 +907,12 @@ def main(argv=None) -> int:
         for rep in range(args.repeats):
             for i in idx:
                 job = jobs[i]
-                print(f"[{wl} rows={n:,} repeat {rep + 1}/{args.repeats}] {job['lib']} "
-                      f"{job['variant']} ...", end=" ", flush=True)
+                print(
+                    f"[{wl} rows={n:,} repeat {rep + 1}/{args.repeats}] {job['lib']} "
+                    f"{job['variant']} ...",
+                    end=" ",
+                    flush=True,
+                )
                 res = run_worker(job, args.timeout)
                 runs[i].append(res)
                 if "error" in res:
@@ -785,22 +928,36 @@ def main(argv=None) -> int:
     print()
     print(table)
 
-    out = Path(args.out) if args.out else \
-        RESULTS_DIR / (datetime.datetime.now().strftime("%Y%m%d-%H%M%S") + ".json")
+    out = (
+        Path(args.out)
+        if args.out
+        else RESULTS_DIR / (datetime.datetime.now().strftime("%Y%m%d-%H%M%S") + ".json")
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     record = {
         "created": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         "command": [Path(sys.executable).name] + sys.argv,
         "machine": machine_info(),
-        "settings": dict(workloads=args.workloads, peers=args.peers, repeats=args.repeats,
-                         rows=args.rows, rounds=args.rounds, w5_sizes=args.w5_sizes,
-                         max_depth=MAX_DEPTH, learning_rate=LEARNING_RATE,
-                         reg_lambda=REG_LAMBDA, min_child_weight=MIN_CHILD_WEIGHT,
-                         max_bin=MAX_BIN, threads=os.cpu_count()),
+        "settings": dict(
+            workloads=args.workloads,
+            peers=args.peers,
+            repeats=args.repeats,
+            rows=args.rows,
+            rounds=args.rounds,
+            w5_sizes=args.w5_sizes,
+            max_depth=MAX_DEPTH,
+            learning_rate=LEARNING_RATE,
+            reg_lambda=REG_LAMBDA,
+            min_child_weight=MIN_CHILD_WEIGHT,
+            max_bin=MAX_BIN,
+            threads=os.cpu_count(),
+        ),
         "data": list(data_prep.values()),
         "summary": rows,
-        "runs": [dict(job={k: v for k, v in job.items() if k != "data"}, repeats=runs[i])
-                 for i, job in enumerate(jobs)],
+        "runs": [
+            dict(job={k: v for k, v in job.items() if k != "data"}, repeats=runs[i])
+            for i, job in enumerate(jobs)
+        ],
         "table": table,
     }
     out.write_text(json.dumps(record, indent=2) + "\n")

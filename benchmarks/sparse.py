@@ -37,7 +37,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 TAG = "@@SPARSE "
-MIB = 2 ** 20
+MIB = 2**20
 
 
 def make_csr(rows: int, features: int, density: float, seed: int = 0):
@@ -81,32 +81,43 @@ def worker(case: str, args, out_dir: str) -> None:
     else:
         data_bytes = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
     t0 = time.perf_counter()
-    bst = jaxboost.train("squared", X, y, n_rounds=args.rounds, max_depth=args.depth,
-                         learning_rate=0.3, verbose=False)
+    bst = jaxboost.train(
+        "squared",
+        X,
+        y,
+        n_rounds=args.rounds,
+        max_depth=args.depth,
+        learning_rate=0.3,
+        verbose=False,
+    )
     seconds = time.perf_counter() - t0
     pred = bst.predict(X[: min(10_000, args.rows)])
     bst.save(os.path.join(out_dir, f"{case}.json"))
     np.save(os.path.join(out_dir, f"{case}-pred.npy"), pred)
-    print(TAG + json.dumps({"train_seconds": seconds, "data_bytes": int(data_bytes)}),
-          flush=True)
+    print(TAG + json.dumps({"train_seconds": seconds, "data_bytes": int(data_bytes)}), flush=True)
 
 
 def run_case(case: str, argv: list, out_dir: str) -> dict:
     env = dict(os.environ)
     env.setdefault("JAX_PLATFORMS", "cpu")
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(
-        os.pathsep)
-    proc = subprocess.Popen([sys.executable, __file__, "--worker", case, "--out-dir",
-                             out_dir, *argv], stdout=subprocess.PIPE, text=True, env=env)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--worker", case, "--out-dir", out_dir, *argv],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     out = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
     proc.stdout.close()
     if status != 0:
         raise SystemExit(f"the {case} worker failed (status {status}):\n{out[-3000:]}")
     line = next(ln for ln in out.splitlines() if ln.startswith(TAG))
-    rec = json.loads(line[len(TAG):])
-    rec.update(peak_rss_mib=usage.ru_maxrss / 1024,  # ru_maxrss is in KiB on Linux
-               cpu_seconds=usage.ru_utime + usage.ru_stime)
+    rec = json.loads(line[len(TAG) :])
+    rec.update(
+        peak_rss_mib=usage.ru_maxrss / 1024,  # ru_maxrss is in KiB on Linux
+        cpu_seconds=usage.ru_utime + usage.ru_stime,
+    )
     return rec
 
 
@@ -117,14 +128,21 @@ def same_models(out_dir: str) -> dict:
 
     a = jaxboost.load(os.path.join(out_dir, "sparse.json"))
     b = jaxboost.load(os.path.join(out_dir, "dense.json"))
-    trees = all((x is None and y is None) or np.array_equal(x, y, equal_nan=True)
-                for x, y in zip(a.ensemble, b.ensemble))
-    edges = (np.array_equal(a.bin_edges.cuts, b.bin_edges.cuts)
-             and np.array_equal(a.bin_edges.has_missing, b.bin_edges.has_missing))
+    trees = all(
+        (x is None and y is None) or np.array_equal(x, y, equal_nan=True)
+        for x, y in zip(a.ensemble, b.ensemble)
+    )
+    edges = np.array_equal(a.bin_edges.cuts, b.bin_edges.cuts) and np.array_equal(
+        a.bin_edges.has_missing, b.bin_edges.has_missing
+    )
     pa = np.load(os.path.join(out_dir, "sparse-pred.npy"))
     pb = np.load(os.path.join(out_dir, "dense-pred.npy"))
-    return {"trees_equal": bool(trees), "bin_edges_equal": bool(edges),
-            "predictions_equal": bool(np.array_equal(pa, pb)), "n_trees": a.ensemble.n_trees}
+    return {
+        "trees_equal": bool(trees),
+        "bin_edges_equal": bool(edges),
+        "predictions_equal": bool(np.array_equal(pa, pb)),
+        "n_trees": a.ensemble.n_trees,
+    }
 
 
 def main():
@@ -140,25 +158,35 @@ def main():
     args = ap.parse_args()
     if args.worker:
         return worker(args.worker, args, args.out_dir)
-    argv = [f"--rows={args.rows}", f"--features={args.features}",
-            f"--density={args.density}", f"--rounds={args.rounds}", f"--depth={args.depth}"]
-    print(f"{args.rows:,} x {args.features:,} at {args.density:.1%} stored (a tenth of them "
-          f"explicit zeros), squared loss, {args.rounds} rounds of depth {args.depth}; "
-          f"each case in a fresh process")
+    argv = [
+        f"--rows={args.rows}",
+        f"--features={args.features}",
+        f"--density={args.density}",
+        f"--rounds={args.rounds}",
+        f"--depth={args.depth}",
+    ]
+    print(
+        f"{args.rows:,} x {args.features:,} at {args.density:.1%} stored (a tenth of them "
+        f"explicit zeros), squared loss, {args.rounds} rounds of depth {args.depth}; "
+        f"each case in a fresh process"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         cases = {c: run_case(c, argv, tmp) for c in ("sparse", "dense")}
         check = same_models(tmp)
     print(f"{'input':<8}{'data MiB':>10}{'peak RSS MiB':>14}{'train s':>9}{'CPU s':>8}")
     for c, r in cases.items():
-        print(f"{c:<8}{r['data_bytes'] / MIB:>10.1f}{r['peak_rss_mib']:>14.0f}"
-              f"{r['train_seconds']:>9.2f}{r['cpu_seconds']:>8.1f}")
-    print(f"models equal: trees {check['trees_equal']}, bin edges {check['bin_edges_equal']}, "
-          f"predictions on 10,000 rows {check['predictions_equal']} "
-          f"({check['n_trees']} trees)")
+        print(
+            f"{c:<8}{r['data_bytes'] / MIB:>10.1f}{r['peak_rss_mib']:>14.0f}"
+            f"{r['train_seconds']:>9.2f}{r['cpu_seconds']:>8.1f}"
+        )
+    print(
+        f"models equal: trees {check['trees_equal']}, bin edges {check['bin_edges_equal']}, "
+        f"predictions on 10,000 rows {check['predictions_equal']} "
+        f"({check['n_trees']} trees)"
+    )
     out = args.out or str(HERE / "results" / f"sparse-{time.strftime('%Y%m%d-%H%M%S')}.json")
     Path(out).parent.mkdir(parents=True, exist_ok=True)
-    Path(out).write_text(json.dumps({"args": vars(args), "cases": cases, "check": check},
-                                    indent=2))
+    Path(out).write_text(json.dumps({"args": vars(args), "cases": cases, "check": check}, indent=2))
     print(f"figures written to {out}")
     if not all(check[k] for k in ("trees_equal", "bin_edges_equal", "predictions_equal")):
         raise SystemExit("the sparse and dense models differ")

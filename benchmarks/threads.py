@@ -50,18 +50,23 @@ def main():
     rows = []
     for lib in ("jaxboost", "xgboost"):
         for jobs in ("1", "all"):
-            r = subprocess.run([sys.executable, "-c", WORKER, lib, jobs],
-                               capture_output=True, text=True, check=True)
+            r = subprocess.run(
+                [sys.executable, "-c", WORKER, lib, jobs],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             wall, cpu = map(float, r.stdout.split()[-2:])
-            rows.append(dict(lib=lib, n_jobs=jobs, wall_s=wall, cpu_s=cpu,
-                             cores=cpu / wall))
+            rows.append(dict(lib=lib, n_jobs=jobs, wall_s=wall, cpu_s=cpu, cores=cpu / wall))
     print(f"cores available: {len(os.sched_getaffinity(0))}")
     print(f"{'library':<9} {'n_jobs':>6} {'wall s':>7} {'CPU s':>7} {'CPU/wall':>9}")
     for r in rows:
-        print(f"{r['lib']:<9} {r['n_jobs']:>6} {r['wall_s']:7.2f} {r['cpu_s']:7.2f} "
-              f"{r['cores']:9.2f}")
-    path = os.path.join(os.path.dirname(__file__), "results",
-                        f"threads-{time.strftime('%Y%m%d-%H%M%S')}.json")
+        print(
+            f"{r['lib']:<9} {r['n_jobs']:>6} {r['wall_s']:7.2f} {r['cpu_s']:7.2f} {r['cores']:9.2f}"
+        )
+    path = os.path.join(
+        os.path.dirname(__file__), "results", f"threads-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    )
     with open(path, "w") as f:
         json.dump({"command": "python benchmarks/threads.py", "rows": rows}, f, indent=1)
     print(path)

@@ -165,17 +165,40 @@ def lambdas():
 
 TASKS = {
     # data, loss, its parameter, grid of it, random range, tune's start, metric, val_loss
-    "focal": dict(data="fair", loss="focal", param="gamma",
-                  grid=[0.0, 0.25, 0.5, 1.0, 2.0, 4.0], range=(0.0, 4.0), log=False,
-                  start=1.0, metric=logloss, val_loss="logloss"),
-    "huber": dict(data="randhie", loss="huber", param="delta",
-                  grid=[0.1, 0.3, 1.0, 2.0, 4.0, 8.0], range=(0.1, 8.0), log=True,
-                  start=1.0, metric=mae, val_loss="mae"),
-    "quantile": dict(data="randhie", loss="quantile", param="alpha",
-                     grid=[0.8, 0.85, 0.9, 0.93, 0.96, 0.98], range=(0.8, 0.98), log=False,
-                     start=TARGET, metric=pinball, val_loss=pinball_jax),
+    "focal": dict(
+        data="fair",
+        loss="focal",
+        param="gamma",
+        grid=[0.0, 0.25, 0.5, 1.0, 2.0, 4.0],
+        range=(0.0, 4.0),
+        log=False,
+        start=1.0,
+        metric=logloss,
+        val_loss="logloss",
+    ),
+    "huber": dict(
+        data="randhie",
+        loss="huber",
+        param="delta",
+        grid=[0.1, 0.3, 1.0, 2.0, 4.0, 8.0],
+        range=(0.1, 8.0),
+        log=True,
+        start=1.0,
+        metric=mae,
+        val_loss="mae",
+    ),
+    "quantile": dict(
+        data="randhie",
+        loss="quantile",
+        param="alpha",
+        grid=[0.8, 0.85, 0.9, 0.93, 0.96, 0.98],
+        range=(0.8, 0.98),
+        log=False,
+        start=TARGET,
+        metric=pinball,
+        val_loss=pinball_jax,
+    ),
 }
-
 
 
 # --- many-parameter tasks (issue 29) ---------------------------------------------------------
@@ -244,7 +267,7 @@ def two_sided_loss(y, f, *, c_pos, c_neg, p_pos, p_neg, a_pos):
     c = jnp.where(pos, c_pos, c_neg)
     p = jnp.where(pos, p_pos, p_neg)
     a = jnp.where(pos, a_pos, 1.0)
-    return a * c ** 2 / p * ((1.0 + (r / c) ** 2) ** (p / 2.0) - 1.0)
+    return a * c**2 / p * ((1.0 + (r / c) ** 2) ** (p / 2.0) - 1.0)
 
 
 def _load_many(name: str):
@@ -277,23 +300,39 @@ MANY = {
     # (tune's bounds are the range's, open); the booster's own parameters
     # (reg_lambda, learning_rate) are told apart from the loss's keywords by name
     "digits": dict(
-        data="digits", loss=digits_loss, val_loss=digits_val, metric=digits_metric,
+        data="digits",
+        loss=digits_loss,
+        val_loss=digits_val,
+        metric=digits_metric,
         params=_weights(10) + [LAMBDA],
-        about="digits (sklearn), target digit >= 5: a weight per digit, reg_lambda "
-              "(logloss)"),
+        about="digits (sklearn), target digit >= 5: a weight per digit, reg_lambda (logloss)",
+    ),
     "randhie_shape": dict(
-        data="randhie_shape", loss=two_sided_loss, val_loss="mae", metric=mae,
-        params=[("c_pos", 1.0, (0.1, 10.0, True)), ("c_neg", 1.0, (0.1, 10.0, True)),
-                ("p_pos", 1.0, (0.05, 1.95, False)), ("p_neg", 1.0, (0.05, 1.95, False)),
-                ("a_pos", 1.0, (0.25, 4.0, True)), LAMBDA,
-                ("learning_rate", 0.1, (0.03, 0.3, True))],
+        data="randhie_shape",
+        loss=two_sided_loss,
+        val_loss="mae",
+        metric=mae,
+        params=[
+            ("c_pos", 1.0, (0.1, 10.0, True)),
+            ("c_neg", 1.0, (0.1, 10.0, True)),
+            ("p_pos", 1.0, (0.05, 1.95, False)),
+            ("p_neg", 1.0, (0.05, 1.95, False)),
+            ("a_pos", 1.0, (0.25, 4.0, True)),
+            LAMBDA,
+            ("learning_rate", 0.1, (0.03, 0.3, True)),
+        ],
         about="randhie (statsmodels), mdvis: a two-sided power loss's 5 shape "
-              "parameters, reg_lambda, learning_rate (MAE)"),
+        "parameters, reg_lambda, learning_rate (MAE)",
+    ),
     "fair_groups": dict(
-        data="fair_groups", loss=fair_loss, val_loss=fair_val, metric=fair_metric,
+        data="fair_groups",
+        loss=fair_loss,
+        val_loss=fair_val,
+        metric=fair_metric,
         params=_weights(N_FAIR_GROUPS) + [LAMBDA],
         about="fair (statsmodels), affairs > 0: a weight per rate_marriage x religious "
-              "group (20), reg_lambda (logloss)"),
+        "group (20), reg_lambda (logloss)",
+    ),
 }
 BOOSTER = ("reg_lambda", "learning_rate")
 
@@ -304,7 +343,8 @@ class ManyRunner:
     def __init__(self, task: str):
         self.name, self.task = task, MANY[task]
         (self.X, self.y), (self.Xv, self.yv), (self.Xt, self.yt) = split(
-            *_load_many(self.task["data"]))
+            *_load_many(self.task["data"])
+        )
         self.spec = self.task["params"]
 
     def start(self) -> dict:
@@ -316,8 +356,9 @@ class ManyRunner:
         kw = dict(TRAIN)
         kw.update({k: float(v) for k, v in values.items() if k in BOOSTER})
         lp = {k: float(v) for k, v in values.items() if k not in BOOSTER}
-        return jaxboost.train(self.task["loss"], self.X, self.y, loss_params=lp,
-                              verbose=False, **kw)
+        return jaxboost.train(
+            self.task["loss"], self.X, self.y, loss_params=lp, verbose=False, **kw
+        )
 
     def score(self, booster, test: bool = False) -> float:
         X, y = (self.Xt, self.yt) if test else (self.Xv, self.yv)
@@ -328,11 +369,20 @@ class ManyRunner:
 
         start = self.start()
         kw = {k: v for k, v in TRAIN.items() if k not in start}
-        return jaxboost.tune(self.task["loss"], self.X, self.y, self.Xv, self.yv,
-                             params=start,
-                             bounds={n: (lo, hi) for n, _, (lo, hi, _) in self.spec},
-                             val_loss=self.task["val_loss"], steps=steps,
-                             regrow_every=regrow_every, optimizer=optimizer, **kw)
+        return jaxboost.tune(
+            self.task["loss"],
+            self.X,
+            self.y,
+            self.Xv,
+            self.yv,
+            params=start,
+            bounds={n: (lo, hi) for n, _, (lo, hi, _) in self.spec},
+            val_loss=self.task["val_loss"],
+            steps=steps,
+            regrow_every=regrow_every,
+            optimizer=optimizer,
+            **kw,
+        )
 
 
 def run_many(r: ManyRunner, method: str, args, budget: dict) -> list:
@@ -350,10 +400,19 @@ def run_many(r: ManyRunner, method: str, args, budget: dict) -> list:
         at = next((s for s, p in trained if p == res.params), total)
         budget.update(trainings=res.n_trainings, seconds=total)
         start_val = next(h["value"] for h in res.history if h["trained"])
-        return [dict(method="tune", best_val=r.score(res.booster),
-                     best_test=r.score(res.booster, test=True), best_params=res.params,
-                     to_best_s=at, total_s=total, trainings=res.n_trainings,
-                     replays=len(res.history), start_val=start_val)]
+        return [
+            dict(
+                method="tune",
+                best_val=r.score(res.booster),
+                best_test=r.score(res.booster, test=True),
+                best_params=res.params,
+                to_best_s=at,
+                total_s=total,
+                trainings=res.n_trainings,
+                replays=len(res.history),
+                start_val=start_val,
+            )
+        ]
     if method not in ("random", "tpe"):
         raise ValueError(method)
     import optuna
@@ -361,16 +420,20 @@ def run_many(r: ManyRunner, method: str, args, budget: dict) -> list:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     n = budget.get("trainings", args.trials)
     seconds = budget.get("seconds", 0.0)
-    sampler = (optuna.samplers.RandomSampler(seed=0) if method == "random" else
-               optuna.samplers.TPESampler(seed=0, n_startup_trials=args.tpe_startup))
+    sampler = (
+        optuna.samplers.RandomSampler(seed=0)
+        if method == "random"
+        else optuna.samplers.TPESampler(seed=0, n_startup_trials=args.tpe_startup)
+    )
     study = optuna.create_study(sampler=sampler)
     study.enqueue_trial(r.start())
     trace = []  # (seconds, val, params, booster)
     t0 = time.perf_counter()
 
     def objective(trial):
-        values = {name: trial.suggest_float(name, lo, hi, log=log)
-                  for name, _, (lo, hi, log) in r.spec}
+        values = {
+            name: trial.suggest_float(name, lo, hi, log=log) for name, _, (lo, hi, log) in r.spec
+        }
         booster = r.fit(values)
         v = r.score(booster)
         trace.append((time.perf_counter() - t0, v, values, booster))
@@ -382,14 +445,24 @@ def run_many(r: ManyRunner, method: str, args, budget: dict) -> list:
 
     study.optimize(objective, n_trials=max(n, 10_000), callbacks=[stop])
     rows = []
-    for label, part in ((method, trace[:n]),
-                        (f"{method}@time", [e for e in trace if e[0] <= seconds] or
-                         trace[:1])):
+    for label, part in (
+        (method, trace[:n]),
+        (f"{method}@time", [e for e in trace if e[0] <= seconds] or trace[:1]),
+    ):
         best = min(part, key=lambda e: e[1])
-        rows.append(dict(method=label, best_val=best[1],
-                         best_test=r.score(best[3], test=True), best_params=best[2],
-                         to_best_s=best[0], total_s=part[-1][0], trainings=len(part)))
+        rows.append(
+            dict(
+                method=label,
+                best_val=best[1],
+                best_test=r.score(best[3], test=True),
+                best_params=best[2],
+                to_best_s=best[0],
+                total_s=part[-1][0],
+                trainings=len(part),
+            )
+        )
     return rows
+
 
 class Runner:
     """One task's data and the training of one candidate."""
@@ -398,8 +471,7 @@ class Runner:
         import objectives
 
         self.task = TASKS[task]
-        (self.X, self.y), (self.Xv, self.yv), (self.Xt, self.yt) = split(
-            *load(self.task["data"]))
+        (self.X, self.y), (self.Xv, self.yv), (self.Xt, self.yt) = split(*load(self.task["data"]))
         self.entry = getattr(objectives, self.task["loss"])
 
     def fit(self, value: float, reg_lambda: float):
@@ -421,15 +493,25 @@ class Runner:
 
         t = self.task
         kw = {k: v for k, v in TRAIN.items() if k != t["param"]}
-        return jaxboost.tune(self.entry, self.X, self.y, self.Xv, self.yv,
-                             params={t["param"]: t["start"], "reg_lambda": 1.0},
-                             val_loss=t["val_loss"], steps=steps, regrow_every=regrow_every,
-                             optimizer=optimizer, **kw)
+        return jaxboost.tune(
+            self.entry,
+            self.X,
+            self.y,
+            self.Xv,
+            self.yv,
+            params={t["param"]: t["start"], "reg_lambda": 1.0},
+            val_loss=t["val_loss"],
+            steps=steps,
+            regrow_every=regrow_every,
+            optimizer=optimizer,
+            **kw,
+        )
 
 
 # --- the methods -------------------------------------------------------------------------------
-def run_method(r: Runner, method: str, steps: int, regrow_every: int, lr: float,
-               trials: int) -> dict:
+def run_method(
+    r: Runner, method: str, steps: int, regrow_every: int, lr: float, trials: int
+) -> dict:
     """``{best_val, best_test, best_params, to_best_s, total_s, trainings}``."""
     t = r.task
     if method in ("random", "tpe"):
@@ -441,8 +523,7 @@ def run_method(r: Runner, method: str, steps: int, regrow_every: int, lr: float,
 
     def record(value, lam, booster):
         v = r.score(booster)
-        trace.append((time.perf_counter() - t0, v, {t["param"]: value, "reg_lambda": lam},
-                      booster))
+        trace.append((time.perf_counter() - t0, v, {t["param"]: value, "reg_lambda": lam}, booster))
         return v
 
     if method == "grid":
@@ -450,8 +531,11 @@ def run_method(r: Runner, method: str, steps: int, regrow_every: int, lr: float,
             for lam in lambdas():
                 record(value, lam, r.fit(value, lam))
     elif method in ("random", "tpe"):
-        sampler = (optuna.samplers.RandomSampler(seed=0) if method == "random"
-                   else optuna.samplers.TPESampler(seed=0))
+        sampler = (
+            optuna.samplers.RandomSampler(seed=0)
+            if method == "random"
+            else optuna.samplers.TPESampler(seed=0)
+        )
         study = optuna.create_study(sampler=sampler)
         lo, hi = t["range"]
         lams = lambdas()
@@ -471,17 +555,28 @@ def run_method(r: Runner, method: str, steps: int, regrow_every: int, lr: float,
         # when the best is the final retraining, it was found at the end of the call
         at = next((s for s, p in trained if p == res.params), total)
         trace.append((at, r.score(res.booster), dict(res.params), res.booster))
-        return dict(best_val=trace[0][1], best_test=r.score(res.booster, test=True),
-                    best_params=res.params, to_best_s=at, total_s=total,
-                    trainings=res.n_trainings, replays=len(res.history),
-                    tune_value=res.value)
+        return dict(
+            best_val=trace[0][1],
+            best_test=r.score(res.booster, test=True),
+            best_params=res.params,
+            to_best_s=at,
+            total_s=total,
+            trainings=res.n_trainings,
+            replays=len(res.history),
+            tune_value=res.value,
+        )
     else:
         raise ValueError(method)
     total = time.perf_counter() - t0
     best = min(trace, key=lambda e: e[1])
-    return dict(best_val=best[1], best_test=r.score(best[3], test=True),
-                best_params=best[2], to_best_s=best[0], total_s=total,
-                trainings=len(trace))
+    return dict(
+        best_val=best[1],
+        best_test=r.score(best[3], test=True),
+        best_params=best[2],
+        to_best_s=best[0],
+        total_s=total,
+        trainings=len(trace),
+    )
 
 
 def warm_up(r) -> float:
@@ -504,8 +599,9 @@ def worker(task: str, methods: list, warm: bool, args) -> None:
     # raised to the floor (hessian="clip_negative", the default), as expected
     warnings.simplefilter("ignore", HessianWarning)
     r = ManyRunner(task) if task in MANY else Runner(task)
-    out = dict(task=task, warm=warm, rows=[len(r.y), len(r.yv), len(r.yt)],
-               features=int(r.X.shape[1]))
+    out = dict(
+        task=task, warm=warm, rows=[len(r.y), len(r.yv), len(r.yt)], features=int(r.X.shape[1])
+    )
     if warm:
         out["warm_up_s"] = warm_up(r)
     if task in MANY:
@@ -530,14 +626,28 @@ def launch(task: str, methods: list, warm: bool, args, budget=None) -> list:
     if not warm:
         env["JAXBOOST_COMPILATION_CACHE"] = "0"  # a first call: every program compiles
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--_worker", task,
-           ",".join(methods), "warm" if warm else "cold", "--steps", str(args.steps),
-           "--regrow-every", str(args.regrow_every), "--lr", str(args.lr),
-           "--trials", str(args.trials), "--tpe-startup", str(args.tpe_startup)]
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--_worker",
+        task,
+        ",".join(methods),
+        "warm" if warm else "cold",
+        "--steps",
+        str(args.steps),
+        "--regrow-every",
+        str(args.regrow_every),
+        "--lr",
+        str(args.lr),
+        "--trials",
+        str(args.trials),
+        "--tpe-startup",
+        str(args.tpe_startup),
+    ]
     if budget:
         cmd += ["--_budget", f"{budget['trainings']},{budget['total_s']}"]
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
-    rows = [json.loads(ln[len(TAG):]) for ln in p.stdout.splitlines() if ln.startswith(TAG)]
+    rows = [json.loads(ln[len(TAG) :]) for ln in p.stdout.splitlines() if ln.startswith(TAG)]
     if p.returncode != 0:
         print(p.stderr[-3000:], file=sys.stderr)
     return rows
@@ -557,9 +667,12 @@ def run_many_task(task: str, methods: list, modes: list, args) -> list:
             if m != "tune":
                 rows += launch(task, [m], False, args, budget)
     for r in rows:
-        print(f"{task} {'warm' if r['warm'] else 'cold'} {r['method']}: val "
-              f"{r['best_val']:.4f} test {r['best_test']:.4f} in {r['to_best_s']:.2f} s "
-              f"of {r['total_s']:.2f} s ({r['trainings']} fits)", flush=True)
+        print(
+            f"{task} {'warm' if r['warm'] else 'cold'} {r['method']}: val "
+            f"{r['best_val']:.4f} test {r['best_test']:.4f} in {r['to_best_s']:.2f} s "
+            f"of {r['total_s']:.2f} s ({r['trainings']} fits)",
+            flush=True,
+        )
     return rows
 
 
@@ -568,14 +681,18 @@ def fmt_params(p: dict) -> str:
 
 
 def table(rows: list) -> str:
-    head = (f"{'task':13s} {'timing':6s} {'method':11s} {'fits':>4s} {'val':>8s} "
-            f"{'test':>8s} {'to best s':>9s} {'total s':>8s}  best parameters")
+    head = (
+        f"{'task':13s} {'timing':6s} {'method':11s} {'fits':>4s} {'val':>8s} "
+        f"{'test':>8s} {'to best s':>9s} {'total s':>8s}  best parameters"
+    )
     out = [head, "-" * len(head)]
     for r in rows:
-        out.append(f"{r['task']:13s} {'warm' if r['warm'] else 'cold':6s} "
-                   f"{r['method']:11s} {r['trainings']:4d} {r['best_val']:8.4f} "
-                   f"{r['best_test']:8.4f} {r['to_best_s']:9.2f} {r['total_s']:8.2f}  "
-                   f"{fmt_params(r['best_params'])}")
+        out.append(
+            f"{r['task']:13s} {'warm' if r['warm'] else 'cold':6s} "
+            f"{r['method']:11s} {r['trainings']:4d} {r['best_val']:8.4f} "
+            f"{r['best_test']:8.4f} {r['to_best_s']:9.2f} {r['total_s']:8.2f}  "
+            f"{fmt_params(r['best_params'])}"
+        )
     return "\n".join(out)
 
 
@@ -584,7 +701,7 @@ def verdict(rows: list) -> str:
     (basic tasks) or than random and TPE at equal trainings and at equal seconds (the
     many-parameter tasks), in less time?"""
     out = []
-    for (task, warm) in sorted({(r["task"], r["warm"]) for r in rows}):
+    for task, warm in sorted({(r["task"], r["warm"]) for r in rows}):
         by = {r["method"]: r for r in rows if r["task"] == task and r["warm"] == warm}
         if "tune" not in by:
             continue
@@ -593,45 +710,73 @@ def verdict(rows: list) -> str:
         if "grid" in by:
             g = by["grid"]
             ok = t["best_val"] <= g["best_val"] and t["total_s"] < g["total_s"]
-            out.append(f"{task:13s} {timing}: tune val {t['best_val']:.4f} vs grid "
-                       f"{g['best_val']:.4f}; tune {t['total_s']:.2f} s vs grid "
-                       f"{g['total_s']:.2f} s (to its best {g['to_best_s']:.2f} s): "
-                       f"{'tune wins' if ok else 'tune does not win'}")
+            out.append(
+                f"{task:13s} {timing}: tune val {t['best_val']:.4f} vs grid "
+                f"{g['best_val']:.4f}; tune {t['total_s']:.2f} s vs grid "
+                f"{g['total_s']:.2f} s (to its best {g['to_best_s']:.2f} s): "
+                f"{'tune wins' if ok else 'tune does not win'}"
+            )
             continue
         for m in ("random", "tpe", "random@time", "tpe@time"):
             if m not in by:
                 continue
             o = by[m]
             val, test = t["best_val"] < o["best_val"], t["best_test"] < o["best_test"]
-            word = ("tune better on val and test" if val and test else
-                    "tune better on val only" if val else
-                    "tune better on test only" if test else "tune not better")
-            out.append(f"{task:13s} {timing} vs {m:11s} ({o['trainings']:3d} fits): val "
-                       f"{t['best_val']:.4f} vs {o['best_val']:.4f}, test "
-                       f"{t['best_test']:.4f} vs {o['best_test']:.4f}: {word}")
+            word = (
+                "tune better on val and test"
+                if val and test
+                else "tune better on val only"
+                if val
+                else "tune better on test only"
+                if test
+                else "tune not better"
+            )
+            out.append(
+                f"{task:13s} {timing} vs {m:11s} ({o['trainings']:3d} fits): val "
+                f"{t['best_val']:.4f} vs {o['best_val']:.4f}, test "
+                f"{t['best_test']:.4f} vs {o['best_test']:.4f}: {word}"
+            )
     return "\n".join(out)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--tasks", default="basic",
-                    help="task names, or 'basic' (the 1-2 parameter tasks), 'many' (the "
-                         "many-parameter tasks), 'all'")
-    ap.add_argument("--methods", default=",".join(METHODS),
-                    help="grid runs on the basic tasks only")
+    ap.add_argument(
+        "--tasks",
+        default="basic",
+        help="task names, or 'basic' (the 1-2 parameter tasks), 'many' (the "
+        "many-parameter tasks), 'all'",
+    )
+    ap.add_argument(
+        "--methods", default=",".join(METHODS), help="grid runs on the basic tasks only"
+    )
     ap.add_argument("--modes", default="warm,cold", help="warm, cold or both")
-    ap.add_argument("--steps", type=int, default=None,
-                    help="tune's hypergradient steps (default: 20 basic, %d many)"
-                         % MANY_TUNE["steps"])
-    ap.add_argument("--regrow-every", type=int, default=None,
-                    help="default: 5 basic, %d many" % MANY_TUNE["regrow_every"])
-    ap.add_argument("--lr", type=float, default=None,
-                    help="tune's Adam step size (default: 0.3 basic, %g many)"
-                         % MANY_TUNE["lr"])
+    ap.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="tune's hypergradient steps (default: 20 basic, %d many)" % MANY_TUNE["steps"],
+    )
+    ap.add_argument(
+        "--regrow-every",
+        type=int,
+        default=None,
+        help="default: 5 basic, %d many" % MANY_TUNE["regrow_every"],
+    )
+    ap.add_argument(
+        "--lr",
+        type=float,
+        default=None,
+        help="tune's Adam step size (default: 0.3 basic, %g many)" % MANY_TUNE["lr"],
+    )
     ap.add_argument("--trials", type=int, default=36, help="random / TPE trials")
-    ap.add_argument("--tpe-startup", type=int, default=10,
-                    help="TPE's random trials before it models (Optuna's default 10); "
-                         "many-parameter tasks only")
+    ap.add_argument(
+        "--tpe-startup",
+        type=int,
+        default=10,
+        help="TPE's random trials before it models (Optuna's default 10); "
+        "many-parameter tasks only",
+    )
     ap.add_argument("--timeout", type=float, default=1800.0)
     ap.add_argument("--out", default=None)
     ap.add_argument("--_worker", nargs=3, help=argparse.SUPPRESS)
@@ -645,17 +790,21 @@ def main() -> None:
     tasks = [n for t in args.tasks.split(",") if t for n in sets.get(t, [t])]
     methods = [m for m in args.methods.split(",") if m]
     modes = [m for m in args.modes.split(",") if m]
-    bad = sorted(set(tasks) - set(TASKS) - set(MANY)) + \
-        sorted(set(methods) - set(METHODS)) + sorted(set(modes) - {"warm", "cold"})
+    bad = (
+        sorted(set(tasks) - set(TASKS) - set(MANY))
+        + sorted(set(methods) - set(METHODS))
+        + sorted(set(modes) - {"warm", "cold"})
+    )
     if bad:
-        raise SystemExit(f"unknown {bad}; tasks {list(TASKS) + list(MANY)} (or basic, "
-                         f"many, all), methods {list(METHODS)}, modes warm, cold")
+        raise SystemExit(
+            f"unknown {bad}; tasks {list(TASKS) + list(MANY)} (or basic, "
+            f"many, all), methods {list(METHODS)}, modes warm, cold"
+        )
     given = dict(steps=args.steps, regrow_every=args.regrow_every, lr=args.lr)
     rows = []
     for task in tasks:
         for k, v in given.items():  # the task set's defaults where not given
-            setattr(args, k, v if v is not None else
-                    (MANY_TUNE if task in MANY else BASIC_TUNE)[k])
+            setattr(args, k, v if v is not None else (MANY_TUNE if task in MANY else BASIC_TUNE)[k])
         if task in MANY:
             rows += run_many_task(task, [m for m in methods if m != "grid"], modes, args)
             continue
@@ -663,37 +812,53 @@ def main() -> None:
             got = launch(task, methods, True, args)
             rows += got
             for r in got:
-                print(f"{task} warm {r['method']}: val {r['best_val']:.4f} in "
-                      f"{r['to_best_s']:.2f} s of {r['total_s']:.2f} s", flush=True)
+                print(
+                    f"{task} warm {r['method']}: val {r['best_val']:.4f} in "
+                    f"{r['to_best_s']:.2f} s of {r['total_s']:.2f} s",
+                    flush=True,
+                )
         if "cold" in modes:
             for m in methods:
                 got = launch(task, [m], False, args)
                 rows += got
                 for r in got:
-                    print(f"{task} cold {m}: val {r['best_val']:.4f} in "
-                          f"{r['to_best_s']:.2f} s of {r['total_s']:.2f} s", flush=True)
+                    print(
+                        f"{task} cold {m}: val {r['best_val']:.4f} in "
+                        f"{r['to_best_s']:.2f} s of {r['total_s']:.2f} s",
+                        flush=True,
+                    )
     text = table(rows)
     print()
     print(text)
     print()
     print(verdict(rows))
-    print("fits: full trainings (tune: its retrainings, plus one replay per step); val / "
-          "test: the metric of the method's best model (logloss, MAE, pinball at "
-          f"{TARGET}); to best: seconds until that model was trained; total: the method's "
-          "seconds; warm: programs compiled beforehand, cold: a fresh process, compile "
-          "included. Many-parameter tasks: random / tpe stop at tune's number of "
-          "trainings, random@time / tpe@time at tune's seconds; both start with tune's "
-          "start point as their first trial.")
+    print(
+        "fits: full trainings (tune: its retrainings, plus one replay per step); val / "
+        "test: the metric of the method's best model (logloss, MAE, pinball at "
+        f"{TARGET}); to best: seconds until that model was trained; total: the method's "
+        "seconds; warm: programs compiled beforehand, cold: a fresh process, compile "
+        "included. Many-parameter tasks: random / tpe stop at tune's number of "
+        "trainings, random@time / tpe@time at tune's seconds; both start with tune's "
+        "start point as their first trial."
+    )
     sys.path.insert(0, str(HERE))
     from run import machine_info
 
-    path = Path(args.out) if args.out else \
-        HERE / "results" / f"tuning-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path = (
+        Path(args.out)
+        if args.out
+        else HERE / "results" / f"tuning-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     args_out = dict(vars(args), **given)  # the defaults resolved per task set
     args_out.update(basic_tune=BASIC_TUNE, many_tune=MANY_TUNE)
-    path.write_text(json.dumps(dict(machine=machine_info(), args=args_out, train=TRAIN,
-                                    rows=rows, table=text), indent=1, default=str))
+    path.write_text(
+        json.dumps(
+            dict(machine=machine_info(), args=args_out, train=TRAIN, rows=rows, table=text),
+            indent=1,
+            default=str,
+        )
+    )
     print(f"wrote {path}")
 
 

@@ -29,8 +29,13 @@ import numpy as np  # noqa: E402
 def data(n=100_000, f=10, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.uniform(size=(n, f)).astype(np.float32)
-    y = (10 * np.sin(np.pi * X[:, 0] * X[:, 1]) + 20 * (X[:, 2] - 0.5) ** 2
-         + 10 * X[:, 3] + 5 * X[:, 4] + rng.normal(size=n)).astype(np.float32)
+    y = (
+        10 * np.sin(np.pi * X[:, 0] * X[:, 1])
+        + 20 * (X[:, 2] - 0.5) ** 2
+        + 10 * X[:, 3]
+        + 5 * X[:, 4]
+        + rng.normal(size=n)
+    ).astype(np.float32)
     return X, y
 
 
@@ -56,32 +61,51 @@ def main():
     X, y = data()
     rows = []
     for max_bin in (256, 1024):
-        t_jb, bst = timed(lambda mb=max_bin: jaxboost.train(
-            "squared", X, y, n_rounds=args.rounds, max_depth=6, max_bin=mb,
-            verbose=False), args.repeats)
+        t_jb, bst = timed(
+            lambda mb=max_bin: jaxboost.train(
+                "squared", X, y, n_rounds=args.rounds, max_depth=6, max_bin=mb, verbose=False
+            ),
+            args.repeats,
+        )
         rmse_jb = float(np.sqrt(np.mean((bst.predict(X) - y) ** 2)))
 
         def fit_xgb(mb=max_bin):
             d = xgb.QuantileDMatrix(X, label=y, max_bin=mb)
-            return xgb.train(dict(tree_method="hist", max_depth=6, eta=0.3, max_bin=mb),
-                             d, args.rounds)
+            return xgb.train(
+                dict(tree_method="hist", max_depth=6, eta=0.3, max_bin=mb), d, args.rounds
+            )
 
         t_xgb, ref = timed(fit_xgb, args.repeats)
         rmse_xgb = float(np.sqrt(np.mean((ref.predict(xgb.DMatrix(X)) - y) ** 2)))
-        rows.append(dict(max_bin=max_bin, bins_per_feature=int(bst.bin_edges.n_bins),
-                         jaxboost_s=t_jb, xgboost_s=t_xgb, ratio=t_jb / t_xgb,
-                         rmse_jaxboost=rmse_jb, rmse_xgboost=rmse_xgb))
-    print(f"{X.shape[0]:,} x {X.shape[1]}, depth 6, {args.rounds} rounds, warm medians "
-          f"of {args.repeats}, {os.cpu_count()} cores")
-    print(f"{'max_bin':>7} {'B':>5} {'jaxboost s':>10} {'XGBoost s':>9} {'ratio':>6} "
-          f"{'RMSE jb':>8} {'RMSE xgb':>8}")
+        rows.append(
+            dict(
+                max_bin=max_bin,
+                bins_per_feature=int(bst.bin_edges.n_bins),
+                jaxboost_s=t_jb,
+                xgboost_s=t_xgb,
+                ratio=t_jb / t_xgb,
+                rmse_jaxboost=rmse_jb,
+                rmse_xgboost=rmse_xgb,
+            )
+        )
+    print(
+        f"{X.shape[0]:,} x {X.shape[1]}, depth 6, {args.rounds} rounds, warm medians "
+        f"of {args.repeats}, {os.cpu_count()} cores"
+    )
+    print(
+        f"{'max_bin':>7} {'B':>5} {'jaxboost s':>10} {'XGBoost s':>9} {'ratio':>6} "
+        f"{'RMSE jb':>8} {'RMSE xgb':>8}"
+    )
     for r in rows:
-        print(f"{r['max_bin']:>7} {r['bins_per_feature']:>5} {r['jaxboost_s']:10.3f} "
-              f"{r['xgboost_s']:9.3f} {r['ratio']:6.2f} {r['rmse_jaxboost']:8.4f} "
-              f"{r['rmse_xgboost']:8.4f}")
+        print(
+            f"{r['max_bin']:>7} {r['bins_per_feature']:>5} {r['jaxboost_s']:10.3f} "
+            f"{r['xgboost_s']:9.3f} {r['ratio']:6.2f} {r['rmse_jaxboost']:8.4f} "
+            f"{r['rmse_xgboost']:8.4f}"
+        )
     out = Path(__file__).parent / "results" / f"wide_bins-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    out.write_text(json.dumps({"command": "python benchmarks/wide_bins.py", "rows": rows},
-                              indent=1))
+    out.write_text(
+        json.dumps({"command": "python benchmarks/wide_bins.py", "rows": rows}, indent=1)
+    )
     print(out)
 
 

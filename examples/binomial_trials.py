@@ -65,21 +65,25 @@ def main():
     half = args.rows // 2
     tr, te = slice(0, half), slice(half, None)
     kw = dict(n_rounds=args.rounds, learning_rate=0.2, max_depth=3, verbose=False)
-    print(f"{args.rows} batches, {y[:, 1].sum():.0f} trials, "
-          f"{y[:, 0].sum() / y[:, 1].sum():.3f} success rate")
+    print(
+        f"{args.rows} batches, {y[:, 1].sum():.0f} trials, "
+        f"{y[:, 0].sum() / y[:, 1].sum():.3f} success rate"
+    )
 
     trials = jaxboost.train(binomial, X[tr], y[tr], link="sigmoid", **kw)
     share = y[:, 0] / y[:, 1]
-    weighted = jaxboost.train(objectives.logistic, X[tr], share[tr], sample_weight=y[tr, 1],
-                              **kw)
+    weighted = jaxboost.train(objectives.logistic, X[tr], share[tr], sample_weight=y[tr, 1], **kw)
     unweighted = jaxboost.train(objectives.logistic, X[tr], share[tr], **kw)
     truth = 1.0 / (1.0 + np.exp(-logit[te]))
     for name, bst in (("trials", trials), ("weighted", weighted), ("unweighted", unweighted)):
         p = bst.predict(X[te])  # probabilities: the sigmoid link
-        print(f"{name:10s} held-out binomial deviance per trial: "
-              f"{deviance_per_trial(y[te], p):.5f}")
-    print(f"{'truth':10s} held-out binomial deviance per trial: "
-          f"{deviance_per_trial(y[te], truth):.5f}")
+        print(
+            f"{name:10s} held-out binomial deviance per trial: {deviance_per_trial(y[te], p):.5f}"
+        )
+    print(
+        f"{'truth':10s} held-out binomial deviance per trial: "
+        f"{deviance_per_trial(y[te], truth):.5f}"
+    )
     gap = np.abs(trials.predict(X[te]) - weighted.predict(X[te])).max()
     print(f"trials vs weighted: max |probability difference| {gap:.2e}")
 

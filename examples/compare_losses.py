@@ -55,18 +55,28 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=150)
     ap.add_argument("--out", default="compare_output", help="folder for the figure")
-    ap.add_argument("--check", action="store_true",
-                    help="also train the models one train() call at a time")
+    ap.add_argument(
+        "--check", action="store_true", help="also train the models one train() call at a time"
+    )
     args = ap.parse_args(argv)
 
     X, y, _ = load_breast_cancer()
     tr, te = split(y)
-    print(f"{len(LOSSES)} losses, {tr.size} training rows, {te.size} test rows, "
-          f"{args.rounds} rounds, depth {TREES['max_depth']}")
+    print(
+        f"{len(LOSSES)} losses, {tr.size} training rows, {te.size} test rows, "
+        f"{args.rounds} rounds, depth {TREES['max_depth']}"
+    )
 
     t0 = time.perf_counter()
-    cmp = jaxboost.compare(LOSSES, X[tr], y[tr], eval_set={"test": (X[te], y[te])},
-                           metrics=METRICS, n_rounds=args.rounds, **TREES)
+    cmp = jaxboost.compare(
+        LOSSES,
+        X[tr],
+        y[tr],
+        eval_set={"test": (X[te], y[te])},
+        metrics=METRICS,
+        n_rounds=args.rounds,
+        **TREES,
+    )
     together = time.perf_counter() - t0
     print(cmp)
     print(f"\ntrained together (train_many) and evaluated in {together:.1f} s")
@@ -75,13 +85,22 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         diff = 0.0
         for label, obj in LOSSES.items():
-            alone = jaxboost.train(obj, X[tr], y[tr], n_rounds=args.rounds, verbose=False,
-                                   **TREES)
-            diff = max(diff, float(np.max(np.abs(
-                alone.predict(X[te], output_margin=True)
-                - cmp.boosters[label].predict(X[te], output_margin=True)))))
-        print(f"one train() call per loss: {time.perf_counter() - t0:.1f} s; largest "
-              f"difference of test margins: {diff:.1e}")
+            alone = jaxboost.train(obj, X[tr], y[tr], n_rounds=args.rounds, verbose=False, **TREES)
+            diff = max(
+                diff,
+                float(
+                    np.max(
+                        np.abs(
+                            alone.predict(X[te], output_margin=True)
+                            - cmp.boosters[label].predict(X[te], output_margin=True)
+                        )
+                    )
+                ),
+            )
+        print(
+            f"one train() call per loss: {time.perf_counter() - t0:.1f} s; largest "
+            f"difference of test margins: {diff:.1e}"
+        )
 
     try:
         import matplotlib  # noqa: F401

@@ -73,26 +73,39 @@ def main(argv=None):
     X, y, _ = load_breast_cancer()
     tr, te = stratified_split(y, 0.3, seed=0)
     settings = dict(learning_rate=0.1, max_depth=3)
-    print(f"Wisconsin breast cancer: {X.shape[0]} rows, {X.shape[1]} features; "
-          f"train {len(tr)} / test {len(te)} (stratified, seed 0); "
-          f"positive class = malignant ({int(y[te].sum())} of the test rows)")
-    print(f"settings: n_rounds={args.rounds}, "
-          + ", ".join(f"{k}={v}" for k, v in settings.items()) + "; everything else default\n")
+    print(
+        f"Wisconsin breast cancer: {X.shape[0]} rows, {X.shape[1]} features; "
+        f"train {len(tr)} / test {len(te)} (stratified, seed 0); "
+        f"positive class = malignant ({int(y[te].sum())} of the test rows)"
+    )
+    print(
+        f"settings: n_rounds={args.rounds}, "
+        + ", ".join(f"{k}={v}" for k, v in settings.items())
+        + "; everything else default\n"
+    )
 
-    comparison = jaxboost.compare({name: obj for name, (obj, _) in LOSSES.items()},
-                                  X[tr], y[tr], eval_set={"test": (X[te], y[te])},
-                                  metrics=METRICS, n_rounds=args.rounds, **settings)
+    comparison = jaxboost.compare(
+        {name: obj for name, (obj, _) in LOSSES.items()},
+        X[tr],
+        y[tr],
+        eval_set={"test": (X[te], y[te])},
+        metrics=METRICS,
+        n_rounds=args.rounds,
+        **settings,
+    )
     print(comparison)
-    print("\nprobabilities: " + ", ".join(f"{k} {how}" for k, (_, how) in LOSSES.items())
-          + "; logloss clips them to [1e-7, 1 - 1e-7] and brier to [0, 1], so squared's "
-            "unbounded response still scores")
+    print(
+        "\nprobabilities: "
+        + ", ".join(f"{k} {how}" for k, (_, how) in LOSSES.items())
+        + "; logloss clips them to [1e-7, 1 - 1e-7] and brier to [0, 1], so squared's "
+        "unbounded response still scores"
+    )
 
     os.makedirs(args.out, exist_ok=True)
     written = []
     try:
         path = os.path.join(args.out, "learning_curves.png")
-        comparison.plot(path, title=f"Breast cancer: test metrics vs rounds "
-                                    f"(max {args.rounds})")
+        comparison.plot(path, title=f"Breast cancer: test metrics vs rounds (max {args.rounds})")
         written.append(path)
         path = os.path.join(args.out, "margins.png")
         plot_margins(path, comparison, X[te], y[te])

@@ -61,8 +61,7 @@ def interval_nll(y, f, *, sigma):
     top, top_open = jnp.where(flip, -a, b), jnp.where(flip, False, ~has_hi)
     bottom, bottom_open = jnp.where(flip, -b, a), jnp.where(flip, ~has_hi, ~has_lo)
     log_top = jnp.where(top_open, 0.0, norm.logcdf(jnp.where(top_open, 0.0, top)))
-    log_bottom = jnp.where(bottom_open, -jnp.inf,
-                           norm.logcdf(jnp.where(bottom_open, 0.0, bottom)))
+    log_bottom = jnp.where(bottom_open, -jnp.inf, norm.logcdf(jnp.where(bottom_open, 0.0, bottom)))
     return -(log_top + jnp.log1p(-jnp.exp(log_bottom - log_top)))
 
 
@@ -74,13 +73,21 @@ def main():
     X, lo, hi, log_t = follow_up(np.random.default_rng(2), args.rows)
     half = args.rows // 2
     tr, te = slice(0, half), slice(half, None)
-    print(f"{args.rows} subjects: {np.mean(lo == 0):.0%} left-censored, "
-          f"{np.mean(np.isinf(hi)):.0%} right-censored, the rest in a visit interval")
+    print(
+        f"{args.rows} subjects: {np.mean(lo == 0):.0%} left-censored, "
+        f"{np.mean(np.isinf(hi)):.0%} right-censored, the rest in a visit interval"
+    )
     kw = dict(n_rounds=args.rounds, learning_rate=0.1, max_depth=3, verbose=False)
     y = {"lower": lo, "upper": hi}
     y_tr, y_te = ({k: v[s] for k, v in y.items()} for s in (tr, te))
-    aft = jaxboost.train(interval_nll, X[tr], y_tr, loss_params={"sigma": SIGMA},
-                         eval_set={"test": (X[te], y_te)}, **kw)
+    aft = jaxboost.train(
+        interval_nll,
+        X[tr],
+        y_tr,
+        loss_params={"sigma": SIGMA},
+        eval_set={"test": (X[te], y_te)},
+        **kw,
+    )
     mid = np.where(np.isinf(hi), lo, 0.5 * (lo + hi))
     naive = jaxboost.train(objectives.squared, X[tr], np.log(np.maximum(mid, 0.25))[tr], **kw)
 
@@ -101,9 +108,19 @@ def main():
     d = xgb.DMatrix(X[tr])
     d.set_float_info("label_lower_bound", lo[tr])
     d.set_float_info("label_upper_bound", hi[tr])
-    ref = xgb.train(dict(objective="survival:aft", aft_loss_distribution="normal",
-                         aft_loss_distribution_scale=SIGMA, eta=0.1, max_depth=3,
-                         tree_method="hist", nthread=1), d, args.rounds)
+    ref = xgb.train(
+        dict(
+            objective="survival:aft",
+            aft_loss_distribution="normal",
+            aft_loss_distribution_scale=SIGMA,
+            eta=0.1,
+            max_depth=3,
+            tree_method="hist",
+            nthread=1,
+        ),
+        d,
+        args.rounds,
+    )
     report("xgboost survival:aft", np.log(ref.predict(xgb.DMatrix(X[te]))))
 
 

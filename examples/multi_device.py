@@ -43,20 +43,28 @@ def shares(n_rows, n_processes):
 
 
 def settings(args):
-    return dict(n_rounds=args.rounds, max_depth=args.max_depth, learning_rate=0.3,
-                quantize=True, verbose=False)
+    return dict(
+        n_rounds=args.rounds,
+        max_depth=args.max_depth,
+        learning_rate=0.3,
+        quantize=True,
+        verbose=False,
+    )
 
 
 def communication(n_features, args, native):
     import jaxboost
 
     per_tree = jaxboost.distributed.histogram_bytes_per_tree(
-        n_features, args.max_depth, 256, subtraction=native)
-    print(f"histograms summed across devices: {per_tree:,} bytes per tree "
-          f"({n_features} features x 256 bins x 2 float64 sums, "
-          f"{'smaller child of each split' if native else 'every node'} per level), "
-          f"{per_tree * args.rounds / 1e6:.1f} MB for {args.rounds} rounds; "
-          f"independent of the number of rows")
+        n_features, args.max_depth, 256, subtraction=native
+    )
+    print(
+        f"histograms summed across devices: {per_tree:,} bytes per tree "
+        f"({n_features} features x 256 bins x 2 float64 sums, "
+        f"{'smaller child of each split' if native else 'every node'} per level), "
+        f"{per_tree * args.rounds / 1e6:.1f} MB for {args.rounds} rounds; "
+        f"independent of the number of rows"
+    )
 
 
 def one_process(args):
@@ -74,11 +82,15 @@ def one_process(args):
     X, y, _ = load_breast_cancer()
     devices = jax.devices()
     if len(devices) < args.devices:
-        sys.exit(f"JAX has {len(devices)} device(s); XLA_FLAGS asks for fewer than "
-                 f"{args.devices} (--xla_force_host_platform_device_count)")
+        sys.exit(
+            f"JAX has {len(devices)} device(s); XLA_FLAGS asks for fewer than "
+            f"{args.devices} (--xla_force_host_platform_device_count)"
+        )
     mesh = Mesh(np.array(devices[: args.devices]), ("rows",))
-    print(f"{len(X)} rows x {X.shape[1]} features, {args.devices} devices: "
-          f"{[str(d) for d in mesh.devices]}")
+    print(
+        f"{len(X)} rows x {X.shape[1]} features, {args.devices} devices: "
+        f"{[str(d) for d in mesh.devices]}"
+    )
     for quantize in (False, True):
         kw = dict(settings(args), quantize=quantize)
         t0 = time.perf_counter()
@@ -88,9 +100,11 @@ def one_process(args):
         t2 = time.perf_counter()
         a = one.predict(X, output_margin=True)
         b = many.predict(X, output_margin=True)
-        print(f"quantize={quantize!s:5}  1 device {t1 - t0:5.1f} s, {args.devices} devices "
-              f"{t2 - t1:5.1f} s (compilation included)  max |margin difference| "
-              f"{np.abs(a - b).max():.3g}  bit-identical: {bool(np.array_equal(a, b))}")
+        print(
+            f"quantize={quantize!s:5}  1 device {t1 - t0:5.1f} s, {args.devices} devices "
+            f"{t2 - t1:5.1f} s (compilation included)  max |margin difference| "
+            f"{np.abs(a - b).max():.3g}  bit-identical: {bool(np.array_equal(a, b))}"
+        )
     communication(X.shape[1], args, _use_native())
 
 
@@ -101,11 +115,28 @@ def launch(args):
         port = s.getsockname()[1]
     env = dict(os.environ)  # one CPU device per process (JAX's default)
     out = tempfile.mkdtemp(prefix="jaxboost_multi_")
-    procs = [subprocess.Popen([sys.executable, __file__, "--worker", str(i), "--port",
-                               str(port), "--processes", str(args.processes), "--out", out,
-                               "--rounds", str(args.rounds), "--max-depth",
-                               str(args.max_depth)], env=env)
-             for i in range(args.processes)]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                __file__,
+                "--worker",
+                str(i),
+                "--port",
+                str(port),
+                "--processes",
+                str(args.processes),
+                "--out",
+                out,
+                "--rounds",
+                str(args.rounds),
+                "--max-depth",
+                str(args.max_depth),
+            ],
+            env=env,
+        )
+        for i in range(args.processes)
+    ]
     try:
         codes = [p.wait(timeout=600) for p in procs]
     finally:
@@ -124,8 +155,10 @@ def launch(args):
     alone = jaxboost.train("logistic", X, y, **settings(args))
     a = alone.predict(X, output_margin=True)
     b = joint.predict(X, output_margin=True)
-    print(f"{args.processes} processes vs one process on all rows (quantize=True): "
-          f"bit-identical: {bool(np.array_equal(a, b))}")
+    print(
+        f"{args.processes} processes vs one process on all rows (quantize=True): "
+        f"bit-identical: {bool(np.array_equal(a, b))}"
+    )
 
 
 def worker(args):
@@ -143,8 +176,10 @@ def worker(args):
     took = time.perf_counter() - t0
     bst.save(os.path.join(args.out, "model.json"))  # written by process 0 only
     if args.worker == 0:
-        print(f"process 0 of {args.processes}: rows {lo}..{hi - 1} of {len(X)}, "
-              f"{len(bst)} trees in {took:.1f} s (compilation included)")
+        print(
+            f"process 0 of {args.processes}: rows {lo}..{hi - 1} of {len(X)}, "
+            f"{len(bst)} trees in {took:.1f} s (compilation included)"
+        )
         communication(X.shape[1], args, _use_native())
     jaxboost.distributed.shutdown()
 

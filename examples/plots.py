@@ -51,18 +51,28 @@ def main(argv=None):
 
     X, y, names = load_breast_cancer()
     tr, va = holdout(len(y), 0.25, args.seed)
-    bst = jaxboost.train(objectives.logistic, X[tr], y[tr], n_rounds=args.rounds,
-                         max_depth=3, learning_rate=0.1, feature_names=names,
-                         eval_set={"train": (X[tr], y[tr]), "valid": (X[va], y[va])},
-                         eval_metric=["auc", "logloss"], early_stopping_rounds=20,
-                         early_stopping_data="valid", early_stopping_metric="logloss",
-                         verbose=False)
+    bst = jaxboost.train(
+        objectives.logistic,
+        X[tr],
+        y[tr],
+        n_rounds=args.rounds,
+        max_depth=3,
+        learning_rate=0.1,
+        feature_names=names,
+        eval_set={"train": (X[tr], y[tr]), "valid": (X[va], y[va])},
+        eval_metric=["auc", "logloss"],
+        early_stopping_rounds=20,
+        early_stopping_data="valid",
+        early_stopping_metric="logloss",
+        verbose=False,
+    )
     accuracy = float(np.mean((bst.predict(X[va]) > 0.5) == (y[va] > 0.5)))
-    print(f"breast cancer: train {len(tr)} rows, valid {len(va)} rows, "
-          f"{X.shape[1]} features")
+    print(f"breast cancer: train {len(tr)} rows, valid {len(va)} rows, {X.shape[1]} features")
     print(bst)
-    print(f"early stopping kept {len(bst)} of {len(bst.history['valid']['logloss'])} "
-          f"rounds: valid logloss {bst.best_score:.4f}, accuracy {accuracy:.3f}")
+    print(
+        f"early stopping kept {len(bst)} of {len(bst.history['valid']['logloss'])} "
+        f"rounds: valid logloss {bst.best_score:.4f}, accuracy {accuracy:.3f}"
+    )
 
     os.makedirs(args.out, exist_ok=True)
     figures = {

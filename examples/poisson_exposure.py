@@ -38,8 +38,13 @@ def policies(rng, n):
     density = rng.integers(0, 10, size=n)
     bonus = 50 + 5 * rng.integers(0, 21, size=n)
     X = np.stack([age, power, density, bonus], axis=1).astype(np.float32)
-    log_rate = (-2.2 + 0.9 * np.exp(-(age - 18) / 8.0) + 0.04 * (power - 4)
-                + 0.07 * density + 0.012 * (bonus - 50))
+    log_rate = (
+        -2.2
+        + 0.9 * np.exp(-(age - 18) / 8.0)
+        + 0.04 * (power - 4)
+        + 0.07 * density
+        + 0.012 * (bonus - 50)
+    )
     years = rng.uniform(0.05, 1.0, size=n).astype(np.float32)
     claims = rng.poisson(years * np.exp(log_rate)).astype(np.float32)
     return X, claims, years, np.exp(log_rate)
@@ -53,8 +58,7 @@ def poisson_exposure(y, f):
 def deviance(c, mu):
     """Mean Poisson deviance of counts ``c`` at means ``mu``."""
     c, mu = np.float64(c), np.float64(mu)
-    return 2.0 * np.mean(np.where(c > 0, c * np.log(np.where(c > 0, c, 1.0) / mu), 0.0)
-                         - (c - mu))
+    return 2.0 * np.mean(np.where(c > 0, c * np.log(np.where(c > 0, c, 1.0) / mu), 0.0) - (c - mu))
 
 
 def main():
@@ -66,31 +70,50 @@ def main():
     n_train = 2 * args.rows // 3
     tr, te = slice(0, n_train), slice(n_train, None)
     o = np.log(t)
-    kw = dict(n_rounds=args.rounds, learning_rate=0.1, max_depth=3, max_delta_step=0.0,
-              verbose=False)
+    kw = dict(
+        n_rounds=args.rounds, learning_rate=0.1, max_depth=3, max_delta_step=0.0, verbose=False
+    )
     print(f"{args.rows} policies, {c.sum():.0f} claims over {t.sum():.0f} policy-years")
 
-    offset = jaxboost.train(objectives.poisson, X[tr], c[tr], base_margin=o[tr],
-                            eval_set={"test": (X[te], c[te])},
-                            eval_base_margin={"test": o[te]}, **kw)
+    offset = jaxboost.train(
+        objectives.poisson,
+        X[tr],
+        c[tr],
+        base_margin=o[tr],
+        eval_set={"test": (X[te], c[te])},
+        eval_base_margin={"test": o[te]},
+        **kw,
+    )
     # base_margin=0.0 starts at log rate 0, as the offset model does (left out, the
     # intercept is fitted on the side data: the log of claims per policy-year).
-    side = jaxboost.train(poisson_exposure, X[tr], {"label": c[tr], "exposure": t[tr]},
-                          link="exp", base_margin=0.0, **kw)
+    side = jaxboost.train(
+        poisson_exposure,
+        X[tr],
+        {"label": c[tr], "exposure": t[tr]},
+        link="exp",
+        base_margin=0.0,
+        **kw,
+    )
     naive = jaxboost.train(objectives.poisson, X[tr], c[tr], **kw)
 
-    rows = [("offset", offset.predict(X[te], base_margin=o[te])),
-            ("side data", t[te] * side.predict(X[te])),       # annual rate x exposure
-            ("naive", naive.predict(X[te]))]
+    rows = [
+        ("offset", offset.predict(X[te], base_margin=o[te])),
+        ("side data", t[te] * side.predict(X[te])),  # annual rate x exposure
+        ("naive", naive.predict(X[te])),
+    ]
     for name, mu in rows:
         print(f"{name:10s} held-out Poisson deviance per policy: {deviance(c[te], mu):.5f}")
-    print(f"true rate  held-out Poisson deviance per policy: "
-          f"{deviance(c[te], t[te] * rate[te]):.5f}")
+    print(
+        f"true rate  held-out Poisson deviance per policy: {deviance(c[te], t[te] * rate[te]):.5f}"
+    )
     annual = offset.predict(X[te])  # no offsets: the rate at exposure 1
-    print(f"offset model: mean predicted annual rate {annual.mean():.4f} "
-          f"(true {rate[te].mean():.4f})")
-    gap = np.abs(offset.predict(X[tr], output_margin=True, base_margin=o[tr]) -
-                 (side.predict(X[tr], output_margin=True) + o[tr])).max()
+    print(
+        f"offset model: mean predicted annual rate {annual.mean():.4f} (true {rate[te].mean():.4f})"
+    )
+    gap = np.abs(
+        offset.predict(X[tr], output_margin=True, base_margin=o[tr])
+        - (side.predict(X[tr], output_margin=True) + o[tr])
+    ).max()
     print(f"offset vs side-data model: max |training margin difference| {gap:.2e}")
 
     if importlib.util.find_spec("xgboost") is None:
@@ -99,12 +122,23 @@ def main():
     import xgboost as xgb
 
     d = xgb.DMatrix(X[tr], label=c[tr], base_margin=o[tr])
-    ref = xgb.train(dict(objective="count:poisson", tree_method="exact", eta=0.1,
-                         max_depth=3, max_delta_step=0.0, nthread=1), d, args.rounds)
-    diff = np.abs(ref.predict(d, output_margin=True) -
-                  offset.predict(X[tr], output_margin=True, base_margin=o[tr])).max()
-    print(f"xgboost count:poisson with base_margin: max |training margin difference| "
-          f"{diff:.2e}")
+    ref = xgb.train(
+        dict(
+            objective="count:poisson",
+            tree_method="exact",
+            eta=0.1,
+            max_depth=3,
+            max_delta_step=0.0,
+            nthread=1,
+        ),
+        d,
+        args.rounds,
+    )
+    diff = np.abs(
+        ref.predict(d, output_margin=True)
+        - offset.predict(X[tr], output_margin=True, base_margin=o[tr])
+    ).max()
+    print(f"xgboost count:poisson with base_margin: max |training margin difference| {diff:.2e}")
 
 
 if __name__ == "__main__":

@@ -23,8 +23,12 @@ import objectives
 def queries(rng, n_q, per=20, n_features=8):
     ids = np.repeat(np.arange(n_q), per)
     X = rng.normal(size=(n_q * per, n_features)).astype(np.float32)
-    score = (X[:, 0] + 0.7 * np.tanh(2 * X[:, 1]) + 0.5 * X[:, 2] * X[:, 3]
-             + 0.8 * rng.normal(size=n_q * per))
+    score = (
+        X[:, 0]
+        + 0.7 * np.tanh(2 * X[:, 1])
+        + 0.5 * X[:, 2] * X[:, 3]
+        + 0.8 * rng.normal(size=n_q * per)
+    )
     return ids, X, np.clip(np.floor(score + 1.0), 0, 4).astype(np.float32)
 
 
@@ -46,12 +50,19 @@ def main():
     print(f"random order: held-out NDCG@10 {floor:.4f}")
     kw = dict(n_rounds=args.rounds, max_depth=4, learning_rate=0.3, verbose=False)
     for entry in (objectives.ranknet, objectives.lambdarank, objectives.listnet):
-        bst = jaxboost.train(entry, X[train], y[train], group=ids[train],
-                             eval_set=[(X[valid], y[valid])], eval_group=[ids[valid]],
-                             eval_metric="ndcg@10", early_stopping_rounds=10, **kw)
+        bst = jaxboost.train(
+            entry,
+            X[train],
+            y[train],
+            group=ids[train],
+            eval_set=[(X[valid], y[valid])],
+            eval_group=[ids[valid]],
+            eval_metric="ndcg@10",
+            early_stopping_rounds=10,
+            **kw,
+        )
         score = ndcg10(bst.predict(X[test], output_margin=True))
-        print(f"{entry.name:10s} held-out NDCG@10 {score:.4f}  "
-              f"(best round {bst.best_iteration})")
+        print(f"{entry.name:10s} held-out NDCG@10 {score:.4f}  (best round {bst.best_iteration})")
     if importlib.util.find_spec("xgboost") is None:
         print("xgboost not installed: rank:ndcg skipped")
         return
@@ -59,13 +70,23 @@ def main():
 
     d = xgb.DMatrix(X[train], y[train], qid=ids[train])
     dv = xgb.DMatrix(X[valid], y[valid], qid=ids[valid])
-    ref = xgb.train(dict(objective="rank:ndcg", max_depth=4, eta=0.3, tree_method="hist",
-                         eval_metric="ndcg@10"), d, args.rounds, evals=[(dv, "valid")],
-                    early_stopping_rounds=10, verbose_eval=False)
-    margin = ref.predict(xgb.DMatrix(X[test]), output_margin=True,
-                         iteration_range=(0, ref.best_iteration + 1))
-    print(f"{'xgboost':10s} held-out NDCG@10 {ndcg10(margin):.4f}  "
-          f"(rank:ndcg, best round {ref.best_iteration})")
+    ref = xgb.train(
+        dict(
+            objective="rank:ndcg", max_depth=4, eta=0.3, tree_method="hist", eval_metric="ndcg@10"
+        ),
+        d,
+        args.rounds,
+        evals=[(dv, "valid")],
+        early_stopping_rounds=10,
+        verbose_eval=False,
+    )
+    margin = ref.predict(
+        xgb.DMatrix(X[test]), output_margin=True, iteration_range=(0, ref.best_iteration + 1)
+    )
+    print(
+        f"{'xgboost':10s} held-out NDCG@10 {ndcg10(margin):.4f}  "
+        f"(rank:ndcg, best round {ref.best_iteration})"
+    )
 
 
 if __name__ == "__main__":

@@ -41,17 +41,30 @@ def main():
     tr, te = slice(0, half), slice(half, None)
     print(f"{args.rows} rows, {np.mean(y < 0):.0%} censored")
     print(f"true log hazard: held-out C-index {concordance_index(y[te], log_hazard[te]):.4f}")
-    bst = jaxboost.train(objectives.cox, X[tr], y[tr], n_rounds=args.rounds, max_depth=3,
-                         learning_rate=0.1, eval_set={"test": (X[te], y[te])},
-                         eval_metric=["cox-nloglik", "cindex"], verbose=False)
+    bst = jaxboost.train(
+        objectives.cox,
+        X[tr],
+        y[tr],
+        n_rounds=args.rounds,
+        max_depth=3,
+        learning_rate=0.1,
+        eval_set={"test": (X[te], y[te])},
+        eval_metric=["cox-nloglik", "cindex"],
+        verbose=False,
+    )
     c = concordance_index(y[te], bst.predict(X[te]))  # hazard ratios e^f
-    print(f"jaxboost cox: held-out C-index {c:.4f}, cox-nloglik "
-          f"{bst.history['test']['cox-nloglik'][-1]:.4f}")
+    print(
+        f"jaxboost cox: held-out C-index {c:.4f}, cox-nloglik "
+        f"{bst.history['test']['cox-nloglik'][-1]:.4f}"
+    )
     if importlib.util.find_spec("xgboost") is not None:
         import xgboost as xgb
 
-        ref = xgb.train(dict(objective="survival:cox", max_depth=3, eta=0.1,
-                             tree_method="hist"), xgb.DMatrix(X[tr], y[tr]), args.rounds)
+        ref = xgb.train(
+            dict(objective="survival:cox", max_depth=3, eta=0.1, tree_method="hist"),
+            xgb.DMatrix(X[tr], y[tr]),
+            args.rounds,
+        )
         c_ref = concordance_index(y[te], ref.predict(xgb.DMatrix(X[te])))
         print(f"xgboost survival:cox: held-out C-index {c_ref:.4f}")
     else:

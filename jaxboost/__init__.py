@@ -40,11 +40,32 @@ from .training import callbacks, train
 from .training.many import train_many
 from .tuning import hypergrad, tune
 
-__all__ = ["train", "train_many", "Booster", "load", "DataError", "DataWarning", "LossError",
-           "MetricError", "NonFiniteError", "HessianWarning", "ModelFormatError", "compare",
-           "metrics", "callbacks", "distributed", "sharding", "ranking", "survival",
-           "compile_cache", "to_xgboost_json", "from_xgboost", "hypergrad", "tune",
-           "__version__"]
+__all__ = [
+    "train",
+    "train_many",
+    "Booster",
+    "load",
+    "DataError",
+    "DataWarning",
+    "LossError",
+    "MetricError",
+    "NonFiniteError",
+    "HessianWarning",
+    "ModelFormatError",
+    "compare",
+    "metrics",
+    "callbacks",
+    "distributed",
+    "sharding",
+    "ranking",
+    "survival",
+    "compile_cache",
+    "to_xgboost_json",
+    "from_xgboost",
+    "hypergrad",
+    "tune",
+    "__version__",
+]
 
 # The stable public paths: users (and models pickled by earlier versions) import these
 # modules by the names they had before the code moved into rooms. Each is the same

@@ -62,7 +62,7 @@ def bin_dtype(n_bins: int):
 
 # Rounds are counted in int32 (random streams, flags, a chunk's skipped rounds past the
 # end): a model has at most this many.
-MAX_ROUNDS = 2 ** 30
+MAX_ROUNDS = 2**30
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 FLOAT_DTYPE = np.float32
 INDEX_DTYPE = np.int32
@@ -103,7 +103,8 @@ def check_not_forked() -> None:
             "after JAX had started in its parent; JAX's runtime does not survive a fork, "
             "so training or predicting here would hang. Start the worker processes with "
             "multiprocessing.get_context('spawn') (or 'forkserver'), or fork before the "
-            "parent first uses jaxboost or JAX")
+            "parent first uses jaxboost or JAX"
+        )
 
 
 def float32_programs(fn):
@@ -119,6 +120,7 @@ def float32_programs(fn):
     >>> float32_programs(lambda: jnp.arange(3.0).dtype)()
     dtype('float32')
     """
+
     @functools.wraps(fn)
     def scoped(*args, **kwargs):
         check_not_forked()

@@ -37,7 +37,8 @@ def load_breast_cancer():
       ('mean_radius', 'worst_fractal_dimension')
     """
     text = (importlib.resources.files("jaxboost") / "data" / "breast_cancer.csv").read_text(
-        encoding="utf-8")
+        encoding="utf-8"
+    )
     header, _, body = text.partition("\n")
     columns = header.strip().split(",")
     if columns[-1] != "target" or len(columns) != 31:

@@ -73,37 +73,82 @@ from .ranking import lambdarank, listnet, ranknet
 from .robust import absolute, cauchy, huber, log_cosh, pseudo_huber, quantile
 from .survival import cox
 
-CATALOGUE = {o.name: o for o in (
-    squared, logistic, exponential,
-    absolute, huber, pseudo_huber, log_cosh, quantile, cauchy,
-    poisson, gamma, tweedie,
-    focal, softmax,
-    gaussian_nll,
-)}
+CATALOGUE = {
+    o.name: o
+    for o in (
+        squared,
+        logistic,
+        exponential,
+        absolute,
+        huber,
+        pseudo_huber,
+        log_cosh,
+        quantile,
+        cauchy,
+        poisson,
+        gamma,
+        tweedie,
+        focal,
+        softmax,
+        gaussian_nll,
+    )
+}
 
 GROUP_CATALOGUE = {o.name: o for o in (ranknet, lambdarank, listnet, cox)}
 
 __all__ = [
-    "Objective", "GroupObjective", "identity", "sigmoid", "softmax_link", "exp_link",
-    "gaussian_link", "LINKS", "LinkedLoss", "with_link", "attach_link", "resolve_link",
-    "link_name", "CATALOGUE", "GROUP_CATALOGUE", "MAX_CLASSES", "resolve", *CATALOGUE,
+    "Objective",
+    "GroupObjective",
+    "identity",
+    "sigmoid",
+    "softmax_link",
+    "exp_link",
+    "gaussian_link",
+    "LINKS",
+    "LinkedLoss",
+    "with_link",
+    "attach_link",
+    "resolve_link",
+    "link_name",
+    "CATALOGUE",
+    "GROUP_CATALOGUE",
+    "MAX_CLASSES",
+    "resolve",
+    *CATALOGUE,
     *GROUP_CATALOGUE,
 ]
 
 
 PEER_NAMES = {
     # XGBoost
-    "reg:squarederror": "squared", "reg:linear": "squared",
-    "reg:absoluteerror": "absolute", "reg:pseudohubererror": "pseudo_huber",
-    "reg:quantileerror": "quantile", "binary:logistic": "logistic",
-    "binary:logitraw": "logistic", "multi:softprob": "softmax", "multi:softmax": "softmax",
-    "count:poisson": "poisson", "reg:gamma": "gamma", "reg:tweedie": "tweedie",
-    "survival:cox": "cox", "rank:pairwise": "ranknet", "rank:ndcg": "lambdarank",
+    "reg:squarederror": "squared",
+    "reg:linear": "squared",
+    "reg:absoluteerror": "absolute",
+    "reg:pseudohubererror": "pseudo_huber",
+    "reg:quantileerror": "quantile",
+    "binary:logistic": "logistic",
+    "binary:logitraw": "logistic",
+    "multi:softprob": "softmax",
+    "multi:softmax": "softmax",
+    "count:poisson": "poisson",
+    "reg:gamma": "gamma",
+    "reg:tweedie": "tweedie",
+    "survival:cox": "cox",
+    "rank:pairwise": "ranknet",
+    "rank:ndcg": "lambdarank",
     # LightGBM
-    "regression": "squared", "regression_l2": "squared", "l2": "squared",
-    "mse": "squared", "regression_l1": "absolute", "l1": "absolute", "mae": "absolute",
-    "binary": "logistic", "multiclass": "softmax", "softmax": "softmax",
-    "lambdarank": "lambdarank", "rank_xendcg": "listnet",
+    "regression": "squared",
+    "regression_l2": "squared",
+    "l2": "squared",
+    "mse": "squared",
+    "regression_l1": "absolute",
+    "l1": "absolute",
+    "mae": "absolute",
+    "binary": "logistic",
+    "multiclass": "softmax",
+    "softmax": "softmax",
+    "lambdarank": "lambdarank",
+    "rank_xendcg": "listnet",
 }
 """XGBoost's and LightGBM's objective names -> the catalogue entry that trains the same
 loss (``resolve`` names it in its error; the entries' defaults may differ, e.g. XGBoost's
@@ -124,16 +169,24 @@ def resolve(objective):
                 raise ValueError(
                     f"unknown objective {objective!r}: that is XGBoost's or LightGBM's "
                     f"name; jaxboost's catalogue entry for the same loss is {peer!r} "
-                    f"(objectives.{peer})" + (
+                    f"(objectives.{peer})"
+                    + (
                         ", with XGBoost's Hessian as objectives.poisson(max_delta_step="
                         "0.7) and train(max_delta_step=0.7)"
-                        if peer == "poisson" else ""))
-            raise ValueError(f"unknown objective {objective!r}; catalogue entries: "
-                             f"{sorted(CATALOGUE)}, group losses: "
-                             f"{sorted(GROUP_CATALOGUE)}, or pass any callable "
-                             f"loss(y, pred)")
+                        if peer == "poisson"
+                        else ""
+                    )
+                )
+            raise ValueError(
+                f"unknown objective {objective!r}; catalogue entries: "
+                f"{sorted(CATALOGUE)}, group losses: "
+                f"{sorted(GROUP_CATALOGUE)}, or pass any callable "
+                f"loss(y, pred)"
+            )
         return entry
     if not callable(objective):
-        raise TypeError(f"objective must be a callable loss(y, pred) -> scalar or an "
-                        f"objectives entry, got {type(objective).__name__}")
+        raise TypeError(
+            f"objective must be a callable loss(y, pred) -> scalar or an "
+            f"objectives entry, got {type(objective).__name__}"
+        )
     return objective

@@ -57,8 +57,11 @@ class Hyperparameters:
         return f"objectives.{self.name}"
 
     def _keywords(self) -> dict:
-        return {k: p.default for k, p in inspect.signature(self.loss).parameters.items()
-                if p.kind is inspect.Parameter.KEYWORD_ONLY}
+        return {
+            k: p.default
+            for k, p in inspect.signature(self.loss).parameters.items()
+            if p.kind is inspect.Parameter.KEYWORD_ONLY
+        }
 
     @property
     def hyperparameters(self) -> dict:
@@ -72,8 +75,10 @@ class Hyperparameters:
         allowed = set(self._keywords())
         unknown = sorted(set(kwargs) - allowed)
         if unknown:
-            raise TypeError(f"objectives.{self.name} has no hyperparameter(s) {unknown}; "
-                            f"it takes {sorted(allowed) or 'none'}")
+            raise TypeError(
+                f"objectives.{self.name} has no hyperparameter(s) {unknown}; "
+                f"it takes {sorted(allowed) or 'none'}"
+            )
         merged = dict(self.params)
         merged.update(kwargs)
         self._check_params(merged)
@@ -102,8 +107,11 @@ class Hyperparameters:
         values, static = {}, []
         for k, v in self.hyperparameters.items():
             d = defaults.get(k)
-            is_float = (isinstance(v, float) or isinstance(d, float)) and \
-                isinstance(v, numbers.Real) and not isinstance(v, bool)
+            is_float = (
+                (isinstance(v, float) or isinstance(d, float))
+                and isinstance(v, numbers.Real)
+                and not isinstance(v, bool)
+            )
             if is_float:
                 values[k] = float(v)
             elif k in dict(self.params):
@@ -218,9 +226,11 @@ class Objective(Hyperparameters):
         if not args:
             return self.with_params(**kwargs)
         if len(args) != 2 or kwargs:
-            raise TypeError(f"objectives.{self.name} is called as loss(y, pred) for one row, "
-                            f"or with keyword hyperparameters only to make a variant, e.g. "
-                            f"objectives.{self.name}(**{{...}})")
+            raise TypeError(
+                f"objectives.{self.name} is called as loss(y, pred) for one row, "
+                f"or with keyword hyperparameters only to make a variant, e.g. "
+                f"objectives.{self.name}(**{{...}})"
+            )
         return self.loss(*args, **dict(self.params))
 
     def row_grad_hess(self):

@@ -20,7 +20,8 @@ def raise_bad_labels(name: str, domain: str, bad: np.ndarray, y: np.ndarray) -> 
         i = int(np.flatnonzero(bad)[0])
         raise ValueError(
             f"{name} needs labels {domain}; {int(bad.sum())} label(s) are outside, "
-            f"the first at row {i}: {y[i]}")
+            f"the first at row {i}: {y[i]}"
+        )
 
 
 def check_hyper(name: str, key: str, value, ok, domain: str) -> None:
@@ -90,11 +91,15 @@ class RealHyper:
         try:
             x = _concrete_real(value)
         except TypeError as e:
-            raise TypeError(f"objectives.{self.name} needs {self.key} to be a real number "
-                            f"{self.domain}, got {e} {value!r}") from None
+            raise TypeError(
+                f"objectives.{self.name} needs {self.key} to be a real number "
+                f"{self.domain}, got {e} {value!r}"
+            ) from None
         if x is not None and not (math.isfinite(x) and self.ok(x)):
-            raise ValueError(f"objectives.{self.name} needs {self.key} {self.domain} (a "
-                             f"finite number), got {value!r}")
+            raise ValueError(
+                f"objectives.{self.name} needs {self.key} {self.domain} (a "
+                f"finite number), got {value!r}"
+            )
 
 
 def real_hyper(name: str, key: str, ok: Interval, domain: str) -> RealHyper:
@@ -130,7 +135,8 @@ class LabelsIn:
                 raise ValueError(
                     f"{self.name} needs labels y in [0, 1] (probabilities or 0/1 classes); "
                     f"{int(bad.sum())} label(s) are outside, the first at row {i}: "
-                    f"{np.ravel(y)[i]!r}")
+                    f"{np.ravel(y)[i]!r}"
+                )
         elif self.kind == "finite":
             raise_bad_labels(self.name, "finite (graded relevance)", ~np.isfinite(y), y)
         else:

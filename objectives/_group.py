@@ -70,16 +70,20 @@ class GroupObjective(Hyperparameters):
             raise TypeError(f"GroupObjective name must be a non-empty str, got {self.name!r}")
         for field in ("loss", "link"):
             if not callable(getattr(self, field)):
-                raise TypeError(f"GroupObjective {field} must be callable, got "
-                                f"{type(getattr(self, field)).__name__}")
+                raise TypeError(
+                    f"GroupObjective {field} must be callable, got "
+                    f"{type(getattr(self, field)).__name__}"
+                )
         for field in ("hess_diag", "check_labels"):
             v = getattr(self, field)
             if v is not None and not callable(v):
-                raise TypeError(f"GroupObjective {field} must be callable or None, got "
-                                f"{type(v).__name__}")
+                raise TypeError(
+                    f"GroupObjective {field} must be callable or None, got {type(v).__name__}"
+                )
         if not isinstance(self.metric, str):
-            raise TypeError(f"GroupObjective metric must be a metric name, got "
-                            f"{type(self.metric).__name__}")
+            raise TypeError(
+                f"GroupObjective metric must be a metric name, got {type(self.metric).__name__}"
+            )
 
     # --- what the per-row code reads ---------------------------------------------------
     @property
@@ -103,17 +107,20 @@ class GroupObjective(Hyperparameters):
         import jax.numpy as jnp
 
         v = jnp.zeros(2, jnp.float32)
-        jax.eval_shape(lambda a, b, m: self(a, b, m), jnp.ones(2, jnp.float32), v,
-                       jnp.ones(2, bool))
+        jax.eval_shape(
+            lambda a, b, m: self(a, b, m), jnp.ones(2, jnp.float32), v, jnp.ones(2, bool)
+        )
 
     # --- calls ------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         if not args:
             return self.with_params(**kwargs)
         if len(args) != 3 or kwargs:
-            raise TypeError(f"objectives.{self.name} is a group loss, called as "
-                            f"loss(y_group, pred_group, mask), or with keyword "
-                            f"hyperparameters only to make a variant")
+            raise TypeError(
+                f"objectives.{self.name} is a group loss, called as "
+                f"loss(y_group, pred_group, mask), or with keyword "
+                f"hyperparameters only to make a variant"
+            )
         return self.loss(*args, **dict(self.params))
 
     def group_hess_diag(self) -> Optional[Callable]:

@@ -67,10 +67,14 @@ def resolve_link(link) -> Optional[Callable]:
         key = _ALIASES.get(link.strip().lower(), link.strip().lower())
         if key in LINKS:
             return LINKS[key]
-        raise ValueError(f"unknown link {link!r}; links: {sorted(LINKS)} ('logistic' is "
-                         f"'sigmoid'), or a JAX callable margin -> response")
-    raise TypeError(f"link must be a name ({', '.join(repr(n) for n in sorted(LINKS))}), a "
-                    f"JAX callable margin -> response, or None; got {type(link).__name__}")
+        raise ValueError(
+            f"unknown link {link!r}; links: {sorted(LINKS)} ('logistic' is "
+            f"'sigmoid'), or a JAX callable margin -> response"
+        )
+    raise TypeError(
+        f"link must be a name ({', '.join(repr(n) for n in sorted(LINKS))}), a "
+        f"JAX callable margin -> response, or None; got {type(link).__name__}"
+    )
 
 
 def _plain_name(fn) -> str:
@@ -148,7 +152,8 @@ def attach_link(loss, link, n_outputs: int = 1):
             raise ValueError(
                 f"{loss!r} has its own link ({link_label(own)}); link= is for plain "
                 f"callable losses. Leave link= out (or pass {link_label(own)!r}), or "
-                f"train the plain loss: train(loss, X, y, link={_quoted(link)})")
+                f"train the plain loss: train(loss, X, y, link={_quoted(link)})"
+            )
         return loss
     if fn is None:
         return loss
@@ -159,5 +164,13 @@ def _quoted(link) -> str:
     return repr(link) if isinstance(link, str) else link_label(link)
 
 
-__all__ = ["LINKS", "LinkedLoss", "with_link", "unlink", "attach_link", "resolve_link",
-           "link_name", "link_label"]
+__all__ = [
+    "LINKS",
+    "LinkedLoss",
+    "with_link",
+    "unlink",
+    "attach_link",
+    "resolve_link",
+    "link_name",
+    "link_label",
+]

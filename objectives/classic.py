@@ -71,8 +71,18 @@ def _sigmoid2(margin):
 
 
 squared = Objective("squared", squared_loss, link=identity, metric="rmse")
-logistic = Objective("logistic", logistic_loss, link=sigmoid,
-                     grad_hess=_logistic_grad_hess,
-                     check_labels=check_binary_labels("logistic"), metric="logloss")
-exponential = Objective("exponential", exponential_loss, link=_sigmoid2,
-                        check_labels=_check_exponential_labels, metric="logloss")
+logistic = Objective(
+    "logistic",
+    logistic_loss,
+    link=sigmoid,
+    grad_hess=_logistic_grad_hess,
+    check_labels=check_binary_labels("logistic"),
+    metric="logloss",
+)
+exponential = Objective(
+    "exponential",
+    exponential_loss,
+    link=_sigmoid2,
+    check_labels=_check_exponential_labels,
+    metric="logloss",
+)

@@ -171,16 +171,21 @@ def _softmax_grad_hess_diag(y, pred, *, n_classes=None, curvature="exact"):
 
 def _check_softmax_params(*, curvature="exact", n_classes=None, **_):
     if n_classes is not None and not isinstance(n_classes, jax.core.Tracer):
-        if isinstance(n_classes, (bool, np.bool_)) or not isinstance(
-                n_classes, (int, np.integer)):
-            raise TypeError(f"objectives.softmax needs n_classes to be None or an integer, "
-                            f"got {type(n_classes).__name__} {n_classes!r}")
+        if isinstance(n_classes, (bool, np.bool_)) or not isinstance(n_classes, (int, np.integer)):
+            raise TypeError(
+                f"objectives.softmax needs n_classes to be None or an integer, "
+                f"got {type(n_classes).__name__} {n_classes!r}"
+            )
         if not 1 <= n_classes <= MAX_CLASSES:
-            raise ValueError(f"objectives.softmax needs n_classes in [1, MAX_CLASSES = "
-                             f"{MAX_CLASSES}] (objectives.MAX_CLASSES), got {n_classes}")
+            raise ValueError(
+                f"objectives.softmax needs n_classes in [1, MAX_CLASSES = "
+                f"{MAX_CLASSES}] (objectives.MAX_CLASSES), got {n_classes}"
+            )
     if not isinstance(curvature, str) or curvature not in SOFTMAX_CURVATURES:
-        raise ValueError(f"objectives.softmax needs curvature one of "
-                         f"{list(SOFTMAX_CURVATURES)}, got {curvature!r}")
+        raise ValueError(
+            f"objectives.softmax needs curvature one of "
+            f"{list(SOFTMAX_CURVATURES)}, got {curvature!r}"
+        )
 
 
 def _check_softmax_labels(y, *, n_classes=None, **_):
@@ -200,12 +205,25 @@ def _infer_n_classes(y):
     return int(np.max(y)) + 1
 
 
-focal = Objective("focal", focal_loss, link=sigmoid, check_labels=check_binary_labels("focal"),
-                  metric="logloss", hessian="clip", h_sign="any",
-                  check_params=real_hyper("focal", "gamma", Interval(lo=0.0, lo_closed=True),
-                                          ">= 0"))
-softmax = Objective("softmax", softmax_loss, link=softmax_link, grad_hess=_softmax_grad_hess,
-                    check_labels=_check_softmax_labels, metric="mlogloss",
-                    n_outputs="n_classes", infer_outputs=_infer_n_classes,
-                    check_params=_check_softmax_params,
-                    grad_hess_diag=_softmax_grad_hess_diag)
+focal = Objective(
+    "focal",
+    focal_loss,
+    link=sigmoid,
+    check_labels=check_binary_labels("focal"),
+    metric="logloss",
+    hessian="clip",
+    h_sign="any",
+    check_params=real_hyper("focal", "gamma", Interval(lo=0.0, lo_closed=True), ">= 0"),
+)
+softmax = Objective(
+    "softmax",
+    softmax_loss,
+    link=softmax_link,
+    grad_hess=_softmax_grad_hess,
+    check_labels=_check_softmax_labels,
+    metric="mlogloss",
+    n_outputs="n_classes",
+    infer_outputs=_infer_n_classes,
+    check_params=_check_softmax_params,
+    grad_hess_diag=_softmax_grad_hess_diag,
+)

@@ -56,6 +56,13 @@ def gaussian_link(margin):
     return jnp.stack([margin[..., 0], jnp.exp(margin[..., 1])], axis=-1)
 
 
-gaussian_nll = Objective("gaussian_nll", gaussian_nll_loss, link=gaussian_link,
-                         expected_hessian=_gaussian_expected_hessian, metric="objective",
-                         hessian="expected", n_outputs=2, h_sign="nonnegative")
+gaussian_nll = Objective(
+    "gaussian_nll",
+    gaussian_nll_loss,
+    link=gaussian_link,
+    expected_hessian=_gaussian_expected_hessian,
+    metric="objective",
+    hessian="expected",
+    n_outputs=2,
+    h_sign="nonnegative",
+)

@@ -108,8 +108,9 @@ def tweedie_loss(y, pred, *, power=1.5):
     4.0
     """
     check_hyper("tweedie", "power", power, lambda p: 1 < p < 2, "in (1, 2)")
-    return -y * jnp.exp((1.0 - power) * pred) / (1.0 - power) \
-        + jnp.exp((2.0 - power) * pred) / (2.0 - power)
+    return -y * jnp.exp((1.0 - power) * pred) / (1.0 - power) + jnp.exp((2.0 - power) * pred) / (
+        2.0 - power
+    )
 
 
 def _tweedie_expected_hessian(y, pred, *, power=1.5):
@@ -124,16 +125,30 @@ def _check_tweedie_labels(y, *, power=1.5, **_):
     raise_bad_labels("tweedie", "y >= 0", y < 0, y)
 
 
-poisson = Objective("poisson", poisson_loss, link=exp_link, grad_hess=_poisson_grad_hess,
-                    expected_hessian=_poisson_expected_hessian,
-                    check_labels=_check_poisson_labels, metric="poisson_nll",
-                    check_params=real_hyper("poisson", "max_delta_step",
-                                            Interval(lo=0.0, lo_closed=True), ">= 0"))
-gamma = Objective("gamma", gamma_loss, link=exp_link,
-                  expected_hessian=_gamma_expected_hessian,
-                  check_labels=_check_gamma_labels, metric="gamma_deviance")
-tweedie = Objective("tweedie", tweedie_loss, link=exp_link,
-                    expected_hessian=_tweedie_expected_hessian,
-                    check_labels=_check_tweedie_labels, metric="objective",
-                    check_params=real_hyper("tweedie", "power", Interval(1.0, 2.0),
-                                            "in (1, 2)"))
+poisson = Objective(
+    "poisson",
+    poisson_loss,
+    link=exp_link,
+    grad_hess=_poisson_grad_hess,
+    expected_hessian=_poisson_expected_hessian,
+    check_labels=_check_poisson_labels,
+    metric="poisson_nll",
+    check_params=real_hyper("poisson", "max_delta_step", Interval(lo=0.0, lo_closed=True), ">= 0"),
+)
+gamma = Objective(
+    "gamma",
+    gamma_loss,
+    link=exp_link,
+    expected_hessian=_gamma_expected_hessian,
+    check_labels=_check_gamma_labels,
+    metric="gamma_deviance",
+)
+tweedie = Objective(
+    "tweedie",
+    tweedie_loss,
+    link=exp_link,
+    expected_hessian=_tweedie_expected_hessian,
+    check_labels=_check_tweedie_labels,
+    metric="objective",
+    check_params=real_hyper("tweedie", "power", Interval(1.0, 2.0), "in (1, 2)"),
+)

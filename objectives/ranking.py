@@ -32,7 +32,7 @@ def _pair_hess_diag(y, f, mask, weight, sigma):
     pair = _pairs(y, mask)
     s = sigma * (f[:, None] - f[None, :])
     p = jax.nn.sigmoid(-s)
-    c = jnp.where(pair, weight * sigma ** 2 * p * (1.0 - p), 0.0)
+    c = jnp.where(pair, weight * sigma**2 * p * (1.0 - p), 0.0)
     return jnp.where(mask, jnp.sum(c, axis=1) + jnp.sum(c, axis=0), 0.0)
 
 
@@ -97,8 +97,7 @@ def lambdarank_loss(y, f, mask, *, sigma=1.0, k=None):
     0.2558
     """
     check_hyper("lambdarank", "sigma", sigma, lambda s: s > 0, "> 0")
-    if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer))
-                          or k < 1):
+    if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1):
         raise ValueError(f"objectives.lambdarank needs k None or an integer >= 1, got {k!r}")
     w = _ndcg_swap_weights(y, f, mask, k)
     pair = _pairs(y, mask)
@@ -146,13 +145,32 @@ def _check_finite(name):
 
 def _check_relevance(y, **_):
     y = np.asarray(y)
-    raise_bad_labels("lambdarank", "y >= 0 and finite (graded relevance, gain 2^y - 1)",
-                     ~(np.isfinite(y) & (y >= 0)), y)
+    raise_bad_labels(
+        "lambdarank",
+        "y >= 0 and finite (graded relevance, gain 2^y - 1)",
+        ~(np.isfinite(y) & (y >= 0)),
+        y,
+    )
 
 
-ranknet = GroupObjective("ranknet", ranknet_loss, hess_diag=_ranknet_hess_diag,
-                         check_labels=_check_finite("ranknet"), metric="ndcg@10")
-lambdarank = GroupObjective("lambdarank", lambdarank_loss, hess_diag=_lambdarank_hess_diag,
-                            check_labels=_check_relevance, metric="ndcg@10")
-listnet = GroupObjective("listnet", listnet_loss, hess_diag=_listnet_hess_diag,
-                         check_labels=_check_finite("listnet"), metric="ndcg@10")
+ranknet = GroupObjective(
+    "ranknet",
+    ranknet_loss,
+    hess_diag=_ranknet_hess_diag,
+    check_labels=_check_finite("ranknet"),
+    metric="ndcg@10",
+)
+lambdarank = GroupObjective(
+    "lambdarank",
+    lambdarank_loss,
+    hess_diag=_lambdarank_hess_diag,
+    check_labels=_check_relevance,
+    metric="ndcg@10",
+)
+listnet = GroupObjective(
+    "listnet",
+    listnet_loss,
+    hess_diag=_listnet_hess_diag,
+    check_labels=_check_finite("listnet"),
+    metric="ndcg@10",
+)

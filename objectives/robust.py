@@ -164,23 +164,61 @@ def _cauchy_expected_hessian(y, pred, *, scale=1.0):
     return jnp.full_like(pred - y, 0.25)
 
 
-absolute = Objective("absolute", absolute_loss, link=identity, metric="mae",
-                     hessian="constant", refit="quantile", h_sign="nonnegative")
-huber = Objective("huber", huber_loss, link=identity, metric="objective",
-                  hessian="constant", refit="newton", h_sign="nonnegative",
-                  check_params=real_hyper("huber", "delta", Interval(lo=0.0), "> 0"))
-pseudo_huber = Objective("pseudo_huber", pseudo_huber_loss, link=identity,
-                         metric="objective", hessian="constant", refit="newton",
-                         h_sign="positive",
-                         check_params=real_hyper("pseudo_huber", "delta", Interval(lo=0.0),
-                                                 "> 0"))
-log_cosh = Objective("log_cosh", log_cosh_loss, link=identity, metric="objective",
-                     hessian="constant", refit="newton", h_sign="positive")
-quantile = Objective("quantile", quantile_loss, link=identity, metric="objective",
-                     hessian="constant", refit="quantile", h_sign="nonnegative",
-                     check_params=real_hyper("quantile", "alpha", Interval(0.0, 1.0),
-                                             "in (0, 1)"))
-cauchy = Objective("cauchy", cauchy_loss, link=identity, metric="objective",
-                   expected_hessian=_cauchy_expected_hessian, hessian="expected",
-                   h_sign="any",
-                   check_params=real_hyper("cauchy", "scale", Interval(lo=0.0), "> 0"))
+absolute = Objective(
+    "absolute",
+    absolute_loss,
+    link=identity,
+    metric="mae",
+    hessian="constant",
+    refit="quantile",
+    h_sign="nonnegative",
+)
+huber = Objective(
+    "huber",
+    huber_loss,
+    link=identity,
+    metric="objective",
+    hessian="constant",
+    refit="newton",
+    h_sign="nonnegative",
+    check_params=real_hyper("huber", "delta", Interval(lo=0.0), "> 0"),
+)
+pseudo_huber = Objective(
+    "pseudo_huber",
+    pseudo_huber_loss,
+    link=identity,
+    metric="objective",
+    hessian="constant",
+    refit="newton",
+    h_sign="positive",
+    check_params=real_hyper("pseudo_huber", "delta", Interval(lo=0.0), "> 0"),
+)
+log_cosh = Objective(
+    "log_cosh",
+    log_cosh_loss,
+    link=identity,
+    metric="objective",
+    hessian="constant",
+    refit="newton",
+    h_sign="positive",
+)
+quantile = Objective(
+    "quantile",
+    quantile_loss,
+    link=identity,
+    metric="objective",
+    hessian="constant",
+    refit="quantile",
+    h_sign="nonnegative",
+    check_params=real_hyper("quantile", "alpha", Interval(0.0, 1.0), "in (0, 1)"),
+)
+cauchy = Objective(
+    "cauchy",
+    cauchy_loss,
+    link=identity,
+    metric="objective",
+    expected_hessian=_cauchy_expected_hessian,
+    hessian="expected",
+    h_sign="any",
+    check_params=real_hyper("cauchy", "scale", Interval(lo=0.0), "> 0"),
+)

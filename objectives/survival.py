@@ -85,8 +85,12 @@ def _cox_hess_diag(y, f, mask):
 
 def _check_cox_labels(y, **_):
     y = np.asarray(y)
-    raise_bad_labels("cox", "nonzero and finite (y > 0: event at time y; y < 0: censored "
-                     "at time -y)", ~np.isfinite(y) | (y == 0), y)
+    raise_bad_labels(
+        "cox",
+        "nonzero and finite (y > 0: event at time y; y < 0: censored at time -y)",
+        ~np.isfinite(y) | (y == 0),
+        y,
+    )
 
 
 def hazard_ratio(margin):
@@ -98,5 +102,12 @@ def hazard_ratio(margin):
     return jnp.exp(margin)
 
 
-cox = GroupObjective("cox", cox_loss, link=hazard_ratio, hess_diag=_cox_hess_diag,
-                     check_labels=_check_cox_labels, metric="cox-nloglik", whole_data=True)
+cox = GroupObjective(
+    "cox",
+    cox_loss,
+    link=hazard_ratio,
+    hess_diag=_cox_hess_diag,
+    check_labels=_check_cox_labels,
+    metric="cox-nloglik",
+    whole_data=True,
+)

@@ -37,11 +37,14 @@ if SESSION_CACHE == "0":
 # (tests/test_optimization_level.py trains with JAX's defaults in a subprocess and
 # compares). The example scripts the tests start inherit the flags.
 # JAXBOOST_TEST_FULL_OPT=1 (make test-full-opt) keeps XLA's defaults.
-OPT_FLAG = ("--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false "
-            "--xla_llvm_disable_expensive_passes=true "
-            "--xla_cpu_parallel_codegen_split_count=1")
-if (os.environ.get("JAXBOOST_TEST_FULL_OPT", "0") == "0"
-        and "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", "")):
+OPT_FLAG = (
+    "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false "
+    "--xla_llvm_disable_expensive_passes=true "
+    "--xla_cpu_parallel_codegen_split_count=1"
+)
+if os.environ.get(
+    "JAXBOOST_TEST_FULL_OPT", "0"
+) == "0" and "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {OPT_FLAG}".strip()
 
 import gc  # noqa: E402
@@ -81,6 +84,7 @@ def session_cache_env() -> dict:
     if SESSION_CACHE is None:
         return {}
     return {"JAXBOOST_COMPILATION_CACHE": "1", "JAXBOOST_CACHE_DIR": SESSION_CACHE}
+
 
 # Four host CPU devices, so sharded training is tested even on a 2-core machine (small
 # test data stays on one device unless a test passes a mesh). Only this process:
@@ -197,8 +201,11 @@ def interop_data():
     X = rng.normal(size=(N, F)).astype(np.float32)
     X[:, 3] = rng.integers(0, 4, size=N)
     X[rng.random((N, F)) < 0.12] = np.nan
-    z = np.nan_to_num(X[:, 0]) - 0.7 * np.nan_to_num(X[:, 1], nan=1.0) + 0.4 * np.nan_to_num(
-        X[:, 2] * X[:, 3])
+    z = (
+        np.nan_to_num(X[:, 0])
+        - 0.7 * np.nan_to_num(X[:, 1], nan=1.0)
+        + 0.4 * np.nan_to_num(X[:, 2] * X[:, 3])
+    )
     labels = {
         "squared": (z + 0.3 * rng.normal(size=N)).astype(np.float32),
         "logistic": (rng.random(N) < 1 / (1 + np.exp(-2 * z))).astype(np.float32),
@@ -213,9 +220,10 @@ def interop_models(interop_data):
     import jaxboost
 
     X, labels = interop_data
-    return {name: jaxboost.train(name, X, labels[name], n_rounds=6, max_depth=3,
-                                 verbose=False)
-            for name in ("squared", "logistic", "softmax")}
+    return {
+        name: jaxboost.train(name, X, labels[name], n_rounds=6, max_depth=3, verbose=False)
+        for name in ("squared", "logistic", "softmax")
+    }
 
 
 # The heaviest test files first (seconds of one worker with an empty compilation cache,
@@ -223,12 +231,26 @@ def interop_models(interop_data):
 # --no-loadscope-reorder: the Makefile's options; xdist's default reorders files by their
 # number of tests) ends with small files on every worker instead of one worker finishing
 # a long file alone. Others keep their order.
-_HEAVY_FIRST = ("test_examples.py", "test_distributed.py", "test_readme.py",
-                "test_research.py", "test_optimization_level.py", "test_sklearn.py",
-                "test_tuning.py", "test_memory.py", "test_x64.py", "test_native.py",
-                "test_compile_cache.py", "test_sharding.py", "test_many.py",
-                "test_io_fuzz.py", "test_hessian_guard.py", "test_cox.py",
-                "test_rank_objectives.py", "test_plotting.py")
+_HEAVY_FIRST = (
+    "test_examples.py",
+    "test_distributed.py",
+    "test_readme.py",
+    "test_research.py",
+    "test_optimization_level.py",
+    "test_sklearn.py",
+    "test_tuning.py",
+    "test_memory.py",
+    "test_x64.py",
+    "test_native.py",
+    "test_compile_cache.py",
+    "test_sharding.py",
+    "test_many.py",
+    "test_io_fuzz.py",
+    "test_hessian_guard.py",
+    "test_cox.py",
+    "test_rank_objectives.py",
+    "test_plotting.py",
+)
 
 
 def pytest_collection_modifyitems(config, items):

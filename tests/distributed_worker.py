@@ -48,16 +48,25 @@ def train_kwargs(config: str, rounds: int):
     training data passed as global ``jax.Array``s (``fit``), ``-h`` scikit-learn's
     average precision as a host metric after the objective's own metric."""
     objective = config.split("-")[0]
-    kw = dict(objective=objective, n_rounds=rounds, max_depth=4, learning_rate=0.3,
-              quantize="-q" in config, subsample=0.8, colsample_bytree=0.8,
-              seed=3)
+    kw = dict(
+        objective=objective,
+        n_rounds=rounds,
+        max_depth=4,
+        learning_rate=0.3,
+        quantize="-q" in config,
+        subsample=0.8,
+        colsample_bytree=0.8,
+        seed=3,
+    )
     if "-h" in config:
         from sklearn.metrics import average_precision_score
 
         import jaxboost
 
-        kw["eval_metric"] = ["logloss", jaxboost.metrics.host(average_precision_score,
-                                                              maximize=True)]
+        kw["eval_metric"] = [
+            "logloss",
+            jaxboost.metrics.host(average_precision_score, maximize=True),
+        ]
     return kw
 
 
@@ -82,12 +91,21 @@ def fit(config, X, y, w, rows, rounds, **extra):
         def glob(a):
             pad = np.concatenate([a, np.repeat(a[:1], block - len(a), axis=0)])
             return jax.make_array_from_process_local_data(
-                NamedSharding(mesh, PartitionSpec("rows")), pad)
+                NamedSharding(mesh, PartitionSpec("rows")), pad
+            )
+
         # Padding rows get weight 0: they do not count (the model stays the same).
         wt = np.concatenate([wt, np.zeros(block - len(wt), np.float32)])
         Xt, yt, wt = glob(Xt), glob(yt), glob(wt)
-    return jaxboost.train(objective, Xt, yt, sample_weight=wt,
-                          eval_set=[(X[lo:e_hi], y[lo:e_hi])], verbose=False, **kw)
+    return jaxboost.train(
+        objective,
+        Xt,
+        yt,
+        sample_weight=wt,
+        eval_set=[(X[lo:e_hi], y[lo:e_hi])],
+        verbose=False,
+        **kw,
+    )
 
 
 def main(argv=None):
@@ -105,8 +123,9 @@ def main(argv=None):
 
     import jaxboost
 
-    jaxboost.distributed.initialize(f"127.0.0.1:{args.port}", args.processes,
-                                    args.process_id, heartbeat_timeout=60)
+    jaxboost.distributed.initialize(
+        f"127.0.0.1:{args.port}", args.processes, args.process_id, heartbeat_timeout=60
+    )
     rows = bounds(args.processes)[args.process_id]
     for config in args.configs.split(","):
         X, y, w = make_data(config.split("-")[0])
@@ -122,13 +141,19 @@ def main(argv=None):
         print(f"process {args.process_id}: {config} training", flush=True)
         bst = fit(config, X, y, w, rows, args.rounds, callbacks=callbacks, **extra)
         bst.save(os.path.join(args.out, f"{config}.json"))
-        np.save(os.path.join(args.out, f"{config}_margins_{args.process_id}.npy"),
-                bst.predict(X, output_margin=True))
-        np.save(os.path.join(args.out, f"{config}_history_{args.process_id}.npy"),
-                np.array(next(iter(bst.history["validation_0"].values()))))
+        np.save(
+            os.path.join(args.out, f"{config}_margins_{args.process_id}.npy"),
+            bst.predict(X, output_margin=True),
+        )
+        np.save(
+            os.path.join(args.out, f"{config}_history_{args.process_id}.npy"),
+            np.array(next(iter(bst.history["validation_0"].values()))),
+        )
         if "-h" in config:
-            np.save(os.path.join(args.out, f"{config}_host_{args.process_id}.npy"),
-                    np.array(bst.history["validation_0"]["average_precision_score"]))
+            np.save(
+                os.path.join(args.out, f"{config}_host_{args.process_id}.npy"),
+                np.array(bst.history["validation_0"]["average_precision_score"]),
+            )
         print(f"process {args.process_id}: {config} done, {len(bst)} trees", flush=True)
     jaxboost.distributed.shutdown()
     return 0

@@ -14,13 +14,16 @@ def finite_diff(loss, y, f, eps=1e-3):
     y = y.astype(np.float64)
     f = f.astype(np.float64)
     with jax.enable_x64(True):  # float64 differences, scoped
-        lo, mid, hi = (np.array([float(loss(jnp.float64(a), jnp.float64(b)))
-                                 for a, b in zip(y, f + d)]) for d in (-eps, 0.0, eps))
-    return (hi - lo) / (2 * eps), (hi - 2 * mid + lo) / eps ** 2
+        lo, mid, hi = (
+            np.array([float(loss(jnp.float64(a), jnp.float64(b))) for a, b in zip(y, f + d)])
+            for d in (-eps, 0.0, eps)
+        )
+    return (hi - lo) / (2 * eps), (hi - 2 * mid + lo) / eps**2
 
 
-@pytest.mark.parametrize("obj", [objectives.squared, objectives.logistic,
-                                 objectives.exponential], ids=lambda o: o.name)
+@pytest.mark.parametrize(
+    "obj", [objectives.squared, objectives.logistic, objectives.exponential], ids=lambda o: o.name
+)
 def test_grad_hess_equal_finite_differences(obj):
     g, h = grad_hess(obj, jnp.asarray(LABELS01), jnp.asarray(ROWS))
     g_fd, h_fd = finite_diff(obj.loss, LABELS01, ROWS)

@@ -58,9 +58,14 @@ def test_threshold_is_the_float_rule_of_the_bin_rule():
 
 
 @settings(max_examples=60, deadline=None)
-@given(hnp.arrays(np.float32, st.tuples(st.integers(1, 60), st.integers(1, 3)),
-                  elements=st.one_of(st.floats(-1e6, 1e6, width=32), st.just(np.nan))),
-       st.integers(2, 40))
+@given(
+    hnp.arrays(
+        np.float32,
+        st.tuples(st.integers(1, 60), st.integers(1, 3)),
+        elements=st.one_of(st.floats(-1e6, 1e6, width=32), st.just(np.nan)),
+    ),
+    st.integers(2, 40),
+)
 def test_binned_split_equals_float_threshold_split(X, max_bin):
     """For every t, "bin < t" on training data is exactly "x < threshold(t)"."""
     e = compute_bin_edges(X, max_bin=max_bin)

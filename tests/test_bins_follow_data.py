@@ -18,8 +18,16 @@ KW = dict(verbose=False, learning_rate=0.5)
 
 def few_values(rng, N=400, F=5):
     """Features of few distinct values (17, 2, 9, 12 and 5), NaN in features 0 and 2."""
-    X = np.stack([rng.integers(0, 17, N), rng.integers(0, 2, N), rng.integers(0, 9, N) * 0.25,
-                  rng.normal(size=N).round(0).clip(-6, 5), rng.integers(0, 5, N)], 1)
+    X = np.stack(
+        [
+            rng.integers(0, 17, N),
+            rng.integers(0, 2, N),
+            rng.integers(0, 9, N) * 0.25,
+            rng.normal(size=N).round(0).clip(-6, 5),
+            rng.integers(0, 5, N),
+        ],
+        1,
+    )
     X = X[:, :F].astype(np.float32)
     X[rng.random(N) < 0.1, 0] = np.nan
     X[rng.random(N) < 0.2, 2] = np.nan
@@ -67,7 +75,7 @@ def test_a_feature_of_17_values_gets_17_bins_and_the_program_the_bucket(monkeypa
     assert bst.params.max_bin == 256 and bst.bin_edges.n_bins == 32
     # the file stores the user's max_bin; a loaded model's edges find the bucket again
     text = dumps(bst)
-    assert '"max_bin":256' in text.replace(' ', '') and 'n_bins' not in text
+    assert '"max_bin":256' in text.replace(" ", "") and "n_bins" not in text
     assert loads(text).bin_edges.n_bins == 32
     # binary columns alone: the smallest bucket; a cap below it wins
     assert compute_bin_edges(X[:, [1]]).n_bins == 16
@@ -131,26 +139,43 @@ def assert_bit_identical(padded, following, X, max_bin=256):
 def test_models_equal_those_of_padded_bins(data, monkeypatch, objective):
     X, yb, yk = data
     y = yb if objective == "logistic" else yk
-    padded, following = fit_both(monkeypatch, objective, X, y, n_rounds=6, max_depth=4,
-                                 reg_alpha=0.2, max_delta_step=0.8, **KW)
+    padded, following = fit_both(
+        monkeypatch,
+        objective,
+        X,
+        y,
+        n_rounds=6,
+        max_depth=4,
+        reg_alpha=0.2,
+        max_delta_step=0.8,
+        **KW,
+    )
     assert following.bin_edges.n_bins == 32
     assert padded.ensemble.n_trees == (6 if objective == "logistic" else 18)
     assert_bit_identical(padded, following, X)
 
 
-def test_models_equal_those_of_padded_bins_on_the_pure_jax_histogram(data, monkeypatch,
-                                                                      pure_jax_histogram):
+def test_models_equal_those_of_padded_bins_on_the_pure_jax_histogram(
+    data, monkeypatch, pure_jax_histogram
+):
     X, yb, _ = data
-    padded, following = fit_both(monkeypatch, "logistic", X, yb, n_rounds=6, max_depth=4,
-                                 **KW)
+    padded, following = fit_both(monkeypatch, "logistic", X, yb, n_rounds=6, max_depth=4, **KW)
     assert pure_jax_histogram
     assert_bit_identical(padded, following, X)
 
 
 def test_vector_leaf_models_equal_those_of_padded_bins(data, monkeypatch):
     X, _, yk = data
-    padded, following = fit_both(monkeypatch, "softmax", X, yk, n_rounds=4, max_depth=3,
-                                 multi_strategy="multi_output_tree", **KW)
+    padded, following = fit_both(
+        monkeypatch,
+        "softmax",
+        X,
+        yk,
+        n_rounds=4,
+        max_depth=3,
+        multi_strategy="multi_output_tree",
+        **KW,
+    )
     assert_bit_identical(padded, following, X)
 
 
@@ -158,8 +183,9 @@ def test_max_bin_below_256_pads_to_its_own_buckets(data, monkeypatch):
     """``max_bin = 100``: buckets 20, 36, 68, 100 (``B`` equal to ``max_bin`` modulo
     16); the data's 17 values take 20 bins."""
     X, yb, _ = data
-    padded, following = fit_both(monkeypatch, "logistic", X, yb, n_rounds=4, max_depth=4,
-                                 max_bin=100, **KW)
+    padded, following = fit_both(
+        monkeypatch, "logistic", X, yb, n_rounds=4, max_depth=4, max_bin=100, **KW
+    )
     assert following.bin_edges.n_bins == 20
     assert_bit_identical(padded, following, X, max_bin=100)
 
@@ -169,14 +195,23 @@ def test_categorical_models_equal_those_of_padded_bins(monkeypatch):
     training): the 256-bit category sets are those of padded bins."""
     rng = np.random.default_rng(5)
     N = 500
-    X = np.stack([rng.integers(0, 3, N), rng.integers(0, 11, N), rng.integers(0, 6, N) * 0.5,
-                  rng.integers(0, 14, N)], 1).astype(np.float32)
+    X = np.stack(
+        [
+            rng.integers(0, 3, N),
+            rng.integers(0, 11, N),
+            rng.integers(0, 6, N) * 0.5,
+            rng.integers(0, 14, N),
+        ],
+        1,
+    ).astype(np.float32)
     X[rng.random(N) < 0.1, 1] = np.nan
     X[X[:, 3] == 7, 3] = 12  # code 7 never seen
-    y = ((X[:, 0] == 1) ^ np.isin(np.nan_to_num(X[:, 1], nan=2), [2, 5, 9])
-         ^ (X[:, 3] > 9)).astype(np.float32)
-    padded, following = fit_both(monkeypatch, "logistic", X, y, n_rounds=6, max_depth=3,
-                                 categorical_features=[0, 1, 3], **KW)
+    y = ((X[:, 0] == 1) ^ np.isin(np.nan_to_num(X[:, 1], nan=2), [2, 5, 9]) ^ (X[:, 3] > 9)).astype(
+        np.float32
+    )
+    padded, following = fit_both(
+        monkeypatch, "logistic", X, y, n_rounds=6, max_depth=3, categorical_features=[0, 1, 3], **KW
+    )
     # 14 codes: split finding sorts 16 category slots, so B = 32 (> 16), not 16
     assert following.bin_edges.n_bins == 32
     assert np.any(np.asarray(padded.ensemble.cat_bits) != 0)

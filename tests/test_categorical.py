@@ -45,12 +45,19 @@ def data():
 
 
 def ours(X, y, **kw):
-    p = dict(n_rounds=ROUNDS, max_depth=DEPTH, learning_rate=LR, base_margin=0.5,
-             verbose=False)
+    p = dict(n_rounds=ROUNDS, max_depth=DEPTH, learning_rate=LR, base_margin=0.5, verbose=False)
     p.update(kw)
-    return jaxboost.train("squared", X, y, **({"categorical_features": [0, 2]}
-                                              if "categorical_features" not in kw and
-                                              not hasattr(X, "columns") else {}), **p)
+    return jaxboost.train(
+        "squared",
+        X,
+        y,
+        **(
+            {"categorical_features": [0, 2]}
+            if "categorical_features" not in kw and not hasattr(X, "columns")
+            else {}
+        ),
+        **p,
+    )
 
 
 def dmatrix(X, y=None):
@@ -66,16 +73,17 @@ def theirs(X, y, **kw):
 # --- parity with XGBoost ----------------------------------------------------------------
 
 SETTINGS = [
-    dict(),                                  # defaults: column 0 partition, column 2 one-hot
-    dict(max_cat_to_onehot=10),              # both one-vs-rest
-    dict(max_cat_to_onehot=1),               # both partition
+    dict(),  # defaults: column 0 partition, column 2 one-hot
+    dict(max_cat_to_onehot=10),  # both one-vs-rest
+    dict(max_cat_to_onehot=1),  # both partition
     dict(max_cat_to_onehot=1, max_cat_threshold=2),  # one category per side at most
     dict(max_cat_to_onehot=1, reg_lambda=0.0, min_child_weight=5.0),
 ]
 
 
-@pytest.mark.parametrize("kw", SETTINGS, ids=lambda kw: ",".join(f"{k}={v}" for k, v in
-                                                                  kw.items()) or "defaults")
+@pytest.mark.parametrize(
+    "kw", SETTINGS, ids=lambda kw: ",".join(f"{k}={v}" for k, v in kw.items()) or "defaults"
+)
 def test_predictions_equal_xgboost_hist(data, kw):
     X, y = data
     bst, ref = ours(X, y, **kw), theirs(X, y, **kw)
@@ -88,8 +96,9 @@ def test_predictions_equal_xgboost_hist(data, kw):
     for f in ours_gain:
         assert ours_gain[f] == pytest.approx(ref_gain[f], rel=1e-5)
     # SHAP values over categorical splits (path-dependent TreeSHAP, as XGBoost's)
-    np.testing.assert_allclose(bst.predict(X, pred_contribs=True),
-                               ref.predict(d, pred_contribs=True), atol=2e-6)
+    np.testing.assert_allclose(
+        bst.predict(X, pred_contribs=True), ref.predict(d, pred_contribs=True), atol=2e-6
+    )
 
 
 def _root_left_categories(bst, tree=0):
@@ -114,14 +123,14 @@ def test_one_vs_rest_below_max_cat_to_onehot_partition_above(data):
     g = 0.5 - y  # squared error at the base margin 0.5, h = 1
     c = X[:, 0]
     w = np.array([-g[c == k].sum() / ((c == k).sum() + 1.0) for k in range(6)])
-    assert set(left) in ({int(k) for k in np.argsort(w, kind="stable")[i:]} for i in
-                         range(1, 6))
+    assert set(left) in ({int(k) for k in np.argsort(w, kind="stable")[i:]} for i in range(1, 6))
     capped = ours(X, y, max_cat_to_onehot=1, max_cat_threshold=2, n_rounds=1, max_depth=1)
     assert len(_root_left_categories(capped)) in (1, 5)
     assert "f0:{" in part.dump()
 
 
 # --- unseen categories -----------------------------------------------------------------
+
 
 def test_unseen_categories_go_the_default_way_as_in_xgboost():
     """A code beyond the largest seen in training goes where missing values go. XGBoost
@@ -135,17 +144,18 @@ def test_unseen_categories_go_the_default_way_as_in_xgboost():
     np.testing.assert_allclose(bst.predict(X), ref.predict(dmatrix(X)), rtol=1e-6, atol=1e-6)
     cat_nodes = ~bst.ensemble.is_leaf & np.isnan(bst.ensemble.threshold)
     assert bst.ensemble.default_left[cat_nodes].all()  # no NaN in training: left
-    rows = np.array([[9, 2, 1], [250, 0, 2], [1, 3, 7], [200, 1, 40], [4, 1, 0]],
-                    np.float32)
+    rows = np.array([[9, 2, 1], [250, 0, 2], [1, 3, 7], [200, 1, 40], [4, 1, 0]], np.float32)
     missing = rows.copy()
     missing[[0, 1, 3, 4], 0] = np.nan
     missing[2:4, 2] = np.nan
     np.testing.assert_array_equal(bst.predict(rows), bst.predict(missing))
     beyond = rows[:4]
-    np.testing.assert_allclose(bst.predict(beyond), ref.predict(dmatrix(beyond)),
-                               rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose(bst.predict(missing), ref.predict(dmatrix(missing)),
-                               rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        bst.predict(beyond), ref.predict(dmatrix(beyond)), rtol=1e-6, atol=1e-6
+    )
+    np.testing.assert_allclose(
+        bst.predict(missing), ref.predict(dmatrix(missing)), rtol=1e-6, atol=1e-6
+    )
 
 
 def test_unseen_categories_follow_missing_values_where_default_is_learned(data):
@@ -154,18 +164,17 @@ def test_unseen_categories_follow_missing_values_where_default_is_learned(data):
     cat_nodes = ~bst.ensemble.is_leaf & np.isnan(bst.ensemble.threshold)
     assert (~bst.ensemble.default_left[cat_nodes]).any()
     unseen = np.array([[6, 1, 3], [100, 0, 255], [255, 2, 1000]], np.float32)
-    missing = np.array([[np.nan, 1, np.nan], [np.nan, 0, np.nan], [np.nan, 2, np.nan]],
-                       np.float32)
+    missing = np.array([[np.nan, 1, np.nan], [np.nan, 0, np.nan], [np.nan, 2, np.nan]], np.float32)
     np.testing.assert_array_equal(bst.predict(unseen), bst.predict(missing))
     np.testing.assert_array_equal(bst.predict_leaf(unseen), bst.predict_leaf(missing))
-    np.testing.assert_allclose(bst.predict(unseen, pred_contribs=True),
-                               bst.predict(missing, pred_contribs=True), atol=1e-6)
+    np.testing.assert_allclose(
+        bst.predict(unseen, pred_contribs=True), bst.predict(missing, pred_contribs=True), atol=1e-6
+    )
 
 
 # --- model file and XGBoost JSON ----------------------------------------------------------
 
-PROBE = np.array([[0, 1, 0], [5, 3, 2], [np.nan, 0, 1], [7, 2, np.nan], [254, 1, 9]],
-                 np.float32)
+PROBE = np.array([[0, 1, 0], [5, 3, 2], [np.nan, 0, 1], [7, 2, np.nan], [254, 1, 9]], np.float32)
 
 
 def test_model_file_round_trip(data, tmp_path):
@@ -184,8 +193,16 @@ def test_model_file_round_trip(data, tmp_path):
     assert d["bin_edges"]["categories"] == [[0, 1, 2, 3, 4, 5], [0, 1, 2]]
     # staged predictions and continued training read the file's trees
     np.testing.assert_array_equal(back.staged_predict(X)[-1], bst.predict(X))
-    more = jaxboost.train("squared", X, y, n_rounds=2, max_depth=DEPTH, learning_rate=LR,
-                          init_model=back, verbose=False)
+    more = jaxboost.train(
+        "squared",
+        X,
+        y,
+        n_rounds=2,
+        max_depth=DEPTH,
+        learning_rate=LR,
+        init_model=back,
+        verbose=False,
+    )
     np.testing.assert_array_equal(more.predict(X), ours(X, y, n_rounds=ROUNDS + 2).predict(X))
 
 
@@ -198,8 +215,12 @@ def _hostile(d, edit):
 def test_hostile_files_are_refused(data):
     X, y = data
     d = io.to_dict(ours(X, y))
-    tree, node = next((t, i) for t, row in enumerate(d["trees"]["categories"])
-                      for i, v in enumerate(row) if v is not None)
+    tree, node = next(
+        (t, i)
+        for t, row in enumerate(d["trees"]["categories"])
+        for i, v in enumerate(row)
+        if v is not None
+    )
 
     def set_codes(codes):
         return lambda d: d["trees"]["categories"][tree].__setitem__(node, codes)
@@ -208,20 +229,28 @@ def test_hostile_files_are_refused(data):
         "out of range": (set_codes([0, 300]), r"categories\[\d+\]\[\d+\]\[1\]"),
         "negative": (set_codes([-1]), r"integer >= 0|in \[0"),
         "not ascending": (set_codes([2, 1]), "ascending"),
-        "unseen code": (lambda d: (set_codes([6])(d)), "seen in training"),
+        "unseen code": (lambda d: set_codes([6])(d), "seen in training"),
         "not a list": (set_codes("0,1"), "list of integers"),
-        "numeric node": (lambda d: d["trees"]["categories"][tree].__setitem__(
-            next(i for i, v in enumerate(d["trees"]["categories"][tree])
-                 if v is None), [0]), "null"),
+        "numeric node": (
+            lambda d: d["trees"]["categories"][tree].__setitem__(
+                next(i for i, v in enumerate(d["trees"]["categories"][tree]) if v is None), [0]
+            ),
+            "null",
+        ),
         "threshold at a categorical split": (
-            lambda d: d["trees"]["threshold"][tree].__setitem__(node, 1.5), "null"),
+            lambda d: d["trees"]["threshold"][tree].__setitem__(node, 1.5),
+            "null",
+        ),
         "seen code out of range": (
-            lambda d: d["bin_edges"]["categories"][0].append(999), "categories"),
-        "cuts do not match": (lambda d: d["bin_edges"]["cuts"][0].__setitem__(0, 0.25),
-                              "cuts"),
+            lambda d: d["bin_edges"]["categories"][0].append(999),
+            "categories",
+        ),
+        "cuts do not match": (lambda d: d["bin_edges"]["cuts"][0].__setitem__(0, 0.25), "cuts"),
         "no categories": (lambda d: d["trees"].pop("categories"), "categories"),
-        "labels of a numeric feature": (lambda d: d.__setitem__(
-            "category_labels", [{"feature": 1, "labels": ["a"]}]), "categorical"),
+        "labels of a numeric feature": (
+            lambda d: d.__setitem__("category_labels", [{"feature": 1, "labels": ["a"]}]),
+            "categorical",
+        ),
     }
     for edit, match in cases.values():
         with pytest.raises(ModelFormatError, match=match):
@@ -238,16 +267,17 @@ def test_xgboost_json_export_and_import(data, tmp_path, onehot):
     assert model["learner"]["feature_types"] == ["c", "float", "c"]
     loaded = xgb.Booster()
     loaded.load_model(path)
-    np.testing.assert_allclose(loaded.predict(dmatrix(Z)), bst.predict(Z), rtol=1e-6,
-                               atol=1e-6)
+    np.testing.assert_allclose(loaded.predict(dmatrix(Z)), bst.predict(Z), rtol=1e-6, atol=1e-6)
     # an XGBoost categorical model read back predicts and explains as XGBoost does
     ref = theirs(X, y, max_cat_to_onehot=onehot)
     imported = jaxboost.from_xgboost(ref)
     assert imported.categorical_features == (0, 2)
-    np.testing.assert_allclose(imported.predict(Z), ref.predict(dmatrix(Z)), rtol=1e-6,
-                               atol=1e-6)
-    np.testing.assert_allclose(imported.predict(X, pred_contribs=True),
-                               ref.predict(dmatrix(X), pred_contribs=True), atol=2e-6)
+    np.testing.assert_allclose(imported.predict(Z), ref.predict(dmatrix(Z)), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        imported.predict(X, pred_contribs=True),
+        ref.predict(dmatrix(X), pred_contribs=True),
+        atol=2e-6,
+    )
     again = io.loads(io.dumps(imported))
     np.testing.assert_array_equal(again.predict(Z), imported.predict(Z))
 
@@ -274,8 +304,10 @@ def _frame(X):
 
     def cat(col, labels):
         return pd.Categorical.from_codes(np.nan_to_num(col, nan=-1).astype(int), labels)
-    return pd.DataFrame({"city": cat(X[:, 0], LABELS6), "x": X[:, 1],
-                         "size": cat(X[:, 2], LABELS3)})
+
+    return pd.DataFrame(
+        {"city": cat(X[:, 0], LABELS6), "x": X[:, 1], "size": cat(X[:, 2], LABELS3)}
+    )
 
 
 def test_pandas_categories_give_the_model_of_their_codes(data):
@@ -283,13 +315,17 @@ def test_pandas_categories_give_the_model_of_their_codes(data):
     df = _frame(X)
     bst, codes = ours(df, y), ours(X, y)
     assert bst.categorical_features == (0, 2)
-    assert bst.dump().replace("city", "f0").replace("[x<", "[f1<").replace(
-        "size", "f2") == codes.dump()
+    assert (
+        bst.dump().replace("city", "f0").replace("[x<", "[f1<").replace("size", "f2")
+        == codes.dump()
+    )
     np.testing.assert_array_equal(bst.predict(df), codes.predict(X))
     assert bst.category_labels == {0: LABELS6, 2: LABELS3}
     # categories in another order, or some the model never saw: re-coded by label
-    other = df.assign(city=df["city"].cat.reorder_categories(LABELS6[::-1]),
-                      size=df["size"].cat.add_categories(["huge"]))
+    other = df.assign(
+        city=df["city"].cat.reorder_categories(LABELS6[::-1]),
+        size=df["size"].cat.add_categories(["huge"]),
+    )
     other.loc[0, "size"] = "huge"
     expected = X.copy()
     expected[0, 2] = np.nan
@@ -298,9 +334,18 @@ def test_pandas_categories_give_the_model_of_their_codes(data):
     assert back.category_labels == bst.category_labels
     np.testing.assert_array_equal(back.predict(other), bst.predict(other))
     # evaluation sets are re-coded the same way
-    ev = jaxboost.train("squared", df, y, n_rounds=ROUNDS, max_depth=DEPTH, base_margin=0.5,
-                        learning_rate=LR, eval_set=[(other, y)], eval_metric="rmse",
-                        verbose=False)
+    ev = jaxboost.train(
+        "squared",
+        df,
+        y,
+        n_rounds=ROUNDS,
+        max_depth=DEPTH,
+        base_margin=0.5,
+        learning_rate=LR,
+        eval_set=[(other, y)],
+        eval_metric="rmse",
+        verbose=False,
+    )
     rmse = np.sqrt(np.mean((bst.predict(other) - y) ** 2))
     assert ev.history["validation_0"]["rmse"][-1] == pytest.approx(rmse, rel=1e-5)
 
@@ -308,12 +353,17 @@ def test_pandas_categories_give_the_model_of_their_codes(data):
 def test_polars_categorical_gives_the_model_of_its_codes(data):
     pl = pytest.importorskip("polars")
     X, y = data
-    frame = pl.DataFrame({
-        "city": pl.Series([None if np.isnan(v) else LABELS6[int(v)] for v in X[:, 0]],
-                          dtype=pl.Enum(LABELS6)),
-        "x": X[:, 1],
-        "size": pl.Series([None if np.isnan(v) else LABELS3[int(v)] for v in X[:, 2]],
-                          dtype=pl.Enum(LABELS3))})
+    frame = pl.DataFrame(
+        {
+            "city": pl.Series(
+                [None if np.isnan(v) else LABELS6[int(v)] for v in X[:, 0]], dtype=pl.Enum(LABELS6)
+            ),
+            "x": X[:, 1],
+            "size": pl.Series(
+                [None if np.isnan(v) else LABELS3[int(v)] for v in X[:, 2]], dtype=pl.Enum(LABELS3)
+            ),
+        }
+    )
     bst, codes = ours(frame, y), ours(X, y)
     assert bst.categorical_features == (0, 2)
     np.testing.assert_array_equal(bst.predict(frame), codes.predict(X))
@@ -324,12 +374,18 @@ def test_polars_categorical_gives_the_model_of_its_codes(data):
 
 # --- errors -------------------------------------------------------------------------------
 
+
 def test_bad_codes_and_arguments_are_named(data):
     X, y = data
-    for bad, match in [(0.5, r"categorical feature 0 \('f0'\).*row 3 holds 0.5"),
-                       (-2, r"categorical feature 0 \('f0'\).*row 3 holds -2"),
-                       (300, r"categorical feature 0 \('f0'\) has a category code 300.*"
-                             r"at most 255")]:
+    for bad, match in [
+        (0.5, r"categorical feature 0 \('f0'\).*row 3 holds 0.5"),
+        (-2, r"categorical feature 0 \('f0'\).*row 3 holds -2"),
+        (
+            300,
+            r"categorical feature 0 \('f0'\) has a category code 300.*"
+            r"at most 255",
+        ),
+    ]:
         Xb = X.copy()
         Xb[3, 0] = bad
         with pytest.raises(DataError, match=match):
@@ -347,8 +403,14 @@ def test_bad_codes_and_arguments_are_named(data):
     with pytest.raises(ValueError, match="max_cat_to_onehot"):
         ours(X, y, max_cat_to_onehot=0)
     with pytest.raises(ValueError, match="multi_output_tree"):
-        jaxboost.train("softmax", X, (y > 0.5) * 1.0 + (y > 1.5), n_rounds=1,
-                       categorical_features=[0], multi_strategy="multi_output_tree")
+        jaxboost.train(
+            "softmax",
+            X,
+            (y > 0.5) * 1.0 + (y > 1.5),
+            n_rounds=1,
+            categorical_features=[0],
+            multi_strategy="multi_output_tree",
+        )
     bst = ours(X, y, n_rounds=1)
     with pytest.raises(DataError, match=r"categorical feature 2 \('f2'\).*row 1 holds -1"):
         bst.predict(np.array([[0, 1, 0], [0, 1, -1]], np.float32))
@@ -360,8 +422,7 @@ def test_numeric_models_are_unchanged(data):
     categorical column at predict time is refused for a numeric feature."""
     pd = pytest.importorskip("pandas")
     X, y = data
-    bst = jaxboost.train("squared", np.nan_to_num(X), y, n_rounds=1, max_depth=DEPTH,
-                         verbose=False)
+    bst = jaxboost.train("squared", np.nan_to_num(X), y, n_rounds=1, max_depth=DEPTH, verbose=False)
     assert bst.ensemble.cat_bits is None and bst.categorical_features == ()
     assert bst.bin_edges.categorical is None
     assert "categories" not in io.to_dict(bst)["trees"]
@@ -378,15 +439,22 @@ def test_estimators_and_train_many_take_categorical_features(data):
     df = _frame(X)
     kw = dict(n_rounds=ROUNDS, max_depth=DEPTH, learning_rate=LR, verbose=False)
     ref = jaxboost.train("squared", X, y, categorical_features=[0, 2], **kw)
-    est = JaxBoostRegressor(n_estimators=ROUNDS, max_depth=DEPTH, learning_rate=LR,
-                            categorical_features=[0, 2]).fit(X, y)
+    est = JaxBoostRegressor(
+        n_estimators=ROUNDS, max_depth=DEPTH, learning_rate=LR, categorical_features=[0, 2]
+    ).fit(X, y)
     np.testing.assert_array_equal(est.predict(X), ref.predict(X))
     est = JaxBoostRegressor(n_estimators=ROUNDS, max_depth=DEPTH, learning_rate=LR).fit(df, y)
     assert est.booster_.categorical_features == (0, 2)
     other = df.assign(city=df["city"].cat.reorder_categories(LABELS6[::-1]))
     np.testing.assert_array_equal(est.predict(other), ref.predict(X))
-    many = jaxboost.train_many([{"learning_rate": LR}, {"learning_rate": 0.1}], df, y,
-                               objective="squared", n_rounds=ROUNDS, max_depth=DEPTH)
+    many = jaxboost.train_many(
+        [{"learning_rate": LR}, {"learning_rate": 0.1}],
+        df,
+        y,
+        objective="squared",
+        n_rounds=ROUNDS,
+        max_depth=DEPTH,
+    )
     assert [m.categorical_features for m in many] == [(0, 2), (0, 2)]
     np.testing.assert_array_equal(many[0].predict(other), ref.predict(X))
 
@@ -402,11 +470,13 @@ def test_sharded_rows_and_feature_blocks_give_the_same_trees(data, monkeypatch):
     monkeypatch.setattr(grow, "HIST_MEMORY", grow.HIST_BYTES_PER_FEATURE * 4 * 256)
     mesh = jax.make_mesh((2,), ("rows",), devices=jax.devices()[:2])
     bst = ours(X, y, mesh=mesh)
-    np.testing.assert_allclose(bst.predict(X), theirs(X, y).predict(dmatrix(X)), rtol=1e-6,
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        bst.predict(X), theirs(X, y).predict(dmatrix(X)), rtol=1e-6, atol=1e-6
+    )
 
 
 # --- with constraints --------------------------------------------------------------------
+
 
 def test_constraints_with_categorical_features_equal_xgboost(data):
     """Monotone and interaction constraints and ``min_samples_leaf`` with categorical
@@ -425,12 +495,12 @@ def test_constraints_with_categorical_features_equal_xgboost(data):
     for extra in (dict(max_cat_to_onehot=10), dict(min_child_weight=k)):
         bst = ours(X, y, min_samples_leaf=k, **kw, **extra)
         ref = theirs(X, y, **kw, **dict(extra, min_child_weight=k))
-        np.testing.assert_allclose(bst.predict(X), ref.predict(dmatrix(X)), rtol=1e-6,
-                                   atol=1e-6)
+        np.testing.assert_allclose(bst.predict(X), ref.predict(dmatrix(X)), rtol=1e-6, atol=1e-6)
     assert (~bst.ensemble.is_leaf & np.isnan(bst.ensemble.threshold)).sum() >= 5
 
     def smallest_leaf(bst):
         return min(np.bincount(t)[np.bincount(t) > 0].min() for t in bst.predict_leaf(X).T)
+
     assert smallest_leaf(ours(X, y, min_samples_leaf=k, **kw)) >= k
     assert smallest_leaf(ours(X, y)) < k  # without the minimum some leaf is smaller
     with pytest.raises(ValueError, match="categorical feature 2 the sign -1"):
@@ -446,9 +516,8 @@ def test_boolean_categories_round_trip_through_the_model_file(tmp_path, kind):
     rng = np.random.default_rng(3)
     n = 240
     flag = rng.random(n) > 0.5
-    values = (pd.array(flag, dtype="boolean") if kind == "nullable boolean" else flag)
-    frame = pd.DataFrame({"a": rng.normal(size=n).astype(np.float32),
-                          "c": pd.Categorical(values)})
+    values = pd.array(flag, dtype="boolean") if kind == "nullable boolean" else flag
+    frame = pd.DataFrame({"a": rng.normal(size=n).astype(np.float32), "c": pd.Categorical(values)})
     y = (frame["a"].to_numpy() + 2.0 * flag > 1.0).astype(np.float32)
     bst = jaxboost.train("logistic", frame, y, n_rounds=4, max_depth=2)
     path = tmp_path / "m.json"
@@ -469,16 +538,19 @@ def test_numeric_column_for_a_categorical_one_is_refused():
     rng = np.random.default_rng(5)
     n = 200
     c = rng.choice(["x", "y", "z"], n)
-    frame = pd.DataFrame({"a": rng.normal(size=n).astype(np.float32),
-                          "c": pd.Categorical(c)})
+    frame = pd.DataFrame({"a": rng.normal(size=n).astype(np.float32), "c": pd.Categorical(c)})
     y = (frame["a"].to_numpy() + 2.0 * (c == "z")).astype(np.float32)
     bst = jaxboost.train("squared", frame, y, n_rounds=5, max_depth=3)
     numeric = frame.assign(c=rng.normal(size=n))  # numbers, not categories
-    with pytest.raises(DataError, match=r"column 'c' of X is not categorical.*"
-                                        r"labels \['x', 'y', 'z'\]"):
+    with pytest.raises(
+        DataError,
+        match=r"column 'c' of X is not categorical.*"
+        r"labels \['x', 'y', 'z'\]",
+    ):
         bst.predict(numeric)
     codes = frame.assign(c=frame["c"].cat.codes).to_numpy(np.float32)
     np.testing.assert_array_equal(bst.predict(codes), bst.predict(frame))
     with pytest.raises(DataError, match="is categorical, but the model was trained"):
-        jaxboost.train("squared", frame.assign(c=frame["c"].cat.codes.astype(float)), y,
-                       n_rounds=2).predict(frame)
+        jaxboost.train(
+            "squared", frame.assign(c=frame["c"].cat.codes.astype(float)), y, n_rounds=2
+        ).predict(frame)

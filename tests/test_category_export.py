@@ -30,8 +30,9 @@ def frame(labels, seed=0, n=400):
     return X, y.to_numpy() if hasattr(y, "to_numpy") else y
 
 
-@pytest.mark.parametrize("labels", [["red", "green", "blue"], [7, 30, 2]],
-                         ids=["strings", "integers"])
+@pytest.mark.parametrize(
+    "labels", [["red", "green", "blue"], [7, 30, 2]], ids=["strings", "integers"]
+)
 def test_xgboost_recodes_a_reordered_frame_like_jaxboost(labels, tmp_path):
     X, y = frame(labels)
     b = jaxboost.train("squared", X, y, **KW)
@@ -57,7 +58,10 @@ def test_a_model_without_labels_refuses_a_categorical_frame(tmp_path):
     b = jaxboost.train("squared", X, y, **KW)
     model = copy.deepcopy(jaxboost.to_xgboost_json(b))
     model["learner"]["gradient_booster"]["model"]["cats"] = {
-        "enc": [], "feature_segments": [], "sorted_idx": []}  # a model file without them
+        "enc": [],
+        "feature_segments": [],
+        "sorted_idx": [],
+    }  # a model file without them
     bare = jaxboost.from_xgboost(model)
     assert bare.category_labels is None
     with pytest.raises(DataError, match=r"has no category labels for it"):
@@ -66,12 +70,15 @@ def test_a_model_without_labels_refuses_a_categorical_frame(tmp_path):
     np.testing.assert_allclose(bare.predict(codes), b.predict(X), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("corrupt, message", [
-    (lambda e: e[0].update(offsets=[0, 4, 3, 12]), "offsets"),
-    (lambda e: e[0].update(values=[0xFF] * 12), "UTF-8"),
-    (lambda e: e.pop(), "num_feature"),
-    (lambda e: e[1].update(values=[1, 2]), "not categorical"),
-])
+@pytest.mark.parametrize(
+    "corrupt, message",
+    [
+        (lambda e: e[0].update(offsets=[0, 4, 3, 12]), "offsets"),
+        (lambda e: e[0].update(values=[0xFF] * 12), "UTF-8"),
+        (lambda e: e.pop(), "num_feature"),
+        (lambda e: e[1].update(values=[1, 2]), "not categorical"),
+    ],
+)
 def test_malformed_category_block_is_refused(corrupt, message):
     X, y = frame(["red", "green", "blue"])
     b = jaxboost.train("squared", X, y, n_rounds=2, max_depth=2, verbose=False)

@@ -16,8 +16,9 @@ def run(tmp_path, **env):
     home = tmp_path / "home"  # no ~/.pyenv there
     home.mkdir(exist_ok=True)
     full = dict(os.environ, HOME=str(home), PYTHON_VERSIONS="2.1 3.99", **env)
-    return subprocess.run(["bash", str(SCRIPT)], cwd=tmp_path, capture_output=True,
-                          text=True, env=full, timeout=60)
+    return subprocess.run(
+        ["bash", str(SCRIPT)], cwd=tmp_path, capture_output=True, text=True, env=full, timeout=60
+    )
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
@@ -26,8 +27,10 @@ def test_a_missing_python_is_named_and_skipped(tmp_path):
     out = run(tmp_path)
     assert out.returncode == 0, out.stderr
     for v in ("2.1", "3.99"):
-        assert (f"test-pythons: Python {v} is MISSING (no working python{v} on PATH or "
-                f"under ~/.pyenv/versions): skipped") in out.stderr
+        assert (
+            f"test-pythons: Python {v} is MISSING (no working python{v} on PATH or "
+            f"under ~/.pyenv/versions): skipped"
+        ) in out.stderr
     assert "passed: none; failed: none; missing: 2.1 3.99" in out.stdout
     assert not (ROOT / ".venv-3.99").exists()
     required = run(tmp_path, REQUIRE_PYTHONS="1")

@@ -12,8 +12,10 @@ CORE = ("jaxboost/engine", "jaxboost/training")
 MAX_PARAMETERS = 10
 # The public entry points take XGBoost-style keyword arguments, one per option; they
 # turn them into records (training.config.Settings) in their first line.
-PUBLIC_ENTRY_POINTS = {("jaxboost/training/train.py", "train"),
-                       ("jaxboost/training/many.py", "train_many")}
+PUBLIC_ENTRY_POINTS = {
+    ("jaxboost/training/train.py", "train"),
+    ("jaxboost/training/many.py", "train_many"),
+}
 
 
 def functions():
@@ -27,15 +29,23 @@ def functions():
 
 def n_parameters(fn) -> int:
     a = fn.args
-    return (len(a.posonlyargs) + len(a.args) + len(a.kwonlyargs)
-            + (a.vararg is not None) + (a.kwarg is not None))
+    return (
+        len(a.posonlyargs)
+        + len(a.args)
+        + len(a.kwonlyargs)
+        + (a.vararg is not None)
+        + (a.kwarg is not None)
+    )
 
 
 def test_core_functions_take_at_most_ten_parameters():
     found = list(functions())
     assert len(found) > 50  # the walk does see the core's functions
-    long = [f"{rel}:{fn.lineno} {fn.name} ({n_parameters(fn)})" for rel, fn in found
-            if n_parameters(fn) > MAX_PARAMETERS and (rel, fn.name) not in PUBLIC_ENTRY_POINTS]
+    long = [
+        f"{rel}:{fn.lineno} {fn.name} ({n_parameters(fn)})"
+        for rel, fn in found
+        if n_parameters(fn) > MAX_PARAMETERS and (rel, fn.name) not in PUBLIC_ENTRY_POINTS
+    ]
     assert long == []
 
 
@@ -57,8 +67,11 @@ def body_lines(fn) -> int:
     """Lines of ``fn``'s body from its first statement after the docstring to its end,
     nested functions included."""
     body = fn.body
-    if (isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-            and isinstance(body[0].value.value, str)):
+    if (
+        isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)
+    ):
         body = body[1:]
     return fn.end_lineno - body[0].lineno + 1 if body else 0
 
@@ -72,6 +85,9 @@ def test_function_bodies_are_at_most_80_lines():
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     found.append((rel, node))
     assert len(found) > 100  # the walk does see the three folders' functions
-    long = [f"{rel}:{fn.lineno} {fn.name} ({body_lines(fn)} lines)" for rel, fn in found
-            if body_lines(fn) > MAX_BODY_LINES and (rel, fn.name) not in LONG_BODIES_ALLOWED]
+    long = [
+        f"{rel}:{fn.lineno} {fn.name} ({body_lines(fn)} lines)"
+        for rel, fn in found
+        if body_lines(fn) > MAX_BODY_LINES and (rel, fn.name) not in LONG_BODIES_ALLOWED
+    ]
     assert long == []

@@ -36,9 +36,14 @@ def split(small_binary):
 @pytest.fixture(scope="module")
 def cmp(split):
     X, y, Xte, yte = split
-    return jaxboost.compare(["logistic", "squared", objectives.exponential], X, y,
-                            eval_set=[(Xte, yte)],
-                            metrics=["logloss", "auc", "error", "mlogloss"], **SETTINGS)
+    return jaxboost.compare(
+        ["logistic", "squared", objectives.exponential],
+        X,
+        y,
+        eval_set=[(Xte, yte)],
+        metrics=["logloss", "auc", "error", "mlogloss"],
+        **SETTINGS,
+    )
 
 
 def test_curves_have_one_value_per_round(cmp):
@@ -60,13 +65,15 @@ def test_final_values_equal_metrics_of_the_predictions(cmp, split):
         p = bst.predict(Xte)  # the response: sigmoid(f), f, sigmoid(2f)
         np.testing.assert_allclose(row["logloss"], skm.log_loss(yte, clip(p)), rtol=1e-5)
         np.testing.assert_allclose(row["auc"], skm.roc_auc_score(yte, p), rtol=1e-6)
-        np.testing.assert_allclose(row["error"], 1 - skm.accuracy_score(yte, p > 0.5),
-                                   atol=1e-7)
+        np.testing.assert_allclose(row["error"], 1 - skm.accuracy_score(yte, p > 0.5), atol=1e-7)
         # A middle round: the curve is the model booster[:k].
         k = 5
         p5 = bst[:k].predict(X)
-        np.testing.assert_allclose(cmp.curves[row["objective"]]["train"]["logloss"][k - 1],
-                                   skm.log_loss(y, clip(p5)), rtol=1e-5)
+        np.testing.assert_allclose(
+            cmp.curves[row["objective"]]["train"]["logloss"][k - 1],
+            skm.log_loss(y, clip(p5)),
+            rtol=1e-5,
+        )
     # The three losses read their margins through different links.
     lls = [row["logloss"] for row in cmp.table]
     assert len(set(lls)) == 3 and all(0 < v < 0.6 for v in lls)
@@ -91,8 +98,9 @@ def test_metric_that_does_not_apply_is_nan_with_a_note(cmp):
         assert np.isnan(cmp.curves[label]["validation_0"]["mlogloss"]).all()
     row = cmp.table[0]
     assert np.isnan(row["mlogloss"]) and row["mlogloss_best_round"] is None
-    assert any(n.startswith("mlogloss is NaN for logistic, squared, exponential")
-               for n in cmp.notes), cmp.notes
+    assert any(
+        n.startswith("mlogloss is NaN for logistic, squared, exponential") for n in cmp.notes
+    ), cmp.notes
 
 
 def test_text_table(cmp):
@@ -111,24 +119,34 @@ def test_text_table(cmp):
 def test_dict_of_objectives_default_metrics_and_weighted_eval(split):
     X, y, Xte, yte = split
     w = np.linspace(0.0, 2.0, yte.size).astype(np.float32)
-    cmp = jaxboost.compare({"logit": objectives.logistic, "sq": "squared"}, X, y,
-                           eval_set={"holdout": (Xte, yte, w)}, **SETTINGS)
+    cmp = jaxboost.compare(
+        {"logit": objectives.logistic, "sq": "squared"},
+        X,
+        y,
+        eval_set={"holdout": (Xte, yte, w)},
+        **SETTINGS,
+    )
     assert list(cmp.boosters) == ["logit", "sq"]
     assert list(cmp.metrics) == ["logloss", "rmse"]  # defaults, in order of first appearance
     assert cmp.data_names == ["train", "holdout"]
     p = cmp.boosters["logit"].predict(Xte)
-    np.testing.assert_allclose(cmp.curves["logit"]["holdout"]["logloss"][-1],
-                               skm.log_loss(yte, clip(p), sample_weight=w), rtol=1e-5)
+    np.testing.assert_allclose(
+        cmp.curves["logit"]["holdout"]["logloss"][-1],
+        skm.log_loss(yte, clip(p), sample_weight=w),
+        rtol=1e-5,
+    )
     p = cmp.boosters["sq"].predict(Xte)
-    np.testing.assert_allclose(cmp.curves["sq"]["holdout"]["rmse"][-1],
-                               np.sqrt(skm.mean_squared_error(yte, p, sample_weight=w)),
-                               rtol=1e-5)
+    np.testing.assert_allclose(
+        cmp.curves["sq"]["holdout"]["rmse"][-1],
+        np.sqrt(skm.mean_squared_error(yte, p, sample_weight=w)),
+        rtol=1e-5,
+    )
     # No eval set: the training data only.
     cmp = jaxboost.compare({"logit": "logistic"}, X, y, metrics="auc", **SETTINGS)
     assert cmp.data_names == ["train"] and cmp.table_data == "train"
-    np.testing.assert_allclose(cmp.table[0]["auc"],
-                               skm.roc_auc_score(y, cmp.boosters["logit"].predict(X)),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        cmp.table[0]["auc"], skm.roc_auc_score(y, cmp.boosters["logit"].predict(X)), rtol=1e-6
+    )
 
 
 def test_plain_callable_objective(split):
@@ -173,8 +191,7 @@ def test_to_pandas(cmp):
 def test_plots_write_png(cmp, tmp_path):
     from jaxboost.plotting import plot_learning_curves
 
-    fig = cmp.plot(tmp_path / "cmp.png", metrics=["logloss", "auc"], data=["train",
-                                                                        "validation_0"])
+    fig = cmp.plot(tmp_path / "cmp.png", metrics=["logloss", "auc"], data=["train", "validation_0"])
     assert len([ax for ax in fig.axes if ax.get_visible()]) == 2
     assert (tmp_path / "cmp.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     plot_learning_curves(cmp.curves["logistic"], tmp_path / "one.png")
@@ -199,19 +216,37 @@ def csv_file(small_binary, tmp_path_factory):
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "jaxboost", *map(str, args)],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT,
-                          env={**os.environ, "JAX_PLATFORMS": "cpu", **session_cache_env()})
+    return subprocess.run(
+        [sys.executable, "-m", "jaxboost", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env={**os.environ, "JAX_PLATFORMS": "cpu", **session_cache_env()},
+    )
 
 
 def test_cli_prints_the_table_and_writes_the_png(csv_file, tmp_path):
     png = tmp_path / "curves.png"
-    out = run_cli("compare", csv_file, "--target", "label", "--objectives", "squared",
-                  "--rounds", 8, "--max-depth", 3, "--metrics", "rmse,auc", "--plot", png)
+    out = run_cli(
+        "compare",
+        csv_file,
+        "--target",
+        "label",
+        "--objectives",
+        "squared",
+        "--rounds",
+        8,
+        "--max-depth",
+        3,
+        "--metrics",
+        "rmse,auc",
+        "--plot",
+        png,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "300 rows, 4 features, target 'label'; train 210 / test 90 rows" in out.stdout
-    assert re.search(r"^squared\s+\d+\.\d+\s+\d+\.\d+@\d+\s+\d+\.\d+", out.stdout, re.M), \
-        out.stdout
+    assert re.search(r"^squared\s+\d+\.\d+\s+\d+\.\d+@\d+\s+\d+\.\d+", out.stdout, re.M), out.stdout
     if HAS_MPL:
         assert png.read_bytes()[:4] == b"\x89PNG" and f"wrote {png}" in out.stdout
     else:
@@ -245,8 +280,7 @@ def test_read_csv_missing_values_and_delimiters(tmp_path):
     p.write_text('a;"b";c\n1;;nan\nNA;2.5;-1e3\n\n4;N/A;0\n')
     header, data, lines = cli.read_csv(str(p), ";")
     assert header == ["a", "b", "c"]
-    np.testing.assert_array_equal(
-        data, [[1, np.nan, np.nan], [np.nan, 2.5, -1000], [4, np.nan, 0]])
+    np.testing.assert_array_equal(data, [[1, np.nan, np.nan], [np.nan, 2.5, -1000], [4, np.nan, 0]])
     assert lines == [2, 3, 5]
     p.write_text("a,b\n1,2\n3,4\n")  # the fast path
     header, data, lines = cli.read_csv(str(p))
@@ -268,9 +302,11 @@ def test_compare_trains_compatible_objectives_with_train_many():
     assert any("train_many" in n for n in cmp.notes)
     for name in ("logistic", "squared"):
         alone = jaxboost.train(name, X, y, verbose=False, **kw)
-        np.testing.assert_allclose(cmp.boosters[name].predict(X, output_margin=True),
-                                   alone.predict(X, output_margin=True), atol=1e-6)
+        np.testing.assert_allclose(
+            cmp.boosters[name].predict(X, output_margin=True),
+            alone.predict(X, output_margin=True),
+            atol=1e-6,
+        )
     # an argument train_many does not take: one train() call per objective, no note
-    cmp = jaxboost.compare(["logistic", "squared"], X, y, metrics=["auc"],
-                           init_model=None, **kw)
+    cmp = jaxboost.compare(["logistic", "squared"], X, y, metrics=["auc"], init_model=None, **kw)
     assert not any("train_many" in n for n in cmp.notes)

@@ -24,14 +24,24 @@ SCRIPT = textwrap.dedent("""
 
 
 def run(env):
-    out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
-                         text=True, timeout=300, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def test_second_process_hits_the_cache(tmp_path):
-    env = dict(os.environ, JAXBOOST_CACHE_DIR=str(tmp_path), JAXBOOST_COMPILATION_CACHE="1",
-               JAX_PLATFORMS="cpu")
+    env = dict(
+        os.environ,
+        JAXBOOST_CACHE_DIR=str(tmp_path),
+        JAXBOOST_COMPILATION_CACHE="1",
+        JAX_PLATFORMS="cpu",
+    )
     first = run(env)
     assert first["setting"] == f"on at {tmp_path / 'xla'}"
     assert first["misses"] > 0 and first["hits"] == 0
@@ -42,15 +52,23 @@ def test_second_process_hits_the_cache(tmp_path):
 
 
 def test_opt_out(tmp_path):
-    env = dict(os.environ, JAXBOOST_CACHE_DIR=str(tmp_path), JAXBOOST_COMPILATION_CACHE="0",
-               JAX_PLATFORMS="cpu")
+    env = dict(
+        os.environ,
+        JAXBOOST_CACHE_DIR=str(tmp_path),
+        JAXBOOST_COMPILATION_CACHE="0",
+        JAX_PLATFORMS="cpu",
+    )
     result = run(env)
     assert result["setting"].startswith("off") and result["hits"] == 0
     assert not (tmp_path / "xla").exists()
 
 
-SETTINGS = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs",
-            "jax_num_cpu_devices", "jax_enable_x64")
+SETTINGS = (
+    "jax_compilation_cache_dir",
+    "jax_persistent_cache_min_compile_time_secs",
+    "jax_num_cpu_devices",
+    "jax_enable_x64",
+)
 
 IMPORT_SCRIPT = textwrap.dedent("""
     import json, sys
@@ -77,12 +95,21 @@ IMPORT_SCRIPT = textwrap.dedent("""
 
 
 def run_import(mode, tmp_path, user_dir="", switch="1"):
-    env = dict(os.environ, JAXBOOST_CACHE_DIR=str(tmp_path / "jaxboost"),
-               JAXBOOST_COMPILATION_CACHE=switch, JAX_PLATFORMS="cpu")
+    env = dict(
+        os.environ,
+        JAXBOOST_CACHE_DIR=str(tmp_path / "jaxboost"),
+        JAXBOOST_COMPILATION_CACHE=switch,
+        JAX_PLATFORMS="cpu",
+    )
     env.pop("XLA_FLAGS", None)
     env.update(opt_level_env())  # the suite's XLA optimization level
-    out = subprocess.run([sys.executable, "-c", IMPORT_SCRIPT, mode, user_dir], env=env,
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", IMPORT_SCRIPT, mode, user_dir],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 

@@ -79,8 +79,9 @@ def test_user_loss_with_traced_hyperparameter(data):
     models = {}
 
     def one(d):
-        models[d] = jaxboost.train(pseudo_huber, X, y, loss_params={"delta": d},
-                                   hessian="constant", refit="newton", **KW)
+        models[d] = jaxboost.train(
+            pseudo_huber, X, y, loss_params={"delta": d}, hessian="constant", refit="newton", **KW
+        )
 
     assert sweep(one, [1.0, 2.0, 3.0, 0.5, 5.0]) == (0, 0)
     # The traced value gives the model the catalogue entry gives with that value.
@@ -88,8 +89,12 @@ def test_user_loss_with_traced_hyperparameter(data):
     np.testing.assert_array_equal(models[2.0].predict(X), ref.predict(X))
     # functools.partial with numeric keywords is traced the same way.
     part = functools.partial(pseudo_huber, delta=3.0)
-    assert rounds_compiled(lambda: jaxboost.train(part, X, y, hessian="constant",
-                                                  refit="newton", **KW))[0] == 0
+    assert (
+        rounds_compiled(
+            lambda: jaxboost.train(part, X, y, hessian="constant", refit="newton", **KW)
+        )[0]
+        == 0
+    )
 
 
 def test_eval_sets_and_metrics_do_not_recompile_the_tree_builder(data):
@@ -162,16 +167,20 @@ def test_hessian_floor_sweep(data):
     X, y, _ = data
 
     def one(f):
-        jaxboost.train(O.focal(gamma=2.0), X, (y > 0).astype(np.float32), hessian="clip",
-                       hessian_floor=f, **KW)
+        jaxboost.train(
+            O.focal(gamma=2.0), X, (y > 0).astype(np.float32), hessian="clip", hessian_floor=f, **KW
+        )
 
     assert sweep(one, [1e-6, 1e-5, 1e-4, 1e-3, 1e-2]) == (0, 0)
 
 
 def test_train_many_over_one_family_is_one_round_program(data):
     X, y, _ = data
-    configs = [{"objective": O.huber(delta=d), "learning_rate": lr}
-               for d in (0.5, 1.0, 2.0, 4.0) for lr in (0.1, 0.3)]
+    configs = [
+        {"objective": O.huber(delta=d), "learning_rate": lr}
+        for d in (0.5, 1.0, 2.0, 4.0)
+        for lr in (0.1, 0.3)
+    ]
     before = run_chunk._cache_size()
     models = jaxboost.train_many(configs, X, y, n_rounds=10, max_depth=3)
     assert run_chunk._cache_size() - before == 1

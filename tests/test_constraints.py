@@ -28,15 +28,21 @@ def data():
     in feature 2 (a sine), so its constraint binds."""
     rng = np.random.default_rng(0)
     X = binnable_features(rng)
-    y = (0.3 * np.nan_to_num(X[:, 0]) - 0.2 * np.nan_to_num(X[:, 1], nan=5.0)
-         + np.sin(2 * X[:, 2]) + 0.5 * X[:, 4] + rng.normal(size=len(X))).astype(np.float32)
+    y = (
+        0.3 * np.nan_to_num(X[:, 0])
+        - 0.2 * np.nan_to_num(X[:, 1], nan=5.0)
+        + np.sin(2 * X[:, 2])
+        + 0.5 * X[:, 4]
+        + rng.normal(size=len(X))
+    ).astype(np.float32)
     X_test = binnable_features(rng, N=100)
     return X, y, X_test
 
 
 def train(X, y, **kw):
-    args = dict(n_rounds=N_ROUNDS, max_depth=DEPTH, learning_rate=LR, base_margin=0.5,
-                verbose=False)
+    args = dict(
+        n_rounds=N_ROUNDS, max_depth=DEPTH, learning_rate=LR, base_margin=0.5, verbose=False
+    )
     args.update(kw)
     return jaxboost.train("squared", X, y, **args)
 
@@ -82,14 +88,28 @@ def test_monotone_with_refit_and_one_tree_per_output(data):
     """Refitted leaves (quantile refit of the absolute loss) are clipped to their bounds,
     and each of K outputs' trees keeps the signs (softmax margins)."""
     X, y, X_test = data
-    bst = jaxboost.train("absolute", X, y, n_rounds=N_ROUNDS, max_depth=DEPTH,
-                         monotone_constraints=MONO, verbose=False)
+    bst = jaxboost.train(
+        "absolute",
+        X,
+        y,
+        n_rounds=N_ROUNDS,
+        max_depth=DEPTH,
+        monotone_constraints=MONO,
+        verbose=False,
+    )
     for f, sign in enumerate(MONO_T):
         if sign:
             assert worst_step(bst, X_test, f, sign, X) >= 0.0, f
     labels = np.digitize(y, np.quantile(y, [0.33, 0.66])).astype(np.float32)
-    soft = jaxboost.train(objectives.softmax, X, labels, n_rounds=4, max_depth=2,
-                          monotone_constraints={0: 1, 2: -1}, verbose=False)
+    soft = jaxboost.train(
+        objectives.softmax,
+        X,
+        labels,
+        n_rounds=4,
+        max_depth=2,
+        monotone_constraints={0: 1, 2: -1},
+        verbose=False,
+    )
     lo, hi = np.nanmin(X[:, 2]) - 1, np.nanmax(X[:, 2]) + 1
     grid = np.linspace(lo, hi, 30, dtype=np.float32)
     Z = np.repeat(X_test[:20], 30, axis=0)
@@ -115,18 +135,32 @@ def test_off_by_default_and_values_are_traced(data, mono_model, compile_counter)
 # --- XGBoost hist parity --------------------------------------------------------------
 def _xgb_model(X, y, params, rounds=N_ROUNDS):
     xgb = pytest.importorskip("xgboost")
-    p = dict(objective="reg:squarederror", tree_method="hist", max_bin=256, eta=LR,
-             base_score=0.5, max_depth=DEPTH, nthread=1, **params)
+    p = dict(
+        objective="reg:squarederror",
+        tree_method="hist",
+        max_bin=256,
+        eta=LR,
+        base_score=0.5,
+        max_depth=DEPTH,
+        nthread=1,
+        **params,
+    )
     return xgb.train(p, xgb.DMatrix(X, label=y, missing=np.nan), rounds)
 
 
 PARITY = {
     "monotone": dict(monotone_constraints=MONO),
-    "monotone-regularised": dict(monotone_constraints=MONO, reg_lambda=2.0, reg_alpha=0.3,
-                                 min_child_weight=3.0, max_delta_step=0.7),
+    "monotone-regularised": dict(
+        monotone_constraints=MONO,
+        reg_lambda=2.0,
+        reg_alpha=0.3,
+        min_child_weight=3.0,
+        max_delta_step=0.7,
+    ),
     "interaction": dict(interaction_constraints=SETS),
-    "both": dict(monotone_constraints="(-1,1,1,0,-1)",
-                 interaction_constraints="[[0,1,4],[1,2],[3,4]]"),
+    "both": dict(
+        monotone_constraints="(-1,1,1,0,-1)", interaction_constraints="[[0,1,4],[1,2],[3,4]]"
+    ),
 }
 
 
@@ -173,8 +207,7 @@ def allowed(feature, above, sets):
     """XGBoost's rule: any feature at the root; below, one used above or one of a set
     that holds every feature used above."""
     used = set(above)
-    return not used or feature in used or any(used <= set(s) and feature in s
-                                              for s in sets)
+    return not used or feature in used or any(used <= set(s) and feature in s for s in sets)
 
 
 def test_no_path_mixes_features_of_different_sets(data):
@@ -183,9 +216,17 @@ def test_no_path_mixes_features_of_different_sets(data):
     so the check has teeth."""
     X, y, _ = data
     sets = json.loads(SETS)
-    bst = jaxboost.train("squared", X, y, n_rounds=10, max_depth=4, colsample_bynode=0.8,
-                         interaction_constraints=[["a", "b"], ["b", "c"], ["d"]],
-                         feature_names=list("abcde"), verbose=False)
+    bst = jaxboost.train(
+        "squared",
+        X,
+        y,
+        n_rounds=10,
+        max_depth=4,
+        colsample_bynode=0.8,
+        interaction_constraints=[["a", "b"], ["b", "c"], ["d"]],
+        feature_names=list("abcde"),
+        verbose=False,
+    )
     paths = _paths(bst.ensemble)
     assert all(allowed(f, above, sets) for f, above in paths)
     assert any(len(set(above)) >= 1 and f not in above for f, above in paths)  # interacts
@@ -212,8 +253,11 @@ def _brute_force_tree(X, g, h, depth, k, lam):
                     right = rows[X[rows, f] >= t]
                     if len(left) < k or len(right) < k:
                         continue
-                    gain = (g[left].sum() ** 2 / (h[left].sum() + lam)
-                            + g[right].sum() ** 2 / (h[right].sum() + lam) - G * G / (H + lam))
+                    gain = (
+                        g[left].sum() ** 2 / (h[left].sum() + lam)
+                        + g[right].sum() ** 2 / (h[right].sum() + lam)
+                        - G * G / (H + lam)
+                    )
                     if gain > best[0]:
                         best = (gain, (left, right))
         if best[1] is None:
@@ -235,15 +279,24 @@ def test_min_samples_leaf_matches_brute_force_on_a_tiny_data_set():
     and jaxboost, like XGBoost, does not.)"""
     rng = np.random.default_rng(3)
     X = rng.normal(size=(24, 2)).astype(np.float32)
-    y = (np.where(X[:, 0] > 1.2, 4.0, 0.0) + X[:, 1] + 0.3 * rng.normal(size=24)
-         ).astype(np.float32)
+    y = (np.where(X[:, 0] > 1.2, 4.0, 0.0) + X[:, 1] + 0.3 * rng.normal(size=24)).astype(np.float32)
     g, h = -y.astype(np.float64), np.ones(24)  # squared error at margin 0
     expected = _brute_force_tree(X.astype(np.float64), g, h, depth=2, k=5, lam=1.0)
     unlimited = _brute_force_tree(X.astype(np.float64), g, h, depth=2, k=1, lam=1.0)
     assert np.abs(expected - unlimited).max() > 0.5
-    bst = jaxboost.train("squared", X, y, n_rounds=1, max_depth=2, learning_rate=1.0,
-                         reg_lambda=1.0, min_child_weight=0.0, base_margin=0.0,
-                         min_samples_leaf=5, verbose=False)
+    bst = jaxboost.train(
+        "squared",
+        X,
+        y,
+        n_rounds=1,
+        max_depth=2,
+        learning_rate=1.0,
+        reg_lambda=1.0,
+        min_child_weight=0.0,
+        base_margin=0.0,
+        min_samples_leaf=5,
+        verbose=False,
+    )
     np.testing.assert_allclose(bst.predict(X), expected, rtol=1e-5, atol=1e-5)
     assert np.bincount(bst.predict_leaf(X)[:, 0]).max() >= 5
     assert min(c for c in np.bincount(bst.predict_leaf(X)[:, 0]) if c) >= 5
@@ -280,8 +333,13 @@ def test_every_leaf_holds_min_samples_leaf_rows(data, weighted, all_on):
         assert counts[counts > 0].min() >= 25, t
     free = jaxboost.from_xgboost(_xgb_model(X, y, {}))
     leaves = free.predict_leaf(X)
-    assert min(np.bincount(leaves[:, t])[np.bincount(leaves[:, t]) > 0].min()
-               for t in range(leaves.shape[1])) < 25
+    assert (
+        min(
+            np.bincount(leaves[:, t])[np.bincount(leaves[:, t]) > 0].min()
+            for t in range(leaves.shape[1])
+        )
+        < 25
+    )
     assert all(allowed(f, above, json.loads(SETS)) for f, above in _paths(all_on.ensemble))
     for f, sign in enumerate(MONO_T):
         if sign:
@@ -303,8 +361,9 @@ def mesh2():
 
 
 @pytest.mark.parametrize("where", ["mesh", "pure_jax", "feature_blocks"])
-def test_constraints_on_every_tree_builder_path(data, weighted, all_on, where, mesh2,
-                                                monkeypatch, request):
+def test_constraints_on_every_tree_builder_path(
+    data, weighted, all_on, where, mesh2, monkeypatch, request
+):
     """The three constraints together give the same model sharded over two devices (row
     counts summed across devices), on the pure-JAX histogram, and with the features in
     blocks of one (wide data's path)."""
@@ -321,8 +380,9 @@ def test_constraints_on_every_tree_builder_path(data, weighted, all_on, where, m
         monkeypatch.setattr(grow, "HIST_MEMORY", 1)
     bst = train(X, y, **kw)
     for field in ("feature", "tbin", "default_left", "is_leaf"):
-        np.testing.assert_array_equal(getattr(bst.ensemble, field),
-                                      getattr(all_on.ensemble, field), err_msg=field)
+        np.testing.assert_array_equal(
+            getattr(bst.ensemble, field), getattr(all_on.ensemble, field), err_msg=field
+        )
     np.testing.assert_allclose(bst.predict(X), all_on.predict(X), rtol=1e-5, atol=1e-5)
 
 
@@ -343,8 +403,11 @@ BAD = [
     (dict(min_samples_leaf=0), ValueError, r"in \[1, "),
     (dict(min_samples_leaf=2.5), TypeError, "integer"),
     (dict(min_samples_leaf=True), TypeError, "integer"),
-    (dict(monotone_constraints=(1, 0, 0), n_outputs=2,
-          multi_strategy="multi_output_tree"), ValueError, "one output"),
+    (
+        dict(monotone_constraints=(1, 0, 0), n_outputs=2, multi_strategy="multi_output_tree"),
+        ValueError,
+        "one output",
+    ),
 ]
 
 
@@ -354,8 +417,10 @@ def test_bad_constraints_are_refused_before_training(kw, exc, match):
     y = np.zeros(20, np.float32)
     loss = "squared"
     if kw.get("n_outputs"):
+
         def loss(y, pred):
             return (pred[0] - y) ** 2 + pred[1] ** 2
+
     with pytest.raises(exc, match=match):
         jaxboost.train(loss, X, y, n_rounds=1, **kw)
 
@@ -372,11 +437,17 @@ def test_names_train_many_and_scikit_learn(data):
     with pytest.raises(ValueError, match="unknown feature 'g0'"):
         jaxboost.train("squared", frame, y, n_rounds=1, monotone_constraints={"g0": 1})
     with pytest.raises(ValueError, match="configuration 1"):
-        jaxboost.train_many([{}, {"monotone_constraints": (1,)}], X, y, objective="squared",
-                            n_rounds=1)
+        jaxboost.train_many(
+            [{}, {"monotone_constraints": (1,)}], X, y, objective="squared", n_rounds=1
+        )
     named = dict(zip(frame.columns, MONO_T))
-    reg = JaxBoostRegressor(n_estimators=N_ROUNDS, max_depth=DEPTH, learning_rate=LR,
-                            monotone_constraints=named, min_samples_leaf=1)
+    reg = JaxBoostRegressor(
+        n_estimators=N_ROUNDS,
+        max_depth=DEPTH,
+        learning_rate=LR,
+        monotone_constraints=named,
+        min_samples_leaf=1,
+    )
     assert clone(reg).get_params()["monotone_constraints"] == named
     assert "interaction_constraints" in JaxBoostClassifier().get_params()
     reg.fit(frame, y)

@@ -39,16 +39,17 @@ def test_gradient_and_hessian_equal_xgboost_survival_cox():
     n = 60
     y = _labels(rng, n)
     f0 = (0.5 * rng.normal(size=n)).astype(np.float32)
-    gx, hx, leaf = xgb_leaf_grad_hess(xgb, dict(objective="survival:cox", max_depth=60),
-                                      y, f0)
+    gx, hx, leaf = xgb_leaf_grad_hess(xgb, dict(objective="survival:cox", max_depth=60), y, f0)
     single = np.array([np.sum(leaf == v) == 1 for v in leaf])
     assert single.sum() >= n - 4  # (a split with zero gain is not made)
     g, h = (np.asarray(a, np.float64) for a in _ours(y, f0))
     G = np.array([g[leaf == v].sum() for v in leaf])
     H = np.array([h[leaf == v].sum() for v in leaf])
     diff = np.abs(g - gx)[single].max()
-    print(f"\ncox: max |g - g_xgboost| = {diff:.2e} over {single.sum()} one-row leaves, "
-          f"max rel |h - h_xgboost| = {np.max(np.abs(h - hx)[single] / hx[single]):.2e}")
+    print(
+        f"\ncox: max |g - g_xgboost| = {diff:.2e} over {single.sum()} one-row leaves, "
+        f"max rel |h - h_xgboost| = {np.max(np.abs(h - hx)[single] / hx[single]):.2e}"
+    )
     assert diff <= 1e-5
     np.testing.assert_allclose(h[single], hx[single], rtol=1e-4)
     np.testing.assert_allclose(G, gx, atol=1e-5)  # leaves of several rows: the sums
@@ -81,7 +82,8 @@ def test_closed_form_diagonal_and_gradient_with_ties_censoring_and_padding():
             # padding: the loss of the real rows alone
             k = int(m.sum())
             assert float(loss(fj)) == pytest.approx(
-                float(objectives.cox(yj[:k], fj[:k], jnp.ones(k, bool))), rel=1e-12)
+                float(objectives.cox(yj[:k], fj[:k], jnp.ones(k, bool))), rel=1e-12
+            )
         # Breslow by hand: event times 1, 1 (tied) and censoring at 1 share S = sum e^f
         y3, f3 = jnp.array([1.0, 1.0, -1.0, 2.0]), jnp.array([0.1, -0.3, 0.2, 0.5])
         S1 = jnp.sum(jnp.exp(f3))
@@ -102,16 +104,34 @@ def test_concordance_matches_xgboost_and_training_metrics():
     X, y = _survival(0, 4000)
     tr, te = slice(0, 2000), slice(2000, None)
     rounds, depth, lr = 40, 3, 0.1
-    bst = jaxboost.train(objectives.cox, X[tr], y[tr], n_rounds=rounds, max_depth=depth,
-                         learning_rate=lr, eval_set=[(X[te], y[te])],
-                         eval_metric=["cox-nloglik", "cindex"], verbose=False)
-    ref = xgb.train(dict(objective="survival:cox", max_depth=depth, eta=lr,
-                         tree_method="hist", eval_metric="cox-nloglik"),
-                    xgb.DMatrix(X[tr], y[tr]), rounds)
+    bst = jaxboost.train(
+        objectives.cox,
+        X[tr],
+        y[tr],
+        n_rounds=rounds,
+        max_depth=depth,
+        learning_rate=lr,
+        eval_set=[(X[te], y[te])],
+        eval_metric=["cox-nloglik", "cindex"],
+        verbose=False,
+    )
+    ref = xgb.train(
+        dict(
+            objective="survival:cox",
+            max_depth=depth,
+            eta=lr,
+            tree_method="hist",
+            eval_metric="cox-nloglik",
+        ),
+        xgb.DMatrix(X[tr], y[tr]),
+        rounds,
+    )
     ours = concordance_index(y[te], bst.predict(X[te]))
     theirs = concordance_index(y[te], ref.predict(xgb.DMatrix(X[te])))
-    print(f"\ncox: held-out C-index {ours:.4f}, XGBoost survival:cox {theirs:.4f}, "
-          f"diff {ours - theirs:+.4f}")
+    print(
+        f"\ncox: held-out C-index {ours:.4f}, XGBoost survival:cox {theirs:.4f}, "
+        f"diff {ours - theirs:+.4f}"
+    )
     assert abs(ours - theirs) <= 0.01 and ours > 0.65
     # predict gives hazard ratios; the metrics during training equal the numbers here
     margin = bst.predict(X[te], output_margin=True)
@@ -119,8 +139,9 @@ def test_concordance_matches_xgboost_and_training_metrics():
     hist = bst.history["validation_0"]
     assert hist["cindex"][-1] == pytest.approx(ours, abs=1e-6)
     n_events = int((y[te] > 0).sum())
-    loss = float(objectives.cox(jnp.asarray(y[te]), jnp.asarray(margin),
-                                jnp.ones(y[te].shape[0], bool)))
+    loss = float(
+        objectives.cox(jnp.asarray(y[te]), jnp.asarray(margin), jnp.ones(y[te].shape[0], bool))
+    )
     assert hist["cox-nloglik"][-1] == pytest.approx(loss / n_events, rel=1e-5)
     assert hist["cox-nloglik"][-1] < hist["cox-nloglik"][0]
     # a saved model loads with the same entry and predictions
@@ -175,8 +196,7 @@ def test_tied_times_where_xgboost_differs():
     of the ties at times 1 and 2); every other row agrees."""
     y = np.array([1.0, 1.0, -1.0, 2.0, 2.0, 3.0], np.float32)
     f0 = np.array([0.1, -0.3, 0.2, 0.5, -0.1, 0.3], np.float32)
-    gx, hx, leaf = xgb_leaf_grad_hess(xgb, dict(objective="survival:cox", max_depth=10),
-                                      y, f0)
+    gx, hx, leaf = xgb_leaf_grad_hess(xgb, dict(objective="survival:cox", max_depth=10), y, f0)
     assert len(set(leaf.tolist())) == 6
     g, h = (np.asarray(a) for a in _ours(y, f0))
     same = np.array([False, True, True, False, True, True])

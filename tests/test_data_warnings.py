@@ -14,10 +14,13 @@ KW = dict(n_rounds=2, max_depth=2, verbose=False)
 
 def test_float64_values_that_collapse_in_float32_warn():
     rng = np.random.default_rng(0)
-    X = np.stack([2.0 ** 40 + np.arange(300.0), rng.normal(size=300)], axis=1)  # float64
+    X = np.stack([2.0**40 + np.arange(300.0), rng.normal(size=300)], axis=1)  # float64
     y = (np.arange(300) % 2).astype(np.float32)  # depends on the collapsed column
-    with pytest.warns(DataWarning, match=r"X column 0: distinct values 1099511627776\.0 and "
-                                         r"1099511627777\.0 both become"):
+    with pytest.warns(
+        DataWarning,
+        match=r"X column 0: distinct values 1099511627776\.0 and "
+        r"1099511627777\.0 both become",
+    ):
         jaxboost.train("logistic", X, y, **KW)
     # the advice works: the same column minus its minimum trains without a word
     X[:, 0] -= X[:, 0].min()
@@ -28,7 +31,7 @@ def test_float64_values_that_collapse_in_float32_warn():
 
 def test_large_int64_ids_warn_but_float32_input_does_not():
     y = (np.arange(400) % 3 == 0).astype(np.float32)
-    ids = (2 ** 31 + np.arange(400)).astype(np.int64)[:, None]
+    ids = (2**31 + np.arange(400)).astype(np.int64)[:, None]
     with pytest.warns(DataWarning, match="column 0"):
         jaxboost.train("logistic", ids, y, **KW)
     with warnings.catch_warnings():
@@ -63,11 +66,23 @@ def test_tune_with_a_numpy_metric_names_it_and_the_fix():
     rng = np.random.default_rng(2)
     X = rng.normal(size=(120, 2)).astype(np.float32)
     y = (X[:, 0] + 0.1 * rng.normal(size=120)).astype(np.float32)
-    with pytest.raises(TypeError, match=r"val_loss 'mean_squared_error' is not a JAX "
-                                        r"function.*val_loss='rmse'"):
-        jaxboost.tune("squared", X[:80], y[:80], X[80:], y[80:],
-                      params={"reg_lambda": 1.0}, val_loss=sk_metrics.mean_squared_error,
-                      n_rounds=2, max_depth=2, steps=1)
+    with pytest.raises(
+        TypeError,
+        match=r"val_loss 'mean_squared_error' is not a JAX "
+        r"function.*val_loss='rmse'",
+    ):
+        jaxboost.tune(
+            "squared",
+            X[:80],
+            y[:80],
+            X[80:],
+            y[80:],
+            params={"reg_lambda": 1.0},
+            val_loss=sk_metrics.mean_squared_error,
+            n_rounds=2,
+            max_depth=2,
+            steps=1,
+        )
 
 
 def test_tune_with_a_huge_optimizer_step_names_the_parameter():
@@ -76,11 +91,24 @@ def test_tune_with_a_huge_optimizer_step_names_the_parameter():
     rng = np.random.default_rng(2)
     X = rng.normal(size=(120, 2)).astype(np.float32)
     y = (X[:, 0] + 0.1 * rng.normal(size=120)).astype(np.float32)
-    with pytest.raises(jaxboost.NonFiniteError, match=r"tune: the optimizer's step 0 moved "
-                                                      r"'delta'.*optax\.adam\(0\.1\)") as e:
-        jaxboost.tune("pseudo_huber", X[:80], y[:80], X[80:], y[80:],
-                      params={"delta": 1.0, "reg_lambda": 1.0}, val_loss="rmse", n_rounds=4,
-                      max_depth=2, steps=3, optimizer=optax.sgd(1e30))
+    with pytest.raises(
+        jaxboost.NonFiniteError,
+        match=r"tune: the optimizer's step 0 moved "
+        r"'delta'.*optax\.adam\(0\.1\)",
+    ) as e:
+        jaxboost.tune(
+            "pseudo_huber",
+            X[:80],
+            y[:80],
+            X[80:],
+            y[80:],
+            params={"delta": 1.0, "reg_lambda": 1.0},
+            val_loss="rmse",
+            n_rounds=4,
+            max_depth=2,
+            steps=3,
+            optimizer=optax.sgd(1e30),
+        )
     assert e.value.cause == "optimizer"
 
 
@@ -110,19 +138,30 @@ def test_tune_on_a_flat_validation_loss_warns():
         return jnp.floor(jnp.abs(y - f) * 0.0)
 
     with pytest.warns(jaxboost.errors.TuningWarning, match="exactly 0 for every tuned"):
-        r = jaxboost.tune("squared", X[:80], y[:80], X[80:], y[80:],
-                          params={"reg_lambda": 1.0}, val_loss=steps_loss, n_rounds=2,
-                          max_depth=2, steps=2)
+        r = jaxboost.tune(
+            "squared",
+            X[:80],
+            y[:80],
+            X[80:],
+            y[80:],
+            params={"reg_lambda": 1.0},
+            val_loss=steps_loss,
+            n_rounds=2,
+            max_depth=2,
+            steps=2,
+        )
     assert r.params == {"reg_lambda": 1.0}
 
 
 def test_infinite_category_label_is_refused_at_training():
     """It used to train and then fail at save without naming a field (issue 28, 14)."""
     pd = pytest.importorskip("pandas")
-    X = pd.DataFrame({"c": pd.Categorical([1.0, np.inf, 1.0, np.inf] * 10),
-                      "x": np.arange(40.0)})
-    with pytest.raises(DataError, match=r"X column 0 \('c'\) is categorical with the "
-                                        r"category label inf"):
+    X = pd.DataFrame({"c": pd.Categorical([1.0, np.inf, 1.0, np.inf] * 10), "x": np.arange(40.0)})
+    with pytest.raises(
+        DataError,
+        match=r"X column 0 \('c'\) is categorical with the "
+        r"category label inf",
+    ):
         jaxboost.train("squared", X, np.arange(40.0), categorical_features=[0], **KW)
 
 

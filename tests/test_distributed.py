@@ -43,18 +43,41 @@ def launch(out, *args, processes=2, **env_extra):
     Launches share a persistent compilation cache in a temporary directory (the same
     shapes recur: only the first launch compiles), never the user's cache.
     """
-    env = dict(os.environ, JAX_PLATFORMS="cpu", JAXBOOST_COMPILATION_CACHE="1",
-               JAXBOOST_CACHE_DIR=str(_CACHE["dir"]), PYTHONUNBUFFERED="1", **env_extra)
+    env = dict(
+        os.environ,
+        JAX_PLATFORMS="cpu",
+        JAXBOOST_COMPILATION_CACHE="1",
+        JAXBOOST_CACHE_DIR=str(_CACHE["dir"]),
+        PYTHONUNBUFFERED="1",
+        **env_extra,
+    )
     env.pop("XLA_FLAGS", None)
     env.update(opt_level_env())  # the suite's XLA optimization level
     port = free_port()
     procs = []
     for i in range(processes):
         log = open(out / f"log_{i}.txt", "ab")
-        procs.append(subprocess.Popen(
-            [sys.executable, str(WORKER), "--port", str(port), "--process-id", str(i),
-             "--processes", str(processes), "--out", str(out), *args],
-            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True))
+        procs.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    str(WORKER),
+                    "--port",
+                    str(port),
+                    "--process-id",
+                    str(i),
+                    "--processes",
+                    str(processes),
+                    "--out",
+                    str(out),
+                    *args,
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
+        )
         log.close()
     return procs
 
@@ -95,8 +118,10 @@ def signal_and_time_exit(procs, sig):
 
 
 def logs(out):
-    return "\n".join(f"--- {f.name}\n{f.read_text(errors='replace')[-3000:]}"
-                     for f in sorted(out.glob("log_*.txt")))
+    return "\n".join(
+        f"--- {f.name}\n{f.read_text(errors='replace')[-3000:]}"
+        for f in sorted(out.glob("log_*.txt"))
+    )
 
 
 def reference(config, rounds):
@@ -113,8 +138,9 @@ CONFIGS = ("logistic-qa-h", "softmax")
 
 @pytest.fixture(scope="module", autouse=True)
 def compilation_cache(tmp_path_factory):
-    _CACHE["dir"] = session_cache_env().get("JAXBOOST_CACHE_DIR") or \
-        tmp_path_factory.mktemp("xla_cache")
+    _CACHE["dir"] = session_cache_env().get("JAXBOOST_CACHE_DIR") or tmp_path_factory.mktemp(
+        "xla_cache"
+    )
     yield
     _CACHE.clear()
 
@@ -141,23 +167,35 @@ def test_two_processes_train_the_one_process_model(two_process_run, config):
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
         # Metrics over the whole evaluation set, the same on every process.
         hist = np.load(out / f"{config}_history_{p}.npy")
-        np.testing.assert_allclose(hist, next(iter(ref.history["validation_0"].values())),
-                                   rtol=1e-5)
+        np.testing.assert_allclose(
+            hist, next(iter(ref.history["validation_0"].values())), rtol=1e-5
+        )
         if "-h" in config:  # a host metric: every process scores the whole set, exactly
             np.testing.assert_array_equal(
                 np.load(out / f"{config}_host_{p}.npy"),
-                ref.history["validation_0"]["average_precision_score"])
+                ref.history["validation_0"]["average_precision_score"],
+            )
     # Process 0 wrote the model file; it predicts what it predicted in training.
     saved = jaxboost.load(out / f"{config}.json")
-    np.testing.assert_array_equal(saved.predict(X, output_margin=True),
-                                  np.load(out / f"{config}_margins_0.npy"))
+    np.testing.assert_array_equal(
+        saved.predict(X, output_margin=True), np.load(out / f"{config}_margins_0.npy")
+    )
 
 
 def test_killed_process_makes_the_other_exit_clearly_and_a_restart_finishes(tmp_path):
     out, ckpt = tmp_path, tmp_path / "ckpt.json"
     rounds = 40
-    procs = launch(out, "--configs", "logistic-qa", "--rounds", str(rounds), "--slow", "0.2",
-                   "--checkpoint", str(ckpt))
+    procs = launch(
+        out,
+        "--configs",
+        "logistic-qa",
+        "--rounds",
+        str(rounds),
+        "--slow",
+        "0.2",
+        "--checkpoint",
+        str(ckpt),
+    )
     try:
         deadline = time.monotonic() + LAUNCH_TIMEOUT
         while not ckpt.exists() and time.monotonic() < deadline:
@@ -183,19 +221,39 @@ def test_killed_process_makes_the_other_exit_clearly_and_a_restart_finishes(tmp_
     # the one an uninterrupted single process trains (quantized: bit for bit).
     for f in out.glob("log_*.txt"):
         f.unlink()
-    wait(launch(out, "--configs", "logistic-qa", "--rounds", str(rounds), "--checkpoint",
-                str(ckpt), "--resume"), out)
+    wait(
+        launch(
+            out,
+            "--configs",
+            "logistic-qa",
+            "--rounds",
+            str(rounds),
+            "--checkpoint",
+            str(ckpt),
+            "--resume",
+        ),
+        out,
+    )
     X, ref = reference("logistic-qa", rounds)
     for p in (0, 1):
-        np.testing.assert_array_equal(np.load(out / f"logistic-qa_margins_{p}.npy"),
-                                      ref.predict(X, output_margin=True))
+        np.testing.assert_array_equal(
+            np.load(out / f"logistic-qa_margins_{p}.npy"), ref.predict(X, output_margin=True)
+        )
 
 
 def test_frozen_process_is_noticed_by_the_heartbeat(tmp_path):
     """A peer that stops answering without closing its sockets (SIGSTOP: a hung host)
     leaves the collective waiting forever; the heartbeat watchdog ends the survivor."""
-    procs = launch(tmp_path, "--configs", "logistic-qa", "--rounds", "200", "--slow", "0.1",
-                   JAXBOOST_PEER_TIMEOUT="5")
+    procs = launch(
+        tmp_path,
+        "--configs",
+        "logistic-qa",
+        "--rounds",
+        "200",
+        "--slow",
+        "0.1",
+        JAXBOOST_PEER_TIMEOUT="5",
+    )
     try:
         deadline = time.monotonic() + LAUNCH_TIMEOUT
         log0 = tmp_path / "log_0.txt"
@@ -209,8 +267,7 @@ def test_frozen_process_is_noticed_by_the_heartbeat(tmp_path):
         stop(procs)  # SIGKILL ends stopped processes too
     text = log0.read_text(errors="replace")
     assert procs[0].returncode == distributed.PEER_LOST_EXIT_CODE, text[-3000:]
-    assert re.search(r"lost contact with process 1 \(no heartbeat for \d+ s\)", text), \
-        text[-2000:]
+    assert re.search(r"lost contact with process 1 \(no heartbeat for \d+ s\)", text), text[-2000:]
     print(f"\nthe surviving process exited {took:.1f} s after its peer froze (timeout 5 s)")
     # The silence counts from the last beat seen, up to 2 heartbeat periods before the stop.
     assert 5 - 2.5 <= took < 60
@@ -257,7 +314,11 @@ def test_histogram_bytes_per_tree_is_what_the_compiled_round_sums(compile_counte
     per_node = 8 * 2 * 5 * 32
     level = distributed.histogram_nodes_per_level(3, subtraction=subtraction) * per_node
     assert N_CENSUS - 2 == 9
-    assert total == distributed.histogram_bytes_per_tree(5, 3, 32,
-                                                         subtraction=subtraction) - level + 36
-    assert distributed.histogram_bytes_per_tree(5, 3, 32, subtraction=subtraction) == \
-        per_node * (1 + 2 * (2 if subtraction else 4)) + 16
+    assert (
+        total
+        == distributed.histogram_bytes_per_tree(5, 3, 32, subtraction=subtraction) - level + 36
+    )
+    assert (
+        distributed.histogram_bytes_per_tree(5, 3, 32, subtraction=subtraction)
+        == per_node * (1 + 2 * (2 if subtraction else 4)) + 16
+    )

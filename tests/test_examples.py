@@ -24,9 +24,14 @@ ROOT = Path(__file__).resolve().parent.parent
 def run(script, *args, subprocess_=False):
     path = ROOT / "examples" / script
     if subprocess_:
-        out = subprocess.run([sys.executable, str(path), *args], capture_output=True,
-                             text=True, timeout=600, cwd=ROOT,
-                             env={**os.environ, **session_cache_env()})
+        out = subprocess.run(
+            [sys.executable, str(path), *args],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=ROOT,
+            env={**os.environ, **session_cache_env()},
+        )
         assert out.returncode == 0, out.stderr[-3000:]
         return out.stdout
     buf, argv, cwd = io.StringIO(), sys.argv, os.getcwd()
@@ -45,8 +50,11 @@ def run(script, *args, subprocess_=False):
 
 def test_custom_loss_example_prefers_the_robust_loss():
     out = run("custom_loss.py")
-    errs = dict(re.findall(r"^(\w+)\s+mean \|prediction - truth\| on held-out rows: ([\d.]+)",
-                           out, flags=re.M))
+    errs = dict(
+        re.findall(
+            r"^(\w+)\s+mean \|prediction - truth\| on held-out rows: ([\d.]+)", out, flags=re.M
+        )
+    )
     assert float(errs["pseudo_huber"]) < float(errs["squared"])
 
 
@@ -55,8 +63,9 @@ def test_demo_runs_and_writes_figures(tmp_path):
     number = r"(\d+\.\d+)"
     for loss in ("logistic", "squared", "exponential"):
         # objective, then per metric (logloss, auc, accuracy, brier): final, best@k
-        row = re.search(rf"^{loss}" + rf"\s+{number}\s+{number}@(\d+)" * 4 + r"\s+[\d.]+$",
-                        out, flags=re.M)
+        row = re.search(
+            rf"^{loss}" + rf"\s+{number}\s+{number}@(\d+)" * 4 + r"\s+[\d.]+$", out, flags=re.M
+        )
         assert row, out
         logloss, auc = float(row.group(1)), float(row.group(4))
         assert 0 < logloss < 0.7 and 0.5 < auc <= 1.0, row.group(0)
@@ -136,23 +145,29 @@ def test_compare_losses_example_trains_eight_losses_in_one_program(tmp_path):
 
 def test_poisson_exposure_example_offsets_equal_side_data_and_xgboost():
     out = run("poisson_exposure.py", "--rounds", "40", "--rows", "3000")
-    dev = dict(re.findall(r"^(\w+(?: \w+)?)\s+held-out Poisson deviance per policy: ([\d.]+)",
-                          out, flags=re.M))
+    dev = dict(
+        re.findall(
+            r"^(\w+(?: \w+)?)\s+held-out Poisson deviance per policy: ([\d.]+)", out, flags=re.M
+        )
+    )
     assert float(dev["offset"]) == float(dev["side data"]), out
     assert float(dev["offset"]) < float(dev["naive"]) - 0.01, out
-    gap = re.search(r"offset vs side-data model: max \|training margin difference\| (\S+)",
-                    out)
+    gap = re.search(r"offset vs side-data model: max \|training margin difference\| (\S+)", out)
     assert float(gap[1]) < 1e-4, out
-    ref = re.search(r"count:poisson with base_margin: max \|training margin difference\| "
-                    r"(\S+)", out)
+    ref = re.search(
+        r"count:poisson with base_margin: max \|training margin difference\| "
+        r"(\S+)",
+        out,
+    )
     if ref:
         assert float(ref[1]) < 1e-5, out
 
 
 def test_binomial_trials_example_equals_the_weighted_logistic_model():
     out = run("binomial_trials.py", "--rounds", "30", "--rows", "2000")
-    dev = dict(re.findall(r"^(\w+)\s+held-out binomial deviance per trial: ([\d.]+)", out,
-                          flags=re.M))
+    dev = dict(
+        re.findall(r"^(\w+)\s+held-out binomial deviance per trial: ([\d.]+)", out, flags=re.M)
+    )
     assert float(dev["trials"]) < float(dev["unweighted"]), out
     gap = re.search(r"trials vs weighted: max \|probability difference\| (\S+)", out)
     assert float(gap[1]) < 1e-5, out
@@ -160,9 +175,12 @@ def test_binomial_trials_example_equals_the_weighted_logistic_model():
 
 def test_interval_censored_example_beats_the_midpoint_model():
     out = run("interval_censored.py", "--rounds", "40", "--rows", "2000")
-    rows = {name.strip(): (float(rmse), float(nll)) for name, rmse, nll in re.findall(
-        r"^(.{18}) held-out RMSE of log time ([\d.]+), interval NLL ([\d.]+)$", out,
-        flags=re.M)}
+    rows = {
+        name.strip(): (float(rmse), float(nll))
+        for name, rmse, nll in re.findall(
+            r"^(.{18}) held-out RMSE of log time ([\d.]+), interval NLL ([\d.]+)$", out, flags=re.M
+        )
+    }
     aft, naive = rows["aft (interval)"], rows["naive (midpoint)"]
     assert aft[0] < naive[0] and aft[1] < naive[1], out
     assert rows["true log time"][0] == 0.0
@@ -176,26 +194,30 @@ def test_forest_vs_boosting_example_prints_seed_004s_table():
     of 10 x 5 trees, and the example's configurations are the recipes it names.
     (Retraining a model here to compare its accuracy would add a compile, ~5 s.)"""
     out = run("forest_vs_boosting.py", "--small")
-    rows = {name.strip(): (int(trees), float(acc)) for name, trees, acc in re.findall(
-        r"^(Newton boosting|gradient boosting|random forest)\s+(\d+)\s+([\d.]+)\s+[\d.]+",
-        out, flags=re.M)}
+    rows = {
+        name.strip(): (int(trees), float(acc))
+        for name, trees, acc in re.findall(
+            r"^(Newton boosting|gradient boosting|random forest)\s+(\d+)\s+([\d.]+)\s+[\d.]+",
+            out,
+            flags=re.M,
+        )
+    }
     assert set(rows) == {"Newton boosting", "gradient boosting", "random forest"}, out
     assert all(trees == 50 for trees, _ in rows.values()), out
     assert all(acc > 0.6 for _, acc in rows.values()), out
     assert rows["Newton boosting"][1] > rows["gradient boosting"][1], out
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("forest_vs_boosting",
-                                                  ROOT / "examples" / "forest_vs_boosting.py")
+    spec = importlib.util.spec_from_file_location(
+        "forest_vs_boosting", ROOT / "examples" / "forest_vs_boosting.py"
+    )
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)
     configs = example.models(5, 5, 3, 4)
     forest = configs["random forest"]
-    assert (forest["n_rounds"], forest["learning_rate"], forest["num_parallel_tree"]) == (
-        1, 1.0, 5)
+    assert (forest["n_rounds"], forest["learning_rate"], forest["num_parallel_tree"]) == (1, 1.0, 5)
     assert forest["bootstrap"] and forest["colsample_bynode"] < 1
-    assert configs["gradient boosting"] == dict(configs["Newton boosting"],
-                                                hessian="constant")
+    assert configs["gradient boosting"] == dict(configs["Newton boosting"], hessian="constant")
     X_train, X_test, _, _ = example.data()
     assert f"digits: {len(X_train)} training and {len(X_test)} test images" in out
 
@@ -207,8 +229,12 @@ def test_tune_losses_example_tunes_delta_against_a_grid():
     it, and each method made the trainings its settings imply (3 x 3 grid; 4 steps,
     retraining every 2: steps 0 and 2, then the final one)."""
     out = run("tune_losses.py", "--small")
-    rows = {m: (int(n), float(v), float(t)) for m, n, v, t in re.findall(
-        r"^(grid|tune)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+[\d.]+\s+delta=", out, flags=re.M)}
+    rows = {
+        m: (int(n), float(v), float(t))
+        for m, n, v, t in re.findall(
+            r"^(grid|tune)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+[\d.]+\s+delta=", out, flags=re.M
+        )
+    }
     assert set(rows) == {"grid", "tune"}, out
     assert rows["grid"][0] == 9 and rows["tune"][0] == 3, out
     replayed = float(re.search(r"the replay's\): val MAE ([\d.]+)", out).group(1))

@@ -18,8 +18,6 @@ xgb = pytest.importorskip("xgboost")
 OBJECTIVES = ("squared", "logistic", "softmax")
 
 
-
-
 def xgb_booster(bst):
     b = xgb.Booster()
     b.load_model(bytearray(json.dumps(to_xgboost_json(bst)).encode()))
@@ -27,6 +25,7 @@ def xgb_booster(bst):
 
 
 # --- SHAP ------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", OBJECTIVES)
 def test_contributions_sum_to_the_margin(interop_data, interop_models, name):
@@ -36,8 +35,9 @@ def test_contributions_sum_to_the_margin(interop_data, interop_models, name):
     K, F = bst.n_outputs, X.shape[1]
     assert phi.shape == ((X.shape[0], F + 1) if K == 1 else (X.shape[0], K, F + 1))
     assert phi.dtype == np.float32
-    np.testing.assert_allclose(phi.astype(np.float64).sum(-1),
-                               bst.predict(X, output_margin=True), atol=1e-5, rtol=0)
+    np.testing.assert_allclose(
+        phi.astype(np.float64).sum(-1), bst.predict(X, output_margin=True), atol=1e-5, rtol=0
+    )
 
 
 @pytest.mark.parametrize("name", OBJECTIVES)
@@ -53,24 +53,32 @@ def test_contributions_equal_xgboost_treeshap(interop_data, interop_models, name
 def test_pattern_tables_and_row_by_row_evaluation_agree(interop_data, interop_models):
     X, _ = interop_data
     for bst in interop_models.values():
-        np.testing.assert_allclose(shap_values(bst, X[:40], use_patterns=True),
-                                   shap_values(bst, X[:40], use_patterns=False),
-                                   atol=1e-6, rtol=0)
+        np.testing.assert_allclose(
+            shap_values(bst, X[:40], use_patterns=True),
+            shap_values(bst, X[:40], use_patterns=False),
+            atol=1e-6,
+            rtol=0,
+        )
 
 
 def _conditional_expectation(ens, t, x, known, value):
     """E[tree t | x_S] with cover-weighted averaging at splits on unknown features."""
+
     def walk(i):
         if ens.is_leaf[t, i]:
             return value[i]
         f = int(ens.feature[t, i])
         left, right = 2 * i + 1, 2 * i + 2
         if f in known:
-            go_left = (bool(ens.default_left[t, i]) if math.isnan(x[f])
-                       else bool(x[f] < ens.threshold[t, i]))
+            go_left = (
+                bool(ens.default_left[t, i])
+                if math.isnan(x[f])
+                else bool(x[f] < ens.threshold[t, i])
+            )
             return walk(left if go_left else right)
         cl, cr = float(ens.cover[t, left]), float(ens.cover[t, right])
         return (cl * walk(left) + cr * walk(right)) / (cl + cr)
+
     return walk(0)
 
 
@@ -82,7 +90,8 @@ def _brute_force_shapley(bst, x):
     def v(S):
         return bst.base_margin + sum(
             _conditional_expectation(ens, t, x, set(S), ens.value[t].astype(np.float64))
-            for t in range(ens.n_trees))
+            for t in range(ens.n_trees)
+        )
 
     phi = np.zeros(F + 1)
     for i in range(F):
@@ -101,17 +110,24 @@ def test_contributions_equal_brute_force_shapley_values(interop_data, interop_mo
     rng = np.random.default_rng(3)
     X3 = rng.normal(size=(200, 3)).astype(np.float32)
     X3[rng.random(X3.shape) < 0.2] = np.nan
-    y = (np.nan_to_num(X3[:, 0]) * np.nan_to_num(X3[:, 1], nan=-1.0)
-         + np.abs(np.nan_to_num(X3[:, 2]))).astype(np.float32)
-    tiny = jaxboost.from_xgboost(xgb.train(
-        dict(objective="reg:squarederror", max_depth=4, min_child_weight=0),
-        xgb.DMatrix(X3, label=y, missing=np.nan), 3))
+    y = (
+        np.nan_to_num(X3[:, 0]) * np.nan_to_num(X3[:, 1], nan=-1.0)
+        + np.abs(np.nan_to_num(X3[:, 2]))
+    ).astype(np.float32)
+    tiny = jaxboost.from_xgboost(
+        xgb.train(
+            dict(objective="reg:squarederror", max_depth=4, min_child_weight=0),
+            xgb.DMatrix(X3, label=y, missing=np.nan),
+            3,
+        )
+    )
     X, _ = interop_data
     for bst, rows in ((tiny, X3[:10]), (interop_models["squared"], X[:4])):
         phi = bst.predict(rows, pred_contribs=True)
         for n in range(rows.shape[0]):
-            np.testing.assert_allclose(phi[n], _brute_force_shapley(bst, rows[n]),
-                                       atol=1e-5, rtol=0)
+            np.testing.assert_allclose(
+                phi[n], _brute_force_shapley(bst, rows[n]), atol=1e-5, rtol=0
+            )
 
 
 def test_missing_values_follow_the_default_direction(interop_data, interop_models):
@@ -120,8 +136,9 @@ def test_missing_values_follow_the_default_direction(interop_data, interop_model
     Xm = X[:20].copy()
     Xm[:, 0] = np.nan
     phi = bst.predict(Xm, pred_contribs=True)
-    np.testing.assert_allclose(phi.astype(np.float64).sum(-1),
-                               bst.predict(Xm, output_margin=True), atol=1e-5, rtol=0)
+    np.testing.assert_allclose(
+        phi.astype(np.float64).sum(-1), bst.predict(Xm, output_margin=True), atol=1e-5, rtol=0
+    )
     expected = xgb_booster(bst).predict(xgb.DMatrix(Xm, missing=np.nan), pred_contribs=True)
     np.testing.assert_allclose(phi, expected, atol=1e-4, rtol=0)
 
@@ -131,17 +148,26 @@ def test_vector_leaf_contributions_sum_to_the_margins(interop_data, interop_mode
     # whose leaves hold K values): the softmax model's trees read as such a model.
     X, _ = interop_data
     src = interop_models["softmax"]
-    bst = jaxboost.Booster(src.ensemble, objective=src.objective, params=src.params,
-                           bin_edges=src.bin_edges, base_margin=src.base_margin,
-                           n_features=src.n_features, n_outputs=3, trees_per_round=1)
+    bst = jaxboost.Booster(
+        src.ensemble,
+        objective=src.objective,
+        params=src.params,
+        bin_edges=src.bin_edges,
+        base_margin=src.base_margin,
+        n_features=src.n_features,
+        n_outputs=3,
+        trees_per_round=1,
+    )
     phi = bst.predict(X[:30], pred_contribs=True)
     assert phi.shape == (30, 3, X.shape[1] + 1)
-    np.testing.assert_allclose(phi.astype(np.float64).sum(-1),
-                               bst.predict(X[:30], output_margin=True), atol=1e-5, rtol=0)
+    np.testing.assert_allclose(
+        phi.astype(np.float64).sum(-1), bst.predict(X[:30], output_margin=True), atol=1e-5, rtol=0
+    )
     np.testing.assert_allclose(phi, src.predict(X[:30], pred_contribs=True), atol=1e-6)
 
 
 # --- feature importance and dump -------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", OBJECTIVES)
 @pytest.mark.parametrize("kind", ["weight", "gain", "total_gain", "cover", "total_cover"])
@@ -160,13 +186,20 @@ def test_gain_and_cover_conventions_match_xgboost_training():
     rng = np.random.default_rng(0)
     X = (rng.integers(0, 12, size=(300, 5)) * 0.5).astype(np.float32)
     X[rng.random(X.shape) < 0.1] = np.nan
-    y = (np.nan_to_num(X[:, 0]) - np.nan_to_num(X[:, 1]) + rng.normal(size=300)).astype(
-        np.float32)
-    bst = jaxboost.train("squared", X, y, n_rounds=6, max_depth=3, base_margin=0.5,
-                         verbose=False)
-    xb = xgb.train(dict(objective="reg:squarederror", tree_method="exact", eta=0.3,
-                        max_depth=3, base_score=0.5, nthread=1),
-                   xgb.DMatrix(X, label=y, missing=np.nan), 6)
+    y = (np.nan_to_num(X[:, 0]) - np.nan_to_num(X[:, 1]) + rng.normal(size=300)).astype(np.float32)
+    bst = jaxboost.train("squared", X, y, n_rounds=6, max_depth=3, base_margin=0.5, verbose=False)
+    xb = xgb.train(
+        dict(
+            objective="reg:squarederror",
+            tree_method="exact",
+            eta=0.3,
+            max_depth=3,
+            base_score=0.5,
+            nthread=1,
+        ),
+        xgb.DMatrix(X, label=y, missing=np.nan),
+        6,
+    )
     for kind in ("weight", "total_gain", "total_cover"):
         theirs = xb.get_score(importance_type=kind)
         ours = bst.feature_importance(kind)
@@ -190,6 +223,7 @@ def test_dump_lists_every_node(interop_models):
     assert text.count("booster[") == e.n_trees
     assert "booster[1] (class 1):" in text
     from jaxboost.model.explain import _reachable
+
     reach = _reachable(e)
     assert text.count("leaf=") == int((reach & e.is_leaf).sum())
     assert text.count("yes=") == int((reach & ~e.is_leaf).sum())
@@ -198,7 +232,8 @@ def test_dump_lists_every_node(interop_models):
     missing = 1 if e.default_left[0, 0] else 2
     assert text.splitlines()[1] == (
         f"0:[f{f}<{thr:.9g}] yes=1,no=2,missing={missing},gain={float(e.gain[0, 0]):.9g},"
-        f"cover={float(e.cover[0, 0]):.9g}")
+        f"cover={float(e.cover[0, 0]):.9g}"
+    )
     assert "gain=" not in bst.dump(with_stats=False)
     named = bst[:]
     named.feature_names = ["a", "b", "c", "d", "e"]

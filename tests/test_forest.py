@@ -24,8 +24,10 @@ P = 40  # trees of the sampled forests (one compiled program per forest shape)
 
 
 def same_trees(a, b):
-    return all((x is None and y is None) or np.array_equal(x, y, equal_nan=True)
-               for x, y in zip(a.ensemble, b.ensemble))
+    return all(
+        (x is None and y is None) or np.array_equal(x, y, equal_nan=True)
+        for x, y in zip(a.ensemble, b.ensemble)
+    )
 
 
 def half_squared(y, f):  # a plain JAX loss: XGBoost's reg:squarederror g and h
@@ -37,8 +39,12 @@ def regression():
     """400 training and 400 held-out rows of binnable features, a noisy linear label."""
     rng = np.random.default_rng(0)
     X = binnable_features(rng, N=800)
-    f = (0.4 * np.nan_to_num(X[:, 0] - 6) - 0.8 * X[:, 2]
-         + 0.3 * np.nan_to_num(X[:, 1], nan=3.0) + 0.5 * X[:, 4])
+    f = (
+        0.4 * np.nan_to_num(X[:, 0] - 6)
+        - 0.8 * X[:, 2]
+        + 0.3 * np.nan_to_num(X[:, 1], nan=3.0)
+        + 0.5 * X[:, 4]
+    )
     y = (f + rng.normal(size=800)).astype(np.float32)
     return X[:400], y[:400], X[400:], y[400:]
 
@@ -51,10 +57,29 @@ def test_forest_without_sampling_matches_xgboost_exact():
     logit = 0.4 * np.nan_to_num(X[:, 0] - 6) - 0.8 * X[:, 2] + 0.5 * X[:, 4] - 1
     y = (rng.random(X.shape[0]) < 1 / (1 + np.exp(-logit))).astype(np.float32)
     d = xgb.DMatrix(X, label=y, missing=np.nan)
-    ref = xgb.train(dict(objective="binary:logistic", tree_method="exact", eta=0.3,
-                         base_score=0.5, max_depth=3, num_parallel_tree=3, nthread=1), d, 5)
-    bst = jaxboost.train(objectives.logistic, X, y, n_rounds=5, learning_rate=0.3,
-                         max_depth=3, base_margin=0.0, num_parallel_tree=3)
+    ref = xgb.train(
+        dict(
+            objective="binary:logistic",
+            tree_method="exact",
+            eta=0.3,
+            base_score=0.5,
+            max_depth=3,
+            num_parallel_tree=3,
+            nthread=1,
+        ),
+        d,
+        5,
+    )
+    bst = jaxboost.train(
+        objectives.logistic,
+        X,
+        y,
+        n_rounds=5,
+        learning_rate=0.3,
+        max_depth=3,
+        base_margin=0.0,
+        num_parallel_tree=3,
+    )
     assert (len(bst), bst.ensemble.n_trees, bst.trees_per_round) == (5, 15, 3)
     e = bst.ensemble
     for r in range(5):  # the round's trees are one tree three times
@@ -66,11 +91,14 @@ def test_forest_without_sampling_matches_xgboost_exact():
     t0 = theirs["trees"][0]
     leaf = np.array(t0["left_children"]) == -1
     w = np.array(t0["base_weights"], np.float32)[leaf]
-    assert np.array_equal(np.sort(w * (np.float32(0.3) / np.float32(3))),
-                          np.sort(e.value[0][e.is_leaf[0] & (e.cover[0] > 0)]))
+    assert np.array_equal(
+        np.sort(w * (np.float32(0.3) / np.float32(3))),
+        np.sort(e.value[0][e.is_leaf[0] & (e.cover[0] > 0)]),
+    )
     assert theirs["iteration_indptr"][:3] == [0, 3, 6]
-    np.testing.assert_allclose(bst.predict(X, output_margin=True),
-                               ref.predict(d, output_margin=True), atol=1e-5, rtol=0)
+    np.testing.assert_allclose(
+        bst.predict(X, output_margin=True), ref.predict(d, output_margin=True), atol=1e-5, rtol=0
+    )
 
 
 def test_sampled_forest_of_a_plain_loss_agrees_with_xgboost_rf_in_compare(regression):
@@ -79,16 +107,27 @@ def test_sampled_forest_of_a_plain_loss_agrees_with_xgboost_rf_in_compare(regres
     15 % of XGBRFRegressor's (measured 0.987-1.015 of it over six seeds)."""
     Xtr, ytr, Xte, yte = regression
     kw = dict(max_depth=3, subsample=0.8, colsample_bynode=0.8)
-    cmp = jaxboost.compare({"forest": half_squared}, Xtr, ytr, eval_set=[(Xte, yte)],
-                           metrics=["rmse"], n_rounds=1, learning_rate=1.0,
-                           num_parallel_tree=P, reg_lambda=1e-5, **kw)
+    cmp = jaxboost.compare(
+        {"forest": half_squared},
+        Xtr,
+        ytr,
+        eval_set=[(Xte, yte)],
+        metrics=["rmse"],
+        n_rounds=1,
+        learning_rate=1.0,
+        num_parallel_tree=P,
+        reg_lambda=1e-5,
+        **kw,
+    )
     forest = cmp.boosters["forest"]
     assert (len(forest), forest.ensemble.n_trees) == (1, P)
     ours = float(np.mean((forest.predict(Xte) - yte) ** 2))
     assert cmp.curves["forest"]["validation_0"]["rmse"][-1] == pytest.approx(
-        np.sqrt(ours), rel=1e-5)
-    theirs_model = xgb.XGBRFRegressor(n_estimators=P, random_state=0, tree_method="hist",
-                                      **kw).fit(Xtr, ytr)
+        np.sqrt(ours), rel=1e-5
+    )
+    theirs_model = xgb.XGBRFRegressor(n_estimators=P, random_state=0, tree_method="hist", **kw).fit(
+        Xtr, ytr
+    )
     theirs = float(np.mean((theirs_model.predict(Xte) - yte) ** 2))
     assert 0.85 < ours / theirs < 1.15, (ours, theirs)
 
@@ -98,9 +137,20 @@ def test_row_and_column_samples_per_tree(regression):
     rows under h = 1, is Binomial(400, 0.5)) and its own features (colsample_bytree 0.5
     of 5: 2 features per tree, different ones across trees)."""
     Xtr, ytr, _, _ = regression
-    bst = jaxboost.train(half_squared, Xtr, ytr, n_rounds=1, learning_rate=1.0,
-                         num_parallel_tree=P, reg_lambda=1e-5, max_depth=3,
-                         subsample=0.5, colsample_bytree=0.5, colsample_bynode=0.99, seed=3)
+    bst = jaxboost.train(
+        half_squared,
+        Xtr,
+        ytr,
+        n_rounds=1,
+        learning_rate=1.0,
+        num_parallel_tree=P,
+        reg_lambda=1e-5,
+        max_depth=3,
+        subsample=0.5,
+        colsample_bytree=0.5,
+        colsample_bynode=0.99,
+        seed=3,
+    )
     e = bst.ensemble
     rows = e.cover[:, 0]
     assert np.all(np.abs(rows - 200) < 5 * 10)  # sd sqrt(400 / 4) = 10
@@ -120,15 +170,26 @@ def test_bootstrap_forest_agrees_with_sklearn_random_forest(regression):
     from sklearn.ensemble import RandomForestRegressor
 
     Xtr, ytr, Xte, yte = regression
-    bst = jaxboost.train(half_squared, Xtr, ytr, n_rounds=1, learning_rate=1.0,
-                         num_parallel_tree=P, reg_lambda=1e-5, min_child_weight=0.0,
-                         max_depth=3, bootstrap=True, colsample_bynode=0.8)
+    bst = jaxboost.train(
+        half_squared,
+        Xtr,
+        ytr,
+        n_rounds=1,
+        learning_rate=1.0,
+        num_parallel_tree=P,
+        reg_lambda=1e-5,
+        min_child_weight=0.0,
+        max_depth=3,
+        bootstrap=True,
+        colsample_bynode=0.8,
+    )
     e = bst.ensemble
     assert np.array_equal(e.cover[:, 0], np.full(P, 400.0, np.float32))
     assert len({e.value[t].tobytes() for t in range(P)}) == P  # different samples
     ours = float(np.mean((bst.predict(Xte) - yte) ** 2))
-    rf = RandomForestRegressor(n_estimators=P, max_depth=3, max_features=0.8,
-                               random_state=0).fit(np.nan_to_num(Xtr, nan=-1), ytr)
+    rf = RandomForestRegressor(n_estimators=P, max_depth=3, max_features=0.8, random_state=0).fit(
+        np.nan_to_num(Xtr, nan=-1), ytr
+    )
     theirs = float(np.mean((rf.predict(np.nan_to_num(Xte, nan=-1)) - yte) ** 2))
     assert 0.85 < ours / theirs < 1.15, (ours, theirs)
 
@@ -144,14 +205,17 @@ def test_bootstrap_counts_are_a_multinomial_draw_the_same_on_any_layout():
     half = np.asarray(bootstrap_counts(key, 10_000, 0.5, 10_000))
     assert half.sum() == 5_000
     # 4 shards of 2,560 rows (10,000 real, padding at the end): each takes its slice
-    shards = [np.asarray(bootstrap_counts(key, 2560, 1.0, 10_000, offset=o, n_ids=10_240))
-              for o in (0, 2560, 5120, 7680)]
-    assert np.array_equal(np.concatenate(shards)[:10_000],
-                          np.asarray(bootstrap_counts(key, 10_240, 1.0, 10_000))[:10_000])
+    shards = [
+        np.asarray(bootstrap_counts(key, 2560, 1.0, 10_000, offset=o, n_ids=10_240))
+        for o in (0, 2560, 5120, 7680)
+    ]
+    assert np.array_equal(
+        np.concatenate(shards)[:10_000],
+        np.asarray(bootstrap_counts(key, 10_240, 1.0, 10_000))[:10_000],
+    )
 
 
-def test_forest_model_round_trips_files_xgboost_json_shap_and_continues(interop_data,
-                                                                        tmp_path):
+def test_forest_model_round_trips_files_xgboost_json_shap_and_continues(interop_data, tmp_path):
     """A sampled softmax forest (3 classes x 3 trees per round): its XGBoost JSON loads
     in XGBoost with the same predictions (all rounds and the first), reads back with
     from_xgboost, survives the model file; SHAP rows sum to the margins; train_many
@@ -168,8 +232,11 @@ def test_forest_model_round_trips_files_xgboost_json_shap_and_continues(interop_
     theirs.load_model(path)
     d = xgb.DMatrix(X)
     np.testing.assert_allclose(theirs.predict(d, output_margin=True), margin, atol=1e-5)
-    np.testing.assert_allclose(theirs.predict(d, output_margin=True, iteration_range=(0, 1)),
-                               bst[:1].predict(X, output_margin=True), atol=1e-5)
+    np.testing.assert_allclose(
+        theirs.predict(d, output_margin=True, iteration_range=(0, 1)),
+        bst[:1].predict(X, output_margin=True),
+        atol=1e-5,
+    )
     back = jaxboost.from_xgboost(path)
     assert (back.trees_per_round, back.num_parallel_tree) == (9, 3)
     np.testing.assert_allclose(back.predict(X), bst.predict(X), atol=1e-6)
@@ -183,11 +250,9 @@ def test_forest_model_round_trips_files_xgboost_json_shap_and_continues(interop_
     staged = bst.staged_predict(X, output_margin=True)
     assert staged.shape == (2, X.shape[0], 3)
     np.testing.assert_allclose(staged[0], bst[:1].predict(X, output_margin=True), atol=1e-6)
-    (many,) = jaxboost.train_many([forest], X, y, objective="softmax", n_rounds=2,
-                                  max_depth=3)
+    (many,) = jaxboost.train_many([forest], X, y, objective="softmax", n_rounds=2, max_depth=3)
     assert same_trees(many, bst)
-    more = jaxboost.train("softmax", X, y, n_rounds=1, max_depth=3, init_model=bst[:1],
-                          **forest)
+    more = jaxboost.train("softmax", X, y, n_rounds=1, max_depth=3, init_model=bst[:1], **forest)
     assert same_trees(more, bst)
     with pytest.raises(ValueError, match="num_parallel_tree give 3 and 3"):
         jaxboost.train("softmax", X, y, n_rounds=1, max_depth=3, init_model=bst)
@@ -195,15 +260,13 @@ def test_forest_model_round_trips_files_xgboost_json_shap_and_continues(interop_
 
 def test_xgboost_random_forest_reads_as_one_round_of_trees(interop_data, tmp_path):
     X, labels = interop_data
-    rf = xgb.XGBRFClassifier(n_estimators=5, max_depth=2, random_state=0).fit(
-        X, labels["softmax"])
+    rf = xgb.XGBRFClassifier(n_estimators=5, max_depth=2, random_state=0).fit(X, labels["softmax"])
     rf.get_booster().save_model(tmp_path / "rf.json")
     bst = jaxboost.from_xgboost(tmp_path / "rf.json")
     assert (len(bst), bst.num_parallel_tree, bst.ensemble.n_trees) == (1, 5, 15)
     np.testing.assert_allclose(bst.predict(X), rf.predict_proba(X), atol=1e-6)
     model = json.loads((tmp_path / "rf.json").read_text())
-    model["learner"]["gradient_booster"]["model"]["gbtree_model_param"][
-        "num_parallel_tree"] = "4"
+    model["learner"]["gradient_booster"]["model"]["gbtree_model_param"]["num_parallel_tree"] = "4"
     with pytest.raises(jaxboost.ModelFormatError, match="not whole rounds"):
         jaxboost.from_xgboost(model)
 
@@ -222,9 +285,18 @@ def test_min_samples_leaf_counts_each_trees_own_sample(regression):
     """With subsample 0.5 and h = 1, a leaf's cover is the count of the tree's sampled
     rows in it: min_samples_leaf holds for each tree's own sample."""
     Xtr, ytr, _, _ = regression
-    bst = jaxboost.train(half_squared, Xtr, ytr, n_rounds=1, learning_rate=1.0,
-                         num_parallel_tree=8, max_depth=4, subsample=0.5,
-                         min_samples_leaf=30, reg_lambda=1e-5)
+    bst = jaxboost.train(
+        half_squared,
+        Xtr,
+        ytr,
+        n_rounds=1,
+        learning_rate=1.0,
+        num_parallel_tree=8,
+        max_depth=4,
+        subsample=0.5,
+        min_samples_leaf=30,
+        reg_lambda=1e-5,
+    )
     e = bst.ensemble
     leaves = e.is_leaf & (e.cover > 0)
     assert e.cover[leaves].min() >= 30

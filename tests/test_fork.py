@@ -40,7 +40,13 @@ def test_forked_child_gets_a_clear_error_and_the_parent_goes_on():
         b2 = jaxboost.train("logistic", X, y, n_rounds=2)  # the parent is untouched
         print("parent", bool((b2.predict(X) == b.predict(X)).all()))
     """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=ROOT),
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["child", "0", "parent", "True"], out.stdout

@@ -48,8 +48,7 @@ def test_squared_is_residual_and_one(data):
         np.testing.assert_allclose(hw, w, rtol=1e-6)
     # k = 0 is the base margin; the default is the round after the last
     assert np.all(bst.grad_hess(X, yr, iteration=0).margin == np.float32(bst.base_margin))
-    np.testing.assert_array_equal(bst.grad_hess(X, yr).margin,
-                                  bst.predict(X, output_margin=True))
+    np.testing.assert_array_equal(bst.grad_hess(X, yr).margin, bst.predict(X, output_margin=True))
 
 
 def test_logistic_is_p_minus_y_and_p_one_minus_p(data):
@@ -68,17 +67,17 @@ def test_user_loss_matches_finite_differences(data):
 
     def pseudo_huber(y, pred, *, delta):
         r = (pred - y) / delta
-        return delta ** 2 * (jnp.sqrt(1.0 + r * r) - 1.0)
+        return delta**2 * (jnp.sqrt(1.0 + r * r) - 1.0)
 
     def loss64(y, f, delta=0.7):
-        return delta ** 2 * (np.sqrt(1.0 + ((f - y) / delta) ** 2) - 1.0)
+        return delta**2 * (np.sqrt(1.0 + ((f - y) / delta) ** 2) - 1.0)
 
     bst = jaxboost.train(pseudo_huber, X, yr, loss_params={"delta": 0.7}, **COMMON)
     k, eps = 3, 1e-4
     g, h, m = bst.grad_hess(X, yr, iteration=k, sample_weight=w)
     f, y = m.astype(np.float64), yr.astype(np.float64)
     g_fd = (loss64(y, f + eps) - loss64(y, f - eps)) / (2 * eps)
-    h_fd = (loss64(y, f + eps) - 2 * loss64(y, f) + loss64(y, f - eps)) / eps ** 2
+    h_fd = (loss64(y, f + eps) - 2 * loss64(y, f) + loss64(y, f - eps)) / eps**2
     np.testing.assert_allclose(g, w * g_fd, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(h, w * h_fd, rtol=1e-3, atol=1e-4)
 
@@ -99,15 +98,15 @@ def test_softmax_per_class_diagonal_and_root_covers(data):
         np.testing.assert_allclose(g, w[:, None] * (p - onehot), rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(h, w[:, None] * p * (1 - p), rtol=1e-5, atol=1e-6)
         if k < ROUNDS:
-            np.testing.assert_allclose(bst.ensemble.cover[K * k: K * k + K, 0],
-                                       h.sum(axis=0, dtype=np.float64), rtol=1e-5)
+            np.testing.assert_allclose(
+                bst.ensemble.cover[K * k : K * k + K, 0], h.sum(axis=0, dtype=np.float64), rtol=1e-5
+            )
 
 
 def test_the_models_hessian_policy_and_floor(data, tmp_path):
     X, _, yb, _, _ = data
     # logistic's h = p (1 - p) <= 1/4, so a floor of 0.5 lifts every row to it
-    bst = jaxboost.train(objectives.logistic, X, yb, hessian="clip", hessian_floor=0.5,
-                         **COMMON)
+    bst = jaxboost.train(objectives.logistic, X, yb, hessian="clip", hessian_floor=0.5, **COMMON)
     assert bst.train_state["hessian"] == "clip" and bst.train_state["hessian_floor"] == 0.5
     for model in (bst, loads(dumps(bst))):  # kept in the model file
         g, h, m = model.grad_hess(X, yb, iteration=2)
@@ -123,8 +122,14 @@ def test_the_models_hessian_policy_and_floor(data, tmp_path):
 @pytest.mark.parametrize("multi_hessian,shape", [("full", (3, 3)), ("diagonal", (3,))])
 def test_vector_trees_get_the_hessian_they_use(data, multi_hessian, shape):
     X, _, _, yk, _ = data
-    bst = jaxboost.train(objectives.softmax, X, yk, multi_strategy="multi_output_tree",
-                         multi_hessian=multi_hessian, **COMMON)
+    bst = jaxboost.train(
+        objectives.softmax,
+        X,
+        yk,
+        multi_strategy="multi_output_tree",
+        multi_hessian=multi_hessian,
+        **COMMON,
+    )
     g, h, m = bst.grad_hess(X, yk, iteration=1)
     assert g.shape == m.shape == (len(yk), 3) and h.shape == (len(yk),) + shape
     p = np.exp(m - m.max(axis=1, keepdims=True))

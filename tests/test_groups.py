@@ -54,8 +54,9 @@ def test_exact_diagonal_equals_the_hessian_of_each_group():
     np.testing.assert_allclose(h, h_ref, rtol=1e-5, atol=1e-6)
     # weights multiply each row's g and h
     w = np.random.default_rng(1).random(ids.shape[0]).astype(np.float32)
-    gw, hw = group_grad_hess(ranknet, jnp.asarray(y), jnp.asarray(f), jnp.asarray(w),
-                             jnp.asarray(idx))
+    gw, hw = group_grad_hess(
+        ranknet, jnp.asarray(y), jnp.asarray(f), jnp.asarray(w), jnp.asarray(idx)
+    )
     np.testing.assert_allclose(gw, g_ref * w, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(hw, h_ref * w, rtol=1e-5, atol=1e-6)
 
@@ -64,14 +65,23 @@ def test_hutchinson_estimate_is_within_5_percent_on_average():
     ids, y, f = _groups([20] * 30, seed=3)
     idx = jnp.asarray(group_index(ids, ids.shape[0]))
     _, h_ref = _per_group_reference(ids, y, f)
-    _, h_est = group_grad_hess(ranknet, jnp.asarray(y), jnp.asarray(f), None, idx,
-                               jax.random.key(0), exact_max=0, probes=HUTCHINSON_PROBES)
+    _, h_est = group_grad_hess(
+        ranknet,
+        jnp.asarray(y),
+        jnp.asarray(f),
+        None,
+        idx,
+        jax.random.key(0),
+        exact_max=0,
+        probes=HUTCHINSON_PROBES,
+    )
     rel = np.abs(np.asarray(h_est) - h_ref) / np.abs(h_ref)
     print(f"\nHutchinson, {HUTCHINSON_PROBES} probes: mean relative error {rel.mean():.4f}")
     assert rel.mean() < 0.05, rel.mean()
     # unbiased: the mean over many probes converges (and one probe is far off)
-    _, h_one = group_grad_hess(ranknet, jnp.asarray(y), jnp.asarray(f), None, idx,
-                               jax.random.key(0), exact_max=0, probes=1)
+    _, h_one = group_grad_hess(
+        ranknet, jnp.asarray(y), jnp.asarray(f), None, idx, jax.random.key(0), exact_max=0, probes=1
+    )
     assert (np.abs(np.asarray(h_one) - h_ref) / np.abs(h_ref)).mean() > 0.1
     with pytest.raises(ValueError, match="PRNG key"):
         group_grad_hess(ranknet, jnp.asarray(y), jnp.asarray(f), None, idx, exact_max=0)
@@ -105,9 +115,13 @@ def test_group_loss_trains_and_ranks():
     assert total(b1) < 0.7 * total(b0)
     # Within a query, a higher label gets a higher score most of the time.
     f = b1.predict(X, output_margin=True)
-    agree = [np.mean(np.sign(f[i] - f[j]) == np.sign(y[i] - y[j]))
-             for q in range(n_q) for i in np.flatnonzero(ids == q)
-             for j in np.flatnonzero(ids == q) if y[i] > y[j]]
+    agree = [
+        np.mean(np.sign(f[i] - f[j]) == np.sign(y[i] - y[j]))
+        for q in range(n_q)
+        for i in np.flatnonzero(ids == q)
+        for j in np.flatnonzero(ids == q)
+        if y[i] > y[j]
+    ]
     assert np.mean(agree) > 0.8
 
 
@@ -121,11 +135,17 @@ def test_group_argument_errors():
     with pytest.raises(ValueError, match="pass eval_metric"):
         jaxboost.train(ranknet, X, y, group=[0, 0, 1, 1], eval_set=[(X, y)])
     with pytest.raises(ValueError, match="as eval_group"):
-        jaxboost.train(ranknet, X, y, group=[0, 0, 1, 1], eval_set=[(X, y)],
-                       eval_metric="ndcg@2")
+        jaxboost.train(ranknet, X, y, group=[0, 0, 1, 1], eval_set=[(X, y)], eval_metric="ndcg@2")
     with pytest.raises(TypeError, match="eval_group must be"):
-        jaxboost.train(ranknet, X, y, group=[0, 0, 1, 1], eval_set=[(X, y)],
-                       eval_metric="ndcg@2", eval_group=[0, 0, 1, 1])
+        jaxboost.train(
+            ranknet,
+            X,
+            y,
+            group=[0, 0, 1, 1],
+            eval_set=[(X, y)],
+            eval_metric="ndcg@2",
+            eval_group=[0, 0, 1, 1],
+        )
     with pytest.raises(jaxboost.LossError, match="scalar per group"):
         jaxboost.train(lambda y, f, m: f, X, y, group=[0, 0, 1, 1])
 
@@ -138,10 +158,19 @@ def test_ndcg_and_map_during_training_and_early_stopping():
 
     ids, X, y = _ranking_data(5, 80, 6, 0.8)
     tr, te = ids < 60, ids >= 60
-    bst = jaxboost.train(ranknet, X[tr], y[tr], group=ids[tr], n_rounds=40, max_depth=3,
-                         learning_rate=0.5, eval_set=[(X[te], y[te])],
-                         eval_group=[ids[te]], eval_metric=["map@3", "ndcg@5"],
-                         early_stopping_rounds=5)
+    bst = jaxboost.train(
+        ranknet,
+        X[tr],
+        y[tr],
+        group=ids[tr],
+        n_rounds=40,
+        max_depth=3,
+        learning_rate=0.5,
+        eval_set=[(X[te], y[te])],
+        eval_group=[ids[te]],
+        eval_metric=["map@3", "ndcg@5"],
+        early_stopping_rounds=5,
+    )
     hist = bst.history["validation_0"]
     assert bst.best_iteration == int(np.argmax(hist["ndcg@5"]))
     assert len(hist["ndcg@5"]) == bst.best_iteration + 1 + 5 < 40  # it stopped
@@ -151,5 +180,6 @@ def test_ndcg_and_map_during_training_and_early_stopping():
         f = jnp.asarray(bst[: r + 1].predict(X[te], output_margin=True))
         assert hist["ndcg@5"][r] == pytest.approx(float(ndcg(yt, f, idx, 5)), abs=1e-6)
         assert hist["map@3"][r] == pytest.approx(
-            float(mean_average_precision(yt, f, idx, 3)), abs=1e-6)
+            float(mean_average_precision(yt, f, idx, 3)), abs=1e-6
+        )
     assert hist["ndcg@5"][bst.best_iteration] > 0.8

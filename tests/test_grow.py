@@ -20,12 +20,19 @@ from jaxboost.engine.split import TreeHyper
 from jaxboost.engine.tree import binned_leaf
 
 N, F, B, D = 64, 3, 5, 2  # bins 0..3 hold values, bin 4 = missing
-PATHS = [pytest.param(False, id="pure_jax"),
-         pytest.param(True, id="native", marks=pytest.mark.skipif(
-             not native_kernel.available(), reason="native kernel unavailable"))]
+PATHS = [
+    pytest.param(False, id="pure_jax"),
+    pytest.param(
+        True,
+        id="native",
+        marks=pytest.mark.skipif(not native_kernel.available(), reason="native kernel unavailable"),
+    ),
+]
 
-_grow = {native: jax.jit(functools.partial(grow_tree, spec=TreeSpec(D, B, native=native)))
-         for native in (False, True)}
+_grow = {
+    native: jax.jit(functools.partial(grow_tree, spec=TreeSpec(D, B, native=native)))
+    for native in (False, True)
+}
 _binned_leaf = jax.jit(functools.partial(binned_leaf, max_depth=D, max_bin=B))
 
 
@@ -35,28 +42,35 @@ def dyn(eta=1.0, lam=0.0, alpha=0.0, gamma=0.0, mcw=0.0, mds=0.0):
 
 # Raw value of bin v of feature f: v + 10 f; cuts_ext[f, t] is the threshold of
 # "bins < t go left".
-CUTS = np.array([[-np.inf] + [t - 0.5 + 10 * f for t in (1, 2, 3)] + [np.inf]
-                 for f in range(F)], np.float32)
+CUTS = np.array(
+    [[-np.inf] + [t - 0.5 + 10 * f for t in (1, 2, 3)] + [np.inf] for f in range(F)], np.float32
+)
 
 
 def grow(native, bins_fn, g, h, d, forward_ok=(False,) * F):
     """Grow with ``bins_fn`` (N, F) given row-major; the pure path gets it transposed."""
     bins = np.ascontiguousarray(bins_fn if native else bins_fn.T).astype(np.uint8)
-    tree, leaf = _grow[native](bins, np.asarray(g, np.float32), np.asarray(h, np.float32), d,
-                               CUTS, np.asarray(forward_ok, bool))
+    tree, leaf = _grow[native](
+        bins,
+        np.asarray(g, np.float32),
+        np.asarray(h, np.float32),
+        d,
+        CUTS,
+        np.asarray(forward_ok, bool),
+    )
     tree = {k: np.asarray(v) for k, v in tree.items()}
     leaf = np.asarray(leaf)
     # The rows' leaves agree with routing the binned rows through the finished tree.
-    np.testing.assert_array_equal(np.asarray(_binned_leaf(tree, bins_fn.astype(np.uint8))),
-                                  leaf)
+    np.testing.assert_array_equal(np.asarray(_binned_leaf(tree, bins_fn.astype(np.uint8))), leaf)
     return tree, leaf
 
 
 def splits(tree):
     """{node: (feature, tbin, threshold)} of the split nodes."""
-    return {int(i): (int(tree["feature"][i]), int(tree["tbin"][i]),
-                     float(tree["threshold"][i]))
-            for i in np.flatnonzero(~tree["is_leaf"])}
+    return {
+        int(i): (int(tree["feature"][i]), int(tree["tbin"][i]), float(tree["threshold"][i]))
+        for i in np.flatnonzero(~tree["is_leaf"])
+    }
 
 
 # Every combination of 3 features x 4 values: 64 rows, balanced.
@@ -150,8 +164,9 @@ def test_native_and_pure_jax_histograms_grow_the_same_tree():
         bins = rng.integers(0, B, size=(N, F)).astype(np.uint8)  # bin 4: missing
         g = rng.normal(size=N).astype(np.float32)
         h = rng.uniform(0.1, 1.0, size=N).astype(np.float32)
-        d = dyn(eta=0.3, lam=1.0, alpha=0.1 * trial, gamma=0.05, mcw=0.5,
-                mds=0.7 if trial == 2 else 0.0)
+        d = dyn(
+            eta=0.3, lam=1.0, alpha=0.1 * trial, gamma=0.05, mcw=0.5, mds=0.7 if trial == 2 else 0.0
+        )
         ok = (True, False, True)
         a, leaf_a = grow(False, bins, g, h, d, ok)
         b, leaf_b = grow(True, bins, g, h, d, ok)

@@ -35,8 +35,7 @@ def train_warned(*args, **kwargs):
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         bst = jaxboost.train(*args, **kwargs)
-    return bst, [str(w.message) for w in seen if issubclass(w.category,
-                                                             jaxboost.HessianWarning)]
+    return bst, [str(w.message) for w in seen if issubclass(w.category, jaxboost.HessianWarning)]
 
 
 def absolute(y, f):
@@ -45,7 +44,7 @@ def absolute(y, f):
 
 def tukey(y, f, c=1.5):
     r = f - y
-    return jnp.where(jnp.abs(r) <= c, c ** 2 / 6 * (1 - (1 - (r / c) ** 2) ** 3), c ** 2 / 6)
+    return jnp.where(jnp.abs(r) <= c, c**2 / 6 * (1 - (1 - (r / c) ** 2) ** 3), c**2 / 6)
 
 
 def coupled(y, f):
@@ -82,13 +81,15 @@ def test_tukey_negative_hessian_is_clipped_and_reported(data):
     bst, msgs = train_warned(tukey, X[tr], y_out[tr], **KW)
     # the share of negative h, by hand, at the start margin
     base = np.float32(bst.base_margin)
-    h = jax.vmap(jax.hessian(tukey, argnums=1))(jnp.asarray(y_out[tr]),
-                                                jnp.full(200, base, jnp.float32))
+    h = jax.vmap(jax.hessian(tukey, argnums=1))(
+        jnp.asarray(y_out[tr]), jnp.full(200, base, jnp.float32)
+    )
     n_neg = int(np.sum(np.asarray(h) < 0))
     assert 0 < n_neg < 200
     assert len(msgs) == 1, msgs
-    m = re.search(r"h is negative on (\d+) of (\d+) rows \(([\d.]+)%\) at the start margin",
-                  msgs[0])
+    m = re.search(
+        r"h is negative on (\d+) of (\d+) rows \(([\d.]+)%\) at the start margin", msgs[0]
+    )
     assert m is not None, msgs[0]
     assert (int(m.group(1)), int(m.group(2))) == (n_neg, 200)
     assert float(m.group(3)) == round(100 * n_neg / 200, 1)
@@ -151,16 +152,31 @@ def test_indefinite_vector_hessian_is_guarded(data):
 
 
 def test_policy_and_census_helpers():
-    h = jnp.array([[[2.0, 3.0], [3.0, 2.0]], [[2.0, 1.0], [1.0, 2.0]],
-                   [[1.0, 1.0], [1.0, 1.0]], [[0.0, 0.0], [0.0, 0.0]]])
+    h = jnp.array(
+        [
+            [[2.0, 3.0], [3.0, 2.0]],
+            [[2.0, 1.0], [1.0, 2.0]],
+            [[1.0, 1.0], [1.0, 1.0]],
+            [[0.0, 0.0], [0.0, 0.0]],
+        ]
+    )
     assert np.asarray(not_psd(h)).tolist() == [True, False, False, False]
-    np.testing.assert_allclose(np.linalg.eigvalsh(np.asarray(
-        apply_hessian_policy(None, None, None, h, "clip_negative", 0.5)[0])), [0.5, 5.0],
-        rtol=1e-5)
+    np.testing.assert_allclose(
+        np.linalg.eigvalsh(
+            np.asarray(apply_hessian_policy(None, None, None, h, "clip_negative", 0.5)[0])
+        ),
+        [0.5, 5.0],
+        rtol=1e-5,
+    )
     out = np.asarray(apply_hessian_policy(None, None, None, h, "clip_negative", 0.5))
     np.testing.assert_array_equal(out[1:], np.asarray(h[1:]))  # PSD rows untouched
     g = jnp.ones((4, 2))
     assert np.asarray(hessian_census(g, h, jnp.ones(4, bool))).tolist() == [0, 1, 1, 4, 2]
     # one tree per output reads the diagonal: only negative diagonal entries count
-    assert np.asarray(hessian_census(g, h, jnp.ones(4, bool), diagonal=True)).tolist() == \
-        [0, 0, 1, 4, 3]
+    assert np.asarray(hessian_census(g, h, jnp.ones(4, bool), diagonal=True)).tolist() == [
+        0,
+        0,
+        1,
+        4,
+        3,
+    ]

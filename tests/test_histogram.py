@@ -12,16 +12,14 @@ def test_matches_naive_reference():
     g = rng.normal(size=N).astype(np.float32)
     h = rng.random(N).astype(np.float32)
     node = rng.integers(0, n_nodes + 1, size=N).astype(np.int32)  # n_nodes = dropped
-    G, H = jax.jit(build_histogram, static_argnums=(3, 4))(bins, pack_gh(g, h), node,
-                                                           n_nodes, B)
+    G, H = jax.jit(build_histogram, static_argnums=(3, 4))(bins, pack_gh(g, h), node, n_nodes, B)
     G_ref, H_ref = build_histogram_naive(bins, g, h, node, n_nodes, B)
     assert G.shape == (F, n_nodes, B)
     np.testing.assert_allclose(np.asarray(G), G_ref, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(np.asarray(H), H_ref, rtol=1e-12, atol=1e-12)
     # Dropped rows contribute nothing.
     kept = node < n_nodes
-    np.testing.assert_allclose(np.asarray(G)[0].sum(), g[kept].astype(np.float64).sum(),
-                               rtol=1e-10)
+    np.testing.assert_allclose(np.asarray(G)[0].sum(), g[kept].astype(np.float64).sum(), rtol=1e-10)
 
 
 def test_four_million_rows_in_one_bin_stay_accurate():
@@ -71,10 +69,10 @@ def test_fixed_point_histogram_equals_float64_sums():
         G, H = _run("fixed", *level)
         G_ref, H_ref = build_histogram_naive(bins, g, h, node, n, B)
         for got, ref, x in ((G, G_ref, g), (H, H_ref, h)):
-            np.testing.assert_allclose(got, ref, rtol=0,
-                                       atol=len(x) * np.abs(x).max() * 2.0 ** -50)
+            np.testing.assert_allclose(got, ref, rtol=0, atol=len(x) * np.abs(x).max() * 2.0**-50)
         # a bin by exact (fsum) summation: the fixed-point sum is the correctly rounded one
         import math
+
         f, k, b = np.argwhere(G_ref != 0)[0]
         rows = (bins[f] == b) & (node == k)
         assert G[f, k, b] == math.fsum(g[rows].astype(np.float64))
@@ -99,18 +97,16 @@ def test_onehot_histogram_within_its_grid():
         G, H = _run("onehot", bins, g, h, node, n, B)
         G_ref, H_ref = build_histogram_naive(bins, g, h, node, n, B)
         for got, ref, x in ((G, G_ref, g), (H, H_ref, h)):
-            bound = len(x) * np.abs(x).max() * 2.0 ** -23
+            bound = len(x) * np.abs(x).max() * 2.0**-23
             assert np.abs(got - ref).max() <= bound
             assert np.abs(got - ref).max() > 0  # it is a grid, not float64
 
 
 def test_onehot_histogram_digits_round_trip():
-    q = jnp.asarray([0, 1, -1, 127, 128, -128, -129, 2 ** 22 - 1, -(2 ** 22) + 1],
-                    jnp.int32)
+    q = jnp.asarray([0, 1, -1, 127, 128, -128, -129, 2**22 - 1, -(2**22) + 1], jnp.int32)
     d = hist_mod._digits(q, 3)
     assert all(int(jnp.min(x)) >= -128 and int(jnp.max(x)) <= 127 for x in d)
-    np.testing.assert_array_equal(np.asarray(d[0] + 256 * d[1] + 65536 * d[2]),
-                                  np.asarray(q))
+    np.testing.assert_array_equal(np.asarray(d[0] + 256 * d[1] + 65536 * d[2]), np.asarray(q))
 
 
 def test_platform_histogram_is_the_cpu_scatter_on_cpu(monkeypatch):
@@ -118,7 +114,8 @@ def test_platform_histogram_is_the_cpu_scatter_on_cpu(monkeypatch):
     monkeypatch.delenv(hist_mod.HISTOGRAM_ENV, raising=False)
     auto = jax.jit(hist_mod.histogram, static_argnums=(4, 5))(*level)
     ref = jax.jit(build_histogram, static_argnums=(3, 4))(
-        level[0], pack_gh(level[1], level[2]), level[3], level[4], level[5])
+        level[0], pack_gh(level[1], level[2]), level[3], level[4], level[5]
+    )
     np.testing.assert_array_equal(np.asarray(auto[0]), np.asarray(ref[0]))
     monkeypatch.setenv(hist_mod.HISTOGRAM_ENV, "sorted")
     try:

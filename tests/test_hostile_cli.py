@@ -81,8 +81,7 @@ def test_plot_path_that_cannot_be_written(good_csv, tmp_path, capsys, no_trainin
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs")
-def test_fifo_and_devices_are_refused_without_blocking(tmp_path, capsys, good_csv,
-                                                       no_training):
+def test_fifo_and_devices_are_refused_without_blocking(tmp_path, capsys, good_csv, no_training):
     fifo = tmp_path / "data.csv"
     os.mkfifo(fifo)
     assert "is a FIFO (named pipe), not a regular file" in one_error_line(capsys, fifo)
@@ -95,8 +94,7 @@ def test_csv_over_the_size_limit(tmp_path, capsys, no_training):
     path = tmp_path / "huge.csv"
     with open(path, "wb") as f:  # sparse: refused by its size, nothing is read
         f.truncate(cli.MAX_CSV_BYTES + 1)
-    assert f"larger than the limit of {cli.MAX_CSV_BYTES} bytes" in one_error_line(
-        capsys, path)
+    assert f"larger than the limit of {cli.MAX_CSV_BYTES} bytes" in one_error_line(capsys, path)
 
 
 @pytest.mark.parametrize("cell", ["1_000", "١٢", "0x10", "1e", "--1", "infinit"])
@@ -113,8 +111,9 @@ def test_valid_numbers_still_read(tmp_path):
     path.write_text('"a",b,c\n1e3,-.5,+2.\nINF,-infinity,NaN\n 7 ,na,\n')
     header, data, _ = cli.read_csv(str(path))
     assert header == ["a", "b", "c"]
-    np.testing.assert_array_equal(data, [[1000, -0.5, 2], [np.inf, -np.inf, np.nan],
-                                         [7, np.nan, np.nan]])
+    np.testing.assert_array_equal(
+        data, [[1000, -0.5, 2], [np.inf, -np.inf, np.nan], [7, np.nan, np.nan]]
+    )
 
 
 def test_target_index_is_plain_digits(good_csv, capsys, no_training):
@@ -126,9 +125,14 @@ def test_process_exits_2_with_one_line_on_a_fifo(tmp_path):
     # The real process: it hung forever on a FIFO before.
     fifo = tmp_path / "data.csv"
     os.mkfifo(fifo)
-    out = subprocess.run([sys.executable, "-m", "jaxboost", "compare", str(fifo)],
-                         capture_output=True, text=True, timeout=120, cwd=ROOT,
-                         env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    out = subprocess.run(
+        [sys.executable, "-m", "jaxboost", "compare", str(fifo)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+    )
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.count("\n") == 1 and "a FIFO" in out.stderr, out.stderr
 

@@ -42,21 +42,34 @@ EXPECTED = np.array([0.25 - 1.0, 0.25 + 2.0, 0.25 - 1.0], np.float32)  # NaN goe
 # Hand-built models
 # --------------------------------------------------------------------------------------
 
+
 def stump(objective=objectives.squared, left=-1.0, right=2.0, cover=(3.0, 1.0, 2.0)):
     """A jaxboost Booster of one depth-1 tree: x0 < 0.5 (or missing) -> left."""
-    ens = Ensemble(feature=np.zeros((1, 3), np.int32),
-                   tbin=np.array([[1, 0, 0]], np.int32),
-                   threshold=np.array([[0.5, np.nan, np.nan]], np.float32),
-                   default_left=np.array([[True, False, False]]),
-                   is_leaf=np.array([[False, True, True]]),
-                   value=np.array([[0.0, left, right]], np.float32),
-                   gain=np.array([[1.0, 0.0, 0.0]], np.float32),
-                   cover=np.array([cover], np.float32))
-    edges = BinEdges(cuts=np.array([[0.5] + [np.inf] * 5, [np.inf] * 6], np.float32),
-                     n_cuts=np.array([1, 0], np.int32), has_missing=np.array([True, False]),
-                     n_distinct=np.array([2, 1], np.int64), max_bin=8)
-    return jaxboost.Booster(ens, objective=objective, params=TreeParams(max_depth=1, max_bin=8),
-                            bin_edges=edges, base_margin=0.25, n_features=2)
+    ens = Ensemble(
+        feature=np.zeros((1, 3), np.int32),
+        tbin=np.array([[1, 0, 0]], np.int32),
+        threshold=np.array([[0.5, np.nan, np.nan]], np.float32),
+        default_left=np.array([[True, False, False]]),
+        is_leaf=np.array([[False, True, True]]),
+        value=np.array([[0.0, left, right]], np.float32),
+        gain=np.array([[1.0, 0.0, 0.0]], np.float32),
+        cover=np.array([cover], np.float32),
+    )
+    edges = BinEdges(
+        cuts=np.array([[0.5] + [np.inf] * 5, [np.inf] * 6], np.float32),
+        n_cuts=np.array([1, 0], np.int32),
+        has_missing=np.array([True, False]),
+        n_distinct=np.array([2, 1], np.int64),
+        max_bin=8,
+    )
+    return jaxboost.Booster(
+        ens,
+        objective=objective,
+        params=TreeParams(max_depth=1, max_bin=8),
+        bin_edges=edges,
+        base_margin=0.25,
+        n_features=2,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -69,35 +82,69 @@ def doc():
 
 def xgb_tree(left, right, split_indices, split_conditions, sum_hessian):
     n = len(left)
-    return {"base_weights": list(split_conditions), "categories": [], "categories_nodes": [],
-            "categories_segments": [], "categories_sizes": [],
-            "default_left": [1 if c != -1 else 0 for c in left], "id": 0,
-            "left_children": list(left), "loss_changes": [1.0 if c != -1 else 0.0 for c in left],
-            "parents": [2147483647] * n, "right_children": list(right),
-            "split_conditions": list(split_conditions), "split_indices": list(split_indices),
-            "split_type": [0] * n, "sum_hessian": list(sum_hessian),
-            "tree_param": {"num_deleted": "0", "num_feature": "2", "num_nodes": str(n),
-                           "size_leaf_vector": "1"}}
+    return {
+        "base_weights": list(split_conditions),
+        "categories": [],
+        "categories_nodes": [],
+        "categories_segments": [],
+        "categories_sizes": [],
+        "default_left": [1 if c != -1 else 0 for c in left],
+        "id": 0,
+        "left_children": list(left),
+        "loss_changes": [1.0 if c != -1 else 0.0 for c in left],
+        "parents": [2147483647] * n,
+        "right_children": list(right),
+        "split_conditions": list(split_conditions),
+        "split_indices": list(split_indices),
+        "split_type": [0] * n,
+        "sum_hessian": list(sum_hessian),
+        "tree_param": {
+            "num_deleted": "0",
+            "num_feature": "2",
+            "num_nodes": str(n),
+            "size_leaf_vector": "1",
+        },
+    }
 
 
 def xgb_stump(left=-1.0, right=2.0):
     return xgb_tree([1, -1, -1], [2, -1, -1], [0, 0, 0], [0.5, left, right], [3.0, 1.0, 2.0])
 
 
-def xgb_model(trees, objective="reg:squarederror", num_class="0", base_score="2.5E-1",
-              num_feature="2", tree_info=None):
+def xgb_model(
+    trees,
+    objective="reg:squarederror",
+    num_class="0",
+    base_score="2.5E-1",
+    num_feature="2",
+    tree_info=None,
+):
     """An XGBoost 3.x JSON model (a dict) of the given trees."""
-    return {"learner": {
-        "attributes": {}, "feature_names": [], "feature_types": [],
-        "gradient_booster": {"model": {
-            "gbtree_model_param": {"num_parallel_tree": "1", "num_trees": str(len(trees))},
-            "iteration_indptr": list(range(len(trees) + 1)),
-            "tree_info": tree_info if tree_info is not None else [0] * len(trees),
-            "trees": trees}, "name": "gbtree"},
-        "learner_model_param": {"base_score": base_score, "boost_from_average": "1",
-                                "num_class": num_class, "num_feature": num_feature,
-                                "num_target": "1"},
-        "objective": {"name": objective}}, "version": [3, 2, 0]}
+    return {
+        "learner": {
+            "attributes": {},
+            "feature_names": [],
+            "feature_types": [],
+            "gradient_booster": {
+                "model": {
+                    "gbtree_model_param": {"num_parallel_tree": "1", "num_trees": str(len(trees))},
+                    "iteration_indptr": list(range(len(trees) + 1)),
+                    "tree_info": tree_info if tree_info is not None else [0] * len(trees),
+                    "trees": trees,
+                },
+                "name": "gbtree",
+            },
+            "learner_model_param": {
+                "base_score": base_score,
+                "boost_from_average": "1",
+                "num_class": num_class,
+                "num_feature": num_feature,
+                "num_target": "1",
+            },
+            "objective": {"name": objective},
+        },
+        "version": [3, 2, 0],
+    }
 
 
 def peak_mib(fn, *args):
@@ -111,19 +158,19 @@ def peak_mib(fn, *args):
     finally:
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-    return error, peak / 2 ** 20
+    return error, peak / 2**20
 
 
 def test_hand_built_models_predict_the_expected_margins(doc):
     # The baseline every refusal below departs from: both readers accept the stumps.
     np.testing.assert_array_equal(io.from_dict(copy.deepcopy(doc)).predict(X), EXPECTED)
-    np.testing.assert_array_equal(from_xgboost(xgb_model([xgb_stump()])).predict(X),
-                                  EXPECTED)
+    np.testing.assert_array_equal(from_xgboost(xgb_model([xgb_stump()])).predict(X), EXPECTED)
 
 
 # --------------------------------------------------------------------------------------
 # Limits checked before anything of the declared size is allocated
 # --------------------------------------------------------------------------------------
+
 
 def test_xgboost_huge_num_class_is_refused_before_allocation(tmp_path):
     # The issue's 567-byte file: num_class 10,000,000 cost 7.8 s and 2.9 GB.
@@ -142,8 +189,9 @@ def test_xgboost_huge_num_feature_is_refused_before_allocation():
     # num_feature 4,000,000 cost 49 s and 4.3 GB.
     error, peak = peak_mib(from_xgboost, xgb_model([xgb_stump()], num_feature="4000000"))
     assert isinstance(error, ModelFormatError), error
-    assert "num_feature" in str(error) and f"MAX_FEATURES (jaxboost.io.checks) = " \
-        f"{MAX_FEATURES}" in str(error)
+    assert "num_feature" in str(
+        error
+    ) and f"MAX_FEATURES (jaxboost.io.checks) = {MAX_FEATURES}" in str(error)
     assert peak < 20
 
 
@@ -182,7 +230,7 @@ def test_xgboost_tree_deeper_than_16_is_refused():
 
 def test_jaxboost_format_n_outputs_limit(doc):
     d = copy.deepcopy(doc)
-    d["n_outputs"] = 10 ** 7
+    d["n_outputs"] = 10**7
     error, peak = peak_mib(io.from_dict, d)
     assert isinstance(error, ModelFormatError)
     assert "n_outputs" in str(error) and str(objectives.MAX_CLASSES) in str(error)
@@ -201,6 +249,7 @@ def test_softmax_class_limit_at_construction():
 # --------------------------------------------------------------------------------------
 # Bounded reads: regular files only, size and parse cost checked before parsing
 # --------------------------------------------------------------------------------------
+
 
 def _readers():
     return [("load", io.load), ("from_xgboost", from_xgboost)]
@@ -238,7 +287,7 @@ def test_directory_is_refused(tmp_path, name, read):
 def test_file_over_the_size_limit_is_refused_by_its_size(tmp_path, name, read):
     path = tmp_path / "big.json"
     with open(path, "wb") as f:  # sparse: 2 GiB on paper, nothing on disk
-        f.truncate(2 ** 31)
+        f.truncate(2**31)
     error, peak = peak_mib(read, path)  # refused by fstat: nothing is read
     assert isinstance(error, ModelFormatError), error
     assert f"larger than the limit of {files.MAX_TEXT_BYTES} bytes" in str(error)
@@ -253,7 +302,7 @@ def test_nested_empty_arrays_are_refused_before_parsing(tmp_path, monkeypatch, n
     n = 10_000_000
     path = tmp_path / "arrays.json"
     path.write_bytes(b"[" + b"[]," * n + b"[]]")
-    size_mib = path.stat().st_size / 2 ** 20
+    size_mib = path.stat().st_size / 2**20
 
     def no_parse(*args, **kwargs):
         raise AssertionError("json.loads was called")
@@ -267,8 +316,10 @@ def test_nested_empty_arrays_are_refused_before_parsing(tmp_path, monkeypatch, n
 
 def test_parse_cost_bounds_what_json_takes():
     # The bound must err high: measured parse memory never exceeds it.
-    texts = ["[" + ",".join([p] * 20000) + "]" for p in
-             ("[]", "{}", '{"a":0}', '"abcd"', "0.5", "300", "-1e-5", "[[0.25]]", "null")]
+    texts = [
+        "[" + ",".join([p] * 20000) + "]"
+        for p in ("[]", "{}", '{"a":0}', '"abcd"', "0.5", "300", "-1e-5", "[[0.25]]", "null")
+    ]
     for text in texts:
         data = text.encode()
         tracemalloc.start()
@@ -284,9 +335,13 @@ def test_deep_nesting_is_a_model_format_error(tmp_path):
     deep = b"[" * 100_000
     path = tmp_path / "deep.json"
     path.write_bytes(deep)
-    for call in (lambda: io.loads(deep), lambda: io.loads(deep.decode()),
-                 lambda: io.load(path), lambda: from_xgboost(deep),
-                 lambda: from_xgboost(path)):
+    for call in (
+        lambda: io.loads(deep),
+        lambda: io.loads(deep.decode()),
+        lambda: io.load(path),
+        lambda: from_xgboost(deep),
+        lambda: from_xgboost(path),
+    ):
         with pytest.raises(ModelFormatError, match="nested too deeply"):
             call()
 
@@ -306,6 +361,7 @@ def test_memory_error_while_parsing_is_a_model_format_error(monkeypatch, doc):
 # The XGBoost reader: one error type, the field named
 # --------------------------------------------------------------------------------------
 
+
 def _tree0(m):
     return m["learner"]["gradient_booster"]["model"]["trees"][0]
 
@@ -317,49 +373,98 @@ def _param(m):
 # (what, edit of xgb_model([xgb_stump(), xgb_stump()]), message): each of these raised
 # OverflowError, KeyError, TypeError or nothing at all before.
 XGB_DAMAGE = [
-    ("child beyond int64", lambda m: _tree0(m)["left_children"].__setitem__(0, 2 ** 70),
-     r"left_children\[0\]"),
-    ("num_feature beyond int64", lambda m: _param(m).__setitem__("num_feature", "9" * 30),
-     "num_feature"),
-    ("num_nodes inf", lambda m: _tree0(m)["tree_param"].__setitem__("num_nodes", "inf"),
-     "num_nodes"),
+    (
+        "child beyond int64",
+        lambda m: _tree0(m)["left_children"].__setitem__(0, 2**70),
+        r"left_children\[0\]",
+    ),
+    (
+        "num_feature beyond int64",
+        lambda m: _param(m).__setitem__("num_feature", "9" * 30),
+        "num_feature",
+    ),
+    (
+        "num_nodes inf",
+        lambda m: _tree0(m)["tree_param"].__setitem__("num_nodes", "inf"),
+        "num_nodes",
+    ),
     ("num_feature 1e3", lambda m: _param(m).__setitem__("num_feature", "1e3"), "num_feature"),
     ("num_feature 1_0", lambda m: _param(m).__setitem__("num_feature", "1_0"), "num_feature"),
     ("num_feature missing", lambda m: _param(m).pop("num_feature"), "no 'num_feature'"),
-    ("objective name list", lambda m: m["learner"]["objective"].__setitem__("name", ["x"]),
-     "objective.name must be a string"),
-    ("booster name dict", lambda m: m["learner"]["gradient_booster"].__setitem__(
-        "name", {}), "gradient_booster.name"),
+    (
+        "objective name list",
+        lambda m: m["learner"]["objective"].__setitem__("name", ["x"]),
+        "objective.name must be a string",
+    ),
+    (
+        "booster name dict",
+        lambda m: m["learner"]["gradient_booster"].__setitem__("name", {}),
+        "gradient_booster.name",
+    ),
     ("tree_param string", lambda m: _tree0(m).__setitem__("tree_param", "x"), "tree_param"),
-    ("left child 1.7", lambda m: _tree0(m)["left_children"].__setitem__(0, 1.7),
-     r"left_children\[0\]: expected integers, got float 1.7"),
-    ("split index true", lambda m: _tree0(m)["split_indices"].__setitem__(0, True),
-     r"split_indices\[0\]"),
-    ("default_left 2", lambda m: _tree0(m)["default_left"].__setitem__(0, 2),
-     r"default_left\[0\]"),
-    ("feature_names string", lambda m: m["learner"].__setitem__("feature_names", "ab"),
-     "feature_names"),
-    ("feature_types string", lambda m: m["learner"].__setitem__("feature_types", "qc"),
-     "feature_types"),
-    ("tree_info bool", lambda m: m["learner"]["gradient_booster"]["model"].__setitem__(
-        "tree_info", [True, 0]), "tree_info"),
-    ("leaf 1e39", lambda m: _tree0(m)["split_conditions"].__setitem__(1, 1e39),
-     r"split_conditions\[1\] = 1e\+39: a leaf value must be finite in float32"),
-    ("threshold 1e39", lambda m: _tree0(m)["split_conditions"].__setitem__(0, 1e39),
-     r"split_conditions\[0\]"),
-    ("base_score 1e39", lambda m: _param(m).__setitem__("base_score", "1e39"),
-     "base_score"),
+    (
+        "left child 1.7",
+        lambda m: _tree0(m)["left_children"].__setitem__(0, 1.7),
+        r"left_children\[0\]: expected integers, got float 1.7",
+    ),
+    (
+        "split index true",
+        lambda m: _tree0(m)["split_indices"].__setitem__(0, True),
+        r"split_indices\[0\]",
+    ),
+    ("default_left 2", lambda m: _tree0(m)["default_left"].__setitem__(0, 2), r"default_left\[0\]"),
+    (
+        "feature_names string",
+        lambda m: m["learner"].__setitem__("feature_names", "ab"),
+        "feature_names",
+    ),
+    (
+        "feature_types string",
+        lambda m: m["learner"].__setitem__("feature_types", "qc"),
+        "feature_types",
+    ),
+    (
+        "tree_info bool",
+        lambda m: m["learner"]["gradient_booster"]["model"].__setitem__("tree_info", [True, 0]),
+        "tree_info",
+    ),
+    (
+        "leaf 1e39",
+        lambda m: _tree0(m)["split_conditions"].__setitem__(1, 1e39),
+        r"split_conditions\[1\] = 1e\+39: a leaf value must be finite in float32",
+    ),
+    (
+        "threshold 1e39",
+        lambda m: _tree0(m)["split_conditions"].__setitem__(0, 1e39),
+        r"split_conditions\[0\]",
+    ),
+    ("base_score 1e39", lambda m: _param(m).__setitem__("base_score", "1e39"), "base_score"),
     ("base_score nan", lambda m: _param(m).__setitem__("base_score", "nan"), "base_score"),
-    ("two 3e38 leaves", lambda m: [_t(m, t)["split_conditions"].__setitem__(2, 3e38)
-                                   for t in (0, 1)], "beyond the float32 range"),
-    ("NaN cover", lambda m: _tree0(m)["sum_hessian"].__setitem__(0, math.nan),
-     r"sum_hessian\[0\] = nan"),
-    ("negative cover", lambda m: _tree0(m)["sum_hessian"].__setitem__(1, -1.0),
-     r"sum_hessian\[1\]"),
-    ("subnormal cover", lambda m: _tree0(m)["sum_hessian"].__setitem__(0, 1e-45),
-     r"sum_hessian\[0\] = 1e-45 is not the sum of its children's covers"),
-    ("NaN gain", lambda m: _tree0(m)["loss_changes"].__setitem__(0, math.nan),
-     r"loss_changes\[0\]"),
+    (
+        "two 3e38 leaves",
+        lambda m: [_t(m, t)["split_conditions"].__setitem__(2, 3e38) for t in (0, 1)],
+        "beyond the float32 range",
+    ),
+    (
+        "NaN cover",
+        lambda m: _tree0(m)["sum_hessian"].__setitem__(0, math.nan),
+        r"sum_hessian\[0\] = nan",
+    ),
+    (
+        "negative cover",
+        lambda m: _tree0(m)["sum_hessian"].__setitem__(1, -1.0),
+        r"sum_hessian\[1\]",
+    ),
+    (
+        "subnormal cover",
+        lambda m: _tree0(m)["sum_hessian"].__setitem__(0, 1e-45),
+        r"sum_hessian\[0\] = 1e-45 is not the sum of its children's covers",
+    ),
+    (
+        "NaN gain",
+        lambda m: _tree0(m)["loss_changes"].__setitem__(0, math.nan),
+        r"loss_changes\[0\]",
+    ),
 ]
 
 
@@ -389,8 +494,7 @@ def test_leaves_up_to_the_float32_range_load_and_predict_finite():
     bst = from_xgboost(model)
     margin = bst.predict(X)
     assert np.isfinite(margin).all()
-    np.testing.assert_allclose(margin, [0.25 - 2.0, np.float32(3e38), 0.25 - 2.0],
-                               rtol=1e-6)
+    np.testing.assert_allclose(margin, [0.25 - 2.0, np.float32(3e38), 0.25 - 2.0], rtol=1e-6)
     shap = bst.predict(X, pred_contribs=True)
     assert np.isfinite(shap).all()  # float32 terms of +-2e38: rows add up to ~1e-7 of it
     np.testing.assert_allclose(shap.sum(axis=1), margin, atol=1e-6 * 3e38)
@@ -399,8 +503,9 @@ def test_leaves_up_to_the_float32_range_load_and_predict_finite():
 def test_xgboost_covers_that_add_up_give_finite_shap_values():
     # Covers are weights of TreeSHAP's branches: a subnormal parent under normal
     # children is refused (above); consistent tiny covers are fine.
-    model = xgb_model([xgb_tree([1, -1, -1], [2, -1, -1], [0, 0, 0], [0.5, -1.0, 2.0],
-                                [3e-30, 1e-30, 2e-30])])
+    model = xgb_model(
+        [xgb_tree([1, -1, -1], [2, -1, -1], [0, 0, 0], [0.5, -1.0, 2.0], [3e-30, 1e-30, 2e-30])]
+    )
     bst = from_xgboost(model)
     shap = bst.predict(X, pred_contribs=True)
     assert np.isfinite(shap).all()
@@ -411,6 +516,7 @@ def test_xgboost_covers_that_add_up_give_finite_shap_values():
 # --------------------------------------------------------------------------------------
 # jaxboost's format: sums and covers, objective hyperparameters
 # --------------------------------------------------------------------------------------
+
 
 def test_jaxboost_format_leaves_that_overflow_are_refused(doc):
     d = copy.deepcopy(doc)
@@ -423,11 +529,14 @@ def test_jaxboost_format_leaves_that_overflow_are_refused(doc):
     np.testing.assert_allclose(bst.predict(X), [-0.75, np.float32(3e38), -0.75], rtol=1e-6)
 
 
-@pytest.mark.parametrize("cover,message", [
-    ([1e-45, 1.0, 2.0], r"trees.cover\[0\]\[0\]"),  # the issue's inf SHAP values
-    ([3.0, -1.0, 4.0], r"trees.cover\[0\]\[0\]"),
-    ([3.0, 1.0, 1.0], r"1.0 \+ 1.0"),
-])
+@pytest.mark.parametrize(
+    "cover,message",
+    [
+        ([1e-45, 1.0, 2.0], r"trees.cover\[0\]\[0\]"),  # the issue's inf SHAP values
+        ([3.0, -1.0, 4.0], r"trees.cover\[0\]\[0\]"),
+        ([3.0, 1.0, 1.0], r"1.0 \+ 1.0"),
+    ],
+)
 def test_jaxboost_format_covers_must_add_up(doc, cover, message):
     d = copy.deepcopy(doc)
     d["trees"]["cover"][0] = cover
@@ -442,17 +551,20 @@ def test_jaxboost_format_consistent_covers_give_exact_shap(doc):
     np.testing.assert_allclose(shap[:, 2], 0.25 + 1.0, rtol=1e-6)  # bias: base + E[tree]
 
 
-@pytest.mark.parametrize("make,error,message", [
-    (lambda: objectives.huber(delta=-1), ValueError, "delta > 0"),
-    (lambda: objectives.huber(delta="x"), TypeError, "delta to be a real number"),
-    (lambda: objectives.huber(delta=math.inf), ValueError, "finite"),
-    (lambda: objectives.pseudo_huber(delta=0.0), ValueError, "delta > 0"),
-    (lambda: objectives.quantile(alpha=1e308), ValueError, r"alpha in \(0, 1\)"),
-    (lambda: objectives.quantile(alpha=True), TypeError, "alpha"),
-    (lambda: objectives.cauchy(scale=-2.0), ValueError, "scale > 0"),
-    (lambda: objectives.focal(gamma=-0.5), ValueError, "gamma >= 0"),
-    (lambda: objectives.tweedie(power=2.5), ValueError, r"power in \(1, 2\)"),
-])
+@pytest.mark.parametrize(
+    "make,error,message",
+    [
+        (lambda: objectives.huber(delta=-1), ValueError, "delta > 0"),
+        (lambda: objectives.huber(delta="x"), TypeError, "delta to be a real number"),
+        (lambda: objectives.huber(delta=math.inf), ValueError, "finite"),
+        (lambda: objectives.pseudo_huber(delta=0.0), ValueError, "delta > 0"),
+        (lambda: objectives.quantile(alpha=1e308), ValueError, r"alpha in \(0, 1\)"),
+        (lambda: objectives.quantile(alpha=True), TypeError, "alpha"),
+        (lambda: objectives.cauchy(scale=-2.0), ValueError, "scale > 0"),
+        (lambda: objectives.focal(gamma=-0.5), ValueError, "gamma >= 0"),
+        (lambda: objectives.tweedie(power=2.5), ValueError, r"power in \(1, 2\)"),
+    ],
+)
 def test_objective_hyperparameters_are_checked_at_construction(make, error, message):
     with pytest.raises(error, match=message):
         make()
@@ -464,12 +576,15 @@ def test_valid_objective_hyperparameters_still_construct():
     assert objectives.tweedie(power=1.2) == objectives.tweedie(power=1.2)
 
 
-@pytest.mark.parametrize("name,params,message", [
-    ("huber", {"delta": -1}, "delta > 0"),
-    ("huber", {"delta": "x"}, "delta to be a real number"),
-    ("quantile", {"alpha": 1e308}, r"alpha in \(0, 1\)"),
-    ("tweedie", {"power": None}, "power"),
-])
+@pytest.mark.parametrize(
+    "name,params,message",
+    [
+        ("huber", {"delta": -1}, "delta > 0"),
+        ("huber", {"delta": "x"}, "delta to be a real number"),
+        ("quantile", {"alpha": 1e308}, r"alpha in \(0, 1\)"),
+        ("tweedie", {"power": None}, "power"),
+    ],
+)
 def test_objective_hyperparameters_are_checked_on_load(doc, name, params, message):
     d = copy.deepcopy(doc)
     d["objective"] = {"kind": "catalogue", "name": name, "params": params}
@@ -482,6 +597,7 @@ def test_objective_hyperparameters_are_checked_on_load(doc, name, params, messag
 # --------------------------------------------------------------------------------------
 # save: targets that are not regular files, temporary files of killed saves
 # --------------------------------------------------------------------------------------
+
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs")
 def test_save_refuses_a_fifo(tmp_path):
@@ -535,8 +651,9 @@ def test_next_save_removes_stale_temporaries_but_not_live_ones(tmp_path):
     np.testing.assert_array_equal(io.load(path).predict(X), EXPECTED)
 
 
-@pytest.mark.skipif(files.fcntl is None or not hasattr(signal, "SIGKILL"),
-                    reason="no flock or SIGKILL")
+@pytest.mark.skipif(
+    files.fcntl is None or not hasattr(signal, "SIGKILL"), reason="no flock or SIGKILL"
+)
 def test_kill_9_during_save_leaves_nothing_after_the_next_save(tmp_path):
     # A child process saves with fsync stalled (the moment a crash leaves the temporary
     # file behind) and is killed with SIGKILL there; the next save cleans up.
@@ -580,5 +697,4 @@ def test_parse_limits_apply_to_files_and_bytes_not_to_a_live_booster(monkeypatch
         with pytest.raises(ModelFormatError, match="MAX_PARSE_BYTES"):
             from_xgboost(source)
     # XGBoost's own text of a model in this process is not hostile: no bound.
-    np.testing.assert_allclose(from_xgboost(xb).predict(Xt), xb.predict(xgb.DMatrix(Xt)),
-                               atol=1e-5)
+    np.testing.assert_allclose(from_xgboost(xb).predict(Xt), xb.predict(xgb.DMatrix(Xt)), atol=1e-5)

@@ -48,26 +48,36 @@ def test_softmax_label_beyond_max_classes_names_the_label(small_binary, label, m
     y[:50] = 1.0
     y[17] = label
     _no_setup(monkeypatch)
-    with pytest.raises(DataError, match=re.escape(f"the label {label:g} at row 17 implies "
-                                                  f"{int(label) + 1} classes, more than the "
-                                                  f"maximum MAX_CLASSES = 10000")):
+    with pytest.raises(
+        DataError,
+        match=re.escape(
+            f"the label {label:g} at row 17 implies "
+            f"{int(label) + 1} classes, more than the "
+            f"maximum MAX_CLASSES = 10000"
+        ),
+    ):
         jaxboost.train("softmax", X, y, n_rounds=2, **KW)
 
 
-def test_outputs_beyond_max_classes_and_one_class_softmax_are_refused(small_binary,
-                                                                      monkeypatch):
+def test_outputs_beyond_max_classes_and_one_class_softmax_are_refused(small_binary, monkeypatch):
     X, y = small_binary
     _no_setup(monkeypatch)
     with pytest.raises(ValueError, match=rf"n_outputs must be in \[1, {MAX_CLASSES}\]"):
-        jaxboost.train(lambda t, f: jnp.sum(f ** 2), X, y, n_outputs=MAX_CLASSES + 1, **KW)
+        jaxboost.train(lambda t, f: jnp.sum(f**2), X, y, n_outputs=MAX_CLASSES + 1, **KW)
     # objectives.softmax refuses the variant at construction (or training would): the
     # message names the count and the maximum
-    with pytest.raises(ValueError, match=r"(has 20000 outputs; at most MAX_CLASSES = 10000"
-                                         r"|MAX_CLASSES = 10000\].*got 20000)"):
+    with pytest.raises(
+        ValueError,
+        match=r"(has 20000 outputs; at most MAX_CLASSES = 10000"
+        r"|MAX_CLASSES = 10000\].*got 20000)",
+    ):
         jaxboost.train(objectives.softmax(n_classes=20000), X, y, **KW)
     # One class was a TypeError wrapping an IndexError from inside the loss.
-    with pytest.raises(DataError, match=r"needs at least 2 classes, but every label is 0 "
-                                        r"\(K = max\(y\) \+ 1 = 1\)"):
+    with pytest.raises(
+        DataError,
+        match=r"needs at least 2 classes, but every label is 0 "
+        r"\(K = max\(y\) \+ 1 = 1\)",
+    ):
         jaxboost.train("softmax", X, np.zeros(300), **KW)
     with pytest.raises(ValueError, match="needs at least 2 classes, got 1"):
         jaxboost.train(objectives.softmax(n_classes=1), X, np.zeros(300), **KW)
@@ -77,13 +87,13 @@ def test_n_rounds_beyond_int32_is_refused_before_setup(small_binary, monkeypatch
     X, y = small_binary
     init = jaxboost.train("squared", X, y, n_rounds=3, **KW)
     _no_setup(monkeypatch)
-    assert MAX_ROUNDS == 2 ** 30
+    assert MAX_ROUNDS == 2**30
     with pytest.raises(ValueError, match=r"n_rounds must be <= 1073741824 .*got 2147483648"):
-        jaxboost.train("squared", X, y, n_rounds=2 ** 31, **KW)  # was an OverflowError
+        jaxboost.train("squared", X, y, n_rounds=2**31, **KW)  # was an OverflowError
     with pytest.raises(ValueError, match=r"n_rounds must be <= 1073741821 .*init_model has 3"):
         jaxboost.train("squared", X, y, n_rounds=MAX_ROUNDS - 2, init_model=init, **KW)
     with pytest.raises(ValueError, match=r"n_rounds must be in \[0, 1073741824\]"):
-        jaxboost.train_many(["squared"], X, y, n_rounds=2 ** 31, max_depth=3)
+        jaxboost.train_many(["squared"], X, y, n_rounds=2**31, max_depth=3)
 
 
 def test_float32_range_of_learning_rate_base_margin_and_weights(small_binary, monkeypatch):
@@ -109,14 +119,16 @@ def log_shifted(y, p):
 def test_nan_value_with_finite_gradient_at_the_fitted_intercept(small_binary):
     X, y = small_binary
     # Was: the intercept fit silently fell back to 0 and every history value was NaN.
-    with pytest.raises(LossError, match=r"log_shifted returned NaN or an infinite value for "
-                                        r"300 row\(s\) at round 0 \(the start margin "
-                                        r"base_margin=0, fitted") as e:
+    with pytest.raises(
+        LossError,
+        match=r"log_shifted returned NaN or an infinite value for "
+        r"300 row\(s\) at round 0 \(the start margin "
+        r"base_margin=0, fitted",
+    ) as e:
         jaxboost.train(log_shifted, X, y, n_rounds=3, eval_set=[(X, y)], **KW)
     assert (e.value.round, e.value.n_rows, e.value.booster) == (0, 300, None)
     # Started inside its domain, the same loss trains: every value finite.
-    bst = jaxboost.train(log_shifted, X, y, n_rounds=3, base_margin=101.0,
-                         eval_set=[(X, y)], **KW)
+    bst = jaxboost.train(log_shifted, X, y, n_rounds=3, base_margin=101.0, eval_set=[(X, y)], **KW)
     (curve,) = bst.history["validation_0"].values()  # the mean loss
     assert len(curve) == 3 and np.all(np.isfinite(curve))
     assert np.all(bst.predict(X) > 100.0)
@@ -128,9 +140,11 @@ def test_where_nan_rows_are_not_dropped_silently(small_binary):
     def drop_positives(t, p):  # g = 0 on the NaN rows: they used to vanish silently
         return jnp.where(t > 0.5, jnp.nan, (t - p) ** 2)
 
-    with pytest.raises(LossError, match=r"drop_positives returned NaN .* at round 0 \(the "
-                                        r"start margin base_margin=0, given\).*jnp.where"
-                        ) as e:
+    with pytest.raises(
+        LossError,
+        match=r"drop_positives returned NaN .* at round 0 \(the "
+        r"start margin base_margin=0, given\).*jnp.where",
+    ) as e:
         jaxboost.train(drop_positives, X, y, n_rounds=3, base_margin=0.0, **KW)
     assert e.value.n_rows == int((y > 0.5).sum())
 
@@ -155,9 +169,12 @@ def test_nan_value_at_a_later_round_keeps_the_rounds_before(small_binary):
 def test_huge_learning_rate_is_named_and_the_model_before_it_saves(small_binary, tmp_path):
     X, y = small_binary
     # Was: NaN/inf predictions, no error, and save() refused the model.
-    with pytest.raises(NonFiniteError, match=r"round 1 at margins of magnitude up to "
-                                             r"[0-9.]+e\+29, where learning_rate=1e\+30 "
-                                             r"\(> 1\)") as e:
+    with pytest.raises(
+        NonFiniteError,
+        match=r"round 1 at margins of magnitude up to "
+        r"[0-9.]+e\+29, where learning_rate=1e\+30 "
+        r"\(> 1\)",
+    ) as e:
         jaxboost.train("squared", X, y, n_rounds=3, learning_rate=1e30, **KW)
     err = e.value
     assert not isinstance(err, LossError)
@@ -170,9 +187,12 @@ def test_huge_learning_rate_is_named_and_the_model_before_it_saves(small_binary,
 def test_the_last_rounds_trees_are_checked(small_binary):
     X, y = small_binary
     # One round: leaf values ~5e8 (residuals) x 1e30 overflow in the last (only) round.
-    with pytest.raises(NonFiniteError, match=r"round 0's trees have \d+ leaf value\(s\) "
-                                             r"beyond the float32 range .*learning_rate="
-                                             r"1e\+30.*No round completed") as e:
+    with pytest.raises(
+        NonFiniteError,
+        match=r"round 0's trees have \d+ leaf value\(s\) "
+        r"beyond the float32 range .*learning_rate="
+        r"1e\+30.*No round completed",
+    ) as e:
         jaxboost.train("squared", X, y * 1e9, n_rounds=1, learning_rate=1e30, **KW)
     assert e.value.cause == "learning_rate" and e.value.booster is None
 
@@ -181,25 +201,33 @@ def test_huge_weights_are_named(small_binary):
     X, y = small_binary
     w = np.full(300, 3e38, np.float32)
     # Labels in {0, 1}: g w and h w fit in float32, their node sums do not.
-    with pytest.raises(NonFiniteError, match=r"round 0's trees have \d+ node sum\(s\) of h "
-                                             r"\(cover\) or split gain\(s\) beyond the "
-                                             r"float32 range .*sample_weight \(up to 3e\+38\)"
-                        ) as e:
+    with pytest.raises(
+        NonFiniteError,
+        match=r"round 0's trees have \d+ node sum\(s\) of h "
+        r"\(cover\) or split gain\(s\) beyond the "
+        r"float32 range .*sample_weight \(up to 3e\+38\)",
+    ) as e:
         jaxboost.train("squared", X, y, n_rounds=2, sample_weight=w, **KW)
     assert (e.value.cause, e.value.round) == ("sample_weight", 0)
     assert not isinstance(e.value, LossError)
     # Labels +-5: every |g| > 1.2, so g w overflows on every row.
-    with pytest.raises(NonFiniteError, match=r"sample_weight made g or h infinite for 300 "
-                                             r"row\(s\) at round 0: the loss's own g and h "
-                                             r"are finite") as e:
+    with pytest.raises(
+        NonFiniteError,
+        match=r"sample_weight made g or h infinite for 300 "
+        r"row\(s\) at round 0: the loss's own g and h "
+        r"are finite",
+    ) as e:
         jaxboost.train("squared", X, 10.0 * y - 5.0, n_rounds=2, sample_weight=w, **KW)
     assert e.value.cause == "sample_weight"
 
 
 def test_huge_base_margin_is_named(small_binary):
     X, y = small_binary
-    with pytest.raises(NonFiniteError, match=r"gave a non-finite value for 300 row\(s\) at "
-                                             r"round 0 .*from base_margin=1e\+30") as e:
+    with pytest.raises(
+        NonFiniteError,
+        match=r"gave a non-finite value for 300 row\(s\) at "
+        r"round 0 .*from base_margin=1e\+30",
+    ) as e:
         jaxboost.train("squared", X, y, n_rounds=2, base_margin=1e30, **KW)
     assert (e.value.cause, e.value.round, e.value.booster) == ("base_margin", 0, None)
     assert not isinstance(e.value, LossError)
@@ -220,21 +248,26 @@ def _raises_from_900(r):
     return 0.1
 
 
-@pytest.mark.parametrize("schedule, match", [
-    (_nan_from_900_array, "the learning_rate schedule gave nan at round 900"),
-    (_nan_from_900_scalar, "the learning_rate schedule gave nan at round 900"),
-    (_raises_from_900, "the learning_rate schedule failed at round 900: RuntimeError"),
-])
-def test_schedule_is_checked_for_the_whole_run_before_training(small_binary, schedule,
-                                                               match, monkeypatch):
+@pytest.mark.parametrize(
+    "schedule, match",
+    [
+        (_nan_from_900_array, "the learning_rate schedule gave nan at round 900"),
+        (_nan_from_900_scalar, "the learning_rate schedule gave nan at round 900"),
+        (_raises_from_900, "the learning_rate schedule failed at round 900: RuntimeError"),
+    ],
+)
+def test_schedule_is_checked_for_the_whole_run_before_training(
+    small_binary, schedule, match, monkeypatch
+):
     X, y = small_binary
     _no_setup(monkeypatch)  # was: raised after 900 rounds, the model discarded
     with pytest.raises(ValueError, match=match):
         jaxboost.train("squared", X, y, n_rounds=1000, learning_rate=schedule, **KW)
 
 
-def test_schedule_failing_past_the_checked_rounds_keeps_the_rounds_trained(small_binary,
-                                                                           monkeypatch):
+def test_schedule_failing_past_the_checked_rounds_keeps_the_rounds_trained(
+    small_binary, monkeypatch
+):
     X, y = small_binary
     monkeypatch.setattr(config, "SCHEDULE_CHECK_ROUNDS", 5)  # rounds 5.. checked late
 
@@ -267,9 +300,11 @@ def test_exception_in_a_callback_keeps_its_type_and_the_rounds_trained(small_bin
     ref = jaxboost.train("squared", X, y, n_rounds=14, **KW)
     assert len(bst) == 14
     np.testing.assert_array_equal(bst.predict(X), ref.predict(X))
-    assert e.value.__notes__ == ["jaxboost: training ended with this error after 14 "
-                                 "round(s); the model of the rounds completed is attached "
-                                 "as error.booster."]
+    assert e.value.__notes__ == [
+        "jaxboost: training ended with this error after 14 "
+        "round(s); the model of the rounds completed is attached "
+        "as error.booster."
+    ]
 
 
 def test_train_many_exception_carries_every_models_rounds(small_binary):
@@ -281,8 +316,13 @@ def test_train_many_exception_carries_every_models_rounds(small_binary):
         return False
 
     with pytest.raises(RuntimeError, match="boom") as e:
-        jaxboost.train_many(["squared", {"objective": "squared", "callbacks": [callback]}],
-                            X, y, n_rounds=30, max_depth=3)
+        jaxboost.train_many(
+            ["squared", {"objective": "squared", "callbacks": [callback]}],
+            X,
+            y,
+            n_rounds=30,
+            max_depth=3,
+        )
     first, second = e.value.boosters
     assert (len(first), len(second)) == (20, 13)  # the first read its chunk first
     ref = jaxboost.train("squared", X, y, n_rounds=13, **KW)
@@ -294,8 +334,7 @@ def test_checkpoint_directory_must_exist(tmp_path):
         Checkpoint(tmp_path / "missing" / "model.json")
 
 
-def test_failed_checkpoint_writes_warn_and_training_goes_on(small_binary, tmp_path,
-                                                            monkeypatch):
+def test_failed_checkpoint_writes_warn_and_training_goes_on(small_binary, tmp_path, monkeypatch):
     X, y = small_binary
     from jaxboost.io import format as fmt
 
@@ -309,13 +348,15 @@ def test_failed_checkpoint_writes_warn_and_training_goes_on(small_binary, tmp_pa
 
     monkeypatch.setattr(fmt, "atomic_write", disk_full_once)
     ck = Checkpoint(tmp_path / "ck.json", every=3)
-    with pytest.warns(CheckpointWarning, match=r"writing .*ck.json' after 3 round\(s\) "
-                                               r"failed \(OSError: \[Errno 28\] No space left"
-                                               r".*no checkpoint was written yet"):
+    with pytest.warns(
+        CheckpointWarning,
+        match=r"writing .*ck.json' after 3 round\(s\) "
+        r"failed \(OSError: \[Errno 28\] No space left"
+        r".*no checkpoint was written yet",
+    ):
         bst = jaxboost.train("squared", X, y, n_rounds=7, callbacks=[ck], **KW)
     assert len(bst) == 7 and ck.last_round == 7 and [r for r, _ in ck.failures] == [3]
-    np.testing.assert_array_equal(jaxboost.load(tmp_path / "ck.json").predict(X),
-                                  bst.predict(X))
+    np.testing.assert_array_equal(jaxboost.load(tmp_path / "ck.json").predict(X), bst.predict(X))
 
     gone = tmp_path / "gone"  # the directory removed after the Checkpoint was made
     gone.mkdir()
@@ -335,15 +376,17 @@ def test_complex_input_is_refused_in_train_and_every_predict_path(small_binary):
     msg = "must hold real numbers, got complex dtype"
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # was: only a ComplexWarning
-        for kwargs in (dict(X=Xc), dict(y=yc), dict(sample_weight=yc),
-                       dict(eval_set=[(Xc, y)])):
+        for kwargs in (dict(X=Xc), dict(y=yc), dict(sample_weight=yc), dict(eval_set=[(Xc, y)])):
             args = dict(dict(X=X, y=y), **kwargs)
             with pytest.raises(DataError, match=msg):
-                jaxboost.train("squared", args.pop("X"), args.pop("y"), n_rounds=2,
-                               **args, **KW)
-        for call in (bst.predict, bst.staged_predict, bst.predict_leaf,
-                     lambda Z: bst.predict(Z, pred_contribs=True),
-                     lambda Z: bst.grad_hess(Z, y)):
+                jaxboost.train("squared", args.pop("X"), args.pop("y"), n_rounds=2, **args, **KW)
+        for call in (
+            bst.predict,
+            bst.staged_predict,
+            bst.predict_leaf,
+            lambda Z: bst.predict(Z, pred_contribs=True),
+            lambda Z: bst.grad_hess(Z, y),
+        ):
             with pytest.raises(DataError, match=f"X {msg}"):
                 call(Xc)
         with pytest.raises(DataError, match=f"y {msg}"):
@@ -361,8 +404,9 @@ def test_comparison_best_of_an_unknown_name_is_a_value_error(small_binary):
     cmp = jaxboost.compare(["squared"], X, y, n_rounds=2, max_depth=3)
     metric = list(cmp.metrics)[0]
     assert cmp.best("squared", metric)[1] in (1, 2)
-    with pytest.raises(ValueError, match="unknown objective label 'nope'; this comparison "
-                                         "has 'squared'"):
+    with pytest.raises(
+        ValueError, match="unknown objective label 'nope'; this comparison has 'squared'"
+    ):
         cmp.best("nope", metric)  # was a KeyError
     with pytest.raises(ValueError, match=f"unknown metric 'nope'; .*'{metric}'"):
         cmp.best("squared", "nope")

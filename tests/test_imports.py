@@ -71,7 +71,7 @@ def imports_of(name, path, modules):
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 parts = package.split(".")
-                parts = parts[:len(parts) - (node.level - 1)]
+                parts = parts[: len(parts) - (node.level - 1)]
                 base = ".".join(parts + ([node.module] if node.module else []))
             else:
                 base = node.module
@@ -146,9 +146,15 @@ def describe(found):
 
 def test_the_package_has_no_import_cycles():
     graph = import_graph(ROOT, PACKAGES)
-    for name in ("jaxboost.engine.split", "objectives", "jaxboost.io.format",
-                 "jaxboost.io.xgboost", "jaxboost.metrics.registry",
-                 "jaxboost.parallel.distributed", "jaxboost.training.loop"):
+    for name in (
+        "jaxboost.engine.split",
+        "objectives",
+        "jaxboost.io.format",
+        "jaxboost.io.xgboost",
+        "jaxboost.metrics.registry",
+        "jaxboost.parallel.distributed",
+        "jaxboost.training.loop",
+    ):
         assert name in graph  # the walk found the code, the subpackages included
     found = cycles(graph)
     assert not found, "import cycles:\n" + describe(found)
@@ -169,7 +175,8 @@ def room_of(module, layers=LAYERS):
     for i, rooms in enumerate(layers):
         for room in rooms:
             if (module == room or module.startswith(room + ".")) and (
-                    best is None or len(room) > len(best[1])):
+                best is None or len(room) > len(best[1])
+            ):
                 best = (i, room)
     return best
 
@@ -210,14 +217,17 @@ def test_the_top_of_the_package_holds_few_modules():
 
 def test_the_layer_rule_sees_lazy_upward_and_sideways_imports():
     layers = (("pkg.low",), ("pkg.mid", "pkg.side"), ("pkg.high",))
-    graph = {"pkg.low.a": {"pkg.high.x"},  # up (say, a lazy import in a function)
-             "pkg.mid.b": {"pkg.side.c", "pkg.low.a", "pkg.mid.d"},  # sideways; fine; own
-             "pkg.high.x": {"pkg.mid.b", "pkg.low.a"},  # fine
-             "pkg.stray": set()}
+    graph = {
+        "pkg.low.a": {"pkg.high.x"},  # up (say, a lazy import in a function)
+        "pkg.mid.b": {"pkg.side.c", "pkg.low.a", "pkg.mid.d"},  # sideways; fine; own
+        "pkg.high.x": {"pkg.mid.b", "pkg.low.a"},  # fine
+        "pkg.stray": set(),
+    }
     assert layer_violations(graph, layers) == [
         "pkg.low.a (pkg.low) -> pkg.high.x (pkg.high): up",
         "pkg.mid.b (pkg.mid) -> pkg.side.c (pkg.side): sideways",
-        "pkg.stray is in no room"]
+        "pkg.stray is in no room",
+    ]
 
 
 def test_the_stable_public_paths_are_the_moved_modules():
@@ -267,7 +277,9 @@ def test_the_walker_finds_cycles_through_lazy_relative_and_package_imports(tmp_p
         "pkg.sub.h": {"pkg.sub", "pkg.sub.g"},
     }
     found = cycles(graph)
-    assert found == [(["pkg", "pkg.e"], ["pkg", "pkg.e", "pkg"]),
-                     (["pkg.a", "pkg.b", "pkg.c"], ["pkg.a", "pkg.b", "pkg.c", "pkg.a"]),
-                     (["pkg.d", "pkg.sub.g"], ["pkg.d", "pkg.sub.g", "pkg.d"])]
+    assert found == [
+        (["pkg", "pkg.e"], ["pkg", "pkg.e", "pkg"]),
+        (["pkg.a", "pkg.b", "pkg.c"], ["pkg.a", "pkg.b", "pkg.c", "pkg.a"]),
+        (["pkg.d", "pkg.sub.g"], ["pkg.d", "pkg.sub.g", "pkg.d"]),
+    ]
     assert "pkg.sub.h" not in describe(found)

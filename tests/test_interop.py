@@ -18,8 +18,6 @@ TOL = 1e-5
 OBJECTIVES = ("squared", "logistic", "softmax")
 
 
-
-
 def xgb_load(model_or_path):
     b = xgb.Booster()
     if isinstance(model_or_path, dict):
@@ -29,6 +27,7 @@ def xgb_load(model_or_path):
 
 
 # --- export ----------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", OBJECTIVES)
 def test_exported_model_predicts_the_same_in_xgboost(interop_data, interop_models, name, tmp_path):
@@ -40,8 +39,9 @@ def test_exported_model_predicts_the_same_in_xgboost(interop_data, interop_model
     xb = xgb_load(str(path))
     d = xgb.DMatrix(X, missing=np.nan)
     np.testing.assert_allclose(xb.predict(d), bst.predict(X), atol=TOL, rtol=0)
-    np.testing.assert_allclose(xb.predict(d, output_margin=True),
-                               bst.predict(X, output_margin=True), atol=TOL, rtol=0)
+    np.testing.assert_allclose(
+        xb.predict(d, output_margin=True), bst.predict(X, output_margin=True), atol=TOL, rtol=0
+    )
     gm = model["learner"]["gradient_booster"]["model"]
     K = bst.n_outputs
     assert len(gm["trees"]) == bst.ensemble.n_trees == int(xb.num_boosted_rounds()) * K
@@ -49,18 +49,30 @@ def test_exported_model_predicts_the_same_in_xgboost(interop_data, interop_model
     # Node arrays are consistent: every non-root node has the parent that points at it.
     for tree in gm["trees"]:
         n = int(tree["tree_param"]["num_nodes"])
-        assert all(len(tree[k]) == n for k in ("left_children", "right_children", "parents",
-                                                "split_indices", "split_conditions",
-                                                "default_left", "base_weights",
-                                                "loss_changes", "sum_hessian", "split_type"))
+        assert all(
+            len(tree[k]) == n
+            for k in (
+                "left_children",
+                "right_children",
+                "parents",
+                "split_indices",
+                "split_conditions",
+                "default_left",
+                "base_weights",
+                "loss_changes",
+                "sum_hessian",
+                "split_type",
+            )
+        )
         for i, (a, b) in enumerate(zip(tree["left_children"], tree["right_children"])):
             if a != -1:
                 assert tree["parents"][a] == tree["parents"][b] == i
 
 
 def test_base_score_conventions(interop_models):
-    lmp = {n: to_xgboost_json(interop_models[n])["learner"]["learner_model_param"]
-           for n in OBJECTIVES}
+    lmp = {
+        n: to_xgboost_json(interop_models[n])["learner"]["learner_model_param"] for n in OBJECTIVES
+    }
     sq, lg, sm = interop_models["squared"], interop_models["logistic"], interop_models["softmax"]
     assert float(lmp["squared"]["base_score"].strip("[]")) == pytest.approx(sq.base_margin)
     p = float(lmp["logistic"]["base_score"].strip("[]"))
@@ -75,11 +87,16 @@ def test_extreme_logistic_base_margins_are_carried_exactly(interop_data, base):
     # XGBoost keeps a logistic base score as a float32 probability clamped to
     # [1e-6, 1 - 1e-6]: what its logit misses is added to the first tree's leaves.
     X, labels = interop_data
-    bst = jaxboost.train("logistic", X, labels["logistic"], n_rounds=6, max_depth=3,
-                         base_margin=base, verbose=False)
+    bst = jaxboost.train(
+        "logistic", X, labels["logistic"], n_rounds=6, max_depth=3, base_margin=base, verbose=False
+    )
     xb = xgb_load(to_xgboost_json(bst))
-    np.testing.assert_allclose(xb.predict(xgb.DMatrix(X), output_margin=True),
-                               bst.predict(X, output_margin=True), atol=TOL, rtol=0)
+    np.testing.assert_allclose(
+        xb.predict(xgb.DMatrix(X), output_margin=True),
+        bst.predict(X, output_margin=True),
+        atol=TOL,
+        rtol=0,
+    )
 
 
 def test_feature_names_are_exported(interop_data, interop_models):
@@ -116,16 +133,19 @@ XGB_CASES = [
     ("reg:logistic", "logistic", {}),
     ("multi:softprob", "softmax", {"num_class": 3}),
     ("multi:softmax", "softmax", {"num_class": 3}),
-    ("multi:softprob", "softmax", {"num_class": 3, "num_parallel_tree": 2,
-                                   "subsample": 0.8, "colsample_bynode": 0.7}),
+    (
+        "multi:softprob",
+        "softmax",
+        {"num_class": 3, "num_parallel_tree": 2, "subsample": 0.8, "colsample_bynode": 0.7},
+    ),
     ("reg:squarederror", "squared", {"tree_method": "exact", "max_depth": 6}),
-    ("reg:squarederror", "squared", {"grow_policy": "lossguide", "max_leaves": 24,
-                                     "max_depth": 0}),
+    ("reg:squarederror", "squared", {"grow_policy": "lossguide", "max_leaves": 24, "max_depth": 0}),
 ]
 
 
-@pytest.mark.parametrize("objective,kind,extra", XGB_CASES,
-                         ids=[f"{c[0]}-{len(c[2])}" for c in XGB_CASES])
+@pytest.mark.parametrize(
+    "objective,kind,extra", XGB_CASES, ids=[f"{c[0]}-{len(c[2])}" for c in XGB_CASES]
+)
 def test_imported_model_predicts_what_xgboost_predicts(interop_data, objective, kind, extra):
     X, labels = interop_data
     params = {"objective": objective, "max_depth": 3, "eta": 0.3, "seed": 0, **extra}
@@ -161,18 +181,18 @@ def test_early_stopped_model_imports_its_best_iteration(interop_data, tmp_path):
     slice to the best round predicts what the scikit-learn estimator predicts."""
     X, labels = interop_data
     y = labels["logistic"]
-    est = xgb.XGBClassifier(n_estimators=60, max_depth=3, learning_rate=0.5,
-                            early_stopping_rounds=3).fit(
-        X[:200], y[:200], eval_set=[(X[200:], y[200:])], verbose=False)
+    est = xgb.XGBClassifier(
+        n_estimators=60, max_depth=3, learning_rate=0.5, early_stopping_rounds=3
+    ).fit(X[:200], y[:200], eval_set=[(X[200:], y[200:])], verbose=False)
     assert est.best_iteration + 1 < est.get_booster().num_boosted_rounds()
     bst = from_xgboost(est)
     assert bst.best_iteration == est.best_iteration
     assert bst.best_score == pytest.approx(est.best_score, rel=1e-12)
     assert len(bst) == est.get_booster().num_boosted_rounds()
-    np.testing.assert_allclose(bst.predict(X), est.get_booster().predict(xgb.DMatrix(X)),
-                               atol=TOL)
-    np.testing.assert_allclose(bst[:bst.best_iteration + 1].predict(X),
-                               est.predict_proba(X)[:, 1], atol=TOL)
+    np.testing.assert_allclose(bst.predict(X), est.get_booster().predict(xgb.DMatrix(X)), atol=TOL)
+    np.testing.assert_allclose(
+        bst[: bst.best_iteration + 1].predict(X), est.predict_proba(X)[:, 1], atol=TOL
+    )
     path = tmp_path / "m.json"
     bst.save(path)
     assert jaxboost.load(path).best_iteration == est.best_iteration
@@ -188,14 +208,16 @@ def test_imported_bins_are_consistent_and_the_model_saves(interop_data, tmp_path
     e = bst.ensemble
     split = ~e.is_leaf & (e.cover > 0)
     # tbin and threshold agree through the bin edges (what jaxboost.io checks).
-    np.testing.assert_array_equal(bst.bin_edges.threshold(e.feature, e.tbin)[split],
-                                  e.threshold[split])
+    np.testing.assert_array_equal(
+        bst.bin_edges.threshold(e.feature, e.tbin)[split], e.threshold[split]
+    )
     bst.save(tmp_path / "m.json")
     back = jaxboost.load(tmp_path / "m.json")
     np.testing.assert_array_equal(back.predict(X), bst.predict(X))
     # Continued training starts from the imported model.
-    more = jaxboost.train(bst.objective, X, labels["softmax"], n_rounds=1, max_depth=3,
-                          init_model=bst, verbose=False)
+    more = jaxboost.train(
+        bst.objective, X, labels["softmax"], n_rounds=1, max_depth=3, init_model=bst, verbose=False
+    )
     assert len(more) == len(bst) + 1
 
 
@@ -204,11 +226,15 @@ def test_round_trips(interop_data, interop_models, name):
     X, _ = interop_data
     bst = interop_models[name]
     back = from_xgboost(to_xgboost_json(bst))
-    np.testing.assert_allclose(back.predict(X, output_margin=True),
-                               bst.predict(X, output_margin=True), atol=TOL, rtol=0)
+    np.testing.assert_allclose(
+        back.predict(X, output_margin=True), bst.predict(X, output_margin=True), atol=TOL, rtol=0
+    )
     assert back.n_outputs == bst.n_outputs and len(back) == len(bst)
-    np.testing.assert_allclose(back.feature_importance("total_gain")["f0"],
-                               bst.feature_importance("total_gain")["f0"], rtol=1e-6)
+    np.testing.assert_allclose(
+        back.feature_importance("total_gain")["f0"],
+        bst.feature_importance("total_gain")["f0"],
+        rtol=1e-6,
+    )
     again = to_xgboost_json(back)["learner"]["gradient_booster"]["model"]["trees"]
     first = to_xgboost_json(bst)["learner"]["gradient_booster"]["model"]["trees"]
     assert [t["split_conditions"] for t in again] == [t["split_conditions"] for t in first]
@@ -216,11 +242,13 @@ def test_round_trips(interop_data, interop_models, name):
 
 # --- refusals --------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def xgb_json(interop_data):
     X, labels = interop_data
-    xb = xgb.train(dict(objective="reg:squarederror", max_depth=2),
-                   xgb.DMatrix(X, label=labels["squared"]), 2)
+    xb = xgb.train(
+        dict(objective="reg:squarederror", max_depth=2), xgb.DMatrix(X, label=labels["squared"]), 2
+    )
     return json.loads(xb.save_raw(raw_format="json"))
 
 
@@ -240,31 +268,56 @@ def _set(d, key, value):
 
 DAMAGE = [
     ("no learner", lambda m: m.pop("learner"), "no 'learner'"),
-    ("dart", lambda m: _set(m["learner"]["gradient_booster"], "name", "dart"),
-     "weight_drop of a dart model"),
-    ("gblinear", lambda m: _set(m["learner"]["gradient_booster"], "name", "gblinear"),
-     "'gblinear'"),
-    ("objective", lambda m: _set(m["learner"]["objective"], "name", "survival:aft"),
-     "survival:aft"),
-    ("categorical split", lambda m: _set(_tree0(m), "split_type",
-                                         [1] + _tree0(m)["split_type"][1:]), "categorical"),
-    ("categorical feature", lambda m: _set(m["learner"], "feature_types", ["c"] * 5),
-     "categorical"),
+    (
+        "dart",
+        lambda m: _set(m["learner"]["gradient_booster"], "name", "dart"),
+        "weight_drop of a dart model",
+    ),
+    (
+        "gblinear",
+        lambda m: _set(m["learner"]["gradient_booster"], "name", "gblinear"),
+        "'gblinear'",
+    ),
+    (
+        "objective",
+        lambda m: _set(m["learner"]["objective"], "name", "survival:aft"),
+        "survival:aft",
+    ),
+    (
+        "categorical split",
+        lambda m: _set(_tree0(m), "split_type", [1] + _tree0(m)["split_type"][1:]),
+        "categorical",
+    ),
+    (
+        "categorical feature",
+        lambda m: _set(m["learner"], "feature_types", ["c"] * 5),
+        "categorical",
+    ),
     ("short array", lambda m: _tree0(m)["loss_changes"].pop(), "loss_changes"),
-    ("child outside", lambda m: _tree0(m)["left_children"].__setitem__(0, 999),
-     "outside the tree"),
+    ("child outside", lambda m: _tree0(m)["left_children"].__setitem__(0, 999), "outside the tree"),
     ("one child", lambda m: _tree0(m)["right_children"].__setitem__(0, -1), "one child"),
-    ("cycle", lambda m: _tree0(m)["left_children"].__setitem__(
-        0, _tree0(m)["right_children"][0]), "reached twice"),
+    (
+        "cycle",
+        lambda m: _tree0(m)["left_children"].__setitem__(0, _tree0(m)["right_children"][0]),
+        "reached twice",
+    ),
     ("feature", lambda m: _tree0(m)["split_indices"].__setitem__(0, 99), "num_feature"),
-    ("base score", lambda m: _set(m["learner"]["learner_model_param"], "base_score", "x"),
-     "base_score"),
-    ("vector leaves", lambda m: _set(_tree0(m)["tree_param"], "size_leaf_vector", "3"),
-     "vector leaves"),
-    ("best_iteration", lambda m: _set(m["learner"], "attributes",
-                                      {"best_iteration": "999"}), "best_iteration"),
-    ("best_score", lambda m: _set(m["learner"], "attributes", {"best_score": "nan"}),
-     "best_score"),
+    (
+        "base score",
+        lambda m: _set(m["learner"]["learner_model_param"], "base_score", "x"),
+        "base_score",
+    ),
+    (
+        "vector leaves",
+        lambda m: _set(_tree0(m)["tree_param"], "size_leaf_vector", "3"),
+        "vector leaves",
+    ),
+    (
+        "best_iteration",
+        lambda m: _set(m["learner"], "attributes", {"best_iteration": "999"}),
+        "best_iteration",
+    ),
+    ("best_score", lambda m: _set(m["learner"], "attributes", {"best_score": "nan"}), "best_score"),
 ]
 
 
@@ -305,8 +358,11 @@ def test_import_reads_json_as_strictly_as_model_files(xgb_json, tmp_path):
 
 def test_import_refuses_unequal_trees_per_class(interop_data):
     X, labels = interop_data
-    xb = xgb.train(dict(objective="multi:softprob", num_class=3, max_depth=2),
-                   xgb.DMatrix(X, label=labels["softmax"]), 2)
+    xb = xgb.train(
+        dict(objective="multi:softprob", num_class=3, max_depth=2),
+        xgb.DMatrix(X, label=labels["softmax"]),
+        2,
+    )
     m = json.loads(xb.save_raw(raw_format="json"))
     gm = m["learner"]["gradient_booster"]["model"]
     gm["trees"].pop()
@@ -315,14 +371,16 @@ def test_import_refuses_unequal_trees_per_class(interop_data):
         from_xgboost(m)
 
 
-def test_import_with_more_thresholds_than_bins_warns_and_predicts(interop_data,
-                                                                  monkeypatch):
+def test_import_with_more_thresholds_than_bins_warns_and_predicts(interop_data, monkeypatch):
     rng = np.random.default_rng(5)
     X = rng.normal(size=(400, 1)).astype(np.float32)
     y = np.sin(4 * X[:, 0]) + 0.3 * rng.normal(size=400)
     d = xgb.DMatrix(X, label=y)
-    xb = xgb.train(dict(tree_method="exact", max_depth=4, eta=0.3, min_child_weight=0,
-                        subsample=0.5, seed=1), d, 60)
+    xb = xgb.train(
+        dict(tree_method="exact", max_depth=4, eta=0.3, min_child_weight=0, subsample=0.5, seed=1),
+        d,
+        60,
+    )
     # more than 254 thresholds: wide (uint16) bin edges keep them all
     bst = from_xgboost(xb)
     assert bst.params.max_bin == int(bst.bin_edges.n_cuts[0]) + 2 > 256
@@ -341,5 +399,9 @@ def test_imported_logistic_base_score_matches_xgboost(interop_data, score):
     X, labels = interop_data
     d = xgb.DMatrix(X, label=labels["logistic"])
     xb = xgb.train(dict(objective="binary:logistic", base_score=score, max_depth=2), d, 2)
-    np.testing.assert_allclose(from_xgboost(xb).predict(X, output_margin=True),
-                               xb.predict(d, output_margin=True), atol=TOL, rtol=0)
+    np.testing.assert_allclose(
+        from_xgboost(xb).predict(X, output_margin=True),
+        xb.predict(d, output_margin=True),
+        atol=TOL,
+        rtol=0,
+    )

@@ -20,22 +20,22 @@ def data():
     rng = np.random.default_rng(0)
     X = binnable_features(rng)
     counts = rng.poisson(np.exp(-0.4 * X[:, 2])).astype(np.float32)
-    positive = (rng.gamma(2.0, 1.0, len(X)) * np.exp(-0.3 * X[:, 2]) + 0.01)
+    positive = rng.gamma(2.0, 1.0, len(X)) * np.exp(-0.3 * X[:, 2]) + 0.01
     real = X[:, 2] + rng.standard_t(3, len(X))
-    return X, {"counts": counts, "positive": positive.astype(np.float32),
-               "real": real.astype(np.float32)}
+    return X, {
+        "counts": counts,
+        "positive": positive.astype(np.float32),
+        "real": real.astype(np.float32),
+    }
 
 
 CASES = [
     # (jaxboost entry, labels, XGBoost objective, its parameters)
-    (objectives.poisson(max_delta_step=0.7), "counts", "count:poisson",
-     {"max_delta_step": 0.7}),
+    (objectives.poisson(max_delta_step=0.7), "counts", "count:poisson", {"max_delta_step": 0.7}),
     (objectives.gamma, "positive", "reg:gamma", {}),
-    (objectives.tweedie(power=1.3), "counts", "reg:tweedie",
-     {"tweedie_variance_power": 1.3}),
+    (objectives.tweedie(power=1.3), "counts", "reg:tweedie", {"tweedie_variance_power": 1.3}),
     (objectives.absolute, "real", "reg:absoluteerror", {}),
-    (objectives.pseudo_huber(delta=2.0), "real", "reg:pseudohubererror",
-     {"huber_slope": 2.0}),
+    (objectives.pseudo_huber(delta=2.0), "real", "reg:pseudohubererror", {"huber_slope": 2.0}),
     (objectives.quantile(alpha=0.3), "real", "reg:quantileerror", {"quantile_alpha": 0.3}),
 ]
 IDS = [c[2] for c in CASES]
@@ -57,8 +57,9 @@ def _exported(bst, X, name):
     assert model["learner"]["objective"]["name"] == name
     xb = _xgb_booster(model)
     d = xgb.DMatrix(X, missing=np.nan)
-    np.testing.assert_allclose(xb.predict(d, output_margin=True),
-                               bst.predict(X, output_margin=True), atol=1e-5, rtol=0)
+    np.testing.assert_allclose(
+        xb.predict(d, output_margin=True), bst.predict(X, output_margin=True), atol=1e-5, rtol=0
+    )
     np.testing.assert_allclose(xb.predict(d), bst.predict(X), atol=1e-5, rtol=1e-6)
     back = from_xgboost(xb)
     assert back.objective == bst.objective
@@ -86,8 +87,9 @@ def test_import_predicts_as_xgboost(data, entry, labels, name, params):
     bst = from_xgboost(ref)
     assert bst.objective == entry
     dp = xgb.DMatrix(X, missing=np.nan)
-    np.testing.assert_allclose(bst.predict(X, output_margin=True),
-                               ref.predict(dp, output_margin=True), atol=1e-5, rtol=0)
+    np.testing.assert_allclose(
+        bst.predict(X, output_margin=True), ref.predict(dp, output_margin=True), atol=1e-5, rtol=0
+    )
     np.testing.assert_allclose(bst.predict(X), ref.predict(dp), atol=1e-5, rtol=1e-6)
 
 
@@ -102,21 +104,36 @@ def test_huber_export_names_xgboosts_nearest_objective(data):
 def test_dart_models_import_with_their_tree_weights(data, normalize_type):
     X, ys = data
     d = xgb.DMatrix(X, label=ys["real"], missing=np.nan)
-    ref = xgb.train(dict(booster="dart", rate_drop=0.5, one_drop=1,
-                         normalize_type=normalize_type, max_depth=3, nthread=1, seed=0),
-                    d, 8)
-    weights = json.loads(ref.save_raw("json"))["learner"][
-        "gradient_booster"]["weight_drop"]
+    ref = xgb.train(
+        dict(
+            booster="dart",
+            rate_drop=0.5,
+            one_drop=1,
+            normalize_type=normalize_type,
+            max_depth=3,
+            nthread=1,
+            seed=0,
+        ),
+        d,
+        8,
+    )
+    weights = json.loads(ref.save_raw("json"))["learner"]["gradient_booster"]["weight_drop"]
     assert min(weights) < 0.9  # trees really are weighted
     bst = from_xgboost(ref)
-    np.testing.assert_allclose(bst.predict(X), ref.predict(xgb.DMatrix(X, missing=np.nan)),
-                               atol=1e-5, rtol=0)
+    np.testing.assert_allclose(
+        bst.predict(X), ref.predict(xgb.DMatrix(X, missing=np.nan)), atol=1e-5, rtol=0
+    )
 
 
-@pytest.mark.parametrize("entry, name", [(objectives.cox, "survival:cox"),
-                                         (objectives.ranknet, "rank:pairwise"),
-                                         (objectives.lambdarank, "rank:ndcg")],
-                         ids=["cox", "ranknet", "lambdarank"])
+@pytest.mark.parametrize(
+    "entry, name",
+    [
+        (objectives.cox, "survival:cox"),
+        (objectives.ranknet, "rank:pairwise"),
+        (objectives.lambdarank, "rank:ndcg"),
+    ],
+    ids=["cox", "ranknet", "lambdarank"],
+)
 def test_group_losses_export_and_import(data, entry, name):
     X, ys = data
     rng = np.random.default_rng(5)

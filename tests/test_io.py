@@ -37,8 +37,7 @@ def models(data):
     labels = np.digitize(s, np.quantile(s, [1 / 3, 2 / 3])).astype(np.float32)
     return {
         "squared": jaxboost.train("squared", X, s, **TRAIN),
-        "logistic": jaxboost.train(objectives.logistic, X, (s > 0.3).astype(np.float32),
-                                   **TRAIN),
+        "logistic": jaxboost.train(objectives.logistic, X, (s > 0.3).astype(np.float32), **TRAIN),
         "huber": jaxboost.train(objectives.huber(delta=2.0), X, s, **TRAIN),
         "softmax": jaxboost.train(objectives.softmax, X, labels, **TRAIN),
         "callable": jaxboost.train(_sq_loss, X, s, **TRAIN),
@@ -54,21 +53,27 @@ def _assert_same(a, b, X):
         assert x.dtype == y.dtype and x.shape == y.shape, field
         np.testing.assert_array_equal(x, y, err_msg=field)
     for field in ("cuts", "n_cuts", "has_missing", "n_distinct"):
-        np.testing.assert_array_equal(getattr(a.bin_edges, field),
-                                      getattr(b.bin_edges, field), err_msg=field)
+        np.testing.assert_array_equal(
+            getattr(a.bin_edges, field), getattr(b.bin_edges, field), err_msg=field
+        )
     assert a.bin_edges.max_bin == b.bin_edges.max_bin
     assert a.params == b.params
     np.testing.assert_array_equal(np.asarray(a.base_margin), np.asarray(b.base_margin))
-    assert (a.n_features, a.n_outputs, a.trees_per_round) == \
-        (b.n_features, b.n_outputs, b.trees_per_round)
+    assert (a.n_features, a.n_outputs, a.trees_per_round) == (
+        b.n_features,
+        b.n_outputs,
+        b.trees_per_round,
+    )
     for attr in ("best_iteration", "best_score", "history", "train_state"):
         np.testing.assert_equal(getattr(a, attr, None), getattr(b, attr, None), attr)
     np.testing.assert_array_equal(a.predict(X), b.predict(X))
-    np.testing.assert_array_equal(a.predict(X, output_margin=True),
-                                  b.predict(X, output_margin=True))
+    np.testing.assert_array_equal(
+        a.predict(X, output_margin=True), b.predict(X, output_margin=True)
+    )
 
 
 # --- round trips -------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", ["squared", "logistic", "huber", "softmax"])
 def test_round_trip_catalogue(models, data, tmp_path, name):
@@ -114,26 +119,30 @@ def test_objective_override(models, data, tmp_path):
     bst = models["logistic"]
     path = tmp_path / "logistic.json"
     io.save(bst, path)
-    with pytest.raises(ValueError, match=r"stores the objective objectives\.logistic\(\).*"
-                                         r"objective=objectives\.squared\(\).*"
-                                         r"replace_objective=True"):
+    with pytest.raises(
+        ValueError,
+        match=r"stores the objective objectives\.logistic\(\).*"
+        r"objective=objectives\.squared\(\).*"
+        r"replace_objective=True",
+    ):
         io.load(path, objective="squared")
-    np.testing.assert_array_equal(io.load(path, objective="logistic").predict(X),
-                                  bst.predict(X))  # repeating it is fine
-    margins = io.loads(io.dumps(bst), objective="squared",
-                       replace_objective=True).predict(X)
+    np.testing.assert_array_equal(
+        io.load(path, objective="logistic").predict(X), bst.predict(X)
+    )  # repeating it is fine
+    margins = io.loads(io.dumps(bst), objective="squared", replace_objective=True).predict(X)
     np.testing.assert_array_equal(margins, bst.predict(X, output_margin=True))
     with pytest.raises(ValueError, match="output"):
-        io.loads(io.dumps(models["softmax"]), objective=objectives.logistic,
-                 replace_objective=True)
+        io.loads(io.dumps(models["softmax"]), objective=objectives.logistic, replace_objective=True)
 
 
 def test_extra_attributes_round_trip(models):
     bst = io.loads(io.dumps(models["squared"]))  # a private copy to decorate
     bst.best_iteration = 2
     bst.best_score = 0.125
-    bst.history = {"train": {"rmse": [1.0, 0.5, float("nan"), 0.25]},
-                   "valid": {"rmse": [1.5, 1.0, 0.75, 0.8], "mae": [1, 2, 3, 4]}}
+    bst.history = {
+        "train": {"rmse": [1.0, 0.5, float("nan"), 0.25]},
+        "valid": {"rmse": [1.5, 1.0, 0.75, 0.8], "mae": [1, 2, 3, 4]},
+    }
     bst.train_state = {"seed": 3, "rounds": 4}
     again = io.loads(io.dumps(bst))
     assert again.best_iteration == 2 and again.best_score == 0.125
@@ -182,6 +191,7 @@ def test_file_is_plain_json(models, tmp_path):
 
 # --- atomic writes -----------------------------------------------------------------------
 
+
 def test_atomic_save_keeps_old_file(models, tmp_path, monkeypatch):
     path = tmp_path / "model.json"
     io.save(models["squared"], path)
@@ -215,6 +225,7 @@ def test_save_replaces_and_cleans_up(models, tmp_path):
 
 # --- damaged and tampered files ----------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def good(models):
     return io.to_dict(models["squared"])
@@ -239,7 +250,7 @@ def test_valid_dict_loads(good):
 
 def test_feature_out_of_range(good):
     t, i = _split_node(good)
-    for bad in (F, -1, 10 ** 30):
+    for bad in (F, -1, 10**30):
         d = copy.deepcopy(good)
         d["trees"]["feature"][t][i] = bad
         _rejects(d, r"trees\.feature")
@@ -278,18 +289,21 @@ def test_threshold_tampered(good):
 
 def test_bin_edge_tampered(good):
     d = copy.deepcopy(good)
-    d["bin_edges"]["cuts"][0][1], d["bin_edges"]["cuts"][0][2] = \
-        d["bin_edges"]["cuts"][0][2], d["bin_edges"]["cuts"][0][1]
+    d["bin_edges"]["cuts"][0][1], d["bin_edges"]["cuts"][0][2] = (
+        d["bin_edges"]["cuts"][0][2],
+        d["bin_edges"]["cuts"][0][1],
+    )
     _rejects(d, r"bin_edges\.cuts\[0\]\[2\].*ascending")
     d = copy.deepcopy(good)
     d["bin_edges"]["cuts"][1].append(1e30)
     _rejects(d, r"trees\.threshold|bin_edges")  # grows past max_bin - 2 or moves an edge
 
 
-@pytest.mark.parametrize("bad", [None, "nan", "1.0", float("nan"), float("inf"), 1e39,
-                                 10 ** 400, [1.0], True],
-                         ids=["null", "nan-str", "str", "nan", "inf", "1e39", "huge-int",
-                              "list", "bool"])
+@pytest.mark.parametrize(
+    "bad",
+    [None, "nan", "1.0", float("nan"), float("inf"), 1e39, 10**400, [1.0], True],
+    ids=["null", "nan-str", "str", "nan", "inf", "1e39", "huge-int", "list", "bool"],
+)
 def test_bad_leaf_value(good, bad):
     d = copy.deepcopy(good)
     d["trees"]["value"][0][3] = bad
@@ -304,8 +318,15 @@ def test_missing_key(good, key):
     _rejects(d, key)
 
 
-@pytest.mark.parametrize("section,key", [("trees", "cover"), ("bin_edges", "n_distinct"),
-                                         ("params", "max_depth"), ("objective", "name")])
+@pytest.mark.parametrize(
+    "section,key",
+    [
+        ("trees", "cover"),
+        ("bin_edges", "n_distinct"),
+        ("params", "max_depth"),
+        ("objective", "name"),
+    ],
+)
 def test_missing_nested_key(good, section, key):
     d = copy.deepcopy(good)
     del d[section][key]
@@ -319,8 +340,13 @@ def test_unknown_key(good):
 
 
 def test_format_and_version(good):
-    for version, match in [(2, "newer"), (0, "format_version"), ("1", "integer"),
-                           (True, "integer"), (1.0, "integer")]:
+    for version, match in [
+        (2, "newer"),
+        (0, "format_version"),
+        ("1", "integer"),
+        (True, "integer"),
+        (1.0, "integer"),
+    ]:
         d = copy.deepcopy(good)
         d["format_version"] = version
         _rejects(d, match)
@@ -356,15 +382,17 @@ def test_truncated_text(models, frac):
 
 def test_bool_where_int(good):
     t, i = _split_node(good)
-    for mutate in (lambda d: d.__setitem__("n_features", True),
-                   lambda d: d.__setitem__("n_outputs", True),
-                   lambda d: d.__setitem__("trees_per_round", True),
-                   lambda d: d["params"].__setitem__("max_depth", True),
-                   lambda d: d["bin_edges"].__setitem__("max_bin", True),
-                   lambda d: d["trees"]["feature"][t].__setitem__(i, False),
-                   lambda d: d["trees"]["tbin"][t].__setitem__(i, True),
-                   lambda d: d["trees"]["is_leaf"][t].__setitem__(i, 0),
-                   lambda d: d["bin_edges"]["n_distinct"].__setitem__(0, True)):
+    for mutate in (
+        lambda d: d.__setitem__("n_features", True),
+        lambda d: d.__setitem__("n_outputs", True),
+        lambda d: d.__setitem__("trees_per_round", True),
+        lambda d: d["params"].__setitem__("max_depth", True),
+        lambda d: d["bin_edges"].__setitem__("max_bin", True),
+        lambda d: d["trees"]["feature"][t].__setitem__(i, False),
+        lambda d: d["trees"]["tbin"][t].__setitem__(i, True),
+        lambda d: d["trees"]["is_leaf"][t].__setitem__(i, 0),
+        lambda d: d["bin_edges"]["n_distinct"].__setitem__(0, True),
+    ):
         d = copy.deepcopy(good)
         mutate(d)
         _rejects(d)
@@ -372,29 +400,32 @@ def test_bool_where_int(good):
 
 def test_shapes_and_counts(good, models):
     cases = [
-        lambda d: d["trees"]["value"][0].pop(),                      # short row
-        lambda d: d["trees"]["gain"].pop(),                          # fewer trees
-        lambda d: d.__setitem__("trees_per_round", 2),               # not 1 or K
-        lambda d: d.__setitem__("n_outputs", 2),                     # value rows not M x K
-        lambda d: d.__setitem__("base_margin", [0.5]),               # list for K = 1
-        lambda d: d.__setitem__("n_features", F + 1),                # cuts rows != F
+        lambda d: d["trees"]["value"][0].pop(),  # short row
+        lambda d: d["trees"]["gain"].pop(),  # fewer trees
+        lambda d: d.__setitem__("trees_per_round", 2),  # not 1 or K
+        lambda d: d.__setitem__("n_outputs", 2),  # value rows not M x K
+        lambda d: d.__setitem__("base_margin", [0.5]),  # list for K = 1
+        lambda d: d.__setitem__("n_features", F + 1),  # cuts rows != F
         lambda d: d["bin_edges"]["has_missing"].pop(),
-        lambda d: d["params"].__setitem__("max_depth", 2),           # rows are not M
-        lambda d: d["params"].__setitem__("learning_rate", -1.0),    # TreeParams refuses
-        lambda d: d["params"].__setitem__("eta", 0.3),               # unknown parameter
+        lambda d: d["params"].__setitem__("max_depth", 2),  # rows are not M
+        lambda d: d["params"].__setitem__("learning_rate", -1.0),  # TreeParams refuses
+        lambda d: d["params"].__setitem__("eta", 0.3),  # unknown parameter
         lambda d: d["bin_edges"].__setitem__("max_bin", 32),
-        lambda d: d.__setitem__("best_iteration", 4),                # only 4 rounds
+        lambda d: d.__setitem__("best_iteration", 4),  # only 4 rounds
         lambda d: d.__setitem__("best_score", "0.5"),
         lambda d: d.__setitem__("history", {"train": {"rmse": ["x"]}}),
         lambda d: d.__setitem__("history", {"train": [1.0]}),
         lambda d: d.__setitem__("train_state", {"seed": -1, "rounds": 4}),
         lambda d: d.__setitem__("train_state", {"rounds": 4}),
-        lambda d: d.__setitem__("objective", {"kind": "catalogue", "name": "os.system",
-                                              "params": {}}),
-        lambda d: d.__setitem__("objective", {"kind": "catalogue", "name": "huber",
-                                              "params": {"delta": [1]}}),
-        lambda d: d.__setitem__("objective", {"kind": "catalogue", "name": "huber",
-                                              "params": {"nope": 1}}),
+        lambda d: d.__setitem__(
+            "objective", {"kind": "catalogue", "name": "os.system", "params": {}}
+        ),
+        lambda d: d.__setitem__(
+            "objective", {"kind": "catalogue", "name": "huber", "params": {"delta": [1]}}
+        ),
+        lambda d: d.__setitem__(
+            "objective", {"kind": "catalogue", "name": "huber", "params": {"nope": 1}}
+        ),
         lambda d: d.__setitem__("objective", {"kind": "pickle", "data": "..."}),
     ]
     for n, mutate in enumerate(cases):
@@ -404,21 +435,36 @@ def test_shapes_and_counts(good, models):
             io.from_dict(d)
             pytest.fail(f"case {n} was accepted")
     soft = io.to_dict(models["softmax"])
-    for mutate in (lambda d: d.__setitem__("base_margin", 0.0),
-                   lambda d: d["base_margin"].pop(),
-                   lambda d: d["trees"]["value"][0][0].pop(),
-                   lambda d: d["objective"]["params"].__setitem__("n_classes", 4)):
+    for mutate in (
+        lambda d: d.__setitem__("base_margin", 0.0),
+        lambda d: d["base_margin"].pop(),
+        lambda d: d["trees"]["value"][0][0].pop(),
+        lambda d: d["objective"]["params"].__setitem__("n_classes", 4),
+    ):
         d = copy.deepcopy(soft)
         mutate(d)
         with pytest.raises(ModelFormatError):
             io.from_dict(d)
 
 
-@pytest.mark.parametrize("text", [
-    "", "null", "[]", "{}", "42", '"jaxboost-model"', "\ufeff{}", "{" * 50 + "}" * 50,
-    "[" * 100_000 + "]" * 100_000, '{"format": "jaxboost-model", "format": "x"}',
-    '{"format": NaN}', '{"format": Infinity}', "1" * 5000,
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "null",
+        "[]",
+        "{}",
+        "42",
+        '"jaxboost-model"',
+        "\ufeff{}",
+        "{" * 50 + "}" * 50,
+        "[" * 100_000 + "]" * 100_000,
+        '{"format": "jaxboost-model", "format": "x"}',
+        '{"format": NaN}',
+        '{"format": Infinity}',
+        "1" * 5000,
+    ],
+)
 def test_garbage_text(text):
     with pytest.raises(ModelFormatError):
         io.loads(text)

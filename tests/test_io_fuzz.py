@@ -37,18 +37,24 @@ from jaxboost.io import ModelFormatError
 
 N_ROWS, N_FEATURES = 60, 4
 _EXPLORE = os.environ.get("JAXBOOST_FUZZ_EXAMPLES")
-FUZZ = settings(max_examples=int(_EXPLORE or 750), deadline=None,
-                derandomize=not _EXPLORE, database=None,
-                suppress_health_check=[HealthCheck.too_slow,
-                                       HealthCheck.function_scoped_fixture])
+FUZZ = settings(
+    max_examples=int(_EXPLORE or 750),
+    deadline=None,
+    derandomize=not _EXPLORE,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 """Two fuzz tests, each run for two models, of 750 examples each: 3,000 mutations in all,
 the same ones every run. ``JAXBOOST_FUZZ_EXAMPLES=20000`` explores: that many fresh
 random examples per test and model."""
 _XGB_EXPLORE = os.environ.get("JAXBOOST_XGB_FUZZ_EXAMPLES")
-XGB_FUZZ = settings(max_examples=int(_XGB_EXPLORE or 300), deadline=None,
-                    derandomize=not _XGB_EXPLORE, database=None,
-                    suppress_health_check=[HealthCheck.too_slow,
-                                           HealthCheck.function_scoped_fixture])
+XGB_FUZZ = settings(
+    max_examples=int(_XGB_EXPLORE or 300),
+    deadline=None,
+    derandomize=not _XGB_EXPLORE,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 """The ``from_xgboost`` fuzz: 300 mutations over three XGBoost models, the same ones
 every run; ``JAXBOOST_XGB_FUZZ_EXAMPLES=20000`` explores that many fresh ones."""
 
@@ -73,8 +79,15 @@ def texts(data):
     named = {}
     if "feature_names" in inspect.signature(jaxboost.train).parameters:
         named["feature_names"] = ["alpha", "beta", "gamma", "delta"]  # optional key
-    logistic = jaxboost.train(objectives.logistic, X, binary, n_rounds=3,
-                              eval_set={"train": (X, binary)}, **small, **named)
+    logistic = jaxboost.train(
+        objectives.logistic,
+        X,
+        binary,
+        n_rounds=3,
+        eval_set={"train": (X, binary)},
+        **small,
+        **named,
+    )
     softmax = jaxboost.train(objectives.softmax, X, classes, n_rounds=2, **small)
     out = {"logistic": io.dumps(logistic), "softmax": io.dumps(softmax)}
     for text in out.values():  # small enough to try every prefix quickly
@@ -94,11 +107,11 @@ def X_small(data):
 # The property every input must satisfy
 # --------------------------------------------------------------------------------------
 
+
 @contextlib.contextmanager
 def watchdog(seconds=60):
     """Fail (instead of hanging) when the block runs longer than ``seconds``."""
-    usable = (hasattr(signal, "setitimer")
-              and threading.current_thread() is threading.main_thread())
+    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
     if not usable:
         yield
         return
@@ -119,8 +132,7 @@ def _margin_bound(bst) -> float:
     """An upper bound of ``|margin|``: base margin plus the largest leaf of every tree."""
     value = np.abs(np.asarray(bst.ensemble.value, np.float64))
     per_tree = value.reshape(value.shape[0], -1).max(axis=1) if value.size else value
-    return float(np.max(np.abs(np.asarray(bst.base_margin, np.float64)))
-                 + per_tree.sum())
+    return float(np.max(np.abs(np.asarray(bst.base_margin, np.float64))) + per_tree.sum())
 
 
 def check_load(load, X):
@@ -147,7 +159,7 @@ def check_load(load, X):
         repr(bst)
         bst._repr_html_()
         if isinstance(bst.objective, objectives.Objective):  # a usable loss, e.g. not
-            y0 = np.float32(0.0)                             # softmax(n_classes="3")
+            y0 = np.float32(0.0)  # softmax(n_classes="3")
             f0 = np.zeros(K, np.float32) if K > 1 else np.float32(0.0)
             assert np.isfinite(float(bst.objective(y0, f0)))
         # The reader refuses leaf values whose sums could overflow float32.
@@ -169,6 +181,7 @@ def test_model_format_error_is_a_value_error():
 # --------------------------------------------------------------------------------------
 # Truncation at every offset
 # --------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", ["logistic", "softmax"])
 def test_every_truncation_is_refused(texts, name):
@@ -195,35 +208,119 @@ def test_every_truncation_of_a_saved_file_is_refused(texts, tmp_path):
 # Strategies
 # --------------------------------------------------------------------------------------
 
-_SPECIAL_INTS = [0, 1, -1, 2, 3, 4, 6, 7, 8, 16, 17, 255, 256, 2 ** 31 - 1, 2 ** 31,
-                 2 ** 53 + 1, 2 ** 63 - 1, 2 ** 63, -2 ** 63 - 1, 2 ** 64, 10 ** 30,
-                 -10 ** 30, 10 ** 400]
-_SPECIAL_FLOATS = [0.0, -0.0, 0.5, -0.5, 1e-45, 1e-40, 3.4e38, 3.5e38, -3.5e38, 1e308,
-                   F32_MAX, math.nan, math.inf, -math.inf]
-_SPECIAL_STRINGS = ["", "inf", "-inf", "nan", "NaN", "Infinity", "-Infinity", "null",
-                    "0", "3", "1e999", "logistic", "softmax", "catalogue", "callable",
-                    "jaxboost-model", "\x00", "\ud800", "é"]
+_SPECIAL_INTS = [
+    0,
+    1,
+    -1,
+    2,
+    3,
+    4,
+    6,
+    7,
+    8,
+    16,
+    17,
+    255,
+    256,
+    2**31 - 1,
+    2**31,
+    2**53 + 1,
+    2**63 - 1,
+    2**63,
+    -(2**63) - 1,
+    2**64,
+    10**30,
+    -(10**30),
+    10**400,
+]
+_SPECIAL_FLOATS = [
+    0.0,
+    -0.0,
+    0.5,
+    -0.5,
+    1e-45,
+    1e-40,
+    3.4e38,
+    3.5e38,
+    -3.5e38,
+    1e308,
+    F32_MAX,
+    math.nan,
+    math.inf,
+    -math.inf,
+]
+_SPECIAL_STRINGS = [
+    "",
+    "inf",
+    "-inf",
+    "nan",
+    "NaN",
+    "Infinity",
+    "-Infinity",
+    "null",
+    "0",
+    "3",
+    "1e999",
+    "logistic",
+    "softmax",
+    "catalogue",
+    "callable",
+    "jaxboost-model",
+    "\x00",
+    "\ud800",
+    "é",
+]
 
 scalars = st.one_of(
-    st.none(), st.booleans(),
-    st.integers(min_value=-(2 ** 70), max_value=2 ** 70), st.sampled_from(_SPECIAL_INTS),
-    st.floats(allow_nan=True, allow_infinity=True), st.sampled_from(_SPECIAL_FLOATS),
-    st.text(max_size=8), st.sampled_from(_SPECIAL_STRINGS),
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.sampled_from(_SPECIAL_INTS),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from(_SPECIAL_FLOATS),
+    st.text(max_size=8),
+    st.sampled_from(_SPECIAL_STRINGS),
 )
 json_values = st.recursive(
     scalars,
-    lambda inner: st.one_of(st.lists(inner, max_size=5),
-                            st.dictionaries(st.text(max_size=6), inner, max_size=3)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=5), st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
     max_leaves=10,
 )
 
-_KEY_NAMES = sorted(set(io.format._TOP_KEYS) | {"kind", "name", "params", "qualname", "max_depth",
-                                         "max_bin", "learning_rate", "cuts", "has_missing",
-                                         "n_distinct", "feature", "tbin", "threshold",
-                                         "default_left", "is_leaf", "value", "gain",
-                                         "cover", "seed", "rounds", "n_classes", "delta",
-                                         "feature_names",
-                                         "train", "logloss", "__class__", ""})
+_KEY_NAMES = sorted(
+    set(io.format._TOP_KEYS)
+    | {
+        "kind",
+        "name",
+        "params",
+        "qualname",
+        "max_depth",
+        "max_bin",
+        "learning_rate",
+        "cuts",
+        "has_missing",
+        "n_distinct",
+        "feature",
+        "tbin",
+        "threshold",
+        "default_left",
+        "is_leaf",
+        "value",
+        "gain",
+        "cover",
+        "seed",
+        "rounds",
+        "n_classes",
+        "delta",
+        "feature_names",
+        "train",
+        "logloss",
+        "__class__",
+        "",
+    }
+)
 
 
 def _paths(doc):
@@ -232,8 +329,13 @@ def _paths(doc):
     stack = [((), doc)]
     while stack:
         path, node = stack.pop()
-        items = (node.items() if isinstance(node, dict)
-                 else enumerate(node) if isinstance(node, list) else ())
+        items = (
+            node.items()
+            if isinstance(node, dict)
+            else enumerate(node)
+            if isinstance(node, list)
+            else ()
+        )
         for k, v in items:
             out.append(path + (k,))
             stack.append((path + (k,), v))
@@ -258,28 +360,55 @@ def _nearby(v, draw):
     if isinstance(v, bool):
         return draw(st.sampled_from([not v, int(v), None, str(v).lower()]))
     if isinstance(v, int):
-        wide = float(v) if abs(v) < 2 ** 1000 else 0.5
-        return draw(st.sampled_from([v + 1, v - 1, -v, 2 * v, v + 2 ** 31, wide, str(v),
-                                     [v], None, True]))
+        wide = float(v) if abs(v) < 2**1000 else 0.5
+        return draw(
+            st.sampled_from([v + 1, v - 1, -v, 2 * v, v + 2**31, wide, str(v), [v], None, True])
+        )
     if isinstance(v, float):
         if not math.isfinite(v):
             return draw(st.sampled_from([0.0, 1.0, "inf", "-inf", None, -v]))
         with np.errstate(over="ignore"):
             up32 = float(np.nextafter(np.float32(v), np.float32(np.inf)))
-        return draw(st.sampled_from([
-            -v, 2 * v, v / 3, v + 1.0, up32, float(np.nextafter(v, math.inf)), v * 1e38,
-            round(v), "inf", "-inf", None, math.nan, str(v)]))
+        return draw(
+            st.sampled_from(
+                [
+                    -v,
+                    2 * v,
+                    v / 3,
+                    v + 1.0,
+                    up32,
+                    float(np.nextafter(v, math.inf)),
+                    v * 1e38,
+                    round(v),
+                    "inf",
+                    "-inf",
+                    None,
+                    math.nan,
+                    str(v),
+                ]
+            )
+        )
     if isinstance(v, str):
         edits = [v + "x", v[:-1], v.upper(), "", None, 0]
         if v.strip("[]").replace("E", "").replace(".", "").replace("-", "").isdigit():
             # a number as XGBoost writes it ("5", "[5E-1]"): extreme and malformed ones
-            edits += ["10000000", "4000000", "99999999999999999999", "-1", "1.7", "inf",
-                      "nan", "1e39", "[1E39]", "[" + v.strip("[]") + "," + v.strip("[]")
-                      + "]", "1_0", " " + v]
+            edits += [
+                "10000000",
+                "4000000",
+                "99999999999999999999",
+                "-1",
+                "1.7",
+                "inf",
+                "nan",
+                "1e39",
+                "[1E39]",
+                "[" + v.strip("[]") + "," + v.strip("[]") + "]",
+                "1_0",
+                " " + v,
+            ]
         return draw(st.sampled_from(edits))
     if isinstance(v, list):
-        return draw(st.sampled_from([v[:-1], v + v[-1:], v[::-1], [v], [], v * 2,
-                                     v[1:]]))
+        return draw(st.sampled_from([v[:-1], v + v[-1:], v[::-1], [v], [], v * 2, v[1:]]))
     if isinstance(v, dict):
         return draw(st.sampled_from([{}, dict(list(v.items())[:-1]), [v], None]))
     return draw(json_values)
@@ -288,6 +417,7 @@ def _nearby(v, draw):
 def _walks(doc):
     """Paths by a random walk from the root: unlike a uniform choice among all paths
     (mostly tree entries), this reaches the small sections (params, objective, ...)."""
+
     @st.composite
     def walk(draw):
         path, node = (), doc
@@ -331,9 +461,10 @@ def mutated_docs(draw, base, key_names=None):
             if node and draw(st.booleans()):
                 del node[draw(st.integers(0, len(node) - 1))]
             else:
-                node.insert(draw(st.integers(0, len(node))),
-                            copy.deepcopy(draw(st.sampled_from(node))) if node
-                            else draw(json_values))
+                node.insert(
+                    draw(st.integers(0, len(node))),
+                    copy.deepcopy(draw(st.sampled_from(node))) if node else draw(json_values),
+                )
         elif op == "transplant":  # a value from elsewhere in the model: plausible types
             other = copy.deepcopy(_get(doc, draw(st.sampled_from(paths))))
             doc = _set(doc, path, other)
@@ -346,6 +477,7 @@ def mutated_docs(draw, base, key_names=None):
 
 def _encode(value, dup_at=None, dup_value=None):
     """JSON text of ``value``; the object at path ``dup_at`` repeats its first key."""
+
     def enc(v, path):
         if isinstance(v, dict):
             parts = [f"{json.dumps(k)}:{enc(x, path + (k,))}" for k, x in v.items()]
@@ -363,6 +495,7 @@ def _encode(value, dup_at=None, dup_value=None):
 # --------------------------------------------------------------------------------------
 # Mutations of the parsed JSON
 # --------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", ["logistic", "softmax"])
 @FUZZ
@@ -384,8 +517,15 @@ def test_fuzz_parsed(texts, X_small, name, data):
 # Mutations of the raw text
 # --------------------------------------------------------------------------------------
 
-TEXT_OPERATIONS = ("flip_char", "flip_byte", "insert", "delete", "duplicate_key",
-                   "splice", "swap_chars")
+TEXT_OPERATIONS = (
+    "flip_char",
+    "flip_byte",
+    "insert",
+    "delete",
+    "duplicate_key",
+    "splice",
+    "swap_chars",
+)
 _JSON_CHARS = '{}[]:,"0123456789.-+eE \\tnulfasr'
 
 
@@ -401,7 +541,7 @@ def mutated_texts(draw, text):
         if op == "flip_char":
             c = draw(st.sampled_from(_JSON_CHARS) | st.characters())
             c = c.encode("utf-8", "surrogatepass") if as_bytes else c
-            out = out[:i] + c + out[i + 1:]
+            out = out[:i] + c + out[i + 1 :]
         elif op == "flip_byte":
             raw = bytearray(out if as_bytes else out.encode("utf-8", "surrogatepass"))
             if raw:
@@ -413,19 +553,19 @@ def mutated_texts(draw, text):
             piece = piece.encode("utf-8", "surrogatepass") if as_bytes else piece
             out = out[:i] + piece + out[i:]
         elif op == "delete":
-            out = out[:i] + out[i + draw(st.integers(1, 20)):]
+            out = out[:i] + out[i + draw(st.integers(1, 20)) :]
         elif op == "swap_chars" and n >= 2:
             j = draw(st.integers(0, n - 1))
             a, b = sorted((i, j))
-            out = out[:a] + out[b:b + 1] + out[a + 1:b] + out[a:a + 1] + out[b + 1:]
+            out = out[:a] + out[b : b + 1] + out[a + 1 : b] + out[a : a + 1] + out[b + 1 :]
         elif op == "splice":  # a slice of the text copied elsewhere
             j = draw(st.integers(0, n))
-            out = out[:i] + out[j:j + draw(st.integers(1, 40))] + out[i:]
+            out = out[:i] + out[j : j + draw(st.integers(1, 40))] + out[i:]
         else:  # duplicate_key (only on well-formed text), else delete one character
             try:
                 doc = json.loads(out)
             except (ValueError, TypeError):
-                out = out[:i] + out[i + 1:]
+                out = out[:i] + out[i + 1 :]
                 continue
             objs = [p for p in _paths(doc) if isinstance(_get(doc, p), dict) and _get(doc, p)]
             if not objs:
@@ -455,6 +595,7 @@ def test_fuzz_text(texts, X_small, name, data):
 # Regressions found by the fuzzer, and hand-picked edits it reaches only by luck
 # --------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("n_classes", ["3", 3.0, 3.7, True, [3], "three"])
 def test_softmax_n_classes_must_be_an_integer(texts, n_classes):
     doc = json.loads(texts["softmax"])
@@ -478,8 +619,7 @@ def test_valid_edits_load(texts, X_small):
     doc["history"] = {}
     doc["best_iteration"], doc["best_score"] = 1, 0.25
     bst = io.from_dict(doc)
-    np.testing.assert_allclose(bst.predict(X_small, output_margin=True), before + 1.0,
-                               rtol=1e-6)
+    np.testing.assert_allclose(bst.predict(X_small, output_margin=True), before + 1.0, rtol=1e-6)
     assert check_load(lambda: io.from_dict(doc), X_small) == "loaded"
 
 
@@ -487,13 +627,40 @@ def test_valid_edits_load(texts, X_small):
 # from_xgboost: structural mutations of real XGBoost models
 # --------------------------------------------------------------------------------------
 
-_XGB_KEY_NAMES = sorted({
-    "learner", "gradient_booster", "model", "trees", "tree_info", "name", "objective",
-    "learner_model_param", "num_class", "num_feature", "num_target", "base_score",
-    "feature_names", "feature_types", "tree_param", "num_nodes", "size_leaf_vector",
-    "left_children", "right_children", "split_indices", "split_conditions",
-    "default_left", "loss_changes", "sum_hessian", "base_weights", "split_type",
-    "categories_nodes", "iteration_indptr", "gbtree_model_param", ""})
+_XGB_KEY_NAMES = sorted(
+    {
+        "learner",
+        "gradient_booster",
+        "model",
+        "trees",
+        "tree_info",
+        "name",
+        "objective",
+        "learner_model_param",
+        "num_class",
+        "num_feature",
+        "num_target",
+        "base_score",
+        "feature_names",
+        "feature_types",
+        "tree_param",
+        "num_nodes",
+        "size_leaf_vector",
+        "left_children",
+        "right_children",
+        "split_indices",
+        "split_conditions",
+        "default_left",
+        "loss_changes",
+        "sum_hessian",
+        "base_weights",
+        "split_type",
+        "categories_nodes",
+        "iteration_indptr",
+        "gbtree_model_param",
+        "",
+    }
+)
 
 
 @pytest.fixture(scope="module")
@@ -502,13 +669,20 @@ def xgb_docs(data):
     xgb = pytest.importorskip("xgboost")
     X = data
     x0, x2 = np.nan_to_num(X[:, 0]), np.nan_to_num(X[:, 2])
-    labels = {"reg:squarederror": x0 + 0.5 * x2,
-              "binary:logistic": ((x0 + np.isnan(X[:, 1])) > 0.2).astype(np.float32),
-              "multi:softprob": ((x0 > 0).astype(np.float32) + (x2 > 0.5))}
+    labels = {
+        "reg:squarederror": x0 + 0.5 * x2,
+        "binary:logistic": ((x0 + np.isnan(X[:, 1])) > 0.2).astype(np.float32),
+        "multi:softprob": ((x0 > 0).astype(np.float32) + (x2 > 0.5)),
+    }
     docs = {}
     for objective, y in labels.items():
-        params = {"objective": objective, "max_depth": 3, "eta": 0.5, "seed": 0,
-                  "min_child_weight": 0.5}
+        params = {
+            "objective": objective,
+            "max_depth": 3,
+            "eta": 0.5,
+            "seed": 0,
+            "min_child_weight": 0.5,
+        }
         if objective == "multi:softprob":
             params["num_class"] = 3
         xb = xgb.train(params, xgb.DMatrix(X, label=y, missing=np.nan), 3)
@@ -530,7 +704,7 @@ def check_import(source, X):
         K, F = bst.n_outputs, bst.n_features
         if F != X.shape[1]:  # a valid edit of num_feature: as many columns, NaN-padded
             wide = np.full((X.shape[0], F), np.nan, np.float32)
-            wide[:, :min(F, X.shape[1])] = X[:, :F]
+            wide[:, : min(F, X.shape[1])] = X[:, :F]
             X = wide
         margin = bst.predict(X, output_margin=True)
         pred = bst.predict(X)

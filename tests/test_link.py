@@ -46,10 +46,17 @@ def pair(data):
     """The plain loss with ``link="sigmoid"`` and ``objectives.logistic``, same settings,
     early stopping on the test log loss."""
     X, y, Xt, yt = data
-    kw = dict(KW, eval_set=[(Xt, yt)], eval_metric=METRICS, early_stopping_rounds=3,
-              early_stopping_metric="logloss")
-    return (jaxboost.train(logistic, X, y, link="sigmoid", **kw),
-            jaxboost.train(O.logistic, X, y, **kw))
+    kw = dict(
+        KW,
+        eval_set=[(Xt, yt)],
+        eval_metric=METRICS,
+        early_stopping_rounds=3,
+        early_stopping_metric="logloss",
+    )
+    return (
+        jaxboost.train(logistic, X, y, link="sigmoid", **kw),
+        jaxboost.train(O.logistic, X, y, **kw),
+    )
 
 
 def test_history_early_stopping_and_predictions_match_catalogue_logistic(pair, data):
@@ -64,8 +71,9 @@ def test_history_early_stopping_and_predictions_match_catalogue_logistic(pair, d
     p = mine.predict(Xt)
     np.testing.assert_allclose(p, ref.predict(Xt), atol=1e-6)
     assert p.min() > 0 and p.max() < 1  # probabilities, not margins
-    np.testing.assert_allclose(p, 1 / (1 + np.exp(-mine.predict(Xt, output_margin=True))),
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        p, 1 / (1 + np.exp(-mine.predict(Xt, output_margin=True))), atol=1e-6
+    )
     assert isinstance(mine.objective, O.LinkedLoss)
     assert mine.objective.link is O.sigmoid
     assert repr(mine.objective) == "objectives.with_link(logistic, 'sigmoid')"
@@ -86,37 +94,77 @@ def test_without_link_the_model_and_compiles_are_unchanged(data):
     np.testing.assert_array_equal(plain.predict(X), linked.predict(X, output_margin=True))
 
 
-@pytest.mark.parametrize("metric,link", [("logloss", "sigmoid"), ("error", "sigmoid"),
-                                         ("accuracy", "sigmoid"), ("brier", "sigmoid"),
-                                         ("poisson_nll", "exp")])
+@pytest.mark.parametrize(
+    "metric,link",
+    [
+        ("logloss", "sigmoid"),
+        ("error", "sigmoid"),
+        ("accuracy", "sigmoid"),
+        ("brier", "sigmoid"),
+        ("poisson_nll", "exp"),
+    ],
+)
 def test_probability_metric_without_link_fails_before_any_round(data, metric, link):
     X, y, Xt, yt = data
     calls = []
     with pytest.raises(ValueError, match=rf"metric '{metric}'.*no link.*link='{link}'"):
-        jaxboost.train(logistic, X, y, eval_set=[(Xt, yt)], eval_metric=["auc", metric],
-                       callbacks=[lambda env: calls.append(env) or False], **KW)
+        jaxboost.train(
+            logistic,
+            X,
+            y,
+            eval_set=[(Xt, yt)],
+            eval_metric=["auc", metric],
+            callbacks=[lambda env: calls.append(env) or False],
+            **KW,
+        )
     assert calls == []
     with pytest.raises(ValueError, match="configuration 1: metric 'logloss'"):
-        jaxboost.train_many(["logistic", logistic], X, y, eval_set=[(Xt, yt)],
-                            eval_metric="logloss", n_rounds=3, max_depth=3)
+        jaxboost.train_many(
+            ["logistic", logistic],
+            X,
+            y,
+            eval_set=[(Xt, yt)],
+            eval_metric="logloss",
+            n_rounds=3,
+            max_depth=3,
+        )
 
 
 def test_margin_metrics_and_regression_metrics_keep_working_without_link(data):
     X, y, Xt, yt = data
-    bst = jaxboost.train(logistic, X, y, eval_set=[(Xt, yt)],
-                         eval_metric=["auc", "objective"], **dict(KW, n_rounds=5))
+    bst = jaxboost.train(
+        logistic,
+        X,
+        y,
+        eval_set=[(Xt, yt)],
+        eval_metric=["auc", "objective"],
+        **dict(KW, n_rounds=5),
+    )
     assert list(bst.history["validation_0"]) == ["auc", "loss"]
 
     def sq(y, f):
         return 0.5 * (y - f) ** 2
 
-    reg = jaxboost.train(sq, X, X[:, 0], eval_set=[(Xt, Xt[:, 0])],
-                         eval_metric=["rmse", "mae"], **dict(KW, n_rounds=5))
-    ref = jaxboost.train(O.squared, X, X[:, 0], eval_set=[(Xt, Xt[:, 0])],
-                         eval_metric=["rmse", "mae"], **dict(KW, n_rounds=5))
+    reg = jaxboost.train(
+        sq,
+        X,
+        X[:, 0],
+        eval_set=[(Xt, Xt[:, 0])],
+        eval_metric=["rmse", "mae"],
+        **dict(KW, n_rounds=5),
+    )
+    ref = jaxboost.train(
+        O.squared,
+        X,
+        X[:, 0],
+        eval_set=[(Xt, Xt[:, 0])],
+        eval_metric=["rmse", "mae"],
+        **dict(KW, n_rounds=5),
+    )
     for m in ("rmse", "mae"):
-        np.testing.assert_allclose(reg.history["validation_0"][m],
-                                   ref.history["validation_0"][m], atol=1e-6)
+        np.testing.assert_allclose(
+            reg.history["validation_0"][m], ref.history["validation_0"][m], atol=1e-6
+        )
 
 
 def test_catalogue_entries_keep_their_own_link(data):
@@ -152,11 +200,13 @@ def test_compare_table_matches_catalogue_logistic(data):
 def test_train_many_takes_link_per_configuration(data):
     X, y, Xt, yt = data
     kw = dict(eval_set=[(Xt, yt)], eval_metric=METRICS, n_rounds=10, max_depth=3)
-    mine, ref = jaxboost.train_many([{"objective": logistic, "link": "sigmoid"},
-                                     "logistic"], X, y, **kw)
+    mine, ref = jaxboost.train_many(
+        [{"objective": logistic, "link": "sigmoid"}, "logistic"], X, y, **kw
+    )
     for m in METRICS:
-        np.testing.assert_allclose(mine.history["validation_0"][m],
-                                   ref.history["validation_0"][m], atol=1e-6)
+        np.testing.assert_allclose(
+            mine.history["validation_0"][m], ref.history["validation_0"][m], atol=1e-6
+        )
     shared = jaxboost.train_many([logistic], X, y, link="sigmoid", **kw)[0]
     assert shared.history == mine.history
 
@@ -174,8 +224,11 @@ def test_sklearn_classifier_proba_equals_catalogue_logistic(data):
     np.testing.assert_allclose(given.predict_proba(Xt), want, atol=1e-6)
     # the booster, its metrics and the estimator read one link
     np.testing.assert_allclose(auto.booster_.predict(Xt), want[:, 1], atol=1e-6)
-    np.testing.assert_allclose(auto.evals_result()["validation_0"]["logloss"],
-                               ref.evals_result()["validation_0"]["logloss"], atol=1e-6)
+    np.testing.assert_allclose(
+        auto.evals_result()["validation_0"]["logloss"],
+        ref.evals_result()["validation_0"]["logloss"],
+        atol=1e-6,
+    )
     assert auto.get_params()["link"] == "auto"
 
 
@@ -191,16 +244,18 @@ def test_save_load_keeps_the_link(pair, data, tmp_path):
     np.testing.assert_array_equal(again.predict(Xt), mine.predict(Xt))
     assert again.history == mine.history and again.best_iteration == mine.best_iteration
     # continue training from the loaded model: the link stays
-    more = jaxboost.train(again.objective, data[0], data[1], init_model=again, n_rounds=2,
-                          max_depth=3)
+    more = jaxboost.train(
+        again.objective, data[0], data[1], init_model=again, n_rounds=2, max_depth=3
+    )
     assert more.objective == mine.objective and len(more) == len(mine) + 2
 
 
 def test_custom_link_is_saved_by_qualname(data, tmp_path):
     X, y, Xt, _ = data
     bst = jaxboost.train(logistic, X, y, link=half_sigmoid, **dict(KW, n_rounds=3))
-    np.testing.assert_allclose(bst.predict(Xt),
-                               half_sigmoid(bst.predict(Xt, output_margin=True)), atol=1e-6)
+    np.testing.assert_allclose(
+        bst.predict(Xt), half_sigmoid(bst.predict(Xt, output_margin=True)), atol=1e-6
+    )
     assert "link=half_sigmoid" in repr(bst) and "half_sigmoid" in bst._repr_html_()
     path = tmp_path / "c.json"
     bst.save(path)
@@ -224,8 +279,10 @@ def test_xgboost_export_follows_the_link(pair, data):
 
 def test_html_repr_shows_the_link(pair):
     mine, ref = pair
-    assert "<th style=\"text-align:left\">link</th><td style=\"text-align:left\">sigmoid" \
+    assert (
+        '<th style="text-align:left">link</th><td style="text-align:left">sigmoid'
         in mine._repr_html_()
+    )
     assert "sigmoid" in ref._repr_html_()
 
 
@@ -233,8 +290,7 @@ def test_softmax_link_for_a_vector_loss(data):
     X, _, Xt, _ = data
     y3 = np.digitize(X[:, 0], [-0.5, 0.5]).astype(np.float32)
     yt3 = np.digitize(Xt[:, 0], [-0.5, 0.5]).astype(np.float32)
-    kw = dict(eval_set=[(Xt, yt3)], eval_metric=["mlogloss", "merror"], n_rounds=5,
-              max_depth=3)
+    kw = dict(eval_set=[(Xt, yt3)], eval_metric=["mlogloss", "merror"], n_rounds=5, max_depth=3)
     with pytest.raises(ValueError, match="metric 'mlogloss'.*link='softmax'"):
         jaxboost.train(softmax_ce, X, y3, n_outputs=3, **kw)
     bst = jaxboost.train(softmax_ce, X, y3, n_outputs=3, link="softmax", **kw)
@@ -242,6 +298,7 @@ def test_softmax_link_for_a_vector_loss(data):
     p = bst.predict(Xt)
     assert p.shape == (100, 3)
     np.testing.assert_allclose(p.sum(axis=1), 1.0, atol=1e-5)
-    np.testing.assert_allclose(bst.history["validation_0"]["mlogloss"],
-                               ref.history["validation_0"]["mlogloss"], atol=1e-5)
+    np.testing.assert_allclose(
+        bst.history["validation_0"]["mlogloss"], ref.history["validation_0"]["mlogloss"], atol=1e-5
+    )
     assert bst.objective.outputs == 3

@@ -19,14 +19,19 @@ P = dict(reg_lambda=1.0, reg_alpha=0.0, gamma=0.0, min_child_weight=1.0, max_del
 def data():
     rng = np.random.default_rng(0)
     X = binnable_features(rng, N=1000)  # NaN in features 1 and 3
-    y = (np.nan_to_num(X[:, 0]) * 0.2 - X[:, 2] + X[:, 4] * 0.5 + rng.normal(size=len(X)))
+    y = np.nan_to_num(X[:, 0]) * 0.2 - X[:, 2] + X[:, 4] * 0.5 + rng.normal(size=len(X))
     return X, y.astype(np.float32)
 
 
-@pytest.mark.parametrize("objective, xgb_objective, leaves, depth", [
-    ("squared", "reg:squarederror", 4, 6), ("squared", "reg:squarederror", 31, 10),
-    ("logistic", "binary:logistic", 8, 6), ("softmax", "multi:softprob", 6, 5),
-])
+@pytest.mark.parametrize(
+    "objective, xgb_objective, leaves, depth",
+    [
+        ("squared", "reg:squarederror", 4, 6),
+        ("squared", "reg:squarederror", 31, 10),
+        ("logistic", "binary:logistic", 8, 6),
+        ("softmax", "multi:softprob", 6, 5),
+    ],
+)
 def test_lossguide_equals_xgboost_hist(data, objective, xgb_objective, leaves, depth):
     X, y = data
     if objective == "logistic":
@@ -35,16 +40,36 @@ def test_lossguide_equals_xgboost_hist(data, objective, xgb_objective, leaves, d
         y = np.digitize(y, [-0.5, 0.5]).astype(np.float32)
     d = xgb.DMatrix(X, label=y, missing=np.nan)
     extra = {"num_class": 3} if objective == "softmax" else {}
-    ref = xgb.train(dict(objective=xgb_objective, tree_method="hist", grow_policy="lossguide",
-                         max_leaves=leaves, max_depth=depth, eta=0.3, nthread=1,
-                         base_score=0.5 if objective == "logistic" else 0.0, **extra, **P),
-                    d, 20)
+    ref = xgb.train(
+        dict(
+            objective=xgb_objective,
+            tree_method="hist",
+            grow_policy="lossguide",
+            max_leaves=leaves,
+            max_depth=depth,
+            eta=0.3,
+            nthread=1,
+            base_score=0.5 if objective == "logistic" else 0.0,
+            **extra,
+            **P,
+        ),
+        d,
+        20,
+    )
     kw = dict(n_rounds=20, learning_rate=0.3, max_depth=depth, verbose=False, **P)
     loss = objectives.softmax(curvature="xgboost") if objective == "softmax" else objective
-    bst = jaxboost.train(loss, X, y, grow_policy="lossguide", max_leaves=leaves,
-                         base_margin=[0.0] * 3 if objective == "softmax" else 0.0, **kw)
-    np.testing.assert_allclose(bst.predict(X, output_margin=True),
-                               ref.predict(d, output_margin=True), atol=1e-5, rtol=0)
+    bst = jaxboost.train(
+        loss,
+        X,
+        y,
+        grow_policy="lossguide",
+        max_leaves=leaves,
+        base_margin=[0.0] * 3 if objective == "softmax" else 0.0,
+        **kw,
+    )
+    np.testing.assert_allclose(
+        bst.predict(X, output_margin=True), ref.predict(d, output_margin=True), atol=1e-5, rtol=0
+    )
     splits = (~np.asarray(bst.ensemble.is_leaf)).sum(axis=1)
     assert splits.max() == leaves - 1  # leaf-wise trees of max_leaves leaves
     assert bst.train_state["max_leaves"] == leaves
@@ -73,8 +98,15 @@ def test_lossguide_errors_and_estimator(data):
     with pytest.raises(ValueError, match="grow_policy must be one of"):
         jaxboost.train("squared", X, y, grow_policy="leafwise", n_rounds=2)
     with pytest.raises(ValueError, match="no monotone or interaction constraints"):
-        jaxboost.train("squared", X, y, grow_policy="lossguide", max_leaves=4, n_rounds=2,
-                       monotone_constraints=[1, 0, 0, 0, 0])
+        jaxboost.train(
+            "squared",
+            X,
+            y,
+            grow_policy="lossguide",
+            max_leaves=4,
+            n_rounds=2,
+            monotone_constraints=[1, 0, 0, 0, 0],
+        )
     reg = JaxBoostRegressor(grow_policy="lossguide", max_leaves=5, n_estimators=5).fit(X, y)
     assert (~np.asarray(reg.booster_.ensemble.is_leaf)).sum(axis=1).max() == 4
     with pytest.raises(TypeError, match="max_leaves with grow_policy='lossguide'"):

@@ -56,11 +56,14 @@ def accelerator_path(monkeypatch):
 
 def _abstract(tree):
     """Arrays as ``jax.ShapeDtypeStruct`` (donated buffers may be gone), the rest kept."""
+
     def one(x):
         if isinstance(x, (np.ndarray, jax.Array, np.generic)):
-            return jax.ShapeDtypeStruct(np.shape(x), np.asarray(x).dtype
-                                        if isinstance(x, np.generic) else x.dtype)
+            return jax.ShapeDtypeStruct(
+                np.shape(x), np.asarray(x).dtype if isinstance(x, np.generic) else x.dtype
+            )
         return x
+
     return jax.tree.map(one, tree)
 
 
@@ -113,8 +116,9 @@ def check_module(text, platform, n_rows, *, table_max=0, row_f64=ALLOWED_TPU_ROW
     custom-call targets found. On TPU a per-row scatter may only add into a table of at
     most ``table_max`` entries (a tree's nodes: the leaf sums of a refit), and float64
     per row only in the ``(op, type)`` pairs of ``row_f64``."""
-    targets = set(re.findall(r'custom_call @([\w.]+)', text)) | set(
-        re.findall(r'call_target_name = "([^"]+)"', text))
+    targets = set(re.findall(r"custom_call @([\w.]+)", text)) | set(
+        re.findall(r'call_target_name = "([^"]+)"', text)
+    )
     assert targets <= PORTABLE_TARGETS, (platform, targets - PORTABLE_TARGETS)
     assert "callback" not in text.lower(), platform
     assert "complex<f64>" not in text, platform
@@ -145,9 +149,13 @@ def _lower_round(call):
     texts = {}
     for platform in ("cuda", "tpu"):
         texts[platform] = _export(fn, args, kwargs, platform)
-        check_module(texts[platform], platform, n,
-                     table_max=2 ** (spec.max_depth + 1) if refit else 0,
-                     row_f64=None if refit else ALLOWED_TPU_ROW64)
+        check_module(
+            texts[platform],
+            platform,
+            n,
+            table_max=2 ** (spec.max_depth + 1) if refit else 0,
+            row_f64=None if refit else ALLOWED_TPU_ROW64,
+        )
     return texts
 
 
@@ -166,8 +174,15 @@ def test_round_evaluation_and_predict_lower_for_cuda_and_tpu(accelerator_path, m
     _spy(monkeypatch, evaluation, "chunk_margins", calls)
     _spy(monkeypatch, evaluation, "chunk_metrics", calls)
     _spy(monkeypatch, booster_module, "predict_margin", calls)
-    b = jaxboost.train("logistic", X, y, n_rounds=2, max_depth=3,
-                       eval_set=[(X[:60], y[:60])], eval_metric=["logloss", "auc"])
+    b = jaxboost.train(
+        "logistic",
+        X,
+        y,
+        n_rounds=2,
+        max_depth=3,
+        eval_set=[(X[:60], y[:60])],
+        eval_metric=["logloss", "auc"],
+    )
     b.predict(X[:30])
     names = [c[0] for c in calls]
     assert {"run_chunk", "chunk_margins", "chunk_metrics", "predict_margin"} <= set(names)
@@ -184,13 +199,16 @@ def test_round_evaluation_and_predict_lower_for_cuda_and_tpu(accelerator_path, m
             check_module(_export(fn, args, kwargs, platform), platform, n_rows=-1)
 
 
-@pytest.mark.parametrize("loss,kw", [
-    ("squared", dict(max_depth=1)),
-    ("softmax", dict(max_depth=4, subsample=0.8, colsample_bytree=0.7)),
-    ("user", dict(max_depth=3, refit="newton")),
-    ("logistic", dict(max_depth=2, num_parallel_tree=3, subsample=0.5)),
-    ("logistic", dict(max_depth=3, categorical=True)),
-])
+@pytest.mark.parametrize(
+    "loss,kw",
+    [
+        ("squared", dict(max_depth=1)),
+        ("softmax", dict(max_depth=4, subsample=0.8, colsample_bytree=0.7)),
+        ("user", dict(max_depth=3, refit="newton")),
+        ("logistic", dict(max_depth=2, num_parallel_tree=3, subsample=0.5)),
+        ("logistic", dict(max_depth=3, categorical=True)),
+    ],
+)
 def test_round_program_lowers(accelerator_path, monkeypatch, loss, kw):
     import jax.numpy as jnp
 
@@ -201,8 +219,10 @@ def test_round_program_lowers(accelerator_path, monkeypatch, loss, kw):
         y = np.digitize(X[:, 0], [-0.5, 0.5]).astype(np.float32)
         kw["n_outputs"] = 3
     if loss == "user":
+
         def loss(y, f):  # pseudo-Huber, written by a user
             return jnp.sqrt(1.0 + (f - y) ** 2) - 1.0
+
         y = X[:, 0] * 2.0
     if kw.pop("categorical", False):
         pd = pytest.importorskip("pandas")

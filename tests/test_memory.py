@@ -32,9 +32,14 @@ from jaxboost.engine.round import Hyper, RoundSpec, Rows, Shared, boost_round
 from jaxboost.engine.sampling import FeatureSampler
 from jaxboost.engine.split import TreeHyper
 
-NATIVE = [pytest.param(False, id="pure_jax"),
-          pytest.param(True, id="native", marks=pytest.mark.skipif(
-              not native_kernel.available(), reason="native kernel unavailable"))]
+NATIVE = [
+    pytest.param(False, id="pure_jax"),
+    pytest.param(
+        True,
+        id="native",
+        marks=pytest.mark.skipif(not native_kernel.available(), reason="native kernel unavailable"),
+    ),
+]
 
 
 def sds(shape, dtype):
@@ -44,18 +49,33 @@ def sds(shape, dtype):
 def compiled_round(loss, N, F, K, *, depth=2, B=32, multi_output_tree=False, native=False):
     """The compiled program of one round (``engine.round.boost_round``) from abstract
     shapes: nothing is allocated or run."""
-    spec = RoundSpec(loss=loss, max_depth=depth, max_bin=B, n_outputs=K,
-                     multi_output_tree=multi_output_tree, native=native)
-    rows = Rows(sds((N, F) if native else (F, N), jnp.uint8), sds((N,), jnp.float32),
-                sds((N,), jnp.float32), sds((N,), jnp.bool_))
-    shared = Shared(sds((F, B), jnp.float32), sds((F,), jnp.bool_), sds((1,), jnp.int32),
-                    sds((), jnp.int32), sds((1, 1), jnp.int32))
+    spec = RoundSpec(
+        loss=loss,
+        max_depth=depth,
+        max_bin=B,
+        n_outputs=K,
+        multi_output_tree=multi_output_tree,
+        native=native,
+    )
+    rows = Rows(
+        sds((N, F) if native else (F, N), jnp.uint8),
+        sds((N,), jnp.float32),
+        sds((N,), jnp.float32),
+        sds((N,), jnp.bool_),
+    )
+    shared = Shared(
+        sds((F, B), jnp.float32),
+        sds((F,), jnp.bool_),
+        sds((1,), jnp.int32),
+        sds((), jnp.int32),
+        sds((1, 1), jnp.int32),
+    )
     f32 = sds((), jnp.float32)
-    hyper = Hyper(f32, f32, f32, f32, f32, f32, f32, sds((4,), jnp.float32),
-                  sds((), jnp.int32), {})
+    hyper = Hyper(f32, f32, f32, f32, f32, f32, f32, sds((4,), jnp.float32), sds((), jnp.int32), {})
     fn = jax.jit(functools.partial(boost_round, spec))
-    return fn.lower(rows, shared, hyper, sds((N, K), jnp.float32), sds((), jnp.int32),
-                    f32).compile()
+    return fn.lower(
+        rows, shared, hyper, sds((N, K), jnp.float32), sds((), jnp.int32), f32
+    ).compile()
 
 
 # --- one tree per class: the diagonal only ------------------------------------------------
@@ -73,14 +93,13 @@ def test_softmax_round_holds_no_k_by_k_array():
     assert kk not in c.as_text()
     temp = c.memory_analysis().temp_size_in_bytes
     assert temp < 64 * N * K, (temp, 64 * N * K)  # was 10.9 MB with (N, K, K)
-    full = compiled_round(objectives.softmax(n_classes=K), N, F_SM, K,
-                          multi_output_tree=True)
+    full = compiled_round(objectives.softmax(n_classes=K), N, F_SM, K, multi_output_tree=True)
     assert kk in full.as_text()
 
 
 def coupled(y, f):
     """A vector loss whose Hessian is not diagonal (log-sum-exp plus a cross term)."""
-    return jax.nn.logsumexp(f) - f[0] * y + 0.1 * f[0] * f[-1] + 0.05 * jnp.sum(f ** 4)
+    return jax.nn.logsumexp(f) - f[0] * y + 0.1 * f[0] * f[-1] + 0.05 * jnp.sum(f**4)
 
 
 def test_user_loss_diagonal_equals_the_hessians_diagonal():
@@ -101,14 +120,19 @@ def test_user_loss_diagonal_equals_the_hessians_diagonal():
     hf_d = np.asarray(jnp.diagonal(hf, axis1=1, axis2=2))
     np.testing.assert_allclose(hd, hf_d, rtol=1e-6, atol=1e-6)
     _, hc = grad_hess(coupled, y, f, w, hessian="clip", floor=0.5, diagonal=True)
-    np.testing.assert_allclose(hc, np.maximum(hf_d / w[:, None], 0.5) * w[:, None],
-                               rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        hc, np.maximum(hf_d / w[:, None], 0.5) * w[:, None], rtol=1e-6, atol=1e-6
+    )
     _, hk = grad_hess(coupled, y, f, w, hessian="constant", diagonal=True)
     np.testing.assert_array_equal(hk, np.broadcast_to(w[:, None], (N, K)))
     # compiled at K = 50: no (N, K, K) array, as for softmax
     K = K_SM
-    hlo = jax.jit(lambda y, f: grad_hess(coupled, y, f, diagonal=True)).lower(
-        sds((N_SM,), jnp.float32), sds((N_SM, K), jnp.float32)).compile().as_text()
+    hlo = (
+        jax.jit(lambda y, f: grad_hess(coupled, y, f, diagonal=True))
+        .lower(sds((N_SM,), jnp.float32), sds((N_SM, K), jnp.float32))
+        .compile()
+        .as_text()
+    )
     assert f"f32[{N_SM},{K},{K}]" not in hlo
 
 
@@ -122,8 +146,7 @@ def test_softmax_closed_form_diagonal_equals_its_full_hessian(curvature):
     g, d = jax.vmap(obj.row_grad_hess_diag())(y, f)
     g_full, h_full = jax.vmap(obj.row_grad_hess())(y, f)
     np.testing.assert_allclose(g, g_full, rtol=0, atol=1e-7)
-    np.testing.assert_allclose(d, jnp.diagonal(h_full, axis1=1, axis2=2), rtol=1e-6,
-                               atol=1e-7)
+    np.testing.assert_allclose(d, jnp.diagonal(h_full, axis1=1, axis2=2), rtol=1e-6, atol=1e-7)
     # float64 reference: p (1 - p), 2 p (1 - p), |p - y|; float32's 1 - p near p = 1
     # is good to about 6e-8 absolute, hence atol
     f64 = np.asarray(f, np.float64)
@@ -131,11 +154,13 @@ def test_softmax_closed_form_diagonal_equals_its_full_hessian(curvature):
     p /= p.sum(axis=1, keepdims=True)
     r = p - np.eye(K)[np.asarray(y, int)]
     want = {"exact": p * (1 - p), "xgboost": 2 * p * (1 - p), "abs_residual": np.abs(r)}
-    np.testing.assert_allclose(d, np.maximum(want[curvature], 0 if curvature == "exact"
-                                             else 1e-16), rtol=2e-6, atol=3e-7)
+    np.testing.assert_allclose(
+        d, np.maximum(want[curvature], 0 if curvature == "exact" else 1e-16), rtol=2e-6, atol=3e-7
+    )
 
 
 # --- vector base margin: chunks of rows ---------------------------------------------------
+
 
 @pytest.mark.parametrize("exact", [False, True], ids=["float64", "quantized"])
 def test_base_margin_sums_in_chunks_equal_one_pass(exact):
@@ -164,6 +189,7 @@ def test_base_margin_sums_in_chunks_equal_one_pass(exact):
 
 # --- wide data: features in blocks ---------------------------------------------------------
 
+
 def test_feature_block_sizes():
     W, B = 32, 256  # depth 6
     per = grow.HIST_BYTES_PER_FEATURE * W * B
@@ -187,7 +213,7 @@ def blocked_data():
     h = rng.uniform(0.5, 1.5, N).astype(np.float32)
     cuts = np.full((F, B), np.inf, np.float32)
     cuts[:, 0] = -np.inf
-    cuts[:, 1:B - 1] = np.arange(1, B - 1) - 0.5
+    cuts[:, 1 : B - 1] = np.arange(1, B - 1) - 0.5
     return bins, g, h, cuts
 
 
@@ -204,11 +230,21 @@ def test_feature_blocks_grow_the_same_tree(native):
 
     @functools.partial(jax.jit, static_argnames=("block", "sample"))
     def run(b, g, h, cuts, fok, *, block, sample):
-        features = FeatureSampler(jax.random.key(3), jnp.array([1.0, 0.8, 0.9, 0.7]), F,
-                                  D) if sample else None
-        return grow_tree(b, g, h, dyn, cuts, fok,
-                         TreeSpec(D, B, native=native, feature_block=block),
-                         features=features)
+        features = (
+            FeatureSampler(jax.random.key(3), jnp.array([1.0, 0.8, 0.9, 0.7]), F, D)
+            if sample
+            else None
+        )
+        return grow_tree(
+            b,
+            g,
+            h,
+            dyn,
+            cuts,
+            fok,
+            TreeSpec(D, B, native=native, feature_block=block),
+            features=features,
+        )
 
     for sample, blocks in ((False, (1, 3)), (True, (3,))):
         ref, ref_leaf = run(b, g, h, cuts, fok, block=None, sample=sample)
@@ -237,9 +273,14 @@ def test_wide_tree_memory_does_not_grow_with_features(native):
         assert F * grow.HIST_BYTES_PER_FEATURE * W * B > 2 * grow.HIST_MEMORY
         bins = sds((N, F) if native else (F, N), jnp.uint8)
         fn = jax.jit(functools.partial(grow_tree, spec=TreeSpec(D, B, native=native)))
-        c = fn.lower(bins, sds((N,), jnp.float32), sds((N,), jnp.float32),
-                     TreeHyper(*[sds((), jnp.float32)] * 6), sds((F, B), jnp.float32),
-                     sds((F,), jnp.bool_)).compile()
+        c = fn.lower(
+            bins,
+            sds((N,), jnp.float32),
+            sds((N,), jnp.float32),
+            TreeHyper(*[sds((), jnp.float32)] * 6),
+            sds((F, B), jnp.float32),
+            sds((F,), jnp.bool_),
+        ).compile()
         temps[F] = c.memory_analysis().temp_size_in_bytes
     assert temps[4_000] < grow.HIST_MEMORY, temps
     # what grows with F is per feature, not per (feature, node, bin): < 4 KB a feature

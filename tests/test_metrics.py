@@ -92,10 +92,14 @@ def test_multiclass_metrics_match_sklearn(data):
     logits = rng.normal(size=(N, K))
     P = (np.exp(logits) / np.exp(logits).sum(1, keepdims=True)).astype(np.float32)
     y = rng.integers(0, K, N).astype(np.float32)
-    close(jitted(metrics.mlogloss, y, P, w),
-          skm.log_loss(y, P, sample_weight=w, labels=np.arange(K)), rtol=1e-5)
-    close(jitted(metrics.merror, y, P, w),
-          1.0 - skm.accuracy_score(y, P.argmax(1), sample_weight=w))
+    close(
+        jitted(metrics.mlogloss, y, P, w),
+        skm.log_loss(y, P, sample_weight=w, labels=np.arange(K)),
+        rtol=1e-5,
+    )
+    close(
+        jitted(metrics.merror, y, P, w), 1.0 - skm.accuracy_score(y, P.argmax(1), sample_weight=w)
+    )
 
 
 def test_count_and_positive_metrics(data):
@@ -105,8 +109,11 @@ def test_count_and_positive_metrics(data):
     want = np.average(-stats.poisson.logpmf(counts, mu.astype(np.float64)), weights=w)
     close(jitted(metrics.poisson_nll, counts, mu, w), want, rtol=1e-5)
     ypos = rng.gamma(2.0, mu).astype(np.float32)
-    close(jitted(metrics.gamma_deviance, ypos, mu, w),
-          skm.mean_gamma_deviance(ypos, mu, sample_weight=w), rtol=1e-4)
+    close(
+        jitted(metrics.gamma_deviance, ypos, mu, w),
+        skm.mean_gamma_deviance(ypos, mu, sample_weight=w),
+        rtol=1e-4,
+    )
 
 
 def test_objective_metric_scalar_and_vector_margins(data):
@@ -127,8 +134,7 @@ def test_objective_metric_scalar_and_vector_margins(data):
     yk = data["rng"].integers(0, 3, N).astype(np.float32)
     m = metrics.objective_metric(softmax_ce)
     P = np.exp(F) / np.exp(F).sum(1, keepdims=True)
-    close(jitted(m, yk, F, w), skm.log_loss(yk, P, sample_weight=w, labels=[0, 1, 2]),
-          rtol=1e-5)
+    close(jitted(m, yk, F, w), skm.log_loss(yk, P, sample_weight=w, labels=[0, 1, 2]), rtol=1e-5)
 
 
 def test_get_metric_names_errors_and_callables():

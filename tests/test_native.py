@@ -35,8 +35,10 @@ def _native_should_work() -> bool:
 def require_native():
     if not native.available():
         if _native_should_work():
-            pytest.fail("native kernel should build on Linux with a C++ compiler: "
-                        f"{native.unavailable_reason()}")
+            pytest.fail(
+                "native kernel should build on Linux with a C++ compiler: "
+                f"{native.unavailable_reason()}"
+            )
         pytest.skip(f"native kernel unavailable: {native.unavailable_reason()}")
 
 
@@ -60,10 +62,18 @@ def _check(G, H, bins, g, h, node, n_nodes, B):
 
 # Shapes cover every compile-time stride (n_bins <= 16, 32, 64, 128, 256), F below,
 # at and above the unroll width, and blocks that are all kept, partly kept or all skipped.
-@pytest.mark.parametrize("N,F,n_nodes,B", [
-    (3000, 5, 4, 16), (2000, 1, 1, 2), (1500, 4, 3, 33), (2500, 9, 8, 64),
-    (1024, 28, 2, 100), (4000, 13, 16, 256), (700, 3, 1, 255),
-])
+@pytest.mark.parametrize(
+    "N,F,n_nodes,B",
+    [
+        (3000, 5, 4, 16),
+        (2000, 1, 1, 2),
+        (1500, 4, 3, 33),
+        (2500, 9, 8, 64),
+        (1024, 28, 2, 100),
+        (4000, 13, 16, 256),
+        (700, 3, 1, 255),
+    ],
+)
 def test_matches_naive_reference(N, F, n_nodes, B):
     rng = np.random.default_rng(N + F + n_nodes + B)
     bins, g, h, node = _data(rng, N, F, n_nodes, B)
@@ -78,8 +88,7 @@ def test_matches_naive_reference(N, F, n_nodes, B):
 def test_threads_match_naive_reference(N, F, n_nodes, B, n_threads, xla_pool):
     rng = np.random.default_rng(N + n_threads)
     bins, g, h, node = _data(rng, N, F, n_nodes, B)
-    G, H = native.histogram(bins, g, h, node, n_nodes, B, n_threads=n_threads,
-                            _xla_pool=xla_pool)
+    G, H = native.histogram(bins, g, h, node, n_nodes, B, n_threads=n_threads, _xla_pool=xla_pool)
     _check(G, H, bins, g, h, node, n_nodes, B)
 
 
@@ -89,8 +98,7 @@ def test_fewer_rows_than_threads(N, n_threads):
     rng = np.random.default_rng(N)
     bins, g, h, node = _data(rng, N, 5, 2, 8, skip_frac=0.4)
     node[0] = 0  # at least one kept row
-    _check(*native.histogram(bins, g, h, node, 2, 8, n_threads=n_threads),
-           bins, g, h, node, 2, 8)
+    _check(*native.histogram(bins, g, h, node, 2, 8, n_threads=n_threads), bins, g, h, node, 2, 8)
 
 
 @pytest.mark.parametrize("n_threads", [2, 3])
@@ -101,11 +109,12 @@ def test_threads_deterministic(n_threads):
     # Large and varied magnitudes so that any change in summation order shows.
     g = (g * np.exp(rng.normal(size=N) * 4)).astype(np.float32)
     f = jax.jit(native.histogram, static_argnums=(4, 5), static_argnames=("n_threads",))
-    ref = [np.asarray(a) for a in native.histogram(bins, g, h, node, n_nodes, B,
-                                                   n_threads=n_threads)]
+    ref = [
+        np.asarray(a) for a in native.histogram(bins, g, h, node, n_nodes, B, n_threads=n_threads)
+    ]
     for G, H in [f(bins, g, h, node, n_nodes, B, n_threads=n_threads) for _ in range(3)] + [
-            native.histogram(bins, g, h, node, n_nodes, B, n_threads=n_threads,
-                             _xla_pool=False)]:
+        native.histogram(bins, g, h, node, n_nodes, B, n_threads=n_threads, _xla_pool=False)
+    ]:
         np.testing.assert_array_equal(np.asarray(G), ref[0])
         np.testing.assert_array_equal(np.asarray(H), ref[1])
 
@@ -123,9 +132,10 @@ def test_many_nodes_grouped_by_node(big_node):
         if big_node:  # one node holds most rows: split into feature ranges
             node[rng.random(N) < 0.7] = 3
         g = (g * np.exp(rng.normal(size=N) * 4)).astype(np.float32)
-        out = {t: [np.asarray(a) for a in native.histogram(bins, g, h, node, n_nodes, B,
-                                                           n_threads=t)]
-               for t in threads}
+        out = {
+            t: [np.asarray(a) for a in native.histogram(bins, g, h, node, n_nodes, B, n_threads=t)]
+            for t in threads
+        }
         _check(*out[1], bins, g, h, node, n_nodes, B)
         for t in threads[1:]:
             np.testing.assert_array_equal(out[t][0], out[1][0])
@@ -149,8 +159,7 @@ def test_default_threads(monkeypatch):
         native.default_threads()
     with pytest.raises(ValueError):
         z = np.zeros(5, np.float32)
-        native.histogram(np.zeros((5, 2), np.uint8), z, z, np.zeros(5, np.int32), 1, 4,
-                         n_threads=0)
+        native.histogram(np.zeros((5, 2), np.uint8), z, z, np.zeros(5, np.int32), 1, 4, n_threads=0)
 
 
 def test_env_threads_reach_the_kernel(monkeypatch):
@@ -158,8 +167,7 @@ def test_env_threads_reach_the_kernel(monkeypatch):
     rng = np.random.default_rng(12)
     bins, g, h, node = _data(rng, 20000, 14, 2, 16)
     monkeypatch.setenv(native.ENV_THREADS, "3")
-    hlo = jax.jit(native.histogram, static_argnums=(4, 5)).lower(
-        bins, g, h, node, 2, 16).as_text()
+    hlo = jax.jit(native.histogram, static_argnums=(4, 5)).lower(bins, g, h, node, 2, 16).as_text()
     assert "n_threads = 3" in hlo
     G, H = native.histogram(bins, g, h, node, 2, 16)
     G3, H3 = native.histogram(bins, g, h, node, 2, 16, n_threads=3)
@@ -194,8 +202,9 @@ def test_inside_jit_traced_without_x64():
 
     gs, hs = level(bins, g, h, node)
     kept = node < 4
-    np.testing.assert_allclose(np.asarray(gs), np.full(7, g[kept].astype(np.float64).sum()),
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        np.asarray(gs), np.full(7, g[kept].astype(np.float64).sum()), rtol=1e-12
+    )
     assert gs.dtype == np.float64
 
 
@@ -300,8 +309,9 @@ def no_installed_library(monkeypatch, tmp_path):
     monkeypatch.setattr(native, "_PACKAGE_DIR", empty)
 
 
-def test_build_failure_is_reported_not_raised(monkeypatch, tmp_path, fresh_state,
-                                              no_installed_library):
+def test_build_failure_is_reported_not_raised(
+    monkeypatch, tmp_path, fresh_state, no_installed_library
+):
     monkeypatch.setenv("JAXBOOST_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("CXX", "no-such-compiler-jaxboost")
     with pytest.warns(native.NativeKernelWarning, match="no-such-compiler-jaxboost"):
@@ -326,8 +336,9 @@ def test_fallback_warns_once(monkeypatch, tmp_path, fresh_state, no_installed_li
     assert not (tmp_path / "cache").exists() or not list((tmp_path / "cache").rglob("*.so"))
 
 
-def test_first_use_build_goes_to_a_private_cache(monkeypatch, tmp_path, fresh_state,
-                                                 no_installed_library):
+def test_first_use_build_goes_to_a_private_cache(
+    monkeypatch, tmp_path, fresh_state, no_installed_library
+):
     cache = tmp_path / "cache"
     assert not cache.exists()
     monkeypatch.setenv("JAXBOOST_CACHE_DIR", str(cache))
@@ -362,8 +373,9 @@ def built_cache(tmp_path_factory):
 
 
 @pytest.mark.parametrize("where", ["root", "subfolder"])
-def test_group_writable_cache_is_refused(monkeypatch, tmp_path, fresh_state,
-                                         no_installed_library, built_cache, where):
+def test_group_writable_cache_is_refused(
+    monkeypatch, tmp_path, fresh_state, no_installed_library, built_cache, where
+):
     """A library in a folder others can write to could be theirs: never loaded."""
     cache = tmp_path / "cache"
     shutil.copytree(built_cache, cache)  # copies the 0700 modes too
@@ -383,8 +395,9 @@ def _no_second_build(*args, **kwargs):
     raise AssertionError("the cached build should have been loaded, not rebuilt")
 
 
-def test_library_owned_by_someone_else_is_refused(monkeypatch, tmp_path, fresh_state,
-                                                  no_installed_library):
+def test_library_owned_by_someone_else_is_refused(
+    monkeypatch, tmp_path, fresh_state, no_installed_library
+):
     cache = tmp_path / "cache"
     monkeypatch.setenv("JAXBOOST_CACHE_DIR", str(cache))
     cache.mkdir(mode=0o700)
@@ -396,8 +409,10 @@ def test_library_owned_by_someone_else_is_refused(monkeypatch, tmp_path, fresh_s
 def _installed_here():
     path = native.installed_library()
     if path is None:
-        pytest.skip("no library built at install in this checkout (pip install -e ., or "
-                    "python setup.py build_ext --inplace)")
+        pytest.skip(
+            "no library built at install in this checkout (pip install -e ., or "
+            "python setup.py build_ext --inplace)"
+        )
     return path
 
 
@@ -413,8 +428,9 @@ def test_installed_library_is_loaded_and_nothing_is_built(tmp_path):
     """)
     env = dict(os.environ, JAXBOOST_CACHE_DIR=str(cache), JAX_PLATFORMS="cpu")
     env.pop("JAXBOOST_NATIVE", None)
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         env=env, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     loaded = out.stdout.strip().splitlines()[-1]
     assert loaded == str(installed)
@@ -430,9 +446,21 @@ def test_setup_py_builds_the_library_the_package_loads(monkeypatch, tmp_path, fr
         pytest.skip("not a source checkout")
     build_lib = tmp_path / "lib"
     out = subprocess.run(
-        [sys.executable, "setup.py", "-q", "build_ext", "--build-lib", str(build_lib),
-         "--build-temp", str(tmp_path / "tmp")],
-        cwd=root, capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "setup.py",
+            "-q",
+            "build_ext",
+            "--build-lib",
+            str(build_lib),
+            "--build-temp",
+            str(tmp_path / "tmp"),
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     package_dir = build_lib / "jaxboost" / "native"
     built = list(package_dir.glob("libjaxboost_hist-*.so"))
@@ -451,9 +479,22 @@ def test_setup_py_without_a_compiler_still_succeeds(tmp_path):
         pytest.skip("not a source checkout")
     env = dict(os.environ, CXX="no-such-compiler-jaxboost")
     out = subprocess.run(
-        [sys.executable, "setup.py", "-q", "build_ext", "--build-lib", str(tmp_path / "lib"),
-         "--build-temp", str(tmp_path / "tmp")],
-        cwd=root, capture_output=True, text=True, timeout=600, env=env)
+        [
+            sys.executable,
+            "setup.py",
+            "-q",
+            "build_ext",
+            "--build-lib",
+            str(tmp_path / "lib"),
+            "--build-temp",
+            str(tmp_path / "tmp"),
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "native kernel was not built" in out.stderr
     assert not list((tmp_path / "lib").rglob("*.so"))
@@ -496,6 +537,7 @@ def test_under_shard_map_on_two_host_devices():
     env = dict(os.environ)
     env.pop("XLA_FLAGS", None)
     env.update(opt_level_env())  # the suite's XLA optimization level
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         env=env, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120
+    )
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]

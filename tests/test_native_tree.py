@@ -23,8 +23,7 @@ from jaxboost.engine.sampling import FeatureSampler
 from jaxboost.engine.split import TreeHyper
 from jaxboost.engine.tree import binned_leaf
 
-pytestmark = pytest.mark.skipif(not native_kernel.available(),
-                                reason="native kernel unavailable")
+pytestmark = pytest.mark.skipif(not native_kernel.available(), reason="native kernel unavailable")
 
 N, F, B = 400, 6, 16  # bin 15 = missing
 
@@ -32,15 +31,18 @@ N, F, B = 400, 6, 16  # bin 15 = missing
 def _grower(D, native_tree, with_mask):
     """A jitted ``grow_tree`` (native histogram) with the whole-tree kernel on or off;
     ``with_mask``: column sampling by ``FeatureSampler(key, ratios)``."""
+
     def fn(bins, g, h, dyn, cuts, fok, key, ratios):
         saved = grow_mod._native_tree
         grow_mod._native_tree = lambda: native_tree
         try:
             features = FeatureSampler(key, ratios, F, D) if with_mask else None
-            return grow_tree(bins, g, h, dyn, cuts, fok, TreeSpec(D, B, native=True),
-                             features=features)
+            return grow_tree(
+                bins, g, h, dyn, cuts, fok, TreeSpec(D, B, native=True), features=features
+            )
         finally:
             grow_mod._native_tree = saved
+
     return jax.jit(fn)
 
 
@@ -61,8 +63,10 @@ def data(seed, missing=0.1, dropped=0.2, negative_h=False):
         h[rng.random(N) < 0.05] *= -0.3
     keep = rng.random(N) >= dropped
     g, h = np.where(keep, g, 0).astype(np.float32), np.where(keep, h, 0).astype(np.float32)
-    cuts = np.array([[-np.inf] + [t - 0.5 + 100 * f for t in range(1, B - 1)] + [np.inf]
-                     for f in range(F)], np.float32)
+    cuts = np.array(
+        [[-np.inf] + [t - 0.5 + 100 * f for t in range(1, B - 1)] + [np.inf] for f in range(F)],
+        np.float32,
+    )
     fok = np.array([True, False, True, True, False, True])
     return bins, g, h, cuts, fok
 
@@ -80,7 +84,8 @@ def both(D, seed, dyn, ratios=None, key_seed=0, **kw):
     out = []
     for native_tree in (True, False):
         tree, leaf = grower(D, native_tree, ratios is not None)(
-            bins, g, h, dyn, cuts, fok, jax.random.key(key_seed), r)
+            bins, g, h, dyn, cuts, fok, jax.random.key(key_seed), r
+        )
         out.append(({k: np.asarray(v) for k, v in tree.items()}, np.asarray(leaf)))
     (t1, l1), (t0, l0) = out
     return bins, t1, l1, t0, l0
@@ -111,8 +116,7 @@ def test_native_tree_matches_level_loop(case, D):
     np.testing.assert_allclose(t1["cover"], t0["cover"], rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(t1["value"], t0["value"], rtol=1e-5, atol=1e-7)
     # every row's leaf is where the finished tree routes its bins
-    np.testing.assert_array_equal(
-        np.asarray(binned_leaf(t1, bins, max_depth=D, max_bin=B)), l1)
+    np.testing.assert_array_equal(np.asarray(binned_leaf(t1, bins, max_depth=D, max_bin=B)), l1)
 
 
 @pytest.mark.parametrize("key_seed", [0, 1, 2])
@@ -132,8 +136,8 @@ def test_native_tree_column_sampling(key_seed):
     assert (masks.sum(axis=2)[0, :1] == 2).all()
     assert (~t1["is_leaf"]).sum() >= 3
     for d in range(D):
-        for k in range(2 ** d):
-            i = 2 ** d - 1 + k
+        for k in range(2**d):
+            i = 2**d - 1 + k
             if not t1["is_leaf"][i]:
                 assert masks[d, k, t1["feature"][i]], (d, k)
 
@@ -145,12 +149,23 @@ def test_native_tree_exact_sums_on_the_grid():
     g = np.round(g * 64) / 64
     h = np.round(h * 64) / 64
     D = 4
-    trees = [grower(D, nt, False)(bins, g.astype(np.float32), h.astype(np.float32), hyper(),
-                                  cuts, fok, jax.random.key(0), NO_SAMPLING)
-             for nt in (True, False)]
+    trees = [
+        grower(D, nt, False)(
+            bins,
+            g.astype(np.float32),
+            h.astype(np.float32),
+            hyper(),
+            cuts,
+            fok,
+            jax.random.key(0),
+            NO_SAMPLING,
+        )
+        for nt in (True, False)
+    ]
     for key in trees[0][0]:
-        np.testing.assert_array_equal(np.asarray(trees[0][0][key]), np.asarray(trees[1][0][key]),
-                                      err_msg=key)
+        np.testing.assert_array_equal(
+            np.asarray(trees[0][0][key]), np.asarray(trees[1][0][key]), err_msg=key
+        )
     np.testing.assert_array_equal(np.asarray(trees[0][1]), np.asarray(trees[1][1]))
 
 
@@ -166,8 +181,9 @@ def test_native_tree_threads_agree():
     root = np.array([g.astype(np.float64).sum(), h.astype(np.float64).sum()])
     hyp = np.array(list(hyper()), np.float32)
     fok = np.ones(f, bool)
-    outs = [native_kernel.grow_tree(bins, g, h, hyp, root, fok, None, 4, b, n_threads=t)
-            for t in (1, 3)]
+    outs = [
+        native_kernel.grow_tree(bins, g, h, hyp, root, fok, None, 4, b, n_threads=t) for t in (1, 3)
+    ]
     (s1, G1, H1, p1), (s3, G3, H3, p3) = outs
     assert np.asarray(s1["is_split"]).sum() == 15  # a full tree of depth 4
     for key in ("feature", "tbin", "default_left", "is_split"):
@@ -181,11 +197,29 @@ def test_native_tree_threads_agree():
 def test_native_tree_refuses_bad_arguments():
     z = np.zeros(4, np.float32)
     with pytest.raises(ValueError, match="max_depth"):
-        native_kernel.grow_tree(np.zeros((4, 2), np.uint8), z, z, np.zeros(6, np.float32),
-                                np.zeros(2), np.zeros(2, bool), None, 0, 8)
+        native_kernel.grow_tree(
+            np.zeros((4, 2), np.uint8),
+            z,
+            z,
+            np.zeros(6, np.float32),
+            np.zeros(2),
+            np.zeros(2, bool),
+            None,
+            0,
+            8,
+        )
     with pytest.raises(ValueError, match="n_bins"):
-        native_kernel.grow_tree(np.zeros((4, 2), np.uint8), z, z, np.zeros(6, np.float32),
-                                np.zeros(2), np.zeros(2, bool), None, 2, 300)
+        native_kernel.grow_tree(
+            np.zeros((4, 2), np.uint8),
+            z,
+            z,
+            np.zeros(6, np.float32),
+            np.zeros(2),
+            np.zeros(2, bool),
+            None,
+            2,
+            300,
+        )
 
 
 def test_native_tree_turned_off(monkeypatch):

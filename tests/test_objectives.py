@@ -22,11 +22,35 @@ import objectives
 
 N = 48
 EPS = 1e-5
-METRICS = {"rmse", "mae", "logloss", "error", "auc", "mlogloss", "merror", "poisson_nll",
-           "gamma_deviance", "objective"}
-REQUIRED = {"squared", "logistic", "exponential", "absolute", "huber", "pseudo_huber",
-            "log_cosh", "quantile", "poisson", "gamma", "tweedie", "focal", "cauchy",
-            "softmax", "gaussian_nll"}
+METRICS = {
+    "rmse",
+    "mae",
+    "logloss",
+    "error",
+    "auc",
+    "mlogloss",
+    "merror",
+    "poisson_nll",
+    "gamma_deviance",
+    "objective",
+}
+REQUIRED = {
+    "squared",
+    "logistic",
+    "exponential",
+    "absolute",
+    "huber",
+    "pseudo_huber",
+    "log_cosh",
+    "quantile",
+    "poisson",
+    "gamma",
+    "tweedie",
+    "focal",
+    "cauchy",
+    "softmax",
+    "gaussian_nll",
+}
 
 
 def sig(f):
@@ -34,6 +58,7 @@ def sig(f):
 
 
 # --- samplers: valid (y, pred) rows on each loss's domain, away from kinks -------------------
+
 
 def residual_rows(rng, lo_hi_pairs):
     """y ~ N(0, 2); pred = y + r with |r| drawn from the given [lo, hi] bands."""
@@ -69,6 +94,7 @@ def s_scaled(key):
     def sample(rng, hp, k):
         s = hp[key]
         return residual_rows(rng, [(0.0, s), (s, 5.0 * s)])
+
     return sample
 
 
@@ -110,6 +136,7 @@ def s_gaussian(rng, hp, k):
 
 # --- closed forms (loss, g, h), written from the docstrings (numpy, float64) ---------------
 
+
 def c_squared(y, f):
     return 0.5 * (y - f) ** 2, f - y, np.ones_like(f)
 
@@ -132,14 +159,14 @@ def c_absolute(y, f):
 def c_huber(y, f, delta):
     r = f - y
     inside = np.abs(r) < delta
-    loss = np.where(inside, 0.5 * r ** 2, delta * (np.abs(r) - 0.5 * delta))
+    loss = np.where(inside, 0.5 * r**2, delta * (np.abs(r) - 0.5 * delta))
     return loss, np.clip(r, -delta, delta), inside.astype(float)
 
 
 def c_pseudo_huber(y, f, delta):
     r = f - y
     u = 1 + (r / delta) ** 2
-    return delta ** 2 * (np.sqrt(u) - 1), r / np.sqrt(u), u ** -1.5
+    return delta**2 * (np.sqrt(u) - 1), r / np.sqrt(u), u**-1.5
 
 
 def c_log_cosh(y, f):
@@ -156,7 +183,7 @@ def c_quantile(y, f, alpha):
 def c_cauchy(y, f, scale):
     r = f - y
     u = (r / scale) ** 2
-    return 0.5 * scale ** 2 * np.log(1 + u), r / (1 + u), (1 - u) / (1 + u) ** 2
+    return 0.5 * scale**2 * np.log(1 + u), r / (1 + u), (1 - u) / (1 + u) ** 2
 
 
 def c_poisson(y, f, max_delta_step=0.0):  # h: XGBoost's count:poisson curvature
@@ -179,11 +206,11 @@ def c_focal(y, f, gamma):
     g_, p = gamma, sig(f)
     q = 1 - p
     lp, lq = np.log(p), np.log(q)
-    loss = -y * q ** g_ * lp - (1 - y) * p ** g_ * lq
-    g1 = q ** g_ * (g_ * p * lp - q)
-    g0 = p ** g_ * (p - g_ * q * lq)
-    h1 = p * q ** g_ * (g_ * lp * (q - g_ * p) + (2 * g_ + 1) * q)
-    h0 = q * p ** g_ * (g_ * lq * (p - g_ * q) + (2 * g_ + 1) * p)
+    loss = -y * q**g_ * lp - (1 - y) * p**g_ * lq
+    g1 = q**g_ * (g_ * p * lp - q)
+    g0 = p**g_ * (p - g_ * q * lq)
+    h1 = p * q**g_ * (g_ * lp * (q - g_ * p) + (2 * g_ + 1) * q)
+    h0 = q * p**g_ * (g_ * lq * (p - g_ * q) + (2 * g_ + 1) * p)
     return loss, y * g1 + (1 - y) * g0, y * h1 + (1 - y) * h0
 
 
@@ -211,13 +238,14 @@ def c_gaussian(y, f):
     loss = -np.log(np.exp(-0.5 * z * z) / (np.sqrt(2 * np.pi) * sigma))  # the Gaussian NLL
     g = np.stack([-z / sigma, 1 - z * z], axis=1)
     H = np.empty((len(y), 2, 2))
-    H[:, 0, 0] = 1 / sigma ** 2
+    H[:, 0, 0] = 1 / sigma**2
     H[:, 0, 1] = H[:, 1, 0] = 2 * z / sigma
     H[:, 1, 1] = 2 * z * z
     return loss, g, H
 
 
 # --- draws of y from the model at a margin (for the Fisher identity) -----------------------
+
 
 def m_poisson(rng, f, hp, n):
     return rng.poisson(np.exp(f), n).astype(np.float64)
@@ -229,7 +257,7 @@ def m_gamma(rng, f, hp, n):
 
 def m_tweedie(rng, f, hp, n):
     p, mu = hp["power"], np.exp(f)
-    lam = mu ** (2 - p) / (2 - p)          # dispersion 1
+    lam = mu ** (2 - p) / (2 - p)  # dispersion 1
     shape, scale = (2 - p) / (p - 1), (p - 1) * mu ** (p - 1)
     counts = rng.poisson(lam, n)
     return np.where(counts > 0, rng.gamma(np.maximum(counts, 1) * shape, scale), 0.0)
@@ -247,9 +275,9 @@ def m_gaussian(rng, f, hp, n):
 class Spec:
     sample: Callable
     closed: Callable
-    good: Optional[list] = None        # labels the check accepts (None: no check)
-    bad: Optional[list] = None         # one bad label at row 2 among good ones
-    model: Optional[Callable] = None   # y ~ model(margin), for expected_hessian
+    good: Optional[list] = None  # labels the check accepts (None: no check)
+    bad: Optional[list] = None  # one bad label at row 2 among good ones
+    model: Optional[Callable] = None  # y ~ model(margin), for expected_hessian
     model_margin: object = 0.5
     engine_h: Optional[Callable] = None  # the entry's grad_hess h, when not the Hessian
 
@@ -269,8 +297,7 @@ SPECS = {
     "tweedie": Spec(s_tweedie, c_tweedie, [0, 3, 0.5, 7], [0, 3, -0.5, 7], model=m_tweedie),
     "focal": Spec(s_focal, c_focal, [0, 1, 0.3, 1], [0, 1, -0.2, 0]),
     "softmax": Spec(s_softmax, c_softmax, [0, 1, 2, 2], [0, 1, 1.5, 2], engine_h=e_softmax),
-    "gaussian_nll": Spec(s_gaussian, c_gaussian, model=m_gaussian,
-                         model_margin=(0.3, -0.4)),
+    "gaussian_nll": Spec(s_gaussian, c_gaussian, model=m_gaussian, model_margin=(0.3, -0.4)),
 }
 
 VARIANTS = [
@@ -314,8 +341,10 @@ def expect_negative_h(obj):
 def derivatives_fn(obj):
     """One jitted, vmapped ``(y, f) -> (loss, g, h)`` per objective (h is (K, K) per row
     for vector outputs); float64 when called under ``jax.enable_x64``."""
+
     def one(y, f):
         return obj(y, f), jax.grad(obj, argnums=1)(y, f), jax.hessian(obj, argnums=1)(y, f)
+
     return jax.jit(jax.vmap(one))
 
 
@@ -342,11 +371,11 @@ def finite_differences(obj, y, f):
     lo, gr, _ = autodiff64(obj, ys, fs)
     lo = lo.reshape(2, len(steps), n)
     gr = gr.reshape((2, len(steps)) + f.shape)
-    g = (lo[0] - lo[1]) / (2 * EPS)        # (K or 1, N)
-    h = (gr[0] - gr[1]) / (2 * EPS)        # (K or 1, N, [K])
+    g = (lo[0] - lo[1]) / (2 * EPS)  # (K or 1, N)
+    h = (gr[0] - gr[1]) / (2 * EPS)  # (K or 1, N, [K])
     if f.ndim == 1:
         return g[0], h[0]
-    return g.T, np.moveaxis(h, 0, 2)      # (N, K), (N, K, K): h[n, i, j] = dg_i / df_j
+    return g.T, np.moveaxis(h, 0, 2)  # (N, K), (N, K, K): h[n, i, j] = dg_i / df_j
 
 
 def diagonal(h):
@@ -354,6 +383,7 @@ def diagonal(h):
 
 
 # --- the catalogue itself ------------------------------------------------------------------
+
 
 def test_catalogue_is_complete_and_consistent():
     cat = objectives.CATALOGUE
@@ -378,6 +408,7 @@ def test_catalogue_is_complete_and_consistent():
 
 # --- 1. jit(vmap) on the domain, float32 and finite, also at extreme margins ---------------
 
+
 @pytest.mark.parametrize("obj", CASES, ids=case_id)
 def test_loss_runs_jitted_vmapped_and_finite(obj):
     y, f = rows(obj)
@@ -393,6 +424,7 @@ def test_loss_runs_jitted_vmapped_and_finite(obj):
 
 # --- 2. autodiff equals finite differences (float64) ----------------------------------------
 
+
 @pytest.mark.parametrize("obj", CASES, ids=case_id)
 def test_autodiff_matches_finite_differences(obj):
     y, f, _, g, h = domain_derivatives(obj)
@@ -402,6 +434,7 @@ def test_autodiff_matches_finite_differences(obj):
 
 
 # --- 3. closed forms (from the docstrings, written here): loss values, g and h --------------------
+
 
 @pytest.mark.parametrize("obj", CASES, ids=case_id)
 def test_closed_forms_match_autodiff(obj):
@@ -424,6 +457,7 @@ def test_closed_forms_match_autodiff(obj):
 
 
 # --- 4. h has the claimed sign ------------------------------------------------------------
+
 
 @pytest.mark.parametrize("obj", CASES, ids=case_id)
 def test_hessian_sign_is_as_claimed(obj):
@@ -460,12 +494,14 @@ def test_quantile_at_one_half_is_half_the_absolute_loss():
 
 def test_subgradients_at_zero_residual():
     # absolute / quantile: the midpoint subgradient; huber and the smooth ones: h = 1 at r = 0
-    for obj, g0, h0 in ((objectives.absolute, 0.0, 0.0),
-                        (objectives.quantile, 0.0, 0.0),
-                        (objectives.quantile(alpha=0.9), -0.4, 0.0),
-                        (objectives.huber, 0.0, 1.0),
-                        (objectives.log_cosh, 0.0, 1.0),
-                        (objectives.pseudo_huber, 0.0, 1.0)):
+    for obj, g0, h0 in (
+        (objectives.absolute, 0.0, 0.0),
+        (objectives.quantile, 0.0, 0.0),
+        (objectives.quantile(alpha=0.9), -0.4, 0.0),
+        (objectives.huber, 0.0, 1.0),
+        (objectives.log_cosh, 0.0, 1.0),
+        (objectives.pseudo_huber, 0.0, 1.0),
+    ):
         _, g, h = autodiff64(obj, np.array([2.0]), np.array([2.0]))
         assert g[0] == pytest.approx(g0) and h[0] == pytest.approx(h0), obj
 
@@ -506,6 +542,7 @@ def test_expected_hessian_positive_and_fisher_identity(obj):
 
 # --- 6. label checks --------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("obj", CASES, ids=case_id)
 def test_label_checks(obj):
     spec = SPECS[obj.name]
@@ -535,9 +572,14 @@ def test_softmax_label_checks():
 
 
 def test_hyperparameter_domains():
-    bad = [(objectives.huber, "delta", 0.0), (objectives.pseudo_huber, "delta", -1.0),
-           (objectives.quantile, "alpha", 1.0), (objectives.cauchy, "scale", 0.0),
-           (objectives.tweedie, "power", 2.0), (objectives.focal, "gamma", -1.0)]
+    bad = [
+        (objectives.huber, "delta", 0.0),
+        (objectives.pseudo_huber, "delta", -1.0),
+        (objectives.quantile, "alpha", 1.0),
+        (objectives.cauchy, "scale", 0.0),
+        (objectives.tweedie, "power", 2.0),
+        (objectives.focal, "gamma", -1.0),
+    ]
     for entry, key, value in bad:
         with pytest.raises(ValueError, match=entry.name):  # refused when made ...
             entry(**{key: value})
@@ -550,6 +592,7 @@ def test_hyperparameter_domains():
 
 
 # --- 7. hashing and variants --------------------------------------------------------------
+
 
 def test_variants_hash_by_value():
     a, b = objectives.huber(delta=2.0), objectives.huber(delta=2.0)
@@ -589,6 +632,7 @@ def test_outputs():
 
 
 # --- 8. links -----------------------------------------------------------------------------
+
 
 def test_links():
     o = objectives

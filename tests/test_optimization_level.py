@@ -63,8 +63,9 @@ def test_models_are_the_same_at_xla_default_optimization_level():
     assert OPT_FLAG in flags or os.environ.get("JAXBOOST_TEST_FULL_OPT", "0") != "0"
     env = dict(os.environ, XLA_FLAGS=flags.replace(OPT_FLAG, "").strip())
     script = MODELS + "\nimport json\nprint(json.dumps(models()))\n"
-    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                         text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     default_level = json.loads(out.stdout.strip().splitlines()[-1])
     scope = {}

@@ -12,8 +12,11 @@ from jaxboost.training.config import Settings
 
 
 def _keyword_options(fn):
-    return {n: p.default for n, p in inspect.signature(fn).parameters.items()
-            if p.kind == p.KEYWORD_ONLY and n in opt.BY_NAME}
+    return {
+        n: p.default
+        for n, p in inspect.signature(fn).parameters.items()
+        if p.kind == p.KEYWORD_ONLY and n in opt.BY_NAME
+    }
 
 
 def test_train_takes_every_option_with_its_default_and_doc():

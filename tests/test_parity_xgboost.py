@@ -23,34 +23,84 @@ def data():
     rng = np.random.default_rng(0)
     X = binnable_features(rng)
     N = X.shape[0]
-    logit = (0.4 * np.nan_to_num(X[:, 0] - 6) - 0.8 * X[:, 2]
-             + 0.3 * np.nan_to_num(X[:, 1], nan=3.0) - 1 + 0.5 * X[:, 4])
+    logit = (
+        0.4 * np.nan_to_num(X[:, 0] - 6)
+        - 0.8 * X[:, 2]
+        + 0.3 * np.nan_to_num(X[:, 1], nan=3.0)
+        - 1
+        + 0.5 * X[:, 4]
+    )
     yb = (rng.random(N) < 1 / (1 + np.exp(-logit))).astype(np.float32)
     yr = (logit + rng.normal(size=N)).astype(np.float32)
     return X, yb, yr
 
 
 GRID = [
-    dict(max_depth=3, reg_lambda=1.0, reg_alpha=0.0, gamma=0.0, min_child_weight=1.0,
-         max_delta_step=0.0),
-    dict(max_depth=4, reg_lambda=0.0, reg_alpha=0.5, gamma=0.3, min_child_weight=0.0,
-         max_delta_step=0.0),
-    dict(max_depth=2, reg_lambda=2.0, reg_alpha=0.0, gamma=1.0, min_child_weight=3.0,
-         max_delta_step=0.7),
-    dict(max_depth=4, reg_lambda=0.5, reg_alpha=0.2, gamma=0.0, min_child_weight=0.5,
-         max_delta_step=0.3),
-    dict(max_depth=6, reg_lambda=1.0, reg_alpha=0.0, gamma=2.0, min_child_weight=1.0,
-         max_delta_step=0.0),
-    dict(max_depth=3, reg_lambda=5.0, reg_alpha=1.0, gamma=0.5, min_child_weight=5.0,
-         max_delta_step=0.0),
+    dict(
+        max_depth=3,
+        reg_lambda=1.0,
+        reg_alpha=0.0,
+        gamma=0.0,
+        min_child_weight=1.0,
+        max_delta_step=0.0,
+    ),
+    dict(
+        max_depth=4,
+        reg_lambda=0.0,
+        reg_alpha=0.5,
+        gamma=0.3,
+        min_child_weight=0.0,
+        max_delta_step=0.0,
+    ),
+    dict(
+        max_depth=2,
+        reg_lambda=2.0,
+        reg_alpha=0.0,
+        gamma=1.0,
+        min_child_weight=3.0,
+        max_delta_step=0.7,
+    ),
+    dict(
+        max_depth=4,
+        reg_lambda=0.5,
+        reg_alpha=0.2,
+        gamma=0.0,
+        min_child_weight=0.5,
+        max_delta_step=0.3,
+    ),
+    dict(
+        max_depth=6,
+        reg_lambda=1.0,
+        reg_alpha=0.0,
+        gamma=2.0,
+        min_child_weight=1.0,
+        max_delta_step=0.0,
+    ),
+    dict(
+        max_depth=3,
+        reg_lambda=5.0,
+        reg_alpha=1.0,
+        gamma=0.5,
+        min_child_weight=5.0,
+        max_delta_step=0.0,
+    ),
 ]
 
 
 def xgb_margins(X, y, objective, base_score, p):
-    params = dict(objective=objective, tree_method="exact", eta=LR, base_score=base_score,
-                  nthread=1, max_depth=p["max_depth"], reg_lambda=p["reg_lambda"],
-                  reg_alpha=p["reg_alpha"], gamma=p["gamma"],
-                  min_child_weight=p["min_child_weight"], max_delta_step=p["max_delta_step"])
+    params = dict(
+        objective=objective,
+        tree_method="exact",
+        eta=LR,
+        base_score=base_score,
+        nthread=1,
+        max_depth=p["max_depth"],
+        reg_lambda=p["reg_lambda"],
+        reg_alpha=p["reg_alpha"],
+        gamma=p["gamma"],
+        min_child_weight=p["min_child_weight"],
+        max_delta_step=p["max_delta_step"],
+    )
     d = xgb.DMatrix(X, label=y, missing=np.nan)
     return xgb.train(params, d, N_ROUNDS).predict(d, output_margin=True)
 
@@ -62,20 +112,26 @@ def test_xgboost_version_is_the_one_the_rules_target():
 def check_logistic(data, p):
     X, yb, _ = data
     expected = xgb_margins(X, yb, "binary:logistic", 0.5, p)  # base_score 0.5: margin 0
-    bst = jaxboost.train(objectives.logistic, X, yb, n_rounds=N_ROUNDS, learning_rate=LR,
-                         base_margin=0.0, **p)
-    np.testing.assert_allclose(bst.predict(X, output_margin=True), expected, atol=1e-5,
-                               rtol=0)
+    bst = jaxboost.train(
+        objectives.logistic, X, yb, n_rounds=N_ROUNDS, learning_rate=LR, base_margin=0.0, **p
+    )
+    np.testing.assert_allclose(bst.predict(X, output_margin=True), expected, atol=1e-5, rtol=0)
 
 
 def check_squared(data, p):
     X, _, yr = data
     expected = xgb_margins(X, yr, "reg:squarederror", 0.25, p)
     # A plain JAX loss, differentiated by autodiff: 0.5 (y - p)^2 has XGBoost's g and h.
-    bst = jaxboost.train(lambda y, f: 0.5 * (y - f) ** 2, X, yr, n_rounds=N_ROUNDS,
-                         learning_rate=LR, base_margin=0.25, **p)
-    np.testing.assert_allclose(bst.predict(X, output_margin=True), expected, atol=1e-5,
-                               rtol=0)
+    bst = jaxboost.train(
+        lambda y, f: 0.5 * (y - f) ** 2,
+        X,
+        yr,
+        n_rounds=N_ROUNDS,
+        learning_rate=LR,
+        base_margin=0.25,
+        **p,
+    )
+    np.testing.assert_allclose(bst.predict(X, output_margin=True), expected, atol=1e-5, rtol=0)
 
 
 @pytest.mark.parametrize("p", GRID, ids=lambda p: "-".join(f"{v:g}" for v in p.values()))
@@ -91,10 +147,12 @@ def test_squared_margins_match_xgboost_exact(data, p):
 # The pure-JAX histogram (the GPU/TPU default) on two representative cases, not the whole
 # grid (suite time): the clipped score with alpha (logistic), and lambda = 0 with alpha,
 # gamma and min_child_weight = 0 (squared).
-@pytest.mark.parametrize("check,p", [(check_logistic, GRID[3]), (check_squared, GRID[1])],
-                         ids=["logistic-clipped", "squared-lambda0"])
-def test_margins_match_xgboost_exact_on_the_pure_jax_histogram(data, check, p,
-                                                               pure_jax_histogram):
+@pytest.mark.parametrize(
+    "check,p",
+    [(check_logistic, GRID[3]), (check_squared, GRID[1])],
+    ids=["logistic-clipped", "squared-lambda0"],
+)
+def test_margins_match_xgboost_exact_on_the_pure_jax_histogram(data, check, p, pure_jax_histogram):
     check(data, p)
     assert pure_jax_histogram, "train() did not ask which histogram to use"
 
@@ -103,8 +161,14 @@ def test_tree_structure_matches_xgboost_first_tree(data):
     """Beyond margins: the first tree's split features and gains agree node by node."""
     X, yb, _ = data
     p = GRID[0]
-    params = dict(objective="binary:logistic", tree_method="exact", eta=LR, base_score=0.5,
-                  nthread=1, max_depth=p["max_depth"])
+    params = dict(
+        objective="binary:logistic",
+        tree_method="exact",
+        eta=LR,
+        base_score=0.5,
+        nthread=1,
+        max_depth=p["max_depth"],
+    )
     d = xgb.DMatrix(X, label=yb, missing=np.nan)
     dump = json.loads(xgb.train(params, d, 1).get_dump(with_stats=True, dump_format="json")[0])
     theirs = []
@@ -116,11 +180,14 @@ def test_tree_structure_matches_xgboost_first_tree(data):
                 walk(child)
 
     walk(dump)
-    bst = jaxboost.train(objectives.logistic, X, yb, n_rounds=1, learning_rate=LR,
-                         base_margin=0.0, **p)
+    bst = jaxboost.train(
+        objectives.logistic, X, yb, n_rounds=1, learning_rate=LR, base_margin=0.0, **p
+    )
     ens = bst.ensemble
-    ours = [(int(ens.feature[0, i]), float(ens.gain[0, i]))
-            for i in range(ens.feature.shape[1]) if not bool(ens.is_leaf[0, i])]
+    ours = [
+        (int(ens.feature[0, i]), float(ens.gain[0, i]))
+        for i in range(ens.feature.shape[1])
+        if not bool(ens.is_leaf[0, i])
+    ]
     assert sorted(f for f, _ in ours) == sorted(f for f, _ in theirs)
-    np.testing.assert_allclose(sorted(g for _, g in ours), sorted(g for _, g in theirs),
-                               rtol=1e-5)
+    np.testing.assert_allclose(sorted(g for _, g in ours), sorted(g for _, g in theirs), rtol=1e-5)

@@ -20,29 +20,38 @@ def binary():
     return X, y
 
 
-@pytest.mark.parametrize("name, value, ours", [
-    ("num_boost_round", 5, "n_rounds"), ("n_estimators", 5, "n_rounds"),
-    ("eta", 0.1, "learning_rate"), ("lambda_l2", 1.0, "reg_lambda"),
-    ("min_split_loss", 0.0, "gamma"), ("feature_fraction", 0.5, "colsample_bytree"),
-    ("nthread", 2, "n_jobs"),
-])
+@pytest.mark.parametrize(
+    "name, value, ours",
+    [
+        ("num_boost_round", 5, "n_rounds"),
+        ("n_estimators", 5, "n_rounds"),
+        ("eta", 0.1, "learning_rate"),
+        ("lambda_l2", 1.0, "reg_lambda"),
+        ("min_split_loss", 0.0, "gamma"),
+        ("feature_fraction", 0.5, "colsample_bytree"),
+        ("nthread", 2, "n_jobs"),
+    ],
+)
 def test_train_names_jaxboosts_equivalent(binary, name, value, ours):
     X, y = binary
     with pytest.raises(TypeError, match=rf"'{name}'.*write {ours}="):
         jaxboost.train("logistic", X, y, **{name: value})
 
 
-@pytest.mark.parametrize("name, value, why", [
-    ("tree_method", "exact", "histogram trees"),
-    ("scale_pos_weight", 3.0, "sample_weight"), ("missing", -1.0, "np.nan"),
-])
+@pytest.mark.parametrize(
+    "name, value, why",
+    [
+        ("tree_method", "exact", "histogram trees"),
+        ("scale_pos_weight", 3.0, "sample_weight"),
+        ("missing", -1.0, "np.nan"),
+    ],
+)
 def test_train_says_why_a_peer_option_is_absent(binary, name, value, why):
     X, y = binary
     with pytest.raises(TypeError, match=why):
         jaxboost.train("logistic", X, y, **{name: value})
     with pytest.raises(TypeError, match=why):
-        jaxboost.train_many([{"max_depth": 2}], X, y, objective="logistic",
-                            **{name: value})
+        jaxboost.train_many([{"max_depth": 2}], X, y, objective="logistic", **{name: value})
 
 
 def test_a_misspelt_keyword_is_still_pythons_error(binary):
@@ -51,11 +60,18 @@ def test_a_misspelt_keyword_is_still_pythons_error(binary):
         jaxboost.train("logistic", X, y, n_round=5)
 
 
-@pytest.mark.parametrize("peer, ours", [
-    ("binary:logistic", "logistic"), ("reg:squarederror", "squared"),
-    ("multi:softprob", "softmax"), ("count:poisson", "poisson"), ("binary", "logistic"),
-    ("regression_l1", "absolute"), ("reg:tweedie", "tweedie"),
-])
+@pytest.mark.parametrize(
+    "peer, ours",
+    [
+        ("binary:logistic", "logistic"),
+        ("reg:squarederror", "squared"),
+        ("multi:softprob", "softmax"),
+        ("count:poisson", "poisson"),
+        ("binary", "logistic"),
+        ("regression_l1", "absolute"),
+        ("reg:tweedie", "tweedie"),
+    ],
+)
 def test_peer_objective_names_point_to_the_catalogue(binary, peer, ours):
     X, y = binary
     with pytest.raises(ValueError, match=rf"catalogue entry for the same loss is '{ours}'"):
@@ -73,9 +89,14 @@ def test_scale_pos_weight_equals_xgboost(binary):
     same = JaxBoostClassifier(**KW).fit(X, y, sample_weight=w)
     np.testing.assert_array_equal(clf.predict_proba(X), same.predict_proba(X))
     base = float(clf.booster_.base_margin)
-    ref = xgb.XGBClassifier(scale_pos_weight=3.0, tree_method="exact", n_jobs=1,
-                            base_score=1.0 / (1.0 + np.exp(-base)), reg_lambda=1.0,
-                            **KW).fit(X, y)
+    ref = xgb.XGBClassifier(
+        scale_pos_weight=3.0,
+        tree_method="exact",
+        n_jobs=1,
+        base_score=1.0 / (1.0 + np.exp(-base)),
+        reg_lambda=1.0,
+        **KW,
+    ).fit(X, y)
     np.testing.assert_allclose(clf.predict_proba(X), ref.predict_proba(X), atol=1e-5)
     with pytest.raises(ValueError, match="two classes"):
         JaxBoostClassifier(scale_pos_weight=2.0, **KW).fit(X, y + (X[:, 1] > 1))

@@ -19,8 +19,7 @@ import jaxboost
 import objectives
 
 
-@pytest.mark.parametrize("name", sorted(objectives.CATALOGUE) + sorted(
-    objectives.GROUP_CATALOGUE))
+@pytest.mark.parametrize("name", sorted(objectives.CATALOGUE) + sorted(objectives.GROUP_CATALOGUE))
 def test_every_catalogue_entry_pickles_and_compares_equal(name):
     entry = objectives.CATALOGUE.get(name) or objectives.GROUP_CATALOGUE[name]
     again = pickle.loads(pickle.dumps(entry))
@@ -41,14 +40,15 @@ def test_boosters_and_estimators_cross_a_spawn_pool():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(120, 3)).astype(np.float32)
     y = (X[:, 0] > 0).astype(np.float32)
-    boosters = [jaxboost.train(loss, X, y, n_rounds=2, max_depth=2)
-                for loss in ("logistic", objectives.focal(gamma=2.0))]
+    boosters = [
+        jaxboost.train(loss, X, y, n_rounds=2, max_depth=2)
+        for loss in ("logistic", objectives.focal(gamma=2.0))
+    ]
     for b in boosters:
         again = pickle.loads(pickle.dumps(b))
         np.testing.assert_array_equal(again.predict(X), b.predict(X))
     est = JaxBoostRegressor(objective=objectives.huber(delta=2.0), n_estimators=2)
-    assert pickle.loads(pickle.dumps(est)).get_params()["objective"] == \
-        objectives.huber(delta=2.0)
+    assert pickle.loads(pickle.dumps(est)).get_params()["objective"] == objectives.huber(delta=2.0)
     with multiprocessing.get_context("spawn").Pool(1) as pool:
         out = pool.map(_predict, [(boosters[0], X)])
     np.testing.assert_allclose(out[0], boosters[0].predict(X), rtol=1e-6)

@@ -32,22 +32,29 @@ def assert_png(path, fig):
 def stopped(small_binary):
     """A logistic model with two eval sets, two metrics and early stopping."""
     X, y = small_binary
-    return jaxboost.train(objectives.logistic, X[:200], y[:200], n_rounds=80, max_depth=3,
-                          learning_rate=0.5, eval_set={"train": (X[:200], y[:200]),
-                                                       "valid": (X[200:], y[200:])},
-                          eval_metric=["logloss", "auc"], early_stopping_rounds=5,
-                          verbose=False)
+    return jaxboost.train(
+        objectives.logistic,
+        X[:200],
+        y[:200],
+        n_rounds=80,
+        max_depth=3,
+        learning_rate=0.5,
+        eval_set={"train": (X[:200], y[:200]), "valid": (X[200:], y[200:])},
+        eval_metric=["logloss", "auc"],
+        early_stopping_rounds=5,
+        verbose=False,
+    )
 
 
 @pytest.fixture(scope="module")
 def softmax_model(small_binary):
     X, _ = small_binary
     labels = (X[:, 0] > -0.4).astype(np.float32) + (X[:, 1] > 0.4)
-    return jaxboost.train(objectives.softmax, X, labels, n_rounds=3, max_depth=3,
-                          verbose=False)
+    return jaxboost.train(objectives.softmax, X, labels, n_rounds=3, max_depth=3, verbose=False)
 
 
 # --- figures of one booster ---------------------------------------------------------------
+
 
 def test_plot_history(stopped, tmp_path):
     assert stopped.best_iteration is not None
@@ -80,13 +87,15 @@ def test_plot_history_errors(stopped, small_binary):
 
 def test_plot_history_without_early_stopping(small_binary, tmp_path):
     X, y = small_binary
-    bst = jaxboost.train("logistic", X, y, n_rounds=5, max_depth=2, eval_set=[(X, y)],
-                         verbose=False)
+    bst = jaxboost.train(
+        "logistic", X, y, n_rounds=5, max_depth=2, eval_set=[(X, y)], verbose=False
+    )
     assert bst.best_iteration is None
     fig = plotting.plot_history(bst, tmp_path / "h.png")
     assert_png(tmp_path / "h.png", fig)
-    assert not any(line.get_label().startswith("best")
-                   for ax in fig.axes for line in ax.get_lines())
+    assert not any(
+        line.get_label().startswith("best") for ax in fig.axes for line in ax.get_lines()
+    )
 
 
 def _bar_names(fig):
@@ -146,8 +155,7 @@ def test_plot_importance_uses_the_boosters_method(tmp_path):
 
 
 def test_importance_uses_feature_names(stopped, monkeypatch):
-    monkeypatch.setattr(stopped, "feature_names", ["x0", "x1", "noise_a", "noise_b"],
-                        raising=False)
+    monkeypatch.setattr(stopped, "feature_names", ["x0", "x1", "noise_a", "noise_b"], raising=False)
     scores = plotting._importance_from_trees(stopped, "weight")
     assert set(scores) <= {"x0", "x1", "noise_a", "noise_b"} and "x0" in scores
 
@@ -205,40 +213,57 @@ def test_plot_tree_of_a_multi_output_model(softmax_model, tmp_path):
 def test_plot_tree_with_vector_leaves(small_binary, tmp_path):
     X, _ = small_binary
     labels = (X[:, 0] > -0.4).astype(np.float32) + (X[:, 1] > 0.4)
-    bst = jaxboost.train(objectives.softmax, X, labels, n_rounds=1, max_depth=2,
-                         multi_strategy="multi_output_tree", verbose=False)
+    bst = jaxboost.train(
+        objectives.softmax,
+        X,
+        labels,
+        n_rounds=1,
+        max_depth=2,
+        multi_strategy="multi_output_tree",
+        verbose=False,
+    )
     assert bst.trees_per_round == 1 and bst.ensemble.value.shape[-1] == 3
     path = tmp_path / "tree.png"
     fig = plotting.plot_tree(bst, 0, path)
     assert_png(path, fig)
     _, leaves = _reachable(bst, 0)
-    shown = {t.get_text().split("\n")[0] for t in fig.axes[0].texts
-             if t.get_text().startswith("leaf")}
-    assert shown == {"leaf [" + ", ".join(f"{float(v):.3g}" for v in bst.ensemble.value[0, i])
-                     + "]" for i in leaves}
+    shown = {
+        t.get_text().split("\n")[0] for t in fig.axes[0].texts if t.get_text().startswith("leaf")
+    }
+    assert shown == {
+        "leaf [" + ", ".join(f"{float(v):.3g}" for v in bst.ensemble.value[0, i]) + "]"
+        for i in leaves
+    }
 
 
 def test_plot_tree_of_a_stump(small_binary, tmp_path):
     X, y = small_binary
     # gamma so large that every split is pruned: the tree is one leaf
-    bst = jaxboost.train("logistic", X, y, n_rounds=1, max_depth=2, gamma=1e9,
-                         verbose=False)
+    bst = jaxboost.train("logistic", X, y, n_rounds=1, max_depth=2, gamma=1e9, verbose=False)
     assert bool(bst.ensemble.is_leaf[0, 0])
     path = tmp_path / "stump.png"
     fig = plotting.plot_tree(bst, 0, path)
     assert path.stat().st_size > 1000
     assert [t.get_text().split("\n")[0] for t in fig.axes[0].texts] == [
-        f"leaf {float(bst.ensemble.value[0, 0]):.3g}"]
+        f"leaf {float(bst.ensemble.value[0, 0]):.3g}"
+    ]
 
 
 # --- the existing figures -------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def comparison(small_binary):
     X, y = small_binary
-    return jaxboost.compare(["logistic", "squared"], X[:200], y[:200],
-                            eval_set=[(X[200:], y[200:])], metrics=["logloss", "auc"],
-                            n_rounds=6, max_depth=2)
+    return jaxboost.compare(
+        ["logistic", "squared"],
+        X[:200],
+        y[:200],
+        eval_set=[(X[200:], y[200:])],
+        metrics=["logloss", "auc"],
+        n_rounds=6,
+        max_depth=2,
+    )
 
 
 def test_plot_comparison_and_comparison_plot(comparison, tmp_path):
@@ -249,20 +274,22 @@ def test_plot_comparison_and_comparison_plot(comparison, tmp_path):
 
 
 def test_plot_learning_curves(comparison, tmp_path):
-    fig = plotting.plot_learning_curves(comparison.curves["logistic"], tmp_path / "lc.png",
-                                        title="logistic")
+    fig = plotting.plot_learning_curves(
+        comparison.curves["logistic"], tmp_path / "lc.png", title="logistic"
+    )
     assert_png(tmp_path / "lc.png", fig)
 
 
 def _every_figure(stopped, comparison):
     """Every figure-returning call, without a path: (name, figure)."""
-    return [("plot_history", plotting.plot_history(stopped)),
-            ("plot_importance", plotting.plot_importance(stopped)),
-            ("plot_tree", plotting.plot_tree(stopped, 1)),
-            ("plot_comparison", plotting.plot_comparison(comparison)),
-            ("plot_learning_curves",
-             plotting.plot_learning_curves(comparison.curves["logistic"])),
-            ("Comparison.plot", comparison.plot())]
+    return [
+        ("plot_history", plotting.plot_history(stopped)),
+        ("plot_importance", plotting.plot_importance(stopped)),
+        ("plot_tree", plotting.plot_tree(stopped, 1)),
+        ("plot_comparison", plotting.plot_comparison(comparison)),
+        ("plot_learning_curves", plotting.plot_learning_curves(comparison.curves["logistic"])),
+        ("Comparison.plot", comparison.plot()),
+    ]
 
 
 def test_figures_are_not_left_open_in_pyplot(stopped, comparison, tmp_path):
@@ -312,8 +339,7 @@ def test_drawing_into_the_callers_axes(stopped, comparison, tmp_path):
     assert [axes[1, j].get_title() for j in range(2)] == ["logloss", "auc"]
     assert comparison.plot(metrics="auc", ax=axes[0, 2]) is fig
     assert axes[0, 2].get_title() == "auc (higher is better)"
-    assert plotting.plot_learning_curves({"valid": {"rmse": [3.0, 2.0]}},
-                                         ax=[axes[1, 2]]) is fig
+    assert plotting.plot_learning_curves({"valid": {"rmse": [3.0, 2.0]}}, ax=[axes[1, 2]]) is fig
     assert [list(line.get_ydata()) for line in axes[1, 2].get_lines()] == [[3.0, 2.0]]
     assert [a.get_position().bounds for a in axes.ravel()] == before
     assert fig._suptitle is None  # no default title written over the caller's figure
@@ -345,39 +371,50 @@ def test_wrong_axes_are_refused(stopped, comparison):
 
 
 def test_import_leaves_matplotlib_alone():
-    code = ("import sys, jaxboost, jaxboost.plotting, jaxboost.model.booster\n"
-            "assert 'matplotlib' not in sys.modules, 'matplotlib imported'\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=ROOT, timeout=300)
+    code = (
+        "import sys, jaxboost, jaxboost.plotting, jaxboost.model.booster\n"
+        "assert 'matplotlib' not in sys.modules, 'matplotlib imported'\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
     assert out.returncode == 0, out.stderr[-2000:]
 
 
 def test_missing_matplotlib_says_how_to_install(stopped, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib fails
-    for call in (lambda: plotting.plot_history(stopped),
-                 lambda: plotting.plot_importance(stopped),
-                 lambda: plotting.plot_tree(stopped)):
-        with pytest.raises(ImportError,
-                           match=r"pip install matplotlib.*plot extra \(pip install '\.\[plot\]'"):
+    for call in (
+        lambda: plotting.plot_history(stopped),
+        lambda: plotting.plot_importance(stopped),
+        lambda: plotting.plot_tree(stopped),
+    ):
+        with pytest.raises(
+            ImportError, match=r"pip install matplotlib.*plot extra \(pip install '\.\[plot\]'"
+        ):
             call()
 
 
 # --- Booster reprs ----------------------------------------------------------------------
 
+
 def test_repr_is_one_informative_line(stopped, softmax_model, monkeypatch):
     text = repr(stopped)
     assert "\n" not in text
     assert text.startswith("Booster(objective=objectives.logistic, n_rounds=")
-    for part in (f"n_rounds={len(stopped)}", f"n_trees={stopped.ensemble.n_trees}",
-                 "max_depth=3", "n_features=4", "base_margin=",
-                 f"best_iteration={stopped.best_iteration}"):
+    for part in (
+        f"n_rounds={len(stopped)}",
+        f"n_trees={stopped.ensemble.n_trees}",
+        "max_depth=3",
+        "n_features=4",
+        "base_margin=",
+        f"best_iteration={stopped.best_iteration}",
+    ):
         assert part in text, (part, text)
     soft = repr(softmax_model)
     assert "n_outputs=3" in soft and "n_trees=9" in soft and "best_iteration" not in soft
     monkeypatch.setattr(stopped, "feature_names", ["a", "b", "c", "d"], raising=False)
     assert "feature_names=['a', 'b', 'c', 'd']" in repr(stopped)
-    monkeypatch.setattr(stopped, "feature_names", [f"c{i}" for i in range(4)] * 2,
-                        raising=False)
+    monkeypatch.setattr(stopped, "feature_names", [f"c{i}" for i in range(4)] * 2, raising=False)
     monkeypatch.setattr(stopped, "n_features", 8)
     assert "feature_names" not in repr(stopped)  # too many to show
 
@@ -385,26 +422,44 @@ def test_repr_is_one_informative_line(stopped, softmax_model, monkeypatch):
 def test_repr_html(stopped, softmax_model, monkeypatch):
     page = stopped._repr_html_()
     assert page.startswith("<table") and page.endswith("</table>")
-    for key in ("objective", "n_rounds", "n_trees", "max_depth", "learning_rate",
-                "n_features", "n_outputs", "base_margin", "best_iteration", "best_score",
-                "valid logloss", "valid auc", "train auc"):
+    for key in (
+        "objective",
+        "n_rounds",
+        "n_trees",
+        "max_depth",
+        "learning_rate",
+        "n_features",
+        "n_outputs",
+        "base_margin",
+        "best_iteration",
+        "best_score",
+        "valid logloss",
+        "valid auc",
+        "train auc",
+    ):
         assert f">{key}</th>" in page, key
     last = stopped.history["valid"]["auc"][-1]
     assert f"{last:.6g} (last of {len(stopped.history['valid']['auc'])} rounds)" in page
     assert "3 per round" in softmax_model._repr_html_()
     # names and metric names are escaped
-    monkeypatch.setattr(stopped, "feature_names", ["<b>a</b>", "b&c", "c", "d"],
-                        raising=False)
-    monkeypatch.setattr(stopped, "history", {"<script>x</script>": {"m\"q": [0.5]}})
+    monkeypatch.setattr(stopped, "feature_names", ["<b>a</b>", "b&c", "c", "d"], raising=False)
+    monkeypatch.setattr(stopped, "history", {"<script>x</script>": {'m"q': [0.5]}})
     page = stopped._repr_html_()
     assert "<script>" not in page and "<b>a</b>" not in page
     assert "&lt;script&gt;x&lt;/script&gt; m&quot;q" in page
     assert "&lt;b&gt;a&lt;/b&gt;, b&amp;c" in page
+
+
 # --- in a notebook ----------------------------------------------------------------------
 
-CALLS = ["plotting.plot_history(bst)", "plotting.plot_importance(bst)",
-         "plotting.plot_tree(bst, 1)", "plotting.plot_comparison(cmp)",
-         "plotting.plot_learning_curves(cmp.curves['logistic'])", "cmp.plot()"]
+CALLS = [
+    "plotting.plot_history(bst)",
+    "plotting.plot_importance(bst)",
+    "plotting.plot_tree(bst, 1)",
+    "plotting.plot_comparison(cmp)",
+    "plotting.plot_learning_curves(cmp.curves['logistic'])",
+    "cmp.plot()",
+]
 
 
 def _png_outputs(cell):
@@ -425,34 +480,46 @@ def test_an_executed_notebook_shows_each_figure_once(stopped, comparison, tmp_pa
 
     model = tmp_path / "model.json"
     stopped.save(model)
-    curves = {label: {d: {m: [float(v) for v in values] for m, values in per.items()}
-                      for d, per in by_data.items()}
-              for label, by_data in comparison.curves.items()}
-    setup = "\n".join([
-        "import json",
-        "import jaxboost",
-        "from jaxboost import plotting",
-        "from jaxboost.compare import Comparison",
-        "from jaxboost.metrics import get_metric",
-        f"bst = jaxboost.load({str(model)!r})",
-        f"curves = json.loads({json.dumps(curves)!r})",
-        "cmp = Comparison(boosters=dict.fromkeys(curves), curves=curves, train_seconds={},",
-        f"                 metrics={{m: get_metric(m) for m in {list(comparison.metrics)!r}}},",
-        f"                 data_names={comparison.data_names!r}, n_rows={{}},",
-        f"                 n_rounds={comparison.n_rounds}, notes=[])",
-        "import sys",
-        "assert 'matplotlib.pyplot' not in sys.modules"])
+    curves = {
+        label: {
+            d: {m: [float(v) for v in values] for m, values in per.items()}
+            for d, per in by_data.items()
+        }
+        for label, by_data in comparison.curves.items()
+    }
+    setup = "\n".join(
+        [
+            "import json",
+            "import jaxboost",
+            "from jaxboost import plotting",
+            "from jaxboost.compare import Comparison",
+            "from jaxboost.metrics import get_metric",
+            f"bst = jaxboost.load({str(model)!r})",
+            f"curves = json.loads({json.dumps(curves)!r})",
+            "cmp = Comparison(boosters=dict.fromkeys(curves), curves=curves, train_seconds={},",
+            f"                 metrics={{m: get_metric(m) for m in {list(comparison.metrics)!r}}},",
+            f"                 data_names={comparison.data_names!r}, n_rows={{}},",
+            f"                 n_rounds={comparison.n_rounds}, notes=[])",
+            "import sys",
+            "assert 'matplotlib.pyplot' not in sys.modules",
+        ]
+    )
     with_pyplot = "import matplotlib.pyplot as plt\nplt.close(plt.figure())"
-    own_axes = ("fig, ax = plt.subplots()\n"
-                "plotting.plot_importance(bst, ax=ax);")
+    own_axes = "fig, ax = plt.subplots()\nplotting.plot_importance(bst, ax=ax);"
     sources = [setup, *CALLS, with_pyplot, *CALLS, own_axes, "plt.get_fignums()"]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
-    env = dict(os.environ, MPLBACKEND="module://matplotlib_inline.backend_inline",
-               PYTHONPATH=os.pathsep.join(p for p in (str(ROOT),
-                                                      os.environ.get("PYTHONPATH")) if p))
-    client = nbclient.NotebookClient(nb, kernel_name="python3", timeout=300,
-                                     startup_timeout=120,
-                                     resources={"metadata": {"path": str(ROOT)}})
+    env = dict(
+        os.environ,
+        MPLBACKEND="module://matplotlib_inline.backend_inline",
+        PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
+    )
+    client = nbclient.NotebookClient(
+        nb,
+        kernel_name="python3",
+        timeout=300,
+        startup_timeout=120,
+        resources={"metadata": {"path": str(ROOT)}},
+    )
     client.execute(env=env)
     cells = nb.cells
     assert _png_outputs(cells[0]) == [] and _png_outputs(cells[7]) == []

@@ -62,6 +62,9 @@ def test_blocks_are_views_of_bounded_rows(model_and_data):
 def test_staged_predict_too_large_for_memory_is_refused(model_and_data, monkeypatch):
     b, X = model_and_data
     monkeypatch.setattr(booster_mod, "_available_bytes", lambda: 10_000)
-    with pytest.raises(MemoryError, match=r"staged_predict would return a float32 array "
-                                          r"of shape \(6, 3000, 1\).*bst\[:r\]\.predict"):
+    with pytest.raises(
+        MemoryError,
+        match=r"staged_predict would return a float32 array "
+        r"of shape \(6, 3000, 1\).*bst\[:r\]\.predict",
+    ):
         b.staged_predict(X)

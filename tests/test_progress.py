@@ -56,8 +56,7 @@ def noisy():
 
 
 def env(r, total, logloss=0.5):
-    return CallbackEnv(r, total, 0, {"valid": {"logloss": [logloss] * (r + 1)}}, {},
-                       lambda n: None)
+    return CallbackEnv(r, total, 0, {"valid": {"logloss": [logloss] * (r + 1)}}, {}, lambda n: None)
 
 
 def replay(progress, clock, total, compile_s, chunk_s):
@@ -71,14 +70,14 @@ def replay(progress, clock, total, compile_s, chunk_s):
 
 # --- the rule, on Progress itself --------------------------------------------------------
 
+
 @pytest.mark.parametrize("use_tqdm", [False, True])
 def test_a_slow_compile_before_fast_rounds_shows_nothing(clock, use_tqdm):
     """60 s of compilation, then 1,000 rounds at 1,000 rounds/s: compilation does not
     count, and the rounds take 1 s, so nothing appears (the old rule, 5 s of wall time
     since the start, showed a bar)."""
     out = io.StringIO()
-    p = Progress(1000, min_seconds=AUTO_SECONDS, stream=out, plain=True,
-                 use_tqdm=use_tqdm)
+    p = Progress(1000, min_seconds=AUTO_SECONDS, stream=out, plain=True, use_tqdm=use_tqdm)
     replay(p, clock, 1000, compile_s=60.0, chunk_s=CHUNK / 1000)
     p.close()
     assert out.getvalue() == "" and p._bar is None
@@ -97,8 +96,7 @@ def test_slow_rounds_show_once_the_speed_is_known(clock):
             assert out.getvalue() == ""
     # off a terminal: one full line when it appears (4.5 s), then at most every 10 s
     # (the chunk reported at 14.5 s), and the last
-    assert out.getvalue().splitlines() == [f"[{k}/100] valid-logloss: 0.5"
-                                           for k in (11, 61, 100)]
+    assert out.getvalue().splitlines() == [f"[{k}/100] valid-logloss: 0.5" for k in (11, 61, 100)]
 
 
 def test_a_run_that_ends_before_it_is_slow_enough_shows_nothing(clock):
@@ -112,13 +110,13 @@ def test_a_run_that_ends_before_it_is_slow_enough_shows_nothing(clock):
 
 def test_without_tqdm_auto_writes_plain_lines_only_to_a_terminal(clock):
     for stream, shown in ((io.StringIO(), False), (Terminal(), True)):
-        p = Progress(100, min_seconds=AUTO_SECONDS, stream=stream, plain=None,
-                     use_tqdm=False)
+        p = Progress(100, min_seconds=AUTO_SECONDS, stream=stream, plain=None, use_tqdm=False)
         replay(p, clock, 100, compile_s=1.0, chunk_s=5.0)
         text = stream.getvalue()
         if shown:  # rewritten in place, ended by a newline
-            assert text.startswith("\r[11/100] ") and text.endswith("[100/100] "
-                                                                    "valid-logloss: 0.5\n")
+            assert text.startswith("\r[11/100] ") and text.endswith(
+                "[100/100] valid-logloss: 0.5\n"
+            )
             assert text.count("\n") == 1
         else:
             assert text == ""
@@ -133,33 +131,44 @@ def test_progress_arguments_are_checked():
 
 # --- through train ---------------------------------------------------------------------------
 
+
 def one_second_per_round(clock):
     """A callback that moves the fake clock: each round takes a second."""
+
     def tick(env):
         clock.t += 1.0
         return False
+
     return tick
 
 
 def test_fast_training_shows_nothing(noisy, capsys):
     X, y, _, Xv, yv, _ = noisy
-    bst = jaxboost.train("logistic", X, y, n_rounds=40, eval_set=[(Xv, yv)], **KW,
-                         verbose="auto")
+    bst = jaxboost.train("logistic", X, y, n_rounds=40, eval_set=[(Xv, yv)], **KW, verbose="auto")
     assert len(bst) == 40
     assert capsys.readouterr() == ("", "")
 
 
 @pytest.mark.parametrize("tqdm_installed", [True, False])
-def test_slow_training_shows_progress_on_stderr_only(noisy, capsys, clock, monkeypatch,
-                                                     tqdm_installed):
+def test_slow_training_shows_progress_on_stderr_only(
+    noisy, capsys, clock, monkeypatch, tqdm_installed
+):
     if tqdm_installed:
         pytest.importorskip("tqdm")
     else:
         monkeypatch.setitem(sys.modules, "tqdm.auto", None)
         monkeypatch.setattr(sys, "stderr", Terminal())  # a plain line needs a terminal
     X, y, _, Xv, yv, _ = noisy
-    jaxboost.train("logistic", X, y, n_rounds=40, eval_set=[(Xv, yv)], **KW,
-                   verbose="auto", callbacks=[one_second_per_round(clock)])
+    jaxboost.train(
+        "logistic",
+        X,
+        y,
+        n_rounds=40,
+        eval_set=[(Xv, yv)],
+        **KW,
+        verbose="auto",
+        callbacks=[one_second_per_round(clock)],
+    )
     out, err = capsys.readouterr()
     assert out == ""
     if not tqdm_installed:
@@ -167,8 +176,16 @@ def test_slow_training_shows_progress_on_stderr_only(noisy, capsys, clock, monke
         assert err.startswith("\r[2/40] validation_0-logloss: ")  # speed known at round 1
     assert "40/40" in err and "validation_0-logloss" in err
     # verbose=False: nothing, however slow
-    jaxboost.train("logistic", X, y, n_rounds=40, eval_set=[(Xv, yv)], **KW,
-                   verbose=False, callbacks=[one_second_per_round(clock)])
+    jaxboost.train(
+        "logistic",
+        X,
+        y,
+        n_rounds=40,
+        eval_set=[(Xv, yv)],
+        **KW,
+        verbose=False,
+        callbacks=[one_second_per_round(clock)],
+    )
     assert capsys.readouterr() == ("", "")
     if not tqdm_installed:
         assert sys.stderr.getvalue() == err
@@ -189,8 +206,16 @@ def test_an_early_stopped_bar_ends_complete(noisy, capsys, monkeypatch):
 
     monkeypatch.setattr(tqdm_auto, "tqdm", Recording)
     X, y, _, Xv, yv, _ = noisy
-    bst = jaxboost.train("logistic", X, y, n_rounds=200, eval_set=[(Xv, yv)], **KW,
-                         early_stopping_rounds=5, verbose=True)
+    bst = jaxboost.train(
+        "logistic",
+        X,
+        y,
+        n_rounds=200,
+        eval_set=[(Xv, yv)],
+        **KW,
+        early_stopping_rounds=5,
+        verbose=True,
+    )
     ran = bst.best_iteration + 1 + 5
     assert ran < 200
     assert closed[0] == (ran, ran)
@@ -201,8 +226,16 @@ def test_an_early_stopped_bar_ends_complete(noisy, capsys, monkeypatch):
 
 def test_an_early_stopped_plain_line_says_so(noisy, capsys, no_tqdm):
     X, y, _, Xv, yv, _ = noisy
-    bst = jaxboost.train("logistic", X, y, n_rounds=200, eval_set=[(Xv, yv)], **KW,
-                         early_stopping_rounds=5, verbose=True)
+    bst = jaxboost.train(
+        "logistic",
+        X,
+        y,
+        n_rounds=200,
+        eval_set=[(Xv, yv)],
+        **KW,
+        early_stopping_rounds=5,
+        verbose=True,
+    )
     ran = bst.best_iteration + 1 + 5
     out, err = capsys.readouterr()
     assert out == ""

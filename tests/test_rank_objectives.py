@@ -17,8 +17,12 @@ from jaxboost.errors import DataError
 
 xgb = pytest.importorskip("xgboost")
 
-ENTRIES = [objectives.ranknet(sigma=2.0), objectives.lambdarank, objectives.listnet,
-           objectives.lambdarank(k=3, sigma=0.5)]
+ENTRIES = [
+    objectives.ranknet(sigma=2.0),
+    objectives.lambdarank,
+    objectives.listnet,
+    objectives.lambdarank(k=3, sigma=0.5),
+]
 
 
 def _query(seed, S=9):
@@ -41,20 +45,26 @@ def test_hess_diag_equals_the_diagonal_of_jax_hessian(entry):
         assert np.all(np.asarray(h) >= 0)
     # padding leaves the real rows' loss unchanged
     full = entry(jnp.asarray(y[:7]), jnp.asarray(f[:7]), jnp.ones(7, bool))
-    assert float(entry(jnp.asarray(y), jnp.asarray(f), jnp.asarray(mask))) == \
-        pytest.approx(float(full), rel=1e-6)
+    assert float(entry(jnp.asarray(y), jnp.asarray(f), jnp.asarray(mask))) == pytest.approx(
+        float(full), rel=1e-6
+    )
 
 
 def _xgb_grad_hess(objective, y, f0):
     """XGBoost's g and h for one query of one-row leaves (tests/xgb_readout.py)."""
-    params = dict(objective=objective, max_depth=8, lambdarank_normalization=False,
-                  lambdarank_score_normalization=False)
+    params = dict(
+        objective=objective,
+        max_depth=8,
+        lambdarank_normalization=False,
+        lambdarank_score_normalization=False,
+    )
     g, h, _ = xgb_leaf_grad_hess(xgb, params, y, f0, qid=np.zeros(y.shape[0], np.int64))
     return g, h
 
 
-@pytest.mark.parametrize("entry,objective", [(objectives.ranknet, "rank:pairwise"),
-                                             (objectives.lambdarank, "rank:ndcg")])
+@pytest.mark.parametrize(
+    "entry,objective", [(objectives.ranknet, "rank:pairwise"), (objectives.lambdarank, "rank:ndcg")]
+)
 def test_gradient_is_xgboosts_lambda(entry, objective):
     """With XGBoost's two normalisations off (lambdarank_normalization,
     lambdarank_score_normalization) its g is our autodiff g; its h is twice our exact
@@ -72,8 +82,12 @@ def _ltr(seed, n_q, per=20, n_features=8):
     rng = np.random.default_rng(seed)
     ids = np.repeat(np.arange(n_q), per)
     X = rng.normal(size=(n_q * per, n_features)).astype(np.float32)
-    score = (X[:, 0] + 0.7 * np.tanh(2 * X[:, 1]) + 0.5 * X[:, 2] * X[:, 3]
-             + 0.8 * rng.normal(size=n_q * per))
+    score = (
+        X[:, 0]
+        + 0.7 * np.tanh(2 * X[:, 1])
+        + 0.5 * X[:, 2] * X[:, 3]
+        + 0.8 * rng.normal(size=n_q * per)
+    )
     y = np.clip(np.floor(score + 1.0), 0, 4).astype(np.float32)
     return ids, X, y
 
@@ -92,17 +106,32 @@ def test_held_out_ndcg_matches_xgboost():
     rounds, depth, lr = 60, 4, 0.3
     random = score(np.random.default_rng(1).normal(size=int(te.sum())))
     got = {}
-    for entry, objective in [(objectives.ranknet, "rank:pairwise"),
-                             (objectives.lambdarank, "rank:ndcg")]:
-        bst = jaxboost.train(entry, X[tr], y[tr], group=ids[tr], n_rounds=rounds,
-                             max_depth=depth, learning_rate=lr, verbose=False)
+    for entry, objective in [
+        (objectives.ranknet, "rank:pairwise"),
+        (objectives.lambdarank, "rank:ndcg"),
+    ]:
+        bst = jaxboost.train(
+            entry,
+            X[tr],
+            y[tr],
+            group=ids[tr],
+            n_rounds=rounds,
+            max_depth=depth,
+            learning_rate=lr,
+            verbose=False,
+        )
         ours = score(bst.predict(X[te], output_margin=True))
-        ref = xgb.train(dict(objective=objective, max_depth=depth, eta=lr, tree_method="hist"),
-                        xgb.DMatrix(X[tr], y[tr], qid=ids[tr]), rounds)
+        ref = xgb.train(
+            dict(objective=objective, max_depth=depth, eta=lr, tree_method="hist"),
+            xgb.DMatrix(X[tr], y[tr], qid=ids[tr]),
+            rounds,
+        )
         theirs = score(ref.predict(xgb.DMatrix(X[te]), output_margin=True))
         got[entry.name] = (ours, theirs)
-        print(f"\n{entry.name}: NDCG@10 {ours:.4f}, XGBoost {objective} {theirs:.4f}, "
-              f"diff {ours - theirs:+.4f} (random order {random:.4f})")
+        print(
+            f"\n{entry.name}: NDCG@10 {ours:.4f}, XGBoost {objective} {theirs:.4f}, "
+            f"diff {ours - theirs:+.4f} (random order {random:.4f})"
+        )
         assert abs(ours - theirs) <= 0.01
         assert random + 0.3 < ours < 0.95  # learnt, not trivially
 
@@ -128,8 +157,9 @@ def test_errors_and_variants():
     with pytest.raises(DataError, match="lambdarank needs labels y >= 0"):
         jaxboost.train(objectives.lambdarank, X, y - 1.0, group=ids)
     with pytest.raises(DataError, match="eval set 'validation_0'"):
-        jaxboost.train(objectives.lambdarank, X, y, group=ids, eval_set=[(X, -y - 1)],
-                       eval_group=[ids])
+        jaxboost.train(
+            objectives.lambdarank, X, y, group=ids, eval_set=[(X, -y - 1)], eval_group=[ids]
+        )
     with pytest.raises(ValueError, match="as eval_group"):  # default metric ndcg@10
         jaxboost.train(objectives.listnet, X, y, group=ids, eval_set=[(X, y)])
     with pytest.raises(TypeError, match="no hyperparameter"):

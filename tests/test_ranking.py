@@ -26,8 +26,9 @@ def _queries(seed=0, n_q=25):
 def test_ndcg_matches_sklearn_per_query(k, gain):
     ids, y, pred = _queries()
     idx = jnp.asarray(group_index(ids, ids.shape[0]))
-    got = float(jax.jit(lambda a, b: ndcg(a, b, idx, k, gain=gain))(jnp.asarray(y),
-                                                                  jnp.asarray(pred)))
+    got = float(
+        jax.jit(lambda a, b: ndcg(a, b, idx, k, gain=gain))(jnp.asarray(y), jnp.asarray(pred))
+    )
     scores = []
     for q in np.unique(ids):
         rows = np.flatnonzero(ids == q)
@@ -40,8 +41,9 @@ def test_map_matches_sklearn_average_precision_and_a_direct_count():
     ids, y, pred = _queries(seed=1)
     idx = jnp.asarray(group_index(ids, ids.shape[0]))
     got = float(mean_average_precision(jnp.asarray(y), jnp.asarray(pred), idx))
-    want = np.mean([average_precision_score(y[ids == q] > 0, pred[ids == q])
-                    for q in np.unique(ids)])
+    want = np.mean(
+        [average_precision_score(y[ids == q] > 0, pred[ids == q]) for q in np.unique(ids)]
+    )
     assert got == pytest.approx(want, abs=1e-5)
     # @k, counted directly: precision at each relevant rank within the top k.
     k = 3
@@ -65,8 +67,9 @@ def test_queries_without_relevant_rows_score_one_and_query_weights():
     # query 0: no relevant row -> 1; query 1: (3 / log2 3) / 3
     q1 = 1.0 / np.log2(3.0)
     assert float(ndcg(y, pred, idx)) == pytest.approx((1.0 + q1) / 2, rel=1e-6)
-    assert float(ndcg(y, pred, idx, query_weight=jnp.array([1.0, 3.0]))) == \
-        pytest.approx((1.0 + 3 * q1) / 4, rel=1e-6)
+    assert float(ndcg(y, pred, idx, query_weight=jnp.array([1.0, 3.0]))) == pytest.approx(
+        (1.0 + 3 * q1) / 4, rel=1e-6
+    )
     assert float(mean_average_precision(y, pred, idx)) == pytest.approx((1.0 + 0.5) / 2)
     with pytest.raises(ValueError, match="gain"):
         ndcg(y, pred, idx, gain="log")

@@ -16,18 +16,27 @@ def python_blocks(text: str) -> list:
 
 
 # (file, block number within it, code), in the order of PAGES
-BLOCKS = [(page.relative_to(ROOT).as_posix(), i, code)
-          for page in PAGES for i, code in enumerate(python_blocks(page.read_text()))]
+BLOCKS = [
+    (page.relative_to(ROOT).as_posix(), i, code)
+    for page in PAGES
+    for i, code in enumerate(python_blocks(page.read_text()))
+]
 
 
 def test_docs_have_python_examples():
     assert len(BLOCKS) >= 10
-    assert {name for name, _, _ in BLOCKS} >= {"README.md", "docs/getting-started.md",
-                                                 "docs/custom-losses.md"}
+    assert {name for name, _, _ in BLOCKS} >= {
+        "README.md",
+        "docs/getting-started.md",
+        "docs/custom-losses.md",
+    }
 
 
-@pytest.mark.parametrize("name,code", [(name, code) for name, _, code in BLOCKS],
-                         ids=[f"{name}-block{i}" for name, i, _ in BLOCKS])
+@pytest.mark.parametrize(
+    "name,code",
+    [(name, code) for name, _, code in BLOCKS],
+    ids=[f"{name}-block{i}" for name, i, _ in BLOCKS],
+)
 def test_python_block_runs(name, code):
     exec(compile(code, name, "exec"), {})
 
@@ -39,9 +48,14 @@ def test_writing_your_own_loss_walks_through_each_option_with_a_block():
     text = (ROOT / "docs" / "custom-losses.md").read_text()
     assert text.startswith("# Writing your own loss")
     parts = re.split(r"\n## ", text)[1:]
-    topics = [("link", "link="), ("hessian", "HessianWarning"), ("refit", 'refit="newton"'),
-              ("side data", "base_margin="), ("hyperparameters", "loss_params"),
-              ("metrics", "jaxboost.metrics.host(")]
+    topics = [
+        ("link", "link="),
+        ("hessian", "HessianWarning"),
+        ("refit", 'refit="newton"'),
+        ("side data", "base_margin="),
+        ("hyperparameters", "loss_params"),
+        ("metrics", "jaxboost.metrics.host("),
+    ]
     assert len(parts) == len(topics)
     codes = [code for _, _, code in BLOCKS]
     for part, (title, needed) in zip(parts, topics, strict=True):

@@ -31,10 +31,8 @@ def poisson(y, f):  # exp(f) - y f: the leaf minimiser is log(sum w y / sum w ex
     return jnp.exp(f) - y * f
 
 
-_newton = {loss: jax.jit(functools.partial(refit_newton, loss=loss))
-           for loss in (squared, poisson)}
-_quantile = {alpha: jax.jit(functools.partial(refit_quantile, alpha=alpha))
-             for alpha in (0.5, 0.2)}
+_newton = {loss: jax.jit(functools.partial(refit_newton, loss=loss)) for loss in (squared, poisson)}
+_quantile = {alpha: jax.jit(functools.partial(refit_quantile, alpha=alpha)) for alpha in (0.5, 0.2)}
 
 
 def rows(seed):
@@ -61,8 +59,9 @@ def test_newton_refit_of_squared_error_is_the_regularised_mean_residual():
     r = (y - margin).astype(np.float64)
     lam, eta = 2.0, 0.5
     # One Newton step solves the quadratic exactly: v = sum w r / (sum w + lambda).
-    v = np.array([(w[leaf == k] * r[leaf == k]).sum() / (w[leaf == k].sum() + lam)
-                  for k in (2, 3, 4)])
+    v = np.array(
+        [(w[leaf == k] * r[leaf == k]).sum() / (w[leaf == k].sum() + lam) for k in (2, 3, 4)]
+    )
     got = newton(squared, leaf, y, margin, w, dyn(eta=eta, lam=lam))
     np.testing.assert_allclose(got[[2, 3, 4]], eta * v, rtol=1e-5, atol=1e-6)
     # Split nodes and leaves without rows keep their values.
@@ -70,16 +69,19 @@ def test_newton_refit_of_squared_error_is_the_regularised_mean_residual():
     # max_delta_step clips v before the learning rate.
     got = newton(squared, leaf, y, margin, w, dyn(eta=eta, lam=lam, mds=0.1))
     assert np.abs(v).max() > 0.1  # the clip matters for at least one leaf
-    np.testing.assert_allclose(got[[2, 3, 4]], eta * np.clip(v, -0.1, 0.1), rtol=1e-5,
-                               atol=1e-6)
+    np.testing.assert_allclose(got[[2, 3, 4]], eta * np.clip(v, -0.1, 0.1), rtol=1e-5, atol=1e-6)
 
 
 def test_newton_refit_converges_on_a_non_quadratic_loss():
     leaf, y, margin, w = rows(1)
     y = np.abs(y) + 0.5  # counts-like labels
     e = np.exp(margin.astype(np.float64))
-    v = np.array([np.log((w[leaf == k] * y[leaf == k]).sum() / (w[leaf == k] * e[leaf == k]).sum())
-                  for k in (2, 3, 4)])
+    v = np.array(
+        [
+            np.log((w[leaf == k] * y[leaf == k]).sum() / (w[leaf == k] * e[leaf == k]).sum())
+            for k in (2, 3, 4)
+        ]
+    )
     assert np.abs(v - START[[2, 3, 4]]).max() > 0.3  # far enough to need several steps
     got = newton(poisson, leaf, y, margin, w, dyn())
     # Plain Newton from these starts is within 1e-8 after 4 steps; the refit stops near
@@ -88,15 +90,22 @@ def test_newton_refit_converges_on_a_non_quadratic_loss():
     np.testing.assert_array_equal(got[[0, 1, 5, 6]], START[[0, 1, 5, 6]])
 
 
-@pytest.mark.xfail(strict=True, reason="refit_newton's step search compares leaf losses "
-                   "summed from float32 per-row losses; below ~1e-4 from the optimum the "
-                   "differences are rounding noise and the leaf stops improving")
+@pytest.mark.xfail(
+    strict=True,
+    reason="refit_newton's step search compares leaf losses "
+    "summed from float32 per-row losses; below ~1e-4 from the optimum the "
+    "differences are rounding noise and the leaf stops improving",
+)
 def test_newton_refit_reaches_newton_precision():
     leaf, y, margin, w = rows(1)
     y = np.abs(y) + 0.5
     e = np.exp(margin.astype(np.float64))
-    v = np.array([np.log((w[leaf == k] * y[leaf == k]).sum() / (w[leaf == k] * e[leaf == k]).sum())
-                  for k in (2, 3, 4)])
+    v = np.array(
+        [
+            np.log((w[leaf == k] * y[leaf == k]).sum() / (w[leaf == k] * e[leaf == k]).sum())
+            for k in (2, 3, 4)
+        ]
+    )
     got = newton(poisson, leaf, y, margin, w, dyn())
     np.testing.assert_allclose(got[[2, 3, 4]], v, rtol=1e-5)
 

@@ -38,18 +38,19 @@ def test_base_margin_generic_minimiser_closed_forms():
     def fit(obj, y, weights=w):
         return float(fit_base_margin(obj, jnp.asarray(y), jnp.asarray(weights)))
 
-    assert fit(objectives.squared, y_reg) == pytest.approx(
-        np.sum(w * y_reg) / np.sum(w), abs=1e-4)
+    assert fit(objectives.squared, y_reg) == pytest.approx(np.sum(w * y_reg) / np.sum(w), abs=1e-4)
     p = np.sum(w * y_bin) / np.sum(w)
     assert fit(objectives.logistic, y_bin) == pytest.approx(np.log(p / (1 - p)), abs=1e-4)
     assert fit(objectives.poisson, y_cnt) == pytest.approx(
-        np.log(np.sum(w * y_cnt) / np.sum(w)), abs=1e-4)
+        np.log(np.sum(w * y_cnt) / np.sum(w)), abs=1e-4
+    )
     for alpha in (0.1, 0.5, 0.9):
         q = weighted_quantile(y_skew, w, alpha)
         assert fit(objectives.quantile(alpha=alpha), y_skew) == pytest.approx(q, abs=1e-4)
     # absolute error: the weighted median, by the same generic route
     assert fit(objectives.absolute, y_skew) == pytest.approx(
-        weighted_quantile(y_skew, w, 0.5), abs=1e-4)
+        weighted_quantile(y_skew, w, 0.5), abs=1e-4
+    )
 
 
 def test_softmax_intercept_gives_class_frequencies():
@@ -69,8 +70,7 @@ def test_hessian_policies():
     # Cauchy's exact h is negative beyond |r| > scale: the reason for the policies
     assert float(h_exact[0]) < 0 and float(h_exact[1]) > 0
     _, h = grad_hess(cauchy, y, f, w, hessian="clip", floor=1e-3)
-    np.testing.assert_allclose(h, np.maximum(np.asarray(h_exact), 1e-3) * np.asarray(w),
-                               rtol=1e-6)
+    np.testing.assert_allclose(h, np.maximum(np.asarray(h_exact), 1e-3) * np.asarray(w), rtol=1e-6)
     _, h = grad_hess(cauchy, y, f, w, hessian="constant")
     np.testing.assert_array_equal(h, w)
     # Fisher information of the location, 1 / (2 s^2), times the loss's s^2 / 2 factor
@@ -116,8 +116,16 @@ def _one_split_data(n=400, seed=0):
 def test_quantile_refit_leaf_is_the_weighted_quantile_of_residuals():
     X, y, w = _one_split_data()
     alpha, eta = 0.8, 0.5
-    bst = jaxboost.train(objectives.quantile(alpha=alpha), X, y, n_rounds=1, max_depth=1,
-                         learning_rate=eta, sample_weight=w, min_child_weight=0)
+    bst = jaxboost.train(
+        objectives.quantile(alpha=alpha),
+        X,
+        y,
+        n_rounds=1,
+        max_depth=1,
+        learning_rate=eta,
+        sample_weight=w,
+        min_child_weight=0,
+    )
     leaf = bst.predict_leaf(X)[:, 0]
     assert len(np.unique(leaf)) == 2
     r = y - bst.base_margin
@@ -130,33 +138,50 @@ def test_quantile_refit_leaf_is_the_weighted_quantile_of_residuals():
 def test_newton_refit_solves_each_leaf_problem():
     X, y, w = _one_split_data(seed=1)
     eta, lam = 1.0, 1.0
-    bst = jaxboost.train(objectives.pseudo_huber(delta=1.0), X, y, n_rounds=1, max_depth=1,
-                         learning_rate=eta, reg_lambda=lam, sample_weight=w, refit="newton")
+    bst = jaxboost.train(
+        objectives.pseudo_huber(delta=1.0),
+        X,
+        y,
+        n_rounds=1,
+        max_depth=1,
+        learning_rate=eta,
+        reg_lambda=lam,
+        sample_weight=w,
+        refit="newton",
+    )
     leaf = bst.predict_leaf(X)[:, 0]
     grid = np.linspace(-6, 6, 120001)
     for node in np.unique(leaf):
         rows = leaf == node
         r = (y[rows] - bst.base_margin).astype(np.float64)
-        obj = [np.sum(w[rows] * (np.sqrt(1 + (r - v) ** 2) - 1)) + 0.5 * lam * v * v
-               for v in grid]
+        obj = [np.sum(w[rows] * (np.sqrt(1 + (r - v) ** 2) - 1)) + 0.5 * lam * v * v for v in grid]
         assert bst.ensemble.value[0, node] == pytest.approx(grid[np.argmin(obj)], abs=2e-3)
 
 
 def test_quantile_regression_covers_alpha_like_lightgbm():
     """quantile(alpha=0.9) with its default refit covers 90 % of held-out rows (+-2 pts)."""
     import lightgbm as lgb  # a test dependency (pyproject [test])
+
     rng = np.random.default_rng(3)
     n = 35000  # enough rows that neither library overfits the 0.9 quantile
     X = rng.uniform(-2, 2, size=(n, 3)).astype(np.float32)
-    y = (np.sin(2 * X[:, 0]) + X[:, 1] + (0.3 + np.abs(X[:, 2])) * rng.normal(size=n))
+    y = np.sin(2 * X[:, 0]) + X[:, 1] + (0.3 + np.abs(X[:, 2])) * rng.normal(size=n)
     y = y.astype(np.float32)
     tr, te = slice(0, 30000), slice(30000, None)
-    bst = jaxboost.train(objectives.quantile(alpha=0.9), X[tr], y[tr], n_rounds=100,
-                         learning_rate=0.1, max_depth=3)
+    bst = jaxboost.train(
+        objectives.quantile(alpha=0.9), X[tr], y[tr], n_rounds=100, learning_rate=0.1, max_depth=3
+    )
     assert np.mean(y[tr] <= bst.predict(X[tr])) == pytest.approx(0.9, abs=0.005)
     ours = float(np.mean(y[te] <= bst.predict(X[te])))
-    ref = lgb.LGBMRegressor(objective="quantile", alpha=0.9, n_estimators=100,
-                            learning_rate=0.1, max_depth=3, num_leaves=8, verbose=-1)
+    ref = lgb.LGBMRegressor(
+        objective="quantile",
+        alpha=0.9,
+        n_estimators=100,
+        learning_rate=0.1,
+        max_depth=3,
+        num_leaves=8,
+        verbose=-1,
+    )
     ref.fit(X[tr], y[tr])
     theirs = float(np.mean(y[te] <= ref.predict(X[te])))
     assert abs(ours - 0.9) <= 0.02, ours
@@ -169,8 +194,9 @@ def test_absolute_error_reaches_the_median():
     X = rng.uniform(-2, 2, size=(n, 2)).astype(np.float32)
     y = (X[:, 0] + rng.exponential(1.0, n)).astype(np.float32)  # median x0 + ln 2, mean x0 + 1
     tr, te = slice(0, 5000), slice(5000, None)
-    bst = jaxboost.train(objectives.absolute, X[tr], y[tr], n_rounds=100, learning_rate=0.1,
-                         max_depth=3)
+    bst = jaxboost.train(
+        objectives.absolute, X[tr], y[tr], n_rounds=100, learning_rate=0.1, max_depth=3
+    )
     pred = bst.predict(X[te])
     assert abs(np.mean(y[te] < pred) - 0.5) <= 0.02
     assert np.mean(pred - X[te, 0]) == pytest.approx(np.log(2.0), abs=0.08)
@@ -192,9 +218,17 @@ def _coupled_data():
 def test_multi_output_leaves_solve_the_full_newton_system():
     X, y = _coupled_data()
     lam, eta = 2.0, 1.0
-    bst = jaxboost.train(coupled_loss, X, y, n_rounds=1, max_depth=1, n_outputs=2,
-                         multi_strategy="multi_output_tree", reg_lambda=lam,
-                         learning_rate=eta)
+    bst = jaxboost.train(
+        coupled_loss,
+        X,
+        y,
+        n_rounds=1,
+        max_depth=1,
+        n_outputs=2,
+        multi_strategy="multi_output_tree",
+        reg_lambda=lam,
+        learning_rate=eta,
+    )
     base = bst.base_margin
     g, h = grad_hess(coupled_loss, jnp.asarray(y), jnp.broadcast_to(base, (2000, 2)))
     g, h = np.asarray(g, np.float64), np.asarray(h, np.float64)
@@ -213,9 +247,17 @@ def test_full_hessian_beats_diagonal_on_coupled_outputs():
     X, y = _coupled_data()
     losses = {}
     for mode in ("full", "diagonal"):
-        bst = jaxboost.train(coupled_loss, X, y, n_rounds=10, max_depth=3, n_outputs=2,
-                             multi_strategy="multi_output_tree", multi_hessian=mode,
-                             learning_rate=0.3)
+        bst = jaxboost.train(
+            coupled_loss,
+            X,
+            y,
+            n_rounds=10,
+            max_depth=3,
+            n_outputs=2,
+            multi_strategy="multi_output_tree",
+            multi_hessian=mode,
+            learning_rate=0.3,
+        )
         m = bst.predict(X)
         losses[mode] = float(np.mean(jax.vmap(coupled_loss)(jnp.asarray(y), jnp.asarray(m))))
     assert losses["full"] < 0.5 * losses["diagonal"], losses
@@ -236,16 +278,17 @@ def test_softmax_on_digits_matches_xgboost_accuracy():
     params = dict(max_depth=3, learning_rate=0.3, reg_lambda=1.0)
     ours, theirs = [], []
     for seed in range(3):
-        Xtr, Xte, ytr, yte = train_test_split(X.astype(np.float32), y, test_size=0.3,
-                                              stratify=y, random_state=seed)
-        bst = jaxboost.train(objectives.softmax, Xtr, ytr.astype(np.float32), n_rounds=30,
-                             **params)
+        Xtr, Xte, ytr, yte = train_test_split(
+            X.astype(np.float32), y, test_size=0.3, stratify=y, random_state=seed
+        )
+        bst = jaxboost.train(objectives.softmax, Xtr, ytr.astype(np.float32), n_rounds=30, **params)
         proba = bst.predict(Xte)
         assert proba.shape == (len(yte), 10)
         np.testing.assert_allclose(proba.sum(1), 1.0, rtol=1e-5)
         ours.append(np.mean(proba.argmax(1) == yte))
-        ref = xgb.XGBClassifier(objective="multi:softprob", n_estimators=30,
-                                tree_method="hist", **params)
+        ref = xgb.XGBClassifier(
+            objective="multi:softprob", n_estimators=30, tree_method="hist", **params
+        )
         ref.fit(Xtr, ytr)
         theirs.append(np.mean(ref.predict(Xte) == yte))
     assert abs(np.mean(ours) - np.mean(theirs)) <= 0.01, (ours, theirs)
@@ -263,8 +306,15 @@ def test_gaussian_nll_learns_the_noise_scale():
     y = (X[:, 0] + scale * rng.normal(size=n)).astype(np.float32)
     tr, te = slice(0, 3000), slice(3000, None)
     for strategy in ("multi_output_tree", "one_output_per_tree"):
-        bst = jaxboost.train(objectives.gaussian_nll, X[tr], y[tr], n_rounds=60,
-                             learning_rate=0.1, max_depth=3, multi_strategy=strategy)
+        bst = jaxboost.train(
+            objectives.gaussian_nll,
+            X[tr],
+            y[tr],
+            n_rounds=60,
+            learning_rate=0.1,
+            max_depth=3,
+            multi_strategy=strategy,
+        )
         mean, std = bst.predict(X[te]).T
         assert np.all(np.isfinite(std)) and np.all(std > 0)
         assert np.corrcoef(std, scale[te])[0, 1] > 0.9
@@ -287,20 +337,29 @@ def test_cauchy_and_focal_train_without_nan_and_beat_the_constant():
     for hessian, factor in (("auto", 0.5), ("clip", 0.8), ("exact", None)):
         with warnings.catch_warnings(record=True) as seen:
             warnings.simplefilter("always")
-            bst = jaxboost.train(objectives.cauchy, X[tr], y[tr], n_rounds=50,
-                                 learning_rate=0.2, max_depth=3, hessian=hessian)
+            bst = jaxboost.train(
+                objectives.cauchy,
+                X[tr],
+                y[tr],
+                n_rounds=50,
+                learning_rate=0.2,
+                max_depth=3,
+                hessian=hessian,
+            )
         # only the exact Hessian is used where it is negative, and the user is told
         told = [w for w in seen if issubclass(w.category, jaxboost.HessianWarning)]
-        assert (len(told) == 1 and "is negative on" in str(told[0].message)) == \
-            (hessian == "exact"), (hessian, [str(w.message) for w in told])
+        assert (len(told) == 1 and "is negative on" in str(told[0].message)) == (
+            hessian == "exact"
+        ), (hessian, [str(w.message) for w in told])
         pred = bst.predict(X[te])
         assert np.all(np.isfinite(pred)), hessian
         if factor is not None:
             assert np.mean(np.abs(pred - y[te])[clean]) < factor * const_err, hessian
 
     yb = (X[:, 0] + 0.5 * rng.normal(size=n) > 0).astype(np.float32)
-    bst = jaxboost.train(objectives.focal(gamma=2.0), X[tr], yb[tr], n_rounds=50,
-                         learning_rate=0.2, max_depth=3)
+    bst = jaxboost.train(
+        objectives.focal(gamma=2.0), X[tr], yb[tr], n_rounds=50, learning_rate=0.2, max_depth=3
+    )
     p = np.clip(bst.predict(X[te]), 1e-7, 1 - 1e-7)
     assert np.all(np.isfinite(p))
     p0 = yb[tr].mean()

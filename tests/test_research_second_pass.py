@@ -52,8 +52,17 @@ def test_exact_refit_gives_a_pinball_loss_its_own_quantile(hetero):
     X, y, Xt, yt = hetero
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", jaxboost.HessianWarning)  # h = 0: "constant"
-        bst = jaxboost.train(pinball, X, y, loss_params={"tau": 0.8}, refit="exact",
-                             n_rounds=30, max_depth=2, learning_rate=0.1, verbose=False)
+        bst = jaxboost.train(
+            pinball,
+            X,
+            y,
+            loss_params={"tau": 0.8},
+            refit="exact",
+            n_rounds=30,
+            max_depth=2,
+            learning_rate=0.1,
+            verbose=False,
+        )
     coverage = float(np.mean(yt <= bst.predict(Xt)))
     assert abs(coverage - 0.8) < 0.02, coverage
     # the level of refit="quantile" cannot be known for a keyword named tau: refused
@@ -79,17 +88,26 @@ def test_exact_refit_is_the_brute_force_minimiser_of_each_leaf(lam):
     margin = rng.normal(size=n).astype(np.float32) * 0.1
     leaf = (np.arange(n) % 2).astype(np.int32)
     tree = {"value": jnp.zeros(2, jnp.float32), "is_leaf": jnp.ones(2, bool)}
-    dyn = types.SimpleNamespace(learning_rate=jnp.float32(1.0), reg_lambda=jnp.float32(lam),
-                                max_delta_step=jnp.float32(0.0))
+    dyn = types.SimpleNamespace(
+        learning_rate=jnp.float32(1.0), reg_lambda=jnp.float32(lam), max_delta_step=jnp.float32(0.0)
+    )
     losses = {
-        "pinball": (lambda y, f: pinball(y, f, tau=0.3),
-                    lambda r, v: np.maximum(0.3 * (r - v), -0.7 * (r - v))),
-        "log_cosh": (lambda y, f: jnp.log(jnp.cosh(y - f)),
-                     lambda r, v: np.log(np.cosh(r - v))),
+        "pinball": (
+            lambda y, f: pinball(y, f, tau=0.3),
+            lambda r, v: np.maximum(0.3 * (r - v), -0.7 * (r - v)),
+        ),
+        "log_cosh": (lambda y, f: jnp.log(jnp.cosh(y - f)), lambda r, v: np.log(np.cosh(r - v))),
     }
     for name, (loss, np_loss) in losses.items():
-        out = refit_exact(tree, jnp.asarray(leaf), loss, jnp.asarray(y), jnp.asarray(margin),
-                          jnp.ones(n, jnp.float32), dyn)
+        out = refit_exact(
+            tree,
+            jnp.asarray(leaf),
+            loss,
+            jnp.asarray(y),
+            jnp.asarray(margin),
+            jnp.ones(n, jnp.float32),
+            dyn,
+        )
         for k in range(2):
             r = (y - margin)[leaf == k].astype(np.float64)
             v = float(out["value"][k])
@@ -110,7 +128,7 @@ def test_hessian_warning_recommends_only_what_works_for_the_shape(hetero):
 # --- 2. tuning reads the training setup -----------------------------------------------------
 def focal_plain(y, f, *, gamma):
     p = jax.nn.sigmoid(f)
-    return -(y * (1 - p) ** gamma * jnp.log(p) + (1 - y) * p ** gamma * jnp.log1p(-p))
+    return -(y * (1 - p) ** gamma * jnp.log(p) + (1 - y) * p**gamma * jnp.log1p(-p))
 
 
 @pytest.fixture(scope="module")
@@ -127,9 +145,16 @@ def test_hypergrad_reads_link_and_a_loss_keyword_named_gamma(binary):
     # flat "gamma" is the trees' (structural) parameter: refused, pointing to the namespace
     with pytest.raises(ValueError, match=r"params=\{'loss': \{'gamma'"):
         jaxboost.hypergrad(focal_plain, X, y, Xv, yv, params={"gamma": 1.0}, **kw)
-    r = jaxboost.hypergrad(focal_plain, X, y, Xv, yv,
-                           params={"loss": {"gamma": 1.0}, "reg_lambda": 1.0},
-                           float64=True, **kw)
+    r = jaxboost.hypergrad(
+        focal_plain,
+        X,
+        y,
+        Xv,
+        yv,
+        params={"loss": {"gamma": 1.0}, "reg_lambda": 1.0},
+        float64=True,
+        **kw,
+    )
     # the value is the trained model's validation log loss, read through the link
     p = np.clip(np.asarray(r.booster.predict(Xv), np.float64), 1e-7, 1 - 1e-7)
     logloss = -np.mean(yv * np.log(p) + (1 - yv) * np.log1p(-p))
@@ -140,10 +165,18 @@ def test_hypergrad_reads_link_and_a_loss_keyword_named_gamma(binary):
     lo, _ = r.at({"gamma": 1.0 - eps})
     assert r.grads["gamma"] == pytest.approx((hi - lo) / (2 * eps), rel=1e-5)
     # tune takes the same namespace (bounds too) and returns a model trained with link
-    res = jaxboost.tune(focal_plain, X, y, Xv, yv,
-                        params={"loss": {"gamma": 1.0}, "reg_lambda": 1.0},
-                        bounds={"loss": {"gamma": jaxboost.tuning.closed(0.0, 5.0)}},
-                        steps=2, regrow_every=2, **kw)
+    res = jaxboost.tune(
+        focal_plain,
+        X,
+        y,
+        Xv,
+        yv,
+        params={"loss": {"gamma": 1.0}, "reg_lambda": 1.0},
+        bounds={"loss": {"gamma": jaxboost.tuning.closed(0.0, 5.0)}},
+        steps=2,
+        regrow_every=2,
+        **kw,
+    )
     assert sorted(res.params) == ["gamma", "reg_lambda"]
     assert np.all((res.booster.predict(Xv) > 0) & (res.booster.predict(Xv) < 1))
 
@@ -151,8 +184,18 @@ def test_hypergrad_reads_link_and_a_loss_keyword_named_gamma(binary):
 def test_hypergrad_refuses_the_exact_refit(binary):
     X, y, Xv, yv = binary
     with pytest.raises(ValueError, match="bisection"):
-        jaxboost.hypergrad("huber", X, y, Xv, yv, params={"delta": 1.0}, val_loss="rmse",
-                           refit="exact", n_rounds=3, max_depth=2)
+        jaxboost.hypergrad(
+            "huber",
+            X,
+            y,
+            Xv,
+            yv,
+            params={"delta": 1.0},
+            val_loss="rmse",
+            refit="exact",
+            n_rounds=3,
+            max_depth=2,
+        )
 
 
 # --- 3. K x K steps that cannot explode -------------------------------------------------------
@@ -161,9 +204,12 @@ def test_damped_solve_of_a_nearly_singular_hessian_sum():
     1e-6) along the flat output; damped, mu = eps = tr|H| / (2 MAX_CONDITION) (the
     Gershgorin bound of a diagonal H is its smallest entry, >= 0) and the step is
     -100 / (1e-6 + 1 + mu)."""
-    dyn = types.SimpleNamespace(reg_lambda=jnp.float32(1.0), reg_alpha=jnp.float32(0.0),
-                                min_child_weight=jnp.float32(1.0),
-                                max_delta_step=jnp.float32(0.0))
+    dyn = types.SimpleNamespace(
+        reg_lambda=jnp.float32(1.0),
+        reg_alpha=jnp.float32(0.0),
+        min_child_weight=jnp.float32(1.0),
+        max_delta_step=jnp.float32(0.0),
+    )
     with jax.enable_x64(True):
         G = jnp.array([[0.0, 100.0], [30.0, -20.0]], jnp.float64)
         Hc = jnp.array([[1e4, 0.0, 1e-6], [4.0, 1.0, 3.0]], jnp.float64)  # triu: 00, 01, 11
@@ -193,8 +239,14 @@ def test_two_output_zip_with_exact_hessians_has_no_wild_leaf():
     pi = 1.0 / (1.0 + np.exp(-(X[:, 1] - 0.5)))
     y = np.where(rng.uniform(size=n) < pi, 0, rng.poisson(np.exp(0.5 * X[:, 0])))
     y = y.astype(np.float32)
-    kw = dict(n_outputs=2, multi_strategy="multi_output_tree", n_rounds=15,
-              learning_rate=0.3, max_depth=4, verbose=False)
+    kw = dict(
+        n_outputs=2,
+        multi_strategy="multi_output_tree",
+        n_rounds=15,
+        learning_rate=0.3,
+        max_depth=4,
+        verbose=False,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", jaxboost.HessianWarning)
         try:
@@ -210,8 +262,13 @@ def test_two_output_zip_with_exact_hessians_has_no_wild_leaf():
         m = jnp.asarray(b.predict(X, output_margin=True))
         return float(jnp.mean(jax.vmap(zip_nll)(jnp.asarray(y), m)))
 
-    start = float(jnp.mean(jax.vmap(zip_nll)(jnp.asarray(y), jnp.broadcast_to(
-        jnp.asarray(bst.base_margin), (n, 2)))))
+    start = float(
+        jnp.mean(
+            jax.vmap(zip_nll)(
+                jnp.asarray(y), jnp.broadcast_to(jnp.asarray(bst.base_margin), (n, 2))
+            )
+        )
+    )
     assert nll(bst) < start - 0.05
     assert nll(bst) < nll(ref) + 0.01
 
@@ -225,8 +282,9 @@ def test_offsets_are_recorded_and_eval_sets_without_them_refused(tmp_path):
     o = np.log(t).astype(np.float32)
     with pytest.raises(DataError, match="eval_base_margin"):
         jaxboost.train("poisson", X, c, base_margin=o, eval_set=[(X, c)], **KW)
-    bst = jaxboost.train("poisson", X, c, base_margin=o, eval_set=[(X, c)],
-                         eval_base_margin=[o], **KW)
+    bst = jaxboost.train(
+        "poisson", X, c, base_margin=o, eval_set=[(X, c)], eval_base_margin=[o], **KW
+    )
     assert bst.trained_with_offsets
     # the score with the set's offsets is the model's own training loss
     m = bst.predict(X, output_margin=True, base_margin=o).astype(np.float64)
@@ -256,20 +314,42 @@ def test_poisson_with_max_delta_step_is_xgboost_count_poisson_at_its_defaults():
     c = c.astype(np.float32)
     P = dict(max_depth=3, reg_lambda=1.0, reg_alpha=0.0, gamma=0.0, min_child_weight=1.0)
     d = xgb.DMatrix(X, label=c, missing=np.nan)
-    ref = xgb.train(dict(objective="count:poisson", tree_method="exact", eta=0.3,
-                         nthread=1, base_score=1.0, **P), d, 20)  # max_delta_step: default
+    ref = xgb.train(
+        dict(
+            objective="count:poisson", tree_method="exact", eta=0.3, nthread=1, base_score=1.0, **P
+        ),
+        d,
+        20,
+    )  # max_delta_step: default
     cfg = json.loads(ref.save_config())
-    assert float(cfg["learner"]["gradient_booster"]["tree_train_param"]
-                 ["max_delta_step"]) == pytest.approx(0.7)
+    assert float(
+        cfg["learner"]["gradient_booster"]["tree_train_param"]["max_delta_step"]
+    ) == pytest.approx(0.7)
     expected = ref.predict(d, output_margin=True)
-    bst = jaxboost.train(objectives.poisson(max_delta_step=0.7), X, c, base_margin=0.0,
-                         max_delta_step=0.7, n_rounds=20, learning_rate=0.3,
-                         verbose=False, **P)
-    np.testing.assert_allclose(bst.predict(X, output_margin=True), expected, atol=1e-5,
-                               rtol=0)
+    bst = jaxboost.train(
+        objectives.poisson(max_delta_step=0.7),
+        X,
+        c,
+        base_margin=0.0,
+        max_delta_step=0.7,
+        n_rounds=20,
+        learning_rate=0.3,
+        verbose=False,
+        **P,
+    )
+    np.testing.assert_allclose(bst.predict(X, output_margin=True), expected, atol=1e-5, rtol=0)
     # the exact Hessian (the default) is another model
-    plain = jaxboost.train("poisson", X, c, base_margin=0.0, max_delta_step=0.7,
-                           n_rounds=20, learning_rate=0.3, verbose=False, **P)
+    plain = jaxboost.train(
+        "poisson",
+        X,
+        c,
+        base_margin=0.0,
+        max_delta_step=0.7,
+        n_rounds=20,
+        learning_rate=0.3,
+        verbose=False,
+        **P,
+    )
     assert np.abs(plain.predict(X, output_margin=True) - expected).max() > 1e-2
 
 
@@ -281,24 +361,43 @@ def test_exact_gain_ties_break_as_xgboost_exact():
     xgb = pytest.importorskip("xgboost")
     rng = np.random.default_rng(0)
     x = np.repeat(np.arange(-5, 6), 40).astype(np.float32)
-    y = (np.tile(rng.gamma(2.0, 1.0, size=40), 11) * np.exp(-0.3 * np.abs(x)))
+    y = np.tile(rng.gamma(2.0, 1.0, size=40), 11) * np.exp(-0.3 * np.abs(x))
     X = np.c_[x, rng.integers(0, 3, len(x))].astype(np.float32)
     y = y.astype(np.float32)
-    P = dict(max_depth=4, reg_lambda=1.0, reg_alpha=0.0, gamma=0.0, min_child_weight=1.0,
-             max_delta_step=0.0)
+    P = dict(
+        max_depth=4,
+        reg_lambda=1.0,
+        reg_alpha=0.0,
+        gamma=0.0,
+        min_child_weight=1.0,
+        max_delta_step=0.0,
+    )
     d = xgb.DMatrix(X, label=y, missing=np.nan)
-    xp = dict(objective="reg:tweedie", tweedie_variance_power=1.3, eta=0.3, nthread=1,
-              base_score=1.0, **P)
+    xp = dict(
+        objective="reg:tweedie", tweedie_variance_power=1.3, eta=0.3, nthread=1, base_score=1.0, **P
+    )
     exact = xgb.train(dict(xp, tree_method="exact"), d, 50)
     hist = xgb.train(dict(xp, tree_method="hist"), d, 50)
-    bst = jaxboost.train(objectives.tweedie(power=1.3), X, y, n_rounds=50,
-                         learning_rate=0.3, base_margin=0.0, verbose=False, **P)
-    roots = [json.loads(m.get_dump(dump_format="json")[0])["split_condition"]
-             for m in (exact, hist)]
+    bst = jaxboost.train(
+        objectives.tweedie(power=1.3),
+        X,
+        y,
+        n_rounds=50,
+        learning_rate=0.3,
+        base_margin=0.0,
+        verbose=False,
+        **P,
+    )
+    roots = [
+        json.loads(m.get_dump(dump_format="json")[0])["split_condition"] for m in (exact, hist)
+    ]
     assert roots == [2.5, -2.0]  # the same partition? no: x < 2.5 vs x < -2
     tree = bst.ensemble
     assert float(np.asarray(tree.threshold)[0, 0]) == 2.5
-    np.testing.assert_allclose(bst.predict(X, output_margin=True),
-                               exact.predict(d, output_margin=True), atol=1e-5, rtol=0)
-    assert np.abs(bst.predict(X, output_margin=True) -
-                  hist.predict(d, output_margin=True)).max() > 1e-3
+    np.testing.assert_allclose(
+        bst.predict(X, output_margin=True), exact.predict(d, output_margin=True), atol=1e-5, rtol=0
+    )
+    assert (
+        np.abs(bst.predict(X, output_margin=True) - hist.predict(d, output_margin=True)).max()
+        > 1e-3
+    )

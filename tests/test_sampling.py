@@ -30,7 +30,7 @@ def test_row_draws_do_not_depend_on_how_many_rows_are_drawn():
     # ... and a device's slice of the global rows is the same as the single-device draw.
     for offset in (0, 250, 700):
         part = row_mask(k, 300, 0.5, offset=offset, n_ids=1000)
-        np.testing.assert_array_equal(np.asarray(part), full[offset:offset + 300])
+        np.testing.assert_array_equal(np.asarray(part), full[offset : offset + 300])
 
 
 def test_row_mask_is_deterministic_and_changes_with_the_round_and_seed():
@@ -52,7 +52,7 @@ def _sample(k, ratios):
     """The tree mask and every level's node masks, from one compiled program (eager, the
     sampler's many small operations compiled one by one took seconds)."""
     s = FeatureSampler(k, ratios, F, DEPTH)
-    return s.tree, [s.level(d, 2 ** d) for d in range(DEPTH)]
+    return s.tree, [s.level(d, 2**d) for d in range(DEPTH)]
 
 
 def sample(seed, ratios):
@@ -60,8 +60,10 @@ def sample(seed, ratios):
     return np.asarray(tree), [np.asarray(m) for m in levels]
 
 
-@pytest.mark.parametrize("ratios", [(0.55, 0.5, 1.0), (0.55, 0.5, 0.5), (1.0, 1.0, 0.35),
-                                    (0.05, 0.9, 0.9), (0.8, 0.7, 0.6)])
+@pytest.mark.parametrize(
+    "ratios",
+    [(0.55, 0.5, 1.0), (0.55, 0.5, 0.5), (1.0, 1.0, 0.35), (0.05, 0.9, 0.9), (0.8, 0.7, 0.6)],
+)
 def test_feature_sampler_counts_and_nesting(ratios):
     r_tree, r_level, r_node = ratios
     n_tree = expected_count(r_tree, F)
@@ -71,7 +73,7 @@ def test_feature_sampler_counts_and_nesting(ratios):
         tree, levels = sample(seed, (1.0,) + ratios)
         assert tree.shape == (F,) and tree.sum() == n_tree
         for d, m in enumerate(levels):
-            assert m.shape == (2 ** d, F)
+            assert m.shape == (2**d, F)
             assert (m.sum(axis=1) == n_node).all()  # every node: its own count
             assert not (m & ~tree).any()  # bytree contains every node's features
             # bylevel: the nodes of a level draw from one common subset of n_level.

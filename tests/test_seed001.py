@@ -8,8 +8,14 @@ import objectives
 
 X = np.array([[1.0], [2.0], [3.0], [4.0]], np.float32)
 Y = np.array([0.0, 1.0, 0.0, 1.0], np.float32)
-SEED_PARAMS = dict(n_rounds=1, learning_rate=1.0, max_depth=2, reg_lambda=0.0,
-                   min_child_weight=0.0, base_margin=0.0)
+SEED_PARAMS = dict(
+    n_rounds=1,
+    learning_rate=1.0,
+    max_depth=2,
+    reg_lambda=0.0,
+    min_child_weight=0.0,
+    base_margin=0.0,
+)
 
 
 @pytest.fixture(autouse=True, params=["default", "pure_jax"])

@@ -19,8 +19,7 @@ def _xgb(bst):
     return b
 
 
-@pytest.mark.parametrize("objective, classes", [("squared", 0), ("logistic", 2),
-                                                ("softmax", 3)])
+@pytest.mark.parametrize("objective, classes", [("squared", 0), ("logistic", 2), ("softmax", 3)])
 def test_interactions_equal_xgboost_pred_interactions(objective, classes):
     rng = np.random.default_rng(0)
     X = binnable_features(rng)  # NaN in features 1 and 3
@@ -28,8 +27,7 @@ def test_interactions_equal_xgboost_pred_interactions(objective, classes):
     y = signal + rng.normal(size=len(X))
     if classes:
         y = np.digitize(y, np.quantile(y, np.linspace(0, 1, classes + 1)[1:-1]))
-    bst = jaxboost.train(objective, X, y.astype(np.float32), n_rounds=6, max_depth=4,
-                         verbose=False)
+    bst = jaxboost.train(objective, X, y.astype(np.float32), n_rounds=6, max_depth=4, verbose=False)
     d = xgb.DMatrix(X, missing=np.nan)
     ref = _xgb(bst).predict(d, pred_interactions=True)
     got = bst.predict(X, pred_interactions=True)

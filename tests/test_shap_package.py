@@ -30,9 +30,15 @@ def _data(classes):
     return X, y.astype(np.float32)
 
 
-@pytest.mark.parametrize("objective, classes, extra", [
-    ("squared", 0, {}), ("logistic", 2, {}), ("softmax", 3, {}),
-    ("squared", 0, {"num_parallel_tree": 3, "subsample": 0.7})])
+@pytest.mark.parametrize(
+    "objective, classes, extra",
+    [
+        ("squared", 0, {}),
+        ("logistic", 2, {}),
+        ("softmax", 3, {}),
+        ("squared", 0, {"num_parallel_tree": 3, "subsample": 0.7}),
+    ],
+)
 def test_tree_explainer_on_to_shap_equals_xgboost(objective, classes, extra):
     X, y = _data(classes)
     bst = jaxboost.train(objective, X, y, n_rounds=5, max_depth=4, verbose=False, **extra)
@@ -44,8 +50,11 @@ def test_tree_explainer_on_to_shap_equals_xgboost(objective, classes, extra):
     if classes > 2:  # shap: (N, F, K); jaxboost and XGBoost: (N, K, F + 1)
         got = np.moveaxis(got, -1, 1)
     np.testing.assert_allclose(got, ref[..., :-1], atol=2e-6, rtol=0)
-    np.testing.assert_allclose(np.asarray(explainer.expected_value).reshape(-1),
-                               np.atleast_2d(ref[0, ..., -1]).reshape(-1), atol=2e-6)
+    np.testing.assert_allclose(
+        np.asarray(explainer.expected_value).reshape(-1),
+        np.atleast_2d(ref[0, ..., -1]).reshape(-1),
+        atol=2e-6,
+    )
     # rows sum to the margin, as shap's additivity check asserts
     margin = bst.predict(X, output_margin=True)
     total = got.sum(axis=-1) + np.asarray(explainer.expected_value).reshape(-1)
@@ -71,15 +80,17 @@ def test_tree_explainer_on_the_estimator_and_the_export():
     # the export path: shap reads the XGBoost model jaxboost wrote
     via_export = shap.TreeExplainer(_xgb(est.get_booster())).shap_values(X)
     np.testing.assert_allclose(via_shap, via_export, atol=2e-6, rtol=0)
-    np.testing.assert_allclose(via_shap, est.get_booster().predict(X, pred_contribs=True)
-                               [:, :-1], atol=2e-6, rtol=0)
+    np.testing.assert_allclose(
+        via_shap, est.get_booster().predict(X, pred_contribs=True)[:, :-1], atol=2e-6, rtol=0
+    )
 
 
 def test_to_shap_refuses_categorical_splits():
     rng = np.random.default_rng(0)
     X = np.column_stack([rng.integers(0, 5, 300), rng.normal(size=300)]).astype(np.float32)
     y = (X[:, 0] % 2 + X[:, 1] > 0.5).astype(np.float32)
-    bst = jaxboost.train("logistic", X, y, n_rounds=3, max_depth=3, verbose=False,
-                         categorical_features=[0])
+    bst = jaxboost.train(
+        "logistic", X, y, n_rounds=3, max_depth=3, verbose=False, categorical_features=[0]
+    )
     with pytest.raises(ValueError, match="categorical"):
         bst.to_shap()

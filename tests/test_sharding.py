@@ -55,8 +55,7 @@ def _data(objective, N, seed=0):
 def test_four_devices_train_the_single_device_model(mesh4, objective, N):
     X, y, w = _data(objective, N)
     assert N % 4 and (padded_rows(N, 4) // 4) * 3 >= N  # one device without real rows
-    kw = dict(n_rounds=8, max_depth=3, sample_weight=w, subsample=0.8, colsample_bynode=0.7,
-              seed=5)
+    kw = dict(n_rounds=8, max_depth=3, sample_weight=w, subsample=0.8, colsample_bynode=0.7, seed=5)
     for quantize in (False, True):
         one = jaxboost.train(objective, X, y, mesh=None, quantize=quantize, **kw)
         four = jaxboost.train(objective, X, y, mesh=mesh4, quantize=quantize, **kw)
@@ -80,9 +79,9 @@ def test_four_devices_train_the_single_device_model(mesh4, objective, N):
 def test_quantize_refuses_data_too_large_for_exact_sums():
     from jaxboost.engine.exact import check_rows
 
-    check_rows(2 ** 40)  # still 11 bits
+    check_rows(2**40)  # still 11 bits
     with pytest.raises(ValueError, match="quantize=True"):
-        check_rows(2 ** 44)
+        check_rows(2**44)
 
 
 def test_quantized_grid_sums_are_exact_in_any_order():
@@ -122,5 +121,6 @@ def test_sharded_newton_refit_equals_single_device(mesh4):
     kw = dict(n_rounds=5, max_depth=3)
     a = jaxboost.train("huber", X, y, quantize=True, **kw)
     b = jaxboost.train("huber", X, y, mesh=mesh4, quantize=True, **kw)
-    np.testing.assert_array_equal(b.predict(X, output_margin=True),
-                                  a.predict(X, output_margin=True))
+    np.testing.assert_array_equal(
+        b.predict(X, output_margin=True), a.predict(X, output_margin=True)
+    )

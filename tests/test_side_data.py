@@ -19,8 +19,9 @@ from jaxboost.errors import DataError
 
 N_ROUNDS = 20
 LR = 0.3
-P = dict(max_depth=3, reg_lambda=1.0, reg_alpha=0.0, gamma=0.0, min_child_weight=1.0,
-         max_delta_step=0.0)  # tests/test_parity_xgboost.py GRID[0]
+P = dict(
+    max_depth=3, reg_lambda=1.0, reg_alpha=0.0, gamma=0.0, min_child_weight=1.0, max_delta_step=0.0
+)  # tests/test_parity_xgboost.py GRID[0]
 KW = dict(n_rounds=N_ROUNDS, learning_rate=LR, verbose=False, **P)
 
 
@@ -50,8 +51,7 @@ def poisson_exposure(y, f):
 
 
 # --- XGBoost parity ----------------------------------------------------------------------
-def test_poisson_with_exposure_equals_xgboost_count_poisson_with_base_margin(data,
-                                                                          offset_model):
+def test_poisson_with_exposure_equals_xgboost_count_poisson_with_base_margin(data, offset_model):
     xgb = pytest.importorskip("xgboost")
     X, c, t, o = data
     params = dict(objective="count:poisson", tree_method="exact", eta=LR, nthread=1, **P)
@@ -61,26 +61,26 @@ def test_poisson_with_exposure_equals_xgboost_count_poisson_with_base_margin(dat
     got = offset_model.predict(X, output_margin=True, base_margin=o)
     np.testing.assert_allclose(got, expected, atol=1e-5, rtol=0)
     # The same model from side data in the loss: exposure in y, no offset, intercept 0.
-    side = jaxboost.train(poisson_exposure, X, {"label": c, "exposure": t}, base_margin=0.0,
-                          **KW)
+    side = jaxboost.train(poisson_exposure, X, {"label": c, "exposure": t}, base_margin=0.0, **KW)
     np.testing.assert_allclose(side.predict(X) + o, expected, atol=1e-5, rtol=0)
 
     # XGBoost 3.2: with base_margin the row's margin starts at it and base_score is not
     # added; base_score is still estimated from the labels alone and stored, and a
     # prediction without base_margin adds log(base_score) (count:poisson's log link).
-    base_score = float(json.loads(ref.save_config())["learner"]["learner_model_param"]
-                       ["base_score"].strip("[]"))
+    base_score = float(
+        json.loads(ref.save_config())["learner"]["learner_model_param"]["base_score"].strip("[]")
+    )
     plain = ref.predict(xgb.DMatrix(X, missing=np.nan), output_margin=True)
     np.testing.assert_allclose(plain - (expected - o), np.log(base_score), atol=1e-5)
     # jaxboost stores 0 instead: without offsets a row's offset is 0 (exposure 1).
     assert offset_model.base_margin == 0.0
-    np.testing.assert_allclose(offset_model.predict(X, output_margin=True),
-                               expected - o, atol=1e-5)
+    np.testing.assert_allclose(offset_model.predict(X, output_margin=True), expected - o, atol=1e-5)
 
 
 # --- round trips --------------------------------------------------------------------------
 def test_offsets_round_trip_through_predict_staged_shap_grad_hess_and_files(
-        data, offset_model, tmp_path):
+    data, offset_model, tmp_path
+):
     X, c, _, o = data
     bst = offset_model
     margin = bst.predict(X, output_margin=True, base_margin=o)
@@ -89,8 +89,7 @@ def test_offsets_round_trip_through_predict_staged_shap_grad_hess_and_files(
     staged = bst.staged_predict(X, output_margin=True, base_margin=o)
     assert staged.shape == (N_ROUNDS, X.shape[0])
     np.testing.assert_array_equal(staged[-1], margin)
-    np.testing.assert_array_equal(staged[4], bst[:5].predict(X, output_margin=True,
-                                                             base_margin=o))
+    np.testing.assert_array_equal(staged[4], bst[:5].predict(X, output_margin=True, base_margin=o))
     # SHAP: the offsets sit in the bias column and every row sums to its margin
     shap = bst.predict(X, pred_contribs=True, base_margin=o)
     np.testing.assert_allclose(shap.sum(axis=1), margin, atol=2e-5)
@@ -107,8 +106,7 @@ def test_offsets_round_trip_through_predict_staged_shap_grad_hess_and_files(
     bst.save(path)
     assert json.loads(path.read_text())["base_margin"] == 0.0
     loaded = jaxboost.load(path)
-    np.testing.assert_array_equal(loaded.predict(X, output_margin=True, base_margin=o),
-                                  margin)
+    np.testing.assert_array_equal(loaded.predict(X, output_margin=True, base_margin=o), margin)
     assert loaded.base_margin == 0.0
 
 
@@ -118,12 +116,10 @@ def test_offsets_of_a_k_output_model_round_trip(interop_data):
     X, labels = interop_data
     y = labels["softmax"]
     off = np.random.default_rng(5).normal(size=(X.shape[0], 3)).astype(np.float32)
-    bst = jaxboost.train("softmax", X, y, base_margin=off, n_rounds=6, max_depth=3,
-                         verbose=False)
+    bst = jaxboost.train("softmax", X, y, base_margin=off, n_rounds=6, max_depth=3, verbose=False)
     assert np.array_equal(bst.base_margin, np.zeros(3))
     margin = bst.predict(X, output_margin=True, base_margin=off)
-    np.testing.assert_array_equal(bst.grad_hess(X, y, iteration=0, base_margin=off).margin,
-                                  off)
+    np.testing.assert_array_equal(bst.grad_hess(X, y, iteration=0, base_margin=off).margin, off)
     np.testing.assert_array_equal(bst.staged_predict(X, True, base_margin=off)[-1], margin)
     shap = bst.predict(X, pred_contribs=True, base_margin=off)
     assert shap.shape == (X.shape[0], 3, X.shape[1] + 1)
@@ -136,8 +132,10 @@ def test_continued_training_from_offsets_equals_one_run(data, offset_model):
     half = dict(KW, n_rounds=N_ROUNDS // 2)
     first = jaxboost.train("poisson", X, c, base_margin=o, **half)
     both = jaxboost.train("poisson", X, c, base_margin=o, init_model=first, **half)
-    np.testing.assert_array_equal(both.predict(X, output_margin=True, base_margin=o),
-                                  offset_model.predict(X, output_margin=True, base_margin=o))
+    np.testing.assert_array_equal(
+        both.predict(X, output_margin=True, base_margin=o),
+        offset_model.predict(X, output_margin=True, base_margin=o),
+    )
     with pytest.raises(ValueError, match="base_margin cannot be given with init_model"):
         jaxboost.train("poisson", X, c, base_margin=0.5, init_model=first, **half)
 
@@ -151,11 +149,13 @@ def test_offsets_compile_no_new_round_program(data):
     kw = dict(KW, n_rounds=10)
     intercept = jaxboost.train("poisson", X, c, base_margin=0.0, **kw)  # warm-up
     new_rounds, _ = rounds_compiled(
-        lambda: jaxboost.train("poisson", X, c, base_margin=o + 0.25, **kw))
+        lambda: jaxboost.train("poisson", X, c, base_margin=o + 0.25, **kw)
+    )
     assert new_rounds == 0
     offset = jaxboost.train("poisson", X, c, base_margin=o, **kw)
-    assert not np.allclose(offset.predict(X, output_margin=True),
-                           intercept.predict(X, output_margin=True))
+    assert not np.allclose(
+        offset.predict(X, output_margin=True), intercept.predict(X, output_margin=True)
+    )
 
 
 def test_eval_sets_take_their_own_offsets(data, offset_model):
@@ -163,13 +163,22 @@ def test_eval_sets_take_their_own_offsets(data, offset_model):
     sets = {"train": (X, c), "plain": (X, c)}
     # a set without offsets on a model trained with them is refused (issue 29 gap 4) ...
     with pytest.raises(DataError, match="'plain'.*no eval_base_margin"):
-        jaxboost.train("poisson", X, c, base_margin=o, eval_set=sets,
-                       eval_base_margin={"train": o}, **KW)
+        jaxboost.train(
+            "poisson", X, c, base_margin=o, eval_set=sets, eval_base_margin={"train": o}, **KW
+        )
     # ... and scored at offset 0 when given zeros on purpose
-    bst = jaxboost.train("poisson", X, c, base_margin=o, eval_set=sets,
-                         eval_base_margin={"train": o, "plain": np.zeros_like(o)}, **KW)
-    np.testing.assert_array_equal(bst.predict(X, base_margin=o),
-                                  offset_model.predict(X, base_margin=o))
+    bst = jaxboost.train(
+        "poisson",
+        X,
+        c,
+        base_margin=o,
+        eval_set=sets,
+        eval_base_margin={"train": o, "plain": np.zeros_like(o)},
+        **KW,
+    )
+    np.testing.assert_array_equal(
+        bst.predict(X, base_margin=o), offset_model.predict(X, base_margin=o)
+    )
     for name, off in (("train", o), ("plain", np.zeros_like(o))):
         mu = np.float64(bst.predict(X, base_margin=off))
         nll = np.mean(mu - c * np.log(mu))  # poisson_nll up to a term free of mu
@@ -183,13 +192,15 @@ def test_sklearn_estimator_takes_base_margin(data, offset_model):
     from jaxboost.sklearn import JaxBoostRegressor
 
     X, c, _, o = data
-    reg = JaxBoostRegressor(objective="poisson", n_estimators=N_ROUNDS, learning_rate=LR,
-                            **P).fit(X, c, base_margin=o, eval_set=[(X, c)],
-                                     base_margin_eval_set=[o])
-    np.testing.assert_array_equal(reg.predict(X, base_margin=o),
-                                  offset_model.predict(X, base_margin=o))
-    assert reg.evals_result()["validation_0"]["poisson_nll"][-1] == pytest.approx(float(
-        jaxboost.metrics.poisson_nll(c, offset_model.predict(X, base_margin=o))), rel=1e-5)
+    reg = JaxBoostRegressor(objective="poisson", n_estimators=N_ROUNDS, learning_rate=LR, **P).fit(
+        X, c, base_margin=o, eval_set=[(X, c)], base_margin_eval_set=[o]
+    )
+    np.testing.assert_array_equal(
+        reg.predict(X, base_margin=o), offset_model.predict(X, base_margin=o)
+    )
+    assert reg.evals_result()["validation_0"]["poisson_nll"][-1] == pytest.approx(
+        float(jaxboost.metrics.poisson_nll(c, offset_model.predict(X, base_margin=o))), rel=1e-5
+    )
     with pytest.raises(TypeError, match="one margin per row"):
         JaxBoostRegressor(objective="poisson").fit(X, c, base_margin=0.5)
 
@@ -225,8 +236,9 @@ def test_dict_and_matrix_targets_equal_the_loss_with_the_values_captured(data):
         np.testing.assert_allclose(bst.predict(X), ref.predict(X), rtol=0, atol=1e-5)
     np.testing.assert_array_equal(as_dict.predict(X), as_matrix.predict(X))
     # the intercept is fitted on the side data too: the log-odds of sum k / sum n
-    assert as_matrix.base_margin == pytest.approx(np.log(k.sum() / (n * k.size - k.sum())),
-                                                  abs=1e-4)
+    assert as_matrix.base_margin == pytest.approx(
+        np.log(k.sum() / (n * k.size - k.sum())), abs=1e-4
+    )
 
 
 def test_varying_side_data_dict_matrix_and_dataframe_give_one_model(data):
@@ -239,8 +251,7 @@ def test_varying_side_data_dict_matrix_and_dataframe_give_one_model(data):
     kw = dict(KW, n_rounds=10)
     a = jaxboost.train(poisson_exposure, X, {"label": c, "exposure": t}, **kw)
     b = jaxboost.train(from_matrix, X, np.stack([c, t], 1), **kw)
-    frame = jaxboost.train(poisson_exposure, X, pd.DataFrame({"label": c, "exposure": t}),
-                           **kw)
+    frame = jaxboost.train(poisson_exposure, X, pd.DataFrame({"label": c, "exposure": t}), **kw)
     np.testing.assert_allclose(b.predict(X), a.predict(X), rtol=0, atol=1e-6)
     np.testing.assert_array_equal(frame.predict(X), a.predict(X))
     g, h, m = a.grad_hess(X, {"label": c, "exposure": t})
@@ -254,20 +265,31 @@ def test_metrics_read_the_label_or_the_whole_targets(data):
 
     def deviance(y, pred):  # a metric of one's own: receives the dict
         mu = y["exposure"] * jnp.exp(pred)
-        return 2.0 * jnp.mean(jnp.where(y["label"] > 0, y["label"] *
-                                        jnp.log(jnp.where(y["label"] > 0, y["label"], 1.0)
-                                                / mu), 0.0) - (y["label"] - mu))
+        return 2.0 * jnp.mean(
+            jnp.where(
+                y["label"] > 0,
+                y["label"] * jnp.log(jnp.where(y["label"] > 0, y["label"], 1.0) / mu),
+                0.0,
+            )
+            - (y["label"] - mu)
+        )
 
     def np_deviance(y, pred):  # NumPy on the host: receives the dict too, copied
         mu = y["exposure"] * np.exp(np.float64(pred))
         lab = np.float64(y["label"])
-        return 2.0 * np.mean(np.where(lab > 0, lab * np.log(np.where(lab > 0, lab, 1.0) / mu),
-                                      0.0) - (lab - mu))
+        return 2.0 * np.mean(
+            np.where(lab > 0, lab * np.log(np.where(lab > 0, lab, 1.0) / mu), 0.0) - (lab - mu)
+        )
 
     host_dev = jaxboost.metrics.host(np_deviance, on="margin", name="host_deviance")
-    bst = jaxboost.train(poisson_exposure, X, y, eval_set=[(X, y)],
-                         eval_metric=["objective", "rmse", deviance, host_dev],
-                         **dict(KW, n_rounds=10))
+    bst = jaxboost.train(
+        poisson_exposure,
+        X,
+        y,
+        eval_set=[(X, y)],
+        eval_metric=["objective", "rmse", deviance, host_dev],
+        **dict(KW, n_rounds=10),
+    )
     h = bst.history["validation_0"]
     np.testing.assert_allclose(h["host_deviance"], h["deviance"], rtol=1e-5)
     m = np.float64(bst.predict(X))
@@ -276,6 +298,7 @@ def test_metrics_read_the_label_or_the_whole_targets(data):
     assert h["loss"][-1] == pytest.approx(np.mean(mu - c * m), rel=1e-5)
     dev = 2 * np.mean(np.where(c > 0, c * np.log(np.where(c > 0, c, 1) / mu), 0) - (c - mu))
     assert h["deviance"][-1] == pytest.approx(dev, rel=1e-5)
+
     # an (N, 2) array, or a dict without "label", names no label: built-ins refuse it
     def from_matrix(y, f):
         return y[1] * jnp.exp(f) - y[0] * f
@@ -284,16 +307,29 @@ def test_metrics_read_the_label_or_the_whole_targets(data):
         return y["exposure"] * jnp.exp(f) - y["count"] * f
 
     with pytest.raises(ValueError, match="does not say which part is the label"):
-        jaxboost.train(from_matrix, X, np.stack([c, t], 1),
-                       eval_set=[(X, np.stack([c, t], 1))], eval_metric="rmse", **KW)
+        jaxboost.train(
+            from_matrix,
+            X,
+            np.stack([c, t], 1),
+            eval_set=[(X, np.stack([c, t], 1))],
+            eval_metric="rmse",
+            **KW,
+        )
     with pytest.raises(ValueError, match="without a 'label' entry"):
-        jaxboost.train(from_count, X, {"count": c, "exposure": t},
-                       eval_set=[(X, {"count": c, "exposure": t})], eval_metric="auc", **KW)
+        jaxboost.train(
+            from_count,
+            X,
+            {"count": c, "exposure": t},
+            eval_set=[(X, {"count": c, "exposure": t})],
+            eval_metric="auc",
+            **KW,
+        )
 
 
 def test_train_many_and_a_mesh_take_side_data_and_offsets(data):
     X, c, t, o = data
     y = {"label": c, "exposure": t}
+
     def poisson_label(y, f):  # exposure as an offset instead
         return jnp.exp(f) - y["label"] * f
 
@@ -301,15 +337,20 @@ def test_train_many_and_a_mesh_take_side_data_and_offsets(data):
     one = jaxboost.train(poisson_exposure, X, y, **kw)
     off = jaxboost.train(poisson_label, X, y, base_margin=o, **kw)
     kw.pop("verbose")
-    many = jaxboost.train_many([{"objective": poisson_exposure},
-                                {"objective": poisson_label, "base_margin": o}], X, y, **kw)
+    many = jaxboost.train_many(
+        [{"objective": poisson_exposure}, {"objective": poisson_label, "base_margin": o}],
+        X,
+        y,
+        **kw,
+    )
     np.testing.assert_array_equal(many[0].predict(X), one.predict(X))
-    np.testing.assert_array_equal(many[1].predict(X, base_margin=o),
-                                  off.predict(X, base_margin=o))
+    np.testing.assert_array_equal(many[1].predict(X, base_margin=o), off.predict(X, base_margin=o))
     catalogue = jaxboost.train("poisson", X, c, base_margin=o, **dict(kw, verbose=False))
-    np.testing.assert_allclose(off.predict(X, base_margin=o),
-                               catalogue.predict(X, output_margin=True, base_margin=o),
-                               atol=1e-5)
+    np.testing.assert_allclose(
+        off.predict(X, base_margin=o),
+        catalogue.predict(X, output_margin=True, base_margin=o),
+        atol=1e-5,
+    )
 
 
 def test_side_data_sharded_over_devices_equals_one_device(data):
@@ -341,8 +382,9 @@ def test_wrong_offsets_and_targets_are_refused_before_training(data, offset_mode
     with pytest.raises(DataError, match="per row"):
         offset_model.predict(X, base_margin=0.5)
     with pytest.raises(DataError, match="eval_base_margin"):
-        jaxboost.train("poisson", X, c, base_margin=o, eval_set=[(X, c)],
-                       eval_base_margin=[o[:10]], **kw)
+        jaxboost.train(
+            "poisson", X, c, base_margin=o, eval_set=[(X, c)], eval_base_margin=[o[:10]], **kw
+        )
     with pytest.raises(TypeError, match="eval_base_margin must be a list"):
         jaxboost.train("poisson", X, c, eval_set=[(X, c)], eval_base_margin=[o, o], **kw)
     # targets
@@ -351,11 +393,17 @@ def test_wrong_offsets_and_targets_are_refused_before_training(data, offset_mode
     with pytest.raises(DataError, match=r"y\['exposure'\] must hold one value"):
         jaxboost.train(poisson_exposure, X, {"label": c, "exposure": t[:5]}, **kw)
     with pytest.raises(DataError, match=r"y\['exposure'\] has NaN"):
-        jaxboost.train(poisson_exposure, X, {"label": c, "exposure": np.where(c > 2, np.nan,
-                                                                               t)}, **kw)
+        jaxboost.train(
+            poisson_exposure, X, {"label": c, "exposure": np.where(c > 2, np.nan, t)}, **kw
+        )
     with pytest.raises(DataError, match="training y"):
-        jaxboost.train(poisson_exposure, X, {"label": c, "exposure": t},
-                       eval_set=[(X, {"label": c, "years": t})], **kw)
+        jaxboost.train(
+            poisson_exposure,
+            X,
+            {"label": c, "exposure": t},
+            eval_set=[(X, {"label": c, "years": t})],
+            **kw,
+        )
     with pytest.raises(TypeError, match=r"failed when called.*'exposure'"):
         jaxboost.train(poisson_exposure, X, {"label": c, "years": t}, **kw)
 

@@ -30,20 +30,24 @@ SMALL = dict(n_estimators=10, max_depth=2)
 
 def _expected_failures(estimator):
     if isinstance(estimator, JaxBoostClassifier):
-        return {"check_sample_weight_equivalence_on_dense_data":
-                "a genuine tie, broken by float32 rounding: on the check's 15 rows x 30 "
-                "features two features split the weighted rows identically (equal gain); "
-                "a weight w multiplies a row's g and h once while w repeated rows add "
-                "them w times, so the last bit of the two gains, and with it the chosen "
-                "feature, can differ (the regressor passes the same check)",
-                "check_sample_weight_equivalence_on_sparse_data":
-                "the same 15 x 30 data stored as a sparse matrix (every entry stored: "
-                "the check draws no zeros), so the same tie"}
+        return {
+            "check_sample_weight_equivalence_on_dense_data": "a genuine tie, broken by "
+            "float32 rounding: on the check's 15 rows x 30 "
+            "features two features split the weighted rows identically (equal gain); "
+            "a weight w multiplies a row's g and h once while w repeated rows add "
+            "them w times, so the last bit of the two gains, and with it the chosen "
+            "feature, can differ (the regressor passes the same check)",
+            "check_sample_weight_equivalence_on_sparse_data": "the same 15 x 30 data "
+            "stored as a sparse matrix (every entry stored: "
+            "the check draws no zeros), so the same tie",
+        }
     return {}
 
 
-@parametrize_with_checks([JaxBoostRegressor(**SMALL), JaxBoostClassifier(**SMALL)],
-                         expected_failed_checks=_expected_failures)
+@parametrize_with_checks(
+    [JaxBoostRegressor(**SMALL), JaxBoostClassifier(**SMALL)],
+    expected_failed_checks=_expected_failures,
+)
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
 
@@ -51,6 +55,7 @@ def test_sklearn_estimator_checks(estimator, check):
 # --------------------------------------------------------------------------------------
 # Model selection, pipelines, pickling
 # --------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def data():
@@ -65,11 +70,15 @@ def data():
 @pytest.mark.parametrize("kind", ["regressor", "classifier"])
 def test_pipeline_grid_search(data, kind):
     X, y_reg, y_bin, _ = data
-    model, y = ((JaxBoostRegressor(n_estimators=10), y_reg) if kind == "regressor"
-                else (JaxBoostClassifier(n_estimators=10), y_bin))
+    model, y = (
+        (JaxBoostRegressor(n_estimators=10), y_reg)
+        if kind == "regressor"
+        else (JaxBoostClassifier(n_estimators=10), y_bin)
+    )
     pipe = Pipeline([("scale", StandardScaler()), ("model", model)])
-    grid = GridSearchCV(pipe, {"model__max_depth": [1, 2], "model__learning_rate": [0.1, 0.3]},
-                        cv=2)
+    grid = GridSearchCV(
+        pipe, {"model__max_depth": [1, 2], "model__learning_rate": [0.1, 0.3]}, cv=2
+    )
     grid.fit(X, y)
     assert set(grid.best_params_) == {"model__max_depth", "model__learning_rate"}
     assert grid.best_params_["model__max_depth"] in (1, 2)
@@ -139,6 +148,7 @@ def test_pickle_round_trip_is_bit_identical(data, case):
 # Estimator behaviour
 # --------------------------------------------------------------------------------------
 
+
 def test_multiclass_string_labels(data):
     X, _, _, y_str = data
     clf = JaxBoostClassifier(**SMALL).fit(X, y_str)
@@ -171,8 +181,7 @@ def test_binary_probabilities_follow_the_link(data):
 
     custom = JaxBoostClassifier(objective=logit_loss, **SMALL).fit(X, labels)
     m = custom.booster_.predict(X, output_margin=True)
-    np.testing.assert_allclose(custom.predict_proba(X)[:, 1], 1 / (1 + np.exp(-m)),
-                               rtol=1e-5)
+    np.testing.assert_allclose(custom.predict_proba(X)[:, 1], 1 / (1 + np.exp(-m)), rtol=1e-5)
     np.testing.assert_allclose(custom.predict_proba(X), proba, atol=1e-5)
 
 
@@ -203,9 +212,9 @@ def test_regressor_objectives_and_weights(data):
     counts = np.round(np.exp(y_reg))
     poisson = JaxBoostRegressor(objective="poisson", **SMALL).fit(X, counts)
     assert poisson.predict(X).min() > 0  # exp link: a rate
-    np.testing.assert_allclose(poisson.predict(X),
-                               np.exp(poisson.booster_.predict(X, output_margin=True)),
-                               rtol=1e-5)
+    np.testing.assert_allclose(
+        poisson.predict(X), np.exp(poisson.booster_.predict(X, output_margin=True)), rtol=1e-5
+    )
     # (0 rounds: only the objective passing through is checked here)
     q = JaxBoostRegressor(objective=objectives.quantile(alpha=0.9), n_estimators=0)
     assert q.fit(X, y_reg).booster_.objective == objectives.quantile(alpha=0.9)
@@ -217,8 +226,13 @@ def test_regressor_objectives_and_weights(data):
 
 def test_early_stopping_eval_set_and_importances(data):
     X, y_reg, _, y_str = data
-    reg = JaxBoostRegressor(n_estimators=60, max_depth=2, learning_rate=0.5,
-                            early_stopping_rounds=3, eval_metric=["mae", "rmse"])
+    reg = JaxBoostRegressor(
+        n_estimators=60,
+        max_depth=2,
+        learning_rate=0.5,
+        early_stopping_rounds=3,
+        eval_metric=["mae", "rmse"],
+    )
     reg.fit(X[:100], y_reg[:100], eval_set=[(X[100:], y_reg[100:])])
     hist = reg.evals_result()
     assert set(hist) == {"validation_0"} and set(hist["validation_0"]) == {"mae", "rmse"}
@@ -232,8 +246,7 @@ def test_early_stopping_eval_set_and_importances(data):
     assert imp.shape == (2,) and imp.sum() == pytest.approx(1.0) and imp[0] > imp[1]
     assert reg.get_booster() is reg.booster_
 
-    clf = JaxBoostClassifier(**SMALL).fit(X[:100], y_str[:100],
-                                          eval_set=[(X[100:], y_str[100:])])
+    clf = JaxBoostClassifier(**SMALL).fit(X[:100], y_str[:100], eval_set=[(X[100:], y_str[100:])])
     assert set(clf.evals_result()["validation_0"]) == {"mlogloss"}
     assert clf.best_iteration is None
     with pytest.raises(ValueError, match="labels not seen"):
@@ -263,6 +276,7 @@ def test_unfitted_errors():
 # --------------------------------------------------------------------------------------
 # DataFrames
 # --------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def frame():
@@ -307,8 +321,11 @@ def test_train_takes_feature_names_from_columns(frame, frame_model, tmp_path):
 def test_mismatched_columns_raise(frame, frame_model, method):
     df, _ = frame
     call = getattr(frame_model, method)
-    with pytest.raises(DataError, match=r"different order \(position 0 is 'score', "
-                                        r"expected 'age'\).*\['age', 'income', 'score'\]"):
+    with pytest.raises(
+        DataError,
+        match=r"different order \(position 0 is 'score', "
+        r"expected 'age'\).*\['age', 'income', 'score'\]",
+    ):
         call(df[["score", "age", "income"]])
     with pytest.raises(DataError, match=r"missing 1 column\(s\).*\['income'\]"):
         call(df[["age", "score"]])
@@ -325,8 +342,12 @@ def test_mismatched_columns_raise(frame, frame_model, method):
 
 def test_non_numeric_columns_are_named(frame):
     df, y = frame
-    bad = df.assign(city=["x"] * 150, kind=pd.Categorical(["u", "v"] * 75),
-                    flag=np.ones(150, bool), n=pd.array([1] * 149 + [None], dtype="Int64"))
+    bad = df.assign(
+        city=["x"] * 150,
+        kind=pd.Categorical(["u", "v"] * 75),
+        flag=np.ones(150, bool),
+        n=pd.array([1] * 149 + [None], dtype="Int64"),
+    )
     with pytest.raises(DataError, match=r"1 non-numeric column\(s\): 'city' \(object\)"):
         jaxboost.train("squared", bad, y, n_rounds=2)
     # bool and nullable integer columns are numeric; pandas' NA is a missing value
@@ -339,8 +360,7 @@ def test_non_numeric_columns_are_named(frame):
 def test_feature_names_argument(frame):
     df, y = frame
     X = df.to_numpy()
-    bst = jaxboost.train("squared", X, y, n_rounds=2, max_depth=2,
-                         feature_names=["a", "b", "c"])
+    bst = jaxboost.train("squared", X, y, n_rounds=2, max_depth=2, feature_names=["a", "b", "c"])
     assert bst.feature_names == ["a", "b", "c"]
     with pytest.raises(DataError, match="missing"):
         bst.predict(df)
@@ -362,8 +382,7 @@ def test_feature_names_argument(frame):
 
 def test_eval_set_frames(frame):
     df, y = frame
-    bst = jaxboost.train("squared", df, y, n_rounds=3, max_depth=2,
-                         eval_set={"valid": (df, y)})
+    bst = jaxboost.train("squared", df, y, n_rounds=3, max_depth=2, eval_set={"valid": (df, y)})
     assert len(bst.history["valid"]["rmse"]) == 3
     with pytest.raises(DataError, match="eval set 'valid'.*different order"):
         jaxboost.train("squared", df, y, n_rounds=3, eval_set={"valid": (df.iloc[:, ::-1], y)})
@@ -380,10 +399,12 @@ def test_model_file_feature_names_are_validated(frame_model):
     plain = frame_model[:]
     plain.feature_names = None
     assert "feature_names" not in io.to_dict(plain)
-    for bad, match in [(["a", "b"], r"feature_names: expected a list of n_features = 3"),
-                       (["a", "b", 7], r"feature_names\[2\]: expected a string"),
-                       (["a", "b", "a"], r"feature_names\[2\]: expected a name not used"),
-                       ("abc", "feature_names: expected a list")]:
+    for bad, match in [
+        (["a", "b"], r"feature_names: expected a list of n_features = 3"),
+        (["a", "b", 7], r"feature_names\[2\]: expected a string"),
+        (["a", "b", "a"], r"feature_names\[2\]: expected a name not used"),
+        ("abc", "feature_names: expected a list"),
+    ]:
         with pytest.raises(ModelFormatError, match=match):
             io.from_dict(dict(d, feature_names=bad))
 

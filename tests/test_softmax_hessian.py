@@ -21,10 +21,12 @@ xgb = pytest.importorskip("xgboost")
 K = 3
 N_ROUNDS = 10
 LR = 0.3
-DEFAULTS = dict(max_depth=3, reg_lambda=1.0, reg_alpha=0.0, gamma=0.0, min_child_weight=1.0,
-                max_delta_step=0.0)
-REGULARISED = dict(max_depth=3, reg_lambda=2.0, reg_alpha=0.2, gamma=0.0,
-                   min_child_weight=3.0, max_delta_step=0.7)
+DEFAULTS = dict(
+    max_depth=3, reg_lambda=1.0, reg_alpha=0.0, gamma=0.0, min_child_weight=1.0, max_delta_step=0.0
+)
+REGULARISED = dict(
+    max_depth=3, reg_lambda=2.0, reg_alpha=0.2, gamma=0.0, min_child_weight=3.0, max_delta_step=0.7
+)
 # XGBoost's hist refuses splits with gain < gamma while growing, where jaxboost (and
 # XGBoost's exact method) post-prune (DESIGN.md), so gamma > 0 is compared with exact.
 CASES = [("hist", DEFAULTS), ("hist", REGULARISED), ("exact", dict(REGULARISED, gamma=1.0))]
@@ -37,8 +39,14 @@ def data():
     rng = np.random.default_rng(0)
     X = binnable_features(rng)
     N = X.shape[0]
-    logits = np.stack([0.4 * np.nan_to_num(X[:, 0] - 6), -0.8 * X[:, 2] + 0.5 * X[:, 4],
-                       0.3 * np.nan_to_num(X[:, 1], nan=3.0) - 1], axis=1)
+    logits = np.stack(
+        [
+            0.4 * np.nan_to_num(X[:, 0] - 6),
+            -0.8 * X[:, 2] + 0.5 * X[:, 4],
+            0.3 * np.nan_to_num(X[:, 1], nan=3.0) - 1,
+        ],
+        axis=1,
+    )
     P = np.exp(logits)
     P /= P.sum(axis=1, keepdims=True)
     y = (rng.random(N)[:, None] > np.cumsum(P, axis=1)).sum(axis=1).astype(np.float32)
@@ -47,15 +55,30 @@ def data():
 
 
 def xgb_proba(X, y, p, tree_method="hist"):
-    params = dict(objective="multi:softprob", num_class=K, tree_method=tree_method, max_bin=256,
-                  eta=LR, base_score=0.0, nthread=1, **p)
+    params = dict(
+        objective="multi:softprob",
+        num_class=K,
+        tree_method=tree_method,
+        max_bin=256,
+        eta=LR,
+        base_score=0.0,
+        nthread=1,
+        **p,
+    )
     d = xgb.DMatrix(X, label=y, missing=np.nan)
     return xgb.train(params, d, N_ROUNDS).predict(d)
 
 
 def jb_proba(objective, X, y, p, learning_rate=LR):
-    bst = jaxboost.train(objective, X, y, n_rounds=N_ROUNDS, learning_rate=learning_rate,
-                         base_margin=np.zeros(K), **p)
+    bst = jaxboost.train(
+        objective,
+        X,
+        y,
+        n_rounds=N_ROUNDS,
+        learning_rate=learning_rate,
+        base_margin=np.zeros(K),
+        **p,
+    )
     return bst, bst.predict(X)
 
 
@@ -78,14 +101,18 @@ def test_factor_two_equals_rescaled_parameters(data):
     X, y = data
     p = dict(REGULARISED, gamma=1.0)
     bst, xgb_conv = jb_proba(objectives.softmax(curvature="xgboost"), X, y, p)
-    q = dict(p, reg_lambda=p["reg_lambda"] / 2, min_child_weight=p["min_child_weight"] / 2,
-             gamma=2 * p["gamma"], max_delta_step=2 * p["max_delta_step"])
+    q = dict(
+        p,
+        reg_lambda=p["reg_lambda"] / 2,
+        min_child_weight=p["min_child_weight"] / 2,
+        gamma=2 * p["gamma"],
+        max_delta_step=2 * p["max_delta_step"],
+    )
     same, exact = jb_proba(objectives.softmax, X, y, q, learning_rate=LR / 2)
     np.testing.assert_allclose(xgb_conv, exact, atol=1e-6, rtol=0)
     np.testing.assert_array_equal(bst.ensemble.feature, same.ensemble.feature)
     # ... and the grown trees' covers are twice the exact ones (sums of 2 p (1 - p)).
-    np.testing.assert_allclose(bst.ensemble.cover, 2 * same.ensemble.cover, rtol=1e-5,
-                               atol=1e-5)
+    np.testing.assert_allclose(bst.ensemble.cover, 2 * same.ensemble.cover, rtol=1e-5, atol=1e-5)
 
 
 def test_abs_residual_bounds_leaf_weights_by_one(data):
@@ -93,13 +120,21 @@ def test_abs_residual_bounds_leaf_weights_by_one(data):
     the tree stores learning_rate * w*."""
     X, y = data
     p = dict(max_depth=3, reg_lambda=0.0, min_child_weight=0.0)
-    bst = jaxboost.train(objectives.softmax(curvature="abs_residual"), X, y,
-                         n_rounds=N_ROUNDS, learning_rate=1.0, base_margin=np.zeros(K), **p)
+    bst = jaxboost.train(
+        objectives.softmax(curvature="abs_residual"),
+        X,
+        y,
+        n_rounds=N_ROUNDS,
+        learning_rate=1.0,
+        base_margin=np.zeros(K),
+        **p,
+    )
     leaves = bst.ensemble.value[bst.ensemble.is_leaf]
     assert np.abs(leaves).max() <= 1.0 + 1e-6
     # The same settings with the exact curvature take steps far beyond 1.
-    exact = jaxboost.train(objectives.softmax, X, y, n_rounds=N_ROUNDS, learning_rate=1.0,
-                           base_margin=np.zeros(K), **p)
+    exact = jaxboost.train(
+        objectives.softmax, X, y, n_rounds=N_ROUNDS, learning_rate=1.0, base_margin=np.zeros(K), **p
+    )
     assert np.abs(exact.ensemble.value[exact.ensemble.is_leaf]).max() > 2.0
     # What the trees saw: h equals |g| row by row (the floor 1e-16 aside).
     for k in (0, 4, N_ROUNDS):

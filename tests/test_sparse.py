@@ -20,13 +20,14 @@ KW = dict(n_rounds=5, max_depth=3, learning_rate=0.3, verbose=False)
 def to_csr(dense):
     """The CSR matrix storing every non-NaN entry of ``dense`` (zeros included)."""
     rows, cols = np.nonzero(~np.isnan(dense))
-    return sp.csr_matrix((dense[rows, cols], (rows, cols)), shape=dense.shape,
-                         dtype=np.float32)
+    return sp.csr_matrix((dense[rows, cols], (rows, cols)), shape=dense.shape, dtype=np.float32)
 
 
 def same_trees(a, b):
-    return all((x is None and y is None) or np.array_equal(x, y, equal_nan=True)
-               for x, y in zip(a.ensemble, b.ensemble))
+    return all(
+        (x is None and y is None) or np.array_equal(x, y, equal_nan=True)
+        for x, y in zip(a.ensemble, b.ensemble)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +44,11 @@ def data():
     dense = np.where(stored, values, np.nan).astype(np.float32)
     X = to_csr(dense)
     assert (X.data == 0).sum() > 500  # the explicit zeros survive construction
-    z = (values[:, 0] - 6) / 3 + np.where(stored[:, 2], values[:, 2] - 3, 2.0) \
+    z = (
+        (values[:, 0] - 6) / 3
+        + np.where(stored[:, 2], values[:, 2] - 3, 2.0)
         - 2.0 * (stored[:, 3] & (values[:, 3] == 0))
+    )
     y = (rng.random(N) < 1 / (1 + np.exp(-z))).astype(np.float32)
     return X, dense, y
 
@@ -72,12 +76,22 @@ def test_csr_trains_the_nan_dense_model_and_matches_xgboost(data, monkeypatch):
     # XGBoost reads the same CSR the same way: absent = missing, stored zeros = values
     xgb = pytest.importorskip("xgboost")
     d = xgb.DMatrix(X, label=y)
-    theirs = xgb.train(dict(objective="binary:logistic", tree_method="exact", eta=0.3,
-                            base_score=0.5, max_depth=3, nthread=1), d, KW["n_rounds"])
-    np.testing.assert_allclose(margin, theirs.predict(d, output_margin=True), atol=1e-5,
-                               rtol=0)
-    np.testing.assert_allclose(margin, theirs.predict(xgb.DMatrix(dense),
-                                                      output_margin=True), atol=1e-5, rtol=0)
+    theirs = xgb.train(
+        dict(
+            objective="binary:logistic",
+            tree_method="exact",
+            eta=0.3,
+            base_score=0.5,
+            max_depth=3,
+            nthread=1,
+        ),
+        d,
+        KW["n_rounds"],
+    )
+    np.testing.assert_allclose(margin, theirs.predict(d, output_margin=True), atol=1e-5, rtol=0)
+    np.testing.assert_allclose(
+        margin, theirs.predict(xgb.DMatrix(dense), output_margin=True), atol=1e-5, rtol=0
+    )
 
 
 def test_sparse_prediction_in_row_blocks_equals_dense(data, monkeypatch):
@@ -92,8 +106,9 @@ def test_sparse_prediction_in_row_blocks_equals_dense(data, monkeypatch):
     assert np.array_equal(bst.predict(X), bst.predict(dense))
     assert np.array_equal(bst.staged_predict(X[:700]), bst.staged_predict(dense[:700]))
     assert np.array_equal(bst.predict_leaf(X), bst.predict_leaf(dense))
-    assert np.array_equal(bst.predict(X[:600], pred_contribs=True),
-                          bst.predict(dense[:600], pred_contribs=True))
+    assert np.array_equal(
+        bst.predict(X[:600], pred_contribs=True), bst.predict(dense[:600], pred_contribs=True)
+    )
     g = bst.grad_hess(X, y, iteration=2)
     assert np.array_equal(g.g, bst.grad_hess(dense, y, iteration=2).g)
 
@@ -106,10 +121,12 @@ def test_sparse_weights_and_eval_sets_match_dense(data):
     w[::7] = 0.0
     train = dense[:1500].copy()
     train[0, 5] = 99.0  # a value only a weight-0 row holds: no cut may come from it
-    bst = jaxboost.train("logistic", to_csr(train), y[:1500], sample_weight=w,
-                         eval_set=[(X[1500:], y[1500:])], **KW)
-    ref = jaxboost.train("logistic", train, y[:1500], sample_weight=w,
-                         eval_set=[(dense[1500:], y[1500:])], **KW)
+    bst = jaxboost.train(
+        "logistic", to_csr(train), y[:1500], sample_weight=w, eval_set=[(X[1500:], y[1500:])], **KW
+    )
+    ref = jaxboost.train(
+        "logistic", train, y[:1500], sample_weight=w, eval_set=[(dense[1500:], y[1500:])], **KW
+    )
     assert bst.bin_edges.cuts[5, bst.bin_edges.n_cuts[5] - 1] < 13
     assert same_trees(bst, ref)
     assert bst.history == ref.history
@@ -142,8 +159,10 @@ def test_bad_sparse_input_is_refused_before_training(data):
 def test_duplicate_entries_are_summed_and_the_input_left_alone():
     from jaxboost.inputs.sparse import as_sparse_features
 
-    X = sp.coo_matrix((np.array([1.0, 2.0, 5.0], np.float32),
-                       (np.array([0, 0, 1]), np.array([1, 1, 0]))), shape=(2, 2))
+    X = sp.coo_matrix(
+        (np.array([1.0, 2.0, 5.0], np.float32), (np.array([0, 0, 1]), np.array([1, 1, 0]))),
+        shape=(2, 2),
+    )
     M = as_sparse_features(X, layout="csc")
     assert M.toarray().tolist() == [[0.0, 3.0], [5.0, 0.0]] and M.nnz == 2
     assert X.nnz == 3  # untouched

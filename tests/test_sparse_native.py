@@ -74,11 +74,15 @@ def test_sparse_kernel_refuses_bad_structure():
     bad = rows.copy()
     bad[5] = N  # a row past the end
     with pytest.raises(Exception, match="row index out of range"):
-        jax.block_until_ready(native.grow_tree_sparse((colptr, bad, ebin), g, h, hyp, root,
-                                                      fok, None, D, B))
+        jax.block_until_ready(
+            native.grow_tree_sparse((colptr, bad, ebin), g, h, hyp, root, fok, None, D, B)
+        )
     with pytest.raises(Exception, match="missing: leave out"):
-        jax.block_until_ready(native.grow_tree_sparse(
-            (colptr, rows, np.full_like(ebin, B - 1)), g, h, hyp, root, fok, None, D, B))
+        jax.block_until_ready(
+            native.grow_tree_sparse(
+                (colptr, rows, np.full_like(ebin, B - 1)), g, h, hyp, root, fok, None, D, B
+            )
+        )
 
 
 def test_train_on_scipy_matrix_takes_the_sparse_kernel(monkeypatch):
@@ -101,8 +105,9 @@ def test_train_on_scipy_matrix_takes_the_sparse_kernel(monkeypatch):
     for k in ("feature", "tbin", "is_leaf", "default_left"):
         np.testing.assert_array_equal(np.asarray(e1[k]), np.asarray(e2[k]), err_msg=k)
     assert (~np.asarray(e1["is_leaf"])).sum() > 40
-    np.testing.assert_allclose(np.asarray(b_sparse.predict(X)), np.asarray(b_dense.predict(X)),
-                               rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(
+        np.asarray(b_sparse.predict(X)), np.asarray(b_dense.predict(X)), rtol=1e-6, atol=1e-7
+    )
 
 
 WIDE = textwrap.dedent("""
@@ -133,8 +138,7 @@ def test_a_million_columns_with_5000_entries_train_in_under_200_mb():
     """Bag-of-words presence: before, dense (1,000 x 1M) bins and a (1M x 254) cuts
     table took over 1 GB each. (Columns with many distinct values still make the
     ``(F, bins)`` cut tables wide: see docs/limits.md.)"""
-    out = subprocess.run([sys.executable, "-c", WIDE], capture_output=True, text=True,
-                         timeout=600)
+    out = subprocess.run([sys.executable, "-c", WIDE], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     r = json.loads(out.stdout.strip().splitlines()[-1])
     assert r["splits"] > 0

@@ -34,7 +34,7 @@ def _csr(seed=0, n=120, f=6):
 
 CORRUPTIONS = {
     "negative index": lambda X: X.indices.__setitem__(0, -1),
-    "index far out": lambda X: X.indices.__setitem__(0, 10 ** 6),
+    "index far out": lambda X: X.indices.__setitem__(0, 10**6),
     "index equal to width": lambda X: X.indices.__setitem__(0, X.shape[1]),
     "decreasing indptr": lambda X: X.indptr.__setitem__(3, X.indptr[5] + 2),
     "indptr past nnz": lambda X: X.indptr.__setitem__(-1, X.indptr[-1] + 5),
@@ -74,9 +74,14 @@ def test_train_and_predict_refuse_corrupt_input_in_a_fresh_process():
                     raise SystemExit(f"index {value} was accepted")
         print("refused")
     """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=300, cwd=ROOT,
-                         env=dict(os.environ, PYTHONPATH=ROOT))
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=ROOT),
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().endswith("refused")
 
@@ -87,16 +92,33 @@ def _fuzz(n_cases, seed):
     refused = 0
     for _ in range(n_cases):
         fmt = rng.choice(["csr", "csc", "coo"])
-        X = sp.random(int(rng.integers(1, 30)), int(rng.integers(1, 9)),
-                      density=float(rng.uniform(0.1, 0.9)), format=fmt,
-                      random_state=int(rng.integers(1 << 30)), dtype=np.float32)
-        arrays = (["indices", "indptr"] if fmt != "coo" else ["row", "col"])
+        X = sp.random(
+            int(rng.integers(1, 30)),
+            int(rng.integers(1, 9)),
+            density=float(rng.uniform(0.1, 0.9)),
+            format=fmt,
+            random_state=int(rng.integers(1 << 30)),
+            dtype=np.float32,
+        )
+        arrays = ["indices", "indptr"] if fmt != "coo" else ["row", "col"]
         name = arrays[int(rng.integers(len(arrays)))]
         a = getattr(X, name)
         if a.size:
             i = int(rng.integers(a.size))
-            a[i] = int(rng.choice([-1, -(2 ** 31), 2 ** 31 - 1, a[i] + 1, a[i] - 1,
-                                   X.shape[0], X.shape[1], int(rng.integers(-50, 50))]))
+            a[i] = int(
+                rng.choice(
+                    [
+                        -1,
+                        -(2**31),
+                        2**31 - 1,
+                        a[i] + 1,
+                        a[i] - 1,
+                        X.shape[0],
+                        X.shape[1],
+                        int(rng.integers(-50, 50)),
+                    ]
+                )
+            )
         if rng.random() < 0.2:  # or a truncated array
             setattr(X, name, a[: max(0, a.size - 1)])
         try:
@@ -112,10 +134,18 @@ def _fuzz(n_cases, seed):
 
 def test_fuzz_sparse_structure_only_data_errors():
     n = int(os.environ.get("JAXBOOST_SPARSE_FUZZ", "300"))
-    code = ("import sys; sys.path.insert(0, 'tests'); import test_sparse_structure as t; "
-            f"print('refused', t._fuzz({n}, 0), 'of', {n})")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=1800, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
+    code = (
+        "import sys; sys.path.insert(0, 'tests'); import test_sparse_structure as t; "
+        f"print('refused', t._fuzz({n}, 0), 'of', {n})"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=ROOT),
+    )
     assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
     refused = int(out.stdout.split()[1])
     assert 0 < refused <= n  # the fuzz does corrupt: most cases are refused

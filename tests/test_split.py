@@ -40,17 +40,28 @@ def _stage(G, H, d, forward_ok, mask):
         G, H = G.astype(jnp.float64), H.astype(jnp.float64)
         Gp, Hp = G[0].sum(-1), H[0].sum(-1)
         s = find_best_splits(G, H, Gp, Hp, d, forward_ok, clipped=True, feature_mask=mask)
-        plain = find_best_splits(G, H, Gp, Hp, d, forward_ok, clipped=False,
-                                 feature_mask=mask)
-        backward = find_best_splits(G, H, Gp, Hp, d, forward_ok, any_forward=False,
-                                    feature_mask=mask)
-        return dict(s, worthy=is_split_worthy(s["gain"]), leaf=leaf_values(Gp, Hp, d),
-                    score=calc_score(Gp, Hp, d), plain=plain, backward=backward)
+        plain = find_best_splits(G, H, Gp, Hp, d, forward_ok, clipped=False, feature_mask=mask)
+        backward = find_best_splits(
+            G, H, Gp, Hp, d, forward_ok, any_forward=False, feature_mask=mask
+        )
+        return dict(
+            s,
+            worthy=is_split_worthy(s["gain"]),
+            leaf=leaf_values(Gp, Hp, d),
+            score=calc_score(Gp, Hp, d),
+            plain=plain,
+            backward=backward,
+        )
 
 
 def run(G, H, d, forward_ok=(False, False), mask=ALL):
-    out = _stage(np.asarray(G, np.float32), np.asarray(H, np.float32), d,
-                 np.asarray(forward_ok, bool), np.asarray(mask, bool))
+    out = _stage(
+        np.asarray(G, np.float32),
+        np.asarray(H, np.float32),
+        d,
+        np.asarray(forward_ok, bool),
+        np.asarray(mask, bool),
+    )
     return jax.tree_util.tree_map(np.asarray, out)
 
 
@@ -81,8 +92,14 @@ SEED_LEFT = [(0.5, 0.25), (-0.5, 0.25), (0.5, 0.25), (0, 0), (0, 0)]
 
 
 def test_dynamic_vector_layout():
-    assert DYNAMIC_FIELDS == ("learning_rate", "reg_lambda", "reg_alpha", "gamma",
-                              "min_child_weight", "max_delta_step")
+    assert DYNAMIC_FIELDS == (
+        "learning_rate",
+        "reg_lambda",
+        "reg_alpha",
+        "gamma",
+        "min_child_weight",
+        "max_delta_step",
+    )
     assert TreeHyper._fields == DYNAMIC_FIELDS
 
 
@@ -136,8 +153,10 @@ def test_lambda_and_alpha():
     #   < 2: L (-2, 3): 1.5^2 / 4, R (2, 1): 1.5^2 / 2 -> 1.6875.
     # Node 1: bins (-3, 1), (0.25, 1); parent (-2.75, 2): T = -2.25, S = 2.25^2 / 3.
     #   < 1: L: 2.5^2 / 2 = 3.125, R: |0.25| < alpha, S = 0 -> gain 3.125 - 1.6875.
-    G, H = hist([[(-3, 2), (1, 1), (2, 1), (0, 0), (0, 0)], None],
-                [[(-3, 1), (0.25, 1), (0, 0), (0, 0), (0, 0)], None])
+    G, H = hist(
+        [[(-3, 2), (1, 1), (2, 1), (0, 0), (0, 0)], None],
+        [[(-3, 1), (0.25, 1), (0, 0), (0, 0), (0, 0)], None],
+    )
     out = run(G, H, dyn(eta=0.5, lam=1.0, alpha=0.5))
     np.testing.assert_allclose(out["gain"], [12.5 / 3, 1.4375], rtol=1e-6)
     assert split_of(out, 0) == (0, 1, True)
@@ -157,8 +176,10 @@ def test_max_delta_step_clips_the_weight_and_scores_it_with_raw_gradients():
     #   Left: w = 3 / 2 -> clipped 0.5, S = -(2 (-3)(0.5) + 2 (0.25)) = 2.5; right alike.
     #   gain 5 (the unclipped score would give 4.5 + 4.5 = 9).
     # Node 1: (-3, 1) in one bin: leaf 0.5 (not 1.5), score 2.5.
-    G, H = hist([[(-3, 1), (3, 1), (0, 0), (0, 0), (0, 0)], None],
-                [[(-3, 1), (0, 0), (0, 0), (0, 0), (0, 0)], None])
+    G, H = hist(
+        [[(-3, 1), (3, 1), (0, 0), (0, 0), (0, 0)], None],
+        [[(-3, 1), (0, 0), (0, 0), (0, 0), (0, 0)], None],
+    )
     out = run(G, H, dyn(lam=1.0, mds=0.5))
     np.testing.assert_allclose(out["gain"][0], 5.0, rtol=1e-6)
     assert split_of(out, 0) == (0, 1, True)
@@ -178,8 +199,10 @@ def test_min_child_weight_is_inclusive():
     #   < 1: L (-1, 1): 1, R (1.5, 2.5): 0.9 -> 1.9 - 0.25 / 3.5;
     #   < 2: L (0, 2): 0, R (0.5, 1.5): 1/6 -> 1/6 - 0.25 / 3.5.
     # Node 1: (-1, 1) in one bin: H = 1 exactly.
-    G, H = hist([[(-1, 1), (1, 1), (0.5, 1.5), (0, 0), (0, 0)], None],
-                [[(-1, 1), (0, 0), (0, 0), (0, 0), (0, 0)], None])
+    G, H = hist(
+        [[(-1, 1), (1, 1), (0.5, 1.5), (0, 0), (0, 0)], None],
+        [[(-1, 1), (0, 0), (0, 0), (0, 0), (0, 0)], None],
+    )
     s_parent = 0.25 / 3.5
     out = run(G, H, dyn(mcw=1.0))
     np.testing.assert_allclose(out["gain"][0], 1.9 - s_parent, rtol=1e-6)
@@ -197,8 +220,10 @@ def test_min_child_weight_is_inclusive():
 def test_minimum_split_gain():
     # lambda = 0; bins (a, 1), (-a, 1); parent 0: gain = 2 a^2.
     a0, a1 = 5e-4, 1e-3  # gains 5e-7 (not a split) and 2e-6 (a split)
-    G, H = hist([[(a0, 1), (-a0, 1), (0, 0), (0, 0), (0, 0)], None],
-                [[(a1, 1), (-a1, 1), (0, 0), (0, 0), (0, 0)], None])
+    G, H = hist(
+        [[(a0, 1), (-a0, 1), (0, 0), (0, 0), (0, 0)], None],
+        [[(a1, 1), (-a1, 1), (0, 0), (0, 0), (0, 0)], None],
+    )
     out = run(G, H, dyn())
     np.testing.assert_allclose(out["gain"], [5e-7, 2e-6], rtol=1e-5)
     assert out["worthy"].tolist() == [False, True]
@@ -214,8 +239,10 @@ def test_missing_values_go_to_the_better_side():
     # Node 1: bins (1, 1), (1, 1), missing (-2, 2); parent (0, 4): 0. Present rows vs
     #   missing rows: 2 + 2 = 4, reachable as "bins < 2, 3 or 4, missing right" (when
     #   the column had NaN) and as "bins < 0, missing left".
-    G, H = hist([[(-1, 1), (1, 1), (0, 0), (0, 0), (-2, 1)], None],
-                [[(1, 1), (1, 1), (0, 0), (0, 0), (-2, 2)], None])
+    G, H = hist(
+        [[(-1, 1), (1, 1), (0, 0), (0, 0), (-2, 1)], None],
+        [[(1, 1), (1, 1), (0, 0), (0, 0), (-2, 2)], None],
+    )
     out = run(G, H, dyn(), forward_ok=(True, False))
     np.testing.assert_allclose(out["gain"], [5.5 - 4 / 3, 4.0], rtol=1e-6)
     assert split_of(out, 0) == (0, 1, True)
@@ -245,8 +272,7 @@ def ref_best(G, H, d, forward_ok, mask):
         for f in range(G.shape[0]):
             cands = []
             if forward_ok[f]:  # thresholds ascending, missing right
-                cands += [(t, False, G[f, k, :t].sum(), H[f, k, :t].sum())
-                          for t in range(1, V + 1)]
+                cands += [(t, False, G[f, k, :t].sum(), H[f, k, :t].sum()) for t in range(1, V + 1)]
             for t in range(V - 1, -1, -1):  # thresholds descending, missing left
                 cands.append((t, True, Gp - G[f, k, t:V].sum(), Hp - H[f, k, t:V].sum()))
             for t, left, GL, HL in cands:
@@ -262,8 +288,13 @@ def ref_best(G, H, d, forward_ok, mask):
 
 def test_random_histograms_match_the_reference():
     rng = np.random.default_rng(0)
-    settings = [dyn(), dyn(lam=1.0), dyn(lam=0.5, alpha=0.5), dyn(lam=1.0, mcw=1.0),
-                dyn(alpha=0.25, mcw=0.5)]
+    settings = [
+        dyn(),
+        dyn(lam=1.0),
+        dyn(lam=0.5, alpha=0.5),
+        dyn(lam=1.0, mcw=1.0),
+        dyn(alpha=0.25, mcw=0.5),
+    ]
     checked = 0
     for trial in range(40):
         # Rows with dyadic g and h (exact sums), 30 % of bins empty (tied candidates).
@@ -295,8 +326,11 @@ def test_random_histograms_match_the_reference():
                 assert out["backward"]["gain"][k] == out["gain"][k]
                 assert split_of(out["backward"], k) == split_of(out, k)
         np.testing.assert_allclose(
-            out["leaf"], [ref_leaf(G[0, k].sum(), H[0, k].sum(), d) for k in range(N_NODES)],
-            rtol=1e-6, atol=1e-7)
+            out["leaf"],
+            [ref_leaf(G[0, k].sum(), H[0, k].sum(), d) for k in range(N_NODES)],
+            rtol=1e-6,
+            atol=1e-7,
+        )
     assert checked > 50
 
 
@@ -310,7 +344,9 @@ def ref_leaf(G, H, d):
 @pytest.mark.parametrize("G,H,expected", [(-3.0, 1.0, 0.5), (3.0, 1.0, -0.5), (0.2, 1.0, -0.1)])
 def test_leaf_clip(G, H, expected):
     # max_delta_step = 0.5, lambda = 1: w = -G / 2 clipped to [-0.5, 0.5]; eta = 1.
-    Gh, Hh = hist([[(G, H), (0, 0), (0, 0), (0, 0), (0, 0)], None],
-                  [[(G, H), (0, 0), (0, 0), (0, 0), (0, 0)], None])
+    Gh, Hh = hist(
+        [[(G, H), (0, 0), (0, 0), (0, 0), (0, 0)], None],
+        [[(G, H), (0, 0), (0, 0), (0, 0), (0, 0)], None],
+    )
     out = run(Gh, Hh, dyn(lam=1.0, mds=0.5))
     np.testing.assert_allclose(out["leaf"], [expected] * 2, rtol=1e-6)

@@ -12,8 +12,16 @@ def test_second_train_with_same_shapes_compiles_nothing(small_binary, compile_co
     with compile_counter as c:
         # Same shapes; different numeric hyperparameters and round count reuse the
         # compiled program (they are dynamic arguments).
-        bst = jaxboost.train(objectives.logistic, X, y, n_rounds=17, max_depth=3,
-                             reg_lambda=2.0, gamma=0.1, learning_rate=0.2)
+        bst = jaxboost.train(
+            objectives.logistic,
+            X,
+            y,
+            n_rounds=17,
+            max_depth=3,
+            reg_lambda=2.0,
+            gamma=0.1,
+            learning_rate=0.2,
+        )
     assert c.count == 0
     assert len(bst) == 17
     with compile_counter as c:
@@ -25,8 +33,9 @@ def test_slicing_equals_training_fewer_rounds(small_binary):
     X, y = small_binary
     full = jaxboost.train(objectives.logistic, X, y, n_rounds=25, max_depth=3)
     short = jaxboost.train(objectives.logistic, X, y, n_rounds=13, max_depth=3)
-    np.testing.assert_array_equal(full[:13].predict(X, output_margin=True),
-                                  short.predict(X, output_margin=True))
+    np.testing.assert_array_equal(
+        full[:13].predict(X, output_margin=True), short.predict(X, output_margin=True)
+    )
     assert len(full[:13]) == 13 and len(full[:0]) == 0
     np.testing.assert_allclose(full[:0].predict(X, output_margin=True), full.base_margin)
     with pytest.raises(ValueError, match="start at round 0"):
@@ -51,18 +60,26 @@ def test_integer_weights_equal_duplicated_rows():
     weighted = jaxboost.train(objectives.squared, X, y, sample_weight=w, **kw)
     duplicated = jaxboost.train(objectives.squared, Xd, yd, **kw)
     assert weighted.base_margin == pytest.approx(duplicated.base_margin, rel=1e-6)
-    np.testing.assert_allclose(weighted.predict(X), duplicated.predict(X), rtol=1e-5,
-                               atol=1e-5)
+    np.testing.assert_allclose(weighted.predict(X), duplicated.predict(X), rtol=1e-5, atol=1e-5)
 
 
 def test_recovers_a_known_tree_exactly():
     """Data generated from a depth-2 tree: one round at lr 1, lambda 0 reproduces it."""
     rng = np.random.default_rng(7)
     X = rng.integers(0, 10, size=(400, 3)).astype(np.float32)
-    truth = np.where(X[:, 1] < 4.5, np.where(X[:, 0] < 2.5, -3.0, 1.0),
-                     np.where(X[:, 2] < 6.5, 2.0, 5.0)).astype(np.float32)
-    bst = jaxboost.train(objectives.squared, X, truth, n_rounds=1, learning_rate=1.0,
-                         max_depth=2, reg_lambda=0.0, base_margin=0.0)
+    truth = np.where(
+        X[:, 1] < 4.5, np.where(X[:, 0] < 2.5, -3.0, 1.0), np.where(X[:, 2] < 6.5, 2.0, 5.0)
+    ).astype(np.float32)
+    bst = jaxboost.train(
+        objectives.squared,
+        X,
+        truth,
+        n_rounds=1,
+        learning_rate=1.0,
+        max_depth=2,
+        reg_lambda=0.0,
+        base_margin=0.0,
+    )
     np.testing.assert_allclose(bst.predict(X), truth, atol=1e-5)
     ens = bst.ensemble
     assert ens.feature[0, 0] == 1 and ens.threshold[0, 0] == 4.5
@@ -75,8 +92,16 @@ def test_missing_values_follow_the_learned_direction():
     missing = rng.random(600) < 0.2
     y[missing] = 4.0  # missing rows behave like the right side
     x[missing] = np.nan
-    bst = jaxboost.train(objectives.squared, x[:, None], y, n_rounds=1, learning_rate=1.0,
-                         max_depth=1, reg_lambda=0.0, base_margin=0.0)
+    bst = jaxboost.train(
+        objectives.squared,
+        x[:, None],
+        y,
+        n_rounds=1,
+        learning_rate=1.0,
+        max_depth=1,
+        reg_lambda=0.0,
+        base_margin=0.0,
+    )
     assert not bool(bst.ensemble.default_left[0, 0])
     pred = bst.predict(np.array([[np.nan], [-1.0], [1.0]], np.float32))
     np.testing.assert_allclose(pred, [4.0, 0.0, 4.0], atol=1e-6)
@@ -84,8 +109,17 @@ def test_missing_values_follow_the_learned_direction():
 
 def test_max_delta_step_clips_leaf_values(small_binary):
     X, y = small_binary
-    bst = jaxboost.train(objectives.logistic, X, y, n_rounds=3, learning_rate=1.0,
-                         max_depth=3, max_delta_step=0.1, reg_lambda=0.0, base_margin=0.0)
+    bst = jaxboost.train(
+        objectives.logistic,
+        X,
+        y,
+        n_rounds=3,
+        learning_rate=1.0,
+        max_depth=3,
+        max_delta_step=0.1,
+        reg_lambda=0.0,
+        base_margin=0.0,
+    )
     values = np.asarray(bst.ensemble.value)[np.asarray(bst.ensemble.is_leaf)]
     assert np.abs(values).max() == pytest.approx(0.1, rel=1e-6)
 
@@ -93,8 +127,16 @@ def test_max_delta_step_clips_leaf_values(small_binary):
 def test_reg_alpha_soft_thresholds_the_root_leaf():
     X = np.zeros((10, 1), np.float32)  # no split possible: one leaf
     y = np.arange(10, dtype=np.float32)
-    bst = jaxboost.train(objectives.squared, X, y, n_rounds=1, learning_rate=1.0,
-                         reg_lambda=2.0, reg_alpha=5.0, base_margin=0.0)
+    bst = jaxboost.train(
+        objectives.squared,
+        X,
+        y,
+        n_rounds=1,
+        learning_rate=1.0,
+        reg_lambda=2.0,
+        reg_alpha=5.0,
+        base_margin=0.0,
+    )
     G, H = -y.sum(), 10.0  # g = p - y at p = 0
     expected = -(G + 5.0) / (H + 2.0)  # -T_alpha(G) / (H + lambda)
     np.testing.assert_allclose(bst.predict(X[:1]), [expected], rtol=1e-6)
@@ -108,11 +150,13 @@ def test_plain_callable_and_catalogue_entry_agree(small_binary):
 
     a = jaxboost.train(my_logistic, X, y, n_rounds=5, max_depth=3)
     b = jaxboost.train("logistic", X, y, n_rounds=5, max_depth=3)
-    np.testing.assert_allclose(a.predict(X, output_margin=True),
-                               b.predict(X, output_margin=True), atol=1e-4)
+    np.testing.assert_allclose(
+        a.predict(X, output_margin=True), b.predict(X, output_margin=True), atol=1e-4
+    )
     # A plain callable has no link: predict returns margins; the entry returns sigmoid.
-    np.testing.assert_allclose(b.predict(X), 1 / (1 + np.exp(-b.predict(X, output_margin=True))),
-                               rtol=1e-5)
+    np.testing.assert_allclose(
+        b.predict(X), 1 / (1 + np.exp(-b.predict(X, output_margin=True))), rtol=1e-5
+    )
 
 
 def test_exponential_probabilities_are_sigmoid_of_twice_the_margin(small_binary):

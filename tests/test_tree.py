@@ -17,20 +17,28 @@ _binned_leaf = jax.jit(functools.partial(binned_leaf, max_depth=D, max_bin=B))
 
 
 def random_cuts(rng):
-    return np.sort(rng.choice(np.arange(-20, 20) * 0.25, size=(F, V - 1), replace=False),
-                   axis=1).astype(np.float32)
+    return np.sort(
+        rng.choice(np.arange(-20, 20) * 0.25, size=(F, V - 1), replace=False), axis=1
+    ).astype(np.float32)
 
 
 def random_tree(rng, cuts):
     """A heap-layout tree of depth <= D: random splits (features, threshold bins 0..V
     including the all-right and all-left ends, default directions); unused slots are
     leaves, as grow_tree leaves them."""
-    cuts_ext = np.concatenate([np.full((F, 1), -np.inf), cuts, np.full((F, 1), np.inf)],
-                              axis=1).astype(np.float32)
-    t = dict(feature=np.zeros(M, np.int32), tbin=np.zeros(M, np.int32),
-             threshold=np.full(M, np.nan, np.float32), default_left=np.zeros(M, bool),
-             is_leaf=np.ones(M, bool), value=rng.normal(size=M).astype(np.float32),
-             gain=np.zeros(M, np.float32), cover=np.zeros(M, np.float32))
+    cuts_ext = np.concatenate(
+        [np.full((F, 1), -np.inf), cuts, np.full((F, 1), np.inf)], axis=1
+    ).astype(np.float32)
+    t = dict(
+        feature=np.zeros(M, np.int32),
+        tbin=np.zeros(M, np.int32),
+        threshold=np.full(M, np.nan, np.float32),
+        default_left=np.zeros(M, bool),
+        is_leaf=np.ones(M, bool),
+        value=rng.normal(size=M).astype(np.float32),
+        gain=np.zeros(M, np.float32),
+        cover=np.zeros(M, np.float32),
+    )
     stack = [(0, 0)]
     while stack:
         i, depth = stack.pop()
@@ -52,8 +60,7 @@ def random_rows(rng, cuts):
         c = cuts[f]
         pool = np.concatenate([c, (c[1:] + c[:-1]) / 2, [c[0] - 1, c[-1] + 1], [np.nan]])
         X[:, f] = rng.choice(pool.astype(np.float32), size=N)
-    bins = np.stack([np.searchsorted(cuts[f], X[:, f], side="right") for f in range(F)],
-                    axis=1)
+    bins = np.stack([np.searchsorted(cuts[f], X[:, f], side="right") for f in range(F)], axis=1)
     bins[np.isnan(X)] = V
     return X, bins.astype(np.uint8)
 
@@ -72,8 +79,7 @@ def make_case(seed):
     cuts = random_cuts(rng)
     trees = [random_tree(rng, cuts) for _ in range(T)]
     X, bins = random_rows(rng, cuts)
-    ens = Ensemble(*(np.stack([t[k] for t in trees]) for k in Ensemble._fields
-                      if k in trees[0]))
+    ens = Ensemble(*(np.stack([t[k] for t in trees]) for k in Ensemble._fields if k in trees[0]))
     return trees, ens, X, bins
 
 
@@ -102,9 +108,15 @@ def test_predict_margin_equals_a_numpy_traversal():
     for t in trees:  # float32, tree by tree, as XGBoost accumulates
         running = running + np.array([t["value"][ref_leaf(t, x)] for x in X], np.float32)
         stages.append(running)
-    np.testing.assert_allclose(np.asarray(predict_margin(ens, X, base, max_depth=D)),
-                               stages[-1], rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose(np.asarray(predict_margin(ens, X, base, 2, max_depth=D)),
-                               stages[1], rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose(np.asarray(staged_margins(ens, X, base, max_depth=D)),
-                               np.stack(stages), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(predict_margin(ens, X, base, max_depth=D)), stages[-1], rtol=1e-6, atol=1e-6
+    )
+    np.testing.assert_allclose(
+        np.asarray(predict_margin(ens, X, base, 2, max_depth=D)), stages[1], rtol=1e-6, atol=1e-6
+    )
+    np.testing.assert_allclose(
+        np.asarray(staged_margins(ens, X, base, max_depth=D)),
+        np.stack(stages),
+        rtol=1e-6,
+        atol=1e-6,
+    )

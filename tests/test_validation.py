@@ -20,10 +20,10 @@ def Xy():
     return X, (X[:, 0] > 0).astype(np.float32)
 
 
-@pytest.mark.parametrize("bad, match", [
-    (np.nan, "y has NaN or infinite labels: 1 value"),
-    (np.inf, "y has NaN or infinite labels"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [(np.nan, "y has NaN or infinite labels: 1 value"), (np.inf, "y has NaN or infinite labels")],
+)
 def test_nonfinite_labels(Xy, bad, match):
     X, y = Xy
     y = y.copy()
@@ -87,6 +87,7 @@ def test_non_scalar_loss_is_named(Xy):
 
 def test_loss_with_wrong_signature(Xy):
     X, y = Xy
+
     def one_arg(y):
         return y
 
@@ -104,8 +105,15 @@ def test_nan_gradient_names_round_and_rows(Xy):
         return 0.5 * (t - p) ** 2 + jnp.where(p > 5.0, jnp.sqrt(jnp.where(p > 5.0, -p, 1.0)), 0.0)
 
     with pytest.raises(LossError, match="blows_up_above_5") as e:
-        jaxboost.train(blows_up_above_5, X, y, n_rounds=40, base_margin=0.0,
-                       learning_rate=0.3, min_child_weight=0)
+        jaxboost.train(
+            blows_up_above_5,
+            X,
+            y,
+            n_rounds=40,
+            base_margin=0.0,
+            learning_rate=0.3,
+            min_child_weight=0,
+        )
     err = e.value
     assert err.round is not None and err.round > 0
     assert f"at round {err.round}" in str(err) and f"{err.n_rows} row(s)" in str(err)
@@ -124,16 +132,19 @@ def test_predict_with_wrong_feature_count(Xy):
         bst.predict(X[:, :2])
 
 
-@pytest.mark.parametrize("kwargs, exc, match", [
-    (dict(n_rounds="10"), TypeError, "n_rounds must be an integer"),
-    (dict(n_rounds=-1), ValueError, "n_rounds must be >= 0"),
-    (dict(max_depth=0), ValueError, "max_depth must be >= 1"),
-    (dict(max_bin=70_000), ValueError, "max_bin must be <= 65536"),
-    (dict(learning_rate=0), ValueError, "learning_rate must be > 0"),
-    (dict(reg_lambda=-1), ValueError, "reg_lambda must be >= 0"),
-    (dict(gamma=float("nan")), ValueError, "gamma must be finite"),
-    (dict(base_margin="0"), TypeError, "base_margin must be a number"),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        (dict(n_rounds="10"), TypeError, "n_rounds must be an integer"),
+        (dict(n_rounds=-1), ValueError, "n_rounds must be >= 0"),
+        (dict(max_depth=0), ValueError, "max_depth must be >= 1"),
+        (dict(max_bin=70_000), ValueError, "max_bin must be <= 65536"),
+        (dict(learning_rate=0), ValueError, "learning_rate must be > 0"),
+        (dict(reg_lambda=-1), ValueError, "reg_lambda must be >= 0"),
+        (dict(gamma=float("nan")), ValueError, "gamma must be finite"),
+        (dict(base_margin="0"), TypeError, "base_margin must be a number"),
+    ],
+)
 def test_bad_parameters(Xy, kwargs, exc, match):
     X, y = Xy
     with pytest.raises(exc, match=match):
@@ -155,28 +166,37 @@ def test_scalar_validators():
     assert is_real(np.float32(0.5)) and is_real(2) and not is_real(False) and not is_real("1")
     assert check_int("n", np.int64(4), low=0) == 4 and type(check_int("n", np.int64(4))) is int
     assert check_real("x", np.float32(0.5), low=0, high=1) == 0.5
-    for value, exc, match in [(True, TypeError, "n must be an integer, got bool True"),
-                              (2.0, TypeError, "n must be an integer, got float 2.0"),
-                              (-1, ValueError, r"n must be in \[0, 10\], got -1"),
-                              (11, ValueError, r"n must be in \[0, 10\], got 11")]:
+    for value, exc, match in [
+        (True, TypeError, "n must be an integer, got bool True"),
+        (2.0, TypeError, "n must be an integer, got float 2.0"),
+        (-1, ValueError, r"n must be in \[0, 10\], got -1"),
+        (11, ValueError, r"n must be in \[0, 10\], got 11"),
+    ]:
         with pytest.raises(exc, match=match):
             check_int("n", value, low=0, high=10)
     with pytest.raises(ValueError, match="n must be >= 0, got -1"):
         check_int("n", -1, low=0)
-    for value, exc, match in [("1", TypeError, "x must be a number, got str '1'"),
-                              (float("nan"), ValueError, "x must be finite"),
-                              (10 ** 400, ValueError, "x must be finite"),
-                              (0.0, ValueError, r"x must be in \(0, 1\], got 0.0"),
-                              (1.5, ValueError, r"x must be in \(0, 1\], got 1.5")]:
+    for value, exc, match in [
+        ("1", TypeError, "x must be a number, got str '1'"),
+        (float("nan"), ValueError, "x must be finite"),
+        (10**400, ValueError, "x must be finite"),
+        (0.0, ValueError, r"x must be in \(0, 1\], got 0.0"),
+        (1.5, ValueError, r"x must be in \(0, 1\], got 1.5"),
+    ]:
         with pytest.raises(exc, match=match):
             check_real("x", value, low=0, low_open=True, high=1)
     with pytest.raises(ValueError, match="x must be > 0, got 0"):
         check_real("x", 0, low=0, low_open=True)
 
 
-@pytest.mark.parametrize("columns,names", [([0, 1, 2], ["0", "1", "2"]),
-                                           (["a", 1, 2.5], ["a", "1", "2.5"]),
-                                           ("multi", ["p_x", "p_y", "q_x"])])
+@pytest.mark.parametrize(
+    "columns,names",
+    [
+        ([0, 1, 2], ["0", "1", "2"]),
+        (["a", 1, 2.5], ["a", "1", "2.5"]),
+        ("multi", ["p_x", "p_y", "q_x"]),
+    ],
+)
 def test_any_column_names_are_kept_and_checked(columns, names):
     """Column names that were not all strings (integers, mixed, a MultiIndex) were
     dropped, so a frame with its columns in another order was predicted by position

@@ -20,15 +20,15 @@ def _data(seed=0):
     rng = np.random.default_rng(seed)
     X = np.round(rng.normal(size=(N, 4)), 2).astype(np.float32)  # ~450 values each
     X[rng.random(X.shape) < 0.05] = np.nan
-    y = (2 * np.nan_to_num(X[:, 0]) + np.sin(3 * np.nan_to_num(X[:, 1]))
-         + 0.3 * rng.normal(size=N)).astype(np.float32)
+    y = (
+        2 * np.nan_to_num(X[:, 0]) + np.sin(3 * np.nan_to_num(X[:, 1])) + 0.3 * rng.normal(size=N)
+    ).astype(np.float32)
     return X, y
 
 
 def _exact(X, y, base, rounds=ROUNDS):
     d = xgb.DMatrix(X, label=y, missing=np.nan)
-    params = dict(tree_method="exact", max_depth=DEPTH, eta=0.3, base_score=base,
-                  nthread=1)
+    params = dict(tree_method="exact", max_depth=DEPTH, eta=0.3, base_score=base, nthread=1)
     return xgb.train(params, d, rounds).predict(d, output_margin=True)
 
 
@@ -44,51 +44,79 @@ def test_bins_are_uint16_only_where_the_data_needs_them():
 
 def test_max_bin_1024_equals_xgboost_exact_where_256_cannot():
     X, y = _data()
-    bst = jaxboost.train("squared", X, y, n_rounds=ROUNDS, max_depth=DEPTH, max_bin=1024,
-                         eval_set={"valid": (X[:500], y[:500])}, verbose=False)
+    bst = jaxboost.train(
+        "squared",
+        X,
+        y,
+        n_rounds=ROUNDS,
+        max_depth=DEPTH,
+        max_bin=1024,
+        eval_set={"valid": (X[:500], y[:500])},
+        verbose=False,
+    )
     ref = _exact(X, y, float(bst.base_margin))
     np.testing.assert_allclose(bst.predict(X, output_margin=True), ref, atol=1e-5, rtol=0)
     # the eval set was binned with the same uint16 bins: its loss is the model's
     rmse = np.sqrt(np.mean((bst.predict(X[:500]) - y[:500]) ** 2))
     np.testing.assert_allclose(bst.history["valid"]["rmse"][-1], rmse, rtol=1e-5)
-    narrow = jaxboost.train("squared", X, y, n_rounds=ROUNDS, max_depth=DEPTH,
-                            verbose=False)
+    narrow = jaxboost.train("squared", X, y, n_rounds=ROUNDS, max_depth=DEPTH, verbose=False)
     assert np.abs(narrow.predict(X, output_margin=True) - ref).max() > 1e-2
 
 
 def test_wide_bins_save_load_continue_and_sparse(tmp_path):
     X, y = _data(1)
-    first = jaxboost.train("squared", X, y, n_rounds=ROUNDS // 2, max_depth=DEPTH,
-                           max_bin=1024, verbose=False)
+    first = jaxboost.train(
+        "squared", X, y, n_rounds=ROUNDS // 2, max_depth=DEPTH, max_bin=1024, verbose=False
+    )
     first.save(tmp_path / "m.json")
     again = jaxboost.load(tmp_path / "m.json")
     assert again.params.max_bin == 1024 and again.bin_edges.n_bins == 512
     np.testing.assert_array_equal(again.predict(X), first.predict(X))
-    more = jaxboost.train("squared", X, y, n_rounds=ROUNDS // 2, max_depth=DEPTH,
-                          max_bin=1024, init_model=again, verbose=False)
-    whole = jaxboost.train("squared", X, y, n_rounds=ROUNDS, max_depth=DEPTH,
-                           max_bin=1024, verbose=False)
-    np.testing.assert_allclose(more.predict(X, output_margin=True),
-                               whole.predict(X, output_margin=True), atol=1e-6)
+    more = jaxboost.train(
+        "squared",
+        X,
+        y,
+        n_rounds=ROUNDS // 2,
+        max_depth=DEPTH,
+        max_bin=1024,
+        init_model=again,
+        verbose=False,
+    )
+    whole = jaxboost.train(
+        "squared", X, y, n_rounds=ROUNDS, max_depth=DEPTH, max_bin=1024, verbose=False
+    )
+    np.testing.assert_allclose(
+        more.predict(X, output_margin=True), whole.predict(X, output_margin=True), atol=1e-6
+    )
     # CSR input (absent = missing) trains the dense model with NaN in the absent cells
     Xs = sp.csr_matrix(np.nan_to_num(X, nan=0.0))
     dense = np.where(np.nan_to_num(X, nan=0.0) == 0, np.nan, X)
-    a = jaxboost.train("squared", Xs, y, n_rounds=2, max_depth=DEPTH, max_bin=1024,
-                       verbose=False)
-    b = jaxboost.train("squared", dense, y, n_rounds=2, max_depth=DEPTH, max_bin=1024,
-                       verbose=False)
+    a = jaxboost.train("squared", Xs, y, n_rounds=2, max_depth=DEPTH, max_bin=1024, verbose=False)
+    b = jaxboost.train(
+        "squared", dense, y, n_rounds=2, max_depth=DEPTH, max_bin=1024, verbose=False
+    )
     np.testing.assert_array_equal(a.predict(Xs), b.predict(dense))
 
 
 def test_wide_bins_refusals_name_the_limit():
     X, y = _data()
     with pytest.raises(ValueError, match="256 bins per feature"):
-        jaxboost.train("squared", X, y, n_rounds=1, max_depth=3, max_bin=1024,
-                       grow_policy="lossguide", max_leaves=8, verbose=False)
+        jaxboost.train(
+            "squared",
+            X,
+            y,
+            n_rounds=1,
+            max_depth=3,
+            max_bin=1024,
+            grow_policy="lossguide",
+            max_leaves=8,
+            verbose=False,
+        )
     Xc = np.column_stack([np.arange(N) % 300, X[:, 0]]).astype(np.float32)
     with pytest.raises(DataError, match="at most 255 categories"):
-        jaxboost.train("squared", Xc, y, n_rounds=1, max_bin=1024, verbose=False,
-                       categorical_features=[0])
+        jaxboost.train(
+            "squared", Xc, y, n_rounds=1, max_bin=1024, verbose=False, categorical_features=[0]
+        )
     with pytest.raises(ValueError, match="max_bin must be <= 65536"):
         jaxboost.train("squared", X, y, n_rounds=1, max_bin=65537, verbose=False)
 
@@ -97,18 +125,26 @@ def test_an_xgboost_model_of_1024_bins_imports_saves_and_continues(tmp_path):
     X, _ = _data(2)
     y = np.sin(8 * np.nan_to_num(X[:, 0])).astype(np.float32)  # many splits on feature 0
     d = xgb.DMatrix(X, label=y, missing=np.nan)
-    ref = xgb.train(dict(tree_method="hist", max_bin=1024, max_depth=6, eta=0.3,
-                         nthread=1), d, 40)
+    ref = xgb.train(dict(tree_method="hist", max_bin=1024, max_depth=6, eta=0.3, nthread=1), d, 40)
     path = tmp_path / "xgb.json"
     ref.save_model(path)
     with __import__("warnings").catch_warnings():
         __import__("warnings").simplefilter("error")  # no cuts are dropped
         bst = jaxboost.from_xgboost(path)
     assert int(bst.bin_edges.n_cuts.max()) > 254 and bst.params.max_bin > 256
-    np.testing.assert_allclose(bst.predict(X, output_margin=True),
-                               ref.predict(d, output_margin=True), atol=1e-5, rtol=0)
+    np.testing.assert_allclose(
+        bst.predict(X, output_margin=True), ref.predict(d, output_margin=True), atol=1e-5, rtol=0
+    )
     bst.save(tmp_path / "m.json")
     again = jaxboost.load(tmp_path / "m.json")
-    more = jaxboost.train("squared", X, y, n_rounds=2, max_depth=6, init_model=again,
-                          max_bin=again.params.max_bin, verbose=False)
+    more = jaxboost.train(
+        "squared",
+        X,
+        y,
+        n_rounds=2,
+        max_depth=6,
+        init_model=again,
+        max_bin=again.params.max_bin,
+        verbose=False,
+    )
     assert len(more) == 42

@@ -61,32 +61,48 @@ def configurations():
     return X, {
         "regression": lambda: jaxboost.train("squared", X, y["regression"], **KW),
         "binary+eval": lambda: jaxboost.train(
-            "logistic", X, y["binary"], eval_set=[(X[:100], y["binary"][:100])],
-            eval_metric=["auc", "logloss", "error"], **KW),
+            "logistic",
+            X,
+            y["binary"],
+            eval_set=[(X[:100], y["binary"][:100])],
+            eval_metric=["auc", "logloss", "error"],
+            **KW,
+        ),
         "softmax": lambda: jaxboost.train("softmax", X, y["classes"], **KW),
         "softmax_vector_tree": lambda: jaxboost.train(
-            "softmax", X, y["classes"], multi_strategy="multi_output_tree", **KW),
-        "lambdarank": lambda: jaxboost.train("lambdarank", X, y["relevance"], group=qid,
-                                             **KW),
+            "softmax", X, y["classes"], multi_strategy="multi_output_tree", **KW
+        ),
+        "lambdarank": lambda: jaxboost.train("lambdarank", X, y["relevance"], group=qid, **KW),
         "cox": lambda: jaxboost.train("cox", X, y["survival"], **KW),
         "multi_output": lambda: jaxboost.train(
-            two_outputs, X, y["regression"], n_outputs=2,
-            multi_strategy="multi_output_tree", **KW),
+            two_outputs, X, y["regression"], n_outputs=2, multi_strategy="multi_output_tree", **KW
+        ),
         "gaussian_nll": lambda: jaxboost.train("gaussian_nll", X, y["regression"], **KW),
         # every sampler at once: a different draw from any of them changes the model
         "row_and_column_sampling": lambda: jaxboost.train(
-            "logistic", X, y["binary"], subsample=0.7, colsample_bytree=0.8,
-            colsample_bylevel=0.8, colsample_bynode=0.7, **sampled),
+            "logistic",
+            X,
+            y["binary"],
+            subsample=0.7,
+            colsample_bytree=0.8,
+            colsample_bylevel=0.8,
+            colsample_bynode=0.7,
+            **sampled,
+        ),
         "quantile_refit": lambda: jaxboost.train("absolute", X, y["regression"], **KW),
         "newton_refit": lambda: jaxboost.train("huber", X, y["regression"], **KW),
         "default_dtypes_loss_and_schedule": lambda: jaxboost.train(
-            scaled_squared, X, y["regression"], **dict(KW, learning_rate=decaying)),
+            scaled_squared, X, y["regression"], **dict(KW, learning_rate=decaying)
+        ),
     }
 
 
 def fingerprint(bst, X) -> dict:
-    return {"model": io.dumps(bst), "predict": np.asarray(bst.predict(X)).tobytes().hex(),
-            "margin": np.asarray(bst.predict(X, output_margin=True)).tobytes().hex()}
+    return {
+        "model": io.dumps(bst),
+        "predict": np.asarray(bst.predict(X)).tobytes().hex(),
+        "margin": np.asarray(bst.predict(X, output_margin=True)).tobytes().hex(),
+    }
 
 
 def resume_kwargs():
@@ -98,11 +114,16 @@ def run_all(checkpoint=None) -> dict:
     out = {name: fingerprint(make(), X) for name, make in configs.items()}
     if checkpoint is not None:  # continue a model written without the flag
         _, y = data()
-        resumed = jaxboost.train("logistic", X, y["binary"], n_rounds=4,
-                                 init_model=jaxboost.load(checkpoint), **resume_kwargs())
+        resumed = jaxboost.train(
+            "logistic",
+            X,
+            y["binary"],
+            n_rounds=4,
+            init_model=jaxboost.load(checkpoint),
+            **resume_kwargs(),
+        )
         out["resumed_checkpoint"] = fingerprint(resumed, X)
-    out["x64"] = {"flag": bool(jax.config.jax_enable_x64),
-                  "arange": str(jnp.arange(2).dtype)}
+    out["x64"] = {"flag": bool(jax.config.jax_enable_x64), "arange": str(jnp.arange(2).dtype)}
     return out
 
 
@@ -116,17 +137,22 @@ def test_global_x64_flag_changes_no_model(tmp_path):
 
     from conftest import opt_level_env, session_cache_env
 
-    env = dict(os.environ, JAX_ENABLE_X64="1", JAX_PLATFORMS="cpu", PYTHONPATH=ROOT,
-               **session_cache_env())
+    env = dict(
+        os.environ, JAX_ENABLE_X64="1", JAX_PLATFORMS="cpu", PYTHONPATH=ROOT, **session_cache_env()
+    )
     env.pop("XLA_FLAGS", None)
     env.update(opt_level_env())  # the suite's XLA optimization level
     out = tmp_path / "x64.json"
     # Imported as test_x64 there too: the plain losses' qualnames in the files agree.
-    script = ("import sys; sys.path.insert(0, 'tests'); import test_x64; "
-              "test_x64.main(sys.argv[1:])")
-    proc = subprocess.run([sys.executable, "-c", script, str(out),
-                           str(tmp_path / "part.json")], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=900)
+    script = "import sys; sys.path.insert(0, 'tests'); import test_x64; test_x64.main(sys.argv[1:])"
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(out), str(tmp_path / "part.json")],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     there = json.loads(out.read_text())
     assert there.pop("x64") == {"flag": True, "arange": "int64"}  # the flag was on there
@@ -147,7 +173,7 @@ def test_engine_draws_are_float32_under_the_flag():
     @jax.jit
     def draws(key, ratios):
         fs = FeatureSampler(key, ratios, 9, 3)
-        return [row_mask(key, 1000, ratios[0])] + [fs.level(d, 2 ** d) for d in range(3)]
+        return [row_mask(key, 1000, ratios[0])] + [fs.level(d, 2**d) for d in range(3)]
 
     plain = [np.asarray(a) for a in draws(key, ratios)]
     with jax.enable_x64(True):

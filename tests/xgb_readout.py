@@ -16,8 +16,9 @@ def xgb_leaf_grad_hess(xgb, params, y, f0, qid=None):
     X = np.arange(n, dtype=np.float32)[:, None]
     d = xgb.DMatrix(X, y, qid=qid)
     d.set_base_margin(f0)
-    bst = xgb.train(dict(params, eta=1.0, reg_lambda=0.0, min_child_weight=0.0,
-                         tree_method="exact"), d, 1)
+    bst = xgb.train(
+        dict(params, eta=1.0, reg_lambda=0.0, min_child_weight=0.0, tree_method="exact"), d, 1
+    )
     leaves = bst.trees_to_dataframe().query("Feature == 'Leaf'").set_index("Node")
     leaf = bst.predict(xgb.DMatrix(X), pred_leaf=True).reshape(n)
     h = leaves.loc[leaf, "Cover"].to_numpy()

@@ -29,7 +29,7 @@ def markdown_docstring(text: str) -> str:
             j = i + 1
             while j < len(lines) and not lines[j].lstrip().startswith("```"):
                 j += 1
-            out.extend(lines[i:j + 1])
+            out.extend(lines[i : j + 1])
             i = j + 1
         elif line.lstrip().startswith(">>>"):  # a doctest run ends at a blank line
             j = i

@@ -27,12 +27,15 @@ from ..training.options import BY_NAME as OPTIONS
 PROG = "python -m jaxboost"
 MISSING = frozenset({"", "na", "nan", "n/a", "null"})  # cells read as NaN (any case)
 BINARY_DEFAULT = ("logistic", "squared", "exponential")
-MAX_CSV_BYTES = 2 ** 30
+MAX_CSV_BYTES = 2**30
 """Largest CSV file ``compare`` reads (1 GiB), refused by its size before it is read."""
 # A number as NumPy's CSV reader takes it (no "1_000", no non-ASCII digits, which
 # Python's float() would accept), or inf/infinity/nan in any case.
-_NUMBER = re.compile(r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
-                     r"|inf|infinity|nan)", re.IGNORECASE)
+_NUMBER = re.compile(
+    r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+    r"|inf|infinity|nan)",
+    re.IGNORECASE,
+)
 
 
 class CliError(Exception):
@@ -44,9 +47,11 @@ def _delimiter(text: str) -> str:
     text = {"\\t": "\t", "tab": "\t"}.get(text, text)
     if len(text) != 1:
         raise CliError(f"--delimiter must be one character (or '\\t'), got {text!r}")
-    if text in "\"\r\n":
-        raise CliError(f"--delimiter cannot be {text!r}: quotes and line breaks are part "
-                       f"of the CSV syntax; use e.g. ',', ';' or '\\t'")
+    if text in '"\r\n':
+        raise CliError(
+            f"--delimiter cannot be {text!r}: quotes and line breaks are part "
+            f"of the CSV syntax; use e.g. ',', ';' or '\\t'"
+        )
     return text
 
 
@@ -87,8 +92,9 @@ def _parse_slow(text: str, path: str, delimiter: str):
             continue
         line = reader.line_num
         if len(fields) != len(header):
-            raise CliError(f"{path}, line {line}: {len(fields)} field(s), but the header has "
-                           f"{len(header)}")
+            raise CliError(
+                f"{path}, line {line}: {len(fields)} field(s), but the header has {len(header)}"
+            )
         row = []
         for name, cell in zip(header, fields):
             cell = cell.strip()
@@ -96,8 +102,10 @@ def _parse_slow(text: str, path: str, delimiter: str):
                 row.append(np.nan)
                 continue
             if not _NUMBER.fullmatch(cell):
-                raise CliError(f"{path}, line {line}, column {name!r}: {cell!r} is not a "
-                               f"number (missing values: empty, NA or nan)")
+                raise CliError(
+                    f"{path}, line {line}, column {name!r}: {cell!r} is not a "
+                    f"number (missing values: empty, NA or nan)"
+                )
             row.append(float(cell))
         rows.append(row)
         lines.append(line)
@@ -126,8 +134,15 @@ def read_csv(path: str, delimiter: str = ","):
     header = [f.strip() for f in first]
     try:
         # NumPy's C parser for the common case (numbers and nan only).
-        data = np.loadtxt(io.StringIO(text), delimiter=delimiter, skiprows=1,
-                          dtype=np.float64, ndmin=2, comments=None, quotechar='"')
+        data = np.loadtxt(
+            io.StringIO(text),
+            delimiter=delimiter,
+            skiprows=1,
+            dtype=np.float64,
+            ndmin=2,
+            comments=None,
+            quotechar='"',
+        )
     except ValueError:
         return _parse_slow(text, path, delimiter)
     if data.shape[1] != len(header) and data.shape[0] > 0:
@@ -140,15 +155,20 @@ def _column(header, target, path) -> int:
         return len(header) - 1
     if target in header:
         if header.count(target) > 1:
-            raise CliError(f"{path} has {header.count(target)} columns named {target!r}; "
-                           f"pass the 0-based column index instead")
+            raise CliError(
+                f"{path} has {header.count(target)} columns named {target!r}; "
+                f"pass the 0-based column index instead"
+            )
         return header.index(target)
     i = int(target) if re.fullmatch(r"[+-]?[0-9]{1,9}", target.strip()) else None
     if i is not None and -len(header) <= i < len(header):
         return i % len(header)
     shown = ", ".join(repr(h) for h in header[:20]) + (", ..." if len(header) > 20 else "")
-    what = (f"column index {i} is out of range ({len(header)} columns)" if i is not None
-            else f"no column named {target!r}")
+    what = (
+        f"column index {i} is out of range ({len(header)} columns)"
+        if i is not None
+        else f"no column named {target!r}"
+    )
     raise CliError(f"--target: {what} in {path}; columns: {shown}")
 
 
@@ -171,8 +191,10 @@ def _check_plot(path: str) -> None:
         if not stat.S_ISREG(st.st_mode):
             from ..io.files import file_kind
 
-            raise CliError(f"--plot {path} is {file_kind(st.st_mode)}, not a regular "
-                           f"file; give the path of a PNG file to write")
+            raise CliError(
+                f"--plot {path} is {file_kind(st.st_mode)}, not a regular "
+                f"file; give the path of a PNG file to write"
+            )
         if not os.access(path, os.W_OK):
             raise CliError(f"--plot {path}: the file exists and is not writable")
         return
@@ -206,26 +228,29 @@ def _compare(args) -> int:
     if bad.size:
         if lines is None:
             _, _, lines = _parse_slow(_read_text(args.csv), args.csv, delimiter)
-        raise CliError(f"target column {header[t]!r} has {bad.size} missing or infinite "
-                       f"value(s), the first on line {lines[bad[0]]} of {args.csv}; drop "
-                       f"those rows")
+        raise CliError(
+            f"target column {header[t]!r} has {bad.size} missing or infinite "
+            f"value(s), the first on line {lines[bad[0]]} of {args.csv}; drop "
+            f"those rows"
+        )
     inf = np.isinf(X)
     if inf.any():  # named here, by file line: training would count rows of its split
         r, c = np.argwhere(inf)[0]
         names = [h for j, h in enumerate(header) if j != t]
         if lines is None:
             _, _, lines = _parse_slow(_read_text(args.csv), args.csv, delimiter)
-        raise CliError(f"column {names[c]!r} has {int(inf[:, c].sum())} infinite value(s), "
-                       f"the first on line {lines[r]} of {args.csv}; features must be "
-                       f"finite numbers (leave a cell empty, or NA, for a missing value)")
+        raise CliError(
+            f"column {names[c]!r} has {int(inf[:, c].sum())} infinite value(s), "
+            f"the first on line {lines[r]} of {args.csv}; features must be "
+            f"finite numbers (leave a cell empty, or NA, for a missing value)"
+        )
 
     n = data.shape[0]
     n_test = int(round(args.test_fraction * n))
     if args.test_fraction > 0:
         n_test = max(n_test, 1)
     if n - n_test < 1:
-        raise CliError(f"--test-fraction {args.test_fraction} leaves no training rows "
-                       f"({n} rows)")
+        raise CliError(f"--test-fraction {args.test_fraction} leaves no training rows ({n} rows)")
     perm = np.random.default_rng(args.seed).permutation(n)
     test, train = np.sort(perm[:n_test]), np.sort(perm[n_test:])
 
@@ -238,17 +263,28 @@ def _compare(args) -> int:
             raise CliError("--objectives is empty")
     metrics = None if args.metrics is None else _split_list(args.metrics)
     eval_set = {"test": (X[test], y[test])} if n_test else None
-    settings = dict(learning_rate=args.learning_rate, max_depth=args.max_depth,
-                    seed=args.seed)
+    settings = dict(learning_rate=args.learning_rate, max_depth=args.max_depth, seed=args.seed)
 
-    split = (f"train {train.size} / test {test.size} rows (random split, seed {args.seed})"
-             if n_test else f"all {n} rows for training (--test-fraction 0)")
+    split = (
+        f"train {train.size} / test {test.size} rows (random split, seed {args.seed})"
+        if n_test
+        else f"all {n} rows for training (--test-fraction 0)"
+    )
     print(f"{args.csv}: {n} rows, {X.shape[1]} features, target {header[t]!r}; {split}")
-    print(f"objectives: {', '.join(objectives)}; rounds={args.rounds}, "
-          + ", ".join(f"{k}={v}" for k, v in settings.items()))
+    print(
+        f"objectives: {', '.join(objectives)}; rounds={args.rounds}, "
+        + ", ".join(f"{k}={v}" for k, v in settings.items())
+    )
     sys.stdout.flush()
-    cmp = compare(objectives, X[train], y[train], eval_set=eval_set,
-                  metrics=metrics, n_rounds=args.rounds, **settings)
+    cmp = compare(
+        objectives,
+        X[train],
+        y[train],
+        eval_set=eval_set,
+        metrics=metrics,
+        n_rounds=args.rounds,
+        **settings,
+    )
     print()
     print(cmp)
     if args.plot:
@@ -259,8 +295,9 @@ def _compare(args) -> int:
         except ImportError as e:
             print(f"note: --plot skipped: {e}", file=sys.stderr)
         except OSError as e:  # the folder changed since the check before training
-            raise CliError(f"--plot {args.plot}: cannot write the figure: "
-                           f"{e.strerror or e}") from None
+            raise CliError(
+                f"--plot {args.plot}: cannot write the figure: {e.strerror or e}"
+            ) from None
         else:
             print(f"wrote {args.plot}")
     return 0
@@ -268,39 +305,64 @@ def _compare(args) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=PROG, description="jaxboost: gradient-boosted trees where the loss is JAX code.")
+        prog=PROG, description="jaxboost: gradient-boosted trees where the loss is JAX code."
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     p = sub.add_parser(
-        "compare", help="train several losses on a CSV file and compare them",
+        "compare",
+        help="train several losses on a CSV file and compare them",
         description="Train several objectives with the same trees on a CSV file (header "
-                    "row, numeric cells; empty, NA or nan = missing), split at random into "
-                    "train and test rows, and print each loss's test metrics: the value "
-                    "after the last round and the best value over rounds.",
+        "row, numeric cells; empty, NA or nan = missing), split at random into "
+        "train and test rows, and print each loss's test metrics: the value "
+        "after the last round and the best value over rounds.",
         epilog=f"example: {PROG} compare data.csv --target label "
-               f"--objectives logistic,squared --metrics logloss,auc --plot curves.png")
+        f"--objectives logistic,squared --metrics logloss,auc --plot curves.png",
+    )
     p.add_argument("csv", help="CSV file with a header row")
-    p.add_argument("--target", default=None,
-                   help="target column: name or 0-based index (default: the last column)")
-    p.add_argument("--objectives", default=None,
-                   help="comma-separated catalogue names (default: logistic,squared,"
-                        "exponential for a 0/1 target, else squared)")
+    p.add_argument(
+        "--target",
+        default=None,
+        help="target column: name or 0-based index (default: the last column)",
+    )
+    p.add_argument(
+        "--objectives",
+        default=None,
+        help="comma-separated catalogue names (default: logistic,squared,"
+        "exponential for a 0/1 target, else squared)",
+    )
     # The training options' defaults come from their declaration (training.options).
-    for flag, name, kind, what in (("--rounds", "n_rounds", int, "boosting rounds"),
-                                   ("--learning-rate", "learning_rate", float,
-                                    "shrinkage per round"),
-                                   ("--max-depth", "max_depth", int, "tree depth")):
+    for flag, name, kind, what in (
+        ("--rounds", "n_rounds", int, "boosting rounds"),
+        ("--learning-rate", "learning_rate", float, "shrinkage per round"),
+        ("--max-depth", "max_depth", int, "tree depth"),
+    ):
         default = OPTIONS[name].default
         p.add_argument(flag, type=kind, default=default, help=f"{what} (default {default})")
-    p.add_argument("--metrics", default=None,
-                   help="comma-separated metric names, e.g. logloss,auc (default: each "
-                        "objective's own default metric)")
-    p.add_argument("--test-fraction", type=float, default=0.3,
-                   help="share of rows held out for testing (default 0.3; 0: none)")
-    p.add_argument("--seed", type=int, default=0,
-                   help="seed of the train/test split and of training (default 0)")
-    p.add_argument("--plot", default=None, metavar="PNG",
-                   help="write the learning curves to this PNG file (needs matplotlib)")
+    p.add_argument(
+        "--metrics",
+        default=None,
+        help="comma-separated metric names, e.g. logloss,auc (default: each "
+        "objective's own default metric)",
+    )
+    p.add_argument(
+        "--test-fraction",
+        type=float,
+        default=0.3,
+        help="share of rows held out for testing (default 0.3; 0: none)",
+    )
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the train/test split and of training (default 0)",
+    )
+    p.add_argument(
+        "--plot",
+        default=None,
+        metavar="PNG",
+        help="write the learning curves to this PNG file (needs matplotlib)",
+    )
     p.add_argument("--delimiter", default=",", help="field separator (default ','; '\\t': tab)")
     p.set_defaults(func=_compare, subparser=p)
     return parser

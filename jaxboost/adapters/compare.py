@@ -44,9 +44,11 @@ def _label(objective) -> str:
     cat = _catalogue()
     if isinstance(objective, cat.Objective):
         try:
-            defaults = {k: p.default for k, p in
-                        inspect.signature(objective.loss).parameters.items()
-                        if p.kind is p.KEYWORD_ONLY}
+            defaults = {
+                k: p.default
+                for k, p in inspect.signature(objective.loss).parameters.items()
+                if p.kind is p.KEYWORD_ONLY
+            }
         except (TypeError, ValueError):
             defaults = {}
         changed = []
@@ -103,8 +105,9 @@ def _data_set(name, Xy, n_features):
         raise TypeError(f"eval set {name!r} must be a tuple (X, y) or (X, y, sample_weight)")
     X = as_features(Xy[0], name=f"X of eval set {name!r}", allow_inf=True, sparse="csr")
     if X.shape[1] != n_features:
-        raise DataError(f"eval set {name!r} has {X.shape[1]} features, the training data "
-                        f"{n_features}")
+        raise DataError(
+            f"eval set {name!r} has {X.shape[1]} features, the training data {n_features}"
+        )
     y = as_labels(Xy[1], X.shape[0])
     w = as_weights(Xy[2], X.shape[0]) if len(Xy) == 3 else None
     return X, y, w
@@ -117,8 +120,11 @@ def _data_sets(X, y, sample_weight, eval_set) -> dict:
         return sets
     if isinstance(eval_set, dict):
         named = list(eval_set.items())
-    elif isinstance(eval_set, tuple) and len(eval_set) in (2, 3) and not isinstance(
-            eval_set[0], (tuple, list)):
+    elif (
+        isinstance(eval_set, tuple)
+        and len(eval_set) in (2, 3)
+        and not isinstance(eval_set[0], (tuple, list))
+    ):
         named = [("validation_0", eval_set)]  # a single (X, y) pair
     else:
         named = [(f"validation_{i}", e) for i, e in enumerate(eval_set)]
@@ -126,8 +132,9 @@ def _data_sets(X, y, sample_weight, eval_set) -> dict:
         if not isinstance(name, str):
             raise TypeError(f"eval set names must be str, got {type(name).__name__}")
         if name == "train":
-            raise ValueError("'train' is the name of the training data; name the eval set "
-                             "something else")
+            raise ValueError(
+                "'train' is the name of the training data; name the eval set something else"
+            )
         sets[name] = _data_set(name, Xy, Xf.shape[1])
     return sets
 
@@ -183,8 +190,9 @@ class Comparison:
       notes: why some curves are NaN, one line each.
     """
 
-    def __init__(self, *, boosters, curves, train_seconds, metrics, data_names, n_rows,
-                 n_rounds, notes):
+    def __init__(
+        self, *, boosters, curves, train_seconds, metrics, data_names, n_rows, n_rounds, notes
+    ):
         self.boosters = boosters
         self.curves = curves
         self.train_seconds = train_seconds
@@ -209,12 +217,15 @@ class Comparison:
         unknown label, metric or data set is a ``ValueError`` naming the known ones.
         """
         data = self.table_data if data is None else data
-        for what, value, known in (("objective label", label, self.labels),
-                                   ("metric", metric, list(self.metrics)),
-                                   ("data set", data, self.data_names)):
+        for what, value, known in (
+            ("objective label", label, self.labels),
+            ("metric", metric, list(self.metrics)),
+            ("data set", data, self.data_names),
+        ):
             if not isinstance(value, str) or value not in known:
-                raise ValueError(f"unknown {what} {value!r}; this comparison has "
-                                 f"{', '.join(map(repr, known))}")
+                raise ValueError(
+                    f"unknown {what} {value!r}; this comparison has {', '.join(map(repr, known))}"
+                )
         value, i = self.metrics[metric].best(self.curves[label][data][metric])
         return value, None if i is None else i + 1
 
@@ -257,18 +268,24 @@ class Comparison:
         widths = [max([len(h)] + [len(c[j]) for c in cells]) + 2 for j, h in enumerate(heads)]
         head = "objective".ljust(w_lab) + "".join(h.rjust(wd) for h, wd in zip(heads, widths))
         head += "fit s".rjust(8)
-        out = [f"{data}: {self.n_rows[data]} rows, {self.n_rounds} rounds", head,
-               "-" * len(head)]
+        out = [f"{data}: {self.n_rows[data]} rows, {self.n_rounds} rounds", head, "-" * len(head)]
         for r, line in zip(rows, cells):
-            out.append(r["objective"].ljust(w_lab)
-                       + "".join(c.rjust(wd) for c, wd in zip(line, widths))
-                       + f"{r['train_seconds']:8.2f}")
+            out.append(
+                r["objective"].ljust(w_lab)
+                + "".join(c.rjust(wd) for c, wd in zip(line, widths))
+                + f"{r['train_seconds']:8.2f}"
+            )
         higher = [m for m, met in self.metrics.items() if met.maximize]
-        out.append("value after the last round; best@k: the best value over rounds (lowest"
-                   + (f"; highest for {', '.join(higher)}" if higher else "") + ")")
-        out.append("and the rounds k of the model that reached it, booster[:k]; fit s: "
-                   "training time, compilation included (each model's share when trained "
-                   "together)")
+        out.append(
+            "value after the last round; best@k: the best value over rounds (lowest"
+            + (f"; highest for {', '.join(higher)}" if higher else "")
+            + ")"
+        )
+        out.append(
+            "and the rounds k of the model that reached it, booster[:k]; fit s: "
+            "training time, compilation included (each model's share when trained "
+            "together)"
+        )
         out += [f"note: {n}" for n in self.notes]
         return "\n".join(out)
 
@@ -321,8 +338,9 @@ def _stages(booster, X, on, cache):
     return cache[key]
 
 
-def compare(objectives, X, y, *, eval_set=None, metrics=None, n_rounds: int = 100,
-            link=None, **train_kwargs) -> Comparison:
+def compare(
+    objectives, X, y, *, eval_set=None, metrics=None, n_rounds: int = 100, link=None, **train_kwargs
+) -> Comparison:
     """Train several objectives with the same budget and compare them round by round.
 
     Args:
@@ -396,8 +414,10 @@ def compare(objectives, X, y, *, eval_set=None, metrics=None, n_rounds: int = 10
         for label, m in zip(objs, models):
             boosters[label] = m
             seconds[label] = total / len(objs)
-        notes.append(f"the {len(objs)} models were trained together by train_many in "
-                     f"{total:.2f} s; train_seconds is the share of each")
+        notes.append(
+            f"the {len(objs)} models were trained together by train_many in "
+            f"{total:.2f} s; train_seconds is the share of each"
+        )
     else:
         for label, obj in objs.items():
             t0 = time.perf_counter()
@@ -427,10 +447,17 @@ def compare(objectives, X, y, *, eval_set=None, metrics=None, n_rounds: int = 10
                     labels, _ = failed.setdefault(name, ([], f"{type(e).__name__}: {why}"))
                     if label not in labels:
                         labels.append(label)
-    notes += [f"{name} is NaN for {', '.join(labels)}: {why}"
-              for name, (labels, why) in failed.items()]
+    notes += [
+        f"{name} is NaN for {', '.join(labels)}: {why}" for name, (labels, why) in failed.items()
+    ]
     n_rows = {name: d[0].shape[0] for name, d in data.items()}
-    return Comparison(boosters=boosters, curves=curves, train_seconds=seconds,
-                      metrics=metric_objs, data_names=list(data), n_rows=n_rows,
-                      n_rounds=n_rounds, notes=notes)
-
+    return Comparison(
+        boosters=boosters,
+        curves=curves,
+        train_seconds=seconds,
+        metrics=metric_objs,
+        data_names=list(data),
+        n_rows=n_rows,
+        n_rounds=n_rounds,
+        notes=notes,
+    )

@@ -30,8 +30,14 @@ import math
 from ..inputs.numbers import is_int
 from ..model.explain import IMPORTANCE_TYPES, feature_names, is_categorical_split, left_categories
 
-__all__ = ["plot_comparison", "plot_learning_curves", "plot_history", "plot_importance",
-           "plot_tree", "IMPORTANCE_TYPES"]
+__all__ = [
+    "plot_comparison",
+    "plot_learning_curves",
+    "plot_history",
+    "plot_importance",
+    "plot_tree",
+    "IMPORTANCE_TYPES",
+]
 
 _LINESTYLES = ("-", "--", ":", "-.")
 
@@ -40,9 +46,11 @@ def _matplotlib():
     try:
         import matplotlib
     except ImportError as e:
-        raise ImportError("jaxboost's plots need matplotlib: pip install matplotlib, or "
-                          "install jaxboost with its plot extra (pip install '.[plot]' "
-                          "from a checkout)") from e
+        raise ImportError(
+            "jaxboost's plots need matplotlib: pip install matplotlib, or "
+            "install jaxboost with its plot extra (pip install '.[plot]' "
+            "from a checkout)"
+        ) from e
     return matplotlib
 
 
@@ -69,9 +77,13 @@ def _figure_class():
                 import io
 
                 buf = io.BytesIO()
-                self.canvas.print_figure(buf, format="png", bbox_inches="tight",
-                                         facecolor=self.get_facecolor(),
-                                         edgecolor=self.get_edgecolor())
+                self.canvas.print_figure(
+                    buf,
+                    format="png",
+                    bbox_inches="tight",
+                    facecolor=self.get_facecolor(),
+                    edgecolor=self.get_edgecolor(),
+                )
                 return buf.getvalue()
 
         JaxboostFigure.__module__ = __name__
@@ -112,11 +124,14 @@ def _given_axes(ax, n_panels, what):
         except Exception:  # noqa: BLE001 - reported as the TypeError below
             axes = None
         if not axes or not all(isinstance(a, Axes) for a in axes):
-            raise TypeError(f"ax must be a matplotlib Axes or a sequence of them, got "
-                            f"{type(ax).__name__}")
+            raise TypeError(
+                f"ax must be a matplotlib Axes or a sequence of them, got {type(ax).__name__}"
+            )
     if len(axes) != n_panels:
-        raise ValueError(f"{what} draws {n_panels} panel(s); ax must hold {n_panels} "
-                         f"Axes, one per panel, got {len(axes)}")
+        raise ValueError(
+            f"{what} draws {n_panels} panel(s); ax must hold {n_panels} "
+            f"Axes, one per panel, got {len(axes)}"
+        )
     fig = _root_figure(axes[0])
     if any(_root_figure(a) is not fig for a in axes[1:]):
         raise ValueError("the Axes in ax must all belong to one figure")
@@ -190,16 +205,18 @@ def _curve_panel(ax, m, curves, best=None):
         if best is not None and 0 <= best < len(values):
             ax.plot([best + 1], [values[best]], "o", color=color, markersize=5)
     if best is not None:
-        ax.axvline(best + 1, color="0.35", linestyle="--", linewidth=1,
-                   label=f"best_iteration = {best}")
+        ax.axvline(
+            best + 1, color="0.35", linestyle="--", linewidth=1, label=f"best_iteration = {best}"
+        )
     ax.set_title(m)
     ax.set_xlabel("rounds k")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
 
 
-def plot_comparison(comparison, path=None, *, data=None, metrics=None, title=None,
-                    dpi: int = 120, ax=None):
+def plot_comparison(
+    comparison, path=None, *, data=None, metrics=None, title=None, dpi: int = 120, ax=None
+):
     """Learning curves of a ``Comparison``: one panel per metric, one line per objective.
 
     Args:
@@ -241,12 +258,23 @@ def plot_comparison(comparison, path=None, *, data=None, metrics=None, title=Non
                 curve = comparison.curves[label][d][m]
                 drawn = drawn or not all(math.isnan(v) for v in curve)
                 rounds = range(1, len(curve) + 1)
-                a.plot(rounds, curve, color=f"C{i % 10}",
-                       linestyle=_LINESTYLES[j % len(_LINESTYLES)],
-                       label=label if len(datas) == 1 else f"{label} ({d})")
+                a.plot(
+                    rounds,
+                    curve,
+                    color=f"C{i % 10}",
+                    linestyle=_LINESTYLES[j % len(_LINESTYLES)],
+                    label=label if len(datas) == 1 else f"{label} ({d})",
+                )
         if not drawn:
-            a.text(0.5, 0.5, "not defined for these models\n(see Comparison.notes)",
-                   ha="center", va="center", transform=a.transAxes, color="0.4")
+            a.text(
+                0.5,
+                0.5,
+                "not defined for these models\n(see Comparison.notes)",
+                ha="center",
+                va="center",
+                transform=a.transAxes,
+                color="0.4",
+            )
         better = "higher" if comparison.metrics[m].maximize else "lower"
         a.set_title(f"{m} ({better} is better)")
         a.set_xlabel("rounds k")
@@ -307,8 +335,10 @@ def plot_learning_curves(curves, path=None, *, title=None, dpi: int = 120, ax=No
 # One booster: history, importance, trees
 # --------------------------------------------------------------------------------------
 
-def plot_history(booster, path=None, *, metrics=None, data=None, title=None,
-                 dpi: int = 120, ax=None):
+
+def plot_history(
+    booster, path=None, *, metrics=None, data=None, title=None, dpi: int = 120, ax=None
+):
     """The evaluation history recorded by ``train(eval_set=...)``.
 
     One panel per metric, one line per evaluation data set, from
@@ -343,8 +373,10 @@ def plot_history(booster, path=None, *, metrics=None, data=None, title=None,
     history = getattr(booster, "history", None) or {}
     curves = {d: per for d, per in history.items() if per}
     if not curves:
-        raise ValueError("booster.history is empty: train with eval_set=... (and "
-                         "optionally eval_metric=...) to record learning curves")
+        raise ValueError(
+            "booster.history is empty: train with eval_set=... (and "
+            "optionally eval_metric=...) to record learning curves"
+        )
     if data is not None:
         wanted = _as_list(data)
         for d in wanted:
@@ -400,9 +432,16 @@ def _importance(booster, importance_type) -> dict:
     return {names[f]: float(v) for f, v in enumerate(scores) if v}
 
 
-def plot_importance(booster, path=None, *, importance_type: str = "gain",
-                    max_features: int | None = 20, title=None, dpi: int = 120,
-                    ax=None):
+def plot_importance(
+    booster,
+    path=None,
+    *,
+    importance_type: str = "gain",
+    max_features: int | None = 20,
+    title=None,
+    dpi: int = 120,
+    ax=None,
+):
     """Horizontal bars of feature importance, the most important feature on top.
 
     Scores come from ``booster.feature_importance(importance_type)`` when the booster
@@ -446,8 +485,15 @@ def plot_importance(booster, path=None, *, importance_type: str = "gain",
         ax.bar_label(bars, labels=[f"{v:.4g}" for v in values], padding=3, fontsize=8)
         ax.margins(x=0.15)
     else:
-        ax.text(0.5, 0.5, "no split in this model", ha="center", va="center",
-                transform=ax.transAxes, color="0.4")
+        ax.text(
+            0.5,
+            0.5,
+            "no split in this model",
+            ha="center",
+            va="center",
+            transform=ax.transAxes,
+            color="0.4",
+        )
         ax.set_yticks([])
     ax.set_xlabel(importance_type)
     ax.grid(True, axis="x", alpha=0.3)
@@ -486,8 +532,16 @@ def _fmt(v, precision) -> str:
     return f"{v:.{precision}g}"
 
 
-def plot_tree(booster, tree_index: int = 0, path=None, *, precision: int = 3, title=None,
-              dpi: int = 120, ax=None):
+def plot_tree(
+    booster,
+    tree_index: int = 0,
+    path=None,
+    *,
+    precision: int = 3,
+    title=None,
+    dpi: int = 120,
+    ax=None,
+):
     """One tree as a diagram, drawn with matplotlib alone (no graphviz).
 
     Split nodes read ``f2 < 0.53`` (with the split's gain and cover): a row whose
@@ -525,8 +579,7 @@ def plot_tree(booster, tree_index: int = 0, path=None, *, precision: int = 3, ti
     if not is_int(tree_index):
         raise TypeError(f"tree_index must be an int, got {type(tree_index).__name__}")
     if not -T <= tree_index < T:
-        raise IndexError(f"tree_index {tree_index} is out of range: the model has {T} "
-                         f"tree(s)")
+        raise IndexError(f"tree_index {tree_index} is out of range: the model has {T} tree(s)")
     t = int(tree_index) % T
     feature = np.asarray(e.feature[t])
     threshold = np.asarray(e.threshold[t], np.float64)
@@ -548,8 +601,7 @@ def plot_tree(booster, tree_index: int = 0, path=None, *, precision: int = 3, ti
     width_needed = 2.0 * n_leaves + 0.5
     scale = min(1.0, 60.0 / width_needed)  # keep very wide trees within 60 inches
     fontsize = max(3.0, 8.5 * scale)
-    fig, ax, own = _one_axes(ax, (max(5.0, min(width_needed, 60.0)),
-                                  max(2.5, 1.35 * (depth + 1))))
+    fig, ax, own = _one_axes(ax, (max(5.0, min(width_needed, 60.0)), max(2.5, 1.35 * (depth + 1))))
     ax.set_axis_off()
     ax.set_xlim(-0.6, n_leaves - 0.4)
     ax.set_ylim(-depth - 0.45, 0.45)
@@ -567,10 +619,19 @@ def plot_tree(booster, tree_index: int = 0, path=None, *, precision: int = 3, ti
             ax.plot([x0, x1], [y0, y1], color="0.55", linewidth=1, zorder=1)
             missing = default_left[i] == (answer == "yes")
             label = f"{answer}, missing" if missing else answer
-            ax.text((x0 + x1) / 2, (y0 + y1) / 2, label, ha="center", va="center",
-                    fontsize=fontsize * 0.85, color="0.25", zorder=2,
-                    bbox=dict(boxstyle="round,pad=0.15", facecolor="white",
-                              edgecolor="none", alpha=0.9))
+            ax.text(
+                (x0 + x1) / 2,
+                (y0 + y1) / 2,
+                label,
+                ha="center",
+                va="center",
+                fontsize=fontsize * 0.85,
+                color="0.25",
+                zorder=2,
+                bbox=dict(
+                    boxstyle="round,pad=0.15", facecolor="white", edgecolor="none", alpha=0.9
+                ),
+            )
     for i in place:
         x, y = xy(i)
         if is_split[i] and 2 * i + 2 < M:
@@ -578,8 +639,7 @@ def plot_tree(booster, tree_index: int = 0, path=None, *, precision: int = 3, ti
             if is_categorical_split(e, t, i):  # the training categories going left
                 codes = ",".join(map(str, left_categories(booster, t, i)))
                 test = f"{names[int(feature[i])]} in {{{codes}}}"
-            text = (f"{test}\n"
-                    f"gain {_fmt(gain[i], precision)}, cover {_fmt(cover[i], precision)}")
+            text = f"{test}\ngain {_fmt(gain[i], precision)}, cover {_fmt(cover[i], precision)}"
             face = "#dbe8f5"
         else:
             v = value[i]
@@ -592,8 +652,16 @@ def plot_tree(booster, tree_index: int = 0, path=None, *, precision: int = 3, ti
                 sign = 0.0
             text = f"leaf {shown}\ncover {_fmt(cover[i], precision)}"
             face = "#e3f4df" if sign > 0 else "#fbe3e1" if sign < 0 else "#eeeeee"
-        ax.text(x, y, text, ha="center", va="center", fontsize=fontsize, zorder=3,
-                bbox=dict(boxstyle="round,pad=0.35", facecolor=face, edgecolor="0.45"))
+        ax.text(
+            x,
+            y,
+            text,
+            ha="center",
+            va="center",
+            fontsize=fontsize,
+            zorder=3,
+            bbox=dict(boxstyle="round,pad=0.35", facecolor=face, edgecolor="0.45"),
+        )
     if title is None:
         title = f"Tree {t} of {T} (round {t // tpr}"
         title += f", output {output})" if output is not None else ")"

@@ -61,18 +61,32 @@ _SAME_NAME = names(sklearn=True)
 
 # The estimators' own parameters (scikit-learn's and XGBoost's names, or defaults of
 # their own), before the options of _SAME_NAME: name -> default.
-_OWN = {"objective": "squared", "n_estimators": 100, "random_state": None,
-        "verbose": False, "link": None, "categorical_features": None, "missing": np.nan,
-        "importance_type": "total_gain", "tree_method": "hist"}
+_OWN = {
+    "objective": "squared",
+    "n_estimators": 100,
+    "random_state": None,
+    "verbose": False,
+    "link": None,
+    "categorical_features": None,
+    "missing": np.nan,
+    "importance_type": "total_gain",
+    "tree_method": "hist",
+}
 
 # train() arguments an estimator sets itself (from fit's arguments or its own
 # parameters): refused in **kwargs, with the name to use instead.
-_SET_BY_FIT = {"n_rounds": "n_estimators", "seed": "random_state",
-               "sample_weight": "fit(sample_weight=)", "eval_set": "fit(eval_set=)",
-               "base_margin": "fit(base_margin=)",
-               "eval_base_margin": "fit(base_margin_eval_set=)",
-               "feature_names": "a DataFrame's columns", "n_outputs": "objective",
-               "eval_group": "JaxBoostRanker", "group": "JaxBoostRanker"}
+_SET_BY_FIT = {
+    "n_rounds": "n_estimators",
+    "seed": "random_state",
+    "sample_weight": "fit(sample_weight=)",
+    "eval_set": "fit(eval_set=)",
+    "base_margin": "fit(base_margin=)",
+    "eval_base_margin": "fit(base_margin_eval_set=)",
+    "feature_names": "a DataFrame's columns",
+    "n_outputs": "objective",
+    "eval_group": "JaxBoostRanker",
+    "group": "JaxBoostRanker",
+}
 
 
 IMPORTANCE_TYPES = ("total_gain", "gain", "weight", "cover", "total_cover")
@@ -101,7 +115,7 @@ def _seed(random_state):
         return None
     if is_int(random_state):
         return int(random_state)
-    return int(check_random_state(random_state).randint(2 ** 31 - 1))
+    return int(check_random_state(random_state).randint(2**31 - 1))
 
 
 def _category_codes(X, labels=None):
@@ -140,8 +154,14 @@ class _JaxBoostModel(BaseEstimator):
         if labels is False:
             labels = getattr(getattr(self, "booster_", None), "category_labels", None)
         X, _ = _category_codes(X, labels)
-        X = validate_data(self, X, reset=reset, dtype=np.float32,
-                          ensure_all_finite="allow-nan", accept_sparse=_SPARSE)
+        X = validate_data(
+            self,
+            X,
+            reset=reset,
+            dtype=np.float32,
+            ensure_all_finite="allow-nan",
+            accept_sparse=_SPARSE,
+        )
         return self._mark_missing(X)
 
     def _mark_missing(self, X):
@@ -151,8 +171,9 @@ class _JaxBoostModel(BaseEstimator):
         if m is None or (is_real(m) and np.isnan(float(m))):
             return X
         if not is_real(m):
-            raise TypeError(f"missing must be a number (the value that marks a missing "
-                            f"entry) or NaN, got {m!r}")
+            raise TypeError(
+                f"missing must be a number (the value that marks a missing entry) or NaN, got {m!r}"
+            )
         X = X.copy()
         values = X if isinstance(X, np.ndarray) else X.data
         values[values == np.float32(m)] = np.nan
@@ -161,11 +182,14 @@ class _JaxBoostModel(BaseEstimator):
     def _check_peer_params(self):
         """XGBoost's estimator parameters that jaxboost takes with a restriction."""
         if self.tree_method not in (None, "hist", "auto"):
-            raise ValueError(f"tree_method={self.tree_method!r}: jaxboost grows histogram "
-                             f"trees only (tree_method='hist', the default)")
+            raise ValueError(
+                f"tree_method={self.tree_method!r}: jaxboost grows histogram "
+                f"trees only (tree_method='hist', the default)"
+            )
         if self.importance_type not in IMPORTANCE_TYPES:
-            raise ValueError(f"importance_type must be one of {IMPORTANCE_TYPES}, got "
-                             f"{self.importance_type!r}")
+            raise ValueError(
+                f"importance_type must be one of {IMPORTANCE_TYPES}, got {self.importance_type!r}"
+            )
 
     # --- parameters: the named ones and **kwargs, as XGBoost's estimators ----------
     def get_params(self, deep=True):
@@ -191,8 +215,17 @@ class _JaxBoostModel(BaseEstimator):
         kw["seed"] = _seed(self.random_state)
         return kw
 
-    def _fit(self, X, y, sample_weight, eval_set, encode, base_margin=None,
-             base_margin_eval_set=None, verbose=None):
+    def _fit(
+        self,
+        X,
+        y,
+        sample_weight,
+        eval_set,
+        encode,
+        base_margin=None,
+        base_margin_eval_set=None,
+        verbose=None,
+    ):
         """Validate the data, then ``train``.
 
         ``encode(y, sample_weight)`` returns ``(objective, n_outputs, labels, link)``
@@ -202,45 +235,66 @@ class _JaxBoostModel(BaseEstimator):
         """
         self._check_peer_params()
         X, frame = _category_codes(X)
-        X, y = validate_data(self, X, y, dtype=np.float32, ensure_all_finite="allow-nan",
-                             y_numeric=self._y_numeric, accept_sparse=_SPARSE)
+        X, y = validate_data(
+            self,
+            X,
+            y,
+            dtype=np.float32,
+            ensure_all_finite="allow-nan",
+            y_numeric=self._y_numeric,
+            accept_sparse=_SPARSE,
+        )
         X = self._mark_missing(X)
         if sample_weight is not None:
             # shape, finite, >= 0 and not all zero, with scikit-learn's messages
-            sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float32,
-                                                 ensure_non_negative=True)
+            sample_weight = _check_sample_weight(
+                sample_weight, X, dtype=np.float32, ensure_non_negative=True
+            )
         objective, n_outputs, y_train, link = encode(y, sample_weight)
         sample_weight = self._class_weights(y_train, sample_weight)
         evals = None
         if eval_set is not None:
             if not isinstance(eval_set, (list, tuple)):
-                raise TypeError(f"eval_set must be a list of (X, y) or (X, y, "
-                                f"sample_weight) tuples, got {type(eval_set).__name__}")
+                raise TypeError(
+                    f"eval_set must be a list of (X, y) or (X, y, "
+                    f"sample_weight) tuples, got {type(eval_set).__name__}"
+                )
             evals = []
             for i, item in enumerate(eval_set):
                 if not isinstance(item, (list, tuple)) or len(item) not in (2, 3):
-                    raise TypeError(f"eval_set[{i}] must be (X, y) or (X, y, "
-                                    f"sample_weight)")
+                    raise TypeError(f"eval_set[{i}] must be (X, y) or (X, y, sample_weight)")
                 Xe = self._validate_X(item[0], reset=False, labels=frame)
                 ye = self._encode_eval_labels(np.asarray(item[1]), i)
                 evals.append((Xe, ye) + tuple(item[2:]))
         if base_margin_eval_set is not None and evals is None:
             raise ValueError("base_margin_eval_set is given without eval_set")
         if base_margin is not None and is_real(base_margin):
-            raise TypeError("base_margin of fit() is one margin per row, (N,) or (N, K), "
-                            "as in XGBoost; got a number")
+            raise TypeError(
+                "base_margin of fit() is one margin per row, (N,) or (N, K), "
+                "as in XGBoost; got a number"
+            )
         names = getattr(self, "feature_names_in_", None)
         kw = self._train_kwargs()
         if verbose is not None:
             kw["verbose"] = verbose
         given = [] if self.categorical_features is None else list(self.categorical_features)
-        cat = given + [f for f in sorted(frame) if f not in given and
-                       (names is None or names[f] not in given)]
-        booster = train(objective, X, y_train, sample_weight=sample_weight,
-                        eval_set=evals, n_outputs=n_outputs, link=link,
-                        feature_names=None if names is None else list(names),
-                        base_margin=base_margin, eval_base_margin=base_margin_eval_set,
-                        categorical_features=cat or None, **kw)
+        cat = given + [
+            f for f in sorted(frame) if f not in given and (names is None or names[f] not in given)
+        ]
+        booster = train(
+            objective,
+            X,
+            y_train,
+            sample_weight=sample_weight,
+            eval_set=evals,
+            n_outputs=n_outputs,
+            link=link,
+            feature_names=None if names is None else list(names),
+            base_margin=base_margin,
+            eval_base_margin=base_margin_eval_set,
+            categorical_features=cat or None,
+            **kw,
+        )
         booster.category_labels = frame or None  # predict re-codes DataFrames by them
         self.booster_ = booster
         return self
@@ -315,8 +369,7 @@ class _JaxBoostModel(BaseEstimator):
 def _check_kwarg(estimator: str, name: str) -> None:
     """A keyword beyond the named parameters must be a ``train`` option (``TypeError``)."""
     if name in _SET_BY_FIT:
-        raise TypeError(f"{estimator} sets train()'s {name!r} itself: use "
-                        f"{_SET_BY_FIT[name]}")
+        raise TypeError(f"{estimator} sets train()'s {name!r} itself: use {_SET_BY_FIT[name]}")
     if name not in OPTIONS:
         raise TypeError(f"{estimator}() got an unexpected keyword argument {name!r}")
 
@@ -338,7 +391,8 @@ def _estimator_init(own: dict):
     __init__.__signature__ = inspect.Signature(
         [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
         + [inspect.Parameter(n, kw, default=d) for n, d in named.items()]
-        + [inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)])
+        + [inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)]
+    )
     return __init__
 
 
@@ -387,8 +441,16 @@ class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
 
     __init__ = _estimator_init(_OWN)
 
-    def fit(self, X, y, sample_weight=None, eval_set=None, base_margin=None,
-            base_margin_eval_set=None, verbose=None):
+    def fit(
+        self,
+        X,
+        y,
+        sample_weight=None,
+        eval_set=None,
+        base_margin=None,
+        base_margin_eval_set=None,
+        verbose=None,
+    ):
         """Train on ``X`` (array or DataFrame, NaN = missing) and ``y``.
 
         Args:
@@ -406,11 +468,13 @@ class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
         Returns:
           self.
         """
+
         def encode(y, sample_weight):
             return self.objective, None, y, self.link
 
-        return self._fit(X, y, sample_weight, eval_set, encode, base_margin,
-                         base_margin_eval_set, verbose)
+        return self._fit(
+            X, y, sample_weight, eval_set, encode, base_margin, base_margin_eval_set, verbose
+        )
 
     def predict(self, X, base_margin=None) -> np.ndarray:
         """The objective's response for each row: ``(N,)`` (``(N, K)`` for K outputs);
@@ -454,8 +518,7 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
 
     _y_numeric = False
 
-    __init__ = _estimator_init(dict(_OWN, objective="auto", link="auto",
-                                    scale_pos_weight=1.0))
+    __init__ = _estimator_init(dict(_OWN, objective="auto", link="auto", scale_pos_weight=1.0))
 
     def _resolved_objective(self, n_classes):
         """(objective for train, n_outputs for train)."""
@@ -478,8 +541,16 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
             return "sigmoid" if n_classes == 2 else "softmax"
         return self.link
 
-    def fit(self, X, y, sample_weight=None, eval_set=None, base_margin=None,
-            base_margin_eval_set=None, verbose=None):
+    def fit(
+        self,
+        X,
+        y,
+        sample_weight=None,
+        eval_set=None,
+        base_margin=None,
+        base_margin_eval_set=None,
+        verbose=None,
+    ):
         """Train on ``X`` (array or DataFrame, NaN = missing) and labels ``y``.
 
         Args:
@@ -493,22 +564,30 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
         Returns:
           self.
         """
+
         def encode(y, sample_weight):
             check_classification_targets(y)
             classes, codes = np.unique(y, return_inverse=True)
             present = classes if sample_weight is None else np.unique(y[sample_weight > 0])
             if len(present) < 2:
                 where = "" if sample_weight is None else " with a positive sample_weight"
-                raise ValueError(f"{type(self).__name__} needs at least 2 classes in y"
-                                 f"{where}; got 1 class: {present[0]!r}")
+                raise ValueError(
+                    f"{type(self).__name__} needs at least 2 classes in y"
+                    f"{where}; got 1 class: {present[0]!r}"
+                )
             self.classes_ = classes
             self.n_classes_ = len(classes)
             objective, n_outputs = self._resolved_objective(len(classes))
-            return (objective, n_outputs, codes.astype(np.float32),
-                    self._resolved_link(objective, len(classes)))
+            return (
+                objective,
+                n_outputs,
+                codes.astype(np.float32),
+                self._resolved_link(objective, len(classes)),
+            )
 
-        return self._fit(X, y, sample_weight, eval_set, encode, base_margin,
-                         base_margin_eval_set, verbose)
+        return self._fit(
+            X, y, sample_weight, eval_set, encode, base_margin, base_margin_eval_set, verbose
+        )
 
     def _class_weights(self, y_train, sample_weight):
         """``sample_weight`` with the positive class's rows scaled by
@@ -519,11 +598,12 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
         if float(spw) == 1.0:
             return sample_weight
         if self.n_classes_ != 2:
-            raise ValueError(f"scale_pos_weight is for two classes; y has "
-                             f"{self.n_classes_}: pass sample_weight per row instead")
+            raise ValueError(
+                f"scale_pos_weight is for two classes; y has "
+                f"{self.n_classes_}: pass sample_weight per row instead"
+            )
         w = np.ones(len(y_train), np.float32) if sample_weight is None else sample_weight
-        return (w * np.where(y_train == 1, np.float32(spw), np.float32(1))).astype(
-            np.float32)
+        return (w * np.where(y_train == 1, np.float32(spw), np.float32(1))).astype(np.float32)
 
     def _encode_eval_labels(self, y, i):
         y = np.ravel(y)
@@ -531,8 +611,9 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
         codes = np.clip(codes, 0, len(self.classes_) - 1)
         unknown = self.classes_[codes] != y
         if unknown.any():
-            raise ValueError(f"eval_set[{i}] has labels not seen in y: "
-                             f"{np.unique(y[unknown])[:10].tolist()}")
+            raise ValueError(
+                f"eval_set[{i}] has labels not seen in y: {np.unique(y[unknown])[:10].tolist()}"
+            )
         return codes.astype(np.float32)
 
     def predict_proba(self, X, base_margin=None) -> np.ndarray:
@@ -543,8 +624,9 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
         if isinstance(booster.objective, Objective):
             out = np.asarray(booster.predict(X, base_margin=base_margin), np.float64)
         else:  # a plain callable: margins read as logits
-            margin = np.asarray(booster.predict(X, output_margin=True,
-                                                base_margin=base_margin), np.float64)
+            margin = np.asarray(
+                booster.predict(X, output_margin=True, base_margin=base_margin), np.float64
+            )
             out = _sigmoid(margin) if margin.ndim == 1 else _softmax(margin)
         if out.ndim == 1:
             p = np.clip(out, 0.0, 1.0)

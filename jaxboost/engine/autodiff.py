@@ -64,11 +64,18 @@ def split_loss(loss, loss_params=None):
     """
     if isinstance(loss, Hyperparameters):
         if loss_params:
-            raise TypeError(f"loss_params is for plain callables; set the hyperparameters "
-                            f"of objectives.{loss.name} with objectives.{loss.name}(...)")
+            raise TypeError(
+                f"loss_params is for plain callables; set the hyperparameters "
+                f"of objectives.{loss.name} with objectives.{loss.name}(...)"
+            )
         return loss.traced_split()
-    if loss_params is None and isinstance(loss, functools.partial) and not loss.args and \
-            loss.keywords and all(is_real(v) for v in loss.keywords.values()):
+    if (
+        loss_params is None
+        and isinstance(loss, functools.partial)
+        and not loss.args
+        and loss.keywords
+        and all(is_real(v) for v in loss.keywords.values())
+    ):
         return loss.func, {k: float(v) for k, v in loss.keywords.items()}
     return loss, dict(loss_params or {})
 
@@ -93,8 +100,10 @@ def n_outputs_of(loss) -> int:
     if isinstance(loss, Objective):
         k = loss.outputs
         if k is None:
-            raise ValueError(f"objectives.{loss.name} needs its number of outputs; it is "
-                             f"inferred from the labels in train()")
+            raise ValueError(
+                f"objectives.{loss.name} needs its number of outputs; it is "
+                f"inferred from the labels in train()"
+            )
         return k
     return 1
 
@@ -105,6 +114,7 @@ def _row_grad_hess(loss, n_outputs: int = 1):
         return loss.row_grad_hess()
     d_loss = jax.grad(loss, argnums=1)
     if n_outputs > 1:
+
         def gh_vec(y, f):
             g = d_loss(y, f)
             return g, jax.jacfwd(d_loss, argnums=1)(y, f)
@@ -154,8 +164,7 @@ def grad_hess_diagonal(loss, y, pred):
 
     def entry(k):
         e = jnp.broadcast_to(jax.nn.one_hot(k, K, dtype=pred.dtype), pred.shape)
-        hv = jax.vmap(lambda yy, f, v: jax.jvp(lambda p: d_loss(yy, p), (f,), (v,))[1])(
-            y, pred, e)
+        hv = jax.vmap(lambda yy, f, v: jax.jvp(lambda p: d_loss(yy, p), (f,), (v,))[1])(y, pred, e)
         return hv[:, k]
 
     return g, jax.lax.map(entry, jnp.arange(K)).T
@@ -192,8 +201,9 @@ def not_psd(h):
     return lo < -PSD_TOL * scale
 
 
-def apply_hessian_policy(loss, y, pred, h, policy: str, floor: float = HESSIAN_FLOOR,
-                         diagonal: bool = False):
+def apply_hessian_policy(
+    loss, y, pred, h, policy: str, floor: float = HESSIAN_FLOOR, diagonal: bool = False
+):
     r"""The Hessian the trees use, under a policy.
 
     * ``"exact"``: h as autodiff (or the closed form) gives it.
@@ -243,27 +253,45 @@ def apply_hessian_policy(loss, y, pred, h, policy: str, floor: float = HESSIAN_F
         if diagonal:
             return jnp.where(jnp.eye(h.shape[-1], dtype=bool) & (h < 0), floor_h, h)
         bad = not_psd(h)
-        return jax.lax.cond(jnp.any(bad),
-                            lambda: jnp.where(bad[:, None, None], _clip_matrix(h, floor_h), h),
-                            lambda: h)
+        return jax.lax.cond(
+            jnp.any(bad),
+            lambda: jnp.where(bad[:, None, None], _clip_matrix(h, floor_h), h),
+            lambda: h,
+        )
     if policy == "constant":
-        return jnp.ones_like(h) if h.ndim <= 2 else jnp.broadcast_to(
-            jnp.eye(h.shape[-1], dtype=h.dtype), h.shape)
+        return (
+            jnp.ones_like(h)
+            if h.ndim <= 2
+            else jnp.broadcast_to(jnp.eye(h.shape[-1], dtype=h.dtype), h.shape)
+        )
     if policy == "expected":
         fn = loss.row_expected_hessian() if isinstance(loss, Objective) else None
         if fn is None:
-            raise ValueError(f"hessian='expected' needs an objective with an "
-                             f"expected_hessian; {loss_name(loss)} has none")
+            raise ValueError(
+                f"hessian='expected' needs an objective with an "
+                f"expected_hessian; {loss_name(loss)} has none"
+            )
         e = jax.vmap(fn)(y, pred).astype(h.dtype)
         if h.ndim == 2:  # the diagonal of each row's K x K expected Hessian
             e = jnp.diagonal(e.reshape(h.shape + h.shape[-1:]), axis1=1, axis2=2)
         return e.reshape(h.shape)
-    raise ValueError(f"unknown hessian policy {policy!r}; expected one of "
-                     f"'exact', 'clip', 'constant', 'expected', 'clip_negative'")
+    raise ValueError(
+        f"unknown hessian policy {policy!r}; expected one of "
+        f"'exact', 'clip', 'constant', 'expected', 'clip_negative'"
+    )
 
 
-def grad_hess(loss, y, pred, sample_weight=None, *, hessian: str = "exact",
-              floor: float = HESSIAN_FLOOR, diagonal: bool = False, census: bool = False):
+def grad_hess(
+    loss,
+    y,
+    pred,
+    sample_weight=None,
+    *,
+    hessian: str = "exact",
+    floor: float = HESSIAN_FLOOR,
+    diagonal: bool = False,
+    census: bool = False,
+):
     """Per-row g and h of ``loss`` at margins ``pred``.
 
     Args:
@@ -336,7 +364,8 @@ def hessian_census(g, h, counted, *, diagonal: bool = False):
         neg, zero, pos, moves = h < 0, h == 0, h > 0, g != 0
     else:
         finite = jnp.all(jnp.isfinite(g), axis=1) & jnp.all(
-            jnp.isfinite(h), axis=tuple(range(1, h.ndim)))
+            jnp.isfinite(h), axis=tuple(range(1, h.ndim))
+        )
         d = h if h.ndim == 2 else jnp.diagonal(h, axis1=1, axis2=2)
         neg = jnp.any(d < 0, axis=1) if (diagonal or h.ndim == 2) else not_psd(h)
         zero = jnp.all(d == 0, axis=1) & ~neg
@@ -347,12 +376,27 @@ def hessian_census(g, h, counted, *, diagonal: bool = False):
     def count(x):
         return jnp.sum(x & ok, dtype=jnp.int32)
 
-    return jnp.stack([jnp.sum(counted & ~finite, dtype=jnp.int32), count(neg),
-                      count(zero & moves), jnp.sum(counted, dtype=jnp.int32), count(pos)])
+    return jnp.stack(
+        [
+            jnp.sum(counted & ~finite, dtype=jnp.int32),
+            count(neg),
+            count(zero & moves),
+            jnp.sum(counted, dtype=jnp.int32),
+            count(pos),
+        ]
+    )
 
 
-def model_grad_hess(loss, y, pred, sample_weight=None, *, hessian: str = "exact",
-                    floor: float = HESSIAN_FLOOR, diagonal: bool = False):
+def model_grad_hess(
+    loss,
+    y,
+    pred,
+    sample_weight=None,
+    *,
+    hessian: str = "exact",
+    floor: float = HESSIAN_FLOOR,
+    diagonal: bool = False,
+):
     """``grad_hess`` as one compiled program, with the loss's continuous hyperparameters
     traced (``split_loss``), and ``h`` the diagonal ``(N, K)`` when ``diagonal`` (what K
     trees per round, or ``multi_hessian="diagonal"``, use; no ``K x K`` is formed).
@@ -367,18 +411,43 @@ def model_grad_hess(loss, y, pred, sample_weight=None, *, hessian: str = "exact"
       ([-1.0, -1.0], [1.0, 1.0])
     """
     family, values = split_loss(loss)
-    return _model_grad_hess(family, values, y, pred, sample_weight,
-                            jnp.float32(floor), hessian=hessian, diagonal=bool(diagonal))
+    return _model_grad_hess(
+        family,
+        values,
+        y,
+        pred,
+        sample_weight,
+        jnp.float32(floor),
+        hessian=hessian,
+        diagonal=bool(diagonal),
+    )
 
 
 @functools.partial(jax.jit, static_argnames=("family", "hessian", "diagonal"))
 def _model_grad_hess(family, values, y, pred, sample_weight, floor, *, hessian, diagonal):
-    return grad_hess(bind_loss(family, values), y, pred, sample_weight, hessian=hessian,
-                     floor=floor, diagonal=diagonal)
+    return grad_hess(
+        bind_loss(family, values),
+        y,
+        pred,
+        sample_weight,
+        hessian=hessian,
+        floor=floor,
+        diagonal=diagonal,
+    )
 
 
-def start_census(loss, y, pred, w, valid, *, hessian: str, floor: float = HESSIAN_FLOOR,
-                 diagonal: bool = False, loss_params=None):
+def start_census(
+    loss,
+    y,
+    pred,
+    w,
+    valid,
+    *,
+    hessian: str,
+    floor: float = HESSIAN_FLOOR,
+    diagonal: bool = False,
+    loss_params=None,
+):
     """``hessian_census`` of ``loss`` at margins ``pred`` (e.g. the start margins), as
     one compiled program (the loss's continuous hyperparameters traced; with
     ``loss_params``, ``loss`` is the family and these its values, as in
@@ -387,18 +456,34 @@ def start_census(loss, y, pred, w, valid, *, hessian: str, floor: float = HESSIA
     compile a program of its own). ``w`` ``(N,)`` weights, ``valid`` ``(N,)`` real
     rows. Returns a ``(5,)`` int32 JAX array (``CENSUS``)."""
     family, values = split_loss(loss) if loss_params is None else (loss, loss_params)
-    return _start_census(family, values, y, pred, w, valid, jnp.float32(floor),
-                         hessian=hessian, diagonal=bool(diagonal))
+    return _start_census(
+        family,
+        values,
+        y,
+        pred,
+        w,
+        valid,
+        jnp.float32(floor),
+        hessian=hessian,
+        diagonal=bool(diagonal),
+    )
 
 
 @functools.partial(jax.jit, static_argnames=("family", "hessian", "diagonal"))
 def _start_census(family, values, y, pred, w, valid, floor, *, hessian, diagonal):
     pred = pred[0]
-    g, _, seen = grad_hess(bind_loss(family, values), y, pred, None, hessian=hessian,
-                           floor=floor, diagonal=diagonal, census=True)
+    g, _, seen = grad_hess(
+        bind_loss(family, values),
+        y,
+        pred,
+        None,
+        hessian=hessian,
+        floor=floor,
+        diagonal=diagonal,
+        census=True,
+    )
     if seen is None:
-        seen = jnp.ones(pred.shape if pred.ndim == 1 or diagonal else
-                        pred.shape + pred.shape[-1:])
+        seen = jnp.ones(pred.shape if pred.ndim == 1 or diagonal else pred.shape + pred.shape[-1:])
     return hessian_census(g, seen, valid & (w > 0), diagonal=diagonal)
 
 
@@ -411,31 +496,48 @@ def check_loss(loss, y_row, pred_row):
     """
     name = loss_name(loss)
     if not callable(loss):
-        raise TypeError(f"objective must be a callable loss(y, pred) or an objectives "
-                        f"entry, got {type(loss).__name__}")
+        raise TypeError(
+            f"objective must be a callable loss(y, pred) or an objectives "
+            f"entry, got {type(loss).__name__}"
+        )
     try:
         out = jax.eval_shape(loss, y_row, pred_row)
     except Exception as e:  # the user's code failed while being traced
-        y_text = (f"{y_row.shape} {y_row.dtype}" if hasattr(y_row, "shape") else
-                  "a dict of " + ", ".join(f"{k!r}: {v.shape}" for k, v in y_row.items())
-                  if isinstance(y_row, dict) else repr(y_row))
+        y_text = (
+            f"{y_row.shape} {y_row.dtype}"
+            if hasattr(y_row, "shape")
+            else "a dict of " + ", ".join(f"{k!r}: {v.shape}" for k, v in y_row.items())
+            if isinstance(y_row, dict)
+            else repr(y_row)
+        )
         raise TypeError(
             f"the loss {name} failed when called as loss(y, pred) on one row "
             f"(y {y_text}, pred {pred_row.shape} {pred_row.dtype}): "
-            f"{type(e).__name__}: {e}") from e
+            f"{type(e).__name__}: {e}"
+        ) from e
     if not hasattr(out, "shape") or out.shape != ():
         shape = getattr(out, "shape", type(out).__name__)
         raise LossError(
             f"the loss {name} must return a scalar for one row, but returned shape "
             f"{shape} (before round 0). Write the loss for a single row "
-            f"(y and pred scalars); jaxboost vmaps it over rows.")
+            f"(y and pred scalars); jaxboost vmaps it over rows."
+        )
     if not jnp.issubdtype(out.dtype, jnp.floating):
-        raise LossError(f"the loss {name} must return a floating-point scalar, "
-                        f"got dtype {out.dtype} (before round 0)")
+        raise LossError(
+            f"the loss {name} must return a floating-point scalar, "
+            f"got dtype {out.dtype} (before round 0)"
+        )
 
 
-def fit_base_margin(loss, y, sample_weight=None, n_outputs: int = 1, *,
-                    exact_rows: int | None = None, loss_params=None):
+def fit_base_margin(
+    loss,
+    y,
+    sample_weight=None,
+    n_outputs: int = 1,
+    *,
+    exact_rows: int | None = None,
+    loss_params=None,
+):
     r"""The constant margin minimising the weighted loss, for any loss.
 
     .. math:: c^* = \arg\min_c \sum_i w_i\,\ell(y_i, c)
@@ -496,8 +598,11 @@ def fit_base_margin(loss, y, sample_weight=None, n_outputs: int = 1, *,
     return fit(family, values, y, sample_weight, exact, n_total)
 
 
-QUICK_COMPILE = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False,
-                 "xla_llvm_disable_expensive_passes": True}
+QUICK_COMPILE = {
+    "xla_backend_optimization_level": 0,
+    "xla_cpu_use_fusion_emitters": False,
+    "xla_llvm_disable_expensive_passes": True,
+}
 """XLA options for the base-margin fit on few rows: it runs once per training call, so
 on few rows its compile time is what the user waits for (0.49 -> 0.18 s for logistic,
 0.53 -> 0.13 s for 10-class softmax, 1,536 rows); on many rows its unoptimised loops
@@ -550,6 +655,7 @@ def _newton_phase(total, sums):
     """Phase 1 of the scalar base-margin fit (under ``enable_x64``): safeguarded Newton
     from 0 on the weighted loss ``total(c)`` and its derivative sums ``sums(c) -> (G,
     H)``, at most 30 steps; the float64 margin it stops at."""
+
     def step(c):
         G, H = sums(c)
         d = jnp.where(H > 0, -G / jnp.where(H > 0, H, 1.0), -G)
@@ -565,8 +671,9 @@ def _newton_phase(total, sums):
             return (~(l1 <= l0)) & (s > 1e-6)
 
         s, l1 = jax.lax.while_loop(need, shrink, (jnp.float64(1.0), total(c + d)))
-        return jnp.where(l1 <= l0, (c + s * d).astype(FLOAT_DTYPE), c.astype(FLOAT_DTYPE)
-                         ).astype(ACC_DTYPE)
+        return jnp.where(l1 <= l0, (c + s * d).astype(FLOAT_DTYPE), c.astype(FLOAT_DTYPE)).astype(
+            ACC_DTYPE
+        )
 
     def not_done(state):
         i, c, c_prev = state
@@ -576,8 +683,9 @@ def _newton_phase(total, sums):
         i, c, _ = state
         return i + 1, step(c), c
 
-    _, c1, _ = jax.lax.while_loop(not_done, body,
-                                  (jnp.int32(0), jnp.float64(0.0), jnp.float64(jnp.nan)))
+    _, c1, _ = jax.lax.while_loop(
+        not_done, body, (jnp.int32(0), jnp.float64(0.0), jnp.float64(jnp.nan))
+    )
     return c1
 
 
@@ -585,6 +693,7 @@ def _bisect_phase(c1, total, sums):
     """Phase 2 of the scalar base-margin fit: bracket a sign change of G around Newton's
     ``c1``, then bisect; the float32 margin, ``c1``'s unless the bisection's is no worse
     (``total``, ``sums`` as in ``_newton_phase``)."""
+
     def grad_sum(c):
         return sums(c)[0]
 
@@ -604,8 +713,7 @@ def _bisect_phase(c1, total, sums):
 
         k, c = jax.lax.while_loop(wrong, more, (jnp.int32(0), c1 + sign * base))
         G = grad_sum(c)
-        good = jnp.isfinite(G) & jnp.isfinite(total(c)) & \
-            ((G <= 0) if sign < 0 else (G >= 0))
+        good = jnp.isfinite(G) & jnp.isfinite(total(c)) & ((G <= 0) if sign < 0 else (G >= 0))
         return c, good
 
     lo, lo_ok = widen(-1.0)
@@ -659,16 +767,23 @@ def _vector_sums(gh, y, w64, c, K, exact, n_total, chunk=BASE_MARGIN_CHUNK):
     # Padding rows repeat the last row's label with weight 0: their g and h are those of
     # a real row (finite when it is), so the weight alone removes them.
     # y may be side data: an (N, L) array or a dict of (N, ...) arrays; rows only padded.
-    yc = jax.tree.map(lambda a: jnp.pad(a, [(0, pad)] + [(0, 0)] * (a.ndim - 1),
-                                        mode="edge").reshape((n_chunks, rows) + a.shape[1:]), y)
+    yc = jax.tree.map(
+        lambda a: jnp.pad(a, [(0, pad)] + [(0, 0)] * (a.ndim - 1), mode="edge").reshape(
+            (n_chunks, rows) + a.shape[1:]
+        ),
+        y,
+    )
     wc = jnp.pad(w64, (0, pad)).reshape(n_chunks, rows)
 
     if not exact:
+
         def body(acc, xs):
             yy, ww = xs
             g, h = per_row(yy)
-            return (acc[0] + jnp.einsum("n,nk->k", ww, g),
-                    acc[1] + jnp.einsum("n,nij->ij", ww, h)), None
+            return (
+                acc[0] + jnp.einsum("n,nk->k", ww, g),
+                acc[1] + jnp.einsum("n,nij->ij", ww, h),
+            ), None
 
         zero = (jnp.zeros(K, ACC_DTYPE), jnp.zeros((K, K), ACC_DTYPE))
         return jax.lax.scan(body, zero, (yc, wc))[0]
@@ -688,8 +803,10 @@ def _vector_sums(gh, y, w64, c, K, exact, n_total, chunk=BASE_MARGIN_CHUNK):
 
     def grid_body(acc, xs):
         g, h = part(*xs)
-        return (acc[0] + jnp.sum(jnp.round(g * sg), axis=0),
-                acc[1] + jnp.sum(jnp.round(h * sh), axis=0)), None
+        return (
+            acc[0] + jnp.sum(jnp.round(g * sg), axis=0),
+            acc[1] + jnp.sum(jnp.round(h * sh), axis=0),
+        ), None
 
     zero = (jnp.zeros(K, ACC_DTYPE), jnp.zeros((K, K), ACC_DTYPE))
     G, H = jax.lax.scan(grid_body, zero, (yc, wc))[0]
@@ -740,15 +857,17 @@ def _fit_base_margin_vector_impl(family, values, y, sample_weight, K, exact=Fals
             new = step(i, c)
             return i + 1, new, jnp.any(new.astype(FLOAT_DTYPE) != c.astype(FLOAT_DTYPE))
 
-        _, c, _ = jax.lax.while_loop(more, advance, (jnp.asarray(0, jnp.int32),
-                                                     jnp.zeros(K, ACC_DTYPE),
-                                                     jnp.asarray(True)))
+        _, c, _ = jax.lax.while_loop(
+            more, advance, (jnp.asarray(0, jnp.int32), jnp.zeros(K, ACC_DTYPE), jnp.asarray(True))
+        )
         return c.astype(FLOAT_DTYPE)
 
 
 _fit_base_margin = jax.jit(_fit_base_margin_impl, static_argnums=(0, 4))
-_fit_base_margin_quick = jax.jit(_fit_base_margin_impl, static_argnums=(0, 4),
-                                 compiler_options=QUICK_COMPILE)
+_fit_base_margin_quick = jax.jit(
+    _fit_base_margin_impl, static_argnums=(0, 4), compiler_options=QUICK_COMPILE
+)
 _fit_base_margin_vector = jax.jit(_fit_base_margin_vector_impl, static_argnums=(0, 4, 5))
-_fit_base_margin_vector_quick = jax.jit(_fit_base_margin_vector_impl, static_argnums=(0, 4, 5),
-                                        compiler_options=QUICK_COMPILE)
+_fit_base_margin_vector_quick = jax.jit(
+    _fit_base_margin_vector_impl, static_argnums=(0, 4, 5), compiler_options=QUICK_COMPILE
+)

@@ -142,7 +142,7 @@ class BinEdges:
         table = np.full((self.n_features, self.n_bins), np.inf, FLOAT_DTYPE)
         table[:, 0] = -np.inf
         width = min(self.cuts.shape[1], self.n_bins - 1)  # cuts past n_cuts are +inf
-        table[:, 1: 1 + width] = self.cuts[:, :width]
+        table[:, 1 : 1 + width] = self.cuts[:, :width]
         return table
 
 
@@ -210,7 +210,7 @@ def _midpoints(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         mid = (lo + hi) * FLOAT_DTYPE(0.5)
     bad = ~np.isfinite(mid)
     if bad.any():  # overflow of lo + hi near float32 max
-        mid[bad] = (lo[bad] * FLOAT_DTYPE(0.5) + hi[bad] * FLOAT_DTYPE(0.5))
+        mid[bad] = lo[bad] * FLOAT_DTYPE(0.5) + hi[bad] * FLOAT_DTYPE(0.5)
     return mid
 
 
@@ -266,8 +266,9 @@ def _category_edges(col, max_bin):
     return np.arange(int(codes[-1]), dtype=FLOAT_DTYPE) + FLOAT_DTYPE(0.5), seen
 
 
-def compute_bin_edges(X: np.ndarray, max_bin: int = 256, sample_weight=None,
-                      seed: int = 0, categorical=None) -> BinEdges:
+def compute_bin_edges(
+    X: np.ndarray, max_bin: int = 256, sample_weight=None, seed: int = 0, categorical=None
+) -> BinEdges:
     """Per-feature quantile bin edges.
 
     Args:
@@ -377,8 +378,7 @@ class EdgeBuilder:
             if sample is None and values.shape[0] > QUANTILE_SAMPLE_ROWS:
                 # this feature's own sample: drawn in feature order (sparse input)
                 with self.lock:
-                    idx = self.rng.choice(values.shape[0], QUANTILE_SAMPLE_ROWS,
-                                          replace=False)
+                    idx = self.rng.choice(values.shape[0], QUANTILE_SAMPLE_ROWS, replace=False)
                 sample = (values[idx], None if weights is None else weights[idx])
             c, nd = _feature_cuts(values, weights, self.max_bin - 1, self.rng, sample)
         if self.narrow:
@@ -396,9 +396,15 @@ class EdgeBuilder:
             cuts = np.full((self.n_cuts.shape[0], width), np.inf, dtype=FLOAT_DTYPE)
             for f, c in self.cuts.items():
                 cuts[f, : c.shape[0]] = c
-        return BinEdges(cuts=cuts, n_cuts=self.n_cuts, has_missing=self.has_missing,
-                        n_distinct=self.n_distinct, max_bin=self.max_bin,
-                        categories=self.seen, categorical=self.cat)
+        return BinEdges(
+            cuts=cuts,
+            n_cuts=self.n_cuts,
+            has_missing=self.has_missing,
+            n_distinct=self.n_distinct,
+            max_bin=self.max_bin,
+            categories=self.seen,
+            categorical=self.cat,
+        )
 
 
 def _unseen_to_missing(X, edges, out, row_major):
@@ -420,8 +426,7 @@ def _unseen_to_missing(X, edges, out, row_major):
 def _native_binning(X, edges, out, row_major) -> bool:
     """Bin with the native kernel when it is built (about 10x faster than NumPy's
     searchsorted per feature); ``False`` when it is not available."""
-    if not (out.flags.c_contiguous and out.dtype == np.uint8
-            and edges.n_bins <= NARROW_BIN_LIMIT):
+    if not (out.flags.c_contiguous and out.dtype == np.uint8 and edges.n_bins <= NARROW_BIN_LIMIT):
         return False
     try:
         from .. import native
@@ -435,13 +440,20 @@ def _native_binning(X, edges, out, row_major) -> bool:
     real = np.arange(width)[None, :] < edges.n_cuts[:, None]
     cuts[:, :width] = np.where(real, edges.cuts[:, :width], np.nan)
     workers = min(native.default_threads(), 8) if X.shape[0] * F >= 1 << 18 else 1
-    native.apply_bins(np.ascontiguousarray(X), cuts, edges.missing_bin, out,
-                      row_major=row_major, n_threads=workers)
+    native.apply_bins(
+        np.ascontiguousarray(X),
+        cuts,
+        edges.missing_bin,
+        out,
+        row_major=row_major,
+        n_threads=workers,
+    )
     return True
 
 
-def apply_bins(X: np.ndarray, edges: BinEdges, *, out: np.ndarray | None = None,
-               row_major: bool = False) -> np.ndarray:
+def apply_bins(
+    X: np.ndarray, edges: BinEdges, *, out: np.ndarray | None = None, row_major: bool = False
+) -> np.ndarray:
     """Bin raw features with the given edges.
 
     Args:

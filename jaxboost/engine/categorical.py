@@ -80,10 +80,13 @@ class CatInfo(NamedTuple):
     def block(self, f0, size: int) -> "CatInfo":
         """The features ``f0 .. f0 + size - 1`` (``f0`` may be traced), without
         ``index``."""
+
         def sl(a):
             return jax.lax.dynamic_slice_in_dim(a, f0, size, 0)
-        return CatInfo(sl(self.kind), sl(self.n_cats), sl(self.seen), None,
-                       self.max_cat_threshold, self.codes)
+
+        return CatInfo(
+            sl(self.kind), sl(self.n_cats), sl(self.seen), None, self.max_cat_threshold, self.codes
+        )
 
 
 def cat_info(edges, max_cat_to_onehot: int, max_cat_threshold: int) -> Optional[CatInfo]:
@@ -104,13 +107,20 @@ def cat_info(edges, max_cat_to_onehot: int, max_cat_threshold: int) -> Optional[
     seen = np.asarray(edges.categories, bool)
     present = seen.any(axis=1)
     n_cats = np.where(cat & present, np.asarray(edges.n_cuts) + 1, 0).astype(np.int32)
-    kind = np.where(cat, np.where(n_cats < max_cat_to_onehot, ONE_HOT, PARTITION),
-                    NUMERIC).astype(np.int32)
+    kind = np.where(cat, np.where(n_cats < max_cat_to_onehot, ONE_HOT, PARTITION), NUMERIC).astype(
+        np.int32
+    )
     # S: independent of the program's bins B (binning.bins_needed makes B > S), so the
     # category sorts and sums are those of bins padded to max_bin.
     width = category_slots(int(n_cats.max()), edges.max_bin)
-    return CatInfo(kind, n_cats, seen[:, :edges.n_bins], np.flatnonzero(cat).astype(np.int32),
-                   np.int32(max_cat_threshold), np.arange(width, dtype=np.int32))
+    return CatInfo(
+        kind,
+        n_cats,
+        seen[:, : edges.n_bins],
+        np.flatnonzero(cat).astype(np.int32),
+        np.int32(max_cat_threshold),
+        np.arange(width, dtype=np.int32),
+    )
 
 
 def _category_gains(P, Pp, dyn, cat: CatInfo, gains):
@@ -140,8 +150,9 @@ def _category_gains(P, Pp, dyn, cat: CatInfo, gains):
     Pm = Ppb - jnp.sum(Pv, axis=3, keepdims=True)
     one_a = gains(Ppb - Pv, Pv)
     one_b = gains(Ppb - Pv - Pm, Pv + Pm)
-    one = jnp.stack([jnp.where(valid, one_a, -jnp.inf), jnp.where(valid, one_b, -jnp.inf)],
-                    axis=-1).reshape(C, n, 2 * S)
+    one = jnp.stack(
+        [jnp.where(valid, one_a, -jnp.inf), jnp.where(valid, one_b, -jnp.inf)], axis=-1
+    ).reshape(C, n, 2 * S)
     one = jnp.pad(one, ((0, 0), (0, 0), (0, 2 * (V - S))), constant_values=-jnp.inf)
     # Partition: categories sorted by weight (stable), prefix sums both ways.
     key = jnp.where(valid, calc_weight(Pv[0], Pv[1], dyn).astype(FLOAT_DTYPE), jnp.inf)
@@ -155,9 +166,13 @@ def _category_gains(P, Pp, dyn, cat: CatInfo, gains):
     bwd = gains(L, Ppb - L)
     ok = slot < jnp.minimum(cat.max_cat_threshold, n_cats) - 1
     pad = ((0, 0), (0, 0), (0, V - S))
-    part = jnp.concatenate([jnp.pad(jnp.where(ok, fwd, -jnp.inf), pad, constant_values=-jnp.inf),
-                            jnp.pad(jnp.where(ok, bwd, -jnp.inf), pad, constant_values=-jnp.inf)],
-                           axis=-1)
+    part = jnp.concatenate(
+        [
+            jnp.pad(jnp.where(ok, fwd, -jnp.inf), pad, constant_values=-jnp.inf),
+            jnp.pad(jnp.where(ok, bwd, -jnp.inf), pad, constant_values=-jnp.inf),
+        ],
+        axis=-1,
+    )
     onehot = (cat.kind == ONE_HOT)[:, None, None]
     return jnp.where(onehot, one, part), order
 
@@ -170,15 +185,18 @@ def _rules(hists, totals, dyn, forward_ok, idx, node, *, clipped, any_forward):
     (G, H), (Gp, Hp) = hists, totals
     if node is None:
         score = calc_score if clipped else _plain_score
-        gain_a, gain_b = numeric_gains(G, H, Gp, Hp, dyn, forward_ok, score=score,
-                                       any_forward=any_forward)
+        gain_a, gain_b = numeric_gains(
+            G, H, Gp, Hp, dyn, forward_ok, score=score, any_forward=any_forward
+        )
         spb = score(Gp, Hp, dyn)[None, :, None]
 
         def plain_gains(L, R):
             return _pass_gains(L[0], L[1], R[0], R[1], spb, dyn, score)
+
         return gain_a, gain_b, jnp.stack([G[idx], H[idx]]), jnp.stack([Gp, Hp]), plain_gains
-    gain_a, gain_b = constrained_gains(G, H, Gp, Hp, dyn, forward_ok, node, clipped=clipped,
-                                       any_forward=any_forward)
+    gain_a, gain_b = constrained_gains(
+        G, H, Gp, Hp, dyn, forward_ok, node, clipped=clipped, any_forward=any_forward
+    )
     sub = dict(node, sign=node["sign"][idx]) if "sign" in node else node
     rule = gain_rule(Gp, Hp, dyn, sub, clipped=clipped)
     P, Pp = [G[idx], H[idx]], [Gp, Hp]
@@ -190,11 +208,22 @@ def _rules(hists, totals, dyn, forward_ok, idx, node, *, clipped, any_forward):
     def gains(L, R):
         gain = rule(L[0], L[1], R[0], R[1])
         return gain if "C" not in node else rows_ok(gain, L[2], R[2], k)
+
     return gain_a, gain_b, jnp.stack(P), jnp.stack(Pp), gains
 
 
-def find_best_splits(hists, totals, dyn, forward_ok, cat: CatInfo, *, clipped: bool = True,
-                     any_forward: bool = True, feature_mask=None, node=None):
+def find_best_splits(
+    hists,
+    totals,
+    dyn,
+    forward_ok,
+    cat: CatInfo,
+    *,
+    clipped: bool = True,
+    any_forward: bool = True,
+    feature_mask=None,
+    node=None,
+):
     """``split.find_best_splits`` with categorical features.
 
     Args:
@@ -216,11 +245,11 @@ def find_best_splits(hists, totals, dyn, forward_ok, cat: CatInfo, *, clipped: b
     F, n, B = hists[0].shape
     V = B - 1
     idx = jnp.arange(F, dtype=INDEX_DTYPE) if cat.index is None else cat.index
-    sub = CatInfo(cat.kind[idx], cat.n_cats[idx], None, None, cat.max_cat_threshold,
-                  cat.codes)
+    sub = CatInfo(cat.kind[idx], cat.n_cats[idx], None, None, cat.max_cat_threshold, cat.codes)
     with jax.enable_x64(True):
-        gain_a, gain_b, P, Pp, gains = _rules(hists, totals, dyn, forward_ok, idx, node,
-                                              clipped=clipped, any_forward=any_forward)
+        gain_a, gain_b, P, Pp, gains = _rules(
+            hists, totals, dyn, forward_ok, idx, node, clipped=clipped, any_forward=any_forward
+        )
         if gain_a is None:
             gain_a = jnp.full_like(gain_b, -jnp.inf)
         gain = jnp.concatenate([gain_a, gain_b], axis=-1)  # (F, n, 2 V)
@@ -244,8 +273,11 @@ def _decode(s, order, cat: CatInfo, idx, V):
     nodes = jnp.arange(n, dtype=INDEX_DTYPE)
     S = order.shape[-1]  # the bins that can hold categories (CatInfo.codes)
     o = order[pos, nodes]  # (n, S)
-    rank = jnp.zeros((n, S), INDEX_DTYPE).at[nodes[:, None], o].set(
-        jnp.arange(S, dtype=INDEX_DTYPE)[None, :])
+    rank = (
+        jnp.zeros((n, S), INDEX_DTYPE)
+        .at[nodes[:, None], o]
+        .set(jnp.arange(S, dtype=INDEX_DTYPE)[None, :])
+    )
     forward = j < V
     k = jnp.where(forward, j + 1, cat.n_cats[f] - (j - V + 1))  # categories going right
     code = jnp.arange(S, dtype=INDEX_DTYPE)[None, :]
@@ -254,13 +286,17 @@ def _decode(s, order, cat: CatInfo, idx, V):
     dl_cat = jnp.where(one, j % 2 == 0, forward)
     left_v = jnp.where(cat.seen[f][:, :S], left_v, dl_cat[:, None])
     # codes S .. V - 1 were never seen, and the missing-value bin: the default way
-    left_cat = jnp.concatenate([left_v, jnp.broadcast_to(dl_cat[:, None], (n, V - S + 1))],
-                               axis=1)
+    left_cat = jnp.concatenate([left_v, jnp.broadcast_to(dl_cat[:, None], (n, V - S + 1))], axis=1)
     bins = jnp.arange(B, dtype=INDEX_DTYPE)[None, :]
     left_num = jnp.where(bins == B - 1, dl[:, None], bins < tbin[:, None])
-    return dict(gain=s["gain"], feature=f, tbin=jnp.where(is_cat, 0, tbin),
-                default_left=jnp.where(is_cat, dl_cat, dl), is_cat=is_cat,
-                left=jnp.where(is_cat[:, None], left_cat, left_num))
+    return dict(
+        gain=s["gain"],
+        feature=f,
+        tbin=jnp.where(is_cat, 0, tbin),
+        default_left=jnp.where(is_cat, dl_cat, dl),
+        is_cat=is_cat,
+        left=jnp.where(is_cat[:, None], left_cat, left_num),
+    )
 
 
 def children_sums(Gh, Hh, s):
@@ -303,7 +339,7 @@ def pack_bits(left):
     B = left.shape[-1]
     width = 32 * N_WORDS
     if B < width:
-        fill = jnp.broadcast_to(left[..., B - 1:B], left.shape[:-1] + (width - B,))
+        fill = jnp.broadcast_to(left[..., B - 1 : B], left.shape[:-1] + (width - B,))
         left = jnp.concatenate([left, fill], axis=-1)
     words = left.reshape(left.shape[:-1] + (N_WORDS, 32)).astype(jnp.uint32)
     return jnp.sum(words << jnp.arange(32, dtype=jnp.uint32), axis=-1, dtype=jnp.uint32)

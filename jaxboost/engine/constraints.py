@@ -159,6 +159,7 @@ def gain_rule(Gp, Hp, dyn, node, *, clipped: bool = True):
 
         def plain_gains(GL, HL, GR, HR):
             return _pass_gains(GL, HL, GR, HR, sp, dyn, score)
+
         return plain_gains
     lam = dyn.reg_lambda
     lo, hi = node["lo"][None, :, None], node["hi"][None, :, None]
@@ -169,10 +170,10 @@ def gain_rule(Gp, Hp, dyn, node, *, clipped: bool = True):
     def gains(GL, HL, GR, HR):
         wl = bounded_weight(GL, HL, dyn, lo, hi)
         wr = bounded_weight(GR, HR, dyn, lo, hi)
-        gain = (score_given_weight(GL, HL, wl, lam)
-                + score_given_weight(GR, HR, wr, lam)) - sp
+        gain = (score_given_weight(GL, HL, wl, lam) + score_given_weight(GR, HR, wr, lam)) - sp
         ordered = (sign == 0) | ((sign > 0) & (wl <= wr)) | ((sign < 0) & (wl >= wr))
         return jnp.where((HL >= mcw) & (HR >= mcw) & ordered, gain, -jnp.inf)
+
     return gains
 
 
@@ -182,8 +183,9 @@ def rows_ok(gain, CL, CR, k):
     return jnp.where((CL >= k) & (CR >= k), gain, -jnp.inf)
 
 
-def constrained_gains(G, H, Gp, Hp, dyn, forward_ok, node, *, clipped: bool = True,
-                      any_forward: bool = True):
+def constrained_gains(
+    G, H, Gp, Hp, dyn, forward_ok, node, *, clipped: bool = True, any_forward: bool = True
+):
     """``(gain_a, gain_b)``: the ``(F, n, V)`` float32 gains of the threshold candidates
     of ``find_best_constrained``'s two passes (``gain_a`` None unless ``any_forward``),
     as ``split.numeric_gains`` does unconstrained; call in x64 scope."""
@@ -215,8 +217,19 @@ def constrained_gains(G, H, Gp, Hp, dyn, forward_ok, node, *, clipped: bool = Tr
     return gain_a, gain_b
 
 
-def find_best_constrained(G, H, Gp, Hp, dyn, forward_ok, node, *, clipped: bool = True,
-                          any_forward: bool = True, feature_mask=None):
+def find_best_constrained(
+    G,
+    H,
+    Gp,
+    Hp,
+    dyn,
+    forward_ok,
+    node,
+    *,
+    clipped: bool = True,
+    any_forward: bool = True,
+    feature_mask=None,
+):
     """``split.find_best_splits`` under constraints.
 
     Args:
@@ -248,8 +261,9 @@ def find_best_constrained(G, H, Gp, Hp, dyn, forward_ok, node, *, clipped: bool 
       0.0
     """
     with jax.enable_x64(True):
-        gain_a, gain_b = constrained_gains(G, H, Gp, Hp, dyn, forward_ok, node,
-                                           clipped=clipped, any_forward=any_forward)
+        gain_a, gain_b = constrained_gains(
+            G, H, Gp, Hp, dyn, forward_ok, node, clipped=clipped, any_forward=any_forward
+        )
     return pick_best(gain_a, gain_b, feature_mask)
 
 
@@ -305,8 +319,13 @@ class TreeConstraints:
         if self.spec.monotone:
             idx = _pow2(d) - 1 + jnp.arange(W, dtype=INDEX_DTYPE)
             parent = jnp.maximum((idx - 1) // 2, 0)
-            out.update(lo=state["lo"][idx], hi=state["hi"][idx], plo=state["lo"][parent],
-                       phi=state["hi"][parent], sign=self.values.monotone)
+            out.update(
+                lo=state["lo"][idx],
+                hi=state["hi"][idx],
+                plo=state["lo"][parent],
+                phi=state["hi"][parent],
+                sign=self.values.monotone,
+            )
         if self.spec.min_leaf:
             out["k"] = self.values.min_leaf
             if count_hist is not None:  # (a blocked level adds each block's: ``block``)
@@ -331,9 +350,18 @@ class TreeConstraints:
         chunk's histograms ``hists = (G, H)`` and totals ``totals = (Gp, Hp)``, with
         the chunk's part of ``lvl``; ``chunk = (k, c)``: nodes ``k c .. k c + c - 1``."""
         (Gh, Hh), (Gt, Ht) = hists, totals
-        return find_best_constrained(Gh, Hh, Gt, Ht, dyn, fok, self.chunk(lvl, chunk),
-                                     clipped=clipped, any_forward=any_forward,
-                                     feature_mask=mask)
+        return find_best_constrained(
+            Gh,
+            Hh,
+            Gt,
+            Ht,
+            dyn,
+            fok,
+            self.chunk(lvl, chunk),
+            clipped=clipped,
+            any_forward=any_forward,
+            feature_mask=mask,
+        )
 
     @staticmethod
     def chunk(lvl: dict, chunk) -> dict:
@@ -392,8 +420,10 @@ class TreeConstraints:
         w = calc_weight(Gn, Hn, dyn).astype(FLOAT_DTYPE)
         exists = (i == 0) | made_split[parent]
         w = jnp.where(exists, jnp.clip(w, state["lo"][parent], state["hi"][parent]), w)
-        bounds = (jnp.where(exists, state["lo"], -FLOAT32_MAX),
-                  jnp.where(exists, state["hi"], FLOAT32_MAX))
+        bounds = (
+            jnp.where(exists, state["lo"], -FLOAT32_MAX),
+            jnp.where(exists, state["hi"], FLOAT32_MAX),
+        )
         return w * dyn.learning_rate, bounds
 
 

@@ -74,9 +74,11 @@ def check_rows(n_total: int) -> None:
       ValueError: quantize=True sums 35184372088832 rows exactly in float64, which ...
     """
     if n_total >= 2 ** (52 - MIN_BITS):
-        raise ValueError(f"quantize=True sums {n_total} rows exactly in float64, which "
-                         f"leaves fewer than {MIN_BITS} bits per gradient; train with "
-                         f"quantize=False")
+        raise ValueError(
+            f"quantize=True sums {n_total} rows exactly in float64, which "
+            f"leaves fewer than {MIN_BITS} bits per gradient; train with "
+            f"quantize=False"
+        )
 
 
 def to_grid(x, n_total, *, reduce_max=_identity):

@@ -60,8 +60,19 @@ def group_index(group, n_rows: int, n_pad: int | None = None) -> np.ndarray:
     return idx
 
 
-def group_grad_hess(loss, y, pred, sample_weight, idx, key=None, *, exact_max=EXACT_MAX_GROUP,
-                    probes=HUTCHINSON_PROBES, hessian="exact", floor=HESSIAN_FLOOR):
+def group_grad_hess(
+    loss,
+    y,
+    pred,
+    sample_weight,
+    idx,
+    key=None,
+    *,
+    exact_max=EXACT_MAX_GROUP,
+    probes=HUTCHINSON_PROBES,
+    hessian="exact",
+    floor=HESSIAN_FLOOR,
+):
     """Per-row g and Hessian diagonal h of a group loss (see the module docs).
 
     Args:
@@ -88,15 +99,26 @@ def group_grad_hess(loss, y, pred, sample_weight, idx, key=None, *, exact_max=EX
       >>> [round(float(v), 4) for v in g]  # softmax(f) - softmax(y) within each group
       [-0.2311, 0.2311, -0.4537, 0.2268, 0.2268]
     """
-    g, h, _ = group_derivatives(loss, y, pred, idx, key, exact_max=exact_max, probes=probes,
-                                hessian=hessian, floor=floor)
+    g, h, _ = group_derivatives(
+        loss, y, pred, idx, key, exact_max=exact_max, probes=probes, hessian=hessian, floor=floor
+    )
     if sample_weight is not None:
         g, h = g * sample_weight, h * sample_weight
     return g, h
 
 
-def group_derivatives(loss, y, pred, idx, key=None, *, exact_max=EXACT_MAX_GROUP,
-                      probes=HUTCHINSON_PROBES, hessian="exact", floor=HESSIAN_FLOOR):
+def group_derivatives(
+    loss,
+    y,
+    pred,
+    idx,
+    key=None,
+    *,
+    exact_max=EXACT_MAX_GROUP,
+    probes=HUTCHINSON_PROBES,
+    hessian="exact",
+    floor=HESSIAN_FLOOR,
+):
     """``group_grad_hess`` before the sample weight, with whether each row's group loss
     value is finite: ``(g, h, value_ok)``, each ``(N,)`` (``value_ok`` bool; rows in no
     group: 0, 0, True). The value comes out of the gradient pass at no extra cost.
@@ -127,7 +149,8 @@ def group_derivatives(loss, y, pred, idx, key=None, *, exact_max=EXACT_MAX_GROUP
             return jax.jvp(lambda q: jax.grad(total)(q, yy, m), (p,), (v,))[1]
 
         hz = jax.vmap(lambda p, yy, m, zz: jax.vmap(lambda v: hvp(p, yy, m, v))(zz))(
-            pg, yg, mask, z)  # (G, P, S)
+            pg, yg, mask, z
+        )  # (G, P, S)
         h = jnp.mean(z * hz, axis=1)
     h = apply_hessian_policy(loss, None, None, h.ravel(), hessian, floor).reshape(h.shape)
     g = jnp.where(mask, g, 0.0)

@@ -150,11 +150,14 @@ def pair_histogram(bins, *, native: bool, max_bin: int, native_threads=None):
         from .. import native as native_kernel
 
         def hist(a, b, node, n, n_active=None):
-            return native_kernel.histogram(bins, a, b, node, n, max_bin,
-                                           n_threads=native_threads, n_active=n_active)
+            return native_kernel.histogram(
+                bins, a, b, node, n, max_bin, n_threads=native_threads, n_active=n_active
+            )
     else:
+
         def hist(a, b, node, n, n_active=None):
             return platform_histogram(bins, a, b, node, n, max_bin)
+
     return hist
 
 
@@ -222,7 +225,7 @@ def leaf_of(pos, is_split, D):
     rep = jnp.arange(2 ** (D + 1) - 1, dtype=INDEX_DTYPE)
     if D == 0:
         return rep[pos]
-    width = 2 ** D
+    width = 2**D
 
     def level(d, rep):
         idx, real = _level_window(d, width)
@@ -237,27 +240,43 @@ def leaf_of(pos, is_split, D):
 def _empty_structure(M, cats=False):
     """Heap arrays of a tree's split decisions, all "no split" (``cats``: with the
     categorical splits' ``is_cat`` and category sets ``bits``)."""
-    out = dict(feature=jnp.zeros(M, INDEX_DTYPE), tbin=jnp.zeros(M, INDEX_DTYPE),
-               default_left=jnp.zeros(M, bool), is_split=jnp.zeros(M, bool),
-               gain=jnp.zeros(M, FLOAT_DTYPE))
+    out = dict(
+        feature=jnp.zeros(M, INDEX_DTYPE),
+        tbin=jnp.zeros(M, INDEX_DTYPE),
+        default_left=jnp.zeros(M, bool),
+        is_split=jnp.zeros(M, bool),
+        gain=jnp.zeros(M, FLOAT_DTYPE),
+    )
     if cats:
-        out.update(is_cat=jnp.zeros(M, bool),
-                   bits=jnp.zeros((M, categorical.N_WORDS), jnp.uint32))
+        out.update(is_cat=jnp.zeros(M, bool), bits=jnp.zeros((M, categorical.N_WORDS), jnp.uint32))
     return out
 
 
 def _record(structure, off, do, s):
     """Write one level's decisions (``do`` which nodes split, ``s`` their best splits)
     at heap offset ``off``."""
-    level = dict(feature=jnp.where(do, s["feature"], 0), tbin=jnp.where(do, s["tbin"], 0),
-                 default_left=do & s["default_left"], is_split=do,
-                 gain=jnp.where(do, s["gain"], 0.0))
+    level = dict(
+        feature=jnp.where(do, s["feature"], 0),
+        tbin=jnp.where(do, s["tbin"], 0),
+        default_left=do & s["default_left"],
+        is_split=do,
+        gain=jnp.where(do, s["gain"], 0.0),
+    )
     if "bits" in structure:
-        level.update(is_cat=do & s["is_cat"], bits=jnp.where(
-            (do & s["is_cat"])[:, None], categorical.pack_bits(s["left"]), jnp.uint32(0)))
-    return {k: jax.lax.dynamic_update_slice(structure[k], level[k].astype(structure[k].dtype),
-                                            (off,) + (off * 0,) * (level[k].ndim - 1))
-            for k in structure}
+        level.update(
+            is_cat=do & s["is_cat"],
+            bits=jnp.where(
+                (do & s["is_cat"])[:, None], categorical.pack_bits(s["left"]), jnp.uint32(0)
+            ),
+        )
+    return {
+        k: jax.lax.dynamic_update_slice(
+            structure[k],
+            level[k].astype(structure[k].dtype),
+            (off,) + (off * 0,) * (level[k].ndim - 1),
+        )
+        for k in structure
+    }
 
 
 def _finish(structure, pos, dyn, cuts_ext, D):
@@ -283,9 +302,14 @@ def split_fields(structure, cuts_ext):
     if "bits" in structure:
         cat = is_split & structure["is_cat"]
         threshold = jnp.where(cat, jnp.float32(jnp.nan), threshold)
-    fields = dict(feature=feature, tbin=tbin, threshold=threshold.astype(FLOAT_DTYPE),
-                  default_left=structure["default_left"] & is_split, is_leaf=~is_split,
-                  gain=jnp.where(is_split, structure["gain"], 0.0).astype(FLOAT_DTYPE))
+    fields = dict(
+        feature=feature,
+        tbin=tbin,
+        threshold=threshold.astype(FLOAT_DTYPE),
+        default_left=structure["default_left"] & is_split,
+        is_leaf=~is_split,
+        gain=jnp.where(is_split, structure["gain"], 0.0).astype(FLOAT_DTYPE),
+    )
     if "bits" in structure:
         fields["cat_bits"] = jnp.where(cat[:, None], structure["bits"], jnp.uint32(0))
     return fields
@@ -306,12 +330,19 @@ def _chunked_splits(find, n, width, *node_args):
     def chunk(k, acc):
         args = [jax.lax.dynamic_slice_in_dim(a, k * c, c, axis) for a, axis in node_args]
         s = find(*args)
-        return {key: jax.lax.dynamic_update_slice_in_dim(
-            acc[key], s[key].astype(acc[key].dtype), k * c, 0) for key in acc}
+        return {
+            key: jax.lax.dynamic_update_slice_in_dim(
+                acc[key], s[key].astype(acc[key].dtype), k * c, 0
+            )
+            for key in acc
+        }
 
-    init = dict(gain=jnp.full(width, -jnp.inf, FLOAT_DTYPE),
-                feature=jnp.zeros(width, INDEX_DTYPE), tbin=jnp.zeros(width, INDEX_DTYPE),
-                default_left=jnp.zeros(width, bool))
+    init = dict(
+        gain=jnp.full(width, -jnp.inf, FLOAT_DTYPE),
+        feature=jnp.zeros(width, INDEX_DTYPE),
+        tbin=jnp.zeros(width, INDEX_DTYPE),
+        default_left=jnp.zeros(width, bool),
+    )
     n_chunks = (n + (c - 1)) // c
     return jax.lax.fori_loop(jnp.int32(0), n_chunks.astype(INDEX_DTYPE), chunk, init)
 
@@ -326,8 +357,9 @@ def _children_sums(S, s, B):
     node_ids = jnp.arange(n, dtype=INDEX_DTYPE)
     bins_idx = jnp.arange(B, dtype=INDEX_DTYPE)
     rows = S[:, s["feature"], node_ids]  # (C, n, B)
-    goes_left = bin_goes_left(bins_idx[None, :], s["tbin"][:, None],
-                              s["default_left"][:, None], B)  # (n, B)
+    goes_left = bin_goes_left(
+        bins_idx[None, :], s["tbin"][:, None], s["default_left"][:, None], B
+    )  # (n, B)
     SL = jnp.sum(jnp.where(goes_left, rows, 0.0), axis=2)
     SR = jnp.sum(jnp.where(goes_left, 0.0, rows), axis=2)
     return jnp.stack([SL, SR], axis=2).reshape(C, 2 * n)
@@ -382,8 +414,19 @@ class SplitRules(NamedTuple):
     constraints: Any = None
 
 
-def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_identity,
-              features=None, rules: Optional[SplitRules] = None):
+def grow_tree(
+    bins,
+    g,
+    h,
+    dyn,
+    cuts_ext,
+    forward_ok,
+    spec: TreeSpec,
+    *,
+    reduce=_identity,
+    features=None,
+    rules: Optional[SplitRules] = None,
+):
     """Grow one tree.
 
     Every level, the root's included, runs in one ``lax.fori_loop`` over
@@ -434,30 +477,55 @@ def grow_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_
       float32 = H); ``leaf`` ``(N,)`` int32, the leaf node of every row.
     """
     if isinstance(bins, tuple):  # CSC bins (training.data.sparse_rows)
-        return _native_sparse_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, spec,
-                                        rules, reduce)
+        return _native_sparse_tree_grow(
+            bins, g, h, dyn, cuts_ext, forward_ok, features, spec, rules, reduce
+        )
     max_depth, max_bin, native, clipped, any_forward, native_threads = spec[:6]
     block = spec.feature_block
     D, B = max_depth, max_bin
     W = max(1, 2 ** (D - 1))  # nodes of the widest level that splits
-    raw_histogram = pair_histogram(bins, native=native, max_bin=B,
-                                   native_threads=native_threads)
+    raw_histogram = pair_histogram(bins, native=native, max_bin=B, native_threads=native_threads)
     bin_of = bin_reader(bins, native)
     F = bins.shape[1] if native else bins.shape[0]
     block = feature_block(F, W, B) if block is None else min(int(block), F)
     cats, cons = SplitRules() if rules is None else rules
-    if (native and cats is None and cons is None and block == F and reduce is _identity
-            and D > 0 and _native_tree()):
+    if (
+        native
+        and cats is None
+        and cons is None
+        and block == F
+        and reduce is _identity
+        and D > 0
+        and _native_tree()
+    ):
         return _native_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, spec)
     if spec.max_leaves > 0:
         raise ValueError(LOSSGUIDE_WHERE)
-    grow = _Grow(bins=bins, g=g, h=h, dyn=dyn, cuts_ext=cuts_ext, forward_ok=forward_ok,
-                 reduce=reduce, cats=cats, cons=cons, D=D, B=B, W=W, F=F, block=block,
-                 native=native, subtract=native or spec.subtract,
-                 native_threads=native_threads, clipped=clipped, any_forward=any_forward,
-                 counted=cons is not None and cons.spec.min_leaf,
-                 raw_histogram=raw_histogram, bin_of=bin_of,
-                 masks=None if features is None else features.levels(W))  # (D, W, F)
+    grow = _Grow(
+        bins=bins,
+        g=g,
+        h=h,
+        dyn=dyn,
+        cuts_ext=cuts_ext,
+        forward_ok=forward_ok,
+        reduce=reduce,
+        cats=cats,
+        cons=cons,
+        D=D,
+        B=B,
+        W=W,
+        F=F,
+        block=block,
+        native=native,
+        subtract=native or spec.subtract,
+        native_threads=native_threads,
+        clipped=clipped,
+        any_forward=any_forward,
+        counted=cons is not None and cons.spec.min_leaf,
+        raw_histogram=raw_histogram,
+        bin_of=bin_of,
+        masks=None if features is None else features.levels(W),
+    )  # (D, W, F)
     with jax.enable_x64(True):
         return grow.tree()
 
@@ -488,9 +556,14 @@ def _decide(acc, alive):
 
 def _full_chunks(Gh, Hh):
     """``hist_chunk`` over whole-level histograms ``(F, width, B)``."""
+
     def hist_chunk(k, c, bufs):
-        return (jax.lax.dynamic_slice_in_dim(Gh, k * c, c, 1),
-                jax.lax.dynamic_slice_in_dim(Hh, k * c, c, 1), bufs)
+        return (
+            jax.lax.dynamic_slice_in_dim(Gh, k * c, c, 1),
+            jax.lax.dynamic_slice_in_dim(Hh, k * c, c, 1),
+            bufs,
+        )
+
     return hist_chunk
 
 
@@ -554,16 +627,24 @@ class _Grow(NamedTuple):
                 cstate["C"] = jnp.zeros((F, W, B), ACC_DTYPE)  # the parent level's counts
         if D > 0 and self.block < F:
             alive = jnp.zeros(W, bool).at[0].set(True)
-            state = jax.lax.fori_loop(0, D, self.blocked_level_step,
-                                      _LevelState(pos, alive, None, structure, Gn, Hn, cstate))
-            pos, structure, Gn, Hn, cstate = (state.pos, state.structure, state.Gn, state.Hn,
-                                              state.cstate)
+            state = jax.lax.fori_loop(
+                0,
+                D,
+                self.blocked_level_step,
+                _LevelState(pos, alive, None, structure, Gn, Hn, cstate),
+            )
+            pos, structure, Gn, Hn, cstate = (
+                state.pos,
+                state.structure,
+                state.Gn,
+                state.Hn,
+                state.cstate,
+            )
         elif D > 0:
             pos, structure, Gn, Hn, cstate = self.levels(pos, structure, Gn, Hn, cstate)
         fields, leaf = _finish(structure, pos, self.dyn, self.cuts_ext, D)
         if cons is None:
-            tree = dict(fields, value=leaf_values(Gn, Hn, self.dyn),
-                        cover=Hn.astype(FLOAT_DTYPE))
+            tree = dict(fields, value=leaf_values(Gn, Hn, self.dyn), cover=Hn.astype(FLOAT_DTYPE))
             return tree, leaf
         value, bounds = cons.leaf_values(cstate, structure["is_split"], Gn, Hn, self.dyn)
         tree = dict(fields, value=value, cover=Hn.astype(FLOAT_DTYPE))
@@ -583,13 +664,19 @@ class _Grow(NamedTuple):
             # Two levels' histograms (parent, current) in one (F, 2 W, B) buffer
             # each for G and H: level d's at node offset (d % 2) * W. The root's
             # waits where level 0 looks for its parent's (offset W).
-            bufs = tuple(jnp.zeros((self.F, 2 * W, self.B), ACC_DTYPE).at[:, W:W + 1].set(x)
-                         for x in (Gh, Hh))
+            bufs = tuple(
+                jnp.zeros((self.F, 2 * W, self.B), ACC_DTYPE).at[:, W : W + 1].set(x)
+                for x in (Gh, Hh)
+            )
         elif W > 1:
             root = tuple(jnp.pad(x, ((0, 0), (0, W - 1), (0, 0))) for x in (Gh, Hh))
         alive = jnp.zeros(W, bool).at[0].set(True)
-        state = jax.lax.fori_loop(0, self.D, functools.partial(self.level_step, root),
-                                  _LevelState(pos, alive, bufs, structure, Gn, Hn, cstate))
+        state = jax.lax.fori_loop(
+            0,
+            self.D,
+            functools.partial(self.level_step, root),
+            _LevelState(pos, alive, bufs, structure, Gn, Hn, cstate),
+        )
         return state.pos, state.structure, state.Gn, state.Hn, state.cstate
 
     def level_totals(self, d, state):
@@ -612,16 +699,19 @@ class _Grow(NamedTuple):
         elif self.subtract:
             hist_chunk = self.subtract_chunks(d, (local, in_level), Ht, n)
         else:
-            hist_chunk = _full_chunks(*jax.lax.cond(
-                d > 0, lambda: self.reduce(self.histogram(local, W)), lambda: root))
+            hist_chunk = _full_chunks(
+                *jax.lax.cond(d > 0, lambda: self.reduce(self.histogram(local, W)), lambda: root)
+            )
         counts, cstate = None, state.cstate
         if self.counted:
             counts, cstate = self.level_counts(d, local, in_level, Ht, cstate)
         lvl = None if cons is None else cons.level(cstate, d, W, counts)
-        s, do, Gc, Hc, bufs = self.split_level(d, Gt, Ht, state.alive, hist_chunk, state.bufs,
-                                               cstate, lvl)
-        return self.next_level(d, (s, do, Gc, Hc), (local, in_level),
-                               state._replace(bufs=bufs, cstate=cstate), lvl)
+        s, do, Gc, Hc, bufs = self.split_level(
+            d, Gt, Ht, state.alive, hist_chunk, state.bufs, cstate, lvl
+        )
+        return self.next_level(
+            d, (s, do, Gc, Hc), (local, in_level), state._replace(bufs=bufs, cstate=cstate), lvl
+        )
 
     def blocked_level_step(self, d, state: _LevelState) -> _LevelState:
         """One level with the features in blocks (``blocked_level``)."""
@@ -643,10 +733,10 @@ class _Grow(NamedTuple):
 
         def smaller_children():
             is_left = (local % 2) == 0
-            in_small = in_level & (
-                is_left == left_small[jnp.minimum(local, W - 1) // 2])
-            return self.reduce(self.histogram(jnp.where(in_small, local // 2, h2), h2,
-                                              n_active=n // 2))
+            in_small = in_level & (is_left == left_small[jnp.minimum(local, W - 1) // 2])
+            return self.reduce(
+                self.histogram(jnp.where(in_small, local // 2, h2), h2, n_active=n // 2)
+            )
 
         def nothing():
             z = jnp.zeros((self.F, h2, B), ACC_DTYPE)
@@ -662,21 +752,27 @@ class _Grow(NamedTuple):
             for small, buf in zip((Gs, Hs), bufs):
                 small = jax.lax.dynamic_slice_in_dim(small, p, cp, 1)
                 large = jax.lax.dynamic_slice_in_dim(buf, parent + p, cp, 1) - small
-                both = jnp.stack([jnp.where(ls, small, large),
-                                  jnp.where(ls, large, small)], axis=2)
+                both = jnp.stack([jnp.where(ls, small, large), jnp.where(ls, large, small)], axis=2)
                 out.append(both.reshape(small.shape[0], c, B))
-            bufs = tuple(jax.lax.dynamic_update_slice_in_dim(buf, o, cur + k * c, 1)
-                         for buf, o in zip(bufs, out))
+            bufs = tuple(
+                jax.lax.dynamic_update_slice_in_dim(buf, o, cur + k * c, 1)
+                for buf, o in zip(bufs, out)
+            )
             return out[0], out[1], bufs
+
         return hist_chunk
 
     def empty_acc(self):
         """The ``(W,)`` no-split values of ``best_splits``' accumulator."""
         width = self.W
-        acc = dict(gain=jnp.full(width, -jnp.inf, FLOAT_DTYPE),
-                   feature=jnp.zeros(width, INDEX_DTYPE), tbin=jnp.zeros(width, INDEX_DTYPE),
-                   default_left=jnp.zeros(width, bool), Gc=jnp.zeros(2 * width, ACC_DTYPE),
-                   Hc=jnp.zeros(2 * width, ACC_DTYPE))
+        acc = dict(
+            gain=jnp.full(width, -jnp.inf, FLOAT_DTYPE),
+            feature=jnp.zeros(width, INDEX_DTYPE),
+            tbin=jnp.zeros(width, INDEX_DTYPE),
+            default_left=jnp.zeros(width, bool),
+            Gc=jnp.zeros(2 * width, ACC_DTYPE),
+            Hc=jnp.zeros(2 * width, ACC_DTYPE),
+        )
         if self.cats is not None:
             acc.update(is_cat=jnp.zeros(width, bool), left=jnp.zeros((width, self.B), bool))
         return acc
@@ -701,16 +797,17 @@ class _Grow(NamedTuple):
         def pairs():
             is_left = (local % 2) == 0
             in_small = in_level & (is_left == left_small[jnp.minimum(local, W - 1) // 2])
-            small = self.count_histogram(raw_histogram, jnp.where(in_small, local // 2, h2),
-                                         h2, n // 2)
+            small = self.count_histogram(
+                raw_histogram, jnp.where(in_small, local // 2, h2), h2, n // 2
+            )
             large = cstate["C"][:, :h2] - small
             ls = left_small[None, :, None]
-            both = jnp.stack([jnp.where(ls, small, large), jnp.where(ls, large, small)],
-                             axis=2)
+            both = jnp.stack([jnp.where(ls, small, large), jnp.where(ls, large, small)], axis=2)
             return both.reshape(small.shape[0], W, B)
 
-        counts = jax.lax.cond(d > 0, pairs,
-                              lambda: self.count_histogram(raw_histogram, local, W, n))
+        counts = jax.lax.cond(
+            d > 0, pairs, lambda: self.count_histogram(raw_histogram, local, W, n)
+        )
         return counts, dict(cstate, C=counts)
 
     def best_splits(self, d, totals, hist_chunk, bufs, view, lvl=None, alive=None):
@@ -752,22 +849,51 @@ class _Grow(NamedTuple):
             mask = None if level_mask is None else sl(level_mask)
             if fcats is not None:
                 node = None if lvl is None else cons.chunk(lvl, (k, c))
-                s = categorical.find_best_splits((Gh, Hh), (sl(Gt), sl(Ht)), dyn, fok, fcats,
-                                                 clipped=clipped, any_forward=any_forward,
-                                                 feature_mask=mask, node=node)
+                s = categorical.find_best_splits(
+                    (Gh, Hh),
+                    (sl(Gt), sl(Ht)),
+                    dyn,
+                    fok,
+                    fcats,
+                    clipped=clipped,
+                    any_forward=any_forward,
+                    feature_mask=mask,
+                    node=node,
+                )
                 s["Gc"], s["Hc"] = categorical.children_sums(Gh, Hh, s)
             else:
                 if lvl is None:
-                    s = find_best_splits(Gh, Hh, sl(Gt), sl(Ht), dyn, fok, clipped=clipped,
-                                         any_forward=any_forward, feature_mask=mask)
+                    s = find_best_splits(
+                        Gh,
+                        Hh,
+                        sl(Gt),
+                        sl(Ht),
+                        dyn,
+                        fok,
+                        clipped=clipped,
+                        any_forward=any_forward,
+                        feature_mask=mask,
+                    )
                 else:
-                    s = cons.find((Gh, Hh), (sl(Gt), sl(Ht)), dyn, fok, mask, lvl, (k, c),
-                                  clipped=clipped, any_forward=any_forward)
+                    s = cons.find(
+                        (Gh, Hh),
+                        (sl(Gt), sl(Ht)),
+                        dyn,
+                        fok,
+                        mask,
+                        lvl,
+                        (k, c),
+                        clipped=clipped,
+                        any_forward=any_forward,
+                    )
                 s["Gc"] = _children_sums(Gh[None], s, B)[0]  # (2 c,)
                 s["Hc"] = _children_sums(Hh[None], s, B)[0]
-            acc = {key: jax.lax.dynamic_update_slice_in_dim(
-                acc[key], s[key].astype(acc[key].dtype), k * c * acc[key].shape[0] // width, 0)
-                for key in acc}
+            acc = {
+                key: jax.lax.dynamic_update_slice_in_dim(
+                    acc[key], s[key].astype(acc[key].dtype), k * c * acc[key].shape[0] // width, 0
+                )
+                for key in acc
+            }
             return acc, bufs
 
         acc = self.empty_acc()
@@ -785,8 +911,7 @@ class _Grow(NamedTuple):
     def split_level(self, d, Gt, Ht, alive, hist_chunk, bufs, cstate=None, lvl=None):
         """``_decide`` on ``best_splits`` over every feature; ``(s, do, Gc, Hc, bufs)``."""
         view = (self.forward_ok, self.level_mask(d, cstate), self.cats)
-        acc, bufs = self.best_splits(d, (Gt, Ht), hist_chunk, bufs, view, lvl=lvl,
-                                     alive=alive)
+        acc, bufs = self.best_splits(d, (Gt, Ht), hist_chunk, bufs, view, lvl=lvl, alive=alive)
         return _decide(acc, alive) + (bufs,)
 
     def blocked_level(self, d, Gt, Ht, alive, local, n_active, cstate=None, lvl=None):
@@ -798,20 +923,29 @@ class _Grow(NamedTuple):
 
         def one_block(b, best):
             f0 = jnp.minimum(b * block, F - block)  # the last block may overlap the one before
-            block_bins = jax.lax.dynamic_slice_in_dim(self.bins, f0, block,
-                                                      1 if self.native else 0)
-            hist = pair_histogram(block_bins, native=self.native, max_bin=self.B,
-                                  native_threads=self.native_threads)
+            block_bins = jax.lax.dynamic_slice_in_dim(self.bins, f0, block, 1 if self.native else 0)
+            hist = pair_histogram(
+                block_bins, native=self.native, max_bin=self.B, native_threads=self.native_threads
+            )
             Gh, Hh = self.reduce(hist(self.g, self.h, local, width, n_active))
             fok = jax.lax.dynamic_slice_in_dim(self.forward_ok, f0, block, 0)
-            mask = None if full_mask is None else jax.lax.dynamic_slice_in_dim(full_mask, f0,
-                                                                               block, 1)
-            block_lvl = None if lvl is None else cons.block(
-                lvl, f0, block, self.count_histogram(hist, local, width, n_active)
-                if self.counted else None)
+            mask = (
+                None if full_mask is None else jax.lax.dynamic_slice_in_dim(full_mask, f0, block, 1)
+            )
+            block_lvl = (
+                None
+                if lvl is None
+                else cons.block(
+                    lvl,
+                    f0,
+                    block,
+                    self.count_histogram(hist, local, width, n_active) if self.counted else None,
+                )
+            )
             view = (fok, mask, None if cats is None else cats.block(f0, block))
-            acc, _ = self.best_splits(d, (Gt, Ht), _full_chunks(Gh, Hh), None, view,
-                                      block_lvl, alive=alive)
+            acc, _ = self.best_splits(
+                d, (Gt, Ht), _full_chunks(Gh, Hh), None, view, block_lvl, alive=alive
+            )
             acc["feature"] = acc["feature"] + f0
             better = acc["gain"] > best["gain"]
             better2 = jnp.repeat(better, 2)
@@ -819,6 +953,7 @@ class _Grow(NamedTuple):
             def keep(v, a):
                 cond = better2 if v.shape[0] == 2 * width else better
                 return jnp.where(cond.reshape(cond.shape + (1,) * (v.ndim - 1)), a, v)
+
             return {k: keep(v, acc[k]) for k, v in best.items()}
 
         best = self.empty_acc()
@@ -839,24 +974,35 @@ class _Grow(NamedTuple):
         Gn = jax.lax.dynamic_update_slice(state.Gn, Gc, (2 * n - 1,))
         Hn = jax.lax.dynamic_update_slice(state.Hn, Hc, (2 * n - 1,))
         if self.cats is None:
-            pos = route(state.pos, local, in_level, do, s["feature"], s["tbin"],
-                        s["default_left"], self.bin_of, self.B)
+            pos = route(
+                state.pos,
+                local,
+                in_level,
+                do,
+                s["feature"],
+                s["tbin"],
+                s["default_left"],
+                self.bin_of,
+                self.B,
+            )
         else:
-            pos = categorical.route(state.pos, local, in_level, do, s["feature"], s["left"],
-                                    self.bin_of)
+            pos = categorical.route(
+                state.pos, local, in_level, do, s["feature"], s["left"], self.bin_of
+            )
         cstate = state.cstate
         if self.cons is not None:
-            cstate = self.cons.after_level(cstate, d, self.W, lvl, do, s["feature"], Gc, Hc,
-                                           self.dyn)
-        return _LevelState(pos, jnp.repeat(do, 2)[:self.W], state.bufs, structure, Gn, Hn,
-                           cstate)
+            cstate = self.cons.after_level(
+                cstate, d, self.W, lvl, do, s["feature"], Gc, Hc, self.dyn
+            )
+        return _LevelState(pos, jnp.repeat(do, 2)[: self.W], state.bufs, structure, Gn, Hn, cstate)
 
 
 LOSSGUIDE_WHERE = (
     "grow_policy='lossguide' is grown by the native CPU tree kernel: on one CPU device, "
     "numeric features (no categorical_features), no monotone or interaction constraints "
     "or min_samples_leaf, one output per tree, at most 256 bins per feature (max_bin <= "
-    "256 or data of few distinct values); this training uses the XLA tree builder")
+    "256 or data of few distinct values); this training uses the XLA tree builder"
+)
 
 
 def _native_tree() -> bool:
@@ -877,28 +1023,45 @@ def _native_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, spec: Tre
     with jax.enable_x64(True):
         root, hyper = _native_inputs(g, h, dyn)
         s, Gn, Hn, leaf = native_kernel.grow_tree(
-            bins, g, h, hyper, root, forward_ok,
-            None if features is None else features.native_args(), spec.max_depth, spec.max_bin,
-            n_threads=spec.native_threads, max_leaves=spec.max_leaves)
+            bins,
+            g,
+            h,
+            hyper,
+            root,
+            forward_ok,
+            None if features is None else features.native_args(),
+            spec.max_depth,
+            spec.max_bin,
+            n_threads=spec.native_threads,
+            max_leaves=spec.max_leaves,
+        )
         return _native_tree_fields(s, Gn, Hn, leaf, dyn, cuts_ext)
 
 
-def _native_sparse_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, spec, rules,
-                             reduce):
+def _native_sparse_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, spec, rules, reduce):
     """``grow_tree`` on CSC bins ``(colptr, rows, ebin)`` by the native sparse tree kernel
     (``jaxboost.native.grow_tree_sparse``; ``training.data.sparse_rows`` chose them only
     where it applies)."""
     from .. import native as native_kernel
 
     if (rules is not None and (rules.cats is not None or rules.constraints is not None)) or (
-            reduce is not _identity or spec.max_depth < 1):
+        reduce is not _identity or spec.max_depth < 1
+    ):
         raise NotImplementedError("CSC bins grow numeric trees on one device only")
     with jax.enable_x64(True):
         root, hyper = _native_inputs(g, h, dyn)
         s, Gn, Hn, leaf = native_kernel.grow_tree_sparse(
-            bins, g, h, hyper, root, forward_ok,
-            None if features is None else features.native_args(), spec.max_depth, spec.max_bin,
-            max_leaves=spec.max_leaves)
+            bins,
+            g,
+            h,
+            hyper,
+            root,
+            forward_ok,
+            None if features is None else features.native_args(),
+            spec.max_depth,
+            spec.max_bin,
+            max_leaves=spec.max_leaves,
+        )
         return _native_tree_fields(s, Gn, Hn, leaf, dyn, cuts_ext)
 
 
@@ -910,8 +1073,9 @@ def _native_inputs(g, h, dyn):
 
 def _native_tree_fields(s, Gn, Hn, leaf, dyn, cuts_ext):
     """``(tree, leaf)`` of a native kernel's output (gamma-pruned already)."""
-    tree = dict(split_fields(s, cuts_ext), value=leaf_values(Gn, Hn, dyn),
-                cover=Hn.astype(FLOAT_DTYPE))
+    tree = dict(
+        split_fields(s, cuts_ext), value=leaf_values(Gn, Hn, dyn), cover=Hn.astype(FLOAT_DTYPE)
+    )
     return tree, leaf
 
 
@@ -925,8 +1089,28 @@ def hessian_channels(h, diagonal: bool):
     return h[:, iu, ju]
 
 
-def grow_vector_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *,
-                     reduce=_identity, features=None):
+def _vector_finder(dyn, forward_ok, K, diagonal, any_forward):
+    """``find(S, St, mask=None)``: the best vector-leaf split of each node
+    (``split.find_best_vector_splits``), as ``_chunked_splits`` calls it."""
+
+    def find(S, St, mask=None):
+        return find_best_vector_splits(
+            S,
+            St,
+            dyn,
+            forward_ok,
+            K=K,
+            diagonal=diagonal,
+            any_forward=any_forward,
+            feature_mask=mask,
+        )
+
+    return find
+
+
+def grow_vector_tree(
+    bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_identity, features=None
+):
     r"""Grow one multi-output tree with vector leaves.
 
     Every node holds the sums of the per-row gradient vectors ``G`` (K) and Hessian
@@ -964,12 +1148,11 @@ def grow_vector_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *,
     def histogram(node, n, n_active=None):
         def one(ab):
             return jnp.stack(hist2(ab[0], ab[1], node, n, n_active))  # (2, F, n, B)
+
         out = jax.lax.map(one, pairs)  # (C2, 2, F, n, B)
         return out.reshape((-1,) + out.shape[2:])[:C]
 
-    def find(S, St, mask=None):
-        return find_best_vector_splits(S, St, dyn, forward_ok, K=K, diagonal=diagonal,
-                                       any_forward=any_forward, feature_mask=mask)
+    find = _vector_finder(dyn, forward_ok, K, diagonal, any_forward)
 
     def split_level(d, S, St, alive, pos, local, in_level, structure, Sn):
         args = [(S, 2), (St, 1)]
@@ -981,8 +1164,7 @@ def grow_vector_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *,
         structure = _record(structure, n - 1, do, s)
         Sc = jnp.where(jnp.repeat(do, 2)[None, :], _children_sums(S, s, B), 0.0)
         Sn = jax.lax.dynamic_update_slice(Sn, Sc, (jnp.int32(0), 2 * n - 1))
-        pos = route(pos, local, in_level, do, s["feature"], s["tbin"], s["default_left"],
-                    bin_of, B)
+        pos = route(pos, local, in_level, do, s["feature"], s["tbin"], s["default_left"], bin_of, B)
         return do, pos, structure, Sn
 
     with jax.enable_x64(True):
@@ -1006,17 +1188,19 @@ def grow_vector_tree(bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *,
                 if W == 1:  # max_depth 1: the root is the only level
                     S = S_root
                 else:
-                    S = jax.lax.cond(d > 0, lambda: reduce(histogram(local, W, n)),
-                                     lambda: root_wide)  # (C, F, W, B)
-                do, pos, structure, Sn = split_level(d, S, St, alive, pos, local, in_level,
-                                                     structure, Sn)
+                    S = jax.lax.cond(
+                        d > 0, lambda: reduce(histogram(local, W, n)), lambda: root_wide
+                    )  # (C, F, W, B)
+                do, pos, structure, Sn = split_level(
+                    d, S, St, alive, pos, local, in_level, structure, Sn
+                )
                 return pos, jnp.repeat(do, 2)[:W], structure, Sn
 
             alive = jnp.zeros(W, bool).at[0].set(True)
-            pos, _, structure, Sn = jax.lax.fori_loop(0, D, level,
-                                                      (pos, alive, structure, Sn))
+            pos, _, structure, Sn = jax.lax.fori_loop(0, D, level, (pos, alive, structure, Sn))
         fields, leaf = _finish(structure, pos, dyn, cuts_ext, D)
         w, _, cover = vector_weight_score(Sn[:K].T, Sn[K:].T, dyn, diagonal=diagonal)
-        tree = dict(fields, value=w.astype(FLOAT_DTYPE) * dyn.learning_rate,
-                    cover=cover.astype(FLOAT_DTYPE))
+        tree = dict(
+            fields, value=w.astype(FLOAT_DTYPE) * dyn.learning_rate, cover=cover.astype(FLOAT_DTYPE)
+        )
         return tree, leaf

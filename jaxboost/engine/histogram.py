@@ -63,8 +63,7 @@ def build_histogram(bins_t, gh, node, n_nodes: int, n_bins: int):
 
         def one_feature(_, b):
             idx = base + b.astype(INDEX_DTYPE)
-            return None, jnp.zeros(size, jnp.complex128).at[idx].add(
-                gh, mode="promise_in_bounds")
+            return None, jnp.zeros(size, jnp.complex128).at[idx].add(gh, mode="promise_in_bounds")
 
         _, hist = jax.lax.scan(one_feature, None, bins_t, unroll=2)
         hist = hist.reshape(bins_t.shape[0], n_nodes + 1, n_bins)[:, :n_nodes]
@@ -104,7 +103,7 @@ ONEHOT_ROWS = 2048
 """The one-hot histogram's rows per matrix product (its ``(F, rows, B)`` int8 one-hot
 block, 14 MiB at 28 features and 256 bins)."""
 
-ONEHOT_MAX_ROWS = 2 ** 24
+ONEHOT_MAX_ROWS = 2**24
 """Rows per device the one-hot histogram accepts: each int32 sum adds at most 128 per
 row, so ``2**24`` rows stay below ``2**31``."""
 
@@ -141,6 +140,7 @@ def build_histogram_fixed(bins_t, g, h, node, n_nodes: int, n_bins: int):
     bits = FIXED_BITS - int(np.ceil(np.log2(N + 1)))
     size = n_nodes * n_bins
     with jax.enable_x64(True):
+
         def quantize(x):
             x = x.astype(ACC_DTYPE)
             e = grid_exponent(x, bits)
@@ -157,8 +157,7 @@ def build_histogram_fixed(bins_t, g, h, node, n_nodes: int, n_bins: int):
         copy = jnp.arange(N, dtype=INDEX_DTYPE) % R
         live = node < n_nodes
         # skipped rows start past the last copy, so every index of theirs is dropped
-        base = jnp.where(live, (copy * n_nodes + node.astype(INDEX_DTYPE)) * n_bins,
-                         R * size)
+        base = jnp.where(live, (copy * n_nodes + node.astype(INDEX_DTYPE)) * n_bins, R * size)
 
         def one_feature(_, b):
             idx = base + b.astype(INDEX_DTYPE)
@@ -204,8 +203,9 @@ def _digits(q, n_digits: int):
     return out
 
 
-def build_histogram_onehot(bins_t, g, h, node, n_nodes: int, n_bins: int,
-                           rows_per_block: int = ONEHOT_ROWS):
+def build_histogram_onehot(
+    bins_t, g, h, node, n_nodes: int, n_bins: int, rows_per_block: int = ONEHOT_ROWS
+):
     r"""Histograms as one-hot matrix products on quantized g and h: the TPU formulation
     (no per-row scatter, no 64-bit type in the row loop).
 
@@ -237,9 +237,11 @@ def build_histogram_onehot(bins_t, g, h, node, n_nodes: int, n_bins: int,
     """
     F, N = bins_t.shape
     if N > ONEHOT_MAX_ROWS:
-        raise ValueError(f"the one-hot histogram sums at most {ONEHOT_MAX_ROWS} rows per "
-                         f"device in int32, got {N}; shard the rows over more devices "
-                         f"or set {HISTOGRAM_ENV}=fixed")
+        raise ValueError(
+            f"the one-hot histogram sums at most {ONEHOT_MAX_ROWS} rows per "
+            f"device in int32, got {N}; shard the rows over more devices "
+            f"or set {HISTOGRAM_ENV}=fixed"
+        )
     nd = ONEHOT_DIGITS
     bits = 8 * nd - 2  # the top digit stays below 64: no carry past the last
 
@@ -264,19 +266,23 @@ def build_histogram_onehot(bins_t, g, h, node, n_nodes: int, n_bins: int,
         nodes = jax.lax.dynamic_slice_in_dim(node_of, k * R, R)
         dig = jax.lax.dynamic_slice_in_dim(digits, k * R, R)
         b = jax.lax.dynamic_slice_in_dim(bins_p, k * R, R, axis=1)
-        vals = jnp.where((nodes[:, None] == node_ids)[:, :, None], dig[:, None, :],
-                         jnp.int8(0)).reshape(R, n_nodes * 2 * nd)
+        vals = jnp.where(
+            (nodes[:, None] == node_ids)[:, :, None], dig[:, None, :], jnp.int8(0)
+        ).reshape(R, n_nodes * 2 * nd)
         one_hot = (b[:, :, None].astype(INDEX_DTYPE) == bin_ids).astype(jnp.int8)
-        return acc + jnp.einsum("frb,rc->fbc", one_hot, vals,
-                                preferred_element_type=jnp.int32), None
+        return acc + jnp.einsum(
+            "frb,rc->fbc", one_hot, vals, preferred_element_type=jnp.int32
+        ), None
 
     acc = jnp.zeros((F, n_bins, n_nodes * 2 * nd), jnp.int32)
     acc, _ = jax.lax.scan(block, acc, jnp.arange(n_blocks, dtype=INDEX_DTYPE))
     acc = acc.reshape(F, n_bins, n_nodes, 2, nd).transpose(3, 4, 0, 2, 1)
     with jax.enable_x64(True):
-        weights = jnp.asarray([256.0 ** c for c in range(nd)], ACC_DTYPE)
-        sums = jnp.einsum("cfnb,c->fnb", acc[0].astype(ACC_DTYPE), weights), jnp.einsum(
-            "cfnb,c->fnb", acc[1].astype(ACC_DTYPE), weights)
+        weights = jnp.asarray([256.0**c for c in range(nd)], ACC_DTYPE)
+        sums = (
+            jnp.einsum("cfnb,c->fnb", acc[0].astype(ACC_DTYPE), weights),
+            jnp.einsum("cfnb,c->fnb", acc[1].astype(ACC_DTYPE), weights),
+        )
         one = jnp.ones((), ACC_DTYPE)
         return sums[0] * jnp.ldexp(one, -eg), sums[1] * jnp.ldexp(one, -eh)
 
@@ -286,8 +292,11 @@ def build_histogram_scatter(bins_t, g, h, node, n_nodes: int, n_bins: int):
     return build_histogram(bins_t, pack_gh(g, h), node, n_nodes, n_bins)
 
 
-METHODS = {"scatter": build_histogram_scatter, "fixed": build_histogram_fixed,
-           "onehot": build_histogram_onehot}
+METHODS = {
+    "scatter": build_histogram_scatter,
+    "fixed": build_histogram_fixed,
+    "onehot": build_histogram_onehot,
+}
 """The pure-JAX formulations by name (``HISTOGRAM_ENV``)."""
 
 
@@ -297,8 +306,7 @@ def forced_method():
     if name == "auto":
         return None
     if name not in METHODS:
-        raise ValueError(f"{HISTOGRAM_ENV}={name!r}: expected one of auto, "
-                         f"{', '.join(METHODS)}")
+        raise ValueError(f"{HISTOGRAM_ENV}={name!r}: expected one of auto, {', '.join(METHODS)}")
     return name
 
 
@@ -332,5 +340,13 @@ def histogram(bins_t, g, h, node, n_nodes: int, n_bins: int):
 
     with jax.enable_x64(True):
         return jax.lax.platform_dependent(
-            bins_t, g, h, node, cpu=branch("scatter"), cuda=branch("fixed"),
-            rocm=branch("fixed"), tpu=branch("onehot"), default=branch("fixed"))
+            bins_t,
+            g,
+            h,
+            node,
+            cpu=branch("scatter"),
+            cuda=branch("fixed"),
+            rocm=branch("fixed"),
+            tpu=branch("onehot"),
+            default=branch("fixed"),
+        )

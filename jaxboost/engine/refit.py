@@ -66,8 +66,9 @@ def _segment_sum(x, leaf, M, reduce, exact_rows=None, reduce_max=None):
 def _finish(tree, v, has_rows, dyn):
     eta, mds = dyn.learning_rate, dyn.max_delta_step
     v = jnp.where(mds > 0, jnp.clip(v, -mds, mds), v)
-    value = jnp.where(has_rows & tree["is_leaf"], v.astype(tree["value"].dtype) * eta,
-                      tree["value"])
+    value = jnp.where(
+        has_rows & tree["is_leaf"], v.astype(tree["value"].dtype) * eta, tree["value"]
+    )
     return dict(tree, value=value)
 
 
@@ -99,9 +100,14 @@ def _leaf_problem(tree, leaf, loss, y, margin, w, dyn, sums):
     taken off), which leaves have rows, and the regularised leaf objective
     :math:`L_l(v)` of every leaf at values ``v`` ``(M,)``."""
     lam = dyn.reg_lambda
-    seg = functools.partial(_segment_sum, leaf=leaf, M=tree["value"].shape[0],
-                            reduce=sums.reduce, exact_rows=sums.exact_rows,
-                            reduce_max=sums.reduce_max)
+    seg = functools.partial(
+        _segment_sum,
+        leaf=leaf,
+        M=tree["value"].shape[0],
+        reduce=sums.reduce,
+        exact_rows=sums.exact_rows,
+        reduce_max=sums.reduce_max,
+    )
     # The barrier keeps the compiler from folding (w * eta) / eta into w in some
     # programs and not others: the division is always carried out, so a model is
     # the same whatever program (one device, a mesh, train_many) refits it.
@@ -118,8 +124,9 @@ def _leaf_problem(tree, leaf, loss, y, margin, w, dyn, sums):
     return seg, v, has_rows, leaf_loss
 
 
-def refit_newton(tree, leaf, loss, y, margin, w, dyn, *, sums: RowSums = ONE_DEVICE,
-                 steps: int = NEWTON_STEPS):
+def refit_newton(
+    tree, leaf, loss, y, margin, w, dyn, *, sums: RowSums = ONE_DEVICE, steps: int = NEWTON_STEPS
+):
     """Leaf values by damped Newton steps on the true loss (see the module docstring).
 
     Args:
@@ -185,8 +192,7 @@ def refit_exact(tree, leaf, loss, y, margin, w, dyn, *, sums: RowSums = ONE_DEVI
     """
     lam = dyn.reg_lambda
     with jax.enable_x64(True):
-        seg, v0, has_rows, leaf_loss = _leaf_problem(tree, leaf, loss, y, margin, w, dyn,
-                                                     sums)
+        seg, v0, has_rows, leaf_loss = _leaf_problem(tree, leaf, loss, y, margin, w, dyn, sums)
 
         def slope(v):  # L_l'(v) for every leaf, (M,)
             g, _ = grad_hess(loss, y, margin + v[leaf].astype(margin.dtype), w)
@@ -208,7 +214,8 @@ def refit_exact(tree, leaf, loss, y, margin, w, dyn, *, sums: RowSums = ONE_DEVI
 
         lo, hi = v0 - step0, v0 + step0
         _, lo, hi, dlo, dhi = jax.lax.while_loop(
-            widen_cond, widen, (jnp.asarray(0, INDEX_DTYPE), lo, hi, slope(lo), slope(hi)))
+            widen_cond, widen, (jnp.asarray(0, INDEX_DTYPE), lo, hi, slope(lo), slope(hi))
+        )
         closed = (dlo <= 0) & (dhi >= 0)
 
         # Halve it while float32 margins can still tell its ends apart.
@@ -225,8 +232,7 @@ def refit_exact(tree, leaf, loss, y, margin, w, dyn, *, sums: RowSums = ONE_DEVI
             up = slope(mid) > 0
             return i + 1, jnp.where(up, lo, mid), jnp.where(up, mid, hi)
 
-        _, lo, hi = jax.lax.while_loop(halve_cond, halve,
-                                       (jnp.asarray(0, INDEX_DTYPE), lo, hi))
+        _, lo, hi = jax.lax.while_loop(halve_cond, halve, (jnp.asarray(0, INDEX_DTYPE), lo, hi))
         v = 0.5 * (lo + hi)
         # The minimiser where the bracket closed and the loss went down; else v0.
         better = jax.lax.stop_gradient(leaf_loss(v) <= leaf_loss(v0))

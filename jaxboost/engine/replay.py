@@ -57,8 +57,7 @@ from .sampling import bootstrap_counts, round_key, row_mask
 from .split import TreeHyper, newton_weight
 from .tree import Ensemble, _tree_leaf
 
-REPLAY_FIELDS = ("learning_rate", "reg_lambda", "reg_alpha", "max_delta_step",
-                 "hessian_floor")
+REPLAY_FIELDS = ("learning_rate", "reg_lambda", "reg_alpha", "max_delta_step", "hessian_floor")
 """The booster's continuous hyperparameters that ``Theta`` carries (beside the loss's)
 and that a replay differentiates."""
 
@@ -155,8 +154,9 @@ def newton_leaves(G, H, theta: Theta, n_parallel: int):
     r"""Leaf values :math:`\frac{\eta}{P}\,\mathrm{clip}(-T_\alpha(G)/(H + \lambda))`,
     0 where :math:`H <` ``min_child_weight`` or :math:`H \le 0`: training's
     ``split.newton_weight``, in the dtype of ``G``."""
-    w = newton_weight(G, H, theta.reg_lambda, theta.reg_alpha, theta.min_child_weight,
-                      theta.max_delta_step)
+    w = newton_weight(
+        G, H, theta.reg_lambda, theta.reg_alpha, theta.min_child_weight, theta.max_delta_step
+    )
     return w * (theta.learning_rate / n_parallel)
 
 
@@ -188,8 +188,7 @@ def _round(spec: ReplaySpec, data: ReplayData, theta: Theta, carry, xs):
     f, f_val = carry
     trees, active, r = xs
     loss = bind_loss(spec.loss, theta.loss_params)
-    g, h = row_derivatives(loss, data.y, f, data.w, hessian=spec.hessian,
-                           floor=theta.hessian_floor)
+    g, h = row_derivatives(loss, data.y, f, data.w, hessian=spec.hessian, floor=theta.hessian_floor)
     N, M = f.shape[0], trees.feature.shape[-1]
     rk = round_key(jax.random.key(data.seed), r)
     d, d_val = jnp.zeros_like(f), jnp.zeros_like(f_val)
@@ -208,10 +207,17 @@ def _round(spec: ReplaySpec, data: ReplayData, theta: Theta, carry, xs):
         H = jax.ops.segment_sum(ht, leaf, num_segments=M)
         v = newton_leaves(G, H, theta, spec.P)
         if spec.refit == "newton":
-            dyn = TreeHyper(theta.learning_rate / spec.P, theta.reg_lambda, theta.reg_alpha,
-                            0.0, theta.min_child_weight, theta.max_delta_step)
-            v = refit_newton({"value": v, "is_leaf": tree.is_leaf}, leaf, loss, data.y, f,
-                             data.w, dyn)["value"]
+            dyn = TreeHyper(
+                theta.learning_rate / spec.P,
+                theta.reg_lambda,
+                theta.reg_alpha,
+                0.0,
+                theta.min_child_weight,
+                theta.max_delta_step,
+            )
+            v = refit_newton(
+                {"value": v, "is_leaf": tree.is_leaf}, leaf, loss, data.y, f, data.w, dyn
+            )["value"]
         v = jnp.where(active, v, 0.0)
         d = d + v[leaf]
         d_val = d_val + v[_tree_leaf(tree, data.X_val, spec.max_depth)]

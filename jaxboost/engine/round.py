@@ -112,9 +112,17 @@ class RoundSpec(NamedTuple):
 
     def tree_spec(self) -> TreeSpec:
         """The tree builder's part of this record."""
-        return TreeSpec(self.max_depth, self.max_bin, self.native, self.clipped,
-                        self.any_forward, self.native_threads, self.diagonal,
-                        subtract=self.subtract, max_leaves=self.max_leaves)
+        return TreeSpec(
+            self.max_depth,
+            self.max_bin,
+            self.native,
+            self.clipped,
+            self.any_forward,
+            self.native_threads,
+            self.diagonal,
+            subtract=self.subtract,
+            max_leaves=self.max_leaves,
+        )
 
 
 class Rows(NamedTuple):
@@ -170,8 +178,14 @@ class Hyper(NamedTuple):
 
     def dyn(self, eta):
         """The tree builder's ``split.TreeHyper`` at learning rate ``eta``."""
-        return TreeHyper(jnp.asarray(eta, jnp.float32), self.reg_lambda, self.reg_alpha,
-                         self.gamma, self.min_child_weight, self.max_delta_step)
+        return TreeHyper(
+            jnp.asarray(eta, jnp.float32),
+            self.reg_lambda,
+            self.reg_alpha,
+            self.gamma,
+            self.min_child_weight,
+            self.max_delta_step,
+        )
 
 
 class Rounds(NamedTuple):
@@ -193,8 +207,16 @@ def empty_trees(spec: RoundSpec, n: int, cats: bool = False):
     z_i = jnp.zeros((n, M), jnp.int32)
     z_f = jnp.zeros((n, M), jnp.float32)
     value = z_f if K == 1 else jnp.zeros((n, M, K), jnp.float32)
-    out = dict(feature=z_i, tbin=z_i, threshold=z_f, default_left=jnp.zeros((n, M), bool),
-               is_leaf=jnp.ones((n, M), bool), value=value, gain=z_f, cover=z_f)
+    out = dict(
+        feature=z_i,
+        tbin=z_i,
+        threshold=z_f,
+        default_left=jnp.zeros((n, M), bool),
+        is_leaf=jnp.ones((n, M), bool),
+        value=value,
+        gain=z_f,
+        cover=z_f,
+    )
     if cats:
         out["cat_bits"] = jnp.zeros((n, M, N_WORDS), jnp.uint32)
     return out
@@ -213,8 +235,17 @@ def _stored(tree, zero):
     return dict(tree, value=jax.lax.bitcast_convert_type(bits, jnp.float32))
 
 
-FLAG_FIELDS = ("bad_round", "n_bad", "negative_round", "n_negative", "zero_round",
-               "n_zero", "n_rows", "flat_round", "bad_cause")
+FLAG_FIELDS = (
+    "bad_round",
+    "n_bad",
+    "negative_round",
+    "n_negative",
+    "zero_round",
+    "n_zero",
+    "n_rows",
+    "flat_round",
+    "bad_cause",
+)
 """A model's ``flag``, int32, carried over a training call's rounds: the first round
 at which a non-finite number appeared (``BAD_CAUSES``), how many rows (or tree nodes)
 had one, and (last) which cause it was, as an index of ``BAD_CAUSES``; the round with
@@ -249,8 +280,7 @@ def _finite_rows(g, h):
     """``(N,)`` bool: rows whose g ``(N[, K])`` and h ``(N[, K, K])`` are all finite."""
     if g.ndim == 1:
         return jnp.isfinite(g) & jnp.isfinite(h)
-    return (jnp.all(jnp.isfinite(g), axis=1)
-            & jnp.all(jnp.isfinite(h), axis=tuple(range(1, h.ndim))))
+    return jnp.all(jnp.isfinite(g), axis=1) & jnp.all(jnp.isfinite(h), axis=tuple(range(1, h.ndim)))
 
 
 def gradients(spec, rows, shared, hyper, loss, margin, rk):
@@ -261,16 +291,29 @@ def gradients(spec, rows, shared, hyper, loss, margin, rk):
     whether the loss's own g and h (before the weight) are finite, ``value_ok`` whether
     its value is (for a group loss: its group's value)."""
     if spec.group_max is not None:  # a group loss (jaxboost.engine.groups)
-        g, h, value_ok = group_derivatives(loss, rows.y, margin, shared.gidx,
-                                           jax.random.fold_in(rk, 2),
-                                           exact_max=spec.group_max, hessian=spec.hessian,
-                                           floor=hyper.hessian_floor)
+        g, h, value_ok = group_derivatives(
+            loss,
+            rows.y,
+            margin,
+            shared.gidx,
+            jax.random.fold_in(rk, 2),
+            exact_max=spec.group_max,
+            hessian=spec.hessian,
+            floor=hyper.hessian_floor,
+        )
         raw_ok = _finite_rows(g, h)
         g, h = g * rows.w, h * rows.w
         return g, h, (None if spec.hessian in ("clip", "constant") else h), raw_ok, value_ok
-    g, h, seen = grad_hess(loss, rows.y, margin, None, hessian=spec.hessian,
-                           floor=hyper.hessian_floor, diagonal=uses_diagonal(spec),
-                           census=True)
+    g, h, seen = grad_hess(
+        loss,
+        rows.y,
+        margin,
+        None,
+        hessian=spec.hessian,
+        floor=hyper.hessian_floor,
+        diagonal=uses_diagonal(spec),
+        census=True,
+    )
     raw_ok = _finite_rows(g, h)
     value_ok = jnp.isfinite(jax.vmap(loss)(rows.y, margin))
     w = rows.w
@@ -305,8 +348,18 @@ class _Round(NamedTuple):
     keep: Any
 
 
-def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margin, r, eta,
-                *, axis=None, n_shards: int = 1):
+def boost_round(
+    spec: RoundSpec,
+    rows: Rows,
+    shared: Shared,
+    hyper: Hyper,
+    margin,
+    r,
+    eta,
+    *,
+    axis=None,
+    n_shards: int = 1,
+):
     """One round of one model on this device's rows.
 
     Returns ``(margin, trees, census)``: the new margins, the round's trees (dict of
@@ -334,10 +387,14 @@ def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margi
     if seen is None:  # "clip", "constant": no h is zero or negative
         census = jnp.stack([n_bad, 0, 0, 0, 0]).astype(jnp.int32)
     else:
-        census = hessian_census(g, seen, rows.valid & (rows.w > 0),
-                                diagonal=uses_diagonal(spec)).at[0].set(n_bad)
-    rnd = _Round(spec, rows, shared, hyper, loss, reduce, reduce_max, offset, zero, n_shards,
-                 g, h, ~bad)
+        census = (
+            hessian_census(g, seen, rows.valid & (rows.w > 0), diagonal=uses_diagonal(spec))
+            .at[0]
+            .set(n_bad)
+        )
+    rnd = _Round(
+        spec, rows, shared, hyper, loss, reduce, reduce_max, offset, zero, n_shards, g, h, ~bad
+    )
     P = spec.num_parallel_tree
     if P == 1:
         g, h, take = _sample(rnd, rk)
@@ -359,11 +416,33 @@ def boost_round(spec: RoundSpec, rows: Rows, shared: Shared, hyper: Hyper, margi
         trees = jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:]), trees)
     assert trees["feature"].shape[0] == tpr
     margin_ok = jnp.isfinite(margin) if K == 1 else jnp.all(jnp.isfinite(margin), axis=1)
-    rows_counts = reduce(jnp.concatenate([census, jnp.stack([
-        count(~raw_ok), count(bad & raw_ok), count(~value_ok & raw_ok), count(~margin_ok)])]))
-    census = jnp.concatenate([rows_counts[:8], jnp.stack([  # trees: the same on every device
-        _count_nonfinite(trees, ("cover", "gain")), _count_nonfinite(trees, ("value",)),
-        rows_counts[8]])])
+    rows_counts = reduce(
+        jnp.concatenate(
+            [
+                census,
+                jnp.stack(
+                    [
+                        count(~raw_ok),
+                        count(bad & raw_ok),
+                        count(~value_ok & raw_ok),
+                        count(~margin_ok),
+                    ]
+                ),
+            ]
+        )
+    )
+    census = jnp.concatenate(
+        [
+            rows_counts[:8],
+            jnp.stack(
+                [  # trees: the same on every device
+                    _count_nonfinite(trees, ("cover", "gain")),
+                    _count_nonfinite(trees, ("value",)),
+                    rows_counts[8],
+                ]
+            ),
+        ]
+    )
     return margin, trees, census
 
 
@@ -374,19 +453,36 @@ def _sample(rnd: _Round, tk):
     spec, rows, hyper, keep, g, h = rnd.spec, rnd.rows, rnd.hyper, rnd.keep, rnd.g, rnd.h
     K, n_total = spec.n_outputs, rnd.shared.n_total
     if spec.bootstrap:
-        c = bootstrap_counts(tk, rows.w.shape[0], hyper.ratios[SUBSAMPLE], n_total,
-                             offset=rnd.offset, n_ids=rows.w.shape[0] * rnd.n_shards)
+        c = bootstrap_counts(
+            tk,
+            rows.w.shape[0],
+            hyper.ratios[SUBSAMPLE],
+            n_total,
+            offset=rnd.offset,
+            n_ids=rows.w.shape[0] * rnd.n_shards,
+        )
         take = keep & (c > 0)
-        gt = jnp.where(take if K == 1 else take[:, None],
-                       g * c.reshape(c.shape + (1,) * (g.ndim - 1)), 0.0)
-        ht = jnp.where(take.reshape(take.shape + (1,) * (h.ndim - 1)),
-                       h * c.reshape(c.shape + (1,) * (h.ndim - 1)), 0.0)
+        gt = jnp.where(
+            take if K == 1 else take[:, None], g * c.reshape(c.shape + (1,) * (g.ndim - 1)), 0.0
+        )
+        ht = jnp.where(
+            take.reshape(take.shape + (1,) * (h.ndim - 1)),
+            h * c.reshape(c.shape + (1,) * (h.ndim - 1)),
+            0.0,
+        )
     else:
         take = keep
         if spec.row_sampling:
-            take = take & (row_mask(tk, rows.w.shape[0], hyper.ratios[SUBSAMPLE],
-                                    offset=rnd.offset,
-                                    n_ids=rows.w.shape[0] * rnd.n_shards) > 0)
+            take = take & (
+                row_mask(
+                    tk,
+                    rows.w.shape[0],
+                    hyper.ratios[SUBSAMPLE],
+                    offset=rnd.offset,
+                    n_ids=rows.w.shape[0] * rnd.n_shards,
+                )
+                > 0
+            )
         gt = jnp.where(take if K == 1 else take[:, None], g, 0.0)
         ht = jnp.where(take.reshape(take.shape + (1,) * (h.ndim - 1)), h, 0.0)
     if spec.exact:  # every histogram sum exact, whatever the devices (engine.exact)
@@ -399,8 +495,12 @@ def _sampler(rnd: _Round, key, t):
     """The column sampler of output ``t``'s tree (``key``: the tree's), or None."""
     if not rnd.spec.col_sampling:
         return None
-    return FeatureSampler(jax.random.fold_in(jax.random.fold_in(key, 1), t),
-                          rnd.hyper.ratios, rnd.shared.cuts_ext.shape[0], rnd.spec.max_depth)
+    return FeatureSampler(
+        jax.random.fold_in(jax.random.fold_in(key, 1), t),
+        rnd.hyper.ratios,
+        rnd.shared.cuts_ext.shape[0],
+        rnd.spec.max_depth,
+    )
 
 
 def _bounds_of(cons, tree):
@@ -428,9 +528,18 @@ def _grow(rnd: _Round, margin, g, h, dyn, key, take):
         cons = TreeConstraints(spec.constraints, rnd.hyper.constraints, counts)
     rules = SplitRules(shared.cats, cons)
     if K == 1:
-        tree, leaf = grow_tree(rows.bins, g, h, dyn, shared.cuts_ext, shared.forward_ok,
-                               tspec, reduce=rnd.reduce, features=_sampler(rnd, key, 0),
-                               rules=rules)
+        tree, leaf = grow_tree(
+            rows.bins,
+            g,
+            h,
+            dyn,
+            shared.cuts_ext,
+            shared.forward_ok,
+            tspec,
+            reduce=rnd.reduce,
+            features=_sampler(rnd, key, 0),
+            rules=rules,
+        )
         tree, bounds = _bounds_of(cons, tree)
         tree = _refit(rnd, tree, leaf, margin, dyn)
         if spec.refit is not None and bounds is not None:
@@ -438,17 +547,34 @@ def _grow(rnd: _Round, margin, g, h, dyn, key, take):
         tree = _stored(tree, zero)
         return jax.tree.map(lambda a: a[None], tree), tree["value"][leaf]
     if spec.multi_output_tree:
-        tree, leaf = grow_vector_tree(rows.bins, g, h, dyn, shared.cuts_ext,
-                                      shared.forward_ok, tspec, reduce=rnd.reduce,
-                                      features=_sampler(rnd, key, 0))
+        tree, leaf = grow_vector_tree(
+            rows.bins,
+            g,
+            h,
+            dyn,
+            shared.cuts_ext,
+            shared.forward_ok,
+            tspec,
+            reduce=rnd.reduce,
+            features=_sampler(rnd, key, 0),
+        )
         tree = _stored(tree, zero)
         return jax.tree.map(lambda a: a[None], tree), tree["value"][leaf]
 
     # one tree per output, all from this round's g and h ((N, K): diagonal of H)
     def one_output(_, k):
-        tree, leaf = grow_tree(rows.bins, g[:, k], h[:, k], dyn, shared.cuts_ext,
-                               shared.forward_ok, tspec, reduce=rnd.reduce,
-                               features=_sampler(rnd, key, k), rules=rules)
+        tree, leaf = grow_tree(
+            rows.bins,
+            g[:, k],
+            h[:, k],
+            dyn,
+            shared.cuts_ext,
+            shared.forward_ok,
+            tspec,
+            reduce=rnd.reduce,
+            features=_sampler(rnd, key, k),
+            rules=rules,
+        )
         tree, _ = _bounds_of(cons, tree)
         tree = _stored(tree, zero)
         delta = tree["value"][leaf]
@@ -465,16 +591,31 @@ def _refit(rnd: _Round, tree, leaf, margin, dyn):
     None)."""
     spec, rows, n_total = rnd.spec, rnd.rows, rnd.shared.n_total
     if spec.refit == "newton":
-        return refit_newton(tree, leaf, rnd.loss, rows.y, margin, rows.w, dyn,
-                            sums=RowSums(rnd.reduce, n_total if spec.exact else None,
-                                         rnd.reduce_max))
+        return refit_newton(
+            tree,
+            leaf,
+            rnd.loss,
+            rows.y,
+            margin,
+            rows.w,
+            dyn,
+            sums=RowSums(rnd.reduce, n_total if spec.exact else None, rnd.reduce_max),
+        )
     if spec.refit == "exact":
-        return refit_exact(tree, leaf, rnd.loss, rows.y, margin, rows.w, dyn,
-                           sums=RowSums(rnd.reduce, n_total if spec.exact else None,
-                                        rnd.reduce_max))
+        return refit_exact(
+            tree,
+            leaf,
+            rnd.loss,
+            rows.y,
+            margin,
+            rows.w,
+            dyn,
+            sums=RowSums(rnd.reduce, n_total if spec.exact else None, rnd.reduce_max),
+        )
     if spec.refit == "quantile":
-        return refit_quantile(tree, leaf, rows.y, margin, rows.w, dyn,
-                              alpha=rnd.hyper.quantile_alpha)
+        return refit_quantile(
+            tree, leaf, rows.y, margin, rows.w, dyn, alpha=rnd.hyper.quantile_alpha
+        )
     return tree
 
 
@@ -488,11 +629,19 @@ def update_flag(flag, r, census):
     more_neg = n_neg > flag[3]
     more_zero = n_zero > flag[5]
     flat = (flag[7] < 0) & (n_rows > 0) & (n_pos == 0) & (n_neg == 0) & (n_zero > 0)
-    return jnp.stack([jnp.where(first, r, flag[0]), jnp.where(first, causes[cause], flag[1]),
-                      jnp.where(more_neg, r, flag[2]), jnp.where(more_neg, n_neg, flag[3]),
-                      jnp.where(more_zero, r, flag[4]), jnp.where(more_zero, n_zero, flag[5]),
-                      jnp.maximum(flag[6], n_rows), jnp.where(flat, r, flag[7]),
-                      jnp.where(first, cause, flag[8])])
+    return jnp.stack(
+        [
+            jnp.where(first, r, flag[0]),
+            jnp.where(first, causes[cause], flag[1]),
+            jnp.where(more_neg, r, flag[2]),
+            jnp.where(more_neg, n_neg, flag[3]),
+            jnp.where(more_zero, r, flag[4]),
+            jnp.where(more_zero, n_zero, flag[5]),
+            jnp.maximum(flag[6], n_rows),
+            jnp.where(flat, r, flag[7]),
+            jnp.where(first, cause, flag[8]),
+        ]
+    )
 
 
 def model_chunk(spec, chunk, rows, shared, hyper, margin, flag, rounds, *, axis, n_shards):
@@ -512,19 +661,31 @@ def model_chunk(spec, chunk, rows, shared, hyper, margin, flag, rounds, *, axis,
         r = rounds.r0 + i
 
         def run(margin):
-            return boost_round(spec, rows, shared, hyper, margin, rounds.round0 + r,
-                               rounds.etas[i],
-                               axis=axis, n_shards=n_shards)
+            return boost_round(
+                spec,
+                rows,
+                shared,
+                hyper,
+                margin,
+                rounds.round0 + r,
+                rounds.etas[i],
+                axis=axis,
+                n_shards=n_shards,
+            )
 
         def skip(margin):
-            return (margin, empty_trees(spec, tpr, shared.cats is not None),
-                    jnp.zeros(N_CENSUS, jnp.int32))
+            return (
+                margin,
+                empty_trees(spec, tpr, shared.cats is not None),
+                jnp.zeros(N_CENSUS, jnp.int32),
+            )
 
         margin, trees, census = jax.lax.cond(r < rounds.n_rounds, run, skip, margin)
         return (margin, update_flag(flag, r, census)), trees
 
-    (margin, flag), trees = jax.lax.scan(one_round, (margin, flag),
-                                         jnp.arange(chunk, dtype=jnp.int32))
+    (margin, flag), trees = jax.lax.scan(
+        one_round, (margin, flag), jnp.arange(chunk, dtype=jnp.int32)
+    )
     trees = jax.tree.map(lambda a: a.reshape((chunk * tpr,) + a.shape[2:]), trees)
     return margin, flag, trees
 
@@ -542,15 +703,23 @@ def _group_chunk(spec, chunk, rows, shared, hypers, state, rounds, count, *, axi
         margins, flags, out = carry
         take = functools.partial(jax.lax.dynamic_index_in_dim, index=m, keepdims=False)
         hyper = jax.tree.map(take, hypers)
-        margin, flag, trees = model_chunk(spec, chunk, rows, shared, hyper, take(margins),
-                                          take(flags), rounds._replace(etas=take(rounds.etas)),
-                                          axis=axis, n_shards=n_shards)
+        margin, flag, trees = model_chunk(
+            spec,
+            chunk,
+            rows,
+            shared,
+            hyper,
+            take(margins),
+            take(flags),
+            rounds._replace(etas=take(rounds.etas)),
+            axis=axis,
+            n_shards=n_shards,
+        )
 
         def put(buf, x):
             return jax.lax.dynamic_update_index_in_dim(buf, x, m, 0)
 
-        return (put(margins, margin), put(flags, flag),
-                jax.tree.map(put, out, trees))
+        return (put(margins, margin), put(flags, flag), jax.tree.map(put, out, trees))
 
     return jax.lax.fori_loop(0, count, body, (margins, flags, out))
 
@@ -579,14 +748,27 @@ def run_chunk(specs, chunk, mesh, rows, shared, hypers, margins, flags, rounds, 
       host takes them without indexing (which would dispatch, and for a new shape
       compile, one small program per field).
     """
+
     def program(rows, shared, hypers, margins, flags, rounds, counts, axis=None, n_shards=1):
-        out = [_group_chunk(spec, chunk, rows, shared, hypers[g], (margins[g], flags[g]),
-                            rounds._replace(etas=rounds.etas[g]), counts[g], axis=axis,
-                            n_shards=n_shards)
-               for g, spec in enumerate(specs)]
-        out = [(m, f, tuple(jax.tree.map(operator.itemgetter(i), t)
-                            for i in range(m.shape[0])))
-               for m, f, t in out]
+        out = [
+            _group_chunk(
+                spec,
+                chunk,
+                rows,
+                shared,
+                hypers[g],
+                (margins[g], flags[g]),
+                rounds._replace(etas=rounds.etas[g]),
+                counts[g],
+                axis=axis,
+                n_shards=n_shards,
+            )
+            for g, spec in enumerate(specs)
+        ]
+        out = [
+            (m, f, tuple(jax.tree.map(operator.itemgetter(i), t) for i in range(m.shape[0])))
+            for m, f, t in out
+        ]
         return tuple(zip(*out)) if out else ((), (), ())
 
     args = (rows, shared, hypers, margins, flags, rounds, counts)
@@ -595,10 +777,21 @@ def run_chunk(specs, chunk, mesh, rows, shared, hypers, margins, flags, rounds, 
     (axis,) = mesh.axis_names
     rep = P()
     margin_specs = tuple(P(None, axis) for _ in specs)
-    in_specs = (Rows.specs(axis, specs[0].native),) + tuple(
-        jax.tree.map(lambda _: rep, a) for a in (shared, hypers)) + (
-        margin_specs, jax.tree.map(lambda _: rep, flags), jax.tree.map(lambda _: rep, rounds),
-        rep)
-    fn = jax.shard_map(functools.partial(program, axis=axis, n_shards=mesh.size), mesh=mesh,
-                       in_specs=in_specs, out_specs=(margin_specs, rep, rep), check_vma=False)
+    in_specs = (
+        (Rows.specs(axis, specs[0].native),)
+        + tuple(jax.tree.map(lambda _: rep, a) for a in (shared, hypers))
+        + (
+            margin_specs,
+            jax.tree.map(lambda _: rep, flags),
+            jax.tree.map(lambda _: rep, rounds),
+            rep,
+        )
+    )
+    fn = jax.shard_map(
+        functools.partial(program, axis=axis, n_shards=mesh.size),
+        mesh=mesh,
+        in_specs=in_specs,
+        out_specs=(margin_specs, rep, rep),
+        check_vma=False,
+    )
     return fn(*args)

@@ -76,7 +76,7 @@ def uniform(key, shape):
     k0, k1 = key_words(key)
     i = jnp.arange(math.prod(shape), dtype=jnp.uint32).reshape(shape)
     x = _mix(_mix(i * jnp.uint32(0x9E3779B9) ^ k0) + k1)
-    return (x >> 8).astype(FLOAT_DTYPE) * FLOAT_DTYPE(2.0 ** -24)
+    return (x >> 8).astype(FLOAT_DTYPE) * FLOAT_DTYPE(2.0**-24)
 
 
 def row_mask(key, n_local, subsample, *, offset=0, n_ids=None):
@@ -114,8 +114,7 @@ def bootstrap_counts(key, n_local, subsample, n_total, *, offset=0, n_ids=None):
       (1000, True)
     """
     n_ids = n_local if n_ids is None else n_ids
-    draws = jax.random.randint(jax.random.fold_in(key, 4), (n_ids,), 0, n_total,
-                               dtype=INDEX_DTYPE)
+    draws = jax.random.randint(jax.random.fold_in(key, 4), (n_ids,), 0, n_total, dtype=INDEX_DTYPE)
     n_real = jnp.asarray(n_total).astype(FLOAT_DTYPE)
     n = jnp.maximum(1, jnp.round(subsample * n_real).astype(INDEX_DTYPE))
     used = (jnp.arange(n_ids, dtype=INDEX_DTYPE) < n).astype(FLOAT_DTYPE)
@@ -175,14 +174,15 @@ class FeatureSampler:
         # One draw per kind for every level and node at once (a handful of operations
         # per tree, not a handful per level): level d's sets (D, F) from the tree's,
         # then node k of level d's (D, W, F) from its level's; rows k >= 2**d are off.
-        lvl = _choose(jax.random.fold_in(key, 1), jnp.broadcast_to(tree, (D, F)),
-                      ratios[BYLEVEL])
+        lvl = _choose(jax.random.fold_in(key, 1), jnp.broadcast_to(tree, (D, F)), ratios[BYLEVEL])
         # What the native tree kernel draws itself, for its live nodes only (the same
         # numbers: jaxboost.native.grow_tree's colsample).
-        self.level_sets, self.node_key, self.node_ratio = lvl, jax.random.fold_in(key, 2), \
-            ratios[BYNODE]
-        nodes = _choose(self.node_key, jnp.broadcast_to(lvl[:, None], (D, W, F)),
-                        ratios[BYNODE])
+        self.level_sets, self.node_key, self.node_ratio = (
+            lvl,
+            jax.random.fold_in(key, 2),
+            ratios[BYNODE],
+        )
+        nodes = _choose(self.node_key, jnp.broadcast_to(lvl[:, None], (D, W, F)), ratios[BYNODE])
         real = jnp.arange(W)[None, :] < (2 ** jnp.arange(D))[:, None]  # (D, W)
         self._all = nodes & real[:, :, None]
 
@@ -190,12 +190,15 @@ class FeatureSampler:
         """``(node_key_words, level_sets, node_ratio)`` for ``jaxboost.native.grow_tree``:
         the key's two uint32 words, the ``(max_depth, F)`` level sets and the by-node
         ratio, from which the kernel draws the masks ``levels`` holds."""
-        return (jnp.stack(key_words(self.node_key)), self.level_sets,
-                jnp.asarray(self.node_ratio, FLOAT_DTYPE).reshape(1))
+        return (
+            jnp.stack(key_words(self.node_key)),
+            self.level_sets,
+            jnp.asarray(self.node_ratio, FLOAT_DTYPE).reshape(1),
+        )
 
     def level(self, d: int, n: int):
         """The ``(n, F)`` masks of level ``d`` (``n = 2**d`` nodes)."""
-        assert n == 2 ** d
+        assert n == 2**d
         return self._all[d, :n]
 
     def levels(self, width: int):

@@ -26,14 +26,14 @@ from . import binning
 from .binning import BinEdges, EdgeBuilder
 
 
-def compute_bin_edges(X, max_bin: int = 256, sample_weight=None, seed: int = 0,
-                      categorical=None) -> BinEdges:
+def compute_bin_edges(
+    X, max_bin: int = 256, sample_weight=None, seed: int = 0, categorical=None
+) -> BinEdges:
     """``binning.compute_bin_edges`` of a dense ``X``, ``sparse_bin_edges`` of a
     canonical float32 CSC matrix."""
     if is_sparse(X):
         return sparse_bin_edges(X, max_bin, sample_weight, seed, categorical)
-    return binning.compute_bin_edges(X, max_bin, sample_weight, seed=seed,
-                                     categorical=categorical)
+    return binning.compute_bin_edges(X, max_bin, sample_weight, seed=seed, categorical=categorical)
 
 
 def apply_bins(X, edges: BinEdges, *, out=None, row_major: bool = False):
@@ -50,8 +50,9 @@ def _column(X, f):
     return X.data[lo:hi], X.indices[lo:hi]
 
 
-def sparse_bin_edges(X, max_bin: int = 256, sample_weight=None, seed: int = 0,
-                     categorical=None) -> BinEdges:
+def sparse_bin_edges(
+    X, max_bin: int = 256, sample_weight=None, seed: int = 0, categorical=None
+) -> BinEdges:
     """``binning.compute_bin_edges`` of a canonical float32 CSC ``X`` (absent =
     missing); the same arguments and result.
 
@@ -110,8 +111,7 @@ def apply_bins_sparse(X, edges: BinEdges, *, out=None, row_major: bool = False):
             seen = edges.categories
             assert seen is not None  # categorical edges mark the codes seen in training
             with np.errstate(invalid="ignore"):
-                code = np.where((vals >= 0) & (vals < edges.max_bin), vals,
-                                edges.max_bin - 1)
+                code = np.where((vals >= 0) & (vals < edges.max_bin), vals, edges.max_bin - 1)
             code = np.nan_to_num(code, nan=edges.max_bin - 1).astype(np.int64)
             b[~seen[f][code]] = edges.missing_bin
         if row_major:
@@ -137,7 +137,7 @@ def csc_bins(X, edges: BinEdges):
     ([0, 2, 4], [0, 2, 1, 2], [0, 1, 0, 1])
     """
     N, F = X.shape
-    if X.nnz >= 2 ** 31 - 1:
+    if X.nnz >= 2**31 - 1:
         raise ValueError(f"at most 2**31 - 2 stored entries, got {X.nnz}")
     keep = ~np.isnan(X.data)
     ebin = np.empty(X.nnz, BIN_DTYPE)

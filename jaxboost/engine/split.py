@@ -69,15 +69,18 @@ def newton_weight(G, H, lam, alpha, mcw, mds):
 
 def calc_weight(G, H, dyn):
     """Newton leaf weight :math:`w^*` in float64 (see the module docstring)."""
-    lam, alpha, mcw, mds = (x.astype(ACC_DTYPE) for x in (
-        dyn.reg_lambda, dyn.reg_alpha, dyn.min_child_weight, dyn.max_delta_step))
+    lam, alpha, mcw, mds = (
+        x.astype(ACC_DTYPE)
+        for x in (dyn.reg_lambda, dyn.reg_alpha, dyn.min_child_weight, dyn.max_delta_step)
+    )
     return newton_weight(G, H, lam, alpha, mcw, mds)
 
 
 def calc_score(G, H, dyn):
     """Node score :math:`S(G, H)` as float32, from float64 sums."""
-    lam, alpha, mds = (x.astype(ACC_DTYPE) for x in (
-        dyn.reg_lambda, dyn.reg_alpha, dyn.max_delta_step))
+    lam, alpha, mds = (
+        x.astype(ACC_DTYPE) for x in (dyn.reg_lambda, dyn.reg_alpha, dyn.max_delta_step)
+    )
     safe = jnp.where(H + lam > 0, H + lam, 1.0)
     s_plain = (jnp.square(threshold_l1(G, alpha)) / safe).astype(FLOAT_DTYPE)
     w = calc_weight(G, H, dyn).astype(FLOAT_DTYPE)
@@ -110,8 +113,18 @@ def _plain_score(G, H, dyn):
     return jnp.where(H <= 0, jnp.float32(0.0), s)
 
 
-def find_best_splits(G, H, Gp, Hp, dyn, forward_ok, *, clipped: bool = True,
-                     any_forward: bool = True, feature_mask=None):
+def find_best_splits(
+    G,
+    H,
+    Gp,
+    Hp,
+    dyn,
+    forward_ok,
+    *,
+    clipped: bool = True,
+    any_forward: bool = True,
+    feature_mask=None,
+):
     """Best split of every node of a level.
 
     Args:
@@ -133,8 +146,9 @@ def find_best_splits(G, H, Gp, Hp, dyn, forward_ok, *, clipped: bool = True,
     """
     with jax.enable_x64(True):
         score = calc_score if clipped else _plain_score
-        gain_a, gain_b = numeric_gains(G, H, Gp, Hp, dyn, forward_ok, score=score,
-                                       any_forward=any_forward)
+        gain_a, gain_b = numeric_gains(
+            G, H, Gp, Hp, dyn, forward_ok, score=score, any_forward=any_forward
+        )
     return pick_best(gain_a, gain_b, feature_mask)
 
 
@@ -163,10 +177,12 @@ def prefix_sums(x):
     if m * b != V:
         x = jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, m * b - V)])
     blocks = x.reshape(x.shape[:-1] + (m, b))
-    within = jnp.matmul(blocks, jnp.triu(jnp.ones((b, b), x.dtype)),
-                        precision=jax.lax.Precision.HIGHEST)
-    before = jnp.matmul(within[..., -1], jnp.triu(jnp.ones((m, m), x.dtype), 1),
-                        precision=jax.lax.Precision.HIGHEST)
+    within = jnp.matmul(
+        blocks, jnp.triu(jnp.ones((b, b), x.dtype)), precision=jax.lax.Precision.HIGHEST
+    )
+    before = jnp.matmul(
+        within[..., -1], jnp.triu(jnp.ones((m, m), x.dtype), 1), precision=jax.lax.Precision.HIGHEST
+    )
     return (within + before[..., None]).reshape(x.shape[:-1] + (m * b,))[..., :V]
 
 
@@ -301,8 +317,10 @@ def vector_weight_score(G, Hc, dyn, *, diagonal: bool):
       ``(w, score, cover)``: ``(..., K)`` float64, ``(...)`` float64, ``(...)`` float64.
     """
     K = G.shape[-1]
-    lam, alpha, mcw, mds = (x.astype(ACC_DTYPE) for x in (
-        dyn.reg_lambda, dyn.reg_alpha, dyn.min_child_weight, dyn.max_delta_step))
+    lam, alpha, mcw, mds = (
+        x.astype(ACC_DTYPE)
+        for x in (dyn.reg_lambda, dyn.reg_alpha, dyn.min_child_weight, dyn.max_delta_step)
+    )
     t = threshold_l1(G, alpha)
     if diagonal:
         Hd = Hc
@@ -340,8 +358,9 @@ def vector_weight_score(G, Hc, dyn, *, diagonal: bool):
     return w, jnp.where(ok, score, 0.0), cover
 
 
-def find_best_vector_splits(S, Sp, dyn, forward_ok, *, K: int, diagonal: bool,
-                            any_forward: bool = True, feature_mask=None):
+def find_best_vector_splits(
+    S, Sp, dyn, forward_ok, *, K: int, diagonal: bool, any_forward: bool = True, feature_mask=None
+):
     """Best split of every node of a level, for vector leaves.
 
     Args:

@@ -61,10 +61,17 @@ class Ensemble(NamedTuple):
         """Concatenate ensembles along the tree axis, on the host (NumPy). Parts without
         categorical splits get empty category sets when another part has some."""
         cat = any(p.cat_bits is not None for p in parts)
-        bits = [np.zeros(np.shape(p.feature) + (N_WORDS,), np.uint32) if p.cat_bits is None
-                else np.asarray(p.cat_bits) for p in parts]
-        fields = {f: np.concatenate([np.asarray(getattr(p, f)) for p in parts])
-                  for f in Ensemble._fields if f != "cat_bits"}
+        bits = [
+            np.zeros(np.shape(p.feature) + (N_WORDS,), np.uint32)
+            if p.cat_bits is None
+            else np.asarray(p.cat_bits)
+            for p in parts
+        ]
+        fields = {
+            f: np.concatenate([np.asarray(getattr(p, f)) for p in parts])
+            for f in Ensemble._fields
+            if f != "cat_bits"
+        }
         return Ensemble(**fields, cat_bits=np.concatenate(bits) if cat else None)
 
     def padded(self) -> "Ensemble":
@@ -78,13 +85,27 @@ class Ensemble(NamedTuple):
         pad = bucket_rows(T, minimum=8) - T
         if pad == 0:
             return self
-        fill = dict(feature=0, tbin=0, threshold=np.nan, default_left=False, is_leaf=True,
-                    value=0.0, gain=0.0, cover=0.0, cat_bits=0)
-        return Ensemble(*(None if a is None else
-                          np.concatenate([np.asarray(a),
-                                          np.full((pad,) + np.shape(a)[1:], fill[f],
-                                                  np.asarray(a).dtype)])
-                          for f, a in zip(Ensemble._fields, self)))
+        fill = dict(
+            feature=0,
+            tbin=0,
+            threshold=np.nan,
+            default_left=False,
+            is_leaf=True,
+            value=0.0,
+            gain=0.0,
+            cover=0.0,
+            cat_bits=0,
+        )
+        return Ensemble(
+            *(
+                None
+                if a is None
+                else np.concatenate(
+                    [np.asarray(a), np.full((pad,) + np.shape(a)[1:], fill[f], np.asarray(a).dtype)]
+                )
+                for f, a in zip(Ensemble._fields, self)
+            )
+        )
 
     def to_numpy(self) -> "Ensemble":
         return Ensemble(*(None if a is None else np.asarray(a) for a in self))
@@ -129,8 +150,9 @@ def _tree_leaf(tree, X, max_depth):
         left = jnp.where(jnp.isnan(x), tree.default_left[node], x < tree.threshold[node])
         if tree.cat_bits is not None:  # categorical splits: NaN thresholds
             cat = jnp.isnan(tree.threshold[node])
-            left = jnp.where(cat, categorical_left(x, tree.cat_bits[node],
-                                                   tree.default_left[node]), left)
+            left = jnp.where(
+                cat, categorical_left(x, tree.cat_bits[node], tree.default_left[node]), left
+            )
         child = 2 * node + 1 + (~left).astype(INDEX_DTYPE)
         node = jnp.where(tree.is_leaf[node], node, child)
     return node
@@ -184,8 +206,11 @@ def split_code(is_split, feature, tbin, default_left, max_bin: int = 256):
     Routing a row is then one lookup in a small table and one read of its bin, several
     times faster than gathering the three fields one by one.
     """
-    return jnp.where(is_split, feature * (2 << tbin_bits(max_bin)) + tbin * 2
-                     + default_left.astype(INDEX_DTYPE), -1)
+    return jnp.where(
+        is_split,
+        feature * (2 << tbin_bits(max_bin)) + tbin * 2 + default_left.astype(INDEX_DTYPE),
+        -1,
+    )
 
 
 def code_feature(code, max_bin: int = 256):
@@ -210,8 +235,9 @@ def binned_leaf(tree, bins, *, max_depth: int, max_bin: int):
     ``cat_bits``, NaN threshold) bin ``b`` is code ``b``, read in the category set (the
     missing bin's bit is the default direction).
     """
-    code = split_code(~tree["is_leaf"], tree["feature"], tree["tbin"], tree["default_left"],
-                      max_bin)
+    code = split_code(
+        ~tree["is_leaf"], tree["feature"], tree["tbin"], tree["default_left"], max_bin
+    )
     rows = jnp.arange(bins.shape[0], dtype=INDEX_DTYPE)
     node = jnp.zeros(bins.shape[0], INDEX_DTYPE)
     cat_bits = tree.get("cat_bits") if isinstance(tree, dict) else tree.cat_bits
@@ -227,8 +253,7 @@ def binned_leaf(tree, bins, *, max_depth: int, max_bin: int):
 
 
 @backend_jit(static_argnames=("max_depth", "link"))
-def predict_margin(ensemble: Ensemble, X, base_margin, n_trees=None, *, max_depth: int,
-                   link=None):
+def predict_margin(ensemble: Ensemble, X, base_margin, n_trees=None, *, max_depth: int, link=None):
     """Sum of the first ``n_trees`` tree outputs plus the base margin.
 
     Args:

@@ -23,8 +23,9 @@ def _describe_bad(mask):
     return f"{idx.size} value(s), the first at index {int(idx[0])}"
 
 
-def _float32_finite(arr, name: str, problem: str, advice: str = "", *,
-                    nan_only: bool = False) -> np.ndarray:
+def _float32_finite(
+    arr, name: str, problem: str, advice: str = "", *, nan_only: bool = False
+) -> np.ndarray:
     """``arr`` as float32; ``DataError`` "``name`` has ``problem``: <count and first
     row>``advice``" when an entry is NaN (or, unless ``nan_only``, infinite). For 2-D
     arrays the rows with such an entry are counted."""
@@ -46,9 +47,11 @@ def _check_numeric(arr: np.ndarray, name: str) -> None:
 
 def _check_not_complex(dtype, name: str) -> None:
     if np.dtype(dtype).kind == "c":
-        raise DataError(f"{name} must hold real numbers, got complex dtype {dtype}: its "
-                        f"imaginary part would be dropped; pass the real part (e.g. "
-                        f"{name}.real) or split it into two real columns")
+        raise DataError(
+            f"{name} must hold real numbers, got complex dtype {dtype}: its "
+            f"imaginary part would be dropped; pass the real part (e.g. "
+            f"{name}.real) or split it into two real columns"
+        )
 
 
 def _float32(arr: np.ndarray) -> np.ndarray:
@@ -68,8 +71,11 @@ def _warn_float32_collapse(arr, name):
     float32 merges (e.g. ``2**40 + i``: float32 keeps 24 bits), looked
     for in a sample of ``PRECISION_SAMPLE`` rows: trees would treat them as one value."""
     n = arr.shape[0]
-    rows = slice(None) if n <= PRECISION_SAMPLE else np.linspace(
-        0, n - 1, PRECISION_SAMPLE).astype(np.int64)
+    rows = (
+        slice(None)
+        if n <= PRECISION_SAMPLE
+        else np.linspace(0, n - 1, PRECISION_SAMPLE).astype(np.int64)
+    )
     a = arr[rows]
     for j in range(arr.shape[1]):
         col = a[:, j]
@@ -87,12 +93,14 @@ def _warn_float32_collapse(arr, name):
                 f"{float(u32[i])!r} in float32, which jaxboost bins in (as XGBoost does); "
                 f"{np.count_nonzero(u32[1:] == u32[:-1])} of the column's sampled values "
                 f"merge so. Subtract the column's minimum (or another offset) or rescale it "
-                f"before training to keep them apart", DataWarning, stacklevel=4)
+                f"before training to keep them apart",
+                DataWarning,
+                stacklevel=4,
+            )
             return
 
 
-def as_features(X, *, name="X", allow_inf=False, sparse=None,
-                warn_precision=False) -> np.ndarray:
+def as_features(X, *, name="X", allow_inf=False, sparse=None, warn_precision=False) -> np.ndarray:
     """``X`` as a C-contiguous ``(N, F)`` float32 array, NaN = missing.
 
     pandas and polars DataFrames are accepted when every column is numeric or bool
@@ -108,13 +116,17 @@ def as_features(X, *, name="X", allow_inf=False, sparse=None,
         raise DataError(f"{name} is None; expected a 2-D array of shape (n_rows, n_features)")
     if is_sparse(X):
         if sparse is None:
-            raise DataError(f"{name} is a scipy.sparse matrix, which this function does "
-                            f"not take; pass a dense array (NaN = missing)")
+            raise DataError(
+                f"{name} is a scipy.sparse matrix, which this function does "
+                f"not take; pass a dense array (NaN = missing)"
+            )
         return as_sparse_features(X, name=name, allow_inf=allow_inf, layout=sparse)
     pl = sys.modules.get("polars")
     if pl is not None and isinstance(X, getattr(pl, "LazyFrame", ())):
-        raise DataError(f"{name} is a polars LazyFrame, a query not yet run; pass "
-                        f"{name}.collect() (a DataFrame)")
+        raise DataError(
+            f"{name} is a polars LazyFrame, a query not yet run; pass "
+            f"{name}.collect() (a DataFrame)"
+        )
     kind = frame_kind(X)
     if kind is not None:
         X = _frame_array(X, kind, name)
@@ -124,11 +136,14 @@ def as_features(X, *, name="X", allow_inf=False, sparse=None,
         raise DataError(f"{name} could not be read as a 2-D numeric array: {e}") from e
     _check_numeric(arr, name)
     if arr.ndim != 2:
-        raise DataError(f"{name} must be 2-D (n_rows, n_features), got shape {arr.shape}"
-                        + ("; use X.reshape(-1, 1) for a single feature" if arr.ndim == 1 else ""))
+        raise DataError(
+            f"{name} must be 2-D (n_rows, n_features), got shape {arr.shape}"
+            + ("; use X.reshape(-1, 1) for a single feature" if arr.ndim == 1 else "")
+        )
     if arr.shape[0] == 0 or arr.shape[1] == 0:
-        raise DataError(f"{name} is empty: shape {arr.shape}; expected at least one row "
-                        f"and one feature")
+        raise DataError(
+            f"{name} is empty: shape {arr.shape}; expected at least one row and one feature"
+        )
     out = _float32(arr)
     if warn_precision and arr.dtype.itemsize > 4 and arr.dtype.kind in "fiu":
         _warn_float32_collapse(arr, name)
@@ -139,7 +154,8 @@ def as_features(X, *, name="X", allow_inf=False, sparse=None,
             raise DataError(
                 f"{name} has {int(inf.sum())} infinite value(s) (or values beyond float32 "
                 f"range), the first in row {int(rows[0])}; expected finite values, with NaN "
-                f"for missing")
+                f"for missing"
+            )
     return out
 
 
@@ -154,11 +170,16 @@ def as_labels(y, n_rows: int) -> np.ndarray:
         raise DataError(f"y must be 1-D with one label per row, got shape {arr.shape}")
     _check_numeric(arr, "y")
     if arr.shape[0] != n_rows:
-        raise DataError(f"X and y have different lengths: X has {n_rows} rows, y has "
-                        f"{arr.shape[0]} labels")
-    return _float32_finite(arr, "y", "NaN or infinite labels",
-                           "; labels must be finite (drop those rows, or give them "
-                           "sample_weight 0 after filling them)")
+        raise DataError(
+            f"X and y have different lengths: X has {n_rows} rows, y has {arr.shape[0]} labels"
+        )
+    return _float32_finite(
+        arr,
+        "y",
+        "NaN or infinite labels",
+        "; labels must be finite (drop those rows, or give them "
+        "sample_weight 0 after filling them)",
+    )
 
 
 def as_weights(w, n_rows: int):
@@ -167,17 +188,21 @@ def as_weights(w, n_rows: int):
         return None
     arr = np.asarray(_series_array(w))
     if arr.ndim != 1 or arr.shape[0] != n_rows:
-        raise DataError(f"sample_weight must be 1-D with one weight per row ({n_rows}), got "
-                        f"shape {arr.shape}")
+        raise DataError(
+            f"sample_weight must be 1-D with one weight per row ({n_rows}), got shape {arr.shape}"
+        )
     _check_numeric(arr, "sample_weight")
     out = _float32_finite(arr, "sample_weight", "NaN or infinite values")
     neg = out < 0
     if neg.any():
-        raise DataError(f"sample_weight must be >= 0, got negative weights: "
-                        f"{_describe_bad(neg)} (value {float(out[neg][0])})")
+        raise DataError(
+            f"sample_weight must be >= 0, got negative weights: "
+            f"{_describe_bad(neg)} (value {float(out[neg][0])})"
+        )
     if not (out > 0).any():
-        raise DataError("sample_weight is zero for every row; at least one row needs a "
-                        "positive weight")
+        raise DataError(
+            "sample_weight is zero for every row; at least one row needs a positive weight"
+        )
     top = float(out.max())
     if top < TINY_WEIGHT:
         warnings.warn(
@@ -185,7 +210,9 @@ def as_weights(w, n_rows: int):
             f"then below min_child_weight and float32's normal range, so the trees may not "
             f"split at all. XGBoost's rules take weights as absolute amounts "
             f"(min_child_weight, reg_lambda); rescale them, e.g. w / w.max()",
-            DataWarning, stacklevel=3)
+            DataWarning,
+            stacklevel=3,
+        )
     return out
 
 
@@ -214,10 +241,17 @@ def _side_array(v, n_rows: int, name: str) -> np.ndarray:
         raise DataError(f"{name} could not be read as a numeric array: {e}") from e
     _check_numeric(arr, name)
     if arr.ndim not in (1, 2) or arr.shape[0] != n_rows:
-        raise DataError(f"{name} must hold one value (or one row of values) per row of X, "
-                        f"shape ({n_rows},) or ({n_rows}, d); got shape {arr.shape}")
-    return _float32_finite(arr, name, "NaN values", " (rows); side data may hold +-inf "
-                           "(an open bound) but not NaN", nan_only=True)
+        raise DataError(
+            f"{name} must hold one value (or one row of values) per row of X, "
+            f"shape ({n_rows},) or ({n_rows}, d); got shape {arr.shape}"
+        )
+    return _float32_finite(
+        arr,
+        name,
+        "NaN values",
+        " (rows); side data may hold +-inf (an open bound) but not NaN",
+        nan_only=True,
+    )
 
 
 def as_targets(y, n_rows: int, *, name: str = "y"):
@@ -248,14 +282,18 @@ def as_targets(y, n_rows: int, *, name: str = "y"):
     if kind is not None and len(y.columns) > 1:
         cols = list(y.columns)
         if not all(isinstance(c, str) for c in cols) or len(set(cols)) != len(cols):
-            raise DataError(f"{name} is a DataFrame of {len(cols)} columns: its columns "
-                            f"become the entries of a dict, so they need unique string "
-                            f"names; got {cols[:_SHOW_NAMES]}")
+            raise DataError(
+                f"{name} is a DataFrame of {len(cols)} columns: its columns "
+                f"become the entries of a dict, so they need unique string "
+                f"names; got {cols[:_SHOW_NAMES]}"
+            )
         y = {c: y[c] for c in cols}
     if isinstance(y, dict):
         if not y:
-            raise DataError(f"{name} is an empty dict; expected arrays with one value per "
-                            f"row, e.g. {{'label': counts, 'exposure': years}}")
+            raise DataError(
+                f"{name} is an empty dict; expected arrays with one value per "
+                f"row, e.g. {{'label': counts, 'exposure': years}}"
+            )
         out = {}
         for k, v in y.items():
             if not isinstance(k, str):
@@ -263,9 +301,11 @@ def as_targets(y, n_rows: int, *, name: str = "y"):
             out[k] = _side_array(v, n_rows, f"{name}[{k!r}]")
         label = out.get(LABEL_KEY)
         if label is not None and not np.isfinite(label).all():
-            raise DataError(f"{name}[{LABEL_KEY!r}] has infinite values: "
-                            f"{_describe_bad(~np.isfinite(label).reshape(n_rows, -1).any(1))}"
-                            f" (rows); the label that metrics score must be finite")
+            raise DataError(
+                f"{name}[{LABEL_KEY!r}] has infinite values: "
+                f"{_describe_bad(~np.isfinite(label).reshape(n_rows, -1).any(1))}"
+                f" (rows); the label that metrics score must be finite"
+            )
         return out
     if y is not None and not isinstance(y, (str, bytes)):
         try:
@@ -281,9 +321,15 @@ def target_structure(y) -> str:
     """A short text of the structure of validated targets ``y``, for messages and for
     checking that evaluation sets match training: ``"(N,)"``, ``"(N, 3)"``,
     ``"{'count': (N,), 'exposure': (N,)}"``."""
+
     def one(a):
-        return "(" + ", ".join(["N"] + [str(d) for d in np.shape(a)[1:]]) + \
-            ("," if np.ndim(a) == 1 else "") + ")"
+        return (
+            "("
+            + ", ".join(["N"] + [str(d) for d in np.shape(a)[1:]])
+            + ("," if np.ndim(a) == 1 else "")
+            + ")"
+        )
+
     if isinstance(y, dict):
         return "{" + ", ".join(f"{k!r}: {one(v)}" for k, v in y.items()) + "}"
     return one(y)
@@ -292,6 +338,7 @@ def target_structure(y) -> str:
 def pad_targets(y, n_pad: int):
     """Targets padded to ``n_pad`` rows with copies of row 0 (zeros when empty), entry
     by entry for a dict."""
+
     def pad(a):
         a = np.asarray(a, np.float32)
         out = np.zeros((n_pad,) + a.shape[1:], np.float32)
@@ -300,11 +347,13 @@ def pad_targets(y, n_pad: int):
         if n:
             out[n:] = a[0]
         return out
+
     return {k: pad(v) for k, v in y.items()} if isinstance(y, dict) else pad(y)
 
 
-def as_offsets(base_margin, n_rows: int, n_outputs: int, *, name: str = "base_margin",
-               hint: str = ""):
+def as_offsets(
+    base_margin, n_rows: int, n_outputs: int, *, name: str = "base_margin", hint: str = ""
+):
     """Per-row base margins (offsets): ``(N,)`` float32 for one output (an ``(N, 1)``
     array too), ``(N, K)`` for ``K`` outputs, finite. ``DataError`` otherwise (the
     message ends with ``hint``).
@@ -322,13 +371,16 @@ def as_offsets(base_margin, n_rows: int, n_outputs: int, *, name: str = "base_ma
     _check_numeric(arr, name)
     if K == 1 and arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr[:, 0]
-    if arr.ndim != (1 if K == 1 else 2) or arr.shape[0] != n_rows or \
-            (K > 1 and arr.shape[1] != K):
-        what = (f"{arr.shape[1]} columns, but the model has {K} outputs"
-                if K > 1 and arr.ndim == 2 and arr.shape[0] == n_rows else
-                f"{arr.shape[0] if arr.ndim else 'no'} rows, X has {n_rows}"
-                if arr.ndim == (1 if K == 1 else 2) else f"shape {arr.shape}")
-        raise DataError(f"{name} per row must have shape {want} (one margin per row and "
-                        f"output); got {what}{hint}")
-    return _float32_finite(arr, name, "NaN or infinite values",
-                           " (rows); offsets must be finite")
+    if arr.ndim != (1 if K == 1 else 2) or arr.shape[0] != n_rows or (K > 1 and arr.shape[1] != K):
+        what = (
+            f"{arr.shape[1]} columns, but the model has {K} outputs"
+            if K > 1 and arr.ndim == 2 and arr.shape[0] == n_rows
+            else f"{arr.shape[0] if arr.ndim else 'no'} rows, X has {n_rows}"
+            if arr.ndim == (1 if K == 1 else 2)
+            else f"shape {arr.shape}"
+        )
+        raise DataError(
+            f"{name} per row must have shape {want} (one margin per row and "
+            f"output); got {what}{hint}"
+        )
+    return _float32_finite(arr, name, "NaN or infinite values", " (rows); offsets must be finite")

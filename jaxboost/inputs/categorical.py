@@ -76,7 +76,8 @@ def _finite_labels(labels: list, i: int, name) -> list:
                 f"X column {i} ({name!r}) is categorical with the category label {v!r}; "
                 f"labels must be strings or finite numbers (a model file keeps them as "
                 f"JSON). Rename that category, e.g. with "
-                f"X[{name!r}].cat.rename_categories({{{v!r}: 'inf'}})")
+                f"X[{name!r}].cat.rename_categories({{{v!r}: 'inf'}})"
+            )
     return labels
 
 
@@ -105,30 +106,42 @@ def resolve_categorical(given, X, n_features: int, names, frame_labels: dict) ->
     if given is None:
         return tuple(sorted(out))
     if isinstance(given, (str, bytes)) or not hasattr(given, "__iter__"):
-        raise TypeError(f"categorical_features must be a list of column indices or names, "
-                        f"got {type(given).__name__} {given!r}")
+        raise TypeError(
+            f"categorical_features must be a list of column indices or names, "
+            f"got {type(given).__name__} {given!r}"
+        )
     given = list(given)
     if given and all(isinstance(v, (bool, np.bool_)) for v in given):
-        raise TypeError("categorical_features must be a list of column indices or names, "
-                        "not a boolean mask; e.g. categorical_features=[0, 3]")
+        raise TypeError(
+            "categorical_features must be a list of column indices or names, "
+            "not a boolean mask; e.g. categorical_features=[0, 3]"
+        )
     for v in given:
         if isinstance(v, str):
             if names is None:
-                raise DataError(f"categorical_features names the column {v!r}, but X has "
-                                f"no column names (pass a DataFrame, feature_names=, or "
-                                f"column indices)")
+                raise DataError(
+                    f"categorical_features names the column {v!r}, but X has "
+                    f"no column names (pass a DataFrame, feature_names=, or "
+                    f"column indices)"
+                )
             if v not in names:
-                raise DataError(f"categorical_features names the column {v!r}, which X "
-                                f"does not have; its columns are {list(names)[:10]}")
+                raise DataError(
+                    f"categorical_features names the column {v!r}, which X "
+                    f"does not have; its columns are {list(names)[:10]}"
+                )
             i = list(names).index(v)
         elif is_int(v):
             i = int(v)
             if not 0 <= i < n_features:
-                raise DataError(f"categorical_features holds the index {i}, but X has "
-                                f"{n_features} feature(s) (indices 0 to {n_features - 1})")
+                raise DataError(
+                    f"categorical_features holds the index {i}, but X has "
+                    f"{n_features} feature(s) (indices 0 to {n_features - 1})"
+                )
         else:
-            raise TypeError(f"categorical_features must hold column indices (int) or names "
-                            f"(str), got {type(v).__name__} {v!r}")
+            raise TypeError(
+                f"categorical_features must hold column indices (int) or names "
+                f"(str), got {type(v).__name__} {v!r}"
+            )
         if i in out and i not in frame_labels:
             raise DataError(f"categorical_features names column {i} twice")
         out.add(i)
@@ -151,8 +164,10 @@ def check_codes(Xf, categorical: tuple, max_bin: int, names) -> None:
         what = f"categorical feature {f} ({column_name(f, names)})"
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise DataError(f"{what} must hold category codes (integers >= 0, NaN for "
-                            f"missing); row {i} holds {float(col[i]):g}")
+            raise DataError(
+                f"{what} must hold category codes (integers >= 0, NaN for "
+                f"missing); row {i} holds {float(col[i]):g}"
+            )
         if present.any():
             top = float(col[present].max())
             if top >= limit:
@@ -161,8 +176,8 @@ def check_codes(Xf, categorical: tuple, max_bin: int, names) -> None:
                     f"(codes 0 to {limit - 1}, max_bin - 1 with max_bin={max_bin}, and at "
                     f"most {MAX_CATEGORIES}) fit in the bins; merge rare categories, drop "
                     f"unused ones (pandas: .cat.remove_unused_categories())"
-                    + (" or raise max_bin (256 holds the most)" if limit < MAX_CATEGORIES
-                       else ""))
+                    + (" or raise max_bin (256 holds the most)" if limit < MAX_CATEGORIES else "")
+                )
 
 
 def check_predict_codes(Xf, categorical, names) -> None:
@@ -176,6 +191,8 @@ def check_predict_codes(Xf, categorical, names) -> None:
         bad &= ~np.isnan(col)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise DataError(f"categorical feature {f} ({column_name(f, names)}) must hold "
-                            f"category codes (integers >= 0, NaN for missing); row {i} "
-                            f"holds {float(col[i]):g}")
+            raise DataError(
+                f"categorical feature {f} ({column_name(f, names)}) must hold "
+                f"category codes (integers >= 0, NaN for missing); row {i} "
+                f"holds {float(col[i]):g}"
+            )

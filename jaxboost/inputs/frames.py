@@ -59,8 +59,7 @@ def _default_columns(X) -> bool:
     (``RangeIndex(0, F)``)."""
     pd = sys.modules.get("pandas")
     cols = getattr(X, "columns", None)
-    return (pd is not None and isinstance(cols, pd.RangeIndex) and cols.start == 0
-            and cols.step == 1)
+    return pd is not None and isinstance(cols, pd.RangeIndex) and cols.start == 0 and cols.step == 1
 
 
 def frame_feature_names(X):
@@ -97,8 +96,9 @@ def column_codes(X, i, kind) -> np.ndarray:
         s = col.to_physical().cast(pl.Float32)
     else:  # Categorical: codes index its present values in sorted order
         labels = polars_labels(col)
-        s = col.cast(pl.String).replace_strict(labels, list(range(len(labels))),
-                                               default=None, return_dtype=pl.Float32)
+        s = col.cast(pl.String).replace_strict(
+            labels, list(range(len(labels))), default=None, return_dtype=pl.Float32
+        )
     return s.fill_null(float("nan")).to_numpy().astype(np.float32)
 
 
@@ -118,25 +118,31 @@ def _frame_array(X, kind, name) -> np.ndarray:
     if kind == "pandas":
         from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
-        bad = [c for c, dt in X.dtypes.items()
-               if not (is_numeric_dtype(dt) or is_bool_dtype(dt)
-                       or is_category_dtype(kind, dt))
-               or getattr(dt, "kind", "") == "c"]
+        bad = [
+            c
+            for c, dt in X.dtypes.items()
+            if not (is_numeric_dtype(dt) or is_bool_dtype(dt) or is_category_dtype(kind, dt))
+            or getattr(dt, "kind", "") == "c"
+        ]
         dtypes = dict(X.dtypes.items())
     else:  # polars
-        bad = [c for c, dt in zip(X.columns, X.dtypes)
-               if not (dt.is_numeric() or str(dt) == "Boolean"
-                       or is_category_dtype(kind, dt))]
+        bad = [
+            c
+            for c, dt in zip(X.columns, X.dtypes)
+            if not (dt.is_numeric() or str(dt) == "Boolean" or is_category_dtype(kind, dt))
+        ]
         dtypes = dict(zip(X.columns, X.dtypes))
     cats = [i for i, dt in enumerate(dtypes.values()) if is_category_dtype(kind, dt)]
     if bad:
         kinds = ", ".join(f"{c!r} ({dtypes[c]})" for c in bad[:_SHOW_NAMES])
         more = f", ... and {len(bad) - _SHOW_NAMES} more" if len(bad) > _SHOW_NAMES else ""
-        raise DataError(f"{name} has {len(bad)} non-numeric column(s): {kinds}{more}; "
-                        f"expected real numeric, bool or categorical columns (convert "
-                        f"strings to a categorical dtype, e.g. pandas' .astype('category'), "
-                        f"or encode them as numbers; complex columns lose their "
-                        f"imaginary part)")
+        raise DataError(
+            f"{name} has {len(bad)} non-numeric column(s): {kinds}{more}; "
+            f"expected real numeric, bool or categorical columns (convert "
+            f"strings to a categorical dtype, e.g. pandas' .astype('category'), "
+            f"or encode them as numbers; complex columns lose their "
+            f"imaginary part)"
+        )
     if cats:  # column by column: category codes, numbers as float32
         cols = []
         for i, c in enumerate(X.columns):
@@ -172,41 +178,45 @@ def check_feature_names(expected, X, *, name="X") -> None:
     expected = list(expected)
     if len(set(got)) != len(got):
         dup = sorted({c for c in got if got.count(c) > 1})
-        raise DataError(f"{name} has duplicate column(s) {_names(dup)}; expected the "
-                        f"model's features {_names(expected)}")
+        raise DataError(
+            f"{name} has duplicate column(s) {_names(dup)}; expected the "
+            f"model's features {_names(expected)}"
+        )
     want, have = set(expected), set(got)
     missing = [c for c in expected if c not in have]
     extra = [c for c in got if c not in want]
     if missing or extra:
         parts = []
         if missing:
-            parts.append(f"missing {len(missing)} column(s) the model was trained with: "
-                         f"{_names(missing)}")
+            parts.append(
+                f"missing {len(missing)} column(s) the model was trained with: {_names(missing)}"
+            )
         if extra:
             parts.append(f"{len(extra)} column(s) the model does not know: {_names(extra)}")
-        raise DataError(f"{name}'s columns do not match the model's features: "
-                        f"{'; '.join(parts)}. Expected the columns {_names(expected)}")
+        raise DataError(
+            f"{name}'s columns do not match the model's features: "
+            f"{'; '.join(parts)}. Expected the columns {_names(expected)}"
+        )
     if got != expected:
         i = next(i for i, (a, b) in enumerate(zip(got, expected)) if a != b)
-        raise DataError(f"{name} has the model's columns in a different order (position "
-                        f"{i} is {got[i]!r}, expected {expected[i]!r}); expected the order "
-                        f"{_names(expected)}. Select them in that order, e.g. "
-                        f"X[booster.feature_names]")
+        raise DataError(
+            f"{name} has the model's columns in a different order (position "
+            f"{i} is {got[i]!r}, expected {expected[i]!r}); expected the order "
+            f"{_names(expected)}. Select them in that order, e.g. "
+            f"X[booster.feature_names]"
+        )
 
 
 def check_names_list(names, n_features: int) -> list:
     """``feature_names`` as a list of ``n_features`` unique strings."""
     if isinstance(names, str) or not hasattr(names, "__iter__"):
-        raise TypeError(f"feature_names must be a list of strings, got "
-                        f"{type(names).__name__}")
+        raise TypeError(f"feature_names must be a list of strings, got {type(names).__name__}")
     names = list(names)
     bad = [n for n in names if not isinstance(n, str)]
     if bad:
-        raise TypeError(f"feature_names must be strings, got {bad[0]!r} "
-                        f"({type(bad[0]).__name__})")
+        raise TypeError(f"feature_names must be strings, got {bad[0]!r} ({type(bad[0]).__name__})")
     if len(names) != n_features:
-        raise DataError(f"feature_names has {len(names)} name(s) but X has {n_features} "
-                        f"feature(s)")
+        raise DataError(f"feature_names has {len(names)} name(s) but X has {n_features} feature(s)")
     if len(set(names)) != len(names):
         dup = sorted({n for n in names if names.count(n) > 1})
         raise DataError(f"feature_names must be unique; repeated: {_names(dup)}")
@@ -220,8 +230,10 @@ def _series_array(v):
         from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
         dtypes = [v.dtype] if isinstance(v, pd.Series) else list(v.dtypes)
-        if all((is_numeric_dtype(d) or is_bool_dtype(d)) and getattr(d, "kind", "") != "c"
-               for d in dtypes):
+        if all(
+            (is_numeric_dtype(d) or is_bool_dtype(d)) and getattr(d, "kind", "") != "c"
+            for d in dtypes
+        ):
             with np.errstate(over="ignore", invalid="ignore"):
                 return v.to_numpy(dtype=np.float32, na_value=np.nan)
         return v.to_numpy()

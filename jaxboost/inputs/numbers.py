@@ -58,8 +58,7 @@ def check_int(name: str, value, *, low=None, high=None) -> int:
     return int(value)
 
 
-def check_real(name: str, value, *, low=None, low_open=False, high=None,
-               what="a number") -> float:
+def check_real(name: str, value, *, low=None, low_open=False, high=None, what="a number") -> float:
     """``value`` as a finite ``float`` in ``[low, high]`` (``(low, high]`` when
     ``low_open``; each bound optional).
 

@@ -45,8 +45,9 @@ def is_sparse(X) -> bool:
 def _index_array(a, what: str, name: str) -> np.ndarray:
     a = np.asarray(a)
     if a.ndim != 1 or np.dtype(a.dtype).kind not in "iu":
-        raise DataError(f"{name}.{what} must be a 1-D integer array, got "
-                        f"{a.dtype} of shape {a.shape}")
+        raise DataError(
+            f"{name}.{what} must be a 1-D integer array, got {a.dtype} of shape {a.shape}"
+        )
     return a
 
 
@@ -54,8 +55,10 @@ def _check_range(idx, bound: int, what: str, name: str) -> None:
     """Every entry of ``idx`` in ``[0, bound)``."""
     if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= bound):
         bad = int(np.flatnonzero((idx < 0) | (idx >= bound))[0])
-        raise DataError(f"{name}.{what}[{bad}] = {int(idx[bad])} is out of range: "
-                        f"expected 0 <= {what} < {bound}")
+        raise DataError(
+            f"{name}.{what}[{bad}] = {int(idx[bad])} is out of range: "
+            f"expected 0 <= {what} < {bound}"
+        )
 
 
 def check_structure(X, name: str = "X") -> None:
@@ -88,23 +91,32 @@ def check_structure(X, name: str = "X") -> None:
         indices = _index_array(X.indices, "indices", name)
         data = np.asarray(X.data)
         if indptr.shape[0] != major + 1:
-            raise DataError(f"{name}.indptr has {indptr.shape[0]} entries; a {fmt.upper()} "
-                            f"matrix of shape {X.shape} needs {major + 1}")
+            raise DataError(
+                f"{name}.indptr has {indptr.shape[0]} entries; a {fmt.upper()} "
+                f"matrix of shape {X.shape} needs {major + 1}"
+            )
         nnz = int(indptr[-1])
         if int(indptr[0]) != 0 or np.any(np.diff(indptr) < 0):
-            raise DataError(f"{name}.indptr must start at 0 and never decrease (got "
-                            f"{int(indptr[0])} first, or a decreasing step)")
+            raise DataError(
+                f"{name}.indptr must start at 0 and never decrease (got "
+                f"{int(indptr[0])} first, or a decreasing step)"
+            )
         if indices.shape[0] < nnz or data.shape[0] < nnz:
-            raise DataError(f"{name}.indptr ends at {nnz} but there are "
-                            f"{indices.shape[0]} indices and {data.shape[0]} values")
+            raise DataError(
+                f"{name}.indptr ends at {nnz} but there are "
+                f"{indices.shape[0]} indices and {data.shape[0]} values"
+            )
         _check_range(indices[:nnz], minor, "indices", name)
     elif fmt == "coo":
-        rows, cols = (_index_array(getattr(X, a), w, name)
-                      for a, w in (("row", "row"), ("col", "col")))
+        rows, cols = (
+            _index_array(getattr(X, a), w, name) for a, w in (("row", "row"), ("col", "col"))
+        )
         n = np.asarray(X.data).shape[0]
         if rows.shape[0] != n or cols.shape[0] != n:
-            raise DataError(f"{name}: a COO matrix needs as many rows and columns as "
-                            f"values, got {rows.shape[0]}, {cols.shape[0]} and {n}")
+            raise DataError(
+                f"{name}: a COO matrix needs as many rows and columns as "
+                f"values, got {rows.shape[0]}, {cols.shape[0]} and {n}"
+            )
         _check_range(rows, n_rows, "row", name)
         _check_range(cols, n_cols, "col", name)
     elif fmt == "bsr":
@@ -114,8 +126,7 @@ def check_structure(X, name: str = "X") -> None:
             raise DataError(f"{name} is not a valid BSR matrix: {e}") from None
 
 
-def as_sparse_features(X, *, name: str = "X", allow_inf: bool = False,
-                       layout: str = "csc"):
+def as_sparse_features(X, *, name: str = "X", allow_inf: bool = False, layout: str = "csc"):
     """A sparse ``X`` checked and in canonical form: float32 ``layout`` (``"csc"`` or
     ``"csr"``), sorted indices, duplicate entries summed (as ``X.toarray()`` sums
     them). The input is never modified; it is copied only when a conversion is needed.
@@ -124,11 +135,13 @@ def as_sparse_features(X, *, name: str = "X", allow_inf: bool = False,
     dtype, or (unless ``allow_inf``) with an infinite stored value.
     """
     if X.ndim != 2:
-        raise DataError(f"{name} must be 2-D (n_rows, n_features), got a sparse array of "
-                        f"shape {X.shape}")
+        raise DataError(
+            f"{name} must be 2-D (n_rows, n_features), got a sparse array of shape {X.shape}"
+        )
     if X.shape[0] == 0 or X.shape[1] == 0:
-        raise DataError(f"{name} is empty: shape {X.shape}; expected at least one row and "
-                        f"one feature")
+        raise DataError(
+            f"{name} is empty: shape {X.shape}; expected at least one row and one feature"
+        )
     kind = np.dtype(X.dtype).kind
     if kind == "c":
         raise DataError(f"{name} must hold real numbers, got complex dtype {X.dtype}")
@@ -147,9 +160,11 @@ def as_sparse_features(X, *, name: str = "X", allow_inf: bool = False,
             at = int(np.flatnonzero(inf)[0])
             major = int(np.searchsorted(M.indptr, at, side="right") - 1)
             row = int(M.indices[at]) if layout == "csc" else major
-            raise DataError(f"{name} has {int(inf.sum())} infinite stored value(s) (or "
-                            f"values beyond float32 range), the first in row {row}; "
-                            f"expected finite values (absent entries and NaN are missing)")
+            raise DataError(
+                f"{name} has {int(inf.sum())} infinite stored value(s) (or "
+                f"values beyond float32 range), the first in row {row}; "
+                f"expected finite values (absent entries and NaN are missing)"
+            )
     return M
 
 
@@ -187,5 +202,3 @@ def block_rows(n_features: int) -> int:
     two (so every full block pads to the same size bucket and reuses one program)."""
     rows = max(1, BLOCK_VALUES // max(1, n_features))
     return 1 << (rows.bit_length() - 1)
-
-

@@ -20,17 +20,18 @@ registers its writer with it (``booster.register_writer``), so ``Booster.save`` 
   (a file never names code to import).
 """
 
-from .format import (
-    FORMAT_VERSION,
-    ModelFormatError,
-    dumps,
-    from_dict,
-    load,
-    loads,
-    save,
-    to_dict,
-)
+from .format import FORMAT_VERSION, ModelFormatError, dumps, from_dict, load, loads, save, to_dict
 from .xgboost import from_xgboost, to_xgboost_json
 
-__all__ = ["FORMAT_VERSION", "ModelFormatError", "to_dict", "from_dict", "dumps", "loads",
-           "save", "load", "from_xgboost", "to_xgboost_json"]
+__all__ = [
+    "FORMAT_VERSION",
+    "ModelFormatError",
+    "to_dict",
+    "from_dict",
+    "dumps",
+    "loads",
+    "save",
+    "load",
+    "from_xgboost",
+    "to_xgboost_json",
+]

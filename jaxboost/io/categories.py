@@ -39,8 +39,10 @@ def edges_to_dict(edges) -> dict:
     if not edges.is_categorical:
         return {}
     cat = np.flatnonzero(edges.categorical)
-    return {"categorical": cat.tolist(),
-            "categories": [np.flatnonzero(edges.categories[f]).tolist() for f in cat]}
+    return {
+        "categorical": cat.tolist(),
+        "categories": [np.flatnonzero(edges.categories[f]).tolist() for f in cat],
+    }
 
 
 def _int_list(v, where, lo, hi):
@@ -49,8 +51,9 @@ def _int_list(v, where, lo, hi):
     out = [as_int(x, f"{where}[{i}]", lo=lo, hi=hi) for i, x in enumerate(v)]
     for i in range(1, len(out)):
         if out[i] <= out[i - 1]:
-            fail(f"{where}[{i}]", f"an integer greater than {out[i - 1]} (ascending, "
-                 f"unique)", out[i])
+            fail(
+                f"{where}[{i}]", f"an integer greater than {out[i - 1]} (ascending, unique)", out[i]
+            )
     return out
 
 
@@ -65,8 +68,9 @@ def read_edges(d, edges):
     cat = _int_list(d["categorical"], f"{where}.categorical", 0, F - 1)
     rows = d["categories"]
     if not isinstance(rows, list) or len(rows) != len(cat):
-        fail(f"{where}.categories", f"a list of {len(cat)} lists (one per categorical "
-             f"feature)", rows)
+        fail(
+            f"{where}.categories", f"a list of {len(cat)} lists (one per categorical feature)", rows
+        )
     mask = np.zeros(F, bool)
     mask[cat] = True
     seen = np.zeros((F, max_bin), bool)
@@ -78,12 +82,19 @@ def read_edges(d, edges):
         want = np.arange(n, dtype=np.float32) + np.float32(0.5)
         have = edges.cuts[f, : edges.n_cuts[f]]
         if have.shape != want.shape or not np.array_equal(have, want):
-            fail(f"{where}.cuts[{f}]", f"the cuts of categorical feature {f}: 0.5, 1.5, "
-                 f"..., {n - 0.5} ({n} of them, its largest code being {n})",
-                 have.tolist(), show_got=False)
+            fail(
+                f"{where}.cuts[{f}]",
+                f"the cuts of categorical feature {f}: 0.5, 1.5, "
+                f"..., {n - 0.5} ({n} of them, its largest code being {n})",
+                have.tolist(),
+                show_got=False,
+            )
         if int(edges.n_distinct[f]) != len(codes):
-            fail(f"{where}.n_distinct[{f}]", f"{len(codes)}, the number of categories of "
-                 f"categorical feature {f}", int(edges.n_distinct[f]))
+            fail(
+                f"{where}.n_distinct[{f}]",
+                f"{len(codes)}, the number of categories of categorical feature {f}",
+                int(edges.n_distinct[f]),
+            )
     return dataclasses.replace(edges, categories=seen, categorical=mask)
 
 
@@ -96,8 +107,12 @@ def trees_to_list(booster):
     T, M = np.shape(ens.feature)
     out = []
     for t in range(T):
-        out.append([left_categories(booster, t, i) if is_categorical_split(ens, t, i)
-                    else None for i in range(M)])
+        out.append(
+            [
+                left_categories(booster, t, i) if is_categorical_split(ens, t, i) else None
+                for i in range(M)
+            ]
+        )
     return out
 
 
@@ -110,33 +125,44 @@ def read_trees(d, arrays, edges, split):
     """
     where = "trees"
     feature, threshold = arrays["feature"], arrays["threshold"]
-    cat_f = (np.zeros(edges.n_features, bool) if edges.categorical is None
-             else np.asarray(edges.categorical, bool))
+    cat_f = (
+        np.zeros(edges.n_features, bool)
+        if edges.categorical is None
+        else np.asarray(edges.categorical, bool)
+    )
     on_cat = split & cat_f[feature]
     no_thr = split & np.isnan(threshold)
     bad = no_thr & ~on_cat
     if bad.any():
         t, i = (int(j) for j in np.argwhere(bad)[0])
-        fail(f"{where}.threshold[{t}][{i}]", f"a number: feature {int(feature[t, i])} is "
-             f"numeric", None)
+        fail(
+            f"{where}.threshold[{t}][{i}]",
+            f"a number: feature {int(feature[t, i])} is numeric",
+            None,
+        )
     bad = on_cat & ~no_thr
     if bad.any():
         t, i = (int(j) for j in np.argwhere(bad)[0])
-        fail(f"{where}.threshold[{t}][{i}]", f"null: feature {int(feature[t, i])} is "
-             f"categorical (its splits are sets of categories, trees.categories)",
-             float(threshold[t, i]))
+        fail(
+            f"{where}.threshold[{t}][{i}]",
+            f"null: feature {int(feature[t, i])} is "
+            f"categorical (its splits are sets of categories, trees.categories)",
+            float(threshold[t, i]),
+        )
     bad = on_cat & (arrays["tbin"] != 0)
     if bad.any():
         t, i = (int(j) for j in np.argwhere(bad)[0])
         fail(f"{where}.tbin[{t}][{i}]", "0 at a categorical split", int(arrays["tbin"][t, i]))
     if not edges.is_categorical:
         if "categories" in d:
-            raise ModelFormatError(f"{where}.categories: the model has no categorical "
-                                   f"features (bin_edges.categorical)")
+            raise ModelFormatError(
+                f"{where}.categories: the model has no categorical features (bin_edges.categorical)"
+            )
         return None
     if "categories" not in d:
-        raise ModelFormatError(f"{where}: missing key 'categories' (the model has "
-                               f"categorical features)")
+        raise ModelFormatError(
+            f"{where}: missing key 'categories' (the model has categorical features)"
+        )
     rows = d["categories"]
     T, M = feature.shape
     if not isinstance(rows, list) or len(rows) != T:
@@ -157,10 +183,14 @@ def read_trees(d, arrays, edges, split):
             codes = _int_list(codes, w, 0, edges.max_bin - 2)
             unseen = [c for c in codes if not edges.categories[f, c]]
             if unseen:
-                fail(w, f"codes of categorical feature {f} seen in training "
-                     f"(bin_edges.categories)", unseen[0])
-            bits[t, i] = bits_of_codes(codes, bool(arrays["default_left"][t, i]),
-                                       edges.categories[f])
+                fail(
+                    w,
+                    f"codes of categorical feature {f} seen in training (bin_edges.categories)",
+                    unseen[0],
+                )
+            bits[t, i] = bits_of_codes(
+                codes, bool(arrays["default_left"][t, i]), edges.categories[f]
+            )
     return bits
 
 
@@ -177,7 +207,7 @@ def read_labels(v, edges):
     if v is None:
         return None
     if not isinstance(v, list):
-        fail(where, "a list of {\"feature\": int, \"labels\": list} objects", v)
+        fail(where, 'a list of {"feature": int, "labels": list} objects', v)
     out = {}
     for k, item in enumerate(v):
         w = f"{where}[{k}]"
@@ -185,13 +215,13 @@ def read_labels(v, edges):
             fail(w, "an object with keys 'feature' and 'labels'", item)
         f = as_int(item["feature"], f"{w}.feature", lo=0, hi=edges.n_features - 1)
         if edges.categorical is None or not edges.categorical[f] or f in out:
-            fail(f"{w}.feature", "a categorical feature (bin_edges.categorical) named "
-                 "once", f)
+            fail(f"{w}.feature", "a categorical feature (bin_edges.categorical) named once", f)
         labels = item["labels"]
         # booleans too: a frame's bool categories (pd.Categorical([True, False])) save as
         # JSON true/false; refusing them made a model's own file unreadable
         if not isinstance(labels, list) or not all(
-                isinstance(x, (str, int, float, bool)) for x in labels):
+            isinstance(x, (str, int, float, bool)) for x in labels
+        ):
             fail(f"{w}.labels", "a list of strings, numbers or booleans", labels)
         if len(set(labels)) != len(labels):
             fail(f"{w}.labels", "unique labels", labels)
@@ -200,4 +230,3 @@ def read_labels(v, edges):
             fail(f"{w}.labels", f"at least {n} labels (one per code 0 .. {n - 1})", labels)
         out[f] = labels
     return out or None
-

@@ -39,7 +39,7 @@ from objectives import MAX_CLASSES
 from ..errors import ModelFormatError
 from ..inputs.numbers import is_int, is_real
 
-MAX_NODES = 10 ** 7
+MAX_NODES = 10**7
 """Most tree nodes (``T * M`` in heap layout), and most leaf-value entries
 (``T * M * K``), a model file may hold: about 30 bytes each once read, 300 MB at most."""
 MAX_FEATURES = 100_000
@@ -86,8 +86,7 @@ def as_int(v, where, lo=None, hi=None) -> int:
     if not is_json_int(v):
         fail(where, "an integer", v)
     if (lo is not None and v < lo) or (hi is not None and v > hi):
-        rng = (f">= {lo}" if hi is None else f"<= {hi}" if lo is None
-               else f"in [{lo}, {hi}]")
+        rng = f">= {lo}" if hi is None else f"<= {hi}" if lo is None else f"in [{lo}, {hi}]"
         fail(where, f"an integer {rng}", v)
     return int(v)
 
@@ -127,8 +126,9 @@ def check_keys(d, where, required, optional=()):
         raise ModelFormatError(f"{where}: missing key(s) {missing}")
     unknown = sorted(set(d) - set(required) - set(optional))
     if unknown:
-        raise ModelFormatError(f"{where}: unknown key(s) {unknown}; expected "
-                               f"{sorted(set(required) | set(optional))}")
+        raise ModelFormatError(
+            f"{where}: unknown key(s) {unknown}; expected {sorted(set(required) | set(optional))}"
+        )
 
 
 def json_scalar(v, where):
@@ -141,8 +141,10 @@ def json_scalar(v, where):
         return int(v)
     if is_real(v) and math.isfinite(float(v)):
         return float(v)
-    raise ValueError(f"cannot store {where}={v!r} in a model file: only None, bools, "
-                     f"ints, finite floats and strings can be stored")
+    raise ValueError(
+        f"cannot store {where}={v!r} in a model file: only None, bools, "
+        f"ints, finite floats and strings can be stored"
+    )
 
 
 def check_scalar(v, where):
@@ -173,7 +175,7 @@ _EXPECTED = {
     "int": "integers",
     "bool": "bools (true/false)",
     "float": "finite numbers",
-    "threshold": "numbers, null, \"inf\" or \"-inf\"",
+    "threshold": 'numbers, null, "inf" or "-inf"',
 }
 
 
@@ -208,8 +210,11 @@ def nested(v, where, shape, kind) -> np.ndarray:
         wide = np.array(level, dtype=np.float64)
     except OverflowError:  # an integer literal too large for int64 / float64
         i = next((i for i, x in enumerate(level) if _overflows(x, kind)), 0)
-        fail(where + _index(i, shape), f"{_EXPECTED[kind]} in range",
-              level[i] if i < len(level) else None)
+        fail(
+            where + _index(i, shape),
+            f"{_EXPECTED[kind]} in range",
+            level[i] if i < len(level) else None,
+        )
     with np.errstate(over="ignore"):
         out = wide.astype(np.float32).reshape(shape)
     bad = ~np.isfinite(out)
@@ -217,8 +222,7 @@ def nested(v, where, shape, kind) -> np.ndarray:
         bad &= np.isfinite(wide.reshape(shape))
     if bad.any():
         i = int(np.flatnonzero(bad.ravel())[0])
-        fail(where + _index(i, shape), "a number finite in float32",
-              float(wide.ravel()[i]))
+        fail(where + _index(i, shape), "a number finite in float32", float(wide.ravel()[i]))
     return out
 
 
@@ -238,7 +242,7 @@ def _threshold_entry(x, where, i, shape):
             return math.inf
         if x == "-inf":
             return -math.inf
-        fail(where + _index(i, shape), "a number, null, \"inf\" or \"-inf\"", x)
+        fail(where + _index(i, shape), 'a number, null, "inf" or "-inf"', x)
     return x
 
 
@@ -250,6 +254,7 @@ def float_list(a) -> list:
 # --------------------------------------------------------------------------------------
 # What both readers check of the trees
 # --------------------------------------------------------------------------------------
+
 
 def margin_overflow(value, is_leaf, base_margin):
     r"""``None`` when no prediction can overflow float32, else ``(k, bound)``.
@@ -275,8 +280,8 @@ def margin_overflow(value, is_leaf, base_margin):
     total = np.zeros(K, np.float64)
     step = max(1, (1 << 20) // max(value[0].size if value.shape[0] else 1, 1))
     for a in range(0, value.shape[0], step):  # blocks of trees: no full-size temporary
-        v = np.abs(value[a:a + step]).reshape(-1, value.shape[1], K)
-        m = leaf[a:a + step][..., None]
+        v = np.abs(value[a : a + step]).reshape(-1, value.shape[1], K)
+        m = leaf[a : a + step][..., None]
         total += np.max(v, axis=1, where=m, initial=0.0).astype(np.float64).sum(axis=0)
     total = total + base
     bad = np.flatnonzero(~(total <= F32_MAX))
@@ -305,8 +310,12 @@ def cover_problem(cover, left, right):
     """
     c, l, r = (np.asarray(a, np.float64) for a in (cover, left, right))
     with np.errstate(invalid="ignore", over="ignore"):
-        ok = ((c >= 0) & (l >= 0) & (r >= 0)
-              & (np.abs(l + r - c) <= COVER_TOLERANCE * np.maximum(c, l + r)))
+        ok = (
+            (c >= 0)
+            & (l >= 0)
+            & (r >= 0)
+            & (np.abs(l + r - c) <= COVER_TOLERANCE * np.maximum(c, l + r))
+        )
     bad = np.flatnonzero(~ok)
     return int(bad[0]) if bad.size else None
 

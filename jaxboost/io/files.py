@@ -51,11 +51,11 @@ import stat
 
 from ..errors import ModelFormatError
 
-MAX_TEXT_BYTES = 2 ** 27
+MAX_TEXT_BYTES = 2**27
 """Largest model text (bytes, or characters of a ``str``) ``load`` / ``loads`` and
 ``from_xgboost`` read: 128 MiB. A file is refused by its size before it is read."""
 
-MAX_PARSE_BYTES = 2 ** 28
+MAX_PARSE_BYTES = 2**28
 """Most memory the parse of a model text may take, as ``parse_cost`` bounds it before
 parsing: 256 MiB."""
 
@@ -85,17 +85,23 @@ def parse_cost(text) -> int:
     183
     """
     if isinstance(text, str):
-        width, chars = (1 if text.isascii() else 4), "[{,\""
+        width, chars = (1 if text.isascii() else 4), '[{,"'
     else:
-        width, chars = (2 if text.isascii() else 8), b"[{,\""
-    n_list, n_obj, n_comma, n_quote = (text.count(chars[i:i + 1]) for i in range(4))
-    return (width * len(text) + _COST_OPEN_LIST * n_list + _COST_OPEN_OBJECT * n_obj
-            + _COST_VALUE * n_comma + _COST_QUOTE * n_quote)
+        width, chars = (2 if text.isascii() else 8), b'[{,"'
+    n_list, n_obj, n_comma, n_quote = (text.count(chars[i : i + 1]) for i in range(4))
+    return (
+        width * len(text)
+        + _COST_OPEN_LIST * n_list
+        + _COST_OPEN_OBJECT * n_obj
+        + _COST_VALUE * n_comma
+        + _COST_QUOTE * n_quote
+    )
 
 
 def _reject_constant(name):
-    raise ModelFormatError(f"not standard JSON: {name} (non-finite numbers are not "
-                           f"allowed in a model file)")
+    raise ModelFormatError(
+        f"not standard JSON: {name} (non-finite numbers are not allowed in a model file)"
+    )
 
 
 def _no_duplicates(pairs):
@@ -111,17 +117,19 @@ def _no_duplicates(pairs):
 
 def _check_size(n, what):
     if n > MAX_TEXT_BYTES:
-        raise ModelFormatError(f"{what} is larger than {MAX_TEXT_BYTES} bytes "
-                               f"(jaxboost.io.files.MAX_TEXT_BYTES)")
+        raise ModelFormatError(
+            f"{what} is larger than {MAX_TEXT_BYTES} bytes (jaxboost.io.files.MAX_TEXT_BYTES)"
+        )
 
 
 def _check_cost(text, what):
     cost = parse_cost(text)
     if cost > MAX_PARSE_BYTES:
         raise ModelFormatError(
-            f"{what} ({len(text)} bytes) would take up to {cost / 2 ** 20:.0f} MiB of "
-            f"memory to parse, more than the limit of {MAX_PARSE_BYTES / 2 ** 20:.0f} MiB "
-            f"(jaxboost.io.files.MAX_PARSE_BYTES; raise it to load a larger model)")
+            f"{what} ({len(text)} bytes) would take up to {cost / 2**20:.0f} MiB of "
+            f"memory to parse, more than the limit of {MAX_PARSE_BYTES / 2**20:.0f} MiB "
+            f"(jaxboost.io.files.MAX_PARSE_BYTES; raise it to load a larger model)"
+        )
 
 
 def _decode(data, what) -> str:
@@ -138,8 +146,10 @@ def _loads(text: str, allow_nonfinite: bool):
     except RecursionError:
         raise ModelFormatError("not a model: JSON nested too deeply") from None
     except MemoryError:
-        raise ModelFormatError("not a model: its JSON ran out of memory while parsing "
-                               "(lower jaxboost.io.files.MAX_PARSE_BYTES)") from None
+        raise ModelFormatError(
+            "not a model: its JSON ran out of memory while parsing "
+            "(lower jaxboost.io.files.MAX_PARSE_BYTES)"
+        ) from None
     except ModelFormatError:
         raise
     except ValueError as e:  # json.JSONDecodeError, over-long integer literals
@@ -167,9 +177,13 @@ def parse_json(text, *, allow_nonfinite: bool = False, limits: bool = True):
     return _loads(text, allow_nonfinite)
 
 
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-          (stat.S_ISSOCK, "a socket"))
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 def file_kind(mode) -> str:
@@ -192,14 +206,20 @@ def read_bytes(path, *, limit=None, what="model file", error=ModelFormatError) -
     """
     limit = MAX_TEXT_BYTES if limit is None else limit
     name = os.fspath(path)
-    flags = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-             | getattr(os, "O_BINARY", 0))
+    flags = (
+        os.O_RDONLY
+        | getattr(os, "O_NONBLOCK", 0)
+        | getattr(os, "O_CLOEXEC", 0)
+        | getattr(os, "O_BINARY", 0)
+    )
     fd = os.open(name, flags)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise error(f"{name!r} is {file_kind(st.st_mode)}, not a regular file; a "
-                        f"{what} is read from a regular file only")
+            raise error(
+                f"{name!r} is {file_kind(st.st_mode)}, not a regular file; a "
+                f"{what} is read from a regular file only"
+            )
         if st.st_size > limit:
             raise error(f"{name!r} is larger than the limit of {limit} bytes for a {what}")
         parts, total = [], 0
@@ -233,15 +253,18 @@ def file_path(path, what: str = "path") -> str:
     try:
         name = os.fspath(path)
     except TypeError:
-        raise TypeError(f"{what} must be a file path (str, bytes or os.PathLike), got "
-                        f"{type(path).__name__}") from None
+        raise TypeError(
+            f"{what} must be a file path (str, bytes or os.PathLike), got {type(path).__name__}"
+        ) from None
     if isinstance(name, bytes):
         name = os.fsdecode(name)
     if name == "":
         raise ValueError(f"{what} is empty; expected a file name such as 'model.json'")
     if name.lstrip()[:1] in ("{", "[") and not os.path.exists(name):
-        raise ValueError(f"{what} looks like model JSON text, not a file name: pass the "
-                         f"text to jaxboost.io.loads(text), or the file's path here")
+        raise ValueError(
+            f"{what} looks like model JSON text, not a file name: pass the "
+            f"text to jaxboost.io.loads(text), or the file's path here"
+        )
     return name
 
 
@@ -331,8 +354,13 @@ def remove_stale_temporaries(path) -> list:
     for name in entries:
         tmp = os.path.join(directory, name)
         try:
-            fd = os.open(tmp, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
-                         | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+            fd = os.open(
+                tmp,
+                os.O_RDONLY
+                | getattr(os, "O_NOFOLLOW", 0)
+                | getattr(os, "O_NONBLOCK", 0)
+                | getattr(os, "O_CLOEXEC", 0),
+            )
         except OSError:
             continue
         try:
@@ -370,10 +398,12 @@ def _check_target(path: str) -> None:
         return
     if stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError(errno.EISDIR, "cannot save a model over a directory", path)
-    raise ValueError(f"refusing to save a model over {path!r}: it is "
-                     f"{file_kind(st.st_mode)}, not a regular file (a model file is "
-                     f"written as a new regular file renamed over its path, which would "
-                     f"replace the {file_kind(st.st_mode).split(' ', 1)[-1]})")
+    raise ValueError(
+        f"refusing to save a model over {path!r}: it is "
+        f"{file_kind(st.st_mode)}, not a regular file (a model file is "
+        f"written as a new regular file renamed over its path, which would "
+        f"replace the {file_kind(st.st_mode).split(' ', 1)[-1]})"
+    )
 
 
 def atomic_write(path, data: bytes) -> None:
@@ -395,8 +425,13 @@ def atomic_write(path, data: bytes) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     base = os.path.basename(path)
     remove_stale_temporaries(path)
-    flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-             | getattr(os, "O_CLOEXEC", 0))
+    flags = (
+        os.O_WRONLY
+        | os.O_CREAT
+        | os.O_EXCL
+        | getattr(os, "O_BINARY", 0)
+        | getattr(os, "O_CLOEXEC", 0)
+    )
     for _ in range(100):
         tmp = os.path.join(directory, f".{_temporary_stem(base)}.{secrets.token_hex(6)}.tmp")
         try:
@@ -418,7 +453,7 @@ def atomic_write(path, data: bytes) -> None:
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             os.fsync(fd)
             os.replace(tmp, path)
         finally:

@@ -178,18 +178,33 @@ from .objective import (
 FORMAT_NAME = "jaxboost-model"
 FORMAT_VERSION = 1
 
-MAX_HISTORY = 10 ** 7
+MAX_HISTORY = 10**7
 """Most evaluation-history entries a file may hold."""
 
-_TOP_KEYS = ("format", "format_version", "jaxboost_version", "objective", "params",
-             "n_features", "n_outputs", "trees_per_round", "base_margin", "bin_edges",
-             "trees", "best_iteration", "best_score", "history", "train_state")
+_TOP_KEYS = (
+    "format",
+    "format_version",
+    "jaxboost_version",
+    "objective",
+    "params",
+    "n_features",
+    "n_outputs",
+    "trees_per_round",
+    "base_margin",
+    "bin_edges",
+    "trees",
+    "best_iteration",
+    "best_score",
+    "history",
+    "train_state",
+)
 _OPTIONAL_KEYS = ("feature_names", "category_labels", "num_parallel_tree")
 
 
 # --------------------------------------------------------------------------------------
 # Booster -> dict
 # --------------------------------------------------------------------------------------
+
 
 def _history_to_dict(history) -> dict:
     if history is None:
@@ -199,8 +214,10 @@ def _history_to_dict(history) -> dict:
     out = {}
     for data, metrics in history.items():
         if not isinstance(data, str) or not isinstance(metrics, dict):
-            raise ValueError("booster.history must map data names (str) to dicts of "
-                             "metric name -> list of scores")
+            raise ValueError(
+                "booster.history must map data names (str) to dicts of "
+                "metric name -> list of scores"
+            )
         out[data] = {}
         for metric, scores in metrics.items():
             if not isinstance(metric, str):
@@ -214,8 +231,7 @@ def _train_state_to_dict(state):
     if state is None:
         return None
     if not isinstance(state, dict):
-        raise ValueError(f"booster.train_state must be a dict or None, got "
-                         f"{type(state).__name__}")
+        raise ValueError(f"booster.train_state must be a dict or None, got {type(state).__name__}")
     if not state:  # a booster not made by train(): no state to continue from
         return {}
     out = {}
@@ -267,8 +283,9 @@ def to_dict(booster: Booster) -> dict:
     if names is not None:
         names = [str(n) for n in names]
         if len(names) != int(booster.n_features) or len(set(names)) != len(names):
-            raise ValueError(f"booster.feature_names must be {booster.n_features} unique "
-                             f"strings, got {names!r}")
+            raise ValueError(
+                f"booster.feature_names must be {booster.n_features} unique strings, got {names!r}"
+            )
         out["feature_names"] = names
     labels = categories.labels_to_list(booster)
     if labels is not None:
@@ -315,8 +332,9 @@ def _best_to_dict(booster):
     best_iteration = getattr(booster, "best_iteration", None)
     if best_iteration is not None:
         if not is_int(best_iteration):
-            raise ValueError(f"booster.best_iteration must be an int or None, got "
-                             f"{best_iteration!r}")
+            raise ValueError(
+                f"booster.best_iteration must be an int or None, got {best_iteration!r}"
+            )
         best_iteration = int(best_iteration)
     best_score = getattr(booster, "best_score", None)
     if best_score is not None:
@@ -332,8 +350,7 @@ def _edges_to_dict(edges) -> dict:
     n_cuts = np.asarray(edges.n_cuts)
     return {
         "max_bin": int(edges.max_bin),
-        "cuts": [float_list(edges.cuts[f, : int(n_cuts[f])])
-                 for f in range(edges.cuts.shape[0])],
+        "cuts": [float_list(edges.cuts[f, : int(n_cuts[f])]) for f in range(edges.cuts.shape[0])],
         "has_missing": np.asarray(edges.has_missing, bool).tolist(),
         "n_distinct": np.asarray(edges.n_distinct, np.int64).tolist(),
         **categories.edges_to_dict(edges),
@@ -373,8 +390,9 @@ def _read_params(d) -> TreeParams:
 def _read_bin_edges(d, F, max_bin) -> BinEdges:
     where = "bin_edges"
     as_object(d, where)
-    check_keys(d, where, ("max_bin", "cuts", "has_missing", "n_distinct"),
-               ("categorical", "categories"))
+    check_keys(
+        d, where, ("max_bin", "cuts", "has_missing", "n_distinct"), ("categorical", "categories")
+    )
     if as_int(d["max_bin"], f"{where}.max_bin") != max_bin:
         fail(f"{where}.max_bin", f"params.max_bin = {max_bin}", d["max_bin"])
     cuts_in = d["cuts"]
@@ -390,8 +408,11 @@ def _read_bin_edges(d, F, max_bin) -> BinEdges:
         arr = nested(row, w, (len(row),), "float")
         if arr.size > 1 and not np.all(arr[1:] > arr[:-1]):
             i = int(np.flatnonzero(~(arr[1:] > arr[:-1]))[0]) + 1
-            fail(f"{w}[{i}]", f"cuts strictly ascending (greater than {float(arr[i - 1])!r})",
-                  float(arr[i]))
+            fail(
+                f"{w}[{i}]",
+                f"cuts strictly ascending (greater than {float(arr[i - 1])!r})",
+                float(arr[i]),
+            )
         cuts[f, : arr.size] = arr
         n_cuts[f] = arr.size
     has_missing = nested(d["has_missing"], f"{where}.has_missing", (F,), "bool")
@@ -399,30 +420,43 @@ def _read_bin_edges(d, F, max_bin) -> BinEdges:
     if (n_distinct < 0).any():
         i = int(np.flatnonzero(n_distinct < 0)[0])
         fail(f"{where}.n_distinct[{i}]", "an integer >= 0", int(n_distinct[i]))
-    edges = BinEdges(cuts=cuts, n_cuts=n_cuts, has_missing=has_missing,
-                     n_distinct=n_distinct, max_bin=int(max_bin))
+    edges = BinEdges(
+        cuts=cuts,
+        n_cuts=n_cuts,
+        has_missing=has_missing,
+        n_distinct=n_distinct,
+        max_bin=int(max_bin),
+    )
     return categories.read_edges(d, edges)
 
 
 def _read_trees(d, params: TreeParams, edges: BinEdges, F, K, tpr) -> Ensemble:
     where = "trees"
     as_object(d, where)
-    check_keys(d, where, tuple(f for f in Ensemble._fields if f != "cat_bits"),
-               ("categories",))
+    check_keys(d, where, tuple(f for f in Ensemble._fields if f != "cat_bits"), ("categories",))
     M = params.n_nodes
     rows = d["feature"]
     if not isinstance(rows, list):
         fail(f"{where}.feature", "a list of trees", rows)
     T = len(rows)
     if T * M > MAX_NODES or T * M * K > MAX_NODES:
-        raise ModelFormatError(f"{where}: {T} trees of {M} nodes and {K} output(s) exceed "
-                               f"the limit of {MAX_NODES} nodes/values")
+        raise ModelFormatError(
+            f"{where}: {T} trees of {M} nodes and {K} output(s) exceed "
+            f"the limit of {MAX_NODES} nodes/values"
+        )
     if T % tpr:
-        raise ModelFormatError(f"{where}: {T} trees is not a multiple of trees_per_round "
-                               f"= {tpr}")
+        raise ModelFormatError(f"{where}: {T} trees is not a multiple of trees_per_round = {tpr}")
     shape = (T, M)
-    kinds = dict(feature="int", tbin="int", threshold="threshold", default_left="bool",
-                 is_leaf="bool", value="float", gain="float", cover="float")
+    kinds = dict(
+        feature="int",
+        tbin="int",
+        threshold="threshold",
+        default_left="bool",
+        is_leaf="bool",
+        value="float",
+        gain="float",
+        cover="float",
+    )
     # (the trees' categorical splits are checked below, categories.read_trees)
     arrays = {}
     for name, kind in kinds.items():
@@ -448,15 +482,24 @@ def _read_trees(d, params: TreeParams, edges: BinEdges, F, K, tpr) -> Ensemble:
     if bad.any():
         t, i = _first_tree_node(bad)
         exp = float(expected[t, i])
-        exp_text = f"\"{'inf' if exp > 0 else '-inf'}\"" if math.isinf(exp) else repr(exp)
-        fail(f"{where}.threshold[{t}][{i}]",
-              f"{exp_text}, the bin edge of feature {int(feature[t, i])} at tbin "
-              f"{int(tbin[t, i])}", float(threshold[t, i]))
+        exp_text = f'"{"inf" if exp > 0 else "-inf"}"' if math.isinf(exp) else repr(exp)
+        fail(
+            f"{where}.threshold[{t}][{i}]",
+            f"{exp_text}, the bin edge of feature {int(feature[t, i])} at tbin {int(tbin[t, i])}",
+            float(threshold[t, i]),
+        )
 
-    return Ensemble(feature=feature.astype(np.int32), tbin=tbin.astype(np.int32),
-                    threshold=threshold, default_left=arrays["default_left"],
-                    is_leaf=is_leaf, value=arrays["value"], gain=arrays["gain"],
-                    cover=arrays["cover"], cat_bits=cat_bits)
+    return Ensemble(
+        feature=feature.astype(np.int32),
+        tbin=tbin.astype(np.int32),
+        threshold=threshold,
+        default_left=arrays["default_left"],
+        is_leaf=is_leaf,
+        value=arrays["value"],
+        gain=arrays["gain"],
+        cover=arrays["cover"],
+        cat_bits=cat_bits,
+    )
 
 
 def _first_tree_node(mask):
@@ -473,20 +516,24 @@ def _check_tree_bins(arrays, edges: BinEdges, F) -> None:
     bad = (feature < 0) | (feature >= F)
     if bad.any():
         t, i = _first_tree_node(bad)
-        fail(f"{where}.feature[{t}][{i}]", f"a feature index in [0, {F})",
-              int(feature[t, i]))
+        fail(f"{where}.feature[{t}][{i}]", f"a feature index in [0, {F})", int(feature[t, i]))
     bad = (tbin < 0) | (tbin > edges.max_bin - 1)
     if bad.any():
         t, i = _first_tree_node(bad)
-        fail(f"{where}.tbin[{t}][{i}]", f"a bin in [0, max_bin - 1 = {edges.max_bin - 1}]",
-              int(tbin[t, i]))
+        fail(
+            f"{where}.tbin[{t}][{i}]",
+            f"a bin in [0, max_bin - 1 = {edges.max_bin - 1}]",
+            int(tbin[t, i]),
+        )
     limit = edges.n_cuts[feature] + 1
     bad = split & (tbin > limit)
     if bad.any():
         t, i = _first_tree_node(bad)
-        fail(f"{where}.tbin[{t}][{i}]",
-              f"a bin <= n_cuts + 1 = {int(limit[t, i])} of feature {int(feature[t, i])}",
-              int(tbin[t, i]))
+        fail(
+            f"{where}.tbin[{t}][{i}]",
+            f"a bin <= n_cuts + 1 = {int(limit[t, i])} of feature {int(feature[t, i])}",
+            int(tbin[t, i]),
+        )
 
 
 def _check_tree_structure(is_leaf, max_depth) -> None:
@@ -500,9 +547,11 @@ def _check_tree_structure(is_leaf, max_depth) -> None:
     bad[:, first_last:] = split[:, first_last:]
     if bad.any():
         t, i = _first_tree_node(bad)
-        raise ModelFormatError(f"{where}.is_leaf[{t}][{i}]: expected a leaf (node {i} is in "
-                               f"the last level of a depth-{max_depth} tree and has "
-                               f"no children), got a split node")
+        raise ModelFormatError(
+            f"{where}.is_leaf[{t}][{i}]: expected a leaf (node {i} is in "
+            f"the last level of a depth-{max_depth} tree and has "
+            f"no children), got a split node"
+        )
     if M > 1:
         parent = (np.arange(1, M) - 1) // 2
         bad = np.zeros(shape, bool)
@@ -511,7 +560,8 @@ def _check_tree_structure(is_leaf, max_depth) -> None:
             t, i = _first_tree_node(bad)
             raise ModelFormatError(
                 f"{where}.is_leaf[{t}][{i}]: expected a leaf, because its parent node "
-                f"{(i - 1) // 2} is a leaf (split nodes must form a tree), got a split node")
+                f"{(i - 1) // 2} is a leaf (split nodes must form a tree), got a split node"
+            )
 
 
 def _check_sums(ens: Ensemble, base_margin) -> None:
@@ -523,7 +573,8 @@ def _check_sums(ens: Ensemble, base_margin) -> None:
         raise ModelFormatError(
             f"trees.value: the leaf values of the {ens.n_trees} trees and base_margin add "
             f"up to {bound:.6g}{out}, beyond the float32 range (3.4028e38): predictions "
-            f"would overflow to inf; expected leaf values whose sums stay finite")
+            f"would overflow to inf; expected leaf values whose sums stay finite"
+        )
     t, i, c, left, right = heap_split_covers(ens.cover, ens.is_leaf)
     j = cover_problem(c, left, right)
     if j is not None:
@@ -532,7 +583,8 @@ def _check_sums(ens: Ensemble, base_margin) -> None:
             f"trees.cover[{t}][{i}]: expected the cover of a split node and of its "
             f"children {2 * i + 1} and {2 * i + 2} to be >= 0 and the children's to add "
             f"up to the node's (SHAP values weight the branches by these fractions), got "
-            f"{float(c[j])!r} = {float(left[j])!r} + {float(right[j])!r}")
+            f"{float(c[j])!r} = {float(left[j])!r} + {float(right[j])!r}"
+        )
 
 
 def _read_history(d) -> dict:
@@ -583,49 +635,66 @@ def _read_train_state(d):
     missing = [k for k in ("seed", "rounds") if k not in d]
     if missing:
         raise ModelFormatError(f"{where}: missing key(s) {missing}")
-    out = {"seed": as_int(d["seed"], f"{where}.seed", lo=0),
-           "rounds": as_int(d["rounds"], f"{where}.rounds", lo=0)}
+    out = {
+        "seed": as_int(d["seed"], f"{where}.seed", lo=0),
+        "rounds": as_int(d["rounds"], f"{where}.rounds", lo=0),
+    }
     for k, v in d.items():
         if k not in out:
             out[k] = check_scalar(v, f"{where}.{k}")
     return out
 
 
-def _parse(d) -> dict:
-    """Validate a parsed model; the constructor arguments (objective not yet resolved)."""
+def _check_header(d) -> None:
+    """The model's first checks: a JSON object of jaxboost's format, of a version this
+    jaxboost reads, with the keys it expects."""
     if not isinstance(d, dict):
         fail("model", "a JSON object", d)
     as_object(d, "model")
     if d.get("format") != FORMAT_NAME:
         if "format" not in d:
-            raise ModelFormatError(f"format: missing key; this is not a jaxboost model "
-                                   f"file (expected \"format\": \"{FORMAT_NAME}\")")
-        fail("format", f"\"{FORMAT_NAME}\" (not a jaxboost model file?)", d["format"])
+            raise ModelFormatError(
+                f"format: missing key; this is not a jaxboost model "
+                f'file (expected "format": "{FORMAT_NAME}")'
+            )
+        fail("format", f'"{FORMAT_NAME}" (not a jaxboost model file?)', d["format"])
     if "format_version" not in d:
         raise ModelFormatError("format_version: missing key")
     version = as_int(d["format_version"], "format_version")
     if version > FORMAT_VERSION:
-        raise ModelFormatError(f"format_version: this file has format version {version}, "
-                               f"newer than the version this jaxboost reads "
-                               f"({FORMAT_VERSION}); upgrade jaxboost to load it")
+        raise ModelFormatError(
+            f"format_version: this file has format version {version}, "
+            f"newer than the version this jaxboost reads "
+            f"({FORMAT_VERSION}); upgrade jaxboost to load it"
+        )
     if version != FORMAT_VERSION:
         fail("format_version", f"{FORMAT_VERSION}", version)
     check_keys(d, "model", _TOP_KEYS, _OPTIONAL_KEYS)
     if not isinstance(d["jaxboost_version"], str):
         fail("jaxboost_version", "a string", d["jaxboost_version"])
 
+
+def _parse(d) -> dict:
+    """Validate a parsed model; the constructor arguments (objective not yet resolved)."""
+    _check_header(d)
     params = _read_params(d["params"])
     F = as_int(d["n_features"], "n_features", lo=1, hi=MAX_FEATURES)
     K = as_int(d["n_outputs"], "n_outputs", lo=1)
     if K > MAX_CLASSES:
-        raise ModelFormatError(f"n_outputs: {K} outputs, more than jaxboost's limit of "
-                               f"MAX_CLASSES = {MAX_CLASSES} (objectives.MAX_CLASSES)")
-    n_parallel = as_int(d.get("num_parallel_tree", 1), "num_parallel_tree", lo=1,
-                        hi=MAX_NODES)
+        raise ModelFormatError(
+            f"n_outputs: {K} outputs, more than jaxboost's limit of "
+            f"MAX_CLASSES = {MAX_CLASSES} (objectives.MAX_CLASSES)"
+        )
+    n_parallel = as_int(d.get("num_parallel_tree", 1), "num_parallel_tree", lo=1, hi=MAX_NODES)
     tpr = as_int(d["trees_per_round"], "trees_per_round", lo=1)
     if tpr not in (n_parallel, K * n_parallel):
-        fail("trees_per_round", f"num_parallel_tree = {n_parallel} times 1 or n_outputs = "
-             f"{K}" if n_parallel > 1 else f"1 or n_outputs = {K}", tpr)
+        fail(
+            "trees_per_round",
+            f"num_parallel_tree = {n_parallel} times 1 or n_outputs = {K}"
+            if n_parallel > 1
+            else f"1 or n_outputs = {K}",
+            tpr,
+        )
 
     base = d["base_margin"]
     if K == 1:
@@ -649,13 +718,22 @@ def _parse(d) -> dict:
 
     return dict(
         objective=objective_from_dict(d["objective"], K),
-        ensemble=ensemble, params=params, bin_edges=edges, base_margin=base_margin,
-        n_features=F, n_outputs=K, trees_per_round=tpr, num_parallel_tree=n_parallel,
+        ensemble=ensemble,
+        params=params,
+        bin_edges=edges,
+        base_margin=base_margin,
+        n_features=F,
+        n_outputs=K,
+        trees_per_round=tpr,
+        num_parallel_tree=n_parallel,
         feature_names=_read_feature_names(d.get("feature_names"), F),
         category_labels=categories.read_labels(d.get("category_labels"), edges),
-        extra=dict(best_iteration=best_iteration, best_score=best_score,
-                   history=_read_history(d["history"]),
-                   train_state=_read_train_state(d["train_state"])),
+        extra=dict(
+            best_iteration=best_iteration,
+            best_score=best_score,
+            history=_read_history(d["history"]),
+            train_state=_read_train_state(d["train_state"]),
+        ),
     )
 
 
@@ -687,8 +765,15 @@ def from_dict(d, objective=None, link=None, *, replace_objective: bool = False) 
         parts = _parse(d)
     except ModelFormatError:
         raise
-    except (TypeError, ValueError, KeyError, IndexError, OverflowError, AttributeError,
-            RecursionError) as e:  # a safety net: every check above should come first
+    except (
+        TypeError,
+        ValueError,
+        KeyError,
+        IndexError,
+        OverflowError,
+        AttributeError,
+        RecursionError,
+    ) as e:  # a safety net: every check above should come first
         raise ModelFormatError(f"invalid model ({type(e).__name__}: {e})") from e
 
     stored = parts.pop("objective")
@@ -700,15 +785,21 @@ def from_dict(d, objective=None, link=None, *, replace_objective: bool = False) 
         obj = with_stored_link(given, stored, link, K)
     elif isinstance(stored, StoredCallable):
         name = stored.qualname
-        raise TypeError(f"this model was trained with the custom loss {name}; pass it "
-                        f"again: jaxboost.load(path, objective={name.rsplit('.', 1)[-1]})")
+        raise TypeError(
+            f"this model was trained with the custom loss {name}; pass it "
+            f"again: jaxboost.load(path, objective={name.rsplit('.', 1)[-1]})"
+        )
     else:
         obj = with_stored_link(stored, stored, link, K)
 
     extra = parts.pop("extra")
     accepted = inspect.signature(Booster.__init__).parameters
-    booster = Booster(parts.pop("ensemble"), objective=obj,
-                      **parts, **{k: v for k, v in extra.items() if k in accepted})
+    booster = Booster(
+        parts.pop("ensemble"),
+        objective=obj,
+        **parts,
+        **{k: v for k, v in extra.items() if k in accepted},
+    )
     for k, v in extra.items():
         if k not in accepted:
             setattr(booster, k, v)
@@ -721,32 +812,39 @@ def _same_objective(given, stored) -> None:
 
     have, want = objective_to_dict(given), objective_to_dict(stored)
     if have != want:
+
         def text(d):
             if d["kind"] == "catalogue":
                 params = ", ".join(f"{k}={v!r}" for k, v in d["params"].items())
                 return f"objectives.{d['name']}({params})"
             return d["qualname"]
-        raise ValueError(f"this model file stores the objective {text(want)}, and "
-                         f"objective={text(have)} would replace it (and its link: what "
-                         f"predict returns); load without objective= to use the stored "
-                         f"one, or pass replace_objective=True to replace it")
+
+        raise ValueError(
+            f"this model file stores the objective {text(want)}, and "
+            f"objective={text(have)} would replace it (and its link: what "
+            f"predict returns); load without objective= to use the stored "
+            f"one, or pass replace_objective=True to replace it"
+        )
 
 
 # --------------------------------------------------------------------------------------
 # Text and files
 # --------------------------------------------------------------------------------------
 
+
 def dumps(booster: Booster, *, indent=None) -> str:
     """The model as JSON text (compact unless ``indent`` is given)."""
     seps = (",", ":") if indent is None else (",", ": ")
-    return json.dumps(to_dict(booster), allow_nan=False, indent=indent, separators=seps,
-                      ensure_ascii=True)
+    return json.dumps(
+        to_dict(booster), allow_nan=False, indent=indent, separators=seps, ensure_ascii=True
+    )
 
 
 def loads(text, objective=None, link=None, *, replace_objective: bool = False) -> Booster:
     """A ``Booster`` from JSON text (``str`` or UTF-8 ``bytes``); see ``from_dict``."""
-    return from_dict(parse_json(text), objective=objective, link=link,
-                     replace_objective=replace_objective)
+    return from_dict(
+        parse_json(text), objective=objective, link=link, replace_objective=replace_objective
+    )
 
 
 def save(booster: Booster, path, *, indent=None) -> None:
@@ -768,12 +866,21 @@ def load(path, objective=None, link=None, *, replace_objective: bool = False) ->
     a valid model; all checked before the parse or before anything of the declared
     size is allocated. ``OSError`` when the file cannot be opened or read.
     """
-    return from_dict(read_json(path), objective=objective, link=link,
-                     replace_objective=replace_objective)
+    return from_dict(
+        read_json(path), objective=objective, link=link, replace_objective=replace_objective
+    )
 
 
-__all__ = ["FORMAT_VERSION", "ModelFormatError", "to_dict", "from_dict", "dumps", "loads",
-           "save", "load"]
+__all__ = [
+    "FORMAT_VERSION",
+    "ModelFormatError",
+    "to_dict",
+    "from_dict",
+    "dumps",
+    "loads",
+    "save",
+    "load",
+]
 
 
 register_writer("json", save)

@@ -46,8 +46,9 @@ def _qualname(fn) -> str:
     if isinstance(fn, functools.partial):
         return f"functools.partial({_qualname(fn.func)})"
     module = getattr(fn, "__module__", None) or type(fn).__module__
-    name = (getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
-            or type(fn).__qualname__)
+    name = (
+        getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__qualname__
+    )
     return f"{module}.{name}"
 
 
@@ -58,12 +59,16 @@ def objective_to_dict(obj) -> dict:
 
     if isinstance(obj, LinkedLoss):
         name = link_name(obj.link)
-        link = ({"kind": "named", "name": name} if name is not None else
-                {"kind": "callable", "qualname": _qualname(obj.link)})
+        link = (
+            {"kind": "named", "name": name}
+            if name is not None
+            else {"kind": "callable", "qualname": _qualname(obj.link)}
+        )
         return {"kind": "callable", "qualname": _qualname(obj.loss), "link": link}
     if isinstance(obj, (Objective, GroupObjective)):
-        params = {k: json_scalar(v, f"objectives.{obj.name} hyperparameter {k}")
-                  for k, v in obj.params}
+        params = {
+            k: json_scalar(v, f"objectives.{obj.name} hyperparameter {k}") for k, v in obj.params
+        }
         entry = _catalogue().get(obj.name)
         if entry is not None:
             try:
@@ -90,7 +95,7 @@ def objective_from_dict(d, K):
             fail(f"{where}.qualname", "a string", d["qualname"])
         return StoredCallable(d["qualname"], _link_from_dict(d.get("link"), K))
     if kind != "catalogue":
-        fail(f"{where}.kind", "\"catalogue\" or \"callable\"", kind)
+        fail(f"{where}.kind", '"catalogue" or "callable"', kind)
     check_keys(d, where, ("kind", "name", "params"))
     name = d["name"]
     catalogue = _catalogue()
@@ -109,10 +114,17 @@ def objective_from_dict(d, K):
     try:
         k = obj.outputs
     except (TypeError, ValueError):
-        fail(f"{where}.params", f"a valid number of outputs for objectives.{name}",
-              dict(obj.params))
-    return _sized(obj, k, K, lambda: ModelFormatError(
-        f"{where}: objectives.{name} has {k} output(s) but n_outputs is {K}"))
+        fail(
+            f"{where}.params", f"a valid number of outputs for objectives.{name}", dict(obj.params)
+        )
+    return _sized(
+        obj,
+        k,
+        K,
+        lambda: ModelFormatError(
+            f"{where}: objectives.{name} has {k} output(s) but n_outputs is {K}"
+        ),
+    )
 
 
 def _sized(obj, k, K, error):
@@ -138,15 +150,14 @@ def _link_from_dict(d, K):
         if d["name"] not in LINKS:
             fail(f"{where}.name", f"a link name, one of {sorted(LINKS)}", d["name"])
         if d["name"] == "softmax" and K == 1:
-            fail(f"{where}.name", "a link of one output (softmax needs n_outputs >= 2)",
-                 d["name"])
+            fail(f"{where}.name", "a link of one output (softmax needs n_outputs >= 2)", d["name"])
         return LINKS[d["name"]]
     if kind == "callable":
         check_keys(d, where, ("kind", "qualname"))
         if not isinstance(d["qualname"], str):
             fail(f"{where}.qualname", "a string", d["qualname"])
         return d["qualname"]
-    fail(f"{where}.kind", "\"named\" or \"callable\"", kind)
+    fail(f"{where}.kind", '"named" or "callable"', kind)
 
 
 def with_stored_link(objective, stored, link, K):
@@ -160,10 +171,12 @@ def with_stored_link(objective, stored, link, K):
     stored_link = stored.link if isinstance(stored, StoredCallable) else None
     if link is None and not isinstance(objective, Objective):
         if isinstance(stored_link, str):
-            raise TypeError(f"this model's loss {stored.qualname} has the custom link "
-                            f"{stored_link}; pass both again: jaxboost.load(path, "
-                            f"objective={stored.qualname.rsplit('.', 1)[-1]}, "
-                            f"link={stored_link.rsplit('.', 1)[-1]})")
+            raise TypeError(
+                f"this model's loss {stored.qualname} has the custom link "
+                f"{stored_link}; pass both again: jaxboost.load(path, "
+                f"objective={stored.qualname.rsplit('.', 1)[-1]}, "
+                f"link={stored_link.rsplit('.', 1)[-1]})"
+            )
         link = stored_link
     return attach_link(objective, link, K)
 
@@ -176,6 +189,10 @@ def given_objective(objective, K):
     objective = resolve_objective(objective)  # name -> entry; ValueError / TypeError
     if isinstance(objective, Objective):
         k = objective.outputs
-        objective = _sized(objective, k, K, lambda: ValueError(
-            f"objective {objective!r} has {k} output(s) but the model has {K}"))
+        objective = _sized(
+            objective,
+            k,
+            K,
+            lambda: ValueError(f"objective {objective!r} has {k} output(s) but the model has {K}"),
+        )
     return objective

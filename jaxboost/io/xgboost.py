@@ -106,18 +106,37 @@ from .checks import (
 )
 from .files import atomic_write, parse_json, read_json
 
-_EXPORTS = {"squared": "reg:squarederror", "logistic": "binary:logistic",
-            "softmax": "multi:softprob", "absolute": "reg:absoluteerror",
-            "pseudo_huber": "reg:pseudohubererror", "quantile": "reg:quantileerror",
-            "poisson": "count:poisson", "gamma": "reg:gamma", "tweedie": "reg:tweedie",
-            "cox": "survival:cox", "ranknet": "rank:pairwise", "lambdarank": "rank:ndcg"}
-_IMPORTS = {"reg:squarederror": "squared", "reg:linear": "squared",
-            "binary:logistic": "logistic", "reg:logistic": "logistic",
-            "multi:softprob": "softmax", "multi:softmax": "softmax",
-            "reg:absoluteerror": "absolute", "reg:pseudohubererror": "pseudo_huber",
-            "reg:quantileerror": "quantile", "count:poisson": "poisson",
-            "reg:gamma": "gamma", "reg:tweedie": "tweedie", "survival:cox": "cox",
-            "rank:pairwise": "ranknet", "rank:ndcg": "lambdarank"}
+_EXPORTS = {
+    "squared": "reg:squarederror",
+    "logistic": "binary:logistic",
+    "softmax": "multi:softprob",
+    "absolute": "reg:absoluteerror",
+    "pseudo_huber": "reg:pseudohubererror",
+    "quantile": "reg:quantileerror",
+    "poisson": "count:poisson",
+    "gamma": "reg:gamma",
+    "tweedie": "reg:tweedie",
+    "cox": "survival:cox",
+    "ranknet": "rank:pairwise",
+    "lambdarank": "rank:ndcg",
+}
+_IMPORTS = {
+    "reg:squarederror": "squared",
+    "reg:linear": "squared",
+    "binary:logistic": "logistic",
+    "reg:logistic": "logistic",
+    "multi:softprob": "softmax",
+    "multi:softmax": "softmax",
+    "reg:absoluteerror": "absolute",
+    "reg:pseudohubererror": "pseudo_huber",
+    "reg:quantileerror": "quantile",
+    "count:poisson": "poisson",
+    "reg:gamma": "gamma",
+    "reg:tweedie": "tweedie",
+    "survival:cox": "cox",
+    "rank:pairwise": "ranknet",
+    "rank:ndcg": "lambdarank",
+}
 # Log-link entries: XGBoost stores their base score as a mean, exp(base margin), and
 # takes its float32 log back.
 _LOG_LINK = ("poisson", "gamma", "tweedie", "cox")
@@ -157,28 +176,40 @@ def _unsupported_export(booster) -> str | None:
         if isinstance(obj, objectives.LinkedLoss):
             from objectives._link import link_label
 
-            what = (f"the plain loss {loss_name(obj)} with link "
-                    f"{link_label(obj.link)!r}, which XGBoost's exported objectives do not "
-                    f"have (a plain loss exports with link 'identity', 'sigmoid' or "
-                    f"'softmax')")
+            what = (
+                f"the plain loss {loss_name(obj)} with link "
+                f"{link_label(obj.link)!r}, which XGBoost's exported objectives do not "
+                f"have (a plain loss exports with link 'identity', 'sigmoid' or "
+                f"'softmax')"
+            )
         elif isinstance(obj, (objectives.Objective, objectives.GroupObjective)):
             what = f"objectives.{obj.name}"
         else:
-            what = (f"the plain loss {loss_name(obj)} without a link (train it with "
-                    f"link='identity', 'sigmoid' or 'softmax' to export it)")
+            what = (
+                f"the plain loss {loss_name(obj)} without a link (train it with "
+                f"link='identity', 'sigmoid' or 'softmax' to export it)"
+            )
         ours = ", ".join(f"objectives.{k}" for k in _EXPORTS)
         theirs = ", ".join(_EXPORTS.values())
-        return (f"to_xgboost_json exports models trained with {ours} (XGBoost's "
-                f"{theirs}), or a plain loss with link 'identity', 'sigmoid' or "
-                f"'softmax'; this model was trained with {what}" + (
-                    ". XGBoost has no Huber objective: its reg:pseudohubererror is "
-                    "objectives.pseudo_huber" if what == "objectives.huber" else ""))
+        return (
+            f"to_xgboost_json exports models trained with {ours} (XGBoost's "
+            f"{theirs}), or a plain loss with link 'identity', 'sigmoid' or "
+            f"'softmax'; this model was trained with {what}"
+            + (
+                ". XGBoost has no Huber objective: its reg:pseudohubererror is "
+                "objectives.pseudo_huber"
+                if what == "objectives.huber"
+                else ""
+            )
+        )
     K = booster.n_outputs
     if name == "softmax" and K > 1 and not booster.one_output_per_tree:
-        return ("to_xgboost_json exports softmax models with one tree per class per round "
-                "(multi_strategy='one_output_per_tree'); this model has vector-leaf trees "
-                "(multi_strategy='multi_output_tree'), which this exporter does not "
-                "write")
+        return (
+            "to_xgboost_json exports softmax models with one tree per class per round "
+            "(multi_strategy='one_output_per_tree'); this model has vector-leaf trees "
+            "(multi_strategy='multi_output_tree'), which this exporter does not "
+            "write"
+        )
     if name != "softmax" and K != 1:
         return f"a {name} model must have one output, this one has {K}"
     return None
@@ -191,8 +222,9 @@ def _float(v) -> float:
 
 def _base_score_text(values) -> str:
     # XGBoost 3.x writes a vector, e.g. "[5E-1]"; shortest float32 round-trip digits.
-    parts = [np.format_float_scientific(np.float32(v), unique=True, trim="-").upper()
-             for v in values]
+    parts = [
+        np.format_float_scientific(np.float32(v), unique=True, trim="-").upper() for v in values
+    ]
     return "[" + ",".join(parts) + "]"
 
 
@@ -259,8 +291,7 @@ def _import_objective(name, block, K):
     key, names = _OBJECTIVE_PARAMS[name]
     params = block.get(key, {})
     if not isinstance(params, dict):
-        raise _malformed(f"learner.objective.{key} must be an object, got "
-                         f"{describe(params)}")
+        raise _malformed(f"learner.objective.{key} must be an object, got {describe(params)}")
     values = {}
     for xk, jk in names.items():
         if xk not in params:
@@ -327,14 +358,27 @@ def _compact_tree(t, ens, column, offset, n_features, tree_id):
     sizes = [len(cats[k]) for k in nodes]
     segments = [int(x) for x in np.cumsum([0] + sizes[:-1])] if nodes else []
     return {
-        "base_weights": weights, "categories": [c for k in nodes for c in cats[k]],
-        "categories_nodes": nodes, "categories_segments": segments,
-        "categories_sizes": sizes, "default_left": default_left,
-        "id": tree_id, "left_children": left, "loss_changes": gains, "parents": parents,
-        "right_children": right, "split_conditions": conditions,
-        "split_indices": split_indices, "split_type": split_type, "sum_hessian": covers,
-        "tree_param": {"num_deleted": "0", "num_feature": str(n_features),
-                       "num_nodes": str(n), "size_leaf_vector": "1"},
+        "base_weights": weights,
+        "categories": [c for k in nodes for c in cats[k]],
+        "categories_nodes": nodes,
+        "categories_segments": segments,
+        "categories_sizes": sizes,
+        "default_left": default_left,
+        "id": tree_id,
+        "left_children": left,
+        "loss_changes": gains,
+        "parents": parents,
+        "right_children": right,
+        "split_conditions": conditions,
+        "split_indices": split_indices,
+        "split_type": split_type,
+        "sum_hessian": covers,
+        "tree_param": {
+            "num_deleted": "0",
+            "num_feature": str(n_features),
+            "num_nodes": str(n),
+            "size_leaf_vector": "1",
+        },
     }
 
 
@@ -360,8 +404,9 @@ def _cats_block(booster, F) -> dict:
         if lab and all(isinstance(v, str) for v in lab):
             data = [v.encode("utf-8") for v in lab]
             offsets = np.concatenate([[0], np.cumsum([len(b) for b in data])]).tolist()
-            enc.append({"offsets": [int(o) for o in offsets],
-                        "values": [int(x) for b in data for x in b]})
+            enc.append(
+                {"offsets": [int(o) for o in offsets], "values": [int(x) for b in data for x in b]}
+            )
             order = sorted(range(len(data)), key=lambda i: data[i])
         elif lab and all(isinstance(v, int) and not isinstance(v, bool) for v in lab):
             enc.append({"type": _CAT_INT64, "values": [int(v) for v in lab]})
@@ -383,8 +428,10 @@ def _read_cats(model, F, cat_features):
         return None
     enc = cats["enc"]
     if not isinstance(enc, list) or len(enc) != F:
-        raise _malformed(f"gradient_booster.model.cats.enc must have num_feature = {F} "
-                         f"entries, got {describe(enc)}")
+        raise _malformed(
+            f"gradient_booster.model.cats.enc must have num_feature = {F} "
+            f"entries, got {describe(enc)}"
+        )
     out = {}
     for f, e in enumerate(enc):
         where = f"gradient_booster.model.cats.enc[{f}]"
@@ -394,17 +441,26 @@ def _read_cats(model, F, cat_features):
         if not vals:
             continue
         if not cat_features[f]:
-            raise _malformed(f"{where} holds categories of a feature that is not "
-                             f"categorical (learner.feature_types)")
+            raise _malformed(
+                f"{where} holds categories of a feature that is not "
+                f"categorical (learner.feature_types)"
+            )
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in vals):
             raise _malformed(f"{where}.values must be integers")
         if "offsets" in e:
             off = e["offsets"]
-            if (not isinstance(off, list) or len(off) < 2 or off[0] != 0
-                    or off[-1] != len(vals) or any(b < a for a, b in zip(off, off[1:]))
-                    or not all(0 <= v < 256 for v in vals)):
-                raise _malformed(f"{where}.offsets must run from 0 to len(values), "
-                                 f"non-decreasing, over byte values")
+            if (
+                not isinstance(off, list)
+                or len(off) < 2
+                or off[0] != 0
+                or off[-1] != len(vals)
+                or any(b < a for a, b in zip(off, off[1:]))
+                or not all(0 <= v < 256 for v in vals)
+            ):
+                raise _malformed(
+                    f"{where}.offsets must run from 0 to len(values), "
+                    f"non-decreasing, over byte values"
+                )
             try:
                 labels = [bytes(vals[a:b]).decode("utf-8") for a, b in zip(off, off[1:])]
             except UnicodeDecodeError:
@@ -419,6 +475,21 @@ def _read_cats(model, F, cat_features):
 
 _XGB_NAME_CHARS = "[]<,"
 """Characters XGBoost refuses in feature names (``to_xgboost_json`` checks them)."""
+
+
+def _exportable_names(names):
+    """``names`` (or None), refused (``ValueError``) where XGBoost would refuse one."""
+    for j, n in enumerate(names or ()):
+        bad = sorted(set(n) & set(_XGB_NAME_CHARS))
+        if bad:
+            raise ValueError(
+                f"feature name {n!r} (feature {j}) contains {' '.join(map(repr, bad))}, "
+                f"which XGBoost does not accept in feature names (its DMatrix refuses "
+                f"'[', ']', '<' and ','); rename it before exporting, e.g. "
+                f"booster.feature_names = [n.replace('<', 'lt') ... for n in "
+                f"booster.feature_names]"
+            )
+    return names
 
 
 def to_xgboost_json(booster: Booster, path=None) -> dict:
@@ -475,7 +546,8 @@ def to_xgboost_json(booster: Booster, path=None) -> dict:
         tree_info.append(t % K if K > 1 else 0)
     if offset and T == 0:  # no tree to carry the residual: a one-leaf tree does
         stump = Ensemble(*(np.zeros((1, 1), a.dtype) for a in ens))._replace(
-            is_leaf=np.ones((1, 1), bool))
+            is_leaf=np.ones((1, 1), bool)
+        )
         trees.append(_compact_tree(0, stump, None, offset, F, 0))
         tree_info.append(0)
     per_round = max(booster.trees_per_round, 1)
@@ -483,29 +555,20 @@ def to_xgboost_json(booster: Booster, path=None) -> dict:
     if indptr[-1] != len(trees):
         indptr.append(len(trees))
     objective = _objective_block(name, booster.objective, K)
-    names = getattr(booster, "feature_names", None)
-    for j, n in enumerate(names or ()):
-        bad = sorted(set(n) & set(_XGB_NAME_CHARS))
-        if bad:
-            raise ValueError(
-                f"feature name {n!r} (feature {j}) contains {' '.join(map(repr, bad))}, "
-                f"which XGBoost does not accept in feature names (its DMatrix refuses "
-                f"'[', ']', '<' and ','); rename it before exporting, e.g. "
-                f"booster.feature_names = [n.replace('<', 'lt') ... for n in "
-                f"booster.feature_names]")
+    names = _exportable_names(getattr(booster, "feature_names", None))
     cat = booster.categorical_features
     model = {
         "learner": {
             "attributes": {},
             "feature_names": list(names) if names else [],
-            "feature_types": (["c" if f in cat else "float" for f in range(F)] if cat
-                              else []),
+            "feature_types": (["c" if f in cat else "float" for f in range(F)] if cat else []),
             "gradient_booster": {
                 "model": {
                     "cats": _cats_block(booster, F),
-                    "gbtree_model_param": {"num_parallel_tree":
-                                           str(booster.num_parallel_tree),
-                                           "num_trees": str(len(trees))},
+                    "gbtree_model_param": {
+                        "num_parallel_tree": str(booster.num_parallel_tree),
+                        "num_trees": str(len(trees)),
+                    },
                     "iteration_indptr": indptr,
                     "tree_info": tree_info,
                     "trees": trees,
@@ -513,9 +576,11 @@ def to_xgboost_json(booster: Booster, path=None) -> dict:
                 "name": "gbtree",
             },
             "learner_model_param": {
-                "base_score": base_score, "boost_from_average": "1",
+                "base_score": base_score,
+                "boost_from_average": "1",
                 "num_class": str(K if name == "softmax" else 0),
-                "num_feature": str(F), "num_target": "1",
+                "num_feature": str(F),
+                "num_target": "1",
             },
             "objective": objective,
         },
@@ -551,26 +616,32 @@ def _load(source) -> dict:
         source = source.get_booster()
     if hasattr(source, "save_raw"):  # xgboost.Booster: its own text, not a hostile one
         try:
-            return parse_json(source.save_raw(raw_format="json"), allow_nonfinite=True,
-                              limits=False)
+            return parse_json(
+                source.save_raw(raw_format="json"), allow_nonfinite=True, limits=False
+            )
         except ModelFormatError as e:
-            raise ModelFormatError(f"the xgboost.Booster's JSON is not an XGBoost JSON "
-                                   f"model ({e})") from None
+            raise ModelFormatError(
+                f"the xgboost.Booster's JSON is not an XGBoost JSON model ({e})"
+            ) from None
     if isinstance(source, (bytes, bytearray)):
         where = "the given bytes"
     elif isinstance(source, (str, os.PathLike)):
         where = f"{os.fspath(source)!r}"
     else:
-        raise TypeError(f"from_xgboost reads a path, a dict, JSON bytes or an "
-                        f"xgboost.Booster; got {type(source).__name__}")
+        raise TypeError(
+            f"from_xgboost reads a path, a dict, JSON bytes or an "
+            f"xgboost.Booster; got {type(source).__name__}"
+        )
     try:
         if isinstance(source, (bytes, bytearray)):
             return parse_json(source, allow_nonfinite=True)
         return read_json(source, allow_nonfinite=True)
     except ModelFormatError as e:
-        raise ModelFormatError(f"{where} is not an XGBoost JSON model ({e}); save the "
-                               f"XGBoost model with a .json suffix (UBJSON and the legacy "
-                               f"binary format are not read)") from None
+        raise ModelFormatError(
+            f"{where} is not an XGBoost JSON model ({e}); save the "
+            f"XGBoost model with a .json suffix (UBJSON and the legacy "
+            f"binary format are not read)"
+        ) from None
 
 
 def _get(d, key, where, kind=dict):
@@ -578,8 +649,7 @@ def _get(d, key, where, kind=dict):
         raise _malformed(f"{where} has no {key!r}")
     v = d[key]
     if not isinstance(v, kind):
-        name = kind.__name__ if isinstance(kind, type) else " or ".join(
-            k.__name__ for k in kind)
+        name = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
         raise _malformed(f"{where}.{key} must be a {name}, got {describe(v)}")
     return v
 
@@ -599,13 +669,13 @@ def _int_param(d, key, where, *, default=None, lo=0, hi=None, limit=None) -> int
     if is_json_int(v):
         n = int(v)
     elif text is not None and _INT_TEXT.fullmatch(text):
-        n = int(text) if len(text) <= 19 else (-1 if text[0] == "-" else 1) * 10 ** 19
+        n = int(text) if len(text) <= 19 else (-1 if text[0] == "-" else 1) * 10**19
     else:
-        raise _malformed(f"{where}.{key} must be an integer (decimal digits), got "
-                         f"{describe(v)}")
+        raise _malformed(f"{where}.{key} must be an integer (decimal digits), got {describe(v)}")
     if limit is not None and n > hi:
-        raise ModelFormatError(f"{where}.{key} = {describe(v)}: more than jaxboost's "
-                               f"limit of {limit} = {hi}")
+        raise ModelFormatError(
+            f"{where}.{key} = {describe(v)}: more than jaxboost's limit of {limit} = {hi}"
+        )
     if n < lo or (hi is not None and n > hi):
         rng = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
         raise _malformed(f"{where}.{key} must be an integer {rng}, got {describe(v)}")
@@ -619,8 +689,9 @@ def _base_scores(v, where, max_count) -> np.ndarray:
         try:
             items = [float(v)]
         except OverflowError:  # an integer literal beyond float64
-            raise _malformed(f"{where} = {describe(v)}: expected numbers finite in "
-                             f"float32") from None
+            raise _malformed(
+                f"{where} = {describe(v)}: expected numbers finite in float32"
+            ) from None
     elif isinstance(v, str):
         s = v.strip()
         if s.startswith("[") and s.endswith("]"):
@@ -631,8 +702,7 @@ def _base_scores(v, where, max_count) -> np.ndarray:
         items = []
         for p in parts:
             if not _FLOAT_TEXT.fullmatch(p.strip()):
-                raise _malformed(f"{where} = {describe(v)} is not a number or a list of "
-                                 f"numbers")
+                raise _malformed(f"{where} = {describe(v)} is not a number or a list of numbers")
             items.append(float(p))
     else:
         raise _malformed(f"{where} must be a string of numbers, got {describe(v)}")
@@ -649,15 +719,16 @@ def _numbers(tree, key, where, n) -> np.ndarray:
     float64; the caller checks their range."""
     v = tree.get(key)
     if not isinstance(v, list) or len(v) != n:
-        raise _malformed(f"{where}.{key} must be a list of num_nodes = {n} numbers, got "
-                         f"{describe(v)}")
+        raise _malformed(
+            f"{where}.{key} must be a list of num_nodes = {n} numbers, got {describe(v)}"
+        )
     if not set(map(type, v)) <= {int, float}:
         i = next(i for i, x in enumerate(v) if type(x) not in (int, float))
         raise _malformed(f"{where}.{key}[{i}] must be a number, got {describe(v[i])}")
     try:
         return np.array(v, np.float64)
     except OverflowError:  # an integer literal beyond float64
-        i = next(i for i, x in enumerate(v) if isinstance(x, int) and abs(x) > 2 ** 1000)
+        i = next(i for i, x in enumerate(v) if isinstance(x, int) and abs(x) > 2**1000)
         raise _malformed(f"{where}.{key}[{i}] is beyond the float range") from None
 
 
@@ -677,8 +748,9 @@ def _parse_tree(tree, where, n_features):
     left, right = a["left_children"], a["right_children"]
     leaf = left == -1
     if not np.array_equal(leaf, right == -1):
-        raise _malformed(f"{where} has a node with one child (node "
-                         f"{_first(leaf != (right == -1))})")
+        raise _malformed(
+            f"{where} has a node with one child (node {_first(leaf != (right == -1))})"
+        )
     internal = ~leaf
     _check_links(a, where, internal, n_features)
     depth = _depths(left, right, where)
@@ -699,36 +771,52 @@ def _node_arrays(tree, where):
     param = _get(tree, "tree_param", where)
     n = _int_param(param, "num_nodes", f"{where}.tree_param", lo=1, hi=MAX_NODES)
     if _int_param(param, "size_leaf_vector", f"{where}.tree_param", default=1) > 1:
-        raise ModelFormatError(f"{where} has vector leaves (multi_strategy="
-                               f"'multi_output_tree'); from_xgboost reads trees with one "
-                               f"output per tree")
+        raise ModelFormatError(
+            f"{where} has vector leaves (multi_strategy="
+            f"'multi_output_tree'); from_xgboost reads trees with one "
+            f"output per tree"
+        )
     split_type = tree.get("split_type", [0] * n)
     if not isinstance(split_type, list) or len(split_type) != n:
-        raise _malformed(f"{where}.split_type must be a list of num_nodes = {n} integers, "
-                         f"got {describe(split_type)}")
+        raise _malformed(
+            f"{where}.split_type must be a list of num_nodes = {n} integers, "
+            f"got {describe(split_type)}"
+        )
     if any(type(s) is not int or s not in (0, 1) for s in split_type):
         i = next(i for i, s in enumerate(split_type) if type(s) is not int or s not in (0, 1))
-        raise _malformed(f"{where}.split_type[{i}] must be 0 (numeric) or 1 (categorical), "
-                         f"got {describe(split_type[i])}")
-    a = {k: nested(tree.get(k), f"{where}.{k}", (n,), "int")
-         for k in ("left_children", "right_children", "split_indices")}
+        raise _malformed(
+            f"{where}.split_type[{i}] must be 0 (numeric) or 1 (categorical), "
+            f"got {describe(split_type[i])}"
+        )
+    a = {
+        k: nested(tree.get(k), f"{where}.{k}", (n,), "int")
+        for k in ("left_children", "right_children", "split_indices")
+    }
     a["split_type"] = np.array(split_type, np.int64)
     a["right_cats"] = _categories(tree, where, n)
     dl = tree.get("default_left")
     if not isinstance(dl, list) or len(dl) != n:
-        raise _malformed(f"{where}.default_left must be a list of num_nodes = {n} entries, "
-                         f"got {describe(dl)}")
+        raise _malformed(
+            f"{where}.default_left must be a list of num_nodes = {n} entries, got {describe(dl)}"
+        )
     if not all(x is True or x is False or (type(x) is int and x in (0, 1)) for x in dl):
-        i = next(i for i, x in enumerate(dl)
-                 if not (x is True or x is False or (type(x) is int and x in (0, 1))))
-        raise _malformed(f"{where}.default_left[{i}] must be 0, 1, true or false, got "
-                         f"{describe(dl[i])}")
+        i = next(
+            i
+            for i, x in enumerate(dl)
+            if not (x is True or x is False or (type(x) is int and x in (0, 1)))
+        )
+        raise _malformed(
+            f"{where}.default_left[{i}] must be 0, 1, true or false, got {describe(dl[i])}"
+        )
     a["default_left"] = np.array(dl, bool)
     for k in ("split_conditions", "loss_changes", "sum_hessian"):
         a[k] = _numbers(tree, k, where, n)
     bw = tree.get("base_weights")
-    a["base_weights"] = (a["split_conditions"].copy() if bw is None or bw == []
-                         else _numbers(tree, "base_weights", where, n))
+    a["base_weights"] = (
+        a["split_conditions"].copy()
+        if bw is None or bw == []
+        else _numbers(tree, "base_weights", where, n)
+    )
     return a, n
 
 
@@ -740,21 +828,26 @@ def _check_links(a, where, internal, n_features) -> None:
         bad = internal & ((a[k] < 1) | (a[k] >= n))
         if bad.any():
             i = _first(bad)
-            raise _malformed(f"{where}.{k}[{i}] = {int(a[k][i])} points outside the tree "
-                             f"(nodes 1 to {n - 1})")
+            raise _malformed(
+                f"{where}.{k}[{i}] = {int(a[k][i])} points outside the tree (nodes 1 to {n - 1})"
+            )
     bad = internal & ((a["split_indices"] < 0) | (a["split_indices"] >= n_features))
     if bad.any():
         i = _first(bad)
-        raise _malformed(f"{where}.split_indices[{i}] = {int(a['split_indices'][i])} refers "
-                         f"to a feature outside [0, num_feature = {n_features})")
+        raise _malformed(
+            f"{where}.split_indices[{i}] = {int(a['split_indices'][i])} refers "
+            f"to a feature outside [0, num_feature = {n_features})"
+        )
     is_cat = a["split_type"] == 1
     if set(a["right_cats"]) != set(np.flatnonzero(internal & is_cat).tolist()):
         i = min(set(a["right_cats"]) ^ set(np.flatnonzero(internal & is_cat).tolist()))
         listed = i in a["right_cats"]
-        raise _malformed(f"{where}: node {i} has split_type {int(a['split_type'][i])} "
-                         f"({'a categorical split' if a['split_type'][i] else 'numeric'}"
-                         f"{'' if internal[i] else ', a leaf'}) but is "
-                         f"{'' if listed else 'not '}listed in categories_nodes")
+        raise _malformed(
+            f"{where}: node {i} has split_type {int(a['split_type'][i])} "
+            f"({'a categorical split' if a['split_type'][i] else 'numeric'}"
+            f"{'' if internal[i] else ', a leaf'}) but is "
+            f"{'' if listed else 'not '}listed in categories_nodes"
+        )
 
 
 def _depths(left, right, where) -> np.ndarray:
@@ -769,9 +862,11 @@ def _depths(left, right, where) -> np.ndarray:
             continue
         d = int(depth[node]) + 1
         if d > _MAX_DEPTH:
-            raise ModelFormatError(f"{where} is deeper than {_MAX_DEPTH} (node {node} at "
-                                   f"depth {d - 1} splits); jaxboost's heap layout holds "
-                                   f"trees of depth <= {_MAX_DEPTH}")
+            raise ModelFormatError(
+                f"{where} is deeper than {_MAX_DEPTH} (node {node} at "
+                f"depth {d - 1} splits); jaxboost's heap layout holds "
+                f"trees of depth <= {_MAX_DEPTH}"
+            )
         for c in (lefts[node], rights[node]):
             if depth[c] >= 0:
                 raise _malformed(f"{where} is not a tree (node {c} is reached twice)")
@@ -789,34 +884,42 @@ def _check_values(a, where, seen, leaf) -> None:
     bad = seen & leaf & ~_f32_finite(cond)
     if bad.any():
         i = _first(bad)
-        raise _malformed(f"{where}.split_conditions[{i}] = {float(cond[i])!r}: a leaf value must "
-                         f"be finite in float32")
+        raise _malformed(
+            f"{where}.split_conditions[{i}] = {float(cond[i])!r}: a leaf value must "
+            f"be finite in float32"
+        )
     bad = seen & internal & (np.isnan(cond) | (np.isfinite(cond) & ~_f32_finite(cond)))
     if bad.any():
         i = _first(bad)
-        raise _malformed(f"{where}.split_conditions[{i}] = {float(cond[i])!r}: a split threshold "
-                         f"must be a number finite in float32, or +-Infinity")
+        raise _malformed(
+            f"{where}.split_conditions[{i}] = {float(cond[i])!r}: a split threshold "
+            f"must be a number finite in float32, or +-Infinity"
+        )
     for k in ("base_weights", "loss_changes", "sum_hessian"):
         bad = seen & ~_f32_finite(a[k])
         if bad.any():
             i = _first(bad)
-            raise _malformed(f"{where}.{k}[{i}] = {float(a[k][i])!r}: expected a number finite "
-                             f"in float32")
+            raise _malformed(
+                f"{where}.{k}[{i}] = {float(a[k][i])!r}: expected a number finite in float32"
+            )
     cover = a["sum_hessian"]
     bad = seen & (cover < 0)
     if bad.any():
         i = _first(bad)
-        raise _malformed(f"{where}.sum_hessian[{i}] = {float(cover[i])!r}: a sum of Hessians is "
-                         f">= 0")
+        raise _malformed(
+            f"{where}.sum_hessian[{i}] = {float(cover[i])!r}: a sum of Hessians is >= 0"
+        )
     left, right = a["left_children"], a["right_children"]
     nodes = np.flatnonzero(seen & internal)
     j = cover_problem(cover[nodes], cover[left[nodes]], cover[right[nodes]])
     if j is not None:
         i = int(nodes[j])
         c, l_, r = (float(cover[k]) for k in (i, left[i], right[i]))
-        raise _malformed(f"{where}.sum_hessian[{i}] = {c!r} is not the sum of its children's "
-                         f"covers {l_!r} + {r!r} (SHAP values weight the branches by these "
-                         f"fractions)")
+        raise _malformed(
+            f"{where}.sum_hessian[{i}] = {c!r} is not the sum of its children's "
+            f"covers {l_!r} + {r!r} (SHAP values weight the branches by these "
+            f"fractions)"
+        )
 
 
 _MAX_CODE = _MAX_CUTS  # codes 0 .. 254 are jaxboost's categories (max_bin = 256)
@@ -833,21 +936,28 @@ def _categories(tree, where, n) -> dict:
         vals[k] = v
     nodes, segs, sizes, cats = (vals[k] for k in keys[1:] + keys[:1])
     if not (len(nodes) == len(segs) == len(sizes)):
-        raise _malformed(f"{where}: categories_nodes, categories_segments and "
-                         f"categories_sizes must have one entry per categorical node")
+        raise _malformed(
+            f"{where}: categories_nodes, categories_segments and "
+            f"categories_sizes must have one entry per categorical node"
+        )
     out = {}
     for node, seg, size in zip(nodes, segs, sizes):
         if not 0 <= node < n or node in out:
-            raise _malformed(f"{where}.categories_nodes: node {node} is outside the tree "
-                             f"or listed twice")
+            raise _malformed(
+                f"{where}.categories_nodes: node {node} is outside the tree or listed twice"
+            )
         if seg < 0 or size < 0 or seg + size > len(cats):
-            raise _malformed(f"{where}: the categories of node {node} (segment {seg}, "
-                             f"size {size}) lie outside categories (length {len(cats)})")
-        codes = cats[seg: seg + size]
+            raise _malformed(
+                f"{where}: the categories of node {node} (segment {seg}, "
+                f"size {size}) lie outside categories (length {len(cats)})"
+            )
+        codes = cats[seg : seg + size]
         bad = [c for c in codes if not 0 <= c <= _MAX_CODE]
         if bad:
-            raise ModelFormatError(f"{where}: node {node} splits on category {bad[0]}; "
-                                   f"jaxboost's categories are codes 0 to {_MAX_CODE}")
+            raise ModelFormatError(
+                f"{where}: node {node} splits on category {bad[0]}; "
+                f"jaxboost's categories are codes 0 to {_MAX_CODE}"
+            )
         out[node] = codes
     return out
 
@@ -894,11 +1004,13 @@ def _bin_edges(feature, threshold, split, n_features):
             f"feature {f} of the XGBoost model splits at {counts[f]} distinct "
             f"thresholds; jaxboost's bin edges hold {width}, so the imported "
             f"model predicts and explains exactly but cannot be saved with "
-            f"jaxboost.save nor continued with train(init_model=...)", stacklevel=4)
+            f"jaxboost.save nor continued with train(init_model=...)",
+            stacklevel=4,
+        )
         chosen = np.linspace(0, counts[f] - 1, width).round().astype(np.int64)
         mask = np.zeros(counts[f], bool)
         mask[chosen] = True
-        keep[start[f]:start[f + 1]] = mask
+        keep[start[f] : start[f + 1]] = mask
     pf, pt = pf[keep], pt[keep]
     n_cuts[:] = np.bincount(pf, minlength=n_features)
     first = np.concatenate([[0], np.cumsum(n_cuts)])[:-1]
@@ -918,8 +1030,13 @@ def _bin_edges(feature, threshold, split, n_features):
         b = np.where(hit, ki - first[fs] + 1, 0)
     b = np.where(np.isposinf(th), n_cuts[fs] + 1, b)
     tbin[split] = b
-    edges = BinEdges(cuts=cuts, n_cuts=n_cuts, has_missing=np.ones(n_features, bool),
-                     n_distinct=(n_cuts + 1).astype(np.int64), max_bin=width + 2)
+    edges = BinEdges(
+        cuts=cuts,
+        n_cuts=n_cuts,
+        has_missing=np.ones(n_features, bool),
+        n_distinct=(n_cuts + 1).astype(np.int64),
+        max_bin=width + 2,
+    )
     return edges, tbin
 
 
@@ -938,8 +1055,9 @@ def _categorical_edges(edges, cat):
     n_cuts[cat] = _MAX_CUTS
     n_distinct[cat] = _MAX_CODE + 1
     seen[cat, : _MAX_CODE + 1] = True
-    return dataclasses.replace(edges, cuts=cuts, n_cuts=n_cuts, n_distinct=n_distinct,
-                               categories=seen, categorical=cat)
+    return dataclasses.replace(
+        edges, cuts=cuts, n_cuts=n_cuts, n_distinct=n_distinct, categories=seen, categorical=cat
+    )
 
 
 def from_xgboost(model) -> Booster:
@@ -989,8 +1107,15 @@ def from_xgboost(model) -> Booster:
         return _import(d)
     except ModelFormatError:
         raise
-    except (TypeError, ValueError, KeyError, IndexError, OverflowError, AttributeError,
-            RecursionError) as e:  # a safety net: every check should come first
+    except (
+        TypeError,
+        ValueError,
+        KeyError,
+        IndexError,
+        OverflowError,
+        AttributeError,
+        RecursionError,
+    ) as e:  # a safety net: every check should come first
         raise ModelFormatError(f"malformed XGBoost model ({type(e).__name__}: {e})") from e
 
 
@@ -1002,7 +1127,8 @@ def _check_heap_nodes(T, D, K, deepest) -> None:
         raise ModelFormatError(
             f"the model's {T} trees of depth {D}{which} take {T} x {M} heap nodes"
             f"{f' x {K} classes' if K > 1 else ''} = {T * M * K} entries in jaxboost's "
-            f"layout, more than the limit of MAX_NODES = {MAX_NODES} (jaxboost.io.checks)")
+            f"layout, more than the limit of MAX_NODES = {MAX_NODES} (jaxboost.io.checks)"
+        )
 
 
 class _Header(NamedTuple):
@@ -1033,24 +1159,40 @@ def _import(d) -> Booster:
     gm = _get(head.gb, "model", "learner.gradient_booster")
     trees = _get(gm, "trees", "learner.gradient_booster.model", list)
     # A forest (num_parallel_tree = P) has P trees per class per round.
-    P = _int_param(gm.get("gbtree_model_param", {}), "num_parallel_tree",
-                   "learner.gradient_booster.model.gbtree_model_param", default=1, lo=1,
-                   hi=MAX_NODES)
+    P = _int_param(
+        gm.get("gbtree_model_param", {}),
+        "num_parallel_tree",
+        "learner.gradient_booster.model.gbtree_model_param",
+        default=1,
+        lo=1,
+        hi=MAX_NODES,
+    )
     info, parsed, D = _read_trees(gm, trees, head)
     order = _round_order(info, len(trees), K, P)
     T = len(trees)
     _check_heap_nodes(T, D, K, None)
     arrays = _heap_arrays(parsed, order, info, D, head)
-    edges, tbin = _bin_edges(arrays["feature"], arrays["threshold"],
-                             ~arrays["is_leaf"] & ~np.isnan(arrays["threshold"]), F)
+    edges, tbin = _bin_edges(
+        arrays["feature"],
+        arrays["threshold"],
+        ~arrays["is_leaf"] & ~np.isnan(arrays["threshold"]),
+        F,
+    )
     if arrays["cat_bits"] is not None:
         edges = _categorical_edges(edges, head.cat_features)
     objective = _import_objective(head.name, head.obj, K)
     ens = Ensemble(tbin=tbin, **arrays)
-    booster = Booster(ens, objective=objective,
-                      params=TreeParams(max_depth=D, max_bin=edges.max_bin),
-                      bin_edges=edges, base_margin=head.base_margin, n_features=F,
-                      n_outputs=K, trees_per_round=K * P, num_parallel_tree=P)
+    booster = Booster(
+        ens,
+        objective=objective,
+        params=TreeParams(max_depth=D, max_bin=edges.max_bin),
+        bin_edges=edges,
+        base_margin=head.base_margin,
+        n_features=F,
+        n_outputs=K,
+        trees_per_round=K * P,
+        num_parallel_tree=P,
+    )
     if head.names:
         booster.feature_names = list(head.names)
     labels = _read_cats(gm, F, head.cat_features)
@@ -1066,31 +1208,48 @@ def _read_header(learner) -> _Header:
     obj = _get(learner, "objective", "learner")
     obj_name = obj.get("name")
     if not isinstance(obj_name, str):
-        raise _malformed(f"learner.objective.name must be a string, got "
-                         f"{describe(obj_name)}")
+        raise _malformed(f"learner.objective.name must be a string, got {describe(obj_name)}")
     if obj_name not in _IMPORTS:
         raise ModelFormatError(
             f"from_xgboost reads models with objective {', '.join(_IMPORTS)}; this "
-            f"model's objective is {obj_name!r}")
+            f"model's objective is {obj_name!r}"
+        )
     where = "learner.learner_model_param"
     mp = _get(learner, "learner_model_param", "learner")
-    F = _int_param(mp, "num_feature", where, lo=1, hi=MAX_FEATURES,
-                   limit="MAX_FEATURES (jaxboost.io.checks)")
+    F = _int_param(
+        mp, "num_feature", where, lo=1, hi=MAX_FEATURES, limit="MAX_FEATURES (jaxboost.io.checks)"
+    )
     if _int_param(mp, "num_target", where, default=1) > 1:
-        raise ModelFormatError("from_xgboost reads single-target models; this one has "
-                               "num_target > 1")
+        raise ModelFormatError(
+            "from_xgboost reads single-target models; this one has num_target > 1"
+        )
     name = _IMPORTS[obj_name]
     K = 1
     if name == "softmax":
-        K = _int_param(mp, "num_class", where, lo=1, hi=MAX_CLASSES,
-                       limit="MAX_CLASSES (objectives.MAX_CLASSES)")
+        K = _int_param(
+            mp,
+            "num_class",
+            where,
+            lo=1,
+            hi=MAX_CLASSES,
+            limit="MAX_CLASSES (objectives.MAX_CLASSES)",
+        )
         if K == 1:
-            raise ModelFormatError(f"{obj_name} with num_class = 1 is not a multi-class "
-                                   f"model")
+            raise ModelFormatError(f"{obj_name} with num_class = 1 is not a multi-class model")
     cat_features, names = _read_features(learner, F)
     base = _base_scores(mp.get("base_score", "0.5"), f"{where}.base_score", max(K, 1))
-    return _Header(gb, drop_weights, obj, obj_name, name, F, K, cat_features, names,
-                   _base_margin(base, name, obj_name, K))
+    return _Header(
+        gb,
+        drop_weights,
+        obj,
+        obj_name,
+        name,
+        F,
+        K,
+        cat_features,
+        names,
+        _base_margin(base, name, obj_name, K),
+    )
 
 
 def _read_booster(learner):
@@ -1099,26 +1258,29 @@ def _read_booster(learner):
     gb = _get(learner, "gradient_booster", "learner")
     kind = gb.get("name")
     if not isinstance(kind, str):
-        raise _malformed(f"learner.gradient_booster.name must be a string, got "
-                         f"{describe(kind)}")
+        raise _malformed(f"learner.gradient_booster.name must be a string, got {describe(kind)}")
     drop_weights = None
     if kind == "dart":  # a gbtree block inside, and each tree's weight at prediction
         drop_weights = gb.get("weight_drop")
-        if not isinstance(drop_weights, list) or not all(
-                is_json_number(v) for v in drop_weights):
-            raise _malformed(f"learner.gradient_booster.weight_drop of a dart model must "
-                             f"be a list of numbers, got {describe(drop_weights)}")
+        if not isinstance(drop_weights, list) or not all(is_json_number(v) for v in drop_weights):
+            raise _malformed(
+                f"learner.gradient_booster.weight_drop of a dart model must "
+                f"be a list of numbers, got {describe(drop_weights)}"
+            )
         drop_weights = np.asarray(drop_weights, np.float64)
         with np.errstate(over="ignore"):
             if not np.isfinite(drop_weights.astype(np.float32)).all():
-                raise _malformed("learner.gradient_booster.weight_drop: expected numbers "
-                                 "finite in float32")
+                raise _malformed(
+                    "learner.gradient_booster.weight_drop: expected numbers finite in float32"
+                )
         drop_weights = drop_weights.astype(np.float32)
         gb = _get(gb, "gbtree", "learner.gradient_booster")
     elif kind != "gbtree":
-        raise ModelFormatError(f"from_xgboost reads gradient-boosted tree models "
-                               f"(booster='gbtree' or 'dart'); this model's booster is "
-                               f"{kind!r}")
+        raise ModelFormatError(
+            f"from_xgboost reads gradient-boosted tree models "
+            f"(booster='gbtree' or 'dart'); this model's booster is "
+            f"{kind!r}"
+        )
     return gb, drop_weights
 
 
@@ -1126,20 +1288,27 @@ def _read_features(learner, F):
     """``(cat_features, names)``: which of the ``F`` features are categorical
     (``feature_types`` ``"c"``) and their names (None or empty when the model has none)."""
     types = learner.get("feature_types")
-    if types is not None and (not isinstance(types, list)
-                              or not all(isinstance(t, str) for t in types)):
-        raise _malformed(f"learner.feature_types must be a list of strings, got "
-                         f"{describe(types)}")
+    if types is not None and (
+        not isinstance(types, list) or not all(isinstance(t, str) for t in types)
+    ):
+        raise _malformed(f"learner.feature_types must be a list of strings, got {describe(types)}")
     if types and len(types) != F:
-        raise _malformed(f"learner.feature_types must have num_feature = {F} entries, got "
-                         f"{len(types)}")
+        raise _malformed(
+            f"learner.feature_types must have num_feature = {F} entries, got {len(types)}"
+        )
     cat_features = np.array([t == "c" for t in types], bool) if types else np.zeros(F, bool)
     names = learner.get("feature_names")
     if names is not None and names != []:
-        if (not isinstance(names, list) or len(names) != F
-                or not all(isinstance(s, str) for s in names) or len(set(names)) != F):
-            raise _malformed(f"learner.feature_names must be a list of num_feature = {F} "
-                             f"distinct strings, got {describe(names)}")
+        if (
+            not isinstance(names, list)
+            or len(names) != F
+            or not all(isinstance(s, str) for s in names)
+            or len(set(names)) != F
+        ):
+            raise _malformed(
+                f"learner.feature_names must be a list of num_feature = {F} "
+                f"distinct strings, got {describe(names)}"
+            )
     return cat_features, names
 
 
@@ -1148,13 +1317,13 @@ def _base_margin(base, name, obj_name, K):
     objective ``name`` with ``K`` outputs."""
     if name == "logistic":
         if base.size != 1 or not 0.0 < base[0] < 1.0:
-            raise _malformed(f"base_score {base.tolist()} of {obj_name} must be one "
-                             f"probability in (0, 1)")
+            raise _malformed(
+                f"base_score {base.tolist()} of {obj_name} must be one probability in (0, 1)"
+            )
         return _xgb_logit(base[0])
     if name in _LOG_LINK:
         if base.size != 1 or not base[0] > 0.0:
-            raise _malformed(f"base_score {base.tolist()} of {obj_name} must be one "
-                             f"positive mean")
+            raise _malformed(f"base_score {base.tolist()} of {obj_name} must be one positive mean")
         return _xgb_log(base[0])
     if name != "softmax":
         if base.size != 1:
@@ -1171,13 +1340,17 @@ def _read_trees(gm, trees, head: _Header):
     a prediction checked."""
     K, drop_weights = head.K, head.drop_weights
     if drop_weights is not None and drop_weights.size != len(trees):
-        raise _malformed(f"learner.gradient_booster.weight_drop has {drop_weights.size} "
-                         f"weights for {len(trees)} trees")
+        raise _malformed(
+            f"learner.gradient_booster.weight_drop has {drop_weights.size} "
+            f"weights for {len(trees)} trees"
+        )
     info = gm.get("tree_info", [0] * len(trees))
-    if (not isinstance(info, list) or len(info) != len(trees)
-            or not all(type(c) is int and 0 <= c < K for c in info)):
-        raise _malformed(f"tree_info must give each of the {len(trees)} trees a class in "
-                         f"[0, {K})")
+    if (
+        not isinstance(info, list)
+        or len(info) != len(trees)
+        or not all(type(c) is int and 0 <= c < K for c in info)
+    ):
+        raise _malformed(f"tree_info must give each of the {len(trees)} trees a class in [0, {K})")
     # Each tree's depth is known once it is read: the heap-node limit is checked as soon
     # as the deepest tree so far makes len(trees) trees of its depth too many.
     parsed, D = [], 1
@@ -1190,14 +1363,15 @@ def _read_trees(gm, trees, head: _Header):
     # No prediction may overflow: |base_k| + the largest leaf of each tree of class k.
     bound = np.abs(np.asarray(head.base_margin, np.float64)).reshape(-1) * np.ones(K)
     for i, ((a, _), c) in enumerate(zip(parsed, info)):
-        bound[c] += a["leaf_max"] * (1.0 if drop_weights is None else
-                                     abs(float(drop_weights[i])))
+        bound[c] += a["leaf_max"] * (1.0 if drop_weights is None else abs(float(drop_weights[i])))
     if not (bound <= F32_MAX).all():
         k = _first(~(bound <= F32_MAX))
         cls = f" of class {k}" if K > 1 else ""
-        raise _malformed(f"the leaf values of the trees{cls} and the base score add up to "
-                         f"{bound[k]:.6g}, beyond the float32 range (3.4028e38): "
-                         f"predictions would overflow to inf")
+        raise _malformed(
+            f"the leaf values of the trees{cls} and the base score add up to "
+            f"{bound[k]:.6g}, beyond the float32 range (3.4028e38): "
+            f"predictions would overflow to inf"
+        )
     return info, parsed, D
 
 
@@ -1212,12 +1386,15 @@ def _round_order(info, n_trees, K, P):
             counts = sorted({len(p) for p in per_class})
             raise ModelFormatError(
                 f"the model has unequal numbers of trees per class (between {counts[0]} "
-                f"and {counts[-1]}); from_xgboost needs whole rounds of {K} trees")
+                f"and {counts[-1]}); from_xgboost needs whole rounds of {K} trees"
+            )
         order = [per_class[k][r] for r in range(len(per_class[0])) for k in range(K)]
     if n_trees % (K * P):
-        raise ModelFormatError(f"the model has {n_trees} trees, not whole rounds of "
-                               f"num_parallel_tree = {P} tree(s) for each of {K} "
-                               f"class(es)")
+        raise ModelFormatError(
+            f"the model has {n_trees} trees, not whole rounds of "
+            f"num_parallel_tree = {P} tree(s) for each of {K} "
+            f"class(es)"
+        )
     return order
 
 
@@ -1225,12 +1402,16 @@ def _heap_arrays(parsed, order, info, D, head: _Header) -> dict:
     """The ``Ensemble`` fields but ``tbin`` of the parsed trees in ``order``, in heap
     layout of depth ``D`` (``cat_bits`` None without categorical features)."""
     T, M, K = len(order), 2 ** (D + 1) - 1, head.K
-    out = dict(feature=np.zeros((T, M), np.int32),
-               threshold=np.full((T, M), np.nan, np.float32),
-               default_left=np.zeros((T, M), bool), is_leaf=np.ones((T, M), bool),
-               value=np.zeros((T, M) if K == 1 else (T, M, K), np.float32),
-               gain=np.zeros((T, M), np.float32), cover=np.zeros((T, M), np.float32),
-               cat_bits=np.zeros((T, M, 8), np.uint32) if head.cat_features.any() else None)
+    out = dict(
+        feature=np.zeros((T, M), np.int32),
+        threshold=np.full((T, M), np.nan, np.float32),
+        default_left=np.zeros((T, M), bool),
+        is_leaf=np.ones((T, M), bool),
+        value=np.zeros((T, M) if K == 1 else (T, M, K), np.float32),
+        gain=np.zeros((T, M), np.float32),
+        cover=np.zeros((T, M), np.float32),
+        cat_bits=np.zeros((T, M, 8), np.uint32) if head.cat_features.any() else None,
+    )
     for t, src in enumerate(order):
         heap, w = _heap_tree(out, t, src, parsed[src][0], head)
         if K == 1:
@@ -1260,20 +1441,26 @@ def _heap_tree(out, t, src, a, head: _Header):
     for node, codes in a["right_cats"].items():
         f = int(a["split_indices"][node])
         if not cat_features[f]:
-            raise ModelFormatError(f"trees[{src}]: node {node} is a categorical split "
-                                   f"on feature {f}, which feature_types does not mark "
-                                   f"categorical ('c')")
+            raise ModelFormatError(
+                f"trees[{src}]: node {node} is a categorical split "
+                f"on feature {f}, which feature_types does not mark "
+                f"categorical ('c')"
+            )
         h = pos.get(node)
         if h is None:  # a node no path reaches
             continue
         out["threshold"][t, h] = np.nan
         left = sorted(set(range(_MAX_CODE + 1)) - set(codes))
         out["cat_bits"][t, h] = bits_of_codes(left, bool(a["default_left"][node]), every_code)
-    numeric_on_cat = [i for i in nodes[split] if a["split_type"][i] == 0
-                      and cat_features[int(a["split_indices"][i])]]
+    numeric_on_cat = [
+        i
+        for i in nodes[split]
+        if a["split_type"][i] == 0 and cat_features[int(a["split_indices"][i])]
+    ]
     if numeric_on_cat:
-        raise ModelFormatError(f"trees[{src}]: node {numeric_on_cat[0]} is a numeric "
-                               f"split on a categorical feature")
+        raise ModelFormatError(
+            f"trees[{src}]: node {numeric_on_cat[0]} is a numeric split on a categorical feature"
+        )
     w = np.where(split, a["base_weights"][nodes], a["split_conditions"][nodes])
     if drop_weights is not None:  # dart: the tree's output times its weight
         w = (w.astype(np.float32) * drop_weights[src]).astype(np.float32)
@@ -1291,20 +1478,24 @@ def _best_of(learner, n_rounds):
     where = "learner.attributes"
     if best is not None:
         if not (isinstance(best, str) and best.isdigit() and len(best) <= 12):
-            raise _malformed(f"{where}.best_iteration must be a decimal integer string, "
-                             f"got {describe(best)}")
+            raise _malformed(
+                f"{where}.best_iteration must be a decimal integer string, got {describe(best)}"
+            )
         best = int(best)
         if not 0 <= best < max(n_rounds, 1) or n_rounds == 0:
-            raise _malformed(f"{where}.best_iteration is {best}, but the model has "
-                             f"{n_rounds} round(s)")
+            raise _malformed(
+                f"{where}.best_iteration is {best}, but the model has {n_rounds} round(s)"
+            )
     if score is not None:
         try:
             score = float(score) if isinstance(score, str) and len(score) <= 64 else None
         except ValueError:
             score = None
         if score is None or not math.isfinite(score):
-            raise _malformed(f"{where}.best_score must be a finite number as a string, got "
-                             f"{describe(attrs.get('best_score'))}")
+            raise _malformed(
+                f"{where}.best_score must be a finite number as a string, got "
+                f"{describe(attrs.get('best_score'))}"
+            )
     return best, score
 
 

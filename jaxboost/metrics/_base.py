@@ -83,18 +83,22 @@ class Metric:
         if not isinstance(self.name, str) or not self.name:
             raise TypeError(f"Metric name must be a non-empty str, got {self.name!r}")
         if not callable(self.fn):
-            raise TypeError(f"Metric fn must be callable fn(y, pred, w), got "
-                            f"{type(self.fn).__name__}")
+            raise TypeError(
+                f"Metric fn must be callable fn(y, pred, w), got {type(self.fn).__name__}"
+            )
         if self.on not in _ONS:
             raise ValueError(f"Metric on= must be one of {_ONS}, got {self.on!r}")
         if self.needs is not None and self.needs not in NEEDS:
-            raise ValueError(f"Metric needs= must be one of {tuple(NEEDS)} or None, got "
-                             f"{self.needs!r}")
+            raise ValueError(
+                f"Metric needs= must be one of {tuple(NEEDS)} or None, got {self.needs!r}"
+            )
         object.__setattr__(self, "maximize", bool(self.maximize))
         object.__setattr__(self, "host", bool(self.host))
         if self.host and self.grouped:
-            raise ValueError(f"Metric {self.name!r}: a host metric cannot be grouped (ranking "
-                             f"metrics over queries run on the device)")
+            raise ValueError(
+                f"Metric {self.name!r}: a host metric cannot be grouped (ranking "
+                f"metrics over queries run on the device)"
+            )
 
     def __call__(self, y, pred, w=None):
         if self.host:
@@ -159,8 +163,10 @@ def wmean(v, w):
 def scalar_pred(name, y, pred):
     """``ValueError`` unless ``pred`` is ``(N,)`` like ``y``."""
     if pred.ndim != 1:
-        raise ValueError(f"metric {name!r} needs one prediction per row, shape (N,); got "
-                         f"shape {pred.shape} (for (N, K) outputs use mlogloss or merror)")
+        raise ValueError(
+            f"metric {name!r} needs one prediction per row, shape (N,); got "
+            f"shape {pred.shape} (for (N, K) outputs use mlogloss or merror)"
+        )
     if y.shape != pred.shape:
         raise ValueError(f"metric {name!r}: y has shape {y.shape}, pred {pred.shape}")
 
@@ -168,7 +174,9 @@ def scalar_pred(name, y, pred):
 def vector_pred(name, y, pred):
     """``ValueError`` unless ``pred`` is ``(N, K)`` for ``y`` ``(N,)``."""
     if pred.ndim != 2:
-        raise ValueError(f"metric {name!r} needs (N, K) class probabilities; got shape "
-                         f"{pred.shape} (a scalar-output model)")
+        raise ValueError(
+            f"metric {name!r} needs (N, K) class probabilities; got shape "
+            f"{pred.shape} (a scalar-output model)"
+        )
     if y.shape != pred.shape[:1]:
         raise ValueError(f"metric {name!r}: y has shape {y.shape}, pred {pred.shape}")

@@ -90,8 +90,9 @@ def _auc(y, pred, w):
     end = jnp.searchsorted(s, s, side="right", method="scan")
     # neg_below[j] = weight of negatives among the j smallest scores (float64 running sum).
     with jax.enable_x64(True):
-        neg_below = jnp.concatenate([jnp.zeros(1, jnp.float64),
-                                     jax.lax.cumsum(w_neg.astype(jnp.float64))])
+        neg_below = jnp.concatenate(
+            [jnp.zeros(1, jnp.float64), jax.lax.cumsum(w_neg.astype(jnp.float64))]
+        )
         credit = neg_below[start] + 0.5 * (neg_below[end] - neg_below[start])
         area = jnp.sum(w_pos.astype(jnp.float64) * credit)
         both = jnp.sum(w_pos.astype(jnp.float64)) * neg_below[-1]

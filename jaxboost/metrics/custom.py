@@ -29,12 +29,15 @@ class _MeanLoss:
         # y: (N,) labels, or side data ((N, L), a dict of (N,) arrays): rows come first
         n = jax.tree.leaves(y)[0].shape[:1]
         if pred.shape[:1] != n:
-            raise ValueError(f"metric 'loss': y has {n[0] if n else 0} rows, pred shape "
-                             f"{pred.shape}")
+            raise ValueError(
+                f"metric 'loss': y has {n[0] if n else 0} rows, pred shape {pred.shape}"
+            )
         per_row = jax.vmap(self.loss)(y, pred)
         if per_row.shape != n:
-            raise ValueError(f"metric 'loss': the loss must return a scalar per row, "
-                             f"got shape {per_row.shape[1:]}")
+            raise ValueError(
+                f"metric 'loss': the loss must return a scalar per row, "
+                f"got shape {per_row.shape[1:]}"
+            )
         return wmean(per_row, w)
 
 
@@ -61,8 +64,9 @@ def objective_metric(objective) -> Metric:
             raise ValueError(f"unknown objective {objective!r} for the 'objective' metric")
         objective = entry
     if not callable(objective):
-        raise TypeError(f"objective must be a callable loss(y, pred), got "
-                        f"{type(objective).__name__}")
+        raise TypeError(
+            f"objective must be a callable loss(y, pred), got {type(objective).__name__}"
+        )
     return Metric("loss", _MeanLoss(objective), maximize=False, on="margin")
 
 
@@ -103,6 +107,9 @@ def user_metric(func) -> Metric:
     and ``on`` from its attributes of those names (False and ``"response"`` when absent);
     row weights are passed as ``sample_weight=`` or ``w=`` when it takes one."""
     name = getattr(func, "__name__", None) or type(func).__name__
-    return Metric(name, _UserFn(func, _weight_keyword(func)),
-                  maximize=bool(getattr(func, "maximize", False)),
-                  on=getattr(func, "on", "response"))
+    return Metric(
+        name,
+        _UserFn(func, _weight_keyword(func)),
+        maximize=bool(getattr(func, "maximize", False)),
+        on=getattr(func, "on", "response"),
+    )

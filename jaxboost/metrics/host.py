@@ -44,8 +44,7 @@ class _HostFn:
 
 def _name_of(fn) -> str:
     inner = getattr(fn, "func", None)  # functools.partial
-    return (getattr(fn, "__name__", None) or getattr(inner, "__name__", None)
-            or type(fn).__name__)
+    return getattr(fn, "__name__", None) or getattr(inner, "__name__", None) or type(fn).__name__
 
 
 def host(fn, *, maximize=None, on: str = "response", needs=None, name=None) -> Metric:
@@ -86,17 +85,23 @@ def host(fn, *, maximize=None, on: str = "response", needs=None, name=None) -> M
       0.8333333333333333
     """
     if not callable(fn):
-        raise TypeError(f"host() takes a callable fn(y, pred) -> float, got "
-                        f"{type(fn).__name__}")
+        raise TypeError(f"host() takes a callable fn(y, pred) -> float, got {type(fn).__name__}")
     if isinstance(fn, Metric):
-        raise TypeError(f"host() takes a plain callable; {fn.name!r} is already a Metric "
-                        f"(use dataclasses.replace(metric, host=True) for a Metric whose fn "
-                        f"is NumPy code)")
+        raise TypeError(
+            f"host() takes a plain callable; {fn.name!r} is already a Metric "
+            f"(use dataclasses.replace(metric, host=True) for a Metric whose fn "
+            f"is NumPy code)"
+        )
     if maximize is None:
         maximize = bool(getattr(fn, "maximize", False))
-    return Metric(name if name is not None else _name_of(fn),
-                  _HostFn(fn, _weight_keyword(fn)), maximize=maximize, on=on, needs=needs,
-                  host=True)
+    return Metric(
+        name if name is not None else _name_of(fn),
+        _HostFn(fn, _weight_keyword(fn)),
+        maximize=maximize,
+        on=on,
+        needs=needs,
+        host=True,
+    )
 
 
 class BadValue(ValueError):
@@ -112,8 +117,11 @@ def host_value(metric: Metric, y, pred, w, *, finite: bool = True) -> float:
     except Exception:  # any object NumPy cannot read is "not a number"
         a = None
     if a is None or a.ndim != 0 or a.dtype.kind not in "biuf":
-        what = (type(out).__name__ if a is None or a.dtype.kind not in "biuf"
-                else f"an array of shape {a.shape}")
+        what = (
+            type(out).__name__
+            if a is None or a.dtype.kind not in "biuf"
+            else f"an array of shape {a.shape}"
+        )
         raise BadValue(f"returned {what}; a host metric must return one number")
     v = float(a)
     if finite and not math.isfinite(v):

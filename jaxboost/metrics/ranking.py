@@ -43,8 +43,11 @@ def _ranked(y, pred, idx):
     p = jnp.where(mask, pred[safe], -jnp.inf)
     r = jnp.where(mask, y[safe], 0.0)
     order = jnp.argsort(-p, axis=1, stable=True)
-    return (jnp.take_along_axis(r, order, axis=1), jnp.take_along_axis(mask, order, axis=1),
-            -jnp.sort(-r, axis=1))
+    return (
+        jnp.take_along_axis(r, order, axis=1),
+        jnp.take_along_axis(mask, order, axis=1),
+        -jnp.sort(-r, axis=1),
+    )
 
 
 def _query_mean(v, query_weight):

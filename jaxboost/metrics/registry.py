@@ -18,9 +18,25 @@ from .ranking import ranking_metric
 from .regression import gamma_deviance, mae, poisson_nll, r2, rmse
 from .survival import cindex, cox_nloglik
 
-BUILTIN = {m.name: m for m in (rmse, mae, r2, logloss, error, accuracy, auc, brier,
-                               mlogloss, merror, poisson_nll, gamma_deviance, cox_nloglik,
-                               cindex)}
+BUILTIN = {
+    m.name: m
+    for m in (
+        rmse,
+        mae,
+        r2,
+        logloss,
+        error,
+        accuracy,
+        auc,
+        brier,
+        mlogloss,
+        merror,
+        poisson_nll,
+        gamma_deviance,
+        cox_nloglik,
+        cindex,
+    )
+}
 
 
 def names() -> list[str]:
@@ -70,8 +86,10 @@ def get_metric(m, objective=None) -> Metric:
         key = m.strip().lower()
         if key == "objective":
             if objective is None:
-                raise ValueError("the 'objective' metric is the model's own loss: pass the "
-                                 "objective, get_metric('objective', objective=...)")
+                raise ValueError(
+                    "the 'objective' metric is the model's own loss: pass the "
+                    "objective, get_metric('objective', objective=...)"
+                )
             return objective_metric(objective)
         if key in BUILTIN:
             return BUILTIN[key]
@@ -81,9 +99,13 @@ def get_metric(m, objective=None) -> Metric:
             if k is not None and k < 1:
                 raise ValueError(f"{m!r}: the cut-off k must be >= 1")
             return ranking_metric(ranked.group(1), k)
-        raise ValueError(f"unknown metric {m!r}; known metrics: {', '.join(names())}; "
-                         f"or pass a Metric or a callable metric(y, pred) -> scalar")
+        raise ValueError(
+            f"unknown metric {m!r}; known metrics: {', '.join(names())}; "
+            f"or pass a Metric or a callable metric(y, pred) -> scalar"
+        )
     if callable(m):
         return user_metric(m)
-    raise TypeError(f"a metric is a name, a jaxboost.metrics.Metric or a callable "
-                    f"metric(y, pred) -> scalar; got {type(m).__name__}")
+    raise TypeError(
+        f"a metric is a name, a jaxboost.metrics.Metric or a callable "
+        f"metric(y, pred) -> scalar; got {type(m).__name__}"
+    )

@@ -51,8 +51,10 @@ def evaluate_stages(metric, y, stages, w=None) -> np.ndarray:
     """
     metric = get_metric(metric)
     if metric.grouped:
-        raise ValueError(f"metric {metric.name!r} ranks rows within queries; evaluate it "
-                         f"with jaxboost.ranking on each stage and the query index")
+        raise ValueError(
+            f"metric {metric.name!r} ranks rows within queries; evaluate it "
+            f"with jaxboost.ranking on each stage and the query index"
+        )
     stages = np.asarray(stages)
     if stages.ndim < 2:
         raise ValueError(f"stages must be (R, N) or (R, N, K), got shape {stages.shape}")
@@ -64,8 +66,9 @@ def evaluate_stages(metric, y, stages, w=None) -> np.ndarray:
     if metric.host:  # NumPy code (metrics.host): on the host, stage by stage
         from .host import host_value
 
-        return np.array([host_value(metric, y, stages[r], w, finite=False)
-                         for r in range(n_stages)], np.float64)
+        return np.array(
+            [host_value(metric, y, stages[r], w, finite=False) for r in range(n_stages)], np.float64
+        )
     per_stage = max(1, int(np.prod(stages.shape[1:])))
     batch = int(min(n_stages, max(1, _STAGE_BLOCK // per_stage)))
     fn = metric.fn
@@ -78,12 +81,12 @@ def evaluate_stages(metric, y, stages, w=None) -> np.ndarray:
         if cached:
             out = _staged(fn, y, stages, w, batch)
         else:
-            out = jax.jit(lambda y, s, w: jax.lax.map(lambda p: fn(y, p, w), s,
-                                                      batch_size=batch))(y, stages, w)
+            out = jax.jit(lambda y, s, w: jax.lax.map(lambda p: fn(y, p, w), s, batch_size=batch))(
+                y, stages, w
+            )
         return np.asarray(out, np.float64).reshape(n_stages)
     except Exception:
         if _is_builtin(fn):
             raise
     # Not traceable by JAX: one call per stage on NumPy arrays.
-    return np.array([float(np.asarray(fn(y, stages[r], w))) for r in range(n_stages)],
-                    np.float64)
+    return np.array([float(np.asarray(fn(y, stages[r], w))) for r in range(n_stages)], np.float64)

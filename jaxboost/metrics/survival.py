@@ -55,12 +55,14 @@ def concordance_sums(t_i, f_i, w_i, t, f, w):
     implementation behind the ``cindex`` metric (float32, traced in training) and
     ``jaxboost.survival.concordance_index`` (float64, events only).
     """
+
     def one(args):
         ti, fi, wgt = args
         comp = (t > ti) & (w > 0)
         conc = jnp.where(fi > f, 1.0, jnp.where(fi == f, 0.5, 0.0))
-        return wgt * jnp.stack([jnp.sum(jnp.where(comp, w * conc, 0.0)),
-                                jnp.sum(jnp.where(comp, w, 0.0))])
+        return wgt * jnp.stack(
+            [jnp.sum(jnp.where(comp, w * conc, 0.0)), jnp.sum(jnp.where(comp, w, 0.0))]
+        )
 
     return jnp.sum(jax.lax.map(one, (t_i, f_i, w_i), batch_size=_CINDEX_BLOCK), axis=0)
 
@@ -133,12 +135,13 @@ def concordance_index(y, risk, sample_weight=None) -> float:
     if r.shape != y.shape:
         raise DataError(f"y has {y.shape[0]} rows, risk {r.shape[0]}")
     if not np.all(np.isfinite(y) & (y != 0)):
-        raise DataError("concordance_index needs nonzero finite labels (y > 0: event at "
-                        "time y; y < 0: censored at time -y)")
+        raise DataError(
+            "concordance_index needs nonzero finite labels (y > 0: event at "
+            "time y; y < 0: censored at time -y)"
+        )
     if not np.all(np.isfinite(r)):
         raise DataError("concordance_index needs finite risks")
-    w = np.ones_like(y) if sample_weight is None else np.asarray(sample_weight,
-                                                                 np.float64).ravel()
+    w = np.ones_like(y) if sample_weight is None else np.asarray(sample_weight, np.float64).ravel()
     if w.shape != y.shape or not np.all(np.isfinite(w) & (w >= 0)):
         raise DataError("sample_weight must be one finite non-negative weight per row")
     t = np.abs(y)

@@ -44,10 +44,15 @@ def metric_targets(metric, y):
         return y
     if isinstance(y, dict) and LABEL_KEY in y:
         return y[LABEL_KEY]
-    what = ("an (N, L) array" if not isinstance(y, dict) else
-            f"a dict without a {LABEL_KEY!r} entry (entries {sorted(y)})")
-    raise ValueError(f"metric {metric.name!r} scores one label per row, but y is {what}, "
-                     f"which does not say which part is the label: pass y as a dict with "
-                     f"the label under {LABEL_KEY!r} (e.g. y={{{LABEL_KEY!r}: counts, "
-                     f"'exposure': years}}), or use a metric that reads y whole "
-                     f"('objective', the mean loss, or a callable metric(y, pred))")
+    what = (
+        "an (N, L) array"
+        if not isinstance(y, dict)
+        else f"a dict without a {LABEL_KEY!r} entry (entries {sorted(y)})"
+    )
+    raise ValueError(
+        f"metric {metric.name!r} scores one label per row, but y is {what}, "
+        f"which does not say which part is the label: pass y as a dict with "
+        f"the label under {LABEL_KEY!r} (e.g. y={{{LABEL_KEY!r}: counts, "
+        f"'exposure': years}}), or use a metric that reads y whole "
+        f"('objective', the mean loss, or a callable metric(y, pred))"
+    )

@@ -58,7 +58,6 @@ def _link_text(objective):
     return "none (margins)" if link is None else link_label(link)
 
 
-
 PREDICT_BLOCK_VALUES = 1 << 24
 """Entries (rows x features) of one block of a dense ``X`` at prediction (64 MB of
 float32): a 20M-row ``predict`` holds the input, the output and one block."""
@@ -95,7 +94,9 @@ def _check_output_size(shape, what: str, hint: str) -> None:
         raise MemoryError(
             f"{what} would return a float32 array of shape {tuple(int(d) for d in shape)}, "
             f"{need / 2**30:.1f} GiB, more than the {avail / 2**30:.1f} GiB of memory "
-            f"available; {hint}")
+            f"available; {hint}"
+        )
+
 
 class GradHess(NamedTuple):
     """What the trees of one round see (``Booster.grad_hess``): per-row gradients ``g``,
@@ -126,10 +127,22 @@ class Booster:
     """The error that stopped this model early in ``train_many`` (its partial model is
     returned), else None."""
 
-    def __init__(self, ensemble: Ensemble, *, objective, params: TreeParams,
-                 bin_edges: BinEdges, base_margin, n_features: int, n_outputs: int = 1,
-                 trees_per_round: int = 1, feature_names=None, category_labels=None,
-                 num_parallel_tree: int = 1, _padded: Ensemble | None = None):
+    def __init__(
+        self,
+        ensemble: Ensemble,
+        *,
+        objective,
+        params: TreeParams,
+        bin_edges: BinEdges,
+        base_margin,
+        n_features: int,
+        n_outputs: int = 1,
+        trees_per_round: int = 1,
+        feature_names=None,
+        category_labels=None,
+        num_parallel_tree: int = 1,
+        _padded: Ensemble | None = None,
+    ):
         self.ensemble = ensemble.to_numpy()
         # Trees padded to a bucketed count, shared by every slice booster[:k] of one
         # model, so all of them predict with one compiled program.
@@ -141,17 +154,22 @@ class Booster:
         self.trees_per_round = int(trees_per_round)
         # Trees per output and round: P > 1 for a forest (train(num_parallel_tree=P)).
         self.num_parallel_tree = int(num_parallel_tree)
-        self.base_margin = (float(base_margin) if self.n_outputs == 1
-                            else np.asarray(base_margin, np.float32).reshape(self.n_outputs))
+        self.base_margin = (
+            float(base_margin)
+            if self.n_outputs == 1
+            else np.asarray(base_margin, np.float32).reshape(self.n_outputs)
+        )
         self.n_features = int(n_features)
         # Column names from training (a DataFrame's, or train(feature_names=...)); None
         # when unknown. DataFrames given to predict must have exactly these columns.
-        self.feature_names = (None if feature_names is None
-                              else check_names_list(feature_names, self.n_features))
+        self.feature_names = (
+            None if feature_names is None else check_names_list(feature_names, self.n_features)
+        )
         # The labels of DataFrame categories ({feature index: [labels]}, code c is
         # labels[c]); None when the model has none. predict re-codes DataFrames by them.
-        self.category_labels = (None if not category_labels else
-                                {int(f): list(v) for f, v in category_labels.items()})
+        self.category_labels = (
+            None if not category_labels else {int(f): list(v) for f, v in category_labels.items()}
+        )
         # Set by train(): evaluation history, early-stopping result, and the state
         # continued training needs (seed, rounds).
         self.history: dict = {}
@@ -181,8 +199,9 @@ class Booster:
         """Whether each tree holds the values of one output (``K > 1`` outputs grown as
         ``K`` trees per round, ``num_parallel_tree`` of each): tree ``t`` is then
         output ``t % K``'s."""
-        return (self.n_outputs > 1
-                and self.trees_per_round == self.n_outputs * self.num_parallel_tree)
+        return (
+            self.n_outputs > 1 and self.trees_per_round == self.n_outputs * self.num_parallel_tree
+        )
 
     @property
     def categorical_features(self) -> tuple:
@@ -192,24 +211,36 @@ class Booster:
 
     def __getitem__(self, key) -> "Booster":
         if not isinstance(key, slice):
-            raise TypeError(f"a Booster is sliced by rounds, e.g. booster[:10]; got "
-                            f"{type(key).__name__}")
+            raise TypeError(
+                f"a Booster is sliced by rounds, e.g. booster[:10]; got {type(key).__name__}"
+            )
         if key.step not in (None, 1):
-            raise ValueError("Booster slices must be contiguous (step 1): boosting rounds "
-                             "depend on the rounds before them")
+            raise ValueError(
+                "Booster slices must be contiguous (step 1): boosting rounds "
+                "depend on the rounds before them"
+            )
         start = key.start or 0
         if start != 0:
-            raise ValueError("Booster slices must start at round 0 (booster[:k]): later "
-                             "trees are fitted to the margins of earlier ones")
+            raise ValueError(
+                "Booster slices must start at round 0 (booster[:k]): later "
+                "trees are fitted to the margins of earlier ones"
+            )
         stop = len(self) if key.stop is None else key.stop
         stop = max(0, min(len(self), stop if stop >= 0 else len(self) + stop))
-        out = Booster(self.ensemble[: stop * self.trees_per_round], objective=self.objective,
-                      params=self.params, bin_edges=self.bin_edges,
-                      base_margin=self.base_margin, n_features=self.n_features,
-                      n_outputs=self.n_outputs, trees_per_round=self.trees_per_round,
-                      feature_names=self.feature_names,
-                      category_labels=self.category_labels,
-                      num_parallel_tree=self.num_parallel_tree, _padded=self._padded)
+        out = Booster(
+            self.ensemble[: stop * self.trees_per_round],
+            objective=self.objective,
+            params=self.params,
+            bin_edges=self.bin_edges,
+            base_margin=self.base_margin,
+            n_features=self.n_features,
+            n_outputs=self.n_outputs,
+            trees_per_round=self.trees_per_round,
+            feature_names=self.feature_names,
+            category_labels=self.category_labels,
+            num_parallel_tree=self.num_parallel_tree,
+            _padded=self._padded,
+        )
         out.history = self.history
         if self.train_state:
             out.train_state = dict(self.train_state, rounds=stop)
@@ -219,14 +250,20 @@ class Booster:
         """One line: objective (and the link given to a plain loss), rounds, trees, depth,
         features (named when few), outputs, base margin and, after early stopping, the
         best iteration."""
-        base = (f"{self.base_margin:.6g}" if self.n_outputs == 1 else
-                "[" + ", ".join(f"{b:.4g}" for b in self.base_margin) + "]")
+        base = (
+            f"{self.base_margin:.6g}"
+            if self.n_outputs == 1
+            else "[" + ", ".join(f"{b:.4g}" for b in self.base_margin) + "]"
+        )
         parts = [f"objective={loss_name(self.objective)}"]
         if isinstance(self.objective, LinkedLoss):
             parts.append(f"link={_link_text(self.objective)}")
-        parts += [f"n_rounds={len(self)}",
-                 f"n_trees={self.ensemble.n_trees}", f"max_depth={self.params.max_depth}",
-                 f"n_features={self.n_features}"]
+        parts += [
+            f"n_rounds={len(self)}",
+            f"n_trees={self.ensemble.n_trees}",
+            f"max_depth={self.params.max_depth}",
+            f"n_features={self.n_features}",
+        ]
         names = getattr(self, "feature_names", None)
         if names is not None and len(names) <= 6:
             parts.append(f"feature_names={list(names)!r}")
@@ -249,13 +286,19 @@ class Booster:
             return f"{v:.6g}" if math.isfinite(v) else str(v)
 
         rounds = len(self)
-        rows = [("objective", loss_name(self.objective)),
-                ("link", _link_text(self.objective)),
-                ("n_rounds", rounds),
-                ("n_trees", f"{self.ensemble.n_trees} ({self.trees_per_round} per round)"
-                 if self.trees_per_round > 1 else self.ensemble.n_trees),
-                ("max_depth", self.params.max_depth),
-                ("learning_rate", number(self.params.learning_rate))]
+        rows = [
+            ("objective", loss_name(self.objective)),
+            ("link", _link_text(self.objective)),
+            ("n_rounds", rounds),
+            (
+                "n_trees",
+                f"{self.ensemble.n_trees} ({self.trees_per_round} per round)"
+                if self.trees_per_round > 1
+                else self.ensemble.n_trees,
+            ),
+            ("max_depth", self.params.max_depth),
+            ("learning_rate", number(self.params.learning_rate)),
+        ]
         names = getattr(self, "feature_names", None)
         if names is None:
             rows.append(("n_features", self.n_features))
@@ -264,8 +307,14 @@ class Booster:
             more = f", ... ({len(names) - 8} more)" if len(names) > 8 else ""
             rows.append(("n_features", f"{self.n_features}: {shown}{more}"))
         rows.append(("n_outputs", self.n_outputs))
-        rows.append(("base_margin", number(self.base_margin) if self.n_outputs == 1 else
-                     "[" + ", ".join(number(b) for b in self.base_margin) + "]"))
+        rows.append(
+            (
+                "base_margin",
+                number(self.base_margin)
+                if self.n_outputs == 1
+                else "[" + ", ".join(number(b) for b in self.base_margin) + "]",
+            )
+        )
         best = getattr(self, "best_iteration", None)
         if best is not None:
             rows.append(("best_iteration", best))
@@ -275,15 +324,21 @@ class Booster:
         for data, metrics in (getattr(self, "history", None) or {}).items():
             for metric, scores in metrics.items():
                 scores = list(scores)
-                last = (f"{number(scores[-1])} (last of {len(scores)} rounds)" if scores
-                        else "(no rounds)")
+                last = (
+                    f"{number(scores[-1])} (last of {len(scores)} rounds)"
+                    if scores
+                    else "(no rounds)"
+                )
                 rows.append((f"{data} {metric}", last))
         body = "".join(
             f'<tr><th style="text-align:left">{html.escape(str(k))}</th>'
             f'<td style="text-align:left">{html.escape(str(v))}</td></tr>'
-            for k, v in rows)
-        return (f'<table class="jaxboost-booster"><caption style="text-align:left">'
-                f"<b>jaxboost.Booster</b></caption>{body}</table>")
+            for k, v in rows
+        )
+        return (
+            f'<table class="jaxboost-booster"><caption style="text-align:left">'
+            f"<b>jaxboost.Booster</b></caption>{body}</table>"
+        )
 
     # --- files ---------------------------------------------------------------------
     def save(self, path) -> None:
@@ -320,11 +375,17 @@ class Booster:
                     "predicted at offset 0 (for a Poisson model: the rate per unit of "
                     "exposure). Pass base_margin= with the rows' offsets, or "
                     "base_margin=np.zeros(n) to predict at offset 0 without this "
-                    "warning", DataWarning, stacklevel=3)
+                    "warning",
+                    DataWarning,
+                    stacklevel=3,
+                )
             return None
-        return as_offsets(base_margin, n_rows, self.n_outputs,
-                          hint=" (a model's intercept is its own base_margin; pass margins "
-                               "per row here)")
+        return as_offsets(
+            base_margin,
+            n_rows,
+            self.n_outputs,
+            hint=" (a model's intercept is its own base_margin; pass margins per row here)",
+        )
 
     def _features(self, X):
         # A DataFrame must carry the training columns in the training order; arrays
@@ -333,8 +394,9 @@ class Booster:
         check_feature_names(self.feature_names, X)
         Xf = as_features(X, allow_inf=True, sparse="csr")
         if Xf.shape[1] != self.n_features:
-            raise DataError(f"X has {Xf.shape[1]} features but the model was trained with "
-                            f"{self.n_features}")
+            raise DataError(
+                f"X has {Xf.shape[1]} features but the model was trained with {self.n_features}"
+            )
         cat = self.categorical_features
         from ..inputs import categorical as _categorical
 
@@ -351,12 +413,15 @@ class Booster:
                 f"categorical, but the model was trained on it as a categorical column "
                 f"(labels {shown}); pass it as a categorical column (pandas Categorical, "
                 f"polars Categorical or Enum) so that its labels map to the model's codes, "
-                f"or pass X as an array of the model's codes")
+                f"or pass X as an array of the model's codes"
+            )
         if cat or frame:
             if set(frame) - set(cat):
                 f = min(set(frame) - set(cat))
-                raise DataError(f"column {f} of X is categorical, but the model was trained "
-                                f"with a numeric feature {f}")
+                raise DataError(
+                    f"column {f} of X is categorical, but the model was trained "
+                    f"with a numeric feature {f}"
+                )
             unmapped = set(frame) - labelled
             if unmapped:
                 # a frame's codes are positions among its own categories; without the
@@ -367,11 +432,13 @@ class Booster:
                     f"categorical column, but the model has no category labels for it (it "
                     f"was trained on codes, or imported from a model file without them), so "
                     f"its categories cannot be mapped to the model's codes; pass the codes "
-                    f"the model was trained with as a numeric column or array")
+                    f"the model was trained with as a numeric column or array"
+                )
             if frame and self.category_labels:
                 Xf = _categorical.recode(Xf, frame, self.category_labels)
-            _categorical.check_predict_codes(ColumnView(Xf) if is_sparse(Xf) else Xf, cat,
-                                             self.feature_names)
+            _categorical.check_predict_codes(
+                ColumnView(Xf) if is_sparse(Xf) else Xf, cat, self.feature_names
+            )
         return Xf
 
     @staticmethod
@@ -394,8 +461,12 @@ class Booster:
         out = None
         for lo in range(0, n, step):
             hi = min(n, lo + step)
-            part = np.asarray(fn(dense_rows(X, lo, hi) if sparse else X[lo:hi],
-                                 None if offsets is None else offsets[lo:hi]))
+            part = np.asarray(
+                fn(
+                    dense_rows(X, lo, hi) if sparse else X[lo:hi],
+                    None if offsets is None else offsets[lo:hi],
+                )
+            )
             if out is None:
                 shape = list(part.shape)
                 shape[axis] = n
@@ -407,20 +478,31 @@ class Booster:
 
     def _margins(self, X, offsets, n_trees, link=None) -> np.ndarray:
         """``(N[, K])`` margins (``link`` applied) of the first ``n_trees`` trees."""
+
         def margins(Xd, o):
             # Rows padded to a size bucket: new row counts mostly reuse a program.
             Xp = pad_rows(Xd)
-            out = predict_margin(self._padded, Xp, self._base(o, Xp.shape[0]),
-                                 np.int32(n_trees), max_depth=self.params.max_depth,
-                                 link=link)
+            out = predict_margin(
+                self._padded,
+                Xp,
+                self._base(o, Xp.shape[0]),
+                np.int32(n_trees),
+                max_depth=self.params.max_depth,
+                link=link,
+            )
             return np.asarray(out)[: Xd.shape[0]]
 
         return self._by_blocks(margins, X, offsets)
 
     @float32_programs
-    def predict(self, X, output_margin: bool = False,
-                pred_contribs: bool = False, base_margin=None,
-                pred_interactions: bool = False) -> np.ndarray:
+    def predict(
+        self,
+        X,
+        output_margin: bool = False,
+        pred_contribs: bool = False,
+        base_margin=None,
+        pred_interactions: bool = False,
+    ) -> np.ndarray:
         """Predictions for raw features.
 
         The margin of row ``i`` is ``b_i + sum_t tree_t(x_i)`` with ``b_i`` the row's
@@ -467,18 +549,17 @@ class Booster:
             from .explain import shap_interaction_values
 
             return self._by_blocks(
-                lambda Xd, o: shap_interaction_values(self, Xd, base_margin=o), X, offsets)
+                lambda Xd, o: shap_interaction_values(self, Xd, base_margin=o), X, offsets
+            )
         if pred_contribs:
             from .explain import shap_values
 
-            return self._by_blocks(lambda Xd, o: shap_values(self, Xd, base_margin=o),
-                                   X, offsets)
+            return self._by_blocks(lambda Xd, o: shap_values(self, Xd, base_margin=o), X, offsets)
         link = None if output_margin else _link_of(self.objective)
         return self._margins(X, offsets, self.ensemble.n_trees, link)
 
     @float32_programs
-    def staged_predict(self, X, output_margin: bool = False,
-                       base_margin=None) -> np.ndarray:
+    def staged_predict(self, X, output_margin: bool = False, base_margin=None) -> np.ndarray:
         """Predictions after every round, in one pass over the trees.
 
         Row ``r`` equals ``self[:r + 1].predict(X, output_margin, base_margin=...)``;
@@ -503,22 +584,24 @@ class Booster:
         offsets = self._offsets(base_margin, X.shape[0])
         link = None if output_margin else _link_of(self.objective)
         T = self.ensemble.n_trees
-        _check_output_size((len(self), X.shape[0], self.n_outputs), "staged_predict",
-                           "predict with a slice of the model (bst[:r].predict), or fewer "
-                           "rows at a time")
+        _check_output_size(
+            (len(self), X.shape[0], self.n_outputs),
+            "staged_predict",
+            "predict with a slice of the model (bst[:r].predict), or fewer rows at a time",
+        )
 
         def stages(Xd, o):
-            out = staged_margins(self.ensemble, Xd, self._base(o),
-                                 max_depth=self.params.max_depth, link=link)
-            return np.asarray(out)[self.trees_per_round - 1:: self.trees_per_round]
+            out = staged_margins(
+                self.ensemble, Xd, self._base(o), max_depth=self.params.max_depth, link=link
+            )
+            return np.asarray(out)[self.trees_per_round - 1 :: self.trees_per_round]
 
         # a block's (trees, rows[, K]) margins stay near STAGED_BLOCK_VALUES entries
         rows = max(1, STAGED_BLOCK_VALUES // max(1, T * self.n_outputs))
         return self._by_blocks(stages, X, offsets, axis=1, rows=rows)
 
     @float32_programs
-    def grad_hess(self, X, y, *, iteration=None, sample_weight=None,
-                  base_margin=None) -> GradHess:
+    def grad_hess(self, X, y, *, iteration=None, sample_weight=None, base_margin=None) -> GradHess:
         r"""The gradients and Hessians the trees of round ``iteration`` are grown on.
 
         Round ``k`` fits its trees to the margins of the first ``k`` rounds,
@@ -581,16 +664,22 @@ class Booster:
 
         objective = self.objective
         if isinstance(objective, GroupObjective):
-            raise TypeError(f"grad_hess needs a per-row loss; {loss_name(objective)} is a "
-                            f"group loss, whose g and h couple the rows of a group")
+            raise TypeError(
+                f"grad_hess needs a per-row loss; {loss_name(objective)} is a "
+                f"group loss, whose g and h couple the rows of a group"
+            )
         if iteration is None:
             iteration = len(self)
         if isinstance(iteration, bool) or not isinstance(iteration, numbers.Integral):
-            raise TypeError(f"iteration must be an integer round in [0, {len(self)}], got "
-                            f"{type(iteration).__name__} {iteration!r}")
+            raise TypeError(
+                f"iteration must be an integer round in [0, {len(self)}], got "
+                f"{type(iteration).__name__} {iteration!r}"
+            )
         if not 0 <= iteration <= len(self):
-            raise ValueError(f"iteration must be in [0, {len(self)}] (the model has "
-                             f"{len(self)} rounds), got {iteration}")
+            raise ValueError(
+                f"iteration must be in [0, {len(self)}] (the model has "
+                f"{len(self)} rounds), got {iteration}"
+            )
         X = self._features(X)
         n = X.shape[0]
         y = as_targets(y, n)
@@ -599,9 +688,11 @@ class Booster:
         validate = getattr(objective, "validate_labels", None)
         if is_side_data(y):
             if isinstance(objective, Objective) and not isinstance(objective, LinkedLoss):
-                raise DataError(f"{objective!r} takes one label per row, y of shape (N,); "
-                                f"side data (a dict or an (N, L) array) is for losses of "
-                                f"your own")
+                raise DataError(
+                    f"{objective!r} takes one label per row, y of shape (N,); "
+                    f"side data (a dict or an (N, L) array) is for losses of "
+                    f"your own"
+                )
         elif validate is not None:
             try:
                 validate(y)
@@ -610,13 +701,20 @@ class Booster:
         state = self.train_state or {}
         hessian = state.get("hessian") or getattr(objective, "hessian", "exact")
         floor = float(state.get("hessian_floor", HESSIAN_FLOOR))
-        diagonal = self.n_outputs > 1 and (self.one_output_per_tree or
-                                           state.get("multi_hessian") == "diagonal")
+        diagonal = self.n_outputs > 1 and (
+            self.one_output_per_tree or state.get("multi_hessian") == "diagonal"
+        )
         margin = self._margins(X, offsets, int(iteration) * self.trees_per_round)
         n_pad = bucket_rows(n)
-        g, h = model_grad_hess(objective, pad_targets(y, n_pad), pad_targets(margin, n_pad),
-                               None if w is None else pad_rows(w), hessian=hessian,
-                               floor=floor, diagonal=diagonal)
+        g, h = model_grad_hess(
+            objective,
+            pad_targets(y, n_pad),
+            pad_targets(margin, n_pad),
+            None if w is None else pad_rows(w),
+            hessian=hessian,
+            floor=floor,
+            diagonal=diagonal,
+        )
         return GradHess(np.asarray(g)[:n], np.asarray(h)[:n], margin)
 
     def feature_importance(self, importance_type: str = "gain") -> dict:

@@ -94,8 +94,9 @@ def feature_importance(booster, importance_type: str = "gain") -> dict:
       (the keys of XGBoost's ``get_score``).
     """
     if importance_type not in IMPORTANCE_TYPES:
-        raise ValueError(f"importance_type must be one of {', '.join(IMPORTANCE_TYPES)}; "
-                         f"got {importance_type!r}")
+        raise ValueError(
+            f"importance_type must be one of {', '.join(IMPORTANCE_TYPES)}; got {importance_type!r}"
+        )
     ens, split = _splits(booster)
     F = booster.n_features
     feat = np.asarray(ens.feature)[split]
@@ -105,16 +106,16 @@ def feature_importance(booster, importance_type: str = "gain") -> dict:
     else:
         src = ens.gain if importance_type.endswith("gain") else ens.cover
         total = np.bincount(feat, weights=np.asarray(src, np.float64)[split], minlength=F)
-        score = total if importance_type.startswith("total") else (
-            total / np.maximum(count, 1))
+        score = total if importance_type.startswith("total") else (total / np.maximum(count, 1))
     names = feature_names(booster)
     return {names[f]: float(score[f]) for f in range(F) if count[f] > 0}
 
 
 def is_categorical_split(ens, t: int, i: int) -> bool:
     """Whether node ``i`` of tree ``t`` is a categorical split (``engine.tree``)."""
-    return (ens.cat_bits is not None and not ens.is_leaf[t, i]
-            and bool(np.isnan(ens.threshold[t, i])))
+    return (
+        ens.cat_bits is not None and not ens.is_leaf[t, i] and bool(np.isnan(ens.threshold[t, i]))
+    )
 
 
 def left_categories(booster, t: int, i: int) -> list:
@@ -170,8 +171,9 @@ def dump(booster, with_stats: bool = True) -> str:
             cover = f",cover={_g(ens.cover[t, i])}" if with_stats else ""
             if ens.is_leaf[t, i]:
                 v = value[i]
-                text = (_g(v) if np.ndim(v) == 0
-                        else "[" + ",".join(_g(x) for x in np.ravel(v)) + "]")
+                text = (
+                    _g(v) if np.ndim(v) == 0 else "[" + ",".join(_g(x) for x in np.ravel(v)) + "]"
+                )
                 lines.append(f"{pad}{i}:leaf={text}{cover}")
                 continue
             yes, no = 2 * i + 1, 2 * i + 2
@@ -182,13 +184,13 @@ def dump(booster, with_stats: bool = True) -> str:
                 test = f"{names[f]}:{{{','.join(map(str, left_categories(booster, t, i)))}}}"
             else:
                 test = f"{names[f]}<{_g(ens.threshold[t, i])}"
-            lines.append(f"{pad}{i}:[{test}] yes={yes},no={no},missing={missing}"
-                         f"{gain}{cover}")
+            lines.append(f"{pad}{i}:[{test}] yes={yes},no={no},missing={missing}{gain}{cover}")
             stack += [(no, depth + 1), (yes, depth + 1)]
     return "\n".join(lines) + "\n"
 
 
 # --- TreeSHAP -------------------------------------------------------------------------
+
 
 class _Paths:
     """Every root-to-leaf path of the ensemble, its distinct features merged.
@@ -234,7 +236,8 @@ class _Paths:
                 for child, left in ((2 * i + 1, True), (2 * i + 2, False)):
                     ratio = cover[t, child] / c if c > 0 else 0.5
                     lo, hi, has_lo, has_hi, miss, zero, codes = cons.get(
-                        f, (-np.inf, np.inf, False, False, True, 1.0, None))
+                        f, (-np.inf, np.inf, False, False, True, 1.0, None)
+                    )
                     if is_cat:
                         side = bits[t, i] if left else ~bits[t, i]
                         codes = side if codes is None else codes & side
@@ -243,8 +246,15 @@ class _Paths:
                     else:
                         lo, has_lo = (max(lo, x), True) if has_lo else (x, True)
                     new = dict(cons)
-                    new[f] = (lo, hi, has_lo, has_hi,
-                              miss and bool(dleft[t, i]) == left, zero * ratio, codes)
+                    new[f] = (
+                        lo,
+                        hi,
+                        has_lo,
+                        has_hi,
+                        miss and bool(dleft[t, i]) == left,
+                        zero * ratio,
+                        codes,
+                    )
                     stack.append((child, new))
         P = len(rows)
         L = max([len(r) for r in rows] + [0])
@@ -275,16 +285,18 @@ class _Paths:
         """``(N, P', L)`` bool one fractions of the rows of ``X`` on the given paths."""
         x = X[:, self.feature[paths]]  # (N, P', L)
         with np.errstate(invalid="ignore"):
-            present = ((~self.has_lo[paths] | (x >= self.lo[paths]))
-                       & (~self.has_hi[paths] | (x < self.hi[paths])))
+            present = (~self.has_lo[paths] | (x >= self.lo[paths])) & (
+                ~self.has_hi[paths] | (x < self.hi[paths])
+            )
         follow = np.where(np.isnan(x), self.missing_ok[paths], present)
         if self.is_cat is not None:
             with np.errstate(invalid="ignore"):
                 ok = (x >= 0) & (x < 32 * N_WORDS)
             code = np.where(ok, x, 0).astype(np.int64)
             P, L = self.feature[paths].shape
-            word = self.cats[paths][np.arange(P)[None, :, None], np.arange(L)[None, None, :],
-                                    code >> 5]
+            word = self.cats[paths][
+                np.arange(P)[None, :, None], np.arange(L)[None, None, :], code >> 5
+            ]
             bit = ((word >> (code & 31).astype(np.uint32)) & 1).astype(bool)
             cat = np.where(ok, bit, self.missing_ok[paths])
             follow = np.where(self.is_cat[paths], cat, follow)
@@ -362,16 +374,16 @@ def _contributions(paths, paths_idx, weight, X, F, use_patterns=None):
     width = (1 << L) if use_patterns else rows
     chunk = max(1, _CHUNK_ELEMENTS // (2 * max((L + 1) * width, L * rows)))
     for start in range(0, paths_idx.size, chunk):
-        ps = paths_idx[start: start + chunk]
+        ps = paths_idx[start : start + chunk]
         zero = paths.zero[ps].T[:, :, None]  # (L, P', 1)
-        wts = weight[start: start + chunk]
+        wts = weight[start : start + chunk]
         order, starts, groups = _scatter_plan(paths.feature[ps].ravel())  # path-major
         if use_patterns:
             table = _pattern_table(zero, L) * wts[None, :, None]  # (L, P', 2 ** L)
             eidx = np.arange(L)[None, None, :]
             pidx = np.arange(ps.size)[None, :, None]
         for r0 in range(0, N, rows):
-            Xr = X[r0: r0 + rows]
+            Xr = X[r0 : r0 + rows]
             n = Xr.shape[0]
             one = paths.ones(Xr, ps)  # (n, P', L)
             if use_patterns:
@@ -379,10 +391,10 @@ def _contributions(paths, paths_idx, weight, X, F, use_patterns=None):
                 vals = table[eidx, pidx, code[:, :, None]]  # (n, P', L)
             else:
                 vals = np.transpose(
-                    _factors(zero, np.transpose(one, (2, 1, 0))) * wts[None, :, None],
-                    (2, 1, 0))
+                    _factors(zero, np.transpose(one, (2, 1, 0))) * wts[None, :, None], (2, 1, 0)
+                )
             vals = vals.reshape(n, -1)[:, order]
-            out[r0: r0 + n, groups] += np.add.reduceat(vals, starts, axis=1)
+            out[r0 : r0 + n, groups] += np.add.reduceat(vals, starts, axis=1)
     return out
 
 
@@ -417,8 +429,7 @@ def shap_values(booster, X, *, use_patterns=None, base_margin=None) -> np.ndarra
     out[:, :, F] = bias
     for k in range(K):
         idx = np.flatnonzero(paths.value[:, k] != 0)
-        out[:, k, :F] = _contributions(paths, idx, paths.value[idx, k], X, F,
-                                       use_patterns)
+        out[:, k, :F] = _contributions(paths, idx, paths.value[idx, k], X, F, use_patterns)
     out = out.astype(np.float32)
     return out[:, 0] if K == 1 else out
 
@@ -467,12 +478,12 @@ def shap_interaction_values(booster, X, *, base_margin=None) -> np.ndarray:
         inter = np.zeros((N, F * F))
         chunk = max(1, _CHUNK_ELEMENTS // (4 * max(L * rows, 1)))
         for start in range(0, idx.size if L else 0, chunk):
-            ps = idx[start: start + chunk]
+            ps = idx[start : start + chunk]
             zero = paths.zero[ps].T[:, :, None]  # (L, P', 1)
             wts = paths.value[ps, k]
             feat = paths.feature[ps]  # (P', L)
             for r0 in range(0, N, rows):
-                Xr = X[r0: r0 + rows]
+                Xr = X[r0 : r0 + rows]
                 n = Xr.shape[0]
                 one = np.transpose(paths.ones(Xr, ps), (2, 1, 0)).astype(np.float64)
                 for e in range(L):  # the conditioned element: feature i = feat[:, e]
@@ -481,10 +492,12 @@ def shap_interaction_values(booster, X, *, base_margin=None) -> np.ndarray:
                     scale = 0.5 * (one[e] - zero[e]) * wts[:, None]  # (P', n)
                     c = _factors(z2, o2) * scale[None]  # (L, P', n)
                     flat = feat[:, e][:, None] * F + feat  # (P', L): i * F + j
-                    target = inter[r0: r0 + n]
-                    np.add.at(target, (np.arange(n)[:, None, None],
-                                       flat.T[None, :, :].transpose(0, 2, 1)),
-                              np.transpose(c, (2, 1, 0)))
+                    target = inter[r0 : r0 + n]
+                    np.add.at(
+                        target,
+                        (np.arange(n)[:, None, None], flat.T[None, :, :].transpose(0, 2, 1)),
+                        np.transpose(c, (2, 1, 0)),
+                    )
         block = inter.reshape(N, F, F)
         np.einsum("nii->ni", block)[...] = 0.0  # the diagonal follows from the rows
         block[:, np.arange(F), np.arange(F)] = main[:, k, :F] - block.sum(axis=2)
@@ -527,11 +540,14 @@ def shap_model(booster) -> dict:
       (3, ['children_default', 'children_left', 'children_right'])
     """
     ens = booster.ensemble.to_numpy()
-    if ens.cat_bits is not None and np.any(np.isnan(np.asarray(ens.threshold))
-                                           & ~np.asarray(ens.is_leaf)):
-        raise ValueError("shap's tree format has no categorical splits: explain this "
-                         "model with predict(X, pred_contribs=True) (or "
-                         "pred_interactions=True), which handle them")
+    if ens.cat_bits is not None and np.any(
+        np.isnan(np.asarray(ens.threshold)) & ~np.asarray(ens.is_leaf)
+    ):
+        raise ValueError(
+            "shap's tree format has no categorical splits: explain this "
+            "model with predict(X, pred_contribs=True) (or "
+            "pred_interactions=True), which handle them"
+        )
     K = booster.n_outputs
     tpr = booster.trees_per_round // booster.num_parallel_tree
     feature, thr = np.asarray(ens.feature), np.asarray(ens.threshold, np.float32)
@@ -561,11 +577,22 @@ def shap_model(booster) -> dict:
             left[j], right[j] = index[2 * i + 1], index[2 * i + 2]
             default[j] = left[j] if dleft[t, i] else right[j]
             feat[j], thresholds[j] = feature[t, i], float(below[t, i])
-        trees.append({"children_left": left, "children_right": right,
-                      "children_default": default, "features": feat,
-                      "thresholds": thresholds, "values": values,
-                      "node_sample_weight": cover[t, order]})
+        trees.append(
+            {
+                "children_left": left,
+                "children_right": right,
+                "children_default": default,
+                "features": feat,
+                "thresholds": thresholds,
+                "values": values,
+                "node_sample_weight": cover[t, order],
+            }
+        )
     base = np.asarray(booster.base_margin, np.float64).reshape(-1) * np.ones(K)
-    return {"trees": trees, "base_offset": base if K > 1 else float(base[0]),
-            "tree_output": "raw_value", "input_dtype": np.float32,
-            "internal_dtype": np.float64}
+    return {
+        "trees": trees,
+        "base_offset": base if K > 1 else float(base[0]),
+        "tree_output": "raw_value",
+        "input_dtype": np.float32,
+        "internal_dtype": np.float64,
+    }

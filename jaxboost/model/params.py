@@ -47,18 +47,21 @@ class TreeParams:
         max_bin = check_int("max_bin", self.max_bin, low=2)
         if max_bin > MAX_BIN_LIMIT:
             raise ValueError(
-                f"max_bin must be <= {MAX_BIN_LIMIT} (bins are stored as uint16), "
-                f"got {max_bin}"
+                f"max_bin must be <= {MAX_BIN_LIMIT} (bins are stored as uint16), got {max_bin}"
             )
-        values = dict(max_depth=max_depth, max_bin=max_bin,
-                      learning_rate=check_real("learning_rate", self.learning_rate,
-                                               low=0, low_open=True))
+        values = dict(
+            max_depth=max_depth,
+            max_bin=max_bin,
+            learning_rate=check_real("learning_rate", self.learning_rate, low=0, low_open=True),
+        )
         for f in ("reg_lambda", "reg_alpha", "gamma", "min_child_weight", "max_delta_step"):
             values[f] = check_real(f, getattr(self, f), low=0)
         for f, v in values.items():  # the engine computes in float32
             if isinstance(v, float) and v > FLOAT32_MAX:
-                raise ValueError(f"{f} must be at most {FLOAT32_MAX:.7g} (the float32 "
-                                 f"range the trees are computed in), got {v!r}")
+                raise ValueError(
+                    f"{f} must be at most {FLOAT32_MAX:.7g} (the float32 "
+                    f"range the trees are computed in), got {v!r}"
+                )
         for f, v in values.items():
             object.__setattr__(self, f, v)
 
@@ -77,5 +80,11 @@ class TreeParams:
         return dataclasses.asdict(self)
 
 
-DYNAMIC_FIELDS = ("learning_rate", "reg_lambda", "reg_alpha", "gamma",
-                  "min_child_weight", "max_delta_step")
+DYNAMIC_FIELDS = (
+    "learning_rate",
+    "reg_lambda",
+    "reg_alpha",
+    "gamma",
+    "min_child_weight",
+    "max_delta_step",
+)

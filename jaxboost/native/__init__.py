@@ -83,10 +83,19 @@ from ..errors import NativeKernelWarning
 from . import _build
 from .compile_cache import cache_root
 
-__all__ = ["available", "unavailable_reason", "histogram", "grow_tree", "grow_tree_sparse",
-           "library_path",
-           "installed_library", "default_threads", "tree_enabled",
-           "NativeKernelWarning", "TARGET_NAME"]
+__all__ = [
+    "available",
+    "unavailable_reason",
+    "histogram",
+    "grow_tree",
+    "grow_tree_sparse",
+    "library_path",
+    "installed_library",
+    "default_threads",
+    "tree_enabled",
+    "NativeKernelWarning",
+    "TARGET_NAME",
+]
 
 TARGET_NAME = "jaxboost_histogram"
 TREE_TARGET_NAME = "jaxboost_grow_tree"
@@ -127,12 +136,16 @@ def _check_private(path: Path) -> None:
     """Refuse (RuntimeError) a path that someone else could have written."""
     st = os.stat(path)
     if st.st_uid != os.getuid():
-        raise RuntimeError(f"refusing to load the native kernel from {path}: owned by uid "
-                           f"{st.st_uid}, not by this user (uid {os.getuid()})")
+        raise RuntimeError(
+            f"refusing to load the native kernel from {path}: owned by uid "
+            f"{st.st_uid}, not by this user (uid {os.getuid()})"
+        )
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        raise RuntimeError(f"refusing to load the native kernel from {path}: writable by "
-                           f"group or others (mode {stat.filemode(st.st_mode)}); "
-                           f"chmod go-w it or set JAXBOOST_CACHE_DIR")
+        raise RuntimeError(
+            f"refusing to load the native kernel from {path}: writable by "
+            f"group or others (mode {stat.filemode(st.st_mode)}); "
+            f"chmod go-w it or set JAXBOOST_CACHE_DIR"
+        )
 
 
 def _load(path: Path):
@@ -153,9 +166,15 @@ def _build_in_cache():
         raise RuntimeError(f"XLA FFI headers not found under {include_dir}")
     cxx = _build.compiler()
     key = hashlib.sha256()
-    for part in (_SOURCE.read_bytes(), jaxlib.__version__.encode(), shlex.join(cxx).encode(),
-                 _build.compiler_version(cxx).encode(), " ".join(_FLAGS).encode(),
-                 platform.machine().encode(), sys.platform.encode()):
+    for part in (
+        _SOURCE.read_bytes(),
+        jaxlib.__version__.encode(),
+        shlex.join(cxx).encode(),
+        _build.compiler_version(cxx).encode(),
+        " ".join(_FLAGS).encode(),
+        platform.machine().encode(),
+        sys.platform.encode(),
+    ):
         key.update(part)
         key.update(b"\0")
     root = _cache_root()
@@ -198,16 +217,27 @@ def _load_and_register() -> None:
             lib = None
     if lib is None:
         lib, path = _build_in_cache()
-    jax.ffi.register_ffi_target(TARGET_NAME, jax.ffi.pycapsule(lib.JaxboostHistogram),
-                                platform="cpu")
-    jax.ffi.register_ffi_target(TREE_TARGET_NAME, jax.ffi.pycapsule(lib.JaxboostGrowTree),
-                                platform="cpu")
-    jax.ffi.register_ffi_target(SPARSE_TREE_TARGET_NAME,
-                                jax.ffi.pycapsule(lib.JaxboostGrowTreeSparse), platform="cpu")
+    jax.ffi.register_ffi_target(
+        TARGET_NAME, jax.ffi.pycapsule(lib.JaxboostHistogram), platform="cpu"
+    )
+    jax.ffi.register_ffi_target(
+        TREE_TARGET_NAME, jax.ffi.pycapsule(lib.JaxboostGrowTree), platform="cpu"
+    )
+    jax.ffi.register_ffi_target(
+        SPARSE_TREE_TARGET_NAME, jax.ffi.pycapsule(lib.JaxboostGrowTreeSparse), platform="cpu"
+    )
     lib.JaxboostApplyBins.restype = None
     lib.JaxboostApplyBins.argtypes = [
-        ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_uint8, ctypes.c_void_p,
-        ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
+        ctypes.c_void_p,
+        ctypes.c_int64,
+        ctypes.c_void_p,
+        ctypes.c_uint8,
+        ctypes.c_void_p,
+        ctypes.c_int64,
+        ctypes.c_int64,
+        ctypes.c_int64,
+        ctypes.c_int64,
+    ]
     _state["lib"] = lib  # keep the library loaded for the life of the process
     _state["path"] = path
 
@@ -229,16 +259,20 @@ def available() -> bool:
                 _state["ok"] = True
             except Exception as e:  # noqa: BLE001 - any failure means "use the fallback"
                 _state["ok"] = False
-                _state["reason"] = str(e) if isinstance(e, RuntimeError) else (
-                    f"{type(e).__name__}: {e}")
+                _state["reason"] = (
+                    str(e) if isinstance(e, RuntimeError) else (f"{type(e).__name__}: {e}")
+                )
                 if not isinstance(e, _Disabled):
                     warn = _state["reason"]
             _state["done"] = True
     if warn is not None:
-        warnings.warn(f"jaxboost's native histogram kernel is unavailable ({warn}); "
-                      "histograms use pure JAX, which is slower on CPU. "
-                      "JAXBOOST_NATIVE=0 turns the kernel off without this warning.",
-                      NativeKernelWarning, stacklevel=2)
+        warnings.warn(
+            f"jaxboost's native histogram kernel is unavailable ({warn}); "
+            "histograms use pure JAX, which is slower on CPU. "
+            "JAXBOOST_NATIVE=0 turns the kernel off without this warning.",
+            NativeKernelWarning,
+            stacklevel=2,
+        )
     return _state["ok"]
 
 
@@ -255,15 +289,13 @@ def apply_bins(X, cuts_nan, missing_bin: int, out, *, row_major: bool, n_threads
     lib = _state["lib"]
     N, F = X.shape
     os_row, os_feat = (F, 1) if row_major else (1, out.shape[1])
-    args = (X.ctypes.data, F, cuts_nan.ctypes.data, missing_bin, out.ctypes.data,
-            os_row, os_feat)
+    args = (X.ctypes.data, F, cuts_nan.ctypes.data, missing_bin, out.ctypes.data, os_row, os_feat)
     if n_threads <= 1 or N < 2 * n_threads:
         lib.JaxboostApplyBins(*args, 0, N)
         return
     step = -(-N // n_threads)
     with ThreadPoolExecutor(n_threads) as ex:
-        list(ex.map(lambda b: lib.JaxboostApplyBins(*args, b, min(N, b + step)),
-                    range(0, N, step)))
+        list(ex.map(lambda b: lib.JaxboostApplyBins(*args, b, min(N, b + step)), range(0, N, step)))
 
 
 def unavailable_reason() -> str | None:
@@ -319,21 +351,35 @@ def default_threads(n_rows: int | None = None, n_features: int | None = None) ->
         except ValueError:
             n = 0
         if not 1 <= n <= _MAX_THREADS:
-            raise ValueError(f"{ENV_THREADS} must be an integer in [1, {_MAX_THREADS}], "
-                             f"got {env!r}")
+            raise ValueError(
+                f"{ENV_THREADS} must be an integer in [1, {_MAX_THREADS}], got {env!r}"
+            )
     else:
         n = _cores()
     cap = _THREAD_CAP.get()
     if cap is not None:
         n = min(n, cap)
-    if n_rows is not None and n_features is not None and (
-            n_rows * n_features < _MIN_WORK_FOR_THREADS):
+    if (
+        n_rows is not None
+        and n_features is not None
+        and (n_rows * n_features < _MIN_WORK_FOR_THREADS)
+    ):
         return 1
     return min(n, _MAX_THREADS)
 
 
-def histogram(bins, g, h, node, n_nodes: int, n_bins: int, *, n_threads: int | None = None,
-              n_active=None, _xla_pool: bool = True):
+def histogram(
+    bins,
+    g,
+    h,
+    node,
+    n_nodes: int,
+    n_bins: int,
+    *,
+    n_threads: int | None = None,
+    n_active=None,
+    _xla_pool: bool = True,
+):
     """Histograms of g and h per (feature, node, bin), by the native kernel.
 
     Same result as :func:`jaxboost.engine.histogram.build_histogram` (float64 sums), but from
@@ -403,7 +449,8 @@ def histogram(bins, g, h, node, n_nodes: int, n_bins: int, *, n_threads: int | N
             raise ValueError(f"n_active must be a scalar, got shape {n_active.shape}")
         out = jax.ShapeDtypeStruct((F, n_nodes, n_bins), np.float64)
         G, H = jax.ffi.ffi_call(TARGET_NAME, (out, out), vmap_method="sequential")(
-            bins, g, h, node, n_active, n_threads=np.int64(n_threads), use_xla_pool=bool(_xla_pool))
+            bins, g, h, node, n_active, n_threads=np.int64(n_threads), use_xla_pool=bool(_xla_pool)
+        )
         return G, H
 
 
@@ -417,8 +464,21 @@ def tree_enabled() -> bool:
     return os.environ.get(ENV_TREE, "").strip().lower() not in ("0", "false", "no", "off")
 
 
-def grow_tree(bins, g, h, hyper, root, forward_ok, colsample, max_depth: int, n_bins: int,
-              *, n_threads: int | None = None, _xla_pool: bool = True, max_leaves: int = 0):
+def grow_tree(
+    bins,
+    g,
+    h,
+    hyper,
+    root,
+    forward_ok,
+    colsample,
+    max_depth: int,
+    n_bins: int,
+    *,
+    n_threads: int | None = None,
+    _xla_pool: bool = True,
+    max_leaves: int = 0,
+):
     """One tree of numeric splits, grown level by level in one native call.
 
     The level loop of :func:`jaxboost.engine.grow.grow_tree` on one device, without
@@ -477,14 +537,25 @@ def grow_tree(bins, g, h, hyper, root, forward_ok, colsample, max_depth: int, n_
         level_sets, node_key, node_ratio = _colsample_args(colsample, max_depth, F)
         M = 2 ** (max_depth + 1) - 1
         feature, tbin, dl, is_split, gain, Gn, Hn, leaf = jax.ffi.ffi_call(
-            TREE_TARGET_NAME, _tree_outputs(M, N), vmap_method="sequential")(
-            bins, g, h, jnp.asarray(hyper, jnp.float32), jnp.asarray(root, jnp.float64),
-            forward_ok, level_sets, node_key, node_ratio, max_depth=np.int64(max_depth),
-            n_bins=np.int64(n_bins), n_threads=np.int64(n_threads),
-            use_xla_pool=bool(_xla_pool), colsample=colsample is not None,
-            max_leaves=np.int64(max_leaves))
-    structure = dict(feature=feature, tbin=tbin, default_left=dl, is_split=is_split,
-                     gain=gain)
+            TREE_TARGET_NAME, _tree_outputs(M, N), vmap_method="sequential"
+        )(
+            bins,
+            g,
+            h,
+            jnp.asarray(hyper, jnp.float32),
+            jnp.asarray(root, jnp.float64),
+            forward_ok,
+            level_sets,
+            node_key,
+            node_ratio,
+            max_depth=np.int64(max_depth),
+            n_bins=np.int64(n_bins),
+            n_threads=np.int64(n_threads),
+            use_xla_pool=bool(_xla_pool),
+            colsample=colsample is not None,
+            max_leaves=np.int64(max_leaves),
+        )
+    structure = dict(feature=feature, tbin=tbin, default_left=dl, is_split=is_split, gain=gain)
     return structure, Gn, Hn, leaf
 
 
@@ -503,23 +574,42 @@ def _tree_args(max_depth, n_bins):
 
 def _tree_outputs(M, N):
     i32, f32, f64 = np.int32, np.float32, np.float64
-    return (jax.ShapeDtypeStruct((M,), i32), jax.ShapeDtypeStruct((M,), i32),
-            jax.ShapeDtypeStruct((M,), bool), jax.ShapeDtypeStruct((M,), bool),
-            jax.ShapeDtypeStruct((M,), f32), jax.ShapeDtypeStruct((M,), f64),
-            jax.ShapeDtypeStruct((M,), f64), jax.ShapeDtypeStruct((N,), i32))
+    return (
+        jax.ShapeDtypeStruct((M,), i32),
+        jax.ShapeDtypeStruct((M,), i32),
+        jax.ShapeDtypeStruct((M,), bool),
+        jax.ShapeDtypeStruct((M,), bool),
+        jax.ShapeDtypeStruct((M,), f32),
+        jax.ShapeDtypeStruct((M,), f64),
+        jax.ShapeDtypeStruct((M,), f64),
+        jax.ShapeDtypeStruct((N,), i32),
+    )
 
 
 def _colsample_args(colsample, max_depth, F):
     if colsample is None:
-        return (jnp.zeros((max_depth, F), bool), jnp.zeros(2, jnp.uint32),
-                jnp.ones(1, jnp.float32))
+        return (jnp.zeros((max_depth, F), bool), jnp.zeros(2, jnp.uint32), jnp.ones(1, jnp.float32))
     node_key, level_sets, node_ratio = colsample
-    return (jnp.asarray(level_sets, bool), jnp.asarray(node_key, jnp.uint32).reshape(2),
-            jnp.asarray(node_ratio, jnp.float32).reshape(1))
+    return (
+        jnp.asarray(level_sets, bool),
+        jnp.asarray(node_key, jnp.uint32).reshape(2),
+        jnp.asarray(node_ratio, jnp.float32).reshape(1),
+    )
 
 
-def grow_tree_sparse(sparse_bins, g, h, hyper, root, forward_ok, colsample, max_depth: int,
-                     n_bins: int, *, max_leaves: int = 0):
+def grow_tree_sparse(
+    sparse_bins,
+    g,
+    h,
+    hyper,
+    root,
+    forward_ok,
+    colsample,
+    max_depth: int,
+    n_bins: int,
+    *,
+    max_leaves: int = 0,
+):
     """:func:`grow_tree` on sparse columns: a CSC matrix of bins whose absent entries are
     missing values. Time and memory follow the stored entries: each level goes over the
     features once, summing a feature's entries into small histograms of the level's
@@ -561,12 +651,23 @@ def grow_tree_sparse(sparse_bins, g, h, hyper, root, forward_ok, colsample, max_
         level_sets, node_key, node_ratio = _colsample_args(colsample, max_depth, F)
         M = 2 ** (max_depth + 1) - 1
         feature, tbin, dl, is_split, gain, Gn, Hn, leaf = jax.ffi.ffi_call(
-            SPARSE_TREE_TARGET_NAME, _tree_outputs(M, N), vmap_method="sequential")(
-            colptr.astype(jnp.int32), rows.astype(jnp.int32), ebin.astype(jnp.uint8), g, h,
-            jnp.asarray(hyper, jnp.float32), jnp.asarray(root, jnp.float64), forward_ok,
-            level_sets, node_key, node_ratio, max_depth=np.int64(max_depth),
-            n_bins=np.int64(n_bins), colsample=colsample is not None,
-            max_leaves=np.int64(max_leaves))
-    structure = dict(feature=feature, tbin=tbin, default_left=dl, is_split=is_split,
-                     gain=gain)
+            SPARSE_TREE_TARGET_NAME, _tree_outputs(M, N), vmap_method="sequential"
+        )(
+            colptr.astype(jnp.int32),
+            rows.astype(jnp.int32),
+            ebin.astype(jnp.uint8),
+            g,
+            h,
+            jnp.asarray(hyper, jnp.float32),
+            jnp.asarray(root, jnp.float64),
+            forward_ok,
+            level_sets,
+            node_key,
+            node_ratio,
+            max_depth=np.int64(max_depth),
+            n_bins=np.int64(n_bins),
+            colsample=colsample is not None,
+            max_leaves=np.int64(max_leaves),
+        )
+    structure = dict(feature=feature, tbin=tbin, default_left=dl, is_split=is_split, gain=gain)
     return structure, Gn, Hn, leaf

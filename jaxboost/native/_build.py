@@ -85,7 +85,8 @@ def build(cxx: list[str], include_dir: str, final: Path) -> Path:
         if proc.returncode != 0:
             log = (proc.stderr or proc.stdout).strip()
             raise RuntimeError(
-                f"compiling {SOURCE.name} failed ({shlex.join(cmd)}):\n{log[-4000:]}")
+                f"compiling {SOURCE.name} failed ({shlex.join(cmd)}):\n{log[-4000:]}"
+            )
         os.chmod(tmp, 0o755)
         os.replace(tmp, final)
     finally:

@@ -61,9 +61,16 @@ PEER_LOST_EXIT_CODE = 75  # EX_TEMPFAIL: try again (from the last checkpoint)
 _HEARTBEAT_EVERY = 1.0
 
 
-def initialize(coordinator_address: str, num_processes: int, process_id: int, *,
-               bind_address: str | None = None, local_device_ids=None,
-               heartbeat_timeout: int = 30, initialization_timeout: int = 120) -> None:
+def initialize(
+    coordinator_address: str,
+    num_processes: int,
+    process_id: int,
+    *,
+    bind_address: str | None = None,
+    local_device_ids=None,
+    heartbeat_timeout: int = 30,
+    initialization_timeout: int = 120,
+) -> None:
     """Join a multi-process JAX job (call once per process, before any JAX work).
 
     A thin wrapper over ``jax.distributed.initialize`` with safer defaults: process 0
@@ -96,13 +103,16 @@ def initialize(coordinator_address: str, num_processes: int, process_id: int, *,
     if not 0 <= process_id < num_processes:
         raise ValueError(f"process_id must be in [0, {num_processes}), got {process_id}")
     if not isinstance(coordinator_address, str) or ":" not in coordinator_address:
-        raise ValueError(f"coordinator_address must be 'host:port', got "
-                         f"{coordinator_address!r}")
+        raise ValueError(f"coordinator_address must be 'host:port', got {coordinator_address!r}")
     jax.distributed.initialize(
-        coordinator_address, num_processes, process_id, local_device_ids=local_device_ids,
+        coordinator_address,
+        num_processes,
+        process_id,
+        local_device_ids=local_device_ids,
         coordinator_bind_address=bind_address or coordinator_address,
         heartbeat_timeout_seconds=int(heartbeat_timeout),
-        initialization_timeout=int(initialization_timeout))
+        initialization_timeout=int(initialization_timeout),
+    )
 
 
 def shutdown() -> None:
@@ -140,8 +150,14 @@ def histogram_nodes_per_level(max_depth: int, *, subtraction: bool = True) -> in
     return 2 ** (max_depth - 2) if subtraction else 2 ** (max_depth - 1)
 
 
-def histogram_bytes_per_tree(n_features: int, max_depth: int, max_bin: int = 256, *,
-                             subtraction: bool = True, channels: int = 2) -> int:
+def histogram_bytes_per_tree(
+    n_features: int,
+    max_depth: int,
+    max_bin: int = 256,
+    *,
+    subtraction: bool = True,
+    channels: int = 2,
+) -> int:
     r"""Bytes of histograms summed across devices to grow one tree.
 
     A histogram of ``n`` nodes holds ``n * F * max_bin`` bins of ``channels`` float64
@@ -161,12 +177,12 @@ def histogram_bytes_per_tree(n_features: int, max_depth: int, max_bin: int = 256
       >>> histogram_bytes_per_tree(28, 6, subtraction=False)
       18464784
     """
-    nodes = 1 + (max_depth - 1) * histogram_nodes_per_level(max_depth,
-                                                            subtraction=subtraction)
+    nodes = 1 + (max_depth - 1) * histogram_nodes_per_level(max_depth, subtraction=subtraction)
     return 8 * channels * n_features * max_bin * nodes + 8 * channels
 
 
 # --- collectives between processes ------------------------------------------------------
+
 
 def allgather(a) -> np.ndarray:
     """``(P, *a.shape)``: every process's ``a`` (same shape and dtype everywhere).
@@ -214,6 +230,7 @@ def earliest_stop(stop):
 
 # --- rows, meshes and bin edges ---------------------------------------------------------
 
+
 def default_mesh() -> Mesh:
     """Every device of every process (GPU/TPU); on CPU, one device per process (one
     XLA CPU device already uses every core, see ``jaxboost.sharding``)."""
@@ -232,12 +249,16 @@ def check_process_mesh(mesh: Mesh) -> int:
     procs = [d.process_index for d in mesh.devices.ravel()]
     P = jax.process_count()
     if sorted(set(procs)) != list(range(P)):
-        raise ValueError(f"the mesh must include devices of every process (0..{P - 1}), "
-                         f"it has devices of processes {sorted(set(procs))}")
+        raise ValueError(
+            f"the mesh must include devices of every process (0..{P - 1}), "
+            f"it has devices of processes {sorted(set(procs))}"
+        )
     per = len(procs) // P
     if len(procs) % P or any(procs[i] != i // per for i in range(len(procs))):
-        raise ValueError("each process must hold the same number of the mesh's devices, "
-                         "in process order along the axis (process 0's devices first)")
+        raise ValueError(
+            "each process must hold the same number of the mesh's devices, "
+            "in process order along the axis (process 0's devices first)"
+        )
     return per
 
 
@@ -288,8 +309,7 @@ class RowLayout:
         a = np.asarray(a)
         if not self.multi:
             return jax.device_put(a)
-        return jax.make_array_from_process_local_data(
-            NamedSharding(self.mesh, PartitionSpec()), a)
+        return jax.make_array_from_process_local_data(NamedSharding(self.mesh, PartitionSpec()), a)
 
 
 def local_rows(a):
@@ -312,11 +332,13 @@ def local_rows(a):
     out = np.concatenate([np.asarray(parts[k].data) for k in sorted(parts)])
     counts = allgather(np.int64(out.shape[0]))
     if int(counts.sum()) != a.shape[0]:
-        raise ValueError(f"the rows of a global array must be split over the processes, "
-                         f"each row held by one process; the processes hold "
-                         f"{counts.tolist()} rows of {a.shape[0]} (shard the array's first "
-                         f"axis over every process, e.g. with "
-                         f"jax.make_array_from_process_local_data)")
+        raise ValueError(
+            f"the rows of a global array must be split over the processes, "
+            f"each row held by one process; the processes hold "
+            f"{counts.tolist()} rows of {a.shape[0]} (shard the array's first "
+            f"axis over every process, e.g. with "
+            f"jax.make_array_from_process_local_data)"
+        )
     return out
 
 
@@ -353,6 +375,7 @@ def agreed_bin_edges(X: np.ndarray, max_bin: int, w, seed: int, n_total: int):
 
 # --- a lost process ---------------------------------------------------------------------
 
+
 def peer_timeout() -> float:
     """Seconds of silence after which a peer counts as lost (``JAXBOOST_PEER_TIMEOUT``)."""
     v = os.environ.get(ENV_PEER_TIMEOUT, "")
@@ -386,8 +409,7 @@ class Watchdog:
         self.timeout = peer_timeout() if timeout is None else timeout
         self.status = status
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="jaxboost-watchdog",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._run, name="jaxboost-watchdog", daemon=True)
 
     def __enter__(self):
         self._thread.start()
@@ -401,8 +423,7 @@ class Watchdog:
             # situation as a silent peer, and the same exit (the JAX runtime cannot
             # even shut down cleanly now: its shutdown barrier waits for the lost peer).
             first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
-            self._exit("another process", f"a collective failed: {type(exc).__name__}: "
-                                          f"{first}")
+            self._exit("another process", f"a collective failed: {type(exc).__name__}: {first}")
         return False
 
     def _run(self):
@@ -413,8 +434,9 @@ class Watchdog:
             beat += 1
             now = time.monotonic()
             try:
-                self.client.key_value_set(self.prefix + str(self.me), str(beat),
-                                          allow_overwrite=True)
+                self.client.key_value_set(
+                    self.prefix + str(self.me), str(beat), allow_overwrite=True
+                )
                 values = dict(self.client.key_value_dir_get(self.prefix))
                 failing_since = None
             except Exception as e:  # the coordinator (process 0) is gone or unreachable
@@ -439,11 +461,13 @@ class Watchdog:
             where = self.status()
         except Exception:
             where = ""
-        msg = (f"\njaxboost.train: process {self.me} of {self.P} lost contact with {who} "
-               f"({what}){where}. The histogram sums need every process, so training "
-               f"cannot go on; this process exits (code {PEER_LOST_EXIT_CODE}) instead of "
-               f"waiting forever. Restart every process; to resume, pass "
-               f"init_model=jaxboost.load(<checkpoint>) and the remaining n_rounds.\n")
+        msg = (
+            f"\njaxboost.train: process {self.me} of {self.P} lost contact with {who} "
+            f"({what}){where}. The histogram sums need every process, so training "
+            f"cannot go on; this process exits (code {PEER_LOST_EXIT_CODE}) instead of "
+            f"waiting forever. Restart every process; to resume, pass "
+            f"init_model=jaxboost.load(<checkpoint>) and the remaining n_rounds.\n"
+        )
         try:
             sys.stderr.write(msg)
             sys.stderr.flush()
@@ -451,9 +475,19 @@ class Watchdog:
             os._exit(PEER_LOST_EXIT_CODE)
 
 
-_TRANSPORT_WORDS = ("gloo", "nccl", "connection closed", "connection reset",
-                    "connection refused", "broken pipe", "heartbeat", "unavailable:",
-                    "deadline_exceeded", "coordination service", "socket closed")
+_TRANSPORT_WORDS = (
+    "gloo",
+    "nccl",
+    "connection closed",
+    "connection reset",
+    "connection refused",
+    "broken pipe",
+    "heartbeat",
+    "unavailable:",
+    "deadline_exceeded",
+    "coordination service",
+    "socket closed",
+)
 
 
 def collective_failed(exc: BaseException) -> bool:

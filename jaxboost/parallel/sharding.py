@@ -66,11 +66,14 @@ def use_cpu_devices(n: int | str = "auto") -> int:
     from jax._src import xla_bridge
 
     if xla_bridge.backends_are_initialized():
-        raise RuntimeError("JAX's backends have started already; call use_cpu_devices "
-                           "before any JAX computation")
+        raise RuntimeError(
+            "JAX's backends have started already; call use_cpu_devices before any JAX computation"
+        )
     if "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", ""):
-        raise RuntimeError("XLA_FLAGS sets the CPU device count "
-                           "(--xla_force_host_platform_device_count); change it there")
+        raise RuntimeError(
+            "XLA_FLAGS sets the CPU device count "
+            "(--xla_force_host_platform_device_count); change it there"
+        )
     jax.config.update("jax_num_cpu_devices", n)
     return n
 
@@ -103,8 +106,10 @@ def check_mesh(mesh, *, keep_single: bool = False) -> Mesh | None:
     if not isinstance(mesh, Mesh):
         raise TypeError(f"mesh must be a jax.sharding.Mesh or None, got {type(mesh).__name__}")
     if len(mesh.axis_names) != 1:
-        raise ValueError(f"mesh must have exactly one axis (rows are sharded over it), got "
-                         f"axes {mesh.axis_names}")
+        raise ValueError(
+            f"mesh must have exactly one axis (rows are sharded over it), got "
+            f"axes {mesh.axis_names}"
+        )
     return mesh if (mesh.size > 1 or keep_single) else None
 
 

@@ -48,8 +48,15 @@ class CallbackEnv:
       booster: the model of every round up to this one (built on first access).
     """
 
-    def __init__(self, round: int, n_rounds: int, start_round: int, history: dict,
-                 metrics: dict, make_booster: Callable):
+    def __init__(
+        self,
+        round: int,
+        n_rounds: int,
+        start_round: int,
+        history: dict,
+        metrics: dict,
+        make_booster: Callable,
+    ):
         self.round = round
         self.n_rounds = n_rounds
         self.start_round = start_round
@@ -80,8 +87,13 @@ class EarlyStopping:
       min_delta: minimum improvement (>= 0).
     """
 
-    def __init__(self, rounds: int, metric: Optional[str] = None, data: Optional[str] = None,
-                 min_delta: float = 0.0):
+    def __init__(
+        self,
+        rounds: int,
+        metric: Optional[str] = None,
+        data: Optional[str] = None,
+        min_delta: float = 0.0,
+    ):
         if not is_int(rounds) or rounds < 1:
             raise ValueError(f"early_stopping_rounds must be an integer >= 1, got {rounds!r}")
         if not (is_real(min_delta) and math.isfinite(min_delta) and min_delta >= 0):
@@ -103,13 +115,17 @@ class EarlyStopping:
         if self.data is None:
             self.data = data_names[-1]
         elif self.data not in data_names:
-            raise ValueError(f"early stopping watches eval set {self.data!r}, but the eval "
-                             f"sets are {list(data_names)}")
+            raise ValueError(
+                f"early stopping watches eval set {self.data!r}, but the eval "
+                f"sets are {list(data_names)}"
+            )
         if self.metric is None:
             self.metric = metric_names[-1]
         elif self.metric not in metric_names:
-            raise ValueError(f"early stopping watches metric {self.metric!r}, but the "
-                             f"metrics are {list(metric_names)}")
+            raise ValueError(
+                f"early stopping watches metric {self.metric!r}, but the "
+                f"metrics are {list(metric_names)}"
+            )
 
     def __call__(self, env: CallbackEnv) -> bool:
         if self.data is None or self.metric is None:
@@ -128,12 +144,16 @@ class EarlyStopping:
                     f"one-class evaluation set, r2 of constant labels); such rounds are "
                     f"never the best, and until a round has a finite value training is "
                     f"not stopped",
-                    EarlyStoppingWarning, stacklevel=2)
+                    EarlyStoppingWarning,
+                    stacklevel=2,
+                )
             self._stale += self.best_iteration is not None
             return self.best_iteration is not None and self._stale >= self.rounds
-        if (self.best_score is None or
-                (value > self.best_score + self.min_delta if self.maximize
-                 else value < self.best_score - self.min_delta)):
+        if self.best_score is None or (
+            value > self.best_score + self.min_delta
+            if self.maximize
+            else value < self.best_score - self.min_delta
+        ):
             self.best_score = float(value)
             self.best_iteration = env.round
             self._stale = 0
@@ -201,8 +221,15 @@ class Progress:
       '[2/2] valid-rmse: 0.25'
     """
 
-    def __init__(self, total: int, min_seconds: float = 0.0, stream=None, *,
-                 plain: Optional[bool] = True, use_tqdm: bool = True):
+    def __init__(
+        self,
+        total: int,
+        min_seconds: float = 0.0,
+        stream=None,
+        *,
+        plain: Optional[bool] = True,
+        use_tqdm: bool = True,
+    ):
         if not (is_real(min_seconds) and min_seconds >= 0):
             raise ValueError(f"min_seconds must be a number >= 0, got {min_seconds!r}")
         if plain not in (True, False, None):
@@ -253,8 +280,9 @@ class Progress:
             except ImportError:
                 pass
             else:
-                self._bar = tqdm(total=self.total, initial=done - 1, unit="round",
-                                 leave=True, file=stream)
+                self._bar = tqdm(
+                    total=self.total, initial=done - 1, unit="round", leave=True, file=stream
+                )
                 self._shown = done - 1
                 self._mode = "bar"
                 return
@@ -358,8 +386,10 @@ class Checkpoint:
         self.path = os.fspath(path)
         directory = os.path.dirname(os.path.abspath(self.path))
         if not os.path.isdir(directory):
-            raise ValueError(f"Checkpoint path {self.path!r}: its directory {directory!r} "
-                             f"does not exist; create it first")
+            raise ValueError(
+                f"Checkpoint path {self.path!r}: its directory {directory!r} "
+                f"does not exist; create it first"
+            )
         self.every = int(every)
         self.last_round: Optional[int] = None  # rounds in the last file written (None:
         # none yet)
@@ -373,12 +403,18 @@ class Checkpoint:
                 env.booster.save(self.path)  # in a multi-process job, process 0 writes
             except Exception as e:  # OSError (disk full, ...) and anything save raises
                 self.failures.append((rounds, e))
-                kept = (f"the last checkpoint written holds {self.last_round} round(s)"
-                        if self.last_round is not None else "no checkpoint was written yet")
-                warnings.warn(f"Checkpoint: writing {self.path!r} after {rounds} round(s) "
-                              f"failed ({type(e).__name__}: {e}); training goes on and the "
-                              f"next write tries again; {kept}.", CheckpointWarning,
-                              stacklevel=2)
+                kept = (
+                    f"the last checkpoint written holds {self.last_round} round(s)"
+                    if self.last_round is not None
+                    else "no checkpoint was written yet"
+                )
+                warnings.warn(
+                    f"Checkpoint: writing {self.path!r} after {rounds} round(s) "
+                    f"failed ({type(e).__name__}: {e}); training goes on and the "
+                    f"next write tries again; {kept}.",
+                    CheckpointWarning,
+                    stacklevel=2,
+                )
                 return False
             self.last_round = rounds
         return False

@@ -21,14 +21,7 @@ import numpy as np
 from objectives import Objective
 from objectives import resolve as resolve_objective
 from objectives._base import HESSIAN_POLICIES
-from objectives._link import (
-    LinkedLoss,
-    attach_link,
-    link_label,
-    link_name,
-    resolve_link,
-    unlink,
-)
+from objectives._link import LinkedLoss, attach_link, link_label, link_name, resolve_link, unlink
 
 from .._types import FLOAT32_MAX, MAX_CLASSES, MAX_ROUNDS
 from ..engine.autodiff import check_loss, loss_name, n_outputs_of, split_loss
@@ -56,11 +49,14 @@ def resolve_outputs(loss, n_outputs) -> int:
         if n_outputs is not None and n_outputs != k:
             raise ValueError(f"n_outputs={n_outputs} but {loss!r} has {k} output(s)")
         if k > MAX_CLASSES:
-            raise ValueError(f"{loss!r} has {k} outputs; at most MAX_CLASSES = "
-                             f"{MAX_CLASSES} are supported")
+            raise ValueError(
+                f"{loss!r} has {k} outputs; at most MAX_CLASSES = {MAX_CLASSES} are supported"
+            )
         if loss.infer_outputs is not None and k < 2:
-            raise ValueError(f"{loss!r} needs at least 2 classes, got {k}; for two "
-                             f"classes use objectives.logistic")
+            raise ValueError(
+                f"{loss!r} needs at least 2 classes, got {k}; for two "
+                f"classes use objectives.logistic"
+            )
         return k
     return 1 if n_outputs is None else n_outputs
 
@@ -69,20 +65,28 @@ def check_classes(loss, y) -> None:
     """``DataError`` when an entry that infers its classes from the labels (softmax:
     ``K = max(y) + 1``) would get more than ``MAX_CLASSES`` of them, or fewer than 2;
     before anything of size K is allocated. The message names the label."""
-    if not isinstance(loss, Objective) or loss.outputs is not None or \
-            loss.infer_outputs is None or y.size == 0:
+    if (
+        not isinstance(loss, Objective)
+        or loss.outputs is not None
+        or loss.infer_outputs is None
+        or y.size == 0
+    ):
         return
     i = int(np.argmax(y))
     k = int(loss.infer_outputs(y))
     if k > MAX_CLASSES:
-        raise DataError(f"{loss!r} takes its classes from the labels (K = max(y) + 1): "
-                        f"the label {float(y[i]):g} at row {i} implies {k} classes, more "
-                        f"than the maximum MAX_CLASSES = {MAX_CLASSES}. Labels must be "
-                        f"class indices 0, 1, ..., K-1")
+        raise DataError(
+            f"{loss!r} takes its classes from the labels (K = max(y) + 1): "
+            f"the label {float(y[i]):g} at row {i} implies {k} classes, more "
+            f"than the maximum MAX_CLASSES = {MAX_CLASSES}. Labels must be "
+            f"class indices 0, 1, ..., K-1"
+        )
     if k < 2:
-        raise DataError(f"{loss!r} needs at least 2 classes, but every label is "
-                        f"{float(y[i]):g} (K = max(y) + 1 = {k}); a model of one class "
-                        f"predicts nothing. For two classes use objectives.logistic")
+        raise DataError(
+            f"{loss!r} needs at least 2 classes, but every label is "
+            f"{float(y[i]):g} (K = max(y) + 1 = {k}); a model of one class "
+            f"predicts nothing. For two classes use objectives.logistic"
+        )
 
 
 REFITS = (None, "newton", "exact", "quantile")
@@ -95,26 +99,29 @@ def resolve_policies(loss, hessian, refit, K, mesh):
     if hessian == "auto":  # a plain callable: exact h, negatives raised to the floor
         hessian = loss.hessian if is_obj else "clip_negative"
     if hessian not in HESSIAN_POLICIES:
-        raise ValueError(f"hessian must be 'auto' or one of {HESSIAN_POLICIES}, "
-                         f"got {hessian!r}")
+        raise ValueError(f"hessian must be 'auto' or one of {HESSIAN_POLICIES}, got {hessian!r}")
     if hessian == "expected" and (not is_obj or loss.expected_hessian is None):
-        raise ValueError(f"hessian='expected' needs an objective with an expected "
-                         f"(Fisher) Hessian; {loss_name(loss)} has none. Use 'exact', "
-                         f"'clip' or 'constant'")
+        raise ValueError(
+            f"hessian='expected' needs an objective with an expected "
+            f"(Fisher) Hessian; {loss_name(loss)} has none. Use 'exact', "
+            f"'clip' or 'constant'"
+        )
     if isinstance(refit, str) and refit == "auto":
         refit = loss.refit if is_obj else None
     if refit is False:
         refit = None
     if refit not in REFITS:
-        raise ValueError(f"refit must be 'auto', 'newton', 'exact', 'quantile' or None, "
-                         f"got {refit!r}")
+        raise ValueError(
+            f"refit must be 'auto', 'newton', 'exact', 'quantile' or None, got {refit!r}"
+        )
     if refit is not None and K > 1:
-        raise ValueError(f"refit={refit!r} is for single-output losses; this one has "
-                         f"{K} outputs")
+        raise ValueError(f"refit={refit!r} is for single-output losses; this one has {K} outputs")
     if refit == "quantile":
         if mesh is not None:
-            raise ValueError("refit='quantile' needs every row on one device; train "
-                             "without mesh= or use refit='exact'")
+            raise ValueError(
+                "refit='quantile' needs every row on one device; train "
+                "without mesh= or use refit='exact'"
+            )
         if isinstance(loss, Objective):
             check_quantile_level(quantile_level(loss, {}))
     return hessian, refit
@@ -144,7 +151,8 @@ def quantile_level(loss, values) -> float:
         f"named alpha, but {loss_name(loss)} is a loss of your own with {keys} in "
         f"loss_params: its level cannot be known. Use refit='exact' (each leaf "
         f"minimises your loss itself: the right quantile for a pinball loss whatever "
-        f"its keyword is called), or pass the level as loss_params={{'alpha': ...}}")
+        f"its keyword is called), or pass the level as loss_params={{'alpha': ...}}"
+    )
 
 
 def is_per_row(base_margin, K) -> bool:
@@ -166,20 +174,25 @@ def check_base_margin(base_margin, K):
     if K == 1:
         base_margin = check_real("base_margin", base_margin, what="a number or None")
         if abs(base_margin) > FLOAT32_MAX:
-            raise ValueError(f"base_margin must be finite in float32 (|base_margin| <= "
-                             f"{FLOAT32_MAX:.7g}), got {base_margin!r}")
+            raise ValueError(
+                f"base_margin must be finite in float32 (|base_margin| <= "
+                f"{FLOAT32_MAX:.7g}), got {base_margin!r}"
+            )
         return float(np.float32(base_margin))
     try:
         with np.errstate(over="ignore"):  # beyond float32: inf, reported below
             b = np.asarray(base_margin, np.float32)
     except (TypeError, ValueError):
-        raise TypeError(f"base_margin must be None or {K} numbers, got "
-                        f"{type(base_margin).__name__}") from None
+        raise TypeError(
+            f"base_margin must be None or {K} numbers, got {type(base_margin).__name__}"
+        ) from None
     if b.ndim == 0:
         b = np.full(K, b, np.float32)
     if b.shape != (K,) or not np.all(np.isfinite(b)):
-        raise ValueError(f"base_margin must be {K} finite numbers (one per output, "
-                         f"float32: |value| <= {FLOAT32_MAX:.7g}), got {base_margin!r}")
+        raise ValueError(
+            f"base_margin must be {K} finite numbers (one per output, "
+            f"float32: |value| <= {FLOAT32_MAX:.7g}), got {base_margin!r}"
+        )
     return b
 
 
@@ -189,15 +202,18 @@ def check_side_data(loss, y, group, refit) -> None:
     (which reads ``y - margin``) need one label per row."""
     shape = arrays.target_structure(y)
     if isinstance(loss, Objective) and not isinstance(loss, LinkedLoss):
-        raise DataError(f"{loss!r} takes one label per row, y of shape (N,); got y of "
-                        f"structure {shape}. Side data (a dict or an (N, L) array) is for "
-                        f"losses of your own, loss(y, pred), which receive one row of it")
+        raise DataError(
+            f"{loss!r} takes one label per row, y of shape (N,); got y of "
+            f"structure {shape}. Side data (a dict or an (N, L) array) is for "
+            f"losses of your own, loss(y, pred), which receive one row of it"
+        )
     if group is not None or is_group_objective(loss):
-        raise DataError(f"group losses take one label per row, y of shape (N,); got "
-                        f"{shape}")
+        raise DataError(f"group losses take one label per row, y of shape (N,); got {shape}")
     if isinstance(refit, str) and refit == "quantile":
-        raise ValueError(f"refit='quantile' sets leaves from y - margin, which needs one "
-                         f"label per row; y has structure {shape}: use refit='newton'")
+        raise ValueError(
+            f"refit='quantile' sets leaves from y - margin, which needs one "
+            f"label per row; y has structure {shape}: use refit='newton'"
+        )
 
 
 def is_group_objective(loss) -> bool:
@@ -212,14 +228,17 @@ def check_group(group, n_rows, loss, K, mesh, eval_set, refit, hessian, eval_met
     catalogue entry's default filled in. A plain loss is checked on a group of two
     rows (it must return a scalar); an entry's labels are checked (``DataError``)."""
     if isinstance(loss, Objective):
-        raise TypeError(f"group= needs a group loss loss(y_group, pred_group, mask); "
-                        f"{loss!r} is a per-row loss")
+        raise TypeError(
+            f"group= needs a group loss loss(y_group, pred_group, mask); {loss!r} is a per-row loss"
+        )
     entry = is_group_objective(loss)
     if entry and group is None:
         if not loss.whole_data:
-            raise TypeError(f"{loss!r} ranks the rows within queries: pass group= with "
-                            f"one query id per row (e.g. train({loss!r}, X, y, "
-                            f"group=query_ids))")
+            raise TypeError(
+                f"{loss!r} ranks the rows within queries: pass group= with "
+                f"one query id per row (e.g. train({loss!r}, X, y, "
+                f"group=query_ids))"
+            )
         group = np.zeros(n_rows, np.int32)  # one group: every row
     if K != 1:
         raise ValueError("group losses have one output per row (n_outputs=1)")
@@ -234,32 +253,40 @@ def check_group(group, n_rows, loss, K, mesh, eval_set, refit, hessian, eval_met
         if eval_metric is None:
             eval_metric = loss.metric
     if eval_set is not None and eval_metric is None:
-        raise ValueError("a group loss has no per-row default metric: pass eval_metric "
-                         "(e.g. 'ndcg@10', with the sets' query ids as eval_group)")
+        raise ValueError(
+            "a group loss has no per-row default metric: pass eval_metric "
+            "(e.g. 'ndcg@10', with the sets' query ids as eval_group)"
+        )
     if refit not in ("auto", None, False):
         raise ValueError("refit is for per-row losses; group losses use Newton leaves")
     if hessian not in ("auto", "exact", "clip", "constant"):
-        raise ValueError(f"group losses take hessian 'exact', 'clip' or 'constant', "
-                         f"got {hessian!r}")
+        raise ValueError(
+            f"group losses take hessian 'exact', 'clip' or 'constant', got {hessian!r}"
+        )
     try:
         ids = np.asarray(group)
     except Exception:
         raise TypeError(f"group must be an array of ids, got {type(group).__name__}") from None
     if ids.shape != (n_rows,):
-        raise DataError(f"group must hold one id per row, shape ({n_rows},), got "
-                        f"{ids.shape}")
+        raise DataError(f"group must hold one id per row, shape ({n_rows},), got {ids.shape}")
     if ids.dtype.kind not in "iuf" or (ids.dtype.kind == "f" and not np.isfinite(ids).all()):
         raise DataError("group ids must be finite numbers")
     v = jnp.zeros(2, jnp.float32)
     try:
         out = jax.eval_shape(loss, v, v, jnp.ones(2, bool))
     except Exception as e:
-        raise LossError(f"the group loss {loss_name(loss)} failed on a group of 2 rows "
-                        f"(called as loss(y_group, pred_group, mask)): "
-                        f"{type(e).__name__}: {e}", round=None) from None
+        raise LossError(
+            f"the group loss {loss_name(loss)} failed on a group of 2 rows "
+            f"(called as loss(y_group, pred_group, mask)): "
+            f"{type(e).__name__}: {e}",
+            round=None,
+        ) from None
     if getattr(out, "shape", None) != ():
-        raise LossError(f"the group loss {loss_name(loss)} must return a scalar per group, "
-                        f"got shape {getattr(out, 'shape', None)}", round=None)
+        raise LossError(
+            f"the group loss {loss_name(loss)} must return a scalar per group, "
+            f"got shape {getattr(out, 'shape', None)}",
+            round=None,
+        )
     return ids, eval_metric
 
 
@@ -289,17 +316,21 @@ def feature_names_of(X, given, n_features, init_model):
     if given is not None:
         given = frames.check_names_list(given, n_features)
         if from_frame is not None and given != from_frame:
-            raise DataError(f"feature_names {given} differ from the columns of the X "
-                            f"DataFrame {from_frame}; leave feature_names out to use the "
-                            f"columns")
+            raise DataError(
+                f"feature_names {given} differ from the columns of the X "
+                f"DataFrame {from_frame}; leave feature_names out to use the "
+                f"columns"
+            )
     names = given if given is not None else from_frame
     inherited = None if init_model is None else init_model.feature_names
     if names is None:
         return inherited
     if inherited is not None and names != inherited:
-        raise DataError(f"init_model was trained on the features {inherited}, X has "
-                        f"{names}; continued training needs the same columns in the same "
-                        f"order")
+        raise DataError(
+            f"init_model was trained on the features {inherited}, X has "
+            f"{names}; continued training needs the same columns in the same "
+            f"order"
+        )
     return names
 
 
@@ -313,12 +344,14 @@ def _eta_error(learning_rate, r):
     try:
         v = float(learning_rate(r))
     except Exception as e:
-        return ValueError(f"the learning_rate schedule failed at round {r}: "
-                          f"{type(e).__name__}: {e}"), None
+        return ValueError(
+            f"the learning_rate schedule failed at round {r}: {type(e).__name__}: {e}"
+        ), None
     if not (math.isfinite(v) and 0 < v <= FLOAT32_MAX):
-        return ValueError(f"the learning_rate schedule gave {v!r} at round {r}; it must "
-                          f"be a finite number > 0 (at most {FLOAT32_MAX:.7g}, float32)"
-                          ), None
+        return ValueError(
+            f"the learning_rate schedule gave {v!r} at round {r}; it must "
+            f"be a finite number > 0 (at most {FLOAT32_MAX:.7g}, float32)"
+        ), None
     return None, v
 
 
@@ -335,8 +368,10 @@ def learning_rate_schedule(learning_rate, start_round: int = 0, n_rounds: int = 
     """
     if not callable(learning_rate):
         if not is_real(learning_rate):
-            raise TypeError(f"learning_rate must be a number or a callable of the round, "
-                            f"got {type(learning_rate).__name__}")
+            raise TypeError(
+                f"learning_rate must be a number or a callable of the round, "
+                f"got {type(learning_rate).__name__}"
+            )
         value = float(learning_rate)
         return lambda r: value
 
@@ -349,8 +384,7 @@ def learning_rate_schedule(learning_rate, start_round: int = 0, n_rounds: int = 
         return v
 
     known = {}
-    rounds = np.arange(start_round, start_round + max(1, min(n_rounds,
-                                                             SCHEDULE_CHECK_ROUNDS)))
+    rounds = np.arange(start_round, start_round + max(1, min(n_rounds, SCHEDULE_CHECK_ROUNDS)))
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
@@ -388,20 +422,25 @@ def check_forest(num_parallel_tree, bootstrap) -> tuple:
 
 def check_init_model(init, params, n_features, K, tpr, base_margin):
     if init.n_features != n_features:
-        raise DataError(f"init_model was trained on {init.n_features} features, X has "
-                        f"{n_features}")
+        raise DataError(f"init_model was trained on {init.n_features} features, X has {n_features}")
     for name in ("max_depth", "max_bin"):
         if getattr(init.params, name) != getattr(params, name):
-            raise ValueError(f"init_model has {name}={getattr(init.params, name)}; "
-                             f"continued training needs the same value, got "
-                             f"{getattr(params, name)}")
+            raise ValueError(
+                f"init_model has {name}={getattr(init.params, name)}; "
+                f"continued training needs the same value, got "
+                f"{getattr(params, name)}"
+            )
     if init.n_outputs != K or init.trees_per_round != tpr:
-        raise ValueError(f"init_model has {init.n_outputs} output(s) and "
-                         f"{init.trees_per_round} tree(s) per round; this objective, "
-                         f"multi_strategy and num_parallel_tree give {K} and {tpr}")
+        raise ValueError(
+            f"init_model has {init.n_outputs} output(s) and "
+            f"{init.trees_per_round} tree(s) per round; this objective, "
+            f"multi_strategy and num_parallel_tree give {K} and {tpr}"
+        )
     if base_margin is not None:
-        raise ValueError("base_margin cannot be given with init_model (training continues "
-                         "from the model's margins)")
+        raise ValueError(
+            "base_margin cannot be given with init_model (training continues "
+            "from the model's margins)"
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -471,20 +510,25 @@ def check_loss_params(loss_params) -> Optional[dict]:
     if loss_params is None:
         return None
     if not isinstance(loss_params, dict):
-        raise TypeError(f"loss_params must be a dict of keyword hyperparameters, e.g. "
-                        f"{{'delta': 2.0}}, got {type(loss_params).__name__}")
+        raise TypeError(
+            f"loss_params must be a dict of keyword hyperparameters, e.g. "
+            f"{{'delta': 2.0}}, got {type(loss_params).__name__}"
+        )
     out = {}
     for k, v in loss_params.items():
         if not isinstance(k, str) or not k.isidentifier():
             raise TypeError(f"loss_params keys must be keyword names, got {k!r}")
         if isinstance(v, bool):
-            raise TypeError(f"loss_params[{k!r}] must be a number or an array of numbers, "
-                            f"got {v!r}")
+            raise TypeError(
+                f"loss_params[{k!r}] must be a number or an array of numbers, got {v!r}"
+            )
         try:
             a = np.asarray(v, np.float32)
         except (TypeError, ValueError):
-            raise TypeError(f"loss_params[{k!r}] must be a number or an array of numbers, "
-                            f"got {type(v).__name__}") from None
+            raise TypeError(
+                f"loss_params[{k!r}] must be a number or an array of numbers, "
+                f"got {type(v).__name__}"
+            ) from None
         if not np.all(np.isfinite(a)):
             raise ValueError(f"loss_params[{k!r}] must be finite, got {v!r}")
         out[k] = float(a) if a.ndim == 0 else a
@@ -501,8 +545,7 @@ def configure(objective, X, y, a: Options):
     """
     run = _run_options(a)
     params, init_model = run["params"], run["init_model"]
-    loss, link, n_outputs = split_link(resolve_objective(objective), a.link,
-                                       a.n_outputs)
+    loss, link, n_outputs = split_link(resolve_objective(objective), a.link, a.n_outputs)
     loss_params = check_loss_params(a.loss_params)
     floor = check_real("hessian_floor", a.hessian_floor, low=0, low_open=True)
     Xf, yf, wf, names, cat = _rows(X, y, a, init_model, params)
@@ -511,16 +554,22 @@ def configure(objective, X, y, a: Options):
     K = resolve_outputs(loss, n_outputs)
     pol = _policies(a, loss, link, K, n_rows, yf)
     multi_tree = pol["multi_tree"]
-    constraints = check_constraints(a.monotone_constraints,
-                                    a.interaction_constraints,
-                                    a.min_samples_leaf, n_features, names,
-                                    multi_output_tree=multi_tree and K > 1)
+    constraints = check_constraints(
+        a.monotone_constraints,
+        a.interaction_constraints,
+        a.min_samples_leaf,
+        n_features,
+        names,
+        multi_output_tree=multi_tree and K > 1,
+    )
     family, values = split_loss(loss, loss_params)
     if pol["group"] is None:
         # Abstract rows (shapes and dtypes only): no array is made, so nothing compiles.
-        check_loss(_concrete(family, values), jax.tree.map(
-            lambda v: jax.ShapeDtypeStruct(np.shape(v)[1:], jnp.float32), yf),
-            jax.ShapeDtypeStruct(() if K == 1 else (K,), jnp.float32))
+        check_loss(
+            _concrete(family, values),
+            jax.tree.map(lambda v: jax.ShapeDtypeStruct(np.shape(v)[1:], jnp.float32), yf),
+            jax.ShapeDtypeStruct(() if K == 1 else (K,), jnp.float32),
+        )
     offsets, base_margin = _margins(pol["base_margin"], K, pol["group"], n_rows)
     tpr = (K if (K > 1 and not multi_tree) else 1) * run["n_parallel"]
     if init_model is not None:
@@ -528,23 +577,48 @@ def configure(objective, X, y, a: Options):
     alpha = quantile_level(loss, values) if pol["refit"] == "quantile" else 0.5
     model_loss = _model_loss(loss, loss_params, family, values, link, K, pol["eval_metric"])
     settings = Settings(
-        loss=model_loss, family=family,
-        loss_values=values, n_outputs=K, multi_output_tree=multi_tree,
-        diagonal=a.multi_hessian == "diagonal", hessian=pol["hessian"],
-        hessian_floor=floor, refit=pol["refit"], quantile_alpha=alpha, params=params,
-        lr_of=run["lr_of"], ratios=run["ratios"], seed=run["seed"],
-        n_rounds=run["n_rounds"], start_round=run["start_round"],
-        base_margin=base_margin, init_model=init_model, group=pol["group"],
-        eval_metric=pol["eval_metric"], callbacks=run["callbacks"],
-        verbose=run["verbose"], mesh=a.mesh, quantize=a.quantize, feature_names=names,
-        from_auto=pol["from_auto"], offsets=offsets,
-        weight_max=None if wf is None else float(np.max(wf)), constraints=constraints,
-        num_parallel_tree=run["n_parallel"], bootstrap=run["bootstrap"], **cat, options=a,
-        max_leaves=check_leaf_wise(a.grow_policy, a.max_leaves,
-                                   multi_tree, cat["categorical"], constraints, a.mesh))
+        loss=model_loss,
+        family=family,
+        loss_values=values,
+        n_outputs=K,
+        multi_output_tree=multi_tree,
+        diagonal=a.multi_hessian == "diagonal",
+        hessian=pol["hessian"],
+        hessian_floor=floor,
+        refit=pol["refit"],
+        quantile_alpha=alpha,
+        params=params,
+        lr_of=run["lr_of"],
+        ratios=run["ratios"],
+        seed=run["seed"],
+        n_rounds=run["n_rounds"],
+        start_round=run["start_round"],
+        base_margin=base_margin,
+        init_model=init_model,
+        group=pol["group"],
+        eval_metric=pol["eval_metric"],
+        callbacks=run["callbacks"],
+        verbose=run["verbose"],
+        mesh=a.mesh,
+        quantize=a.quantize,
+        feature_names=names,
+        from_auto=pol["from_auto"],
+        offsets=offsets,
+        weight_max=None if wf is None else float(np.max(wf)),
+        constraints=constraints,
+        num_parallel_tree=run["n_parallel"],
+        bootstrap=run["bootstrap"],
+        **cat,
+        options=a,
+        max_leaves=check_leaf_wise(
+            a.grow_policy, a.max_leaves, multi_tree, cat["categorical"], constraints, a.mesh
+        ),
+    )
     if cat["categorical"] and multi_tree:
-        raise ValueError("categorical features are not supported with multi_strategy="
-                         "'multi_output_tree'; use 'one_output_per_tree'")
+        raise ValueError(
+            "categorical features are not supported with multi_strategy="
+            "'multi_output_tree'; use 'one_output_per_tree'"
+        )
     check_categorical_signs(constraints, cat["categorical"], names)
     return settings, Xf, yf, wf
 
@@ -556,41 +630,61 @@ def _run_options(a: Options) -> dict:
     n_rounds = check_int("n_rounds", a.n_rounds, low=0)
     init_model = a.init_model
     if init_model is not None and not isinstance(init_model, Booster):
-        raise TypeError(f"init_model must be a jaxboost Booster, got "
-                        f"{type(init_model).__name__}")
+        raise TypeError(f"init_model must be a jaxboost Booster, got {type(init_model).__name__}")
     seed = a.seed
     if seed is None:
-        seed = (init_model.train_state.get("seed", 0)
-                if init_model is not None and init_model.train_state else 0)
-    seed = check_int("seed", seed, low=0, high=2 ** 31 - 1)
+        seed = (
+            init_model.train_state.get("seed", 0)
+            if init_model is not None and init_model.train_state
+            else 0
+        )
+    seed = check_int("seed", seed, low=0, high=2**31 - 1)
     start_round = 0 if init_model is None else len(init_model)
     if n_rounds > MAX_ROUNDS - start_round:
-        raise ValueError(f"n_rounds must be <= {MAX_ROUNDS - start_round} (a model has at "
-                         f"most MAX_ROUNDS = 2**30 rounds, counted in int32"
-                         f"{f'; init_model has {start_round}' if start_round else ''}), "
-                         f"got {n_rounds}")
+        raise ValueError(
+            f"n_rounds must be <= {MAX_ROUNDS - start_round} (a model has at "
+            f"most MAX_ROUNDS = 2**30 rounds, counted in int32"
+            f"{f'; init_model has {start_round}' if start_round else ''}), "
+            f"got {n_rounds}"
+        )
     lr_of = learning_rate_schedule(a.learning_rate, start_round, n_rounds)
-    params = TreeParams(max_depth=a.max_depth, max_bin=a.max_bin,
-                        learning_rate=lr_of(start_round), reg_lambda=a.reg_lambda,
-                        reg_alpha=a.reg_alpha, gamma=a.gamma,
-                        min_child_weight=a.min_child_weight,
-                        max_delta_step=a.max_delta_step)
-    ratios = sampling_ratios(a.subsample, a.colsample_bytree, a.colsample_bylevel,
-                             a.colsample_bynode)
+    params = TreeParams(
+        max_depth=a.max_depth,
+        max_bin=a.max_bin,
+        learning_rate=lr_of(start_round),
+        reg_lambda=a.reg_lambda,
+        reg_alpha=a.reg_alpha,
+        gamma=a.gamma,
+        min_child_weight=a.min_child_weight,
+        max_delta_step=a.max_delta_step,
+    )
+    ratios = sampling_ratios(
+        a.subsample, a.colsample_bytree, a.colsample_bylevel, a.colsample_bynode
+    )
     n_parallel, bootstrap = check_forest(a.num_parallel_tree, a.bootstrap)
     if a.verbose not in (True, False, "auto"):
         raise ValueError(f"verbose must be True, False or 'auto', got {a.verbose!r}")
     callbacks = list(a.callbacks or [])
     for cb in callbacks:
         if not callable(cb):
-            raise TypeError(f"callbacks must be callables callback(env) -> bool, got "
-                            f"{type(cb).__name__}")
+            raise TypeError(
+                f"callbacks must be callables callback(env) -> bool, got {type(cb).__name__}"
+            )
     if not isinstance(a.quantize, bool):
         raise TypeError(f"quantize must be True or False, got {a.quantize!r}")
-    return dict(n_rounds=n_rounds, init_model=init_model, seed=seed,
-                start_round=start_round, lr_of=lr_of, params=params, ratios=ratios,
-                n_parallel=n_parallel, bootstrap=bootstrap, verbose=a.verbose,
-                callbacks=tuple(callbacks))
+    return dict(
+        n_rounds=n_rounds,
+        init_model=init_model,
+        seed=seed,
+        start_round=start_round,
+        lr_of=lr_of,
+        params=params,
+        ratios=ratios,
+        n_parallel=n_parallel,
+        bootstrap=bootstrap,
+        verbose=a.verbose,
+        callbacks=tuple(callbacks),
+    )
 
 
 def _rows(X, y, a: Options, init_model, params):
@@ -598,13 +692,17 @@ def _rows(X, y, a: Options, init_model, params):
     ``Settings`` fields of categorical features, ``check_categorical``)."""
     # Global arrays whose rows are split over processes: each process takes its own.
     X, w = (dist.local_rows(v) for v in (X, a.sample_weight))
-    y = ({k: dist.local_rows(v) for k, v in y.items()} if isinstance(y, dict)
-         else dist.local_rows(y))
-    Xf = arrays.as_features(X, sparse="csc",  # sparse: binned column by column
-                            warn_precision=True)
+    y = {k: dist.local_rows(v) for k, v in y.items()} if isinstance(y, dict) else dist.local_rows(y)
+    Xf = arrays.as_features(
+        X,
+        sparse="csc",  # sparse: binned column by column
+        warn_precision=True,
+    )
     if is_sparse(Xf) and dist.is_multiprocess():
-        raise DataError("a scipy.sparse X trains in one process; in a multi-process job "
-                        "pass each process's rows as a dense array (NaN = missing)")
+        raise DataError(
+            "a scipy.sparse X trains in one process; in a multi-process job "
+            "pass each process's rows as a dense array (NaN = missing)"
+        )
     n_rows, n_features = Xf.shape
     names = feature_names_of(X, a.feature_names, n_features, init_model)
     cat = check_categorical(a, X, Xf, names, init_model, params)
@@ -639,25 +737,36 @@ def _policies(a: Options, loss, link, K, n_rows, yf) -> dict:
     base_margin = a.base_margin
     if group is not None or is_group_objective(loss):
         if link is not None:
-            raise ValueError("link= is for per-row losses; group losses predict margins "
-                             "(a group entry has its own link)")
-        group, eval_metric = check_group(group, n_rows, loss, K, a.mesh, a.eval_set, refit,
-                                         hessian, eval_metric, yf)
+            raise ValueError(
+                "link= is for per-row losses; group losses predict margins "
+                "(a group entry has its own link)"
+            )
+        group, eval_metric = check_group(
+            group, n_rows, loss, K, a.mesh, a.eval_set, refit, hessian, eval_metric, yf
+        )
         refit, hessian = None, ("exact" if hessian == "auto" else hessian)
         if base_margin is None:
             base_margin = 0.0
-    from_auto = tuple(k for k, v in (("hessian", hessian), ("refit", refit))
-                      if isinstance(v, str) and v == "auto")
+    from_auto = tuple(
+        k for k, v in (("hessian", hessian), ("refit", refit)) if isinstance(v, str) and v == "auto"
+    )
     hessian, refit = resolve_policies(loss, hessian, refit, K, a.mesh)
     if a.multi_strategy not in ("one_output_per_tree", "multi_output_tree"):
-        raise ValueError(f"multi_strategy must be 'one_output_per_tree' or "
-                         f"'multi_output_tree', got {a.multi_strategy!r}")
+        raise ValueError(
+            f"multi_strategy must be 'one_output_per_tree' or "
+            f"'multi_output_tree', got {a.multi_strategy!r}"
+        )
     if a.multi_hessian not in ("full", "diagonal"):
-        raise ValueError(f"multi_hessian must be 'full' or 'diagonal', got "
-                         f"{a.multi_hessian!r}")
-    return dict(group=group, eval_metric=eval_metric, hessian=hessian, refit=refit,
-                base_margin=base_margin, from_auto=from_auto,
-                multi_tree=a.multi_strategy == "multi_output_tree")
+        raise ValueError(f"multi_hessian must be 'full' or 'diagonal', got {a.multi_hessian!r}")
+    return dict(
+        group=group,
+        eval_metric=eval_metric,
+        hessian=hessian,
+        refit=refit,
+        base_margin=base_margin,
+        from_auto=from_auto,
+        multi_tree=a.multi_strategy == "multi_output_tree",
+    )
 
 
 def _margins(base_margin, K, group, n_rows):
@@ -667,9 +776,13 @@ def _margins(base_margin, K, group, n_rows):
         if group is not None:
             raise ValueError("group losses take no per-row base_margin; pass a number")
         offsets = arrays.as_offsets(
-            dist.local_rows(base_margin), n_rows, K,
-            hint="; a number" + ("" if K == 1 else f" (or {K} numbers)") +
-                 " is the model's intercept instead")
+            dist.local_rows(base_margin),
+            n_rows,
+            K,
+            hint="; a number"
+            + ("" if K == 1 else f" (or {K} numbers)")
+            + " is the model's intercept instead",
+        )
         return offsets, None
     if base_margin is not None:
         base_margin = check_base_margin(base_margin, K)
@@ -698,25 +811,32 @@ def check_categorical(a: Options, X, Xf, names, init_model, params) -> dict:
     onehot = check_int("max_cat_to_onehot", a.max_cat_to_onehot, low=1)
     threshold = check_int("max_cat_threshold", a.max_cat_threshold, low=1)
     labels = _categorical.frame_categories(X)
-    cat = _categorical.resolve_categorical(a.categorical_features, X, Xf.shape[1],
-                                           names, labels)
+    cat = _categorical.resolve_categorical(a.categorical_features, X, Xf.shape[1], names, labels)
     if init_model is not None:
         have = init_model.categorical_features
         if init_model.category_labels:
             _categorical.recode(Xf, labels, init_model.category_labels)
-            labels = {**init_model.category_labels, **{
-                f: v for f, v in labels.items() if f not in init_model.category_labels}}
+            labels = {
+                **init_model.category_labels,
+                **{f: v for f, v in labels.items() if f not in init_model.category_labels},
+            }
         if cat != have and (a.categorical_features is not None or labels):
-            raise DataError(f"init_model has the categorical features {list(have)}, this "
-                            f"call {list(cat)}; continued training needs the same")
+            raise DataError(
+                f"init_model has the categorical features {list(have)}, this "
+                f"call {list(cat)}; continued training needs the same"
+            )
         cat = have
     if cat and dist.is_multiprocess():
-        raise ValueError("categorical features train in one process for now (a mesh of "
-                         "local devices is fine)")
-    _categorical.check_codes(ColumnView(Xf) if is_sparse(Xf) else Xf, cat, params.max_bin,
-                             names)
-    return dict(categorical=cat, category_labels={f: labels[f] for f in cat if f in labels}
-                or None, max_cat_to_onehot=onehot, max_cat_threshold=threshold)
+        raise ValueError(
+            "categorical features train in one process for now (a mesh of local devices is fine)"
+        )
+    _categorical.check_codes(ColumnView(Xf) if is_sparse(Xf) else Xf, cat, params.max_bin, names)
+    return dict(
+        categorical=cat,
+        category_labels={f: labels[f] for f in cat if f in labels} or None,
+        max_cat_to_onehot=onehot,
+        max_cat_threshold=threshold,
+    )
 
 
 def split_link(loss, link, n_outputs):
@@ -741,8 +861,7 @@ def split_link(loss, link, n_outputs):
 GROW_POLICIES = ("depthwise", "lossguide")
 
 
-def check_leaf_wise(grow_policy, max_leaves, multi_tree, categorical, constraints,
-                    mesh) -> int:
+def check_leaf_wise(grow_policy, max_leaves, multi_tree, categorical, constraints, mesh) -> int:
     """The ``max_leaves`` the tree kernel applies (0: level-wise trees), after checking
     ``grow_policy`` and ``max_leaves`` (XGBoost's parameters) and that leaf-wise growth
     runs here (``ValueError`` otherwise, before any work)."""
@@ -751,35 +870,42 @@ def check_leaf_wise(grow_policy, max_leaves, multi_tree, categorical, constraint
     max_leaves = check_int("max_leaves", max_leaves, low=0)
     if grow_policy == "depthwise":
         if max_leaves:
-            raise ValueError(f"max_leaves={max_leaves} limits leaf-wise trees: pass "
-                             f"grow_policy='lossguide' (level-wise trees are limited by "
-                             f"max_depth)")
+            raise ValueError(
+                f"max_leaves={max_leaves} limits leaf-wise trees: pass "
+                f"grow_policy='lossguide' (level-wise trees are limited by "
+                f"max_depth)"
+            )
         return 0
     from ..engine.grow import LOSSGUIDE_WHERE
 
     if multi_tree or categorical or constraints is not None or mesh is not None:
-        raise ValueError(LOSSGUIDE_WHERE.replace("; this training uses the XLA tree "
-                                                 "builder", ""))
+        raise ValueError(LOSSGUIDE_WHERE.replace("; this training uses the XLA tree builder", ""))
     return max_leaves
 
 
 def check_link(link, K) -> None:
     """The link must map ``(N,)`` (``(N, K)``) margins to an array of as many rows."""
     if link_name(link) == "softmax" and K == 1:
-        raise ValueError("link='softmax' is for losses of K >= 2 outputs (n_outputs=K); "
-                         "for one output use link='sigmoid'")
+        raise ValueError(
+            "link='softmax' is for losses of K >= 2 outputs (n_outputs=K); "
+            "for one output use link='sigmoid'"
+        )
     margin = jax.ShapeDtypeStruct((3,) if K == 1 else (3, K), jnp.float32)
     try:
         out = jax.eval_shape(link, margin)
     except Exception as e:
-        raise TypeError(f"the link {link_label(link)} failed on margins of shape "
-                        f"{margin.shape}: {type(e).__name__}: {e}. A link is a JAX "
-                        f"callable margin -> response applied to the (N,) (or (N, K)) "
-                        f"margins") from None
+        raise TypeError(
+            f"the link {link_label(link)} failed on margins of shape "
+            f"{margin.shape}: {type(e).__name__}: {e}. A link is a JAX "
+            f"callable margin -> response applied to the (N,) (or (N, K)) "
+            f"margins"
+        ) from None
     if getattr(out, "shape", (None,))[:1] != (3,):
-        raise TypeError(f"the link {link_label(link)} must return one response per row; "
-                        f"on margins of shape {margin.shape} it returned "
-                        f"{getattr(out, 'shape', type(out).__name__)}")
+        raise TypeError(
+            f"the link {link_label(link)} must return one response per row; "
+            f"on margins of shape {margin.shape} it returned "
+            f"{getattr(out, 'shape', type(out).__name__)}"
+        )
 
 
 def _concrete(family, values):

@@ -19,7 +19,7 @@ import numpy as np
 from ..engine.constraints import ConstraintSpec, ConstraintValues
 from ..inputs.numbers import is_int
 
-MAX_MIN_SAMPLES_LEAF = 2 ** 31 - 1
+MAX_MIN_SAMPLES_LEAF = 2**31 - 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,10 +39,11 @@ class Constraints:
 
     def spec(self) -> Optional[ConstraintSpec]:
         """The static part for the round program (None when nothing is constrained)."""
-        spec = ConstraintSpec(monotone=self.monotone is not None,
-                              n_sets=0 if self.interaction is None else set_rows(
-                                  len(self.interaction)),
-                              min_leaf=self.min_samples_leaf > 1)
+        spec = ConstraintSpec(
+            monotone=self.monotone is not None,
+            n_sets=0 if self.interaction is None else set_rows(len(self.interaction)),
+            min_leaf=self.min_samples_leaf > 1,
+        )
         return None if spec == ConstraintSpec() else spec
 
     def values(self) -> ConstraintValues:
@@ -63,8 +64,9 @@ class Constraints:
         if self.monotone is not None:
             out["monotone_constraints"] = "(" + ",".join(str(c) for c in self.monotone) + ")"
         if self.interaction is not None:
-            out["interaction_constraints"] = json.dumps([list(s) for s in self.interaction],
-                                                        separators=(",", ":"))
+            out["interaction_constraints"] = json.dumps(
+                [list(s) for s in self.interaction], separators=(",", ":")
+            )
         if self.min_samples_leaf > 1:
             out["min_samples_leaf"] = self.min_samples_leaf
         return out
@@ -85,25 +87,33 @@ def _feature_index(key, n_features, names, what):
     """A feature given by index or by name, as an index."""
     if isinstance(key, str):
         if names is None:
-            raise ValueError(f"{what} names the feature {key!r}, but the features have no "
-                             f"names: pass a DataFrame or feature_names=, or use indices")
+            raise ValueError(
+                f"{what} names the feature {key!r}, but the features have no "
+                f"names: pass a DataFrame or feature_names=, or use indices"
+            )
         if key not in names:
-            raise ValueError(f"{what} names an unknown feature {key!r}; the features are "
-                             f"{list(names)}")
+            raise ValueError(
+                f"{what} names an unknown feature {key!r}; the features are {list(names)}"
+            )
         return names.index(key)
     if not is_int(key):
-        raise TypeError(f"{what} takes features as indices or names, got "
-                        f"{type(key).__name__} {key!r}")
+        raise TypeError(
+            f"{what} takes features as indices or names, got {type(key).__name__} {key!r}"
+        )
     if not 0 <= int(key) < n_features:
-        raise ValueError(f"{what} has the feature index {int(key)}, outside [0, "
-                         f"{n_features}) for data of {n_features} features")
+        raise ValueError(
+            f"{what} has the feature index {int(key)}, outside [0, "
+            f"{n_features}) for data of {n_features} features"
+        )
     return int(key)
 
 
 def _sign(v, where):
     if isinstance(v, (bool, np.bool_)) or not is_int(v) or int(v) not in (-1, 0, 1):
-        raise ValueError(f"monotone_constraints{where} must be -1 (decreasing), 0 (none) "
-                         f"or 1 (increasing), got {v!r}")
+        raise ValueError(
+            f"monotone_constraints{where} must be -1 (decreasing), 0 (none) "
+            f"or 1 (increasing), got {v!r}"
+        )
     return int(v)
 
 
@@ -118,8 +128,10 @@ def _parse_tuple_string(text):
         try:
             out.append(int(p))
         except ValueError:
-            raise ValueError(f"monotone_constraints {text!r} is not of XGBoost's form "
-                             f"\"(1,0,-1)\": {p!r} is not an integer") from None
+            raise ValueError(
+                f"monotone_constraints {text!r} is not of XGBoost's form "
+                f'"(1,0,-1)": {p!r} is not an integer'
+            ) from None
     return out
 
 
@@ -142,15 +154,20 @@ def check_monotone(value, n_features: int, names=None) -> Optional[tuple]:
             signs[i] = _sign(v, f"[{key!r}]")
     else:
         try:
-            items = list(np.asarray(value).tolist()) if isinstance(value, np.ndarray) \
-                else list(value)
+            items = (
+                list(np.asarray(value).tolist()) if isinstance(value, np.ndarray) else list(value)
+            )
         except TypeError:
-            raise TypeError(f"monotone_constraints must be a sequence of {n_features} signs, "
-                            f"a dict {{feature: sign}} or a string \"(1,0,-1)\", got "
-                            f"{type(value).__name__}") from None
+            raise TypeError(
+                f"monotone_constraints must be a sequence of {n_features} signs, "
+                f'a dict {{feature: sign}} or a string "(1,0,-1)", got '
+                f"{type(value).__name__}"
+            ) from None
         if len(items) != n_features:
-            raise ValueError(f"monotone_constraints has {len(items)} entries; the data has "
-                             f"{n_features} features (one sign each, 0 for none)")
+            raise ValueError(
+                f"monotone_constraints has {len(items)} entries; the data has "
+                f"{n_features} features (one sign each, 0 for none)"
+            )
         signs = [_sign(v, f"[{i}]") for i, v in enumerate(items)]
     return tuple(signs) if any(signs) else None
 
@@ -168,24 +185,31 @@ def check_interaction(value, n_features: int, names=None) -> Optional[tuple]:
         try:
             value = json.loads(value)
         except ValueError:
-            raise ValueError(f"interaction_constraints {value!r} is not of XGBoost's form "
-                             f"\"[[0,1],[2,3]]\"") from None
+            raise ValueError(
+                f'interaction_constraints {value!r} is not of XGBoost\'s form "[[0,1],[2,3]]"'
+            ) from None
     if isinstance(value, (dict, np.ndarray)) or not isinstance(value, (list, tuple)):
-        raise TypeError(f"interaction_constraints must be a list of feature sets (lists "
-                        f"of indices or names), got {type(value).__name__}")
+        raise TypeError(
+            f"interaction_constraints must be a list of feature sets (lists "
+            f"of indices or names), got {type(value).__name__}"
+        )
     if not value:
-        raise ValueError("interaction_constraints is empty: give at least one set of "
-                         "features, or None for no constraint")
+        raise ValueError(
+            "interaction_constraints is empty: give at least one set of "
+            "features, or None for no constraint"
+        )
     sets = []
     for j, group in enumerate(value):
-        if isinstance(group, (str, dict)) or not isinstance(group, (list, tuple, set,
-                                                                    frozenset)):
-            raise TypeError(f"interaction_constraints[{j}] must be a list of features "
-                            f"(indices or names), got {type(group).__name__} {group!r}")
+        if isinstance(group, (str, dict)) or not isinstance(group, (list, tuple, set, frozenset)):
+            raise TypeError(
+                f"interaction_constraints[{j}] must be a list of features "
+                f"(indices or names), got {type(group).__name__} {group!r}"
+            )
         if not group:
             raise ValueError(f"interaction_constraints[{j}] is an empty set of features")
-        idx = sorted({_feature_index(f, n_features, names, f"interaction_constraints[{j}]")
-                      for f in group})
+        idx = sorted(
+            {_feature_index(f, n_features, names, f"interaction_constraints[{j}]") for f in group}
+        )
         sets.append(tuple(idx))
     return tuple(sets)
 
@@ -193,28 +217,43 @@ def check_interaction(value, n_features: int, names=None) -> Optional[tuple]:
 def check_min_samples_leaf(value) -> int:
     """An int >= 1 (1: no constraint)."""
     if isinstance(value, (bool, np.bool_)) or not is_int(value):
-        raise TypeError(f"min_samples_leaf must be an integer >= 1 (rows per child), got "
-                        f"{type(value).__name__} {value!r}")
+        raise TypeError(
+            f"min_samples_leaf must be an integer >= 1 (rows per child), got "
+            f"{type(value).__name__} {value!r}"
+        )
     if not 1 <= int(value) <= MAX_MIN_SAMPLES_LEAF:
-        raise ValueError(f"min_samples_leaf must be an integer in [1, "
-                         f"{MAX_MIN_SAMPLES_LEAF}], got {int(value)}")
+        raise ValueError(
+            f"min_samples_leaf must be an integer in [1, {MAX_MIN_SAMPLES_LEAF}], got {int(value)}"
+        )
     return int(value)
 
 
-def check_constraints(monotone, interaction, min_samples_leaf, n_features: int,
-                      names=None, *, multi_output_tree: bool = False) -> Optional[Constraints]:
+def check_constraints(
+    monotone,
+    interaction,
+    min_samples_leaf,
+    n_features: int,
+    names=None,
+    *,
+    multi_output_tree: bool = False,
+) -> Optional[Constraints]:
     """The validated ``Constraints`` of a ``train`` call, or None when nothing is
     constrained."""
-    c = Constraints(n_features, check_monotone(monotone, n_features, names),
-                    check_interaction(interaction, n_features, names),
-                    check_min_samples_leaf(min_samples_leaf))
+    c = Constraints(
+        n_features,
+        check_monotone(monotone, n_features, names),
+        check_interaction(interaction, n_features, names),
+        check_min_samples_leaf(min_samples_leaf),
+    )
     if c.spec() is None:
         return None
     if multi_output_tree:
-        raise ValueError("monotone_constraints, interaction_constraints and "
-                         "min_samples_leaf apply to trees of one output; with "
-                         "multi_strategy='multi_output_tree' leave them out (or use "
-                         "'one_output_per_tree')")
+        raise ValueError(
+            "monotone_constraints, interaction_constraints and "
+            "min_samples_leaf apply to trees of one output; with "
+            "multi_strategy='multi_output_tree' leave them out (or use "
+            "'one_output_per_tree')"
+        )
     return c
 
 
@@ -238,7 +277,9 @@ def check_categorical_signs(constraints: Optional[Constraints], categorical, nam
         sign = constraints.monotone[f]
         if sign:
             name = f"{names[f]!r} (index {f})" if names is not None else f"{f}"
-            raise ValueError(f"monotone_constraints gives the categorical feature {name} "
-                             f"the sign {sign}; categories have no order, so a categorical "
-                             f"feature takes sign 0 (leave it out of the constraints, or "
-                             f"treat it as numeric)")
+            raise ValueError(
+                f"monotone_constraints gives the categorical feature {name} "
+                f"the sign {sign}; categories have no order, so a categorical "
+                f"feature takes sign 0 (leave it out of the constraints, or "
+                f"treat it as numeric)"
+            )

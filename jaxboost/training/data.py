@@ -55,8 +55,7 @@ def rows_on_bins(Xf, yf, wf, edges, n_pad, native):
     ``forward_ok`` the features whose ascending split pass is tried.
     """
     n_rows, n_features = Xf.shape
-    bins = np.zeros((n_pad, n_features) if native else (n_features, n_pad),
-                    bin_dtype(edges.n_bins))
+    bins = np.zeros((n_pad, n_features) if native else (n_features, n_pad), bin_dtype(edges.n_bins))
     apply_bins(Xf, edges, out=bins, row_major=native)
     return (bins,) + rows_without_bins(Xf, yf, wf, edges, n_pad)
 
@@ -96,7 +95,10 @@ def warn_outside_edges(Xf, edges) -> None:
                 f"init_model's bin edges cover (cuts from {c0:g} to {c1:g}, from the data "
                 f"it was trained on); they share its first or last bin, so the new trees "
                 f"cannot split among them. Train a new model on data like this, or "
-                f"continue only on data like the original", DataWarning, stacklevel=5)
+                f"continue only on data like the original",
+                DataWarning,
+                stacklevel=5,
+            )
             return
 
 
@@ -109,10 +111,17 @@ def sparse_rows(s, Xf, native: bool, layout) -> bool:
     from .. import native as native_kernel
     from ..inputs.sparse import is_sparse
 
-    return (is_sparse(Xf) and native and native_kernel.tree_enabled()
-            and layout.mesh is None and not layout.multi and not s.categorical
-            and s.constraints is None and not (s.multi_output_tree and s.n_outputs > 1)
-            and s.params.max_depth > 0)
+    return (
+        is_sparse(Xf)
+        and native
+        and native_kernel.tree_enabled()
+        and layout.mesh is None
+        and not layout.multi
+        and not s.categorical
+        and s.constraints is None
+        and not (s.multi_output_tree and s.n_outputs > 1)
+        and s.params.max_depth > 0
+    )
 
 
 def rows_without_bins(Xf, yf, wf, edges, n_pad):
@@ -134,7 +143,6 @@ def where_text(where, callbacks) -> str:
         if isinstance(cb, Checkpoint) and cb.last_round is not None:
             text += f"; the last checkpoint, {cb.path!r}, holds {cb.last_round} round(s)"
     return text
-
 
 
 class Prepared(NamedTuple):
@@ -181,29 +189,41 @@ def prepare(s, Xf, yf, wf, sparse_ok: bool = True) -> Prepared:
     # (max_bin > 256 on continuous data) is histogrammed by XLA
     native = use_native() and edges.n_bins <= NARROW_BIN_LIMIT
     if Xf.shape[1] > max_features_for_bins(edges.n_bins):
-        raise DataError(f"X has {Xf.shape[1]} features, but with {edges.n_bins} bins per "
-                        f"feature (max_bin={s.params.max_bin}) at most "
-                        f"{max_features_for_bins(edges.n_bins)} fit; use max_bin <= 256")
+        raise DataError(
+            f"X has {Xf.shape[1]} features, but with {edges.n_bins} bins per "
+            f"feature (max_bin={s.params.max_bin}) at most "
+            f"{max_features_for_bins(edges.n_bins)} fit; use max_bin <= 256"
+        )
     if sparse_ok and sparse_rows(s, Xf, native, layout):
         y, w, valid, cuts_ext, forward_ok = rows_without_bins(Xf, yf, wf, edges, layout.block)
         bins = tuple(jax.device_put(a) for a in csc_bins(Xf, edges))
     else:
         bins, y, w, valid, cuts_ext, forward_ok = rows_on_bins(
-            Xf, yf, wf, edges, layout.block, native)
+            Xf, yf, wf, edges, layout.block, native
+        )
         bins = layout.put(bins, feature_major=not native)
     rows = Rows(bins, jax.tree.map(layout.put, y), layout.put(w), layout.put(valid))
-    gidx = (np.zeros((1, 1), np.int32) if s.group is None
-            else group_index(s.group, Xf.shape[0], layout.block))
+    gidx = (
+        np.zeros((1, 1), np.int32)
+        if s.group is None
+        else group_index(s.group, Xf.shape[0], layout.block)
+    )
     cats = cat_info(edges, s.max_cat_to_onehot, s.max_cat_threshold)
     rep = layout.replicate
-    shared = Shared(cuts_ext=rep(cuts_ext), forward_ok=rep(forward_ok),
-                    offsets=rep(layout.offsets), n_total=rep(np.int32(layout.n_total)),
-                    gidx=rep(gidx), cats=None if cats is None else jax.tree.map(rep, cats))
+    shared = Shared(
+        cuts_ext=rep(cuts_ext),
+        forward_ok=rep(forward_ok),
+        offsets=rep(layout.offsets),
+        n_total=rep(np.int32(layout.n_total)),
+        gidx=rep(gidx),
+        cats=None if cats is None else jax.tree.map(rep, cats),
+    )
     base = base_margin(s, layout, rows, y, w)
     start = start_margins(s, base, Xf, Xf.shape[0], layout.block, s.offsets)
     margin = layout.put(start[None], feature_major=True)
-    return Prepared(layout, edges, rows, shared, native, base, margin,
-                    bool(forward_ok.any()), Xf.shape[1])
+    return Prepared(
+        layout, edges, rows, shared, native, base, margin, bool(forward_ok.any()), Xf.shape[1]
+    )
 
 
 def base_margin(s, layout, rows, y, w):
@@ -224,12 +244,16 @@ def base_margin(s, layout, rows, y, w):
         if layout.multi:  # the arrays are global
             base = np.asarray(dist.local(fit_base_margin(s.family, rows.y, rows.w, K, **args)))
         else:
-            base = np.asarray(fit_base_margin(s.family, jax.device_put(y),
-                                              jax.device_put(w), K, **args))
+            base = np.asarray(
+                fit_base_margin(s.family, jax.device_put(y), jax.device_put(w), K, **args)
+            )
         if not np.all(np.isfinite(base)):
-            raise LossError(f"the loss {loss_name(s.loss)} gave a non-finite intercept when "
-                            f"minimised over a constant (before round 0); pass "
-                            f"base_margin= explicitly or check the loss", round=None)
+            raise LossError(
+                f"the loss {loss_name(s.loss)} gave a non-finite intercept when "
+                f"minimised over a constant (before round 0); pass "
+                f"base_margin= explicitly or check the loss",
+                round=None,
+            )
     return float(base) if K == 1 else np.asarray(base, np.float32)
 
 

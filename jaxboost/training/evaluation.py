@@ -54,8 +54,9 @@ class EvalSet(NamedTuple):
     offsets: Any = None  # (n[, K]) float32 margins per row (eval_base_margin), or None
 
 
-def eval_sets(eval_set, edges, s, gather=False, eval_group=None, *,
-              eval_base_margin=None, targets="(N,)") -> list:
+def eval_sets(
+    eval_set, edges, s, gather=False, eval_group=None, *, eval_base_margin=None, targets="(N,)"
+) -> list:
     """Validated, binned evaluation sets of a model of settings ``s`` (its loss,
     feature names, outputs, category labels and offsets) (``gather``: every process's rows, on every
     process), with their query index when ``eval_group`` gives query ids and their
@@ -76,10 +77,17 @@ def eval_sets(eval_set, edges, s, gather=False, eval_group=None, *,
     items = _eval_items(eval_set)
     set_names = [name for name, _ in items]
     groups = eval_groups(eval_group, set_names, isinstance(eval_set, dict))
-    margins = eval_groups(eval_base_margin, set_names, isinstance(eval_set, dict),
-                          what="eval_base_margin", per_set="margins per row (or None)")
-    return [_eval_set(name, e, edges, s, (gather, targets), groups.get(name), margins)
-            for name, e in items]
+    margins = eval_groups(
+        eval_base_margin,
+        set_names,
+        isinstance(eval_set, dict),
+        what="eval_base_margin",
+        per_set="margins per row (or None)",
+    )
+    return [
+        _eval_set(name, e, edges, s, (gather, targets), groups.get(name), margins)
+        for name, e in items
+    ]
 
 
 def _eval_items(eval_set) -> list:
@@ -87,12 +95,17 @@ def _eval_items(eval_set) -> list:
     if isinstance(eval_set, dict):
         return list(eval_set.items())
     if isinstance(eval_set, (list, tuple)):
-        if len(eval_set) in (2, 3) and not isinstance(eval_set[0], (list, tuple)) and \
-                np.ndim(eval_set[0]) == 2:
+        if (
+            len(eval_set) in (2, 3)
+            and not isinstance(eval_set[0], (list, tuple))
+            and np.ndim(eval_set[0]) == 2
+        ):
             raise TypeError("eval_set is a list of (X, y) pairs: write eval_set=[(X, y)]")
         return [(f"validation_{i}", e) for i, e in enumerate(eval_set)]
-    raise TypeError(f"eval_set must be a list of (X, y) or (X, y, sample_weight) tuples "
-                    f"or a dict of them, got {type(eval_set).__name__}")
+    raise TypeError(
+        f"eval_set must be a list of (X, y) or (X, y, sample_weight) tuples "
+        f"or a dict of them, got {type(eval_set).__name__}"
+    )
 
 
 def _eval_set(name, e, edges, s, how, ids, margins) -> EvalSet:
@@ -112,17 +125,19 @@ def _eval_set(name, e, edges, s, how, ids, margins) -> EvalSet:
                 "at offset 0 its metric would not measure the model being trained "
                 "(nor pick its best round). Pass eval_base_margin= with the set's "
                 "own offsets (a list aligned with eval_set, or a dict by name), or "
-                "zeros to score it at offset 0 on purpose")
+                "zeros to score it at offset 0 on purpose"
+            )
         if offsets is not None:
-            offsets = arrays.as_offsets(offsets, Xe.shape[0], s.n_outputs,
-                                             name="eval_base_margin")
+            offsets = arrays.as_offsets(offsets, Xe.shape[0], s.n_outputs, name="eval_base_margin")
     except ValueError as err:
         raise DataError(f"eval set {name!r}: {err}") from None
     if ids is not None:
         ids = np.asarray(ids)
         if ids.shape != (Xe.shape[0],) or ids.dtype.kind not in "iuf":
-            raise DataError(f"eval_group of {name!r} must be {Xe.shape[0]} numeric "
-                            f"query ids (one per row), got shape {ids.shape}")
+            raise DataError(
+                f"eval_group of {name!r} must be {Xe.shape[0]} numeric "
+                f"query ids (one per row), got shape {ids.shape}"
+            )
     if gather:
         we = np.ones(Xe.shape[0], np.float32) if we is None else we
         Xe, we = (dist.gather_rows(a) for a in (Xe, we))
@@ -136,9 +151,18 @@ def _eval_set(name, e, edges, s, how, ids, margins) -> EvalSet:
     n = Xe.shape[0]
     bins = np.zeros((n, edges.n_features), bin_dtype(edges.n_bins))
     apply_bins(Xe, edges, out=bins, row_major=True)
-    queries = (np.zeros((1, 1), np.int32) if ids is None else group_index(ids, n))
-    return EvalSet(str(name), Xe, bins, ye, np.ones(n, np.float32) if we is None else we, n,
-                   queries, ids is not None, offsets)
+    queries = np.zeros((1, 1), np.int32) if ids is None else group_index(ids, n)
+    return EvalSet(
+        str(name),
+        Xe,
+        bins,
+        ye,
+        np.ones(n, np.float32) if we is None else we,
+        n,
+        queries,
+        ids is not None,
+        offsets,
+    )
 
 
 def _eval_rows(e, edges, s, gather, targets):
@@ -148,33 +172,33 @@ def _eval_rows(e, edges, s, gather, targets):
     empty_here = gather and np.ndim(e[0]) == 2 and np.shape(e[0])[0] == 0
     if empty_here:
         if np.shape(e[0])[1] != n_features:
-            raise DataError(f"has {np.shape(e[0])[1]} features, the training "
-                            f"data {n_features}")
+            raise DataError(f"has {np.shape(e[0])[1]} features, the training data {n_features}")
         Xe = np.zeros((0, n_features), np.float32)
         ye, we = np.zeros(0, np.float32), np.zeros(0, np.float32)
         if targets != "(N,)":
             ye = arrays.as_targets(e[1], 0)
     else:
         frames.check_feature_names(names, e[0])
-        Xe = arrays.as_features(e[0], allow_inf=True,
-                                     sparse=None if gather else "csc")
+        Xe = arrays.as_features(e[0], allow_inf=True, sparse=None if gather else "csc")
         if Xe.shape[1] != n_features:
-            raise DataError(f"has {Xe.shape[1]} features, the training data "
-                            f"{n_features}")
+            raise DataError(f"has {Xe.shape[1]} features, the training data {n_features}")
         if edges.is_categorical:
-            Xe = _categorical.recode(Xe, _categorical.frame_categories(e[0]),
-                                     s.category_labels or {})
+            Xe = _categorical.recode(
+                Xe, _categorical.frame_categories(e[0]), s.category_labels or {}
+            )
             _categorical.check_predict_codes(
-                ColumnView(Xe) if is_sparse(Xe) else Xe,
-                np.flatnonzero(edges.categorical), names)
+                ColumnView(Xe) if is_sparse(Xe) else Xe, np.flatnonzero(edges.categorical), names
+            )
         ye = arrays.as_targets(e[1], Xe.shape[0])
         we = arrays.as_weights(e[2] if len(e) == 3 else None, Xe.shape[0])
         if isinstance(s.loss, Objective) and not arrays.is_side_data(ye):
             s.loss.validate_labels(ye)
     if arrays.target_structure(ye) != targets:
-        raise DataError(f"y has structure {arrays.target_structure(ye)}, the "
-                        f"training y {targets}; evaluation sets carry the same "
-                        f"values per row as the training data")
+        raise DataError(
+            f"y has structure {arrays.target_structure(ye)}, the "
+            f"training y {targets}; evaluation sets carry the same "
+            f"values per row as the training data"
+        )
     return Xe, ye, we
 
 
@@ -183,8 +207,9 @@ def _map_targets(fn, y):
     return {k: fn(v) for k, v in y.items()} if isinstance(y, dict) else fn(y)
 
 
-def eval_groups(eval_group, names, by_name, *, what="eval_group",
-                per_set="query ids (or None)") -> dict:
+def eval_groups(
+    eval_group, names, by_name, *, what="eval_group", per_set="query ids (or None)"
+) -> dict:
     """``{eval set name: query ids or None}`` from ``eval_group`` (a list aligned with a
     list ``eval_set``, or a dict keyed like a dict ``eval_set``); the same for
     ``eval_base_margin`` (``what``)."""
@@ -193,12 +218,13 @@ def eval_groups(eval_group, names, by_name, *, what="eval_group",
     if isinstance(eval_group, dict):
         unknown = sorted(set(eval_group) - set(names))
         if unknown:
-            raise ValueError(f"{what} names {unknown} are not evaluation sets "
-                             f"({names})")
+            raise ValueError(f"{what} names {unknown} are not evaluation sets ({names})")
         return dict(eval_group)
     if by_name or not isinstance(eval_group, (list, tuple)) or len(eval_group) != len(names):
-        raise TypeError(f"{what} must be a list of {per_set} per evaluation "
-                        f"set, {len(names)} of them, or a dict keyed like eval_set")
+        raise TypeError(
+            f"{what} must be a list of {per_set} per evaluation "
+            f"set, {len(names)} of them, or a dict keyed like eval_set"
+        )
     return dict(zip(names, eval_group))
 
 
@@ -226,23 +252,30 @@ def eval_metrics(eval_metric, loss, evals, K) -> list:
         if m.grouped:
             missing = [x.name for x in evals if not x.grouped]
             if missing:
-                raise ValueError(f"metric {m.name!r} ranks rows within queries; pass the "
-                                 f"query ids of {missing} as eval_group")
+                raise ValueError(
+                    f"metric {m.name!r} ranks rows within queries; pass the "
+                    f"query ids of {missing} as eval_group"
+                )
             continue
         margin = jax.ShapeDtypeStruct(shape, jnp.float32)
         pred = margin if (m.on == "margin" or link is None) else jax.eval_shape(link, margin)
-        y = jax.tree.map(lambda a: jax.ShapeDtypeStruct(np.shape(a), jnp.float32),
-                         metric_targets(m, e.y))  # ValueError: no label named
+        y = jax.tree.map(
+            lambda a: jax.ShapeDtypeStruct(np.shape(a), jnp.float32), metric_targets(m, e.y)
+        )  # ValueError: no label named
         try:
             res = jax.eval_shape(m.fn, y, pred, jax.ShapeDtypeStruct((e.n,), jnp.float32))
         except Exception as err:
-            raise ValueError(f"metric {m.name!r} cannot evaluate this model ({K} output(s), "
-                             f"predictions {pred.shape}): {_err_text(err)}. Metrics must "
-                             f"be JAX functions metric(y, pred) -> scalar"
-                             f"{host_hint(m, err)}") from None
+            raise ValueError(
+                f"metric {m.name!r} cannot evaluate this model ({K} output(s), "
+                f"predictions {pred.shape}): {_err_text(err)}. Metrics must "
+                f"be JAX functions metric(y, pred) -> scalar"
+                f"{host_hint(m, err)}"
+            ) from None
         if getattr(res, "shape", None) != ():
-            raise ValueError(f"metric {m.name!r} must return a scalar, got shape "
-                             f"{getattr(res, 'shape', type(res).__name__)}")
+            raise ValueError(
+                f"metric {m.name!r} must return a scalar, got shape "
+                f"{getattr(res, 'shape', type(res).__name__)}"
+            )
     return out
 
 
@@ -252,13 +285,20 @@ def host_hint(m, err) -> str:
 
     if not isinstance(m.fn, _UserFn):
         return ""
-    traced = isinstance(err, (jax.errors.TracerArrayConversionError,
-                              jax.errors.ConcretizationTypeError,
-                              jax.errors.TracerBoolConversionError,
-                              jax.errors.TracerIntegerConversionError))
-    mark = (f"mark it as a host metric, eval_metric=jaxboost.metrics.host({m.name}, "
-            f"maximize=True) (maximize=False when smaller is better): it is then called "
-            f"on the host, on NumPy predictions, once per round")
+    traced = isinstance(
+        err,
+        (
+            jax.errors.TracerArrayConversionError,
+            jax.errors.ConcretizationTypeError,
+            jax.errors.TracerBoolConversionError,
+            jax.errors.TracerIntegerConversionError,
+        ),
+    )
+    mark = (
+        f"mark it as a host metric, eval_metric=jaxboost.metrics.host({m.name}, "
+        f"maximize=True) (maximize=False when smaller is better): it is then called "
+        f"on the host, on NumPy predictions, once per round"
+    )
     if traced:
         return f". It converts traced arrays to NumPy, so it is NumPy code: {mark}"
     return f". If it is NumPy or scikit-learn code, {mark}"
@@ -293,8 +333,8 @@ def check_metric_links(eval_metric, loss) -> None:
             f"metric {m.name!r} scores {what}, but the loss {loss_name(loss)} has no link, "
             f"so it would score raw margins: pass link={link!r} (train(loss, X, y, "
             f"link={link!r}, ...)) to read margins through that inverse link, or use a "
-            f"metric that reads margins ('objective', the mean loss; 'auc', 'merror')")
-
+            f"metric that reads margins ('objective', the mean loss; 'auc', 'merror')"
+        )
 
 
 class EvalData(NamedTuple):
@@ -346,8 +386,11 @@ def plan_metrics(metrics, family):
     metrics are left out: the program is the one the device metrics alone give."""
     from ..metrics.custom import _MeanLoss
 
-    return tuple(dataclasses.replace(m, fn=_MeanLoss(family)) if isinstance(m.fn, _MeanLoss)
-                 else m for m in metrics if not m.host)
+    return tuple(
+        dataclasses.replace(m, fn=_MeanLoss(family)) if isinstance(m.fn, _MeanLoss) else m
+        for m in metrics
+        if not m.host
+    )
 
 
 def pads(metrics) -> bool:
@@ -362,12 +405,12 @@ def place(e: EvalSet, padded: bool, put=jax.device_put):
     """``(EvalData, n_rows)``: the set padded to its bucket (weight-0 copies of row 0)."""
     n = bucket_rows(e.n) if (padded and e.n) else e.n
     bins = np.zeros((n,) + e.bins.shape[1:], e.bins.dtype)
-    bins[:e.n] = e.bins
+    bins[: e.n] = e.bins
     y = arrays.pad_targets(e.y, n)
     w = np.zeros(n, np.float32)
-    w[:e.n] = e.w
+    w[: e.n] = e.w
     if e.n:
-        bins[e.n:] = e.bins[0]
+        bins[e.n :] = e.bins[0]
     return EvalData(put(bins), _map_targets(put, y), put(w), put(e.queries)), n
 
 
@@ -402,8 +445,9 @@ def chunk_margins(plan: TreePlan, trees, margin, bins):
     """``(margin, stages)``: the margins after the chunk, ``(n[, K])``, and after each of
     its rounds, ``(chunk, n[, K])``, accumulated round by round in float32 as
     ``predict`` does. ``bins``: ``(n, F)`` uint8 row-major."""
-    leaves = jax.vmap(lambda t: binned_leaf(t, bins, max_depth=plan.max_depth,
-                                            max_bin=plan.max_bin))(trees)  # (T, n)
+    leaves = jax.vmap(
+        lambda t: binned_leaf(t, bins, max_depth=plan.max_depth, max_bin=plan.max_bin)
+    )(trees)  # (T, n)
     vals = jax.vmap(lambda v, lf: v[lf])(trees["value"], leaves)  # (T, n[, K])
     vals = jnp.sum(vals.reshape((plan.chunk, plan.trees_per_round) + vals.shape[1:]), axis=1)
 
@@ -421,14 +465,23 @@ def chunk_metrics(plan: MetricPlan, stages, data: EvalData, loss_values):
     from ..metrics.custom import _MeanLoss
     from ..metrics.targets import metric_targets
 
-    fns = [(_MeanLoss(bind_loss(m.fn.loss, loss_values)) if isinstance(m.fn, _MeanLoss)
-            else m.fn, m) for m in plan.metrics]
+    fns = [
+        (_MeanLoss(bind_loss(m.fn.loss, loss_values)) if isinstance(m.fn, _MeanLoss) else m.fn, m)
+        for m in plan.metrics
+    ]
 
     def evaluate(em):
         resp = em if plan.link is None else plan.link(em)
-        return jnp.stack([fn(metric_targets(m, data.y), em if m.on == "margin" else resp,
-                             data.queries if m.grouped else data.w).astype(jnp.float32)
-                          for fn, m in fns])
+        return jnp.stack(
+            [
+                fn(
+                    metric_targets(m, data.y),
+                    em if m.on == "margin" else resp,
+                    data.queries if m.grouped else data.w,
+                ).astype(jnp.float32)
+                for fn, m in fns
+            ]
+        )
 
     return jax.vmap(evaluate)(stages)
 
@@ -437,8 +490,9 @@ def chunk_metrics(plan: MetricPlan, stages, data: EvalData, loss_values):
 def host_kinds(metrics, link) -> tuple:
     """What the host metrics read: ``"margin"`` and/or ``"response"`` (a model without
     a link has margins for responses)."""
-    on = {("margin" if (m.on == "margin" or link is None) else "response")
-          for m in metrics if m.host}
+    on = {
+        ("margin" if (m.on == "margin" or link is None) else "response") for m in metrics if m.host
+    }
     return tuple(k for k in ("margin", "response") if k in on)
 
 
@@ -477,17 +531,23 @@ def host_scores(metrics, e: EvalSet, preds: dict, i: int, round_) -> list:
         if not m.host:
             continue
         kind = "margin" if m.on == "margin" or "response" not in preds else "response"
-        pred = preds[kind][i, :e.n]
+        pred = preds[kind][i, : e.n]
         try:  # copies: a metric that writes into its arguments changes no other round
             y = jax.tree.map(np.copy, metric_targets(m, e.y))  # side data: a dict
             out.append(host_value(m, y, pred.copy(), e.w.copy()))
         except Exception as err:  # the user's code: report, with context
-            kept = (f"The model of rounds 0..{round_ - 1} is attached as error.booster."
-                    if round_ > 0 else "No round completed.")
+            kept = (
+                f"The model of rounds 0..{round_ - 1} is attached as error.booster."
+                if round_ > 0
+                else "No round completed."
+            )
             raise MetricError(
                 f"host metric {m.name!r} on eval set {e.name!r} at round {round_}: "
-                f"{_err_text(err)}. {kept}", metric=m.name, data=e.name,
-                round=round_) from (None if isinstance(err, BadValue) else err)
+                f"{_err_text(err)}. {kept}",
+                metric=m.name,
+                data=e.name,
+                round=round_,
+            ) from (None if isinstance(err, BadValue) else err)
     return out
 
 
@@ -504,7 +564,7 @@ def check_host(metrics, e: EvalSet, start, link) -> None:
     hosts = [m for m in metrics if m.host]
     if not hosts or not e.n:
         return
-    margin = np.asarray(start[:e.n], np.float32)
+    margin = np.asarray(start[: e.n], np.float32)
     resp = margin if link is None else np.asarray(link(jnp.asarray(margin)))
     for m in hosts:
         pred = margin if m.on == "margin" else resp
@@ -518,7 +578,9 @@ def check_host(metrics, e: EvalSet, start, link) -> None:
                 f"host metric {m.name!r} fails on eval set {e.name!r} (y {y_shape}, "
                 f"pred {pred.shape} {'margins' if pred is margin else 'responses'}, "
                 f"before training, on the starting predictions): {_err_text(err)}",
-                metric=m.name, data=e.name) from None
+                metric=m.name,
+                data=e.name,
+            ) from None
 
 
 def _err_text(err) -> str:

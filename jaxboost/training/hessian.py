@@ -33,19 +33,23 @@ WARN_SHARE = 0.001
 has a negative h, or an h of 0 where g is not, at some round; and always when no row
 has positive curvature."""
 
-OPTIONS = ('Options: hessian="clip" (h raised to hessian_floor), hessian="constant" '
-           '(h = 1: plain gradient boosting), each best with refit="exact" (each leaf '
-           'minimises the loss itself: any convex loss, absolute error and pinball '
-           'included, whatever its keywords are called), refit="newton" (leaves re-solved '
-           'on the loss by damped Newton steps) or, for the catalogue\'s quantile and '
-           'absolute-error entries, refit="quantile" (leaves at the weighted quantile of '
-           'the residuals).')
+OPTIONS = (
+    'Options: hessian="clip" (h raised to hessian_floor), hessian="constant" '
+    '(h = 1: plain gradient boosting), each best with refit="exact" (each leaf '
+    "minimises the loss itself: any convex loss, absolute error and pinball "
+    'included, whatever its keywords are called), refit="newton" (leaves re-solved '
+    "on the loss by damped Newton steps) or, for the catalogue's quantile and "
+    'absolute-error entries, refit="quantile" (leaves at the weighted quantile of '
+    "the residuals)."
+)
 
-OPTIONS_MULTI = ('Options: hessian="clip" (the eigenvalues of each K x K Hessian raised to '
-                 'hessian_floor: every leaf solve is positive definite), '
-                 'hessian="constant" (identity Hessians: plain gradient boosting on '
-                 'every output), or a larger reg_lambda (damps every leaf solve). Leaf '
-                 'refits are for single-output losses.')
+OPTIONS_MULTI = (
+    'Options: hessian="clip" (the eigenvalues of each K x K Hessian raised to '
+    "hessian_floor: every leaf solve is positive definite), "
+    'hessian="constant" (identity Hessians: plain gradient boosting on '
+    "every output), or a larger reg_lambda (damps every leaf solve). Leaf "
+    "refits are for single-output losses."
+)
 
 
 def _share(n, total):
@@ -64,12 +68,25 @@ def guard_start(s, spec, rows, margin, *, label=""):
     ``HessianWarning`` says so)."""
     if "hessian" not in s.from_auto or s.hessian != "clip_negative" or s.group is not None:
         return s
-    c = start_census(s.family, rows.y, margin, rows.w, rows.valid, hessian="exact",
-                     floor=s.hessian_floor, diagonal=uses_diagonal(spec),
-                     loss_params=s.loss_values)
+    c = start_census(
+        s.family,
+        rows.y,
+        margin,
+        rows.w,
+        rows.valid,
+        hessian="exact",
+        floor=s.hessian_floor,
+        diagonal=uses_diagonal(spec),
+        loss_params=s.loss_values,
+    )
     n_bad, n_neg, n_zero, n_rows, n_pos = (int(v) for v in np.asarray(dist.local(c)))
-    if (n_neg > 0 and n_neg >= WARN_SHARE * n_rows and s.refit is None
-            and "refit" in s.from_auto and s.n_outputs == 1):
+    if (
+        n_neg > 0
+        and n_neg >= WARN_SHARE * n_rows
+        and s.refit is None
+        and "refit" in s.from_auto
+        and s.n_outputs == 1
+    ):
         # Negative h raised to the floor leave leaves with a Hessian sum near 0, whose
         # Newton step is -G / reg_lambda: as large as the summed gradient. Leaves are
         # re-solved on the loss instead; the HessianWarning of the run says so.
@@ -85,9 +102,12 @@ def guard_start(s, spec, rows, margin, *, label=""):
         f"start margin (g is not 0 on {_share(n_zero, n_rows)}): Newton leaves would all "
         f"be 0 and the model constant. Training with {what} instead (h = 1 per row: "
         f"the trees fit the gradient{', leaves re-solved on the loss' if refit else ''}). "
-        f"Pass hessian= and refit= to choose: refit=\"exact\" sets each leaf to the "
+        f'Pass hessian= and refit= to choose: refit="exact" sets each leaf to the '
         f"minimiser of the loss over its rows (the residuals' median for absolute "
-        f"error, their quantile for a pinball loss).", HessianWarning, stacklevel=3)
+        f"error, their quantile for a pinball loss).",
+        HessianWarning,
+        stacklevel=3,
+    )
     return dataclasses.replace(s, hessian="constant", refit=refit)
 
 
@@ -112,29 +132,46 @@ def warning(s, flag, *, label="") -> str | None:
     parts = []
     if neg:
         switched = s.refit == "newton" and "refit" in s.from_auto  # by guard_start
-        what = {"clip_negative": "raised to hessian_floor="
-                f"{s.hessian_floor:g} (the default of plain callables)" + (
-                    ", and leaves re-solved on the loss (refit=\"newton\", switched on "
-                    "because h was negative at the start margin; pass refit=None to keep "
-                    "Newton leaves)" if switched else ""),
-                "exact": "used as they are" + (
-                    " (leaves whose Hessian sum is indefinite or nearly singular take "
-                    "damped steps: H + (lambda + mu) I, engine.split.MAX_CONDITION)"
-                    if K > 1 and negative.startswith("not") else
-                    " (Newton leaves of small or negative Hessian sums are unstable)")
-                }.get(s.hessian, "used as they are")
-        parts.append(f"h is {negative} on {_share(n_neg, n_rows)} {_round(neg_round)} "
-                     f"(the most of any round); those h were {what}")
+        what = {
+            "clip_negative": "raised to hessian_floor="
+            f"{s.hessian_floor:g} (the default of plain callables)"
+            + (
+                ', and leaves re-solved on the loss (refit="newton", switched on '
+                "because h was negative at the start margin; pass refit=None to keep "
+                "Newton leaves)"
+                if switched
+                else ""
+            ),
+            "exact": "used as they are"
+            + (
+                " (leaves whose Hessian sum is indefinite or nearly singular take "
+                "damped steps: H + (lambda + mu) I, engine.split.MAX_CONDITION)"
+                if K > 1 and negative.startswith("not")
+                else " (Newton leaves of small or negative Hessian sums are unstable)"
+            ),
+        }.get(s.hessian, "used as they are")
+        parts.append(
+            f"h is {negative} on {_share(n_neg, n_rows)} {_round(neg_round)} "
+            f"(the most of any round); those h were {what}"
+        )
     if zero:
-        parts.append(f"h is 0 while g is not on {_share(n_zero, n_rows)} "
-                     f"{_round(zero_round)} (the most of any round): those rows pull "
-                     f"the leaves without curvature")
+        parts.append(
+            f"h is 0 while g is not on {_share(n_zero, n_rows)} "
+            f"{_round(zero_round)} (the most of any round): those rows pull "
+            f"the leaves without curvature"
+        )
     if flat_round >= 0:
-        parts.append(f"no row had positive curvature {_round(flat_round)}: every leaf of "
-                     f"that round is 0, and the model stops changing")
-    return (f"{label}the Hessian of the loss {loss_name(s.loss)} (hessian="
-            f"\"{s.hessian}\") cannot help on some rows: " + "; ".join(parts) + ". "
-            + (OPTIONS if K == 1 else OPTIONS_MULTI))
+        parts.append(
+            f"no row had positive curvature {_round(flat_round)}: every leaf of "
+            f"that round is 0, and the model stops changing"
+        )
+    return (
+        f"{label}the Hessian of the loss {loss_name(s.loss)} (hessian="
+        f'"{s.hessian}") cannot help on some rows: '
+        + "; ".join(parts)
+        + ". "
+        + (OPTIONS if K == 1 else OPTIONS_MULTI)
+    )
 
 
 def warn(s, flag, *, label=""):

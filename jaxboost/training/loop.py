@@ -62,7 +62,8 @@ class ModelRun:
         self.metrics = metrics
         self.metric_defs = {m.name: m for m in metrics}
         self.history: dict[str, dict[str, list[float]]] = {
-            e.name: {m.name: [] for m in metrics} for e, *_ in evals}
+            e.name: {m.name: [] for m in metrics} for e, *_ in evals
+        }
         self.callbacks = list(s.callbacks)
         self.parts = [] if s.init_model is None else [s.init_model.ensemble]
         self.assemble = assemble
@@ -83,9 +84,10 @@ class ModelRun:
 
     def etas(self, r0, chunk):
         s = self.s
-        etas = [s.lr_of(s.start_round + r) if r < s.n_rounds else 1.0
-                for r in range(r0, r0 + chunk)]
-        self.eta_log[r0:] = etas[:max(0, s.n_rounds - r0)]
+        etas = [
+            s.lr_of(s.start_round + r) if r < s.n_rounds else 1.0 for r in range(r0, r0 + chunk)
+        ]
+        self.eta_log[r0:] = etas[: max(0, s.n_rounds - r0)]
         return etas
 
     def dispatch_eval(self, trees):
@@ -93,11 +95,11 @@ class ModelRun:
         device metrics' values and the predictions host metrics read (or None)."""
         values = []
         for i, (e, plan, data, margin) in enumerate(self.evals):
-            margin, v, stages = evaluate_chunk(plan, trees, margin, data,
-                                               self.s.loss_values)
+            margin, v, stages = evaluate_chunk(plan, trees, margin, data, self.s.loss_values)
             self.evals[i] = (e, plan, data, margin)
-            values.append((v, host_predictions(self.kinds, plan.metrics.link, stages)
-                           if self.kinds else None))
+            values.append(
+                (v, host_predictions(self.kinds, plan.metrics.link, stages) if self.kinds else None)
+            )
         self.values = values
 
     def read(self, flag, values, r0, chunk):
@@ -110,24 +112,30 @@ class ModelRun:
             raise self.non_finite(bad_round, int(self.flag[1]), int(self.flag[8]))
         # per set: (chunk, n_device_metrics), and the host metrics' predictions (one
         # transfer of the chunk)
-        values = [(np.asarray(v), None if h is None else jax.device_get(h))
-                  for v, h in values]
+        values = [(np.asarray(v), None if h is None else jax.device_get(h)) for v, h in values]
         for i in range(min(chunk, s.n_rounds - r0)):
             try:  # every set's host metrics first: a failure leaves the history whole
-                hosts = [[] if h is None else host_scores(self.metrics, e, h, i, r0 + i)
-                         for (e, *_), (_, h) in zip(self.evals, values)]
+                hosts = [
+                    [] if h is None else host_scores(self.metrics, e, h, i, r0 + i)
+                    for (e, *_), (_, h) in zip(self.evals, values)
+                ]
             except MetricError as err:
-                raise MetricError(f"{self.label}{err}", metric=err.metric, data=err.data,
-                                  round=err.round, booster=self.booster(r0 + i)
-                                  if r0 + i > 0 else None) from err.__cause__
+                raise MetricError(
+                    f"{self.label}{err}",
+                    metric=err.metric,
+                    data=err.data,
+                    round=err.round,
+                    booster=self.booster(r0 + i) if r0 + i > 0 else None,
+                ) from err.__cause__
             for (e, *_), (v, _), hv in zip(self.evals, values, hosts):
                 dev, host = iter(v[i]), iter(hv)
                 for m in self.metrics:
                     self.history[e.name][m.name].append(float(next(host if m.host else dev)))
             self.done = r0 + i + 1
             if self.callbacks:
-                env = CallbackEnv(r0 + i, s.n_rounds, s.start_round, self.history,
-                                  self.metric_defs, self.booster)
+                env = CallbackEnv(
+                    r0 + i, s.n_rounds, s.start_round, self.history, self.metric_defs, self.booster
+                )
                 stops = [bool(cb(env)) for cb in self.callbacks]  # every callback sees it
                 if any(stops):
                     return r0 + i
@@ -137,85 +145,33 @@ class ModelRun:
         """The error of the first non-finite number, at round ``r`` (``n`` rows or tree
         nodes, ``cause`` an index of ``engine.round.BAD_CAUSES``), naming what caused
         it and carrying the model of rounds ``0 .. r - 1``."""
-        s, label, name = self.s, self.label, loss_name(self.s.loss)
+        s = self.s
         booster = self.booster(r) if r > 0 else None
-        kept = (f"The model of rounds 0..{r - 1} is attached as error.booster."
-                if r > 0 else "No round completed.")
-        eta = self.eta_log[r] if r < len(self.eta_log) else s.lr_of(s.start_round + r)
-        w_max = s.weight_max
-        big = f"beyond the float32 range (+-{FLOAT32_MAX:.4g})"
+        kept = (
+            f"The model of rounds 0..{r - 1} is attached as error.booster."
+            if r > 0
+            else "No round completed."
+        )
         if cause in (0, 2):  # g, h or the value at margins so large that the loss overflows?
-            blamed = self.huge_margins(r, n, booster, kept, "g or h" if cause == 0 else
-                                       "value")
+            blamed = self.huge_margins(r, n, booster, kept, "g or h" if cause == 0 else "value")
             if blamed is not None:
                 return blamed
-        where = f"at round {r}"
-        if r == 0:  # the start margins
-            where += (" (the init_model's margins)" if s.init_model is not None else
-                      f" (the start margin base_margin={_number(self.base)}, "
-                      + ("given" if s.base_margin is not None else
-                         "fitted: the intercept fit needs a finite loss") + ")")
-
-        def loss_error(text):
-            return LossError(f"{label}{text} {kept}", round=r, n_rows=n, booster=booster)
-
-        def other(cause_name, text):
-            return NonFiniteError(f"{label}{text} {kept}", cause=cause_name, round=r,
-                                  n_rows=n, booster=booster)
-
-        if cause == 0:
-            return loss_error(
-                f"the loss {name} gave NaN or infinite gradients or Hessians for {n} row(s) "
-                f"{where}; check the loss for log/sqrt/division of non-positive values at "
-                f"those margins.")
-        if cause == 1:
-            return other("sample_weight", (
-                f"sample_weight made g or h infinite for {n} row(s) at round {r}: the "
-                f"loss's own g and h are finite there, but times weights of up to "
-                f"{w_max:g} they go {big}. Scale the weights down (min_child_weight and "
-                f"reg_lambda are in the same units as the weighted h)."))
-        if cause == 2:
-            return loss_error(
-                f"the loss {name} returned NaN or an infinite value for {n} row(s) {where} "
-                f"although its g and h are finite there: e.g. jnp.log of a non-positive "
-                f"number, or jnp.where(cond, nan, loss), whose gradient 0 would silently "
-                f"drop those rows. Make the loss finite on every row (and pass "
-                f"base_margin= where it is, if the start margin is outside its domain).")
-        if cause == 3:
-            if w_max is not None and w_max > 1:
-                return other("sample_weight", (
-                    f"round {r}'s trees have {n} node sum(s) of h (cover) or split gain(s) "
-                    f"{big}: sample_weight (up to {w_max:g}) scales every g and h. Scale "
-                    f"the weights down."))
-            return loss_error(
-                f"round {r}'s trees have {n} node sum(s) of h (cover) or split gain(s) "
-                f"{big}: the g and h of the loss {name} are too large (e.g. labels of a "
-                f"huge scale: standardise them).")
-        if cause == 4 and eta > 1:
-            return other("learning_rate", (
-                f"round {r}'s trees have {n} leaf value(s) {big}: learning_rate={eta:g} at "
-                f"that round multiplies the leaf weights -G/(H + lambda) (g and h were "
-                f"finite); use a learning rate <= 1."))
-        if cause == 4:
-            return loss_error(
-                f"round {r}'s trees have {n} leaf value(s) {big}: the leaf weights "
-                f"-G/(H + lambda) of the loss {name} overflow where h is near 0 and g is "
-                f"large; raise reg_lambda, min_child_weight or max_delta_step, or use "
-                f"hessian='clip' with a larger hessian_floor.")
-        if eta > 1:
-            return other("learning_rate", (
-                f"the margins of {n} row(s) went {big} at round {r}: learning_rate={eta:g} "
-                f"at that round scales the leaf values added to them; use a learning rate "
-                f"<= 1."))
-        if r == 0 and s.init_model is None:
-            return other("base_margin", (
-                f"the margins of {n} row(s) went {big} at round 0: they start at "
-                f"base_margin={_number(self.base)}, and round 0's leaf values pushed them "
-                f"over. Use a base margin of a smaller magnitude (or None: fitted)."))
-        return loss_error(
-            f"the margins of {n} row(s) went {big} at round {r}: the leaf values of the "
-            f"loss {name} keep pushing them outwards (its minimiser lies at infinity?); "
-            f"use a smaller learning_rate, max_delta_step or a larger reg_lambda.")
+        c = dict(
+            r=r,
+            n=n,
+            name=loss_name(s.loss),
+            where=_where_at(s, r, self.base),
+            eta=self.eta_log[r] if r < len(self.eta_log) else s.lr_of(s.start_round + r),
+            w_max=s.weight_max,
+            big=f"beyond the float32 range (+-{FLOAT32_MAX:.4g})",
+            base=_number(self.base),
+            fresh_start=r == 0 and s.init_model is None,
+        )
+        blame, text = (_bad_derivatives if cause < 3 else _bad_trees)(cause, c)
+        message = f"{self.label}{text} {kept}"
+        if blame is None:  # the loss itself
+            return LossError(message, round=r, n_rows=n, booster=booster)
+        return NonFiniteError(message, cause=blame, round=r, n_rows=n, booster=booster)
 
     def drain(self, flag, values, r0, chunk):
         """After an exception outside reading: keep the rounds of the last chunk
@@ -237,25 +193,38 @@ class ModelRun:
         from margins past ``HUGE_MARGIN`` that a learning rate > 1 or the base margin
         made (the loss is blameless there), else None."""
         base = np.abs(np.asarray(self.base, np.float64))
-        leaves = (np.abs(np.asarray(booster.ensemble.value, np.float64))
-                  if booster is not None and booster.ensemble.n_trees else np.zeros(1))
+        leaves = (
+            np.abs(np.asarray(booster.ensemble.value, np.float64))
+            if booster is not None and booster.ensemble.n_trees
+            else np.zeros(1)
+        )
         peak = float(max(base.max(), leaves.max()))
         if peak <= HUGE_MARGIN:
             return None
         eta = max(self.eta_log[:r], default=0.0)
-        text = (f"the loss {loss_name(self.s.loss)} gave a non-finite {what} for {n} "
-                f"row(s) at round {r} at margins of magnitude up to {peak:.3g}, ")
+        text = (
+            f"the loss {loss_name(self.s.loss)} gave a non-finite {what} for {n} "
+            f"row(s) at round {r} at margins of magnitude up to {peak:.3g}, "
+        )
         if eta > 1:
             return NonFiniteError(
                 f"{self.label}{text}where learning_rate={eta:g} (> 1) scaled the leaf "
                 f"values of the rounds before; use a learning rate <= 1. {kept}",
-                cause="learning_rate", round=r, n_rows=n, booster=booster)
+                cause="learning_rate",
+                round=r,
+                n_rows=n,
+                booster=booster,
+            )
         if float(base.max()) > HUGE_MARGIN:
             return NonFiniteError(
                 f"{self.label}{text}where the margins start from base_margin="
                 f"{_number(self.base)}; use a base margin of a smaller magnitude (or None: "
-                f"fitted). {kept}", cause="base_margin", round=r, n_rows=n,
-                booster=booster)
+                f"fitted). {kept}",
+                cause="base_margin",
+                round=r,
+                n_rows=n,
+                booster=booster,
+            )
         return None
 
     def warn_hessian(self):
@@ -295,11 +264,14 @@ def run(models, program, n_rounds, on_chunk=lambda r0: None):
     pending, reading = None, False
     try:
         for r0 in range(0, n_rounds, chunk):
-            etas = tuple(np.array([m.etas(r0, chunk) for m in models if m.where[0] == g],
-                                  np.float32) for g in range(len(specs)))
+            etas = tuple(
+                np.array([m.etas(r0, chunk) for m in models if m.where[0] == g], np.float32)
+                for g in range(len(specs))
+            )
             rounds = Rounds(np.int32(r0), np.int32(n_rounds), np.int32(round0), etas)
-            margins, flags, trees = run_chunk(specs, chunk, mesh, rows, shared, hypers,
-                                              margins, flags, rounds, counts)
+            margins, flags, trees = run_chunk(
+                specs, chunk, mesh, rows, shared, hypers, margins, flags, rounds, counts
+            )
             on_chunk(r0)
             for m in models:
                 if m.stop is None:
@@ -314,10 +286,10 @@ def run(models, program, n_rounds, on_chunk=lambda r0: None):
                 if m.stop is None:
                     g, i = m.where
                     t = trees[g][i]
-                    m.parts.append(Ensemble(**(
-                        {k: dist.local(v) for k, v in t.items()} if multi else t)))
-            pending = (flags, r0, [list(m.values) if m.stop is None else None
-                                   for m in models])
+                    m.parts.append(
+                        Ensemble(**({k: dist.local(v) for k, v in t.items()} if multi else t))
+                    )
+            pending = (flags, r0, [list(m.values) if m.stop is None else None for m in models])
         reading = pending is not None
         if reading:
             _read(models, pending, chunk, multi)
@@ -341,8 +313,12 @@ def _drain(models, pending, multi):
             continue
         g, i = m.where
         try:
-            m.drain(_flag(flags, g, i, multi),
-                    [dist.local(x) for x in v] if multi else v, r0, ROUNDS_PER_DISPATCH)
+            m.drain(
+                _flag(flags, g, i, multi),
+                [dist.local(x) for x in v] if multi else v,
+                r0,
+                ROUNDS_PER_DISPATCH,
+            )
         except Exception:  # the device failed: those rounds cannot be read
             pass
 
@@ -366,10 +342,11 @@ def _attach(error, models):
     except (AttributeError, TypeError):  # an exception type that takes no attributes
         return
     if any(b is not None for b in boosters) and hasattr(error, "add_note"):
-        what = ("error.booster" if len(models) == 1 else
-                "error.boosters (one per configuration)")
-        error.add_note(f"jaxboost: training ended with this error after {max(rounds)} "
-                       f"round(s); the model of the rounds completed is attached as {what}.")
+        what = "error.booster" if len(models) == 1 else "error.boosters (one per configuration)"
+        error.add_note(
+            f"jaxboost: training ended with this error after {max(rounds)} "
+            f"round(s); the model of the rounds completed is attached as {what}."
+        )
 
 
 def _flag(flags, g, i, multi):
@@ -387,8 +364,9 @@ def _read(models, pending, chunk, multi) -> bool:
             continue
         g, i = m.where
         try:
-            stop = m.read(_flag(flags, g, i, multi),
-                          jax.tree.map(dist.local, v) if multi else v, r0, chunk)
+            stop = m.read(
+                _flag(flags, g, i, multi), jax.tree.map(dist.local, v) if multi else v, r0, chunk
+            )
         except (LossError, NonFiniteError) as e:
             if len(models) == 1 or multi:
                 raise
@@ -432,15 +410,28 @@ def assemble_booster(run_, n_new_rounds, *, edges, base, n_features):
         ens = cast(Ensemble, Ensemble.concat(parts)[:n_trees])
     else:
         ens = Ensemble.concat([_no_trees(s)])
-    b = Booster(ens, objective=s.loss, params=s.params, bin_edges=edges, base_margin=base,
-                n_features=n_features, n_outputs=s.n_outputs, trees_per_round=tpr,
-                feature_names=s.feature_names, category_labels=s.category_labels,
-                num_parallel_tree=s.num_parallel_tree)
+    b = Booster(
+        ens,
+        objective=s.loss,
+        params=s.params,
+        bin_edges=edges,
+        base_margin=base,
+        n_features=n_features,
+        n_outputs=s.n_outputs,
+        trees_per_round=tpr,
+        feature_names=s.feature_names,
+        category_labels=s.category_labels,
+        num_parallel_tree=s.num_parallel_tree,
+    )
     b.history = {d: {k: list(v) for k, v in ms.items()} for d, ms in run_.history.items()}
     # The seed and rounds continue training; the Hessian policy, floor and (vector
     # trees) Hessian form let Booster.grad_hess give the g and h the trees saw.
-    b.train_state = {"seed": s.seed, "rounds": s.start_round + n_new_rounds,
-                     "hessian": s.hessian, "hessian_floor": s.hessian_floor}
+    b.train_state = {
+        "seed": s.seed,
+        "rounds": s.start_round + n_new_rounds,
+        "hessian": s.hessian,
+        "hessian_floor": s.hessian_floor,
+    }
     if s.offsets is not None or getattr(s.init_model, "trained_with_offsets", False):
         b.train_state["offsets"] = True  # predictions need the rows' offsets
     if s.max_leaves:  # recorded: continuing training passes the same
@@ -455,6 +446,96 @@ def assemble_booster(run_, n_new_rounds, *, edges, base, n_features):
 def _no_trees(s):
     M, K = s.params.n_nodes, s.n_outputs
     z = np.zeros((0, M), np.float32)
-    return Ensemble(np.zeros((0, M), np.int32), np.zeros((0, M), np.int32), z,
-                    np.zeros((0, M), bool), np.zeros((0, M), bool),
-                    z if K == 1 else np.zeros((0, M, K), np.float32), z, z)
+    return Ensemble(
+        np.zeros((0, M), np.int32),
+        np.zeros((0, M), np.int32),
+        z,
+        np.zeros((0, M), bool),
+        np.zeros((0, M), bool),
+        z if K == 1 else np.zeros((0, M, K), np.float32),
+        z,
+        z,
+    )
+
+
+def _where_at(s, r, base) -> str:
+    """ "at round r", and at round 0 where the start margins came from."""
+    where = f"at round {r}"
+    if r > 0:
+        return where
+    if s.init_model is not None:
+        return where + " (the init_model's margins)"
+    how = "given" if s.base_margin is not None else "fitted: the intercept fit needs a finite loss"
+    return where + f" (the start margin base_margin={_number(base)}, {how})"
+
+
+def _bad_derivatives(cause, c):
+    """``(blame, text)`` of a non-finite g, h or loss value (``BAD_CAUSES`` 0-2):
+    ``blame`` None for the loss itself, else the option to blame."""
+    n, name, where, big = c["n"], c["name"], c["where"], c["big"]
+    if cause == 0:
+        return None, (
+            f"the loss {name} gave NaN or infinite gradients or Hessians for {n} row(s) "
+            f"{where}; check the loss for log/sqrt/division of non-positive values at "
+            f"those margins."
+        )
+    if cause == 1:
+        return "sample_weight", (
+            f"sample_weight made g or h infinite for {n} row(s) at round {c['r']}: the "
+            f"loss's own g and h are finite there, but times weights of up to "
+            f"{c['w_max']:g} they go {big}. Scale the weights down (min_child_weight and "
+            f"reg_lambda are in the same units as the weighted h)."
+        )
+    return None, (
+        f"the loss {name} returned NaN or an infinite value for {n} row(s) {where} "
+        f"although its g and h are finite there: e.g. jnp.log of a non-positive "
+        f"number, or jnp.where(cond, nan, loss), whose gradient 0 would silently "
+        f"drop those rows. Make the loss finite on every row (and pass "
+        f"base_margin= where it is, if the start margin is outside its domain)."
+    )
+
+
+def _bad_trees(cause, c):
+    """``(blame, text)`` of a non-finite tree sum, leaf value or margin (``BAD_CAUSES``
+    3 and up), as ``_bad_derivatives``."""
+    r, n, name, big, eta, w_max = c["r"], c["n"], c["name"], c["big"], c["eta"], c["w_max"]
+    if cause == 3:
+        nodes = f"round {r}'s trees have {n} node sum(s) of h (cover) or split gain(s) {big}"
+        if w_max is not None and w_max > 1:
+            return "sample_weight", (
+                f"{nodes}: sample_weight (up to {w_max:g}) scales every g and h. Scale "
+                f"the weights down."
+            )
+        return None, (
+            f"{nodes}: the g and h of the loss {name} are too large (e.g. labels of a "
+            f"huge scale: standardise them)."
+        )
+    if cause == 4:
+        if eta > 1:
+            return "learning_rate", (
+                f"round {r}'s trees have {n} leaf value(s) {big}: learning_rate={eta:g} at "
+                f"that round multiplies the leaf weights -G/(H + lambda) (g and h were "
+                f"finite); use a learning rate <= 1."
+            )
+        return None, (
+            f"round {r}'s trees have {n} leaf value(s) {big}: the leaf weights "
+            f"-G/(H + lambda) of the loss {name} overflow where h is near 0 and g is "
+            f"large; raise reg_lambda, min_child_weight or max_delta_step, or use "
+            f"hessian='clip' with a larger hessian_floor."
+        )
+    margins = f"the margins of {n} row(s) went {big} at round {r}"
+    if eta > 1:
+        return "learning_rate", (
+            f"{margins}: learning_rate={eta:g} at that round scales the leaf values added "
+            f"to them; use a learning rate <= 1."
+        )
+    if c["fresh_start"]:
+        return "base_margin", (
+            f"{margins}: they start at base_margin={c['base']}, and round 0's leaf values "
+            f"pushed them over. Use a base margin of a smaller magnitude (or None: fitted)."
+        )
+    return None, (
+        f"{margins}: the leaf values of the loss {name} keep pushing them outwards (its "
+        f"minimiser lies at infinity?); use a smaller learning_rate, max_delta_step or a "
+        f"larger reg_lambda."
+    )

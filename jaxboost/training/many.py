@@ -65,13 +65,16 @@ _UNSUPPORTED = {
 def _merged(configs, shared):
     """Each configuration as a dict of ``CONFIG_KEYS`` (its own values over ``shared``)."""
     if isinstance(configs, (str, dict)) or callable(configs):
-        raise TypeError("train_many takes a list of configurations (objectives, or dicts "
-                        "of train() arguments), got one " + type(configs).__name__)
+        raise TypeError(
+            "train_many takes a list of configurations (objectives, or dicts "
+            "of train() arguments), got one " + type(configs).__name__
+        )
     try:
         items = list(configs)
     except TypeError:
-        raise TypeError(f"train_many takes a list of configurations, got "
-                        f"{type(configs).__name__}") from None
+        raise TypeError(
+            f"train_many takes a list of configurations, got {type(configs).__name__}"
+        ) from None
     if not items:
         raise ValueError("train_many needs at least one configuration")
     out = []
@@ -84,18 +87,23 @@ def _merged(configs, shared):
                     raise ValueError(
                         f"configuration {i} sets {k!r}, which every model of one train_many "
                         f"call shares (it fixes the program's shapes or the data); pass it "
-                        f"once as train_many(..., {k}=...) or call train_many per value")
+                        f"once as train_many(..., {k}=...) or call train_many per value"
+                    )
                 if k not in CONFIG_KEYS:
                     why = _UNSUPPORTED.get(k)
-                    raise TypeError(f"configuration {i} has the unknown key {k!r}"
-                                    + (f": {why}" if why else "")
-                                    + f". Keys that may differ: {list(CONFIG_KEYS)}")
+                    raise TypeError(
+                        f"configuration {i} has the unknown key {k!r}"
+                        + (f": {why}" if why else "")
+                        + f". Keys that may differ: {list(CONFIG_KEYS)}"
+                    )
             merged.update(c)
         else:
             merged["objective"] = c
         if merged["objective"] is None:
-            raise TypeError(f"configuration {i} has no objective: give one per configuration "
-                            f"or train_many(..., objective=...) for all")
+            raise TypeError(
+                f"configuration {i} has no objective: give one per configuration "
+                f"or train_many(..., objective=...) for all"
+            )
         out.append(merged)
     return out
 
@@ -179,40 +187,76 @@ def train_many(configs, X, y, *, objective=None, **shared) -> list:
       >>> [round(m.params.learning_rate, 1) for m in grid]
       [0.1, 0.3]
     """
+    common, n_rounds, shared = _shared_options(shared, objective)
+    settings, Xf, yf, wf = _settings(configs, X, y, common, shared)
+    prep = prepare(settings[0], Xf, yf, wf, sparse_ok=False)  # bins, padding: shared
+    evals = eval_sets(
+        common["eval_set"],
+        prep.edges,
+        settings[0],
+        eval_group=common["eval_group"],
+        eval_base_margin=common["eval_base_margin"],
+        targets=target_structure(yf),
+    )
+    runs, program = _program(settings, prep, evals, common)
+    loop.run(runs, program, n_rounds)
+    return _results(runs)
+
+
+def _shared_options(shared, objective):
+    """``train_many``'s first step: ``(common, n_rounds, shared)``, the options every
+    model shares (checked), and the defaults of ``CONFIG_KEYS`` (with ``objective``)."""
     given = record("train_many", {k: shared.pop(k) for k in SHARED_KEYS if k in shared})
     common = {k: getattr(given, k) for k in SHARED_KEYS}  # the values themselves, uncopied
     compile_cache.ensure()  # the persistent cache, unless the user set their own
     for k in shared:
         if k not in CONFIG_KEYS:
             why = _UNSUPPORTED.get(k)
-            raise TypeError(f"train_many() got an unexpected argument {k!r}"
-                            + (f": {why}" if why else ""))
+            raise TypeError(
+                f"train_many() got an unexpected argument {k!r}" + (f": {why}" if why else "")
+            )
     n_rounds = check_int("n_rounds", common["n_rounds"], low=0, high=MAX_ROUNDS)
     if objective is not None:
         shared = dict(shared, objective=objective)
     if dist.is_multiprocess():
         raise ValueError("train_many runs in one process; use train() in a multi-process job")
+    return common, n_rounds, shared
+
+
+def _settings(configs, X, y, common, shared):
+    """``(settings, Xf, yf, wf)``: every configuration's ``Settings``, the data read
+    (a DataFrame converted, labels and weights checked) once, for the first; the
+    others get the validated arrays."""
     merged = _merged(configs, shared)
     s0, Xf, yf, wf = _configure(0, merged[0], common, (X, y))
-    # The data is read (a DataFrame converted, labels and weights checked) once; the
-    # other configurations get the validated arrays.
-    common.update(sample_weight=wf, feature_names=s0.feature_names,
-                  categorical_features=list(s0.categorical) or None)
-    settings = [s0] + [dataclasses.replace(_configure(i, m, common, (Xf, yf))[0],
-                                           category_labels=s0.category_labels)
-                       for i, m in enumerate(merged) if i > 0]
+    common.update(
+        sample_weight=wf,
+        feature_names=s0.feature_names,
+        categorical_features=list(s0.categorical) or None,
+    )
+    settings = [s0] + [
+        dataclasses.replace(
+            _configure(i, m, common, (Xf, yf))[0], category_labels=s0.category_labels
+        )
+        for i, m in enumerate(merged)
+        if i > 0
+    ]
     seeds = {s.seed for s in settings}
     if len(seeds) > 1 and Xf.shape[0] > QUANTILE_SAMPLE_ROWS:
-        raise ValueError("the seeds of these configurations give different bin edges "
-                         "(data of more than 2**18 rows is sketched with the seed): use one "
-                         "seed, or call train_many per seed")
-    prep = prepare(s0, Xf, yf, wf, sparse_ok=False)  # bins, padding, placement: shared
+        raise ValueError(
+            "the seeds of these configurations give different bin edges "
+            "(data of more than 2**18 rows is sketched with the seed): use one "
+            "seed, or call train_many per seed"
+        )
+    return settings, Xf, yf, wf
+
+
+def _program(settings, prep, evals, common):
+    """``(runs, program)``: each model's run (its metrics, early stopping) and the
+    arguments of the chunk program, models grouped by round structure (``RoundSpec``):
+    one group per structure, its models stacked."""
     layout = prep.layout
-    evals = eval_sets(common["eval_set"], prep.edges, s0, eval_group=common["eval_group"],
-                      eval_base_margin=common["eval_base_margin"],
-                      targets=target_structure(yf))
-    early = tuple(common[k] for k in ("early_stopping_rounds", "early_stopping_metric",
-                                      "early_stopping_data", "min_delta"))
+    early = tuple(common[k] for k in EARLY_KEYS)
     y_pad = jax.tree.map(np.asarray, prep.rows.y)  # side data: a dict or (N, L)
     w_pad = np.asarray(prep.rows.w)
     specs: list = []
@@ -220,10 +264,10 @@ def train_many(configs, X, y, *, objective=None, **shared) -> list:
     members: list = []
     preps: list = []
     for i, s in enumerate(settings):
+        label = f"configuration {i}: "
         p = prep._replace(base=base_margin(s, layout, prep.rows, y_pad, w_pad), margin=None)
-        s = settings[i] = guard_start(s, round_spec(s, p), prep.rows,
-                                      layout.put(_start(s, p)[None], feature_major=True),
-                                      label=f"configuration {i}: ")
+        start = layout.put(_start(s, p)[None], feature_major=True)
+        s = settings[i] = guard_start(s, round_spec(s, p), prep.rows, start, label=label)
         preps.append(p)
         spec = round_spec(s, p)
         if spec not in specs:
@@ -232,18 +276,25 @@ def train_many(configs, X, y, *, objective=None, **shared) -> list:
         g = specs.index(spec)
         try:
             metrics = eval_metrics(common["eval_metric"], s.loss, evals, s.n_outputs)
-            runs.append(model_run(s, p, evals, metrics, (g, len(members[g])),
-                                  early_stopping=early, label=f"configuration {i}: "))
+            where = (g, len(members[g]))
+            runs.append(model_run(s, p, evals, metrics, where, early_stopping=early, label=label))
         except (TypeError, ValueError) as e:
             raise type(e)(f"configuration {i}: {e}") from None
         members[g].append(i)
     hypers = tuple(stack([hyper(runs[i].s) for i in m], layout.replicate) for m in members)
-    margins = tuple(layout.put(np.stack([_start(settings[i], preps[i]) for i in m]),
-                               feature_major=True) for m in members)
+    margins = tuple(
+        layout.put(np.stack([_start(settings[i], preps[i]) for i in m]), feature_major=True)
+        for m in members
+    )
     flags = tuple(layout.replicate(new_flags(len(m))) for m in members)
-    program = (tuple(specs), layout.mesh, prep.rows, prep.shared, hypers, margins, flags,
-               layout.replicate(np.array([len(m) for m in members], np.int32)), 0)
-    loop.run(runs, program, n_rounds)
+    counts = layout.replicate(np.array([len(m) for m in members], np.int32))
+    program = (tuple(specs), layout.mesh, prep.rows, prep.shared, hypers, margins, flags)
+    return runs, program + (counts, 0)
+
+
+def _results(runs) -> list:
+    """The models of ``runs``: a failed configuration's partial model (or None) with its
+    error as ``.error``, and a ``ConfigurationWarning`` naming what failed."""
     out = [finish(r) if r.failure is None else r.failure.booster for r in runs]
     failed = [(i, r.failure) for i, r in enumerate(runs) if r.failure is not None]
     for i, err in failed:
@@ -251,14 +302,21 @@ def train_many(configs, X, y, *, objective=None, **shared) -> list:
             out[i].error = err  # the failure beside the partial model
     if failed:
         lines = "; ".join(f"configuration {i}: {type(e).__name__}: {e}" for i, e in failed)
-        warnings.warn(f"train_many: {len(failed)} of {len(runs)} configuration(s) failed "
-                      f"and stopped at the round before the failure (the others trained "
-                      f"whole): {lines}", ConfigurationWarning, stacklevel=2)
+        warnings.warn(
+            f"train_many: {len(failed)} of {len(runs)} configuration(s) failed "
+            f"and stopped at the round before the failure (the others trained "
+            f"whole): {lines}",
+            ConfigurationWarning,
+            stacklevel=3,
+        )
     return out
+
+
+EARLY_KEYS = ("early_stopping_rounds", "early_stopping_metric", "early_stopping_data", "min_delta")
+"""The early-stopping options, in ``model_run``'s order."""
 
 
 def _start(s, prep):
     """A model's starting margins on the training rows: its margins per row
     (``base_margin`` given per row), else its base margin everywhere."""
-    return start_margins(s, prep.base, None, prep.layout.counts[0], prep.layout.block,
-                         s.offsets)
+    return start_margins(s, prep.base, None, prep.layout.counts[0], prep.layout.block, s.offsets)

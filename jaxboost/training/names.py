@@ -12,27 +12,49 @@ import functools
 import inspect
 
 EQUIVALENTS = {
-    "num_boost_round": "n_rounds", "n_estimators": "n_rounds", "num_round": "n_rounds",
-    "num_iterations": "n_rounds", "num_iteration": "n_rounds", "n_iter": "n_rounds",
-    "num_trees": "n_rounds", "nrounds": "n_rounds",
-    "eta": "learning_rate", "shrinkage_rate": "learning_rate",
-    "lambda": "reg_lambda", "lambda_l2": "reg_lambda", "reg_l2": "reg_lambda",
-    "alpha": "reg_alpha", "lambda_l1": "reg_alpha",
-    "min_split_loss": "gamma", "min_gain_to_split": "gamma",
-    "min_sum_hessian_in_leaf": "min_child_weight", "min_child_samples": "min_samples_leaf",
+    "num_boost_round": "n_rounds",
+    "n_estimators": "n_rounds",
+    "num_round": "n_rounds",
+    "num_iterations": "n_rounds",
+    "num_iteration": "n_rounds",
+    "n_iter": "n_rounds",
+    "num_trees": "n_rounds",
+    "nrounds": "n_rounds",
+    "eta": "learning_rate",
+    "shrinkage_rate": "learning_rate",
+    "lambda": "reg_lambda",
+    "lambda_l2": "reg_lambda",
+    "reg_l2": "reg_lambda",
+    "alpha": "reg_alpha",
+    "lambda_l1": "reg_alpha",
+    "min_split_loss": "gamma",
+    "min_gain_to_split": "gamma",
+    "min_sum_hessian_in_leaf": "min_child_weight",
+    "min_child_samples": "min_samples_leaf",
     "min_data_in_leaf": "min_samples_leaf",
-    "bagging_fraction": "subsample", "feature_fraction": "colsample_bytree",
-    "feature_fraction_bynode": "colsample_bynode", "max_bins": "max_bin",
-    "random_state": "seed", "random_seed": "seed",
-    "obj": "the first argument (the loss)", "objective": "the first argument (the loss)",
+    "bagging_fraction": "subsample",
+    "feature_fraction": "colsample_bytree",
+    "feature_fraction_bynode": "colsample_bynode",
+    "max_bins": "max_bin",
+    "random_state": "seed",
+    "random_seed": "seed",
+    "obj": "the first argument (the loss)",
+    "objective": "the first argument (the loss)",
     "params": "keyword arguments (train(loss, X, y, max_depth=4, ...))",
-    "dtrain": "X, y", "evals": "eval_set", "valid_sets": "eval_set",
+    "dtrain": "X, y",
+    "evals": "eval_set",
+    "valid_sets": "eval_set",
     "feval": "eval_metric (a jaxboost.metrics.Metric or metrics.host(fn))",
-    "custom_metric": "eval_metric", "early_stopping_round": "early_stopping_rounds",
-    "verbose_eval": "verbose", "xgb_model": "init_model",
-    "base_score": "base_margin (on the margin scale)", "init_score": "base_margin",
+    "custom_metric": "eval_metric",
+    "early_stopping_round": "early_stopping_rounds",
+    "verbose_eval": "verbose",
+    "xgb_model": "init_model",
+    "base_score": "base_margin (on the margin scale)",
+    "init_score": "base_margin",
     "num_class": "n_outputs (softmax infers the classes from the labels)",
-    "weight": "sample_weight", "nthread": "n_jobs", "num_threads": "n_jobs",
+    "weight": "sample_weight",
+    "nthread": "n_jobs",
+    "num_threads": "n_jobs",
     "num_leaves": "max_leaves with grow_policy='lossguide'",
 }
 """A peer's keyword -> what jaxboost calls it."""
@@ -41,7 +63,7 @@ ABSENT = {
     "tree_method": "jaxboost grows histogram trees ('hist') only",
     "device": "jaxboost runs on JAX's default device (jax.default_device, or mesh=)",
     "scale_pos_weight": "weight the positive rows with sample_weight (XGBoost's "
-                        "scale_pos_weight multiplies their gradients the same way)",
+    "scale_pos_weight multiplies their gradients the same way)",
     "missing": "NaN is the missing value: replace your marker with np.nan",
     "booster": "jaxboost trains trees ('gbtree'); forests with num_parallel_tree",
 }
@@ -55,9 +77,11 @@ def hint(name: str) -> str | None:
     "write learning_rate=... (jaxboost's name for XGBoost's/LightGBM's 'eta')"
     """
     if name in EQUIVALENTS:
-        return (f"write {EQUIVALENTS[name]}=... (jaxboost's name for XGBoost's/"
-                f"LightGBM's {name!r})" if EQUIVALENTS[name].isidentifier() else
-                f"jaxboost takes it as {EQUIVALENTS[name]}")
+        return (
+            f"write {EQUIVALENTS[name]}=... (jaxboost's name for XGBoost's/LightGBM's {name!r})"
+            if EQUIVALENTS[name].isidentifier()
+            else f"jaxboost takes it as {EQUIVALENTS[name]}"
+        )
     if name in ABSENT:
         return ABSENT[name]
     return None
@@ -74,8 +98,10 @@ def peer_names(fn):
         if unknown:
             hints = [f"{k!r}: {hint(k)}" for k in unknown if hint(k) is not None]
             if hints:
-                raise TypeError(f"{fn.__name__}() got unexpected keyword argument(s) "
-                                f"{unknown}; " + "; ".join(hints))
+                raise TypeError(
+                    f"{fn.__name__}() got unexpected keyword argument(s) "
+                    f"{unknown}; " + "; ".join(hints)
+                )
         return fn(*args, **kwargs)
 
     return wrapper

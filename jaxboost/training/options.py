@@ -60,12 +60,25 @@ class Option(NamedTuple):
 
 
 OPTIONS = (
-    Option("n_rounds", 100, type=int, many="shared", hypergrad="structural", doc="""
+    Option(
+        "n_rounds",
+        100,
+        type=int,
+        many="shared",
+        hypergrad="structural",
+        doc="""
         boosting rounds (trees; ``K`` trees per round for ``K`` outputs with
         ``multi_strategy="one_output_per_tree"``); with ``init_model``'s rounds at most
-        ``MAX_ROUNDS = 2**30`` (``ValueError`` before any work)."""),
-    Option("learning_rate", 0.3, traced=True, many="config", sklearn=True,
-           hypergrad="differentiable", doc="""
+        ``MAX_ROUNDS = 2**30`` (``ValueError`` before any work).""",
+    ),
+    Option(
+        "learning_rate",
+        0.3,
+        traced=True,
+        many="config",
+        sklearn=True,
+        hypergrad="differentiable",
+        doc="""
         shrinkage ``eta`` applied to every leaf value: a number, or any
         callable of the round index returning one (an optax schedule such as
         ``optax.exponential_decay(0.3, 10, 0.5)`` works as is). Rounds count from the
@@ -73,32 +86,94 @@ OPTIONS = (
         checked for the whole run before training (up to
         ``config.SCHEDULE_CHECK_ROUNDS`` rounds): a value that is not a number in
         ``(0, 3.4e38]`` (float32), or a call that fails, is a ``ValueError`` naming the
-        round, before round 0."""),
-    Option("max_depth", 6, type=int, many="shared", sklearn=True, hypergrad="structural", doc="""
-        depth of every tree (static: a new value compiles a new program)."""),
-    Option("reg_lambda", 1.0, traced=True, type=float, many="config", sklearn=True,
-           hypergrad="differentiable", doc="""
-        L2 penalty ``lambda`` on leaf values."""),
-    Option("reg_alpha", 0.0, traced=True, type=float, many="config", sklearn=True,
-           hypergrad="differentiable", doc="""
-        L1 penalty ``alpha`` on leaf values."""),
-    Option("gamma", 0.0, traced=True, type=float, many="config", sklearn=True,
-           hypergrad="structural", doc="""
-        minimum gain to keep a split, applied by bottom-up post-pruning."""),
-    Option("min_child_weight", 1.0, traced=True, type=float, many="config", sklearn=True,
-           hypergrad="structural", doc="""
-        minimum sum of h in each child of a split."""),
-    Option("max_delta_step", 0.0, traced=True, type=float, many="config", sklearn=True,
-           hypergrad="differentiable", doc="""
+        round, before round 0.""",
+    ),
+    Option(
+        "max_depth",
+        6,
+        type=int,
+        many="shared",
+        sklearn=True,
+        hypergrad="structural",
+        doc="""
+        depth of every tree (static: a new value compiles a new program).""",
+    ),
+    Option(
+        "reg_lambda",
+        1.0,
+        traced=True,
+        type=float,
+        many="config",
+        sklearn=True,
+        hypergrad="differentiable",
+        doc="""
+        L2 penalty ``lambda`` on leaf values.""",
+    ),
+    Option(
+        "reg_alpha",
+        0.0,
+        traced=True,
+        type=float,
+        many="config",
+        sklearn=True,
+        hypergrad="differentiable",
+        doc="""
+        L1 penalty ``alpha`` on leaf values.""",
+    ),
+    Option(
+        "gamma",
+        0.0,
+        traced=True,
+        type=float,
+        many="config",
+        sklearn=True,
+        hypergrad="structural",
+        doc="""
+        minimum gain to keep a split, applied by bottom-up post-pruning.""",
+    ),
+    Option(
+        "min_child_weight",
+        1.0,
+        traced=True,
+        type=float,
+        many="config",
+        sklearn=True,
+        hypergrad="structural",
+        doc="""
+        minimum sum of h in each child of a split.""",
+    ),
+    Option(
+        "max_delta_step",
+        0.0,
+        traced=True,
+        type=float,
+        many="config",
+        sklearn=True,
+        hypergrad="differentiable",
+        doc="""
         if > 0, leaf values (before ``learning_rate``) are clipped to
-        ``+-max_delta_step``."""),
-    Option("max_bin", 256, type=int, many="shared", sklearn=True, hypergrad="structural", doc="""
+        ``+-max_delta_step``.""",
+    ),
+    Option(
+        "max_bin",
+        256,
+        type=int,
+        many="shared",
+        sklearn=True,
+        hypergrad="structural",
+        doc="""
         the most bins per feature, including one reserved for missing values
         (<= 256). The compiled programs use fewer when the data needs fewer: the
         smallest of a few buckets (16, 32, 64, 128, 256) that holds every feature's
         distinct values (or quantile bins) and the missing bin, so data of few values
-        per feature trains faster (``jaxboost.engine.binning.program_bins``)."""),
-    Option("base_margin", None, many="config", hypergrad="not_replayed", doc="""
+        per feature trains faster (``jaxboost.engine.binning.program_bins``).""",
+    ),
+    Option(
+        "base_margin",
+        None,
+        many="config",
+        hypergrad="not_replayed",
+        doc="""
         the model's intercept, a number (``K`` numbers for ``K`` outputs,
         finite in float32), stored in the model and added by ``predict``; ``None`` fits the constant
         minimising :math:`\\sum_i w_i \\ell(y_i, c)` for any loss. Or margins per row
@@ -112,29 +187,80 @@ OPTIONS = (
         E.g. Poisson counts over exposures ``t``: ``base_margin=np.log(t)``. With
         ``init_model`` per-row offsets are allowed (margins start at
         ``init_model.predict(X, base_margin=..., output_margin=True)``), an intercept
-        is not."""),
-    Option("sample_weight", None, many="shared", doc="""
+        is not.""",
+    ),
+    Option(
+        "sample_weight",
+        None,
+        many="shared",
+        doc="""
         optional ``(N,)`` non-negative row weights: they scale g and h,
-        weight the bin quantiles and the base-margin fit."""),
-    Option("seed", None, traced=True, many="config", hypergrad="structural", doc="""
+        weight the bin quantiles and the base-margin fit.""",
+    ),
+    Option(
+        "seed",
+        None,
+        traced=True,
+        many="config",
+        hypergrad="structural",
+        doc="""
         seed of every random draw (row and column sampling, quantile sketches of
         very large data). ``None``: 0, or the seed ``init_model`` was trained with. The
-        same seed gives a bit-identical model."""),
-    Option("subsample", 1.0, traced=True, type=float, many="config", sklearn=True,
-           hypergrad="structural", doc="""
+        same seed gives a bit-identical model.""",
+    ),
+    Option(
+        "subsample",
+        1.0,
+        traced=True,
+        type=float,
+        many="config",
+        sklearn=True,
+        hypergrad="structural",
+        doc="""
         fraction of rows (Bernoulli per row and round) whose g and h enter each
-        round's trees, in ``(0, 1]``."""),
-    Option("colsample_bytree", 1.0, traced=True, type=float, many="config", sklearn=True,
-           hypergrad="structural", doc="""
+        round's trees, in ``(0, 1]``.""",
+    ),
+    Option(
+        "colsample_bytree",
+        1.0,
+        traced=True,
+        type=float,
+        many="config",
+        sklearn=True,
+        hypergrad="structural",
+        doc="""
         nested fractions of the
         features each tree, level and node may split on, in ``(0, 1]`` (see
-        ``jaxboost.engine.sampling``)."""),
-    Option("colsample_bylevel", 1.0, traced=True, type=float, many="config", sklearn=True,
-           hypergrad="structural", doc=None),
-    Option("colsample_bynode", 1.0, traced=True, type=float, many="config", sklearn=True,
-           hypergrad="structural", doc=None),
-    Option("num_parallel_tree", 1, type=int, many="config", sklearn=True, hypergrad="structural",
-           doc="""
+        ``jaxboost.engine.sampling``).""",
+    ),
+    Option(
+        "colsample_bylevel",
+        1.0,
+        traced=True,
+        type=float,
+        many="config",
+        sklearn=True,
+        hypergrad="structural",
+        doc=None,
+    ),
+    Option(
+        "colsample_bynode",
+        1.0,
+        traced=True,
+        type=float,
+        many="config",
+        sklearn=True,
+        hypergrad="structural",
+        doc=None,
+    ),
+    Option(
+        "num_parallel_tree",
+        1,
+        type=int,
+        many="config",
+        sklearn=True,
+        hypergrad="structural",
+        doc="""
         trees grown per output in each round, as XGBoost's parameter
         of that name (at most ``config.MAX_PARALLEL_TREES``): each of the ``P`` trees
         fits the round's g and h with its own row sample and column samples, its leaf
@@ -146,52 +272,112 @@ OPTIONS = (
         loss. Rounds of several trees each are a "boosted forest". A model has ``P``
         (``P K`` with one tree per output) trees per round; slicing, ``predict``, SHAP,
         files and the XGBoost export treat them as one round. Static (a new value
-        compiles a new program)."""),
-    Option("bootstrap", False, type=bool, many="config", sklearn=True, doc="""
+        compiles a new program).""",
+    ),
+    Option(
+        "bootstrap",
+        False,
+        type=bool,
+        many="config",
+        sklearn=True,
+        doc="""
         draw each tree's rows with replacement (``round(subsample * N)``
         draws, so ``subsample=1`` is the classic bootstrap), a row drawn ``c`` times
         weighing ``c``, as scikit-learn's random forests do; ``False`` (default, as
-        XGBoost): each row is in a tree's sample with probability ``subsample``."""),
-    Option("eval_set", None, many="shared", hypergrad="not_replayed", doc="""
+        XGBoost): each row is in a tree's sample with probability ``subsample``.""",
+    ),
+    Option(
+        "eval_set",
+        None,
+        many="shared",
+        hypergrad="not_replayed",
+        doc="""
         evaluation data, ``[(X, y), ...]`` or ``[(X, y, sample_weight), ...]``
         (named ``validation_0``, ``validation_1``, ...), or a dict ``{name: (X, y)}``.
-        Evaluated after every round, on the device."""),
-    Option("eval_metric", None, many="shared", sklearn=True, hypergrad="not_replayed", doc="""
+        Evaluated after every round, on the device.""",
+    ),
+    Option(
+        "eval_metric",
+        None,
+        many="shared",
+        sklearn=True,
+        hypergrad="not_replayed",
+        doc="""
         a metric name, ``jaxboost.metrics.Metric`` or JAX callable
         ``metric(y, pred) -> scalar``, or a list of them; default: the objective's own
         metric (``"objective"``, the mean loss, for plain callables). NumPy or
         scikit-learn code goes through ``jaxboost.metrics.host(fn, maximize=...)``: it
         is called on the host, on each round's predictions copied once per chunk (see
-        ``jaxboost.metrics.host`` for the cost). See ``jaxboost.metrics``."""),
-    Option("early_stopping_rounds", None, many="shared", sklearn=True, hypergrad="not_replayed",
-           doc="""
+        ``jaxboost.metrics.host`` for the cost). See ``jaxboost.metrics``.""",
+    ),
+    Option(
+        "early_stopping_rounds",
+        None,
+        many="shared",
+        sklearn=True,
+        hypergrad="not_replayed",
+        doc="""
         stop when the watched metric has not improved for this many
         rounds; the returned model is cut to its best round (``best_iteration``,
-        ``best_score``). Needs ``eval_set``."""),
-    Option("early_stopping_metric", None, many="shared", hypergrad="not_replayed", doc="""
+        ``best_score``). Needs ``eval_set``.""",
+    ),
+    Option(
+        "early_stopping_metric",
+        None,
+        many="shared",
+        hypergrad="not_replayed",
+        doc="""
         what early stopping watches (default:
         the last metric on the last evaluation set). Whether larger is better comes
-        from the metric's definition."""),
+        from the metric's definition.""",
+    ),
     Option("early_stopping_data", None, many="shared", hypergrad="not_replayed", doc=None),
-    Option("min_delta", 0.0, type=float, many="shared", doc="""
-        the least change that counts as an improvement."""),
-    Option("callbacks", None, many="config", doc="""
+    Option(
+        "min_delta",
+        0.0,
+        type=float,
+        many="shared",
+        doc="""
+        the least change that counts as an improvement.""",
+    ),
+    Option(
+        "callbacks",
+        None,
+        many="config",
+        doc="""
         callables ``callback(env) -> bool`` called after every round with a
         ``jaxboost.callbacks.CallbackEnv``; ``True`` stops training (e.g.
         ``jaxboost.callbacks.Checkpoint(path, every=10)``). An exception a callback
-        raises ends training with the model so far attached (see Raises)."""),
-    Option("verbose", "auto", sklearn=True, doc="""
+        raises ends training with the model so far attached (see Raises).""",
+    ),
+    Option(
+        "verbose",
+        "auto",
+        sklearn=True,
+        doc="""
         ``True``: progress with the latest metrics on stderr from the first
         round (a tqdm bar when tqdm is installed, a plain line otherwise); ``False``:
         silent; ``"auto"``: the same, but only when training itself is slow (the rounds
         still to run expected to take over ``callbacks.AUTO_SECONDS`` = 5 s at the
         speed measured after compilation) and, without tqdm, only on a terminal. An
-        early stop ends the bar as complete. See ``jaxboost.callbacks.Progress``."""),
-    Option("init_model", None, hypergrad="not_replayed", doc="""
+        early stop ends the bar as complete. See ``jaxboost.callbacks.Progress``.""",
+    ),
+    Option(
+        "init_model",
+        None,
+        hypergrad="not_replayed",
+        doc="""
         a ``Booster`` to continue from (its trees, bin edges, base margin,
         seed and round count): ``train(..., n_rounds=4, init_model=train(..., n_rounds=4))``
-        gives the same model as ``n_rounds=8``, bit for bit."""),
-    Option("hessian", "auto", type=str, many="config", sklearn=True, doc="""
+        gives the same model as ``n_rounds=8``, bit for bit.""",
+    ),
+    Option(
+        "hessian",
+        "auto",
+        type=str,
+        many="config",
+        sklearn=True,
+        doc="""
         the Hessian the trees use: ``"exact"`` (autodiff), ``"clip"`` (raised to
         ``hessian_floor``; eigenvalues for K x K Hessians), ``"constant"`` (1 per row:
         plain gradient boosting), ``"expected"`` (the objective's Fisher information),
@@ -205,12 +391,25 @@ OPTIONS = (
         Rows whose h is negative (K x K: not positive semi-definite), or 0 where g is
         not, are counted every round and reported once per call as a
         ``HessianWarning`` (share of rows, round, options) when they reach 0.1 % of the
-        rows. See ``jaxboost.engine.autodiff.apply_hessian_policy``."""),
-    Option("hessian_floor", HESSIAN_FLOOR, traced=True, type=float, many="config",
-           hypergrad="differentiable", doc="""
+        rows. See ``jaxboost.engine.autodiff.apply_hessian_policy``.""",
+    ),
+    Option(
+        "hessian_floor",
+        HESSIAN_FLOOR,
+        traced=True,
+        type=float,
+        many="config",
+        hypergrad="differentiable",
+        doc="""
         floor of ``hessian="clip"`` and ``"clip_negative"`` (default
-        ``1e-6``)."""),
-    Option("refit", "auto", many="config", sklearn=True, doc="""
+        ``1e-6``).""",
+    ),
+    Option(
+        "refit",
+        "auto",
+        many="config",
+        sklearn=True,
+        doc="""
         re-solve leaf values on the true loss after each tree is grown:
         ``"exact"`` (each leaf minimises the regularised loss over its rows, by
         bisection: any convex loss, e.g. a pinball loss gets its own quantile whatever
@@ -218,55 +417,114 @@ OPTIONS = (
         ``"quantile"`` (weighted ``alpha``-quantile of residuals, ``alpha`` from
         ``loss_params`` or the objective; a loss of your own without ``alpha`` is
         refused), ``None`` (no refit) or ``"auto"`` (the objective's default; none for
-        plain callables). Single-output losses. See ``jaxboost.engine.refit``."""),
-    Option("n_outputs", None, many="config", hypergrad="not_replayed", doc="""
+        plain callables). Single-output losses. See ``jaxboost.engine.refit``.""",
+    ),
+    Option(
+        "n_outputs",
+        None,
+        many="config",
+        hypergrad="not_replayed",
+        doc="""
         margins per row ``K`` for a plain callable whose ``pred`` is a ``(K,)``
-        vector; catalogue entries know theirs (softmax infers it from the labels)."""),
-    Option("multi_strategy", "one_output_per_tree", type=str, many="config", sklearn=True,
-           hypergrad="not_replayed", doc="""
+        vector; catalogue entries know theirs (softmax infers it from the labels).""",
+    ),
+    Option(
+        "multi_strategy",
+        "one_output_per_tree",
+        type=str,
+        many="config",
+        sklearn=True,
+        hypergrad="not_replayed",
+        doc="""
         for ``K > 1``: ``"one_output_per_tree"`` (K trees per round, each
         on one output's g and the diagonal of H, as XGBoost's default) or
         ``"multi_output_tree"`` (one tree with vector leaves solving
-        :math:`(H + \\lambda I) w = -G`)."""),
-    Option("multi_hessian", "full", type=str, many="config", doc="""
+        :math:`(H + \\lambda I) w = -G`).""",
+    ),
+    Option(
+        "multi_hessian",
+        "full",
+        type=str,
+        many="config",
+        doc="""
         for ``"multi_output_tree"``: ``"full"`` (K x K Hessians) or
-        ``"diagonal"`` (cheaper for large K)."""),
-    Option("mesh", None, many="shared", doc="""
+        ``"diagonal"`` (cheaper for large K).""",
+    ),
+    Option(
+        "mesh",
+        None,
+        many="shared",
+        doc="""
         a one-axis ``jax.sharding.Mesh`` to shard rows over; ``None`` trains on one
         device on CPU (fastest there, see ``jaxboost.sharding``) and on every local device
         of a GPU/TPU backend when the data is large enough. In a multi-process job
         (``jaxboost.distributed``) each process passes its own rows and the mesh spans
-        every process (default: ``jaxboost.distributed.default_mesh()``)."""),
-    Option("quantize", False, type=bool, many="shared", hypergrad="not_replayed", doc="""
+        every process (default: ``jaxboost.distributed.default_mesh()``).""",
+    ),
+    Option(
+        "quantize",
+        False,
+        type=bool,
+        many="shared",
+        hypergrad="not_replayed",
+        doc="""
         put g and h on a power-of-two grid every round (24 significant bits of
         the round's largest value) so that every histogram sum is exact: the model is
         then bit-identical whatever the number of devices or processes (see
         ``jaxboost.engine.exact``). Default ``False``: float sums, equal across layouts to
-        about 1e-6."""),
-    Option("feature_names", None, many="shared", doc="""
+        about 1e-6.""",
+    ),
+    Option(
+        "feature_names",
+        None,
+        many="shared",
+        doc="""
         ``F`` unique strings naming the columns of an array ``X`` (for a
         DataFrame they come from its columns, and must equal them if given). Stored as
         ``booster.feature_names`` and in model files; ``predict`` then checks that
         DataFrames have exactly these columns, in this order. Default: the
-        ``init_model``'s names, else none."""),
-    Option("group", None, hypergrad="not_replayed", doc="""
+        ``init_model``'s names, else none.""",
+    ),
+    Option(
+        "group",
+        None,
+        hypergrad="not_replayed",
+        doc="""
         ``(N,)`` group ids (queries, risk sets) for a group loss
         ``loss(y_group, pred_group, mask) -> scalar`` that couples the rows of a group
         (see ``jaxboost.engine.groups``): g by autodiff, h the exact Hessian diagonal for
         groups of up to 64 rows, a Hutchinson estimate above. One device, one output;
-        the base margin defaults to 0."""),
-    Option("eval_group", None, many="shared", hypergrad="not_replayed", doc="""
+        the base margin defaults to 0.""",
+    ),
+    Option(
+        "eval_group",
+        None,
+        many="shared",
+        hypergrad="not_replayed",
+        doc="""
         query ids of the evaluation sets, for the ranking metrics ``ndcg``,
         ``map``, ``ndcg@k`` and ``map@k`` (``jaxboost.ranking``): a list with one
-        ``(n,)`` array (or None) per evaluation set, or a dict keyed like ``eval_set``."""),
-    Option("loss_params", None, traced=True, many="config", hypergrad="not_replayed", doc="""
+        ``(n,)`` array (or None) per evaluation set, or a dict keyed like ``eval_set``.""",
+    ),
+    Option(
+        "loss_params",
+        None,
+        traced=True,
+        many="config",
+        hypergrad="not_replayed",
+        doc="""
         keyword hyperparameters of a plain-callable loss, e.g.
         ``train(loss, X, y, loss_params={"delta": 2.0})`` trains on
         ``loss(y, pred, delta=2.0)``. They are passed to the compiled round as values,
         not compiled in: a sweep over them compiles nothing new (catalogue variants such
         as ``objectives.huber(delta=2.0)`` and ``functools.partial(loss, delta=2.0)``
-        with numeric keywords get the same treatment on their own)."""),
-    Option("link", None, many="config", doc="""
+        with numeric keywords get the same treatment on their own).""",
+    ),
+    Option(
+        "link",
+        None,
+        many="config",
+        doc="""
         the inverse link of a plain-callable loss, margin -> response: what
         ``predict`` returns and what response metrics (``logloss``, ``error``,
         ``brier``, ...) score, also for early stopping, ``compare``, saved models and
@@ -279,13 +537,23 @@ OPTIONS = (
         ``ValueError`` before training. Catalogue entries have their own links
         (``objectives.logistic``: sigmoid): ``link`` must then be left out or name the
         same link (``ValueError`` otherwise). The model's objective becomes
-        ``objectives.with_link(loss, link)``."""),
-    Option("eval_base_margin", None, many="shared", doc="""
+        ``objectives.with_link(loss, link)``.""",
+    ),
+    Option(
+        "eval_base_margin",
+        None,
+        many="shared",
+        doc="""
         margins per row of the evaluation sets, as ``base_margin`` per
         row (XGBoost's ``base_margin_eval_set``): a list with one ``(n,)`` (``(n, K)``)
         array (or None) per set, or a dict keyed like ``eval_set``. A set without starts
-        from the model's ``base_margin``."""),
-    Option("categorical_features", None, many="shared", doc="""
+        from the model's ``base_margin``.""",
+    ),
+    Option(
+        "categorical_features",
+        None,
+        many="shared",
+        doc="""
         the columns of ``X`` to split by category, as XGBoost's
         ``enable_categorical=True``: a list of column indices, or of names (a
         DataFrame's columns, ``feature_names``). pandas ``category`` and polars
@@ -295,19 +563,39 @@ OPTIONS = (
         missing), at most ``max_bin - 1`` categories (``DataError`` naming the column
         otherwise, also for negative or fractional codes). A split sends a set of
         categories one way; missing values and codes not seen in training go the
-        learned default way (see ``jaxboost.engine.categorical``)."""),
-    Option("max_cat_to_onehot", 4, type=int, many="shared", sklearn=True, hypergrad="structural",
-           doc="""
+        learned default way (see ``jaxboost.engine.categorical``).""",
+    ),
+    Option(
+        "max_cat_to_onehot",
+        4,
+        type=int,
+        many="shared",
+        sklearn=True,
+        hypergrad="structural",
+        doc="""
         a categorical feature of fewer categories than this is split
         one-vs-rest (one category against the others); otherwise by sorting its
         categories by :math:`G/H` in the node and taking the best prefix. XGBoost's
-        parameter, default 4."""),
-    Option("max_cat_threshold", 64, type=int, many="shared", sklearn=True, hypergrad="structural",
-           doc="""
+        parameter, default 4.""",
+    ),
+    Option(
+        "max_cat_threshold",
+        64,
+        type=int,
+        many="shared",
+        sklearn=True,
+        hypergrad="structural",
+        doc="""
         the most categories a partition split gathers on one side
-        while scanning (XGBoost's parameter, default 64)."""),
-    Option("monotone_constraints", None, many="config", sklearn=True, hypergrad="not_replayed",
-           doc="""
+        while scanning (XGBoost's parameter, default 64).""",
+    ),
+    Option(
+        "monotone_constraints",
+        None,
+        many="config",
+        sklearn=True,
+        hypergrad="not_replayed",
+        doc="""
         the direction of each feature's effect, as XGBoost's
         ``hist``: ``1`` (predictions never decrease as the feature grows), ``-1``
         (never increase) or ``0`` (free). A sequence of ``F`` signs, a dict
@@ -317,21 +605,39 @@ OPTIONS = (
         them, and leaf values are clipped to their node's bounds (see
         ``jaxboost.engine.constraints``). Categories have no order: a categorical
         feature takes sign 0 (``ValueError`` otherwise); signs on other features apply
-        with categorical features present (their splits then score as XGBoost's)."""),
-    Option("interaction_constraints", None, many="config", sklearn=True, doc="""
+        with categorical features present (their splits then score as XGBoost's).""",
+    ),
+    Option(
+        "interaction_constraints",
+        None,
+        many="config",
+        sklearn=True,
+        doc="""
         the features allowed to interact, as XGBoost's: a list of
         sets (lists of feature indices or names; or the string ``"[[0,1],[2,3]]"``). A
         node splits only on a feature used above it or in a set that holds every feature
-        used above it (the root on any feature)."""),
-    Option("min_samples_leaf", 1, type=int, many="config", sklearn=True, hypergrad="structural",
-           doc="""
+        used above it (the root on any feature).""",
+    ),
+    Option(
+        "min_samples_leaf",
+        1,
+        type=int,
+        many="config",
+        sklearn=True,
+        hypergrad="structural",
+        doc="""
         the fewest rows each child of a split may hold (default 1: no
         limit). Rows count 1 whatever their ``sample_weight``; rows of weight 0, rows
         ``subsample`` left out of the round, and rows of non-finite g or h do not count.
         ``min_child_weight`` instead bounds each child's sum of Hessians.
         The three constraint options are recorded in the model's ``train_state``; a
-        continued ``train(..., init_model=...)`` takes them from its own arguments."""),
-    Option("n_jobs", None, sklearn=True, doc="""
+        continued ``train(..., init_model=...)`` takes them from its own arguments.""",
+    ),
+    Option(
+        "n_jobs",
+        None,
+        sklearn=True,
+        doc="""
         the most threads of the native CPU kernel (histograms, whole trees) and
         of binning: a positive int, or None / -1 for every core (XGBoost's
         ``n_jobs``). XLA's own operations (the loss's g and h, margins, metrics) run on
@@ -339,18 +645,31 @@ OPTIONS = (
         one device most of a round is the kernel's. A new value compiles the round
         program once more; on data large enough for threads (rows x features >=
         2**18) the histogram sums are grouped by thread, so models of different
-        ``n_jobs`` can differ in their last bits."""),
-    Option("grow_policy", "depthwise", type=str, sklearn=True, doc="""
+        ``n_jobs`` can differ in their last bits.""",
+    ),
+    Option(
+        "grow_policy",
+        "depthwise",
+        type=str,
+        sklearn=True,
+        doc="""
         ``"depthwise"`` (level by level, XGBoost's default) or
         ``"lossguide"`` (leaf-wise, XGBoost's and LightGBM's: the split of largest gain
         anywhere in the tree first, ties to the node made first, until ``max_leaves``
         leaves; depth is still bounded by ``max_depth``). Leaf-wise trees are the
         best-first subset of the level-wise candidate splits (a node's split depends
         only on its rows), selected in the native CPU kernel: one CPU device, numeric
-        features, no constraints, one output per tree (``ValueError`` otherwise)."""),
-    Option("max_leaves", 0, type=int, sklearn=True, doc="""
+        features, no constraints, one output per tree (``ValueError`` otherwise).""",
+    ),
+    Option(
+        "max_leaves",
+        0,
+        type=int,
+        sklearn=True,
+        doc="""
         the most leaves of a leaf-wise tree (0: no limit; XGBoost's
-        ``max_leaves``, LightGBM's ``num_leaves``); it needs ``"lossguide"``."""),
+        ``max_leaves``, LightGBM's ``num_leaves``); it needs ``"lossguide"``.""",
+    ),
 )
 
 BY_NAME = {o.name: o for o in OPTIONS}
@@ -359,8 +678,7 @@ BY_NAME = {o.name: o for o in OPTIONS}
 def names(**where) -> tuple:
     """The names of the options whose fields equal ``where``, in table order:
     ``names(many="config")``, ``names(sklearn=True)``."""
-    return tuple(o.name for o in OPTIONS
-                 if all(getattr(o, k) == v for k, v in where.items()))
+    return tuple(o.name for o in OPTIONS if all(getattr(o, k) == v for k, v in where.items()))
 
 
 def defaults(selected=None) -> dict:
@@ -369,16 +687,20 @@ def defaults(selected=None) -> dict:
 
 
 if TYPE_CHECKING:  # the type checker sees a record of any option names
+
     class Options:
         def __init__(self, **options: Any) -> None: ...
         def __getattr__(self, name: str) -> Any: ...
 else:
     Options = dataclasses.make_dataclass(
-        "Options", [(o.name, Any, dataclasses.field(default=o.default)) for o in OPTIONS],
-        frozen=True)
+        "Options",
+        [(o.name, Any, dataclasses.field(default=o.default)) for o in OPTIONS],
+        frozen=True,
+    )
     Options.__module__ = __name__  # pickles and reprs name this module
-    Options.__doc__ = ("Every option of one training call (``OPTIONS``), as given: what "
-                       "``configure`` receives.")
+    Options.__doc__ = (
+        "Every option of one training call (``OPTIONS``), as given: what ``configure`` receives."
+    )
 
 
 def record(fn: str, given: dict) -> Options:
@@ -395,16 +717,23 @@ def record(fn: str, given: dict) -> Options:
     return Options(**given)
 
 
-def signature(leading: list, selected, *, var_keyword: Optional[str] = None,
-              returns=inspect.Parameter.empty) -> inspect.Signature:
+def signature(
+    leading: list, selected, *, var_keyword: Optional[str] = None, returns=inspect.Parameter.empty
+) -> inspect.Signature:
     """A signature of ``leading`` parameters (``inspect.Parameter``) and the options
     ``selected`` as keyword-only arguments with their defaults (and ``**var_keyword``)."""
     kw = inspect.Parameter.KEYWORD_ONLY
     params = list(leading) + [
-        inspect.Parameter(n, kw, default=BY_NAME[n].default,
-                          annotation=(BY_NAME[n].type if BY_NAME[n].type is not None
-                                      else inspect.Parameter.empty))
-        for n in selected]
+        inspect.Parameter(
+            n,
+            kw,
+            default=BY_NAME[n].default,
+            annotation=(
+                BY_NAME[n].type if BY_NAME[n].type is not None else inspect.Parameter.empty
+            ),
+        )
+        for n in selected
+    ]
     if var_keyword:
         params.append(inspect.Parameter(var_keyword, inspect.Parameter.VAR_KEYWORD))
     return inspect.Signature(params, return_annotation=returns)
@@ -433,15 +762,23 @@ def takes(selected, *, leading: int = 3, var_keyword: Optional[str] = None):
     options ``selected``, and put their ``Args`` lines in its docstring in place of the
     line ``**options: ...`` (``inspect.signature``, ``help`` and IDEs show both; a
     reader of the source, such as the API reference, sees that one line)."""
+
     def wrap(fn):
         own = list(inspect.signature(fn).parameters.values())
         head = [p for p in own if p.kind != inspect.Parameter.VAR_KEYWORD][:leading] + [
-            p for p in own[leading:] if p.kind == inspect.Parameter.KEYWORD_ONLY]
-        fn.__signature__ = signature(head, selected, var_keyword=var_keyword,
-                                     returns=inspect.signature(fn).return_annotation)
+            p for p in own[leading:] if p.kind == inspect.Parameter.KEYWORD_ONLY
+        ]
+        fn.__signature__ = signature(
+            head, selected, var_keyword=var_keyword, returns=inspect.signature(fn).return_annotation
+        )
         if fn.__doc__:
-            fn.__doc__ = re.sub(r"\*\*options: [^\n]*(\n +[^\n:]+$)*", lambda m: args_doc(
-                selected).lstrip(), fn.__doc__, count=1, flags=re.M)
+            fn.__doc__ = re.sub(
+                r"\*\*options: [^\n]*(\n +[^\n:]+$)*",
+                lambda m: args_doc(selected).lstrip(),
+                fn.__doc__,
+                count=1,
+                flags=re.M,
+            )
         return fn
 
     return wrap

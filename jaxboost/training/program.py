@@ -16,25 +16,37 @@ from ..engine.groups import EXACT_MAX_GROUP
 from ..engine.round import Hyper, RoundSpec
 
 
-def round_spec(s, prep, *, native_threads=None, clipped=None, row_sampling=None,
-               col_sampling=None) -> RoundSpec:
+def round_spec(
+    s, prep, *, native_threads=None, clipped=None, row_sampling=None, col_sampling=None
+) -> RoundSpec:
     """The static record of settings ``s`` on prepared data ``prep``. ``clipped`` and
     the sampling switches may be forced on (``train_many`` shares one program between
     models that differ in them). Its ``max_bin`` is the data's bin bucket
     ``prep.edges.n_bins`` (``engine.binning.program_bins``), at most ``s.params.max_bin``."""
     p = s.params
     return RoundSpec(
-        loss=s.family, max_depth=p.max_depth, max_bin=prep.edges.n_bins, n_outputs=s.n_outputs,
-        multi_output_tree=s.multi_output_tree, diagonal=s.diagonal, hessian=s.hessian,
+        loss=s.family,
+        max_depth=p.max_depth,
+        max_bin=prep.edges.n_bins,
+        n_outputs=s.n_outputs,
+        multi_output_tree=s.multi_output_tree,
+        diagonal=s.diagonal,
+        hessian=s.hessian,
         refit=s.refit,
         clipped=p.max_delta_step > 0 if clipped is None else clipped,
-        any_forward=prep.any_forward, native=prep.native, native_threads=native_threads,
+        any_forward=prep.any_forward,
+        native=prep.native,
+        native_threads=native_threads,
         row_sampling=bool(s.ratios[0] < 1) if row_sampling is None else row_sampling,
         col_sampling=bool(np.any(s.ratios[1:] < 1)) if col_sampling is None else col_sampling,
-        exact=s.quantize, group_max=None if s.group is None else EXACT_MAX_GROUP,
+        exact=s.quantize,
+        group_max=None if s.group is None else EXACT_MAX_GROUP,
         constraints=None if s.constraints is None else s.constraints.spec(),
-        num_parallel_tree=s.num_parallel_tree, bootstrap=s.bootstrap,
-        subtract=use_subtraction(prep.native), max_leaves=s.max_leaves)
+        num_parallel_tree=s.num_parallel_tree,
+        bootstrap=s.bootstrap,
+        subtract=use_subtraction(prep.native),
+        max_leaves=s.max_leaves,
+    )
 
 
 SUBTRACT_ENV = "JAXBOOST_SUBTRACT"
@@ -61,11 +73,19 @@ def hyper(s) -> Hyper:
     """The traced numbers of settings ``s`` (host arrays)."""
     p = s.params
     f32 = np.float32
-    return Hyper(f32(p.reg_lambda), f32(p.reg_alpha), f32(p.gamma), f32(p.min_child_weight),
-                 f32(p.max_delta_step), f32(s.hessian_floor), f32(s.quantile_alpha),
-                 np.asarray(s.ratios, f32), np.int32(s.seed),
-                 {k: np.asarray(v, f32) for k, v in s.loss_values.items()},
-                 None if s.constraints is None else s.constraints.values())
+    return Hyper(
+        f32(p.reg_lambda),
+        f32(p.reg_alpha),
+        f32(p.gamma),
+        f32(p.min_child_weight),
+        f32(p.max_delta_step),
+        f32(s.hessian_floor),
+        f32(s.quantile_alpha),
+        np.asarray(s.ratios, f32),
+        np.int32(s.seed),
+        {k: np.asarray(v, f32) for k, v in s.loss_values.items()},
+        None if s.constraints is None else s.constraints.values(),
+    )
 
 
 def stack(hypers, put=jax.device_put):

@@ -144,26 +144,51 @@ def train(objective, X, y, **options) -> Booster:
     s, Xf, yf, wf = configure(objective, X, y, o)
     multi = dist.is_multiprocess()
     status = {"round": 0}
-    guard = (dist.Watchdog(lambda: where_text(status, s.callbacks)) if multi
-             else contextlib.nullcontext())
+    guard = (
+        dist.Watchdog(lambda: where_text(status, s.callbacks))
+        if multi
+        else contextlib.nullcontext()
+    )
     # several processes: a lost peer ends this one with a clear message
     with guard, native_thread_limit(threads):
         prep = prepare(s, Xf, yf, wf)
         s = guard_start(s, round_spec(s, prep), prep.rows, prep.margin)
         layout = prep.layout
-        evals = eval_sets(o.eval_set, prep.edges, s, gather=multi, eval_group=o.eval_group,
-                          eval_base_margin=o.eval_base_margin,
-                          targets=target_structure(yf))
+        evals = eval_sets(
+            o.eval_set,
+            prep.edges,
+            s,
+            gather=multi,
+            eval_group=o.eval_group,
+            eval_base_margin=o.eval_base_margin,
+            targets=target_structure(yf),
+        )
         metrics = eval_metrics(s.eval_metric, s.loss, evals, s.n_outputs)
-        run_ = model_run(s, prep, evals, metrics, (0, 0), early_stopping=(
-            o.early_stopping_rounds, o.early_stopping_metric, o.early_stopping_data,
-            o.min_delta))
+        run_ = model_run(
+            s,
+            prep,
+            evals,
+            metrics,
+            (0, 0),
+            early_stopping=(
+                o.early_stopping_rounds,
+                o.early_stopping_metric,
+                o.early_stopping_data,
+                o.min_delta,
+            ),
+        )
         native_threads = threads if layout.per_process == 1 else 1
-        program = ((round_spec(s, prep, native_threads=native_threads),),
-                   layout.mesh, prep.rows, prep.shared,
-                   (stack([hyper(run_.s)], layout.replicate),), (prep.margin,),
-                   (layout.replicate(new_flags(1)),),
-                   layout.replicate(np.array([1], np.int32)), s.start_round)
+        program = (
+            (round_spec(s, prep, native_threads=native_threads),),
+            layout.mesh,
+            prep.rows,
+            prep.shared,
+            (stack([hyper(run_.s)], layout.replicate),),
+            (prep.margin,),
+            (layout.replicate(new_flags(1)),),
+            layout.replicate(np.array([1], np.int32)),
+            s.start_round,
+        )
         loop.run([run_], program, s.n_rounds, on_chunk=lambda r0: status.update(round=r0))
         return finish(run_)
 
@@ -173,8 +198,9 @@ def check_n_jobs(n_jobs):
     if n_jobs is None or (not isinstance(n_jobs, bool) and n_jobs == -1):
         return None
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs < 1:
-        raise ValueError(f"n_jobs must be a positive integer, or None or -1 for every "
-                         f"core, got {n_jobs!r}")
+        raise ValueError(
+            f"n_jobs must be a positive integer, or None or -1 for every core, got {n_jobs!r}"
+        )
     return int(n_jobs)
 
 
@@ -190,24 +216,29 @@ def model_run(s, prep, evals, metrics, where, *, early_stopping, label=""):
         callbacks.append(early)
     if s.verbose and dist.is_writer():
         auto = s.verbose == "auto"
-        callbacks.insert(0, Progress(s.n_rounds, min_seconds=AUTO_SECONDS if auto else 0.0,
-                                     plain=None if auto else True))
+        callbacks.insert(
+            0,
+            Progress(
+                s.n_rounds, min_seconds=AUTO_SECONDS if auto else 0.0, plain=None if auto else True
+            ),
+        )
     s = dataclasses.replace(s, callbacks=tuple(callbacks))
     p, layout = s.params, prep.layout
     placed = []
     for e in evals:
-        plan = EvalPlan(TreePlan(p.max_depth, prep.edges.n_bins, loop.ROUNDS_PER_DISPATCH,
-                                 s.trees_per_round),
-                        MetricPlan(plan_metrics(metrics, s.family), link_of(s.loss),
-                                   e.grouped))
+        plan = EvalPlan(
+            TreePlan(p.max_depth, prep.edges.n_bins, loop.ROUNDS_PER_DISPATCH, s.trees_per_round),
+            MetricPlan(plan_metrics(metrics, s.family), link_of(s.loss), e.grouped),
+        )
         data_, n = place(e, pads(metrics) and not e.grouped, layout.replicate)
         start = start_margins(s, prep.base, e.X, e.n, n, e.offsets)
         check_host(metrics, e, start, link_of(s.loss))  # host metrics, before any round
         placed.append((e, plan, data_, layout.replicate(start)))
 
     def assemble(run_, n_new):
-        return loop.assemble_booster(run_, n_new, edges=prep.edges, base=prep.base,
-                                     n_features=prep.n_features)
+        return loop.assemble_booster(
+            run_, n_new, edges=prep.edges, base=prep.base, n_features=prep.n_features
+        )
 
     return loop.ModelRun(s, where, placed, metrics, assemble, label, base=prep.base)
 

@@ -10,5 +10,14 @@ gradients with an optax optimiser, within bounds, retraining every few steps.
 from .hypergrad import BOOSTER_PARAMS, SMOOTH_METRICS, HypergradResult, hypergrad
 from .tune import DOMAINS, Transform, TuneResult, closed, tune
 
-__all__ = ["hypergrad", "HypergradResult", "tune", "TuneResult", "BOOSTER_PARAMS",
-           "SMOOTH_METRICS", "DOMAINS", "Transform", "closed"]
+__all__ = [
+    "hypergrad",
+    "HypergradResult",
+    "tune",
+    "TuneResult",
+    "BOOSTER_PARAMS",
+    "SMOOTH_METRICS",
+    "DOMAINS",
+    "Transform",
+    "closed",
+]

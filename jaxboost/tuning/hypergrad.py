@@ -49,8 +49,7 @@ STRUCTURAL = names(hypergrad="structural")
 NOT_REPLAYED = names(hypergrad="not_replayed")
 """``train`` options a replay does not follow (or that ``hypergrad`` sets itself)."""
 
-SMOOTH_METRICS = ("rmse", "mae", "r2", "logloss", "brier", "poisson_nll",
-                  "gamma_deviance")
+SMOOTH_METRICS = ("rmse", "mae", "r2", "logloss", "brier", "poisson_nll", "gamma_deviance")
 """Built-in metrics with a gradient in the margins (``error``, ``accuracy``, ``auc``
 and the ranking metrics are piecewise constant: their gradient is 0 almost
 everywhere, so they are refused)."""
@@ -94,8 +93,9 @@ class HypergradResult:
         """
         unknown = sorted(set(params) - set(self.params))
         if unknown:
-            raise TypeError(f"at(): {unknown} not among the differentiated parameters "
-                            f"{sorted(self.params)}")
+            raise TypeError(
+                f"at(): {unknown} not among the differentiated parameters {sorted(self.params)}"
+            )
         values = dict(self.params)
         values.update({k: float(v) for k, v in params.items()})
         value, grads, _ = self.replay.value_and_grad(values)
@@ -112,9 +112,12 @@ class _RowMean:
     def __call__(self, y, f, w):
         try:
             per_row = jax.vmap(self.loss)(y, f)
-        except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError,
-                jax.errors.TracerBoolConversionError,
-                jax.errors.TracerIntegerConversionError) as e:
+        except (
+            jax.errors.TracerArrayConversionError,
+            jax.errors.ConcretizationTypeError,
+            jax.errors.TracerBoolConversionError,
+            jax.errors.TracerIntegerConversionError,
+        ) as e:
             name = loss_name(self.loss)
             raise TypeError(
                 f"val_loss {name!r} is not a JAX function: tune and hypergrad call it per "
@@ -122,7 +125,8 @@ class _RowMean:
                 f"them into NumPy values or Python numbers ({type(e).__name__}). A NumPy or "
                 f"scikit-learn metric cannot be differentiated; pass a built-in metric name "
                 f"(e.g. val_loss='rmse' or 'logloss') or write the per-row loss with "
-                f"jax.numpy, e.g. lambda y, f: (y - f) ** 2") from None
+                f"jax.numpy, e.g. lambda y, f: (y - f) ** 2"
+            ) from None
         per_row = per_row.astype(f.dtype)
         return jnp.sum(w * per_row) / jnp.sum(w)
 
@@ -157,19 +161,24 @@ def validation_loss(val_loss, objective, tuned_loss_params):
                 f"{loss_name(objective)}; scoring them with that same loss would reward "
                 f"changing the loss's scale rather than the predictions. Pass val_loss=, "
                 f"e.g. 'logloss' or 'rmse' (a metric name), objectives.logistic, or any "
-                f"loss(y, margin)")
+                f"loss(y, margin)"
+            )
         return _RowMean(objective), False, "loss"
     if isinstance(val_loss, (str, M.Metric)):
         m = M.get_metric(val_loss, objective=objective)
         key = val_loss.strip().lower() if isinstance(val_loss, str) else m.name
         if key == "objective":
             return validation_loss(None, objective, tuned_loss_params)
-        if m.host or m.grouped or (key not in SMOOTH_METRICS and not isinstance(
-                val_loss, M.Metric)):
+        if (
+            m.host
+            or m.grouped
+            or (key not in SMOOTH_METRICS and not isinstance(val_loss, M.Metric))
+        ):
             raise ValueError(
                 f"val_loss {key!r} has no useful gradient (piecewise constant, on the "
                 f"host, or over groups); use one of {SMOOTH_METRICS}, a Metric written in "
-                f"JAX, or a per-row loss(y, margin)")
+                f"JAX, or a per-row loss(y, margin)"
+            )
         link = None
         if m.on == "response":
             from ..training.evaluation import check_metric_links, link_of
@@ -179,8 +188,10 @@ def validation_loss(val_loss, objective, tuned_loss_params):
         return _OnResponse(m.fn, link), m.maximize, m.name
     if callable(val_loss):
         return _RowMean(val_loss), False, loss_name(val_loss)
-    raise TypeError(f"val_loss must be a metric name, a Metric, a per-row "
-                    f"loss(y, margin) or None, got {type(val_loss).__name__}")
+    raise TypeError(
+        f"val_loss must be a metric name, a Metric, a per-row "
+        f"loss(y, margin) or None, got {type(val_loss).__name__}"
+    )
 
 
 # --- parameters ----------------------------------------------------------------------------
@@ -203,6 +214,7 @@ def flat_params(params, bounds=None):
       >>> flat_params({"loss": {"gamma": 2.0}, "reg_lambda": 1.0})
       ({'reg_lambda': 1.0, 'gamma': 2.0}, None, frozenset({'gamma'}))
     """
+
     def split(d, what):
         if not isinstance(d, dict) or not isinstance(d.get(LOSS_KEY), dict):
             return d, {}
@@ -210,15 +222,18 @@ def flat_params(params, bounds=None):
         inner = d[LOSS_KEY]
         for k in inner:
             if not isinstance(k, str):
-                raise TypeError(f"{what}['loss'] keys must be the loss's keyword names, "
-                                f"got {k!r}")
+                raise TypeError(f"{what}['loss'] keys must be the loss's keyword names, got {k!r}")
             if k in rest:
-                raise TypeError(f"{k!r} is given both in {what}['loss'] and at the top "
-                                f"level of {what}; give it once")
+                raise TypeError(
+                    f"{k!r} is given both in {what}['loss'] and at the top "
+                    f"level of {what}; give it once"
+                )
             if k in BOOSTER_PARAMS:
-                raise TypeError(f"the loss keyword {k!r} has the name of a booster "
-                                f"parameter ({', '.join(BOOSTER_PARAMS)}): results are "
-                                f"keyed by name, so rename the loss's keyword")
+                raise TypeError(
+                    f"the loss keyword {k!r} has the name of a booster "
+                    f"parameter ({', '.join(BOOSTER_PARAMS)}): results are "
+                    f"keyed by name, so rename the loss's keyword"
+                )
         return rest, inner
 
     rest, inner = split(params, "params")
@@ -238,8 +253,10 @@ def split_params(objective, params, train_kwargs, loss_keys=frozenset()):
     from the loss's own namespace (``flat_params``), are the loss's whatever they are
     called."""
     if not isinstance(params, dict) or not params:
-        raise TypeError(f"params must be a non-empty dict {{name: number}} of the "
-                        f"hyperparameters to differentiate, got {params!r}")
+        raise TypeError(
+            f"params must be a non-empty dict {{name: number}} of the "
+            f"hyperparameters to differentiate, got {params!r}"
+        )
     if isinstance(objective, Hyperparameters):
         _, loss_vals = objective.traced_split()
         loss_names = set(loss_vals)
@@ -252,13 +269,17 @@ def split_params(objective, params, train_kwargs, loss_keys=frozenset()):
         if not is_real(v) or not math.isfinite(float(v)):
             raise ValueError(f"params[{name!r}] must be a finite number, got {v!r}")
         if name in train_kwargs and name not in loss_keys:
-            raise TypeError(f"{name!r} is given both in params and as a keyword argument; "
-                            f"give it once, in params")
+            raise TypeError(
+                f"{name!r} is given both in params and as a keyword argument; "
+                f"give it once, in params"
+            )
         if name in loss_keys:
             if loss_names is not None and name not in loss_names:
-                raise TypeError(f"params['loss'] has {name!r}, not a differentiable "
-                                f"hyperparameter of {loss_name(objective)}: "
-                                f"{sorted(loss_names)}")
+                raise TypeError(
+                    f"params['loss'] has {name!r}, not a differentiable "
+                    f"hyperparameter of {loss_name(objective)}: "
+                    f"{sorted(loss_names)}"
+                )
             loss_values[name] = float(v)
         elif loss_names is not None and name in loss_names:
             loss_values[name] = float(v)
@@ -268,15 +289,21 @@ def split_params(objective, params, train_kwargs, loss_keys=frozenset()):
             clash = loss_names is None and _takes_keyword(objective, name)
             raise ValueError(
                 f"{name!r} chooses the trees' structure, which has no gradient (a split is "
-                f"made or not); differentiable parameters: {_allowed(objective)}" + (
+                f"made or not); differentiable parameters: {_allowed(objective)}"
+                + (
                     f". Your loss also takes a keyword {name!r}: tune that one in the "
                     f"loss's own namespace, params={{'loss': {{{name!r}: {float(v)!r}}}}}"
-                    if clash else ""))
+                    if clash
+                    else ""
+                )
+            )
         elif loss_names is None:
             loss_values[name] = float(v)  # a keyword of the user's loss
         else:
-            raise TypeError(f"unknown parameter {name!r}; differentiable parameters of "
-                            f"{loss_name(objective)}: {_allowed(objective)}")
+            raise TypeError(
+                f"unknown parameter {name!r}; differentiable parameters of "
+                f"{loss_name(objective)}: {_allowed(objective)}"
+            )
     return loss_values, booster_values
 
 
@@ -286,8 +313,12 @@ def _takes_keyword(fn, name) -> bool:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
         return False
-    return any(p.name == name and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
-               or p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
+    return any(
+        p.name == name
+        and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+        or p.kind == p.VAR_KEYWORD
+        for p in sig.parameters.values()
+    )
 
 
 def _allowed(objective) -> list:
@@ -305,18 +336,20 @@ def _check_train_kwargs(train_kwargs):
             raise ValueError(
                 f"hypergrad does not support {k}=: the replay recomputes the leaf values "
                 f"of one single-output run from its first round (put loss hyperparameters "
-                f"in params)")
+                f"in params)"
+            )
     lr = train_kwargs.get("learning_rate")
     if lr is not None and callable(lr):
-        raise TypeError("hypergrad needs a number for learning_rate (a schedule is not "
-                        "differentiated); put it in params to tune it")
+        raise TypeError(
+            "hypergrad needs a number for learning_rate (a schedule is not "
+            "differentiated); put it in params to tune it"
+        )
 
 
 def dense_features(booster, X) -> np.ndarray:
     """``X`` as the model reads it, dense float32 (a sparse matrix densified block by
     block, NaN where absent: the replay routes every row through every tree)."""
-    return booster._by_blocks(lambda Xd, _: np.asarray(Xd, np.float32),
-                              booster._features(X))
+    return booster._by_blocks(lambda Xd, _: np.asarray(Xd, np.float32), booster._features(X))
 
 
 def _put(x, dtype):
@@ -343,8 +376,20 @@ class Replay:
     names: tuple
 
     @staticmethod
-    def of(booster, settings, X, y, sample_weight, X_val, y_val, val_weight, val_fn, *,
-           float64=False, segment=None):
+    def of(
+        booster,
+        settings,
+        X,
+        y,
+        sample_weight,
+        X_val,
+        y_val,
+        val_weight,
+        val_fn,
+        *,
+        float64=False,
+        segment=None,
+    ):
         dtype = jnp.float64 if float64 else jnp.float32
         with jax.enable_x64(float64):
             Xf, Xv = (dense_features(booster, A) for A in (X, X_val))
@@ -359,28 +404,46 @@ class Replay:
             c0 = put(booster.base_margin)
             yd = put(np.asarray(y, np.float64))
             wd = put(np.asarray(w, np.float64))
-            G0, H0 = R.intercept_sums(family, {k: put(v) for k, v in values.items()},
-                                      yd, wd, c0)
+            G0, H0 = R.intercept_sums(family, {k: put(v) for k, v in values.items()}, yd, wd, c0)
             data = R.ReplayData(
-                jax.device_put(Xf), yd, wd, jax.device_put(Xv),
-                put(np.asarray(y_val, np.float64)), put(np.asarray(wv, np.float64)),
-                jax.tree.map(jax.device_put, trees), jax.device_put(active),
-                jax.device_put(rounds), jax.device_put(np.int32(settings["seed"])),
-                put(settings["subsample"]), c0, G0, H0)
-            spec = R.ReplaySpec(family, val_fn, booster.params.max_depth,
-                                settings["hessian"], P, settings["subsample"] < 1 and not
-                                settings["bootstrap"], settings["bootstrap"], L,
-                                settings["fit_intercept"], settings["refit"])
+                jax.device_put(Xf),
+                yd,
+                wd,
+                jax.device_put(Xv),
+                put(np.asarray(y_val, np.float64)),
+                put(np.asarray(wv, np.float64)),
+                jax.tree.map(jax.device_put, trees),
+                jax.device_put(active),
+                jax.device_put(rounds),
+                jax.device_put(np.int32(settings["seed"])),
+                put(settings["subsample"]),
+                c0,
+                G0,
+                H0,
+            )
+            spec = R.ReplaySpec(
+                family,
+                val_fn,
+                booster.params.max_depth,
+                settings["hessian"],
+                P,
+                settings["subsample"] < 1 and not settings["bootstrap"],
+                settings["bootstrap"],
+                L,
+                settings["fit_intercept"],
+                settings["refit"],
+            )
             b = settings["booster_values"]
-            theta0 = R.Theta(*(put(b[k]) for k in BOOSTER_PARAMS),
-                             put(booster.params.min_child_weight),
-                             {k: put(v) for k, v in values.items()})
+            theta0 = R.Theta(
+                *(put(b[k]) for k in BOOSTER_PARAMS),
+                put(booster.params.min_child_weight),
+                {k: put(v) for k, v in values.items()},
+            )
         return Replay(spec, data, theta0, booster, dtype, tuple(BOOSTER_PARAMS))
 
     def theta(self, values: dict):
         """``Theta`` at the initial parameters with ``values`` replaced."""
-        put = functools.partial(_put, dtype=np.float64 if self.dtype == jnp.float64
-                                else np.float32)
+        put = functools.partial(_put, dtype=np.float64 if self.dtype == jnp.float64 else np.float32)
         t = self.theta0
         loss = dict(t.loss_params)
         fields = {}
@@ -397,8 +460,10 @@ class Replay:
         # scoped float64 regions, and the reverse pass must see the same setting.
         with jax.enable_x64(True):
             (value, f_val), g = _value_and_grad(self.spec, self.data, self.theta(values))
-            grads = {k: float(g.loss_params[k]) if k in g.loss_params else
-                     float(getattr(g, k)) for k in values}
+            grads = {
+                k: float(g.loss_params[k]) if k in g.loss_params else float(getattr(g, k))
+                for k in values
+            }
             return float(value), grads, np.asarray(f_val)
 
 
@@ -410,8 +475,10 @@ def check_validation_set(X, X_val, y_val, val_weight, y=None) -> None:
     from ..inputs.arrays import as_features, as_labels, as_weights, is_side_data
 
     if y is not None and is_side_data(y):
-        raise ValueError("hypergrad and tune take one label per row, y of shape (N,); "
-                         "side data (a dict or an (N, L) array) is not replayed")
+        raise ValueError(
+            "hypergrad and tune take one label per row, y of shape (N,); "
+            "side data (a dict or an (N, L) array) is not replayed"
+        )
 
     try:
         Xv = as_features(X_val, name="X_val", allow_inf=True, sparse="csr")
@@ -429,11 +496,14 @@ def prepare(objective, params, val_loss, train_kwargs, loss_keys=frozenset()):
     ``params`` (``flat_params``; ``loss_keys`` the names from the loss's namespace)."""
     objective = catalogue.resolve(objective)
     if isinstance(objective, Hyperparameters) and not isinstance(objective, Objective):
-        raise ValueError(f"hypergrad replays per-row losses; {loss_name(objective)} is a "
-                         f"group loss")
+        raise ValueError(
+            f"hypergrad replays per-row losses; {loss_name(objective)} is a group loss"
+        )
     if isinstance(objective, Objective) and objective.outputs != 1:
-        raise ValueError(f"hypergrad replays single-output losses; {loss_name(objective)} "
-                         f"has {objective.outputs or 'one per class'} outputs per row")
+        raise ValueError(
+            f"hypergrad replays single-output losses; {loss_name(objective)} "
+            f"has {objective.outputs or 'one per class'} outputs per row"
+        )
     _check_train_kwargs(train_kwargs)
     loss_values, booster_values = split_params(objective, params, train_kwargs, loss_keys)
     # A response metric reads the margins through the model's link: train's link= for
@@ -466,25 +536,36 @@ def settings_of(objective, loss_values, booster_values, train_kwargs):
     b = defaults(BOOSTER_PARAMS)
     b.update({k: train_kwargs[k] for k in b if k in train_kwargs})
     b.update(booster_values)
-    hessian, refit = resolve_policies(loss, train_kwargs.get("hessian", "auto"),
-                                      train_kwargs.get("refit", "auto"), 1, None)
+    hessian, refit = resolve_policies(
+        loss, train_kwargs.get("hessian", "auto"), train_kwargs.get("refit", "auto"), 1, None
+    )
     if refit == "quantile":
         raise ValueError(
             f"{loss_name(loss)} refits its leaves to exact quantiles of the residuals "
             f"(refit='quantile'), which do not change with the hyperparameters (their "
             f"gradient is 0): pass refit=None (Newton leaves) or refit='newton' to tune "
-            f"it by gradients, and train the final model the same way")
+            f"it by gradients, and train the final model the same way"
+        )
     if refit == "exact":
         raise ValueError(
             "refit='exact' finds each leaf by bisection, which the replay cannot "
             "differentiate: pass refit='newton' (damped Newton steps on the same loss, "
             "replayed with their gradients) or refit=None, and train the final model "
-            "the same way")
-    return dict(family=family, loss_values=values, booster_values=b, hessian=hessian,
-                seed=int(train_kwargs.get("seed") or 0),
-                subsample=float(train_kwargs.get("subsample", 1.0)),
-                bootstrap=bool(train_kwargs.get("bootstrap", False)),
-                fit_intercept=True, loss=loss, loss_params=loss_params, refit=refit)
+            "the same way"
+        )
+    return dict(
+        family=family,
+        loss_values=values,
+        booster_values=b,
+        hessian=hessian,
+        seed=int(train_kwargs.get("seed") or 0),
+        subsample=float(train_kwargs.get("subsample", 1.0)),
+        bootstrap=bool(train_kwargs.get("bootstrap", False)),
+        fit_intercept=True,
+        loss=loss,
+        loss_params=loss_params,
+        refit=refit,
+    )
 
 
 def train_run(settings, X, y, n_rounds, sample_weight, train_kwargs):
@@ -495,14 +576,35 @@ def train_run(settings, X, y, n_rounds, sample_weight, train_kwargs):
     kw.pop("refit", None)  # resolved in settings_of
     kw.update(settings["booster_values"])
     kw.setdefault("verbose", False)
-    return train(settings["loss"], X, y, n_rounds=n_rounds, refit=settings["refit"],
-                 loss_params=settings["loss_params"], sample_weight=sample_weight, **kw)
+    return train(
+        settings["loss"],
+        X,
+        y,
+        n_rounds=n_rounds,
+        refit=settings["refit"],
+        loss_params=settings["loss_params"],
+        sample_weight=sample_weight,
+        **kw,
+    )
 
 
 @float32_programs
-def hypergrad(objective, X, y, X_val, y_val, *, params: dict, val_loss=None,
-              n_rounds: int = 100, sample_weight=None, val_weight=None,
-              float64: bool = False, segment=None, **train_kwargs) -> HypergradResult:
+def hypergrad(
+    objective,
+    X,
+    y,
+    X_val,
+    y_val,
+    *,
+    params: dict,
+    val_loss=None,
+    n_rounds: int = 100,
+    sample_weight=None,
+    val_weight=None,
+    float64: bool = False,
+    segment=None,
+    **train_kwargs,
+) -> HypergradResult:
     r"""Validation loss and its gradient in continuous hyperparameters, through one
     boosting run with its tree structures held fixed.
 
@@ -574,17 +676,30 @@ def hypergrad(objective, X, y, X_val, y_val, *, params: dict, val_loss=None,
     train_kwargs = dict(train_kwargs)
     params, _, loss_keys = flat_params(params)
     objective, loss_values, booster_values, val_fn, maximize = prepare(
-        objective, params, val_loss, train_kwargs, loss_keys)
+        objective, params, val_loss, train_kwargs, loss_keys
+    )
     check_validation_set(X, X_val, y_val, val_weight, y)
     settings = settings_of(objective, loss_values, booster_values, train_kwargs)
     booster = train_run(settings, X, y, n_rounds, sample_weight, train_kwargs)
-    replay = Replay.of(booster, settings, X, y, sample_weight, X_val, y_val, val_weight,
-                       val_fn, float64=float64, segment=segment)
+    replay = Replay.of(
+        booster,
+        settings,
+        X,
+        y,
+        sample_weight,
+        X_val,
+        y_val,
+        val_weight,
+        val_fn,
+        float64=float64,
+        segment=segment,
+    )
     value, grads, f_val = replay.value_and_grad(dict(params))
     diff = check_replay(booster, X_val, f_val)
     check_finite(value, grads)
-    return HypergradResult(value, grads, {k: float(v) for k, v in params.items()}, booster,
-                           maximize, diff, replay)
+    return HypergradResult(
+        value, grads, {k: float(v) for k, v in params.items()}, booster, maximize, diff, replay
+    )
 
 
 def check_replay(booster, X_val, f_val) -> float:
@@ -598,7 +713,8 @@ def check_replay(booster, X_val, f_val) -> float:
         raise RuntimeError(
             f"the replay of the run does not reproduce the trained model (validation "
             f"margins differ by up to {diff:.3g}); its hypergradients would describe "
-            f"another model. Please report this with the settings used")
+            f"another model. Please report this with the settings used"
+        )
     return diff
 
 
@@ -608,7 +724,8 @@ def check_finite(value, grads) -> None:
         raise NonFiniteError(
             f"hypergrad: the validation loss ({value}) or the gradient in {bad} is not "
             f"finite; check the loss's derivatives at these parameters (and that "
-            f"val_loss is finite on the validation labels)")
+            f"val_loss is finite on the validation labels)"
+        )
 
 
 __all__ = ["hypergrad", "HypergradResult", "BOOSTER_PARAMS", "SMOOTH_METRICS"]

@@ -123,10 +123,16 @@ def closed(lo: Optional[float] = None, hi: Optional[float] = None) -> Transform:
 
 
 DOMAINS = {
-    "learning_rate": (0.0, 1.0), "reg_lambda": (0.0, None), "reg_alpha": (0.0, None),
-    "max_delta_step": (0.0, None), "hessian_floor": (0.0, None),
-    "focal.gamma": closed(0.0), "quantile.alpha": (0.0, 1.0), "tweedie.power": (1.0, 2.0),
-    "huber.delta": (0.0, None), "pseudo_huber.delta": (0.0, None),
+    "learning_rate": (0.0, 1.0),
+    "reg_lambda": (0.0, None),
+    "reg_alpha": (0.0, None),
+    "max_delta_step": (0.0, None),
+    "hessian_floor": (0.0, None),
+    "focal.gamma": closed(0.0),
+    "quantile.alpha": (0.0, 1.0),
+    "tweedie.power": (1.0, 2.0),
+    "huber.delta": (0.0, None),
+    "pseudo_huber.delta": (0.0, None),
     "cauchy.scale": (0.0, None),
 }
 """Default bounds: the booster's parameters by name, catalogue hyperparameters as
@@ -150,21 +156,24 @@ def transforms(objective, params: dict, bounds) -> dict:
         elif isinstance(b, tuple) and len(b) == 2:
             (lo, hi), is_closed = b, False
         else:
-            raise TypeError(f"bounds[{k!r}] must be a pair (lo, hi), None for an open side, "
-                            f"or closed(lo, hi), got {b!r}")
+            raise TypeError(
+                f"bounds[{k!r}] must be a pair (lo, hi), None for an open side, "
+                f"or closed(lo, hi), got {b!r}"
+            )
         lo, hi = (None if x is None else float(x) for x in (lo, hi))
         if lo is not None and hi is not None and not lo < hi:
             raise ValueError(f"bounds[{k!r}] = {b!r}: lo must be < hi")
         if is_closed:
             if (lo is not None and v < lo) or (hi is not None and v > hi):
-                raise ValueError(f"params[{k!r}] = {v!r} must lie within its bounds "
-                                 f"[{lo}, {hi}]")
+                raise ValueError(f"params[{k!r}] = {v!r} must lie within its bounds [{lo}, {hi}]")
         elif (lo is not None and not v > lo) or (hi is not None and not v < hi):
-            raise ValueError(f"params[{k!r}] = {v!r} must lie strictly inside its bounds "
-                             f"({lo}, {hi}) (the optimiser works on a scale where the "
-                             f"bounds are at infinity); start inside, e.g. "
-                             f"{_inside(lo, hi)!r}, or give closed bounds, "
-                             f"bounds={{{k!r}: closed({lo}, {hi})}}")
+            raise ValueError(
+                f"params[{k!r}] = {v!r} must lie strictly inside its bounds "
+                f"({lo}, {hi}) (the optimiser works on a scale where the "
+                f"bounds are at infinity); start inside, e.g. "
+                f"{_inside(lo, hi)!r}, or give closed bounds, "
+                f"bounds={{{k!r}: closed({lo}, {hi})}}"
+            )
         out[k] = Transform(lo, hi, is_closed)
     return out
 
@@ -202,10 +211,26 @@ class TuneResult:
 
 
 @float32_programs
-def tune(objective, X, y, X_val, y_val, *, params: dict, bounds=None, val_loss=None,
-         n_rounds: int = 100, steps: int = 30, regrow_every: int = 5, optimizer=None,
-         sample_weight=None, val_weight=None, callback: Callable | None = None,
-         segment=None, **train_kwargs) -> TuneResult:
+def tune(
+    objective,
+    X,
+    y,
+    X_val,
+    y_val,
+    *,
+    params: dict,
+    bounds=None,
+    val_loss=None,
+    n_rounds: int = 100,
+    steps: int = 30,
+    regrow_every: int = 5,
+    optimizer=None,
+    sample_weight=None,
+    val_weight=None,
+    callback: Callable | None = None,
+    segment=None,
+    **train_kwargs,
+) -> TuneResult:
     r"""Tune continuous hyperparameters by following hypergradients (``hypergrad``).
 
     ``steps`` optimiser steps: each replays the current run at the current parameters
@@ -250,7 +275,8 @@ def tune(objective, X, y, X_val, y_val, *, params: dict, bounds=None, val_loss=N
     train_kwargs = dict(train_kwargs)
     params, bounds, loss_keys = flat_params(params, bounds)  # the loss's namespace merged
     objective, loss_values, booster_values, val_fn, maximize = prepare(
-        objective, params, val_loss, train_kwargs, loss_keys)
+        objective, params, val_loss, train_kwargs, loss_keys
+    )
     tf = transforms(objective, {k: float(v) for k, v in params.items()}, bounds)
     check_validation_set(X, X_val, y_val, val_weight, y)
     names = list(params)
@@ -288,9 +314,17 @@ def tune(objective, X, y, X_val, y_val, *, params: dict, bounds=None, val_loss=N
                 f"parameter ({', '.join(map(repr, names))}) at the start, so no step can "
                 f"move them and the result will be the start point. A piecewise-constant "
                 f"val_loss (error, accuracy, a rounded metric) has no useful gradient: "
-                f"tune a smooth one (e.g. 'logloss', 'rmse')", TuningWarning, stacklevel=2)
-        record = dict(step=step, params=values, value=value, trained=regrow,
-                      seconds=time.perf_counter() - start)
+                f"tune a smooth one (e.g. 'logloss', 'rmse')",
+                TuningWarning,
+                stacklevel=2,
+            )
+        record = dict(
+            step=step,
+            params=values,
+            value=value,
+            trained=regrow,
+            seconds=time.perf_counter() - start,
+        )
         history.append(record)
         if regrow:
             trained.append((value, values, replay.booster))
@@ -307,8 +341,7 @@ def tune(objective, X, y, X_val, y_val, *, params: dict, bounds=None, val_loss=N
     trained.append((value, final, replay.booster))
     key = (lambda t: -t[0]) if maximize else (lambda t: t[0])
     best = min((t for t in trained if math.isfinite(t[0])), key=key, default=trained[-1])
-    return TuneResult(dict(best[1]), float(best[0]), best[2], history, len(trained),
-                      maximize)
+    return TuneResult(dict(best[1]), float(best[0]), best[2], history, len(trained), maximize)
 
 
 def _check_step(tf, names, u, updates, step):
@@ -324,7 +357,10 @@ def _check_step(tf, names, u, updates, step):
                 f"tune: the optimizer's step {step} moved {k!r} by {float(du):g} (on its "
                 f"optimisation scale), out of floating-point range; its steps are far too "
                 f"large for these gradients. Pass a smaller learning rate, e.g. "
-                f"optimizer=optax.adam(0.1) (the default)", cause="optimizer", round=step)
+                f"optimizer=optax.adam(0.1) (the default)",
+                cause="optimizer",
+                round=step,
+            )
 
 
 def _positive_int(name, v) -> int:
