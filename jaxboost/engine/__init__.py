@@ -26,8 +26,8 @@ The data's journey, one module per stage:
 * ``replay``: a finished run replayed with its structures fixed, its leaf values as
   functions of the hyperparameters (for ``jaxboost.tuning``'s hypergradients);
 * ``tree``: trees as heap-layout arrays, routing and prediction;
-* ``compile``: XLA compile options per backend (``backend_jit``: CPU programs without
-  the fusion emitters, which compile slower and run no faster here);
+* ``compile``: XLA compile options per backend (``backend_jit``: the CPU round program
+  without the fusion emitters, which compile slower and run it no faster);
 * ``round``: the one boosting round that ``train`` and ``train_many`` share (a forest of
   ``num_parallel_tree`` trees per output when asked), and the compiled program that runs
   a chunk of rounds for one or many models.

@@ -1,15 +1,16 @@
-"""XLA compile options per backend for the engine's larger programs.
+"""XLA compile options per backend for the training round.
 
 ``backend_jit(fun, cpu_options=CPU_COMPILE, **jit_kwargs)`` is ``jax.jit(fun,
 **jit_kwargs)`` that, when JAX's default backend is the CPU, compiles with
 ``cpu_options`` added. ``CPU_COMPILE`` turns off XLA's CPU fusion emitters (the newer
-code generator for fused loops): on the training round (``round.run_chunk``) it takes a
+code generator for fused loops). On the training round (``round.run_chunk``) that takes a
 cold fit's compile CPU time down by about a quarter (sklearn's digits, softmax, 100
 rounds: 2.66 -> 2.01 CPU s; a 100-tree forest on digits 3.81 -> 3.02) and leaves warm fits
 as they were (1,000,000 x 28 logistic, 20 rounds: 3.26 vs 3.29 CPU s), with models
 equal bit for bit (logistic with sampling, softmax, Poisson, a log-cosh loss, a forest,
-Gaussian NLL). The tree's heavy work is in the native kernel on the CPU, so the fused
-elementwise code XLA emits around it gains nothing from the emitters' slower compile.
+Gaussian NLL): the tree's heavy work is in the native kernel on the CPU. Prediction is
+left to the emitters: its row-by-tree traversal ran about 25 % slower without them
+(1,000,000 x 28 rows, 100 trees of depth 6: 4.6 -> 5.8 s).
 """
 
 from __future__ import annotations

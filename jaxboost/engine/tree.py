@@ -14,6 +14,7 @@ features have ``cat_bits = None`` and compile the programs they always did.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, NamedTuple
 
 import jax
@@ -22,7 +23,6 @@ import numpy as np
 
 from .._types import FLOAT_DTYPE, INDEX_DTYPE, MAX_BIN_LIMIT, bucket_rows
 from .categorical import N_WORDS
-from .compile import backend_jit
 
 
 class Ensemble(NamedTuple):
@@ -252,7 +252,7 @@ def binned_leaf(tree, bins, *, max_depth: int, max_bin: int):
     return node
 
 
-@backend_jit(static_argnames=("max_depth", "link"))
+@functools.partial(jax.jit, static_argnames=("max_depth", "link"))
 def predict_margin(ensemble: Ensemble, X, base_margin, n_trees=None, *, max_depth: int, link=None):
     """Sum of the first ``n_trees`` tree outputs plus the base margin.
 
@@ -285,7 +285,7 @@ def predict_margin(ensemble: Ensemble, X, base_margin, n_trees=None, *, max_dept
     return margin if link is None else link(margin)
 
 
-@backend_jit(static_argnames=("max_depth", "link"))
+@functools.partial(jax.jit, static_argnames=("max_depth", "link"))
 def staged_margins(ensemble: Ensemble, X, base_margin, *, max_depth: int, link=None):
     """Margins after every tree: ``(T, N)`` (or ``(T, N, K)``) float32, row ``t`` = base +
     trees ``0..t`` (``base_margin`` as in ``predict_margin``: the intercept, or per row).
@@ -304,7 +304,7 @@ def staged_margins(ensemble: Ensemble, X, base_margin, *, max_depth: int, link=N
     return stages
 
 
-@backend_jit(static_argnames=("max_depth",))
+@functools.partial(jax.jit, static_argnames=("max_depth",))
 def predict_leaf(ensemble: Ensemble, X, *, max_depth: int):
     """Leaf index of every row in every tree: ``(N, T)`` int32."""
     X = X.astype(FLOAT_DTYPE)

@@ -31,7 +31,6 @@ from objectives import Objective
 
 from .._types import bin_dtype, bucket_rows
 from ..engine.autodiff import bind_loss
-from ..engine.compile import backend_jit
 from ..engine.groups import group_index
 from ..engine.sparse import apply_bins  # dense or scipy.sparse X
 from ..engine.tree import binned_leaf
@@ -440,7 +439,7 @@ def evaluate_chunk(plan: EvalPlan, trees, margin, data: EvalData, loss_values):
     return margin, chunk_metrics(plan.metrics, stages, data, loss_values), stages
 
 
-@backend_jit(static_argnames=("plan",), donate_argnums=(2,))
+@functools.partial(jax.jit, static_argnames=("plan",), donate_argnums=(2,))
 def chunk_margins(plan: TreePlan, trees, margin, bins):
     """``(margin, stages)``: the margins after the chunk, ``(n[, K])``, and after each of
     its rounds, ``(chunk, n[, K])``, accumulated round by round in float32 as
@@ -458,7 +457,7 @@ def chunk_margins(plan: TreePlan, trees, margin, bins):
     return jax.lax.scan(add, margin, vals)
 
 
-@backend_jit(static_argnames=("plan",))
+@functools.partial(jax.jit, static_argnames=("plan",))
 def chunk_metrics(plan: MetricPlan, stages, data: EvalData, loss_values):
     """``(chunk, n_metrics)`` float32: every metric after every round of the chunk
     (``stages``: ``(chunk, n[, K])`` margins), vmapped over the rounds."""
