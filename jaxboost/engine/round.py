@@ -590,28 +590,10 @@ def _refit(rnd: _Round, tree, leaf, margin, dyn):
     """The one-output tree with its leaf values refit by ``spec.refit`` (unchanged when
     None)."""
     spec, rows, n_total = rnd.spec, rnd.rows, rnd.shared.n_total
-    if spec.refit == "newton":
-        return refit_newton(
-            tree,
-            leaf,
-            rnd.loss,
-            rows.y,
-            margin,
-            rows.w,
-            dyn,
-            sums=RowSums(rnd.reduce, n_total if spec.exact else None, rnd.reduce_max),
-        )
-    if spec.refit == "exact":
-        return refit_exact(
-            tree,
-            leaf,
-            rnd.loss,
-            rows.y,
-            margin,
-            rows.w,
-            dyn,
-            sums=RowSums(rnd.reduce, n_total if spec.exact else None, rnd.reduce_max),
-        )
+    if spec.refit in ("newton", "exact"):
+        refit = refit_newton if spec.refit == "newton" else refit_exact
+        sums = RowSums(rnd.reduce, n_total if spec.exact else None, rnd.reduce_max)
+        return refit(tree, leaf, rnd.loss, rows.y, margin, rows.w, dyn, sums=sums)
     if spec.refit == "quantile":
         return refit_quantile(
             tree, leaf, rows.y, margin, rows.w, dyn, alpha=rnd.hyper.quantile_alpha

@@ -111,6 +111,26 @@ class Ensemble(NamedTuple):
         return Ensemble(*(None if a is None else np.asarray(a) for a in self))
 
 
+def breadth_first(is_leaf) -> tuple:
+    """The nodes of one heap-layout tree reachable from the root, breadth first:
+    ``(order, left, right)`` with ``order`` the heap indices in that order and
+    ``left``/``right`` each node's children as positions in ``order`` (-1 at leaves).
+    The compact node arrays of the XGBoost export and of shap's tree format.
+
+    >>> order, left, right = breadth_first(np.array([False, True, False, 0, 0, True, True]))
+    >>> order, left, right
+    ([0, 1, 2, 5, 6], [1, -1, 3, -1, -1], [2, -1, 4, -1, -1])
+    """
+    order = [0]
+    for h in order:  # grows while it is read
+        if not is_leaf[h]:
+            order += [2 * h + 1, 2 * h + 2]
+    position = {h: k for k, h in enumerate(order)}
+    left = [position[2 * h + 1] if not is_leaf[h] else -1 for h in order]
+    right = [position[2 * h + 2] if not is_leaf[h] else -1 for h in order]
+    return order, left, right
+
+
 def _initial(X, base_margin, value):
     """The margins before the first tree: ``base_margin`` broadcast over the rows of
     ``X``, or as it is when it gives one margin per row (``(N,)``, or ``(N, K)`` for

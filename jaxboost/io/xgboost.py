@@ -89,7 +89,7 @@ from .._types import MAX_BIN_LIMIT
 from ..engine.autodiff import loss_name
 from ..engine.binning import BinEdges
 from ..engine.categorical import bits_of_codes, codes_of_bits
-from ..engine.tree import Ensemble
+from ..engine.tree import Ensemble, breadth_first
 from ..errors import ModelFormatError
 from ..model.booster import Booster, register_writer
 from ..model.params import TreeParams
@@ -321,17 +321,10 @@ def _xgb_logit(p) -> float:
 def _compact_tree(t, ens, column, offset, n_features, tree_id):
     """One heap tree as XGBoost's node arrays (breadth-first node ids)."""
     is_leaf = ens.is_leaf[t]
-    order = [0]  # heap indices in breadth-first order
-    i = 0
-    while i < len(order):
-        h = order[i]
-        if not is_leaf[h]:
-            order += [2 * h + 1, 2 * h + 2]
-        i += 1
-    new_id = {h: k for k, h in enumerate(order)}
+    order, left, right = breadth_first(is_leaf)  # heap indices, breadth first
     n = len(order)
     value = ens.value[t] if column is None else ens.value[t][:, column]
-    left, right, parents = [-1] * n, [-1] * n, [_NO_PARENT] * n
+    parents = [_NO_PARENT] * n
     split_indices, default_left = [0] * n, [0] * n
     conditions, weights, gains, covers = [0.0] * n, [0.0] * n, [0.0] * n, [0.0] * n
     split_type, cats = [0] * n, {}
@@ -341,9 +334,7 @@ def _compact_tree(t, ens, column, offset, n_features, tree_id):
         if is_leaf[h]:
             conditions[k] = weights[k]
             continue
-        a, b = new_id[2 * h + 1], new_id[2 * h + 2]
-        left[k], right[k] = a, b
-        parents[a] = parents[b] = k
+        parents[left[k]] = parents[right[k]] = k
         split_indices[k] = int(ens.feature[t][h])
         default_left[k] = int(bool(ens.default_left[t][h]))
         conditions[k] = _float(ens.threshold[t][h])

@@ -41,6 +41,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine.categorical import N_WORDS
+from ..engine.tree import breadth_first
 
 IMPORTANCE_TYPES = ("weight", "gain", "total_gain", "cover", "total_cover")
 
@@ -224,10 +225,7 @@ class _Paths:
                 i, cons = stack.pop()
                 if is_leaf[t, i]:
                     rows.append(list(cons.items()))
-                    v = value[t, i]
-                    if K > 1 and tpr == K:
-                        v = np.eye(K)[t % K] * v[t % K]
-                    leaf_values.append(np.reshape(v, K))
+                    leaf_values.append(_output_vector(value[t, i], t, K, tpr))
                     trees.append(t)
                     continue
                 f, x = int(feature[t, i]), float(thr[t, i])
@@ -506,6 +504,14 @@ def shap_interaction_values(booster, X, *, base_margin=None) -> np.ndarray:
     return out[:, 0] if K == 1 else out
 
 
+def _output_vector(v, t: int, K: int, tpr: int) -> np.ndarray:
+    """A node value of tree ``t`` as the ``(K,)`` vector it adds to the margins: itself
+    for vector leaves, only output ``t % K`` when each round grows one tree per output
+    (``tpr == K`` trees per round and forest member)."""
+    v = np.reshape(v, K)
+    return np.eye(K)[t % K] * v[t % K] if K > 1 and tpr == K else v
+
+
 def shap_model(booster) -> dict:
     """The model in the ``shap`` package's own tree format, for ``shap.TreeExplainer``.
 
@@ -557,35 +563,19 @@ def shap_model(booster) -> dict:
     below = np.nextafter(thr, np.float32(-np.inf))
     trees = []
     for t in range(ens.n_trees):
-        order, index = [0], {0: 0}  # reachable heap nodes, breadth first
-        for i in order:
-            if not is_leaf[t, i]:
-                for child in (2 * i + 1, 2 * i + 2):
-                    index[child] = len(order)
-                    order.append(child)
-        n = len(order)
-        left, right = np.full(n, -1, np.int32), np.full(n, -1, np.int32)
-        default, feat = np.full(n, -1, np.int32), np.full(n, -1, np.int32)
-        thresholds, values = np.zeros(n), np.zeros((n, K))
-        for j, i in enumerate(order):
-            v = value[t, i].reshape(K)
-            if K > 1 and tpr == K:  # one output per tree: tree t adds to output t % K
-                v = np.eye(K)[t % K] * v[t % K]
-            values[j] = v
-            if is_leaf[t, i]:
-                continue
-            left[j], right[j] = index[2 * i + 1], index[2 * i + 2]
-            default[j] = left[j] if dleft[t, i] else right[j]
-            feat[j], thresholds[j] = feature[t, i], float(below[t, i])
+        order, left, right = breadth_first(is_leaf[t])
+        left, right = np.asarray(left, np.int32), np.asarray(right, np.int32)
+        split = left >= 0
+        nodes = np.asarray(order)
         trees.append(
             {
                 "children_left": left,
                 "children_right": right,
-                "children_default": default,
-                "features": feat,
-                "thresholds": thresholds,
-                "values": values,
-                "node_sample_weight": cover[t, order],
+                "children_default": np.where(dleft[t, nodes], left, right).astype(np.int32),
+                "features": np.where(split, feature[t, nodes], -1).astype(np.int32),
+                "thresholds": np.where(split, below[t, nodes], 0.0).astype(np.float64),
+                "values": np.stack([_output_vector(value[t, i], t, K, tpr) for i in order]),
+                "node_sample_weight": cover[t, nodes],
             }
         )
     base = np.asarray(booster.base_margin, np.float64).reshape(-1) * np.ones(K)
