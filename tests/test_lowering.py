@@ -50,6 +50,8 @@ def accelerator_path(monkeypatch):
     # what training.data.use_native decides off CPU (the native kernel's availability
     # is cached per process, so the environment variable alone comes too late)
     monkeypatch.setattr(data_module, "use_native", lambda: False)
+    # and prediction off CPU: the compiled predict_margin, not the native kernel
+    monkeypatch.setattr(booster_module, "native_predict_enabled", lambda: False)
     monkeypatch.setenv("JAXBOOST_SUBTRACT", "1")
     monkeypatch.delenv("JAXBOOST_HISTOGRAM", raising=False)
 

@@ -305,6 +305,68 @@ def predict_margin(ensemble: Ensemble, X, base_margin, n_trees=None, *, max_dept
     return margin if link is None else link(margin)
 
 
+def native_predict_enabled() -> bool:
+    """Whether ``predict_margin_host`` runs the native CPU kernel: JAX's default backend
+    is the CPU and the kernel is available (``JAXBOOST_NATIVE=0`` turns it off). On
+    other backends prediction stays a compiled ``predict_margin`` on the device."""
+    if jax.default_backend() != "cpu":
+        return False
+    from .. import native
+
+    return native.available()
+
+
+@functools.partial(jax.jit, static_argnames=("link",))
+def _apply_link(margin, *, link):
+    return link(margin)
+
+
+def predict_margin_host(ensemble: Ensemble, X, base_margin, *, max_depth: int, link=None):
+    """``predict_margin`` of every tree of a host ``ensemble`` (NumPy fields, no padding
+    trees needed) by the native CPU kernel (``jaxboost.native.predict``), equal to it
+    bit for bit: the same routing, and float32 sums of the base margin and the trees'
+    leaf values in tree order. Nothing is compiled but ``link``'s small program (on
+    rows padded to a size bucket, so new row counts mostly reuse it). Call it where
+    ``native_predict_enabled()``.
+
+    Args:
+      ensemble: ``Ensemble`` of ``T`` trees, NumPy fields.
+      X: ``(N, F)`` array of raw features (cast to float32; NaN = missing).
+      base_margin: as for ``predict_margin``: a scalar or ``(K,)`` intercept, or
+        ``(N,)`` / ``(N, K)`` margins per row.
+      max_depth: the trees' depth; link: optional inverse link applied at the end.
+
+    Returns:
+      ``(N,)`` or ``(N, K)`` float32 NumPy margins, or ``link(margins)``.
+
+    Example:
+      >>> import numpy as np
+      >>> stump = Ensemble(feature=np.int32([[0, 0, 0]]), tbin=np.int32([[1, 0, 0]]),
+      ...     threshold=np.float32([[0.5, 0, 0]]), default_left=np.array([[True, 0, 0]], bool),
+      ...     is_leaf=np.array([[False, True, True]]), value=np.float32([[0, -1, 2]]),
+      ...     gain=np.zeros((1, 3), np.float32), cover=np.zeros((1, 3), np.float32))
+      >>> if native_predict_enabled():
+      ...     m = predict_margin_host(stump, np.array([[0.0], [1.0]]), np.float32(0.5),
+      ...                             max_depth=1)
+      ...     assert m.tolist() == [-0.5, 2.5]
+    """
+    from .. import native
+
+    X = np.ascontiguousarray(X, np.float32)
+    base = np.asarray(base_margin, np.float32)
+    value_ndim = np.ndim(ensemble.value)
+    if base.ndim != value_ndim - 1:  # an intercept: broadcast over the rows
+        base = np.broadcast_to(base, (X.shape[0],) + base.shape)
+    margin = np.array(base, np.float32, order="C")  # a fresh, writable copy
+    native.predict(X, ensemble, margin, max_depth)
+    if link is None:
+        return margin
+    n = margin.shape[0]
+    padded = np.zeros((bucket_rows(n),) + margin.shape[1:], np.float32)
+    padded[:n] = margin
+    return np.asarray(_apply_link(padded, link=link))[:n]
+
+
 @functools.partial(jax.jit, static_argnames=("max_depth", "link"))
 def staged_margins(ensemble: Ensemble, X, base_margin, *, max_depth: int, link=None):
     """Margins after every tree: ``(T, N)`` (or ``(T, N, K)``) float32, row ``t`` = base +

@@ -14,7 +14,14 @@ from objectives._link import link_label
 from .._types import bucket_rows, float32_programs, pad_rows
 from ..engine.autodiff import HESSIAN_FLOOR, loss_name, model_grad_hess
 from ..engine.binning import BinEdges
-from ..engine.tree import Ensemble, predict_leaf, predict_margin, staged_margins
+from ..engine.tree import (
+    Ensemble,
+    native_predict_enabled,
+    predict_leaf,
+    predict_margin,
+    predict_margin_host,
+    staged_margins,
+)
 from ..errors import DataError, DataWarning
 from ..inputs.arrays import (
     as_features,
@@ -478,6 +485,17 @@ class Booster:
 
     def _margins(self, X, offsets, n_trees, link=None) -> np.ndarray:
         """``(N[, K])`` margins (``link`` applied) of the first ``n_trees`` trees."""
+
+        if native_predict_enabled():  # the CPU kernel: no program to compile
+            trees = self.ensemble[: min(int(n_trees), self.ensemble.n_trees)]
+            depth = self.params.max_depth
+            return self._by_blocks(
+                lambda Xd, o: predict_margin_host(
+                    trees, Xd, self._base(o), max_depth=depth, link=link
+                ),
+                X,
+                offsets,
+            )
 
         def margins(Xd, o):
             # Rows padded to a size bucket: new row counts mostly reuse a program.

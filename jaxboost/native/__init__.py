@@ -87,6 +87,7 @@ __all__ = [
     "available",
     "unavailable_reason",
     "histogram",
+    "predict",
     "grow_tree",
     "grow_tree_sparse",
     "library_path",
@@ -100,7 +101,7 @@ __all__ = [
 TARGET_NAME = "jaxboost_histogram"
 TREE_TARGET_NAME = "jaxboost_grow_tree"
 SPARSE_TREE_TARGET_NAME = "jaxboost_grow_tree_sparse"
-_ABI_VERSION = 6
+_ABI_VERSION = 7
 _SOURCE = _build.SOURCE
 _FLAGS = _build.FLAGS
 _LIB_NAME = "libjaxboost_hist.so"
@@ -238,6 +239,13 @@ def _load_and_register() -> None:
         ctypes.c_int64,
         ctypes.c_int64,
     ]
+    lib.JaxboostPredict.restype = None
+    lib.JaxboostPredict.argtypes = (
+        [ctypes.c_void_p, ctypes.c_int64]
+        + [ctypes.c_void_p] * 3
+        + [ctypes.c_int64] * 4
+        + [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
+    )
     _state["lib"] = lib  # keep the library loaded for the life of the process
     _state["path"] = path
 
@@ -296,6 +304,89 @@ def apply_bins(X, cuts_nan, missing_bin: int, out, *, row_major: bool, n_threads
     step = -(-N // n_threads)
     with ThreadPoolExecutor(n_threads) as ex:
         list(ex.map(lambda b: lib.JaxboostApplyBins(*args, b, min(N, b + step)), range(0, N, step)))
+
+
+# Below this many (rows * trees) prediction runs on one thread.
+_PREDICT_NODE = np.dtype([("feature", np.int32), ("threshold", np.float32), ("flags", np.uint32)])
+_MIN_PREDICT_WORK_FOR_THREADS = 1 << 16
+
+
+def predict(X, ensemble, margin, max_depth: int, *, n_threads: int | None = None):
+    """Add the trees of ``ensemble`` to ``margin`` for the rows of ``X``, in place (the
+    native twin of :func:`jaxboost.engine.tree.predict_margin`, equal to it bit for bit).
+
+    Args:
+      X: ``(N, F)`` float32, C-contiguous; NaN = missing.
+      ensemble: a host ``Ensemble`` (NumPy fields) of ``T`` trees of ``M`` heap nodes;
+        every tree is used.
+      margin: ``(N,)`` or ``(N, K)`` float32, C-contiguous: the margins before the trees
+        (the base margin or offsets); on return, plus every tree's leaf value, added in
+        float32 tree by tree.
+      max_depth: the trees' depth (a row walks at most this many steps).
+      n_threads: row blocks run on this many threads (the call releases the GIL);
+        ``None``: :func:`default_threads`, and 1 below 2**16 rows x trees.
+
+    Returns:
+      ``margin``.
+
+    Example:
+      >>> import numpy as np
+      >>> from jaxboost.engine.tree import Ensemble
+      >>> stump = Ensemble(feature=np.int32([[0, 0, 0]]), tbin=np.int32([[1, 0, 0]]),
+      ...     threshold=np.float32([[0.5, 0, 0]]), default_left=np.array([[True, 0, 0]], bool),
+      ...     is_leaf=np.array([[False, True, True]]), value=np.float32([[0, -1, 2]]),
+      ...     gain=np.zeros((1, 3), np.float32), cover=np.zeros((1, 3), np.float32))
+      >>> if available():
+      ...     m = predict(np.float32([[0.0], [1.0], [np.nan]]), stump, np.zeros(3, np.float32), 1)
+      ...     assert m.tolist() == [-1.0, 2.0, -1.0]
+    """
+    if not available():
+        raise RuntimeError(f"native kernel unavailable: {unavailable_reason()}")
+    N, F = X.shape
+    if X.dtype != np.float32 or not X.flags.c_contiguous:
+        raise ValueError("X must be C-contiguous float32")
+    if margin.dtype != np.float32 or not margin.flags.c_contiguous or margin.shape[0] != N:
+        raise ValueError(f"margin must be C-contiguous float32 with {N} rows")
+    T, M = ensemble.feature.shape
+    K = 1 if margin.ndim == 1 else margin.shape[1]
+    if ensemble.value.shape[:2] != (T, M) or int(np.prod(ensemble.value.shape[2:])) != K:
+        raise ValueError(f"leaf values of shape {ensemble.value.shape} for {K} outputs")
+    nodes = np.zeros((T, M), _PREDICT_NODE)
+    nodes["feature"] = ensemble.feature
+    nodes["threshold"] = ensemble.threshold
+    leaf = np.asarray(ensemble.is_leaf, bool)
+    flags = np.asarray(ensemble.default_left, np.uint32) | (leaf.astype(np.uint32) << 1)
+    cat = ensemble.cat_bits
+    if cat is not None:  # categorical splits: split nodes whose threshold is NaN
+        flags |= (np.isnan(ensemble.threshold) & ~leaf).astype(np.uint32) << 2
+        cat = np.ascontiguousarray(cat, np.uint32)
+    nodes["flags"] = flags
+    value = np.ascontiguousarray(ensemble.value, np.float32)
+    args = (
+        X.ctypes.data,
+        F,
+        nodes.ctypes.data,
+        value.ctypes.data,
+        None if cat is None else cat.ctypes.data,
+        T,
+        M,
+        K,
+        int(max_depth),
+        margin.ctypes.data,
+    )
+    if T == 0 or N == 0:
+        return margin
+    if n_threads is None:
+        n_threads = default_threads() if N * T >= _MIN_PREDICT_WORK_FOR_THREADS else 1
+    lib = _state["lib"]
+    if n_threads <= 1 or N < 128 * n_threads:
+        lib.JaxboostPredict(*args, 0, N)
+        return margin
+    step = -(-N // n_threads)
+    step = -(-step // 64) * 64  # whole row blocks per thread
+    with ThreadPoolExecutor(n_threads) as ex:
+        list(ex.map(lambda b: lib.JaxboostPredict(*args, b, min(N, b + step)), range(0, N, step)))
+    return margin
 
 
 def unavailable_reason() -> str | None:

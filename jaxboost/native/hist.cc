@@ -1460,5 +1460,73 @@ extern "C" void JaxboostApplyBins(const float* X, int64_t F, const float* cuts,
   }
 }
 
+// Prediction on raw features (a plain C function, called through ctypes by
+// jaxboost.native.predict, which runs row blocks on several threads; the GIL is
+// released). The same routing and sums as jaxboost.engine.tree.predict_margin:
+// node i's children are 2i+1 (left) and 2i+2; a present x goes left when
+// x < threshold, NaN when default_left; at a categorical split a code 0 <= x < 256
+// goes left when its bit in cat_bits is set (x truncated to an integer), anything else
+// when default_left. A row walks at most max_depth steps and stops at a leaf. margin
+// (N, K) holds the margins before the trees and gets each tree's leaf value added in
+// float32, tree by tree in order (XGBoost's order and predict_margin's), so the result
+// equals predict_margin's bit for bit.
+//
+// Rows go in blocks of 64: every tree over a block, and within a tree the block's rows
+// advance one level at a time, so the loads of 64 independent walks overlap (a walk
+// row by row waits for each node before it can read the next).
+//
+// X: (N, F) row-major float32; nodes: (T, M) PredictNode (feature, threshold, flags:
+// 1 = default left, 2 = leaf, 4 = categorical split); value (T, M, K) float32;
+// cat_bits: (T, M, 8) uint32, read only at categorical splits (null when none).
+// Rows [row_begin, row_end).
+struct PredictNode {
+  int32_t feature;
+  float threshold;
+  uint32_t flags;
+};
+
+extern "C" void JaxboostPredict(const float* X, int64_t F, const PredictNode* nodes,
+                                const float* value, const uint32_t* cat_bits, int64_t T,
+                                int64_t M, int64_t K, int64_t max_depth, float* margin,
+                                int64_t row_begin, int64_t row_end) {
+  constexpr int64_t kBlock = 64;
+  int32_t pos[kBlock];
+  for (int64_t r0 = row_begin; r0 < row_end; r0 += kBlock) {
+    const int64_t nb = std::min(kBlock, row_end - r0);
+    const float* xb = X + r0 * F;
+    for (int64_t t = 0; t < T; ++t) {
+      const PredictNode* nd = nodes + t * M;
+      for (int64_t i = 0; i < nb; ++i) pos[i] = 0;
+      for (int64_t d = 0; d < max_depth; ++d) {
+        for (int64_t i = 0; i < nb; ++i) {
+          const PredictNode n = nd[pos[i]];
+          if (n.flags & 2u) continue;
+          const float v = xb[i * F + n.feature];
+          int32_t left;
+          if (n.flags & 4u) {
+            if (v >= 0.0f && v < 256.0f) {
+              const int32_t c = static_cast<int32_t>(v);
+              const uint32_t* bits = cat_bits + (t * M + pos[i]) * 8;
+              left = static_cast<int32_t>((bits[c >> 5] >> (c & 31)) & 1u);
+            } else {
+              left = static_cast<int32_t>(n.flags & 1u);
+            }
+          } else {
+            left = static_cast<int32_t>(v < n.threshold) |
+                   (static_cast<int32_t>(v != v) & static_cast<int32_t>(n.flags & 1u));
+          }
+          pos[i] = 2 * pos[i] + 2 - left;
+        }
+      }
+      const float* vt = value + t * M * K;
+      for (int64_t i = 0; i < nb; ++i) {
+        float* m = margin + (r0 + i) * K;
+        const float* v = vt + static_cast<int64_t>(pos[i]) * K;
+        for (int64_t k = 0; k < K; ++k) m[k] += v[k];
+      }
+    }
+  }
+}
+
 // Version of the calling conventions above; the Python side checks it.
-extern "C" int JaxboostHistogramAbiVersion() { return 6; }
+extern "C" int JaxboostHistogramAbiVersion() { return 7; }

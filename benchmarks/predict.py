@@ -1,0 +1,153 @@
+"""Prediction speed: jaxboost's native CPU kernel and its compiled XLA program against
+XGBoost ``inplace_predict``, in one process.
+
+Cases (models trained here first, depth 6, learning rate 0.1, 256 bins, 2 threads):
+
+===========  ============================================================================
+``w1``       logistic, 100 trees, trained on 200,000 x 28 ``make_classification`` rows,
+             predicting 1,000,000 rows (W1's model size on W1's row count)
+``digits``   10-class softmax, 100 rounds (1,000 trees) on sklearn's digits, predicting
+             its 1,797 rows: the notebook case, where fixed costs dominate
+``small``    logistic, 100 trees on breast cancer, ``predict`` of 143 rows (one fold's
+             scoring in ``cross_val_score``)
+===========  ============================================================================
+
+For each case and path: **first** = the first ``predict`` of that model in this process
+(for the XLA path: tracing and compiling included), **warm** = the median of
+``--repeats`` (5) further calls. ``native`` is what ``Booster.predict`` runs on the CPU;
+``xla`` is the same call with the native kernel switched off for prediction
+(``jaxboost.engine.tree.predict_margin``, what runs on GPUs and TPUs); outputs of the
+two are compared bit for bit, and with XGBoost's to 1e-5.
+
+Usage::
+
+    python benchmarks/predict.py                  # every case
+    python benchmarks/predict.py --cases digits   # some
+
+Prints a table and writes ``benchmarks/results/predict-<timestamp>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+os.environ.setdefault("JAXBOOST_COMPILATION_CACHE", "0")
+os.environ.setdefault("JAXBOOST_NATIVE_THREADS", "2")
+
+import numpy as np  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+PARAMS = dict(max_depth=6, learning_rate=0.1, max_bin=256)
+
+
+def data(case):
+    from sklearn.datasets import load_breast_cancer, load_digits, make_classification
+
+    if case == "w1":
+        X, y = make_classification(1_200_000, 28, n_informative=20, random_state=0, flip_y=0.05)
+        X = X.astype(np.float32)
+        return "logistic", X[:200_000], y[:200_000], X[200_000:]
+    if case == "digits":
+        X, y = load_digits(return_X_y=True)
+        return "softmax", X, y, X
+    X, y = load_breast_cancer(return_X_y=True)
+    return "logistic", X[:426], y[:426], X[426:]
+
+
+def timed(fn, repeats):
+    t = time.perf_counter()
+    out = fn()
+    first = time.perf_counter() - t
+    warm = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        warm.append(time.perf_counter() - t)
+    return out, first, statistics.median(warm)
+
+
+def run_case(case, repeats):
+    import xgboost as xgb
+
+    import jaxboost
+    from jaxboost.model import booster as booster_module
+
+    objective, X, y, Xp = data(case)
+    n_classes = int(y.max()) + 1 if objective == "softmax" else None
+    bst = jaxboost.train(objective, X, y, n_rounds=100, verbose=False, **PARAMS)
+    rows = {}
+    out_native, first, warm = timed(lambda: bst.predict(Xp), repeats)
+    rows["native"] = dict(first_s=first, warm_s=warm)
+    enabled = booster_module.native_predict_enabled
+    booster_module.native_predict_enabled = lambda: False
+    try:
+        out_xla, first, warm = timed(lambda: bst.predict(Xp), repeats)
+    finally:
+        booster_module.native_predict_enabled = enabled
+    rows["xla"] = dict(first_s=first, warm_s=warm)
+    xparams = dict(
+        PARAMS,
+        eta=PARAMS["learning_rate"],
+        tree_method="hist",
+        nthread=2,
+        objective="multi:softprob" if n_classes else "binary:logistic",
+    )
+    del xparams["learning_rate"]
+    if n_classes:
+        xparams["num_class"] = n_classes
+    xb = xgb.train(xparams, xgb.QuantileDMatrix(X, y, max_bin=256), 100)
+    out_xgb, first, warm = timed(lambda: xb.inplace_predict(Xp), repeats)
+    rows["xgboost"] = dict(first_s=first, warm_s=warm)
+    same = bool(np.array_equal(out_native, out_xla))
+    for r in rows.values():
+        r["ratio_to_xgboost"] = r["warm_s"] / rows["xgboost"]["warm_s"]
+    return dict(
+        case=case,
+        rows=Xp.shape[0],
+        trees=bst.ensemble.n_trees,
+        paths=rows,
+        native_equals_xla=same,
+        xgboost_agreement_max_abs=float(
+            np.max(np.abs(np.asarray(out_xgb).reshape(out_native.shape) - out_native))
+        ),
+    )
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cases", default="w1,digits,small")
+    ap.add_argument("--repeats", type=int, default=5)
+    args = ap.parse_args(argv)
+    results = [run_case(c.strip(), args.repeats) for c in args.cases.split(",") if c.strip()]
+    print(
+        f"{'case':8s} {'rows':>9s} {'trees':>6s} {'path':8s} {'first s':>9s} "
+        f"{'warm s':>9s} {'warm/XGB':>9s}"
+    )
+    for r in results:
+        for path, p in r["paths"].items():
+            print(
+                f"{r['case']:8s} {r['rows']:9d} {r['trees']:6d} {path:8s} "
+                f"{p['first_s']:9.4f} {p['warm_s']:9.4f} {p['ratio_to_xgboost']:9.2f}"
+            )
+        print(
+            f"{'':8s} native == xla bit for bit: {r['native_equals_xla']}; "
+            f"max |jaxboost - XGBoost| {r['xgboost_agreement_max_abs']:.2e}"
+        )
+    RESULTS.mkdir(exist_ok=True)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    path = RESULTS / f"predict-{stamp}.json"
+    path.write_text(json.dumps(dict(results=results, argv=sys.argv[1:]), indent=1))
+    print(f"raw figures: {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+"""Prediction by the native CPU kernel (``jaxboost.native.predict``): the same numbers
+as the compiled ``predict_margin`` (what GPUs and TPUs run), bit for bit, with nothing
+compiled but the link."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import jaxboost
+from jaxboost import native
+from jaxboost.engine import tree as tree_module
+from jaxboost.engine.tree import Ensemble, predict_margin
+from jaxboost.model import booster as booster_module
+
+pytestmark = pytest.mark.skipif(not native.available(), reason="native kernel unavailable")
+
+KW = dict(n_rounds=8, max_depth=3, learning_rate=0.3, verbose=False)
+
+
+def _data(n=600, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 5))
+    X[::7, 1] = np.nan
+    X[::11, 3] = np.nan
+    return X, rng
+
+
+def _both(monkeypatch, fn):
+    """``fn()`` by the native kernel, then by the compiled program (the accelerators')."""
+    native_out = fn()
+    with monkeypatch.context() as m:
+        m.setattr(booster_module, "native_predict_enabled", lambda: False)
+        xla_out = fn()
+    return native_out, xla_out
+
+
+def _same(a, b):
+    assert a.dtype == b.dtype and a.shape == b.shape
+    np.testing.assert_array_equal(a, b)
+
+
+@pytest.fixture(scope="module")
+def logistic():
+    X, rng = _data()
+    y = (np.nan_to_num(X[:, 0]) + X[:, 2] > 0.2).astype(np.float32)
+    return jaxboost.train("logistic", X, y, subsample=0.8, seed=3, **KW), X
+
+
+def test_logistic_margins_and_probabilities_equal_the_compiled_program(logistic, monkeypatch):
+    b, X = logistic
+    assert tree_module.native_predict_enabled()
+    Xt = np.vstack([X[:130], np.full((3, 5), np.nan)])  # 133 rows: not a whole block
+    for kwargs in (dict(output_margin=True), {}):
+        a, x = _both(monkeypatch, lambda kwargs=kwargs: b.predict(Xt, **kwargs))
+        _same(a, x)
+    # the first k trees (booster[:k]) and per-row offsets
+    for k in (0, 1, 5):
+        a, x = _both(monkeypatch, lambda k=k: b[:k].predict(Xt, output_margin=True))
+        _same(a, x)
+    off = np.linspace(-1, 1, len(Xt)).astype(np.float32)
+    a, x = _both(monkeypatch, lambda: b.predict(Xt, base_margin=off))
+    _same(a, x)
+    assert not np.array_equal(a, b.predict(Xt))
+
+
+def test_native_prediction_compiles_no_predict_program(logistic):
+    b, X = logistic
+    before = predict_margin._cache_size()
+    for n in (17, 130, 333, 600):
+        m = b.predict(X[:n], output_margin=True)
+        assert m.shape == (n,)
+    assert predict_margin._cache_size() == before
+
+
+def test_softmax_and_squared_equal_the_compiled_program(monkeypatch):
+    X, rng = _data(seed=1)
+    y3 = np.digitize(np.nan_to_num(X[:, 0]) + 0.3 * rng.normal(size=len(X)), [-0.5, 0.5])
+    b = jaxboost.train("softmax", X, y3, **KW)
+    for kwargs in (dict(output_margin=True), {}):
+        a, x = _both(monkeypatch, lambda kwargs=kwargs: b.predict(X, **kwargs))
+        assert a.shape == (len(X), 3)
+        _same(a, x)
+    yr = np.nan_to_num(X[:, 2]) * 2 + rng.normal(size=len(X))
+    r = jaxboost.train("squared", X, yr, **KW)
+    a, x = _both(monkeypatch, lambda: r.predict(X))
+    _same(a, x)
+
+
+def test_categorical_splits_equal_the_compiled_program(monkeypatch):
+    rng = np.random.default_rng(2)
+    n = 1500
+    X = np.c_[rng.integers(0, 40, n).astype(float), rng.normal(size=n)]
+    X[::13, 0] = np.nan
+    y = (np.isin(X[:, 0], [1, 5, 9, 33]) + X[:, 1] > 0.6).astype(np.float32)
+    b = jaxboost.train("logistic", X, y, categorical_features=[0], **KW)
+    assert b.ensemble.cat_bits is not None and np.isnan(b.ensemble.threshold).any()
+    Xt = X[:200].copy()
+    Xt[:6, 0] = [45, 2, 39, np.nan, 0, 255]  # unseen codes, missing, the widest code
+    a, x = _both(monkeypatch, lambda: b.predict(Xt, output_margin=True))
+    _same(a, x)
+
+
+def test_sparse_input_equals_its_dense_twin(logistic):
+    b, X = logistic
+    Xs = np.where(np.isnan(X), 0.0, X)
+    Xs[np.abs(Xs) < 0.5] = 0.0
+    dense = np.where(Xs == 0.0, np.nan, Xs)  # absent entries are missing values
+    _same(b.predict(sp.csr_matrix(Xs)), b.predict(dense))
+
+
+def test_threads_and_blocks_do_not_change_the_sums(logistic):
+    b, X = logistic
+    Xt = np.ascontiguousarray(np.vstack([X] * 3)[:1700], np.float32)
+    out = {}
+    for threads in (1, 2, 3):
+        m = np.full(len(Xt), 0.25, np.float32)
+        out[threads] = native.predict(Xt, b.ensemble, m, b.params.max_depth, n_threads=threads)
+    _same(out[1], out[2])
+    _same(out[1], out[3])
+
+
+def test_stump_by_hand():
+    # x < 0.5 goes left (-1), else right (+2); NaN follows default_left (left)
+    stump = Ensemble(
+        feature=np.int32([[0, 0, 0]]),
+        tbin=np.int32([[1, 0, 0]]),
+        threshold=np.float32([[0.5, 0, 0]]),
+        default_left=np.array([[True, False, False]]),
+        is_leaf=np.array([[False, True, True]]),
+        value=np.float32([[0, -1, 2]]),
+        gain=np.zeros((1, 3), np.float32),
+        cover=np.zeros((1, 3), np.float32),
+    )
+    X = np.float32([[0.0], [0.5], [np.nan], [-np.inf], [np.inf]])
+    m = native.predict(X, stump, np.float32([0, 0, 0, 0, 10]), 1)
+    assert m.tolist() == [-1.0, 2.0, -1.0, -1.0, 12.0]
+    with pytest.raises(ValueError, match="float32"):
+        native.predict(X.astype(np.float64), stump, np.zeros(5, np.float32), 1)
