@@ -136,3 +136,9 @@ def test_stump_by_hand():
     assert m.tolist() == [-1.0, 2.0, -1.0, -1.0, 12.0]
     with pytest.raises(ValueError, match="float32"):
         native.predict(X.astype(np.float64), stump, np.zeros(5, np.float32), 1)
+    # no read outside the arrays, whatever the trees say (a model file is not trusted)
+    far = stump._replace(feature=np.int32([[1, 0, 0]]))
+    with pytest.raises(ValueError, match="outside the 1 columns"):
+        native.predict(X, far, np.zeros(5, np.float32), 1)
+    with pytest.raises(ValueError, match="cannot hold depth 2"):
+        native.predict(X, stump, np.zeros(5, np.float32), 2)

@@ -351,12 +351,21 @@ def predict(X, ensemble, margin, max_depth: int, *, n_threads: int | None = None
     K = 1 if margin.ndim == 1 else margin.shape[1]
     if ensemble.value.shape[:2] != (T, M) or int(np.prod(ensemble.value.shape[2:])) != K:
         raise ValueError(f"leaf values of shape {ensemble.value.shape} for {K} outputs")
+    # The kernel reads X[row, feature] and walks heap indices below 2**(max_depth+1) - 1
+    # without bounds checks: refuse what would read outside the arrays.
+    if M < 2 ** (int(max_depth) + 1) - 1:
+        raise ValueError(f"trees of {M} nodes cannot hold depth {max_depth}")
+    leaf = np.asarray(ensemble.is_leaf, bool)
+    feat = np.asarray(ensemble.feature)
+    if T and np.any(~leaf & ((feat < 0) | (feat >= F))):
+        raise ValueError(f"a split reads a feature outside the {F} columns of X")
+    cat = ensemble.cat_bits
+    if cat is not None and np.shape(cat) != (T, M, 8):
+        raise ValueError(f"cat_bits of shape {np.shape(cat)}, expected {(T, M, 8)}")
     nodes = np.zeros((T, M), _PREDICT_NODE)
     nodes["feature"] = ensemble.feature
     nodes["threshold"] = ensemble.threshold
-    leaf = np.asarray(ensemble.is_leaf, bool)
     flags = np.asarray(ensemble.default_left, np.uint32) | (leaf.astype(np.uint32) << 1)
-    cat = ensemble.cat_bits
     if cat is not None:  # categorical splits: split nodes whose threshold is NaN
         flags |= (np.isnan(ensemble.threshold) & ~leaf).astype(np.uint32) << 2
         cat = np.ascontiguousarray(cat, np.uint32)
