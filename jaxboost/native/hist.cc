@@ -1485,10 +1485,10 @@ struct PredictNode {
   uint32_t flags;
 };
 
-extern "C" void JaxboostPredict(const float* X, int64_t F, const PredictNode* nodes,
-                                const float* value, const uint32_t* cat_bits, int64_t T,
-                                int64_t M, int64_t K, int64_t max_depth, float* margin,
-                                int64_t row_begin, int64_t row_end) {
+template <bool kCats>
+void PredictRows(const float* X, int64_t F, const PredictNode* nodes, const float* value,
+                 const uint32_t* cat_bits, int64_t T, int64_t M, int64_t K, int64_t max_depth,
+                 float* margin, int64_t row_begin, int64_t row_end) {
   constexpr int64_t kBlock = 64;
   int32_t pos[kBlock];
   for (int64_t r0 = row_begin; r0 < row_end; r0 += kBlock) {
@@ -1500,10 +1500,10 @@ extern "C" void JaxboostPredict(const float* X, int64_t F, const PredictNode* no
       for (int64_t d = 0; d < max_depth; ++d) {
         for (int64_t i = 0; i < nb; ++i) {
           const PredictNode n = nd[pos[i]];
-          if (n.flags & 2u) continue;
+          if (n.flags & 2u) continue;  // a leaf (rare above the last level: predicted)
           const float v = xb[i * F + n.feature];
           int32_t left;
-          if (n.flags & 4u) {
+          if (kCats && (n.flags & 4u)) {
             if (v >= 0.0f && v < 256.0f) {
               const int32_t c = static_cast<int32_t>(v);
               const uint32_t* bits = cat_bits + (t * M + pos[i]) * 8;
@@ -1525,6 +1525,19 @@ extern "C" void JaxboostPredict(const float* X, int64_t F, const PredictNode* no
         for (int64_t k = 0; k < K; ++k) m[k] += v[k];
       }
     }
+  }
+}
+
+extern "C" void JaxboostPredict(const float* X, int64_t F, const PredictNode* nodes,
+                                const float* value, const uint32_t* cat_bits, int64_t T,
+                                int64_t M, int64_t K, int64_t max_depth, float* margin,
+                                int64_t row_begin, int64_t row_end) {
+  if (cat_bits != nullptr) {
+    PredictRows<true>(X, F, nodes, value, cat_bits, T, M, K, max_depth, margin, row_begin,
+                      row_end);
+  } else {
+    PredictRows<false>(X, F, nodes, value, cat_bits, T, M, K, max_depth, margin, row_begin,
+                       row_end);
   }
 }
 
