@@ -142,3 +142,34 @@ def test_stump_by_hand():
         native.predict(X, far, np.zeros(5, np.float32), 1)
     with pytest.raises(ValueError, match="cannot hold depth 2"):
         native.predict(X, stump, np.zeros(5, np.float32), 2)
+
+
+def test_staged_predictions_equal_the_compiled_program(logistic, monkeypatch):
+    b, X = logistic
+    Xt = X[:150]
+    for kwargs in (dict(output_margin=True), {}):
+        a, x = _both(monkeypatch, lambda kwargs=kwargs: b.staged_predict(Xt, **kwargs))
+        assert a.shape == (len(b), len(Xt))
+        _same(a, x)
+    _same(b.staged_predict(Xt)[-1], b.predict(Xt))  # the last stage is the model's prediction
+    off = np.linspace(-1, 1, len(Xt)).astype(np.float32)
+    a, x = _both(monkeypatch, lambda: b.staged_predict(Xt, base_margin=off))
+    _same(a, x)
+
+
+def test_staged_softmax_equals_the_compiled_program(monkeypatch):
+    X, rng = _data(n=300, seed=4)
+    y3 = np.digitize(np.nan_to_num(X[:, 0]) + 0.3 * rng.normal(size=len(X)), [-0.5, 0.5])
+    b = jaxboost.train("softmax", X, y3, **KW)  # 3 trees per round
+    a, x = _both(monkeypatch, lambda: b.staged_predict(X))
+    assert a.shape == (KW["n_rounds"], len(X), 3)
+    _same(a, x)
+    stages = native.predict_stages(
+        np.ascontiguousarray(X, np.float32),
+        b.ensemble,
+        np.tile(np.asarray(b.base_margin, np.float32), (len(X), 1)),
+        b.params.max_depth,
+    )
+    assert stages.shape == (b.ensemble.n_trees, len(X), 3)  # every tree, not every round
+    _same(stages[2::3], b.staged_predict(X, output_margin=True))
+    _same(stages[-1], b.predict(X, output_margin=True))

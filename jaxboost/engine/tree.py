@@ -353,11 +353,7 @@ def predict_margin_host(ensemble: Ensemble, X, base_margin, *, max_depth: int, l
     from .. import native
 
     X = np.ascontiguousarray(X, np.float32)
-    base = np.asarray(base_margin, np.float32)
-    value_ndim = np.ndim(ensemble.value)
-    if base.ndim != value_ndim - 1:  # an intercept: broadcast over the rows
-        base = np.broadcast_to(base, (X.shape[0],) + base.shape)
-    margin = np.array(base, np.float32, order="C")  # a fresh, writable copy
+    margin = _host_start(X, base_margin, ensemble.value)
     native.predict(X, ensemble, margin, max_depth)
     if link is None:
         return margin
@@ -365,6 +361,41 @@ def predict_margin_host(ensemble: Ensemble, X, base_margin, *, max_depth: int, l
     padded = np.zeros((bucket_rows(n),) + margin.shape[1:], np.float32)
     padded[:n] = margin
     return np.asarray(_apply_link(padded, link=link))[:n]
+
+
+def staged_margins_host(ensemble: Ensemble, X, base_margin, *, max_depth: int, link=None):
+    """``staged_margins`` by the native CPU kernel (``jaxboost.native.predict_stages``),
+    equal to it bit for bit: ``(T, N)`` or ``(T, N, K)`` float32 NumPy margins after
+    every tree (or ``link`` of them, compiled once per row bucket and tree count).
+    Arguments as for ``predict_margin_host``; call it where
+    ``native_predict_enabled()``.
+    """
+    from .. import native
+
+    X = np.ascontiguousarray(X, np.float32)
+    margin = _host_start(X, base_margin, ensemble.value)
+    stages = native.predict_stages(X, ensemble, margin, max_depth)
+    if link is None:
+        return stages
+    n = X.shape[0]
+    padded = np.zeros((stages.shape[0], bucket_rows(n)) + stages.shape[2:], np.float32)
+    padded[:, :n] = stages
+    return np.asarray(_apply_link_stages(padded, link=link))[:, :n]
+
+
+@functools.partial(jax.jit, static_argnames=("link",))
+def _apply_link_stages(stages, *, link):
+    # stage by stage, as staged_margins' scan applies it: a softmax over (T, N, K) at
+    # once rounded some probabilities differently in the last bit
+    return jax.lax.map(link, stages)
+
+
+def _host_start(X, base_margin, value):
+    """``_initial`` on the host: a fresh, writable float32 ``(N[, K])`` array."""
+    base = np.asarray(base_margin, np.float32)
+    if base.ndim != np.ndim(value) - 1:  # an intercept: broadcast over the rows
+        base = np.broadcast_to(base, (X.shape[0],) + base.shape)
+    return np.array(base, np.float32, order="C")
 
 
 @functools.partial(jax.jit, static_argnames=("max_depth", "link"))

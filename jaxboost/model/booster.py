@@ -21,6 +21,7 @@ from ..engine.tree import (
     predict_margin,
     predict_margin_host,
     staged_margins,
+    staged_margins_host,
 )
 from ..errors import DataError, DataWarning
 from ..inputs.arrays import (
@@ -608,10 +609,11 @@ class Booster:
             "predict with a slice of the model (bst[:r].predict), or fewer rows at a time",
         )
 
+        host = native_predict_enabled()  # the CPU kernel: only the link compiles
+
         def stages(Xd, o):
-            out = staged_margins(
-                self.ensemble, Xd, self._base(o), max_depth=self.params.max_depth, link=link
-            )
+            fn = staged_margins_host if host else staged_margins
+            out = fn(self.ensemble, Xd, self._base(o), max_depth=self.params.max_depth, link=link)
             return np.asarray(out)[self.trees_per_round - 1 :: self.trees_per_round]
 
         # a block's (trees, rows[, K]) margins stay near STAGED_BLOCK_VALUES entries

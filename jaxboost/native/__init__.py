@@ -88,6 +88,7 @@ __all__ = [
     "unavailable_reason",
     "histogram",
     "predict",
+    "predict_stages",
     "grow_tree",
     "grow_tree_sparse",
     "library_path",
@@ -340,6 +341,41 @@ def predict(X, ensemble, margin, max_depth: int, *, n_threads: int | None = None
       ...     m = predict(np.float32([[0.0], [1.0], [np.nan]]), stump, np.zeros(3, np.float32), 1)
       ...     assert m.tolist() == [-1.0, 2.0, -1.0]
     """
+    packed = _pack_trees(X, ensemble, margin, max_depth)
+    _run_predict(X, packed, margin, 0, packed["T"], n_threads)
+    return margin
+
+
+def predict_stages(X, ensemble, margin, max_depth: int, *, n_threads: int | None = None):
+    """The margins after every tree: ``(T,) + margin.shape`` float32, entry ``t`` =
+    ``margin`` plus trees ``0..t`` (the native twin of
+    :func:`jaxboost.engine.tree.staged_margins`, equal to it bit for bit: the same
+    running float32 sum). ``margin`` (the margins before the trees) ends as the last
+    entry. Arguments as for :func:`predict`.
+
+    Example:
+      >>> import numpy as np
+      >>> from jaxboost.engine.tree import Ensemble
+      >>> stump = Ensemble(feature=np.int32([[0, 0, 0]]), tbin=np.int32([[1, 0, 0]]),
+      ...     threshold=np.float32([[0.5, 0, 0]]), default_left=np.array([[True, 0, 0]], bool),
+      ...     is_leaf=np.array([[False, True, True]]), value=np.float32([[0, -1, 2]]),
+      ...     gain=np.zeros((1, 3), np.float32), cover=np.zeros((1, 3), np.float32))
+      >>> two = Ensemble.concat([stump, stump])
+      >>> if available():
+      ...     s = predict_stages(np.float32([[0.0], [1.0]]), two, np.zeros(2, np.float32), 1)
+      ...     assert s.tolist() == [[-1.0, 2.0], [-2.0, 4.0]]
+    """
+    packed = _pack_trees(X, ensemble, margin, max_depth)
+    out = np.empty((packed["T"],) + margin.shape, np.float32)
+    for t in range(packed["T"]):
+        _run_predict(X, packed, margin, t, t + 1, n_threads)
+        out[t] = margin
+    return out
+
+
+def _pack_trees(X, ensemble, margin, max_depth):
+    """Checks, and the trees in the kernel's layout (``PredictNode``): a dict of the
+    arrays (kept alive by it) and their sizes."""
     if not available():
         raise RuntimeError(f"native kernel unavailable: {unavailable_reason()}")
     N, F = X.shape
@@ -357,7 +393,7 @@ def predict(X, ensemble, margin, max_depth: int, *, n_threads: int | None = None
         raise ValueError(f"trees of {M} nodes cannot hold depth {max_depth}")
     leaf = np.asarray(ensemble.is_leaf, bool)
     feat = np.asarray(ensemble.feature)
-    if T and np.any(~leaf & ((feat < 0) | (feat >= F))):
+    if F >= 1 << 30 or (T and np.any(~leaf & ((feat < 0) | (feat >= F)))):
         raise ValueError(f"a split reads a feature outside the {F} columns of X")
     cat = ensemble.cat_bits
     if cat is not None and np.shape(cat) != (T, M, 8):
@@ -371,31 +407,38 @@ def predict(X, ensemble, margin, max_depth: int, *, n_threads: int | None = None
         cat = np.ascontiguousarray(cat, np.uint32)
     nodes["flags"] = flags
     value = np.ascontiguousarray(ensemble.value, np.float32)
+    return dict(nodes=nodes, value=value, cat=cat, T=T, M=M, K=K, depth=int(max_depth))
+
+
+def _run_predict(X, packed, margin, t0, t1, n_threads):
+    """Trees ``t0 .. t1 - 1`` of ``packed`` added to ``margin`` (row blocks on threads)."""
+    N, F = X.shape
+    T, M, K = t1 - t0, packed["M"], packed["K"]
+    if T <= 0 or N == 0:
+        return
+    cat = packed["cat"]
     args = (
         X.ctypes.data,
         F,
-        nodes.ctypes.data,
-        value.ctypes.data,
-        None if cat is None else cat.ctypes.data,
+        packed["nodes"].ctypes.data + t0 * M * _PREDICT_NODE.itemsize,
+        packed["value"].ctypes.data + t0 * M * K * 4,
+        None if cat is None else cat.ctypes.data + t0 * M * 8 * 4,
         T,
         M,
         K,
-        int(max_depth),
+        packed["depth"],
         margin.ctypes.data,
     )
-    if T == 0 or N == 0:
-        return margin
     if n_threads is None:
         n_threads = default_threads() if N * T >= _MIN_PREDICT_WORK_FOR_THREADS else 1
     lib = _state["lib"]
     if n_threads <= 1 or N < 128 * n_threads:
         lib.JaxboostPredict(*args, 0, N)
-        return margin
+        return
     step = -(-N // n_threads)
     step = -(-step // 64) * 64  # whole row blocks per thread
     with ThreadPoolExecutor(n_threads) as ex:
         list(ex.map(lambda b: lib.JaxboostPredict(*args, b, min(N, b + step)), range(0, N, step)))
-    return margin
 
 
 def unavailable_reason() -> str | None:
