@@ -4,6 +4,20 @@ import shutil
 import tempfile
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+# OpenMP and OpenBLAS threads (XGBoost, LightGBM, scikit-learn, NumPy's BLAS): each
+# pytest-xdist worker gets its share of the cores. Their threads busy-wait between
+# parallel regions, so two workers each running two threads on a 2-core machine spin
+# against each other: tests/test_rank_objectives.py's XGBoost comparison took 17 s of CPU
+# with two OpenMP threads beside another busy process, 6 s with one; four XGBoost-heavy
+# files on two workers, 67 s -> 50 s. Set before NumPy
+# or any of them is imported (they read it when loaded); the example scripts the tests
+# start inherit it. A value already in the environment is kept. jaxboost itself uses
+# no OpenMP (its native kernel runs on XLA's thread pool).
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (_CORES or 1) // max(_WORKERS, 1))))
+
 # jaxboost's own persistent cache stays off in the test processes: nothing from a run
 # before this one is read (tests/test_compile_cache.py turns it on in subprocesses).
 os.environ["JAXBOOST_COMPILATION_CACHE"] = "0"
