@@ -389,7 +389,9 @@ class TreeSpec(NamedTuple):
     ``HIST_MEMORY``); ``subtract``: the subtraction trick without the native kernel
     (the accelerators' pure-JAX histograms, whose skipped rows cost next to nothing;
     always on with ``native``); ``max_leaves``: > 0 grows leaf-wise (the native
-    kernels only: ``jaxboost.native.grow_tree``).
+    kernels only: ``jaxboost.native.grow_tree``); ``depth_bucket``: ``max_depth`` is a
+    bucket of depths and ``rules.depth`` (``SplitRules``) the one to grow (only the
+    native whole-tree kernel grows so: ``bucketed_depth``).
     """
 
     max_depth: int
@@ -402,16 +404,53 @@ class TreeSpec(NamedTuple):
     feature_block: Optional[int] = None
     subtract: bool = False
     max_leaves: int = 0
+    depth_bucket: bool = False
+
+
+DEPTH_BUCKETS = (6, 8)
+"""Depths up to 6 compile the program of depth 6, 7 and 8 that of 8 (``bucketed_depth``);
+deeper trees compile their own."""
+
+
+def bucketed_depth(max_depth: int, n_features: int, max_bin: int) -> int:
+    """The depth a program is compiled for when the native whole-tree kernel grows the
+    trees (one device, numeric splits, no constraints, one output per tree): the
+    smallest of ``DEPTH_BUCKETS`` at or above ``max_depth`` (``max_depth`` itself above
+    them), so a notebook's or a grid search's depths 2-6 share one round program. The
+    kernel's work follows the live nodes, so the deeper arrays cost next to nothing;
+    the trees are cut back to ``max_depth`` after training. ``max_depth`` itself when
+    the deeper level's histograms would be taken in feature blocks (``feature_block``:
+    then the XLA tree builder, which grows at the program's depth, would take over).
+
+    >>> bucketed_depth(3, 30, 256), bucketed_depth(7, 30, 256), bucketed_depth(12, 30, 256)
+    (6, 8, 12)
+    """
+    bucket = next((b for b in DEPTH_BUCKETS if b >= max_depth), max_depth)
+    if bucket == max_depth or max_depth < 1:
+        return max_depth
+    if feature_block(n_features, 2 ** (bucket - 1), max_bin) != n_features:
+        return max_depth
+    return bucket
+
+
+_BUCKET_ERROR = (
+    "internal error: a program compiled for a bucket of depths must grow its trees with "
+    "the native whole-tree kernel on dense bins (training.program.round_spec chose a "
+    "bucket where it does not apply)"
+)
 
 
 class SplitRules(NamedTuple):
     """``grow_tree``'s optional rules of split finding, each None when off (the program
     is then the one without it): ``cats``, the categorical features'
     ``categorical.CatInfo`` (traced arrays); ``constraints``, a
-    ``constraints.TreeConstraints`` (monotone, interaction, row minimum per child)."""
+    ``constraints.TreeConstraints`` (monotone, interaction, row minimum per child);
+    ``depth``, the traced depth to grow in a program compiled for a bucket of depths
+    (``TreeSpec.depth_bucket``)."""
 
     cats: Any = None
     constraints: Any = None
+    depth: Any = None
 
 
 def grow_tree(
@@ -477,6 +516,8 @@ def grow_tree(
       float32 = H); ``leaf`` ``(N,)`` int32, the leaf node of every row.
     """
     if isinstance(bins, tuple):  # CSC bins (training.data.sparse_rows)
+        if spec.depth_bucket:
+            raise RuntimeError(_BUCKET_ERROR)
         return _native_sparse_tree_grow(
             bins, g, h, dyn, cuts_ext, forward_ok, features, spec, rules, reduce
         )
@@ -488,7 +529,8 @@ def grow_tree(
     bin_of = bin_reader(bins, native)
     F = bins.shape[1] if native else bins.shape[0]
     block = feature_block(F, W, B) if block is None else min(int(block), F)
-    cats, cons = SplitRules() if rules is None else rules
+    rules = SplitRules() if rules is None else rules
+    cats, cons = rules.cats, rules.constraints
     if (
         native
         and cats is None
@@ -498,7 +540,9 @@ def grow_tree(
         and D > 0
         and _native_tree()
     ):
-        return _native_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, spec)
+        return _native_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, spec, rules.depth)
+    if spec.depth_bucket:  # would grow the bucket's depth, not the model's: never
+        raise RuntimeError(_BUCKET_ERROR)
     if spec.max_leaves > 0:
         raise ValueError(LOSSGUIDE_WHERE)
     grow = _Grow(
@@ -1011,7 +1055,7 @@ def _native_tree() -> bool:
     return native_kernel.tree_enabled()
 
 
-def _native_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, spec: TreeSpec):
+def _native_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, spec: TreeSpec, depth):
     """``grow_tree`` by the native whole-tree kernel (``jaxboost.native.grow_tree``):
     the same level loop (smaller children histogrammed, siblings by subtraction, the
     split rules of ``jaxboost.engine.split``) in one call per tree, its work following
@@ -1034,6 +1078,7 @@ def _native_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, spec: Tre
             spec.max_bin,
             n_threads=spec.native_threads,
             max_leaves=spec.max_leaves,
+            depth=depth if spec.depth_bucket else None,  # the model's own depth
         )
         return _native_tree_fields(s, Gn, Hn, leaf, dyn, cuts_ext)
 

@@ -77,6 +77,9 @@ class RoundSpec(NamedTuple):
     (``sampling.bootstrap_counts``) instead of the ``subsample`` coin flips.
     ``subtract``: the histogram subtraction trick on the pure-JAX histograms (on by
     default on GPU and TPU backends, ``training.program.use_subtraction``).
+    ``depth_bucket``: ``max_depth`` is a bucket of depths (``grow.bucketed_depth``) and
+    each model grows its own ``Hyper.depth`` (the native whole-tree kernel only,
+    ``training.program.depth_bucket_applies``); its trees are cut back afterwards.
     """
 
     loss: Any
@@ -100,6 +103,7 @@ class RoundSpec(NamedTuple):
     bootstrap: bool = False
     subtract: bool = False
     max_leaves: int = 0
+    depth_bucket: bool = False
 
     @property
     def n_nodes(self) -> int:
@@ -122,6 +126,7 @@ class RoundSpec(NamedTuple):
             self.diagonal,
             subtract=self.subtract,
             max_leaves=self.max_leaves,
+            depth_bucket=self.depth_bucket,
         )
 
 
@@ -161,8 +166,10 @@ class Hyper(NamedTuple):
     """One model's traced numbers (float32 scalars unless said): the tree's
     regularisation, the ``hessian="clip"`` floor, the quantile refit's level,
     ``ratios`` ``(4,)`` (``sampling.FIELDS``), ``seed`` int32, ``loss_params``, the
-    loss's continuous hyperparameters (a dict of arrays), and ``constraints``, the
-    ``constraints.ConstraintValues`` (None without constraints)."""
+    loss's continuous hyperparameters (a dict of arrays), ``constraints``, the
+    ``constraints.ConstraintValues`` (None without constraints), and ``depth`` int32,
+    the model's ``max_depth`` (what a program compiled for a bucket of depths grows,
+    ``RoundSpec.depth_bucket``; None: the spec's ``max_depth``)."""
 
     reg_lambda: Any
     reg_alpha: Any
@@ -175,6 +182,7 @@ class Hyper(NamedTuple):
     seed: Any
     loss_params: Any
     constraints: Any = None
+    depth: Any = None
 
     def dyn(self, eta):
         """The tree builder's ``split.TreeHyper`` at learning rate ``eta``."""
@@ -526,7 +534,7 @@ def _grow(rnd: _Round, margin, g, h, dyn, key, take):
         if spec.constraints.min_leaf:  # the rows this tree is grown on
             counts = (take & rows.valid & (rows.w > 0)).astype(FLOAT_DTYPE)
         cons = TreeConstraints(spec.constraints, rnd.hyper.constraints, counts)
-    rules = SplitRules(shared.cats, cons)
+    rules = SplitRules(shared.cats, cons, rnd.hyper.depth if spec.depth_bucket else None)
     if K == 1:
         tree, leaf = grow_tree(
             rows.bins,

@@ -102,7 +102,7 @@ __all__ = [
 TARGET_NAME = "jaxboost_histogram"
 TREE_TARGET_NAME = "jaxboost_grow_tree"
 SPARSE_TREE_TARGET_NAME = "jaxboost_grow_tree_sparse"
-_ABI_VERSION = 7
+_ABI_VERSION = 8
 _SOURCE = _build.SOURCE
 _FLAGS = _build.FLAGS
 _LIB_NAME = "libjaxboost_hist.so"
@@ -621,6 +621,7 @@ def grow_tree(
     n_threads: int | None = None,
     _xla_pool: bool = True,
     max_leaves: int = 0,
+    depth=None,
 ):
     """One tree of numeric splits, grown level by level in one native call.
 
@@ -650,6 +651,10 @@ def grow_tree(
       max_leaves: static; > 0 grows leaf-wise (XGBoost's ``grow_policy="lossguide"``):
         of the level-wise candidate splits, the best-first ones (largest gain first,
         ties to the node allocated first) until the tree has ``max_leaves`` leaves.
+      depth: ``None``, or a traced integer ``1 <= depth <= max_depth``: grow only that
+        many levels in arrays sized for ``max_depth`` (one compiled program for a
+        bucket of depths). The tree, its draws and its rows' leaves are those of
+        ``max_depth=depth``; the nodes below stay leaves.
 
     Returns:
       ``(structure, Gn, Hn, leaf)``: ``structure`` a dict of ``(M,)`` heap arrays
@@ -679,13 +684,16 @@ def grow_tree(
         forward_ok = jnp.asarray(forward_ok, bool)
         level_sets, node_key, node_ratio = _colsample_args(colsample, max_depth, F)
         M = 2 ** (max_depth + 1) - 1
+        hyper = jnp.asarray(hyper, jnp.float32)
+        if depth is not None:  # hyper[6]: the levels to grow
+            hyper = jnp.concatenate([hyper, jnp.asarray(depth, jnp.float32).reshape(1)])
         feature, tbin, dl, is_split, gain, Gn, Hn, leaf = jax.ffi.ffi_call(
             TREE_TARGET_NAME, _tree_outputs(M, N), vmap_method="sequential"
         )(
             bins,
             g,
             h,
-            jnp.asarray(hyper, jnp.float32),
+            hyper,
             jnp.asarray(root, jnp.float64),
             forward_ok,
             level_sets,

@@ -697,7 +697,7 @@ inline void NodeFeatures(const bool* allowed, int64_t F, const uint32_t* key, fl
 // parameters (TreeHyper's six float32 numbers), the root's sums, forward_ok and column
 // sampling by node (level_sets null: off).
 struct TreeIn {
-  int64_t N, F, B, D;
+  int64_t N, F, B, D;  // D: the heap arrays' depth (M = 2**(D + 1) - 1 nodes)
   const float* hyper;
   const double* root;
   const bool* forward_ok;
@@ -705,6 +705,7 @@ struct TreeIn {
   const uint32_t* node_key;
   float node_ratio;
   int64_t max_leaves;  // > 0: leaf-wise selection (LossGuide)
+  int64_t G = 0;       // levels grown, 1 <= G <= D (hyper[6] when given, else D)
 };
 
 // What both tree kernels write: heap arrays of M = 2**(D + 1) - 1 nodes, and each row's
@@ -843,10 +844,20 @@ ffi::Error DecodeTree(const char* name, ffi::AnyBuffer g, ffi::AnyBuffer h,
     return ffi::Error::InvalidArgument(k + ": g, h, pos must be (N,)");
   if (g.element_type() != h.element_type())
     return ffi::Error::InvalidArgument(k + ": g and h dtypes differ");
-  if (hyper.element_count() != 6 || root.element_count() != 2 ||
-      forward_ok.element_count() != static_cast<size_t>(F))
-    return ffi::Error::InvalidArgument(k + ": hyper (6,), root (2,), forward_ok (F,)");
+  if ((hyper.element_count() != 6 && hyper.element_count() != 7) ||
+      root.element_count() != 2 || forward_ok.element_count() != static_cast<size_t>(F))
+    return ffi::Error::InvalidArgument(k + ": hyper (6,) or (7,), root (2,), forward_ok (F,)");
   in->hyper = hyper.typed_data();
+  // hyper[6], when given: the depth to grow, below the arrays' D (a program compiled for
+  // a bucket of depths grows each model's own)
+  in->G = D;
+  if (hyper.element_count() == 7) {
+    const float g_depth = in->hyper[6];
+    if (!(g_depth >= 1.0f && g_depth <= static_cast<float>(D)) ||
+        g_depth != static_cast<float>(static_cast<int64_t>(g_depth)))
+      return ffi::Error::InvalidArgument(k + ": hyper[6] (depth) must be an integer in [1, max_depth]");
+    in->G = static_cast<int64_t>(g_depth);
+  }
   in->root = root.typed_data();
   in->forward_ok = forward_ok.typed_data();
   in->level_sets = nullptr;
@@ -892,7 +903,7 @@ ffi::Error WithRows(const char* name, ffi::AnyBuffer g, ffi::AnyBuffer h, Fn fn)
 template <int64_t FS, typename T>
 ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& in,
                     const TreeOut& o, int64_t nt, ffi::ThreadPool* pool) {
-  const int64_t N = in.N, F = in.F, B = in.B, D = in.D;
+  const int64_t N = in.N, F = in.F, B = in.B, D = in.G;  // levels grown (<= in.D)
   const bool* const forward_ok = in.forward_ok;
   const bool* const level_sets = in.level_sets;
   int32_t* const feature = o.feature;
@@ -1167,7 +1178,7 @@ ffi::Error GrowTreeImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
 template <typename T>
 ffi::Error GrowTreeSparse(const int32_t* colptr, const int32_t* erow, const uint8_t* ebin,
                           const T* g, const T* h, const TreeIn& in, const TreeOut& o) {
-  const int64_t N = in.N, F = in.F, B = in.B, D = in.D;
+  const int64_t N = in.N, F = in.F, B = in.B, D = in.G;  // levels grown (<= in.D)
   const bool* const forward_ok = in.forward_ok;
   const bool* const level_sets = in.level_sets;
   int32_t* const feature = o.feature;
@@ -1542,4 +1553,4 @@ extern "C" void JaxboostPredict(const float* X, int64_t F, const PredictNode* no
 }
 
 // Version of the calling conventions above; the Python side checks it.
-extern "C" int JaxboostHistogramAbiVersion() { return 7; }
+extern "C" int JaxboostHistogramAbiVersion() { return 8; }

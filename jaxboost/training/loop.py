@@ -400,10 +400,13 @@ def assemble_booster(run_, n_new_rounds, *, edges, base, n_features):
     if run_.parts:
         parts: list[Ensemble] = []
         have = 0
+        M = s.params.n_nodes
         for part in run_.parts:  # only the chunks needed (a later one may still run)
             if have >= n_trees and parts:
                 break
-            parts.append(part)
+            # a program compiled for a bucket of depths (RoundSpec.depth_bucket) gives
+            # deeper heap arrays, whose nodes past the model's depth are unused leaves
+            parts.append(_heap_prefix(part, M))
             have += part.n_trees
         # Ensemble.__getitem__ slices every field (type checkers read a slice of a
         # NamedTuple as a plain tuple)
@@ -441,6 +444,13 @@ def assemble_booster(run_, n_new_rounds, *, edges, base, n_features):
     if s.constraints is not None:  # recorded (prediction does not need them)
         b.train_state.update(s.constraints.train_state())
     return b
+
+
+def _heap_prefix(part: Ensemble, M: int) -> Ensemble:
+    """``part`` with its trees cut to their first ``M`` heap nodes (on the host)."""
+    if part.feature.shape[1] == M:
+        return part
+    return Ensemble(*(None if a is None else np.asarray(a)[:, :M] for a in part))
 
 
 def _no_trees(s):

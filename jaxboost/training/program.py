@@ -13,6 +13,7 @@ import jax
 import numpy as np
 
 from ..engine.groups import EXACT_MAX_GROUP
+from ..engine.grow import bucketed_depth, feature_block
 from ..engine.round import Hyper, RoundSpec
 
 
@@ -24,9 +25,10 @@ def round_spec(
     models that differ in them). Its ``max_bin`` is the data's bin bucket
     ``prep.edges.n_bins`` (``engine.binning.program_bins``), at most ``s.params.max_bin``."""
     p = s.params
+    bucket = depth_bucket_applies(s, prep)
     return RoundSpec(
         loss=s.family,
-        max_depth=p.max_depth,
+        max_depth=program_depth(s, prep) if bucket else p.max_depth,
         max_bin=prep.edges.n_bins,
         n_outputs=s.n_outputs,
         multi_output_tree=s.multi_output_tree,
@@ -46,7 +48,37 @@ def round_spec(
         bootstrap=s.bootstrap,
         subtract=use_subtraction(prep.native),
         max_leaves=s.max_leaves,
+        depth_bucket=bucket,
     )
+
+
+def depth_bucket_applies(s, prep) -> bool:
+    """Whether the round program is compiled for a bucket of depths
+    (``grow.bucketed_depth``; ``Hyper.depth`` says what each model grows): where the
+    native whole-tree kernel grows the trees (dense bins on one CPU device, numeric
+    splits, no constraints, one output per tree). Every depth of a bucket then shares
+    one program (the flag is set for the bucket's own depth too)."""
+    from .. import native as native_kernel
+
+    return bool(
+        prep.native
+        and native_kernel.tree_enabled()
+        and not isinstance(prep.rows.bins, tuple)  # CSC bins: the sparse kernel
+        and prep.layout.mesh is None
+        and not prep.layout.multi
+        and not s.categorical
+        and s.constraints is None
+        and not (s.multi_output_tree and s.n_outputs > 1)
+        and s.params.max_depth > 0
+        # the native kernel takes the level's histograms whole (not in feature blocks)
+        and feature_block(prep.n_features, 2 ** (program_depth(s, prep) - 1), prep.edges.n_bins)
+        == prep.n_features
+    )
+
+
+def program_depth(s, prep) -> int:
+    """``grow.bucketed_depth`` of ``s``'s ``max_depth`` on ``prep``'s features and bins."""
+    return bucketed_depth(s.params.max_depth, prep.n_features, prep.edges.n_bins)
 
 
 SUBTRACT_ENV = "JAXBOOST_SUBTRACT"
@@ -85,6 +117,7 @@ def hyper(s) -> Hyper:
         np.int32(s.seed),
         {k: np.asarray(v, f32) for k, v in s.loss_values.items()},
         None if s.constraints is None else s.constraints.values(),
+        np.int32(p.max_depth),
     )
 
 
