@@ -17,7 +17,8 @@ For each case and path: **first** = the first ``predict`` of that model in this 
 ``--repeats`` (5) further calls. ``native`` is what ``Booster.predict`` runs on the CPU;
 ``xla`` is the same call with the native kernel switched off for prediction
 (``jaxboost.engine.tree.predict_margin``, what runs on GPUs and TPUs); outputs of the
-two are compared bit for bit, and with XGBoost's to 1e-5.
+two are compared bit for bit (the models differ from XGBoost's, so its outputs are
+not compared).
 
 Usage::
 
@@ -116,9 +117,6 @@ def run_case(case, repeats):
         trees=bst.ensemble.n_trees,
         paths=rows,
         native_equals_xla=same,
-        xgboost_agreement_max_abs=float(
-            np.max(np.abs(np.asarray(out_xgb).reshape(out_native.shape) - out_native))
-        ),
     )
 
 
@@ -138,10 +136,7 @@ def main(argv=None):
                 f"{r['case']:8s} {r['rows']:9d} {r['trees']:6d} {path:8s} "
                 f"{p['first_s']:9.4f} {p['warm_s']:9.4f} {p['ratio_to_xgboost']:9.2f}"
             )
-        print(
-            f"{'':8s} native == xla bit for bit: {r['native_equals_xla']}; "
-            f"max |jaxboost - XGBoost| {r['xgboost_agreement_max_abs']:.2e}"
-        )
+        print(f"{'':8s} native == xla bit for bit: {r['native_equals_xla']}")
     RESULTS.mkdir(exist_ok=True)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     path = RESULTS / f"predict-{stamp}.json"

@@ -5,7 +5,8 @@
 * static (``max_depth``, ``max_bin``): they fix array shapes, so a new value compiles
   a new program (``max_bin`` caps the bins per feature; the programs take theirs from
   the data's bucket, ``engine.binning.program_bins``, so a new ``max_bin`` compiles
-  only when it moves that bucket);
+  only when it moves that bucket; where the native tree kernel grows the trees, the
+  round program is compiled for a bucket of depths, ``engine.grow.bucketed_depth``);
 * dynamic (``learning_rate``, ``reg_lambda``, ``reg_alpha``, ``gamma``,
   ``min_child_weight``, ``max_delta_step``): passed to the compiled round as scalars,
   so a grid search over them reuses one compiled program.
