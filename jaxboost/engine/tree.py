@@ -357,10 +357,19 @@ def predict_margin_host(ensemble: Ensemble, X, base_margin, *, max_depth: int, l
     native.predict(X, ensemble, margin, max_depth)
     if link is None:
         return margin
-    n = margin.shape[0]
-    padded = np.zeros((bucket_rows(n),) + margin.shape[1:], np.float32)
-    padded[:n] = margin
-    return np.asarray(_apply_link(padded, link=link))[:n]
+    return _link_on_bucket(_apply_link, margin, link, axis=0)
+
+
+def _link_on_bucket(program, margins, link, axis):
+    """``program(margins, link=link)`` with the rows (``axis``) padded to a size bucket,
+    so new row counts mostly reuse the link's compiled program; the rows cut back."""
+    n = margins.shape[axis]
+    shape = list(margins.shape)
+    shape[axis] = bucket_rows(n)
+    padded = np.zeros(shape, np.float32)
+    rows = (slice(None),) * axis + (slice(0, n),)
+    padded[rows] = margins
+    return np.asarray(program(padded, link=link))[rows]
 
 
 def staged_margins_host(ensemble: Ensemble, X, base_margin, *, max_depth: int, link=None):
@@ -377,10 +386,7 @@ def staged_margins_host(ensemble: Ensemble, X, base_margin, *, max_depth: int, l
     stages = native.predict_stages(X, ensemble, margin, max_depth)
     if link is None:
         return stages
-    n = X.shape[0]
-    padded = np.zeros((stages.shape[0], bucket_rows(n)) + stages.shape[2:], np.float32)
-    padded[:, :n] = stages
-    return np.asarray(_apply_link_stages(padded, link=link))[:, :n]
+    return _link_on_bucket(_apply_link_stages, stages, link, axis=1)
 
 
 @functools.partial(jax.jit, static_argnames=("link",))

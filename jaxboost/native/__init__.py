@@ -302,13 +302,21 @@ def apply_bins(X, cuts_nan, missing_bin: int, out, *, row_major: bool, n_threads
     if n_threads <= 1 or N < 2 * n_threads:
         lib.JaxboostApplyBins(*args, 0, N)
         return
+    _on_row_ranges(lambda b, e: lib.JaxboostApplyBins(*args, b, e), N, n_threads)
+
+
+def _on_row_ranges(fn, N: int, n_threads: int, align: int = 1) -> None:
+    """``fn(begin, end)`` over ``n_threads`` contiguous ranges of rows ``0 .. N - 1``
+    (each a multiple of ``align`` rows but the last), one thread each: the native
+    calls release the GIL."""
     step = -(-N // n_threads)
+    step = -(-step // align) * align
     with ThreadPoolExecutor(n_threads) as ex:
-        list(ex.map(lambda b: lib.JaxboostApplyBins(*args, b, min(N, b + step)), range(0, N, step)))
+        list(ex.map(lambda b: fn(b, min(N, b + step)), range(0, N, step)))
 
 
-# Below this many (rows * trees) prediction runs on one thread.
 _PREDICT_NODE = np.dtype([("feature", np.int32), ("threshold", np.float32), ("flags", np.uint32)])
+# Below this many (rows * trees) prediction runs on one thread.
 _MIN_PREDICT_WORK_FOR_THREADS = 1 << 16
 
 
@@ -435,10 +443,8 @@ def _run_predict(X, packed, margin, t0, t1, n_threads):
     if n_threads <= 1 or N < 128 * n_threads:
         lib.JaxboostPredict(*args, 0, N)
         return
-    step = -(-N // n_threads)
-    step = -(-step // 64) * 64  # whole row blocks per thread
-    with ThreadPoolExecutor(n_threads) as ex:
-        list(ex.map(lambda b: lib.JaxboostPredict(*args, b, min(N, b + step)), range(0, N, step)))
+    # whole blocks of 64 rows per thread
+    _on_row_ranges(lambda b, e: lib.JaxboostPredict(*args, b, e), N, n_threads, align=64)
 
 
 def unavailable_reason() -> str | None:
