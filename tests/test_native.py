@@ -1,5 +1,6 @@
 """The native (C++ / XLA FFI) histogram kernel against the NumPy reference."""
 
+import json
 import math
 import os
 import shlex
@@ -438,12 +439,38 @@ def test_installed_library_is_loaded_and_nothing_is_built(tmp_path):
     assert not cache.exists() or not list(cache.rglob("*.so"))
 
 
-def test_setup_py_builds_the_library_the_package_loads(monkeypatch, tmp_path, fresh_state):
+# A stand-in for the C++ compiler (``CXX``): writes a copy of an earlier real build of
+# the same source and flags to the ``-o`` path, and records the command it was given.
+_COPYING_CXX = textwrap.dedent("""
+    import json, shutil, sys
+    args = sys.argv[1:]
+    if args[2:] == ["--version"]:
+        print("copying stand-in 1.0")
+        sys.exit(0)
+    with open(args[0] + ".cmd", "a") as f:
+        f.write(json.dumps(args[2:]) + "\\n")
+    shutil.copyfile(args[1], args[args.index("-o") + 1])
+""")
+
+
+def test_setup_py_builds_the_library_the_package_loads(
+    monkeypatch, tmp_path, fresh_state, built_cache
+):
     """The install-time build (setup.py's build_ext) puts the library where
-    ``available()`` looks first, and nothing is compiled into the cache."""
+    ``available()`` looks first, and nothing is compiled into the cache.
+
+    The compiler is a stand-in that copies the module's one real build (``built_cache``:
+    the same source and flags; compiling the kernel again would take 14 s): what is
+    checked here is setup.py's part, the compile command it runs (the kernel's source
+    with ``_build.FLAGS``), the file it names and where it puts it."""
     root = Path(__file__).resolve().parents[1]
     if not (root / "setup.py").is_file():
         pytest.skip("not a source checkout")
+    (prebuilt,) = Path(built_cache).rglob("libjaxboost_hist*.so")
+    stand_in = tmp_path / "cxx.py"
+    stand_in.write_text(_COPYING_CXX)
+    log = tmp_path / "cxx"
+    cxx = shlex.join([sys.executable, str(stand_in), str(log), str(prebuilt)])
     build_lib = tmp_path / "lib"
     out = subprocess.run(
         [
@@ -457,11 +484,15 @@ def test_setup_py_builds_the_library_the_package_loads(monkeypatch, tmp_path, fr
             str(tmp_path / "tmp"),
         ],
         cwd=root,
+        env=dict(os.environ, CXX=cxx),
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert out.returncode == 0, out.stderr[-3000:]
+    (cmd,) = [json.loads(line) for line in (tmp_path / "cxx.cmd").read_text().splitlines()]
+    assert cmd[: len(native._build.FLAGS)] == list(native._build.FLAGS)
+    assert Path(cmd[cmd.index("-I") + 2]) == native._build.SOURCE
     package_dir = build_lib / "jaxboost" / "native"
     built = list(package_dir.glob("libjaxboost_hist-*.so"))
     assert [p.name for p in built] == [native._build.installed_name()]
