@@ -301,3 +301,49 @@ def test_min_samples_leaf_counts_each_trees_own_sample(regression):
     leaves = e.is_leaf & (e.cover > 0)
     assert e.cover[leaves].min() >= 30
     assert (~e.is_leaf).sum() >= 8 * 3  # the trees do split
+
+
+def test_a_forest_round_is_dispatched_alone_with_the_same_model(regression, monkeypatch):
+    """A round of many trees is a chunk of its own: the round program's tree outputs
+    hold that round's trees, not ``ROUNDS_PER_DISPATCH`` rounds' worth (a 1,000-tree
+    forest filled and copied 10,000). The trees are those of 10-round chunks bit for
+    bit, and so is early stopping; the evaluation metrics agree to float32 rounding
+    (their program sums the rows over arrays of another shape)."""
+    from jaxboost.training import loop
+
+    X, y, Xt, yt = regression
+    kw = dict(
+        n_rounds=8,
+        learning_rate=1.0,  # overfits after a few rounds: early stopping ends it
+        reg_lambda=0.0,
+        min_child_weight=0.0,
+        max_depth=3,
+        num_parallel_tree=P,
+        subsample=0.5,
+        colsample_bynode=0.8,
+        seed=5,
+        eval_set=[(Xt, yt)],
+        early_stopping_rounds=1,
+        verbose=False,
+    )
+    shapes = []
+    run_chunk = loop.run_chunk
+
+    def recording(specs, chunk, *args):
+        out = run_chunk(specs, chunk, *args)
+        shapes.append((chunk, out[2][0][0]["feature"].shape[0]))
+        return out
+
+    monkeypatch.setattr(loop, "run_chunk", recording)
+    assert loop.rounds_per_dispatch(P) == 100 // P == 2
+    chunked = jaxboost.train("squared", X, y, **kw)
+    assert shapes[0] == (2, 2 * P)
+    monkeypatch.setattr(loop, "TREES_PER_DISPATCH", 10**6)  # 10 rounds per chunk
+    shapes.clear()
+    whole = jaxboost.train("squared", X, y, **kw)
+    assert shapes == [(10, 10 * P)]
+    assert same_trees(chunked, whole)
+    a, b = chunked.history["validation_0"]["rmse"], whole.history["validation_0"]["rmse"]
+    assert len(a) == len(b) == 5  # stopped after round 4, one past the best
+    np.testing.assert_allclose(a, b, rtol=1e-6)
+    assert chunked.best_iteration == whole.best_iteration == 3

@@ -183,7 +183,8 @@ class Progress:
     when training itself is slow: the speed is measured from the first round reported
     onwards, and the progress appears once the rounds still to run are expected to take
     longer than ``min_seconds`` at that speed. Rounds reach the host in chunks of
-    ``jaxboost.training.loop.ROUNDS_PER_DISPATCH``, the first after its program was
+    ``jaxboost.training.loop.ROUNDS_PER_DISPATCH`` (fewer when a round grows more than
+    10 trees: ``loop.rounds_per_dispatch``), the first after its program was
     compiled and run, so compilation never counts: a run whose compilation takes
     10 s and whose 1,000 rounds take 1 s shows nothing. ``train(verbose="auto")`` uses
     ``AUTO_SECONDS``; a run of a single chunk never shows.

@@ -55,7 +55,8 @@ def train(objective, X, y, **options) -> Booster:
     of depth ``max_depth`` on histograms of g and h, and adds
     ``learning_rate * w*`` of each row's leaf to its margin, where
     :math:`w^* = -T_\alpha(G)/(H + \lambda)` (see ``jaxboost.engine.split``). Rounds run on the
-    device in chunks of ``ROUNDS_PER_DISPATCH``; evaluation metrics are computed there
+    device in chunks of ``ROUNDS_PER_DISPATCH`` (fewer for rounds of more than 10 trees:
+    ``loop.rounds_per_dispatch``); evaluation metrics are computed there
     too and reach the host once per chunk.
 
     Args:
@@ -227,7 +228,12 @@ def model_run(s, prep, evals, metrics, where, *, early_stopping, label=""):
     placed = []
     for e in evals:
         plan = EvalPlan(
-            TreePlan(p.max_depth, prep.edges.n_bins, loop.ROUNDS_PER_DISPATCH, s.trees_per_round),
+            TreePlan(
+                p.max_depth,
+                prep.edges.n_bins,
+                loop.rounds_per_dispatch(s.trees_per_round),
+                s.trees_per_round,
+            ),
             MetricPlan(plan_metrics(metrics, s.family), link_of(s.loss), e.grouped),
         )
         data_, n = place(e, pads(metrics) and not e.grouped, layout.replicate)
