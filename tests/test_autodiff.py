@@ -91,3 +91,28 @@ def test_base_margin_of_a_custom_loss_is_its_minimiser():
     objective = np.sqrt(1 + (y[None, :] - grid[:, None]) ** 2).sum(axis=1)
     assert c == pytest.approx(grid[np.argmin(objective)], abs=2e-4)
     assert abs(c - float(y.mean())) > 1.0  # robust: far from the mean
+
+
+def test_small_solve_equals_lapack_with_pivoting_and_flags_singular_systems():
+    """The vector base-margin fit's K x K solve (Gauss-Jordan with partial pivoting, in
+    place of LAPACK's LU, whose custom call compiled slowly) solves what NumPy's LAPACK
+    solves, needs its row swaps (zero leading pivots), and returns non-finite numbers
+    for a singular system, which the fit turns into a gradient step."""
+    from jaxboost.engine.autodiff import small_solve
+
+    rng = np.random.default_rng(0)
+    solve = jax.jit(small_solve)
+    with jax.enable_x64(True):
+        for K in (1, 2, 3, 10, 25):
+            for kind in ("general", "spd", "zero_pivots"):
+                A = rng.normal(size=(K, K))
+                if kind == "spd":
+                    A = A @ A.T + 1e-6 * np.eye(K)
+                elif kind == "zero_pivots" and K > 1:
+                    A = np.roll(np.diag(rng.uniform(1, 2, size=K)), 1, axis=1)  # a permutation
+                b = rng.normal(size=K)
+                x = np.asarray(solve(jnp.asarray(A), jnp.asarray(b)))
+                np.testing.assert_allclose(A @ x, b, rtol=0, atol=1e-9 * np.abs(b).max() * K)
+                np.testing.assert_allclose(x, np.linalg.solve(A, b), rtol=1e-8, atol=1e-10)
+        singular = jnp.asarray([[1.0, 2.0], [2.0, 4.0]])
+        assert not np.isfinite(np.asarray(solve(singular, jnp.ones(2)))).all()
