@@ -45,7 +45,7 @@ import numpy as np
 from jax.sharding import PartitionSpec as P
 
 from .._types import FLOAT_DTYPE, INDEX_DTYPE
-from .autodiff import QUICK_COMPILE_ROWS, bind_loss, grad_hess, hessian_census
+from .autodiff import bind_loss, grad_hess, hessian_census
 from .categorical import N_WORDS
 from .compile import backend_jit
 from .constraints import ConstraintSpec, TreeConstraints, clip_to_bounds
@@ -714,13 +714,7 @@ def _group_chunk(spec, chunk, rows, shared, hypers, state, rounds, count, *, axi
     return jax.lax.fori_loop(0, count, body, (margins, flags, out))
 
 
-def _few_rows(specs, chunk, mesh, rows, *args) -> bool:
-    """Whether the round program's rows are few enough (``QUICK_COMPILE_ROWS``) that its
-    compile time, not its run time, is what a fit waits for (``engine.compile``)."""
-    return int(np.shape(rows.w)[0]) <= QUICK_COMPILE_ROWS
-
-
-@backend_jit(static_argnames=("specs", "chunk", "mesh"), donate_argnums=(6,), when=_few_rows)
+@backend_jit(static_argnames=("specs", "chunk", "mesh"), donate_argnums=(6,))
 def run_chunk(specs, chunk, mesh, rows, shared, hypers, margins, flags, rounds, counts):
     """``chunk`` rounds of every model, on one device or sharded over ``mesh``.
 
