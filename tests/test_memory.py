@@ -307,6 +307,28 @@ def test_training_in_feature_blocks_gives_the_same_model(monkeypatch):
     np.testing.assert_allclose(bst.predict(X), ref.predict(X), rtol=1e-5, atol=1e-6)
 
 
+def test_threaded_binning_hands_its_threads_memory_back(monkeypatch):
+    """The bin edges of a large table are computed in threads, whose malloc arenas keep
+    the columns they copied and sorted: binning trims them once its threads are done
+    (500,000 x 30, four fits in one process: peak 525 -> 494 MiB), and gives the edges
+    it gives without threads."""
+    from jaxboost.engine import binning
+
+    calls = []
+    monkeypatch.setattr(binning, "release_free_memory", lambda: calls.append(1))
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(1 << 14, 16)).astype(np.float32)  # 2**18 values: threaded
+    X[rng.random(X.shape) < 0.1] = np.nan
+    monkeypatch.setattr(binning.os, "cpu_count", lambda: 4)  # threads on any machine
+    threaded = binning.compute_bin_edges(X, 64)
+    assert calls == [1]
+    monkeypatch.setattr(binning.os, "cpu_count", lambda: 1)  # one worker: no threads
+    alone = binning.compute_bin_edges(X, 64)
+    assert calls == [1]
+    np.testing.assert_array_equal(threaded.cuts, alone.cuts)
+    np.testing.assert_array_equal(threaded.n_cuts, alone.n_cuts)
+
+
 def test_a_new_round_program_hands_the_compilers_memory_back(monkeypatch):
     import platform
     import sys

@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from .._types import FLOAT_DTYPE, NARROW_BIN_LIMIT, bin_dtype
+from .compile import release_free_memory
 
 PAD_BINS_ENV = "JAXBOOST_PAD_BINS"
 """Set to ``1`` to give every ``BinEdges`` built afterwards ``n_bins = max_bin`` (bins
@@ -329,6 +330,7 @@ def compute_bin_edges(
     if workers > 1 and X.shape[0] * F >= 1 << 18:  # NumPy's sorts release the GIL
         with ThreadPoolExecutor(workers) as ex:
             list(ex.map(one, range(F)))
+        release_free_memory()  # the threads' malloc arenas keep their freed columns
     else:
         for f in range(F):
             one(f)
@@ -498,6 +500,7 @@ def _numeric_bins(X, edges, out, row_major):
     if workers > 1 and N * F >= 1 << 16:
         with ThreadPoolExecutor(workers) as ex:
             list(ex.map(one, range(F)))
+        release_free_memory()  # the threads' malloc arenas keep their freed columns
     else:
         for f in range(F):
             one(f)
