@@ -347,3 +347,23 @@ def test_a_forest_round_is_dispatched_alone_with_the_same_model(regression, monk
     assert len(a) == len(b) == 5  # stopped after round 4, one past the best
     np.testing.assert_allclose(a, b, rtol=1e-6)
     assert chunked.best_iteration == whole.best_iteration == 3
+
+
+def test_train_many_mixes_a_forest_and_a_boosted_model_with_an_eval_set(regression):
+    """Models trained together share the forest's smaller chunk (2 rounds of 40 trees),
+    evaluation included; each equals its own ``train`` (trees bit for bit, metrics to
+    float32 rounding: the plain model alone evaluates 10 rounds at a time)."""
+    X, y, Xt, yt = regression
+    configs = [
+        dict(objective="squared", num_parallel_tree=P, subsample=0.8, seed=2),
+        dict(objective="squared"),
+    ]
+    kw = dict(n_rounds=5, max_depth=3, eval_set=[(Xt, yt)])
+    together = jaxboost.train_many(configs, X, y, **kw)
+    for config, model in zip(configs, together):
+        config = dict(config)
+        alone = jaxboost.train(config.pop("objective"), X, y, verbose=False, **kw, **config)
+        assert same_trees(model, alone)
+        a, b = model.history["validation_0"]["rmse"], alone.history["validation_0"]["rmse"]
+        assert len(a) == len(b) == 5
+        np.testing.assert_allclose(a, b, rtol=1e-6)

@@ -59,6 +59,14 @@ def rounds_per_dispatch(trees_per_round: int) -> int:
     return max(1, min(ROUNDS_PER_DISPATCH, TREES_PER_DISPATCH // max(int(trees_per_round), 1)))
 
 
+def chunk_for(settings) -> int:
+    """The rounds per dispatch of one round program training models of ``settings``
+    (``config.Settings``) together: ``rounds_per_dispatch`` of their largest round, so
+    that every model's evaluation plan (``train.model_run``) reads the chunk ``run``
+    dispatches."""
+    return rounds_per_dispatch(max(s.trees_per_round for s in settings))
+
+
 HUGE_MARGIN = 1e18
 """Margins beyond this (their squares overflow float32) explain a loss's non-finite g, h
 or value by what made them so large: a learning rate > 1 or the base margin."""
@@ -281,7 +289,7 @@ def run(models, program, n_rounds, on_chunk=lambda r0: None):
     reading, the last chunk dispatched counts when its flags are clean).
     """
     specs, mesh, rows, shared, hypers, margins, flags, counts, round0 = program
-    chunk = rounds_per_dispatch(max(m.s.trees_per_round for m in models))
+    chunk = chunk_for([m.s for m in models])
     multi = dist.is_multiprocess()
     pending, reading = None, False
     try:

@@ -257,6 +257,7 @@ def _program(settings, prep, evals, common):
     one group per structure, its models stacked."""
     layout = prep.layout
     early = tuple(common[k] for k in EARLY_KEYS)
+    chunk = loop.chunk_for(settings)  # what loop.run dispatches for all of them
     y_pad = jax.tree.map(np.asarray, prep.rows.y)  # side data: a dict or (N, L)
     w_pad = np.asarray(prep.rows.w)
     specs: list = []
@@ -277,7 +278,11 @@ def _program(settings, prep, evals, common):
         try:
             metrics = eval_metrics(common["eval_metric"], s.loss, evals, s.n_outputs)
             where = (g, len(members[g]))
-            runs.append(model_run(s, p, evals, metrics, where, early_stopping=early, label=label))
+            runs.append(
+                model_run(
+                    s, p, evals, metrics, where, early_stopping=early, chunk=chunk, label=label
+                )
+            )
         except (TypeError, ValueError) as e:
             raise type(e)(f"configuration {i}: {e}") from None
         members[g].append(i)

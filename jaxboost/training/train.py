@@ -171,6 +171,7 @@ def train(objective, X, y, **options) -> Booster:
             evals,
             metrics,
             (0, 0),
+            chunk=loop.chunk_for([s]),
             early_stopping=(
                 o.early_stopping_rounds,
                 o.early_stopping_metric,
@@ -205,10 +206,11 @@ def check_n_jobs(n_jobs):
     return int(n_jobs)
 
 
-def model_run(s, prep, evals, metrics, where, *, early_stopping, label=""):
+def model_run(s, prep, evals, metrics, where, *, early_stopping, chunk, label=""):
     """The ``loop.ModelRun`` of one model: its callbacks (with early stopping and the
-    progress bar added), its evaluation sets placed and padded, and how its ``Booster``
-    is assembled."""
+    progress bar added), its evaluation sets placed and padded (evaluated ``chunk``
+    rounds at a time: ``loop.chunk_for`` of every model trained with it), and how its
+    ``Booster`` is assembled."""
     rounds, metric, data, min_delta = early_stopping
     callbacks = list(s.callbacks)
     if rounds is not None:
@@ -228,12 +230,7 @@ def model_run(s, prep, evals, metrics, where, *, early_stopping, label=""):
     placed = []
     for e in evals:
         plan = EvalPlan(
-            TreePlan(
-                p.max_depth,
-                prep.edges.n_bins,
-                loop.rounds_per_dispatch(s.trees_per_round),
-                s.trees_per_round,
-            ),
+            TreePlan(p.max_depth, prep.edges.n_bins, chunk, s.trees_per_round),
             MetricPlan(plan_metrics(metrics, s.family), link_of(s.loss), e.grouped),
         )
         data_, n = place(e, pads(metrics) and not e.grouped, layout.replicate)
