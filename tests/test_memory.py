@@ -311,7 +311,8 @@ def test_threaded_binning_hands_its_threads_memory_back(monkeypatch):
     """The bin edges of a large table are computed in threads, whose malloc arenas keep
     the columns they copied and sorted: binning trims them once its threads are done
     (500,000 x 30, four fits in one process: peak 525 -> 494 MiB), and gives the edges
-    it gives without threads."""
+    it gives without threads. So does the NumPy binning of the rows (where the native
+    one is unavailable), with the bins of one thread."""
     from jaxboost.engine import binning
 
     calls = []
@@ -327,6 +328,12 @@ def test_threaded_binning_hands_its_threads_memory_back(monkeypatch):
     assert calls == [1]
     np.testing.assert_array_equal(threaded.cuts, alone.cuts)
     np.testing.assert_array_equal(threaded.n_cuts, alone.n_cuts)
+    monkeypatch.setattr(binning, "_native_binning", lambda *a: False)
+    bins_alone = binning.apply_bins(X, alone)
+    assert calls == [1]
+    monkeypatch.setattr(binning.os, "cpu_count", lambda: 4)
+    np.testing.assert_array_equal(binning.apply_bins(X, alone), bins_alone)
+    assert calls == [1, 1]
 
 
 def test_a_new_round_program_hands_the_compilers_memory_back(monkeypatch):

@@ -326,15 +326,24 @@ def compute_bin_edges(
             sample = (s_col[keep], None if w_sample is None else w_sample[keep])
         edges.add(f, col, wf, has_missing=has_missing, sample=sample)
 
+    _each_feature(one, F, threaded=X.shape[0] * F >= 1 << 18)  # NumPy's sorts release the GIL
+    return edges.result()
+
+
+def _each_feature(one, F: int, threaded: bool) -> None:
+    """``one(f)`` for every feature ``f < F``: on one thread per core when ``threaded``
+    (and there are several), then the C heap's freed memory handed back
+    (``compile.release_free_memory``: the threads' malloc arenas keep the columns they
+    copied and sorted, 525 -> 494 MiB peak over four fits of 500,000 x 30 rows); else
+    in this thread, in order."""
     workers = min(F, os.cpu_count() or 1)
-    if workers > 1 and X.shape[0] * F >= 1 << 18:  # NumPy's sorts release the GIL
+    if threaded and workers > 1:
         with ThreadPoolExecutor(workers) as ex:
             list(ex.map(one, range(F)))
-        release_free_memory()  # the threads' malloc arenas keep their freed columns
+        release_free_memory()
     else:
         for f in range(F):
             one(f)
-    return edges.result()
 
 
 NARROW_CUTS_BYTES = 64 << 20
@@ -495,12 +504,4 @@ def _numeric_bins(X, edges, out, row_major):
         else:
             out[f, :N] = b
 
-    # NumPy's searchsorted releases the GIL: one thread per core.
-    workers = min(F, os.cpu_count() or 1)
-    if workers > 1 and N * F >= 1 << 16:
-        with ThreadPoolExecutor(workers) as ex:
-            list(ex.map(one, range(F)))
-        release_free_memory()  # the threads' malloc arenas keep their freed columns
-    else:
-        for f in range(F):
-            one(f)
+    _each_feature(one, F, threaded=N * F >= 1 << 16)  # searchsorted releases the GIL
