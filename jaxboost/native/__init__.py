@@ -374,10 +374,19 @@ def predict_stages(X, ensemble, margin, max_depth: int, *, n_threads: int | None
       ...     assert s.tolist() == [[-1.0, 2.0], [-2.0, 4.0]]
     """
     packed = _pack_trees(X, ensemble, margin, max_depth)
-    out = np.empty((packed["T"],) + margin.shape, np.float32)
-    for t in range(packed["T"]):
-        _run_predict(X, packed, margin, t, t + 1, n_threads)
-        out[t] = margin
+    T, N = packed["T"], X.shape[0]
+    out = np.empty((T,) + margin.shape, np.float32)
+    if T == 0 or N == 0:
+        return out
+    lib = _state["lib"]
+    per_tree = [_predict_args(X, packed, margin, t, t + 1) for t in range(T)]
+
+    def rows(b, e):  # every tree over rows b..e-1, one after another
+        for t in range(T):
+            lib.JaxboostPredict(*per_tree[t], b, e)
+            out[t, b:e] = margin[b:e]
+
+    _on_predict_threads(rows, N, T, n_threads)
     return out
 
 
@@ -420,31 +429,41 @@ def _pack_trees(X, ensemble, margin, max_depth):
 
 def _run_predict(X, packed, margin, t0, t1, n_threads):
     """Trees ``t0 .. t1 - 1`` of ``packed`` added to ``margin`` (row blocks on threads)."""
-    N, F = X.shape
-    T, M, K = t1 - t0, packed["M"], packed["K"]
+    N, T = X.shape[0], t1 - t0
     if T <= 0 or N == 0:
         return
-    cat = packed["cat"]
-    args = (
+    args = _predict_args(X, packed, margin, t0, t1)
+    lib = _state["lib"]
+    _on_predict_threads(lambda b, e: lib.JaxboostPredict(*args, b, e), N, T, n_threads)
+
+
+def _predict_args(X, packed, margin, t0, t1):
+    """``JaxboostPredict``'s arguments but the row range, for trees ``t0 .. t1 - 1``."""
+    M, K, cat = packed["M"], packed["K"], packed["cat"]
+    return (
         X.ctypes.data,
-        F,
+        X.shape[1],
         packed["nodes"].ctypes.data + t0 * M * _PREDICT_NODE.itemsize,
         packed["value"].ctypes.data + t0 * M * K * 4,
         None if cat is None else cat.ctypes.data + t0 * M * 8 * 4,
-        T,
+        t1 - t0,
         M,
         K,
         packed["depth"],
         margin.ctypes.data,
     )
+
+
+def _on_predict_threads(fn, N, T, n_threads):
+    """``fn(begin, end)`` over the rows: on ``n_threads`` threads, each whole blocks of
+    64 rows (``None``: :func:`default_threads`, one below 2**16 rows x trees ``T``), or
+    at once in this thread when the rows are few."""
     if n_threads is None:
         n_threads = default_threads() if N * T >= _MIN_PREDICT_WORK_FOR_THREADS else 1
-    lib = _state["lib"]
     if n_threads <= 1 or N < 128 * n_threads:
-        lib.JaxboostPredict(*args, 0, N)
-        return
-    # whole blocks of 64 rows per thread
-    _on_row_ranges(lambda b, e: lib.JaxboostPredict(*args, b, e), N, n_threads, align=64)
+        fn(0, N)
+    else:
+        _on_row_ranges(fn, N, n_threads, align=64)
 
 
 def unavailable_reason() -> str | None:
