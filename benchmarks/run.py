@@ -309,6 +309,7 @@ def work_jaxboost(spec: dict, data, t_start: float) -> dict:
     out = {"import_s": import_s}
     bst, first_s = fit()
     out["first_train_s"] = first_s
+    out["first_fit_peak_mib"] = peak_rss_mib()  # before the warm second fit
     if spec["workload"] != "W2":
         del bst
         bst, second_s = fit()
@@ -389,6 +390,7 @@ def work_xgboost(spec: dict, data, t_start: float) -> dict:
     bst = xgb.train(params, dtrain, num_boost_round=spec["rounds"], obj=obj)
     out["boost_s"] = time.perf_counter() - t
     out["train_s"] = out["dmatrix_s"] + out["boost_s"]
+    out["first_fit_peak_mib"] = peak_rss_mib()
     t = time.perf_counter()
     pred = bst.inplace_predict(Xt, predict_type="value" if multi else "margin")
     out["predict_s"] = time.perf_counter() - t
@@ -423,6 +425,7 @@ def work_lightgbm(spec: dict, data, t_start: float) -> dict:
     t = time.perf_counter()
     bst = lgb.train(params, dtrain, num_boost_round=spec["rounds"])
     out["train_s"] = time.perf_counter() - t
+    out["first_fit_peak_mib"] = peak_rss_mib()
     t = time.perf_counter()
     pred = bst.predict(Xt, raw_score=not multi)
     out["predict_s"] = time.perf_counter() - t
@@ -449,6 +452,7 @@ def work_sklearn(spec: dict, data, t_start: float) -> dict:
     t = time.perf_counter()
     clf.fit(X, y.astype(np.int64))
     out["train_s"] = time.perf_counter() - t
+    out["first_fit_peak_mib"] = peak_rss_mib()
     t = time.perf_counter()
     P = clf.predict_proba(Xt)
     out["predict_s"] = time.perf_counter() - t
@@ -648,6 +652,7 @@ def summarise(job: dict, runs: list) -> dict:
         "logloss",
         "auc",
         "peak_rss_mib",
+        "first_fit_peak_mib",
         "wall_s",
         "script_s",
         "compile_share",
@@ -679,7 +684,11 @@ def add_ratios(rows: list) -> None:
     }
     for r in rows:
         x = ref.get((r["workload"], r["rows"]))
-        for key, name in (("time_s", "time_ratio"), ("peak_rss_mib", "mem_ratio")):
+        for key, name in (
+            ("time_s", "time_ratio"),
+            ("peak_rss_mib", "mem_ratio"),
+            ("first_fit_peak_mib", "first_fit_mem_ratio"),
+        ):
             ok = x is not None and r.get(key) is not None and x.get(key)
             r[name] = r[key] / x[key] if ok else None
 
@@ -704,15 +713,17 @@ def format_table(rows: list) -> str:
         "peak MiB",
         "time/XGB",
         "mem/XGB",
+        "1st fit MiB",
+        "/XGB",
     )
     body = []
     for r in rows:
         if r.get("skipped"):
-            body.append((r["workload"], r["lib"], r["variant"], f"{r['rows']:,}") + ("n/a",) * 8)
+            body.append((r["workload"], r["lib"], r["variant"], f"{r['rows']:,}") + ("n/a",) * 10)
             continue
         if r.get("errors") and r["time_s"] is None:
             body.append(
-                (r["workload"], r["lib"], r["variant"], f"{r['rows']:,}") + ("error",) + ("-",) * 7
+                (r["workload"], r["lib"], r["variant"], f"{r['rows']:,}") + ("error",) + ("-",) * 9
             )
             continue
         body.append(
@@ -729,6 +740,8 @@ def format_table(rows: list) -> str:
                 _fmt(r["peak_rss_mib"], ".0f"),
                 _fmt(r["time_ratio"], ".2f"),
                 _fmt(r["mem_ratio"], ".2f"),
+                _fmt(r.get("first_fit_peak_mib"), ".0f"),
+                _fmt(r.get("first_fit_mem_ratio"), ".2f"),
             )
         )
     widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
@@ -746,6 +759,10 @@ def format_table(rows: list) -> str:
         "binning is inside training for every library); W2: wall seconds of the whole "
         "script in a fresh process, timed from outside.",
         "compile s: jaxboost first call - second call (W2: JAX compile events).",
+        "peak MiB: the worker's whole-process peak (VmHWM), data and prediction included; "
+        "jaxboost fits twice in W1/W3/W4/W5 (for the warm time), so its figure is the "
+        "second fit's, on a heap the first one grew. 1st fit MiB: VmHWM read right after "
+        "the first fit (the other libraries fit once).",
     ]
     others = [r["others_cpu_share"] for r in rows if r.get("others_cpu_share") is not None]
     if others and max(others) > 0.05:
