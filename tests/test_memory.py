@@ -74,8 +74,34 @@ def compiled_round(loss, N, F, K, *, depth=2, B=32, multi_output_tree=False, nat
     hyper = Hyper(f32, f32, f32, f32, f32, f32, f32, sds((4,), jnp.float32), sds((), jnp.int32), {})
     fn = jax.jit(functools.partial(boost_round, spec))
     return fn.lower(
-        rows, shared, hyper, sds((N, K), jnp.float32), sds((), jnp.int32), f32
+        rows, shared, hyper, sds((N, K) if K > 1 else (N,), jnp.float32), sds((), jnp.int32), f32
     ).compile()
+
+
+# --- the round's row counts: one pass ------------------------------------------------------
+
+
+@pytest.mark.parametrize("n_masks", [1, 2, 9])
+def test_count_rows_equals_separate_sums(n_masks):
+    """``autodiff.count_rows`` (one variadic reduction) gives each mask's ``jnp.sum``."""
+    rng = np.random.default_rng(n_masks)
+    masks = [jnp.asarray(rng.random(100_003) < p) for p in np.linspace(0.0, 1.0, n_masks)]
+    got = jax.jit(autodiff.count_rows)(*masks)
+    assert got.dtype == jnp.int32 and got.shape == (n_masks,)
+    assert got.tolist() == [int(jnp.sum(m)) for m in masks]
+
+
+@pytest.mark.parametrize("native", NATIVE)
+def test_round_counts_its_rows_without_int32_copies(native):
+    """The round counts its rows (the Hessian census, the causes of non-finite rows) in
+    one fused reduction: as separate sums, XLA's CPU backend wrote every mask out as an
+    int32 array, all live at once. Logistic, 65,536 rows: the round's scratch was 36.1
+    bytes a row with the native tree (8.0 now) and 72.2 with the XLA one (45.1 now)."""
+    N = 1 << 16
+    temp = compiled_round(objectives.logistic, N, 4, 1, native=native)
+    temp = temp.memory_analysis().temp_size_in_bytes
+    bound = (16 if native else 56) * N
+    assert temp < bound, (temp, bound)
 
 
 # --- one tree per class: the diagonal only ------------------------------------------------

@@ -337,6 +337,29 @@ def grad_hess(
     return (g, h, seen) if census else (g, h)
 
 
+def count_rows(*masks):
+    """``(len(masks),)`` int32: how many entries of each ``(N,)`` bool mask are true.
+
+    One variadic ``lax.reduce`` over all the masks. Separate ``jnp.sum`` calls are split
+    by XLA's CPU backend into a windowed reduction whose input, each mask converted to
+    int32, is written out in full, and the round's nine counts were then live together:
+    36 MiB of the round program's 45 MiB of scratch at 1M rows, and about 15 ms of a
+    round. Fused into one pass, the counts take no scratch (integer sums: the same
+    numbers in any order).
+
+    >>> import jax.numpy as jnp
+    >>> count_rows(jnp.array([True, False, True]), jnp.array([False, False, True])).tolist()
+    [2, 1]
+    """
+    n = len(masks)
+    if n == 1:  # a one-operand reduce is split as jnp.sum is: add an idle second one
+        masks = (masks[0], jnp.zeros_like(masks[0]))
+    ints = tuple(m.astype(jnp.int32) for m in masks)
+    zeros = tuple(jnp.zeros((), jnp.int32) for _ in masks)
+    sums = jax.lax.reduce(ints, zeros, lambda a, b: tuple(x + y for x, y in zip(a, b)), (0,))
+    return jnp.stack(sums[:n])
+
+
 CENSUS = ("n_bad", "n_negative", "n_zero", "n_rows", "n_positive")
 """The counts of ``hessian_census``, in order."""
 
@@ -359,6 +382,12 @@ def hessian_census(g, h, counted, *, diagonal: bool = False):
       ...                jnp.ones(4, bool)).tolist()
       [0, 1, 1, 4, 1]
     """
+    return count_rows(*census_masks(g, h, counted, diagonal=diagonal))
+
+
+def census_masks(g, h, counted, *, diagonal: bool = False):
+    """The five ``(N,)`` bool masks whose counts are ``hessian_census``, in its order
+    (for a caller that counts them in one pass with other masks, ``count_rows``)."""
     if h.ndim == 1:
         finite = jnp.isfinite(g) & jnp.isfinite(h)
         neg, zero, pos, moves = h < 0, h == 0, h > 0, g != 0
@@ -372,19 +401,7 @@ def hessian_census(g, h, counted, *, diagonal: bool = False):
         pos = jnp.any(d > 0, axis=1) & ~neg
         moves = jnp.any(g != 0, axis=1)
     ok = counted & finite
-
-    def count(x):
-        return jnp.sum(x & ok, dtype=jnp.int32)
-
-    return jnp.stack(
-        [
-            jnp.sum(counted & ~finite, dtype=jnp.int32),
-            count(neg),
-            count(zero & moves),
-            jnp.sum(counted, dtype=jnp.int32),
-            count(pos),
-        ]
-    )
+    return counted & ~finite, neg & ok, zero & moves & ok, counted, pos & ok
 
 
 def model_grad_hess(

@@ -45,7 +45,7 @@ import numpy as np
 from jax.sharding import PartitionSpec as P
 
 from .._types import FLOAT_DTYPE, INDEX_DTYPE
-from .autodiff import bind_loss, grad_hess, hessian_census
+from .autodiff import bind_loss, census_masks, count_rows, grad_hess
 from .categorical import N_WORDS
 from .compile import backend_jit
 from .constraints import ConstraintSpec, TreeConstraints, clip_to_bounds
@@ -387,19 +387,17 @@ def boost_round(
 
     g, h, seen, raw_ok, value_ok = gradients(spec, rows, shared, hyper, loss, margin, rk)
     bad = ~_finite_rows(g, h)
-
-    def count(x):
-        return jnp.sum(x & rows.valid, dtype=jnp.int32)
-
-    n_bad = count(bad)
-    if seen is None:  # "clip", "constant": no h is zero or negative
-        census = jnp.stack([n_bad, 0, 0, 0, 0]).astype(jnp.int32)
-    else:
-        census = (
-            hessian_census(g, seen, rows.valid & (rows.w > 0), diagonal=uses_diagonal(spec))
-            .at[0]
-            .set(n_bad)
-        )
+    v = rows.valid
+    # Every count of the round's rows before its trees, in one pass (count_rows): the
+    # census (autodiff.hessian_census, its n_bad over the valid rows), then the causes.
+    masks = [bad & v]
+    if seen is not None:  # "clip", "constant": no h is zero or negative
+        counted = v & (rows.w > 0)
+        masks += census_masks(g, seen, counted, diagonal=uses_diagonal(spec))[1:]
+    masks += [~raw_ok & v, bad & raw_ok & v, ~value_ok & raw_ok & v]
+    counts = count_rows(*masks)
+    if seen is None:
+        counts = jnp.concatenate([counts[:1], jnp.zeros(4, jnp.int32), counts[1:]])
     rnd = _Round(
         spec, rows, shared, hyper, loss, reduce, reduce_max, offset, zero, n_shards, g, h, ~bad
     )
@@ -424,21 +422,7 @@ def boost_round(
         trees = jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:]), trees)
     assert trees["feature"].shape[0] == tpr
     margin_ok = jnp.isfinite(margin) if K == 1 else jnp.all(jnp.isfinite(margin), axis=1)
-    rows_counts = reduce(
-        jnp.concatenate(
-            [
-                census,
-                jnp.stack(
-                    [
-                        count(~raw_ok),
-                        count(bad & raw_ok),
-                        count(~value_ok & raw_ok),
-                        count(~margin_ok),
-                    ]
-                ),
-            ]
-        )
-    )
+    rows_counts = reduce(jnp.concatenate([counts, count_rows(~margin_ok & v)]))
     census = jnp.concatenate(
         [
             rows_counts[:8],
