@@ -86,6 +86,31 @@ def test_auc_edge_cases():
     assert float(metrics.auc(y, f)) == float(metrics.auc(y, 1 / (1 + np.exp(-f))))
 
 
+def test_auc_tie_groups_with_signed_zeros_and_infinities(data):
+    """Tie groups are found by score changes in the sorted order: -0 and 0 tie (they
+    sort apart as bits), infinities rank last and first; against scikit-learn with the
+    infinities replaced by +-1e30 (it refuses them)."""
+    rng = np.random.default_rng(7)
+    values = np.array([0.0, -0.0, 0.5, 1.0, np.inf, -np.inf, 2.0], np.float32)
+    for n in (2, 9, 64):
+        p = rng.choice(values, size=n)
+        y = (np.arange(n) % 2).astype(np.float32)
+        w = rng.random(n).astype(np.float32)
+        q = np.where(np.isinf(p), np.sign(p) * 1e30, p)
+        close(jitted(metrics.auc, y, p, w), skm.roc_auc_score(y, q, sample_weight=w), rtol=1e-5)
+
+
+def test_auc_is_nan_for_a_nan_score_unless_its_weight_is_zero(data):
+    y, p, w = data["y_bin"], data["p"].copy(), data["w"].copy()
+    p[[3, 100]] = np.nan
+    assert np.isnan(float(jitted(metrics.auc, y, p, w)))
+    w[[3, 100]] = 0.0  # weightless rows do not count: the AUC of the others
+    keep = np.ones(N, bool)
+    keep[[3, 100]] = False
+    ref = skm.roc_auc_score(y[keep], p[keep], sample_weight=w[keep])
+    close(jitted(metrics.auc, y, p, w), ref, rtol=1e-5)
+
+
 def test_multiclass_metrics_match_sklearn(data):
     rng, w = data["rng"], data["w"]
     K = 4
