@@ -10,13 +10,18 @@ fetched once per 10-round chunk. A metric written ``host:NAME`` is scikit-learn'
 chunk's predictions are copied to the host and scored there, once per round. Prints the
 median times and the ratio.
 
+``--peer xgboost`` also times XGBoost ``hist`` (``QuantileDMatrix``, the same settings
+and eval sets, the device metrics by their XGBoost names) with and without evaluation,
+interleaved the same way in the same process, and prints both extras.
+
 Run: ``python benchmarks/eval_overhead.py [--repeats 7] [--rows 10000]
-[--metrics auc | host:roc_auc_score | host:average_precision_score ...]``
+[--metrics auc | host:roc_auc_score | host:average_precision_score ...] [--peer xgboost]``
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -39,6 +44,7 @@ def main() -> None:
         help="comma list of metric names, host:NAME for scikit-learn's "
         "sklearn.metrics.NAME as a host metric (default logloss,error,auc)",
     )
+    ap.add_argument("--peer", choices=["xgboost"], help="also time XGBoost hist")
     args = ap.parse_args()
 
     spec = bench.dataset_spec("W2", args.rows)
@@ -83,15 +89,66 @@ def main() -> None:
     for _ in range(args.repeats):
         plain.append(fit(False))
         with_eval.append(fit(True))
+    peer = None
+    if args.peer == "xgboost":
+        names = [m for m in args.metrics.split(",") if not m.startswith("host:")]
+        peer = xgboost_fit(X, y, Xv, yv, args.rounds, names)
+        peer(False), peer(True)
+    xplain, xwith = [], []
+    if peer is not None:
+        for _ in range(args.repeats):
+            xplain.append(peer(False))
+            xwith.append(peer(True))
     a, b = statistics.median(plain), statistics.median(with_eval)
     print(
-        f"training rows {len(y):,}, {args.rounds} rounds, eval sets 2 x {len(yv):,} rows, "
-        f"metrics {args.metrics}; median of {args.repeats}, interleaved"
+        f"training rows {len(y):,}, {args.rounds} rounds, eval sets "
+        f"{len(y):,} + {len(yv):,} rows, metrics {args.metrics}; median of "
+        f"{args.repeats}, interleaved"
     )
     print(
-        f"without evaluation: {a:.3f} s   with evaluation: {b:.3f} s   "
-        f"extra: {100 * (b / a - 1):+.1f} %"
+        f"jaxboost without evaluation: {a:.3f} s   with evaluation: {b:.3f} s   "
+        f"extra: {b - a:+.3f} s ({100 * (b / a - 1):+.1f} %)"
     )
+    if peer is not None:
+        xa, xb = statistics.median(xplain), statistics.median(xwith)
+        print(
+            f"xgboost  without evaluation: {xa:.3f} s   with evaluation: {xb:.3f} s   "
+            f"extra: {xb - xa:+.3f} s ({100 * (xb / xa - 1):+.1f} %)"
+        )
+        print(f"jaxboost's extra / XGBoost's: {(b - a) / (xb - xa):.2f}")
+
+
+def xgboost_fit(X, y, Xv, yv, rounds, metrics):
+    """``fit(with_eval) -> seconds`` for XGBoost hist with ``run.py``'s settings: the
+    ``QuantileDMatrix`` of the training rows (binning counted, as jaxboost's is) and,
+    with evaluation, of the held-out rows, both evaluated every round."""
+    import xgboost as xgb
+
+    params = dict(
+        tree_method="hist",
+        max_bin=bench.MAX_BIN,
+        max_depth=bench.MAX_DEPTH,
+        eta=bench.LEARNING_RATE,
+        reg_lambda=bench.REG_LAMBDA,
+        min_child_weight=bench.MIN_CHILD_WEIGHT,
+        objective="binary:logistic",
+        nthread=os.cpu_count(),
+        verbosity=0,
+    )
+
+    def fit(with_eval: bool) -> float:
+        t = time.perf_counter()
+        d = xgb.QuantileDMatrix(X, label=y, max_bin=bench.MAX_BIN)
+        evals = []
+        p = dict(params)
+        if with_eval:
+            dv = xgb.QuantileDMatrix(Xv, label=yv, ref=d)
+            evals = [(d, "train"), (dv, "valid")]
+            p["eval_metric"] = metrics
+        xgb.train(p, d, num_boost_round=rounds, evals=evals, verbose_eval=False)
+        return time.perf_counter() - t
+
+    return fit
 
 
 if __name__ == "__main__":
