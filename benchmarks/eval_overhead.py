@@ -21,7 +21,6 @@ Run: ``python benchmarks/eval_overhead.py [--repeats 7] [--rows 10000]
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
@@ -124,17 +123,7 @@ def xgboost_fit(X, y, Xv, yv, rounds, metrics):
     with evaluation, of the held-out rows, both evaluated every round."""
     import xgboost as xgb
 
-    params = dict(
-        tree_method="hist",
-        max_bin=bench.MAX_BIN,
-        max_depth=bench.MAX_DEPTH,
-        eta=bench.LEARNING_RATE,
-        reg_lambda=bench.REG_LAMBDA,
-        min_child_weight=bench.MIN_CHILD_WEIGHT,
-        objective="binary:logistic",
-        nthread=os.cpu_count(),
-        verbosity=0,
-    )
+    params = bench.xgboost_params(objective="binary:logistic")
 
     def fit(with_eval: bool) -> float:
         t = time.perf_counter()

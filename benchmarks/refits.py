@@ -43,24 +43,26 @@ WORKER = r"""
 import gc, json, resource, sys, time
 sys.path.insert(0, sys.argv[4])
 import numpy as np
-from run import load_dataset
+import run
 lib, spec, fits = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
-X, y, _, _ = load_dataset(spec)
-params = dict(max_depth=6, learning_rate=0.1, reg_lambda=1.0, min_child_weight=1.0)
+X, y, _, _ = run.load_dataset(spec)
 if lib == "jaxboost":
     import jax
     import jaxboost
 
     def fit():
-        bst = jaxboost.train("logistic", X, y, n_rounds=100, max_bin=256, verbose=False, **params)
+        bst = jaxboost.train("logistic", X, y, n_rounds=100, max_bin=run.MAX_BIN,
+                             max_depth=run.MAX_DEPTH, learning_rate=run.LEARNING_RATE,
+                             reg_lambda=run.REG_LAMBDA, min_child_weight=run.MIN_CHILD_WEIGHT,
+                             verbose=False)
         jax.block_until_ready(bst.ensemble)
         return bst
 else:
     import xgboost as xgb
 
     def fit():
-        d = xgb.QuantileDMatrix(X, y, max_bin=256)
-        p = dict(params, objective="binary:logistic", tree_method="hist", nthread=2)
+        d = xgb.QuantileDMatrix(X, y, max_bin=run.MAX_BIN)
+        p = run.xgboost_params(objective="binary:logistic")
         return xgb.train(p, d, num_boost_round=100)
 
 out = []
@@ -72,8 +74,7 @@ for _ in range(fits):
                     sys_s=r1.ru_stime - r0.ru_stime, minor_faults=r1.ru_minflt - r0.ru_minflt))
     del model
     gc.collect()
-hwm = [int(l.split()[1]) / 1024 for l in open("/proc/self/status") if l.startswith("VmHWM")][0]
-print(json.dumps(dict(fits=out, peak_mib=hwm)))
+print(json.dumps(dict(fits=out, peak_mib=run.peak_rss_mib())))
 """
 
 

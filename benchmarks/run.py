@@ -329,6 +329,25 @@ def work_jaxboost(spec: dict, data, t_start: float) -> dict:
     return finish(out, spec, t_start, yt, margin, "margin")
 
 
+def xgboost_params(**extra) -> dict:
+    """XGBoost ``hist`` settings of BENCHMARKS.md (256 bins, depth-wise depth 6, eta 0.1,
+    reg_lambda 1, min_child_weight 1), all cores, silent; ``extra`` added or overriding.
+    Every script that times XGBoost against W1's settings takes them from here."""
+    params = dict(
+        tree_method="hist",
+        max_bin=MAX_BIN,
+        grow_policy="depthwise",
+        max_depth=MAX_DEPTH,
+        eta=LEARNING_RATE,
+        reg_lambda=REG_LAMBDA,
+        min_child_weight=MIN_CHILD_WEIGHT,
+        nthread=os.cpu_count(),
+        verbosity=0,
+    )
+    params.update(extra)
+    return params
+
+
 def work_xgboost(spec: dict, data, t_start: float) -> dict:
     """Train and evaluate XGBoost hist (built-in objective, or a NumPy custom objective).
 
@@ -346,17 +365,7 @@ def work_xgboost(spec: dict, data, t_start: float) -> dict:
     t = time.perf_counter()
     dtrain = xgb.QuantileDMatrix(X, label=y, max_bin=MAX_BIN, nthread=cores)
     out["dmatrix_s"] = time.perf_counter() - t
-    params = dict(
-        tree_method="hist",
-        max_bin=MAX_BIN,
-        grow_policy="depthwise",
-        max_depth=MAX_DEPTH,
-        eta=LEARNING_RATE,
-        reg_lambda=REG_LAMBDA,
-        min_child_weight=MIN_CHILD_WEIGHT,
-        nthread=cores,
-        verbosity=0,
-    )
+    params = xgboost_params(nthread=cores)
     obj = None
     multi = spec["workload"] == "W4"
     if multi:
