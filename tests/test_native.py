@@ -338,49 +338,90 @@ def test_fallback_warns_once(monkeypatch, tmp_path, fresh_state, no_installed_li
 
 
 def test_first_use_build_goes_to_a_private_cache(
-    monkeypatch, tmp_path, fresh_state, no_installed_library
+    monkeypatch, tmp_path, fresh_state, no_installed_library, copying_cxx
 ):
+    """Without a library from the install, ``available()`` compiles one into a private
+    folder of the cache and loads it.
+
+    Where the install built the kernel (``make test``), that build already compiled
+    this ``hist.cc`` with ``_build.FLAGS``, so the compiler here is a stand-in that
+    copies it (a real compile takes 14 s of the suite's time) and records the command;
+    the cache's folder, modes, file name and the load are what is checked. Without an
+    installed library, the kernel is compiled for real: a source that does not compile
+    fails here, even though installing went on without it."""
     cache = tmp_path / "cache"
     assert not cache.exists()
     monkeypatch.setenv("JAXBOOST_CACHE_DIR", str(cache))
+    if copying_cxx is not None:
+        monkeypatch.setenv("CXX", copying_cxx[0])
     assert native.available(), native.unavailable_reason()
     path = native.library_path()
     assert path.parent.parent == cache and path.is_file()
     assert (path.parent.stat().st_mode & 0o077) == 0  # the build folder is ours alone
+    if copying_cxx is not None:
+        cmd = json.loads(copying_cxx[1].read_text().splitlines()[-1])
+        assert cmd[: len(native._build.FLAGS)] == list(native._build.FLAGS)
+        assert Path(cmd[cmd.index("-I") + 2]) == native._build.SOURCE
+        assert Path(cmd[cmd.index("-o") + 1]).parent == path.parent
     _FIRST_USE_BUILD.append(cache)  # a good build for ``built_cache`` to hand out
 
 
 _FIRST_USE_BUILD = []
+# The library the install built, looked up before any test swaps the package folder.
+_INSTALLED = native.installed_library()
 
 
 @pytest.fixture(scope="module")
-def built_cache(tmp_path_factory):
+def copying_cxx(tmp_path_factory):
+    """``(CXX, log)`` of a stand-in compiler that copies the library the install built
+    (``_COPYING_CXX``) and appends each command to ``log``; ``None`` without an
+    installed library. One value for the module: the compiler is part of the cache's
+    key, so the builds it makes are found again by the tests that set the same CXX."""
+    if _INSTALLED is None:
+        return None
+    folder = tmp_path_factory.mktemp("cxx")
+    stand_in = folder / "cxx.py"
+    stand_in.write_text(_COPYING_CXX)
+    log = folder / "log"
+    return shlex.join([sys.executable, str(stand_in), str(log), str(_INSTALLED)]), Path(
+        str(log) + ".cmd"
+    )
+
+
+@pytest.fixture(scope="module")
+def built_cache(tmp_path_factory, copying_cxx):
     """A cache folder holding one first-use build, made once for the tests that need a
-    good build to start from (each copies it: compiling the kernel takes seconds): the
-    one ``test_first_use_build_goes_to_a_private_cache`` made, when it ran first."""
+    good build to start from (each copies it): the one
+    ``test_first_use_build_goes_to_a_private_cache`` made, when it ran first. Built
+    with ``copying_cxx`` where there is one: tests that load it set the same CXX."""
     if _FIRST_USE_BUILD:
         return _FIRST_USE_BUILD[0]
     root = tmp_path_factory.mktemp("built") / "cache"
-    saved = os.environ.get("JAXBOOST_CACHE_DIR")
+    saved = {k: os.environ.get(k) for k in ("JAXBOOST_CACHE_DIR", "CXX")}
     os.environ["JAXBOOST_CACHE_DIR"] = str(root)
+    if copying_cxx is not None:
+        os.environ["CXX"] = copying_cxx[0]
     try:
         native._build_in_cache()
     finally:
-        if saved is None:
-            os.environ.pop("JAXBOOST_CACHE_DIR")
-        else:
-            os.environ["JAXBOOST_CACHE_DIR"] = saved
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     return root
 
 
 @pytest.mark.parametrize("where", ["root", "subfolder"])
 def test_group_writable_cache_is_refused(
-    monkeypatch, tmp_path, fresh_state, no_installed_library, built_cache, where
+    monkeypatch, tmp_path, fresh_state, no_installed_library, built_cache, copying_cxx, where
 ):
     """A library in a folder others can write to could be theirs: never loaded."""
     cache = tmp_path / "cache"
     shutil.copytree(built_cache, cache)  # copies the 0700 modes too
     monkeypatch.setenv("JAXBOOST_CACHE_DIR", str(cache))
+    if copying_cxx is not None:  # the compiler that made built_cache: the same key
+        monkeypatch.setenv("CXX", copying_cxx[0])
     monkeypatch.setattr(native._build, "build", _no_second_build)
     assert native.available(), native.unavailable_reason()  # a good build first
     built = native.library_path()
