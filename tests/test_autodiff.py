@@ -116,3 +116,53 @@ def test_small_solve_equals_lapack_with_pivoting_and_flags_singular_systems():
                 np.testing.assert_allclose(x, np.linalg.solve(A, b), rtol=1e-8, atol=1e-10)
         singular = jnp.asarray([[1.0, 2.0], [2.0, 4.0]])
         assert not np.isfinite(np.asarray(solve(singular, jnp.ones(2)))).all()
+
+
+def _softmax_totals(N=1797, K=10):
+    """The vector base-margin fit's weighted loss on 10-class labels (float32 losses
+    summed in float64, as in the fit), and a point and direction of its line search."""
+    from jaxboost.engine.autodiff import bind_loss, split_loss
+
+    rng = np.random.default_rng(0)
+    y = jnp.asarray(rng.integers(0, K, N).astype(np.float32))
+    loss = bind_loss(*split_loss(objectives.softmax(n_classes=K)))
+
+    def total(c):
+        f = jnp.broadcast_to(c.astype(jnp.float32), (N, K))
+        return jnp.sum(jax.vmap(loss)(y, f).astype(jnp.float64))
+
+    c = np.zeros(K)
+    c[:3] = [-0.19317158, -0.06434896, -0.12669326]
+    return total, c, np.full(K, 0.0288)
+
+
+def test_line_search_losses_equal_one_by_one():
+    """``losses_along`` gives each step size's loss. Vmapped over the 12 step sizes,
+    XLA's CPU backend gave entries 9-11 the values of entries 0-2 here (51.65 below
+    the true loss at s = 2**-9), and the fit followed them."""
+    from jaxboost.engine.autodiff import losses_along
+
+    total, c, d = _softmax_totals()
+    steps = 0.5 ** np.arange(12.0)
+    with jax.enable_x64(True):
+        got = np.asarray(
+            jax.jit(lambda c, d, s: losses_along(total, c, d, s))(
+                jnp.asarray(c), jnp.asarray(d), jnp.asarray(steps)
+            )
+        )
+        want = np.array([float(jax.jit(total)(jnp.asarray(c + s * d))) for s in steps])
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_softmax_base_margin_is_the_log_class_frequencies():
+    """Up to the constant softmax leaves free: log of the weighted class shares."""
+    rng = np.random.default_rng(0)
+    N, K = 1797, 10
+    y = rng.integers(0, K, N).astype(np.float32)
+    w = (rng.random(N) + 0.5).astype(np.float32)
+    c = np.asarray(
+        fit_base_margin(objectives.softmax(n_classes=K), jnp.asarray(y), jnp.asarray(w), K),
+        np.float64,
+    )
+    log_p = np.log(np.bincount(y.astype(int), weights=w, minlength=K) / w.sum())
+    np.testing.assert_allclose(c - c.mean(), log_p - log_p.mean(), atol=5e-5)
