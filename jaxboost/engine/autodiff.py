@@ -575,8 +575,9 @@ def fit_base_margin(
     Vector margins (``n_outputs = K > 1``): damped Newton on the ``K x K`` system with a
     small ridge (softmax margins are defined up to a constant; the ridge picks one),
     until a step leaves the float32 margins unchanged or lowers the loss by less than
-    ``LOSS_RESOLUTION`` (2**-24) of it (at most 40 steps). Its sums over rows run in chunks of ``BASE_MARGIN_CHUNK // K**2`` rows when the per-row
-    Hessians would not fit in one chunk, so no ``(N, K, K)`` array is formed.
+    ``LOSS_RESOLUTION`` (2**-24) of it (at most 40 steps). Its sums over rows run in
+    chunks of ``BASE_MARGIN_CHUNK // K**2`` rows when the per-row Hessians would not fit
+    in one chunk, so no ``(N, K, K)`` array is formed.
 
     Squared loss gives the weighted mean, logistic the log-odds of the weighted mean,
     Poisson the log of the mean, quantile(alpha) the weighted alpha-quantile.
