@@ -645,23 +645,37 @@ def n_rows_of(y) -> int:
     return jax.tree.leaves(y)[0].shape[0]
 
 
-def _fit_base_margin_impl(family, values, y, sample_weight, exact=False, n_total=1):
+@functools.partial(jax.jit, static_argnums=(0, 5))
+def _scalar_total(family, values, y, w64, c, exact, n_total):
+    """The scalar fit's weighted loss at the constant margin ``c`` (float64)."""
     loss = bind_loss(family, values)
+    f = jnp.full(n_rows_of(y), c.astype(FLOAT_DTYPE), FLOAT_DTYPE)
+    return _summer(exact, n_total)(w64 * jax.vmap(loss)(y, f).astype(ACC_DTYPE))
+
+
+@functools.partial(jax.jit, static_argnums=(0, 5))
+def _scalar_sums(family, values, y, w64, c, exact, n_total):
+    """The scalar fit's weighted sums ``(G, H)`` of g and h at the margin ``c``."""
+    gh = _row_grad_hess(bind_loss(family, values))
+    f = jnp.full(n_rows_of(y), c.astype(FLOAT_DTYPE), FLOAT_DTYPE)
+    g, h = jax.vmap(gh)(y, f)
+    add = _summer(exact, n_total)
+    return add(w64 * g.astype(ACC_DTYPE)), add(w64 * h.astype(ACC_DTYPE))
+
+
+def _fit_base_margin_impl(family, values, y, sample_weight, exact=False, n_total=1):
     n = n_rows_of(y)
     w = jnp.ones(n, FLOAT_DTYPE) if sample_weight is None else sample_weight
-    gh = _row_grad_hess(loss)
     with jax.enable_x64(True):
         w64 = w.astype(ACC_DTYPE)
-        add = _summer(exact, n_total)
 
+        # The fit evaluates the loss and the sums at 17 places of its loops: as calls
+        # of two jitted functions, each is traced and lowered once, not 17 times.
         def total(c):
-            f = jnp.full(n, c.astype(FLOAT_DTYPE), FLOAT_DTYPE)
-            return add(w64 * jax.vmap(loss)(y, f).astype(ACC_DTYPE))
+            return _scalar_total(family, values, y, w64, c, exact, n_total)
 
         def sums(c):
-            f = jnp.full(n, c.astype(FLOAT_DTYPE), FLOAT_DTYPE)
-            g, h = jax.vmap(gh)(y, f)
-            return add(w64 * g.astype(ACC_DTYPE)), add(w64 * h.astype(ACC_DTYPE))
+            return _scalar_sums(family, values, y, w64, c, exact, n_total)
 
         c1 = _newton_phase(total, sums)
         return _bisect_phase(c1, total, sums)
