@@ -227,3 +227,73 @@ def test_native_tree_turned_off(monkeypatch):
     assert not native_kernel.tree_enabled()
     monkeypatch.setenv(native_kernel.ENV_TREE, "1")
     assert native_kernel.tree_enabled()
+
+
+def test_grow_trees_equals_grow_tree_one_by_one():
+    """``native.grow_trees`` grows each of its trees as ``grow_tree`` with one thread,
+    bit for bit: column sampling, a depth below the arrays', lossguide."""
+    rng = np.random.default_rng(3)
+    N, F, T, D, B = 700, 9, 5, 4, 17
+    bins = rng.integers(0, B - 1, size=(N, F)).astype(np.uint8)
+    bins[rng.random((N, F)) < 0.05] = B - 1  # missing
+    G = rng.normal(size=(T, N)).astype(np.float32)
+    H = rng.uniform(0.1, 1.0, size=(T, N)).astype(np.float32)
+    root = np.stack([G.astype(np.float64).sum(1), H.astype(np.float64).sum(1)], 1)
+    hyper = np.tile(np.float32([1.0, 0.5, 0.1, 0.2, 1.0, 0.0, 3.0]), (T, 1))
+    fo = rng.random(F) < 0.5
+    sets = rng.random((T, D, F)) < 0.8
+    keys = rng.integers(0, 2**32, size=(T, 2), dtype=np.uint64).astype(np.uint32)
+    ratio = np.full((T, 1), 0.7, np.float32)
+    for colsample, leaves in ((None, 0), ((keys, sets, ratio), 0), (None, 6)):
+        s, Gn, Hn, leaf = native_kernel.grow_trees(
+            bins, G, H, hyper, root, fo, colsample, D, B, n_threads=2, max_leaves=leaves
+        )
+        for t in range(T):
+            cs = None if colsample is None else (keys[t], sets[t], ratio[t])
+            one = native_kernel.grow_tree(
+                bins,
+                G[t],
+                H[t],
+                hyper[t, :6],
+                root[t],
+                fo,
+                cs,
+                D,
+                B,
+                n_threads=1,
+                max_leaves=leaves,
+                depth=3,
+            )
+            for a, b in zip(jax.tree.leaves((s, Gn, Hn, leaf)), jax.tree.leaves(one)):
+                np.testing.assert_array_equal(np.asarray(a)[t], np.asarray(b))
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        dict(subsample=0.8, colsample_bynode=0.6),
+        dict(
+            n_rounds=1, num_parallel_tree=4, subsample=0.6, colsample_bynode=0.6, learning_rate=1.0
+        ),
+    ],
+    ids=["boosting", "forest"],
+)
+def test_class_trees_side_by_side_equal_one_after_another(extra):
+    """Small data, K class trees per round: grown side by side on the cores
+    (``n_jobs`` unset) they are the trees grown one after another on one thread
+    (``n_jobs=1``), bit for bit."""
+    import jaxboost
+
+    if native_kernel.default_threads() < 2:
+        pytest.skip("one core: the trees are grown one after another either way")
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 17, size=(500, 12)).astype(np.float32)
+    y = rng.integers(0, 4, size=500).astype(np.float32)
+    kw = dict(n_rounds=4, max_depth=4, seed=1, verbose=False) | extra
+    side = jaxboost.train("softmax", X, y, **kw)
+    one = jaxboost.train("softmax", X, y, n_jobs=1, **kw)
+    for a, b in zip(side.ensemble, one.ensemble):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(
+        side.predict(X, output_margin=True), one.predict(X, output_margin=True)
+    )

@@ -1083,6 +1083,57 @@ def _native_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, spec: Tre
         return _native_tree_fields(s, Gn, Hn, leaf, dyn, cuts_ext)
 
 
+def class_trees_in_parallel(bins, spec: TreeSpec, reduce, rules: SplitRules) -> bool:
+    """Whether a round's class trees (one per output) are grown by the native kernel
+    side by side (:func:`native_class_trees`), not one after another: dense bins on the
+    native tree path (as :func:`grow_tree` would take it), data too small for threads
+    within a tree (``jaxboost.native.default_threads(N, F)`` is 1, ``native_threads``
+    not set), and more than one core for the trees."""
+    from .. import native as native_kernel
+
+    if isinstance(bins, tuple) or not spec.native or spec.max_depth < 1:
+        return False
+    if rules.cats is not None or rules.constraints is not None or reduce is not _identity:
+        return False
+    N, F = bins.shape
+    W = max(1, 2 ** (spec.max_depth - 1))
+    block = feature_block(F, W, spec.max_bin) if spec.feature_block is None else spec.feature_block
+    if min(int(block), F) != F or spec.native_threads is not None or not _native_tree():
+        return False
+    return native_kernel.default_threads(N, F) == 1 and native_kernel.default_threads() > 1
+
+
+def native_class_trees(bins, G, H, dyn, cuts_ext, forward_ok, colsample, spec: TreeSpec, depth):
+    """The ``T`` trees of ``G``, ``H`` ``(T, N)`` by ``jaxboost.native.grow_trees``: each
+    the tree :func:`grow_tree` grows on its row of ``G``, ``H`` (bit for bit: one thread
+    per tree in both), the trees side by side on the cores. ``colsample``: ``None`` or
+    the trees' stacked ``FeatureSampler.native_args``. Returns ``(trees, leaves)`` with
+    a leading ``T``. The root sums and the fields are computed tree by tree
+    (``lax.map``), in the shapes :func:`grow_tree` uses."""
+    from .. import native as native_kernel
+
+    with jax.enable_x64(True):
+        root, hyper = jax.lax.map(lambda gh: _native_inputs(gh[0], gh[1], dyn), (G, H))
+        if spec.depth_bucket:  # each tree's depth, as grow_tree passes it
+            d = jnp.asarray(depth, jnp.float32).reshape(1, 1)
+            hyper = jnp.concatenate([hyper, jnp.broadcast_to(d, (hyper.shape[0], 1))], axis=1)
+        s, Gn, Hn, leaf = native_kernel.grow_trees(
+            bins,
+            G,
+            H,
+            hyper,
+            root,
+            forward_ok,
+            colsample,
+            spec.max_depth,
+            spec.max_bin,
+            max_leaves=spec.max_leaves,
+        )
+        return jax.lax.map(
+            lambda a: _native_tree_fields(a[0], a[1], a[2], a[3], dyn, cuts_ext), (s, Gn, Hn, leaf)
+        )
+
+
 def _native_sparse_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, spec, rules, reduce):
     """``grow_tree`` on CSC bins ``(colptr, rows, ebin)`` by the native sparse tree kernel
     (``jaxboost.native.grow_tree_sparse``; ``training.data.sparse_rows`` chose them only

@@ -51,7 +51,14 @@ from .compile import backend_jit
 from .constraints import ConstraintSpec, TreeConstraints, clip_to_bounds
 from .exact import to_grid
 from .groups import group_derivatives
-from .grow import SplitRules, TreeSpec, grow_tree, grow_vector_tree
+from .grow import (
+    SplitRules,
+    TreeSpec,
+    class_trees_in_parallel,
+    grow_tree,
+    grow_vector_tree,
+    native_class_trees,
+)
 from .grow import identity as grow_identity
 from .refit import RowSums, refit_exact, refit_newton, refit_quantile
 from .sampling import SUBSAMPLE, FeatureSampler, bootstrap_counts, round_key, row_mask
@@ -554,6 +561,9 @@ def _grow(rnd: _Round, margin, g, h, dyn, key, take):
         return jax.tree.map(lambda a: a[None], tree), tree["value"][leaf]
 
     # one tree per output, all from this round's g and h ((N, K): diagonal of H)
+    if class_trees_in_parallel(rows.bins, tspec, rnd.reduce, rules):
+        return _class_trees_side_by_side(rnd, g, h, dyn, key, tspec, rules.depth)
+
     def one_output(_, k):
         tree, leaf = grow_tree(
             rows.bins,
@@ -575,6 +585,31 @@ def _grow(rnd: _Round, margin, g, h, dyn, key, take):
         return None, (tree, delta)
 
     _, (trees, deltas) = jax.lax.scan(one_output, None, jnp.arange(K, dtype=INDEX_DTYPE))
+    return trees, deltas.T
+
+
+def _class_trees_side_by_side(rnd: _Round, g, h, dyn, key, tspec, depth):
+    """``_grow``'s K class trees on small data, grown in one native call side by side on
+    the cores (``grow.native_class_trees``): the trees ``_grow``'s scan grows one after
+    another, bit for bit. ``(trees, delta)`` as ``_grow`` returns them."""
+    K = g.shape[1]
+    ks = jnp.arange(K, dtype=INDEX_DTYPE)
+    colsample = None
+    if rnd.spec.col_sampling:
+        colsample = jax.lax.map(lambda k: _sampler(rnd, key, k).native_args(), ks)
+    shared = rnd.shared
+    trees, leaves = native_class_trees(
+        rnd.rows.bins, g.T, h.T, dyn, shared.cuts_ext, shared.forward_ok, colsample, tspec, depth
+    )
+
+    def finish(a):
+        tree, leaf, k = a
+        tree = _stored(tree, rnd.zero)
+        delta = tree["value"][leaf]
+        one_hot = jax.nn.one_hot(k, K, dtype=FLOAT_DTYPE)
+        return dict(tree, value=tree["value"][:, None] * one_hot), delta
+
+    trees, deltas = jax.lax.map(finish, (trees, leaves, ks))
     return trees, deltas.T
 
 

@@ -90,6 +90,7 @@ __all__ = [
     "predict",
     "predict_stages",
     "grow_tree",
+    "grow_trees",
     "grow_tree_sparse",
     "library_path",
     "installed_library",
@@ -101,8 +102,9 @@ __all__ = [
 
 TARGET_NAME = "jaxboost_histogram"
 TREE_TARGET_NAME = "jaxboost_grow_tree"
+TREES_TARGET_NAME = "jaxboost_grow_trees"
 SPARSE_TREE_TARGET_NAME = "jaxboost_grow_tree_sparse"
-_ABI_VERSION = 8
+_ABI_VERSION = 9
 _SOURCE = _build.SOURCE
 _FLAGS = _build.FLAGS
 _LIB_NAME = "libjaxboost_hist.so"
@@ -224,6 +226,9 @@ def _load_and_register() -> None:
     )
     jax.ffi.register_ffi_target(
         TREE_TARGET_NAME, jax.ffi.pycapsule(lib.JaxboostGrowTree), platform="cpu"
+    )
+    jax.ffi.register_ffi_target(
+        TREES_TARGET_NAME, jax.ffi.pycapsule(lib.JaxboostGrowTrees), platform="cpu"
     )
     jax.ffi.register_ffi_target(
         SPARSE_TREE_TARGET_NAME, jax.ffi.pycapsule(lib.JaxboostGrowTreeSparse), platform="cpu"
@@ -728,6 +733,92 @@ def grow_tree(
             n_bins=np.int64(n_bins),
             n_threads=np.int64(n_threads),
             use_xla_pool=bool(_xla_pool),
+            colsample=colsample is not None,
+            max_leaves=np.int64(max_leaves),
+        )
+    structure = dict(feature=feature, tbin=tbin, default_left=dl, is_split=is_split, gain=gain)
+    return structure, Gn, Hn, leaf
+
+
+def grow_trees(
+    bins,
+    g,
+    h,
+    hyper,
+    root,
+    forward_ok,
+    colsample,
+    max_depth: int,
+    n_bins: int,
+    *,
+    n_threads: int | None = None,
+    max_leaves: int = 0,
+):
+    """``T`` trees on the same bins, grown in parallel (one tree per thread, each grown
+    by one thread): :func:`grow_tree` with ``n_threads=1`` for each of them, bit for
+    bit, in one native call. For data too small for threads within a tree (below
+    2**18 rows x features, :func:`default_threads`), a round's class trees then use
+    every core instead of one.
+
+    Args:
+      bins: ``(N, F)`` uint8 row-major bins, shared.
+      g, h: ``(T, N)`` float32 (or float64) gradients and Hessians of each tree.
+      hyper: ``(T, 6)`` float32 (or ``(T, 7)``: each tree's depth last); root ``(T, 2)``
+        float64; forward_ok ``(F,)`` bool, shared.
+      colsample: ``None``, or each tree's ``(node_key (T, 2), level_sets (T, max_depth,
+        F), node_ratio (T, 1))`` (:func:`grow_tree`'s, stacked).
+      max_depth, n_bins, max_leaves: static, as for :func:`grow_tree`.
+      n_threads: workers (``None``: :func:`default_threads` of every core).
+
+    Returns:
+      ``(structure, Gn, Hn, leaf)`` of :func:`grow_tree` with a leading ``T``.
+
+    Example:
+      >>> import numpy as np
+      >>> if available():  # seed 001 twice, the second with g negated
+      ...     g = np.float32([[0.5, -0.5, 0.5, -0.5], [-0.5, 0.5, -0.5, 0.5]])
+      ...     s, Gn, Hn, leaf = grow_trees(np.array([[0], [1], [2], [3]], np.uint8), g,
+      ...         np.full((2, 4), 0.25, np.float32), np.tile(np.float32([1, 0, 0, 0, 0, 0]),
+      ...         (2, 1)), np.array([[0.0, 1.0], [0.0, 1.0]]), np.zeros(1, bool), None, 1, 5)
+      ...     assert s["tbin"][:, 0].tolist() == [3, 3] and leaf[0].tolist() == [1, 1, 1, 2]
+    """
+    max_depth, n_bins = _tree_args(max_depth, n_bins)
+    with jax.enable_x64(True):
+        bins = jnp.asarray(bins)
+        N, F = bins.shape
+        dt = jnp.result_type(jnp.asarray(g).dtype, jnp.asarray(h).dtype)
+        dt = jnp.float64 if dt == jnp.float64 else jnp.float32
+        g, h = jnp.asarray(g, dt), jnp.asarray(h, dt)
+        T = g.shape[0]
+        if n_threads is None:
+            n_threads = default_threads()
+        if colsample is None:
+            level_sets = jnp.zeros((T, max_depth, F), bool)
+            node_key = jnp.zeros((T, 2), jnp.uint32)
+            node_ratio = jnp.ones((T, 1), jnp.float32)
+        else:
+            node_key, level_sets, node_ratio = colsample
+            level_sets = jnp.asarray(level_sets, bool).reshape(T, max_depth, F)
+            node_key = jnp.asarray(node_key, jnp.uint32).reshape(T, 2)
+            node_ratio = jnp.asarray(node_ratio, jnp.float32).reshape(T, 1)
+        M = 2 ** (max_depth + 1) - 1
+        outs = tuple(jax.ShapeDtypeStruct((T,) + o.shape, o.dtype) for o in _tree_outputs(M, N))
+        feature, tbin, dl, is_split, gain, Gn, Hn, leaf = jax.ffi.ffi_call(
+            TREES_TARGET_NAME, outs, vmap_method="sequential"
+        )(
+            bins,
+            g,
+            h,
+            jnp.asarray(hyper, jnp.float32),
+            jnp.asarray(root, jnp.float64),
+            jnp.asarray(forward_ok, bool),
+            level_sets,
+            node_key,
+            node_ratio,
+            max_depth=np.int64(max_depth),
+            n_bins=np.int64(n_bins),
+            n_threads=np.int64(n_threads),
+            use_xla_pool=True,
             colsample=colsample is not None,
             max_leaves=np.int64(max_leaves),
         )

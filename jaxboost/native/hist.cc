@@ -1154,6 +1154,100 @@ ffi::Error GrowTreeImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
 }
 
 // ---------------------------------------------------------------------------------
+// Several whole trees on the same bins (JaxboostGrowTrees): T independent calls of
+// JaxboostGrowTree, one tree per worker, each tree grown by one thread. For data too
+// small for threads within a tree (a round's K class trees on a few thousand rows),
+// the trees themselves run in parallel. Every tree is what JaxboostGrowTree gives with
+// n_threads = 1, bit for bit, whatever the number of workers.
+//
+// Inputs: bins (N, F) shared; g, h (T, N); hyper (T, 6) or (T, 7); root (T, 2);
+// forward_ok (F,) shared; level_sets (T, D, F), node_key (T, 2), node_ratio (T, 1) when
+// colsample. Outputs: JaxboostGrowTree's with a leading T. n_threads: workers.
+ffi::Error GrowTreesImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
+                         ffi::AnyBuffer g, ffi::AnyBuffer h, ffi::Buffer<ffi::F32> hyper,
+                         ffi::Buffer<ffi::F64> root, ffi::Buffer<ffi::PRED> forward_ok,
+                         ffi::Buffer<ffi::PRED> level_sets, ffi::Buffer<ffi::U32> node_key,
+                         ffi::Buffer<ffi::F32> node_ratio, ffi::ResultBuffer<ffi::S32> feature,
+                         ffi::ResultBuffer<ffi::S32> tbin, ffi::ResultBuffer<ffi::PRED> dleft,
+                         ffi::ResultBuffer<ffi::PRED> is_split,
+                         ffi::ResultBuffer<ffi::F32> gain, ffi::ResultBuffer<ffi::F64> Gn,
+                         ffi::ResultBuffer<ffi::F64> Hn, ffi::ResultBuffer<ffi::S32> pos,
+                         int64_t max_depth, int64_t n_bins, int64_t n_threads,
+                         bool use_xla_pool, bool colsample, int64_t max_leaves) {
+  const std::string k = "jaxboost_grow_trees";
+  const auto bd = bins.dimensions();
+  const auto gd = g.dimensions();
+  if (bd.size() != 2) return ffi::Error::InvalidArgument(k + ": bins must be (N, F)");
+  if (gd.size() != 2) return ffi::Error::InvalidArgument(k + ": g, h must be (T, N)");
+  if (n_threads < 1 || n_threads > 4096)
+    return ffi::Error::InvalidArgument(k + ": n_threads must be in [1, 4096]");
+  const int64_t T = gd[0], N = bd[0], F = bd[1], D = max_depth;
+  if (D < 1 || D > 20) return ffi::Error::InvalidArgument(k + ": max_depth in [1, 20]");
+  if (n_bins < 2 || n_bins > 256) return ffi::Error::InvalidArgument(k + ": n_bins in [2, 256]");
+  if (N >= (int64_t{1} << 31)) return ffi::Error::InvalidArgument(k + ": more than 2^31 - 1 rows");
+  if (g.element_type() != h.element_type())
+    return ffi::Error::InvalidArgument(k + ": g and h dtypes differ");
+  const size_t M = (size_t{2} << D) - 1;
+  const size_t t_ = static_cast<size_t>(T), n_ = static_cast<size_t>(N);
+  if (gd[1] != N || h.element_count() != t_ * n_ || pos->element_count() != t_ * n_)
+    return ffi::Error::InvalidArgument(k + ": g, h, pos must be (T, N)");
+  if (feature->element_count() != t_ * M || tbin->element_count() != t_ * M ||
+      dleft->element_count() != t_ * M || is_split->element_count() != t_ * M ||
+      gain->element_count() != t_ * M || Gn->element_count() != t_ * M ||
+      Hn->element_count() != t_ * M)
+    return ffi::Error::InvalidArgument(k + ": tree outputs must be (T, 2**(max_depth+1)-1)");
+  const size_t P = T > 0 ? hyper.element_count() / t_ : 6;
+  if ((P != 6 && P != 7) || hyper.element_count() != t_ * P ||
+      root.element_count() != t_ * 2 || forward_ok.element_count() != static_cast<size_t>(F))
+    return ffi::Error::InvalidArgument(k + ": hyper (T, 6) or (T, 7), root (T, 2), forward_ok (F,)");
+  if (colsample && (level_sets.element_count() != t_ * static_cast<size_t>(D * F) ||
+                    node_key.element_count() != t_ * 2 || node_ratio.element_count() != t_))
+    return ffi::Error::InvalidArgument(
+        k + ": level_sets (T, max_depth, F), node_key (T, 2), node_ratio (T, 1)");
+  std::vector<TreeIn> ins(t_);
+  std::vector<TreeOut> outs(t_);
+  for (int64_t t = 0; t < T; ++t) {
+    TreeIn& in = ins[t];
+    in = TreeIn{N, F, n_bins, D, hyper.typed_data() + t * P, root.typed_data() + 2 * t,
+                forward_ok.typed_data(), nullptr, nullptr, 1.0f, max_leaves};
+    in.G = D;
+    if (P == 7) {
+      const float g_depth = in.hyper[6];
+      if (!(g_depth >= 1.0f && g_depth <= static_cast<float>(D)) ||
+          g_depth != static_cast<float>(static_cast<int64_t>(g_depth)))
+        return ffi::Error::InvalidArgument(k + ": hyper[t, 6] (depth) must be an integer in [1, max_depth]");
+      in.G = static_cast<int64_t>(g_depth);
+    }
+    if (colsample) {
+      in.level_sets = level_sets.typed_data() + t * D * F;
+      in.node_key = node_key.typed_data() + 2 * t;
+      in.node_ratio = node_ratio.typed_data()[t];
+    }
+    outs[t] = TreeOut{feature->typed_data() + t * M, tbin->typed_data() + t * M,
+                      dleft->typed_data() + t * M,   is_split->typed_data() + t * M,
+                      gain->typed_data() + t * M,    Gn->typed_data() + t * M,
+                      Hn->typed_data() + t * M,      pos->typed_data() + t * N};
+  }
+  if (T == 0) return ffi::Error::Success();
+  if (N == 0 || F == 0) {  // single leaves
+    for (int64_t t = 0; t < T; ++t) ResetTree(ins[t], outs[t]);
+    return ffi::Error::Success();
+  }
+  ffi::ThreadPool* pool = use_xla_pool && thread_pool.num_threads() > 0 ? &thread_pool : nullptr;
+  const uint8_t* b = bins.typed_data();
+  std::vector<std::string> errors(t_);
+  ParallelFor(pool, n_threads, T, [&](int64_t t, int64_t) {
+    ffi::Error err = WithRows(k.c_str(), g, h, [&](auto* gp, auto* hp) {
+      return GrowTreeDispatch(b, gp + t * N, hp + t * N, ins[t], outs[t], 1, nullptr);
+    });
+    if (err.failure()) errors[t] = err.message();
+  });
+  for (int64_t t = 0; t < T; ++t)
+    if (!errors[t].empty()) return ffi::Error::Internal(errors[t]);
+  return ffi::Error::Success();
+}
+
+// ---------------------------------------------------------------------------------
 // One whole tree from sparse columns (JaxboostGrowTreeSparse): what JaxboostGrowTree
 // does, for a CSC matrix of bins whose absent entries are missing values, with work and
 // memory that follow the stored entries, not rows x features.
@@ -1418,6 +1512,33 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostGrowTree, GrowTreeImpl,
                                   .Attr<bool>("colsample")
                                   .Attr<int64_t>("max_leaves"));
 
+XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostGrowTrees, GrowTreesImpl,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()
+                                  .Arg<ffi::Buffer<ffi::U8>>()    // bins (N, F)
+                                  .Arg<ffi::AnyBuffer>()          // g (T, N)
+                                  .Arg<ffi::AnyBuffer>()          // h (T, N)
+                                  .Arg<ffi::Buffer<ffi::F32>>()   // hyper (T, 6|7)
+                                  .Arg<ffi::Buffer<ffi::F64>>()   // root (T, 2)
+                                  .Arg<ffi::Buffer<ffi::PRED>>()  // forward_ok (F,)
+                                  .Arg<ffi::Buffer<ffi::PRED>>()  // level_sets (T, D, F)
+                                  .Arg<ffi::Buffer<ffi::U32>>()   // node_key (T, 2)
+                                  .Arg<ffi::Buffer<ffi::F32>>()   // node_ratio (T, 1)
+                                  .Ret<ffi::Buffer<ffi::S32>>()   // feature (T, M)
+                                  .Ret<ffi::Buffer<ffi::S32>>()   // tbin (T, M)
+                                  .Ret<ffi::Buffer<ffi::PRED>>()  // default_left (T, M)
+                                  .Ret<ffi::Buffer<ffi::PRED>>()  // is_split (T, M)
+                                  .Ret<ffi::Buffer<ffi::F32>>()   // gain (T, M)
+                                  .Ret<ffi::Buffer<ffi::F64>>()   // Gn (T, M)
+                                  .Ret<ffi::Buffer<ffi::F64>>()   // Hn (T, M)
+                                  .Ret<ffi::Buffer<ffi::S32>>()   // pos (T, N)
+                                  .Attr<int64_t>("max_depth")
+                                  .Attr<int64_t>("n_bins")
+                                  .Attr<int64_t>("n_threads")
+                                  .Attr<bool>("use_xla_pool")
+                                  .Attr<bool>("colsample")
+                                  .Attr<int64_t>("max_leaves"));
+
 XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostGrowTreeSparse, GrowTreeSparseImpl,
                               ffi::Ffi::Bind()
                                   .Arg<ffi::Buffer<ffi::S32>>()   // colptr (F + 1,)
@@ -1553,4 +1674,4 @@ extern "C" void JaxboostPredict(const float* X, int64_t F, const PredictNode* no
 }
 
 // Version of the calling conventions above; the Python side checks it.
-extern "C" int JaxboostHistogramAbiVersion() { return 8; }
+extern "C" int JaxboostHistogramAbiVersion() { return 9; }
