@@ -229,6 +229,11 @@ def test_native_tree_turned_off(monkeypatch):
     assert native_kernel.tree_enabled()
 
 
+FOREST = dict(
+    n_rounds=1, num_parallel_tree=4, subsample=0.6, colsample_bynode=0.6, learning_rate=1.0
+)
+
+
 def test_grow_trees_equals_grow_tree_one_by_one():
     """``native.grow_trees`` grows each of its trees as ``grow_tree`` with one thread,
     bit for bit: column sampling, a depth below the arrays', lossguide."""
@@ -269,19 +274,19 @@ def test_grow_trees_equals_grow_tree_one_by_one():
 
 
 @pytest.mark.parametrize(
-    "extra",
+    "objective, extra",
     [
-        dict(subsample=0.8, colsample_bynode=0.6),
-        dict(
-            n_rounds=1, num_parallel_tree=4, subsample=0.6, colsample_bynode=0.6, learning_rate=1.0
-        ),
+        ("softmax", dict(subsample=0.8, colsample_bynode=0.6)),
+        ("softmax", FOREST),
+        ("logistic", FOREST),
+        ("logistic", dict(FOREST, bootstrap=True, max_depth=3)),
     ],
-    ids=["boosting", "forest"],
+    ids=["boosting", "forest", "binary-forest", "binary-forest-bootstrap"],
 )
-def test_class_trees_side_by_side_equal_one_after_another(extra):
-    """Small data, K class trees per round: grown side by side on the cores
-    (``n_jobs`` unset) they are the trees grown one after another on one thread
-    (``n_jobs=1``), bit for bit."""
+def test_class_trees_side_by_side_equal_one_after_another(objective, extra):
+    """Small data, K class trees per round or P trees of a forest: grown side by side
+    on the cores (``n_jobs`` unset) they are the trees grown one after another on one
+    thread (``n_jobs=1``), bit for bit."""
     import jaxboost
 
     if native_kernel.default_threads() < 2:
@@ -289,9 +294,11 @@ def test_class_trees_side_by_side_equal_one_after_another(extra):
     rng = np.random.default_rng(0)
     X = rng.integers(0, 17, size=(500, 12)).astype(np.float32)
     y = rng.integers(0, 4, size=500).astype(np.float32)
+    if objective == "logistic":
+        y = (y > 1).astype(np.float32)
     kw = dict(n_rounds=4, max_depth=4, seed=1, verbose=False) | extra
-    side = jaxboost.train("softmax", X, y, **kw)
-    one = jaxboost.train("softmax", X, y, n_jobs=1, **kw)
+    side = jaxboost.train(objective, X, y, **kw)
+    one = jaxboost.train(objective, X, y, n_jobs=1, **kw)
     for a, b in zip(side.ensemble, one.ensemble):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(

@@ -418,6 +418,12 @@ def boost_round(
         # by a number the compiler cannot see (a constant P becomes eta * (1 / P)).
         dyn = hyper.dyn(jnp.asarray(eta, jnp.float32) / (zero + P).astype(jnp.float32))
         start = margin  # every tree of the round (and its refit) sees these margins
+        if _forest_side_by_side(rnd):
+            trees, deltas = _forest_trees_side_by_side(rnd, dyn, rk, P)
+            margin = jax.lax.scan(lambda m, d: (m + d, None), margin, deltas)[0]
+            trees = jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:]), trees)
+            assert trees["feature"].shape[0] == tpr
+            return _round_end(rnd, margin, trees, counts, K, v)
 
         def one_tree(margin, p):
             tk = jax.random.fold_in(jax.random.fold_in(rk, 3), p)
@@ -428,8 +434,14 @@ def boost_round(
         margin, trees = jax.lax.scan(one_tree, margin, jnp.arange(P, dtype=INDEX_DTYPE))
         trees = jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:]), trees)
     assert trees["feature"].shape[0] == tpr
+    return _round_end(rnd, margin, trees, counts, K, v)
+
+
+def _round_end(rnd: "_Round", margin, trees, counts, K, v):
+    """``(margin, trees, census)`` of the round: the census of its rows (``counts``,
+    then the rows whose margins turned non-finite) and of its trees."""
     margin_ok = jnp.isfinite(margin) if K == 1 else jnp.all(jnp.isfinite(margin), axis=1)
-    rows_counts = reduce(jnp.concatenate([counts, count_rows(~margin_ok & v)]))
+    rows_counts = rnd.reduce(jnp.concatenate([counts, count_rows(~margin_ok & v)]))
     census = jnp.concatenate(
         [
             rows_counts[:8],
@@ -443,6 +455,53 @@ def boost_round(
         ]
     )
     return margin, trees, census
+
+
+def _forest_side_by_side(rnd: "_Round") -> bool:
+    """Whether a one-output forest's P trees are grown side by side on the cores
+    (``grow.class_trees_in_parallel``, without refit or constraints)."""
+    spec = rnd.spec
+    if spec.n_outputs != 1 or spec.refit is not None or spec.constraints is not None:
+        return False
+    rules = SplitRules(rnd.shared.cats, None, rnd.hyper.depth if spec.depth_bucket else None)
+    return class_trees_in_parallel(rnd.rows.bins, spec.tree_spec(), rnd.reduce, rules)
+
+
+def _forest_trees_side_by_side(rnd: "_Round", dyn, rk, P):
+    """A one-output forest's P trees in one native call (``grow.native_class_trees``):
+    the samples, keys and fields tree by tree, as the forest's scan makes them.
+    ``(trees (P, 1, M), deltas (P, N))``."""
+    spec = rnd.spec
+
+    def sample(p):
+        tk = jax.random.fold_in(jax.random.fold_in(rk, 3), p)
+        gt, ht, _ = _sample(rnd, tk)
+        return gt, ht, tk
+
+    G, H, keys = jax.lax.map(sample, jnp.arange(P, dtype=INDEX_DTYPE))
+    colsample = None
+    if spec.col_sampling:
+        colsample = jax.lax.map(lambda tk: _sampler(rnd, tk, 0).native_args(), keys)
+    depth = rnd.hyper.depth if spec.depth_bucket else None
+    shared = rnd.shared
+    trees, leaves = native_class_trees(
+        rnd.rows.bins,
+        G,
+        H,
+        dyn,
+        shared.cuts_ext,
+        shared.forward_ok,
+        colsample,
+        spec.tree_spec(),
+        depth,
+    )
+
+    def finish(a):
+        tree, leaf = a
+        tree = _stored(tree, rnd.zero)
+        return jax.tree.map(lambda x: x[None], tree), tree["value"][leaf]
+
+    return jax.lax.map(finish, (trees, leaves))
 
 
 def _sample(rnd: _Round, tk):
