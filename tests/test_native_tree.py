@@ -304,3 +304,26 @@ def test_class_trees_side_by_side_equal_one_after_another(objective, extra):
     np.testing.assert_array_equal(
         side.predict(X, output_margin=True), one.predict(X, output_margin=True)
     )
+
+
+@pytest.mark.parametrize("depth", [0.0, 2.5, 5.0])
+def test_grow_trees_refuses_a_depth_outside_the_arrays(depth):
+    """Each tree's hyper[6] (its depth) must be an integer in [1, max_depth]: the
+    kernel refuses the call instead of growing past its arrays."""
+    z = np.zeros((2, 4), np.float32)
+    hyper = np.zeros((2, 7), np.float32)
+    hyper[:, 6] = [2.0, depth]
+    with pytest.raises(Exception, match=r"hyper\[t, 6\] \(depth\)"):
+        jax.block_until_ready(
+            native_kernel.grow_trees(
+                np.zeros((4, 2), np.uint8),
+                z,
+                z,
+                hyper,
+                np.zeros((2, 2)),
+                np.zeros(2, bool),
+                None,
+                3,
+                8,
+            )
+        )

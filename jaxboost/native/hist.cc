@@ -817,6 +817,19 @@ void PruneAndLeaves(const TreeIn& in, const TreeOut& o) {
   for (int64_t r = 0; r < in.N; ++r) o.pos[r] = rep[o.pos[r]];
 }
 
+// hyper[6], when given (n == 7): the depth to grow, below the arrays' D (a program
+// compiled for a bucket of depths grows each model's own); *G is D without it. False
+// when hyper[6] is not an integer in [1, D].
+bool GrownDepth(const float* hyper, size_t n, int64_t D, int64_t* G) {
+  *G = D;
+  if (n != 7) return true;
+  const float d = hyper[6];
+  if (!(d >= 1.0f && d <= static_cast<float>(D)) || d != static_cast<float>(static_cast<int64_t>(d)))
+    return false;
+  *G = static_cast<int64_t>(d);
+  return true;
+}
+
 // Checks and reads what both tree handlers share into in (N, F, B, D set by the
 // caller) and o; an error names the kernel.
 ffi::Error DecodeTree(const char* name, ffi::AnyBuffer g, ffi::AnyBuffer h,
@@ -848,16 +861,8 @@ ffi::Error DecodeTree(const char* name, ffi::AnyBuffer g, ffi::AnyBuffer h,
       root.element_count() != 2 || forward_ok.element_count() != static_cast<size_t>(F))
     return ffi::Error::InvalidArgument(k + ": hyper (6,) or (7,), root (2,), forward_ok (F,)");
   in->hyper = hyper.typed_data();
-  // hyper[6], when given: the depth to grow, below the arrays' D (a program compiled for
-  // a bucket of depths grows each model's own)
-  in->G = D;
-  if (hyper.element_count() == 7) {
-    const float g_depth = in->hyper[6];
-    if (!(g_depth >= 1.0f && g_depth <= static_cast<float>(D)) ||
-        g_depth != static_cast<float>(static_cast<int64_t>(g_depth)))
-      return ffi::Error::InvalidArgument(k + ": hyper[6] (depth) must be an integer in [1, max_depth]");
-    in->G = static_cast<int64_t>(g_depth);
-  }
+  if (!GrownDepth(in->hyper, hyper.element_count(), D, &in->G))
+    return ffi::Error::InvalidArgument(k + ": hyper[6] (depth) must be an integer in [1, max_depth]");
   in->root = root.typed_data();
   in->forward_ok = forward_ok.typed_data();
   in->level_sets = nullptr;
@@ -1210,14 +1215,8 @@ ffi::Error GrowTreesImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
     TreeIn& in = ins[t];
     in = TreeIn{N, F, n_bins, D, hyper.typed_data() + t * P, root.typed_data() + 2 * t,
                 forward_ok.typed_data(), nullptr, nullptr, 1.0f, max_leaves};
-    in.G = D;
-    if (P == 7) {
-      const float g_depth = in.hyper[6];
-      if (!(g_depth >= 1.0f && g_depth <= static_cast<float>(D)) ||
-          g_depth != static_cast<float>(static_cast<int64_t>(g_depth)))
-        return ffi::Error::InvalidArgument(k + ": hyper[t, 6] (depth) must be an integer in [1, max_depth]");
-      in.G = static_cast<int64_t>(g_depth);
-    }
+    if (!GrownDepth(in.hyper, P, D, &in.G))
+      return ffi::Error::InvalidArgument(k + ": hyper[t, 6] (depth) must be an integer in [1, max_depth]");
     if (colsample) {
       in.level_sets = level_sets.typed_data() + t * D * F;
       in.node_key = node_key.typed_data() + 2 * t;
