@@ -830,57 +830,70 @@ bool GrownDepth(const float* hyper, size_t n, int64_t D, int64_t* G) {
   return true;
 }
 
-// Checks and reads what both tree handlers share into in (N, F, B, D set by the
-// caller) and o; an error names the kernel.
-ffi::Error DecodeTree(const char* name, ffi::AnyBuffer g, ffi::AnyBuffer h,
-                      ffi::Buffer<ffi::F32> hyper, ffi::Buffer<ffi::F64> root,
-                      ffi::Buffer<ffi::PRED> forward_ok, ffi::Buffer<ffi::PRED> level_sets,
-                      ffi::Buffer<ffi::U32> node_key, ffi::Buffer<ffi::F32> node_ratio,
-                      bool colsample, ffi::ResultBuffer<ffi::S32>& feature,
-                      ffi::ResultBuffer<ffi::S32>& tbin, ffi::ResultBuffer<ffi::PRED>& dleft,
-                      ffi::ResultBuffer<ffi::PRED>& is_split, ffi::ResultBuffer<ffi::F32>& gain,
-                      ffi::ResultBuffer<ffi::F64>& Gn, ffi::ResultBuffer<ffi::F64>& Hn,
-                      ffi::ResultBuffer<ffi::S32>& pos, TreeIn* in, TreeOut* o) {
+// Checks and reads what the tree handlers share, for T trees laid out one after another
+// in every buffer but the shared forward_ok (T = 1: JaxboostGrowTree's and
+// JaxboostGrowTreeSparse's one tree): ins[t] (a copy of base, whose N, F, B, D and
+// max_leaves the caller set, with tree t's hyperparameters, depth and draws) and
+// outs[t]. An error names the kernel; the shapes it gives are one tree's.
+ffi::Error DecodeTrees(const char* name, int64_t T, ffi::AnyBuffer g, ffi::AnyBuffer h,
+                       ffi::Buffer<ffi::F32> hyper, ffi::Buffer<ffi::F64> root,
+                       ffi::Buffer<ffi::PRED> forward_ok, ffi::Buffer<ffi::PRED> level_sets,
+                       ffi::Buffer<ffi::U32> node_key, ffi::Buffer<ffi::F32> node_ratio,
+                       bool colsample, ffi::ResultBuffer<ffi::S32>& feature,
+                       ffi::ResultBuffer<ffi::S32>& tbin, ffi::ResultBuffer<ffi::PRED>& dleft,
+                       ffi::ResultBuffer<ffi::PRED>& is_split,
+                       ffi::ResultBuffer<ffi::F32>& gain, ffi::ResultBuffer<ffi::F64>& Gn,
+                       ffi::ResultBuffer<ffi::F64>& Hn, ffi::ResultBuffer<ffi::S32>& pos,
+                       const TreeIn& base, std::vector<TreeIn>* ins,
+                       std::vector<TreeOut>* outs) {
   const std::string k = name;
-  const int64_t N = in->N, F = in->F, D = in->D, B = in->B;
+  const int64_t N = base.N, F = base.F, D = base.D, B = base.B;
   if (D < 1 || D > 20) return ffi::Error::InvalidArgument(k + ": max_depth in [1, 20]");
   if (B < 2 || B > 256) return ffi::Error::InvalidArgument(k + ": n_bins in [2, 256]");
   if (N >= (int64_t{1} << 31))
     return ffi::Error::InvalidArgument(k + ": more than 2^31 - 1 rows");
-  const size_t M = (size_t{2} << D) - 1;
-  if (feature->element_count() != M || tbin->element_count() != M ||
-      dleft->element_count() != M || is_split->element_count() != M ||
-      gain->element_count() != M || Gn->element_count() != M || Hn->element_count() != M)
+  const size_t t_ = static_cast<size_t>(T), M = (size_t{2} << D) - 1;
+  if (feature->element_count() != t_ * M || tbin->element_count() != t_ * M ||
+      dleft->element_count() != t_ * M || is_split->element_count() != t_ * M ||
+      gain->element_count() != t_ * M || Gn->element_count() != t_ * M ||
+      Hn->element_count() != t_ * M)
     return ffi::Error::InvalidArgument(k + ": tree outputs must be (2**(max_depth+1)-1,)");
   const size_t n = static_cast<size_t>(N);
-  if (pos->element_count() != n || g.element_count() != n || h.element_count() != n)
+  if (pos->element_count() != t_ * n || g.element_count() != t_ * n ||
+      h.element_count() != t_ * n)
     return ffi::Error::InvalidArgument(k + ": g, h, pos must be (N,)");
   if (g.element_type() != h.element_type())
     return ffi::Error::InvalidArgument(k + ": g and h dtypes differ");
-  if ((hyper.element_count() != 6 && hyper.element_count() != 7) ||
-      root.element_count() != 2 || forward_ok.element_count() != static_cast<size_t>(F))
+  const size_t P = T > 0 ? hyper.element_count() / t_ : 6;
+  if ((P != 6 && P != 7) || hyper.element_count() != t_ * P ||
+      root.element_count() != t_ * 2 || forward_ok.element_count() != static_cast<size_t>(F))
     return ffi::Error::InvalidArgument(k + ": hyper (6,) or (7,), root (2,), forward_ok (F,)");
-  in->hyper = hyper.typed_data();
-  if (!GrownDepth(in->hyper, hyper.element_count(), D, &in->G))
-    return ffi::Error::InvalidArgument(k + ": hyper[6] (depth) must be an integer in [1, max_depth]");
-  in->root = root.typed_data();
-  in->forward_ok = forward_ok.typed_data();
-  in->level_sets = nullptr;
-  in->node_key = nullptr;
-  in->node_ratio = 1.0f;
   if (colsample) {
     const auto md = level_sets.dimensions();
-    if (md.size() != 2 || md[0] != D || md[1] != F || node_key.element_count() != 2 ||
-        node_ratio.element_count() != 1)
+    const size_t r = md.size();
+    if (r < 2 || md[r - 2] != D || md[r - 1] != F ||
+        level_sets.element_count() != t_ * static_cast<size_t>(D * F) ||
+        node_key.element_count() != t_ * 2 || node_ratio.element_count() != t_)
       return ffi::Error::InvalidArgument(
           k + ": level_sets (max_depth, F), node_key (2,), node_ratio (1,)");
-    in->level_sets = level_sets.typed_data();
-    in->node_key = node_key.typed_data();
-    in->node_ratio = node_ratio.typed_data()[0];
   }
-  *o = TreeOut{feature->typed_data(), tbin->typed_data(), dleft->typed_data(),
-               is_split->typed_data(), gain->typed_data(), Gn->typed_data(),
-               Hn->typed_data(), pos->typed_data()};
+  ins->assign(t_, base);
+  outs->resize(t_);
+  for (int64_t t = 0; t < T; ++t) {
+    TreeIn& in = (*ins)[t];
+    in.hyper = hyper.typed_data() + t * P;
+    if (!GrownDepth(in.hyper, P, D, &in.G))
+      return ffi::Error::InvalidArgument(k + ": hyper[6] (depth) must be an integer in [1, max_depth]");
+    in.root = root.typed_data() + 2 * t;
+    in.forward_ok = forward_ok.typed_data();
+    in.level_sets = colsample ? level_sets.typed_data() + t * D * F : nullptr;
+    in.node_key = colsample ? node_key.typed_data() + 2 * t : nullptr;
+    in.node_ratio = colsample ? node_ratio.typed_data()[t] : 1.0f;
+    (*outs)[t] = TreeOut{feature->typed_data() + t * M, tbin->typed_data() + t * M,
+                         dleft->typed_data() + t * M,   is_split->typed_data() + t * M,
+                         gain->typed_data() + t * M,    Gn->typed_data() + t * M,
+                         Hn->typed_data() + t * M,      pos->typed_data() + t * N};
+  }
   return ffi::Error::Success();
 }
 
@@ -1140,13 +1153,16 @@ ffi::Error GrowTreeImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
   if (bd.size() != 2) return ffi::Error::InvalidArgument("jaxboost_grow_tree: bins must be (N, F)");
   if (n_threads < 1 || n_threads > 4096)
     return ffi::Error::InvalidArgument("jaxboost_grow_tree: n_threads must be in [1, 4096]");
-  TreeIn in{bd[0], bd[1], n_bins, max_depth, nullptr, nullptr, nullptr, nullptr, nullptr, 1.0f,
-            max_leaves};
-  TreeOut o;
-  ffi::Error err = DecodeTree("jaxboost_grow_tree", g, h, hyper, root, forward_ok,
-                              level_sets, node_key, node_ratio, colsample, feature, tbin,
-                              dleft, is_split, gain, Gn, Hn, pos, &in, &o);
+  const TreeIn base{bd[0], bd[1], n_bins, max_depth, nullptr, nullptr, nullptr, nullptr,
+                    nullptr, 1.0f, max_leaves};
+  std::vector<TreeIn> ins;
+  std::vector<TreeOut> outs;
+  ffi::Error err = DecodeTrees("jaxboost_grow_tree", 1, g, h, hyper, root, forward_ok,
+                               level_sets, node_key, node_ratio, colsample, feature, tbin,
+                               dleft, is_split, gain, Gn, Hn, pos, base, &ins, &outs);
   if (err.failure()) return err;
+  const TreeIn& in = ins[0];
+  const TreeOut& o = outs[0];
   if (in.N == 0 || in.F == 0) {  // a single leaf
     ResetTree(in, o);
     return ffi::Error::Success();
@@ -1179,67 +1195,35 @@ ffi::Error GrowTreesImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
                          ffi::ResultBuffer<ffi::F64> Hn, ffi::ResultBuffer<ffi::S32> pos,
                          int64_t max_depth, int64_t n_bins, int64_t n_threads,
                          bool use_xla_pool, bool colsample, int64_t max_leaves) {
-  const std::string k = "jaxboost_grow_trees";
   const auto bd = bins.dimensions();
   const auto gd = g.dimensions();
-  if (bd.size() != 2) return ffi::Error::InvalidArgument(k + ": bins must be (N, F)");
-  if (gd.size() != 2) return ffi::Error::InvalidArgument(k + ": g, h must be (T, N)");
+  if (bd.size() != 2) return ffi::Error::InvalidArgument("jaxboost_grow_trees: bins must be (N, F)");
+  if (gd.size() != 2 || gd[1] != bd[0])
+    return ffi::Error::InvalidArgument("jaxboost_grow_trees: g, h must be (T, N)");
   if (n_threads < 1 || n_threads > 4096)
-    return ffi::Error::InvalidArgument(k + ": n_threads must be in [1, 4096]");
-  const int64_t T = gd[0], N = bd[0], F = bd[1], D = max_depth;
-  if (D < 1 || D > 20) return ffi::Error::InvalidArgument(k + ": max_depth in [1, 20]");
-  if (n_bins < 2 || n_bins > 256) return ffi::Error::InvalidArgument(k + ": n_bins in [2, 256]");
-  if (N >= (int64_t{1} << 31)) return ffi::Error::InvalidArgument(k + ": more than 2^31 - 1 rows");
-  if (g.element_type() != h.element_type())
-    return ffi::Error::InvalidArgument(k + ": g and h dtypes differ");
-  const size_t M = (size_t{2} << D) - 1;
-  const size_t t_ = static_cast<size_t>(T), n_ = static_cast<size_t>(N);
-  if (gd[1] != N || h.element_count() != t_ * n_ || pos->element_count() != t_ * n_)
-    return ffi::Error::InvalidArgument(k + ": g, h, pos must be (T, N)");
-  if (feature->element_count() != t_ * M || tbin->element_count() != t_ * M ||
-      dleft->element_count() != t_ * M || is_split->element_count() != t_ * M ||
-      gain->element_count() != t_ * M || Gn->element_count() != t_ * M ||
-      Hn->element_count() != t_ * M)
-    return ffi::Error::InvalidArgument(k + ": tree outputs must be (T, 2**(max_depth+1)-1)");
-  const size_t P = T > 0 ? hyper.element_count() / t_ : 6;
-  if ((P != 6 && P != 7) || hyper.element_count() != t_ * P ||
-      root.element_count() != t_ * 2 || forward_ok.element_count() != static_cast<size_t>(F))
-    return ffi::Error::InvalidArgument(k + ": hyper (T, 6) or (T, 7), root (T, 2), forward_ok (F,)");
-  if (colsample && (level_sets.element_count() != t_ * static_cast<size_t>(D * F) ||
-                    node_key.element_count() != t_ * 2 || node_ratio.element_count() != t_))
-    return ffi::Error::InvalidArgument(
-        k + ": level_sets (T, max_depth, F), node_key (T, 2), node_ratio (T, 1)");
-  std::vector<TreeIn> ins(t_);
-  std::vector<TreeOut> outs(t_);
-  for (int64_t t = 0; t < T; ++t) {
-    TreeIn& in = ins[t];
-    in = TreeIn{N, F, n_bins, D, hyper.typed_data() + t * P, root.typed_data() + 2 * t,
-                forward_ok.typed_data(), nullptr, nullptr, 1.0f, max_leaves};
-    if (!GrownDepth(in.hyper, P, D, &in.G))
-      return ffi::Error::InvalidArgument(k + ": hyper[t, 6] (depth) must be an integer in [1, max_depth]");
-    if (colsample) {
-      in.level_sets = level_sets.typed_data() + t * D * F;
-      in.node_key = node_key.typed_data() + 2 * t;
-      in.node_ratio = node_ratio.typed_data()[t];
-    }
-    outs[t] = TreeOut{feature->typed_data() + t * M, tbin->typed_data() + t * M,
-                      dleft->typed_data() + t * M,   is_split->typed_data() + t * M,
-                      gain->typed_data() + t * M,    Gn->typed_data() + t * M,
-                      Hn->typed_data() + t * M,      pos->typed_data() + t * N};
-  }
+    return ffi::Error::InvalidArgument("jaxboost_grow_trees: n_threads must be in [1, 4096]");
+  const int64_t T = gd[0], N = bd[0];
+  const TreeIn base{N, bd[1], n_bins, max_depth, nullptr, nullptr, nullptr, nullptr,
+                    nullptr, 1.0f, max_leaves};
+  std::vector<TreeIn> ins;
+  std::vector<TreeOut> outs;
+  ffi::Error err = DecodeTrees("jaxboost_grow_trees", T, g, h, hyper, root, forward_ok,
+                               level_sets, node_key, node_ratio, colsample, feature, tbin,
+                               dleft, is_split, gain, Gn, Hn, pos, base, &ins, &outs);
+  if (err.failure()) return err;
   if (T == 0) return ffi::Error::Success();
-  if (N == 0 || F == 0) {  // single leaves
+  if (N == 0 || base.F == 0) {  // single leaves
     for (int64_t t = 0; t < T; ++t) ResetTree(ins[t], outs[t]);
     return ffi::Error::Success();
   }
   ffi::ThreadPool* pool = use_xla_pool && thread_pool.num_threads() > 0 ? &thread_pool : nullptr;
   const uint8_t* b = bins.typed_data();
-  std::vector<std::string> errors(t_);
+  std::vector<std::string> errors(static_cast<size_t>(T));
   ParallelFor(pool, n_threads, T, [&](int64_t t, int64_t) {
-    ffi::Error err = WithRows(k.c_str(), g, h, [&](auto* gp, auto* hp) {
+    ffi::Error e = WithRows("jaxboost_grow_trees", g, h, [&](auto* gp, auto* hp) {
       return GrowTreeDispatch(b, gp + t * N, hp + t * N, ins[t], outs[t], 1, nullptr);
     });
-    if (err.failure()) errors[t] = err.message();
+    if (e.failure()) errors[t] = e.message();
   });
   for (int64_t t = 0; t < T; ++t)
     if (!errors[t].empty()) return ffi::Error::Internal(errors[t]);
@@ -1439,12 +1423,16 @@ ffi::Error GrowTreeSparseImpl(ffi::Buffer<ffi::S32> colptr, ffi::Buffer<ffi::S32
   const int64_t N = static_cast<int64_t>(g.element_count());
   const int64_t B = n_bins;
   if (F < 0) return ffi::Error::InvalidArgument("jaxboost_grow_tree_sparse: colptr must be (F + 1,)");
-  TreeIn in{N, F, B, max_depth, nullptr, nullptr, nullptr, nullptr, nullptr, 1.0f, max_leaves};
-  TreeOut o;
-  ffi::Error err = DecodeTree("jaxboost_grow_tree_sparse", g, h, hyper, root, forward_ok,
-                              level_sets, node_key, node_ratio, colsample, feature, tbin,
-                              dleft, is_split, gain, Gn, Hn, pos, &in, &o);
+  const TreeIn base{N, F, B, max_depth, nullptr, nullptr, nullptr, nullptr, nullptr, 1.0f,
+                    max_leaves};
+  std::vector<TreeIn> ins;
+  std::vector<TreeOut> outs;
+  ffi::Error err = DecodeTrees("jaxboost_grow_tree_sparse", 1, g, h, hyper, root, forward_ok,
+                               level_sets, node_key, node_ratio, colsample, feature, tbin,
+                               dleft, is_split, gain, Gn, Hn, pos, base, &ins, &outs);
   if (err.failure()) return err;
+  const TreeIn& in = ins[0];
+  const TreeOut& o = outs[0];
   if (ebin.element_count() != static_cast<size_t>(nnz))
     return ffi::Error::InvalidArgument("jaxboost_grow_tree_sparse: rows and ebin must be (nnz,)");
   // The structure is checked here (the kernel trusts it): a bad index would read or
