@@ -708,18 +708,14 @@ def grow_tree(
         N, F = bins.shape
         if n_threads is None:
             n_threads = default_threads(N, F)
-        dt = jnp.result_type(jnp.asarray(g).dtype, jnp.asarray(h).dtype)
-        dt = jnp.float64 if dt == jnp.float64 else jnp.float32
-        g, h = jnp.asarray(g, dt), jnp.asarray(h, dt)
+        g, h = _rows_dtype(g, h)
         forward_ok = jnp.asarray(forward_ok, bool)
         level_sets, node_key, node_ratio = _colsample_args(colsample, max_depth, F)
         M = 2 ** (max_depth + 1) - 1
         hyper = jnp.asarray(hyper, jnp.float32)
         if depth is not None:  # hyper[6]: the levels to grow
             hyper = jnp.concatenate([hyper, jnp.asarray(depth, jnp.float32).reshape(1)])
-        feature, tbin, dl, is_split, gain, Gn, Hn, leaf = jax.ffi.ffi_call(
-            TREE_TARGET_NAME, _tree_outputs(M, N), vmap_method="sequential"
-        )(
+        outs = jax.ffi.ffi_call(TREE_TARGET_NAME, _tree_outputs(M, N), vmap_method="sequential")(
             bins,
             g,
             h,
@@ -736,8 +732,7 @@ def grow_tree(
             colsample=colsample is not None,
             max_leaves=np.int64(max_leaves),
         )
-    structure = dict(feature=feature, tbin=tbin, default_left=dl, is_split=is_split, gain=gain)
-    return structure, Gn, Hn, leaf
+    return _tree_result(outs)
 
 
 def grow_trees(
@@ -786,25 +781,14 @@ def grow_trees(
     with jax.enable_x64(True):
         bins = jnp.asarray(bins)
         N, F = bins.shape
-        dt = jnp.result_type(jnp.asarray(g).dtype, jnp.asarray(h).dtype)
-        dt = jnp.float64 if dt == jnp.float64 else jnp.float32
-        g, h = jnp.asarray(g, dt), jnp.asarray(h, dt)
+        g, h = _rows_dtype(g, h)
         T = g.shape[0]
         if n_threads is None:
             n_threads = default_threads()
-        if colsample is None:
-            level_sets = jnp.zeros((T, max_depth, F), bool)
-            node_key = jnp.zeros((T, 2), jnp.uint32)
-            node_ratio = jnp.ones((T, 1), jnp.float32)
-        else:
-            node_key, level_sets, node_ratio = colsample
-            level_sets = jnp.asarray(level_sets, bool).reshape(T, max_depth, F)
-            node_key = jnp.asarray(node_key, jnp.uint32).reshape(T, 2)
-            node_ratio = jnp.asarray(node_ratio, jnp.float32).reshape(T, 1)
+        level_sets, node_key, node_ratio = _colsample_args(colsample, max_depth, F, (T,))
         M = 2 ** (max_depth + 1) - 1
-        outs = tuple(jax.ShapeDtypeStruct((T,) + o.shape, o.dtype) for o in _tree_outputs(M, N))
-        feature, tbin, dl, is_split, gain, Gn, Hn, leaf = jax.ffi.ffi_call(
-            TREES_TARGET_NAME, outs, vmap_method="sequential"
+        outs = jax.ffi.ffi_call(
+            TREES_TARGET_NAME, _tree_outputs(M, N, (T,)), vmap_method="sequential"
         )(
             bins,
             g,
@@ -822,8 +806,7 @@ def grow_trees(
             colsample=colsample is not None,
             max_leaves=np.int64(max_leaves),
         )
-    structure = dict(feature=feature, tbin=tbin, default_left=dl, is_split=is_split, gain=gain)
-    return structure, Gn, Hn, leaf
+    return _tree_result(outs)
 
 
 def _tree_args(max_depth, n_bins):
@@ -839,28 +822,52 @@ def _tree_args(max_depth, n_bins):
     return max_depth, n_bins
 
 
-def _tree_outputs(M, N):
+def _tree_outputs(M, N, lead=()):
+    """The tree kernels' outputs, with leading dimensions ``lead`` (``(T,)``: T trees)."""
     i32, f32, f64 = np.int32, np.float32, np.float64
-    return (
-        jax.ShapeDtypeStruct((M,), i32),
-        jax.ShapeDtypeStruct((M,), i32),
-        jax.ShapeDtypeStruct((M,), bool),
-        jax.ShapeDtypeStruct((M,), bool),
-        jax.ShapeDtypeStruct((M,), f32),
-        jax.ShapeDtypeStruct((M,), f64),
-        jax.ShapeDtypeStruct((M,), f64),
-        jax.ShapeDtypeStruct((N,), i32),
+    return tuple(
+        jax.ShapeDtypeStruct(lead + (n,), dt)
+        for n, dt in (
+            (M, i32),
+            (M, i32),
+            (M, bool),
+            (M, bool),
+            (M, f32),
+            (M, f64),
+            (M, f64),
+            (N, i32),
+        )
     )
 
 
-def _colsample_args(colsample, max_depth, F):
+def _tree_result(outs):
+    """``(structure, Gn, Hn, leaf)`` of the tree kernels' eight outputs."""
+    feature, tbin, dl, is_split, gain, Gn, Hn, leaf = outs
+    structure = dict(feature=feature, tbin=tbin, default_left=dl, is_split=is_split, gain=gain)
+    return structure, Gn, Hn, leaf
+
+
+def _rows_dtype(g, h):
+    """g and h in one float dtype: float64 when either is, else float32."""
+    dt = jnp.result_type(jnp.asarray(g).dtype, jnp.asarray(h).dtype)
+    dt = jnp.float64 if dt == jnp.float64 else jnp.float32
+    return jnp.asarray(g, dt), jnp.asarray(h, dt)
+
+
+def _colsample_args(colsample, max_depth, F, lead=()):
+    """``(level_sets, node_key, node_ratio)`` for the tree kernels, with leading dimensions
+    ``lead`` (``(T,)``: one set per tree); placeholders without column sampling."""
     if colsample is None:
-        return (jnp.zeros((max_depth, F), bool), jnp.zeros(2, jnp.uint32), jnp.ones(1, jnp.float32))
+        return (
+            jnp.zeros(lead + (max_depth, F), bool),
+            jnp.zeros(lead + (2,), jnp.uint32),
+            jnp.ones(lead + (1,), jnp.float32),
+        )
     node_key, level_sets, node_ratio = colsample
     return (
-        jnp.asarray(level_sets, bool),
-        jnp.asarray(node_key, jnp.uint32).reshape(2),
-        jnp.asarray(node_ratio, jnp.float32).reshape(1),
+        jnp.asarray(level_sets, bool),  # its shape is checked by the kernel
+        jnp.asarray(node_key, jnp.uint32).reshape(lead + (2,)),
+        jnp.asarray(node_ratio, jnp.float32).reshape(lead + (1,)),
     )
 
 
@@ -909,15 +916,13 @@ def grow_tree_sparse(
     max_depth, n_bins = _tree_args(max_depth, n_bins)
     with jax.enable_x64(True):
         colptr, rows, ebin = (jnp.asarray(a) for a in sparse_bins)
-        dt = jnp.result_type(jnp.asarray(g).dtype, jnp.asarray(h).dtype)
-        dt = jnp.float64 if dt == jnp.float64 else jnp.float32
-        g, h = jnp.asarray(g, dt), jnp.asarray(h, dt)
+        g, h = _rows_dtype(g, h)
         N = g.shape[0]
         forward_ok = jnp.asarray(forward_ok, bool)
         F = forward_ok.shape[0]
         level_sets, node_key, node_ratio = _colsample_args(colsample, max_depth, F)
         M = 2 ** (max_depth + 1) - 1
-        feature, tbin, dl, is_split, gain, Gn, Hn, leaf = jax.ffi.ffi_call(
+        outs = jax.ffi.ffi_call(
             SPARSE_TREE_TARGET_NAME, _tree_outputs(M, N), vmap_method="sequential"
         )(
             colptr.astype(jnp.int32),
@@ -936,5 +941,4 @@ def grow_tree_sparse(
             colsample=colsample is not None,
             max_leaves=np.int64(max_leaves),
         )
-    structure = dict(feature=feature, tbin=tbin, default_left=dl, is_split=is_split, gain=gain)
-    return structure, Gn, Hn, leaf
+    return _tree_result(outs)
