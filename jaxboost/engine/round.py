@@ -468,22 +468,28 @@ def _forest_side_by_side(rnd: "_Round") -> bool:
 
 
 def _forest_trees_side_by_side(rnd: "_Round", dyn, rk, P):
-    """A one-output forest's P trees in one native call (``grow.native_class_trees``):
-    the samples, keys and fields tree by tree, as the forest's scan makes them.
-    ``(trees (P, 1, M), deltas (P, N))``."""
-    spec = rnd.spec
+    """A one-output forest's P trees in one native call: the samples and keys tree by
+    tree, as the forest's scan makes them. ``(trees (P, 1, M), deltas (P, N))``."""
 
-    def sample(p):
-        tk = jax.random.fold_in(jax.random.fold_in(rk, 3), p)
-        gt, ht, _ = _sample(rnd, tk)
-        return gt, ht, tk
+    def key_of(p):
+        return jax.random.fold_in(jax.random.fold_in(rk, 3), p)
 
-    G, H, keys = jax.lax.map(sample, jnp.arange(P, dtype=INDEX_DTYPE))
+    G, H, _ = jax.lax.map(lambda p: _sample(rnd, key_of(p)), jnp.arange(P, dtype=INDEX_DTYPE))
+    trees, deltas = _trees_side_by_side(rnd, G, H, dyn, lambda p: _sampler(rnd, key_of(p), 0))
+    return jax.tree.map(lambda a: a[:, None], trees), deltas
+
+
+def _trees_side_by_side(rnd: "_Round", G, H, dyn, sampler_of):
+    """The trees of ``G``, ``H`` ``(T, N)`` (tree ``t``'s column sampler
+    ``sampler_of(t)``) in one native call side by side on the cores
+    (``grow.native_class_trees``), stored as ``_grow`` stores them: ``(trees, deltas
+    (T, N))``, the same bit for bit as growing them one after another."""
+    spec, shared = rnd.spec, rnd.shared
+    ts = jnp.arange(G.shape[0], dtype=INDEX_DTYPE)
     colsample = None
     if spec.col_sampling:
-        colsample = jax.lax.map(lambda tk: _sampler(rnd, tk, 0).native_args(), keys)
+        colsample = jax.lax.map(lambda t: sampler_of(t).native_args(), ts)
     depth = rnd.hyper.depth if spec.depth_bucket else None
-    shared = rnd.shared
     trees, leaves = native_class_trees(
         rnd.rows.bins,
         G,
@@ -499,7 +505,7 @@ def _forest_trees_side_by_side(rnd: "_Round", dyn, rk, P):
     def finish(a):
         tree, leaf = a
         tree = _stored(tree, rnd.zero)
-        return jax.tree.map(lambda x: x[None], tree), tree["value"][leaf]
+        return tree, tree["value"][leaf]
 
     return jax.lax.map(finish, (trees, leaves))
 
@@ -621,7 +627,7 @@ def _grow(rnd: _Round, margin, g, h, dyn, key, take):
 
     # one tree per output, all from this round's g and h ((N, K): diagonal of H)
     if class_trees_in_parallel(rows.bins, tspec, rnd.reduce, rules):
-        return _class_trees_side_by_side(rnd, g, h, dyn, key, tspec, rules.depth)
+        return _class_trees_side_by_side(rnd, g, h, dyn, key)
 
     def one_output(_, k):
         tree, leaf = grow_tree(
@@ -647,29 +653,13 @@ def _grow(rnd: _Round, margin, g, h, dyn, key, take):
     return trees, deltas.T
 
 
-def _class_trees_side_by_side(rnd: _Round, g, h, dyn, key, tspec, depth):
-    """``_grow``'s K class trees on small data, grown in one native call side by side on
-    the cores (``grow.native_class_trees``): the trees ``_grow``'s scan grows one after
-    another, bit for bit. ``(trees, delta)`` as ``_grow`` returns them."""
+def _class_trees_side_by_side(rnd: _Round, g, h, dyn, key):
+    """``_grow``'s K class trees on small data, side by side on the cores
+    (``_trees_side_by_side``): ``(trees, delta)`` as ``_grow``'s scan returns them."""
     K = g.shape[1]
-    ks = jnp.arange(K, dtype=INDEX_DTYPE)
-    colsample = None
-    if rnd.spec.col_sampling:
-        colsample = jax.lax.map(lambda k: _sampler(rnd, key, k).native_args(), ks)
-    shared = rnd.shared
-    trees, leaves = native_class_trees(
-        rnd.rows.bins, g.T, h.T, dyn, shared.cuts_ext, shared.forward_ok, colsample, tspec, depth
-    )
-
-    def finish(a):
-        tree, leaf, k = a
-        tree = _stored(tree, rnd.zero)
-        delta = tree["value"][leaf]
-        one_hot = jax.nn.one_hot(k, K, dtype=FLOAT_DTYPE)
-        return dict(tree, value=tree["value"][:, None] * one_hot), delta
-
-    trees, deltas = jax.lax.map(finish, (trees, leaves, ks))
-    return trees, deltas.T
+    trees, deltas = _trees_side_by_side(rnd, g.T, h.T, dyn, lambda k: _sampler(rnd, key, k))
+    one_hot = jnp.eye(K, dtype=FLOAT_DTYPE)[:, None, :]  # tree k's values on output k
+    return dict(trees, value=trees["value"][:, :, None] * one_hot), deltas.T
 
 
 def _refit(rnd: _Round, tree, leaf, margin, dyn):
