@@ -74,21 +74,23 @@ RESULTS_DIR = HERE / "results"
 RESULT_TAG = "@@EVERYDAY "
 
 sys.path.insert(0, str(HERE))
-# run.py's metrics and machine record (it imports only NumPy at module level)
+# run.py's shared settings, metrics and machine record (it imports only NumPy at
+# module level)
 from run import (  # noqa: E402
+    LEARNING_RATE,
+    MAX_BIN,
+    MAX_DEPTH,
+    MIN_CHILD_WEIGHT,
+    REG_LAMBDA,
     auc,
     busy_cpu_seconds,
     logloss,
     machine_info,
     mlogloss,
     peak_rss_mib,
+    xgboost_params,
 )
 
-MAX_DEPTH = 6
-LEARNING_RATE = 0.1
-REG_LAMBDA = 1.0
-MIN_CHILD_WEIGHT = 1.0
-MAX_BIN = 256
 # Random forest (XGBRFClassifier's defaults), for every library.
 RF = dict(learning_rate=1.0, subsample=0.8, colsample_bynode=0.8, reg_lambda=1e-5)
 GRID = {"max_depth": [3, 6], "learning_rate": [0.1, 0.3]}
@@ -390,14 +392,9 @@ def work_xgboost(row: str, data, rounds: int, threads: int):
     import xgboost as xgb
 
     task = ROWS[row]["task"]
-    common = dict(
-        tree_method="hist",
-        max_bin=MAX_BIN,
-        grow_policy="depthwise",
-        max_depth=MAX_DEPTH,
-        reg_lambda=REG_LAMBDA,
-        min_child_weight=MIN_CHILD_WEIGHT,
-    )
+    # run.py's settings: the same depth, learning rate, bins and regularisation
+    params = xgboost_params(nthread=threads)
+    common = {k: v for k, v in params.items() if k not in ("eta", "nthread", "verbosity")}
     if task in ("cv", "grid"):
 
         def est(r):
@@ -412,7 +409,6 @@ def work_xgboost(row: str, data, rounds: int, threads: int):
 
         return _sklearn_task(row, est, data, rounds)
     X, y, Xt, yt = data
-    params = dict(common, eta=LEARNING_RATE, nthread=threads, verbosity=0)
     n_boost = rounds
     if task == "binary":
         params["objective"] = "binary:logistic"
