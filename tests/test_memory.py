@@ -370,8 +370,12 @@ def test_a_new_round_program_hands_the_compilers_memory_back(monkeypatch):
 
     if sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc":
         assert compile_module.release_free_memory() is True  # malloc_trim found and run
-    calls = []
-    monkeypatch.setattr(compile_module, "release_free_memory", lambda: calls.append(1))
+    calls = []  # who asked: a program that just compiled, or a training call's end
+
+    def release():
+        calls.append(sys._getframe(1).f_code.co_name)
+
+    monkeypatch.setattr(compile_module, "release_free_memory", release)
     rng = np.random.default_rng(7)
     X = rng.normal(size=(77, 3)).astype(np.float32)
     y = X[:, 0] + 0.1 * rng.normal(size=77)
@@ -381,6 +385,6 @@ def test_a_new_round_program_hands_the_compilers_memory_back(monkeypatch):
         return 0.5 * (y - p) ** 2
 
     jaxboost.train(own_loss, X, y, **kw)
-    assert calls == [1]  # compiled once, trimmed once
+    assert calls == ["__call__", "freeing"]  # compiled once and trimmed, then the end
     jaxboost.train(own_loss, X, y + 1.0, **kw)
-    assert calls == [1]  # the cached program: nothing to hand back
+    assert calls[2:] == ["freeing"]  # the cached program: only the call's end

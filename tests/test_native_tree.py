@@ -327,3 +327,45 @@ def test_grow_trees_refuses_a_depth_outside_the_arrays(depth):
                 8,
             )
         )
+
+
+def test_scratch_is_pooled_between_calls_and_handed_back_after_training():
+    """The kernels' scratch blocks (rows' node ids, level histograms) are kept in a
+    pool between calls, so that the rounds of a fit reuse them instead of leaving
+    freed blocks in glibc's per-thread arenas (500,000 x 30 rows, four fits in one
+    process: peak 490 -> 405 MiB, with the kept binning threads); a training call hands
+    the idle blocks back when it ends. The trees are the same either way."""
+    import jaxboost
+    from jaxboost.engine import compile as compile_module
+
+    release = native_kernel._state["lib"].JaxboostReleaseScratch
+    rng = np.random.default_rng(5)
+    n, f, b = 4096, 8, 32
+    bins = rng.integers(0, b - 1, size=(n, f)).astype(np.uint8)
+    g = (rng.normal(size=n) - (bins[:, 0] < 10)).astype(np.float32)
+    h = np.ones(n, np.float32)
+    root = np.array([g.astype(np.float64).sum(), h.astype(np.float64).sum()])
+    hyp = np.array(list(hyper()), np.float32)
+
+    def tree():
+        out = native_kernel.grow_tree(bins, g, h, hyp, root, np.ones(f, bool), None, 5, b)
+        return {k: np.asarray(v) for k, v in out[0].items()}, np.asarray(out[3])
+
+    release()
+    first = tree()
+    # the tree's blocks stay in the pool: at least its rows' node ids and two levels'
+    # histograms of 16 nodes x 8 features x 32 bins x (g, h) in float64
+    assert release() >= 4 * n + 2 * 16 * f * b * 16
+    assert release() == 0  # nothing left
+    tree()
+    second = tree()  # the same blocks again
+    for key in first[0]:
+        np.testing.assert_array_equal(first[0][key], second[0][key], err_msg=key)
+    np.testing.assert_array_equal(first[1], second[1])
+    tree()
+    compile_module.release_free_memory()
+    assert release() == 0  # release_free_memory handed them back
+    tree()
+    X = bins[:, :4].astype(np.float32)
+    jaxboost.train("logistic", X, (g > 0).astype(np.float32), n_rounds=2, max_depth=3, verbose=False)
+    assert release() == 0  # and so does the end of a training call

@@ -79,6 +79,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._types import BIN_DTYPE
+from ..engine.compile import on_release
 from ..errors import NativeKernelWarning
 from . import _build
 from .compile_cache import cache_root
@@ -104,7 +105,7 @@ TARGET_NAME = "jaxboost_histogram"
 TREE_TARGET_NAME = "jaxboost_grow_tree"
 TREES_TARGET_NAME = "jaxboost_grow_trees"
 SPARSE_TREE_TARGET_NAME = "jaxboost_grow_tree_sparse"
-_ABI_VERSION = 9
+_ABI_VERSION = 10
 _SOURCE = _build.SOURCE
 _FLAGS = _build.FLAGS
 _LIB_NAME = "libjaxboost_hist.so"
@@ -252,8 +253,11 @@ def _load_and_register() -> None:
         + [ctypes.c_int64] * 4
         + [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
     )
+    lib.JaxboostReleaseScratch.restype = ctypes.c_int64
+    lib.JaxboostReleaseScratch.argtypes = []
     _state["lib"] = lib  # keep the library loaded for the life of the process
     _state["path"] = path
+    on_release(lib.JaxboostReleaseScratch)
 
 
 def available() -> bool:

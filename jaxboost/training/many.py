@@ -28,6 +28,7 @@ from objectives import GroupObjective
 
 from .._types import MAX_ROUNDS, float32_programs
 from ..engine.binning import QUANTILE_SAMPLE_ROWS
+from ..engine.compile import frees_memory
 from ..engine.round import new_flags
 from ..errors import ConfigurationWarning
 from ..inputs.arrays import target_structure
@@ -127,6 +128,7 @@ def _configure(i, merged, common, data):
 
 @peer_names
 @float32_programs
+@frees_memory
 @takes(SHARED_KEYS, var_keyword="shared")
 def train_many(configs, X, y, *, objective=None, **shared) -> list:
     r"""Train M models on the same data in one compiled program per chunk of rounds.

@@ -16,6 +16,7 @@ import dataclasses
 import numpy as np
 
 from .._types import float32_programs
+from ..engine.compile import frees_memory
 from ..engine.round import new_flags
 from ..inputs.arrays import target_structure
 from ..model.booster import Booster
@@ -46,6 +47,7 @@ from .program import hyper, round_spec, stack
 
 @peer_names
 @float32_programs
+@frees_memory
 @takes(names())
 def train(objective, X, y, **options) -> Booster:
     r"""Train gradient-boosted trees on any per-row JAX loss.
