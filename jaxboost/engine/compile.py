@@ -90,24 +90,38 @@ _TRIM: list = []
 _RELEASERS: list = []
 
 
+TRIM_AFTER_BYTES = 16 << 20
+"""A training call that held at least this much native scratch also trims malloc's
+heap when it ends (``frees_memory``); below it, ``malloc_trim``'s walk of the heap (about
+1 ms) would cost a small fit more than it gives back."""
+
+
 def frees_memory(fn):
-    """``fn`` followed by ``release_free_memory()``, however it ends (the training
-    entry points: what a call freed goes back to the system before the next)."""
+    """``fn``, then the native kernel's idle scratch handed back, however it ends (the
+    training entry points, so that fit after fit in one process does not grow it); when
+    that scratch came to ``TRIM_AFTER_BYTES`` or more, ``release_free_memory()`` too."""
 
     @functools.wraps(fn)
     def freeing(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
         finally:
-            release_free_memory()
+            if release_scratch() >= TRIM_AFTER_BYTES:
+                release_free_memory()
 
     return freeing
 
 
 def on_release(fn) -> None:
-    """Have ``release_free_memory`` call ``fn()`` first (the native kernel's scratch
-    pool registers its release here when the library loads)."""
+    """Have ``release_scratch`` (and so ``release_free_memory``) call ``fn()``, which
+    returns the bytes it handed back (the native kernel's scratch pool registers its
+    release here when the library loads)."""
     _RELEASERS.append(fn)
+
+
+def release_scratch() -> int:
+    """The bytes of idle scratch handed back by the ``on_release`` functions."""
+    return sum(int(release()) for release in _RELEASERS)
 
 
 def release_free_memory() -> bool:
@@ -120,14 +134,12 @@ def release_free_memory() -> bool:
     high-water mark while the rounds allocate their own on top. Called after a training
     program compiles (``BackendJit``): 1M x 28 rows, logistic, 40 rounds, one process:
     peak 612 -> 503 MiB, resident after training 569 -> 456 MiB. Called again when a
-    training call ends (``train``, ``train_many``), so that fit after fit in one
-    process does not grow it.
+    large training call ends (``frees_memory``).
 
     >>> isinstance(release_free_memory(), bool)
     True
     """
-    for release in _RELEASERS:
-        release()
+    release_scratch()
     if not _TRIM:
         fn = None
         if sys.platform.startswith("linux"):
