@@ -379,8 +379,8 @@ def test_binning_threads_are_started_once(monkeypatch):
     first = binning.compute_bin_edges(X, 64)
     started = pool_threads()
     again = binning.compute_bin_edges(X, 64)
-    assert started  # the kept pool's threads
-    assert pool_threads() == started  # the same threads, no new ones
+    assert started  # the kept pool's threads (started as work came: at most 4)
+    assert started <= pool_threads() and len(pool_threads()) <= 4  # still there
     np.testing.assert_array_equal(first.cuts, again.cuts)
 
 

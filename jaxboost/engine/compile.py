@@ -87,7 +87,6 @@ def backend_jit(fun=None, *, cpu_options=None, when=None, **jit_kwargs):
 
 
 _TRIM: list = []
-_RELEASERS: list = []
 
 
 TRIM_AFTER_BYTES = 16 << 20
@@ -112,22 +111,17 @@ def frees_memory(fn):
     return freeing
 
 
-def on_release(fn) -> None:
-    """Have ``release_scratch`` (and so ``release_free_memory``) call ``fn()``, which
-    returns the bytes it handed back (the native kernel's scratch pool registers its
-    release here when the library loads)."""
-    _RELEASERS.append(fn)
-
-
 def release_scratch() -> int:
-    """The bytes of idle scratch handed back by the ``on_release`` functions."""
-    return sum(int(release()) for release in _RELEASERS)
+    """The bytes of the native kernel's idle scratch handed back
+    (``jaxboost.native.release_scratch``; 0 where the kernel was never loaded)."""
+    native = sys.modules.get("jaxboost.native")
+    return 0 if native is None else native.release_scratch()
 
 
 def release_free_memory() -> bool:
     """Hand the C heap's free pages back to the operating system (glibc's
     ``malloc_trim(0)``; nothing elsewhere), after the native kernel's idle scratch
-    blocks (``on_release``). Returns whether ``malloc_trim`` ran.
+    blocks (``release_scratch``). Returns whether ``malloc_trim`` ran.
 
     XLA's compiler and the native kernel free their scratch memory to malloc, which keeps
     it in its arenas, so the process's resident memory stays at the compiler's

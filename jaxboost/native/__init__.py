@@ -79,7 +79,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._types import BIN_DTYPE
-from ..engine.compile import on_release
 from ..errors import NativeKernelWarning
 from . import _build
 from .compile_cache import cache_root
@@ -257,7 +256,22 @@ def _load_and_register() -> None:
     lib.JaxboostReleaseScratch.argtypes = []
     _state["lib"] = lib  # keep the library loaded for the life of the process
     _state["path"] = path
-    on_release(lib.JaxboostReleaseScratch)
+
+
+def release_scratch() -> int:
+    """Hand the kernel's idle scratch blocks back to the operating system; returns
+    their bytes (0 when the library is not loaded).
+
+    The kernels keep their per-call scratch (each row's node, the rows sorted by node,
+    the level histograms) in a pool between calls, taken straight from ``mmap``, so a
+    fit's thousands of blocks never enter malloc's per-thread heaps; the training calls
+    hand them back when they end (``jaxboost.engine.compile.frees_memory``).
+
+    >>> release_scratch() >= 0
+    True
+    """
+    lib = _state.get("lib")
+    return 0 if lib is None else int(lib.JaxboostReleaseScratch())
 
 
 def available() -> bool:
