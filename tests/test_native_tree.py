@@ -367,5 +367,7 @@ def test_scratch_is_pooled_between_calls_and_handed_back_after_training():
     assert release() == 0  # release_free_memory handed them back
     tree()
     X = bins[:, :4].astype(np.float32)
-    jaxboost.train("logistic", X, (g > 0).astype(np.float32), n_rounds=2, max_depth=3, verbose=False)
+    jaxboost.train(
+        "logistic", X, (g > 0).astype(np.float32), n_rounds=2, max_depth=3, verbose=False
+    )
     assert release() == 0  # and so does the end of a training call

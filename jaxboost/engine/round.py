@@ -782,7 +782,15 @@ def _group_chunk(spec, chunk, rows, shared, hypers, state, rounds, count, *, axi
     return jax.lax.fori_loop(0, count, body, (margins, flags, out))
 
 
-@backend_jit(static_argnames=("specs", "chunk", "mesh"), donate_argnums=(6,))
+SMALL_ROUND_ROWS = 1 << 18
+"""Rows below which the CPU round compiles with ``compile.SMALL_CPU_COMPILE``."""
+
+
+def _small_rounds(specs, chunk, mesh, rows, *args, **kwargs) -> bool:
+    return rows.w.shape[0] < SMALL_ROUND_ROWS
+
+
+@backend_jit(static_argnames=("specs", "chunk", "mesh"), donate_argnums=(6,), small=_small_rounds)
 def run_chunk(specs, chunk, mesh, rows, shared, hypers, margins, flags, rounds, counts):
     """``chunk`` rounds of every model, on one device or sharded over ``mesh``.
 
