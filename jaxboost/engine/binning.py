@@ -331,6 +331,7 @@ def compute_bin_edges(
 
 
 _FEATURE_THREADS: list = []
+_FEATURE_THREADS_LOCK = threading.Lock()
 
 
 def _feature_threads() -> ThreadPoolExecutor:
@@ -344,9 +345,6 @@ def _feature_threads() -> ThreadPoolExecutor:
                 n = os.cpu_count() or 1
                 _FEATURE_THREADS.append(ThreadPoolExecutor(n, thread_name_prefix="jaxboost-bins"))
     return _FEATURE_THREADS[0]
-
-
-_FEATURE_THREADS_LOCK = threading.Lock()
 
 
 def _each_feature(one, F: int, threaded: bool) -> None:

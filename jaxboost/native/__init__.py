@@ -720,37 +720,26 @@ def grow_tree(
       ...         None, 1, 5)
       ...     assert int(s["tbin"][0]) == 3 and leaf.tolist() == [1, 1, 1, 2]
     """
-    max_depth, n_bins = _tree_args(max_depth, n_bins)
-    with jax.enable_x64(True):
-        bins = jnp.asarray(bins)
-        N, F = bins.shape
-        if n_threads is None:
-            n_threads = default_threads(N, F)
-        g, h = _rows_dtype(g, h)
-        forward_ok = jnp.asarray(forward_ok, bool)
-        level_sets, node_key, node_ratio = _colsample_args(colsample, max_depth, F)
-        M = 2 ** (max_depth + 1) - 1
-        hyper = jnp.asarray(hyper, jnp.float32)
-        if depth is not None:  # hyper[6]: the levels to grow
-            hyper = jnp.concatenate([hyper, jnp.asarray(depth, jnp.float32).reshape(1)])
-        outs = jax.ffi.ffi_call(TREE_TARGET_NAME, _tree_outputs(M, N), vmap_method="sequential")(
-            bins,
-            g,
-            h,
-            hyper,
-            jnp.asarray(root, jnp.float64),
-            forward_ok,
-            level_sets,
-            node_key,
-            node_ratio,
-            max_depth=np.int64(max_depth),
-            n_bins=np.int64(n_bins),
-            n_threads=np.int64(n_threads),
-            use_xla_pool=bool(_xla_pool),
-            colsample=colsample is not None,
-            max_leaves=np.int64(max_leaves),
-        )
-    return _tree_result(outs)
+    if depth is not None:  # hyper[6]: the levels to grow
+        with jax.enable_x64(True):
+            depth = jnp.asarray(depth, jnp.float32).reshape(1)
+            hyper = jnp.concatenate([jnp.asarray(hyper, jnp.float32), depth])
+    return _grow_call(
+        TREE_TARGET_NAME,
+        (),
+        bins,
+        g,
+        h,
+        hyper,
+        root,
+        forward_ok,
+        colsample,
+        max_depth,
+        n_bins,
+        n_threads,
+        _xla_pool,
+        max_leaves,
+    )
 
 
 def grow_trees(
@@ -795,19 +784,54 @@ def grow_trees(
       ...         (2, 1)), np.array([[0.0, 1.0], [0.0, 1.0]]), np.zeros(1, bool), None, 1, 5)
       ...     assert s["tbin"][:, 0].tolist() == [3, 3] and leaf[0].tolist() == [1, 1, 1, 2]
     """
+    T = np.shape(g)[0]
+    return _grow_call(
+        TREES_TARGET_NAME,
+        (T,),
+        bins,
+        g,
+        h,
+        hyper,
+        root,
+        forward_ok,
+        colsample,
+        max_depth,
+        n_bins,
+        default_threads() if n_threads is None else n_threads,
+        True,
+        max_leaves,
+    )
+
+
+def _grow_call(
+    target,
+    lead,
+    bins,
+    g,
+    h,
+    hyper,
+    root,
+    forward_ok,
+    colsample,
+    max_depth,
+    n_bins,
+    n_threads,
+    use_xla_pool,
+    max_leaves,
+):
+    """The custom call of :func:`grow_tree` (``lead = ()``) or :func:`grow_trees`
+    (``lead = (T,)``: every per-tree input and output with a leading ``T``);
+    ``n_threads`` ``None``: :func:`default_threads` of the rows and features."""
     max_depth, n_bins = _tree_args(max_depth, n_bins)
     with jax.enable_x64(True):
         bins = jnp.asarray(bins)
         N, F = bins.shape
-        g, h = _rows_dtype(g, h)
-        T = g.shape[0]
         if n_threads is None:
-            n_threads = default_threads()
-        level_sets, node_key, node_ratio = _colsample_args(colsample, max_depth, F, (T,))
+            n_threads = default_threads(N, F)
+        g, h = _rows_dtype(g, h)
+        level_sets, node_key, node_ratio = _colsample_args(colsample, max_depth, F, lead)
         M = 2 ** (max_depth + 1) - 1
-        outs = jax.ffi.ffi_call(
-            TREES_TARGET_NAME, _tree_outputs(M, N, (T,)), vmap_method="sequential"
-        )(
+        outs = jax.ffi.ffi_call(target, _tree_outputs(M, N, lead), vmap_method="sequential")(
             bins,
             g,
             h,
@@ -820,7 +844,7 @@ def grow_trees(
             max_depth=np.int64(max_depth),
             n_bins=np.int64(n_bins),
             n_threads=np.int64(n_threads),
-            use_xla_pool=True,
+            use_xla_pool=bool(use_xla_pool),
             colsample=colsample is not None,
             max_leaves=np.int64(max_leaves),
         )

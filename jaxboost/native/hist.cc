@@ -1221,52 +1221,17 @@ ffi::Error GrowTreeDispatch(const uint8_t* bins, const T* g, const T* h, const T
   return GrowTree<260, T>(bins, g, h, in, o, nt, pool);
 }
 
-ffi::Error GrowTreeImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
-                        ffi::AnyBuffer g, ffi::AnyBuffer h, ffi::Buffer<ffi::F32> hyper,
-                        ffi::Buffer<ffi::F64> root, ffi::Buffer<ffi::PRED> forward_ok,
-                        ffi::Buffer<ffi::PRED> level_sets, ffi::Buffer<ffi::U32> node_key,
-                        ffi::Buffer<ffi::F32> node_ratio, ffi::ResultBuffer<ffi::S32> feature,
-                        ffi::ResultBuffer<ffi::S32> tbin, ffi::ResultBuffer<ffi::PRED> dleft,
-                        ffi::ResultBuffer<ffi::PRED> is_split, ffi::ResultBuffer<ffi::F32> gain,
-                        ffi::ResultBuffer<ffi::F64> Gn, ffi::ResultBuffer<ffi::F64> Hn,
-                        ffi::ResultBuffer<ffi::S32> pos, int64_t max_depth, int64_t n_bins,
-                        int64_t n_threads, bool use_xla_pool, bool colsample,
-                        int64_t max_leaves) {
-  const auto bd = bins.dimensions();
-  if (bd.size() != 2) return ffi::Error::InvalidArgument("jaxboost_grow_tree: bins must be (N, F)");
-  if (n_threads < 1 || n_threads > 4096)
-    return ffi::Error::InvalidArgument("jaxboost_grow_tree: n_threads must be in [1, 4096]");
-  const TreeIn base{bd[0], bd[1], n_bins, max_depth, nullptr, nullptr, nullptr, nullptr,
-                    nullptr, 1.0f, max_leaves};
-  std::vector<TreeIn> ins;
-  std::vector<TreeOut> outs;
-  ffi::Error err = DecodeTrees("jaxboost_grow_tree", 1, g, h, hyper, root, forward_ok,
-                               level_sets, node_key, node_ratio, colsample, feature, tbin,
-                               dleft, is_split, gain, Gn, Hn, pos, base, &ins, &outs);
-  if (err.failure()) return err;
-  const TreeIn& in = ins[0];
-  const TreeOut& o = outs[0];
-  if (in.N == 0 || in.F == 0) {  // a single leaf
-    ResetTree(in, o);
-    return ffi::Error::Success();
-  }
-  ffi::ThreadPool* pool = use_xla_pool && thread_pool.num_threads() > 0 ? &thread_pool : nullptr;
-  const uint8_t* b = bins.typed_data();
-  return WithRows("jaxboost_grow_tree", g, h, [&](auto* gp, auto* hp) {
-    return GrowTreeDispatch(b, gp, hp, in, o, n_threads, pool);
-  });
-}
-
-// ---------------------------------------------------------------------------------
-// Several whole trees on the same bins (JaxboostGrowTrees): T independent calls of
-// JaxboostGrowTree, one tree per worker, each tree grown by one thread. For data too
-// small for threads within a tree (a round's K class trees on a few thousand rows),
-// the trees themselves run in parallel. Every tree is what JaxboostGrowTree gives with
-// n_threads = 1, bit for bit, whatever the number of workers.
+// JaxboostGrowTree (kBatched false): one tree, grown by n_threads threads.
+// JaxboostGrowTrees (kBatched true): T whole trees on the same bins, T independent
+// calls of JaxboostGrowTree, one tree per worker, each tree grown by one thread. For
+// data too small for threads within a tree (a round's K class trees on a few thousand
+// rows), the trees themselves run in parallel. Every tree is what JaxboostGrowTree gives
+// with n_threads = 1, bit for bit, whatever the number of workers.
 //
-// Inputs: bins (N, F) shared; g, h (T, N); hyper (T, 6) or (T, 7); root (T, 2);
+// Batched inputs: bins (N, F) shared; g, h (T, N); hyper (T, 6) or (T, 7); root (T, 2);
 // forward_ok (F,) shared; level_sets (T, D, F), node_key (T, 2), node_ratio (T, 1) when
 // colsample. Outputs: JaxboostGrowTree's with a leading T. n_threads: workers.
+template <bool kBatched>
 ffi::Error GrowTreesImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
                          ffi::AnyBuffer g, ffi::AnyBuffer h, ffi::Buffer<ffi::F32> hyper,
                          ffi::Buffer<ffi::F64> root, ffi::Buffer<ffi::PRED> forward_ok,
@@ -1278,32 +1243,38 @@ ffi::Error GrowTreesImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
                          ffi::ResultBuffer<ffi::F64> Hn, ffi::ResultBuffer<ffi::S32> pos,
                          int64_t max_depth, int64_t n_bins, int64_t n_threads,
                          bool use_xla_pool, bool colsample, int64_t max_leaves) {
+  const char* name = kBatched ? "jaxboost_grow_trees" : "jaxboost_grow_tree";
   const auto bd = bins.dimensions();
   const auto gd = g.dimensions();
-  if (bd.size() != 2) return ffi::Error::InvalidArgument("jaxboost_grow_trees: bins must be (N, F)");
-  if (gd.size() != 2 || gd[1] != bd[0])
-    return ffi::Error::InvalidArgument("jaxboost_grow_trees: g, h must be (T, N)");
+  if (bd.size() != 2)
+    return ffi::Error::InvalidArgument(std::string(name) + ": bins must be (N, F)");
+  if (kBatched && (gd.size() != 2 || gd[1] != bd[0]))
+    return ffi::Error::InvalidArgument(std::string(name) + ": g, h must be (T, N)");
   if (n_threads < 1 || n_threads > 4096)
-    return ffi::Error::InvalidArgument("jaxboost_grow_trees: n_threads must be in [1, 4096]");
-  const int64_t T = gd[0], N = bd[0];
+    return ffi::Error::InvalidArgument(std::string(name) + ": n_threads must be in [1, 4096]");
+  const int64_t T = kBatched ? gd[0] : 1, N = bd[0];
   const TreeIn base{N, bd[1], n_bins, max_depth, nullptr, nullptr, nullptr, nullptr,
                     nullptr, 1.0f, max_leaves};
   std::vector<TreeIn> ins;
   std::vector<TreeOut> outs;
-  ffi::Error err = DecodeTrees("jaxboost_grow_trees", T, g, h, hyper, root, forward_ok,
-                               level_sets, node_key, node_ratio, colsample, feature, tbin,
-                               dleft, is_split, gain, Gn, Hn, pos, base, &ins, &outs);
+  ffi::Error err = DecodeTrees(name, T, g, h, hyper, root, forward_ok, level_sets, node_key,
+                               node_ratio, colsample, feature, tbin, dleft, is_split, gain, Gn,
+                               Hn, pos, base, &ins, &outs);
   if (err.failure()) return err;
-  if (T == 0) return ffi::Error::Success();
   if (N == 0 || base.F == 0) {  // single leaves
     for (int64_t t = 0; t < T; ++t) ResetTree(ins[t], outs[t]);
     return ffi::Error::Success();
   }
   ffi::ThreadPool* pool = use_xla_pool && thread_pool.num_threads() > 0 ? &thread_pool : nullptr;
   const uint8_t* b = bins.typed_data();
+  if (!kBatched) {
+    return WithRows(name, g, h, [&](auto* gp, auto* hp) {
+      return GrowTreeDispatch(b, gp, hp, ins[0], outs[0], n_threads, pool);
+    });
+  }
   std::vector<std::string> errors(static_cast<size_t>(T));
   ParallelFor(pool, n_threads, T, [&](int64_t t, int64_t) {
-    ffi::Error e = WithRows("jaxboost_grow_trees", g, h, [&](auto* gp, auto* hp) {
+    ffi::Error e = WithRows(name, g, h, [&](auto* gp, auto* hp) {
       return GrowTreeDispatch(b, gp + t * N, hp + t * N, ins[t], outs[t], 1, nullptr);
     });
     if (e.failure()) errors[t] = e.message();
@@ -1555,59 +1526,39 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostHistogram, HistogramImpl,
                                   .Attr<int64_t>("n_threads")
                                   .Attr<bool>("use_xla_pool"));
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostGrowTree, GrowTreeImpl,
-                              ffi::Ffi::Bind()
-                                  .Ctx<ffi::ThreadPool>()
-                                  .Arg<ffi::Buffer<ffi::U8>>()    // bins (N, F)
-                                  .Arg<ffi::AnyBuffer>()          // g (N,)
-                                  .Arg<ffi::AnyBuffer>()          // h (N,)
-                                  .Arg<ffi::Buffer<ffi::F32>>()   // hyper (6,)
-                                  .Arg<ffi::Buffer<ffi::F64>>()   // root (2,)
-                                  .Arg<ffi::Buffer<ffi::PRED>>()  // forward_ok (F,)
-                                  .Arg<ffi::Buffer<ffi::PRED>>()  // level_sets (D, F)
-                                  .Arg<ffi::Buffer<ffi::U32>>()   // node_key (2,)
-                                  .Arg<ffi::Buffer<ffi::F32>>()   // node_ratio (1,)
-                                  .Ret<ffi::Buffer<ffi::S32>>()   // feature (M,)
-                                  .Ret<ffi::Buffer<ffi::S32>>()   // tbin (M,)
-                                  .Ret<ffi::Buffer<ffi::PRED>>()  // default_left (M,)
-                                  .Ret<ffi::Buffer<ffi::PRED>>()  // is_split (M,)
-                                  .Ret<ffi::Buffer<ffi::F32>>()   // gain (M,)
-                                  .Ret<ffi::Buffer<ffi::F64>>()   // Gn (M,)
-                                  .Ret<ffi::Buffer<ffi::F64>>()   // Hn (M,)
-                                  .Ret<ffi::Buffer<ffi::S32>>()   // pos (N,)
-                                  .Attr<int64_t>("max_depth")
-                                  .Attr<int64_t>("n_bins")
-                                  .Attr<int64_t>("n_threads")
-                                  .Attr<bool>("use_xla_pool")
-                                  .Attr<bool>("colsample")
-                                  .Attr<int64_t>("max_leaves"));
+// The tree handlers' arguments: one tree's shapes, or T trees' with a leading T
+// (JaxboostGrowTrees).
+static auto GrowTreeBinding() {
+  return ffi::Ffi::Bind()
+      .Ctx<ffi::ThreadPool>()
+      .Arg<ffi::Buffer<ffi::U8>>()    // bins (N, F), shared
+      .Arg<ffi::AnyBuffer>()          // g ([T,] N)
+      .Arg<ffi::AnyBuffer>()          // h ([T,] N)
+      .Arg<ffi::Buffer<ffi::F32>>()   // hyper ([T,] 6|7)
+      .Arg<ffi::Buffer<ffi::F64>>()   // root ([T,] 2)
+      .Arg<ffi::Buffer<ffi::PRED>>()  // forward_ok (F,), shared
+      .Arg<ffi::Buffer<ffi::PRED>>()  // level_sets ([T,] D, F)
+      .Arg<ffi::Buffer<ffi::U32>>()   // node_key ([T,] 2)
+      .Arg<ffi::Buffer<ffi::F32>>()   // node_ratio ([T,] 1)
+      .Ret<ffi::Buffer<ffi::S32>>()   // feature ([T,] M)
+      .Ret<ffi::Buffer<ffi::S32>>()   // tbin ([T,] M)
+      .Ret<ffi::Buffer<ffi::PRED>>()  // default_left ([T,] M)
+      .Ret<ffi::Buffer<ffi::PRED>>()  // is_split ([T,] M)
+      .Ret<ffi::Buffer<ffi::F32>>()   // gain ([T,] M)
+      .Ret<ffi::Buffer<ffi::F64>>()   // Gn ([T,] M)
+      .Ret<ffi::Buffer<ffi::F64>>()   // Hn ([T,] M)
+      .Ret<ffi::Buffer<ffi::S32>>()   // pos ([T,] N)
+      .Attr<int64_t>("max_depth")
+      .Attr<int64_t>("n_bins")
+      .Attr<int64_t>("n_threads")
+      .Attr<bool>("use_xla_pool")
+      .Attr<bool>("colsample")
+      .Attr<int64_t>("max_leaves");
+}
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostGrowTrees, GrowTreesImpl,
-                              ffi::Ffi::Bind()
-                                  .Ctx<ffi::ThreadPool>()
-                                  .Arg<ffi::Buffer<ffi::U8>>()    // bins (N, F)
-                                  .Arg<ffi::AnyBuffer>()          // g (T, N)
-                                  .Arg<ffi::AnyBuffer>()          // h (T, N)
-                                  .Arg<ffi::Buffer<ffi::F32>>()   // hyper (T, 6|7)
-                                  .Arg<ffi::Buffer<ffi::F64>>()   // root (T, 2)
-                                  .Arg<ffi::Buffer<ffi::PRED>>()  // forward_ok (F,)
-                                  .Arg<ffi::Buffer<ffi::PRED>>()  // level_sets (T, D, F)
-                                  .Arg<ffi::Buffer<ffi::U32>>()   // node_key (T, 2)
-                                  .Arg<ffi::Buffer<ffi::F32>>()   // node_ratio (T, 1)
-                                  .Ret<ffi::Buffer<ffi::S32>>()   // feature (T, M)
-                                  .Ret<ffi::Buffer<ffi::S32>>()   // tbin (T, M)
-                                  .Ret<ffi::Buffer<ffi::PRED>>()  // default_left (T, M)
-                                  .Ret<ffi::Buffer<ffi::PRED>>()  // is_split (T, M)
-                                  .Ret<ffi::Buffer<ffi::F32>>()   // gain (T, M)
-                                  .Ret<ffi::Buffer<ffi::F64>>()   // Gn (T, M)
-                                  .Ret<ffi::Buffer<ffi::F64>>()   // Hn (T, M)
-                                  .Ret<ffi::Buffer<ffi::S32>>()   // pos (T, N)
-                                  .Attr<int64_t>("max_depth")
-                                  .Attr<int64_t>("n_bins")
-                                  .Attr<int64_t>("n_threads")
-                                  .Attr<bool>("use_xla_pool")
-                                  .Attr<bool>("colsample")
-                                  .Attr<int64_t>("max_leaves"));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostGrowTree, GrowTreesImpl<false>, GrowTreeBinding());
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostGrowTrees, GrowTreesImpl<true>, GrowTreeBinding());
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostGrowTreeSparse, GrowTreeSparseImpl,
                               ffi::Ffi::Bind()
