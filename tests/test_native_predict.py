@@ -72,6 +72,38 @@ def test_native_prediction_compiles_no_predict_program(logistic):
     assert predict_margin._cache_size() == before
 
 
+def test_the_padded_trees_are_made_only_for_a_device_prediction(monkeypatch):
+    # the native predictor reads the trees as they are: a padded copy made with every
+    # model held the trees twice. The device program makes it once, for the whole model
+    # and its slices booster[:k].
+    X, rng = _data(seed=2)
+    y = (np.nan_to_num(X[:, 0]) > 0).astype(np.float32)
+    b = jaxboost.train("logistic", X, y, **KW)
+    b.predict(X)
+    b[:3].predict(X)
+    assert not b._padded_trees.made and not b[:3]._padded_trees.made
+    a, x = _both(monkeypatch, lambda: b[:5].predict(X, output_margin=True))
+    _same(a, x)
+    assert b._padded_trees.made and b[:2]._padded_trees is b._padded_trees
+    padded = b._padded_trees.get()
+    assert padded.n_trees == 8 and padded.feature.shape == (8, 15)  # already a bucket
+    np.testing.assert_array_equal(padded.value, b.ensemble.value)
+
+
+def test_one_part_is_read_not_copied():
+    # a fit whose trees come in one part (one chunk of rounds, or a forest's one
+    # round) holds them once: Ensemble.concat reads that part, equal to a copy
+    X, _ = _data()
+    y = (np.nan_to_num(X[:, 0]) > 0).astype(np.float32)
+    e = jaxboost.train("logistic", X, y, **KW).ensemble
+    one = Ensemble.concat([e])
+    two = Ensemble.concat([e, e[:0]])
+    for f in Ensemble._fields[:-1]:
+        assert np.shares_memory(getattr(one, f), getattr(e, f))
+        assert not np.shares_memory(getattr(two, f), getattr(e, f))
+        np.testing.assert_array_equal(getattr(one, f), getattr(two, f))
+
+
 def test_softmax_and_squared_equal_the_compiled_program(monkeypatch):
     X, rng = _data(seed=1)
     y3 = np.digitize(np.nan_to_num(X[:, 0]) + 0.3 * rng.normal(size=len(X)), [-0.5, 0.5])
