@@ -123,3 +123,74 @@ def test_native_binning_equals_numpy_searchsorted():
         np.testing.assert_array_equal(got, ref)
         pad = out[n:] if row_major else out[:, n:]
         assert np.all(pad == 200)
+
+
+def _per_column_edges(X, max_bin):
+    """The edges of X from ``_feature_cuts``, one column at a time (the path of weighted,
+    large and categorical data)."""
+    from jaxboost.engine.binning import EdgeBuilder
+
+    e = EdgeBuilder(X.shape[1], max_bin)
+    for f in range(X.shape[1]):
+        col = X[:, f]
+        present = ~np.isnan(col)
+        e.add(f, col[present], None, has_missing=not present.all())
+    return e.result()
+
+
+def _assert_same_edges(a, b):
+    for name in ("n_cuts", "has_missing", "n_distinct"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    # bit for bit, so that -0.0 / 0.0 and NaN cuts count as what they are
+    np.testing.assert_array_equal(a.cuts.view(np.uint32), b.cuts.view(np.uint32))
+
+
+_ODD_VALUES = np.float32(
+    [0.0, -0.0, 1e-45, -1e-45, 2e-45, 3.3e38, 3.4e38, -3.4e38, np.inf, -np.inf, 1.0]
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    hnp.arrays(
+        np.float32,
+        st.tuples(st.integers(1, 80), st.integers(1, 4)),
+        elements=st.one_of(
+            st.floats(-1e3, 1e3, width=32),
+            st.sampled_from(list(_ODD_VALUES)),
+            st.just(np.nan),
+        ),
+    ),
+    st.sampled_from([2, 3, 4, 8, 33, 256]),
+)
+def test_small_data_cuts_from_one_sort_equal_the_per_column_cuts(X, max_bin):
+    # small unweighted data is binned from one sort of all columns; its cuts must be
+    # those of the per-column path bit for bit (signed zeros, subnormals, overflowing
+    # midpoints and infinities included)
+    _assert_same_edges(compute_bin_edges(X, max_bin), _per_column_edges(X, max_bin))
+
+
+@pytest.mark.parametrize("max_bin", [5, 64, 256])
+def test_small_data_quantile_cuts_from_one_sort_equal_the_per_column_cuts(max_bin, monkeypatch):
+    # more distinct values than bins: the quantile cuts, with ties and missing values
+    rng = np.random.default_rng(max_bin)
+    X = np.column_stack(
+        [
+            rng.normal(size=3000),
+            np.round(rng.exponential(size=3000) * 40),  # long runs of ties
+            rng.integers(0, 300, size=3000),
+            rng.choice(_ODD_VALUES, size=3000) + rng.normal(size=3000) * 1e30,
+        ]
+    ).astype(np.float32)
+    X[rng.random(X.shape) < 0.1] = np.nan
+    X[:, 2][: max_bin * 4] = np.nan
+    assert X.size < 1 << 18
+    want, want_reversed = _per_column_edges(X, max_bin), _per_column_edges(X[:, ::-1], max_bin)
+    from jaxboost.engine import binning
+
+    def per_column(*args, **kwargs):
+        raise AssertionError("small unweighted data is cut from one sort, not per column")
+
+    monkeypatch.setattr(binning, "_feature_cuts", per_column)
+    _assert_same_edges(compute_bin_edges(X, max_bin), want)
+    _assert_same_edges(compute_bin_edges(X[:, ::-1], max_bin), want_reversed)

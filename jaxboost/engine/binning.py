@@ -311,6 +311,11 @@ def compute_bin_edges(
         X_sample = X[rows]
         w_sample = None if w is None else w[rows]
 
+    threaded = X.shape[0] * F >= 1 << 18
+    if not (threaded or edges.narrow) and w is None and (edges.cat is None or not edges.cat.any()):
+        _add_sorted_columns(edges, X)  # small data: every column sorted in one call
+        return edges.result()
+
     def one(f):
         col = X[:, f]
         present = ~np.isnan(col)
@@ -326,8 +331,70 @@ def compute_bin_edges(
             sample = (s_col[keep], None if w_sample is None else w_sample[keep])
         edges.add(f, col, wf, has_missing=has_missing, sample=sample)
 
-    _each_feature(one, F, threaded=X.shape[0] * F >= 1 << 18)  # NumPy's sorts release the GIL
+    _each_feature(one, F, threaded=threaded)  # NumPy's sorts release the GIL
     return edges.result()
+
+
+def _add_sorted_columns(edges: "EdgeBuilder", X: np.ndarray) -> None:
+    """The cuts of every column of a small unweighted ``X`` (no categorical features)
+    into ``edges``: those ``_feature_cuts`` gives, bit for bit, from one sort of all
+    columns and array operations over all features, instead of a few ``np.unique``
+    calls per column (sklearn's breast cancer, 569 x 30: 2.3 -> 0.6 ms a fit; digits,
+    1,797 x 64: 3.1 -> 0.7 ms).
+
+    A feature's distinct values are the starts of the runs of its sorted present values
+    (NaN sorts last). Up to ``n`` of them, every midpoint between neighbours is a cut.
+    Above, ``_feature_cuts`` cuts after the first distinct value whose cumulative count
+    reaches ``m k / n`` (``m`` present values, ``k = 1 .. n - 1``): an integer count
+    reaches it exactly when it reaches ``ceil(m k / n)``, so that value is the run
+    holding sorted position ``ceil(m k / n) - 1``. Each feature's midpoints are then
+    ``np.unique``'d: where they are non-decreasing, non-zero and not NaN (all but
+    overflowing or signed-zero corner cases) that is dropping repeats in place.
+    """
+    N, F = X.shape
+    n = edges.max_bin - 1  # bins for present values
+    S = np.sort(np.ascontiguousarray(X.T), axis=1)  # (F, N), NaN last
+    m = N - np.count_nonzero(np.isnan(S), axis=1)  # present values per feature
+    new = np.empty((F, N), bool)  # a sorted position that starts a run of equal values
+    new[:, :1] = True
+    np.not_equal(S[:, 1:], S[:, :-1], out=new[:, 1:])
+    new &= np.arange(N) < m[:, None]
+    nd = np.count_nonzero(new, axis=1)  # distinct values per feature
+    vals = S[new]  # the distinct values, feature after feature
+    start = np.zeros(F + 1, np.int64)
+    np.cumsum(nd, out=start[1:])
+    fid = np.repeat(np.arange(F), nd)
+    # lo: index into vals of the lower value of each cut's pair
+    few = nd <= n
+    lo = [np.flatnonzero((fid[:-1] == fid[1:]) & few[fid[:-1]])]
+    many = np.flatnonzero(~few)
+    if many.size:
+        run = np.cumsum(new[many], axis=1) - 1  # the run of every sorted position
+        targets = m[many, None].astype(np.float64) * np.arange(1, n) / n
+        pos = np.take_along_axis(run, np.ceil(targets).astype(np.int64) - 1, axis=1)
+        pos = np.minimum(pos, (nd[many] - 2)[:, None])  # pos >= 0: targets > 0
+        first = np.ones(pos.shape, bool)  # pos is non-decreasing: np.unique drops repeats
+        np.not_equal(pos[:, 1:], pos[:, :-1], out=first[:, 1:])
+        lo.append((start[many][:, None] + pos)[first])
+    lo = np.sort(np.concatenate(lo))  # feature after feature, ascending within each
+    f_of = fid[lo]
+    mids = _midpoints(vals[lo], vals[lo + 1])
+    same = f_of[1:] == f_of[:-1]
+    keep = np.ones(mids.shape[0], bool)
+    keep[1:] = ~(same & (mids[1:] == mids[:-1]))
+    odd = np.zeros(F, bool)  # features whose midpoints np.unique must sort itself
+    odd[f_of[1:][same & ~(mids[1:] > mids[:-1]) & (mids[1:] != mids[:-1])]] = True
+    odd[f_of[np.isnan(mids) | (mids == 0)]] = True
+    keep &= ~odd[f_of]
+    f_kept = f_of[keep]
+    n_cuts = np.bincount(f_kept, minlength=F)
+    rank = np.arange(f_kept.shape[0]) - np.repeat(np.cumsum(n_cuts) - n_cuts, n_cuts)
+    edges.cuts[f_kept, rank] = mids[keep]
+    edges.n_cuts[:] = n_cuts
+    edges.n_distinct[:] = nd
+    edges.has_missing[:] = m < N
+    for f in np.flatnonzero(odd):
+        edges.put(int(f), np.unique(mids[f_of == f]), int(nd[f]), bool(m[f] < N))
 
 
 _FEATURE_THREADS: list = []
@@ -396,7 +463,6 @@ class EdgeBuilder:
         self.lock = threading.Lock()
 
     def add(self, f: int, values, weights, has_missing: bool, sample=None) -> None:
-        self.has_missing[f] = has_missing
         if self.cat is not None and self.cat[f]:  # category codes: code c in bin c
             c, self.seen[f] = _category_edges(values, self.max_bin)
             nd = int(self.seen[f].sum())
@@ -407,13 +473,18 @@ class EdgeBuilder:
                     idx = self.rng.choice(values.shape[0], QUANTILE_SAMPLE_ROWS, replace=False)
                 sample = (values[idx], None if weights is None else weights[idx])
             c, nd = _feature_cuts(values, weights, self.max_bin - 1, self.rng, sample)
+        self.put(f, c, nd, has_missing)
+
+    def put(self, f: int, cuts, n_distinct: int, has_missing: bool) -> None:
+        """Feature ``f``'s cuts (strictly increasing float32) and counts, as found."""
+        self.has_missing[f] = has_missing
         if self.narrow:
-            if c.shape[0]:
-                self.cuts[f] = c
+            if cuts.shape[0]:
+                self.cuts[f] = cuts
         else:
-            self.cuts[f, : c.shape[0]] = c
-        self.n_cuts[f] = c.shape[0]
-        self.n_distinct[f] = nd
+            self.cuts[f, : cuts.shape[0]] = cuts
+        self.n_cuts[f] = cuts.shape[0]
+        self.n_distinct[f] = n_distinct
 
     def result(self) -> BinEdges:
         cuts = self.cuts
