@@ -90,6 +90,29 @@ def test_the_padded_trees_are_made_only_for_a_device_prediction(monkeypatch):
     np.testing.assert_array_equal(padded.value, b.ensemble.value)
 
 
+def test_a_models_trees_are_read_only_and_new_trees_are_predicted_on_both_paths(monkeypatch):
+    # booster[:k] shares its model's arrays, so they are read-only (in one part or in
+    # several chunks alike); trees given anew are what both predictors then use (the
+    # device predictor's padded copy follows them)
+    X, _ = _data()
+    y = (np.nan_to_num(X[:, 0]) > 0).astype(np.float32)
+    for n_rounds in (8, 30):  # one chunk of rounds; several
+        b = jaxboost.train("logistic", X, y, **dict(KW, n_rounds=n_rounds))
+        for f in Ensemble._fields[:-1]:
+            assert not getattr(b.ensemble, f).flags.writeable, f
+        with pytest.raises(ValueError, match="read-only"):
+            b.ensemble.value[0, 0] = 1.0
+        with pytest.raises(ValueError, match="read-only"):
+            b[:2].ensemble.value[0, 0] = 1.0
+    before = b.predict(X, output_margin=True)
+    _both(monkeypatch, lambda: b.predict(X, output_margin=True))  # padded copy made
+    b.ensemble = b.ensemble._replace(value=b.ensemble.value * 2)
+    a, x = _both(monkeypatch, lambda: b.predict(X, output_margin=True))
+    _same(a, x)
+    base = np.float32(b.base_margin)
+    np.testing.assert_allclose(a - base, 2 * (before - base), rtol=1e-5, atol=1e-5)
+
+
 def test_one_part_is_read_not_copied():
     # a fit whose trees come in one part (one chunk of rounds, or a forest's one
     # round) holds them once: Ensemble.concat reads that part, equal to a copy

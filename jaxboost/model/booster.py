@@ -106,6 +106,13 @@ def _check_output_size(shape, what: str, hint: str) -> None:
         )
 
 
+def _read_only(a) -> np.ndarray:
+    """A read-only NumPy view of ``a`` (``a`` itself unchanged)."""
+    view = np.asarray(a).view()
+    view.flags.writeable = False
+    return view
+
+
 class _PaddedTrees:
     """A model's trees padded to a bucketed count (``Ensemble.padded``), made on the
     first device prediction and kept; one holder is shared by a booster and its slices
@@ -143,7 +150,9 @@ class Booster:
     """A trained model: stacked trees, bin edges, base margin and the objective.
 
     ``booster[:k]`` is the model of the first ``k`` rounds; ``len(booster)`` the number
-    of rounds.
+    of rounds. ``ensemble`` holds the trees as read-only NumPy arrays, which a model's
+    slices share; to change them, give the model new ones
+    (``bst.ensemble = bst.ensemble._replace(value=bst.ensemble.value * 0.5)``).
 
     Example:
       >>> import numpy as np, jaxboost, objectives
@@ -175,11 +184,9 @@ class Booster:
         num_parallel_tree: int = 1,
         _padded: _PaddedTrees | None = None,
     ):
-        self.ensemble = ensemble.to_numpy()
-        # Trees padded to a bucketed count, shared by every slice booster[:k] of one
-        # model, so all of them predict with one compiled program; made on first use
-        # (the native CPU predictor never needs them).
-        self._padded_trees = _PaddedTrees(self.ensemble) if _padded is None else _padded
+        self.ensemble = ensemble  # read-only views (the setter)
+        if _padded is not None:  # a slice: the whole model's padded trees
+            self._padded_trees = _padded
         self.objective = objective
         self.params = params
         self.bin_edges = bin_edges
@@ -220,6 +227,21 @@ class Booster:
         return (self.train_state or {}).get("offsets") is True
 
     # --- structure -----------------------------------------------------------------
+    @property
+    def ensemble(self) -> Ensemble:
+        """The trees (``Ensemble``), read-only NumPy arrays."""
+        return self._ensemble
+
+    @ensemble.setter
+    def ensemble(self, trees: Ensemble) -> None:
+        # read-only views: booster[:k] shares these arrays (as may the training chunk
+        # they were read from), so writing into one model's trees would change another's
+        self._ensemble = Ensemble(*(None if a is None else _read_only(a) for a in trees))
+        # The trees padded to a bucketed count, shared by every slice booster[:k] of one
+        # model, so all of them predict with one compiled program; made on first use
+        # (the native CPU predictor never needs them), and anew for new trees.
+        self._padded_trees = _PaddedTrees(self._ensemble)
+
     def __len__(self) -> int:
         return self.ensemble.n_trees // self.trees_per_round
 
