@@ -364,9 +364,9 @@ def _add_sorted_columns(edges: "EdgeBuilder", X: np.ndarray) -> None:
     start = np.zeros(F + 1, np.int64)
     np.cumsum(nd, out=start[1:])
     fid = np.repeat(np.arange(F), nd)
-    # lo: index into vals of the lower value of each cut's pair
+    # pairs, then lo: index into vals of the lower value of each cut's pair
     few = nd <= n
-    lo = [np.flatnonzero((fid[:-1] == fid[1:]) & few[fid[:-1]])]
+    pairs = [np.flatnonzero((fid[:-1] == fid[1:]) & few[fid[:-1]])]
     many = np.flatnonzero(~few)
     if many.size:
         run = np.cumsum(new[many], axis=1) - 1  # the run of every sorted position
@@ -375,8 +375,8 @@ def _add_sorted_columns(edges: "EdgeBuilder", X: np.ndarray) -> None:
         pos = np.minimum(pos, (nd[many] - 2)[:, None])  # pos >= 0: targets > 0
         first = np.ones(pos.shape, bool)  # pos is non-decreasing: np.unique drops repeats
         np.not_equal(pos[:, 1:], pos[:, :-1], out=first[:, 1:])
-        lo.append((start[many][:, None] + pos)[first])
-    lo = np.sort(np.concatenate(lo))  # feature after feature, ascending within each
+        pairs.append((start[many][:, None] + pos)[first])
+    lo = np.sort(np.concatenate(pairs))  # feature after feature, ascending within each
     f_of = fid[lo]
     mids = _midpoints(vals[lo], vals[lo + 1])
     same = f_of[1:] == f_of[:-1]
