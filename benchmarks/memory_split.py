@@ -144,9 +144,8 @@ def _everyday_fit(row: str, lib: str, threads: int):
 
 
 def worker(workload: str, lib: str, threads: int) -> None:
-    make = _w1_fit if workload == "W1" else None
     before = status_mib()
-    fit = make(lib, threads) if make else _everyday_fit(workload, lib, threads)
+    fit = _w1_fit(lib, threads) if workload == "W1" else _everyday_fit(workload, lib, threads)
     loaded = status_mib()
     with Sampler() as s:
         fit()

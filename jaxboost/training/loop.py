@@ -442,7 +442,7 @@ def assemble_booster(run_, n_new_rounds, *, edges, base, n_features):
         # NamedTuple as a plain tuple)
         ens = cast(Ensemble, Ensemble.concat(parts)[:n_trees])
     else:
-        ens = Ensemble.concat([_no_trees(s)])
+        ens = _no_trees(s)
     b = Booster(
         ens,
         objective=s.loss,
