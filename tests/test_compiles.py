@@ -223,3 +223,54 @@ def test_small_data_rounds_compile_with_the_quick_cpu_options(data, monkeypatch)
     for a, b in zip(small_model.ensemble, large_model.ensemble, strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     np.testing.assert_array_equal(small_model.predict(X), large_model.predict(X))
+
+
+def test_every_compile_option_jaxboost_asks_for_is_known_to_the_installed_xla():
+    """XLA retires debug options between releases (``xla_cpu_use_fusion_emitters`` is
+    not in jaxlib 0.11's). jaxboost drops one that XLA rejects (next test); this test
+    tells whoever moves the jax pin that an option no longer does anything, so that its
+    compile-time figures are measured again."""
+    import jax
+
+    from jaxboost.engine.autodiff import QUICK_COMPILE
+    from jaxboost.engine.compile import CPU_COMPILE, SMALL_CPU_COMPILE
+
+    if jax.default_backend() != "cpu":
+        pytest.skip("the CPU's compile options")
+    for options in (CPU_COMPILE, SMALL_CPU_COMPILE, QUICK_COMPILE):
+        out = jax.jit(lambda x: x * 2 + 1, compiler_options=dict(options))(jnp.float32(1.0))
+        assert float(out) == 3.0
+
+
+def test_a_compile_option_this_xla_lacks_is_dropped_and_the_model_is_the_same(data, monkeypatch):
+    """On a jax whose XLA has no ``xla_cpu_use_fusion_emitters`` (0.11, as on the lent
+    GPU machine), every CPU fit stopped with "No such compile option". Here an option
+    from no release stands in for it, added to the round program's and the base-margin
+    fit's options: the fit goes on without it and the model is the one of today's
+    options, bit for bit."""
+    import jax
+
+    from jaxboost.engine import autodiff
+    from jaxboost.engine import compile as compile_module
+
+    if jax.default_backend() != "cpu":
+        pytest.skip("the CPU's compile options")
+    X, y, _ = data
+    want = jaxboost.train(O.squared, X, y, **KW)
+    bogus = "xla_cpu_option_of_another_release"
+    monkeypatch.setattr(compile_module, "_UNKNOWN", set())
+    for fn in (run_chunk, autodiff._fit_base_margin):
+        for name in ("_options", "_small_options", "_cpu", "_cpu_small", "_known_at"):
+            monkeypatch.setattr(fn, name, getattr(fn, name))
+        fn._options = {**fn._options, bogus: True}
+        if fn._small_options is not None:
+            fn._small_options = {**fn._small_options, bogus: True}
+        fn._build()
+    with pytest.raises(jax.errors.JaxRuntimeError, match=f"No such compile option: '{bogus}'"):
+        jax.jit(lambda x: x + 1, compiler_options={bogus: True})(jnp.float32(0.0))
+    got = jaxboost.train(O.squared, X, y, **KW)
+    assert compile_module._UNKNOWN == {bogus}
+    assert bogus not in compile_module.known_options(run_chunk._options)
+    for a, b in zip(want.ensemble, got.ensemble, strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    np.testing.assert_array_equal(want.predict(X), got.predict(X))

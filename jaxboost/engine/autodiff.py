@@ -29,6 +29,7 @@ from objectives._base import Hyperparameters
 from .._types import ACC_DTYPE, FLOAT_DTYPE
 from ..errors import LossError
 from ..inputs.numbers import is_real
+from .compile import backend_jit
 
 
 def loss_name(loss) -> str:
@@ -608,12 +609,9 @@ def fit_base_margin(
     exact = exact_rows is not None
     n_total = np.int32(1 if exact_rows is None else exact_rows)
     family, values = split_loss(loss) if loss_params is None else (loss, loss_params)
-    quick = jax.default_backend() == "cpu"
     if n_outputs > 1:
-        fit = _fit_base_margin_vector_quick if quick else _fit_base_margin_vector
-        return fit(family, values, y, sample_weight, n_outputs, exact, n_total)
-    fit = _fit_base_margin_quick if quick else _fit_base_margin
-    return fit(family, values, y, sample_weight, exact, n_total)
+        return _fit_base_margin_vector(family, values, y, sample_weight, n_outputs, exact, n_total)
+    return _fit_base_margin(family, values, y, sample_weight, exact, n_total)
 
 
 QUICK_COMPILE = {
@@ -953,11 +951,9 @@ def _fit_base_margin_vector_impl(family, values, y, sample_weight, K, exact=Fals
         return c.astype(FLOAT_DTYPE)
 
 
-_fit_base_margin = jax.jit(_fit_base_margin_impl, static_argnums=(0, 4))
-_fit_base_margin_quick = jax.jit(
-    _fit_base_margin_impl, static_argnums=(0, 4), compiler_options=QUICK_COMPILE
+_fit_base_margin = backend_jit(
+    _fit_base_margin_impl, cpu_options=QUICK_COMPILE, release=False, static_argnums=(0, 4)
 )
-_fit_base_margin_vector = jax.jit(_fit_base_margin_vector_impl, static_argnums=(0, 4, 5))
-_fit_base_margin_vector_quick = jax.jit(
-    _fit_base_margin_vector_impl, static_argnums=(0, 4, 5), compiler_options=QUICK_COMPILE
+_fit_base_margin_vector = backend_jit(
+    _fit_base_margin_vector_impl, cpu_options=QUICK_COMPILE, release=False, static_argnums=(0, 4, 5)
 )

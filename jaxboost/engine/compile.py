@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import re
 import sys
 from typing import Any
 
@@ -43,6 +44,36 @@ log-cosh loss, quantile). On 1,000,000 rows (W1) its warm fit ran 5-8 % slower, 
 data keeps ``CPU_COMPILE``."""
 
 
+_UNKNOWN: set[str] = set()
+"""Compile options that this process's XLA rejected ("No such compile option"): XLA
+renames and retires its debug options between releases (``xla_cpu_use_fusion_emitters``
+is gone from the XLA of jaxlib 0.11), and an option that only tunes compile time must not
+stop a fit."""
+
+_NO_SUCH_OPTION = re.compile(r"No such compile option: '([A-Za-z0-9_]+)'")
+
+
+def known_options(options: dict | None) -> dict:
+    """``options`` less those this XLA rejected (``_UNKNOWN``).
+
+    >>> known_options({"xla_backend_optimization_level": 0})
+    {'xla_backend_optimization_level': 0}
+    """
+    return {k: v for k, v in (options or {}).items() if k not in _UNKNOWN}
+
+
+def _forget_unknown_option(error: Exception) -> bool:
+    """Whether ``error`` is XLA's "No such compile option" for an option not yet known to
+    be missing; if so, it is added to ``_UNKNOWN``. Nothing is shown: the models are the
+    same without it (``tests/test_compile_options.py`` checks that the pinned jax knows
+    every option jaxboost asks for)."""
+    m = _NO_SUCH_OPTION.search(str(error))
+    if m is None or m.group(1) in _UNKNOWN:
+        return False
+    _UNKNOWN.add(m.group(1))
+    return True
+
+
 class BackendJit(Wrapped):
     """A function jitted twice, or three times: with ``cpu_options`` on the CPU backend
     (with ``small_options`` for calls where ``small(*args, **kwargs)`` holds), plainly
@@ -50,20 +81,35 @@ class BackendJit(Wrapped):
     ``_cache_size()`` counts the compiled programs of all, as ``jax.jit``'s does;
     ``trace`` (what ``jax.export`` calls, for any platform) traces the plain one."""
 
-    def __init__(self, fun, cpu_options, jit_kwargs, small=None, small_options=None):
+    def __init__(self, fun, cpu_options, jit_kwargs, small=None, small_options=None, release=True):
+        self._fun, self._jit_kwargs, self._release = fun, jit_kwargs, release
+        self._options, self._small_options = dict(cpu_options), small_options
         self._plain: Any = jax.jit(fun, **jit_kwargs)
-        self._cpu: Any = jax.jit(fun, compiler_options=dict(cpu_options), **jit_kwargs)
         self._small = small
+        self._build()
+        functools.update_wrapper(self, fun)
+
+    def _build(self):
+        """The CPU programs, with the options this XLA knows (``known_options``)."""
+        self._known_at = len(_UNKNOWN)
+        self._cpu: Any = jax.jit(
+            self._fun, compiler_options=known_options(self._options), **self._jit_kwargs
+        )
         self._cpu_small: Any = (
             None
-            if small is None
-            else jax.jit(fun, compiler_options=dict(small_options), **jit_kwargs)
+            if self._small is None
+            else jax.jit(
+                self._fun,
+                compiler_options=known_options(self._small_options),
+                **self._jit_kwargs,
+            )
         )
-        functools.update_wrapper(self, fun)
 
     def _pick(self, args, kwargs):
         if jax.default_backend() != "cpu":
             return self._plain
+        if self._known_at != len(_UNKNOWN):
+            self._build()
         if self._small is not None and self._small(*args, **kwargs):
             return self._cpu_small
         return self._cpu
@@ -71,8 +117,16 @@ class BackendJit(Wrapped):
     def __call__(self, *args, **kwargs):
         fn = self._pick(args, kwargs)
         before = fn._cache_size()
-        out = fn(*args, **kwargs)
-        if fn._cache_size() != before:  # compiled just now: the compiler's memory is free
+        try:
+            out = fn(*args, **kwargs)
+        except jax.errors.JaxRuntimeError as e:
+            # XLA checks compile options when it compiles, before anything runs (no
+            # donated buffer is consumed): an option this XLA does not have is dropped
+            # and the call made again.
+            if not _forget_unknown_option(e):
+                raise
+            return self(*args, **kwargs)
+        if self._release and fn._cache_size() != before:  # compiled: the compiler's memory is free
             release_free_memory()
         return out
 
@@ -87,7 +141,9 @@ class BackendJit(Wrapped):
         return self._plain._cache_size() + self._cpu._cache_size() + small
 
 
-def backend_jit(fun=None, *, cpu_options=None, small=None, small_options=None, **jit_kwargs):
+def backend_jit(
+    fun=None, *, cpu_options=None, small=None, small_options=None, release=True, **jit_kwargs
+):
     """``jax.jit`` with ``cpu_options`` (default ``CPU_COMPILE``) on the CPU backend, and
     ``small_options`` (default ``SMALL_CPU_COMPILE``) instead for calls where
     ``small(*args, **kwargs)`` is true, when given; used as
@@ -103,7 +159,7 @@ def backend_jit(fun=None, *, cpu_options=None, small=None, small_options=None, *
         small_options = SMALL_CPU_COMPILE
 
     def make(f):
-        return BackendJit(f, options, jit_kwargs, small, small_options)
+        return BackendJit(f, options, jit_kwargs, small, small_options, release)
 
     return make if fun is None else make(fun)
 
