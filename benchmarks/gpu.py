@@ -65,6 +65,8 @@ ENGINE_TESTS = (
     "tests/test_seed001.py",
     "tests/test_forest.py",
     "tests/test_train.py",
+    "tests/test_io.py",
+    "tests/test_compiles.py",
 )
 SIZES = (1_000_000, 4_000_000, 10_000_000)
 N_TEST = 200_000
@@ -377,9 +379,15 @@ def main(argv=None):
             min(a.tests_budget, left() - 60),
             log=out_dir / "tests.log",
             JAXBOOST_TEST_FULL_OPT="1",
+            # tests/conftest.py defaults JAX_PLATFORMS to "cpu": an empty value (JAX's
+            # default, the accelerator) keeps the tests on the machine's own backend.
+            # Until 27 Nov 2026 they ran on the GPU machine's CPU.
+            JAX_PLATFORMS=os.environ.get("JAX_PLATFORMS", ""),
         )
         summary = [ln for ln in out.splitlines() if re.search(r"\d+ (passed|failed)", ln)]
+        backend = re.search(r"^jax .*backend (\w+)", out, re.M)
         res["tests"] = {
+            "backend": backend.group(1) if backend else None,
             "rc": rc,
             "seconds": secs,
             "summary": summary[-1]
@@ -449,7 +457,7 @@ def main(argv=None):
     gpu = (res["machine"].get("nvidia_smi") or "no GPU").split(",")[0]
     parts = [f"gpu.py {gpu}", f"jax {res['machine']['jax'].split()[0]}"]
     if "tests" in res:
-        parts.append(f"tests: {res['tests']['summary']}")
+        parts.append(f"tests ({res['tests'].get('backend')}): {res['tests']['summary']}")
     for r in res["rows"]:
         j, x = r.get("jaxboost", {}), r.get("xgboost", {})
         cell = f"{r['rows'] / 1e6:g}M: jaxboost {j.get('train_s', float('nan')):.2f} s"

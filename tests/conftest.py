@@ -267,6 +267,12 @@ _HEAVY_FIRST = (
 )
 
 
+def pytest_report_header(config):
+    """The backend the tests run on (JAX_PLATFORMS is ``cpu`` unless the environment
+    names another: ``benchmarks/gpu.py`` runs the engine tests on the accelerator)."""
+    return f"jax {jax.__version__}, backend {jax.default_backend()}: {jax.devices()}"
+
+
 def pytest_collection_modifyitems(config, items):
     rank = {name: i for i, name in enumerate(_HEAVY_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))

@@ -28,6 +28,7 @@ processes. The price: values below :math:`2^{-24}` of the round's largest are ro
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 
 from .._types import FLOAT_DTYPE, INDEX_DTYPE
@@ -81,6 +82,35 @@ def check_rows(n_total: int) -> None:
         )
 
 
+def pow2(e, dtype):
+    r"""``2.0 ** e`` in ``dtype`` (float32 or float64), exactly: the float is built from
+    its bits (exponent field ``e + bias``, mantissa 0), for integer ``e`` in the normal
+    range (``|e| <= 126`` in float32, ``1022`` in float64; ``grid_exponent`` clips to
+    120 and 1000).
+
+    ``jnp.ldexp(1.0, e)`` computes ``m * 2.0 ** e`` with a floating-point power: on an
+    H200 (jax 0.11.2, ``benchmarks/gpu_parity_probe.py``) it missed the exact power at
+    244 of the 2,001 float64 exponents in ``[-1000, 1000]`` (none in float32, none on
+    the CPU), and the fixed-point histogram's bins came back 1 ulp from their exact
+    sums (``tests/test_histogram.py``).
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> pow2(jnp.arange(-2, 3), jnp.float32).tolist()
+      [0.25, 0.5, 1.0, 2.0, 4.0]
+    """
+    if jnp.dtype(dtype) == jnp.float64:
+        ints, bias, mantissa = jnp.int64, 1023, 52
+    elif jnp.dtype(dtype) == jnp.float32:
+        ints, bias, mantissa = jnp.int32, 127, 23
+    else:
+        raise TypeError(f"pow2 builds float32 or float64 powers, got {jnp.dtype(dtype)}")
+    if ints == jnp.int64 and not jax.config.read("jax_enable_x64"):
+        raise TypeError("pow2 in float64 needs 64-bit types (inside jax.enable_x64(True))")
+    field = (jnp.asarray(e).astype(ints) + bias) << mantissa
+    return jax.lax.bitcast_convert_type(field, jnp.dtype(dtype))
+
+
 def to_grid(x, n_total, *, reduce_max=_identity):
     r"""``x`` (float32, any shape) rounded to the power-of-two grid of this round.
 
@@ -94,15 +124,14 @@ def to_grid(x, n_total, *, reduce_max=_identity):
       [1.0, 0.0, -0.2999999523162842]
     """
     e = grid_exponent(x, grid_bits(n_total), reduce_max=reduce_max, limit=120)
-    one = jnp.ones((), x.dtype)
-    return jnp.round(x * jnp.ldexp(one, e)) * jnp.ldexp(one, -e)
+    return jnp.round(x * pow2(e, x.dtype)) * pow2(-e, x.dtype)
 
 
 def exact_scale(x, n_total, *, reduce_max=_identity):
     """Power-of-two ``s`` such that ``round(x * s)`` summed over ``n_total`` values stays
     below ``2**52`` (``x`` float64; the maximum taken over every device)."""
     e = grid_exponent(x, 52 - ceil_log2(n_total), reduce_max=reduce_max, limit=1000)
-    return jnp.ldexp(jnp.ones((), x.dtype), e)
+    return pow2(e, x.dtype)
 
 
 def grid_exponent(x, bits, *, reduce_max=_identity, limit=None):

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._types import ACC_DTYPE, INDEX_DTYPE
-from .exact import grid_exponent
+from .exact import grid_exponent, pow2
 
 
 def pack_gh(g, h):
@@ -144,8 +144,8 @@ def build_histogram_fixed(bins_t, g, h, node, n_nodes: int, n_bins: int):
         def quantize(x):
             x = x.astype(ACC_DTYPE)
             e = grid_exponent(x, bits)
-            q = jnp.round(x * jnp.ldexp(jnp.ones((), ACC_DTYPE), e)).astype(jnp.int64)
-            return q, jnp.ldexp(jnp.ones((), ACC_DTYPE), -e)
+            q = jnp.round(x * pow2(e, ACC_DTYPE)).astype(jnp.int64)
+            return q, pow2(-e, ACC_DTYPE)
 
         qg, unit_g = quantize(g)
         qh, unit_h = quantize(h)
@@ -247,7 +247,7 @@ def build_histogram_onehot(
 
     def quantize(x):
         e = grid_exponent(x, bits)
-        q = jnp.round(x * jnp.ldexp(jnp.ones((), x.dtype), e)).astype(jnp.int32)
+        q = jnp.round(x * pow2(e, x.dtype)).astype(jnp.int32)
         return _digits(q, nd), e
 
     dg, eg = quantize(g.astype(jnp.float32))
@@ -283,8 +283,7 @@ def build_histogram_onehot(
             jnp.einsum("cfnb,c->fnb", acc[0].astype(ACC_DTYPE), weights),
             jnp.einsum("cfnb,c->fnb", acc[1].astype(ACC_DTYPE), weights),
         )
-        one = jnp.ones((), ACC_DTYPE)
-        return sums[0] * jnp.ldexp(one, -eg), sums[1] * jnp.ldexp(one, -eh)
+        return sums[0] * pow2(-eg, ACC_DTYPE), sums[1] * pow2(-eh, ACC_DTYPE)
 
 
 def build_histogram_scatter(bins_t, g, h, node, n_nodes: int, n_bins: int):
