@@ -46,6 +46,9 @@ VARIANTS = {
     "scatter": {"JAXBOOST_HISTOGRAM": "scatter"},
     "onehot": {"JAXBOOST_HISTOGRAM": "onehot"},
     "matmul-highest": {"JAX_DEFAULT_MATMUL_PRECISION": "highest"},
+    # XLA may drop a float64 -> float32 -> float64 round trip or compute in a wider type
+    # than asked (on by default); off, every convert is kept
+    "no-excess-precision": {"XLA_FLAGS": "--xla_allow_excess_precision=false"},
     "cpu-pure-jax": {"JAX_PLATFORMS": "cpu", "JAXBOOST_NATIVE": "0", "JAXBOOST_SUBTRACT": "1"},
 }
 """Environment of each worker, on top of the machine's (the GPU unless it says cpu)."""
