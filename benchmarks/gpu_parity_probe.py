@@ -13,6 +13,10 @@ JAXBOOST_HISTOGRAM=fixed``, the GPU's formulation), were not on the GPU:
   (3 parallel trees, eta 0.3): the first tree's leaves 1 ulp from XGBoost's
   ``float32(w) * float32(eta / 3)`` (after ``exact.pow2``; before it, a different tree).
 
+The GPU machine's jax is 0.11.2 and this machine's 0.10.2 (jax 0.11 needs Python 3.12;
+the CPU machines here have 3.11), so a jax-version difference is not ruled out: the
+``cpu`` variants run the cases on the GPU machine's CPU with its jax.
+
 This script trains both cases under several variants, each in a fresh process (the
 environment variables choose jaxboost's formulation or XLA's settings), and writes for
 each: the largest margin difference, the first round whose margins differ, and that
@@ -42,14 +46,17 @@ TAG = "@@PROBE "
 
 VARIANTS = {
     "default": {},
+    # the GPU machine's own jax (0.11.2, newer than the CPU here) on its CPU: tells a
+    # jax-version difference from a GPU one
+    "cpu-pure-jax": {"JAX_PLATFORMS": "cpu", "JAXBOOST_NATIVE": "0", "JAXBOOST_SUBTRACT": "1"},
+    "cpu": {"JAX_PLATFORMS": "cpu"},
+    # XLA may drop a float64 -> float32 -> float64 round trip or compute in a wider type
+    # than asked (on by default); off, every convert is kept
+    "no-excess-precision": {"XLA_FLAGS": "--xla_allow_excess_precision=false"},
     "no-subtraction": {"JAXBOOST_SUBTRACT": "0"},
     "scatter": {"JAXBOOST_HISTOGRAM": "scatter"},
     "onehot": {"JAXBOOST_HISTOGRAM": "onehot"},
     "matmul-highest": {"JAX_DEFAULT_MATMUL_PRECISION": "highest"},
-    # XLA may drop a float64 -> float32 -> float64 round trip or compute in a wider type
-    # than asked (on by default); off, every convert is kept
-    "no-excess-precision": {"XLA_FLAGS": "--xla_allow_excess_precision=false"},
-    "cpu-pure-jax": {"JAX_PLATFORMS": "cpu", "JAXBOOST_NATIVE": "0", "JAXBOOST_SUBTRACT": "1"},
 }
 """Environment of each worker, on top of the machine's (the GPU unless it says cpu)."""
 
