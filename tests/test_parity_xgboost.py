@@ -157,6 +157,45 @@ def test_margins_match_xgboost_exact_on_the_pure_jax_histogram(data, check, p, p
     assert pure_jax_histogram, "train() did not ask which histogram to use"
 
 
+@pytest.mark.parametrize(
+    "check,p",
+    [(check_logistic, GRID[3]), (check_squared, GRID[1])],
+    ids=["logistic-clipped", "squared-lambda0"],
+)
+def test_margins_match_xgboost_exact_in_the_gpus_formulation(
+    data, check, p, pure_jax_histogram, monkeypatch
+):
+    """The GPU's program, run on the CPU (CI has no GPU): the pure-JAX tree builder with
+    the int64 fixed-point histogram (``engine.histogram.build_histogram_fixed``) and
+    the sibling of each split by subtraction (``training.program.use_subtraction``).
+    On an H200 these two cases are what ``benchmarks/gpu_parity_probe.py`` looks into
+    (logistic-clipped differed there): here they must hold, so that what differs on a
+    GPU is the device's arithmetic, not the formulation."""
+    import jax
+
+    from jaxboost.engine import histogram
+
+    used = []
+    fixed = histogram.METHODS["fixed"]
+
+    def counted(*args):
+        used.append(True)
+        return fixed(*args)
+
+    from jaxboost.training import program
+
+    subtract = []
+    real = program.use_subtraction
+    monkeypatch.setattr(program, "use_subtraction", lambda n: subtract.append(real(n)) or real(n))
+    monkeypatch.setitem(histogram.METHODS, "fixed", counted)
+    monkeypatch.setenv(histogram.HISTOGRAM_ENV, "fixed")
+    monkeypatch.setenv("JAXBOOST_SUBTRACT", "1")
+    jax.clear_caches()  # the method is chosen when a program is traced
+    check(data, p)
+    assert used, "the fixed-point histogram was not traced"
+    assert subtract and all(subtract), "the tree builder did not subtract siblings"
+
+
 def test_tree_structure_matches_xgboost_first_tree(data):
     """Beyond margins: the first tree's split features and gains agree node by node."""
     X, yb, _ = data
