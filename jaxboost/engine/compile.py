@@ -126,8 +126,8 @@ class BackendJit(Wrapped):
             if not _forget_unknown_option(e):
                 raise
             return self(*args, **kwargs)
-        if self._release and fn._cache_size() != before:  # compiled: the compiler's memory is free
-            release_free_memory()
+        if self._release and fn._cache_size() != before:
+            release_free_memory()  # compiled just now: the compiler's memory is free
         return out
 
     def lower(self, *args, **kwargs):
@@ -147,7 +147,11 @@ def backend_jit(
     """``jax.jit`` with ``cpu_options`` (default ``CPU_COMPILE``) on the CPU backend, and
     ``small_options`` (default ``SMALL_CPU_COMPILE``) instead for calls where
     ``small(*args, **kwargs)`` is true, when given; used as
-    ``@backend_jit(static_argnames=...)`` or ``backend_jit(fun, ...)``.
+    ``@backend_jit(static_argnames=...)`` or ``backend_jit(fun, ...)``. A call that
+    compiled hands the compiler's freed memory back (``release_free_memory``) unless
+    ``release=False`` (the base-margin fit: a small compile, not worth the trim). An
+    option the installed XLA rejects is dropped for the rest of the process
+    (``known_options``).
 
     >>> import jax.numpy as jnp
     >>> f = backend_jit(lambda x: jnp.exp(x) + 1, small=lambda x: x.size < 4)
