@@ -66,7 +66,9 @@ ENGINE_TESTS = (
     "tests/test_forest.py",
     "tests/test_train.py",
     "tests/test_io.py",
+    "tests/test_io_compact.py",
     "tests/test_compiles.py",
+    "tests/test_parity_xgboost.py",
 )
 SIZES = (1_000_000, 4_000_000, 10_000_000)
 N_TEST = 200_000
