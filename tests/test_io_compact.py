@@ -203,3 +203,31 @@ def test_full_trees_of_one_output_keep_the_full_layout(data):
     assert reachable(bst.ensemble.to_numpy().is_leaf).all()
     assert "node" not in json.loads(io.dumps(bst))["trees"]
     assert io.dumps(bst) == io.dumps(bst, compact=False)
+
+
+def test_entries_are_checked_field_by_field_and_named_by_tree(doc, monkeypatch):
+    """A file of many small trees is checked in one pass per field (a per-tree pass made
+    a 128 MiB file of one-node trees a minutes-long load); a bad entry is still named
+    by its tree and position."""
+    from jaxboost.io import format as fmt
+
+    calls = []
+    real = fmt.nested
+    monkeypatch.setattr(fmt, "nested", lambda *a: calls.append(a[1]) or real(*a))
+    many = copy.deepcopy(doc)
+    trees = many["trees"]
+    reps = 50
+    for key in ("node", *FIELDS):
+        trees[key] = trees[key] * reps
+    many["best_iteration"] = None
+    T = len(trees["node"])
+    io.from_dict(many)
+    assert sum(c.startswith("trees.") for c in calls) == 1 + len(FIELDS) < T
+    t = _tree_with_split(doc) + len(doc["trees"]["node"]) * (reps - 1)
+    bad = copy.deepcopy(many)
+    bad["trees"]["gain"][t] = list(bad["trees"]["gain"][t])
+    bad["trees"]["gain"][t][1] = "x"
+    _refused(bad, rf"trees\.gain\[{t}\]\[1\]: expected finite numbers")
+    bad = copy.deepcopy(many)
+    bad["trees"]["cover"][t] = bad["trees"]["cover"][t][:-1]
+    _refused(bad, rf"trees\.cover\[{t}\]: expected a list of")

@@ -111,8 +111,8 @@ widening, so every bit survives the round trip. One JSON object with exactly the
     reached or more), where the node lists would cost more than they leave out. Readers
     older than these keys refuse such files. sklearn's digits (10 classes, 100 rounds of
     depth 6: 1,000 trees of 127 nodes): 8.9 MiB, saved in 0.41 s and loaded in 0.40 s
-    in the full layout; 0.68 MiB, 0.03 s and 0.06 s in the compact one (XGBoost's JSON
-    1.32 MiB, 0.010 s and 0.023 s; ``benchmarks/model_files.py``).
+    in the full layout; 0.68 MiB, 0.03 s and 0.02 s in the compact one (XGBoost's JSON
+    1.32 MiB, 0.010 s and 0.032 s; ``benchmarks/model_files.py``).
 ``best_iteration`` (int in ``[0, n_rounds)``, or null)
     The best round found by early stopping, if any.
 ``best_score`` (finite number, or null)
@@ -154,8 +154,10 @@ measures the peak.
 from __future__ import annotations
 
 import inspect
+import itertools
 import json
 import math
+import re
 
 import numpy as np
 
@@ -643,7 +645,11 @@ def _read_trees(d, params: TreeParams, edges: BinEdges, F, K, tpr) -> Ensemble:
 def _read_compact(d, kinds, T, M, K) -> dict:
     """The compact layout's fields as full ``(T, M)`` arrays (``(T, M, K)`` values):
     each tree's listed nodes from the file, every other node ``BLANK_NODE``. The
-    listed nodes must be exactly those a row can reach (``reachable``)."""
+    listed nodes must be exactly those a row can reach (``reachable``).
+
+    Each field is checked as one flat list (a file of millions of one-node trees loads
+    in one pass per field, not one per tree); an entry that fails is then named by its
+    tree and position, ``trees.feature[t][j]``."""
     where = "trees"
     if "categories" in d:
         fail(f"{where}.categories", "absent (categorical models use the full layout)", "...")
@@ -654,35 +660,47 @@ def _read_compact(d, kinds, T, M, K) -> dict:
     for name in ("node", *kinds):
         if not isinstance(d[name], list) or len(d[name]) != T:
             fail(f"{where}.{name}", f"a list of {T} trees (as trees.feature)", d[name])
+    rows = d["node"]
+    n = np.array([len(r) if type(r) is list else -1 for r in rows], np.int64)
+    bad = (n < 1) | (n > M)
+    if bad.any():
+        t = int(np.flatnonzero(bad)[0])
+        fail(f"{where}.node[{t}]", f"a list of 1 to {M} node indices", rows[t])
+    tree = np.repeat(np.arange(T), n)  # each entry's tree
+    first = np.zeros(tree.size, bool)
+    first[np.cumsum(n)[:-1]] = True
+    if tree.size:
+        first[0] = True
+    node = _flat(rows, n, f"{where}.node", (), "int")
+    prev = np.r_[np.int64(-1), node[:-1]]
+    bad = (node < 0) | (node >= M) | np.where(first, node != 0, node <= prev)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        t, j = int(tree[i]), int(i - np.searchsorted(tree, tree[i]))
+        fail(
+            f"{where}.node[{t}][{j}]",
+            f"node indices in [0, {M}), ascending from the root 0",
+            int(node[i]),
+        )
     dtypes = dict(int=np.int64, bool=bool, float=np.float32, threshold=np.float32)
     arrays = {}
     for name, kind in kinds.items():
         wide = name == "value" and K > 1
         arrays[name] = np.full((T, M, K) if wide else (T, M), BLANK_NODE[name], dtypes[kind])
-    listed = np.zeros((T, M), bool)
-    one_hot = np.eye(K, dtype=np.float32)
-    for t in range(T):
-        row = d["node"][t]
-        if not isinstance(row, list) or not 1 <= len(row) <= M:
-            fail(f"{where}.node[{t}]", f"a list of 1 to {M} node indices", row)
-        n = len(row)
-        node = nested(row, f"{where}.node[{t}]", (n,), "int")
-        bad = (node < 0) | (node >= M) | np.r_[node[0] != 0, node[1:] <= node[:-1]]
-        if bad.any():
-            j = int(np.flatnonzero(bad)[0])
+        lists_k = wide and not per_tree
+        for t in np.flatnonzero(
+            np.array([type(r) is not list or len(r) != k for r, k in zip(d[name], n)], bool)
+        )[:1]:
             fail(
-                f"{where}.node[{t}][{j}]",
-                f"node indices in [0, {M}), ascending from the root 0",
-                int(node[j]),
+                f"{where}.{name}[{t}]", f"a list of {n[t]} entries (as trees.node[{t}])", d[name][t]
             )
-        listed[t, node] = True
-        for name, kind in kinds.items():
-            wide = name == "value" and K > 1 and not per_tree
-            got = nested(d[name][t], f"{where}.{name}[{t}]", (n, K) if wide else (n,), kind)
-            if name == "value" and per_tree:
-                arrays[name][t, node] = got[:, None] * one_hot[t % K]  # as _spread
-            else:
-                arrays[name][t, node] = got
+        got = _flat(d[name], n, f"{where}.{name}", (K,) if lists_k else (), kind)
+        if name == "value" and per_tree:  # as _spread: w * one_hot(t mod K)
+            arrays[name][tree, node] = got[:, None] * np.eye(K, dtype=np.float32)[tree % K]
+        else:
+            arrays[name][tree, node] = got
+    listed = np.zeros((T, M), bool)
+    listed[tree, node] = True
     reach = reachable(arrays["is_leaf"])
     if (listed != reach).any():
         t, i = _first_tree_node(listed != reach)
@@ -696,6 +714,22 @@ def _read_compact(d, kinds, T, M, K) -> dict:
             f"{where}.node[{t}]: expected the nodes a row can reach, exactly; {why}"
         )
     return arrays
+
+
+def _flat(rows, n, where, inner, kind) -> np.ndarray:
+    """The entries of the per-tree lists ``rows`` (``n[t]`` in tree ``t``, each of shape
+    ``inner``) checked as ``kind`` and joined tree after tree; a failing entry is named
+    by its tree: ``where[t][j]``."""
+    flat = list(itertools.chain.from_iterable(rows))
+    try:
+        return nested(flat, where, (len(flat), *inner), kind)
+    except ModelFormatError as e:
+        at = re.match(re.escape(where) + r"\[(\d+)\]", str(e))
+        if at is None:
+            raise
+        t = int(np.searchsorted(np.cumsum(n), int(at.group(1)), side="right"))
+        nested(rows[t], f"{where}[{t}]", (int(n[t]), *inner), kind)  # names tree t
+        raise
 
 
 def _first_tree_node(mask):
