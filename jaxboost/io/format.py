@@ -460,9 +460,9 @@ def _compact_trees(e, threshold, K) -> dict | None:
     reach = reachable(e.is_leaf)
     off = ~reach
     for name, blank in BLANK_NODE.items():
-        a = np.asarray(threshold if name == "threshold" else getattr(e, name))[off]
-        if name == "threshold":
-            ok = all(x is None for x in a)
+        a = np.asarray(getattr(e, name))[off]
+        if name == "threshold":  # null in the file, as at every leaf
+            ok = bool(np.isnan(a).all())
         elif isinstance(blank, float):
             ok = not (np.any(a != 0) or np.any(np.signbit(a)))
         else:
@@ -479,12 +479,13 @@ def _compact_trees(e, threshold, K) -> dict | None:
             value, out_of_tree = own, VALUE_OUTPUT
     if out_of_tree is None and reach.sum() * (len(BLANK_NODE) + 1) >= reach.size * len(BLANK_NODE):
         return None  # nearly every node is reached: the node lists would cost more
-    cuts = np.cumsum(reach.sum(axis=1))[:-1]
+    ends = np.cumsum(reach.sum(axis=1)).tolist()
+    starts = [0, *ends[:-1]]
 
     def rows(a, dtype=None):
         a = np.asarray(a)
-        flat = a[reach] if dtype is None else a[reach].astype(dtype)
-        return [r.tolist() for r in np.split(flat, cuts)] if T else []
+        flat = (a[reach] if dtype is None else a[reach].astype(dtype)).tolist()
+        return [flat[i:j] for i, j in zip(starts, ends)]
 
     out = {
         "node": rows(np.broadcast_to(np.arange(reach.shape[1]), reach.shape), np.int64),
