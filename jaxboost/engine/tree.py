@@ -25,6 +25,20 @@ from .._types import FLOAT_DTYPE, INDEX_DTYPE, MAX_BIN_LIMIT, bucket_rows
 from .categorical import N_WORDS
 from .compile import backend_jit
 
+BLANK_NODE = dict(
+    feature=0,
+    tbin=0,
+    threshold=np.nan,
+    default_left=False,
+    is_leaf=True,
+    value=0.0,
+    gain=0.0,
+    cover=0.0,
+)
+"""What a node no split reaches holds in every field: the padding trees are made of it,
+and model files leave such nodes out (``jaxboost.io.format``'s compact layout; the
+threshold NaN is ``null`` there, the floats +0.0)."""
+
 
 class Ensemble(NamedTuple):
     """Stacked trees: every field is ``(T, M)``.
@@ -90,17 +104,7 @@ class Ensemble(NamedTuple):
         pad = bucket_rows(T, minimum=8) - T
         if pad == 0:
             return self
-        fill = dict(
-            feature=0,
-            tbin=0,
-            threshold=np.nan,
-            default_left=False,
-            is_leaf=True,
-            value=0.0,
-            gain=0.0,
-            cover=0.0,
-            cat_bits=0,
-        )
+        fill = dict(BLANK_NODE, cat_bits=0)
         return Ensemble(
             *(
                 None

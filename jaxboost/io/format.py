@@ -163,7 +163,7 @@ import numpy as np
 
 from .._version import __version__
 from ..engine.binning import BinEdges
-from ..engine.tree import Ensemble
+from ..engine.tree import BLANK_NODE, Ensemble
 from ..errors import ModelFormatError
 from ..inputs.numbers import is_int
 from ..model.booster import Booster, register_writer
@@ -404,19 +404,6 @@ def _trees_to_dict(booster, e, threshold) -> dict:
         **({} if e.cat_bits is None else {"categories": categories.trees_to_list(booster)}),
     }
 
-
-BLANK_NODE = dict(
-    feature=0,
-    tbin=0,
-    threshold=np.nan,
-    default_left=False,
-    is_leaf=True,
-    value=0.0,
-    gain=0.0,
-    cover=0.0,
-)
-"""What a node no split reaches holds in every field (the compact layout leaves it out;
-``threshold`` NaN is ``null``; the floats are +0.0)."""
 
 VALUE_OUTPUT = "t mod n_outputs"
 """``trees.value_output``: tree ``t`` adds to output ``t mod K`` only (``K`` trees per
