@@ -368,8 +368,7 @@ def main(argv=None):
         rc, out, secs = _sub(
             [
                 "-m",
-                "pytest",
-                "-q",
+                "pytest",  # not -q: its header names the backend (tests/conftest.py)
                 "-p",
                 "no:cacheprovider",
                 "-n",
@@ -392,7 +391,7 @@ def main(argv=None):
             "backend": backend.group(1) if backend else None,
             "rc": rc,
             "seconds": secs,
-            "summary": summary[-1]
+            "summary": summary[-1].strip("= ")
             if summary
             else out.strip().splitlines()[-1:] and out.strip().splitlines()[-1],
         }
