@@ -60,49 +60,30 @@ VARIANTS = {
 }
 """Environment of each worker, on top of the machine's (the GPU unless it says cpu)."""
 
-CLIPPED = dict(
-    max_depth=4,
-    reg_lambda=0.5,
-    reg_alpha=0.2,
-    gamma=0.0,
-    min_child_weight=0.5,
-    max_delta_step=0.3,
-)
-"""``tests/test_parity_xgboost.py``'s ``GRID[3]``."""
-
 
 def _data():
-    """The parity tests' data (``tests/conftest.binnable_features``, seed 0)."""
-    import numpy as np
-
+    """The parity tests' data (``tests/conftest.parity_data``: features, logistic label)."""
     sys.path.insert(0, str(ROOT / "tests"))
-    from conftest import binnable_features  # the tests' generator, not a copy
+    from conftest import parity_data  # the tests' own builder, not a copy
 
-    rng = np.random.default_rng(0)
-    X = binnable_features(rng)
-    logit = (
-        0.4 * np.nan_to_num(X[:, 0] - 6)
-        - 0.8 * X[:, 2]
-        + 0.3 * np.nan_to_num(X[:, 1], nan=3.0)
-        - 1
-        + 0.5 * X[:, 4]
-    )
-    y = (rng.random(X.shape[0]) < 1 / (1 + np.exp(-logit))).astype(np.float32)
+    X, y, _ = parity_data()
     return X, y
+
+
+def _clipped():
+    """``tests/test_parity_xgboost.py``'s ``GRID[3]`` (alpha 0.2, max_delta_step 0.3)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_parity_xgboost import GRID
+
+    return GRID[3]
 
 
 def _forest_data():
-    """``tests/test_forest.py``'s data for the forest case."""
-    import numpy as np
-
+    """``tests/test_forest.py``'s data for the forest case (``conftest.forest_parity_data``)."""
     sys.path.insert(0, str(ROOT / "tests"))
-    from conftest import binnable_features
+    from conftest import forest_parity_data
 
-    rng = np.random.default_rng(0)
-    X = binnable_features(rng)
-    logit = 0.4 * np.nan_to_num(X[:, 0] - 6) - 0.8 * X[:, 2] + 0.5 * X[:, 4] - 1
-    y = (rng.random(X.shape[0]) < 1 / (1 + np.exp(-logit))).astype(np.float32)
-    return X, y
+    return forest_parity_data()
 
 
 def _compare(bst, ref, X, rounds, per_round):
@@ -140,6 +121,7 @@ def _worker():
     os.environ["JAXBOOST_TEST_FULL_OPT"] = "1"
     X, y = _data()
     Xf, yf = _forest_data()
+    clipped = _clipped()
 
     import jax
     import jax.numpy as jnp
@@ -166,13 +148,13 @@ def _worker():
             eta=0.3,
             base_score=0.5,
             nthread=1,
-            **CLIPPED,
+            **clipped,
         ),
         xgb.DMatrix(X, label=y, missing=np.nan),
         20,
     )
     bst = jaxboost.train(
-        objectives.logistic, X, y, n_rounds=20, learning_rate=0.3, base_margin=0.0, **CLIPPED
+        objectives.logistic, X, y, n_rounds=20, learning_rate=0.3, base_margin=0.0, **clipped
     )
     res["logistic_clipped"] = _compare(bst, ref, X, 20, 1)
 

@@ -120,6 +120,36 @@ def binnable_features(rng, N=400, F=5):
     return X
 
 
+def parity_data():
+    """``tests/test_parity_xgboost.py``'s data (also ``benchmarks/gpu_parity_probe.py``'s):
+    ``binnable_features`` (seed 0), a logistic label ``yb`` and a noisy regression
+    target ``yr`` of one logit."""
+    rng = np.random.default_rng(0)
+    X = binnable_features(rng)
+    N = X.shape[0]
+    logit = (
+        0.4 * np.nan_to_num(X[:, 0] - 6)
+        - 0.8 * X[:, 2]
+        + 0.3 * np.nan_to_num(X[:, 1], nan=3.0)
+        - 1
+        + 0.5 * X[:, 4]
+    )
+    yb = (rng.random(N) < 1 / (1 + np.exp(-logit))).astype(np.float32)
+    yr = (logit + rng.normal(size=N)).astype(np.float32)
+    return X, yb, yr
+
+
+def forest_parity_data():
+    """The data of ``tests/test_forest.py``'s exact-forest parity test (also
+    ``benchmarks/gpu_parity_probe.py``'s): ``binnable_features`` (seed 0) and a
+    logistic label."""
+    rng = np.random.default_rng(0)
+    X = binnable_features(rng)
+    logit = 0.4 * np.nan_to_num(X[:, 0] - 6) - 0.8 * X[:, 2] + 0.5 * X[:, 4] - 1
+    y = (rng.random(X.shape[0]) < 1 / (1 + np.exp(-logit))).astype(np.float32)
+    return X, y
+
+
 def noisy_binary():
     """A noisy binary problem (validation loss turns up after a few dozen rounds): 1200 x
     6 Gaussian features, 5 % NaN in feature 3, weights in [0.5, 1.5); returned as

@@ -12,7 +12,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import binnable_features
+from conftest import binnable_features, forest_parity_data
 
 import jaxboost
 import objectives
@@ -52,10 +52,7 @@ def regression():
 def test_forest_without_sampling_matches_xgboost_exact():
     """num_parallel_tree=3, no sampling: three identical trees per round, each a third
     of the boosted tree, margins equal to XGBoost's exact forest."""
-    rng = np.random.default_rng(0)
-    X = binnable_features(rng)
-    logit = 0.4 * np.nan_to_num(X[:, 0] - 6) - 0.8 * X[:, 2] + 0.5 * X[:, 4] - 1
-    y = (rng.random(X.shape[0]) < 1 / (1 + np.exp(-logit))).astype(np.float32)
+    X, y = forest_parity_data()
     d = xgb.DMatrix(X, label=y, missing=np.nan)
     ref = xgb.train(
         dict(

@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import binnable_features
+from conftest import parity_data
 
 import jaxboost
 import objectives
@@ -20,19 +20,7 @@ LR = 0.3
 
 @pytest.fixture(scope="module")
 def data():
-    rng = np.random.default_rng(0)
-    X = binnable_features(rng)
-    N = X.shape[0]
-    logit = (
-        0.4 * np.nan_to_num(X[:, 0] - 6)
-        - 0.8 * X[:, 2]
-        + 0.3 * np.nan_to_num(X[:, 1], nan=3.0)
-        - 1
-        + 0.5 * X[:, 4]
-    )
-    yb = (rng.random(N) < 1 / (1 + np.exp(-logit))).astype(np.float32)
-    yr = (logit + rng.normal(size=N)).astype(np.float32)
-    return X, yb, yr
+    return parity_data()
 
 
 GRID = [

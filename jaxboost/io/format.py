@@ -428,13 +428,12 @@ def reachable(is_leaf) -> np.ndarray:
     return reach
 
 
-def _spread(own, K):
-    """``(T, M)`` values of each tree's own output -> ``(T, M, K)``, as training stores
-    them: ``w * one_hot(t mod K)`` in float32 (so the other outputs hold 0 with the sign
-    of ``w``, and ``w`` itself exactly)."""
-    T = own.shape[0]
-    one_hot = np.eye(K, dtype=np.float32)[np.arange(T) % K]  # (T, K)
-    return own.astype(np.float32)[:, :, None] * one_hot[:, None, :]
+def _spread(own, tree, K):
+    """Values of each tree's own output -> all ``K`` outputs, as training stores them:
+    ``w * one_hot(t mod K)`` in float32 (the other outputs hold 0 with the sign of
+    ``w``, and ``w`` itself exactly). ``own``: any shape; ``tree``: the tree of each
+    entry, broadcasting against ``own``. Returns ``own.shape + (K,)``."""
+    return own.astype(np.float32)[..., None] * np.eye(K, dtype=np.float32)[tree % K]
 
 
 def _compact_trees(e, threshold, K) -> dict | None:
@@ -462,7 +461,8 @@ def _compact_trees(e, threshold, K) -> dict | None:
     if K > 1:
         # training stores w * one_hot(t mod K): the other outputs hold 0 with w's sign
         own = value[np.arange(T), :, np.arange(T) % K]
-        if np.array_equal(_spread(own, K).view(np.int32), value.view(np.int32)):
+        spread = _spread(own, np.arange(T)[:, None], K)
+        if np.array_equal(spread.view(np.int32), value.view(np.int32)):
             value, out_of_tree = own, VALUE_OUTPUT
     if out_of_tree is None and reach.sum() * (len(BLANK_NODE) + 1) >= reach.size * len(BLANK_NODE):
         return None  # nearly every node is reached: the node lists would cost more
@@ -676,17 +676,13 @@ def _read_compact(d, kinds, T, M, K) -> dict:
         wide = name == "value" and K > 1
         arrays[name] = np.full((T, M, K) if wide else (T, M), BLANK_NODE[name], dtypes[kind])
         lists_k = wide and not per_tree
-        for t in np.flatnonzero(
-            np.array([type(r) is not list or len(r) != k for r, k in zip(d[name], n)], bool)
-        )[:1]:
+        t = next((t for t, r in enumerate(d[name]) if type(r) is not list or len(r) != n[t]), None)
+        if t is not None:
             fail(
                 f"{where}.{name}[{t}]", f"a list of {n[t]} entries (as trees.node[{t}])", d[name][t]
             )
         got = _flat(d[name], n, f"{where}.{name}", (K,) if lists_k else (), kind)
-        if name == "value" and per_tree:  # as _spread: w * one_hot(t mod K)
-            arrays[name][tree, node] = got[:, None] * np.eye(K, dtype=np.float32)[tree % K]
-        else:
-            arrays[name][tree, node] = got
+        arrays[name][tree, node] = _spread(got, tree, K) if name == "value" and per_tree else got
     listed = np.zeros((T, M), bool)
     listed[tree, node] = True
     reach = reachable(arrays["is_leaf"])
