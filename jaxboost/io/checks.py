@@ -256,7 +256,7 @@ def float_list(a) -> list:
 # --------------------------------------------------------------------------------------
 
 
-def margin_overflow(value, is_leaf, base_margin):
+def margin_overflow(value, is_leaf, base_margin, value_output=None):
     r"""``None`` when no prediction can overflow float32, else ``(k, bound)``.
 
     A row's margin for output ``k`` is ``base_k`` plus one leaf value of each tree, so
@@ -265,8 +265,10 @@ def margin_overflow(value, is_leaf, base_margin):
 
     and float32 sums whose partial sums all stay below ``F32_MAX`` in magnitude cannot
     round to infinity. ``value``: ``(T, M)`` or ``(T, M, K)``; ``is_leaf``: ``(T, M)``;
-    ``base_margin``: a number or ``(K,)``. Returns the first output whose bound exceeds
-    ``F32_MAX``, and that bound (float64).
+    ``base_margin``: a number or ``(K,)``; ``value_output``: None, or ``(T,)`` for class
+    trees held one output per tree (``Ensemble``: ``value`` ``(T, M)``, tree ``t`` adding
+    to output ``value_output[t]`` only; ``K`` is then ``base_margin``'s size).
+    Returns the first output whose bound exceeds ``F32_MAX``, and that bound (float64).
 
     >>> margin_overflow(np.array([[3e38, 3e38]], np.float32), np.array([[True, True]]), 0.0)
     >>> k, bound = margin_overflow(np.full((2, 1), 3e38, np.float32), np.ones((2, 1), bool), 0)
@@ -276,14 +278,19 @@ def margin_overflow(value, is_leaf, base_margin):
     value = np.asarray(value)
     leaf = np.asarray(is_leaf, bool)
     base = np.abs(np.asarray(base_margin, np.float64)).reshape(-1)
-    K = value.shape[2] if value.ndim == 3 else 1
-    total = np.zeros(K, np.float64)
-    step = max(1, (1 << 20) // max(value[0].size if value.shape[0] else 1, 1))
-    for a in range(0, value.shape[0], step):  # blocks of trees: no full-size temporary
-        v = np.abs(value[a : a + step]).reshape(-1, value.shape[1], K)
-        m = leaf[a : a + step][..., None]
-        total += np.max(v, axis=1, where=m, initial=0.0).astype(np.float64).sum(axis=0)
-    total = total + base
+    if value_output is not None:  # each tree's largest leaf, summed per output
+        K = base.size
+        largest = np.max(np.abs(value), axis=1, where=leaf, initial=0.0).astype(np.float64)
+        total = np.bincount(np.asarray(value_output), weights=largest, minlength=K)[:K] + base
+    else:
+        K = value.shape[2] if value.ndim == 3 else 1
+        total = np.zeros(K, np.float64)
+        step = max(1, (1 << 20) // max(value[0].size if value.shape[0] else 1, 1))
+        for a in range(0, value.shape[0], step):  # blocks of trees: no full-size temporary
+            v = np.abs(value[a : a + step]).reshape(-1, value.shape[1], K)
+            m = leaf[a : a + step][..., None]
+            total += np.max(v, axis=1, where=m, initial=0.0).astype(np.float64).sum(axis=0)
+        total = total + base
     bad = np.flatnonzero(~(total <= F32_MAX))
     if bad.size:
         k = int(bad[0])

@@ -289,7 +289,7 @@ def to_dict(booster: Booster, *, compact: bool = False) -> dict:
 
     if not isinstance(booster, Booster):
         raise TypeError(f"to_dict expects a Booster, got {type(booster).__name__}")
-    e = booster.ensemble.to_numpy()
+    e = booster.trees.to_numpy()  # class trees: each tree's own values (Booster.trees)
     K = int(booster.n_outputs)
     threshold = _thresholds_to_list(e)
     base_out = _base_margin_to_dict(booster.base_margin, K)
@@ -306,7 +306,7 @@ def to_dict(booster: Booster, *, compact: bool = False) -> dict:
         "base_margin": base_out,
         "bin_edges": _edges_to_dict(booster.bin_edges),
         "trees": (compact and _compact_trees(e, threshold, K))
-        or _trees_to_dict(booster, e, threshold),
+        or _trees_to_dict(booster, e.spread(K), threshold),
         "best_iteration": best_iteration,
         "best_score": best_score,
         "history": _history_to_dict(getattr(booster, "history", None)),
@@ -428,14 +428,6 @@ def reachable(is_leaf) -> np.ndarray:
     return reach
 
 
-def _spread(own, tree, K):
-    """Values of each tree's own output -> all ``K`` outputs, as training stores them:
-    ``w * one_hot(t mod K)`` in float32 (the other outputs hold 0 with the sign of
-    ``w``, and ``w`` itself exactly). ``own``: any shape; ``tree``: the tree of each
-    entry, broadcasting against ``own``. Returns ``own.shape + (K,)``."""
-    return own.astype(np.float32)[..., None] * np.eye(K, dtype=np.float32)[tree % K]
-
-
 def _compact_trees(e, threshold, K) -> dict | None:
     """The ``trees`` entry in the compact layout, or None where it would not restore the
     model exactly (categorical splits, a node no split reaches that is not blank) or
@@ -455,15 +447,14 @@ def _compact_trees(e, threshold, K) -> dict | None:
             ok = bool(np.all(a == blank))
         if not ok:
             return None
-    T = reach.shape[0]
-    value = np.asarray(e.value, np.float32)
     out_of_tree = None
-    if K > 1:
-        # training stores w * one_hot(t mod K): the other outputs hold 0 with w's sign
-        own = value[np.arange(T), :, np.arange(T) % K]
-        spread = _spread(own, np.arange(T)[:, None], K)
-        if np.array_equal(spread.view(np.int32), value.view(np.int32)):
-            value, out_of_tree = own, VALUE_OUTPUT
+    if K > 1:  # training stores w * one_hot(t mod K): the others hold 0 with w's sign
+        held = e.one_output_per_tree(K)
+        if held is not None:
+            e, out_of_tree = held, VALUE_OUTPUT
+        else:
+            e = e.spread(K)
+    value = np.asarray(e.value, np.float32)
     if out_of_tree is None and reach.sum() * (len(BLANK_NODE) + 1) >= reach.size * len(BLANK_NODE):
         return None  # nearly every node is reached: the node lists would cost more
     ends = np.cumsum(reach.sum(axis=1)).tolist()
@@ -562,7 +553,8 @@ def _read_trees(d, params: TreeParams, edges: BinEdges, F, K, tpr) -> Ensemble:
     if not isinstance(rows, list):
         fail(f"{where}.feature", "a list of trees", rows)
     T = len(rows)
-    if T * M > MAX_NODES or T * M * K > MAX_NODES:
+    per_tree = "node" in d and "value_output" in d  # values (T, M): one output per tree
+    if T * M > MAX_NODES or (T * M * K > MAX_NODES and not per_tree):
         raise ModelFormatError(
             f"{where}: {T} trees of {M} nodes and {K} output(s) exceed "
             f"the limit of {MAX_NODES} nodes/values"
@@ -631,9 +623,11 @@ def _read_trees(d, params: TreeParams, edges: BinEdges, F, K, tpr) -> Ensemble:
 
 
 def _read_compact(d, kinds, T, M, K) -> dict:
-    """The compact layout's fields as full ``(T, M)`` arrays (``(T, M, K)`` values):
-    each tree's listed nodes from the file, every other node ``BLANK_NODE``. The
-    listed nodes must be exactly those a row can reach (``reachable``).
+    """The compact layout's fields as full ``(T, M)`` arrays (``(T, M, K)`` values, or
+    ``(T, M)`` with ``value_output``: each tree's own output's, output ``t mod K``, as
+    ``Ensemble`` holds class trees): each tree's listed nodes from the file, every other node
+    ``BLANK_NODE``. The listed nodes must be exactly those a row can reach
+    (``reachable``).
 
     Each field is checked as one flat list (a file of millions of one-node trees loads
     in one pass per field, not one per tree); an entry that fails is then named by its
@@ -673,7 +667,7 @@ def _read_compact(d, kinds, T, M, K) -> dict:
     dtypes = dict(int=np.int64, bool=bool, float=np.float32, threshold=np.float32)
     arrays = {}
     for name, kind in kinds.items():
-        wide = name == "value" and K > 1
+        wide = name == "value" and K > 1 and not per_tree
         arrays[name] = np.full((T, M, K) if wide else (T, M), BLANK_NODE[name], dtypes[kind])
         lists_k = wide and not per_tree
         t = next((t for t, r in enumerate(d[name]) if type(r) is not list or len(r) != n[t]), None)
@@ -682,7 +676,7 @@ def _read_compact(d, kinds, T, M, K) -> dict:
                 f"{where}.{name}[{t}]", f"a list of {n[t]} entries (as trees.node[{t}])", d[name][t]
             )
         got = _flat(d[name], n, f"{where}.{name}", (K,) if lists_k else (), kind)
-        arrays[name][tree, node] = _spread(got, tree, K) if name == "value" and per_tree else got
+        arrays[name][tree, node] = got
     listed = np.zeros((T, M), bool)
     listed[tree, node] = True
     reach = reachable(arrays["is_leaf"])
@@ -780,10 +774,12 @@ def _check_tree_structure(is_leaf, max_depth) -> None:
 
 def _check_sums(ens: Ensemble, base_margin) -> None:
     """Leaf values whose sums could overflow float32, covers SHAP cannot use."""
-    over = margin_overflow(ens.value, ens.is_leaf, base_margin)
+    K = np.size(base_margin)
+    per_tree = (np.arange(ens.n_trees) % K) if ens.held_one_output_per_tree(K) else None
+    over = margin_overflow(ens.value, ens.is_leaf, base_margin, per_tree)
     if over is not None:
         k, bound = over
-        out = f" for output {k}" if np.ndim(ens.value) == 3 else ""
+        out = f" for output {k}" if K > 1 else ""
         raise ModelFormatError(
             f"trees.value: the leaf values of the {ens.n_trees} trees and base_margin add "
             f"up to {bound:.6g}{out}, beyond the float32 range (3.4028e38): predictions "

@@ -323,7 +323,8 @@ def _compact_tree(t, ens, column, offset, n_features, tree_id):
     is_leaf = ens.is_leaf[t]
     order, left, right = breadth_first(is_leaf)  # heap indices, breadth first
     n = len(order)
-    value = ens.value[t] if column is None else ens.value[t][:, column]
+    own = column is None or ens.value.ndim == 2  # (M,) values: this tree's own
+    value = ens.value[t] if own else ens.value[t][:, column]
     parents = [_NO_PARENT] * n
     split_indices, default_left = [0] * n, [0] * n
     conditions, weights, gains, covers = [0.0] * n, [0.0] * n, [0.0] * n, [0.0] * n
@@ -513,8 +514,8 @@ def to_xgboost_json(booster: Booster, path=None) -> dict:
     if problem:
         raise ValueError(problem)
     name = _export_name(booster.objective)
-    ens = booster.ensemble.to_numpy()
-    K, T, F = booster.n_outputs, booster.ensemble.n_trees, booster.n_features
+    ens = booster.trees.to_numpy()  # class trees: each tree's own values, output t % K
+    K, T, F = booster.n_outputs, ens.n_trees, booster.n_features
     offset = 0.0  # added to the first tree's leaves
     if name == "softmax":
         base_score = _base_score_text(np.asarray(booster.base_margin, np.float32))
@@ -536,9 +537,8 @@ def to_xgboost_json(booster: Booster, path=None) -> dict:
         trees.append(_compact_tree(t, ens, column, offset if t == 0 else 0.0, F, t))
         tree_info.append(t % K if K > 1 else 0)
     if offset and T == 0:  # no tree to carry the residual: a one-leaf tree does
-        stump = Ensemble(*(np.zeros((1, 1), a.dtype) for a in ens))._replace(
-            is_leaf=np.ones((1, 1), bool)
-        )
+        stump = Ensemble(*(None if a is None else np.zeros((1, 1), a.dtype) for a in ens))
+        stump = stump._replace(is_leaf=np.ones((1, 1), bool))
         trees.append(_compact_tree(0, stump, None, offset, F, 0))
         tree_info.append(0)
     per_round = max(booster.trees_per_round, 1)

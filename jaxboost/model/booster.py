@@ -113,6 +113,11 @@ def _read_only(a) -> np.ndarray:
     return view
 
 
+def _read_only_trees(trees: Ensemble) -> Ensemble:
+    """``trees`` with every field a read-only NumPy view."""
+    return Ensemble(*(None if a is None else _read_only(a) for a in trees))
+
+
 class _PaddedTrees:
     """A model's trees padded to a bucketed count (``Ensemble.padded``), made on the
     first device prediction and kept; one holder is shared by a booster and its slices
@@ -121,15 +126,16 @@ class _PaddedTrees:
     softmax, 100 rounds: 7.9 MiB more per model, held and made at the end of each fit).
     """
 
-    __slots__ = ("_trees", "_padded")
+    __slots__ = ("_trees", "_n_outputs", "_padded")
 
-    def __init__(self, trees: Ensemble):
+    def __init__(self, trees: Ensemble, n_outputs: int):
         self._trees = trees
+        self._n_outputs = n_outputs
         self._padded = None
 
     def get(self) -> Ensemble:
         if self._padded is None:  # a race makes two equal copies, never a wrong one
-            self._padded = self._trees.padded()
+            self._padded = self._trees.spread(self._n_outputs).padded()
         return self._padded
 
     @property
@@ -152,7 +158,10 @@ class Booster:
     ``booster[:k]`` is the model of the first ``k`` rounds; ``len(booster)`` the number
     of rounds. ``ensemble`` holds the trees as read-only NumPy arrays, which a model's
     slices share; to change them, give the model new ones
-    (``bst.ensemble = bst.ensemble._replace(value=bst.ensemble.value * 0.5)``).
+    (``bst.ensemble = bst.ensemble._replace(value=bst.ensemble.value * 0.5)``). A model
+    of ``K`` outputs grown one tree per output (softmax's class trees) holds each tree's
+    own values only (``trees``; ``K`` times less memory), and ``ensemble`` shows them in
+    the ``(T, M, K)`` layout.
 
     Example:
       >>> import numpy as np, jaxboost, objectives
@@ -184,9 +193,6 @@ class Booster:
         num_parallel_tree: int = 1,
         _padded: _PaddedTrees | None = None,
     ):
-        self.ensemble = ensemble  # read-only views (the setter)
-        if _padded is not None:  # a slice: the whole model's padded trees
-            self._padded_trees = _padded
         self.objective = objective
         self.params = params
         self.bin_edges = bin_edges
@@ -194,6 +200,9 @@ class Booster:
         self.trees_per_round = int(trees_per_round)
         # Trees per output and round: P > 1 for a forest (train(num_parallel_tree=P)).
         self.num_parallel_tree = int(num_parallel_tree)
+        self.ensemble = ensemble  # read-only views, class trees held compactly (the setter)
+        if _padded is not None:  # a slice: the whole model's padded trees
+            self._padded_trees = _padded
         self.base_margin = (
             float(base_margin)
             if self.n_outputs == 1
@@ -229,21 +238,58 @@ class Booster:
     # --- structure -----------------------------------------------------------------
     @property
     def ensemble(self) -> Ensemble:
-        """The trees (``Ensemble``), read-only NumPy arrays."""
-        return self._ensemble
+        """The trees (``Ensemble``), read-only NumPy arrays, values ``(T, M, K)`` for
+        ``K`` outputs. For class trees (``one_output_per_tree``) this layout is made from
+        ``trees`` on first use and kept with the model (``K`` times the memory of their
+        values); prediction, saving and slicing read ``trees`` and never make it."""
+        if not self._trees.held_one_output_per_tree(self.n_outputs):
+            return self._trees
+        spread = self._spread
+        if spread is None:  # a race makes two equal copies, never a wrong one
+            spread = self._spread = _read_only_trees(self._trees.spread(self.n_outputs))
+        return spread
 
     @ensemble.setter
     def ensemble(self, trees: Ensemble) -> None:
         # read-only views: booster[:k] shares these arrays (as may the training chunk
         # they were read from), so writing into one model's trees would change another's
-        self._ensemble = Ensemble(*(None if a is None else _read_only(a) for a in trees))
+        trees = Ensemble(*trees)
+        if self.one_output_per_tree:  # hold each class tree's own values only
+            held = trees.one_output_per_tree(self.n_outputs)
+            trees = trees.spread(self.n_outputs) if held is None else held
+        self._trees = _read_only_trees(trees)
+        self._spread = None
         # The trees padded to a bucketed count, shared by every slice booster[:k] of one
         # model, so all of them predict with one compiled program; made on first use
         # (the native CPU predictor never needs them), and anew for new trees.
-        self._padded_trees = _PaddedTrees(self._ensemble)
+        self._padded_trees = _PaddedTrees(self._trees, self.n_outputs)
+
+    @property
+    def trees(self) -> Ensemble:
+        """The trees as the model holds them: ``ensemble``, except that class trees
+        (``one_output_per_tree``) hold each tree's own values, ``value`` ``(T, M)``, tree
+        ``t``'s of output ``t % K`` (see ``jaxboost.engine.tree.Ensemble``): a 100-class
+        softmax of 50 rounds at depth 6 holds 2.4 MiB of values where ``ensemble`` has
+        242 MiB. Read-only NumPy arrays.
+
+        Example:
+          >>> import numpy as np, jaxboost
+          >>> X = np.arange(12, dtype=np.float32).reshape(-1, 1); y = np.arange(12) % 3
+          >>> bst = jaxboost.train("softmax", X, y, n_rounds=2, max_depth=2)
+          >>> bst.trees.value.shape, bst.ensemble.value.shape
+          ((6, 7), (6, 7, 3))
+        """
+        return self._trees
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the trees the model holds (``trees``' arrays; the ``(T, M, K)``
+        layout of class trees counts once ``ensemble`` has made it)."""
+        n = sum(int(a.nbytes) for a in self._trees if a is not None)
+        return n + (0 if self._spread is None else int(self._spread.value.nbytes))
 
     def __len__(self) -> int:
-        return self.ensemble.n_trees // self.trees_per_round
+        return self._trees.n_trees // self.trees_per_round
 
     @property
     def n_rounds(self) -> int:
@@ -283,7 +329,7 @@ class Booster:
         stop = len(self) if key.stop is None else key.stop
         stop = max(0, min(len(self), stop if stop >= 0 else len(self) + stop))
         out = Booster(
-            self.ensemble[: stop * self.trees_per_round],
+            self._trees[: stop * self.trees_per_round],
             objective=self.objective,
             params=self.params,
             bin_edges=self.bin_edges,
@@ -315,7 +361,7 @@ class Booster:
             parts.append(f"link={_link_text(self.objective)}")
         parts += [
             f"n_rounds={len(self)}",
-            f"n_trees={self.ensemble.n_trees}",
+            f"n_trees={self._trees.n_trees}",
             f"max_depth={self.params.max_depth}",
             f"n_features={self.n_features}",
         ]
@@ -347,9 +393,9 @@ class Booster:
             ("n_rounds", rounds),
             (
                 "n_trees",
-                f"{self.ensemble.n_trees} ({self.trees_per_round} per round)"
+                f"{self._trees.n_trees} ({self.trees_per_round} per round)"
                 if self.trees_per_round > 1
-                else self.ensemble.n_trees,
+                else self._trees.n_trees,
             ),
             ("max_depth", self.params.max_depth),
             ("learning_rate", number(self.params.learning_rate)),
@@ -535,11 +581,11 @@ class Booster:
         """``(N[, K])`` margins (``link`` applied) of the first ``n_trees`` trees."""
 
         if native_predict_enabled():  # the CPU kernel: no program to compile
-            trees = self.ensemble[: min(int(n_trees), self.ensemble.n_trees)]
+            trees = self._trees[: min(int(n_trees), self._trees.n_trees)]
             depth = self.params.max_depth
             return self._by_blocks(
                 lambda Xd, o: predict_margin_host(
-                    trees, Xd, self._base(o), max_depth=depth, link=link
+                    trees, Xd, self._base(o), max_depth=depth, link=link, n_outputs=self.n_outputs
                 ),
                 X,
                 offsets,
@@ -622,7 +668,7 @@ class Booster:
 
             return self._by_blocks(lambda Xd, o: shap_values(self, Xd, base_margin=o), X, offsets)
         link = None if output_margin else _link_of(self.objective)
-        return self._margins(X, offsets, self.ensemble.n_trees, link)
+        return self._margins(X, offsets, self._trees.n_trees, link)
 
     @float32_programs
     def staged_predict(self, X, output_margin: bool = False, base_margin=None) -> np.ndarray:
@@ -649,7 +695,7 @@ class Booster:
         X = self._features(X)
         offsets = self._offsets(base_margin, X.shape[0])
         link = None if output_margin else _link_of(self.objective)
-        T = self.ensemble.n_trees
+        T = self._trees.n_trees
         _check_output_size(
             (len(self), X.shape[0], self.n_outputs),
             "staged_predict",
@@ -659,8 +705,19 @@ class Booster:
         host = native_predict_enabled()  # the CPU kernel: only the link compiles
 
         def stages(Xd, o):
-            fn = staged_margins_host if host else staged_margins
-            out = fn(self.ensemble, Xd, self._base(o), max_depth=self.params.max_depth, link=link)
+            depth = self.params.max_depth
+            if host:  # the class trees as held (K times fewer values)
+                out = staged_margins_host(
+                    self._trees,
+                    Xd,
+                    self._base(o),
+                    max_depth=depth,
+                    link=link,
+                    n_outputs=self.n_outputs,
+                )
+            else:
+                trees = self._trees.spread(self.n_outputs)  # for this call only
+                out = staged_margins(trees, Xd, self._base(o), max_depth=depth, link=link)
             return np.asarray(out)[self.trees_per_round - 1 :: self.trees_per_round]
 
         # a block's (trees, rows[, K]) margins stay near STAGED_BLOCK_VALUES entries
@@ -826,6 +883,6 @@ class Booster:
         def leaves(Xd, _):
             trees = self._padded_trees.get()
             out = predict_leaf(trees, pad_rows(Xd), max_depth=self.params.max_depth)
-            return np.asarray(out)[: Xd.shape[0], : self.ensemble.n_trees]
+            return np.asarray(out)[: Xd.shape[0], : self._trees.n_trees]
 
         return self._by_blocks(leaves, X)

@@ -104,7 +104,7 @@ TARGET_NAME = "jaxboost_histogram"
 TREE_TARGET_NAME = "jaxboost_grow_tree"
 TREES_TARGET_NAME = "jaxboost_grow_trees"
 SPARSE_TREE_TARGET_NAME = "jaxboost_grow_tree_sparse"
-_ABI_VERSION = 10
+_ABI_VERSION = 11
 _SOURCE = _build.SOURCE
 _FLAGS = _build.FLAGS
 _LIB_NAME = "libjaxboost_hist.so"
@@ -248,7 +248,7 @@ def _load_and_register() -> None:
     lib.JaxboostPredict.restype = None
     lib.JaxboostPredict.argtypes = (
         [ctypes.c_void_p, ctypes.c_int64]
-        + [ctypes.c_void_p] * 3
+        + [ctypes.c_void_p] * 4
         + [ctypes.c_int64] * 4
         + [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
     )
@@ -350,7 +350,10 @@ def predict(X, ensemble, margin, max_depth: int, *, n_threads: int | None = None
     Args:
       X: ``(N, F)`` float32, C-contiguous; NaN = missing.
       ensemble: a host ``Ensemble`` (NumPy fields) of ``T`` trees of ``M`` heap nodes;
-        every tree is used.
+        every tree is used. Its values ``(T, M[, K])``; ``(T, M)`` with ``K > 1``
+        outputs are class trees held one output per tree (tree ``t``'s values are
+        output ``t % K``'s; ``Ensemble``), which add what the ``(T, M, K)`` layout
+        would, bit for bit.
       margin: ``(N,)`` or ``(N, K)`` float32, C-contiguous: the margins before the trees
         (the base margin or offsets); on return, plus every tree's leaf value, added in
         float32 tree by tree.
@@ -425,7 +428,10 @@ def _pack_trees(X, ensemble, margin, max_depth):
         raise ValueError(f"margin must be C-contiguous float32 with {N} rows")
     T, M = ensemble.feature.shape
     K = 1 if margin.ndim == 1 else margin.shape[1]
-    if ensemble.value.shape[:2] != (T, M) or int(np.prod(ensemble.value.shape[2:])) != K:
+    out = None
+    if K > 1 and ensemble.value.shape == (T, M):  # class trees, one output per tree
+        out = (np.arange(T) % K).astype(np.int32)  # tree t's values go to output t % K
+    elif ensemble.value.shape[:2] != (T, M) or int(np.prod(ensemble.value.shape[2:])) != K:
         raise ValueError(f"leaf values of shape {ensemble.value.shape} for {K} outputs")
     # The kernel reads X[row, feature] and walks heap indices below 2**(max_depth+1) - 1
     # without bounds checks: refuse what would read outside the arrays.
@@ -447,7 +453,7 @@ def _pack_trees(X, ensemble, margin, max_depth):
         cat = np.ascontiguousarray(cat, np.uint32)
     nodes["flags"] = flags
     value = np.ascontiguousarray(ensemble.value, np.float32)
-    return dict(nodes=nodes, value=value, cat=cat, T=T, M=M, K=K, depth=int(max_depth))
+    return dict(nodes=nodes, value=value, cat=cat, out=out, T=T, M=M, K=K, depth=int(max_depth))
 
 
 def _run_predict(X, packed, margin, t0, t1, n_threads):
@@ -462,13 +468,14 @@ def _run_predict(X, packed, margin, t0, t1, n_threads):
 
 def _predict_args(X, packed, margin, t0, t1):
     """``JaxboostPredict``'s arguments but the row range, for trees ``t0 .. t1 - 1``."""
-    M, K, cat = packed["M"], packed["K"], packed["cat"]
+    M, K, cat, out = packed["M"], packed["K"], packed["cat"], packed["out"]
     return (
         X.ctypes.data,
         X.shape[1],
         packed["nodes"].ctypes.data + t0 * M * _PREDICT_NODE.itemsize,
-        packed["value"].ctypes.data + t0 * M * K * 4,
+        packed["value"].ctypes.data + t0 * M * (K if out is None else 1) * 4,
         None if cat is None else cat.ctypes.data + t0 * M * 8 * 4,
+        None if out is None else out.ctypes.data + t0 * 4,
         t1 - t0,
         M,
         K,

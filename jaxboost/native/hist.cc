@@ -1629,9 +1629,12 @@ extern "C" void JaxboostApplyBins(const float* X, int64_t F, const float* cuts,
 // row by row waits for each node before it can read the next).
 //
 // X: (N, F) row-major float32; nodes: (T, M) PredictNode (feature, threshold, flags:
-// 1 = default left, 2 = leaf, 4 = categorical split); value (T, M, K) float32;
-// cat_bits: (T, M, 8) uint32, read only at categorical splits (null when none).
-// Rows [row_begin, row_end).
+// 1 = default left, 2 = leaf, 4 = categorical split); value (T, M, K) float32, or
+// (T, M) when value_output is given: class trees held one output per tree (Ensemble),
+// value_output (T,) int32 in [0, K), whose leaf value v goes to output value_output[t]
+// and v * 0 (0 with v's sign) to the others, as the (T, M, K) layout stores them, so
+// both layouts give the same sums bit for bit; cat_bits: (T, M, 8)
+// uint32, read only at categorical splits (null when none). Rows [row_begin, row_end).
 struct PredictNode {
   int32_t feature;
   float threshold;
@@ -1640,8 +1643,9 @@ struct PredictNode {
 
 template <bool kCats>
 void PredictRows(const float* X, int64_t F, const PredictNode* nodes, const float* value,
-                 const uint32_t* cat_bits, int64_t T, int64_t M, int64_t K, int64_t max_depth,
-                 float* margin, int64_t row_begin, int64_t row_end) {
+                 const uint32_t* cat_bits, const int32_t* value_output, int64_t T, int64_t M,
+                 int64_t K, int64_t max_depth, float* margin, int64_t row_begin,
+                 int64_t row_end) {
   constexpr int64_t kBlock = 64;
   int32_t pos[kBlock];
   for (int64_t r0 = row_begin; r0 < row_end; r0 += kBlock) {
@@ -1671,6 +1675,17 @@ void PredictRows(const float* X, int64_t F, const PredictNode* nodes, const floa
           pos[i] = 2 * pos[i] + 2 - left;
         }
       }
+      if (value_output != nullptr) {
+        const float* vt = value + t * M;
+        const int64_t own = value_output[t];
+        for (int64_t i = 0; i < nb; ++i) {
+          float* m = margin + (r0 + i) * K;
+          const float v = vt[pos[i]];
+          const float zero = v * 0.0f;  // what the spread layout holds beside v
+          for (int64_t k = 0; k < K; ++k) m[k] += (k == own) ? v : zero;
+        }
+        continue;
+      }
       const float* vt = value + t * M * K;
       for (int64_t i = 0; i < nb; ++i) {
         float* m = margin + (r0 + i) * K;
@@ -1682,20 +1697,21 @@ void PredictRows(const float* X, int64_t F, const PredictNode* nodes, const floa
 }
 
 extern "C" void JaxboostPredict(const float* X, int64_t F, const PredictNode* nodes,
-                                const float* value, const uint32_t* cat_bits, int64_t T,
-                                int64_t M, int64_t K, int64_t max_depth, float* margin,
-                                int64_t row_begin, int64_t row_end) {
+                                const float* value, const uint32_t* cat_bits,
+                                const int32_t* value_output, int64_t T, int64_t M, int64_t K,
+                                int64_t max_depth, float* margin, int64_t row_begin,
+                                int64_t row_end) {
   if (cat_bits != nullptr) {
-    PredictRows<true>(X, F, nodes, value, cat_bits, T, M, K, max_depth, margin, row_begin,
-                      row_end);
+    PredictRows<true>(X, F, nodes, value, cat_bits, value_output, T, M, K, max_depth, margin,
+                      row_begin, row_end);
   } else {
-    PredictRows<false>(X, F, nodes, value, cat_bits, T, M, K, max_depth, margin, row_begin,
-                       row_end);
+    PredictRows<false>(X, F, nodes, value, cat_bits, value_output, T, M, K, max_depth, margin,
+                       row_begin, row_end);
   }
 }
 
-// Version of the calling conventions above; the Python side checks it.
 // Hands the scratch pool's idle blocks back to the system; returns their bytes.
 extern "C" int64_t JaxboostReleaseScratch() { return ScratchPool::Get().Release(); }
 
-extern "C" int JaxboostHistogramAbiVersion() { return 10; }
+// Version of the calling conventions above; the Python side checks it.
+extern "C" int JaxboostHistogramAbiVersion() { return 11; }

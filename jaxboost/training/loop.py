@@ -20,8 +20,6 @@ every model has stopped.
 
 from __future__ import annotations
 
-from typing import cast
-
 import jax
 import numpy as np
 
@@ -80,7 +78,7 @@ class ModelRun:
       where: ``(group, index in group)`` of the model in the round program.
       evals: ``[(EvalSet, EvalPlan, EvalData, margin), ...]`` (see ``evaluation``).
       metrics: the ``Metric`` s evaluated on every set.
-      assemble: ``assemble(run, n_new_rounds) -> Booster``.
+      assemble: ``assemble(run, n_new_rounds, final) -> Booster``.
       label: how errors name the model (``""`` for ``train``).
       base: the model's base margin (for error messages).
     """
@@ -95,7 +93,11 @@ class ModelRun:
             e.name: {m.name: [] for m in metrics} for e, *_ in evals
         }
         self.callbacks = list(s.callbacks)
-        self.parts = [] if s.init_model is None else [s.init_model.ensemble]
+        self.parts = [] if s.init_model is None else [s.init_model.trees]
+        # class trees (K outputs, one tree per output): each chunk's trees are held with
+        # their own values only once read (hold_read), K times less than (T, M, K)
+        K = s.n_outputs
+        self.class_trees = K if K > 1 and s.trees_per_round == K * s.num_parallel_tree else 0
         self.assemble = assemble
         self.label = label
         self.stop = None  # the last round kept, once stopped
@@ -109,8 +111,19 @@ class ModelRun:
         self.done = 0  # new rounds read, checked finite and shown to the callbacks
         self.eta_log = []  # the learning rate of every round dispatched
 
-    def booster(self, n_new_rounds):
-        return self.assemble(self, n_new_rounds)
+    def hold_read(self):
+        """Hold the last chunk's class trees (read: its program has finished) with their
+        own values only (``Ensemble.one_output_per_tree``), letting its ``(T, M, K)``
+        values go: a 100-class softmax then holds 1/100 of them while it trains."""
+        if self.class_trees and self.parts:
+            held = self.parts[-1].one_output_per_tree(self.class_trees)
+            if held is not None:
+                self.parts[-1] = held
+
+    def booster(self, n_new_rounds, final=False):
+        """The model of the first ``n_new_rounds`` new rounds; ``final``: the last one
+        asked of this run (its chunks' trees are let go as they are copied)."""
+        return self.assemble(self, n_new_rounds, final)
 
     def etas(self, r0, chunk):
         s = self.s
@@ -314,6 +327,9 @@ def run(models, program, n_rounds, on_chunk=lambda r0: None):
             reading = False
             for m in models:
                 if m.stop is None:
+                    m.hold_read()
+            for m in models:
+                if m.stop is None:
                     g, i = m.where
                     t = trees[g][i]
                     m.parts.append(
@@ -421,8 +437,10 @@ def new_rounds(m) -> int:
     return m.s.n_rounds if m.stop is None else m.stop + 1
 
 
-def assemble_booster(run_, n_new_rounds, *, edges, base, n_features):
-    """The ``Booster`` of ``run_``'s first ``n_new_rounds`` new rounds."""
+def assemble_booster(run_, n_new_rounds, *, edges, base, n_features, final=False):
+    """The ``Booster`` of ``run_``'s first ``n_new_rounds`` new rounds. ``final``: the
+    last assembly of this run (after the loop): its parts are let go as they are copied,
+    so the trees are not held twice at the end of a fit."""
     s = run_.s
     tpr = s.trees_per_round
     n_init = 0 if s.init_model is None else s.init_model.ensemble.n_trees
@@ -438,9 +456,17 @@ def assemble_booster(run_, n_new_rounds, *, edges, base, n_features):
             # deeper heap arrays, whose nodes past the model's depth are unused leaves
             parts.append(_heap_prefix(part, M))
             have += part.n_trees
-        # Ensemble.__getitem__ slices every field (type checkers read a slice of a
-        # NamedTuple as a plain tuple)
-        ens = cast(Ensemble, Ensemble.concat(parts)[:n_trees])
+        if final:
+            del part
+            run_.parts = []
+        if run_.class_trees:  # held one output per tree (Booster.trees), or all spread
+            held = [p.one_output_per_tree(run_.class_trees) for p in parts]
+            kept = [h for h in held if h is not None]
+            parts[:] = (
+                kept if len(kept) == len(parts) else [p.spread(run_.class_trees) for p in parts]
+            )
+            del held, kept
+        ens = Ensemble.concat(parts, n_trees=n_trees, consume=final)
     else:
         ens = _no_trees(s)
     b = Booster(

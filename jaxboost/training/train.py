@@ -240,9 +240,9 @@ def model_run(s, prep, evals, metrics, where, *, early_stopping, chunk, label=""
         check_host(metrics, e, start, link_of(s.loss))  # host metrics, before any round
         placed.append((e, plan, data_, layout.replicate(start)))
 
-    def assemble(run_, n_new):
+    def assemble(run_, n_new, final=False):
         return loop.assemble_booster(
-            run_, n_new, edges=prep.edges, base=prep.base, n_features=prep.n_features
+            run_, n_new, edges=prep.edges, base=prep.base, n_features=prep.n_features, final=final
         )
 
     return loop.ModelRun(s, where, placed, metrics, assemble, label, base=prep.base)
@@ -253,8 +253,8 @@ def finish(run_) -> Booster:
     s = run_.s
     early = next((cb for cb in s.callbacks if isinstance(cb, EarlyStopping)), None)
     if early is not None and early.best_iteration is not None:
-        bst = run_.booster(early.best_iteration + 1)
+        bst = run_.booster(early.best_iteration + 1, final=True)
         bst.best_iteration = s.start_round + early.best_iteration
         bst.best_score = early.best_score
         return bst
-    return run_.booster(loop.new_rounds(run_))
+    return run_.booster(loop.new_rounds(run_), final=True)
