@@ -78,7 +78,7 @@ def worker(task: dict) -> dict:
     def fit(depth):
         t = time.perf_counter()
         bst = jaxboost.train("logistic", X, y, max_depth=depth, **params)
-        jax.block_until_ready(bst.ensemble)
+        jax.block_until_ready(bst.trees)
         return time.perf_counter() - t
 
     D = task["depth"]

@@ -80,7 +80,7 @@ def main() -> None:
     def fit(with_eval: bool) -> float:
         t = time.perf_counter()
         bst = jaxboost.train("logistic", X, y, **params, **(evals if with_eval else {}))
-        jax.block_until_ready(bst.ensemble)
+        jax.block_until_ready(bst.trees)
         return time.perf_counter() - t
 
     fit(False), fit(True)  # compile both programs

@@ -379,7 +379,7 @@ def work_jaxboost(row: str, data, rounds: int, threads: int):
 
     def fit():
         bst = jaxboost.train(objective, X, y, **params)
-        jax.block_until_ready(bst.ensemble)
+        jax.block_until_ready(bst.trees)
         return bst
 
     def evaluate(bst):

@@ -178,7 +178,7 @@ def worker_jaxboost(cache, n_total, n_train, n_test, rounds):
     def fit():
         t = time.perf_counter()
         b = jaxboost.train("logistic", X, y, n_rounds=rounds, **PARAMS)
-        jax.block_until_ready(b.ensemble)
+        jax.block_until_ready(b.trees)
         return b, time.perf_counter() - t
 
     _, out["first_s"] = fit()

@@ -15,6 +15,10 @@ Cases (depth 6, 256 bins, learning rate 0.3, one JAX CPU device):
 * ``softmax10`` / ``softmax100``: ``objectives.softmax``, 100,000 x 20, 10 rounds,
   K = 10 / 100 classes, one tree per class per round (the default
   ``multi_strategy``): bytes per row and class;
+* ``classes100``: ``objectives.softmax``, 5,000 x 10, 100 classes, 100 rounds: 10,000
+  class trees of depth 6, whose ``(T, M, K)`` leaf values came to 484 MiB before class
+  trees were held one output per tree (``Booster.trees``; ``model MiB``: the trees the
+  booster holds);
 * ``wide2k`` / ``wide20k``: squared, 500 x 2,000 / 500 x 20,000, 3 rounds: bytes per
   feature;
 * ``sparse1m``: logistic on a ``scipy.sparse`` matrix of 1,000 rows x 1,000,000
@@ -64,6 +68,7 @@ CASES = {
     "rows": ("squared", 1_000_000, 20, 1, 10),
     "softmax10": ("softmax", 100_000, 20, 10, 10),
     "softmax100": ("softmax", 100_000, 20, 100, 10),
+    "classes100": ("softmax", 5_000, 10, 100, 100),
     "wide2k": ("squared", 500, 2_000, 1, 3),
     "wide20k": ("squared", 500, 20_000, 1, 3),
     "sparse1m": ("logistic", 1_000, 1_000_000, 1, 5),
@@ -117,7 +122,7 @@ def special(name: str) -> dict:
             train_s=time.perf_counter() - t0,
             train_cpu_s=time.process_time() - c0,
             data_bytes=int(X.data.nbytes + X.indices.nbytes + X.indptr.nbytes),
-            n_trees=int(bst.ensemble.n_trees),
+            n_trees=int(bst.trees.n_trees),
         )
     Xs = rng.standard_normal((10_000, 5), dtype=np.float32)
     ys = (Xs[:, 0] > 0).astype(np.float32)
@@ -140,7 +145,7 @@ def special(name: str) -> dict:
         train_cpu_s=time.process_time() - c0,
         data_bytes=int(X.nbytes),
         output_bytes=int(out.nbytes),
-        n_trees=int(bst.ensemble.n_trees),
+        n_trees=int(bst.trees.n_trees),
     )
 
 
@@ -163,7 +168,8 @@ def worker(name: str) -> None:
         train_s=time.perf_counter() - t0,
         train_cpu_s=time.process_time() - c0,
         data_bytes=int(X.nbytes + y.nbytes),
-        n_trees=int(bst.ensemble.n_trees),
+        n_trees=int(bst.trees.n_trees),
+        model_bytes=int(bst.nbytes),
         margin_head=[float(v) for v in margin.ravel()[:4]],
     )
     print(TAG + json.dumps(out), flush=True)
@@ -201,10 +207,15 @@ def model(results: dict) -> list:
     return lines
 
 
+def _model_mib(r: dict) -> str:
+    return "-" if r.get("model_bytes") is None else f"{r['model_bytes'] / MIB:,.1f}"
+
+
 def table(results: dict) -> str:
     head = (
         f"{'case':10s}  {'objective':9s}  {'rows':>9s}  {'feat':>6s}  {'K':>4s}  "
-        f"{'rounds':>6s}  {'peak MiB':>9s}  {'train s':>8s}  {'CPU s':>7s}  target"
+        f"{'rounds':>6s}  {'peak MiB':>9s}  {'model MiB':>9s}  {'train s':>8s}  {'CPU s':>7s}  "
+        "target"
     )
     out = [head, "-" * len(head)]
     for name, r in results.items():
@@ -223,13 +234,15 @@ def table(results: dict) -> str:
         )
         out.append(
             f"{name:10s}  {obj:9s}  {rows:9,d}  {feats:6,d}  {k:4d}  {rounds:6d}  "
-            f"{r['peak_bytes'] / MIB:9,.0f}  {r['train_s']:8.1f}  {r['cpu_s']:7.1f}  {ok}"
+            f"{r['peak_bytes'] / MIB:9,.0f}  {_model_mib(r):>9s}  {r['train_s']:8.1f}  "
+            f"{r['cpu_s']:7.1f}  {ok}"
         )
     out.append("")
     for m in model(results):
         out.append(f"{m['what']:32s} {m['bytes']:12,.0f} bytes   ({m['cases']})")
     out.append(
-        "peak MiB: the worker's peak RSS (ru_maxrss by wait4), data included; train s: "
+        "peak MiB: the worker's peak RSS (ru_maxrss by wait4), data included; model MiB: "
+        "the trees the booster holds (Booster.nbytes); train s: "
         "wall seconds of the train call (compile included); CPU s: the worker's user + "
         "system seconds."
     )

@@ -57,7 +57,7 @@ def worker(stack: str) -> None:
 
         steps.append(("import jaxboost", vm_hwm_mib()))
         b = jaxboost.train("logistic", X, y, n_rounds=100, max_depth=6, verbose=False)
-        jax.block_until_ready(b.ensemble)
+        jax.block_until_ready(b.trees)
         steps.append(("fit", vm_hwm_mib()))
         b.predict(X)
     else:

@@ -111,7 +111,7 @@ def _w1_fit(lib: str, threads: int):
                 max_bin=run.MAX_BIN,
                 verbose=False,
             )
-            jax.block_until_ready(b.ensemble)
+            jax.block_until_ready(b.trees)
             return np.asarray(b.predict(Xt, output_margin=True))
 
         return fit

@@ -114,7 +114,7 @@ def run_case(case, repeats):
     return dict(
         case=case,
         rows=Xp.shape[0],
-        trees=bst.ensemble.n_trees,
+        trees=bst.trees.n_trees,
         paths=rows,
         native_equals_xla=same,
     )

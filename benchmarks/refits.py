@@ -55,7 +55,7 @@ if lib == "jaxboost":
                              max_depth=run.MAX_DEPTH, learning_rate=run.LEARNING_RATE,
                              reg_lambda=run.REG_LAMBDA, min_child_weight=run.MIN_CHILD_WEIGHT,
                              verbose=False)
-        jax.block_until_ready(bst.ensemble)
+        jax.block_until_ready(bst.trees)
         return bst
 else:
     import xgboost as xgb

@@ -303,7 +303,7 @@ def work_jaxboost(spec: dict, data, t_start: float) -> dict:
     def fit():
         t = time.perf_counter()
         bst = jaxboost.train(loss, X, y, **params)
-        jax.block_until_ready(bst.ensemble)
+        jax.block_until_ready(bst.trees)
         return bst, time.perf_counter() - t
 
     out = {"import_s": import_s}

@@ -103,7 +103,7 @@ def trees_to_list(booster):
     sends left, else None."""
     from ..model.explain import is_categorical_split, left_categories
 
-    ens = booster.ensemble
+    ens = booster.trees
     T, M = np.shape(ens.feature)
     out = []
     for t in range(T):

@@ -75,7 +75,7 @@ def _reachable(ens) -> np.ndarray:
 
 
 def _splits(booster):
-    ens = booster.ensemble.to_numpy()
+    ens = booster.trees.to_numpy()  # structure only: class trees as held
     split = _reachable(ens) & ~ens.is_leaf
     return ens, split
 
@@ -124,7 +124,7 @@ def left_categories(booster, t: int, i: int) -> list:
     left (codes the model never saw go the default way and are not listed)."""
     from ..engine.categorical import codes_of_bits
 
-    ens = booster.ensemble
+    ens = booster.trees
     codes = codes_of_bits(ens.cat_bits[t, i])
     seen = booster.bin_edges.categories
     f = int(ens.feature[t, i])

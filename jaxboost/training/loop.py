@@ -237,8 +237,8 @@ class ModelRun:
         made (the loss is blameless there), else None."""
         base = np.abs(np.asarray(self.base, np.float64))
         leaves = (
-            np.abs(np.asarray(booster.ensemble.value, np.float64))
-            if booster is not None and booster.ensemble.n_trees
+            np.abs(np.asarray(booster.trees.value, np.float64))
+            if booster is not None and booster.trees.n_trees
             else np.zeros(1)
         )
         peak = float(max(base.max(), leaves.max()))
@@ -443,7 +443,7 @@ def assemble_booster(run_, n_new_rounds, *, edges, base, n_features, final=False
     so the trees are not held twice at the end of a fit."""
     s = run_.s
     tpr = s.trees_per_round
-    n_init = 0 if s.init_model is None else s.init_model.ensemble.n_trees
+    n_init = 0 if s.init_model is None else s.init_model.trees.n_trees
     n_trees = n_init + n_new_rounds * tpr
     if run_.parts:
         parts: list[Ensemble] = []
