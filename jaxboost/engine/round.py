@@ -117,8 +117,15 @@ class RoundSpec(NamedTuple):
         return 2 ** (self.max_depth + 1) - 1
 
     @property
+    def class_trees(self) -> bool:
+        """One tree per output (``K > 1``, not vector leaves): the round's trees hold
+        their own output's values, ``(tpr, M)``, tree ``t`` being output ``t mod K``'s
+        (``Ensemble``'s class trees held one output per tree)."""
+        return self.n_outputs > 1 and not self.multi_output_tree
+
+    @property
     def trees_per_round(self) -> int:
-        per_forest = self.n_outputs if (self.n_outputs > 1 and not self.multi_output_tree) else 1
+        per_forest = self.n_outputs if self.class_trees else 1
         return per_forest * self.num_parallel_tree
 
     def tree_spec(self) -> TreeSpec:
@@ -216,12 +223,13 @@ class Rounds(NamedTuple):
 
 
 def empty_trees(spec: RoundSpec, n: int, cats: bool = False):
-    """``n`` trees of one leaf of value 0 (dict of ``(n, M)`` arrays; ``cats``: with
-    empty category sets ``cat_bits`` ``(n, M, N_WORDS)``)."""
+    """``n`` trees of one leaf of value 0 (dict of ``(n, M)`` arrays, values ``(n, M,
+    K)`` for vector leaves; ``cats``: with empty category sets ``cat_bits`` ``(n, M,
+    N_WORDS)``)."""
     M, K = spec.n_nodes, spec.n_outputs
     z_i = jnp.zeros((n, M), jnp.int32)
     z_f = jnp.zeros((n, M), jnp.float32)
-    value = z_f if K == 1 else jnp.zeros((n, M, K), jnp.float32)
+    value = z_f if K == 1 or spec.class_trees else jnp.zeros((n, M, K), jnp.float32)
     out = dict(
         feature=z_i,
         tbin=z_i,
@@ -643,11 +651,8 @@ def _grow(rnd: _Round, margin, g, h, dyn, key, take):
             rules=rules,
         )
         tree, _ = _bounds_of(cons, tree)
-        tree = _stored(tree, zero)
-        delta = tree["value"][leaf]
-        one_hot = jax.nn.one_hot(k, K, dtype=FLOAT_DTYPE)
-        tree = dict(tree, value=tree["value"][:, None] * one_hot)  # cat_bits kept
-        return None, (tree, delta)
+        tree = _stored(tree, zero)  # its values are output k's: (M,), class trees held
+        return None, (tree, tree["value"][leaf])  # one output per tree (Ensemble)
 
     _, (trees, deltas) = jax.lax.scan(one_output, None, jnp.arange(K, dtype=INDEX_DTYPE))
     return trees, deltas.T
@@ -656,10 +661,8 @@ def _grow(rnd: _Round, margin, g, h, dyn, key, take):
 def _class_trees_side_by_side(rnd: _Round, g, h, dyn, key):
     """``_grow``'s K class trees on small data, side by side on the cores
     (``_trees_side_by_side``): ``(trees, delta)`` as ``_grow``'s scan returns them."""
-    K = g.shape[1]
     trees, deltas = _trees_side_by_side(rnd, g.T, h.T, dyn, lambda k: _sampler(rnd, key, k))
-    one_hot = jnp.eye(K, dtype=FLOAT_DTYPE)[:, None, :]  # tree k's values on output k
-    return dict(trees, value=trees["value"][:, :, None] * one_hot), deltas.T
+    return trees, deltas.T  # tree k's values, output k's (class trees held so)
 
 
 def _refit(rnd: _Round, tree, leaf, margin, dyn):

@@ -448,6 +448,10 @@ def chunk_margins(plan: TreePlan, trees, margin, bins):
         lambda t: binned_leaf(t, bins, max_depth=plan.max_depth, max_bin=plan.max_bin)
     )(trees)  # (T, n)
     vals = jax.vmap(lambda v, lf: v[lf])(trees["value"], leaves)  # (T, n[, K])
+    if margin.ndim == 2 and vals.ndim == 2:  # class trees, tree t's values output t mod K's
+        K = margin.shape[1]
+        one_hot = jnp.eye(K, dtype=vals.dtype)[jnp.arange(vals.shape[0]) % K]
+        vals = vals[:, :, None] * one_hot[:, None, :]  # the (T, M, K) layout's sums, exactly
     vals = jnp.sum(vals.reshape((plan.chunk, plan.trees_per_round) + vals.shape[1:]), axis=1)
 
     def add(m, d):
