@@ -145,8 +145,8 @@ existed load unchanged):
 Limits: at most ``MAX_NODES`` nodes (``T * M``) and as many leaf-value entries
 (``T * M * K``; ``T * M`` for class trees written one output per tree, ``value_output``,
 which are read and held so: ``Booster.trees``), ``MAX_FEATURES`` features,
-``MAX_CLASSES`` outputs, ``MAX_HISTORY`` history entries, ``files.MAX_TEXT_BYTES`` bytes of text and ``files.MAX_PARSE_BYTES``
-of estimated parse memory, each checked before anything of that size is allocated;
+``MAX_CLASSES`` outputs, ``MAX_HISTORY`` history entries, ``files.MAX_TEXT_BYTES``
+bytes of text and ``files.MAX_PARSE_BYTES`` of estimated parse memory, each checked before anything of that size is allocated;
 ``load`` reads regular files only (a FIFO or a device such as ``/dev/zero`` is refused
 before it is read). A hostile file cannot exhaust memory: ``benchmarks/hostile_files.py``
 measures the peak.
