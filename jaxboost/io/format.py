@@ -142,14 +142,16 @@ existed load unchanged):
     Trees per output and round of a forest (``train(num_parallel_tree=P)``); written
     only when ``P > 1``. Readers older than this key refuse such files.
 
-Limits: at most ``MAX_NODES`` nodes (``T * M``) and as many leaf-value entries (``T * M
-* K``; ``T * M`` for class trees written one output per tree, ``value_output``, which
-are read and held so: ``Booster.trees``), ``MAX_FEATURES`` features, ``MAX_CLASSES``
-outputs, ``MAX_HISTORY`` history entries, ``files.MAX_TEXT_BYTES`` bytes of text and
-``files.MAX_PARSE_BYTES`` of estimated parse memory, each checked before anything of
-that size is allocated; ``load`` reads regular files only (a FIFO or a device such as
-``/dev/zero`` is refused before it is read). A hostile file cannot exhaust memory:
-``benchmarks/hostile_files.py`` measures the peak. """
+Limits: at most ``MAX_NODES`` nodes (``T * M``) and as many leaf-value entries
+(``T * M * K``; ``T * M`` for class trees written one output per tree,
+``value_output``, which are read and held so: ``Booster.trees``), ``MAX_FEATURES``
+features, ``MAX_CLASSES`` outputs, ``MAX_HISTORY`` history entries,
+``files.MAX_TEXT_BYTES`` bytes of text and ``files.MAX_PARSE_BYTES`` of estimated
+parse memory, each checked before anything of that size is allocated; ``load`` reads
+regular files only (a FIFO or a device such as ``/dev/zero`` is refused before it is
+read). A hostile file cannot exhaust memory: ``benchmarks/hostile_files.py`` measures
+the peak.
+"""
 
 from __future__ import annotations
 
