@@ -150,6 +150,20 @@ def forest_parity_data():
     return X, y
 
 
+def sparse_tree_data():
+    """``tests/test_io_compact.py``'s data (also ``tests/test_class_trees.py``'s, sharing
+    its compiled programs): 120 x 4 Gaussian features, 20 % NaN (seed 7), a regression
+    target ``s`` and 3 class labels ``labels`` (``s``'s terciles), as ``(X, s, labels)``.
+    Trees of depth 5 stop early on it: most of their nodes are never reached."""
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(120, 4)).astype(np.float32)
+    X[rng.random(X.shape) < 0.2] = np.nan
+    s = (np.nan_to_num(X[:, 0]) + 0.5 * np.nan_to_num(X[:, 1]) + np.isnan(X[:, 2])).astype(
+        np.float32
+    )
+    return X, s, np.digitize(s, np.quantile(s, [1 / 3, 2 / 3])).astype(np.float32)
+
+
 def noisy_binary():
     """A noisy binary problem (validation loss turns up after a few dozen rounds): 1200 x
     6 Gaussian features, 5 % NaN in feature 3, weights in [0.5, 1.5); returned as

@@ -9,6 +9,7 @@ import json
 
 import numpy as np
 import pytest
+from conftest import sparse_tree_data
 
 import jaxboost
 import objectives
@@ -24,13 +25,8 @@ FIELDS = ("feature", "tbin", "threshold", "default_left", "is_leaf", "gain", "co
 
 @pytest.fixture(scope="module")
 def data():
-    rng = np.random.default_rng(7)
-    X = rng.normal(size=(120, 4)).astype(np.float32)
-    X[rng.random(X.shape) < 0.2] = np.nan
-    s = (np.nan_to_num(X[:, 0]) + 0.5 * np.nan_to_num(X[:, 1]) + np.isnan(X[:, 2])).astype(
-        np.float32
-    )
-    return X, np.digitize(s, np.quantile(s, [1 / 3, 2 / 3])).astype(np.float32)
+    X, _, labels = sparse_tree_data()
+    return X, labels
 
 
 def _fit(data, spread=False, **kw):

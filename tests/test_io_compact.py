@@ -9,6 +9,7 @@ import json
 
 import numpy as np
 import pytest
+from conftest import sparse_tree_data
 from test_io import _assert_same
 
 import jaxboost
@@ -24,13 +25,7 @@ TRAIN = dict(n_rounds=4, max_depth=5, max_bin=16, min_child_weight=4.0)
 
 @pytest.fixture(scope="module")
 def data():
-    rng = np.random.default_rng(7)
-    X = rng.normal(size=(120, 4)).astype(np.float32)
-    X[rng.random(X.shape) < 0.2] = np.nan
-    s = (np.nan_to_num(X[:, 0]) + 0.5 * np.nan_to_num(X[:, 1]) + np.isnan(X[:, 2])).astype(
-        np.float32
-    )
-    return X, s, np.digitize(s, np.quantile(s, [1 / 3, 2 / 3])).astype(np.float32)
+    return sparse_tree_data()
 
 
 @pytest.fixture(scope="module")
