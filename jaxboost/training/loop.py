@@ -94,8 +94,8 @@ class ModelRun:
         }
         self.callbacks = list(s.callbacks)
         self.parts = [] if s.init_model is None else [s.init_model.trees]
-        # class trees (K outputs, one tree per output): each chunk's trees are held with
-        # their own values only once read (hold_read), K times less than (T, M, K)
+        # class trees (K outputs, one tree per output): the round program gives each
+        # tree's own values, (T, M), K times less than (T, M, K); the model holds them so
         K = s.n_outputs
         self.class_trees = K if K > 1 and s.trees_per_round == K * s.num_parallel_tree else 0
         self.assemble = assemble
@@ -110,15 +110,6 @@ class ModelRun:
         self.base = base
         self.done = 0  # new rounds read, checked finite and shown to the callbacks
         self.eta_log = []  # the learning rate of every round dispatched
-
-    def hold_read(self):
-        """Hold the last chunk's class trees (read: its program has finished) with their
-        own values only (``Ensemble.one_output_per_tree``), letting its ``(T, M, K)``
-        values go: a 100-class softmax then holds 1/100 of them while it trains."""
-        if self.class_trees and self.parts:
-            held = self.parts[-1].one_output_per_tree(self.class_trees)
-            if held is not None:
-                self.parts[-1] = held
 
     def booster(self, n_new_rounds, final=False):
         """The model of the first ``n_new_rounds`` new rounds; ``final``: the last one
@@ -325,9 +316,6 @@ def run(models, program, n_rounds, on_chunk=lambda r0: None):
                 _warn(models)
                 return
             reading = False
-            for m in models:
-                if m.stop is None:
-                    m.hold_read()
             for m in models:
                 if m.stop is None:
                     g, i = m.where
