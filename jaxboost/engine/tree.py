@@ -238,13 +238,13 @@ def breadth_first(is_leaf) -> tuple:
     return order, left, right
 
 
-def _initial(X, base_margin, value):
+def _initial(X, base_margin, value_ndim):
     """The margins before the first tree: ``base_margin`` broadcast over the rows of
     ``X``, or as it is when it gives one margin per row (``(N,)``, or ``(N, K)`` for
-    trees of ``K``-vector leaves: one dimension more than a leaf value of ``value``,
-    the trees' ``(T, M[, K])`` leaf values)."""
+    ``K`` outputs: one dimension more than a leaf value; ``value_ndim``: 3 for the
+    trees' ``(T, M, K)`` leaf values, also when held one output per tree, else 2)."""
     base = jnp.asarray(base_margin, FLOAT_DTYPE)
-    if base.ndim == value.ndim - 1:  # per row (static: shapes are known when tracing)
+    if base.ndim == value_ndim - 1:  # per row (static: shapes are known when tracing)
         return base
     return jnp.broadcast_to(base, (X.shape[0],) + base.shape)
 
@@ -379,8 +379,10 @@ def binned_leaf(tree, bins, *, max_depth: int, max_bin: int):
     return node
 
 
-@functools.partial(jax.jit, static_argnames=("max_depth", "link"))
-def predict_margin(ensemble: Ensemble, X, base_margin, n_trees=None, *, max_depth: int, link=None):
+@functools.partial(jax.jit, static_argnames=("max_depth", "link", "n_outputs"))
+def predict_margin(
+    ensemble: Ensemble, X, base_margin, n_trees=None, *, max_depth: int, link=None, n_outputs=None
+):
     """Sum of the first ``n_trees`` tree outputs plus the base margin.
 
     Args:
@@ -393,6 +395,9 @@ def predict_margin(ensemble: Ensemble, X, base_margin, n_trees=None, *, max_dept
         proportion to ``k``.
       max_depth: static depth of the trees.
       link: optional static inverse link applied to the margins.
+      n_outputs: static ``K``; needed for class trees held one output per tree
+        (``(T, M)`` values of ``K > 1`` outputs, ``Ensemble``), whose values are added
+        as the ``(T, M, K)`` layout's would be, bit for bit.
 
     Returns:
       ``(N,)`` (or ``(N, K)``) float32 margins (accumulated in float32 tree by tree, as
@@ -401,13 +406,14 @@ def predict_margin(ensemble: Ensemble, X, base_margin, n_trees=None, *, max_dept
     X = X.astype(FLOAT_DTYPE)
     T = ensemble.feature.shape[0]
     n = T if n_trees is None else jnp.minimum(n_trees, T)
+    held = n_outputs is not None and ensemble.held_one_output_per_tree(n_outputs)
 
     def add_tree(t, margin):
         tree = Ensemble(*(None if a is None else a[t] for a in ensemble))
         leaf = _tree_leaf(tree, X, max_depth)
-        return margin + tree.value[leaf]
+        return margin + _leaf_values(tree.value, leaf, t, n_outputs if held else None)
 
-    init = _initial(X, base_margin, ensemble.value)
+    init = _initial(X, base_margin, 3 if held else ensemble.value.ndim)
     margin = jax.lax.fori_loop(0, n, add_tree, init)
     return margin if link is None else link(margin)
 
@@ -524,23 +530,41 @@ def _host_start(X, base_margin, ensemble, n_outputs=None):
     return np.array(base, np.float32, order="C")
 
 
-@functools.partial(jax.jit, static_argnames=("max_depth", "link"))
-def staged_margins(ensemble: Ensemble, X, base_margin, *, max_depth: int, link=None):
+@functools.partial(jax.jit, static_argnames=("max_depth", "link", "n_outputs"))
+def staged_margins(
+    ensemble: Ensemble, X, base_margin, *, max_depth: int, link=None, n_outputs=None
+):
     """Margins after every tree: ``(T, N)`` (or ``(T, N, K)``) float32, row ``t`` = base +
-    trees ``0..t`` (``base_margin`` as in ``predict_margin``: the intercept, or per row).
+    trees ``0..t`` (``base_margin`` as in ``predict_margin``: the intercept, or per row;
+    ``n_outputs`` as there).
 
     One pass over the trees (a scan carrying the running margin), so a learning curve
     costs what one prediction costs. ``link`` (static) is applied to every row.
     """
     X = X.astype(FLOAT_DTYPE)
+    held = n_outputs is not None and ensemble.held_one_output_per_tree(n_outputs)
 
-    def add_tree(margin, tree):
-        margin = margin + tree.value[_tree_leaf(tree, X, max_depth)]
+    def add_tree(margin, tree_t):
+        tree, t = tree_t
+        leaf = _tree_leaf(tree, X, max_depth)
+        margin = margin + _leaf_values(tree.value, leaf, t, n_outputs if held else None)
         return margin, margin if link is None else link(margin)
 
-    init = _initial(X, base_margin, ensemble.value)
-    _, stages = jax.lax.scan(add_tree, init, ensemble)
+    init = _initial(X, base_margin, 3 if held else ensemble.value.ndim)
+    ts = jnp.arange(ensemble.feature.shape[0], dtype=INDEX_DTYPE)
+    _, stages = jax.lax.scan(add_tree, init, (ensemble, ts))
     return stages
+
+
+def _leaf_values(value, leaf, t, n_outputs):
+    """Tree ``t``'s values at rows' leaves ``leaf``: ``value[leaf]``, ``(N[, K])``; for a
+    class tree held one output per tree (``n_outputs`` = K, ``value`` ``(M,)``) spread
+    over the K outputs as the ``(T, M, K)`` layout holds them (``v * one_hot(t % K)``:
+    0 with ``v``'s sign elsewhere), so the sums are the same bit for bit."""
+    v = value[leaf]
+    if n_outputs is None:
+        return v
+    return v[:, None] * jax.nn.one_hot(t % n_outputs, n_outputs, dtype=v.dtype)
 
 
 @functools.partial(jax.jit, static_argnames=("max_depth",))

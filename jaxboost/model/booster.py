@@ -126,16 +126,15 @@ class _PaddedTrees:
     softmax, 100 rounds: 7.9 MiB more per model, held and made at the end of each fit).
     """
 
-    __slots__ = ("_trees", "_n_outputs", "_padded")
+    __slots__ = ("_trees", "_padded")
 
-    def __init__(self, trees: Ensemble, n_outputs: int):
-        self._trees = trees
-        self._n_outputs = n_outputs
+    def __init__(self, trees: Ensemble):
+        self._trees = trees  # class trees as held (predict_margin takes n_outputs)
         self._padded = None
 
     def get(self) -> Ensemble:
         if self._padded is None:  # a race makes two equal copies, never a wrong one
-            self._padded = self._trees.spread(self._n_outputs).padded()
+            self._padded = self._trees.padded()
         return self._padded
 
     @property
@@ -262,7 +261,7 @@ class Booster:
         # The trees padded to a bucketed count, shared by every slice booster[:k] of one
         # model, so all of them predict with one compiled program; made on first use
         # (the native CPU predictor never needs them), and anew for new trees.
-        self._padded_trees = _PaddedTrees(self._trees, self.n_outputs)
+        self._padded_trees = _PaddedTrees(self._trees)
 
     @property
     def trees(self) -> Ensemble:
@@ -601,6 +600,7 @@ class Booster:
                 np.int32(n_trees),
                 max_depth=self.params.max_depth,
                 link=link,
+                n_outputs=self.n_outputs,
             )
             return np.asarray(out)[: Xd.shape[0]]
 
@@ -716,8 +716,14 @@ class Booster:
                     n_outputs=self.n_outputs,
                 )
             else:
-                trees = self._trees.spread(self.n_outputs)  # for this call only
-                out = staged_margins(trees, Xd, self._base(o), max_depth=depth, link=link)
+                out = staged_margins(
+                    self._trees,
+                    Xd,
+                    self._base(o),
+                    max_depth=depth,
+                    link=link,
+                    n_outputs=self.n_outputs,
+                )
             return np.asarray(out)[self.trees_per_round - 1 :: self.trees_per_round]
 
         # a block's (trees, rows[, K]) margins stay near STAGED_BLOCK_VALUES entries
