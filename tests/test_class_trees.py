@@ -85,6 +85,7 @@ def test_held_class_trees_predict_what_the_spread_ones_do_bit_for_bit(pair, data
         lambda b: b.predict(X, output_margin=True, base_margin=neg_zero),
         lambda b: b.staged_predict(X, output_margin=True),
         lambda b: b.staged_predict(X[:5], output_margin=True, base_margin=neg_zero[:5]),
+        lambda b: b.predict(X[:20], pred_contribs=True),  # TreeSHAP, per class
     ]
     for call in calls:
         want = call(spread)  # native kernel, (T, M, K) values
@@ -93,6 +94,7 @@ def test_held_class_trees_predict_what_the_spread_ones_do_bit_for_bit(pair, data
         with monkeypatch.context() as m:  # the compiled program (GPUs, TPUs) on them
             m.setattr(booster_module, "native_predict_enabled", lambda: False)
             np.testing.assert_array_equal(bits(call(held)), bits(want))
+    assert held.dump() == spread.dump()
     assert held.nbytes < spread.nbytes  # none of that made the (T, M, K) layout
 
 

@@ -153,7 +153,7 @@ def dump(booster, with_stats: bool = True) -> str:
       booster: a ``Booster``.
       with_stats: add ``gain`` and ``cover``.
     """
-    ens = booster.ensemble.to_numpy()
+    ens = booster.trees.to_numpy()  # class trees as held: each tree's own values
     names = feature_names(booster)
     K, tpr = booster.n_outputs, booster.trees_per_round // booster.num_parallel_tree
     lines = []
@@ -163,7 +163,7 @@ def dump(booster, with_stats: bool = True) -> str:
             head += f" (class {t % K})"
         lines.append(head + ":")
         value = ens.value[t]
-        if K > 1 and tpr == K:
+        if K > 1 and tpr == K and value.ndim == 2:  # spread: output t % K's column
             value = value[:, t % K]
         stack = [(0, 0)]
         while stack:
@@ -207,7 +207,7 @@ class _Paths:
     """
 
     def __init__(self, booster):
-        ens = booster.ensemble.to_numpy()
+        ens = booster.trees.to_numpy()  # class trees as held (_output_vector spreads)
         T = ens.n_trees
         K, tpr = booster.n_outputs, booster.trees_per_round // booster.num_parallel_tree
         feature, thr = np.asarray(ens.feature), np.asarray(ens.threshold)
@@ -507,9 +507,12 @@ def shap_interaction_values(booster, X, *, base_margin=None) -> np.ndarray:
 def _output_vector(v, t: int, K: int, tpr: int) -> np.ndarray:
     """A node value of tree ``t`` as the ``(K,)`` vector it adds to the margins: itself
     for vector leaves, only output ``t % K`` when each round grows one tree per output
-    (``tpr == K`` trees per round and forest member)."""
-    v = np.reshape(v, K)
-    return np.eye(K)[t % K] * v[t % K] if K > 1 and tpr == K else v
+    (``tpr == K`` trees per round and forest member; ``v`` is then that output's value
+    alone when the trees are held one output per tree, ``Booster.trees``)."""
+    if K > 1 and tpr == K:
+        own = v if np.size(v) == 1 else np.reshape(v, K)[t % K]
+        return np.eye(K)[t % K] * own
+    return np.reshape(v, K)
 
 
 def shap_model(booster) -> dict:
@@ -545,7 +548,7 @@ def shap_model(booster) -> dict:
       >>> len(model["trees"]), sorted(model["trees"][0])[:3]
       (3, ['children_default', 'children_left', 'children_right'])
     """
-    ens = booster.ensemble.to_numpy()
+    ens = booster.trees.to_numpy()  # class trees as held (_output_vector spreads)
     if ens.cat_bits is not None and np.any(
         np.isnan(np.asarray(ens.threshold)) & ~np.asarray(ens.is_leaf)
     ):
