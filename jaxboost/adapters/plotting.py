@@ -574,7 +574,7 @@ def plot_tree(
     _matplotlib()
     import numpy as np
 
-    e = booster.ensemble
+    e = booster.trees  # class trees as held: each tree's own values
     T = int(e.n_trees)
     if not is_int(tree_index):
         raise TypeError(f"tree_index must be an int, got {type(tree_index).__name__}")
@@ -591,9 +591,10 @@ def plot_tree(
     M = is_split.shape[0]
     K, tpr = int(booster.n_outputs), int(booster.trees_per_round // booster.num_parallel_tree)
     output = None
-    if value.ndim == 2 and K > 1 and tpr == K:  # one tree per output
+    if K > 1 and tpr == K:  # one tree per output
         output = t % K
-        value = value[:, output]
+        if value.ndim == 2:  # spread (values edited by hand): output t % K's column
+            value = value[:, output]
     names = feature_names(booster)
 
     place, n_leaves = _tree_layout(is_split, M)
