@@ -171,3 +171,24 @@ def test_a_100_class_model_of_depth_6_saves_and_loads():
     np.testing.assert_array_equal(
         again.predict(X, output_margin=True), bst.predict(X, output_margin=True)
     )
+
+
+def test_an_xgboost_model_of_100_classes_imports_held():
+    """The XGBoost importer built (T, M, K) values too, and refused this model (1,000
+    trees x 127 nodes x 100 classes > ``MAX_NODES``); it builds the held layout."""
+    xgb = pytest.importorskip("xgboost")
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(3000, 5)).astype(np.float32)
+    y = np.arange(3000) % 100
+    params = dict(objective="multi:softprob", num_class=100, max_depth=6, nthread=2)
+    model = xgb.train(params, xgb.DMatrix(X, label=y), 10)
+    bst = io.from_xgboost(json.loads(model.save_raw("json")))
+    assert bst.trees.value.shape == (1000, 127)
+    np.testing.assert_allclose(
+        bst.predict(X[:100], output_margin=True),
+        model.predict(xgb.DMatrix(X[:100]), output_margin=True),
+        rtol=0,
+        atol=1e-6,
+    )
+    # and it prints on one line: three base margins, "...", the last
+    assert "base_margin=[0, 0, 0, ..., 0])" in repr(bst)

@@ -1110,15 +1110,16 @@ def from_xgboost(model) -> Booster:
         raise ModelFormatError(f"malformed XGBoost model ({type(e).__name__}: {e})") from e
 
 
-def _check_heap_nodes(T, D, K, deepest) -> None:
-    """``T`` trees of depth ``D`` (``K`` classes) fit ``MAX_NODES`` in heap layout."""
+def _check_heap_nodes(T, D, deepest) -> None:
+    """``T`` trees of depth ``D`` fit ``MAX_NODES`` in heap layout (a class tree holds
+    one value per node: ``Booster.trees``)."""
     M = 2 ** (D + 1) - 1
-    if T * M * K > MAX_NODES:
+    if T * M > MAX_NODES:
         which = f" (trees[{deepest}] has depth {D})" if deepest is not None else ""
         raise ModelFormatError(
-            f"the model's {T} trees of depth {D}{which} take {T} x {M} heap nodes"
-            f"{f' x {K} classes' if K > 1 else ''} = {T * M * K} entries in jaxboost's "
-            f"layout, more than the limit of MAX_NODES = {MAX_NODES} (jaxboost.io.checks)"
+            f"the model's {T} trees of depth {D}{which} take {T} x {M} = {T * M} heap "
+            f"nodes in jaxboost's layout, more than the limit of MAX_NODES = {MAX_NODES} "
+            f"(jaxboost.io.checks)"
         )
 
 
@@ -1161,7 +1162,7 @@ def _import(d) -> Booster:
     info, parsed, D = _read_trees(gm, trees, head)
     order = _round_order(info, len(trees), K, P)
     T = len(trees)
-    _check_heap_nodes(T, D, K, None)
+    _check_heap_nodes(T, D, None)
     arrays = _heap_arrays(parsed, order, info, D, head)
     edges, tbin = _bin_edges(
         arrays["feature"],
@@ -1350,7 +1351,7 @@ def _read_trees(gm, trees, head: _Header):
         d_i = int(parsed[-1][1].max())
         if d_i > D:
             D = d_i
-            _check_heap_nodes(len(trees), D, K, i)
+            _check_heap_nodes(len(trees), D, i)
     # No prediction may overflow: |base_k| + the largest leaf of each tree of class k.
     bound = np.abs(np.asarray(head.base_margin, np.float64)).reshape(-1) * np.ones(K)
     for i, ((a, _), c) in enumerate(zip(parsed, info)):
@@ -1391,24 +1392,25 @@ def _round_order(info, n_trees, K, P):
 
 def _heap_arrays(parsed, order, info, D, head: _Header) -> dict:
     """The ``Ensemble`` fields but ``tbin`` of the parsed trees in ``order``, in heap
-    layout of depth ``D`` (``cat_bits`` None without categorical features)."""
-    T, M, K = len(order), 2 ** (D + 1) - 1, head.K
+    layout of depth ``D`` (``cat_bits`` None without categorical features). Values are
+    ``(T, M)``: tree ``t`` of a model of ``K`` classes is class ``t % K``'s
+    (``_round_order``), held one output per tree as ``Booster.trees`` holds class
+    trees."""
+    T, M = len(order), 2 ** (D + 1) - 1
     out = dict(
         feature=np.zeros((T, M), np.int32),
         threshold=np.full((T, M), np.nan, np.float32),
         default_left=np.zeros((T, M), bool),
         is_leaf=np.ones((T, M), bool),
-        value=np.zeros((T, M) if K == 1 else (T, M, K), np.float32),
+        value=np.zeros((T, M), np.float32),
         gain=np.zeros((T, M), np.float32),
         cover=np.zeros((T, M), np.float32),
         cat_bits=np.zeros((T, M, 8), np.uint32) if head.cat_features.any() else None,
     )
     for t, src in enumerate(order):
         heap, w = _heap_tree(out, t, src, parsed[src][0], head)
-        if K == 1:
-            out["value"][t, heap] = w
-        else:
-            out["value"][t, heap, info[src]] = w
+        assert head.K == 1 or info[src] == t % head.K  # _round_order's
+        out["value"][t, heap] = w
     return out
 
 

@@ -113,6 +113,14 @@ def _read_only(a) -> np.ndarray:
     return view
 
 
+def _short_list(items: list) -> str:
+    """``[a, b, c]``; past six items the first three and the last (``[a, b, c, ..., z]``),
+    so that a model of 100 classes prints its base margins on one line."""
+    if len(items) > 6:
+        items = items[:3] + ["..."] + items[-1:]
+    return "[" + ", ".join(items) + "]"
+
+
 def _read_only_trees(trees: Ensemble) -> Ensemble:
     """``trees`` with every field a read-only NumPy view."""
     return Ensemble(*(None if a is None else _read_only(a) for a in trees))
@@ -353,7 +361,7 @@ class Booster:
         base = (
             f"{self.base_margin:.6g}"
             if self.n_outputs == 1
-            else "[" + ", ".join(f"{b:.4g}" for b in self.base_margin) + "]"
+            else _short_list([f"{b:.4g}" for b in self.base_margin])
         )
         parts = [f"objective={loss_name(self.objective)}"]
         if isinstance(self.objective, LinkedLoss):
@@ -412,7 +420,7 @@ class Booster:
                 "base_margin",
                 number(self.base_margin)
                 if self.n_outputs == 1
-                else "[" + ", ".join(number(b) for b in self.base_margin) + "]",
+                else _short_list([number(b) for b in self.base_margin]),
             )
         )
         best = getattr(self, "best_iteration", None)
