@@ -18,7 +18,8 @@ Cases (depth 6, 256 bins, learning rate 0.3, one JAX CPU device):
 * ``classes100``: ``objectives.softmax``, 5,000 x 10, 100 classes, 100 rounds: 10,000
   class trees of depth 6, whose ``(T, M, K)`` leaf values came to 484 MiB before class
   trees were held one output per tree (``Booster.trees``; ``model MiB``: the trees the
-  booster holds);
+  booster holds); ``classes100eval``: the same data at depth 6 for 20 rounds with an
+  evaluation set of 10,000 rows (its log loss every round);
 * ``wide2k`` / ``wide20k``: squared, 500 x 2,000 / 500 x 20,000, 3 rounds: bytes per
   feature;
 * ``sparse1m``: logistic on a ``scipy.sparse`` matrix of 1,000 rows x 1,000,000
@@ -69,6 +70,7 @@ CASES = {
     "softmax10": ("softmax", 100_000, 20, 10, 10),
     "softmax100": ("softmax", 100_000, 20, 100, 10),
     "classes100": ("softmax", 5_000, 10, 100, 100),
+    "classes100eval": ("softmax", 5_000, 10, 100, 20),
     "wide2k": ("squared", 500, 2_000, 1, 3),
     "wide20k": ("squared", 500, 20_000, 1, 3),
     "sparse1m": ("logistic", 1_000, 1_000_000, 1, 5),
@@ -154,13 +156,18 @@ def worker(name: str) -> None:
         print(TAG + json.dumps(dict(case=name, **special(name))), flush=True)
         return
     objective, rows, features, classes, rounds = CASES[name]
-    X, y = make_data(rows, features, classes)
+    extra = {}
+    if name == "classes100eval":  # and 10,000 more rows of the same data to evaluate
+        X, y = make_data(rows + 10_000, features, classes)
+        X, y, extra["eval_set"] = X[:rows], y[:rows], [(X[rows:], y[rows:])]
+    else:
+        X, y = make_data(rows, features, classes)
     import jaxboost
 
     t0 = time.perf_counter()
     c0 = time.process_time()
     bst = jaxboost.train(
-        objective, X, y, n_rounds=rounds, max_depth=6, learning_rate=0.3, verbose=False
+        objective, X, y, n_rounds=rounds, max_depth=6, learning_rate=0.3, verbose=False, **extra
     )
     margin = bst.predict(X[:10], output_margin=True)
     out = dict(
