@@ -67,6 +67,7 @@ ENGINE_TESTS = (
     "tests/test_train.py",
     "tests/test_io.py",
     "tests/test_io_compact.py",
+    "tests/test_class_trees.py",
     "tests/test_compiles.py",
     "tests/test_parity_xgboost.py",
 )

@@ -13,7 +13,7 @@ from conftest import sparse_tree_data
 
 import jaxboost
 import objectives
-from jaxboost import io, native
+from jaxboost import io
 from jaxboost.engine.tree import Ensemble
 from jaxboost.io.format import MAX_NODES
 from jaxboost.model import booster as booster_module
@@ -73,8 +73,8 @@ def test_class_trees_hold_their_own_values_and_show_the_spread_ones(pair):
     assert held.nbytes == spread.nbytes + T * M * 4
 
 
-@pytest.mark.skipif(not native.available(), reason="native kernel unavailable")
 def test_held_class_trees_predict_what_the_spread_ones_do_bit_for_bit(pair, data, monkeypatch):
+    # the default path (the native kernel on a CPU), then the compiled program
     held, spread = _fresh(pair[0]), pair[1]
     X = np.vstack([data[0], np.full((2, 4), np.nan, np.float32)])
     neg_zero = np.full((len(X), 3), -0.0, np.float32)  # a tree's +0 turns -0.0 into +0.0
@@ -88,8 +88,8 @@ def test_held_class_trees_predict_what_the_spread_ones_do_bit_for_bit(pair, data
         lambda b: b.predict(X[:20], pred_contribs=True),  # TreeSHAP, per class
     ]
     for call in calls:
-        want = call(spread)  # native kernel, (T, M, K) values
-        got = call(held)  # native kernel, (T, M) values
+        want = call(spread)  # (T, M, K) values
+        got = call(held)  # (T, M) values
         np.testing.assert_array_equal(bits(got), bits(want))
         with monkeypatch.context() as m:  # the compiled program (GPUs, TPUs) on them
             m.setattr(booster_module, "native_predict_enabled", lambda: False)
