@@ -413,3 +413,60 @@ def test_a_new_round_program_hands_the_compilers_memory_back(monkeypatch):
     monkeypatch.setattr(compile_module, "TRIM_AFTER_BYTES", 0)  # as after a large fit
     jaxboost.train(own_loss, X, y + 1.0, **kw)
     assert calls == ["__call__", "freeing"]  # trimmed when the call ended
+
+
+def _record_mallopt(monkeypatch):
+    """``fit_malloc_thresholds``' calls to ``mallopt``, recorded instead of made."""
+    from jaxboost.engine import compile as compile_module
+
+    calls = []
+    monkeypatch.setattr(compile_module, "_MALLOPT", [lambda p, v: calls.append((p, v)) or 1])
+    return compile_module, calls
+
+
+def test_a_fit_runs_under_malloc_thresholds_and_resets_them(monkeypatch):
+    """While a fit runs, blocks of 8 MiB or more come from mmap and the heap's top is
+    trimmed past 1 MiB (W1: 1.08 -> 1.00x XGBoost's peak after one fit,
+    ``docs/performance.md``); when it ends, glibc's sliding maximum (32 / 64 MiB), at
+    which NumPy runs at its usual speed."""
+    cm, calls = _record_mallopt(monkeypatch)
+    fit = [(cm.M_MMAP_THRESHOLD, 8 << 20), (cm.M_TRIM_THRESHOLD, 1 << 20)]
+    after = [(cm.M_MMAP_THRESHOLD, 32 << 20), (cm.M_TRIM_THRESHOLD, 64 << 20)]
+    seen = []
+
+    def loss(y, p):  # records the thresholds in force while the fit runs
+        seen.append(list(calls))
+        return 0.5 * (y - p) ** 2
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(77, 3)).astype(np.float32)
+    jaxboost.train(loss, X, X[:, 0], n_rounds=2, max_depth=3, verbose=False)
+    assert seen and all(s == fit for s in seen)  # traced inside the fit: set, not reset
+    assert calls == fit + after
+    # nested or concurrent fits: the first sets them, the last resets them
+    calls.clear()
+    with cm.fit_malloc_thresholds():
+        with cm.fit_malloc_thresholds():
+            assert calls == fit
+        assert calls == fit
+    assert calls == fit + after
+
+
+def test_malloc_thresholds_the_user_set_are_left_alone(monkeypatch):
+    from jaxboost.engine import compile as compile_module
+
+    for env in ({"MALLOC_MMAP_THRESHOLD_": "1048576"}, {"JAXBOOST_MALLOC": "0"}):
+        monkeypatch.setattr(compile_module, "_MALLOPT", [])  # looked up anew
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        assert compile_module._mallopt() is None
+        with compile_module.fit_malloc_thresholds():  # and nothing is called
+            pass
+        for k in env:
+            monkeypatch.delenv(k)
+    import platform
+    import sys
+
+    monkeypatch.setattr(compile_module, "_MALLOPT", [])
+    if sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc":
+        assert compile_module._mallopt() is not None  # found: the fits set thresholds
