@@ -101,7 +101,7 @@ def main():
             fit(kw, X_train, y_train)
             again = f"{time.perf_counter() - t0:.2f}"
         print(
-            f"{name:<20}{bst.ensemble.n_trees:>7}{accuracy(bst, X_test, y_test):>10.4f}"
+            f"{name:<20}{bst.trees.n_trees:>7}{accuracy(bst, X_test, y_test):>10.4f}"
             f"{first:>8.2f}{again:>9}"
         )
     print(
