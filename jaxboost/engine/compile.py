@@ -224,7 +224,8 @@ USER_MALLOC_SETTINGS = (
     "GLIBC_TUNABLES",
 )
 """Environment variables by which a user sets malloc's thresholds: with any of them set,
-or ``JAXBOOST_MALLOC=0``, jaxboost leaves malloc's settings alone."""
+or ``JAXBOOST_MALLOC=0``, jaxboost leaves malloc's settings alone (read at the first
+fit of the process)."""
 
 _MALLOPT: list = []
 _FITS = [0]  # fits running now (threads): the thresholds are set by the first, reset by the last
