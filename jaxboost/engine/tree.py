@@ -411,7 +411,7 @@ def predict_margin(
     def add_tree(t, margin):
         tree = Ensemble(*(None if a is None else a[t] for a in ensemble))
         leaf = _tree_leaf(tree, X, max_depth)
-        return margin + _leaf_values(tree.value, leaf, t, n_outputs if held else None)
+        return margin + values_at_leaves(tree.value, leaf, t, n_outputs if held else None)
 
     init = _initial(X, base_margin, 3 if held else ensemble.value.ndim)
     margin = jax.lax.fori_loop(0, n, add_tree, init)
@@ -547,7 +547,7 @@ def staged_margins(
     def add_tree(margin, tree_t):
         tree, t = tree_t
         leaf = _tree_leaf(tree, X, max_depth)
-        margin = margin + _leaf_values(tree.value, leaf, t, n_outputs if held else None)
+        margin = margin + values_at_leaves(tree.value, leaf, t, n_outputs if held else None)
         return margin, margin if link is None else link(margin)
 
     init = _initial(X, base_margin, 3 if held else ensemble.value.ndim)
@@ -556,11 +556,12 @@ def staged_margins(
     return stages
 
 
-def _leaf_values(value, leaf, t, n_outputs):
+def values_at_leaves(value, leaf, t, n_outputs=None):
     """Tree ``t``'s values at rows' leaves ``leaf``: ``value[leaf]``, ``(N[, K])``; for a
     class tree held one output per tree (``n_outputs`` = K, ``value`` ``(M,)``) spread
     over the K outputs as the ``(T, M, K)`` layout holds them (``v * one_hot(t % K)``:
-    0 with ``v``'s sign elsewhere), so the sums are the same bit for bit."""
+    0 with ``v``'s sign elsewhere), so the sums are the same bit for bit. Prediction
+    and evaluation (``training.evaluation.chunk_margins``) both add these."""
     v = value[leaf]
     if n_outputs is None:
         return v

@@ -113,6 +113,13 @@ def _read_only(a) -> np.ndarray:
     return view
 
 
+def one_output_per_tree(n_outputs: int, trees_per_round: int, num_parallel_tree: int) -> bool:
+    """Whether a model of these shapes grows one tree per output (``K > 1`` outputs as
+    ``K`` trees per round, ``num_parallel_tree`` of each; ``Booster.one_output_per_tree``):
+    its class trees are then held with their own values (``Booster.trees``)."""
+    return n_outputs > 1 and trees_per_round == n_outputs * num_parallel_tree
+
+
 def _short_list(items: list) -> str:
     """``[a, b, c]``; past six items the first three and the last (``[a, b, c, ..., z]``),
     so that a model of 100 classes prints its base margins on one line."""
@@ -307,9 +314,7 @@ class Booster:
         """Whether each tree holds the values of one output (``K > 1`` outputs grown as
         ``K`` trees per round, ``num_parallel_tree`` of each): tree ``t`` is then
         output ``t % K``'s."""
-        return (
-            self.n_outputs > 1 and self.trees_per_round == self.n_outputs * self.num_parallel_tree
-        )
+        return one_output_per_tree(self.n_outputs, self.trees_per_round, self.num_parallel_tree)
 
     @property
     def categorical_features(self) -> tuple:
@@ -713,25 +718,15 @@ class Booster:
         host = native_predict_enabled()  # the CPU kernel: only the link compiles
 
         def stages(Xd, o):
-            depth = self.params.max_depth
-            if host:  # the class trees as held (K times fewer values)
-                out = staged_margins_host(
-                    self._trees,
-                    Xd,
-                    self._base(o),
-                    max_depth=depth,
-                    link=link,
-                    n_outputs=self.n_outputs,
-                )
-            else:
-                out = staged_margins(
-                    self._trees,
-                    Xd,
-                    self._base(o),
-                    max_depth=depth,
-                    link=link,
-                    n_outputs=self.n_outputs,
-                )
+            fn = staged_margins_host if host else staged_margins
+            out = fn(  # the trees as held (class trees: K times fewer values)
+                self._trees,
+                Xd,
+                self._base(o),
+                max_depth=self.params.max_depth,
+                link=link,
+                n_outputs=self.n_outputs,
+            )
             return np.asarray(out)[self.trees_per_round - 1 :: self.trees_per_round]
 
         # a block's (trees, rows[, K]) margins stay near STAGED_BLOCK_VALUES entries

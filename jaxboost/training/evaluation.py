@@ -33,7 +33,7 @@ from .._types import bin_dtype, bucket_rows
 from ..engine.autodiff import bind_loss
 from ..engine.groups import group_index
 from ..engine.sparse import apply_bins  # dense or scipy.sparse X
-from ..engine.tree import binned_leaf
+from ..engine.tree import binned_leaf, values_at_leaves
 from ..errors import DataError
 from ..inputs import arrays, frames
 from ..inputs import categorical as _categorical
@@ -447,11 +447,11 @@ def chunk_margins(plan: TreePlan, trees, margin, bins):
     leaves = jax.vmap(
         lambda t: binned_leaf(t, bins, max_depth=plan.max_depth, max_bin=plan.max_bin)
     )(trees)  # (T, n)
-    vals = jax.vmap(lambda v, lf: v[lf])(trees["value"], leaves)  # (T, n[, K])
-    if margin.ndim == 2 and vals.ndim == 2:  # class trees, tree t's values output t mod K's
-        K = margin.shape[1]
-        one_hot = jnp.eye(K, dtype=vals.dtype)[jnp.arange(vals.shape[0]) % K]
-        vals = vals[:, :, None] * one_hot[:, None, :]  # the (T, M, K) layout's sums, exactly
+    value = trees["value"]
+    # class trees hold (T, M) values: tree t's are output t mod K's, spread here
+    K = margin.shape[1] if margin.ndim == 2 and value.ndim == 2 else None
+    ts = jnp.arange(value.shape[0])
+    vals = jax.vmap(lambda v, lf, t: values_at_leaves(v, lf, t, K))(value, leaves, ts)
     vals = jnp.sum(vals.reshape((plan.chunk, plan.trees_per_round) + vals.shape[1:]), axis=1)
 
     def add(m, d):

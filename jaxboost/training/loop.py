@@ -28,7 +28,7 @@ from ..engine.autodiff import loss_name
 from ..engine.round import Rounds, run_chunk
 from ..engine.tree import Ensemble
 from ..errors import LossError, MetricError, NonFiniteError
-from ..model.booster import Booster
+from ..model.booster import Booster, one_output_per_tree
 from ..parallel import distributed as dist
 from . import hessian
 from .callbacks import CallbackEnv, Progress
@@ -96,8 +96,8 @@ class ModelRun:
         self.parts = [] if s.init_model is None else [s.init_model.trees]
         # class trees (K outputs, one tree per output): the round program gives each
         # tree's own values, (T, M), K times less than (T, M, K); the model holds them so
-        K = s.n_outputs
-        self.class_trees = K if K > 1 and s.trees_per_round == K * s.num_parallel_tree else 0
+        held = one_output_per_tree(s.n_outputs, s.trees_per_round, s.num_parallel_tree)
+        self.class_trees = s.n_outputs if held else 0
         self.assemble = assemble
         self.label = label
         self.stop = None  # the last round kept, once stopped
