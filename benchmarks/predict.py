@@ -3,14 +3,17 @@ XGBoost ``inplace_predict``, in one process.
 
 Cases (models trained here first, depth 6, learning rate 0.1, 256 bins, 2 threads):
 
-===========  ============================================================================
-``w1``       logistic, 100 trees, trained on 200,000 x 28 ``make_classification`` rows,
-             predicting 1,000,000 rows (W1's model size on W1's row count)
-``digits``   10-class softmax, 100 rounds (1,000 trees) on sklearn's digits, predicting
-             its 1,797 rows: the notebook case, where fixed costs dominate
-``small``    logistic, 100 trees on breast cancer, ``predict`` of 143 rows (one fold's
-             scoring in ``cross_val_score``)
-===========  ============================================================================
+=============  ============================================================================
+``w1``         logistic, 100 trees, trained on 200,000 x 28 ``make_classification`` rows,
+               predicting 1,000,000 rows (W1's model size on W1's row count)
+``digits``     10-class softmax, 100 rounds (1,000 trees) on sklearn's digits, predicting
+               its 1,797 rows: the notebook case, where fixed costs dominate
+``small``      logistic, 100 trees on breast cancer, ``predict`` of 143 rows (one fold's
+               scoring in ``cross_val_score``)
+``one_row``    the digits model predicting one row (a served model's latency)
+``friedman1``  squared error, 100 trees on ``make_friedman1`` 200,000 x 10, predicting its
+               200,000 rows (everyday.py's friedman1 row)
+=============  ============================================================================
 
 For each case and path: **first** = the first ``predict`` of that model in this process
 (for the XLA path: tracing and compiling included), **warm** = the median of
@@ -51,15 +54,24 @@ PARAMS = dict(max_depth=6, learning_rate=0.1, max_bin=256)
 
 
 def data(case):
-    from sklearn.datasets import load_breast_cancer, load_digits, make_classification
+    from sklearn.datasets import (
+        load_breast_cancer,
+        load_digits,
+        make_classification,
+        make_friedman1,
+    )
 
     if case == "w1":
         X, y = make_classification(1_200_000, 28, n_informative=20, random_state=0, flip_y=0.05)
         X = X.astype(np.float32)
         return "logistic", X[:200_000], y[:200_000], X[200_000:]
-    if case == "digits":
+    if case in ("digits", "one_row"):
         X, y = load_digits(return_X_y=True)
-        return "softmax", X, y, X
+        return "softmax", X, y, X if case == "digits" else X[:1]
+    if case == "friedman1":
+        X, y = make_friedman1(200_000, random_state=0)
+        X = X.astype(np.float32)
+        return "squared", X, y, X
     X, y = load_breast_cancer(return_X_y=True)
     return "logistic", X[:426], y[:426], X[426:]
 
@@ -100,7 +112,11 @@ def run_case(case, repeats):
         eta=PARAMS["learning_rate"],
         tree_method="hist",
         nthread=2,
-        objective="multi:softprob" if n_classes else "binary:logistic",
+        objective={
+            "softmax": "multi:softprob",
+            "logistic": "binary:logistic",
+            "squared": "reg:squarederror",
+        }[objective],
     )
     del xparams["learning_rate"]
     if n_classes:
@@ -122,8 +138,9 @@ def run_case(case, repeats):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--cases", default="w1,digits,small")
+    ap.add_argument("--cases", default="w1,digits,small,one_row,friedman1")
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--tag", default="", help="appended to the JSON file's name")
     args = ap.parse_args(argv)
     results = [run_case(c.strip(), args.repeats) for c in args.cases.split(",") if c.strip()]
     print(
@@ -139,7 +156,7 @@ def main(argv=None):
         print(f"{'':8s} native == xla bit for bit: {r['native_equals_xla']}")
     RESULTS.mkdir(exist_ok=True)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    path = RESULTS / f"predict-{stamp}.json"
+    path = RESULTS / f"predict-{stamp}{'-' + args.tag if args.tag else ''}.json"
     path.write_text(json.dumps(dict(results=results, argv=sys.argv[1:]), indent=1))
     print(f"raw figures: {path}")
 

@@ -228,3 +228,138 @@ def test_staged_softmax_equals_the_compiled_program(monkeypatch):
     assert stages.shape == (b.ensemble.n_trees, len(X), 3)  # every tree, not every round
     _same(stages[2::3], b.staged_predict(X, output_margin=True))
     _same(stages[-1], b.predict(X, output_margin=True))
+
+
+def _tree(feature, threshold, is_leaf, value, default_left=None):
+    """One heap-layout tree (or several: 2-D arguments) as an ``Ensemble``."""
+    feature = np.atleast_2d(np.int32(feature))
+    shape = feature.shape
+    return Ensemble(
+        feature=feature,
+        tbin=np.zeros(shape, np.int32),
+        threshold=np.atleast_2d(np.float32(threshold)),
+        default_left=np.zeros(shape, bool)
+        if default_left is None
+        else np.atleast_2d(np.asarray(default_left, bool)),
+        is_leaf=np.atleast_2d(np.asarray(is_leaf, bool)),
+        value=np.float32(value).reshape(shape[0], shape[1], -1).squeeze(-1)
+        if np.ndim(value) < 3
+        else np.float32(value),
+        gain=np.zeros(shape, np.float32),
+        cover=np.zeros(shape, np.float32),
+    )
+
+
+# depth 2 in a model of depth 3 (15 nodes): x0 < 0 -> leaf -1 (node 1); else x1 < 0.5
+# -> 2 (node 5), else 3 (node 6). The nodes below leaves hold junk, feature 999 among it.
+JUNK = 999
+DEPTH_2 = dict(
+    feature=[0, JUNK, 1, JUNK, JUNK, 0, 0] + [JUNK] * 8,
+    threshold=[0.0, 7.0, 0.5, 1.0, 1.0, 0.0, 0.0] + [5.0] * 8,
+    is_leaf=[False, True, False, False, False, True, True] + [False] * 8,
+    value=[0.0, -1.0, 0.0, 50.0, 60.0, 2.0, 3.0] + [100.0] * 8,
+)
+
+
+def test_each_tree_is_packed_to_its_own_depth():
+    # a row takes its tree's steps, not the model's: the leaves above the last level are
+    # completed (their descendants there hold their value), junk below them is unread
+    tree = _tree(**DEPTH_2)
+    leaf_only = _tree(**{**DEPTH_2, "is_leaf": [True] * 15, "value": [4.0] + [9.0] * 14})
+    both = Ensemble.concat([tree, leaf_only])
+    packed = native.pack_trees(both, 3, 1)
+    assert packed.depth.tolist() == [2, 0] and packed.max_feature == 1
+    assert packed.value[0, 3:7].tolist() == [-1.0, -1.0, 2.0, 3.0]  # level 2: the leaves
+    assert packed.nodes["feature"][0, :3].tolist() == [0, 0, 1]  # level 2 is not read
+    X = np.float32([[-1.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, np.nan], [-np.inf, 9.0]])
+    want = [-1.0 + 4.0, 2.0 + 4.0, 3.0 + 4.0, 3.0 + 4.0, -1.0 + 4.0]  # NaN goes right
+    assert native.predict(X, both, np.zeros(5, np.float32), 3).tolist() == want
+    assert native.predict(X, packed, np.zeros(5, np.float32), 3).tolist() == want
+    assert native.predict(X, packed, np.zeros(5, np.float32), 3, n_trees=1).tolist() == [
+        -1.0,
+        2.0,
+        3.0,
+        3.0,
+        -1.0,
+    ]
+    # a reachable split outside X's columns is still refused
+    with pytest.raises(ValueError, match="outside the 1 columns"):
+        native.predict(X[:, :1].copy(), packed, np.zeros(5, np.float32), 3)
+
+
+def test_blocks_with_and_without_missing_values_equal_the_compiled_program(logistic, monkeypatch):
+    # a block of 64 rows with no NaN skips the default-direction test; one NaN anywhere
+    # in a block takes it for the whole block
+    b, X = logistic
+    dense = np.nan_to_num(X[:256], nan=0.3)
+    dense[70, 0] = np.nan  # block 1 only (feature 0 is split on: y follows x0 + x2)
+    dense[255, 2] = np.nan  # block 3's last row
+    for rows in (dense, dense[:64], dense[64:200]):
+        a, x = _both(monkeypatch, lambda rows=rows: b.predict(rows, output_margin=True))
+        _same(a, x)
+    # the NaN row took its default way, which one of +-100 does not take
+    present = [dense.copy(), dense.copy()]
+    present[0][70, 0], present[1][70, 0] = -100.0, 100.0
+    assert any(b.predict(p)[70] != b.predict(dense)[70] for p in present)
+
+
+def _held_pair(values, K):
+    """Class trees (one per output, tree ``t`` on output ``t % K``): the stumps of
+    ``values`` (``(T, 2)``: left and right leaf) on x0 < 0, held and spread."""
+    T = len(values)
+    value = np.zeros((T, 3), np.float32)
+    value[:, 1:] = values
+    held = _tree(
+        feature=np.zeros((T, 3)),
+        threshold=np.zeros((T, 3)),
+        is_leaf=np.tile([False, True, True], (T, 1)),
+        value=value,
+    )
+    return held, held._replace(value=tree_module._spread_values(value, 0, K))
+
+
+def test_held_class_trees_end_at_signed_zeros_as_the_spread_ones():
+    # output 0's only tree has -0.0 leaves; output 1's tree +1 (left) and -1 (right).
+    # From -0.0 the spread layout adds output 1's 0 * v to output 0: +0 for the left
+    # rows, -0 for the right; held trees add v to its output only, and the rows ending
+    # at -0.0 are summed again with the zeros.
+    held, spread = _held_pair(np.float32([[-0.0, -0.0], [1.0, -1.0]]), 2)
+    X = np.float32([[-1.0], [1.0], [-2.0]])
+    start = np.full((3, 2), -0.0, np.float32)
+    got = native.predict(X, held, start.copy(), 1)
+    want = native.predict(X, spread, start.copy(), 1)
+    np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32))
+    assert np.signbit(got[:, 0]).tolist() == [False, True, False]  # 0 + (+0), 0 + (-0)
+    assert got[:, 1].tolist() == [1.0, -1.0, 1.0]
+
+
+def test_an_infinite_leaf_of_a_class_tree_makes_what_the_spread_layout_makes():
+    # inf * 0 is NaN: the spread layout puts NaN beside an infinite leaf, so the held
+    # trees are packed spread when a value is not finite
+    with np.errstate(invalid="ignore"):  # inf * 0, on purpose
+        held, spread = _held_pair(np.float32([[np.inf, 1.0], [2.0, 3.0]]), 2)
+    X = np.float32([[-1.0], [1.0]])
+    got = native.predict(X, held, np.zeros((2, 2), np.float32), 1)
+    want = native.predict(X, spread, np.zeros((2, 2), np.float32), 1)
+    np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32))
+    assert np.isinf(got[0, 0]) and np.isnan(got[0, 1]) and got[1].tolist() == [1.0, 3.0]
+    assert native.pack_trees(held, 1, 2).out is None  # packed in the (T, M, K) layout
+
+
+def test_a_model_packs_its_trees_once_for_itself_and_its_slices(logistic, monkeypatch):
+    b, X = logistic
+    b = b[:]
+    b.ensemble = b.ensemble  # the same trees as new ones: nothing packed yet
+    calls = []
+    real = native.pack_trees
+    monkeypatch.setattr(native, "pack_trees", lambda *a: calls.append(a) or real(*a))
+    first = b.predict(X[:10])
+    _same(b.predict(X[:10]), first)
+    b[:3].predict(X[:10])
+    b.staged_predict(X[:10])
+    assert len(calls) == 1
+    b.ensemble = b.ensemble._replace(value=b.ensemble.value * 2)  # new trees: packed anew
+    a, x = _both(monkeypatch, lambda: b.predict(X[:10]))
+    _same(a, x)
+    assert not np.array_equal(a, first)
+    assert len(calls) == 2

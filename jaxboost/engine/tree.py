@@ -438,7 +438,7 @@ def _apply_link(margin, *, link):
 
 
 def predict_margin_host(
-    ensemble: Ensemble, X, base_margin, *, max_depth: int, link=None, n_outputs=None
+    ensemble: Ensemble, X, base_margin, *, max_depth: int, link=None, n_outputs=None, packed=None
 ):
     """``predict_margin`` of every tree of a host ``ensemble`` (NumPy fields, no padding
     trees needed) by the native CPU kernel (``jaxboost.native.predict``), equal to it
@@ -456,6 +456,8 @@ def predict_margin_host(
       n_outputs: the model's ``K``; needed for class trees held one output per tree
         (``Ensemble``'s ``(T, M)`` values of ``K > 1`` outputs), else read from
         ``value``.
+      packed: ``jaxboost.native.pack_trees`` of ``ensemble`` or of a model whose first
+        trees it is, made once and kept by the caller (``None``: packed here).
 
     Returns:
       ``(N,)`` or ``(N, K)`` float32 NumPy margins, or ``link(margins)``.
@@ -475,7 +477,8 @@ def predict_margin_host(
 
     X = np.ascontiguousarray(X, np.float32)
     margin = _host_start(X, base_margin, ensemble, n_outputs)
-    native.predict(X, ensemble, margin, max_depth)
+    trees = ensemble if packed is None else packed
+    native.predict(X, trees, margin, max_depth, n_trees=ensemble.n_trees)
     if link is None:
         return margin
     return _link_on_bucket(_apply_link, margin, link, axis=0)
@@ -494,7 +497,7 @@ def _link_on_bucket(program, margins, link, axis):
 
 
 def staged_margins_host(
-    ensemble: Ensemble, X, base_margin, *, max_depth: int, link=None, n_outputs=None
+    ensemble: Ensemble, X, base_margin, *, max_depth: int, link=None, n_outputs=None, packed=None
 ):
     """``staged_margins`` by the native CPU kernel (``jaxboost.native.predict_stages``),
     equal to it bit for bit: ``(T, N)`` or ``(T, N, K)`` float32 NumPy margins after
@@ -506,7 +509,8 @@ def staged_margins_host(
 
     X = np.ascontiguousarray(X, np.float32)
     margin = _host_start(X, base_margin, ensemble, n_outputs)
-    stages = native.predict_stages(X, ensemble, margin, max_depth)
+    trees = ensemble if packed is None else packed
+    stages = native.predict_stages(X, trees, margin, max_depth, n_trees=ensemble.n_trees)
     if link is None:
         return stages
     return _link_on_bucket(_apply_link_stages, stages, link, axis=1)

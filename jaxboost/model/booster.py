@@ -133,27 +133,44 @@ def _read_only_trees(trees: Ensemble) -> Ensemble:
     return Ensemble(*(None if a is None else _read_only(a) for a in trees))
 
 
-class _PaddedTrees:
-    """A model's trees padded to a bucketed count (``Ensemble.padded``), made on the
-    first device prediction and kept; one holder is shared by a booster and its slices
-    ``booster[:k]``. Made lazily because the native CPU predictor reads the trees as they
-    are: a padded copy built with every model doubled its memory (sklearn's digits,
-    softmax, 100 rounds: 7.9 MiB more per model, held and made at the end of each fit).
+class _TreeLayouts:
+    """A model's trees in the layouts prediction reads, each made on first use and
+    kept; one holder is shared by a booster and its slices ``booster[:k]`` (whose trees
+    begin the model's, so the first ``k`` trees of a layout serve them).
+
+    * ``get()``: the trees padded to a bucketed count (``Ensemble.padded``) for the
+      compiled device predictor. Made lazily because the native CPU predictor reads
+      the trees as they are: a padded copy built with every model doubled its memory
+      (sklearn's digits, softmax, 100 rounds: 7.9 MiB more per model, held and made at
+      the end of each fit).
+    * ``native(max_depth, n_outputs)``: the native CPU predictor's packed trees
+      (``jaxboost.native.pack_trees``): 0.2-0.4 ms a call for a digits softmax, most
+      of a small prediction, when it was packed anew each time.
     """
 
-    __slots__ = ("_trees", "_padded")
+    __slots__ = ("_trees", "_padded", "_native")
 
     def __init__(self, trees: Ensemble):
         self._trees = trees  # class trees as held (predict_margin takes n_outputs)
         self._padded = None
+        self._native = None
 
     def get(self) -> Ensemble:
+        """The padded layout."""
         if self._padded is None:  # a race makes two equal copies, never a wrong one
             self._padded = self._trees.padded()
         return self._padded
 
+    def native(self, max_depth: int, n_outputs: int):
+        if self._native is None:  # as above
+            from .. import native
+
+            self._native = native.pack_trees(self._trees, max_depth, n_outputs)
+        return self._native
+
     @property
     def made(self) -> bool:
+        """Whether the padded layout was made."""
         return self._padded is not None
 
 
@@ -205,7 +222,7 @@ class Booster:
         feature_names=None,
         category_labels=None,
         num_parallel_tree: int = 1,
-        _padded: _PaddedTrees | None = None,
+        _padded: _TreeLayouts | None = None,
     ):
         self.objective = objective
         self.params = params
@@ -276,7 +293,7 @@ class Booster:
         # The trees padded to a bucketed count, shared by every slice booster[:k] of one
         # model, so all of them predict with one compiled program; made on first use
         # (the native CPU predictor never needs them), and anew for new trees.
-        self._padded_trees = _PaddedTrees(self._trees)
+        self._padded_trees = _TreeLayouts(self._trees)
 
     @property
     def trees(self) -> Ensemble:
@@ -594,10 +611,17 @@ class Booster:
 
         if native_predict_enabled():  # the CPU kernel: no program to compile
             trees = self._trees[: min(int(n_trees), self._trees.n_trees)]
-            depth = self.params.max_depth
+            depth, K = self.params.max_depth, self.n_outputs
+            packed = self._padded_trees.native(depth, K)  # made once per model
             return self._by_blocks(
                 lambda Xd, o: predict_margin_host(
-                    trees, Xd, self._base(o), max_depth=depth, link=link, n_outputs=self.n_outputs
+                    trees,
+                    Xd,
+                    self._base(o),
+                    max_depth=depth,
+                    link=link,
+                    n_outputs=K,
+                    packed=packed,
                 ),
                 X,
                 offsets,
@@ -716,16 +740,13 @@ class Booster:
         )
 
         host = native_predict_enabled()  # the CPU kernel: only the link compiles
+        depth, K = self.params.max_depth, self.n_outputs
 
         def stages(Xd, o):
             fn = staged_margins_host if host else staged_margins
+            packed = dict(packed=self._padded_trees.native(depth, K)) if host else {}
             out = fn(  # the trees as held (class trees: K times fewer values)
-                self._trees,
-                Xd,
-                self._base(o),
-                max_depth=self.params.max_depth,
-                link=link,
-                n_outputs=self.n_outputs,
+                self._trees, Xd, self._base(o), max_depth=depth, link=link, n_outputs=K, **packed
             )
             return np.asarray(out)[self.trees_per_round - 1 :: self.trees_per_round]
 

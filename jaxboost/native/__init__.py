@@ -89,6 +89,8 @@ __all__ = [
     "histogram",
     "predict",
     "predict_stages",
+    "pack_trees",
+    "PackedTrees",
     "grow_tree",
     "grow_trees",
     "grow_tree_sparse",
@@ -104,7 +106,7 @@ TARGET_NAME = "jaxboost_histogram"
 TREE_TARGET_NAME = "jaxboost_grow_tree"
 TREES_TARGET_NAME = "jaxboost_grow_trees"
 SPARSE_TREE_TARGET_NAME = "jaxboost_grow_tree_sparse"
-_ABI_VERSION = 11
+_ABI_VERSION = 12
 _SOURCE = _build.SOURCE
 _FLAGS = _build.FLAGS
 _LIB_NAME = "libjaxboost_hist.so"
@@ -248,8 +250,8 @@ def _load_and_register() -> None:
     lib.JaxboostPredict.restype = None
     lib.JaxboostPredict.argtypes = (
         [ctypes.c_void_p, ctypes.c_int64]
-        + [ctypes.c_void_p] * 4
-        + [ctypes.c_int64] * 4
+        + [ctypes.c_void_p] * 6
+        + [ctypes.c_int64] * 3
         + [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
     )
     lib.JaxboostReleaseScratch.restype = ctypes.c_int64
@@ -338,28 +340,145 @@ def _on_row_ranges(fn, N: int, n_threads: int, align: int = 1) -> None:
         list(ex.map(lambda b: fn(b, min(N, b + step)), range(0, N, step)))
 
 
-_PREDICT_NODE = np.dtype([("feature", np.int32), ("threshold", np.float32), ("flags", np.uint32)])
+_PREDICT_NODE = np.dtype([("feature", np.int32), ("threshold", np.float32)])
 # Below this many (rows * trees) prediction runs on one thread.
 _MIN_PREDICT_WORK_FOR_THREADS = 1 << 16
 
 
-def predict(X, ensemble, margin, max_depth: int, *, n_threads: int | None = None):
+class PackedTrees:
+    """An ensemble in the prediction kernel's layout (:func:`pack_trees`), made once
+    and kept by a model: packing a digits softmax (1,000 trees) took 0.18 ms, which was
+    most of a one-row prediction. Any first ``n`` of its trees predict what those trees
+    of the ensemble predict (``predict(..., n_trees=n)``), so the slices of a model
+    share it.
+
+    Attributes:
+      nodes: ``(T, M)`` ``PredictNode`` records (feature, threshold); flags: ``(T, M)``
+        uint8 (1: missing values go left, 4: a categorical split).
+      value: ``(T, M)`` (one output per tree, ``out``) or ``(T, M, K)`` float32.
+      cat: ``(T, M, 8)`` uint32 category bits, or ``None`` (no categorical split).
+      out: ``(T,)`` int32 output of each class tree held one output per tree, or ``None``.
+      depth: ``(T,)`` int32 levels of each tree that hold a reachable split.
+      T, M, K: trees, nodes per tree, outputs; max_feature: the largest feature a
+        reachable split reads (-1 when none).
+    """
+
+    __slots__ = ("nodes", "flags", "value", "cat", "out", "depth", "T", "M", "K", "max_feature")
+
+    def __init__(self, **fields):
+        for k, v in fields.items():
+            setattr(self, k, v)
+
+
+def pack_trees(ensemble, max_depth: int, n_outputs: int) -> PackedTrees:
+    """``ensemble`` (host NumPy fields, ``T`` trees of ``M`` heap nodes) in the
+    prediction kernel's layout, checked: :class:`PackedTrees`.
+
+    Each tree's depth is the number of levels with a reachable split (a row of a tree
+    of depth 2 takes two steps in a model of ``max_depth`` 6). Class trees held one
+    output per tree (``(T, M)`` values, ``n_outputs > 1``) stay so unless a value is not
+    finite; then the ``(T, M, K)`` layout is packed (``v * one_hot``: the zeros beside
+    an infinite value are NaN, which the kernel's one add per tree would not make).
+
+    Example:
+      >>> import numpy as np
+      >>> from jaxboost.engine.tree import Ensemble
+      >>> stump = Ensemble(feature=np.int32([[0, 0, 0]]), tbin=np.int32([[1, 0, 0]]),
+      ...     threshold=np.float32([[0.5, 0, 0]]), default_left=np.array([[True, 0, 0]], bool),
+      ...     is_leaf=np.array([[False, True, True]]), value=np.float32([[0, -1, 2]]),
+      ...     gain=np.zeros((1, 3), np.float32), cover=np.zeros((1, 3), np.float32))
+      >>> packed = pack_trees(stump, 1, 1)
+      >>> packed.depth.tolist(), packed.max_feature
+      ([1], 0)
+    """
+    T, M = ensemble.feature.shape
+    K = int(n_outputs)
+    value = np.asarray(ensemble.value, np.float32)
+    out = None
+    if K > 1 and value.shape == (T, M):  # class trees, one output per tree
+        if np.isfinite(value).all():
+            out = (np.arange(T) % K).astype(np.int32)  # tree t's values go to output t % K
+        else:  # the (T, M, K) layout's sums: v on its output, v * 0 on the others
+            with np.errstate(invalid="ignore"):  # inf * 0: NaN, as that layout holds
+                value = value[..., None] * np.eye(K, dtype=np.float32)[np.arange(T) % K][:, None]
+    if value.shape[:2] != (T, M) or (out is None and int(np.prod(value.shape[2:])) != K):
+        raise ValueError(f"leaf values of shape {ensemble.value.shape} for {K} outputs")
+    # The kernel walks heap indices below 2**(max_depth+1) - 1 without bounds checks:
+    # refuse trees that would read outside their arrays.
+    max_depth = int(max_depth)
+    if M < 2 ** (max_depth + 1) - 1:
+        raise ValueError(f"trees of {M} nodes cannot hold depth {max_depth}")
+    leaf = np.asarray(ensemble.is_leaf, bool)
+    feat = np.array(ensemble.feature, np.int32)
+    threshold = np.array(ensemble.threshold, np.float32)
+    flags = np.asarray(ensemble.default_left, np.uint8)
+    cat = ensemble.cat_bits
+    if cat is not None and np.shape(cat) != (T, M, 8):
+        raise ValueError(f"cat_bits of shape {np.shape(cat)}, expected {(T, M, 8)}")
+    if cat is not None:  # categorical splits: split nodes whose threshold is NaN
+        flags |= (np.isnan(threshold) & ~leaf).astype(np.uint8) << 2
+        cat = np.ascontiguousarray(cat, np.uint32)
+    value = np.array(value, np.float32, order="C")  # a copy: completed below
+    # Each tree completed to its depth: a leaf above the tree's last level becomes a
+    # split on feature 0 whose descendants on that level all hold the leaf's value, so
+    # every row takes the tree's depth in steps with no test for leaves (a branch that
+    # was mispredicted at every early leaf) and ends on the same value.
+    depth = np.zeros(T, np.int32)
+    reach = np.ones((T, 1), bool)  # the reachable nodes of one level, in heap order
+    max_feature = -1
+    for level in range(max_depth):
+        lo, hi = 2**level - 1, 2 ** (level + 1) - 1
+        split = reach & ~leaf[:, lo:hi]  # reachable splits
+        if not split.any():
+            break
+        depth += split.any(axis=1)  # a split on every level above a reachable one
+        used = feat[:, lo:hi][split]
+        if int(used.min()) < 0:
+            raise ValueError("a split reads a negative feature index")
+        max_feature = max(max_feature, int(used.max()))
+        rest = ~split  # leaves and what lies below them: the absorbing nodes
+        feat[:, lo:hi][rest] = 0
+        threshold[:, lo:hi][rest] = 0.0
+        flags[:, lo:hi][rest] = 0
+        down = np.repeat(rest, 2, axis=1)  # their children, the next level in order
+        child = value[:, hi : 2 * hi + 1]
+        child[down] = np.repeat(value[:, lo:hi], 2, axis=1)[down]
+        reach = np.repeat(split, 2, axis=1)  # children 2i+1, 2i+2
+    nodes = np.zeros((T, M), _PREDICT_NODE)
+    nodes["feature"] = feat
+    nodes["threshold"] = threshold
+    return PackedTrees(
+        nodes=nodes,
+        flags=np.ascontiguousarray(flags),
+        value=value,
+        cat=cat,
+        out=out,
+        depth=depth,
+        T=T,
+        M=M,
+        K=K,
+        max_feature=max_feature,
+    )
+
+
+def predict(X, ensemble, margin, max_depth: int, *, n_threads: int | None = None, n_trees=None):
     """Add the trees of ``ensemble`` to ``margin`` for the rows of ``X``, in place (the
     native twin of :func:`jaxboost.engine.tree.predict_margin`, equal to it bit for bit).
 
     Args:
       X: ``(N, F)`` float32, C-contiguous; NaN = missing.
-      ensemble: a host ``Ensemble`` (NumPy fields) of ``T`` trees of ``M`` heap nodes;
-        every tree is used. Its values ``(T, M[, K])``; ``(T, M)`` with ``K > 1``
-        outputs are class trees held one output per tree (tree ``t``'s values are
-        output ``t % K``'s; ``Ensemble``), which add what the ``(T, M, K)`` layout
-        would, bit for bit.
+      ensemble: a host ``Ensemble`` (NumPy fields) of ``T`` trees of ``M`` heap nodes,
+        or the :class:`PackedTrees` of one (:func:`pack_trees`, made once per model).
+        Its values ``(T, M[, K])``; ``(T, M)`` with ``K > 1`` outputs are class trees
+        held one output per tree (tree ``t``'s values are output ``t % K``'s;
+        ``Ensemble``), which add what the ``(T, M, K)`` layout would, bit for bit.
       margin: ``(N,)`` or ``(N, K)`` float32, C-contiguous: the margins before the trees
         (the base margin or offsets); on return, plus every tree's leaf value, added in
         float32 tree by tree.
       max_depth: the trees' depth (a row walks at most this many steps).
       n_threads: row blocks run on this many threads (the call releases the GIL);
         ``None``: :func:`default_threads`, and 1 below 2**16 rows x trees.
+      n_trees: only the first ``n_trees`` trees (``None``: all).
 
     Returns:
       ``margin``.
@@ -375,12 +494,15 @@ def predict(X, ensemble, margin, max_depth: int, *, n_threads: int | None = None
       ...     m = predict(np.float32([[0.0], [1.0], [np.nan]]), stump, np.zeros(3, np.float32), 1)
       ...     assert m.tolist() == [-1.0, 2.0, -1.0]
     """
-    packed = _pack_trees(X, ensemble, margin, max_depth)
-    _run_predict(X, packed, margin, 0, packed["T"], n_threads)
+    packed = _packed_for(X, ensemble, margin, max_depth)
+    T = packed.T if n_trees is None else min(int(n_trees), packed.T)
+    _run_predict(X, packed, margin, 0, T, n_threads)
     return margin
 
 
-def predict_stages(X, ensemble, margin, max_depth: int, *, n_threads: int | None = None):
+def predict_stages(
+    X, ensemble, margin, max_depth: int, *, n_threads: int | None = None, n_trees=None
+):
     """The margins after every tree: ``(T,) + margin.shape`` float32, entry ``t`` =
     ``margin`` plus trees ``0..t`` (the native twin of
     :func:`jaxboost.engine.tree.staged_margins`, equal to it bit for bit: the same
@@ -399,8 +521,9 @@ def predict_stages(X, ensemble, margin, max_depth: int, *, n_threads: int | None
       ...     s = predict_stages(np.float32([[0.0], [1.0]]), two, np.zeros(2, np.float32), 1)
       ...     assert s.tolist() == [[-1.0, 2.0], [-2.0, 4.0]]
     """
-    packed = _pack_trees(X, ensemble, margin, max_depth)
-    T, N = packed["T"], X.shape[0]
+    packed = _packed_for(X, ensemble, margin, max_depth)
+    T = packed.T if n_trees is None else min(int(n_trees), packed.T)
+    N = X.shape[0]
     out = np.empty((T,) + margin.shape, np.float32)
     if T == 0 or N == 0:
         return out
@@ -416,9 +539,8 @@ def predict_stages(X, ensemble, margin, max_depth: int, *, n_threads: int | None
     return out
 
 
-def _pack_trees(X, ensemble, margin, max_depth):
-    """Checks, and the trees in the kernel's layout (``PredictNode``): a dict of the
-    arrays (kept alive by it) and their sizes."""
+def _packed_for(X, ensemble, margin, max_depth) -> PackedTrees:
+    """The checks of one call, and ``ensemble`` packed (or as it is, when packed)."""
     if not available():
         raise RuntimeError(f"native kernel unavailable: {unavailable_reason()}")
     N, F = X.shape
@@ -426,34 +548,14 @@ def _pack_trees(X, ensemble, margin, max_depth):
         raise ValueError("X must be C-contiguous float32")
     if margin.dtype != np.float32 or not margin.flags.c_contiguous or margin.shape[0] != N:
         raise ValueError(f"margin must be C-contiguous float32 with {N} rows")
-    T, M = ensemble.feature.shape
     K = 1 if margin.ndim == 1 else margin.shape[1]
-    out = None
-    if K > 1 and ensemble.value.shape == (T, M):  # class trees, one output per tree
-        out = (np.arange(T) % K).astype(np.int32)  # tree t's values go to output t % K
-    elif ensemble.value.shape[:2] != (T, M) or int(np.prod(ensemble.value.shape[2:])) != K:
-        raise ValueError(f"leaf values of shape {ensemble.value.shape} for {K} outputs")
-    # The kernel reads X[row, feature] and walks heap indices below 2**(max_depth+1) - 1
-    # without bounds checks: refuse what would read outside the arrays.
-    if M < 2 ** (int(max_depth) + 1) - 1:
-        raise ValueError(f"trees of {M} nodes cannot hold depth {max_depth}")
-    leaf = np.asarray(ensemble.is_leaf, bool)
-    feat = np.asarray(ensemble.feature)
-    if F >= 1 << 30 or (T and np.any(~leaf & ((feat < 0) | (feat >= F)))):
+    packed = ensemble if isinstance(ensemble, PackedTrees) else pack_trees(ensemble, max_depth, K)
+    if packed.K != K:
+        raise ValueError(f"margins for {K} outputs, trees packed for {packed.K}")
+    # The kernel reads X[row, feature] without bounds checks.
+    if F >= 1 << 30 or packed.max_feature >= F:
         raise ValueError(f"a split reads a feature outside the {F} columns of X")
-    cat = ensemble.cat_bits
-    if cat is not None and np.shape(cat) != (T, M, 8):
-        raise ValueError(f"cat_bits of shape {np.shape(cat)}, expected {(T, M, 8)}")
-    nodes = np.zeros((T, M), _PREDICT_NODE)
-    nodes["feature"] = ensemble.feature
-    nodes["threshold"] = ensemble.threshold
-    flags = np.asarray(ensemble.default_left, np.uint32) | (leaf.astype(np.uint32) << 1)
-    if cat is not None:  # categorical splits: split nodes whose threshold is NaN
-        flags |= (np.isnan(ensemble.threshold) & ~leaf).astype(np.uint32) << 2
-        cat = np.ascontiguousarray(cat, np.uint32)
-    nodes["flags"] = flags
-    value = np.ascontiguousarray(ensemble.value, np.float32)
-    return dict(nodes=nodes, value=value, cat=cat, out=out, T=T, M=M, K=K, depth=int(max_depth))
+    return packed
 
 
 def _run_predict(X, packed, margin, t0, t1, n_threads):
@@ -468,18 +570,19 @@ def _run_predict(X, packed, margin, t0, t1, n_threads):
 
 def _predict_args(X, packed, margin, t0, t1):
     """``JaxboostPredict``'s arguments but the row range, for trees ``t0 .. t1 - 1``."""
-    M, K, cat, out = packed["M"], packed["K"], packed["cat"], packed["out"]
+    M, K, cat, out = packed.M, packed.K, packed.cat, packed.out
     return (
         X.ctypes.data,
         X.shape[1],
-        packed["nodes"].ctypes.data + t0 * M * _PREDICT_NODE.itemsize,
-        packed["value"].ctypes.data + t0 * M * (K if out is None else 1) * 4,
+        packed.nodes.ctypes.data + t0 * M * _PREDICT_NODE.itemsize,
+        packed.flags.ctypes.data + t0 * M,
+        packed.value.ctypes.data + t0 * M * (K if out is None else 1) * 4,
         None if cat is None else cat.ctypes.data + t0 * M * 8 * 4,
         None if out is None else out.ctypes.data + t0 * 4,
+        packed.depth.ctypes.data + t0 * 4,
         t1 - t0,
         M,
         K,
-        packed["depth"],
         margin.ctypes.data,
     )
 
