@@ -238,3 +238,67 @@ def test_dump_lists_every_node(interop_models):
     named = bst[:]
     named.feature_names = ["a", "b", "c", "d", "e"]
     assert f"0:[{'abcde'[f]}<" in named.dump()
+
+
+# --- the native pattern lookup and the kept paths ---------------------------------------
+
+
+def test_native_pattern_lookup_by_hand():
+    # one path of two elements: x0 < 0.5 (a missing x0 follows), and x1 a category in
+    # {1, 3} (a missing or unseen x1 does not follow); table[pattern] = the two
+    # elements' contributions, bit e of the pattern = the row follows element e
+    from jaxboost import native
+
+    if not native.available():
+        pytest.skip("native kernel unavailable")
+    cats = np.zeros((1, 2, 8), np.uint32)
+    cats[0, 1, 0] = (1 << 1) | (1 << 3)
+    table = np.float64([[[1, 2], [3, 4], [5, 6], [7, 8]]])  # (P, 2 ** L, L)
+    X = np.float32([[0.2, 3.0], [0.7, 1.0], [np.nan, np.nan], [0.7, 300.0], [0.5, 2.9]])
+    out = np.zeros((5, 2))
+    args = (
+        np.int32([[0, 1]]),
+        np.float64([[-np.inf, -np.inf]]),
+        np.float64([[0.5, np.inf]]),
+        np.uint8([[2 | 4, 16]]),  # has_hi, missing follows; categorical
+        cats,
+        table,
+    )
+    native.shap_patterns(X, *args, out)
+    # patterns: 0b11, 0b10, 0b01, 0b00, 0b00 (2.9 is code 2: not in the set)
+    np.testing.assert_array_equal(out, [[7, 8], [5, 6], [3, 4], [1, 2], [1, 2]])
+    big = np.repeat(X, 100, axis=0)
+    one, two = np.zeros((500, 2)), np.zeros((500, 2))
+    native.shap_patterns(big, *args, one, n_threads=1)
+    native.shap_patterns(big, *args, two, n_threads=2)
+    np.testing.assert_array_equal(one, two)
+    np.testing.assert_array_equal(one, np.repeat(out, 100, axis=0))
+    with pytest.raises(ValueError, match="unexpected"):  # a feature outside X
+        native.shap_patterns(X[:, :1].copy(), *args, np.zeros((5, 1)))
+
+
+def test_a_model_keeps_its_paths_and_its_slices_take_theirs(interop_data, interop_models):
+    from jaxboost.model import explain
+
+    X, _ = interop_data
+    bst = interop_models["softmax"][:]
+    bst.ensemble = bst.ensemble  # the same trees as new ones: nothing kept yet
+    made = []
+    real = explain._Paths
+    try:
+        explain._Paths = lambda *a: made.append(a) or real(*a)
+        full = bst.predict(X, pred_contribs=True)
+        np.testing.assert_array_equal(bst.predict(X, pred_contribs=True), full)
+        part = bst[:2].predict(X, pred_contribs=True)
+        assert len(made) == 1  # the slice took the model's paths of its trees
+    finally:
+        explain._Paths = real
+    # ... which are what the slice's own trees give, bit for bit
+    fresh = explain._Paths(bst[:2].trees, bst.n_outputs, bst.n_outputs)
+    kept = explain._paths_of(bst[:2])
+    assert kept.n_paths == fresh.n_paths < explain._paths_of(bst).n_paths
+    for name, a in vars(fresh).items():
+        np.testing.assert_array_equal(getattr(kept, name), a, err_msg=name)
+    np.testing.assert_allclose(
+        part.astype(np.float64).sum(-1), bst[:2].predict(X, output_margin=True), atol=1e-5
+    )

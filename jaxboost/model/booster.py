@@ -146,14 +146,16 @@ class _TreeLayouts:
     * ``native(max_depth, n_outputs)``: the native CPU predictor's packed trees
       (``jaxboost.native.pack_trees``): 0.2-0.4 ms a call for a digits softmax, most
       of a small prediction, when it was packed anew each time.
+    * ``shap_paths(make)``: TreeSHAP's leaf paths (``model.explain``).
     """
 
-    __slots__ = ("_trees", "_padded", "_native")
+    __slots__ = ("_trees", "_padded", "_native", "_shap")
 
     def __init__(self, trees: Ensemble):
         self._trees = trees  # class trees as held (predict_margin takes n_outputs)
         self._padded = None
         self._native = None
+        self._shap = None
 
     def get(self) -> Ensemble:
         """The padded layout."""
@@ -167,6 +169,12 @@ class _TreeLayouts:
 
             self._native = native.pack_trees(self._trees, max_depth, n_outputs)
         return self._native
+
+    def shap_paths(self, make):
+        """TreeSHAP's leaf paths of the trees (``make(trees)``, kept)."""
+        if self._shap is None:  # as above
+            self._shap = make(self._trees)
+        return self._shap
 
     @property
     def made(self) -> bool:

@@ -254,6 +254,13 @@ def _load_and_register() -> None:
         + [ctypes.c_int64] * 3
         + [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
     )
+    lib.JaxboostShapPatterns.restype = None
+    lib.JaxboostShapPatterns.argtypes = (
+        [ctypes.c_void_p, ctypes.c_int64]
+        + [ctypes.c_void_p] * 6
+        + [ctypes.c_int64] * 2
+        + [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
+    )
     lib.JaxboostReleaseScratch.restype = ctypes.c_int64
     lib.JaxboostReleaseScratch.argtypes = []
     _state["lib"] = lib  # keep the library loaded for the life of the process
@@ -585,6 +592,59 @@ def _predict_args(X, packed, margin, t0, t1):
         K,
         margin.ctypes.data,
     )
+
+
+def shap_patterns(X, feature, lo, hi, flags, cats, table, out, *, n_threads=None):
+    """Add every path's TreeSHAP contributions to each row's features, looked up by the
+    row's pattern of one fractions (``jaxboost.model.explain``'s pattern tables).
+
+    Args:
+      X: ``(N, F)`` C-contiguous float32 rows (NaN = missing).
+      feature: ``(P, L)`` int32 features of the paths' elements (all ``< F``).
+      lo, hi: ``(P, L)`` float64 bounds; flags: ``(P, L)`` uint8 (1: has ``lo``, 2: has
+        ``hi``, 4: a missing value follows, 8: padding, 16: categorical).
+      cats: ``(P, L, 8)`` uint32 category sets, or ``None`` (no categorical element).
+      table: ``(P, 2 ** L, L)`` float64 contributions per pattern (bit ``e`` of a
+        pattern: the row follows element ``e``).
+      out: ``(N, F)`` C-contiguous float64, added to in place.
+      n_threads: rows on this many threads (``None``: :func:`default_threads`; one
+        below 2**16 rows x paths).
+    """
+    N, F = X.shape
+    P, L = feature.shape
+    ok = (
+        X.dtype == np.float32
+        and out.dtype == np.float64
+        and out.shape == (N, F)
+        and table.shape == (P, 1 << L, L)
+        and table.dtype == np.float64
+        and all(a.shape == (P, L) for a in (lo, hi, flags))
+        and (cats is None or cats.shape == (P, L, 8))
+        and all(
+            a.flags.c_contiguous
+            for a in (X, feature, lo, hi, flags, table, out) + (cats,) * (cats is not None)
+        )
+    )
+    if not ok or (P and L and (feature.min() < 0 or feature.max() >= F)):
+        raise ValueError("shap_patterns: arrays of unexpected shapes, types or features")
+    if N == 0 or P == 0 or L == 0:
+        return out
+    lib = _state["lib"]
+    args = (
+        X.ctypes.data,
+        F,
+        feature.ctypes.data,
+        lo.ctypes.data,
+        hi.ctypes.data,
+        flags.ctypes.data,
+        None if cats is None else cats.ctypes.data,
+        table.ctypes.data,
+        P,
+        L,
+        out.ctypes.data,
+    )
+    _on_predict_threads(lambda b, e: lib.JaxboostShapPatterns(*args, b, e), N, P, n_threads)
+    return out
 
 
 def _on_predict_threads(fn, N, T, n_threads):

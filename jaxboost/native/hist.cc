@@ -1768,6 +1768,58 @@ extern "C" void JaxboostPredict(const float* X, int64_t F, const PredictNode* no
   }
 }
 
+// TreeSHAP by pattern tables (jaxboost.model.explain, called through ctypes by
+// jaxboost.native.shap_patterns; the GIL is released). A leaf path p of L elements
+// (each a feature with the merged constraints of the path's edges on it) contributes to
+// a row through the row's "one fractions" only: whether the row follows the path's
+// edges on each element, a pattern of L bits. table (P, 2^L, L) float64 holds every
+// path's contributions for every pattern (explain._pattern_table times the leaf value);
+// a row computes its pattern per path and adds the L entries to its features' sums:
+// out (N, F) float64, row-major, rows [row_begin, row_end).
+//
+// Element e of path p (arrays (P, L)): feature[p, e]; a present x follows iff
+// (!has_lo || x >= lo) && (!has_hi || x < hi) (flags 1 = has_lo, 2 = has_hi); NaN iff
+// missing_ok (4); on a categorical element (16) a code 0 <= x < 256 follows iff its bit
+// is set in cats (P, L, 8) uint32, anything else iff missing_ok; padding (8) always
+// follows (its entries are 0). As explain._Paths.ones.
+extern "C" void JaxboostShapPatterns(const float* X, int64_t F, const int32_t* feature,
+                                     const double* lo, const double* hi,
+                                     const uint8_t* flags, const uint32_t* cats,
+                                     const double* table, int64_t P, int64_t L, double* out,
+                                     int64_t row_begin, int64_t row_end) {
+  const int64_t patterns = int64_t{1} << L;
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    const float* x_row = X + r * F;
+    double* o = out + r * F;
+    for (int64_t p = 0; p < P; ++p) {
+      const int64_t base = p * L;
+      int64_t code = 0;
+      for (int64_t e = 0; e < L; ++e) {
+        const uint8_t fl = flags[base + e];
+        const double x = x_row[feature[base + e]];
+        bool follow;
+        if (fl & 8u) {
+          follow = true;
+        } else if (fl & 16u) {
+          if (x >= 0.0 && x < 256.0) {
+            const int64_t c = static_cast<int64_t>(x);
+            follow = (cats[(base + e) * 8 + (c >> 5)] >> (c & 31)) & 1u;
+          } else {
+            follow = fl & 4u;
+          }
+        } else if (x != x) {
+          follow = fl & 4u;
+        } else {
+          follow = (!(fl & 1u) || x >= lo[base + e]) && (!(fl & 2u) || x < hi[base + e]);
+        }
+        code |= static_cast<int64_t>(follow) << e;
+      }
+      const double* t = table + (p * patterns + code) * L;
+      for (int64_t e = 0; e < L; ++e) o[feature[base + e]] += t[e];
+    }
+  }
+}
+
 // Hands the scratch pool's idle blocks back to the system; returns their bytes.
 extern "C" int64_t JaxboostReleaseScratch() { return ScratchPool::Get().Release(); }
 

@@ -1,0 +1,137 @@
+"""SHAP values (``predict(X, pred_contribs=True)``): jaxboost's exact TreeSHAP against
+XGBoost's ``pred_contribs`` on the same data, in one process.
+
+Cases (models trained here first, depth 6, learning rate 0.1, 256 bins, 100 rounds,
+2 threads; each library explains its own model):
+
+=================  ======================================================================
+``breast_cancer``  logistic on sklearn's breast cancer, its 569 rows explained
+``digits``         10-class softmax (1,000 trees) on sklearn's digits, 1,000 rows
+``friedman1``      squared error on ``make_friedman1`` 20,000 x 10, 1,000 rows
+``friedman1_big``  the same model, 20,000 rows
+=================  ======================================================================
+
+**first** = the first call for that model (jaxboost: its leaf paths are walked then and
+kept with the model), **warm** = the median of ``--repeats`` (5) further calls. Each
+row of jaxboost's output is checked to sum to its margin.
+
+Usage::
+
+    python benchmarks/contributions.py
+    python benchmarks/contributions.py --cases digits --tag before
+
+Prints a table and writes ``benchmarks/results/contributions-<timestamp>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+os.environ.setdefault("JAXBOOST_COMPILATION_CACHE", "0")
+os.environ.setdefault("JAXBOOST_NATIVE_THREADS", "2")
+
+import numpy as np  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+PARAMS = dict(max_depth=6, learning_rate=0.1, max_bin=256)
+
+
+def data(case):
+    from sklearn.datasets import load_breast_cancer, load_digits, make_friedman1
+
+    if case == "breast_cancer":
+        X, y = load_breast_cancer(return_X_y=True)
+        return "logistic", X, y, X
+    if case == "digits":
+        X, y = load_digits(return_X_y=True)
+        return "softmax", X, y, X[:1000]
+    X, y = make_friedman1(20_000, random_state=0)
+    return "squared", X, y, X if case == "friedman1_big" else X[:1000]
+
+
+def timed(fn, repeats):
+    t = time.perf_counter()
+    out = fn()
+    first = time.perf_counter() - t
+    warm = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        warm.append(time.perf_counter() - t)
+    return out, first, statistics.median(warm)
+
+
+def run_case(case, repeats):
+    import xgboost as xgb
+
+    import jaxboost
+
+    objective, X, y, Xe = data(case)
+    X, Xe = np.asarray(X, np.float32), np.asarray(Xe, np.float32)
+    bst = jaxboost.train(objective, X, y, n_rounds=100, verbose=False, **PARAMS)
+    phi, first, warm = timed(lambda: bst.predict(Xe, pred_contribs=True), repeats)
+    sums = np.abs(phi.astype(np.float64).sum(-1) - bst.predict(Xe, output_margin=True)).max()
+    xparams = dict(
+        max_depth=PARAMS["max_depth"],
+        eta=PARAMS["learning_rate"],
+        max_bin=PARAMS["max_bin"],
+        tree_method="hist",
+        nthread=2,
+        objective={
+            "softmax": "multi:softprob",
+            "logistic": "binary:logistic",
+            "squared": "reg:squarederror",
+        }[objective],
+    )
+    if objective == "softmax":
+        xparams["num_class"] = int(y.max()) + 1
+    xb = xgb.train(xparams, xgb.DMatrix(X, y), 100)
+    de = xgb.DMatrix(Xe)
+    _, xfirst, xwarm = timed(lambda: xb.predict(de, pred_contribs=True), repeats)
+    return dict(
+        case=case,
+        rows=Xe.shape[0],
+        trees=bst.trees.n_trees,
+        jaxboost=dict(first_s=first, warm_s=warm),
+        xgboost=dict(first_s=xfirst, warm_s=xwarm),
+        ratio=warm / xwarm,
+        max_sum_error=float(sums),
+    )
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cases", default="breast_cancer,digits,friedman1,friedman1_big")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--tag", default="", help="appended to the JSON file's name")
+    args = ap.parse_args(argv)
+    results = [run_case(c.strip(), args.repeats) for c in args.cases.split(",") if c.strip()]
+    print(
+        f"{'case':14s} {'rows':>6s} {'trees':>6s} {'jaxboost first':>15s} {'warm':>8s} "
+        f"{'XGBoost first':>14s} {'warm':>8s} {'warm/XGB':>9s} {'|sum - margin|':>15s}"
+    )
+    for r in results:
+        j, x = r["jaxboost"], r["xgboost"]
+        print(
+            f"{r['case']:14s} {r['rows']:6d} {r['trees']:6d} {j['first_s']:15.4f} "
+            f"{j['warm_s']:8.4f} {x['first_s']:14.4f} {x['warm_s']:8.4f} {r['ratio']:9.2f} "
+            f"{r['max_sum_error']:15.2e}"
+        )
+    RESULTS.mkdir(exist_ok=True)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    path = RESULTS / f"contributions-{stamp}{'-' + args.tag if args.tag else ''}.json"
+    path.write_text(json.dumps(dict(results=results, argv=sys.argv[1:]), indent=1))
+    print(f"raw figures: {path}")
+
+
+if __name__ == "__main__":
+    main()
