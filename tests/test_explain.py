@@ -302,3 +302,16 @@ def test_a_model_keeps_its_paths_and_its_slices_take_theirs(interop_data, intero
     np.testing.assert_allclose(
         part.astype(np.float64).sum(-1), bst[:2].predict(X, output_margin=True), atol=1e-5
     )
+
+
+def test_the_numpy_pattern_lookup_equals_the_native_one(interop_data, interop_models, monkeypatch):
+    # where the native library is missing (no compiler), the rows' lookups run in NumPy
+    from jaxboost import native
+
+    X, _ = interop_data
+    for bst in interop_models.values():
+        with_kernel = shap_values(bst, X[:300], use_patterns=True)
+        with monkeypatch.context() as m:
+            m.setattr(native, "available", lambda: False)
+            without = shap_values(bst, X[:300], use_patterns=True)
+        np.testing.assert_allclose(without, with_kernel, atol=1e-6, rtol=0)
