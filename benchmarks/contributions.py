@@ -1,5 +1,6 @@
-"""SHAP values (``predict(X, pred_contribs=True)``): jaxboost's exact TreeSHAP against
-XGBoost's ``pred_contribs`` on the same data, in one process.
+"""SHAP values (``predict(X, pred_contribs=True)``) and interaction values
+(``pred_interactions``): jaxboost's exact TreeSHAP against XGBoost's on the same data,
+in one process.
 
 Cases (models trained here first, depth 6, learning rate 0.1, 256 bins, 100 rounds,
 2 threads; each library explains its own model):
@@ -9,11 +10,14 @@ Cases (models trained here first, depth 6, learning rate 0.1, 256 bins, 100 roun
 ``digits``         10-class softmax (1,000 trees) on sklearn's digits, 1,000 rows
 ``friedman1``      squared error on ``make_friedman1`` 20,000 x 10, 1,000 rows
 ``friedman1_big``  the same model, 20,000 rows
+``*_pairs``        interaction values (``pred_interactions``) of ``breast_cancer``'s
+                   model on its 569 rows, or ``friedman1``'s on 200 rows
 =================  ======================================================================
 
 **first** = the first call for that model (jaxboost: its leaf paths are walked then and
 kept with the model), **warm** = the median of ``--repeats`` (5) further calls. Each
-row of jaxboost's output is checked to sum to its margin.
+row of jaxboost's output is checked to sum to its margin (over the outputs, for
+several classes).
 
 Usage::
 
@@ -48,14 +52,15 @@ PARAMS = dict(max_depth=6, learning_rate=0.1, max_bin=256)
 def data(case):
     from sklearn.datasets import load_breast_cancer, load_digits, make_friedman1
 
-    if case == "breast_cancer":
+    if case.startswith("breast_cancer"):
         X, y = load_breast_cancer(return_X_y=True)
         return "logistic", X, y, X
     if case == "digits":
         X, y = load_digits(return_X_y=True)
         return "softmax", X, y, X[:1000]
     X, y = make_friedman1(20_000, random_state=0)
-    return "squared", X, y, X if case == "friedman1_big" else X[:1000]
+    rows = {"friedman1_big": len(X), "friedman1_pairs": 200}.get(case, 1000)
+    return "squared", X, y, X[:rows]
 
 
 def timed(fn, repeats):
@@ -77,9 +82,12 @@ def run_case(case, repeats):
 
     objective, X, y, Xe = data(case)
     X, Xe = np.asarray(X, np.float32), np.asarray(Xe, np.float32)
+    kind = "pred_interactions" if case.endswith("_pairs") else "pred_contribs"
     bst = jaxboost.train(objective, X, y, n_rounds=100, verbose=False, **PARAMS)
-    phi, first, warm = timed(lambda: bst.predict(Xe, pred_contribs=True), repeats)
-    sums = np.abs(phi.astype(np.float64).sum(-1) - bst.predict(Xe, output_margin=True)).max()
+    phi, first, warm = timed(lambda: bst.predict(Xe, **{kind: True}), repeats)
+    phi = phi.astype(np.float64).reshape(len(Xe), -1)
+    sums = np.abs(phi.sum(-1) - bst.predict(Xe, output_margin=True).reshape(len(Xe), -1).sum(-1))
+    sums = sums.max()
     xparams = dict(
         max_depth=PARAMS["max_depth"],
         eta=PARAMS["learning_rate"],
@@ -96,7 +104,7 @@ def run_case(case, repeats):
         xparams["num_class"] = int(y.max()) + 1
     xb = xgb.train(xparams, xgb.DMatrix(X, y), 100)
     de = xgb.DMatrix(Xe)
-    _, xfirst, xwarm = timed(lambda: xb.predict(de, pred_contribs=True), repeats)
+    _, xfirst, xwarm = timed(lambda: xb.predict(de, **{kind: True}), repeats)
     return dict(
         case=case,
         rows=Xe.shape[0],
@@ -110,19 +118,22 @@ def run_case(case, repeats):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--cases", default="breast_cancer,digits,friedman1,friedman1_big")
+    ap.add_argument(
+        "--cases",
+        default="breast_cancer,digits,friedman1,friedman1_big,breast_cancer_pairs,friedman1_pairs",
+    )
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--tag", default="", help="appended to the JSON file's name")
     args = ap.parse_args(argv)
     results = [run_case(c.strip(), args.repeats) for c in args.cases.split(",") if c.strip()]
     print(
-        f"{'case':14s} {'rows':>6s} {'trees':>6s} {'jaxboost first':>15s} {'warm':>8s} "
+        f"{'case':20s} {'rows':>6s} {'trees':>6s} {'jaxboost first':>15s} {'warm':>8s} "
         f"{'XGBoost first':>14s} {'warm':>8s} {'warm/XGB':>9s} {'|sum - margin|':>15s}"
     )
     for r in results:
         j, x = r["jaxboost"], r["xgboost"]
         print(
-            f"{r['case']:14s} {r['rows']:6d} {r['trees']:6d} {j['first_s']:15.4f} "
+            f"{r['case']:20s} {r['rows']:6d} {r['trees']:6d} {j['first_s']:15.4f} "
             f"{j['warm_s']:8.4f} {x['first_s']:14.4f} {x['warm_s']:8.4f} {r['ratio']:9.2f} "
             f"{r['max_sum_error']:15.2e}"
         )

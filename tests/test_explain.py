@@ -275,6 +275,11 @@ def test_native_pattern_lookup_by_hand():
     np.testing.assert_array_equal(one, np.repeat(out, 100, axis=0))
     with pytest.raises(ValueError, match="unexpected"):  # a feature outside X
         native.shap_patterns(X[:, :1].copy(), *args, np.zeros((5, 1)))
+    # pairs (interaction values): entry [pattern, e, j] goes to (feature e, feature j)
+    pairs = np.arange(16, dtype=np.float64).reshape(1, 4, 2, 2)
+    out = np.zeros((5, 2, 2))
+    native.shap_patterns(X, *args[:-1], pairs, out)
+    np.testing.assert_array_equal(out, pairs[0][[3, 2, 1, 0, 0]])
 
 
 def test_a_model_keeps_its_paths_and_its_slices_take_theirs(interop_data, interop_models):
@@ -306,12 +311,17 @@ def test_a_model_keeps_its_paths_and_its_slices_take_theirs(interop_data, intero
 
 def test_the_numpy_pattern_lookup_equals_the_native_one(interop_data, interop_models, monkeypatch):
     # where the native library is missing (no compiler), the rows' lookups run in NumPy
+    # (SHAP values: by pattern tables; interaction values: row by row)
     from jaxboost import native
+    from jaxboost.model.explain import shap_interaction_values
 
     X, _ = interop_data
     for bst in interop_models.values():
         with_kernel = shap_values(bst, X[:300], use_patterns=True)
+        pairs = shap_interaction_values(bst, X[:300])
         with monkeypatch.context() as m:
             m.setattr(native, "available", lambda: False)
             without = shap_values(bst, X[:300], use_patterns=True)
+            pairs_without = shap_interaction_values(bst, X[:300])
         np.testing.assert_allclose(without, with_kernel, atol=1e-6, rtol=0)
+        np.testing.assert_allclose(pairs_without, pairs, atol=1e-6, rtol=0)

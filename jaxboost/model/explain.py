@@ -390,6 +390,39 @@ def _pattern_table(zero, L):
     return _factors(zero, np.broadcast_to(bits[:, None, :], (L, P, 1 << L)))
 
 
+def _native_lookup(paths, ps, X, table, out):
+    """``jaxboost.native.shap_patterns`` on paths ``ps``: each row of ``X`` adds its
+    patterns' entries of ``table`` (``(P', 2 ** L, L[, L])``) to ``out``."""
+    native.shap_patterns(
+        X,
+        paths.feature[ps].astype(np.int32),
+        np.ascontiguousarray(paths.lo[ps]),
+        np.ascontiguousarray(paths.hi[ps]),
+        np.ascontiguousarray(paths.flags[ps]),
+        None if paths.cats is None else np.ascontiguousarray(paths.cats[ps]),
+        np.ascontiguousarray(table),
+        out,
+    )
+
+
+def _interaction_table(zero, wts, L):
+    """Interaction contributions of every bit pattern: ``(P, 2 ** L, L, L)``, entry
+    ``[p, pattern, e, j]`` = path ``p``'s share of the pair (element ``e``'s feature,
+    element ``j``'s) for a row of that pattern (``shap_interaction_values``' sum, with
+    the row's one fractions the pattern's bits)."""
+    R = 1 << L
+    bits = ((np.arange(R)[None, :] >> np.arange(L)[:, None]) & 1).astype(np.float64)
+    P = zero.shape[1]
+    one = np.broadcast_to(bits[:, None, :], (L, P, R))
+    table = np.empty((P, R, L, L))
+    for e in range(L):  # the conditioned element: feature i = feat[:, e]
+        z2, o2 = zero.copy(), one.copy()
+        z2[e], o2[e] = 1.0, 1.0  # a padding element: a null player
+        scale = 0.5 * (one[e] - zero[e]) * wts[:, None]  # (P, R)
+        table[:, :, e, :] = (_factors(z2, o2) * scale[None]).transpose(1, 2, 0)
+    return table
+
+
 def _scatter_plan(feat):
     """Column order grouping equal features, group starts, and each group's feature."""
     order = np.argsort(feat, kind="stable")
@@ -421,16 +454,7 @@ def _contributions(paths, paths_idx, weight, X, F, use_patterns=None):
         order, starts, groups = _scatter_plan(paths.feature[ps].ravel())  # path-major
         if use_patterns and kernel:  # each row's patterns looked up in C (2-8x faster)
             table = _pattern_table(zero, L) * wts[None, :, None]  # (L, P', 2 ** L)
-            native.shap_patterns(
-                X,
-                paths.feature[ps].astype(np.int32),
-                np.ascontiguousarray(paths.lo[ps]),
-                np.ascontiguousarray(paths.hi[ps]),
-                np.ascontiguousarray(paths.flags[ps]),
-                None if paths.cats is None else np.ascontiguousarray(paths.cats[ps]),
-                np.ascontiguousarray(table.transpose(1, 2, 0)),  # (P', 2 ** L, L)
-                out,
-            )
+            _native_lookup(paths, ps, X, table.transpose(1, 2, 0), out)  # (P', 2 ** L, L)
             continue
         if use_patterns:
             table = _pattern_table(zero, L) * wts[None, :, None]  # (L, P', 2 ** L)
@@ -521,17 +545,27 @@ def shap_interaction_values(booster, X, *, base_margin=None) -> np.ndarray:
     N, F = X.shape
     K = booster.n_outputs
     paths = _paths_of(booster)
-    main = shap_values(booster, X, base_margin=base_margin, use_patterns=False)
+    main = shap_values(booster, X, base_margin=base_margin)
     main = np.asarray(main, np.float64).reshape(N, K, F + 1)
     out = np.zeros((N, K, F + 1, F + 1))
     out[:, :, F, F] = main[:, :, F]
     L = paths.length
     rows = min(max(N, 1), 256)
+    # per-pattern tables and the rows' lookups in C, as shap_values', where the
+    # patterns are fewer than the rows (friedman1, 200 rows: 2.4 -> 0.2 s)
+    kernel = L > 0 and (1 << L) <= N and native.available()
+    X = np.ascontiguousarray(X)
     for k in range(K):
         idx = np.flatnonzero(paths.value[:, k] != 0)
         inter = np.zeros((N, F * F))
+        if kernel:
+            chunk = max(1, _CHUNK_ELEMENTS // (L * L << L))
+            for start in range(0, idx.size, chunk):
+                ps = idx[start : start + chunk]
+                table = _interaction_table(paths.zero[ps].T[:, :, None], paths.value[ps, k], L)
+                _native_lookup(paths, ps, X, table, inter.reshape(N, F, F))
         chunk = max(1, _CHUNK_ELEMENTS // (4 * max(L * rows, 1)))
-        for start in range(0, idx.size if L else 0, chunk):
+        for start in range(0, idx.size if L and not kernel else 0, chunk):
             ps = idx[start : start + chunk]
             zero = paths.zero[ps].T[:, :, None]  # (L, P', 1)
             wts = paths.value[ps, k]

@@ -261,6 +261,8 @@ def _load_and_register() -> None:
         + [ctypes.c_int64] * 2
         + [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
     )
+    lib.JaxboostShapInteractionPatterns.restype = None
+    lib.JaxboostShapInteractionPatterns.argtypes = lib.JaxboostShapPatterns.argtypes
     lib.JaxboostReleaseScratch.restype = ctypes.c_int64
     lib.JaxboostReleaseScratch.argtypes = []
     _state["lib"] = lib  # keep the library loaded for the life of the process
@@ -605,21 +607,26 @@ def shap_patterns(X, feature, lo, hi, flags, cats, table, out, *, n_threads=None
         ``hi``, 4: a missing value follows, 8: padding, 16: categorical).
       cats: ``(P, L, 8)`` uint32 category sets, or ``None`` (no categorical element).
       table: ``(P, 2 ** L, L)`` float64 contributions per pattern (bit ``e`` of a
-        pattern: the row follows element ``e``).
-      out: ``(N, F)`` C-contiguous float64, added to in place.
+        pattern: the row follows element ``e``); or ``(P, 2 ** L, L, L)``, the pairs'
+        (element ``e``'s feature, element ``j``'s) for interaction values.
+      out: ``(N, F)`` C-contiguous float64 (``(N, F, F)`` for pairs), added to in place.
       n_threads: rows on this many threads (``None``: :func:`default_threads`; one
         below 2**16 rows x paths).
     """
     N, F = X.shape
     P, L = feature.shape
+    pairs = table.ndim == 4
     ok = (
         X.dtype == np.float32
         and out.dtype == np.float64
-        and out.shape == (N, F)
-        and table.shape == (P, 1 << L, L)
+        and out.shape == ((N, F, F) if pairs else (N, F))
+        and table.shape == (P, 1 << L, L) + ((L,) if pairs else ())
         and table.dtype == np.float64
+        and feature.dtype == np.int32
+        and flags.dtype == np.uint8
         and all(a.shape == (P, L) for a in (lo, hi, flags))
-        and (cats is None or cats.shape == (P, L, 8))
+        and all(a.dtype == np.float64 for a in (lo, hi))
+        and (cats is None or (cats.shape == (P, L, 8) and cats.dtype == np.uint32))
         and all(
             a.flags.c_contiguous
             for a in (X, feature, lo, hi, flags, table, out) + (cats,) * (cats is not None)
@@ -630,6 +637,7 @@ def shap_patterns(X, feature, lo, hi, flags, cats, table, out, *, n_threads=None
     if N == 0 or P == 0 or L == 0:
         return out
     lib = _state["lib"]
+    fn = lib.JaxboostShapInteractionPatterns if pairs else lib.JaxboostShapPatterns
     args = (
         X.ctypes.data,
         F,
@@ -643,7 +651,7 @@ def shap_patterns(X, feature, lo, hi, flags, cats, table, out, *, n_threads=None
         L,
         out.ctypes.data,
     )
-    _on_predict_threads(lambda b, e: lib.JaxboostShapPatterns(*args, b, e), N, P, n_threads)
+    _on_predict_threads(lambda b, e: fn(*args, b, e), N, P * (L if pairs else 1), n_threads)
     return out
 
 

@@ -1781,7 +1781,35 @@ extern "C" void JaxboostPredict(const float* X, int64_t F, const PredictNode* no
 // (!has_lo || x >= lo) && (!has_hi || x < hi) (flags 1 = has_lo, 2 = has_hi); NaN iff
 // missing_ok (4); on a categorical element (16) a code 0 <= x < 256 follows iff its bit
 // is set in cats (P, L, 8) uint32, anything else iff missing_ok; padding (8) always
-// follows (its entries are 0). As explain._Paths.ones.
+// follows (its entries are 0). As explain._Paths.ones. ShapPattern: the pattern of
+// one row on path p (elements base .. base + L - 1 of the arrays).
+inline int64_t ShapPattern(const float* x_row, const int32_t* feature, const double* lo,
+                           const double* hi, const uint8_t* flags, const uint32_t* cats,
+                           int64_t base, int64_t L) {
+  int64_t code = 0;
+  for (int64_t e = 0; e < L; ++e) {
+    const uint8_t fl = flags[base + e];
+    const double x = x_row[feature[base + e]];
+    bool follow;
+    if (fl & 8u) {
+      follow = true;
+    } else if (fl & 16u) {
+      if (x >= 0.0 && x < 256.0) {
+        const int64_t c = static_cast<int64_t>(x);
+        follow = (cats[(base + e) * 8 + (c >> 5)] >> (c & 31)) & 1u;
+      } else {
+        follow = fl & 4u;
+      }
+    } else if (x != x) {
+      follow = fl & 4u;
+    } else {
+      follow = (!(fl & 1u) || x >= lo[base + e]) && (!(fl & 2u) || x < hi[base + e]);
+    }
+    code |= static_cast<int64_t>(follow) << e;
+  }
+  return code;
+}
+
 extern "C" void JaxboostShapPatterns(const float* X, int64_t F, const int32_t* feature,
                                      const double* lo, const double* hi,
                                      const uint8_t* flags, const uint32_t* cats,
@@ -1793,29 +1821,34 @@ extern "C" void JaxboostShapPatterns(const float* X, int64_t F, const int32_t* f
     double* o = out + r * F;
     for (int64_t p = 0; p < P; ++p) {
       const int64_t base = p * L;
-      int64_t code = 0;
-      for (int64_t e = 0; e < L; ++e) {
-        const uint8_t fl = flags[base + e];
-        const double x = x_row[feature[base + e]];
-        bool follow;
-        if (fl & 8u) {
-          follow = true;
-        } else if (fl & 16u) {
-          if (x >= 0.0 && x < 256.0) {
-            const int64_t c = static_cast<int64_t>(x);
-            follow = (cats[(base + e) * 8 + (c >> 5)] >> (c & 31)) & 1u;
-          } else {
-            follow = fl & 4u;
-          }
-        } else if (x != x) {
-          follow = fl & 4u;
-        } else {
-          follow = (!(fl & 1u) || x >= lo[base + e]) && (!(fl & 2u) || x < hi[base + e]);
-        }
-        code |= static_cast<int64_t>(follow) << e;
-      }
+      const int64_t code = ShapPattern(x_row, feature, lo, hi, flags, cats, base, L);
       const double* t = table + (p * patterns + code) * L;
       for (int64_t e = 0; e < L; ++e) o[feature[base + e]] += t[e];
+    }
+  }
+}
+
+// SHAP interaction values by pattern tables: table (P, 2^L, L, L) float64, entry
+// [p, pattern, e, j] = path p's contribution to the pair (feature of element e, feature
+// of element j); out (N, F, F) float64, row-major. Otherwise as JaxboostShapPatterns.
+extern "C" void JaxboostShapInteractionPatterns(const float* X, int64_t F,
+                                                const int32_t* feature, const double* lo,
+                                                const double* hi, const uint8_t* flags,
+                                                const uint32_t* cats, const double* table,
+                                                int64_t P, int64_t L, double* out,
+                                                int64_t row_begin, int64_t row_end) {
+  const int64_t patterns = int64_t{1} << L;
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    const float* x_row = X + r * F;
+    double* o = out + r * F * F;
+    for (int64_t p = 0; p < P; ++p) {
+      const int64_t base = p * L;
+      const int64_t code = ShapPattern(x_row, feature, lo, hi, flags, cats, base, L);
+      const double* t = table + (p * patterns + code) * L * L;
+      for (int64_t e = 0; e < L; ++e) {
+        double* oi = o + static_cast<int64_t>(feature[base + e]) * F;
+        for (int64_t j = 0; j < L; ++j) oi[feature[base + j]] += t[e * L + j];
+      }
     }
   }
 }
