@@ -363,3 +363,19 @@ def test_a_model_packs_its_trees_once_for_itself_and_its_slices(logistic, monkey
     _same(a, x)
     assert not np.array_equal(a, first)
     assert len(calls) == 2
+
+
+def test_stages_every_round_equal_every_trees_stages():
+    # staged_predict records each round's margins (every K class trees), not each tree's
+    X, rng = _data(n=300, seed=4)
+    y3 = np.digitize(np.nan_to_num(X[:, 0]) + 0.3 * rng.normal(size=len(X)), [-0.5, 0.5])
+    b = jaxboost.train("softmax", X, y3, **KW)  # 3 trees per round
+    X32 = np.ascontiguousarray(X, np.float32)
+    start = np.tile(np.asarray(b.base_margin, np.float32), (len(X), 1))
+    every_tree = native.predict_stages(X32, b.trees, start.copy(), b.params.max_depth)
+    rounds = native.predict_stages(X32, b.trees, start.copy(), b.params.max_depth, every=3)
+    assert rounds.shape == (KW["n_rounds"], len(X), 3)
+    _same(rounds, every_tree[2::3])
+    _same(rounds, b.staged_predict(X, output_margin=True))
+    with pytest.raises(ValueError, match="must divide"):
+        native.predict_stages(X32, b.trees, start.copy(), b.params.max_depth, every=5)

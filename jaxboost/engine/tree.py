@@ -497,12 +497,21 @@ def _link_on_bucket(program, margins, link, axis):
 
 
 def staged_margins_host(
-    ensemble: Ensemble, X, base_margin, *, max_depth: int, link=None, n_outputs=None, packed=None
+    ensemble: Ensemble,
+    X,
+    base_margin,
+    *,
+    max_depth: int,
+    link=None,
+    n_outputs=None,
+    packed=None,
+    every: int = 1,
 ):
     """``staged_margins`` by the native CPU kernel (``jaxboost.native.predict_stages``),
     equal to it bit for bit: ``(T, N)`` or ``(T, N, K)`` float32 NumPy margins after
-    every tree (or ``link`` of them, compiled once per row bucket and tree count).
-    Arguments as for ``predict_margin_host``; call it where
+    every tree (or ``link`` of them, compiled once per row bucket and tree count);
+    ``every=k``: after every ``k``-th tree only, ``(T // k, N[, K])`` (a model's rounds).
+    Other arguments as for ``predict_margin_host``; call it where
     ``native_predict_enabled()``.
     """
     from .. import native
@@ -510,7 +519,9 @@ def staged_margins_host(
     X = np.ascontiguousarray(X, np.float32)
     margin = _host_start(X, base_margin, ensemble, n_outputs)
     trees = ensemble if packed is None else packed
-    stages = native.predict_stages(X, trees, margin, max_depth, n_trees=ensemble.n_trees)
+    stages = native.predict_stages(
+        X, trees, margin, max_depth, n_trees=ensemble.n_trees, every=every
+    )
     if link is None:
         return stages
     return _link_on_bucket(_apply_link_stages, stages, link, axis=1)

@@ -750,16 +750,28 @@ class Booster:
         host = native_predict_enabled()  # the CPU kernel: only the link compiles
         depth, K = self.params.max_depth, self.n_outputs
 
-        def stages(Xd, o):
-            fn = staged_margins_host if host else staged_margins
-            packed = dict(packed=self._padded_trees.native(depth, K)) if host else {}
-            out = fn(  # the trees as held (class trees: K times fewer values)
-                self._trees, Xd, self._base(o), max_depth=depth, link=link, n_outputs=K, **packed
-            )
-            return np.asarray(out)[self.trees_per_round - 1 :: self.trees_per_round]
+        tpr = self.trees_per_round
 
-        # a block's (trees, rows[, K]) margins stay near STAGED_BLOCK_VALUES entries
-        rows = max(1, STAGED_BLOCK_VALUES // max(1, T * self.n_outputs))
+        def stages(Xd, o):
+            if host:  # the margins after each round only (not each of its trees)
+                return staged_margins_host(
+                    self._trees,  # as held (class trees: K times fewer values)
+                    Xd,
+                    self._base(o),
+                    max_depth=depth,
+                    link=link,
+                    n_outputs=K,
+                    packed=self._padded_trees.native(depth, K),
+                    every=tpr,
+                )
+            out = staged_margins(
+                self._trees, Xd, self._base(o), max_depth=depth, link=link, n_outputs=K
+            )
+            return np.asarray(out)[tpr - 1 :: tpr]
+
+        # a block's (stages, rows[, K]) margins stay near STAGED_BLOCK_VALUES entries
+        per_row = (len(self) if host else T) * self.n_outputs
+        rows = max(1, STAGED_BLOCK_VALUES // max(1, per_row))
         return self._by_blocks(stages, X, offsets, axis=1, rows=rows)
 
     @float32_programs

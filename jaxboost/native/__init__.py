@@ -510,13 +510,22 @@ def predict(X, ensemble, margin, max_depth: int, *, n_threads: int | None = None
 
 
 def predict_stages(
-    X, ensemble, margin, max_depth: int, *, n_threads: int | None = None, n_trees=None
+    X,
+    ensemble,
+    margin,
+    max_depth: int,
+    *,
+    n_threads: int | None = None,
+    n_trees=None,
+    every: int = 1,
 ):
     """The margins after every tree: ``(T,) + margin.shape`` float32, entry ``t`` =
     ``margin`` plus trees ``0..t`` (the native twin of
     :func:`jaxboost.engine.tree.staged_margins`, equal to it bit for bit: the same
     running float32 sum). ``margin`` (the margins before the trees) ends as the last
-    entry. Arguments as for :func:`predict`.
+    entry. With ``every=k`` (a divisor of ``T``), only the margins after every ``k``-th
+    tree, ``(T // k,) + margin.shape``: a model's rounds of ``k`` trees each (softmax's
+    class trees), not each tree's stage. Other arguments as for :func:`predict`.
 
     Example:
       >>> import numpy as np
@@ -532,17 +541,20 @@ def predict_stages(
     """
     packed = _packed_for(X, ensemble, margin, max_depth)
     T = packed.T if n_trees is None else min(int(n_trees), packed.T)
-    N = X.shape[0]
-    out = np.empty((T,) + margin.shape, np.float32)
+    every = int(every)
+    if every < 1 or T % every:
+        raise ValueError(f"every={every} must divide the {T} trees")
+    N, S = X.shape[0], T // every
+    out = np.empty((S,) + margin.shape, np.float32)
     if T == 0 or N == 0:
         return out
     lib = _state["lib"]
-    per_tree = [_predict_args(X, packed, margin, t, t + 1) for t in range(T)]
+    per_stage = [_predict_args(X, packed, margin, s * every, (s + 1) * every) for s in range(S)]
 
-    def rows(b, e):  # every tree over rows b..e-1, one after another
-        for t in range(T):
-            lib.JaxboostPredict(*per_tree[t], b, e)
-            out[t, b:e] = margin[b:e]
+    def rows(b, e):  # every stage's trees over rows b..e-1, one stage after another
+        for s in range(S):
+            lib.JaxboostPredict(*per_stage[s], b, e)
+            out[s, b:e] = margin[b:e]
 
     _on_predict_threads(rows, N, T, n_threads)
     return out
