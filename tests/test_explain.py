@@ -307,6 +307,13 @@ def test_a_model_keeps_its_paths_and_its_slices_take_theirs(interop_data, intero
     np.testing.assert_allclose(
         part.astype(np.float64).sum(-1), bst[:2].predict(X, output_margin=True), atol=1e-5
     )
+    # what is kept grows with the paths, not with paths x classes: a class tree's paths
+    # hold its own value (a 100-class model kept 100 float64 values per path)
+    paths = explain._paths_of(bst)
+    assert paths.own.shape == (paths.n_paths,) and paths.output.shape == (paths.n_paths,)
+    spread = np.stack([paths.column(k) for k in range(3)], axis=1)
+    np.testing.assert_array_equal(spread.sum(axis=1), paths.own)  # one output per path
+    assert ((spread != 0).sum(axis=1) <= 1).all()
 
 
 def test_the_numpy_pattern_lookup_equals_the_native_one(interop_data, interop_models, monkeypatch):

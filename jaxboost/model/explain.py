@@ -229,7 +229,7 @@ class _Paths:
                 i, cons = stack.pop()
                 if is_leaf[t, i]:
                     rows.append(list(cons.items()))
-                    leaf_values.append(_output_vector(value[t, i], t, K, tpr))
+                    leaf_values.append(value[t, i])
                     trees.append(t)
                     continue
                 f, x = int(feature[t, i]), float(thr[t, i])
@@ -262,7 +262,20 @@ class _Paths:
         L = max([len(r) for r in rows] + [0])
         self.n_paths, self.length = P, L
         self.tree = np.asarray(trees, np.int64)
-        self.value = np.asarray(leaf_values, np.float64).reshape(P, K)
+        # Leaf values: a class tree's (one output per tree: tpr == K) as its own value
+        # and output, ``column(k)`` spreading them (a 100-class model's paths would
+        # otherwise keep 100 float64 values per path with the model); vector leaves as
+        # (P, K).
+        self.n_outputs = K
+        self.output = (self.tree % K) if K > 1 and tpr == K else None
+        if self.output is not None:
+            own = [
+                v if np.size(v) == 1 else np.reshape(v, K)[t % K]
+                for v, t in zip(leaf_values, trees)
+            ]
+            self.own = np.asarray(own, np.float64).reshape(P)
+        else:
+            self.own = np.asarray(leaf_values, np.float64).reshape(P, K)
         self.feature = np.zeros((P, L), np.int64)
         self.lo = np.full((P, L), -np.inf)
         self.hi = np.full((P, L), np.inf)
@@ -290,6 +303,20 @@ class _Paths:
             self.flags |= (self.is_cat * 16).astype(np.uint8)
         self.n_trees = T
 
+    def column(self, k: int) -> np.ndarray:
+        """``(P,)`` float64: each path's leaf value on output ``k`` (a class tree's own
+        value on its output, ``0 * value`` on the others)."""
+        if self.output is None:
+            return self.own[:, k]
+        return np.where(self.output == k, self.own, self.own * 0.0)
+
+    @property
+    def value(self) -> np.ndarray:
+        """``(P, K)`` float64 leaf values of the paths (made on each use)."""
+        if self.output is None:
+            return self.own
+        return np.stack([self.column(k) for k in range(self.n_outputs)], axis=1)
+
     def first_trees(self, n: int) -> "_Paths":
         """The paths of trees ``0 .. n - 1`` (those of the model ``booster[:k]``), as
         ``_Paths`` of those trees makes them: the same arrays, padding cut to their
@@ -301,7 +328,7 @@ class _Paths:
         for name, a in vars(self).items():
             if isinstance(a, np.ndarray) and a.shape[:1] == (self.n_paths,):
                 a = a[keep]
-                out.__dict__[name] = a[:, :L] if a.ndim >= 2 and name != "value" else a
+                out.__dict__[name] = a[:, :L] if a.ndim >= 2 and name != "own" else a
             else:
                 out.__dict__[name] = a
         out.n_paths, out.length, out.n_trees = int(keep.sum()), L, n
@@ -506,8 +533,9 @@ def shap_values(booster, X, *, use_patterns=None, base_margin=None) -> np.ndarra
     bias = bias + (paths.value * reach[:, None]).sum(axis=0)
     out[:, :, F] = bias
     for k in range(K):
-        idx = np.flatnonzero(paths.value[:, k] != 0)
-        out[:, k, :F] = _contributions(paths, idx, paths.value[idx, k], X, F, use_patterns)
+        col = paths.column(k)
+        idx = np.flatnonzero(col != 0)
+        out[:, k, :F] = _contributions(paths, idx, col[idx], X, F, use_patterns)
     out = out.astype(np.float32)
     return out[:, 0] if K == 1 else out
 
@@ -556,19 +584,20 @@ def shap_interaction_values(booster, X, *, base_margin=None) -> np.ndarray:
     kernel = L > 0 and (1 << L) <= N and native.available()
     X = np.ascontiguousarray(X)
     for k in range(K):
-        idx = np.flatnonzero(paths.value[:, k] != 0)
+        col = paths.column(k)
+        idx = np.flatnonzero(col != 0)
         inter = np.zeros((N, F * F))
         if kernel:
             chunk = max(1, _CHUNK_ELEMENTS // (L * L << L))
             for start in range(0, idx.size, chunk):
                 ps = idx[start : start + chunk]
-                table = _interaction_table(paths.zero[ps].T[:, :, None], paths.value[ps, k], L)
+                table = _interaction_table(paths.zero[ps].T[:, :, None], col[ps], L)
                 _native_lookup(paths, ps, X, table, inter.reshape(N, F, F))
         chunk = max(1, _CHUNK_ELEMENTS // (4 * max(L * rows, 1)))
         for start in range(0, idx.size if L and not kernel else 0, chunk):
             ps = idx[start : start + chunk]
             zero = paths.zero[ps].T[:, :, None]  # (L, P', 1)
-            wts = paths.value[ps, k]
+            wts = col[ps]
             feat = paths.feature[ps]  # (P', L)
             for r0 in range(0, N, rows):
                 Xr = X[r0 : r0 + rows]
