@@ -314,6 +314,18 @@ def test_a_model_keeps_its_paths_and_its_slices_take_theirs(interop_data, intero
     spread = np.stack([paths.column(k) for k in range(3)], axis=1)
     np.testing.assert_array_equal(spread.sum(axis=1), paths.own)  # one output per path
     assert ((spread != 0).sum(axis=1) <= 1).all()
+    # paths larger than the limit are made for each call, not kept
+    from jaxboost.model import booster as booster_module
+
+    fresh = bst[:]
+    fresh.ensemble = fresh.ensemble
+    limit = booster_module.SHAP_PATHS_KEPT_BYTES
+    try:
+        booster_module.SHAP_PATHS_KEPT_BYTES = paths.nbytes - 1
+        np.testing.assert_array_equal(fresh.predict(X, pred_contribs=True), full)
+        assert fresh._padded_trees._shap is None
+    finally:
+        booster_module.SHAP_PATHS_KEPT_BYTES = limit
 
 
 def test_the_numpy_pattern_lookup_equals_the_native_one(interop_data, interop_models, monkeypatch):

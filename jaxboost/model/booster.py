@@ -70,6 +70,9 @@ PREDICT_BLOCK_VALUES = 1 << 24
 """Entries (rows x features) of one block of a dense ``X`` at prediction (64 MB of
 float32): a 20M-row ``predict`` holds the input, the output and one block."""
 
+SHAP_PATHS_KEPT_BYTES = 32 << 20
+"""TreeSHAP's leaf paths are kept with the model up to this size (``_TreeLayouts``)."""
+
 STAGED_BLOCK_VALUES = 1 << 22
 """``staged_predict``: (trees x rows x outputs) margins computed per block (16 MB)."""
 
@@ -171,10 +174,15 @@ class _TreeLayouts:
         return self._native
 
     def shap_paths(self, make):
-        """TreeSHAP's leaf paths of the trees (``make(trees)``, kept)."""
-        if self._shap is None:  # as above
-            self._shap = make(self._trees)
-        return self._shap
+        """TreeSHAP's leaf paths of the trees (``make(trees)``), kept when they take at
+        most ``SHAP_PATHS_KEPT_BYTES`` (a model of 10,000 trees at depth 6 has some
+        300,000 paths: 75 MB, made again on each call instead)."""
+        if self._shap is not None:
+            return self._shap
+        paths = make(self._trees)
+        if paths.nbytes <= SHAP_PATHS_KEPT_BYTES:  # a race keeps one of two equal ones
+            self._shap = paths
+        return paths
 
     @property
     def made(self) -> bool:

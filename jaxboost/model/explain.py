@@ -303,6 +303,11 @@ class _Paths:
             self.flags |= (self.is_cat * 16).astype(np.uint8)
         self.n_trees = T
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the paths' arrays."""
+        return sum(a.nbytes for a in vars(self).values() if isinstance(a, np.ndarray))
+
     def column(self, k: int) -> np.ndarray:
         """``(P,)`` float64: each path's leaf value on output ``k`` (a class tree's own
         value on its output, ``0 * value`` on the others)."""
