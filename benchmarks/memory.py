@@ -7,7 +7,7 @@ case alone. The parent starts the worker with ``subprocess.Popen`` and collects 
 ``ru_utime + ru_stime`` (CPU seconds). The worker reports its own wall seconds for the
 ``train`` call (compilation included: one call per process) and the bytes of its data.
 
-Cases (depth 6, 256 bins, learning rate 0.3, one JAX CPU device):
+Cases (depth 6 unless said, 256 bins, learning rate 0.3, one JAX CPU device):
 
 * ``base``: squared loss, 1,000 x 20, 10 rounds: the fixed cost (interpreter, JAX,
   jaxboost, compiling the round program);
@@ -28,7 +28,9 @@ Cases (depth 6, 256 bins, learning rate 0.3, one JAX CPU device):
 * ``predict20m``: a 50-round model of 10,000 x 5 rows, then ``predict`` on 20,000,000 x 5
   float32 rows (381 MiB; generated in blocks, so the peak is the predict's own);
 * ``staged``: a 2,000-round depth-2 model, then ``staged_predict`` on 100,000 rows (a
-  763 MiB output).
+  763 MiB output);
+* ``deep12``: squared, 200,000 x 10, 20 rounds of depth 12: the native tree grower's
+  histograms of a level's live nodes (up to 2,048 here) dominate.
 
 For the last two, ``train s`` is the seconds of the ``predict`` / ``staged_predict``
 call.
@@ -76,7 +78,9 @@ CASES = {
     "sparse1m": ("logistic", 1_000, 1_000_000, 1, 5),
     "predict20m": ("logistic", 20_000_000, 5, 1, 50),
     "staged": ("logistic", 100_000, 5, 1, 2000),
+    "deep12": ("squared", 200_000, 10, 1, 20),
 }
+DEPTHS = {"deep12": 12}  # max_depth where it is not 6
 TARGETS = {"softmax100": 1.5 * GB, "wide20k": 1.5 * GB}
 
 
@@ -167,7 +171,14 @@ def worker(name: str) -> None:
     t0 = time.perf_counter()
     c0 = time.process_time()
     bst = jaxboost.train(
-        objective, X, y, n_rounds=rounds, max_depth=6, learning_rate=0.3, verbose=False, **extra
+        objective,
+        X,
+        y,
+        n_rounds=rounds,
+        max_depth=DEPTHS.get(name, 6),
+        learning_rate=0.3,
+        verbose=False,
+        **extra,
     )
     margin = bst.predict(X[:10], output_margin=True)
     out = dict(

@@ -1019,17 +1019,20 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
   const Hyp p = HypOf(in.hyper);
   ResetTree(in, o);
   const int64_t nt_rows = std::max<int64_t>(1, std::min(nt, N));
-  // Histograms of a level's live nodes, compact and node-major: node c's (G, H) pair
-  // of feature f, bin b at c * ns + f * FS + b (the stride of the histogram kernel
-  // above, padded to an odd number of 64-byte lines per node).
+  // Histograms of a level's live nodes, node-major in slots: live node c's (G, H) pair
+  // of feature f, bin b at slot[c] * ns + f * FS + b (the stride of the histogram
+  // kernel above, padded to an odd number of 64-byte lines per node). A split's larger
+  // child takes its parent's slot (parent minus smaller child, in place) and the
+  // smaller child a free one, so the slots in use are the live nodes of one level, not
+  // of two (depth 12: a third less memory).
   int64_t ns = F * FS;
   if ((ns / 4) % 2 == 0) ns += 4;
-  // Live nodes per level <= min(2**d, rows): a bound for the two level buffers.
+  // Live nodes per level <= min(2**d, rows): a bound for the slots.
   const int64_t max_live = std::min<int64_t>(int64_t{1} << (D - 1), std::max<int64_t>(N, 1));
-  Scratch<v2d> levels(2 * max_live * ns + 256);
+  Scratch<v2d> levels(max_live * ns + 256);
   v2d* const base = levels.get();
-  v2d* cur = base;                      // this level's nodes
-  v2d* nxt = base + max_live * ns;      // the next level's
+  v2d* const cur = base;  // the root's slot, 0
+  std::vector<int32_t> slot{0};  // each live node's slot
   // The root's histogram: every row, straight into node 0.
   std::memset(static_cast<void*>(cur), 0, sizeof(v2d) * ns);
   Scratch<int32_t> small_node(N);
@@ -1048,6 +1051,8 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
   }
 
   std::vector<int32_t> live{0};  // the level's live nodes (index within the level)
+  std::vector<int32_t> next_slot, small_at;
+  std::vector<uint8_t> taken;
   std::vector<Cand> best;
   std::vector<float> sp;
   std::vector<int32_t> split_of, next_live, parent_c;
@@ -1080,8 +1085,8 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
         // No candidate can give both children H >= min_child_weight (with a margin
         // for the rounding of H_parent - H_child).
         if (p.mcw > 0 && Hn[i] < 2 * p.mcw * (1 - 1e-12)) continue;
-        best[u] = ScanFeature(cur + c * ns + f * FS, B, Gn[i], Hn[i], sp[c], forward_ok[f],
-                              p, s);
+        best[u] = ScanFeature(base + slot[c] * ns + f * FS, B, Gn[i], Hn[i], sp[c],
+                              forward_ok[f], p, s);
       }
     };
     const int64_t units = nl * F;
@@ -1115,7 +1120,7 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
       dleft[i] = b.dl;
       is_split[i] = true;
       gain[i] = b.gain;
-      const v2d* hr = cur + c * ns + bf * FS;
+      const v2d* hr = base + slot[c] * ns + bf * FS;
       double GL = 0.0, HL = 0.0, GR = 0.0, HR = 0.0;
       for (int64_t j = 0; j < B; ++j) {
         const bool left = j == B - 1 ? b.dl : j < b.tbin;
@@ -1140,10 +1145,6 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
     const int64_t n_pairs = static_cast<int64_t>(parent_c.size());
     if (n_pairs == 0) break;
     const bool last = d + 1 == D;
-    // The next level's node of each row in a smaller child: 2 pr + side (side 0 left).
-    std::vector<int32_t> small_slot(n_pairs);
-    for (int64_t pr = 0; pr < n_pairs; ++pr)
-      small_slot[pr] = static_cast<int32_t>(2 * pr + (left_small[pr] ? 0 : 1));
     // Route the level's rows of split nodes; note which rows are in the smaller child
     // (by pair index: the threaded kernel's node).
     auto route = [&](int64_t r0, int64_t r1) {
@@ -1171,16 +1172,28 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
       route(0, N);
     }
     if (last) break;
+    // Slots: each split's parent slot goes to its larger child; each smaller child
+    // takes the lowest free slot (the slots of the parents that did not split are
+    // free again).
+    taken.assign(max_live, 0);
+    for (int64_t pr = 0; pr < n_pairs; ++pr) taken[slot[parent_c[pr]]] = 1;
+    small_at.resize(n_pairs);
+    int64_t free_slot = 0;
+    for (int64_t pr = 0; pr < n_pairs; ++pr) {
+      while (taken[free_slot]) ++free_slot;
+      taken[free_slot] = 1;
+      small_at[pr] = static_cast<int32_t>(free_slot);
+    }
     // The next level's histograms: the smaller children's, then their siblings'
-    // (parent minus smaller child).
+    // (parent minus smaller child, in the parent's slot).
     if (nt_rows == 1) {
       for (int64_t pr = 0; pr < n_pairs; ++pr)
-        std::memset(static_cast<void*>(nxt + small_slot[pr] * ns), 0, sizeof(v2d) * ns);
+        std::memset(static_cast<void*>(base + small_at[pr] * ns), 0, sizeof(v2d) * ns);
       for (int64_t r = 0; r < N; ++r) {
         const int32_t pr = small_node[r];
         if (pr >= n_pairs) continue;
         const v2d v = {static_cast<double>(g[r]), static_cast<double>(h[r])};
-        AddRow<FS>(nxt + small_slot[pr] * ns, bins + r * F, F, v);
+        AddRow<FS>(base + small_at[pr] * ns, bins + r * F, F, v);
       }
     } else {
       SG.reset(n_pairs * F * B);
@@ -1188,7 +1201,7 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
       Dispatch<T>(bins, g, h, small_node.get(), N, F, n_pairs, n_pairs, B, nt, pool, SG.get(),
                   SH.get());
       for (int64_t pr = 0; pr < n_pairs; ++pr) {
-        v2d* o = nxt + small_slot[pr] * ns;
+        v2d* o = base + small_at[pr] * ns;
         for (int64_t f = 0; f < F; ++f) {
           const double* sg = SG.get() + (f * n_pairs + pr) * B;
           const double* sh = SH.get() + (f * n_pairs + pr) * B;
@@ -1196,14 +1209,18 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
         }
       }
     }
+    next_slot.resize(2 * n_pairs);
     for (int64_t pr = 0; pr < n_pairs; ++pr) {
-      const v2d* par = cur + static_cast<int64_t>(parent_c[pr]) * ns;
-      const v2d* sm = nxt + small_slot[pr] * ns;
-      v2d* lg = nxt + (small_slot[pr] ^ 1) * ns;
+      const int32_t ps = slot[parent_c[pr]];
+      v2d* lg = base + static_cast<int64_t>(ps) * ns;  // parent, then larger child
+      const v2d* sm = base + static_cast<int64_t>(small_at[pr]) * ns;
       for (int64_t f = 0; f < F; ++f)
-        for (int64_t b = 0; b < B; ++b) lg[f * FS + b] = par[f * FS + b] - sm[f * FS + b];
+        for (int64_t b = 0; b < B; ++b) lg[f * FS + b] = lg[f * FS + b] - sm[f * FS + b];
+      // next_live lists each pair's children left then right
+      next_slot[2 * pr] = left_small[pr] ? small_at[pr] : ps;
+      next_slot[2 * pr + 1] = left_small[pr] ? ps : small_at[pr];
     }
-    std::swap(cur, nxt);
+    slot.swap(next_slot);
     live.swap(next_live);
   }
   LossGuide(in, o);
