@@ -76,28 +76,28 @@ def _warn_float32_collapse(arr, name):
         if n <= PRECISION_SAMPLE
         else np.linspace(0, n - 1, PRECISION_SAMPLE).astype(np.int64)
     )
-    a = arr[rows]
-    for j in range(arr.shape[1]):
-        col = a[:, j]
-        col = col[~np.isnan(col)] if col.dtype.kind == "f" else col
-        if col.size < 2:
-            continue
-        u = np.unique(col)
-        u32 = u.astype(np.float32)
-        same = np.flatnonzero(u32[1:] == u32[:-1])
-        if same.size:
-            i = int(same[0])
-            warnings.warn(
-                f"{name} column {j}: distinct values {u[i].item()!r} and {u[i + 1].item()!r} "
-                f"both become "
-                f"{float(u32[i])!r} in float32, which jaxboost bins in (as XGBoost does); "
-                f"{np.count_nonzero(u32[1:] == u32[:-1])} of the column's sampled values "
-                f"merge so. Subtract the column's minimum (or another offset) or rescale it "
-                f"before training to keep them apart",
-                DataWarning,
-                stacklevel=4,
-            )
-            return
+    a = np.sort(arr[rows], axis=0)  # NaN last; every column at once
+    if a.shape[0] < 2:
+        return
+    with np.errstate(over="ignore", invalid="ignore"):
+        a32 = a.astype(np.float32)
+    # adjacent distinct sampled values (in each column's sorted order) that float32 makes
+    # equal; pairs with a NaN compare unequal in float32 and are never counted
+    merged = (a[1:] != a[:-1]) & (a32[1:] == a32[:-1])
+    cols = np.flatnonzero(merged.any(axis=0))
+    if cols.size:
+        j = int(cols[0])
+        i = int(np.flatnonzero(merged[:, j])[0])
+        warnings.warn(
+            f"{name} column {j}: distinct values {a[i, j].item()!r} and {a[i + 1, j].item()!r} "
+            f"both become "
+            f"{float(a32[i, j])!r} in float32, which jaxboost bins in (as XGBoost does); "
+            f"{int(np.count_nonzero(merged[:, j]))} of the column's sampled values "
+            f"merge so. Subtract the column's minimum (or another offset) or rescale it "
+            f"before training to keep them apart",
+            DataWarning,
+            stacklevel=4,
+        )
 
 
 def as_features(X, *, name="X", allow_inf=False, sparse=None, warn_precision=False) -> np.ndarray:

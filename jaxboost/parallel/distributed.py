@@ -311,6 +311,13 @@ class RowLayout:
             return jax.device_put(a)
         return jax.make_array_from_process_local_data(NamedSharding(self.mesh, PartitionSpec()), a)
 
+    def replicate_tree(self, tree):
+        """``replicate`` of every leaf of ``tree``: one batched transfer in one process
+        (a transfer per leaf cost ~0.03 ms each, 0.6 ms of a small fit's fixed cost)."""
+        if not self.multi:
+            return jax.device_put(jax.tree.map(np.asarray, tree))
+        return jax.tree.map(self.replicate, tree)
+
 
 def local_rows(a):
     """This process's rows of ``a``: a global ``jax.Array`` whose rows are split over

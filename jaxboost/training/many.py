@@ -288,7 +288,7 @@ def _program(settings, prep, evals, common):
         except (TypeError, ValueError) as e:
             raise type(e)(f"configuration {i}: {e}") from None
         members[g].append(i)
-    hypers = tuple(stack([hyper(runs[i].s) for i in m], layout.replicate) for m in members)
+    hypers = tuple(stack([hyper(runs[i].s) for i in m], layout.replicate_tree) for m in members)
     margins = tuple(
         layout.put(np.stack([_start(settings[i], preps[i]) for i in m]), feature_major=True)
         for m in members

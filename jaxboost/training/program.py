@@ -121,6 +121,7 @@ def hyper(s) -> Hyper:
     )
 
 
-def stack(hypers, put=jax.device_put):
-    """``Hyper`` s of one group stacked on a leading model axis."""
-    return jax.tree.map(lambda *a: put(np.stack(a)), *hypers)
+def stack(hypers, put_tree=jax.device_put):
+    """``Hyper`` s of one group stacked on a leading model axis, on the device(s) by
+    ``put_tree`` (the whole tree at once: one batched transfer)."""
+    return put_tree(jax.tree.map(lambda *a: np.stack(a), *hypers))

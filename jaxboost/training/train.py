@@ -187,7 +187,7 @@ def train(objective, X, y, **options) -> Booster:
             layout.mesh,
             prep.rows,
             prep.shared,
-            (stack([hyper(run_.s)], layout.replicate),),
+            (stack([hyper(run_.s)], layout.replicate_tree),),
             (prep.margin,),
             (layout.replicate(new_flags(1)),),
             layout.replicate(np.array([1], np.int32)),
