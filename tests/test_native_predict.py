@@ -379,3 +379,38 @@ def test_stages_every_round_equal_every_trees_stages():
     _same(rounds, b.staged_predict(X, output_margin=True))
     with pytest.raises(ValueError, match="must divide"):
         native.predict_stages(X32, b.trees, start.copy(), b.params.max_depth, every=5)
+
+
+def test_csr_rows_predict_what_their_dense_twins_do(monkeypatch):
+    # a CSR matrix is predicted by its stored entries (absent = NaN), not in dense
+    # blocks: the same margins bit for bit, for class trees held one output per tree
+    # (with -0.0 offsets: the re-summed rows), with stored NaN and explicit zeros
+    X, rng = _data(n=700, seed=5)
+    X[np.abs(X) < 0.4] = 0.0  # dropped from the CSR matrix below: missing there
+    y3 = np.digitize(np.nan_to_num(X[:, 0]) + 0.3 * rng.normal(size=len(X)), [-0.5, 0.5])
+    b = jaxboost.train("softmax", X, y3, **KW)
+    csr = sp.csr_matrix(np.where(np.isnan(X), np.nan, X))  # stored NaN stays stored
+    csr.eliminate_zeros()
+    csr[3, 2] = 0.0  # an explicit stored zero: present, 0.0
+    coo = csr.tocoo()  # the dense twin: every stored entry, NaN elsewhere
+    dense = np.full(X.shape, np.nan, np.float32)
+    dense[coo.row, coo.col] = coo.data
+    assert dense[3, 2] == 0.0 and np.isnan(dense).any()
+    called = []
+    real = native.predict_csr
+    monkeypatch.setattr(native, "predict_csr", lambda *a, **k: called.append(1) or real(*a, **k))
+    neg_zero = np.full((len(X), 3), -0.0, np.float32)
+    for kwargs in ({}, dict(output_margin=True), dict(output_margin=True, base_margin=neg_zero)):
+        got = b.predict(csr, **kwargs)
+        want = b.predict(dense, **kwargs)
+        np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32))
+    assert len(called) == 3  # the CSR kernel ran, no dense blocks
+    X32 = csr.astype(np.float32)
+    start = np.zeros((len(X), 3), np.float32)
+    one = native.predict_csr(X32, b.trees, start.copy(), b.params.max_depth, n_threads=1)
+    two = native.predict_csr(X32, b.trees, start.copy(), b.params.max_depth, n_threads=2)
+    _same(one, two)
+    bad = X32.copy()
+    bad.indices[0] = 99  # outside the 5 columns
+    with pytest.raises(ValueError, match="valid CSR"):
+        native.predict_csr(bad, b.trees, start.copy(), b.params.max_depth)

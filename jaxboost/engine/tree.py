@@ -449,7 +449,8 @@ def predict_margin_host(
 
     Args:
       ensemble: ``Ensemble`` of ``T`` trees, NumPy fields.
-      X: ``(N, F)`` array of raw features (cast to float32; NaN = missing).
+      X: ``(N, F)`` array of raw features (cast to float32; NaN = missing), or a
+        canonical float32 CSR matrix (absent = missing; ``jaxboost.native.predict_csr``).
       base_margin: as for ``predict_margin``: a scalar or ``(K,)`` intercept, or
         ``(N,)`` / ``(N, K)`` margins per row.
       max_depth: the trees' depth; link: optional inverse link applied at the end.
@@ -474,11 +475,16 @@ def predict_margin_host(
       ...     assert m.tolist() == [-0.5, 2.5]
     """
     from .. import native
+    from ..inputs.sparse import is_sparse
 
-    X = np.ascontiguousarray(X, np.float32)
-    margin = _host_start(X, base_margin, ensemble, n_outputs)
     trees = ensemble if packed is None else packed
-    native.predict(X, trees, margin, max_depth, n_trees=ensemble.n_trees)
+    if is_sparse(X):  # a canonical float32 CSR matrix: by its stored entries
+        margin = _host_start(X, base_margin, ensemble, n_outputs)
+        native.predict_csr(X, trees, margin, max_depth, n_trees=ensemble.n_trees)
+    else:
+        X = np.ascontiguousarray(X, np.float32)
+        margin = _host_start(X, base_margin, ensemble, n_outputs)
+        native.predict(X, trees, margin, max_depth, n_trees=ensemble.n_trees)
     if link is None:
         return margin
     return _link_on_bucket(_apply_link, margin, link, axis=0)
