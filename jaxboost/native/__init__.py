@@ -89,6 +89,7 @@ __all__ = [
     "histogram",
     "predict",
     "predict_csr",
+    "shap_patterns",
     "predict_stages",
     "pack_trees",
     "PackedTrees",
@@ -692,6 +693,17 @@ def shap_patterns(X, feature, lo, hi, flags, cats, table, out, *, n_threads=None
       out: ``(N, F)`` C-contiguous float64 (``(N, F, F)`` for pairs), added to in place.
       n_threads: rows on this many threads (``None``: :func:`default_threads`; one
         below 2**16 rows x paths).
+
+    Returns:
+      ``out``.
+
+    Example (one path of one element, ``x0 < 0.5``; patterns 0 and 1 add 10 and 20):
+      >>> X = np.float32([[0.0], [1.0]])
+      >>> one = dict(lo=np.float64([[-np.inf]]), hi=np.float64([[0.5]]))
+      >>> if available():
+      ...     out = shap_patterns(X, np.int32([[0]]), one["lo"], one["hi"], np.uint8([[2]]),
+      ...                         None, np.float64([[[10.0], [20.0]]]), np.zeros((2, 1)))
+      ...     assert out.tolist() == [[20.0], [10.0]]
     """
     N, F = X.shape
     P, L = feature.shape
