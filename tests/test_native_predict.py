@@ -410,6 +410,10 @@ def test_csr_rows_predict_what_their_dense_twins_do(monkeypatch):
     one = native.predict_csr(X32, b.trees, start.copy(), b.params.max_depth, n_threads=1)
     two = native.predict_csr(X32, b.trees, start.copy(), b.params.max_depth, n_threads=2)
     _same(one, two)
+    # no columns at all (a model of single leaves): no division by the width
+    leaves = _tree(feature=[[0]], threshold=[[0.0]], is_leaf=[[True]], value=[[1.5]])
+    empty = sp.csr_matrix((3, 0), dtype=np.float32)
+    assert native.predict_csr(empty, leaves, np.zeros(3, np.float32), 0).tolist() == [1.5] * 3
     bad = X32.copy()
     bad.indices[0] = 99  # outside the 5 columns
     with pytest.raises(ValueError, match="valid CSR"):

@@ -1884,7 +1884,8 @@ void PredictRowsCSR(const int64_t* indptr, const int32_t* indices, const float* 
                     const float* value, const uint32_t* cat_bits, const int32_t* value_output,
                     const int32_t* tree_depth, int64_t T, int64_t M, int64_t K, float* margin,
                     int64_t row_begin, int64_t row_end) {
-  const int64_t B = std::max<int64_t>(1, std::min<int64_t>(64, (int64_t{1} << 18) / F));
+  const int64_t B =
+      F > 0 ? std::max<int64_t>(1, std::min<int64_t>(64, (int64_t{1} << 18) / F)) : 64;
   std::vector<float> xb(B * F, std::numeric_limits<float>::quiet_NaN());
   for (int64_t r0 = row_begin; r0 < row_end; r0 += B) {
     const int64_t nb = std::min(B, row_end - r0);
