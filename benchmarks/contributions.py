@@ -32,21 +32,15 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
-import statistics
 import sys
-import time
 from pathlib import Path
 
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
-os.environ.setdefault("JAXBOOST_COMPILATION_CACHE", "0")
-os.environ.setdefault("JAXBOOST_NATIVE_THREADS", "2")
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
-PARAMS = dict(max_depth=6, learning_rate=0.1, max_bin=256)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+# predict.py's settings, timing and XGBoost parameters (it sets the same environment:
+# CPU, no persistent compilation cache, 2 native threads, before anything imports JAX)
+from predict import PARAMS, RESULTS, timed, xgboost_params  # noqa: E402
 
 
 def data(case):
@@ -63,18 +57,6 @@ def data(case):
     return "squared", X, y, X[:rows]
 
 
-def timed(fn, repeats):
-    t = time.perf_counter()
-    out = fn()
-    first = time.perf_counter() - t
-    warm = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        warm.append(time.perf_counter() - t)
-    return out, first, statistics.median(warm)
-
-
 def run_case(case, repeats):
     import xgboost as xgb
 
@@ -88,20 +70,7 @@ def run_case(case, repeats):
     phi = phi.astype(np.float64).reshape(len(Xe), -1)
     sums = np.abs(phi.sum(-1) - bst.predict(Xe, output_margin=True).reshape(len(Xe), -1).sum(-1))
     sums = sums.max()
-    xparams = dict(
-        max_depth=PARAMS["max_depth"],
-        eta=PARAMS["learning_rate"],
-        max_bin=PARAMS["max_bin"],
-        tree_method="hist",
-        nthread=2,
-        objective={
-            "softmax": "multi:softprob",
-            "logistic": "binary:logistic",
-            "squared": "reg:squarederror",
-        }[objective],
-    )
-    if objective == "softmax":
-        xparams["num_class"] = int(y.max()) + 1
+    xparams = xgboost_params(objective, int(y.max()) + 1 if objective == "softmax" else None)
     xb = xgb.train(xparams, xgb.DMatrix(X, y), 100)
     de = xgb.DMatrix(Xe)
     _, xfirst, xwarm = timed(lambda: xb.predict(de, **{kind: True}), repeats)

@@ -89,7 +89,28 @@ def data(case):
     return "logistic", X[:426], y[:426], X[426:]
 
 
+def xgboost_params(objective: str, n_classes=None) -> dict:
+    """XGBoost's ``hist`` parameters for ``PARAMS`` and a jaxboost objective name
+    (2 threads; ``num_class`` for softmax)."""
+    out = dict(
+        max_depth=PARAMS["max_depth"],
+        eta=PARAMS["learning_rate"],
+        max_bin=PARAMS["max_bin"],
+        tree_method="hist",
+        nthread=2,
+        objective={
+            "softmax": "multi:softprob",
+            "logistic": "binary:logistic",
+            "squared": "reg:squarederror",
+        }[objective],
+    )
+    if n_classes:
+        out["num_class"] = int(n_classes)
+    return out
+
+
 def timed(fn, repeats):
+    """``(fn(), seconds of that first call, median seconds of repeats more)``."""
     t = time.perf_counter()
     out = fn()
     first = time.perf_counter() - t
@@ -122,20 +143,7 @@ def run_case(case, repeats):
         finally:
             booster_module.native_predict_enabled = enabled
         rows["xla"] = dict(first_s=first, warm_s=warm)
-    xparams = dict(
-        PARAMS,
-        eta=PARAMS["learning_rate"],
-        tree_method="hist",
-        nthread=2,
-        objective={
-            "softmax": "multi:softprob",
-            "logistic": "binary:logistic",
-            "squared": "reg:squarederror",
-        }[objective],
-    )
-    del xparams["learning_rate"]
-    if n_classes:
-        xparams["num_class"] = n_classes
+    xparams = xgboost_params(objective, n_classes)
     xb = xgb.train(xparams, xgb.QuantileDMatrix(X, y, max_bin=256), 100)
     out_xgb, first, warm = timed(lambda: xb.inplace_predict(Xp), repeats)
     rows["xgboost"] = dict(first_s=first, warm_s=warm)

@@ -269,10 +269,7 @@ class _Paths:
         self.n_outputs = K
         self.output = (self.tree % K) if K > 1 and tpr == K else None
         if self.output is not None:
-            own = [
-                v if np.size(v) == 1 else np.reshape(v, K)[t % K]
-                for v, t in zip(leaf_values, trees)
-            ]
+            own = [_own_value(v, t, K) for v, t in zip(leaf_values, trees)]
             self.own = np.asarray(own, np.float64).reshape(P)
         else:
             self.own = np.asarray(leaf_values, np.float64).reshape(P, K)
@@ -414,12 +411,17 @@ def _factors(zero, one):
     return np.where((one > 0) | (zero > 0), out, 0.0)
 
 
+def _pattern_bits(L, P):
+    """``(L, P, 2 ** L)`` float64 one fractions of every bit pattern (bit ``e`` of
+    pattern ``r``: element ``e`` is followed), the same for each of ``P`` paths."""
+    R = 1 << L
+    bits = ((np.arange(R)[None, :] >> np.arange(L)[:, None]) & 1).astype(np.float64)
+    return np.broadcast_to(bits[:, None, :], (L, P, R))
+
+
 def _pattern_table(zero, L):
     """Factors of every bit pattern of one fractions: ``(L, P, 2 ** L)``."""
-    codes = np.arange(1 << L)
-    bits = ((codes[None, :] >> np.arange(L)[:, None]) & 1).astype(bool)  # (L, R)
-    P = zero.shape[1]
-    return _factors(zero, np.broadcast_to(bits[:, None, :], (L, P, 1 << L)))
+    return _factors(zero, _pattern_bits(L, zero.shape[1]))
 
 
 def _native_lookup(paths, ps, X, table, out):
@@ -442,10 +444,8 @@ def _interaction_table(zero, wts, L):
     ``[p, pattern, e, j]`` = path ``p``'s share of the pair (element ``e``'s feature,
     element ``j``'s) for a row of that pattern (``shap_interaction_values``' sum, with
     the row's one fractions the pattern's bits)."""
-    R = 1 << L
-    bits = ((np.arange(R)[None, :] >> np.arange(L)[:, None]) & 1).astype(np.float64)
-    P = zero.shape[1]
-    one = np.broadcast_to(bits[:, None, :], (L, P, R))
+    R, P = 1 << L, zero.shape[1]
+    one = _pattern_bits(L, P)
     table = np.empty((P, R, L, L))
     for e in range(L):  # the conditioned element: feature i = feat[:, e]
         z2, o2 = zero.copy(), one.copy()
@@ -634,9 +634,14 @@ def _output_vector(v, t: int, K: int, tpr: int) -> np.ndarray:
     (``tpr == K`` trees per round and forest member; ``v`` is then that output's value
     alone when the trees are held one output per tree, ``Booster.trees``)."""
     if K > 1 and tpr == K:
-        own = v if np.size(v) == 1 else np.reshape(v, K)[t % K]
-        return np.eye(K)[t % K] * own
+        return np.eye(K)[t % K] * _own_value(v, t, K)
     return np.reshape(v, K)
+
+
+def _own_value(v, t: int, K: int):
+    """Class tree ``t``'s value on its own output ``t % K``: ``v`` itself when held one
+    output per tree, else its column of the spread ``(K,)`` vector."""
+    return v if np.size(v) == 1 else np.reshape(v, K)[t % K]
 
 
 def shap_model(booster) -> dict:

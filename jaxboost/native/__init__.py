@@ -257,13 +257,8 @@ def _load_and_register() -> None:
         + [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
     )
     lib.JaxboostPredictCSR.restype = None
-    lib.JaxboostPredictCSR.argtypes = (
-        [ctypes.c_void_p] * 3
-        + [ctypes.c_int64]
-        + [ctypes.c_void_p] * 6
-        + [ctypes.c_int64] * 3
-        + [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
-    )
+    # JaxboostPredict's arguments, X given as its CSR arrays (indptr, indices, data)
+    lib.JaxboostPredictCSR.argtypes = [ctypes.c_void_p] * 3 + lib.JaxboostPredict.argtypes[1:]
     lib.JaxboostShapPatterns.restype = None
     lib.JaxboostShapPatterns.argtypes = (
         [ctypes.c_void_p, ctypes.c_int64]
@@ -513,8 +508,7 @@ def predict(X, ensemble, margin, max_depth: int, *, n_threads: int | None = None
       ...     m = predict(np.float32([[0.0], [1.0], [np.nan]]), stump, np.zeros(3, np.float32), 1)
       ...     assert m.tolist() == [-1.0, 2.0, -1.0]
     """
-    packed = _packed_for(X, ensemble, margin, max_depth)
-    T = packed.T if n_trees is None else min(int(n_trees), packed.T)
+    packed, T = _packed_for(X, ensemble, margin, max_depth, n_trees)
     _run_predict(X, packed, margin, 0, T, n_threads)
     return margin
 
@@ -545,34 +539,21 @@ def predict_csr(X, ensemble, margin, max_depth: int, *, n_threads: int | None = 
       ...     m = predict_csr(X, stump, np.zeros(2, np.float32), 1)
       ...     assert m.tolist() == [-1.0, 2.0]  # absent goes the default way (left)
     """
+    from ..inputs.sparse import check_structure
+
+    if getattr(X, "format", None) != "csr":
+        raise ValueError(f"X must be a CSR matrix, got {type(X).__name__}")
+    check_structure(X)  # DataError (a ValueError) for index arrays outside the shape
     N, F = X.shape
     indptr = np.ascontiguousarray(X.indptr, np.int64)
     indices = np.ascontiguousarray(X.indices, np.int32)
     data = np.ascontiguousarray(X.data, np.float32)
-    nnz = int(indptr[-1]) if indptr.shape[0] == N + 1 else -1
-    if (
-        nnz < 0
-        or int(indptr[0]) != 0
-        or indices.shape[0] < nnz
-        or data.shape[0] < nnz
-        or (nnz and (int(indices[:nnz].min()) < 0 or int(indices[:nnz].max()) >= F))
-    ):
-        raise ValueError("X must be a valid CSR matrix (indptr, indices within its shape)")
-    if margin.dtype != np.float32 or not margin.flags.c_contiguous or margin.shape[0] != N:
-        raise ValueError(f"margin must be C-contiguous float32 with {N} rows")
-    if not available():
-        raise RuntimeError(f"native kernel unavailable: {unavailable_reason()}")
-    K = 1 if margin.ndim == 1 else margin.shape[1]
-    packed = ensemble if isinstance(ensemble, PackedTrees) else pack_trees(ensemble, max_depth, K)
-    if packed.K != K:
-        raise ValueError(f"margins for {K} outputs, trees packed for {packed.K}")
-    if packed.max_feature >= F:
-        raise ValueError(f"a split reads a feature outside the {F} columns of X")
-    T = packed.T if n_trees is None else min(int(n_trees), packed.T)
+    packed, T = _packed_for(X, ensemble, margin, max_depth, n_trees, dense=False)
     if T == 0 or N == 0:
         return margin
-    dense_args = _predict_args(np.empty((0, F), np.float32), packed, margin, 0, T)
-    args = (indptr.ctypes.data, indices.ctypes.data, data.ctypes.data) + dense_args[1:]
+    args = (indptr.ctypes.data, indices.ctypes.data, data.ctypes.data, F) + _packed_args(
+        packed, margin, 0, T
+    )
     lib = _state["lib"]
     _on_predict_threads(lambda b, e: lib.JaxboostPredictCSR(*args, b, e), N, T, n_threads)
     return margin
@@ -608,8 +589,7 @@ def predict_stages(
       ...     s = predict_stages(np.float32([[0.0], [1.0]]), two, np.zeros(2, np.float32), 1)
       ...     assert s.tolist() == [[-1.0, 2.0], [-2.0, 4.0]]
     """
-    packed = _packed_for(X, ensemble, margin, max_depth)
-    T = packed.T if n_trees is None else min(int(n_trees), packed.T)
+    packed, T = _packed_for(X, ensemble, margin, max_depth, n_trees)
     every = int(every)
     if every < 1 or T % every:
         raise ValueError(f"every={every} must divide the {T} trees")
@@ -629,12 +609,14 @@ def predict_stages(
     return out
 
 
-def _packed_for(X, ensemble, margin, max_depth) -> PackedTrees:
-    """The checks of one call, and ``ensemble`` packed (or as it is, when packed)."""
+def _packed_for(X, ensemble, margin, max_depth, n_trees, *, dense=True):
+    """The checks of one call (``dense``: of ``X``'s array too; a CSR matrix's are the
+    caller's), and ``(packed, T)``: ``ensemble`` packed (or as it is, when packed) and
+    the number of its trees to add (``n_trees``, ``None``: all)."""
     if not available():
         raise RuntimeError(f"native kernel unavailable: {unavailable_reason()}")
     N, F = X.shape
-    if X.dtype != np.float32 or not X.flags.c_contiguous:
+    if dense and (X.dtype != np.float32 or not X.flags.c_contiguous):
         raise ValueError("X must be C-contiguous float32")
     if margin.dtype != np.float32 or not margin.flags.c_contiguous or margin.shape[0] != N:
         raise ValueError(f"margin must be C-contiguous float32 with {N} rows")
@@ -645,7 +627,7 @@ def _packed_for(X, ensemble, margin, max_depth) -> PackedTrees:
     # The kernel reads X[row, feature] without bounds checks.
     if F >= 1 << 30 or packed.max_feature >= F:
         raise ValueError(f"a split reads a feature outside the {F} columns of X")
-    return packed
+    return packed, (packed.T if n_trees is None else min(int(n_trees), packed.T))
 
 
 def _run_predict(X, packed, margin, t0, t1, n_threads):
@@ -660,10 +642,14 @@ def _run_predict(X, packed, margin, t0, t1, n_threads):
 
 def _predict_args(X, packed, margin, t0, t1):
     """``JaxboostPredict``'s arguments but the row range, for trees ``t0 .. t1 - 1``."""
+    return (X.ctypes.data, X.shape[1]) + _packed_args(packed, margin, t0, t1)
+
+
+def _packed_args(packed, margin, t0, t1):
+    """The trees' and margins' arguments of the prediction kernels (all but ``X``, its
+    width and the row range), for trees ``t0 .. t1 - 1``."""
     M, K, cat, out = packed.M, packed.K, packed.cat, packed.out
     return (
-        X.ctypes.data,
-        X.shape[1],
         packed.nodes.ctypes.data + t0 * M * _PREDICT_NODE.itemsize,
         packed.flags.ctypes.data + t0 * M,
         packed.value.ctypes.data + t0 * M * (K if out is None else 1) * 4,
