@@ -22,8 +22,9 @@ classification    ``make_classification`` 500k x 30, logistic, 100 rounds
 
 Shared settings: depth-wise trees of depth 6, learning rate 0.1, 256 bins (255 for
 LightGBM), reg_lambda 1, min_child_weight 1, 2 threads (``--threads``: XGBoost
-``nthread``, LightGBM ``num_threads``, jaxboost ``JAXBOOST_NATIVE_THREADS`` and
-``OMP_NUM_THREADS``; XLA's own thread pool is the machine's cores).
+``nthread``, LightGBM ``num_threads``, jaxboost ``n_jobs`` as a user passes it, with
+``JAXBOOST_NATIVE_THREADS`` and ``OMP_NUM_THREADS``; XLA's own thread pool is the
+machine's cores).
 
 Every (row, library) runs in its **own fresh process** (``everyday.py --_worker SPEC``),
 with jaxboost's persistent compilation cache off (``JAXBOOST_COMPILATION_CACHE=0``), so:
@@ -355,6 +356,7 @@ def work_jaxboost(row: str, data, rounds: int, threads: int):
                 min_child_weight=MIN_CHILD_WEIGHT,
                 max_bin=MAX_BIN,
                 random_state=0,
+                n_jobs=threads,
             )
 
         return _sklearn_task(row, est, data, rounds)
@@ -373,6 +375,7 @@ def work_jaxboost(row: str, data, rounds: int, threads: int):
         min_child_weight=MIN_CHILD_WEIGHT,
         max_bin=MAX_BIN,
         verbose=False,
+        n_jobs=threads,
     )
     if task == "forest":
         params.update(RF, n_rounds=1, num_parallel_tree=rounds, seed=0)

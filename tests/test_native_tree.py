@@ -306,6 +306,29 @@ def test_class_trees_side_by_side_equal_one_after_another(objective, extra):
     )
 
 
+def test_n_jobs_caps_the_threads_and_never_raises_them(monkeypatch):
+    """``train(n_jobs=k)`` is a cap (``TreeSpec.native_threads``): data too small for
+    threads within a tree still gets one thread per histogram and its class trees side
+    by side; before, ``n_jobs=2`` forced two threads on 500 rows and one class tree after
+    another (digits softmax 2.5x slower than with ``n_jobs`` unset)."""
+    monkeypatch.setenv("JAXBOOST_NATIVE_THREADS", "2")  # a two-core machine, anywhere
+    small = np.zeros((500, 12), np.uint8)  # 6,000 < 2**18 rows x features
+    large = jax.ShapeDtypeStruct((1 << 15, 12), np.uint8)  # 393,216 >= 2**18
+    kernel_threads = grow_mod.kernel_threads
+    assert kernel_threads(small, None) is None  # the kernel's own default
+    assert kernel_threads(small, 2) == 1
+    assert [kernel_threads(large, c) for c in (1, 2, 8)] == [1, 2, 2]
+    rules = grow_mod.SplitRules()
+    spec = TreeSpec(4, 32, native=True, native_threads=2)
+    assert grow_mod.class_trees_in_parallel(small, spec, grow_mod.identity, rules)
+    assert grow_mod.class_trees_in_parallel(
+        small, spec._replace(native_threads=None), grow_mod.identity, rules
+    )
+    one = spec._replace(native_threads=1)  # n_jobs=1: one thread, trees one after another
+    assert not grow_mod.class_trees_in_parallel(small, one, grow_mod.identity, rules)
+    assert native_kernel.default_threads(cap=1) == 1 and native_kernel.default_threads(cap=8) == 2
+
+
 @pytest.mark.parametrize("depth", [0.0, 2.5, 5.0])
 def test_grow_trees_refuses_a_depth_outside_the_arrays(depth):
     """Each tree's hyper[6] (its depth) must be an integer in [1, max_depth]: the

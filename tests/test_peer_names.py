@@ -139,3 +139,31 @@ def test_tree_method_n_jobs_and_fit_verbose(binary, capsys):
     JaxBoostClassifier(**KW).fit(X, y, eval_set=[(X, y)], verbose=True)
     out = capsys.readouterr()
     assert "validation_0" in out.out + out.err
+
+
+def test_predict_runs_under_the_estimators_n_jobs(binary, monkeypatch):
+    """XGBoost's estimators predict on ``n_jobs`` threads; so do ours: the native
+    prediction kernel splits rows over at most ``n_jobs`` threads (before: every core,
+    whatever ``n_jobs`` said), and the predictions do not depend on it."""
+    from jaxboost import native
+
+    if not native.available():
+        pytest.skip("the native kernel is not built")
+    X, y = binary
+    monkeypatch.setenv("JAXBOOST_NATIVE_THREADS", "2")  # two cores, on any machine
+    calls = []
+    ranges = native._on_row_ranges
+    monkeypatch.setattr(
+        native, "_on_row_ranges", lambda fn, N, n, **kw: calls.append(n) or ranges(fn, N, n, **kw)
+    )
+    big = np.tile(X, (70, 1))  # 21,000 rows x 5 trees: enough work for threads
+    one = JaxBoostClassifier(n_jobs=1, **KW).fit(X, y)
+    p1 = one.predict_proba(big)
+    assert calls == []  # one thread: the rows in one call
+    p2 = one.set_params(n_jobs=None).predict_proba(big)
+    assert calls == [2]
+    np.testing.assert_array_equal(p1, p2)
+    reg = JaxBoostRegressor(n_jobs=1, **KW).fit(X, y.astype(np.float32))
+    calls.clear()
+    reg.predict(big)
+    assert calls == []

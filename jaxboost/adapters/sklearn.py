@@ -46,9 +46,11 @@ from ..inputs.arrays import as_features
 from ..inputs.numbers import is_int, is_real
 from ..io.objective import objective_to_dict
 from ..model.explain import feature_names
+from ..native import thread_limit as native_thread_limit
 from ..training import train
 from ..training.options import BY_NAME as OPTIONS
 from ..training.options import names
+from ..training.train import check_n_jobs
 
 __all__ = ["JaxBoostRegressor", "JaxBoostClassifier"]
 
@@ -310,6 +312,11 @@ class _JaxBoostModel(BaseEstimator):
         check_is_fitted(self, "booster_")
         return self.booster_
 
+    def _thread_cap(self):
+        """A block whose native kernels (prediction) run on at most ``n_jobs`` threads,
+        as ``fit`` does (XGBoost's estimators predict under their ``n_jobs`` too)."""
+        return native_thread_limit(check_n_jobs(self.n_jobs))
+
     @property
     def feature_importances_(self) -> np.ndarray:
         """Importance per feature by ``importance_type`` (default ``"total_gain"``:
@@ -480,7 +487,8 @@ class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
         """The objective's response for each row: ``(N,)`` (``(N, K)`` for K outputs);
         ``base_margin``: optional margins per row, as given to ``fit``."""
         booster = self._booster()
-        return booster.predict(self._validate_X(X, reset=False), base_margin=base_margin)
+        with self._thread_cap():
+            return booster.predict(self._validate_X(X, reset=False), base_margin=base_margin)
 
 
 class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
@@ -621,13 +629,14 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
         ``base_margin``: optional margins per row, as given to ``fit``."""
         booster = self._booster()
         X = self._validate_X(X, reset=False)
-        if isinstance(booster.objective, Objective):
-            out = np.asarray(booster.predict(X, base_margin=base_margin), np.float64)
-        else:  # a plain callable: margins read as logits
-            margin = np.asarray(
-                booster.predict(X, output_margin=True, base_margin=base_margin), np.float64
-            )
-            out = _sigmoid(margin) if margin.ndim == 1 else _softmax(margin)
+        with self._thread_cap():
+            if isinstance(booster.objective, Objective):
+                out = np.asarray(booster.predict(X, base_margin=base_margin), np.float64)
+            else:  # a plain callable: margins read as logits
+                margin = np.asarray(
+                    booster.predict(X, output_margin=True, base_margin=base_margin), np.float64
+                )
+                out = _sigmoid(margin) if margin.ndim == 1 else _softmax(margin)
         if out.ndim == 1:
             p = np.clip(out, 0.0, 1.0)
             return np.stack([1.0 - p, p], axis=1)

@@ -149,9 +149,11 @@ def pair_histogram(bins, *, native: bool, max_bin: int, native_threads=None):
     if native:
         from .. import native as native_kernel
 
+        n_threads = kernel_threads(bins, native_threads)
+
         def hist(a, b, node, n, n_active=None):
             return native_kernel.histogram(
-                bins, a, b, node, n, max_bin, n_threads=native_threads, n_active=n_active
+                bins, a, b, node, n, max_bin, n_threads=n_threads, n_active=n_active
             )
     else:
 
@@ -159,6 +161,19 @@ def pair_histogram(bins, *, native: bool, max_bin: int, native_threads=None):
             return platform_histogram(bins, a, b, node, n, max_bin)
 
     return hist
+
+
+def kernel_threads(bins, cap):
+    """The native kernel's ``n_threads`` for row-major ``bins`` ``(N, F)`` under
+    ``train(n_jobs=cap)``: ``None`` (the kernel's own default) without a cap, else
+    ``jaxboost.native.default_threads(N, F, cap=cap)``: a cap is at most that many
+    threads, never more than the data warrants (one below 2**18 rows x features)."""
+    if cap is None:
+        return None
+    from .. import native as native_kernel
+
+    N, F = bins.shape
+    return native_kernel.default_threads(N, F, cap=cap)
 
 
 def bin_reader(bins, native: bool):
@@ -382,7 +397,9 @@ class TreeSpec(NamedTuple):
     ``native``: the native histogram kernel (row-major bins)
     with the subtraction trick, else the pure-JAX histogram (feature-major bins);
     ``clipped``, ``any_forward``: static promises passed to ``split.find_best_splits``;
-    ``native_threads``: threads of the native kernel (``None``: every core);
+    ``native_threads``: the most threads of the native kernel (``train``'s ``n_jobs``;
+    ``None``: every core), one where the data is too small for threads either way
+    (:func:`kernel_threads`);
     ``diagonal``: vector leaves use only the diagonal of H (``grow_vector_tree``);
     ``feature_block``: features per histogram block (``grow_tree``), None: the
     ``feature_block`` function's choice (blocks only when the histograms would exceed
@@ -1076,7 +1093,7 @@ def _native_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, spec: Tre
             None if features is None else features.native_args(),
             spec.max_depth,
             spec.max_bin,
-            n_threads=spec.native_threads,
+            n_threads=kernel_threads(bins, spec.native_threads),
             max_leaves=spec.max_leaves,
             depth=depth if spec.depth_bucket else None,  # the model's own depth
         )
@@ -1087,8 +1104,8 @@ def class_trees_in_parallel(bins, spec: TreeSpec, reduce, rules: SplitRules) -> 
     """Whether a round's class trees (one per output) are grown by the native kernel
     side by side (:func:`native_class_trees`), not one after another: dense bins on the
     native tree path (as :func:`grow_tree` would take it), data too small for threads
-    within a tree (``jaxboost.native.default_threads(N, F)`` is 1, ``native_threads``
-    not set), and more than one core for the trees."""
+    within a tree (``jaxboost.native.default_threads(N, F)`` is 1), and more than one
+    core for the trees (under ``native_threads``, the ``n_jobs`` cap)."""
     from .. import native as native_kernel
 
     if isinstance(bins, tuple) or not spec.native or spec.max_depth < 1:
@@ -1098,9 +1115,10 @@ def class_trees_in_parallel(bins, spec: TreeSpec, reduce, rules: SplitRules) -> 
     N, F = bins.shape
     W = max(1, 2 ** (spec.max_depth - 1))
     block = feature_block(F, W, spec.max_bin) if spec.feature_block is None else spec.feature_block
-    if min(int(block), F) != F or spec.native_threads is not None or not _native_tree():
+    if min(int(block), F) != F or not _native_tree():
         return False
-    return native_kernel.default_threads(N, F) == 1 and native_kernel.default_threads() > 1
+    cap = spec.native_threads
+    return native_kernel.default_threads(N, F) == 1 and native_kernel.default_threads(cap=cap) > 1
 
 
 def native_class_trees(bins, G, H, dyn, cuts_ext, forward_ok, colsample, spec: TreeSpec, depth):
@@ -1127,6 +1145,7 @@ def native_class_trees(bins, G, H, dyn, cuts_ext, forward_ok, colsample, spec: T
             colsample,
             spec.max_depth,
             spec.max_bin,
+            n_threads=native_kernel.default_threads(cap=spec.native_threads),
             max_leaves=spec.max_leaves,
         )
         return jax.lax.map(

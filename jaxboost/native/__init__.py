@@ -782,11 +782,17 @@ def thread_limit(n):
         _THREAD_CAP.reset(token)
 
 
-def default_threads(n_rows: int | None = None, n_features: int | None = None) -> int:
+def default_threads(
+    n_rows: int | None = None, n_features: int | None = None, *, cap: int | None = None
+) -> int:
     """The thread count :func:`histogram` uses when not given ``n_threads``.
 
     ``$JAXBOOST_NATIVE_THREADS`` (a positive integer) when set, else the number of cores
-    available to this process; 1 when ``n_rows * n_features`` (if given) is below 2**18.
+    available to this process, at most ``cap`` (and the cap of :func:`thread_limit`);
+    1 when ``n_rows * n_features`` (if given) is below 2**18, whatever the cap.
+
+    >>> default_threads(100, 10, cap=4), default_threads(cap=1)
+    (1, 1)
 
     Raises:
       ValueError: when ``$JAXBOOST_NATIVE_THREADS`` is not a positive integer.
@@ -803,9 +809,9 @@ def default_threads(n_rows: int | None = None, n_features: int | None = None) ->
             )
     else:
         n = _cores()
-    cap = _THREAD_CAP.get()
-    if cap is not None:
-        n = min(n, cap)
+    for c in (_THREAD_CAP.get(), cap):
+        if c is not None:
+            n = min(n, int(c))
     if (
         n_rows is not None
         and n_features is not None
