@@ -138,6 +138,12 @@ def test_predict_with_wrong_feature_count(Xy):
         (dict(n_rounds="10"), TypeError, "n_rounds must be an integer"),
         (dict(n_rounds=-1), ValueError, "n_rounds must be >= 0"),
         (dict(max_depth=0), ValueError, "max_depth must be >= 1"),
+        # XGBoost's and LightGBM's "no depth bound" get the way to leaf-wise trees here
+        (
+            dict(max_depth=-1, grow_policy="lossguide", max_leaves=31),
+            ValueError,
+            r"max_depth=-1, no bound, have no equivalent.*max_leaves=31, max_depth=8",
+        ),
         (dict(max_bin=70_000), ValueError, "max_bin must be <= 65536"),
         (dict(learning_rate=0), ValueError, "learning_rate must be > 0"),
         (dict(reg_lambda=-1), ValueError, "reg_lambda must be >= 0"),

@@ -19,7 +19,7 @@ import dataclasses
 import numpy as np
 
 from .._types import FLOAT32_MAX, MAX_BIN_LIMIT
-from ..inputs.numbers import check_int, check_real
+from ..inputs.numbers import check_int, check_real, is_int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +39,13 @@ class TreeParams:
     max_delta_step: float = 0.0
 
     def __post_init__(self):
+        if is_int(self.max_depth) and self.max_depth < 1:  # XGBoost 0, LightGBM -1: no bound
+            raise ValueError(
+                f"max_depth must be >= 1, got {self.max_depth}: jaxboost's trees need a depth "
+                "bound (XGBoost's max_depth=0 and LightGBM's max_depth=-1, no bound, have no "
+                "equivalent); for leaf-wise trees give grow_policy='lossguide', max_leaves "
+                "and a max_depth of at most 16, e.g. max_leaves=31, max_depth=8"
+            )
         max_depth = check_int("max_depth", self.max_depth, low=1)
         if max_depth > 16:
             raise ValueError(
