@@ -81,16 +81,25 @@ def test_depths_of_a_bucket_share_one_round_program():
     assert run_chunk._cache_size() == before + 1
 
 
-def test_categorical_training_keeps_a_program_per_depth():
-    # categorical splits grow in the XLA tree builder, which grows the program's depth
+def test_categorical_depths_share_a_program(monkeypatch):
+    """Categorical splits grow in the native kernel too (since 2026-11-27), so their
+    depths share the bucket's program; the model is the XLA level loop's of its own
+    depth (``JAXBOOST_NATIVE_TREE=0``: a program of depth 2), bit for bit."""
     X, y, rng = _data(seed=3)
     X[:, 5] = rng.integers(0, 6, len(X))
+    y = np.where(np.isin(X[:, 5], [1, 4]), 1 - y, y).astype(np.float32)  # codes 1, 4 flip
     kw = dict(n_rounds=2, verbose=False, categorical_features=[5], reg_alpha=0.1)
     jaxboost.train("logistic", X, y, max_depth=3, **kw)
     before = run_chunk._cache_size()
     m = jaxboost.train("logistic", X, y, max_depth=2, **kw)
-    assert run_chunk._cache_size() == before + 1
+    assert run_chunk._cache_size() == before  # depth 3's program
     assert m.ensemble.feature.shape[1] == 7
+    assert np.asarray(m.ensemble.cat_bits).any()  # categorical splits were made
+    monkeypatch.setenv("JAXBOOST_NATIVE_TREE", "0")
+    own = jaxboost.train("logistic", X, y, max_depth=2, **kw)
+    assert run_chunk._cache_size() == before + 1  # the level loop's own program
+    for a, b in zip(m.ensemble, own.ensemble):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_kernel_grows_the_given_depth_in_deeper_arrays():

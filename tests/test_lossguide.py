@@ -120,3 +120,57 @@ def test_lossguide_errors_and_estimator(data):
     assert (~np.asarray(reg.booster_.ensemble.is_leaf)).sum(axis=1).max() == 4
     with pytest.raises(TypeError, match="max_leaves with grow_policy='lossguide'"):
         jaxboost.train("squared", X, y, num_leaves=31)
+
+
+@pytest.mark.parametrize("onehot", [4, 10], ids=["partition", "one-vs-rest"])
+def test_lossguide_with_categories_equals_xgboost_hist(onehot):
+    """Leaf-wise trees over categorical features (the native kernel splits categories
+    since 2026-11-27; before, training refused them): XGBoost's lossguide with
+    ``enable_categorical`` on the same codes, run here."""
+    rng = np.random.default_rng(3)
+    N = 1200
+    c7 = rng.integers(0, 7, N).astype(np.float32)
+    c7[rng.random(N) < 0.1] = np.nan
+    x = rng.integers(0, 30, N).astype(np.float32)
+    effect = np.array([0.4, -1.2, 2.0, 0.3, -0.6, 1.1, 0.0])
+    y = (np.where(np.isnan(c7), 0.5, effect[np.nan_to_num(c7).astype(int)]) + 0.05 * x).astype(
+        np.float32
+    ) + rng.normal(size=N).astype(np.float32)
+    X = np.c_[c7, x]
+    leaves, depth = 9, 6
+    ref = xgb.train(
+        dict(
+            tree_method="hist",
+            grow_policy="lossguide",
+            max_leaves=leaves,
+            max_depth=depth,
+            eta=0.3,
+            nthread=1,
+            base_score=0.0,
+            max_cat_to_onehot=onehot,
+            **P,
+        ),
+        xgb.DMatrix(X, label=y, feature_types=["c", "q"], enable_categorical=True),
+        10,
+    )
+    bst = jaxboost.train(
+        "squared",
+        X,
+        y,
+        n_rounds=10,
+        learning_rate=0.3,
+        max_depth=depth,
+        grow_policy="lossguide",
+        max_leaves=leaves,
+        base_margin=0.0,
+        categorical_features=[0],
+        max_cat_to_onehot=onehot,
+        verbose=False,
+        **P,
+    )
+    d = xgb.DMatrix(X, feature_types=["c", "q"], enable_categorical=True)
+    np.testing.assert_allclose(
+        bst.predict(X, output_margin=True), ref.predict(d, output_margin=True), atol=1e-5, rtol=0
+    )
+    assert (~np.asarray(bst.ensemble.is_leaf)).sum(axis=1).max() == leaves - 1
+    assert np.asarray(bst.ensemble.cat_bits).any()  # categorical splits were made

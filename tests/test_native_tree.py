@@ -280,8 +280,9 @@ def test_grow_trees_equals_grow_tree_one_by_one():
         ("softmax", FOREST),
         ("logistic", FOREST),
         ("logistic", dict(FOREST, bootstrap=True, max_depth=3)),
+        ("softmax", dict(categorical_features=[0, 5], max_cat_to_onehot=3)),
     ],
-    ids=["boosting", "forest", "binary-forest", "binary-forest-bootstrap"],
+    ids=["boosting", "forest", "binary-forest", "binary-forest-bootstrap", "categorical"],
 )
 def test_class_trees_side_by_side_equal_one_after_another(objective, extra):
     """Small data, K class trees per round or P trees of a forest: grown side by side
@@ -394,3 +395,67 @@ def test_scratch_is_pooled_between_calls_and_handed_back_after_training():
         "logistic", X, (g > 0).astype(np.float32), n_rounds=2, max_depth=3, verbose=False
     )
     assert release() == 0  # and so does the end of a training call
+
+
+CAT_CASES = {
+    "plain": hyper(),
+    "l1_mcw": hyper(lam=0.5, alpha=0.4, mcw=3.0),
+    "max_delta_step": hyper(mds=0.35),
+    "gamma": hyper(gamma=2.0),
+    "mcw0": hyper(mcw=0.0),
+}
+
+
+@pytest.mark.parametrize("threshold", [64, 3])
+@pytest.mark.parametrize("case", sorted(CAT_CASES))
+def test_native_tree_splits_categories_as_the_level_loop(case, threshold, monkeypatch):
+    """Categorical features (``categorical.find_best_splits``) in the native whole-tree
+    kernel: feature 0 holds 12 categories (partition splits, a code never seen), feature
+    1 three (one-vs-rest), with missing values; the kernel gets the ``CatInfo`` and
+    grows the level loop's trees bit for bit: the same category sets, default ways,
+    node sums, gains and leaves (before, categorical features kept the XLA loop)."""
+    from jaxboost.engine import categorical
+    from jaxboost.engine.binning import category_slots
+
+    D = 4
+    bins, g, h, cuts, fok = data(hash(case) % 1000 + threshold)
+    rng = np.random.default_rng(threshold)
+    c12 = rng.integers(0, 12, size=N)
+    c12[c12 == 5] = 6  # code 5 never seen: it goes the default way
+    bins[:, 0] = np.where(bins[:, 0] == B - 1, B - 1, c12)
+    g = (g - 0.8 * np.isin(bins[:, 0], [1, 4, 9]) + 0.5 * (bins[:, 1] == 1)).astype(np.float32)
+    n_cats = np.array([12, 3, 0, 0, 0, 0], np.int32)
+    kind = np.array([categorical.PARTITION, categorical.ONE_HOT, 0, 0, 0, 0], np.int32)
+    seen = np.zeros((F, B), bool)
+    seen[0, :12], seen[1, :3] = True, True
+    seen[0, 5] = False
+    S = category_slots(12, B)
+    cats = categorical.CatInfo(
+        kind, n_cats, seen, np.array([0, 1], np.int32), np.int32(threshold), np.arange(S)
+    )
+    calls = []
+    real = native_kernel.grow_tree
+    monkeypatch.setattr(
+        native_kernel, "grow_tree", lambda *a, **k: calls.append(k["cats"]) or real(*a, **k)
+    )
+
+    def fn(native_tree, bins, g, h, dyn, cuts, fok, cats):
+        monkeypatch.setattr(grow_mod, "_native_tree", lambda: native_tree)
+        rules = grow_mod.SplitRules(cats=cats)
+        return grow_tree(bins, g, h, dyn, cuts, fok, TreeSpec(D, B, native=True), rules=rules)
+
+    out = [
+        jax.jit(functools.partial(fn, nt))(bins, g, h, CAT_CASES[case], cuts, fok, cats)
+        for nt in (True, False)
+    ]
+    assert len(calls) == 1 and calls[0] is not None  # the native kernel had the categories
+    (t1, l1), (t0, l0) = [({k: np.asarray(v) for k, v in t.items()}, np.asarray(l)) for t, l in out]
+    split = ~t0["is_leaf"]
+    cat_split = split & (t0["feature"] <= 1)
+    assert cat_split.sum() >= 2  # categorical splits were found and compared
+    assert t1.keys() == t0.keys()
+    for key in t0:
+        np.testing.assert_array_equal(t1[key], t0[key], err_msg=key)
+    np.testing.assert_array_equal(l1, l0)
+    # every row's leaf is where the finished tree routes its bins
+    np.testing.assert_array_equal(np.asarray(binned_leaf(t1, bins, max_depth=D, max_bin=B)), l1)

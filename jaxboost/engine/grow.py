@@ -548,16 +548,10 @@ def grow_tree(
     block = feature_block(F, W, B) if block is None else min(int(block), F)
     rules = SplitRules() if rules is None else rules
     cats, cons = rules.cats, rules.constraints
-    if (
-        native
-        and cats is None
-        and cons is None
-        and block == F
-        and reduce is _identity
-        and D > 0
-        and _native_tree()
-    ):
-        return _native_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, spec, rules.depth)
+    if native and cons is None and block == F and reduce is _identity and D > 0 and _native_tree():
+        return _native_tree_grow(
+            bins, g, h, dyn, cuts_ext, forward_ok, features, spec, rules.depth, cats
+        )
     if spec.depth_bucket:  # would grow the bucket's depth, not the model's: never
         raise RuntimeError(_BUCKET_ERROR)
     if spec.max_leaves > 0:
@@ -1060,9 +1054,9 @@ class _Grow(NamedTuple):
 
 LOSSGUIDE_WHERE = (
     "grow_policy='lossguide' is grown by the native CPU tree kernel: on one CPU device, "
-    "numeric features (no categorical_features), no monotone or interaction constraints "
-    "or min_samples_leaf, one output per tree, at most 256 bins per feature (max_bin <= "
-    "256 or data of few distinct values); this training uses the XLA tree builder"
+    "no monotone or interaction constraints or min_samples_leaf, one output per tree, at "
+    "most 256 bins per feature (max_bin <= 256 or data of few distinct values); this "
+    "training uses the XLA tree builder"
 )
 
 
@@ -1072,12 +1066,14 @@ def _native_tree() -> bool:
     return native_kernel.tree_enabled()
 
 
-def _native_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, spec: TreeSpec, depth):
+def _native_tree_grow(
+    bins, g, h, dyn, cuts_ext, forward_ok, features, spec: TreeSpec, depth, cats=None
+):
     """``grow_tree`` by the native whole-tree kernel (``jaxboost.native.grow_tree``):
     the same level loop (smaller children histogrammed, siblings by subtraction, the
     split rules of ``jaxboost.engine.split``) in one call per tree, its work following
-    the live nodes. Used on CPU with the native kernel for numeric splits on one device
-    (no categorical features, no constraints, features unblocked);
+    the live nodes. Used on CPU with the native kernel on one device (numeric and
+    categorical features, no constraints, features unblocked);
     ``JAXBOOST_NATIVE_TREE=0`` keeps the XLA level loop."""
     from .. import native as native_kernel
 
@@ -1096,6 +1092,7 @@ def _native_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, spec: Tre
             n_threads=kernel_threads(bins, spec.native_threads),
             max_leaves=spec.max_leaves,
             depth=depth if spec.depth_bucket else None,  # the model's own depth
+            cats=cats,
         )
         return _native_tree_fields(s, Gn, Hn, leaf, dyn, cuts_ext)
 
@@ -1110,7 +1107,7 @@ def class_trees_in_parallel(bins, spec: TreeSpec, reduce, rules: SplitRules) -> 
 
     if isinstance(bins, tuple) or not spec.native or spec.max_depth < 1:
         return False
-    if rules.cats is not None or rules.constraints is not None or reduce is not _identity:
+    if rules.constraints is not None or reduce is not _identity:
         return False
     N, F = bins.shape
     W = max(1, 2 ** (spec.max_depth - 1))
@@ -1121,7 +1118,9 @@ def class_trees_in_parallel(bins, spec: TreeSpec, reduce, rules: SplitRules) -> 
     return native_kernel.default_threads(N, F) == 1 and native_kernel.default_threads(cap=cap) > 1
 
 
-def native_class_trees(bins, G, H, dyn, cuts_ext, forward_ok, colsample, spec: TreeSpec, depth):
+def native_class_trees(
+    bins, G, H, dyn, cuts_ext, forward_ok, colsample, spec: TreeSpec, depth, cats=None
+):
     """The ``T`` trees of ``G``, ``H`` ``(T, N)`` by ``jaxboost.native.grow_trees``: each
     the tree :func:`grow_tree` grows on its row of ``G``, ``H`` (bit for bit: one thread
     per tree in both), the trees side by side on the cores. ``colsample``: ``None`` or
@@ -1147,6 +1146,7 @@ def native_class_trees(bins, G, H, dyn, cuts_ext, forward_ok, colsample, spec: T
             spec.max_bin,
             n_threads=native_kernel.default_threads(cap=spec.native_threads),
             max_leaves=spec.max_leaves,
+            cats=cats,
         )
         return jax.lax.map(
             lambda a: _native_tree_fields(a[0], a[1], a[2], a[3], dyn, cuts_ext), (s, Gn, Hn, leaf)

@@ -508,6 +508,7 @@ def _trees_side_by_side(rnd: "_Round", G, H, dyn, sampler_of):
         colsample,
         spec.tree_spec(),
         depth,
+        shared.cats,
     )
 
     def finish(a):

@@ -108,7 +108,9 @@ TARGET_NAME = "jaxboost_histogram"
 TREE_TARGET_NAME = "jaxboost_grow_tree"
 TREES_TARGET_NAME = "jaxboost_grow_trees"
 SPARSE_TREE_TARGET_NAME = "jaxboost_grow_tree_sparse"
-_ABI_VERSION = 12
+TREE_CAT_TARGET_NAME = "jaxboost_grow_tree_cat"
+TREES_CAT_TARGET_NAME = "jaxboost_grow_trees_cat"
+_ABI_VERSION = 13
 _SOURCE = _build.SOURCE
 _FLAGS = _build.FLAGS
 _LIB_NAME = "libjaxboost_hist.so"
@@ -237,6 +239,11 @@ def _load_and_register() -> None:
     jax.ffi.register_ffi_target(
         SPARSE_TREE_TARGET_NAME, jax.ffi.pycapsule(lib.JaxboostGrowTreeSparse), platform="cpu"
     )
+    for name, fn in (
+        (TREE_CAT_TARGET_NAME, lib.JaxboostGrowTreeCat),
+        (TREES_CAT_TARGET_NAME, lib.JaxboostGrowTreesCat),
+    ):
+        jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(fn), platform="cpu")
     lib.JaxboostApplyBins.restype = None
     lib.JaxboostApplyBins.argtypes = [
         ctypes.c_void_p,
@@ -932,8 +939,9 @@ def grow_tree(
     _xla_pool: bool = True,
     max_leaves: int = 0,
     depth=None,
+    cats=None,
 ):
-    """One tree of numeric splits, grown level by level in one native call.
+    """One tree, grown level by level in one native call.
 
     The level loop of :func:`jaxboost.engine.grow.grow_tree` on one device, without
     categorical features or constraints, as one XLA custom call: each level histograms
@@ -965,12 +973,18 @@ def grow_tree(
         many levels in arrays sized for ``max_depth`` (one compiled program for a
         bucket of depths). The tree, its draws and its rows' leaves are those of
         ``max_depth=depth``; the nodes below stay leaves.
+      cats: ``None`` (every feature numeric), or a ``jaxboost.engine.categorical.CatInfo``
+        of the ``F`` features: categorical features split by sets of categories, the
+        candidates and arithmetic of ``categorical.find_best_splits`` (one-vs-rest or
+        a partition of the categories sorted by weight).
 
     Returns:
       ``(structure, Gn, Hn, leaf)``: ``structure`` a dict of ``(M,)`` heap arrays
       (``M = 2**(max_depth + 1) - 1``) ``feature``, ``tbin`` int32, ``default_left``,
       ``is_split`` bool, ``gain`` float32 (0 where no split), after gamma
-      post-pruning (``hyper[3]``, as ``jaxboost.engine.grow.prune_gamma``); ``Gn``,
+      post-pruning (``hyper[3]``, as ``jaxboost.engine.grow.prune_gamma``); with
+      ``cats`` also ``is_cat`` ``(M,)`` bool and ``bits`` ``(M, 8)`` uint32, each
+      categorical split's bins going left (``categorical.pack_bits``); ``Gn``,
       ``Hn`` ``(M,)`` float64 node sums; ``leaf`` ``(N,)`` int32, every row's leaf.
 
     Example:
@@ -1001,6 +1015,7 @@ def grow_tree(
         n_threads,
         _xla_pool,
         max_leaves,
+        cats,
     )
 
 
@@ -1017,6 +1032,7 @@ def grow_trees(
     *,
     n_threads: int | None = None,
     max_leaves: int = 0,
+    cats=None,
 ):
     """``T`` trees on the same bins, grown in parallel (one tree per thread, each grown
     by one thread): :func:`grow_tree` with ``n_threads=1`` for each of them, bit for
@@ -1031,7 +1047,7 @@ def grow_trees(
         float64; forward_ok ``(F,)`` bool, shared.
       colsample: ``None``, or each tree's ``(node_key (T, 2), level_sets (T, max_depth,
         F), node_ratio (T, 1))`` (:func:`grow_tree`'s, stacked).
-      max_depth, n_bins, max_leaves: static, as for :func:`grow_tree`.
+      max_depth, n_bins, max_leaves, cats: as for :func:`grow_tree` (``cats`` shared).
       n_threads: workers (``None``: :func:`default_threads` of every core).
 
     Returns:
@@ -1062,6 +1078,7 @@ def grow_trees(
         default_threads() if n_threads is None else n_threads,
         True,
         max_leaves,
+        cats,
     )
 
 
@@ -1080,10 +1097,12 @@ def _grow_call(
     n_threads,
     use_xla_pool,
     max_leaves,
+    cats=None,
 ):
     """The custom call of :func:`grow_tree` (``lead = ()``) or :func:`grow_trees`
     (``lead = (T,)``: every per-tree input and output with a leading ``T``);
-    ``n_threads`` ``None``: :func:`default_threads` of the rows and features."""
+    ``n_threads`` ``None``: :func:`default_threads` of the rows and features; ``cats``
+    a ``CatInfo`` (the categorical kernels) or ``None``."""
     max_depth, n_bins = _tree_args(max_depth, n_bins)
     with jax.enable_x64(True):
         bins = jnp.asarray(bins)
@@ -1093,7 +1112,22 @@ def _grow_call(
         g, h = _rows_dtype(g, h)
         level_sets, node_key, node_ratio = _colsample_args(colsample, max_depth, F, lead)
         M = 2 ** (max_depth + 1) - 1
-        outs = jax.ffi.ffi_call(target, _tree_outputs(M, N, lead), vmap_method="sequential")(
+        out_types = _tree_outputs(M, N, lead)
+        cat_args, cat_attrs = (), {}
+        if cats is not None:
+            target = {TREE_TARGET_NAME: TREE_CAT_TARGET_NAME}.get(target, TREES_CAT_TARGET_NAME)
+            out_types += (
+                jax.ShapeDtypeStruct(lead + (M,), bool),
+                jax.ShapeDtypeStruct(lead + (M, 8), np.uint32),
+            )
+            cat_args = (
+                jnp.asarray(cats.kind, jnp.int32),
+                jnp.asarray(cats.n_cats, jnp.int32),
+                jnp.asarray(cats.seen, bool),
+                jnp.asarray(cats.max_cat_threshold, jnp.int32).reshape(1),
+            )
+            cat_attrs = dict(cat_slots=np.int64(np.shape(cats.codes)[0]))
+        outs = jax.ffi.ffi_call(target, out_types, vmap_method="sequential")(
             bins,
             g,
             h,
@@ -1103,12 +1137,14 @@ def _grow_call(
             level_sets,
             node_key,
             node_ratio,
+            *cat_args,
             max_depth=np.int64(max_depth),
             n_bins=np.int64(n_bins),
             n_threads=np.int64(n_threads),
             use_xla_pool=bool(use_xla_pool),
             colsample=colsample is not None,
             max_leaves=np.int64(max_leaves),
+            **cat_attrs,
         )
     return _tree_result(outs)
 
@@ -1145,9 +1181,12 @@ def _tree_outputs(M, N, lead=()):
 
 
 def _tree_result(outs):
-    """``(structure, Gn, Hn, leaf)`` of the tree kernels' eight outputs."""
-    feature, tbin, dl, is_split, gain, Gn, Hn, leaf = outs
+    """``(structure, Gn, Hn, leaf)`` of the tree kernels' eight outputs (ten with
+    categorical features: ``is_cat`` and ``bits`` join ``structure``)."""
+    feature, tbin, dl, is_split, gain, Gn, Hn, leaf = outs[:8]
     structure = dict(feature=feature, tbin=tbin, default_left=dl, is_split=is_split, gain=gain)
+    if len(outs) == 10:
+        structure.update(is_cat=outs[8], bits=outs[9])
     return structure, Gn, Hn, leaf
 
 

@@ -647,8 +647,9 @@ inline float Score(double G, double H, const Hyp& p) {
 
 struct Cand {
   float gain;
-  int32_t tbin;
+  int32_t tbin;  // categorical: the candidate's slot j (jaxboost.engine.categorical)
   bool dl;
+  bool cat = false;
 };
 
 // One pass's candidates that are scored, in scan order (at most 256).
@@ -777,6 +778,113 @@ inline void NodeFeatures(const bool* allowed, int64_t F, const uint32_t* key, fl
   }
 }
 
+// Categorical features (jaxboost.engine.categorical, the contract this follows in the
+// same precision): a feature's category codes are its bins 0 .. C - 1; kind 1 splits
+// one category from the rest (one-vs-rest), kind 2 a partition of the categories
+// sorted by their Newton weight; S slots (CatInfo.codes, >= C) are the bins that can
+// hold categories. A split node stores the codes going left as 256 bits (8 uint32
+// words; codes of bins >= B take the missing-value bin's way), as pack_bits.
+constexpr int64_t kCatWords = 8;
+
+struct CatIn {
+  const int32_t* kind;    // (F,): 0 numeric, 1 one-vs-rest, 2 partition
+  const int32_t* n_cats;  // (F,): C, the categories (bins 0 .. C - 1)
+  const bool* seen;       // (F, B): the codes present in training
+  int32_t max_cat_threshold;
+  int64_t S;              // slots, C <= S <= B - 1
+};
+
+// jaxboost.engine.split.calc_weight in float64, rounded to float32: the sort key.
+inline float WeightKey(double G, double H, const Hyp& p) {
+  const bool used = (H >= p.mcw) && (H > 0);
+  double w = -ThresholdL1(G, p.alpha) / ((used && H + p.lam > 0) ? H + p.lam : 1.0);
+  if (p.mds > 0) w = std::min(std::max(w, -p.mds), p.mds);
+  return static_cast<float>(used ? w : 0.0);
+}
+
+// The slots 0 .. S - 1 of a partition feature in the order of their keys (ascending,
+// stable; slots >= C and NaN keys last, as jnp.argsort(..., stable=True)).
+inline void CatOrder(const v2d* hist, int64_t C, int64_t S, const Hyp& p, int32_t* order) {
+  float key[256];
+  for (int64_t c = 0; c < S; ++c) {
+    key[c] = c < C ? WeightKey(hist[c][0], hist[c][1], p) : std::numeric_limits<float>::infinity();
+    order[c] = static_cast<int32_t>(c);
+  }
+  std::stable_sort(order, order + S, [&](int32_t a, int32_t b) {
+    const float x = key[a], y = key[b];
+    if (std::isnan(x)) return false;
+    return std::isnan(y) || x < y;
+  });
+}
+
+// Best candidate of one (node, categorical feature), in the candidate order of
+// _category_gains (j: its slot; one-vs-rest 2c and 2c + 1, partition k - 1 for the
+// first k sorted categories right, V + k - 1 for the last k left).
+inline Cand ScanCategorical(const v2d* hist, int64_t B, double Gp, double Hp, float sp,
+                            const Hyp& p, int32_t kind, int64_t C, int64_t S, int32_t mct) {
+  Cand best{-std::numeric_limits<float>::infinity(), 0, false, true};
+  const int64_t V = B - 1;
+  auto consider = [&](double GL, double HL, double GR, double HR, int64_t j, bool dl) {
+    if (!((HL >= p.mcw) & (HR >= p.mcw))) return;
+    const float g = (Score(GL, HL, p) + Score(GR, HR, p)) - sp;
+    if (g > best.gain) best = Cand{g, static_cast<int32_t>(j), dl, true};
+  };
+  if (kind == 1) {
+    double sG = 0.0, sH = 0.0;  // missing = parent - present, as XGBoost computes it
+    for (int64_t c = 0; c < S; ++c) {
+      sG += hist[c][0];
+      sH += hist[c][1];
+    }
+    const double Gm = Gp - sG, Hm = Hp - sH;
+    for (int64_t c = 0; c < C; ++c) {
+      const double Gc = hist[c][0], Hc = hist[c][1];
+      consider(Gp - Gc, Hp - Hc, Gc, Hc, 2 * c, true);
+      consider((Gp - Gc) - Gm, (Hp - Hc) - Hm, Gc + Gm, Hc + Hm, 2 * c + 1, false);
+    }
+    return best;
+  }
+  const int64_t m = std::min<int64_t>(mct, C);
+  if (m < 2) return best;
+  int32_t order[256];
+  CatOrder(hist, C, S, p, order);
+  double RG[256], RH[256], TG[256], TH[256];
+  for (int64_t i = 0; i < S; ++i) {
+    const v2d x = hist[order[i]];
+    RG[i] = i == 0 ? x[0] : RG[i - 1] + x[0];
+    RH[i] = i == 0 ? x[1] : RH[i - 1] + x[1];
+  }
+  for (int64_t i = S - 1; i >= 0; --i) {
+    const v2d x = hist[order[i]];
+    TG[i] = i == S - 1 ? x[0] : TG[i + 1] + x[0];
+    TH[i] = i == S - 1 ? x[1] : TH[i + 1] + x[1];
+  }
+  for (int64_t k = 1; k < m; ++k)  // the first k right, missing left
+    consider(Gp - RG[k - 1], Hp - RH[k - 1], RG[k - 1], RH[k - 1], k - 1, true);
+  for (int64_t k = 1; k < m; ++k)  // the last k left, missing right
+    consider(TG[C - k], TH[C - k], Gp - TG[C - k], Hp - TH[C - k], V + k - 1, false);
+  return best;
+}
+
+// The bins 0 .. B - 1 a categorical candidate of feature f sends left (_decode): the
+// codes its slot j names, codes not seen in training and the missing-value bin the
+// candidate's default way.
+inline void CatLeft(const v2d* hist, const CatIn& cat, int64_t f, int64_t B, const Hyp& p,
+                    const Cand& b, uint8_t* left) {
+  const int64_t V = B - 1, C = cat.n_cats[f], S = cat.S, j = b.tbin;
+  if (cat.kind[f] == 1) {
+    for (int64_t c = 0; c < S; ++c) left[c] = c != j / 2;
+  } else {
+    int32_t order[256];
+    CatOrder(hist, C, S, p, order);
+    const int64_t k = j < V ? j + 1 : C - (j - V + 1);  // ranks >= k go left
+    for (int64_t r = 0; r < S; ++r) left[order[r]] = r >= k;
+  }
+  const bool* seen = cat.seen + f * B;
+  for (int64_t c = 0; c < S; ++c)
+    if (!seen[c]) left[c] = b.dl;
+  for (int64_t c = S; c < B; ++c) left[c] = b.dl;
+}
+
 // What both tree kernels read besides their bins and g, h: sizes, the tree
 // parameters (TreeHyper's six float32 numbers), the root's sums, forward_ok and column
 // sampling by node (level_sets null: off).
@@ -790,6 +898,7 @@ struct TreeIn {
   float node_ratio;
   int64_t max_leaves;  // > 0: leaf-wise selection (LossGuide)
   int64_t G = 0;       // levels grown, 1 <= G <= D (hyper[6] when given, else D)
+  const struct CatIn* cat = nullptr;  // categorical features (null: every one numeric)
 };
 
 // What both tree kernels write: heap arrays of M = 2**(D + 1) - 1 nodes, and each row's
@@ -803,6 +912,8 @@ struct TreeOut {
   double* Gn;
   double* Hn;
   int32_t* pos;
+  bool* is_cat = nullptr;     // (M,) with TreeIn::cat: the categorical splits
+  uint32_t* bits = nullptr;   // (M, 8): each categorical split's codes going left
 };
 
 inline Hyp HypOf(const float* hyper) {
@@ -829,6 +940,23 @@ void ResetTree(const TreeIn& in, const TreeOut& o) {
   o.Gn[0] = in.root[0];
   o.Hn[0] = in.root[1];
   std::fill(o.pos, o.pos + in.N, 0);
+  if (o.is_cat != nullptr) {
+    std::fill(o.is_cat, o.is_cat + M, false);
+    std::fill(o.bits, o.bits + M * kCatWords, 0u);
+  }
+}
+
+// A split undone (LossGuide, gamma pruning): the node's outputs are a leaf's.
+inline void Unsplit(const TreeOut& o, int64_t i) {
+  o.is_split[i] = false;
+  o.feature[i] = 0;
+  o.tbin[i] = 0;
+  o.dleft[i] = false;
+  o.gain[i] = 0.0f;
+  if (o.is_cat != nullptr) {
+    o.is_cat[i] = false;
+    std::fill(o.bits + i * kCatWords, o.bits + (i + 1) * kCatWords, 0u);
+  }
 }
 
 // Leaf-wise growth (XGBoost's grow_policy="lossguide") from the level-wise candidate
@@ -862,15 +990,8 @@ void LossGuide(const TreeIn& in, const TreeOut& o) {
       if (c < M && o.is_split[c]) queue.push(Entry{o.gain[c], alloc, c});
     }
   }
-  for (int64_t i = 0; i < M; ++i) {
-    if (o.is_split[i] && !keep[i]) {
-      o.is_split[i] = false;
-      o.feature[i] = 0;
-      o.tbin[i] = 0;
-      o.dleft[i] = false;
-      o.gain[i] = 0.0f;
-    }
-  }
+  for (int64_t i = 0; i < M; ++i)
+    if (o.is_split[i] && !keep[i]) Unsplit(o, i);
 }
 
 // gamma post-pruning, bottom-up (jaxboost.engine.grow.prune_gamma): a split whose
@@ -883,13 +1004,8 @@ void PruneAndLeaves(const TreeIn& in, const TreeOut& o) {
   for (int64_t d = D - 1; d >= 0; --d) {
     for (int64_t i = (int64_t{1} << d) - 1; i < (int64_t{2} << d) - 1; ++i) {
       if (o.is_split[i] && !o.is_split[2 * i + 1] && !o.is_split[2 * i + 2] &&
-          o.gain[i] < gamma) {
-        o.is_split[i] = false;
-        o.feature[i] = 0;
-        o.tbin[i] = 0;
-        o.dleft[i] = false;
-        o.gain[i] = 0.0f;
-      }
+          o.gain[i] < gamma)
+        Unsplit(o, i);
     }
   }
   std::vector<int32_t> rep(M);
@@ -1017,6 +1133,7 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
   double* const Hn = o.Hn;
   int32_t* const pos = o.pos;
   const Hyp p = HypOf(in.hyper);
+  const CatIn* const cat = in.cat;
   ResetTree(in, o);
   const int64_t nt_rows = std::max<int64_t>(1, std::min(nt, N));
   // Histograms of a level's live nodes, node-major in slots: live node c's (G, H) pair
@@ -1085,8 +1202,12 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
         // No candidate can give both children H >= min_child_weight (with a margin
         // for the rounding of H_parent - H_child).
         if (p.mcw > 0 && Hn[i] < 2 * p.mcw * (1 - 1e-12)) continue;
-        best[u] = ScanFeature(base + slot[c] * ns + f * FS, B, Gn[i], Hn[i], sp[c],
-                              forward_ok[f], p, s);
+        const v2d* hf = base + slot[c] * ns + f * FS;
+        if (cat != nullptr && cat->kind[f] != 0)
+          best[u] = ScanCategorical(hf, B, Gn[i], Hn[i], sp[c], p, cat->kind[f], cat->n_cats[f],
+                                    cat->S, cat->max_cat_threshold);
+        else
+          best[u] = ScanFeature(hf, B, Gn[i], Hn[i], sp[c], forward_ok[f], p, s);
       }
     };
     const int64_t units = nl * F;
@@ -1115,15 +1236,23 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
       }
       if (!(b.gain > kMinSplitGain)) continue;
       const int64_t k = live[c], i = n - 1 + k;
+      const v2d* hr = base + slot[c] * ns + bf * FS;
       feature[i] = static_cast<int32_t>(bf);
-      tbin[i] = b.tbin;
+      tbin[i] = b.cat ? 0 : b.tbin;
       dleft[i] = b.dl;
       is_split[i] = true;
       gain[i] = b.gain;
-      const v2d* hr = base + slot[c] * ns + bf * FS;
+      uint8_t cat_left[256];
+      if (b.cat) {  // the codes going left, as bits (pack_bits)
+        CatLeft(hr, *cat, bf, B, p, b, cat_left);
+        o.is_cat[i] = true;
+        uint32_t* w = o.bits + i * kCatWords;
+        for (int64_t code = 0; code < 32 * kCatWords; ++code)
+          if (cat_left[code < B ? code : B - 1]) w[code >> 5] |= uint32_t{1} << (code & 31);
+      }
       double GL = 0.0, HL = 0.0, GR = 0.0, HR = 0.0;
       for (int64_t j = 0; j < B; ++j) {
-        const bool left = j == B - 1 ? b.dl : j < b.tbin;
+        const bool left = b.cat ? cat_left[j] != 0 : (j == B - 1 ? b.dl : j < b.tbin);
         if (left) {
           GL += hr[j][0];
           HL += hr[j][1];
@@ -1156,7 +1285,9 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
           if (pr >= 0) {
             const int64_t i = n - 1 + k;
             const uint8_t bv = bins[r * F + feature[i]];
-            const bool left = bv == B - 1 ? dleft[i] : bv < tbin[i];
+            const bool left = (cat != nullptr && o.is_cat[i])
+                                  ? ((o.bits[i * kCatWords + (bv >> 5)] >> (bv & 31)) & 1u) != 0
+                                  : (bv == B - 1 ? dleft[i] : bv < tbin[i]);
             pos[r] = static_cast<int32_t>(2 * i + (left ? 1 : 2));
             if (left == static_cast<bool>(left_small[pr])) sn = pr;
           }
@@ -1248,18 +1379,21 @@ ffi::Error GrowTreeDispatch(const uint8_t* bins, const T* g, const T* h, const T
 // Batched inputs: bins (N, F) shared; g, h (T, N); hyper (T, 6) or (T, 7); root (T, 2);
 // forward_ok (F,) shared; level_sets (T, D, F), node_key (T, 2), node_ratio (T, 1) when
 // colsample. Outputs: JaxboostGrowTree's with a leading T. n_threads: workers.
+// The tree handlers' shared work; cat (null: every feature numeric) with its outputs
+// is_cat ([T,] M) and bits ([T,] M, 8).
 template <bool kBatched>
-ffi::Error GrowTreesImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
-                         ffi::AnyBuffer g, ffi::AnyBuffer h, ffi::Buffer<ffi::F32> hyper,
-                         ffi::Buffer<ffi::F64> root, ffi::Buffer<ffi::PRED> forward_ok,
-                         ffi::Buffer<ffi::PRED> level_sets, ffi::Buffer<ffi::U32> node_key,
-                         ffi::Buffer<ffi::F32> node_ratio, ffi::ResultBuffer<ffi::S32> feature,
-                         ffi::ResultBuffer<ffi::S32> tbin, ffi::ResultBuffer<ffi::PRED> dleft,
-                         ffi::ResultBuffer<ffi::PRED> is_split,
-                         ffi::ResultBuffer<ffi::F32> gain, ffi::ResultBuffer<ffi::F64> Gn,
-                         ffi::ResultBuffer<ffi::F64> Hn, ffi::ResultBuffer<ffi::S32> pos,
-                         int64_t max_depth, int64_t n_bins, int64_t n_threads,
-                         bool use_xla_pool, bool colsample, int64_t max_leaves) {
+ffi::Error GrowTreesRun(ffi::ThreadPool& thread_pool, ffi::Buffer<ffi::U8>& bins,
+                        ffi::AnyBuffer& g, ffi::AnyBuffer& h, ffi::Buffer<ffi::F32>& hyper,
+                        ffi::Buffer<ffi::F64>& root, ffi::Buffer<ffi::PRED>& forward_ok,
+                        ffi::Buffer<ffi::PRED>& level_sets, ffi::Buffer<ffi::U32>& node_key,
+                        ffi::Buffer<ffi::F32>& node_ratio, ffi::ResultBuffer<ffi::S32>& feature,
+                        ffi::ResultBuffer<ffi::S32>& tbin, ffi::ResultBuffer<ffi::PRED>& dleft,
+                        ffi::ResultBuffer<ffi::PRED>& is_split,
+                        ffi::ResultBuffer<ffi::F32>& gain, ffi::ResultBuffer<ffi::F64>& Gn,
+                        ffi::ResultBuffer<ffi::F64>& Hn, ffi::ResultBuffer<ffi::S32>& pos,
+                        int64_t max_depth, int64_t n_bins, int64_t n_threads,
+                        bool use_xla_pool, bool colsample, int64_t max_leaves,
+                        const CatIn* cat, bool* is_cat, uint32_t* bits) {
   const char* name = kBatched ? "jaxboost_grow_trees" : "jaxboost_grow_tree";
   const auto bd = bins.dimensions();
   const auto gd = g.dimensions();
@@ -1278,6 +1412,12 @@ ffi::Error GrowTreesImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
                                node_ratio, colsample, feature, tbin, dleft, is_split, gain, Gn,
                                Hn, pos, base, &ins, &outs);
   if (err.failure()) return err;
+  const int64_t M = (int64_t{2} << max_depth) - 1;
+  for (int64_t t = 0; t < T && cat != nullptr; ++t) {
+    ins[t].cat = cat;
+    outs[t].is_cat = is_cat + t * M;
+    outs[t].bits = bits + t * M * kCatWords;
+  }
   if (N == 0 || base.F == 0) {  // single leaves
     for (int64_t t = 0; t < T; ++t) ResetTree(ins[t], outs[t]);
     return ffi::Error::Success();
@@ -1299,6 +1439,84 @@ ffi::Error GrowTreesImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
   for (int64_t t = 0; t < T; ++t)
     if (!errors[t].empty()) return ffi::Error::Internal(errors[t]);
   return ffi::Error::Success();
+}
+
+// JaxboostGrowTree (kBatched false): one tree, grown by n_threads threads.
+// JaxboostGrowTrees (kBatched true): T whole trees on the same bins, T independent
+// calls of JaxboostGrowTree, one tree per worker, each tree grown by one thread. For
+// data too small for threads within a tree (a round's K class trees on a few thousand
+// rows), the trees themselves run in parallel. Every tree is what JaxboostGrowTree gives
+// with n_threads = 1, bit for bit, whatever the number of workers.
+//
+// Batched inputs: bins (N, F) shared; g, h (T, N); hyper (T, 6) or (T, 7); root (T, 2);
+// forward_ok (F,) shared; level_sets (T, D, F), node_key (T, 2), node_ratio (T, 1) when
+// colsample. Outputs: JaxboostGrowTree's with a leading T. n_threads: workers.
+template <bool kBatched>
+ffi::Error GrowTreesImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
+                         ffi::AnyBuffer g, ffi::AnyBuffer h, ffi::Buffer<ffi::F32> hyper,
+                         ffi::Buffer<ffi::F64> root, ffi::Buffer<ffi::PRED> forward_ok,
+                         ffi::Buffer<ffi::PRED> level_sets, ffi::Buffer<ffi::U32> node_key,
+                         ffi::Buffer<ffi::F32> node_ratio, ffi::ResultBuffer<ffi::S32> feature,
+                         ffi::ResultBuffer<ffi::S32> tbin, ffi::ResultBuffer<ffi::PRED> dleft,
+                         ffi::ResultBuffer<ffi::PRED> is_split,
+                         ffi::ResultBuffer<ffi::F32> gain, ffi::ResultBuffer<ffi::F64> Gn,
+                         ffi::ResultBuffer<ffi::F64> Hn, ffi::ResultBuffer<ffi::S32> pos,
+                         int64_t max_depth, int64_t n_bins, int64_t n_threads,
+                         bool use_xla_pool, bool colsample, int64_t max_leaves) {
+  return GrowTreesRun<kBatched>(thread_pool, bins, g, h, hyper, root, forward_ok, level_sets,
+                                node_key, node_ratio, feature, tbin, dleft, is_split, gain, Gn,
+                                Hn, pos, max_depth, n_bins, n_threads, use_xla_pool, colsample,
+                                max_leaves, nullptr, nullptr, nullptr);
+}
+
+// JaxboostGrowTreeCat / JaxboostGrowTreesCat: the same with categorical features.
+// Extra inputs (shared by the T trees): cat_kind (F,) int32 (0 numeric, 1 one-vs-rest,
+// 2 partition), n_cats (F,) int32, seen (F, n_bins) bool, max_cat_threshold (1,)
+// int32; attribute cat_slots (S: the bins that can hold categories). Extra outputs:
+// is_cat ([T,] M) bool, bits ([T,] M, 8) uint32 (categorical.pack_bits of the bins
+// each categorical split sends left).
+template <bool kBatched>
+ffi::Error GrowTreesCatImpl(
+    ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins, ffi::AnyBuffer g, ffi::AnyBuffer h,
+    ffi::Buffer<ffi::F32> hyper, ffi::Buffer<ffi::F64> root, ffi::Buffer<ffi::PRED> forward_ok,
+    ffi::Buffer<ffi::PRED> level_sets, ffi::Buffer<ffi::U32> node_key,
+    ffi::Buffer<ffi::F32> node_ratio, ffi::Buffer<ffi::S32> cat_kind,
+    ffi::Buffer<ffi::S32> n_cats, ffi::Buffer<ffi::PRED> seen,
+    ffi::Buffer<ffi::S32> max_cat_threshold, ffi::ResultBuffer<ffi::S32> feature,
+    ffi::ResultBuffer<ffi::S32> tbin, ffi::ResultBuffer<ffi::PRED> dleft,
+    ffi::ResultBuffer<ffi::PRED> is_split, ffi::ResultBuffer<ffi::F32> gain,
+    ffi::ResultBuffer<ffi::F64> Gn, ffi::ResultBuffer<ffi::F64> Hn,
+    ffi::ResultBuffer<ffi::S32> pos, ffi::ResultBuffer<ffi::PRED> is_cat,
+    ffi::ResultBuffer<ffi::U32> bits, int64_t max_depth, int64_t n_bins, int64_t n_threads,
+    bool use_xla_pool, bool colsample, int64_t max_leaves, int64_t cat_slots) {
+  const std::string k = kBatched ? "jaxboost_grow_trees_cat" : "jaxboost_grow_tree_cat";
+  const auto bd = bins.dimensions();
+  if (bd.size() != 2) return ffi::Error::InvalidArgument(k + ": bins must be (N, F)");
+  const int64_t F = bd[1];
+  const size_t f_ = static_cast<size_t>(F);
+  if (cat_kind.element_count() != f_ || n_cats.element_count() != f_ ||
+      seen.element_count() != f_ * static_cast<size_t>(n_bins) ||
+      max_cat_threshold.element_count() != 1)
+    return ffi::Error::InvalidArgument(
+        k + ": cat_kind (F,), n_cats (F,), seen (F, n_bins), max_cat_threshold (1,)");
+  if (cat_slots < 1 || cat_slots > n_bins - 1)
+    return ffi::Error::InvalidArgument(k + ": cat_slots must be in [1, n_bins - 1]");
+  const int32_t* kind = cat_kind.typed_data();
+  const int32_t* nc = n_cats.typed_data();
+  for (int64_t f = 0; f < F; ++f)  // the kernel trusts them: check
+    if (kind[f] < 0 || kind[f] > 2 || nc[f] < 0 || nc[f] > cat_slots)
+      return ffi::Error::InvalidArgument(
+          k + ": cat_kind must be 0, 1 or 2 and n_cats in [0, cat_slots]");
+  const size_t T = kBatched ? static_cast<size_t>(g.dimensions()[0]) : 1;
+  const size_t M = (size_t{2} << std::max<int64_t>(0, std::min<int64_t>(max_depth, 20))) - 1;
+  if (is_cat->element_count() != T * M ||
+      bits->element_count() != T * M * static_cast<size_t>(kCatWords))
+    return ffi::Error::InvalidArgument(k + ": is_cat must be (M,) and bits (M, 8)");
+  const CatIn cat{kind, nc, seen.typed_data(), max_cat_threshold.typed_data()[0], cat_slots};
+  return GrowTreesRun<kBatched>(thread_pool, bins, g, h, hyper, root, forward_ok, level_sets,
+                                node_key, node_ratio, feature, tbin, dleft, is_split, gain, Gn,
+                                Hn, pos, max_depth, n_bins, n_threads, use_xla_pool, colsample,
+                                max_leaves, &cat, is_cat->typed_data(), bits->typed_data());
 }
 
 // ---------------------------------------------------------------------------------
@@ -1576,6 +1794,46 @@ static auto GrowTreeBinding() {
 XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostGrowTree, GrowTreesImpl<false>, GrowTreeBinding());
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostGrowTrees, GrowTreesImpl<true>, GrowTreeBinding());
+
+// JaxboostGrowTree's arguments with the categorical inputs and outputs.
+static auto GrowTreeCatBinding() {
+  return ffi::Ffi::Bind()
+      .Ctx<ffi::ThreadPool>()
+      .Arg<ffi::Buffer<ffi::U8>>()    // bins (N, F), shared
+      .Arg<ffi::AnyBuffer>()          // g ([T,] N)
+      .Arg<ffi::AnyBuffer>()          // h ([T,] N)
+      .Arg<ffi::Buffer<ffi::F32>>()   // hyper ([T,] 6|7)
+      .Arg<ffi::Buffer<ffi::F64>>()   // root ([T,] 2)
+      .Arg<ffi::Buffer<ffi::PRED>>()  // forward_ok (F,), shared
+      .Arg<ffi::Buffer<ffi::PRED>>()  // level_sets ([T,] D, F)
+      .Arg<ffi::Buffer<ffi::U32>>()   // node_key ([T,] 2)
+      .Arg<ffi::Buffer<ffi::F32>>()   // node_ratio ([T,] 1)
+      .Arg<ffi::Buffer<ffi::S32>>()   // cat_kind (F,), shared
+      .Arg<ffi::Buffer<ffi::S32>>()   // n_cats (F,), shared
+      .Arg<ffi::Buffer<ffi::PRED>>()  // seen (F, n_bins), shared
+      .Arg<ffi::Buffer<ffi::S32>>()   // max_cat_threshold (1,), shared
+      .Ret<ffi::Buffer<ffi::S32>>()   // feature ([T,] M)
+      .Ret<ffi::Buffer<ffi::S32>>()   // tbin ([T,] M)
+      .Ret<ffi::Buffer<ffi::PRED>>()  // default_left ([T,] M)
+      .Ret<ffi::Buffer<ffi::PRED>>()  // is_split ([T,] M)
+      .Ret<ffi::Buffer<ffi::F32>>()   // gain ([T,] M)
+      .Ret<ffi::Buffer<ffi::F64>>()   // Gn ([T,] M)
+      .Ret<ffi::Buffer<ffi::F64>>()   // Hn ([T,] M)
+      .Ret<ffi::Buffer<ffi::S32>>()   // pos ([T,] N)
+      .Ret<ffi::Buffer<ffi::PRED>>()  // is_cat ([T,] M)
+      .Ret<ffi::Buffer<ffi::U32>>()   // bits ([T,] M, 8)
+      .Attr<int64_t>("max_depth")
+      .Attr<int64_t>("n_bins")
+      .Attr<int64_t>("n_threads")
+      .Attr<bool>("use_xla_pool")
+      .Attr<bool>("colsample")
+      .Attr<int64_t>("max_leaves")
+      .Attr<int64_t>("cat_slots");
+}
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostGrowTreeCat, GrowTreesCatImpl<false>, GrowTreeCatBinding());
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostGrowTreesCat, GrowTreesCatImpl<true>, GrowTreeCatBinding());
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostGrowTreeSparse, GrowTreeSparseImpl,
                               ffi::Ffi::Bind()
@@ -1919,4 +2177,4 @@ extern "C" void JaxboostPredictCSR(const int64_t* indptr, const int32_t* indices
 extern "C" int64_t JaxboostReleaseScratch() { return ScratchPool::Get().Release(); }
 
 // Version of the calling conventions above; the Python side checks it.
-extern "C" int JaxboostHistogramAbiVersion() { return 12; }
+extern "C" int JaxboostHistogramAbiVersion() { return 13; }

@@ -610,9 +610,7 @@ def configure(objective, X, y, a: Options):
         bootstrap=run["bootstrap"],
         **cat,
         options=a,
-        max_leaves=check_leaf_wise(
-            a.grow_policy, a.max_leaves, multi_tree, cat["categorical"], constraints, a.mesh
-        ),
+        max_leaves=check_leaf_wise(a.grow_policy, a.max_leaves, multi_tree, constraints, a.mesh),
     )
     if cat["categorical"] and multi_tree:
         raise ValueError(
@@ -861,7 +859,7 @@ def split_link(loss, link, n_outputs):
 GROW_POLICIES = ("depthwise", "lossguide")
 
 
-def check_leaf_wise(grow_policy, max_leaves, multi_tree, categorical, constraints, mesh) -> int:
+def check_leaf_wise(grow_policy, max_leaves, multi_tree, constraints, mesh) -> int:
     """The ``max_leaves`` the tree kernel applies (0: level-wise trees), after checking
     ``grow_policy`` and ``max_leaves`` (XGBoost's parameters) and that leaf-wise growth
     runs here (``ValueError`` otherwise, before any work)."""
@@ -878,7 +876,7 @@ def check_leaf_wise(grow_policy, max_leaves, multi_tree, categorical, constraint
         return 0
     from ..engine.grow import LOSSGUIDE_WHERE
 
-    if multi_tree or categorical or constraints is not None or mesh is not None:
+    if multi_tree or constraints is not None or mesh is not None:
         raise ValueError(LOSSGUIDE_WHERE.replace("; this training uses the XLA tree builder", ""))
     return max_leaves
 

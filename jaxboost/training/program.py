@@ -56,8 +56,8 @@ def depth_bucket_applies(s, prep) -> bool:
     """Whether the round program is compiled for a bucket of depths
     (``grow.bucketed_depth``; ``Hyper.depth`` says what each model grows): where the
     native whole-tree kernel grows the trees (dense bins on one CPU device, numeric
-    splits, no constraints, one output per tree). Every depth of a bucket then shares
-    one program (the flag is set for the bucket's own depth too)."""
+    and categorical splits, no constraints, one output per tree). Every depth of a
+    bucket then shares one program (the flag is set for the bucket's own depth too)."""
     from .. import native as native_kernel
 
     return bool(
@@ -66,7 +66,6 @@ def depth_bucket_applies(s, prep) -> bool:
         and not isinstance(prep.rows.bins, tuple)  # CSC bins: the sparse kernel
         and prep.layout.mesh is None
         and not prep.layout.multi
-        and not s.categorical
         and s.constraints is None
         and not (s.multi_output_tree and s.n_outputs > 1)
         and s.params.max_depth > 0
