@@ -1152,7 +1152,7 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
   std::vector<int32_t> slot{0};  // each live node's slot
   // The root's histogram: every row, straight into node 0.
   std::memset(static_cast<void*>(cur), 0, sizeof(v2d) * ns);
-  Scratch<int32_t> small_node(N);
+  Scratch<int32_t> small_node(nt_rows > 1 ? N : 0);  // the threaded kernel's node of each row
   Scratch<double> SG, SH;  // the threaded kernel's (F, pairs, B) output
   if (nt_rows == 1) {
     for (int64_t r = 0; r < N; ++r) {
@@ -1167,6 +1167,14 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
       for (int64_t b = 0; b < B; ++b) cur[f * FS + b] = v2d{SG[f * B + b], SH[f * B + b]};
   }
 
+  // One thread: the rows of each live node, a segment [seg, seg_end) of idx.
+  Scratch<int32_t> idx, tmp;
+  std::vector<int32_t> seg{0}, seg_end{static_cast<int32_t>(N)}, next_seg, next_seg_end;
+  if (nt_rows == 1) {
+    idx.reset(N);
+    tmp.reset(N);
+    for (int64_t r = 0; r < N; ++r) idx[r] = static_cast<int32_t>(r);
+  }
   std::vector<int32_t> live{0};  // the level's live nodes (index within the level)
   std::vector<int32_t> next_slot, small_at;
   std::vector<uint8_t> taken;
@@ -1274,6 +1282,41 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
     const int64_t n_pairs = static_cast<int64_t>(parent_c.size());
     if (n_pairs == 0) break;
     const bool last = d + 1 == D;
+    auto goes_left = [&](int64_t i, uint8_t bv) {
+      return (cat != nullptr && o.is_cat[i])
+                 ? ((o.bits[i * kCatWords + (bv >> 5)] >> (bv & 31)) & 1u) != 0
+                 : (bv == B - 1 ? dleft[i] : bv < tbin[i]);
+    };
+    if (nt_rows == 1) {
+      // One thread: each split node's rows (its segment of rows, ascending) are
+      // partitioned stably into its children's, left then right; rows of nodes that
+      // do not split are not visited again. A child's rows stay ascending, so its
+      // histogram below adds them in the order of a pass over every row.
+      next_seg.resize(2 * n_pairs);
+      next_seg_end.resize(2 * n_pairs);
+      for (int64_t pr = 0; pr < n_pairs; ++pr) {
+        const int64_t c = parent_c[pr], i = n - 1 + live[c];
+        const int32_t s0 = seg[c], s1 = seg_end[c];
+        const int64_t f = feature[i];
+        int32_t* const rows = idx.get();
+        int32_t* const right = tmp.get();
+        int32_t nl = 0, nr = 0;
+        for (int32_t q = s0; q < s1; ++q) {
+          const int32_t r = rows[q];
+          const bool left = goes_left(i, bins[static_cast<int64_t>(r) * F + f]);
+          pos[r] = static_cast<int32_t>(2 * i + (left ? 1 : 2));
+          rows[s0 + nl] = r;  // nl <= q - s0: never past an unread row
+          right[nr] = r;
+          nl += left;
+          nr += !left;
+        }
+        std::memcpy(rows + s0 + nl, right, sizeof(int32_t) * nr);
+        next_seg[2 * pr] = s0;
+        next_seg[2 * pr + 1] = s0 + nl;
+        next_seg_end[2 * pr] = s0 + nl;
+        next_seg_end[2 * pr + 1] = s1;
+      }
+    }
     // Route the level's rows of split nodes; note which rows are in the smaller child
     // (by pair index: the threaded kernel's node).
     auto route = [&](int64_t r0, int64_t r1) {
@@ -1284,10 +1327,7 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
           const int32_t pr = split_of[k];
           if (pr >= 0) {
             const int64_t i = n - 1 + k;
-            const uint8_t bv = bins[r * F + feature[i]];
-            const bool left = (cat != nullptr && o.is_cat[i])
-                                  ? ((o.bits[i * kCatWords + (bv >> 5)] >> (bv & 31)) & 1u) != 0
-                                  : (bv == B - 1 ? dleft[i] : bv < tbin[i]);
+            const bool left = goes_left(i, bins[r * F + feature[i]]);
             pos[r] = static_cast<int32_t>(2 * i + (left ? 1 : 2));
             if (left == static_cast<bool>(left_small[pr])) sn = pr;
           }
@@ -1299,7 +1339,7 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
       ParallelFor(pool, nt_rows, nt_rows, [&](int64_t t, int64_t) {
         route(N * t / nt_rows, N * (t + 1) / nt_rows);
       });
-    } else {
+    } else if (nt_rows > 1) {
       route(0, N);
     }
     if (last) break;
@@ -1318,13 +1358,16 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
     // The next level's histograms: the smaller children's, then their siblings'
     // (parent minus smaller child, in the parent's slot).
     if (nt_rows == 1) {
-      for (int64_t pr = 0; pr < n_pairs; ++pr)
-        std::memset(static_cast<void*>(base + small_at[pr] * ns), 0, sizeof(v2d) * ns);
-      for (int64_t r = 0; r < N; ++r) {
-        const int32_t pr = small_node[r];
-        if (pr >= n_pairs) continue;
-        const v2d v = {static_cast<double>(g[r]), static_cast<double>(h[r])};
-        AddRow<FS>(base + small_at[pr] * ns, bins + r * F, F, v);
+      for (int64_t pr = 0; pr < n_pairs; ++pr) {
+        v2d* const out = base + small_at[pr] * ns;
+        std::memset(static_cast<void*>(out), 0, sizeof(v2d) * ns);
+        const int64_t ch = 2 * pr + (left_small[pr] ? 0 : 1);  // the smaller child
+        const int32_t* const rows = idx.get();
+        for (int32_t q = next_seg[ch]; q < next_seg_end[ch]; ++q) {
+          const int64_t r = rows[q];
+          const v2d v = {static_cast<double>(g[r]), static_cast<double>(h[r])};
+          AddRow<FS>(out, bins + r * F, F, v);
+        }
       }
     } else {
       SG.reset(n_pairs * F * B);
@@ -1353,6 +1396,8 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
     }
     slot.swap(next_slot);
     live.swap(next_live);
+    seg.swap(next_seg);
+    seg_end.swap(next_seg_end);
   }
   LossGuide(in, o);
   PruneAndLeaves(in, o);
