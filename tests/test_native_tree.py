@@ -319,6 +319,10 @@ def test_n_jobs_caps_the_threads_and_never_raises_them(monkeypatch):
     assert kernel_threads(small, None) is None  # the kernel's own default
     assert kernel_threads(small, 2) == 1
     assert [kernel_threads(large, c) for c in (1, 2, 8)] == [1, 2, 2]
+    # a whole tree walks its nodes' own rows on one thread: threads from 2**20 on
+    assert kernel_threads(large, 2, tree=True) == 1
+    huge = jax.ShapeDtypeStruct((1 << 17, 8), np.uint8)  # 2**20
+    assert kernel_threads(huge, 2, tree=True) == 2
     rules = grow_mod.SplitRules()
     spec = TreeSpec(4, 32, native=True, native_threads=2)
     assert grow_mod.class_trees_in_parallel(small, spec, grow_mod.identity, rules)

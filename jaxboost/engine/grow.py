@@ -163,17 +163,19 @@ def pair_histogram(bins, *, native: bool, max_bin: int, native_threads=None):
     return hist
 
 
-def kernel_threads(bins, cap):
+def kernel_threads(bins, cap, *, tree: bool = False):
     """The native kernel's ``n_threads`` for row-major ``bins`` ``(N, F)`` under
     ``train(n_jobs=cap)``: ``None`` (the kernel's own default) without a cap, else
     ``jaxboost.native.default_threads(N, F, cap=cap)``: a cap is at most that many
-    threads, never more than the data warrants (one below 2**18 rows x features)."""
+    threads, never more than the data warrants (one below 2**18 rows x features for a
+    histogram, 2**20 for a whole tree: ``tree``)."""
     if cap is None:
         return None
     from .. import native as native_kernel
 
     N, F = bins.shape
-    return native_kernel.default_threads(N, F, cap=cap)
+    work = native_kernel.MIN_TREE_WORK_FOR_THREADS if tree else native_kernel._MIN_WORK_FOR_THREADS
+    return native_kernel.default_threads(N, F, cap=cap, min_work=work)
 
 
 def bin_reader(bins, native: bool):
@@ -1089,7 +1091,7 @@ def _native_tree_grow(
             None if features is None else features.native_args(),
             spec.max_depth,
             spec.max_bin,
-            n_threads=kernel_threads(bins, spec.native_threads),
+            n_threads=kernel_threads(bins, spec.native_threads, tree=True),
             max_leaves=spec.max_leaves,
             depth=depth if spec.depth_bucket else None,  # the model's own depth
             cats=cats,
@@ -1101,8 +1103,9 @@ def class_trees_in_parallel(bins, spec: TreeSpec, reduce, rules: SplitRules) -> 
     """Whether a round's class trees (one per output) are grown by the native kernel
     side by side (:func:`native_class_trees`), not one after another: dense bins on the
     native tree path (as :func:`grow_tree` would take it), data too small for threads
-    within a tree (``jaxboost.native.default_threads(N, F)`` is 1), and more than one
-    core for the trees (under ``native_threads``, the ``n_jobs`` cap)."""
+    within a tree (below ``jaxboost.native.MIN_TREE_WORK_FOR_THREADS`` rows x
+    features), and more than one core for the trees (under ``native_threads``, the
+    ``n_jobs`` cap)."""
     from .. import native as native_kernel
 
     if isinstance(bins, tuple) or not spec.native or spec.max_depth < 1:
@@ -1115,7 +1118,8 @@ def class_trees_in_parallel(bins, spec: TreeSpec, reduce, rules: SplitRules) -> 
     if min(int(block), F) != F or not _native_tree():
         return False
     cap = spec.native_threads
-    return native_kernel.default_threads(N, F) == 1 and native_kernel.default_threads(cap=cap) > 1
+    one = native_kernel.default_threads(N, F, min_work=native_kernel.MIN_TREE_WORK_FOR_THREADS)
+    return one == 1 and native_kernel.default_threads(cap=cap) > 1
 
 
 def native_class_trees(

@@ -641,15 +641,15 @@ OPTIONS = (
         the most threads of the native CPU kernel (histograms, whole trees) and
         of binning: a positive int, or None / -1 for every core (XGBoost's
         ``n_jobs``). A cap, never more threads than the data warrants: below
-        2**18 rows x features a tree takes one thread and a round's class trees
+        2**20 rows x features a tree takes one thread and a round's class trees
         (or a forest's trees) go side by side on up to ``n_jobs`` cores. The
         estimators' ``predict`` runs under the same cap. XLA's own operations
         (the loss's g and h, margins, metrics) run on XLA's CPU thread pool,
         sized when JAX starts; with the native kernel on one device most of a
         round is the kernel's. A new value compiles the round program once more;
-        on data large enough for threads (rows x features >= 2**18) the
-        histogram sums are grouped by thread, so models of different ``n_jobs``
-        can differ in their last bits.""",
+        on data large enough for threads (rows x features >= 2**20 on the
+        whole-tree path, 2**18 otherwise) the histogram sums are grouped by
+        thread, so models of different ``n_jobs`` can differ in their last bits.""",
     ),
     Option(
         "grow_policy",
