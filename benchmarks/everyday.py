@@ -18,6 +18,10 @@ sparse_5k         CSR 100k x 5k at 1 % (``scipy.sparse.random``, seed 0), logist
 sparse_50k        CSR 100k x 50k at 0.1 %, 100 rounds (the one most likely to time out)
 friedman1         ``make_friedman1`` 200k x 10 (noise 1), squared error, 100 rounds
 classification    ``make_classification`` 500k x 30, logistic, 100 rounds
+categorical       census-like 40k x 8: 4 numeric columns and 4 categorical ones (2, 5,
+                  14 and 50 categories, 5 % missing), logistic, 100 rounds; each library
+                  with its own categorical splits (XGBoost ``enable_categorical``,
+                  LightGBM ``categorical_feature``)
 ================  =====================================================================
 
 Shared settings: depth-wise trees of depth 6, learning rate 0.1, 256 bins (255 for
@@ -129,7 +133,11 @@ ROWS = {
     "classification": dict(
         task="binary", rounds=100, data=("classification", dict(rows=500_000), dict(rows=50_000))
     ),
+    "categorical": dict(
+        task="binary", rounds=100, data=("categorical", dict(rows=40_000), dict(rows=5_000))
+    ),
 }
+CATEGORICAL_COLUMNS = {"categorical": [4, 5, 6, 7]}  # the columns holding category codes
 QUICK_ROUNDS = 20
 QUICK_TREES = 10
 TEST_SHARE = 0.2  # held-out rows of the generated data sets, as a share of training rows
@@ -170,6 +178,30 @@ def _sparse_data(rows: int, features: int, density: float, seed: int = 0):
     return X[:rows], y[:rows], X[rows:], y[rows:]
 
 
+def _categorical_data(n: int, m: int, seed: int = 0):
+    """Census-like rows: columns 0-3 numeric (age, hours with 5 % missing, log-normal
+    income, a count), 4-7 category codes with 2, 5, 14 and 50 categories (5 % missing
+    in the last three); 0/1 labels of a logistic model in which some categories of
+    columns 5, 6 and 7 move the odds. ``(X_train, y_train, X_test, y_test)``, float32."""
+    rng = np.random.default_rng(seed)
+    X = np.empty((m, 8), np.float32)
+    X[:, 0] = rng.integers(18, 90, m)
+    X[:, 1] = rng.normal(40, 10, m)
+    X[:, 2] = rng.lognormal(10, 1, m)
+    X[:, 3] = rng.poisson(2, m)
+    for j, c in zip(range(4, 8), (2, 5, 14, 50)):
+        X[:, j] = rng.integers(0, c, m)
+    effect = [rng.normal(0, s, c) for c, s in ((2, 0.3), (5, 0.6), (14, 0.8), (50, 0.5))]
+    logit = 0.03 * (X[:, 0] - 40) + 0.04 * (X[:, 1] - 40) + 0.3 * np.log(X[:, 2] / 2e4)
+    for j, e in zip(range(4, 8), effect):
+        logit += e[X[:, j].astype(np.int64)]
+    y = (rng.random(m) < 1 / (1 + np.exp(-logit))).astype(np.float32)
+    X[rng.random(m) < 0.05, 1] = np.nan
+    for j in (5, 6, 7):
+        X[rng.random(m) < 0.05, j] = np.nan
+    return X[:n], y[:n], X[n:], y[n:]
+
+
 def build_data(row: str, quick: bool) -> dict:
     """``{X_train, y_train, X_test, y_test}`` of a row (sparse ones as CSR matrices)."""
     kind, *sizes = ROWS[row]["data"]
@@ -195,6 +227,9 @@ def build_data(row: str, quick: bool) -> dict:
     m = n + int(n * TEST_SHARE)
     if kind == "sparse":
         Xa, ya, Xb, yb = _sparse_data(n, size["features"], size["density"])
+        return dict(X_train=Xa, y_train=ya, X_test=Xb, y_test=yb)
+    if kind == "categorical":
+        Xa, ya, Xb, yb = _categorical_data(n, m)
         return dict(X_train=Xa, y_train=ya, X_test=Xb, y_test=yb)
     from sklearn import datasets
 
@@ -379,6 +414,8 @@ def work_jaxboost(row: str, data, rounds: int, threads: int):
     )
     if task == "forest":
         params.update(RF, n_rounds=1, num_parallel_tree=rounds, seed=0)
+    if row in CATEGORICAL_COLUMNS:
+        params["categorical_features"] = CATEGORICAL_COLUMNS[row]
 
     def fit():
         bst = jaxboost.train(objective, X, y, **params)
@@ -430,8 +467,14 @@ def work_xgboost(row: str, data, rounds: int, threads: int):
         )
         n_boost = 1
 
+    types = {}
+    if row in CATEGORICAL_COLUMNS:
+        cat = set(CATEGORICAL_COLUMNS[row])
+        ft = ["c" if j in cat else "q" for j in range(X.shape[1])]
+        types = dict(feature_types=ft, enable_categorical=True)
+
     def fit():
-        dtrain = xgb.QuantileDMatrix(X, label=y, max_bin=MAX_BIN, nthread=threads)
+        dtrain = xgb.QuantileDMatrix(X, label=y, max_bin=MAX_BIN, nthread=threads, **types)
         return xgb.train(params, dtrain, num_boost_round=n_boost)
 
     def evaluate(bst):
@@ -493,8 +536,10 @@ def work_lightgbm(row: str, data, rounds: int, threads: int):
             learning_rate=RF["learning_rate"],
         )
 
+    cat = dict(categorical_feature=CATEGORICAL_COLUMNS[row]) if row in CATEGORICAL_COLUMNS else {}
+
     def fit():
-        dtrain = lgb.Dataset(X, label=y, params=params)
+        dtrain = lgb.Dataset(X, label=y, params=params, **cat)
         return lgb.train(params, dtrain, num_boost_round=rounds)
 
     def evaluate(bst):
