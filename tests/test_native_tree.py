@@ -463,3 +463,32 @@ def test_native_tree_splits_categories_as_the_level_loop(case, threshold, monkey
     np.testing.assert_array_equal(l1, l0)
     # every row's leaf is where the finished tree routes its bins
     np.testing.assert_array_equal(np.asarray(binned_leaf(t1, bins, max_depth=D, max_bin=B)), l1)
+
+
+def test_tree_kernel_gives_the_same_sums_on_any_thread_count():
+    """Below 2**22 rows x features the tree kernel spreads the features, not the rows,
+    over its threads: every (feature, bin) sum adds the same rows in the same order, so
+    one thread and two give the same tree to the last bit of the float64 node sums
+    (before, two threads summed blocks of rows and the sums differed in their last
+    bits)."""
+    rng = np.random.default_rng(7)
+    n, f = 1 << 17, 8  # 2**20 rows x features: threads are used
+    bins = rng.integers(0, 255, size=(n, f)).astype(np.uint8)
+    # gradients over 10 decades: float64 sums of them depend on the order of the adds
+    g = rng.normal(size=n) * np.exp(rng.uniform(-12, 12, n)) - 0.01 * bins[:, 0]
+    g = g.astype(np.float32)
+    h = rng.uniform(0.1, 1.0, size=n).astype(np.float32)
+    hyper = np.float32([0.3, 1.0, 0.0, 0.0, 1.0, 0.0])
+    root = np.array([g.astype(np.float64).sum(), h.astype(np.float64).sum()])
+    out = [
+        native_kernel.grow_tree(
+            bins, g, h, hyper, root, np.ones(f, bool), None, 4, 256, n_threads=t
+        )
+        for t in (1, 2)
+    ]
+    (s1, G1, H1, l1), (s2, G2, H2, l2) = [jax.tree.map(np.asarray, o) for o in out]
+    assert s1["is_split"].sum() >= 7
+    for k in s1:
+        np.testing.assert_array_equal(s1[k], s2[k], err_msg=k)
+    assert G1.tobytes() == G2.tobytes() and H1.tobytes() == H2.tobytes()
+    np.testing.assert_array_equal(l1, l2)

@@ -647,9 +647,11 @@ OPTIONS = (
         (the loss's g and h, margins, metrics) run on XLA's CPU thread pool,
         sized when JAX starts; with the native kernel on one device most of a
         round is the kernel's. A new value compiles the round program once more;
-        on data large enough for threads (rows x features >= 2**20 on the
-        whole-tree path, 2**18 otherwise) the histogram sums are grouped by
-        thread, so models of different ``n_jobs`` can differ in their last bits.""",
+        the whole-tree kernel spreads features over its threads below 2**22
+        rows x features (the same model for any ``n_jobs``) and blocks of rows
+        above; there, and in the XLA level loop from 2**18, the histogram sums
+        are grouped by thread, so models of different ``n_jobs`` can differ in
+        their last bits.""",
     ),
     Option(
         "grow_policy",
