@@ -1835,33 +1835,45 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostHistogram, HistogramImpl,
                                   .Attr<bool>("use_xla_pool"));
 
 // The tree handlers' arguments: one tree's shapes, or T trees' with a leading T
-// (JaxboostGrowTrees).
+// (JaxboostGrowTrees), in three parts, so that the categorical handlers add theirs
+// after each.
+template <typename Binding>
+static auto TreeInputs(Binding b) {
+  return std::move(b).template Arg<ffi::Buffer<ffi::U8>>()  // bins (N, F), shared
+      .template Arg<ffi::AnyBuffer>()              // g ([T,] N)
+      .template Arg<ffi::AnyBuffer>()              // h ([T,] N)
+      .template Arg<ffi::Buffer<ffi::F32>>()       // hyper ([T,] 6|7)
+      .template Arg<ffi::Buffer<ffi::F64>>()       // root ([T,] 2)
+      .template Arg<ffi::Buffer<ffi::PRED>>()      // forward_ok (F,), shared
+      .template Arg<ffi::Buffer<ffi::PRED>>()      // level_sets ([T,] D, F)
+      .template Arg<ffi::Buffer<ffi::U32>>()       // node_key ([T,] 2)
+      .template Arg<ffi::Buffer<ffi::F32>>();      // node_ratio ([T,] 1)
+}
+
+template <typename Binding>
+static auto TreeOutputs(Binding b) {
+  return std::move(b).template Ret<ffi::Buffer<ffi::S32>>()  // feature ([T,] M)
+      .template Ret<ffi::Buffer<ffi::S32>>()       // tbin ([T,] M)
+      .template Ret<ffi::Buffer<ffi::PRED>>()      // default_left ([T,] M)
+      .template Ret<ffi::Buffer<ffi::PRED>>()      // is_split ([T,] M)
+      .template Ret<ffi::Buffer<ffi::F32>>()       // gain ([T,] M)
+      .template Ret<ffi::Buffer<ffi::F64>>()       // Gn ([T,] M)
+      .template Ret<ffi::Buffer<ffi::F64>>()       // Hn ([T,] M)
+      .template Ret<ffi::Buffer<ffi::S32>>();      // pos ([T,] N)
+}
+
+template <typename Binding>
+static auto TreeAttrs(Binding b) {
+  return std::move(b).template Attr<int64_t>("max_depth")
+      .template Attr<int64_t>("n_bins")
+      .template Attr<int64_t>("n_threads")
+      .template Attr<bool>("use_xla_pool")
+      .template Attr<bool>("colsample")
+      .template Attr<int64_t>("max_leaves");
+}
+
 static auto GrowTreeBinding() {
-  return ffi::Ffi::Bind()
-      .Ctx<ffi::ThreadPool>()
-      .Arg<ffi::Buffer<ffi::U8>>()    // bins (N, F), shared
-      .Arg<ffi::AnyBuffer>()          // g ([T,] N)
-      .Arg<ffi::AnyBuffer>()          // h ([T,] N)
-      .Arg<ffi::Buffer<ffi::F32>>()   // hyper ([T,] 6|7)
-      .Arg<ffi::Buffer<ffi::F64>>()   // root ([T,] 2)
-      .Arg<ffi::Buffer<ffi::PRED>>()  // forward_ok (F,), shared
-      .Arg<ffi::Buffer<ffi::PRED>>()  // level_sets ([T,] D, F)
-      .Arg<ffi::Buffer<ffi::U32>>()   // node_key ([T,] 2)
-      .Arg<ffi::Buffer<ffi::F32>>()   // node_ratio ([T,] 1)
-      .Ret<ffi::Buffer<ffi::S32>>()   // feature ([T,] M)
-      .Ret<ffi::Buffer<ffi::S32>>()   // tbin ([T,] M)
-      .Ret<ffi::Buffer<ffi::PRED>>()  // default_left ([T,] M)
-      .Ret<ffi::Buffer<ffi::PRED>>()  // is_split ([T,] M)
-      .Ret<ffi::Buffer<ffi::F32>>()   // gain ([T,] M)
-      .Ret<ffi::Buffer<ffi::F64>>()   // Gn ([T,] M)
-      .Ret<ffi::Buffer<ffi::F64>>()   // Hn ([T,] M)
-      .Ret<ffi::Buffer<ffi::S32>>()   // pos ([T,] N)
-      .Attr<int64_t>("max_depth")
-      .Attr<int64_t>("n_bins")
-      .Attr<int64_t>("n_threads")
-      .Attr<bool>("use_xla_pool")
-      .Attr<bool>("colsample")
-      .Attr<int64_t>("max_leaves");
+  return TreeAttrs(TreeOutputs(TreeInputs(ffi::Ffi::Bind().Ctx<ffi::ThreadPool>())));
 }
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostGrowTree, GrowTreesImpl<false>, GrowTreeBinding());
@@ -1870,37 +1882,15 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostGrowTrees, GrowTreesImpl<true>, GrowTreeBi
 
 // JaxboostGrowTree's arguments with the categorical inputs and outputs.
 static auto GrowTreeCatBinding() {
-  return ffi::Ffi::Bind()
-      .Ctx<ffi::ThreadPool>()
-      .Arg<ffi::Buffer<ffi::U8>>()    // bins (N, F), shared
-      .Arg<ffi::AnyBuffer>()          // g ([T,] N)
-      .Arg<ffi::AnyBuffer>()          // h ([T,] N)
-      .Arg<ffi::Buffer<ffi::F32>>()   // hyper ([T,] 6|7)
-      .Arg<ffi::Buffer<ffi::F64>>()   // root ([T,] 2)
-      .Arg<ffi::Buffer<ffi::PRED>>()  // forward_ok (F,), shared
-      .Arg<ffi::Buffer<ffi::PRED>>()  // level_sets ([T,] D, F)
-      .Arg<ffi::Buffer<ffi::U32>>()   // node_key ([T,] 2)
-      .Arg<ffi::Buffer<ffi::F32>>()   // node_ratio ([T,] 1)
-      .Arg<ffi::Buffer<ffi::S32>>()   // cat_kind (F,), shared
-      .Arg<ffi::Buffer<ffi::S32>>()   // n_cats (F,), shared
-      .Arg<ffi::Buffer<ffi::PRED>>()  // seen (F, n_bins), shared
-      .Arg<ffi::Buffer<ffi::S32>>()   // max_cat_threshold (1,), shared
-      .Ret<ffi::Buffer<ffi::S32>>()   // feature ([T,] M)
-      .Ret<ffi::Buffer<ffi::S32>>()   // tbin ([T,] M)
-      .Ret<ffi::Buffer<ffi::PRED>>()  // default_left ([T,] M)
-      .Ret<ffi::Buffer<ffi::PRED>>()  // is_split ([T,] M)
-      .Ret<ffi::Buffer<ffi::F32>>()   // gain ([T,] M)
-      .Ret<ffi::Buffer<ffi::F64>>()   // Gn ([T,] M)
-      .Ret<ffi::Buffer<ffi::F64>>()   // Hn ([T,] M)
-      .Ret<ffi::Buffer<ffi::S32>>()   // pos ([T,] N)
-      .Ret<ffi::Buffer<ffi::PRED>>()  // is_cat ([T,] M)
-      .Ret<ffi::Buffer<ffi::U32>>()   // bits ([T,] M, 8)
-      .Attr<int64_t>("max_depth")
-      .Attr<int64_t>("n_bins")
-      .Attr<int64_t>("n_threads")
-      .Attr<bool>("use_xla_pool")
-      .Attr<bool>("colsample")
-      .Attr<int64_t>("max_leaves")
+  // One expression: a Binding moves only into the next call of its chain.
+  return TreeAttrs(
+             TreeOutputs(TreeInputs(ffi::Ffi::Bind().Ctx<ffi::ThreadPool>())
+                             .Arg<ffi::Buffer<ffi::S32>>()    // cat_kind (F,), shared
+                             .Arg<ffi::Buffer<ffi::S32>>()    // n_cats (F,), shared
+                             .Arg<ffi::Buffer<ffi::PRED>>()   // seen (F, n_bins), shared
+                             .Arg<ffi::Buffer<ffi::S32>>())   // max_cat_threshold (1,)
+                 .Ret<ffi::Buffer<ffi::PRED>>()               // is_cat ([T,] M)
+                 .Ret<ffi::Buffer<ffi::U32>>())               // bits ([T,] M, 8)
       .Attr<int64_t>("cat_slots");
 }
 
