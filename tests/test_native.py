@@ -613,4 +613,3 @@ def test_under_shard_map_on_two_host_devices():
         [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120
     )
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
-

@@ -51,11 +51,12 @@ gamma pruning and each row's leaf are loops over levels too. Every node's arithm
 is the same as level by level with exact shapes, so the trees are bit-identical.
 
 Native whole trees (CPU): with the native histogram kernel, on one device, for numeric
-splits (no categorical features, no constraints) and unblocked features, the level
-loop above runs as one C++ call per tree instead (``jaxboost.native.grow_tree``,
+and categorical splits (no constraints) and unblocked features, the level loop above
+runs as one C++ call per tree instead (``jaxboost.native.grow_tree``,
 ``_native_tree_grow``): the same smaller-child histograms and subtraction, the split
-rules of ``jaxboost.engine.split`` (float64 prefix sums in bin order, float32 scores
-and gains, XGBoost's candidate order), gamma pruning and each row's leaf, with work
+rules of ``jaxboost.engine.split`` and ``jaxboost.engine.categorical`` (float64
+prefix sums in bin order, float32 scores and gains, XGBoost's candidate order), gamma
+pruning and each row's leaf, with work
 that follows the live nodes: each level histograms, scans and routes only the nodes
 that exist, and a scan walks only a node's non-empty bins. On small data the XLA loop's
 fixed cost (about a hundred small operations per level) was most of a tree: breast
@@ -433,7 +434,7 @@ deeper trees compile their own."""
 
 def bucketed_depth(max_depth: int, n_features: int, max_bin: int) -> int:
     """The depth a program is compiled for when the native whole-tree kernel grows the
-    trees (one device, numeric splits, no constraints, one output per tree): the
+    trees (one device, no constraints, one output per tree): the
     smallest of ``DEPTH_BUCKETS`` at or above ``max_depth`` (``max_depth`` itself above
     them), so a notebook's or a grid search's depths 2-6 share one round program. The
     kernel's work follows the live nodes, so the deeper arrays cost next to nothing;

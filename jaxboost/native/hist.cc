@@ -579,8 +579,8 @@ ffi::Error HistogramImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
 
 // ---------------------------------------------------------------------------------
 // One whole tree, grown in one call (JaxboostGrowTree): the level loop of
-// jaxboost.engine.grow.grow_tree for numeric splits on one device (no categorical
-// features, no constraints), with the histograms above. What it saves is the fixed
+// jaxboost.engine.grow.grow_tree on one device (no constraints; categorical features
+// through JaxboostGrowTreeCat), with the histograms above. What it saves is the fixed
 // cost of the XLA level loop (about a hundred small operations per level, each a few
 // microseconds): on data of a few thousand rows that cost, not arithmetic, set the
 // time of a tree. Its work follows the live nodes: each level histograms, scans and
