@@ -134,10 +134,12 @@ ROWS = {
         task="binary", rounds=100, data=("classification", dict(rows=500_000), dict(rows=50_000))
     ),
     "categorical": dict(
-        task="binary", rounds=100, data=("categorical", dict(rows=40_000), dict(rows=5_000))
+        task="binary",
+        rounds=100,
+        data=("categorical", dict(rows=40_000), dict(rows=5_000)),
+        categorical=[4, 5, 6, 7],  # the columns holding category codes
     ),
 }
-CATEGORICAL_COLUMNS = {"categorical": [4, 5, 6, 7]}  # the columns holding category codes
 QUICK_ROUNDS = 20
 QUICK_TREES = 10
 TEST_SHARE = 0.2  # held-out rows of the generated data sets, as a share of training rows
@@ -414,8 +416,9 @@ def work_jaxboost(row: str, data, rounds: int, threads: int):
     )
     if task == "forest":
         params.update(RF, n_rounds=1, num_parallel_tree=rounds, seed=0)
-    if row in CATEGORICAL_COLUMNS:
-        params["categorical_features"] = CATEGORICAL_COLUMNS[row]
+    cat = ROWS[row].get("categorical")
+    if cat:
+        params["categorical_features"] = cat
 
     def fit():
         bst = jaxboost.train(objective, X, y, **params)
@@ -468,8 +471,8 @@ def work_xgboost(row: str, data, rounds: int, threads: int):
         n_boost = 1
 
     types = {}
-    if row in CATEGORICAL_COLUMNS:
-        cat = set(CATEGORICAL_COLUMNS[row])
+    cat = ROWS[row].get("categorical")
+    if cat:
         ft = ["c" if j in cat else "q" for j in range(X.shape[1])]
         types = dict(feature_types=ft, enable_categorical=True)
 
@@ -536,7 +539,8 @@ def work_lightgbm(row: str, data, rounds: int, threads: int):
             learning_rate=RF["learning_rate"],
         )
 
-    cat = dict(categorical_feature=CATEGORICAL_COLUMNS[row]) if row in CATEGORICAL_COLUMNS else {}
+    cats = ROWS[row].get("categorical")
+    cat = dict(categorical_feature=cats) if cats else {}
 
     def fit():
         dtrain = lgb.Dataset(X, label=y, params=params, **cat)

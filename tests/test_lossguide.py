@@ -24,6 +24,13 @@ pytestmark = pytest.mark.skipif(
 P = dict(reg_lambda=1.0, reg_alpha=0.0, gamma=0.0, min_child_weight=1.0, max_delta_step=0.0)
 
 
+def xgb_lossguide(dtrain, rounds, leaves, depth, **params):
+    """XGBoost ``hist`` lossguide with the tests' shared settings (eta 0.3, one thread,
+    ``P``) and ``params`` on top."""
+    base = dict(tree_method="hist", grow_policy="lossguide", eta=0.3, nthread=1, **P)
+    return xgb.train(dict(base, max_leaves=leaves, max_depth=depth, **params), dtrain, rounds)
+
+
 @pytest.fixture(scope="module")
 def data():
     rng = np.random.default_rng(0)
@@ -49,21 +56,14 @@ def test_lossguide_equals_xgboost_hist(data, objective, xgb_objective, leaves, d
         y = np.digitize(y, [-0.5, 0.5]).astype(np.float32)
     d = xgb.DMatrix(X, label=y, missing=np.nan)
     extra = {"num_class": 3} if objective == "softmax" else {}
-    ref = xgb.train(
-        dict(
-            objective=xgb_objective,
-            tree_method="hist",
-            grow_policy="lossguide",
-            max_leaves=leaves,
-            max_depth=depth,
-            eta=0.3,
-            nthread=1,
-            base_score=0.5 if objective == "logistic" else 0.0,
-            **extra,
-            **P,
-        ),
+    ref = xgb_lossguide(
         d,
         20,
+        leaves,
+        depth,
+        objective=xgb_objective,
+        base_score=0.5 if objective == "logistic" else 0.0,
+        **extra,
     )
     kw = dict(n_rounds=20, learning_rate=0.3, max_depth=depth, verbose=False, **P)
     loss = objectives.softmax(curvature="xgboost") if objective == "softmax" else objective
@@ -138,20 +138,13 @@ def test_lossguide_with_categories_equals_xgboost_hist(onehot):
     ) + rng.normal(size=N).astype(np.float32)
     X = np.c_[c7, x]
     leaves, depth = 9, 6
-    ref = xgb.train(
-        dict(
-            tree_method="hist",
-            grow_policy="lossguide",
-            max_leaves=leaves,
-            max_depth=depth,
-            eta=0.3,
-            nthread=1,
-            base_score=0.0,
-            max_cat_to_onehot=onehot,
-            **P,
-        ),
+    ref = xgb_lossguide(
         xgb.DMatrix(X, label=y, feature_types=["c", "q"], enable_categorical=True),
         10,
+        leaves,
+        depth,
+        base_score=0.0,
+        max_cat_to_onehot=onehot,
     )
     bst = jaxboost.train(
         "squared",
