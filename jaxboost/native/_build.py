@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 SOURCE = Path(__file__).with_name("hist.cc")
-FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC", "-pthread")
+FLAGS = ("-O3", "-std=c++17", "-fno-trapping-math", "-shared", "-fPIC", "-pthread")
 LIB_STEM = "libjaxboost_hist"
 
 

@@ -86,6 +86,10 @@
 
 #include "xla/ffi/api/ffi.h"
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace ffi = xla::ffi;
 
 namespace {
@@ -95,6 +99,18 @@ typedef double v2d __attribute__((vector_size(16)));
 #define JB_RESTRICT __restrict__
 #else
 #error "jaxboost native histogram needs GCC or Clang (vector extensions)"
+#endif
+
+// A loop that vectorises (the split scores) is compiled twice on x86-64 with GCC and
+// glibc: for AVX2 (4 doubles a step) and for the baseline (SSE2, 2), the processor
+// picks at load time (an ifunc). Without FMA and with -fno-trapping-math only, both
+// give the same IEEE results as the scalar code, bit for bit.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__GLIBC__)
+#define JB_X86_AVX2 1
+#define JB_SIMD_CLONES __attribute__((target_clones("avx2", "default"), noinline))
+#else
+#define JB_X86_AVX2 0
+#define JB_SIMD_CLONES inline
 #endif
 
 // Scratch memory of the kernels (rows' node ids and sorted (g, h), level
@@ -659,9 +675,10 @@ struct ScanBuf {
   int32_t t[256];
 };
 
-// Scores of buf's first m candidates: the plain score in a loop without branches
-// (vectorised by the compiler), the clipped one (max_delta_step > 0) scalar.
-inline void Gains(ScanBuf& s, int64_t m, float sp, const Hyp& p) {
+// Scores of buf's first m candidates: the plain score in one loop the compiler
+// vectorises (its selects need -fno-trapping-math, see _build.FLAGS), the clipped one
+// (max_delta_step > 0) scalar.
+JB_SIMD_CLONES void Gains(ScanBuf& s, int64_t m, float sp, const Hyp& p) {
   if (p.mds > 0) {
     for (int64_t i = 0; i < m; ++i)
       s.gain[i] = (Score(s.GL[i], s.HL[i], p) + Score(s.GR[i], s.HR[i], p)) - sp;
@@ -680,6 +697,96 @@ inline void Gains(ScanBuf& s, int64_t m, float sp, const Hyp& p) {
   }
 }
 
+// The slots 0 .. V - 1 (V <= 256) of hist that are not empty, ascending, into nz (room
+// for V + 4); returns their number. A slot is empty when its G and H are both +-0 (bit
+// tests, so that no floating-point mode, such as denormals-are-zero on XLA's threads,
+// changes which slots count).
+inline int64_t NonEmptyScalar(const v2d* hist, int64_t j, int64_t V, int32_t* nz, int64_t nnz) {
+  for (; j < V; ++j) {
+    uint64_t gb, hb;
+    std::memcpy(&gb, &hist[j][0], 8);
+    std::memcpy(&hb, &hist[j][1], 8);
+    nz[nnz] = static_cast<int32_t>(j);
+    nnz += static_cast<int64_t>(((gb | hb) << 1) != 0);
+  }
+  return nnz;
+}
+
+#if JB_X86_AVX2
+// Four slots a step: one 64-bit test per slot of (G | H) << 1, then the non-empty
+// slots' numbers packed to the front of a vector by a shuffle from a table.
+struct PackTable {
+  alignas(16) uint8_t ctrl[16][16];
+  PackTable() {
+    for (int m = 0; m < 16; ++m) {
+      int k = 0;
+      for (int b = 0; b < 4; ++b)
+        if (m >> b & 1) {
+          for (int i = 0; i < 4; ++i) ctrl[m][4 * k + i] = static_cast<uint8_t>(4 * b + i);
+          ++k;
+        }
+      for (; k < 4; ++k)
+        for (int i = 0; i < 4; ++i) ctrl[m][4 * k + i] = 0x80;
+    }
+  }
+};
+const PackTable kPack;
+
+__attribute__((target("avx2"))) int64_t NonEmptyAvx2(const v2d* hist, int64_t V, int32_t* nz) {
+  int64_t nnz = 0, j = 0;
+  const __m256i zero = _mm256_setzero_si256();
+  for (; j + 4 <= V; j += 4) {
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(hist + j));
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(hist + j + 2));
+    // (G | H) of slots j, j + 2, j + 1, j + 3; then in slot order
+    __m256i o = _mm256_or_si256(_mm256_unpacklo_epi64(a, b), _mm256_unpackhi_epi64(a, b));
+    o = _mm256_permute4x64_epi64(_mm256_slli_epi64(o, 1), 0xD8);
+    const int empty = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpeq_epi64(o, zero)));
+    const int full = empty ^ 15;
+    const __m128i idx = _mm_add_epi32(_mm_set1_epi32(static_cast<int32_t>(j)),
+                                      _mm_setr_epi32(0, 1, 2, 3));
+    const __m128i ctrl = _mm_load_si128(reinterpret_cast<const __m128i*>(kPack.ctrl[full]));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(nz + nnz), _mm_shuffle_epi8(idx, ctrl));
+    nnz += __builtin_popcount(static_cast<unsigned>(full));
+  }
+  return NonEmptyScalar(hist, j, V, nz, nnz);
+}
+
+const bool kHasAvx2 = [] {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") != 0;
+}();
+#endif
+
+inline int64_t NonEmpty(const v2d* hist, int64_t V, int32_t* nz) {
+#if JB_X86_AVX2
+  if (kHasAvx2) return NonEmptyAvx2(hist, V, nz);
+#endif
+  return NonEmptyScalar(hist, 0, V, nz, 0);
+}
+
+// The first index of the largest of g[0 .. m - 1] (NaN never counts), or -1 when none
+// is > -inf: as the loop "if (g[i] > best) take i", in four chains instead of one.
+inline int64_t FirstMax(const float* g, int64_t m) {
+  constexpr float lo = -std::numeric_limits<float>::infinity();
+  float a0 = lo, a1 = lo, a2 = lo, a3 = lo;
+  int64_t i = 0;
+  for (; i + 4 <= m; i += 4) {
+    a0 = g[i] > a0 ? g[i] : a0;
+    a1 = g[i + 1] > a1 ? g[i + 1] : a1;
+    a2 = g[i + 2] > a2 ? g[i + 2] : a2;
+    a3 = g[i + 3] > a3 ? g[i + 3] : a3;
+  }
+  for (; i < m; ++i) a0 = g[i] > a0 ? g[i] : a0;
+  a0 = a1 > a0 ? a1 : a0;
+  a2 = a3 > a2 ? a3 : a2;
+  a0 = a2 > a0 ? a2 : a0;
+  if (!(a0 > lo)) return -1;
+  for (i = 0; g[i] != a0; ++i) {
+  }
+  return i;
+}
+
 // Best candidate of one (node, feature) from its n_bins (G, H) slots.
 //
 // Only the non-empty bins are walked: a candidate whose bin is empty has the sums of
@@ -693,15 +800,8 @@ inline Cand ScanFeature(const v2d* hist, int64_t B, double Gp, double Hp, float 
   Cand best{-std::numeric_limits<float>::infinity(), 0, false};
   const int64_t V = B - 1;
   const double mcw = p.mcw;
-  int32_t nz[256];
-  int64_t nnz = 0;
-  for (int64_t j = 0; j < V; ++j) {  // bit tests: a slot is empty when G, H are +-0
-    uint64_t gb, hb;
-    std::memcpy(&gb, &hist[j][0], 8);
-    std::memcpy(&hb, &hist[j][1], 8);
-    nz[nnz] = static_cast<int32_t>(j);
-    nnz += static_cast<int64_t>(((gb | hb) << 1) != 0);
-  }
+  int32_t nz[256 + 4];
+  const int64_t nnz = NonEmpty(hist, V, nz);
   auto push = [&](int64_t& m, double GL, double HL, double GR, double HR, int32_t t) {
     s.GL[m] = GL;
     s.HL[m] = HL;
@@ -721,8 +821,8 @@ inline Cand ScanFeature(const v2d* hist, int64_t B, double Gp, double Hp, float 
       push(m, GL, HL, Gp - GL, Hp - HL, static_cast<int32_t>(j + 1));
     }
     Gains(s, m, sp, p);
-    for (int64_t i = 0; i < m; ++i)
-      if (s.gain[i] > best.gain) best = Cand{s.gain[i], s.t[i], false};
+    const int64_t i = FirstMax(s.gain, m);
+    if (i >= 0) best = Cand{s.gain[i], s.t[i], false};
   }
   // pass B: thresholds descending (right = present bins >= t), missing left
   double GR = 0.0, HR = 0.0;
@@ -736,8 +836,8 @@ inline Cand ScanFeature(const v2d* hist, int64_t B, double Gp, double Hp, float 
     push(m, Gp - GR, Hp - HR, GR, HR, static_cast<int32_t>(t));
   }
   Gains(s, m, sp, p);
-  for (int64_t i = 0; i < m; ++i)
-    if (s.gain[i] > best.gain) best = Cand{s.gain[i], s.t[i], true};
+  const int64_t i = FirstMax(s.gain, m);
+  if (i >= 0 && s.gain[i] > best.gain) best = Cand{s.gain[i], s.t[i], true};
   return best;
 }
 
