@@ -492,3 +492,91 @@ def test_tree_kernel_gives_the_same_sums_on_any_thread_count():
         np.testing.assert_array_equal(s1[k], s2[k], err_msg=k)
     assert G1.tobytes() == G2.tobytes() and H1.tobytes() == H2.tobytes()
     np.testing.assert_array_equal(l1, l2)
+
+
+def _few_row_data(n, f, b, seed):
+    """Bins over ``b`` bins (``b - 1`` missing, 10 % of values), a feature of three
+    values, rows left out (g = h = 0) and gradients with a signal; for trees deep enough
+    that most nodes have a few rows."""
+    rng = np.random.default_rng(seed)
+    bins = rng.integers(0, b - 1, size=(n, f)).astype(np.uint8)
+    bins[:, 1] = rng.integers(0, 3, size=n)
+    bins[rng.random((n, f)) < 0.1] = b - 1
+    signal = (bins[:, 0] < b // 3) * 1.5 - (bins[:, 2] > b // 2) * 1.0 + 0.3 * (bins[:, 1] == 2)
+    g = (rng.normal(size=n) - signal).astype(np.float32)
+    h = rng.uniform(0.2, 1.0, size=n).astype(np.float32)
+    keep = rng.random(n) >= 0.15
+    return bins, np.where(keep, g, 0).astype(np.float32), np.where(keep, h, 0).astype(np.float32)
+
+
+@pytest.mark.parametrize("mds", [0.0, 0.4])
+def test_few_row_nodes_match_the_level_loop(mds):
+    """A smaller child of at most ``(B - 1) // 4`` rows (at most 64) keeps, per feature,
+    the list of bins its rows fall in instead of a whole histogram (``hist.cc``, few-row
+    slots): the sibling subtracts, the scan walks and the children sums add only those
+    bins. With 64 bins and depth 8 on 700 rows, most nodes below depth 3 are such nodes,
+    larger children among them inherit their parent's lists, and missing values go
+    through the lists' last bin: the tree is the level loop's."""
+    n, f, b, D = 700, 5, 64, 8
+    bins, g, h = _few_row_data(n, f, b, seed=3)
+    cuts = np.array(
+        [[-np.inf] + [t - 0.5 + 100 * j for t in range(1, b - 1)] + [np.inf] for j in range(f)],
+        np.float32,
+    )
+    fok = np.array([True, False, True, True, False])
+    dyn = TreeHyper(*(np.float32(v) for v in (0.3, 1.0, 0.0, 0.0, 0.0, mds)))
+    out = []
+    for native_tree in (True, False):
+
+        def fn(bins, g, h, dyn, cuts, fok, native_tree=native_tree):
+            saved = grow_mod._native_tree
+            grow_mod._native_tree = lambda: native_tree
+            try:
+                return grow_tree(bins, g, h, dyn, cuts, fok, TreeSpec(D, b, native=True))
+            finally:
+                grow_mod._native_tree = saved
+
+        tree, leaf = jax.jit(fn)(bins, g, h, dyn, cuts, fok)
+        out.append(({k: np.asarray(v) for k, v in tree.items()}, np.asarray(leaf)))
+    (t1, l1), (t0, l0) = out
+    split = ~t0["is_leaf"]
+    rows = np.zeros(split.size, np.int64)  # rows through each node
+    node = l0.astype(np.int64)
+    for _ in range(D + 1):
+        np.add.at(rows, node, 1)
+        node = np.maximum(node - 1, 0) // 2  # the parent; the root stays
+    rows[0] = n  # (the walk added to the root more than once)
+    # many splits, a good part of them of nodes of at most (64 - 1) // 4 = 15 rows
+    assert split.sum() >= 40
+    assert (split & (rows <= 15)).sum() >= 10
+    for key in ("is_leaf", "feature", "tbin", "default_left"):
+        np.testing.assert_array_equal(t1[key], t0[key], err_msg=key)
+    np.testing.assert_array_equal(l1, l0)
+    np.testing.assert_allclose(t1["gain"], t0["gain"], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(t1["cover"], t0["cover"], rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(t1["value"], t0["value"], rtol=1e-5, atol=1e-7)
+
+
+def test_few_row_nodes_on_threads_give_the_one_thread_tree():
+    """The few-row lists are built feature by feature, so the threads that share out
+    the features (2**20 to 2**22 rows x features) build them too: a deep tree, most of
+    whose nodes have a few rows, is the same on one thread and two, to the last bit."""
+    n, f, b, D = 1 << 18, 4, 128, 14
+    bins, g, h = _few_row_data(n, f, b, seed=5)
+    hyp = np.float32([0.3, 1.0, 0.0, 0.0, 0.0, 0.0])
+    root = np.array([g.astype(np.float64).sum(), h.astype(np.float64).sum()])
+    fok = np.ones(f, bool)
+    outs = [
+        jax.tree.map(
+            np.asarray,
+            native_kernel.grow_tree(bins, g, h, hyp, root, fok, None, D, b, n_threads=t),
+        )
+        for t in (1, 2)
+    ]
+    (s1, G1, H1, p1), (s2, G2, H2, p2) = outs
+    deep = np.arange(s1["is_split"].size) >= (1 << 12) - 1  # depth 12 and below
+    assert s1["is_split"][deep].sum() >= 500  # nodes of about 64 rows and fewer split
+    for k in s1:
+        np.testing.assert_array_equal(s1[k], s2[k], err_msg=k)
+    assert G1.tobytes() == G2.tobytes() and H1.tobytes() == H2.tobytes()
+    np.testing.assert_array_equal(p1, p2)

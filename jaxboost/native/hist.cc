@@ -795,13 +795,16 @@ inline int64_t FirstMax(const float* g, int64_t m) {
 // each pass is always considered. Of those, a candidate is scored only when both
 // children have H >= min_child_weight (compacted without branches, then scored in one
 // loop); then the first strictly greater gain wins, in the pass's order.
-inline Cand ScanFeature(const v2d* hist, int64_t B, double Gp, double Hp, float sp,
-                        bool forward, const Hyp& p, ScanBuf& s) {
+//
+// ScanFeatureNz takes the non-empty slots, nz[0 .. nnz - 1] ascending, as NonEmpty gives
+// them (a caller that knows which slots can hold rows lists them without a pass over
+// every slot).
+inline Cand ScanFeatureNz(const v2d* hist, int64_t B, const int32_t* nz, int64_t nnz,
+                          double Gp, double Hp, float sp, bool forward, const Hyp& p,
+                          ScanBuf& s) {
   Cand best{-std::numeric_limits<float>::infinity(), 0, false};
   const int64_t V = B - 1;
   const double mcw = p.mcw;
-  int32_t nz[256 + 4];
-  const int64_t nnz = NonEmpty(hist, V, nz);
   auto push = [&](int64_t& m, double GL, double HL, double GR, double HR, int32_t t) {
     s.GL[m] = GL;
     s.HL[m] = HL;
@@ -839,6 +842,21 @@ inline Cand ScanFeature(const v2d* hist, int64_t B, double Gp, double Hp, float 
   const int64_t i = FirstMax(s.gain, m);
   if (i >= 0 && s.gain[i] > best.gain) best = Cand{s.gain[i], s.t[i], true};
   return best;
+}
+
+inline Cand ScanFeature(const v2d* hist, int64_t B, double Gp, double Hp, float sp,
+                        bool forward, const Hyp& p, ScanBuf& s) {
+  int32_t nz[256 + 4];
+  const int64_t nnz = NonEmpty(hist, B - 1, nz);
+  return ScanFeatureNz(hist, B, nz, nnz, Gp, Hp, sp, forward, p, s);
+}
+
+// Whether a histogram slot holds G or H other than +-0 (NonEmpty's test).
+inline bool SlotUsed(const v2d& x) {
+  uint64_t gb, hb;
+  std::memcpy(&gb, &x[0], 8);
+  std::memcpy(&hb, &x[1], 8);
+  return ((gb | hb) << 1) != 0;
 }
 
 // jaxboost.engine.sampling.uniform's number at flat index i of a draw keyed by key.
@@ -1296,6 +1314,23 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
     tmp.reset(N);
     for (int64_t r = 0; r < N; ++r) idx[r] = static_cast<int32_t>(r);
   }
+  // Few-row slots (part, numeric features): a smaller child of at most S rows keeps,
+  // for each feature, the ascending list of bins its rows fall in; only those bins of
+  // its histogram are written (zeroed, then its rows added in the usual order), the
+  // rest of the slot is left as it was and counts as +0. Its larger sibling subtracts
+  // only those bins (x - +0 is x, bit for bit), its scan walks only the listed bins
+  // that are not empty (every bin outside the list is +0: empty), and its split's
+  // children sums add only them (adding +0 to a sum that starts at +0 changes nothing).
+  // A larger child keeps its parent's slot and lists: its rows are among the parent's,
+  // so every bin it can hold, residues of the subtraction included, is listed. Each
+  // node of a few-row slot has at most S rows, so its smaller child is one as well.
+  // Deep levels of small data then cost their rows, not F x B per node (the memset,
+  // the subtraction and the scan's pass over empty bins).
+  const int64_t S = (part && cat == nullptr) ? std::min<int64_t>(64, (B - 1) / 4) : 0;
+  std::vector<uint8_t> few(max_live, 0);  // per slot: a few-row slot
+  Scratch<uint8_t> tlist(S > 0 ? max_live * F * S : 0), tcount(S > 0 ? max_live * F : 0);
+  auto listed = [&](int64_t sl, int64_t f) { return tlist.get() + (sl * F + f) * S; };
+  std::vector<uint8_t> small_few;
   std::vector<int32_t> live{0};  // the level's live nodes (index within the level)
   std::vector<int32_t> next_slot, small_at;
   std::vector<uint8_t> taken;
@@ -1332,11 +1367,22 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
         // for the rounding of H_parent - H_child).
         if (p.mcw > 0 && Hn[i] < 2 * p.mcw * (1 - 1e-12)) continue;
         const v2d* hf = base + slot[c] * ns + f * FS;
-        if (cat != nullptr && cat->kind[f] != 0)
+        if (cat != nullptr && cat->kind[f] != 0) {
           best[u] = ScanCategorical(hf, B, Gn[i], Hn[i], sp[c], p, cat->kind[f], cat->n_cats[f],
                                     cat->S, cat->max_cat_threshold);
-        else
+        } else if (few[slot[c]]) {
+          const uint8_t* const tl = listed(slot[c], f);
+          const int64_t tc = tcount[slot[c] * F + f];
+          int32_t nz[256];
+          int64_t nnz = 0;
+          for (int64_t q = 0; q < tc && tl[q] < B - 1; ++q) {
+            nz[nnz] = tl[q];
+            nnz += SlotUsed(hf[tl[q]]);
+          }
+          best[u] = ScanFeatureNz(hf, B, nz, nnz, Gn[i], Hn[i], sp[c], forward_ok[f], p, s);
+        } else {
           best[u] = ScanFeature(hf, B, Gn[i], Hn[i], sp[c], forward_ok[f], p, s);
+        }
       }
     };
     const int64_t units = nl * F;
@@ -1380,7 +1426,7 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
           if (cat_left[code < B ? code : B - 1]) w[code >> 5] |= uint32_t{1} << (code & 31);
       }
       double GL = 0.0, HL = 0.0, GR = 0.0, HR = 0.0;
-      for (int64_t j = 0; j < B; ++j) {
+      auto add_bin = [&](int64_t j) {
         const bool left = b.cat ? cat_left[j] != 0 : (j == B - 1 ? b.dl : j < b.tbin);
         if (left) {
           GL += hr[j][0];
@@ -1389,6 +1435,13 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
           GR += hr[j][0];
           HR += hr[j][1];
         }
+      };
+      if (few[slot[c]]) {
+        const uint8_t* const tl = listed(slot[c], bf);
+        const int64_t tc = tcount[slot[c] * F + bf];
+        for (int64_t q = 0; q < tc; ++q) add_bin(tl[q]);
+      } else {
+        for (int64_t j = 0; j < B; ++j) add_bin(j);
       }
       Gn[2 * i + 1] = GL;
       Hn[2 * i + 1] = HL;
@@ -1479,13 +1532,38 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
     // The next level's histograms: the smaller children's, then their siblings'
     // (parent minus smaller child, in the parent's slot).
     if (part) {
-      for (int64_t pr = 0; pr < n_pairs; ++pr)
-        std::memset(static_cast<void*>(base + small_at[pr] * ns), 0, sizeof(v2d) * ns);
+      small_few.resize(n_pairs);
+      for (int64_t pr = 0; pr < n_pairs; ++pr) {
+        const int64_t ch = 2 * pr + (left_small[pr] ? 0 : 1);  // the smaller child
+        small_few[pr] = S > 0 && next_seg_end[ch] - next_seg[ch] <= S;
+        few[small_at[pr]] = small_few[pr];
+        if (!small_few[pr])
+          std::memset(static_cast<void*>(base + small_at[pr] * ns), 0, sizeof(v2d) * ns);
+      }
       by_features([&](int64_t f0, int64_t f1) {
         for (int64_t pr = 0; pr < n_pairs; ++pr) {
           v2d* const out = base + small_at[pr] * ns + f0 * FS;
           const int64_t ch = 2 * pr + (left_small[pr] ? 0 : 1);  // the smaller child
           const int32_t* const rows = idx.get();
+          if (small_few[pr]) {  // each feature's bins of these rows, ascending; zeroed
+            for (int64_t f = f0; f < f1; ++f) {
+              uint64_t set[4] = {0, 0, 0, 0};
+              for (int32_t q = next_seg[ch]; q < next_seg_end[ch]; ++q) {
+                const uint8_t bv = bins[static_cast<int64_t>(rows[q]) * F + f];
+                set[bv >> 6] |= uint64_t{1} << (bv & 63);
+              }
+              uint8_t* const tl = listed(small_at[pr], f);
+              v2d* const of = out + (f - f0) * FS;
+              int64_t tc = 0;
+              for (int w = 0; w < 4; ++w)
+                for (uint64_t x = set[w]; x != 0; x &= x - 1) {
+                  const int64_t bv = 64 * w + __builtin_ctzll(x);
+                  tl[tc++] = static_cast<uint8_t>(bv);
+                  of[bv] = v2d{0.0, 0.0};
+                }
+              tcount[small_at[pr] * F + f] = static_cast<uint8_t>(tc);
+            }
+          }
           for (int32_t q = next_seg[ch]; q < next_seg_end[ch]; ++q) {
             const int64_t r = rows[q];
             const v2d v = {static_cast<double>(g[r]), static_cast<double>(h[r])};
@@ -1512,6 +1590,17 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
       for (int64_t pr = 0; pr < n_pairs; ++pr) {
         v2d* lg = base + static_cast<int64_t>(slot[parent_c[pr]]) * ns;  // parent -> larger
         const v2d* sm = base + static_cast<int64_t>(small_at[pr]) * ns;
+        if (part && small_few[pr]) {  // only the smaller child's bins (the rest is +0)
+          for (int64_t f = f0; f < f1; ++f) {
+            const uint8_t* const tl = listed(small_at[pr], f);
+            const int64_t tc = tcount[small_at[pr] * F + f];
+            for (int64_t q = 0; q < tc; ++q) {
+              const int64_t b = f * FS + tl[q];
+              lg[b] = lg[b] - sm[b];
+            }
+          }
+          continue;
+        }
         for (int64_t f = f0; f < f1; ++f)
           for (int64_t b = 0; b < B; ++b) lg[f * FS + b] = lg[f * FS + b] - sm[f * FS + b];
       }
