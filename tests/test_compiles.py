@@ -274,3 +274,40 @@ def test_a_compile_option_this_xla_lacks_is_dropped_and_the_model_is_the_same(da
     for a, b in zip(want.ensemble, got.ensemble, strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     np.testing.assert_array_equal(want.predict(X), got.predict(X))
+
+
+def test_a_second_fit_does_not_trace_the_loss_again(data):
+    """The check that a loss is a per-row scalar loss (``autodiff.check_loss``, an
+    abstract trace) runs once per loss, hyperparameter values and row shapes: a fit
+    repeated (cross-validation, a grid over tree settings) traces the loss no more."""
+    X, y, _ = data
+    calls = []
+
+    def counted(t, p, *, delta):
+        calls.append(1)
+        return delta**2 * (jnp.sqrt(1 + ((p - t) / delta) ** 2) - 1)
+
+    def fit(delta, **kw):
+        jaxboost.train(counted, X, y, loss_params={"delta": delta}, **KW | kw)
+
+    fit(1.0)
+    first = len(calls)  # the check, the intercept's and the round program's traces
+    fit(1.0, max_depth=2, learning_rate=0.1)  # the same programs (depth bucket)
+    fit(1.0)
+    assert len(calls) == first  # nothing traced: before, one trace a fit (the check)
+    fit(2.0)  # a new value: checked (the programs take it traced)
+    fit(2.0)
+    assert len(calls) == first + 1
+
+
+def test_a_loss_that_failed_its_check_fails_it_again(data):
+    """Only checks that passed are remembered: a loss whose check raised raises on
+    every call."""
+    X, y, _ = data
+
+    def vector_out(t, p):
+        return jnp.stack([t - p, p])
+
+    for _ in range(2):
+        with pytest.raises(jaxboost.LossError, match="must return a scalar"):
+            jaxboost.train(vector_out, X, y, **KW)

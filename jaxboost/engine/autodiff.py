@@ -18,6 +18,7 @@ its diagonal (one tree per output, the default; ``multi_hessian="diagonal"``) ge
 from __future__ import annotations
 
 import functools
+import weakref
 
 import jax
 import jax.numpy as jnp
@@ -545,6 +546,43 @@ def check_loss(loss, y_row, pred_row):
             f"the loss {name} must return a floating-point scalar, "
             f"got dtype {out.dtype} (before round 0)"
         )
+
+
+_LOSSES_CHECKED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+"""Per loss family, the (hyperparameter values, row shapes) that passed
+``check_loss``; an entry goes with its family."""
+
+
+def check_loss_once(family, values, y_row, pred_row) -> None:
+    """``check_loss`` of ``bind_loss(family, values)`` on rows shaped as ``y_row``,
+    ``pred_row`` (``jax.ShapeDtypeStruct`` trees), skipped when the same family with the
+    same scalar values has passed it on rows of those shapes before: tracing the loss
+    again (``jax.eval_shape``) cost a small fit a tenth of its fixed time, and a check
+    that passed passes again. Hyperparameter values that are arrays, or a family that
+    cannot be weakly referenced, are checked every time.
+
+    >>> import jax, jax.numpy as jnp
+    >>> row = jax.ShapeDtypeStruct((), jnp.float32)
+    >>> check_loss_once(lambda y, p: (y - p) ** 2, {}, row, row)
+    """
+    try:
+        key = (
+            tuple(sorted((k, float(v)) for k, v in values.items())),
+            jax.tree.structure(y_row),
+            tuple((x.shape, str(x.dtype)) for x in jax.tree.leaves(y_row)),
+            (pred_row.shape, str(pred_row.dtype)),
+        )
+        seen = _LOSSES_CHECKED.get(family)
+    except TypeError:  # array values, or a family without weak references or hash
+        key, seen = None, None
+    if seen is not None and key in seen:
+        return
+    check_loss(bind_loss(family, values), y_row, pred_row)
+    if key is not None:
+        try:
+            _LOSSES_CHECKED.setdefault(family, set()).add(key)
+        except TypeError:
+            pass
 
 
 def fit_base_margin(

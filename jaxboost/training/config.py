@@ -24,7 +24,7 @@ from objectives._base import HESSIAN_POLICIES
 from objectives._link import LinkedLoss, attach_link, link_label, link_name, resolve_link, unlink
 
 from .._types import FLOAT32_MAX, MAX_CLASSES, MAX_ROUNDS
-from ..engine.autodiff import check_loss, loss_name, n_outputs_of, split_loss
+from ..engine.autodiff import check_loss_once, loss_name, n_outputs_of, split_loss
 from ..engine.sampling import FIELDS as SAMPLING_FIELDS
 from ..errors import DataError, LossError
 from ..inputs import arrays, frames
@@ -565,8 +565,9 @@ def configure(objective, X, y, a: Options):
     family, values = split_loss(loss, loss_params)
     if pol["group"] is None:
         # Abstract rows (shapes and dtypes only): no array is made, so nothing compiles.
-        check_loss(
-            _concrete(family, values),
+        check_loss_once(
+            family,
+            {k: (v if np.ndim(v) else float(v)) for k, v in values.items()},
             jax.tree.map(lambda v: jax.ShapeDtypeStruct(np.shape(v)[1:], jnp.float32), yf),
             jax.ShapeDtypeStruct(() if K == 1 else (K,), jnp.float32),
         )

@@ -209,14 +209,15 @@ def prepare(s, Xf, yf, wf, sparse_ok: bool = True) -> Prepared:
         else group_index(s.group, Xf.shape[0], layout.block)
     )
     cats = cat_info(edges, s.max_cat_to_onehot, s.max_cat_threshold)
-    rep = layout.replicate
-    shared = Shared(
-        cuts_ext=rep(cuts_ext),
-        forward_ok=rep(forward_ok),
-        offsets=rep(layout.offsets),
-        n_total=rep(np.int32(layout.n_total)),
-        gidx=rep(gidx),
-        cats=None if cats is None else jax.tree.map(rep, cats),
+    shared = layout.replicate_tree(  # one batched transfer in one process
+        Shared(
+            cuts_ext=cuts_ext,
+            forward_ok=forward_ok,
+            offsets=layout.offsets,
+            n_total=np.int32(layout.n_total),
+            gidx=gidx,
+            cats=cats,
+        )
     )
     base = base_margin(s, layout, rows, y, w)
     start = start_margins(s, base, Xf, Xf.shape[0], layout.block, s.offsets)
@@ -243,7 +244,9 @@ def base_margin(s, layout, rows, y, w):
         args = dict(exact_rows=exact_rows, loss_params=s.loss_values)
         if layout.multi:  # the arrays are global
             base = np.asarray(dist.local(fit_base_margin(s.family, rows.y, rows.w, K, **args)))
-        else:
+        elif layout.mesh is None:  # rows.y, rows.w: y and w on the one device
+            base = np.asarray(fit_base_margin(s.family, rows.y, rows.w, K, **args))
+        else:  # rows sharded over a mesh: the fit on one device, as without one
             base = np.asarray(
                 fit_base_margin(s.family, jax.device_put(y), jax.device_put(w), K, **args)
             )
