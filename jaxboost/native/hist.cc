@@ -1468,17 +1468,25 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
       // adds them in the order of a pass over every row.
       next_seg.resize(2 * n_pairs);
       next_seg_end.resize(2 * n_pairs);
+      uint8_t to_left[256];  // goes_left of the split node for each bin value
       for (int64_t pr = 0; pr < n_pairs; ++pr) {
         const int64_t c = parent_c[pr], i = n - 1 + live[c];
         const int32_t s0 = seg[c], s1 = seg_end[c];
         const int64_t f = feature[i];
         int32_t* const rows = idx.get();
         int32_t* const right = tmp.get();
+        // Many rows: the node's rule as a table (the rule itself reloads tbin[i],
+        // dleft[i] and the category bits for every row: stores to pos may alias them).
+        const bool table = s1 - s0 >= 256;
+        if (table)
+          for (int v = 0; v < 256; ++v) to_left[v] = goes_left(i, static_cast<uint8_t>(v));
+        const int32_t to_l = static_cast<int32_t>(2 * i + 1);
         int32_t nl = 0, nr = 0;
         for (int32_t q = s0; q < s1; ++q) {
           const int32_t r = rows[q];
-          const bool left = goes_left(i, bins[static_cast<int64_t>(r) * F + f]);
-          pos[r] = static_cast<int32_t>(2 * i + (left ? 1 : 2));
+          const uint8_t bv = bins[static_cast<int64_t>(r) * F + f];
+          const bool left = table ? to_left[bv] != 0 : goes_left(i, bv);
+          pos[r] = to_l + !left;
           rows[s0 + nl] = r;  // nl <= q - s0: never past an unread row
           right[nr] = r;
           nl += left;
