@@ -888,12 +888,10 @@ inline void NodeFeatures(const bool* allowed, int64_t F, const uint32_t* key, fl
   }
   const float prod = ratio * static_cast<float>(n);
   const int64_t k = std::min<int64_t>(F, std::max<int64_t>(1, static_cast<int64_t>(std::floor(prod))));
+  // the k smallest (number, feature) pairs, all distinct, end up in front
   std::nth_element(order.begin(), order.begin() + (k - 1), order.end());
-  const std::pair<float, int32_t> kth = order[k - 1];
-  for (int64_t f = 0; f < F; ++f) {
-    const float u = allowed[f] ? UniformAt(key, static_cast<uint64_t>(base + f)) : 2.0f;
-    out[f] = std::make_pair(u, static_cast<int32_t>(f)) <= kth;
-  }
+  std::memset(out, 0, static_cast<size_t>(F));
+  for (int64_t i = 0; i < k; ++i) out[order[i].second] = 1;
 }
 
 // Categorical features (jaxboost.engine.categorical, the contract this follows in the
