@@ -69,7 +69,10 @@ class Hyperparameters:
         return f"objectives.{self.name}"
 
     def _keywords(self) -> dict:
-        return dict(_keyword_defaults(self.loss))
+        try:
+            return dict(_keyword_defaults(self.loss))
+        except TypeError:  # a loss that cannot be hashed: read it every time
+            return dict(_keyword_defaults.__wrapped__(self.loss))
 
     @property
     def hyperparameters(self) -> dict:
