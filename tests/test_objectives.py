@@ -650,3 +650,22 @@ def test_links():
     r = np.asarray(o.gaussian_nll.link(jnp.array([[1.0, np.log(2.0)], [-3.0, 0.0]])))
     np.testing.assert_allclose(r, [[1.0, 2.0], [-3.0, 1.0]], rtol=1e-6)
     assert o.gaussian_nll.link(jnp.zeros((7, 2))).shape == (7, 2)
+
+
+def test_hyperparameters_of_a_loss_that_cannot_be_hashed():
+    """A loss's keyword defaults are read once per loss (a cache keyed by the loss);
+    a callable without a hash still has its hyperparameters and variants."""
+
+    class Scaled:
+        __hash__ = None  # defines __eq__ and no hash, as some callable classes do
+
+        def __eq__(self, other):
+            return isinstance(other, Scaled)
+
+        def __call__(self, y, p, *, scale=2.0):
+            return scale * (y - p) ** 2
+
+    obj = dataclasses.replace(objectives.squared, name="scaled", loss=Scaled())
+    assert obj.hyperparameters == {"scale": 2.0}
+    assert obj.with_params(scale=3.0).hyperparameters == {"scale": 3.0}
+    assert obj.traced_split()[1] == {"scale": 2.0}
