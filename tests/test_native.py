@@ -613,3 +613,24 @@ def test_under_shard_map_on_two_host_devices():
         [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120
     )
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
+
+
+@pytest.mark.skipif(shutil.which("clang++") is None, reason="no clang++ on this machine")
+def test_the_kernel_source_compiles_with_clang():
+    """macOS builds the kernel with Clang (``c++`` is Clang there). From 26 to 27 Nov 2026
+    the source did not compile with it (Clang refuses the address of a vector's element,
+    which GCC allows), so every Mac quietly took the pure-JAX path, many times slower.
+    A syntax-only pass (seconds, not a full build) with the build's flags."""
+    from jaxboost.native import _build
+
+    flags = [f for f in _build.FLAGS if f not in ("-shared", "-fPIC", "-O3")]
+    cmd = [
+        "clang++",
+        "-fsyntax-only",
+        *flags,
+        "-I",
+        _build.jaxlib_include_dir(),
+        str(_build.SOURCE),
+    ]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]

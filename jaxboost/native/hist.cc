@@ -703,11 +703,10 @@ JB_SIMD_CLONES void Gains(ScanBuf& s, int64_t m, float sp, const Hyp& p) {
 // changes which slots count).
 inline int64_t NonEmptyScalar(const v2d* hist, int64_t j, int64_t V, int32_t* nz, int64_t nnz) {
   for (; j < V; ++j) {
-    uint64_t gb, hb;
-    std::memcpy(&gb, &hist[j][0], 8);
-    std::memcpy(&hb, &hist[j][1], 8);
+    uint64_t gh[2];  // G's and H's bits (a vector's element has no address in Clang)
+    std::memcpy(gh, &hist[j], 16);
     nz[nnz] = static_cast<int32_t>(j);
-    nnz += static_cast<int64_t>(((gb | hb) << 1) != 0);
+    nnz += static_cast<int64_t>(((gh[0] | gh[1]) << 1) != 0);
   }
   return nnz;
 }
@@ -853,10 +852,9 @@ inline Cand ScanFeature(const v2d* hist, int64_t B, double Gp, double Hp, float 
 
 // Whether a histogram slot holds G or H other than +-0 (NonEmpty's test).
 inline bool SlotUsed(const v2d& x) {
-  uint64_t gb, hb;
-  std::memcpy(&gb, &x[0], 8);
-  std::memcpy(&hb, &x[1], 8);
-  return ((gb | hb) << 1) != 0;
+  uint64_t gh[2];
+  std::memcpy(gh, &x, 16);
+  return ((gh[0] | gh[1]) << 1) != 0;
 }
 
 // jaxboost.engine.sampling.uniform's number at flat index i of a draw keyed by key.
