@@ -333,6 +333,52 @@ def test_training_in_feature_blocks_gives_the_same_model(monkeypatch):
     np.testing.assert_allclose(bst.predict(X), ref.predict(X), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.skipif(not native_kernel.available(), reason="native kernel unavailable")
+def test_a_tree_the_level_loop_would_block_stays_on_the_native_kernel(monkeypatch):
+    """The XLA level loop takes a level's features in blocks once their histograms would
+    pass ``grow.HIST_MEMORY``; the native whole-tree kernel, whose histograms are about a
+    third of the loop's, keeps such a tree while its own fit
+    ``NATIVE_TREE_MEMORY_FACTOR`` times that budget (before, wide data and deep trees
+    went to the blocked loop: 10,000 x 2,000 rows at depth 6 took 8.0 s there against
+    2.96 s on the kernel). With a budget that blocks 30 features ten at a time, training
+    takes the kernel and gives the unblocked model bit for bit; with a budget too small
+    for the kernel as well, the blocked loop gives the same model to float rounding."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(400, 30)).astype(np.float32)
+    y = (X[:, 0] + X[:, 1] * X[:, 2] + 0.3 * rng.normal(size=400) > 0).astype(np.float32)
+    kw = dict(n_rounds=3, max_depth=6, verbose=False)
+    calls = []
+    kernel = grow._native_tree_grow
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return kernel(*args, **kwargs)
+
+    monkeypatch.setattr(grow, "_native_tree_grow", counted)
+    jax.clear_caches()
+    ref = jaxboost.train("logistic", X, y, **kw)
+    assert calls  # unblocked: the kernel
+    B = ref.bin_edges.n_bins
+    W = 2 ** (kw["max_depth"] - 1)
+    per = grow.HIST_BYTES_PER_FEATURE * W * B  # the level loop's bytes per feature
+    monkeypatch.setattr(grow, "HIST_MEMORY", per * 10)
+    assert feature_block(30, W, B) == 10  # the level loop would take blocks of 10
+    need = native_kernel.tree_scratch_bytes(400, 30, kw["max_depth"], B)
+    assert need <= grow.NATIVE_TREE_MEMORY_FACTOR * grow.HIST_MEMORY
+    calls.clear()
+    jax.clear_caches()  # the same shapes: trace the program again
+    bst = jaxboost.train("logistic", X, y, **kw)
+    assert calls
+    for a, b in zip(ref.ensemble, bst.ensemble):
+        assert np.asarray(a).tobytes() == np.asarray(b).tobytes()
+    monkeypatch.setattr(grow, "HIST_MEMORY", need // grow.NATIVE_TREE_MEMORY_FACTOR - 1)
+    calls.clear()
+    jax.clear_caches()
+    blocked = jaxboost.train("logistic", X, y, **kw)
+    assert not calls  # neither fits: the blocked level loop
+    np.testing.assert_allclose(blocked.predict(X), ref.predict(X), rtol=1e-5, atol=1e-6)
+
+
 def test_threaded_binning_hands_its_threads_memory_back(monkeypatch):
     """The bin edges of a large table are computed in threads, whose malloc arenas keep
     the columns they copied and sorted: binning trims them once its threads are done

@@ -931,6 +931,29 @@ def tree_enabled() -> bool:
     return os.environ.get(ENV_TREE, "").strip().lower() not in ("0", "false", "no", "off")
 
 
+def tree_scratch_bytes(n_rows, n_features: int, max_depth: int, n_bins: int) -> int:
+    """Bytes of level histograms the whole-tree kernel (:func:`grow_tree`) sets aside for
+    one tree: a slot for each live node of the widest level that splits, ``min(2 **
+    (max_depth - 1), n_rows)`` of them (``n_rows=None``: not bounded by the rows), each
+    ``n_features`` rows of ``FS`` (G, H) float64 pairs, ``FS`` the kernel's padded width
+    for ``n_bins`` (20, 36, 68, 132 or 260). Pages are touched as nodes use them, so
+    this bounds what a tree holds.
+
+    >>> tree_scratch_bytes(50_000, 20, 14, 256) >> 20  # MiB
+    650
+    >>> tree_scratch_bytes(None, 2000, 6, 256) >> 20
+    253
+    """
+    fs = next(w for w in (20, 36, 68, 132, 260) if n_bins <= w - 4)
+    ns = int(n_features) * fs
+    if (ns // 4) % 2 == 0:  # an odd number of 64-byte lines per slot, as the kernel
+        ns += 4
+    slots = 1 << max(int(max_depth) - 1, 0)
+    if n_rows is not None:
+        slots = min(slots, max(int(n_rows), 1))
+    return slots * ns * 16
+
+
 def grow_tree(
     bins,
     g,

@@ -13,7 +13,7 @@ import jax
 import numpy as np
 
 from ..engine.groups import EXACT_MAX_GROUP
-from ..engine.grow import bucketed_depth, feature_block
+from ..engine.grow import bucketed_depth, native_tree_takes
 from ..engine.round import Hyper, RoundSpec
 
 
@@ -69,9 +69,14 @@ def depth_bucket_applies(s, prep) -> bool:
         and s.constraints is None
         and not (s.multi_output_tree and s.n_outputs > 1)
         and s.params.max_depth > 0
-        # the native kernel takes the level's histograms whole (not in feature blocks)
-        and feature_block(prep.n_features, 2 ** (program_depth(s, prep) - 1), prep.edges.n_bins)
-        == prep.n_features
+        # the native kernel takes the tree's features whole (grow.grow_tree decides
+        # so on the same rows, features, depth and bins)
+        and native_tree_takes(
+            prep.rows.bins.shape[0],
+            prep.n_features,
+            program_depth(s, prep),
+            prep.edges.n_bins,
+        )
     )
 
 
