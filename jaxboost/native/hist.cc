@@ -701,12 +701,18 @@ JB_SIMD_CLONES void Gains(ScanBuf& s, int64_t m, float sp, const Hyp& p) {
 // for V + 4); returns their number. A slot is empty when its G and H are both +-0 (bit
 // tests, so that no floating-point mode, such as denormals-are-zero on XLA's threads,
 // changes which slots count).
+// Whether a histogram slot holds G or H other than +-0 (its bits: a vector's element
+// has no address in Clang).
+inline bool SlotUsed(const v2d& x) {
+  uint64_t gh[2];
+  std::memcpy(gh, &x, 16);
+  return ((gh[0] | gh[1]) << 1) != 0;
+}
+
 inline int64_t NonEmptyScalar(const v2d* hist, int64_t j, int64_t V, int32_t* nz, int64_t nnz) {
   for (; j < V; ++j) {
-    uint64_t gh[2];  // G's and H's bits (a vector's element has no address in Clang)
-    std::memcpy(gh, &hist[j], 16);
     nz[nnz] = static_cast<int32_t>(j);
-    nnz += static_cast<int64_t>(((gh[0] | gh[1]) << 1) != 0);
+    nnz += static_cast<int64_t>(SlotUsed(hist[j]));
   }
   return nnz;
 }
@@ -850,12 +856,6 @@ inline Cand ScanFeature(const v2d* hist, int64_t B, double Gp, double Hp, float 
   return ScanFeatureNz(hist, B, nz, nnz, Gp, Hp, sp, forward, p, s);
 }
 
-// Whether a histogram slot holds G or H other than +-0 (NonEmpty's test).
-inline bool SlotUsed(const v2d& x) {
-  uint64_t gh[2];
-  std::memcpy(gh, &x, 16);
-  return ((gh[0] | gh[1]) << 1) != 0;
-}
 
 // jaxboost.engine.sampling.uniform's number at flat index i of a draw keyed by key.
 inline uint32_t Mix(uint32_t x) {
