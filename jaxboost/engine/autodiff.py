@@ -31,6 +31,7 @@ from .._types import ACC_DTYPE, FLOAT_DTYPE
 from ..errors import LossError
 from ..inputs.numbers import is_real
 from .compile import backend_jit
+from .smallmat import positive_definite
 
 
 def loss_name(loss) -> str:
@@ -173,7 +174,13 @@ def grad_hess_diagonal(loss, y, pred):
 
 
 def _clip_matrix(h, floor):
-    """Raise the eigenvalues of symmetric ``(..., K, K)`` matrices to ``floor``."""
+    """Raise the eigenvalues of symmetric ``(..., K, K)`` matrices to ``floor``.
+
+    The one LAPACK call left in a round (``eigh``; the Hessian policies ``"clip"`` and,
+    for rows that are not PSD, ``"clip_negative"``). A batched LAPACK call blocks its
+    thread of XLA's pool until its tasks have run on the others, so it is safe alone
+    (the pool's other threads run them) but several at once can take every thread
+    (``engine.smallmat``): keep it the only one."""
     h = 0.5 * (h + jnp.swapaxes(h, -1, -2))
     lam, vec = jnp.linalg.eigh(h)
     lam = jnp.maximum(lam, floor)
@@ -182,14 +189,25 @@ def _clip_matrix(h, floor):
 
 PSD_TOL = 1e-5
 """A ``K x K`` Hessian counts as not positive semi-definite when its smallest eigenvalue
-is below ``-PSD_TOL`` times its largest eigenvalue in size (float32 rounding of a
-singular PSD matrix, e.g. softmax's, stays inside)."""
+is below ``-PSD_TOL`` times its size: its largest eigenvalue in size for ``K = 2``, its
+Frobenius norm (between that and ``sqrt(K)`` times it) for larger ``K`` (float32
+rounding of a singular PSD matrix, e.g. softmax's, stays inside)."""
 
 
 def not_psd(h):
-    """``(N,)`` bool: which symmetric ``(N, K, K)`` matrices are not positive
+    r"""``(N,)`` bool: which symmetric ``(N, K, K)`` matrices are not positive
     semi-definite (``PSD_TOL``). ``K = 2`` in closed form (the eigenvalues
-    ``m +- r``), larger ``K`` by ``eigvalsh``."""
+    ``m +- r``); larger ``K``: :math:`h + \text{PSD\_TOL}\,\lVert h\rVert_F I` has no
+    Cholesky factor (in float64, ``smallmat.cholesky``: plain array operations, not
+    LAPACK's ``eigvalsh``, whose batched calls can deadlock XLA's thread pool when
+    several run at once). A zero matrix is PSD.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> h = jnp.array([[[1., 0, 0], [0, 1, 0], [0, 0, -1]], [[1., 1, 1], [1, 1, 1], [1, 1, 1]]])
+      >>> not_psd(h).tolist()
+      [True, False]
+    """
     K = h.shape[-1]
     if K == 2:
         a, c = h[..., 0, 0], h[..., 1, 1]
@@ -197,10 +215,12 @@ def not_psd(h):
         m = 0.5 * (a + c)
         r = jnp.sqrt(jnp.square(0.5 * (a - c)) + b * b)
         lo, scale = m - r, jnp.abs(m) + r
-    else:
-        lam = jnp.linalg.eigvalsh(0.5 * (h + jnp.swapaxes(h, -1, -2)))
-        lo, scale = lam[..., 0], jnp.max(jnp.abs(lam), axis=-1)
-    return lo < -PSD_TOL * scale
+        return lo < -PSD_TOL * scale
+    with jax.enable_x64(True):
+        hs = 0.5 * (h + jnp.swapaxes(h, -1, -2)).astype(jnp.float64)
+        size = jnp.sqrt(jnp.sum(jnp.square(hs), axis=(-2, -1)))
+        shifted = hs + (PSD_TOL * size)[..., None, None] * jnp.eye(K, dtype=jnp.float64)
+        return (size > 0) & ~positive_definite(shifted)
 
 
 def apply_hessian_policy(

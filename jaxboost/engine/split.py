@@ -30,9 +30,8 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax.scipy.linalg import cho_solve
-
 from .._types import ACC_DTYPE, FLOAT_DTYPE, INDEX_DTYPE, MIN_SPLIT_GAIN
+from .smallmat import cho_solve, cholesky, positive_definite
 
 
 class TreeHyper(NamedTuple):
@@ -332,24 +331,20 @@ def vector_weight_score(G, Hc, dyn, *, diagonal: bool):
         eye = jnp.eye(K, dtype=G.dtype)
         A = Hm + lam * eye
         cover = jnp.trace(A, axis1=-2, axis2=-1) - K * lam
-        # K is small: a batched Cholesky solve of every A.
-        L = jnp.linalg.cholesky(A)
-        w = -cho_solve((L, True), t[..., None])[..., 0]
         # Where H is indefinite, singular or nearly so (H - floor I has no Cholesky
-        # factor) the quadratic model has no minimum or a flat direction, and the solve
-        # above can step arbitrarily far along it: Levenberg-Marquardt damping,
-        # A = H + (lambda + mu) I with mu = floor + max(0, -Gershgorin lower bound of
-        # H's eigenvalues), so every eigenvalue of A - lambda I is at least floor.
+        # factor) the quadratic model has no minimum or a flat direction, and a solve
+        # with H + lambda I can step arbitrarily far along it: Levenberg-Marquardt
+        # damping, A = H + (lambda + mu) I with mu = floor + max(0, -Gershgorin lower
+        # bound of H's eigenvalues), so every eigenvalue of A - lambda I is at least
+        # floor. One Cholesky solve of the A each node uses (``smallmat``: plain array
+        # operations; LAPACK's batched calls can deadlock XLA's thread pool).
         floor = jnp.trace(jnp.abs(Hm), axis1=-2, axis2=-1) / (K * MAX_CONDITION)
-        probe = jnp.linalg.cholesky(Hm - floor[..., None, None] * eye)
-        damped = ~jnp.all(jnp.isfinite(probe), axis=(-2, -1))
+        damped = ~positive_definite(Hm - floor[..., None, None] * eye)
         diag = jnp.diagonal(Hm, axis1=-2, axis2=-1)
         radius = jnp.sum(jnp.abs(Hm), axis=-1) - jnp.abs(diag)
         mu = floor + jnp.maximum(0.0, -jnp.min(diag - radius, axis=-1))
-        A_d = A + mu[..., None, None] * eye
-        w_d = -cho_solve((jnp.linalg.cholesky(A_d), True), t[..., None])[..., 0]
-        A = jnp.where(damped[..., None, None], A_d, A)
-        w = jnp.where(damped[..., None], w_d, w)
+        A = A + jnp.where(damped, mu, 0.0)[..., None, None] * eye
+        w = -cho_solve(cholesky(A), t)
     w = jnp.where(mds > 0, jnp.clip(w, -mds, mds), w)
     ok = (cover > 0) & (cover >= mcw) & jnp.all(jnp.isfinite(w), axis=-1)
     w = jnp.where(ok[..., None], w, 0.0)

@@ -1,0 +1,129 @@
+"""K x K linear algebra without LAPACK calls in the round (``engine.smallmat``).
+
+``multi_output_tree`` with the full Hessian hung for 6 or more outputs on a 2-core
+machine: the vector leaf solves called LAPACK's batched Cholesky and triangular solves
+(three independent calls per level), each of which blocks its thread of XLA's pool
+until tasks it queued on that pool have run; with as many such calls running as the
+pool has threads, none ever ran. The factors and solves are now plain array operations,
+checked here against NumPy's, and the compiled round holds no LAPACK call.
+"""
+
+import re
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxboost
+import objectives
+from jaxboost.engine import smallmat
+from jaxboost.engine.autodiff import not_psd
+from jaxboost.engine.split import MAX_CONDITION
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_memory import compiled_round  # noqa: E402
+
+# K = 1..4 are written out entry by entry, larger K take the loop over columns.
+KS = [1, 2, 3, smallmat.UNROLL_MAX, smallmat.UNROLL_MAX + 1, 9]
+
+
+def spd(rng, n, K, shift=0.1):
+    M = rng.normal(size=(n, K, K))
+    return M @ np.swapaxes(M, -1, -2) + shift * np.eye(K)
+
+
+@pytest.mark.parametrize("K", KS)
+def test_cholesky_and_solve_equal_numpy(K):
+    rng = np.random.default_rng(K)
+    A = spd(rng, 40, K)
+    b = rng.normal(size=(40, K))
+    with jax.enable_x64(True):
+        L = smallmat.cholesky(jnp.asarray(A))
+        x = smallmat.cho_solve(L, jnp.asarray(b))
+        L, x = np.asarray(L), np.asarray(x)
+    np.testing.assert_allclose(L, np.linalg.cholesky(A), rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(x, np.linalg.solve(A, b[..., None])[..., 0], rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("K", KS)
+def test_cholesky_of_a_matrix_without_one_is_nan(K):
+    """As LAPACK's potrf: a pivot <= 0 (indefinite, or singular: exactly 0) or a NaN
+    entry gives a factor of NaN; the other matrices of the batch are unaffected."""
+    rng = np.random.default_rng(10 + K)
+    A = spd(rng, 4, K)
+    Q = np.linalg.qr(rng.normal(size=(K, K)))[0]
+    A[0] = (Q * np.linspace(-0.5, 2.0, K)) @ Q.T  # one negative eigenvalue
+    A[1] = A[1] * (np.arange(K) != K // 2)  # row and column K // 2 zero: a pivot of 0
+    A[2, 0, 0] = np.nan
+    with jax.enable_x64(True):
+        L = np.asarray(smallmat.cholesky(jnp.asarray(A)))
+    assert np.isnan(L[0]).all()
+    assert np.isnan(L[1]).all()
+    assert np.isnan(L[2]).all()
+    np.testing.assert_allclose(L[3], np.linalg.cholesky(A[3]), rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.parametrize("K", [3, 5, 9])
+def test_not_psd_agrees_with_the_eigenvalues(K):
+    """Smallest eigenvalue -1e-3 (not PSD) or -1e-7, 0, +1e-3 (PSD within ``PSD_TOL``)
+    of matrices of size ~1, as NumPy's ``eigvalsh`` says; a softmax Hessian (singular,
+    in float32) and the zero matrix are PSD."""
+    rng = np.random.default_rng(K)
+    lows = [-1e-3, -1e-7, 0.0, 1e-3]
+    mats = []
+    for lo in lows:
+        Q = np.linalg.qr(rng.normal(size=(K, K)))[0]
+        lam = np.concatenate([[lo], rng.uniform(0.2, 1.0, size=K - 1)])
+        mats.append((Q * lam) @ Q.T)
+    p = np.exp(rng.normal(size=K))
+    p /= p.sum()
+    mats += [np.diag(p) - np.outer(p, p), np.zeros((K, K))]
+    h = jnp.asarray(np.stack(mats), jnp.float32)
+    assert np.asarray(not_psd(h)).tolist() == [True, False, False, False, False, False]
+
+
+def test_the_full_hessian_round_holds_no_lapack_call():
+    """The compiled round of a 6-class multi-output tree with the full Hessian calls no
+    LAPACK routine (before: ``lapack_dpotrf_ffi``, ``lapack_dtrsm_ffi`` and
+    ``lapack_ssyevd_ffi``, the calls that deadlocked)."""
+    c = compiled_round(objectives.softmax(n_classes=6), 256, 4, 6, multi_output_tree=True)
+    targets = set(re.findall(r'custom_call_target="([^"]+)"', c.as_text()))
+    assert not [t for t in targets if "lapack" in t], targets
+
+
+def test_six_class_full_hessian_leaves_are_damped_newton_steps():
+    """Six classes, ``multi_output_tree`` with the full Hessian (hung before): every leaf
+    is the damped Newton step of its rows. A softmax Hessian sum is singular (its rows
+    add up to 0), so ``split.vector_weight_score`` damps it with
+    ``mu = tr|H| / (K MAX_CONDITION)`` (the Gershgorin bound of a softmax Hessian is 0):
+    ``w = -eta (H + (lambda + mu) I)^-1 G``."""
+    rng = np.random.default_rng(6)
+    K, n = 6, 600
+    X = rng.normal(size=(n, 3)).astype(np.float32)
+    y = (np.floor(3 * (X[:, 0] > 0) + 2 * np.tanh(X[:, 1]) + 2) % K).astype(np.int32)
+    lam, eta = 1.5, 0.5
+    bst = jaxboost.train(
+        "softmax",
+        X,
+        y,
+        n_rounds=1,
+        max_depth=2,
+        multi_strategy="multi_output_tree",
+        multi_hessian="full",
+        reg_lambda=lam,
+        learning_rate=eta,
+        verbose=False,
+    )
+    gh = bst.grad_hess(X, y, iteration=0)
+    g, h = np.asarray(gh.g, np.float64), np.asarray(gh.h, np.float64)
+    assert h.shape == (n, K, K)
+    leaf = bst.predict_leaf(X)[:, 0]
+    assert len(np.unique(leaf)) >= 3
+    for node in np.unique(leaf):
+        G, H = g[leaf == node].sum(0), h[leaf == node].sum(0)
+        mu = np.abs(H).trace() / (K * MAX_CONDITION)
+        expect = -eta * np.linalg.solve(H + (lam + mu) * np.eye(K), G)
+        np.testing.assert_allclose(bst.ensemble.value[0, node], expect, rtol=2e-5, atol=1e-6)
