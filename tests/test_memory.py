@@ -46,7 +46,9 @@ def sds(shape, dtype):
     return jax.ShapeDtypeStruct(shape, dtype)
 
 
-def compiled_round(loss, N, F, K, *, depth=2, B=32, multi_output_tree=False, native=False):
+def compiled_round(
+    loss, N, F, K, *, depth=2, B=32, multi_output_tree=False, native=False, hessian="exact"
+):
     """The compiled program of one round (``engine.round.boost_round``) from abstract
     shapes: nothing is allocated or run."""
     spec = RoundSpec(
@@ -56,6 +58,7 @@ def compiled_round(loss, N, F, K, *, depth=2, B=32, multi_output_tree=False, nat
         n_outputs=K,
         multi_output_tree=multi_output_tree,
         native=native,
+        hessian=hessian,
     )
     rows = Rows(
         sds((N, F) if native else (F, N), jnp.uint8),

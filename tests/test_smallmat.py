@@ -4,8 +4,9 @@
 machine: the vector leaf solves called LAPACK's batched Cholesky and triangular solves
 (three independent calls per level), each of which blocks its thread of XLA's pool
 until tasks it queued on that pool have run; with as many such calls running as the
-pool has threads, none ever ran. The factors and solves are now plain array operations,
-checked here against NumPy's, and the compiled round holds no LAPACK call.
+pool has threads, none ever ran (``hessian="clip"`` fits in three Python threads too,
+by LAPACK's ``eigh``). The factors, solves and eigendecompositions are now plain array
+operations, checked here against NumPy's, and the compiled round holds no LAPACK call.
 """
 
 import re
@@ -20,7 +21,7 @@ import pytest
 import jaxboost
 import objectives
 from jaxboost.engine import smallmat
-from jaxboost.engine.autodiff import not_psd
+from jaxboost.engine.autodiff import apply_hessian_policy, not_psd
 from jaxboost.engine.split import MAX_CONDITION
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -85,11 +86,46 @@ def test_not_psd_agrees_with_the_eigenvalues(K):
     assert np.asarray(not_psd(h)).tolist() == [True, False, False, False, False, False]
 
 
-def test_the_full_hessian_round_holds_no_lapack_call():
+@pytest.mark.parametrize("K", [2, 3, 6, 9])
+def test_eigh_equals_numpy(K):
+    """Jacobi eigendecomposition: ``V diag(lam) V^T`` rebuilds ``A``, ``V`` is
+    orthogonal, the eigenvalues are NumPy's; diagonal, all-ones and zero matrices too."""
+    rng = np.random.default_rng(K)
+    M = rng.normal(size=(30, K, K))
+    A = M + np.swapaxes(M, -1, -2)
+    A[0], A[1], A[2] = np.diag(np.arange(K, 0, -1.0)), np.ones((K, K)), 0.0
+    with jax.enable_x64(True):
+        lam, V = (np.asarray(v) for v in smallmat.eigh(jnp.asarray(A)))
+    np.testing.assert_allclose(np.sort(lam, -1), np.linalg.eigvalsh(A), atol=1e-12)
+    np.testing.assert_allclose(np.einsum("nik,nk,njk->nij", V, lam, V), A, atol=1e-12)
+    np.testing.assert_allclose(
+        np.einsum("nki,nkj->nij", V, V), np.broadcast_to(np.eye(K), A.shape), atol=1e-12
+    )
+
+
+def test_clip_raises_the_eigenvalues_to_the_floor():
+    """``hessian="clip"`` on ``K x K`` Hessians: eigenvalues below the floor raised to it,
+    the eigenvectors kept (float32, as the rounds compute it)."""
+    rng = np.random.default_rng(0)
+    M = rng.normal(size=(50, 5, 5))
+    h = (M + np.swapaxes(M, -1, -2)).astype(np.float32)
+    out = np.asarray(
+        apply_hessian_policy(None, None, None, jnp.asarray(h), "clip", 0.25), np.float64
+    )
+    lam, V = np.linalg.eigh(h.astype(np.float64))
+    expect = np.einsum("nik,nk,njk->nij", V, np.maximum(lam, 0.25), V)
+    np.testing.assert_allclose(out, expect, atol=2e-5)
+
+
+@pytest.mark.parametrize("hessian", ["exact", "clip"])
+def test_the_full_hessian_round_holds_no_lapack_call(hessian):
     """The compiled round of a 6-class multi-output tree with the full Hessian calls no
-    LAPACK routine (before: ``lapack_dpotrf_ffi``, ``lapack_dtrsm_ffi`` and
-    ``lapack_ssyevd_ffi``, the calls that deadlocked)."""
-    c = compiled_round(objectives.softmax(n_classes=6), 256, 4, 6, multi_output_tree=True)
+    LAPACK routine (before: ``lapack_dpotrf_ffi`` and ``lapack_dtrsm_ffi`` for the
+    leaves, ``lapack_ssyevd_ffi`` for ``not_psd`` and the ``clip`` policy: the calls that
+    deadlocked)."""
+    c = compiled_round(
+        objectives.softmax(n_classes=6), 256, 4, 6, multi_output_tree=True, hessian=hessian
+    )
     targets = set(re.findall(r'custom_call_target="([^"]+)"', c.as_text()))
     assert not [t for t in targets if "lapack" in t], targets
 

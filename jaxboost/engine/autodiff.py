@@ -31,7 +31,7 @@ from .._types import ACC_DTYPE, FLOAT_DTYPE
 from ..errors import LossError
 from ..inputs.numbers import is_real
 from .compile import backend_jit
-from .smallmat import positive_definite
+from .smallmat import eigh, positive_definite
 
 
 def loss_name(loss) -> str:
@@ -174,15 +174,11 @@ def grad_hess_diagonal(loss, y, pred):
 
 
 def _clip_matrix(h, floor):
-    """Raise the eigenvalues of symmetric ``(..., K, K)`` matrices to ``floor``.
-
-    The one LAPACK call left in a round (``eigh``; the Hessian policies ``"clip"`` and,
-    for rows that are not PSD, ``"clip_negative"``). A batched LAPACK call blocks its
-    thread of XLA's pool until its tasks have run on the others, so it is safe alone
-    (the pool's other threads run them) but several at once can take every thread
-    (``engine.smallmat``): keep it the only one."""
+    """Raise the eigenvalues of symmetric ``(..., K, K)`` matrices to ``floor``
+    (``smallmat.eigh``: Jacobi rotations in plain array operations; LAPACK's ``eigh``
+    deadlocked fits running in several Python threads at once)."""
     h = 0.5 * (h + jnp.swapaxes(h, -1, -2))
-    lam, vec = jnp.linalg.eigh(h)
+    lam, vec = eigh(h)
     lam = jnp.maximum(lam, floor)
     return jnp.einsum("...ik,...k,...jk->...ij", vec, lam, vec)
 

@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+
 from .._types import ACC_DTYPE, FLOAT_DTYPE, INDEX_DTYPE, MIN_SPLIT_GAIN
 from .smallmat import cho_solve, cholesky, positive_definite
 
