@@ -21,6 +21,8 @@ steps over whole columns, so a program's size stops growing with ``K``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -72,7 +74,7 @@ def cholesky(A):
 
 def _cholesky_unrolled(A, nan):
     K = A.shape[-1]
-    L = [[None] * K for _ in range(K)]
+    L: list[list[Any]] = [[None] * K for _ in range(K)]
     failed = jnp.zeros(A.shape[:-2], bool)
     for j in range(K):
         d = A[..., j, j]
@@ -86,8 +88,8 @@ def _cholesky_unrolled(A, nan):
                 s = s - L[i][k] * L[j][k]
             L[i][j] = s / L[j][j]
     zero = jnp.zeros_like(failed, A.dtype)
-    L = jnp.stack([jnp.stack(L[i][: i + 1] + [zero] * (K - 1 - i), -1) for i in range(K)], -2)
-    return jnp.where(failed[..., None, None], nan, L)
+    out = jnp.stack([jnp.stack(L[i][: i + 1] + [zero] * (K - 1 - i), -1) for i in range(K)], -2)
+    return jnp.where(failed[..., None, None], nan, out)
 
 
 def cho_solve(L, b):
@@ -101,13 +103,13 @@ def cho_solve(L, b):
     """
     K = L.shape[-1]
     if K <= UNROLL_MAX:
-        y = [None] * K
+        y: list[Any] = [None] * K
         for j in range(K):
             s = b[..., j]
             for k in range(j):
                 s = s - L[..., j, k] * y[k]
             y[j] = s / L[..., j, j]
-        x = [None] * K
+        x: list[Any] = [None] * K
         for j in reversed(range(K)):
             s = y[j]
             for k in range(j + 1, K):
