@@ -20,7 +20,7 @@ import pytest
 
 import jaxboost
 import objectives
-from jaxboost.engine import smallmat
+from jaxboost.engine import autodiff, smallmat
 from jaxboost.engine.autodiff import apply_hessian_policy, not_psd
 from jaxboost.engine.split import MAX_CONDITION
 
@@ -163,3 +163,39 @@ def test_six_class_full_hessian_leaves_are_damped_newton_steps():
         mu = np.abs(H).trace() / (K * MAX_CONDITION)
         expect = -eta * np.linalg.solve(H + (lam + mu) * np.eye(K), G)
         np.testing.assert_allclose(bst.ensemble.value[0, node], expect, rtol=2e-5, atol=1e-6)
+
+
+# --- a user's loss that calls LAPACK --------------------------------------------------------
+
+
+def gaussian_with_solve(y, f):
+    """A loss whose value solves a 3 x 3 system and takes a log-determinant (LAPACK's
+    LU on the CPU, twice, independent of each other)."""
+    A = 2.0 * jnp.eye(3) + jnp.outer(jnp.tanh(f), jnp.tanh(f))
+    r = y - f
+    return 0.5 * r @ jnp.linalg.solve(A, r) + 0.5 * jnp.linalg.slogdet(A)[1]
+
+
+def test_a_loss_that_calls_lapack_gets_small_batches():
+    """Such a loss over 20,000 rows hung ``train`` on 2 cores (two batched LU calls,
+    each blocking a pool thread for its tasks). Its rows are now mapped in chunks that
+    no LAPACK call splits into tasks (``autodiff.map_rows``): every LAPACK call of the
+    compiled g/h program has a batch whose work stays below ``LAPACK_TASK_WORK``, and
+    g and h equal the plain vmapped ones."""
+    n, K = 1000, 3
+    rng = np.random.default_rng(0)
+    y = jnp.asarray(rng.normal(size=(n, K)), jnp.float32)
+    f = jnp.asarray(0.3 * rng.normal(size=(n, K)), jnp.float32)
+    fn = jax.jit(lambda y, f: autodiff.grad_hess(gaussian_with_solve, y, f))
+    text = fn.lower(y, f).compile().as_text()
+    calls = re.findall(r"= \(?f32\[([\d,]+)\][^\n]*custom_call_target=\"(lapack_\w+)\"", text)
+    assert calls, "the program should call LAPACK"
+    for dims, target in calls:
+        shape = [int(d) for d in dims.split(",")]
+        work = 32 * int(np.prod(shape)) * max(shape[-2:])
+        assert work < autodiff.LAPACK_TASK_WORK, (target, shape)
+    g, h = fn(y, f)
+    row = autodiff._row_grad_hess(gaussian_with_solve, K)
+    g0, h0 = jax.jit(jax.vmap(row))(y, f)  # 1,000 rows: small enough to run inline
+    np.testing.assert_allclose(np.asarray(g), np.asarray(g0), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(h), np.asarray(h0), rtol=1e-6, atol=1e-6)

@@ -111,6 +111,78 @@ def n_outputs_of(loss) -> int:
     return 1
 
 
+LINALG_PRIMITIVES = frozenset(
+    {
+        "cholesky",
+        "eig",
+        "eigh",
+        "lu",
+        "qr",
+        "geqrf",
+        "geqp3",
+        "householder_product",
+        "svd",
+        "triangular_solve",
+        "tridiagonal",
+        "tridiagonal_solve",
+        "schur",
+        "hessenberg",
+    }
+)
+"""JAX primitives that the CPU backend runs as LAPACK calls (``jnp.linalg``,
+``jax.scipy.linalg``)."""
+
+LAPACK_TASK_WORK = 200_000
+"""jaxlib's LAPACK kernels split a batch into tasks on XLA's thread pool (and block
+their own thread until those have run) only when the batch's work, matrices times a
+per-matrix cost, reaches this (``kMinWorkPerTask`` in jaxlib's ``lapack_kernels.cc``);
+smaller batches run inline on the calling thread."""
+
+
+def _linalg_work(jaxpr) -> int:
+    """The largest per-call work proxy ``32 * size * max(m, n)`` over the LAPACK
+    primitives of a (closed) jaxpr and its sub-jaxprs; 0 when there are none."""
+    work = 0
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name in LINALG_PRIMITIVES:
+            for v in eqn.invars:
+                shape = getattr(v.aval, "shape", ())
+                if len(shape) >= 2:
+                    work = max(work, 32 * int(np.prod(shape)) * max(shape[-2:]))
+        for param in eqn.params.values():
+            for sub in param if isinstance(param, (tuple, list)) else (param,):
+                inner = getattr(sub, "jaxpr", sub)
+                if hasattr(inner, "eqns"):
+                    work = max(work, _linalg_work(inner))
+    return work
+
+
+def map_rows(fn, *args):
+    """``jax.vmap(fn)(*args)`` over the rows (leading axis) of ``args``, for a per-row
+    function of a user's loss; on the CPU, when ``fn`` calls LAPACK (``jnp.linalg``:
+    solves, determinants, Cholesky...), in chunks of rows (``lax.map``) small enough
+    that no LAPACK call splits its batch into pool tasks (``LAPACK_TASK_WORK``).
+
+    Why: such a call blocks its thread of XLA's pool until its tasks have run, and
+    XLA runs independent calls side by side; with as many of them as the pool has
+    threads (two on a 2-core machine: a loss's solve and log-determinant) the program
+    never finishes. Chunked, the calls run inline and cannot block; the results are the
+    vmapped ones.
+
+    >>> import jax.numpy as jnp
+    >>> map_rows(lambda a, b: a * b, jnp.arange(3.0), jnp.ones(3)).tolist()
+    [0.0, 1.0, 2.0]
+    """
+    if jax.default_backend() == "cpu":
+        rows = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), args)
+        work = _linalg_work(jax.make_jaxpr(fn)(*rows).jaxpr)
+        n = jax.tree.leaves(args)[0].shape[0]
+        if work > 0 and n * work >= LAPACK_TASK_WORK:
+            size = max(1, (LAPACK_TASK_WORK - 1) // work)
+            return jax.lax.map(lambda a: fn(*a), args, batch_size=size)
+    return jax.vmap(fn)(*args)
+
+
 def _row_grad_hess(loss, n_outputs: int = 1):
     """``(y, f) -> (g, h)`` for one row: scalars, or ``(K,)`` and ``(K, K)``."""
     if isinstance(loss, Objective) and loss.grad_hess is not None:
@@ -153,7 +225,7 @@ def grad_hess_diagonal(loss, y, pred):
     """
     K = pred.shape[1]
     if isinstance(loss, Objective) and loss.grad_hess_diag is not None:
-        return jax.vmap(loss.row_grad_hess_diag())(y, pred)
+        return map_rows(loss.row_grad_hess_diag(), y, pred)
     if isinstance(loss, Objective) and loss.grad_hess is not None:
         gh = loss.row_grad_hess()
 
@@ -161,13 +233,13 @@ def grad_hess_diagonal(loss, y, pred):
             g, h = gh(yy, f)
             return g, jnp.diagonal(h)
 
-        return jax.vmap(row)(y, pred)
+        return map_rows(row, y, pred)
     d_loss = jax.grad(loss, argnums=1)
-    g = jax.vmap(d_loss)(y, pred)
+    g = map_rows(d_loss, y, pred)
 
     def entry(k):
         e = jnp.broadcast_to(jax.nn.one_hot(k, K, dtype=pred.dtype), pred.shape)
-        hv = jax.vmap(lambda yy, f, v: jax.jvp(lambda p: d_loss(yy, p), (f,), (v,))[1])(y, pred, e)
+        hv = map_rows(lambda yy, f, v: jax.jvp(lambda p: d_loss(yy, p), (f,), (v,))[1], y, pred, e)
         return hv[:, k]
 
     return g, jax.lax.map(entry, jnp.arange(K)).T
@@ -289,7 +361,7 @@ def apply_hessian_policy(
                 f"hessian='expected' needs an objective with an "
                 f"expected_hessian; {loss_name(loss)} has none"
             )
-        e = jax.vmap(fn)(y, pred).astype(h.dtype)
+        e = map_rows(fn, y, pred).astype(h.dtype)
         if h.ndim == 2:  # the diagonal of each row's K x K expected Hessian
             e = jnp.diagonal(e.reshape(h.shape + h.shape[-1:]), axis1=1, axis2=2)
         return e.reshape(h.shape)
@@ -342,7 +414,7 @@ def grad_hess(
     if K > 1 and diagonal:
         g, h = grad_hess_diagonal(loss, y, pred)
     else:
-        g, h = jax.vmap(_row_grad_hess(loss, K))(y, pred)
+        g, h = map_rows(_row_grad_hess(loss, K), y, pred)
     out = jnp.promote_types(FLOAT_DTYPE, pred.dtype)  # float32; float64 in a replay
     g = g.astype(out)
     h = h.astype(out)
@@ -702,7 +774,7 @@ def _scalar_total(family, values, y, w64, c, exact, n_total):
     """The scalar fit's weighted loss at the constant margin ``c`` (float64)."""
     loss = bind_loss(family, values)
     f = jnp.full(n_rows_of(y), c.astype(FLOAT_DTYPE), FLOAT_DTYPE)
-    return _summer(exact, n_total)(w64 * jax.vmap(loss)(y, f).astype(ACC_DTYPE))
+    return _summer(exact, n_total)(w64 * map_rows(loss, y, f).astype(ACC_DTYPE))
 
 
 @functools.partial(jax.jit, static_argnums=(0, 5))
@@ -710,7 +782,7 @@ def _scalar_sums(family, values, y, w64, c, exact, n_total):
     """The scalar fit's weighted sums ``(G, H)`` of g and h at the margin ``c``."""
     gh = _row_grad_hess(bind_loss(family, values))
     f = jnp.full(n_rows_of(y), c.astype(FLOAT_DTYPE), FLOAT_DTYPE)
-    g, h = jax.vmap(gh)(y, f)
+    g, h = map_rows(gh, y, f)
     add = _summer(exact, n_total)
     return add(w64 * g.astype(ACC_DTYPE)), add(w64 * h.astype(ACC_DTYPE))
 
@@ -835,7 +907,7 @@ def _vector_sums(gh, y, w64, c, K, exact, n_total, chunk=BASE_MARGIN_CHUNK):
     f32 = c.astype(FLOAT_DTYPE)
 
     def per_row(yy):
-        g, h = jax.vmap(gh)(yy, jnp.broadcast_to(f32, (n_rows_of(yy), K)))
+        g, h = map_rows(gh, yy, jnp.broadcast_to(f32, (n_rows_of(yy), K)))
         return g.astype(ACC_DTYPE), h.astype(ACC_DTYPE)
 
     if N <= rows:  # one chunk
@@ -967,7 +1039,7 @@ def _fit_base_margin_vector_impl(family, values, y, sample_weight, K, exact=Fals
 
         def total(c):
             f = jnp.broadcast_to(c.astype(FLOAT_DTYPE), (n, K))
-            return add(w64 * jax.vmap(loss)(y, f).astype(ACC_DTYPE))
+            return add(w64 * map_rows(loss, y, f).astype(ACC_DTYPE))
 
         def step(_, c):
             G, H = _vector_sums(gh, y, w64, c, K, exact, n_total)

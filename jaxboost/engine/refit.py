@@ -46,7 +46,7 @@ import jax
 import jax.numpy as jnp
 
 from .._types import ACC_DTYPE, FLOAT_DTYPE, INDEX_DTYPE
-from .autodiff import grad_hess
+from .autodiff import grad_hess, map_rows
 from .exact import exact_scale
 
 NEWTON_STEPS = 4
@@ -118,7 +118,7 @@ def _leaf_problem(tree, leaf, loss, y, margin, w, dyn, sums):
 
     def leaf_loss(v):
         f = margin + v[leaf].astype(margin.dtype)
-        per_row = w64 * jax.vmap(loss)(y, f).astype(ACC_DTYPE)
+        per_row = w64 * map_rows(loss, y, f).astype(ACC_DTYPE)
         return seg(per_row) + 0.5 * lam * v * v
 
     return seg, v, has_rows, leaf_loss

@@ -16,6 +16,7 @@ from typing import Callable
 
 import jax
 
+from ..engine.autodiff import map_rows
 from ._base import Metric, wmean
 
 
@@ -32,7 +33,7 @@ class _MeanLoss:
             raise ValueError(
                 f"metric 'loss': y has {n[0] if n else 0} rows, pred shape {pred.shape}"
             )
-        per_row = jax.vmap(self.loss)(y, pred)
+        per_row = map_rows(self.loss, y, pred)
         if per_row.shape != n:
             raise ValueError(
                 f"metric 'loss': the loss must return a scalar per row, "
