@@ -139,16 +139,33 @@ per-matrix cost, reaches this (``kMinWorkPerTask`` in jaxlib's ``lapack_kernels.
 smaller batches run inline on the calling thread."""
 
 
+LAPACK_WORK_FACTOR = {
+    "lu": 4,
+    "triangular_solve": 4,
+    "cholesky": 4,
+    "qr": 4,
+    "geqrf": 4,
+    "householder_product": 4,
+}
+"""Per primitive, ``c`` of the work bound ``c * size * max(m, n)`` of one call on an
+``(..., m, n)`` operand (times 3 for complex numbers): at least jaxlib's own estimate
+(``m n min(m, n)`` for LU, ``m n m`` for triangular solves, ``2 m n min(m, n)`` for QR,
+``4 m n k`` for its Householder product). The other primitives (eigenvalues, SVD,
+Schur, Hessenberg) get 32."""
+
+
 def _linalg_work(jaxpr) -> int:
-    """The largest per-call work proxy ``32 * size * max(m, n)`` over the LAPACK
-    primitives of a (closed) jaxpr and its sub-jaxprs; 0 when there are none."""
+    """The largest work bound of one LAPACK call (``LAPACK_WORK_FACTOR``) over the
+    LAPACK primitives of a jaxpr and its sub-jaxprs; 0 when there are none."""
     work = 0
     for eqn in jaxpr.eqns:
         if eqn.primitive.name in LINALG_PRIMITIVES:
+            c = LAPACK_WORK_FACTOR.get(eqn.primitive.name, 32)
             for v in eqn.invars:
                 shape = getattr(v.aval, "shape", ())
                 if len(shape) >= 2:
-                    work = max(work, 32 * int(np.prod(shape)) * max(shape[-2:]))
+                    cx = 3 if jnp.issubdtype(v.aval.dtype, jnp.complexfloating) else 1
+                    work = max(work, c * cx * int(np.prod(shape)) * max(shape[-2:]))
         for param in eqn.params.values():
             for sub in param if isinstance(param, (tuple, list)) else (param,):
                 inner = getattr(sub, "jaxpr", sub)
