@@ -43,7 +43,8 @@ def test_python_block_runs(name, code):
 
 def test_writing_your_own_loss_walks_through_each_option_with_a_block():
     """Issue 15's walk-through: link, Hessian policy and diagnosis, refit, side data,
-    hyperparameters and host metrics, each a subsection with a runnable block (run by
+    hyperparameters, host metrics and linear algebra in a loss, each a subsection with a
+    runnable block (run by
     test_python_block_runs like every block)."""
     text = (ROOT / "docs" / "custom-losses.md").read_text()
     assert text.startswith("# Writing your own loss")
@@ -55,6 +56,7 @@ def test_writing_your_own_loss_walks_through_each_option_with_a_block():
         ("side data", "base_margin="),
         ("hyperparameters", "loss_params"),
         ("metrics", "jaxboost.metrics.host("),
+        ("linear algebra", "jnp.linalg.solve"),
     ]
     assert len(parts) == len(topics)
     codes = [code for _, _, code in BLOCKS]
