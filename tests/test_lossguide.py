@@ -106,7 +106,7 @@ def test_lossguide_errors_and_estimator(data):
         jaxboost.train("squared", X, y, max_leaves=8, n_rounds=2)
     with pytest.raises(ValueError, match="grow_policy must be one of"):
         jaxboost.train("squared", X, y, grow_policy="leafwise", n_rounds=2)
-    with pytest.raises(ValueError, match="no monotone or interaction constraints"):
+    with pytest.raises(ValueError, match="no monotone constraints or min_samples_leaf"):
         jaxboost.train(
             "squared",
             X,

@@ -588,9 +588,19 @@ def grow_tree(
     block = feature_block(F, W, B) if block is None else min(int(block), F)
     rules = SplitRules() if rules is None else rules
     cats, cons = rules.cats, rules.constraints
-    if whole and cons is None and reduce is _identity and D > 0 and _native_tree():
+    if whole and native_constraints(cons) and reduce is _identity and D > 0 and _native_tree():
         return _native_tree_grow(
-            bins, g, h, dyn, cuts_ext, forward_ok, features, spec, rules.depth, cats
+            bins,
+            g,
+            h,
+            dyn,
+            cuts_ext,
+            forward_ok,
+            features,
+            spec,
+            rules.depth,
+            cats,
+            None if cons is None else cons.values.sets,
         )
     if spec.depth_bucket:  # would grow the bucket's depth, not the model's: never
         raise RuntimeError(_BUCKET_ERROR)
@@ -1094,7 +1104,7 @@ class _Grow(NamedTuple):
 
 LOSSGUIDE_WHERE = (
     "grow_policy='lossguide' is grown by the native CPU tree kernel: on one CPU device, "
-    "no monotone or interaction constraints or min_samples_leaf, one output per tree, at "
+    "no monotone constraints or min_samples_leaf, one output per tree, at "
     "most 256 bins per feature (max_bin <= 256 or data of few distinct values); this "
     "training uses the XLA tree builder"
 )
@@ -1106,8 +1116,17 @@ def _native_tree() -> bool:
     return native_kernel.tree_enabled()
 
 
+def native_constraints(cons) -> bool:
+    """Whether the native tree kernel takes a tree's split constraints ``cons``
+    (``constraints.TreeConstraints`` or None): none, or interaction constraints alone
+    (monotone constraints and ``min_samples_leaf`` take the XLA level loop)."""
+    return cons is None or (
+        cons.spec.n_sets > 0 and not cons.spec.monotone and not cons.spec.min_leaf
+    )
+
+
 def _native_tree_grow(
-    bins, g, h, dyn, cuts_ext, forward_ok, features, spec: TreeSpec, depth, cats=None
+    bins, g, h, dyn, cuts_ext, forward_ok, features, spec: TreeSpec, depth, cats=None, sets=None
 ):
     """``grow_tree`` by the native whole-tree kernel (``jaxboost.native.grow_tree``):
     the same level loop (smaller children histogrammed, siblings by subtraction, the
@@ -1133,6 +1152,7 @@ def _native_tree_grow(
             max_leaves=spec.max_leaves,
             depth=depth if spec.depth_bucket else None,  # the model's own depth
             cats=cats,
+            sets=sets,
         )
         return _native_tree_fields(s, Gn, Hn, leaf, dyn, cuts_ext)
 

@@ -970,6 +970,7 @@ def grow_tree(
     max_leaves: int = 0,
     depth=None,
     cats=None,
+    sets=None,
 ):
     """One tree, grown level by level in one native call.
 
@@ -1007,6 +1008,10 @@ def grow_tree(
         of the ``F`` features: categorical features split by sets of categories, the
         candidates and arithmetic of ``categorical.find_best_splits`` (one-vs-rest or
         a partition of the categories sorted by weight).
+      sets: ``None``, or interaction constraints as ``(C, F)`` bool (feature ``f`` in
+        set ``j``), ``jaxboost.engine.constraints``' rule: below the root a node splits
+        on a feature on its path or in a set that holds its whole path (with column
+        sampling, on the features allowed by both).
 
     Returns:
       ``(structure, Gn, Hn, leaf)``: ``structure`` a dict of ``(M,)`` heap arrays
@@ -1046,6 +1051,7 @@ def grow_tree(
         _xla_pool,
         max_leaves,
         cats,
+        sets,
     )
 
 
@@ -1128,6 +1134,7 @@ def _grow_call(
     use_xla_pool,
     max_leaves,
     cats=None,
+    sets=None,
 ):
     """The custom call of :func:`grow_tree` (``lead = ()``) or :func:`grow_trees`
     (``lead = (T,)``: every per-tree input and output with a leading ``T``);
@@ -1168,6 +1175,7 @@ def _grow_call(
             level_sets,
             node_key,
             node_ratio,
+            jnp.zeros((0, F), bool) if sets is None else jnp.asarray(sets, bool),
             *cat_args,
             max_depth=np.int64(max_depth),
             n_bins=np.int64(n_bins),

@@ -1013,6 +1013,11 @@ struct TreeIn {
   int64_t max_leaves;  // > 0: leaf-wise selection (LossGuide)
   int64_t G = 0;       // levels grown, 1 <= G <= D (hyper[6] when given, else D)
   const struct CatIn* cat = nullptr;  // categorical features (null: every one numeric)
+  // Interaction constraints (jaxboost.engine.constraints): n_sets > 0 sets of features,
+  // sets[j * F + f] whether feature f is in set j. Below the root a node may split on
+  // a feature already split on along its path, or one in a set holding that whole path.
+  const bool* sets = nullptr;
+  int64_t n_sets = 0;
 };
 
 // What both tree kernels write: heap arrays of M = 2**(D + 1) - 1 nodes, and each row's
@@ -1337,9 +1342,14 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
   std::vector<uint8_t> node_mask;
   std::vector<std::pair<float, int32_t>> order;
   const int64_t W = int64_t{1} << (D - 1);
+  // Interaction constraints: per live node the features on its path (used, F) and the
+  // sets that hold the whole path (rel, n_sets), as engine.constraints keeps them.
+  const int64_t C = in.n_sets;
+  std::vector<uint8_t> used(C > 0 ? F : 0, 0), rel(C, 1), next_used, next_rel;
   for (int64_t d = 0; d < D; ++d) {
     const int64_t n = int64_t{1} << d;  // the level's nodes start at heap n - 1
     const int64_t nl = static_cast<int64_t>(live.size());
+    const bool masked = level_sets != nullptr || (C > 0 && d > 0);
     // Split search: units (live node, feature), each its best candidate.
     best.assign(nl * F, Cand{-std::numeric_limits<float>::infinity(), 0, false});
     sp.resize(nl);
@@ -1347,18 +1357,26 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
       const int64_t i = n - 1 + live[c];
       sp[c] = Score(Gn[i], Hn[i], p);
     }
-    if (level_sets != nullptr) {  // column sampling: the live nodes' feature sets
-      node_mask.resize(nl * F);
-      for (int64_t c = 0; c < nl; ++c)
-        NodeFeatures(level_sets + d * F, F, in.node_key, in.node_ratio,
-                     (d * W + live[c]) * F, node_mask.data() + c * F, order);
+    if (masked) {  // column sampling, then the interaction sets
+      node_mask.assign(nl * F, 1);
+      if (level_sets != nullptr)
+        for (int64_t c = 0; c < nl; ++c)
+          NodeFeatures(level_sets + d * F, F, in.node_key, in.node_ratio,
+                       (d * W + live[c]) * F, node_mask.data() + c * F, order);
+      if (C > 0 && d > 0)
+        for (int64_t c = 0; c < nl; ++c)
+          for (int64_t f = 0; f < F; ++f) {
+            bool ok = used[c * F + f] != 0;
+            for (int64_t j = 0; j < C && !ok; ++j) ok = rel[c * C + j] && in.sets[j * F + f];
+            node_mask[c * F + f] &= static_cast<uint8_t>(ok);
+          }
     }
     auto scan = [&](int64_t u0, int64_t u1) {
       ScanBuf s;
       for (int64_t u = u0; u < u1; ++u) {
         const int64_t c = u / F, f = u % F;
         const int64_t k = live[c], i = n - 1 + k;
-        if (level_sets != nullptr && !node_mask[c * F + f]) continue;
+        if (masked && !node_mask[c * F + f]) continue;
         // No candidate can give both children H >= min_child_weight (with a margin
         // for the rounding of H_parent - H_child).
         if (p.mcw > 0 && Hn[i] < 2 * p.mcw * (1 - 1e-12)) continue;
@@ -1451,6 +1469,28 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
     }
     const int64_t n_pairs = static_cast<int64_t>(parent_c.size());
     if (n_pairs == 0) break;
+    if (C > 0) {  // the children's paths: the parent's and its split feature
+      next_used.resize(2 * n_pairs * F);
+      next_rel.resize(2 * n_pairs * C);
+      for (int64_t pr = 0; pr < n_pairs; ++pr) {
+        const int64_t c = parent_c[pr], f = feature[n - 1 + live[c]];
+        for (int64_t side = 0; side < 2; ++side) {
+          uint8_t* u = next_used.data() + (2 * pr + side) * F;
+          uint8_t* r = next_rel.data() + (2 * pr + side) * C;
+          if (d == 0) {
+            std::memset(u, 0, static_cast<size_t>(F));
+            std::memset(r, 1, static_cast<size_t>(C));
+          } else {
+            std::memcpy(u, used.data() + c * F, static_cast<size_t>(F));
+            std::memcpy(r, rel.data() + c * C, static_cast<size_t>(C));
+          }
+          u[f] = 1;
+          for (int64_t j = 0; j < C; ++j) r[j] = r[j] && in.sets[j * F + f];
+        }
+      }
+      used.swap(next_used);
+      rel.swap(next_rel);
+    }
     const bool last = d + 1 == D;
     auto goes_left = [&](int64_t i, uint8_t bv) {
       return (cat != nullptr && o.is_cat[i])
@@ -1652,7 +1692,8 @@ ffi::Error GrowTreesRun(ffi::ThreadPool& thread_pool, ffi::Buffer<ffi::U8>& bins
                         ffi::AnyBuffer& g, ffi::AnyBuffer& h, ffi::Buffer<ffi::F32>& hyper,
                         ffi::Buffer<ffi::F64>& root, ffi::Buffer<ffi::PRED>& forward_ok,
                         ffi::Buffer<ffi::PRED>& level_sets, ffi::Buffer<ffi::U32>& node_key,
-                        ffi::Buffer<ffi::F32>& node_ratio, ffi::ResultBuffer<ffi::S32>& feature,
+                        ffi::Buffer<ffi::F32>& node_ratio, ffi::Buffer<ffi::PRED>& sets,
+                        ffi::ResultBuffer<ffi::S32>& feature,
                         ffi::ResultBuffer<ffi::S32>& tbin, ffi::ResultBuffer<ffi::PRED>& dleft,
                         ffi::ResultBuffer<ffi::PRED>& is_split,
                         ffi::ResultBuffer<ffi::F32>& gain, ffi::ResultBuffer<ffi::F64>& Gn,
@@ -1678,6 +1719,13 @@ ffi::Error GrowTreesRun(ffi::ThreadPool& thread_pool, ffi::Buffer<ffi::U8>& bins
                                node_ratio, colsample, feature, tbin, dleft, is_split, gain, Gn,
                                Hn, pos, base, &ins, &outs);
   if (err.failure()) return err;
+  const auto sd = sets.dimensions();
+  if (sd.size() != 2 || (sd[0] > 0 && sd[1] != bd[1]))
+    return ffi::Error::InvalidArgument(std::string(name) + ": sets must be (C, F)");
+  for (int64_t t = 0; t < T && sd[0] > 0; ++t) {
+    ins[t].sets = sets.typed_data();
+    ins[t].n_sets = sd[0];
+  }
   const int64_t M = (int64_t{2} << max_depth) - 1;
   for (int64_t t = 0; t < T && cat != nullptr; ++t) {
     ins[t].cat = cat;
@@ -1722,7 +1770,8 @@ ffi::Error GrowTreesImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
                          ffi::AnyBuffer g, ffi::AnyBuffer h, ffi::Buffer<ffi::F32> hyper,
                          ffi::Buffer<ffi::F64> root, ffi::Buffer<ffi::PRED> forward_ok,
                          ffi::Buffer<ffi::PRED> level_sets, ffi::Buffer<ffi::U32> node_key,
-                         ffi::Buffer<ffi::F32> node_ratio, ffi::ResultBuffer<ffi::S32> feature,
+                         ffi::Buffer<ffi::F32> node_ratio, ffi::Buffer<ffi::PRED> sets,
+                         ffi::ResultBuffer<ffi::S32> feature,
                          ffi::ResultBuffer<ffi::S32> tbin, ffi::ResultBuffer<ffi::PRED> dleft,
                          ffi::ResultBuffer<ffi::PRED> is_split,
                          ffi::ResultBuffer<ffi::F32> gain, ffi::ResultBuffer<ffi::F64> Gn,
@@ -1730,7 +1779,7 @@ ffi::Error GrowTreesImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
                          int64_t max_depth, int64_t n_bins, int64_t n_threads,
                          bool use_xla_pool, bool colsample, int64_t max_leaves) {
   return GrowTreesRun<kBatched>(thread_pool, bins, g, h, hyper, root, forward_ok, level_sets,
-                                node_key, node_ratio, feature, tbin, dleft, is_split, gain, Gn,
+                                node_key, node_ratio, sets, feature, tbin, dleft, is_split, gain, Gn,
                                 Hn, pos, max_depth, n_bins, n_threads, use_xla_pool, colsample,
                                 max_leaves, nullptr, nullptr, nullptr);
 }
@@ -1746,7 +1795,7 @@ ffi::Error GrowTreesCatImpl(
     ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins, ffi::AnyBuffer g, ffi::AnyBuffer h,
     ffi::Buffer<ffi::F32> hyper, ffi::Buffer<ffi::F64> root, ffi::Buffer<ffi::PRED> forward_ok,
     ffi::Buffer<ffi::PRED> level_sets, ffi::Buffer<ffi::U32> node_key,
-    ffi::Buffer<ffi::F32> node_ratio, ffi::Buffer<ffi::S32> cat_kind,
+    ffi::Buffer<ffi::F32> node_ratio, ffi::Buffer<ffi::PRED> sets, ffi::Buffer<ffi::S32> cat_kind,
     ffi::Buffer<ffi::S32> n_cats, ffi::Buffer<ffi::PRED> seen,
     ffi::Buffer<ffi::S32> max_cat_threshold, ffi::ResultBuffer<ffi::S32> feature,
     ffi::ResultBuffer<ffi::S32> tbin, ffi::ResultBuffer<ffi::PRED> dleft,
@@ -1780,7 +1829,7 @@ ffi::Error GrowTreesCatImpl(
     return ffi::Error::InvalidArgument(k + ": is_cat must be (M,) and bits (M, 8)");
   const CatIn cat{kind, nc, seen.typed_data(), max_cat_threshold.typed_data()[0], cat_slots};
   return GrowTreesRun<kBatched>(thread_pool, bins, g, h, hyper, root, forward_ok, level_sets,
-                                node_key, node_ratio, feature, tbin, dleft, is_split, gain, Gn,
+                                node_key, node_ratio, sets, feature, tbin, dleft, is_split, gain, Gn,
                                 Hn, pos, max_depth, n_bins, n_threads, use_xla_pool, colsample,
                                 max_leaves, &cat, is_cat->typed_data(), bits->typed_data());
 }
@@ -2040,7 +2089,8 @@ static auto TreeInputs(Binding b) {
       .template Arg<ffi::Buffer<ffi::PRED>>()      // forward_ok (F,), shared
       .template Arg<ffi::Buffer<ffi::PRED>>()      // level_sets ([T,] D, F)
       .template Arg<ffi::Buffer<ffi::U32>>()       // node_key ([T,] 2)
-      .template Arg<ffi::Buffer<ffi::F32>>();      // node_ratio ([T,] 1)
+      .template Arg<ffi::Buffer<ffi::F32>>()       // node_ratio ([T,] 1)
+      .template Arg<ffi::Buffer<ffi::PRED>>();     // sets (C, F), shared (C = 0: none)
 }
 
 template <typename Binding>

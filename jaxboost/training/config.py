@@ -877,7 +877,11 @@ def check_leaf_wise(grow_policy, max_leaves, multi_tree, constraints, mesh) -> i
         return 0
     from ..engine.grow import LOSSGUIDE_WHERE
 
-    if multi_tree or constraints is not None or mesh is not None:
+    # interaction constraints alone are the kernel's (engine.grow.native_constraints)
+    kernel_rules = constraints is None or (
+        constraints.monotone is None and constraints.min_samples_leaf <= 1
+    )
+    if multi_tree or not kernel_rules or mesh is not None:
         raise ValueError(LOSSGUIDE_WHERE.replace("; this training uses the XLA tree builder", ""))
     return max_leaves
 
