@@ -589,19 +589,7 @@ def grow_tree(
     rules = SplitRules() if rules is None else rules
     cats, cons = rules.cats, rules.constraints
     if whole and native_constraints(cons) and reduce is _identity and D > 0 and _native_tree():
-        return _native_tree_grow(
-            bins,
-            g,
-            h,
-            dyn,
-            cuts_ext,
-            forward_ok,
-            features,
-            spec,
-            rules.depth,
-            cats,
-            None if cons is None else cons.values.sets,
-        )
+        return _native_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, spec, rules)
     if spec.depth_bucket:  # would grow the bucket's depth, not the model's: never
         raise RuntimeError(_BUCKET_ERROR)
     if spec.max_leaves > 0:
@@ -1125,14 +1113,13 @@ def native_constraints(cons) -> bool:
     )
 
 
-def _native_tree_grow(
-    bins, g, h, dyn, cuts_ext, forward_ok, features, spec: TreeSpec, depth, cats=None, sets=None
-):
+def _native_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, spec: TreeSpec, rules):
     """``grow_tree`` by the native whole-tree kernel (``jaxboost.native.grow_tree``):
     the same level loop (smaller children histogrammed, siblings by subtraction, the
     split rules of ``jaxboost.engine.split``) in one call per tree, its work following
     the live nodes. Used on CPU with the native kernel on one device (numeric and
-    categorical features, no constraints, features unblocked);
+    categorical features, interaction constraints at most (``native_constraints``),
+    features unblocked);
     ``JAXBOOST_NATIVE_TREE=0`` keeps the XLA level loop."""
     from .. import native as native_kernel
 
@@ -1150,9 +1137,9 @@ def _native_tree_grow(
             spec.max_bin,
             n_threads=kernel_threads(bins, spec.native_threads, tree=True),
             max_leaves=spec.max_leaves,
-            depth=depth if spec.depth_bucket else None,  # the model's own depth
-            cats=cats,
-            sets=sets,
+            depth=rules.depth if spec.depth_bucket else None,  # the model's own depth
+            cats=rules.cats,
+            sets=None if rules.constraints is None else rules.constraints.values.sets,
         )
         return _native_tree_fields(s, Gn, Hn, leaf, dyn, cuts_ext)
 
