@@ -188,6 +188,8 @@ def test_a_loss_that_calls_lapack_gets_small_batches():
     f = jnp.asarray(0.3 * rng.normal(size=(n, K)), jnp.float32)
     fn = jax.jit(lambda y, f: autodiff.grad_hess(gaussian_with_solve, y, f))
     text = fn.lower(y, f).compile().as_text()
+    # and a whole round (g, h, and the loss values its checks read), 4,096 rows
+    text += compiled_round(gaussian_with_solve, 4096, 4, K, multi_output_tree=True).as_text()
     calls = re.findall(r"= \(?f32\[([\d,]+)\][^\n]*custom_call_target=\"(lapack_\w+)\"", text)
     assert calls, "the program should call LAPACK"
     for dims, target in calls:  # LU and triangular solves: work <= size * max(m, n)

@@ -45,7 +45,7 @@ import numpy as np
 from jax.sharding import PartitionSpec as P
 
 from .._types import FLOAT_DTYPE, INDEX_DTYPE
-from .autodiff import bind_loss, census_masks, count_rows, grad_hess
+from .autodiff import bind_loss, census_masks, count_rows, grad_hess, map_rows
 from .categorical import N_WORDS
 from .compile import backend_jit
 from .constraints import ConstraintSpec, TreeConstraints, clip_to_bounds
@@ -338,7 +338,7 @@ def gradients(spec, rows, shared, hyper, loss, margin, rk):
         census=True,
     )
     raw_ok = _finite_rows(g, h)
-    value_ok = jnp.isfinite(jax.vmap(loss)(rows.y, margin))
+    value_ok = jnp.isfinite(map_rows(loss, rows.y, margin))
     w = rows.w
     g = g * w.reshape(w.shape + (1,) * (g.ndim - 1))
     h = h * w.reshape(w.shape + (1,) * (h.ndim - 1))  # (N,), (N, K) diagonal, (N, K, K)
