@@ -202,3 +202,25 @@ def test_a_loss_that_calls_lapack_gets_small_batches():
     g0, h0 = jax.jit(jax.vmap(row))(y, f)  # 1,000 rows: small enough to run inline
     np.testing.assert_allclose(np.asarray(g), np.asarray(g0), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(np.asarray(h), np.asarray(h0), rtol=1e-6, atol=1e-6)
+
+
+def test_lapack_chunks_shrink_under_an_outer_vmap():
+    """The staged evaluation of a chunk's rounds vmaps the loss over the stages: each
+    LAPACK call then batches every stage's chunk, so the chunks shrink by the stages'
+    number and every call still stays below ``LAPACK_TASK_WORK``."""
+    n, K, stages = 1000, 3, 10
+    rng = np.random.default_rng(1)
+    y = jnp.asarray(rng.normal(size=(n, K)), jnp.float32)
+    f = jnp.asarray(0.3 * rng.normal(size=(stages, n, K)), jnp.float32)
+    fn = jax.jit(jax.vmap(lambda f: autodiff.map_rows(gaussian_with_solve, y, f)))
+    text = fn.lower(f).compile().as_text()
+    calls = re.findall(r"= \(?f32\[([\d,]+)\][^\n]*custom_call_target=\"(lapack_\w+)\"", text)
+    assert calls
+    for dims, target in calls:
+        shape = [int(d) for d in dims.split(",")]
+        assert int(np.prod(shape)) * max(shape[-2:]) < autodiff.LAPACK_TASK_WORK / 4, (
+            target,
+            shape,
+        )
+    ref = jax.jit(jax.vmap(jax.vmap(gaussian_with_solve), in_axes=(None, 0)))(y, f[:1])
+    np.testing.assert_allclose(np.asarray(fn(f))[:1], np.asarray(ref), rtol=1e-6, atol=1e-6)

@@ -192,12 +192,31 @@ def map_rows(fn, *args):
     """
     if jax.default_backend() == "cpu":
         rows = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), args)
-        work = _linalg_work(jax.make_jaxpr(fn)(*rows).jaxpr)
+        work = _linalg_work(jax.make_jaxpr(fn)(*rows).jaxpr) * _outer_batch(args)
         n = jax.tree.leaves(args)[0].shape[0]
         if work > 0 and n * work >= LAPACK_TASK_WORK:
             size = max(1, (LAPACK_TASK_WORK - 1) // work)
             return jax.lax.map(lambda a: fn(*a), args, batch_size=size)
     return jax.vmap(fn)(*args)
+
+
+def _outer_batch(args) -> int:
+    """How many copies of ``args`` an enclosing ``jax.vmap`` batches together (the
+    staged evaluation of a chunk's rounds, say): each LAPACK call's batch is that many
+    times the chunk's. 1 outside ``vmap``, or where JAX's tracer types are not found."""
+    try:
+        from jax._src.interpreters.batching import BatchTracer
+    except ImportError:  # pragma: no cover - a JAX without this module
+        return 1
+    most = 1
+    for x in jax.tree.leaves(args):
+        size = 1
+        while isinstance(x, BatchTracer):
+            if isinstance(x.batch_dim, int):
+                size *= int(x.val.shape[x.batch_dim])
+            x = x.val
+        most = max(most, size)
+    return most
 
 
 def _row_grad_hess(loss, n_outputs: int = 1):
