@@ -224,3 +224,43 @@ def test_lapack_chunks_shrink_under_an_outer_vmap():
         )
     ref = jax.jit(jax.vmap(jax.vmap(gaussian_with_solve), in_axes=(None, 0)))(y, f[:1])
     np.testing.assert_allclose(np.asarray(fn(f))[:1], np.asarray(ref), rtol=1e-6, atol=1e-6)
+
+
+def correlated_group_loss(y, p, mask):
+    """A group loss with a solve: 0.5 r^T A^-1 r over the group's rows, A = I + c 11^T
+    with c = 0.1 (1 + m^2) from the group's mean label m (a matrix per group)."""
+    S = y.shape[0]
+    r = jnp.where(mask, y - p, 0.0)
+    c = 0.1 * (1.0 + jnp.mean(y) ** 2)
+    return 0.5 * r @ jnp.linalg.solve(jnp.eye(S) + c * jnp.ones((S, S)), r)
+
+
+def test_a_group_loss_that_calls_lapack_gets_small_batches():
+    """Group losses go through ``map_rows`` by groups: 3,000 groups of 4 rows, every
+    batched LAPACK call of the g/h program has a small batch (an LU of 3,000 matrices
+    before), and g, h equal closed-form ones: g = -A^-1 r per group, h = diag(A^-1)."""
+    from jaxboost.engine.groups import group_grad_hess, group_index
+
+    G, S = 3000, 4
+    n = G * S
+    rng = np.random.default_rng(2)
+    y = jnp.asarray(rng.normal(size=n), jnp.float32)
+    p = jnp.asarray(0.1 * rng.normal(size=n), jnp.float32)
+    idx = group_index(np.repeat(np.arange(G), S), n)
+    fn = jax.jit(lambda y, p: group_grad_hess(correlated_group_loss, y, p, None, idx))
+    text = fn.lower(y, p).compile().as_text()
+    calls = re.findall(r"= \(?f32\[([\d,]+)\][^\n]*custom_call_target=\"(lapack_\w+)\"", text)
+    assert calls
+    for dims, target in calls:
+        shape = [int(d) for d in dims.split(",")]
+        assert int(np.prod(shape)) * max(shape[-2:]) < autodiff.LAPACK_TASK_WORK / 4, (
+            target,
+            shape,
+        )
+    g, h = (np.asarray(v, np.float64) for v in fn(y, p))
+    yg = np.asarray(y, np.float64).reshape(G, S)
+    c = 0.1 * (1.0 + yg.mean(axis=1) ** 2)
+    Ainv = np.linalg.inv(np.eye(S) + c[:, None, None] * np.ones((S, S)))
+    r = yg - np.asarray(p, np.float64).reshape(G, S)
+    np.testing.assert_allclose(g, -np.einsum("gij,gj->gi", Ainv, r).ravel(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(h, np.diagonal(Ainv, axis1=1, axis2=2).ravel(), rtol=1e-5)

@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._types import FLOAT_DTYPE, INDEX_DTYPE
-from .autodiff import HESSIAN_FLOOR, apply_hessian_policy
+from .autodiff import HESSIAN_FLOOR, apply_hessian_policy, map_rows
 
 EXACT_MAX_GROUP = 64
 HUTCHINSON_PROBES = 64
@@ -132,13 +132,13 @@ def group_derivatives(
     def total(p, yy, m):
         return loss(yy, p, m)
 
-    values, g = jax.vmap(jax.value_and_grad(total))(pg, yg, mask)
+    values, g = map_rows(jax.value_and_grad(total), pg, yg, mask)
     closed = getattr(loss, "group_hess_diag", None)
     closed = closed() if callable(closed) else None
     if closed is not None:
-        h = jax.vmap(closed)(yg, pg, mask).astype(FLOAT_DTYPE)
+        h = map_rows(closed, yg, pg, mask).astype(FLOAT_DTYPE)
     elif S <= exact_max:
-        h = jax.vmap(lambda p, yy, m: jnp.diagonal(jax.hessian(total)(p, yy, m)))(pg, yg, mask)
+        h = map_rows(lambda p, yy, m: jnp.diagonal(jax.hessian(total)(p, yy, m)), pg, yg, mask)
     else:
         if key is None:
             raise ValueError("a PRNG key is needed for the Hutchinson estimate")
@@ -148,8 +148,8 @@ def group_derivatives(
         def hvp(p, yy, m, v):
             return jax.jvp(lambda q: jax.grad(total)(q, yy, m), (p,), (v,))[1]
 
-        hz = jax.vmap(lambda p, yy, m, zz: jax.vmap(lambda v: hvp(p, yy, m, v))(zz))(
-            pg, yg, mask, z
+        hz = map_rows(
+            lambda p, yy, m, zz: jax.vmap(lambda v: hvp(p, yy, m, v))(zz), pg, yg, mask, z
         )  # (G, P, S)
         h = jnp.mean(z * hz, axis=1)
     h = apply_hessian_policy(loss, None, None, h.ravel(), hessian, floor).reshape(h.shape)
