@@ -51,7 +51,8 @@ gamma pruning and each row's leaf are loops over levels too. Every node's arithm
 is the same as level by level with exact shapes, so the trees are bit-identical.
 
 Native whole trees (CPU): with the native histogram kernel, on one device, for numeric
-and categorical splits (no constraints) and unblocked features, the level loop above
+and categorical splits (interaction and monotone constraints at most:
+``native_constraints``) and unblocked features, the level loop above
 runs as one C++ call per tree instead (``jaxboost.native.grow_tree``,
 ``_native_tree_grow``): the same smaller-child histograms and subtraction, the split
 rules of ``jaxboost.engine.split`` and ``jaxboost.engine.categorical`` (float64
@@ -87,6 +88,7 @@ import jax.numpy as jnp
 
 from .._types import ACC_DTYPE, FLOAT_DTYPE, INDEX_DTYPE
 from . import categorical
+from .constraints import FLOAT32_MAX, bounded_weight
 from .histogram import histogram as platform_histogram
 from .split import (
     find_best_splits,
@@ -588,7 +590,13 @@ def grow_tree(
     block = feature_block(F, W, B) if block is None else min(int(block), F)
     rules = SplitRules() if rules is None else rules
     cats, cons = rules.cats, rules.constraints
-    if whole and native_constraints(cons) and reduce is _identity and D > 0 and _native_tree():
+    if (
+        whole
+        and native_constraints(cons, cats)
+        and reduce is _identity
+        and D > 0
+        and _native_tree()
+    ):
         return _native_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, spec, rules)
     if spec.depth_bucket:  # would grow the bucket's depth, not the model's: never
         raise RuntimeError(_BUCKET_ERROR)
@@ -1104,13 +1112,40 @@ def _native_tree() -> bool:
     return native_kernel.tree_enabled()
 
 
-def native_constraints(cons) -> bool:
+def native_constraints(cons, cats=None) -> bool:
     """Whether the native tree kernel takes a tree's split constraints ``cons``
-    (``constraints.TreeConstraints`` or None): none, or interaction constraints alone
-    (monotone constraints and ``min_samples_leaf`` take the XLA level loop)."""
-    return cons is None or (
-        cons.spec.n_sets > 0 and not cons.spec.monotone and not cons.spec.min_leaf
-    )
+    (``constraints.TreeConstraints`` or None) with categorical features ``cats``:
+    interaction and monotone constraints (monotone ones without categorical features);
+    ``min_samples_leaf`` takes the XLA level loop."""
+    if cons is None:
+        return True
+    return not cons.spec.min_leaf and not (cons.spec.monotone and cats is not None)
+
+
+def _native_monotone_leaves(cons, s, Gn, Hn, dyn, D):
+    """``(value, (lower, upper))`` of a tree the native kernel grew under monotone
+    constraints: every node's bounds replayed level by level from its splits
+    (``constraints.TreeConstraints.after_level``'s rule: the midpoint of the children's
+    bounded weights bounds one side), then ``TreeConstraints.leaf_values``. Nodes below
+    a split that gamma pruned get no bounds here (the level loop keeps those it had
+    while growing): they are not reachable, and every reachable node's value and bounds
+    are the level loop's."""
+    M = Gn.shape[0]
+    big = jnp.float32(FLOAT32_MAX)
+    lo, hi = jnp.full(M, -big, FLOAT_DTYPE), jnp.full(M, big, FLOAT_DTYPE)
+    sign = cons.values.monotone
+    for d in range(D):
+        idx = jnp.arange(2**d - 1, 2 ** (d + 1) - 1)
+        left, right = 2 * idx + 1, 2 * idx + 2
+        wl = bounded_weight(Gn[left], Hn[left], dyn, lo[idx], hi[idx])
+        wr = bounded_weight(Gn[right], Hn[right], dyn, lo[idx], hi[idx])
+        mid = (wl + wr) / jnp.float32(2.0)
+        c = jnp.where(s["is_split"][idx], sign[s["feature"][idx]], 0)
+        lo = lo.at[left].set(jnp.where(c < 0, mid, lo[idx]))
+        lo = lo.at[right].set(jnp.where(c > 0, mid, lo[idx]))
+        hi = hi.at[left].set(jnp.where(c > 0, mid, hi[idx]))
+        hi = hi.at[right].set(jnp.where(c < 0, mid, hi[idx]))
+    return cons.leaf_values(dict(lo=lo, hi=hi), s["is_split"], Gn, Hn, dyn)
 
 
 def _native_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, spec: TreeSpec, rules):
@@ -1118,11 +1153,13 @@ def _native_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, spec: Tre
     the same level loop (smaller children histogrammed, siblings by subtraction, the
     split rules of ``jaxboost.engine.split``) in one call per tree, its work following
     the live nodes. Used on CPU with the native kernel on one device (numeric and
-    categorical features, interaction constraints at most (``native_constraints``),
-    features unblocked);
+    categorical features, interaction and monotone constraints at most
+    (``native_constraints``), features unblocked);
     ``JAXBOOST_NATIVE_TREE=0`` keeps the XLA level loop."""
     from .. import native as native_kernel
 
+    cons = rules.constraints
+    mono = cons.values.monotone if cons is not None and cons.spec.monotone else None
     with jax.enable_x64(True):
         root, hyper = _native_inputs(g, h, dyn)
         s, Gn, Hn, leaf = native_kernel.grow_tree(
@@ -1139,9 +1176,14 @@ def _native_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, spec: Tre
             max_leaves=spec.max_leaves,
             depth=rules.depth if spec.depth_bucket else None,  # the model's own depth
             cats=rules.cats,
-            sets=None if rules.constraints is None else rules.constraints.values.sets,
+            sets=None if cons is None or not cons.spec.n_sets else cons.values.sets,
+            mono=mono,
         )
-        return _native_tree_fields(s, Gn, Hn, leaf, dyn, cuts_ext)
+        if mono is None:
+            return _native_tree_fields(s, Gn, Hn, leaf, dyn, cuts_ext)
+        value, (lower, upper) = _native_monotone_leaves(cons, s, Gn, Hn, dyn, spec.max_depth)
+        tree = dict(split_fields(s, cuts_ext), value=value, cover=Hn.astype(FLOAT_DTYPE))
+        return dict(tree, lower=lower, upper=upper), leaf
 
 
 def class_trees_in_parallel(bins, spec: TreeSpec, reduce, rules: SplitRules) -> bool:

@@ -971,13 +971,14 @@ def grow_tree(
     depth=None,
     cats=None,
     sets=None,
+    mono=None,
 ):
     """One tree, grown level by level in one native call.
 
-    The level loop of :func:`jaxboost.engine.grow.grow_tree` on one device, without
-    categorical features or constraints, as one XLA custom call: each level histograms
-    (the smaller child of each pair; its sibling by subtraction), scans and routes only
-    the nodes that exist. Split arithmetic is that of :mod:`jaxboost.engine.split`:
+    The level loop of :func:`jaxboost.engine.grow.grow_tree` on one device (interaction
+    and monotone constraints at most: ``sets``, ``mono``), as one XLA custom call: each
+    level histograms (the smaller child of each pair; its sibling by subtraction), scans
+    and routes only the nodes that exist. Split arithmetic is that of :mod:`jaxboost.engine.split`:
     float64 sums (prefix sums in bin order), float32 scores and gains, candidates in
     XGBoost's order, the first strictly greater gain wins, a split needs gain > 1e-6.
     Usable inside ``jax.jit``; call it on one device.
@@ -1012,6 +1013,11 @@ def grow_tree(
         set ``j``), ``jaxboost.engine.constraints``' rule: below the root a node splits
         on a feature on its path or in a set that holds its whole path (with column
         sampling, on the features allowed by both).
+      mono: ``None``, or monotone constraints as ``(F,)`` int32 signs (numeric features
+        only): ``jaxboost.engine.constraints``' rules (weights bounded by each node's
+        bounds, XGBoost's float32 scores given them, splits out of order refused, the
+        midpoint bounds below each split). The leaf values and bounds are then
+        computed from the tree (``grow._native_tree_grow``).
 
     Returns:
       ``(structure, Gn, Hn, leaf)``: ``structure`` a dict of ``(M,)`` heap arrays
@@ -1052,6 +1058,7 @@ def grow_tree(
         max_leaves,
         cats,
         sets,
+        mono,
     )
 
 
@@ -1135,6 +1142,7 @@ def _grow_call(
     max_leaves,
     cats=None,
     sets=None,
+    mono=None,
 ):
     """The custom call of :func:`grow_tree` (``lead = ()``) or :func:`grow_trees`
     (``lead = (T,)``: every per-tree input and output with a leading ``T``);
@@ -1176,6 +1184,7 @@ def _grow_call(
             node_key,
             node_ratio,
             jnp.zeros((0, F), bool) if sets is None else jnp.asarray(sets, bool),
+            jnp.zeros((0,), jnp.int32) if mono is None else jnp.asarray(mono, jnp.int32),
             *cat_args,
             max_depth=np.int64(max_depth),
             n_bins=np.int64(n_bins),

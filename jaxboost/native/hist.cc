@@ -595,8 +595,8 @@ ffi::Error HistogramImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
 
 // ---------------------------------------------------------------------------------
 // One whole tree, grown in one call (JaxboostGrowTree): the level loop of
-// jaxboost.engine.grow.grow_tree on one device (no constraints; categorical features
-// through JaxboostGrowTreeCat), with the histograms above. What it saves is the fixed
+// jaxboost.engine.grow.grow_tree on one device (interaction and monotone constraints,
+// no min_samples_leaf; categorical features through JaxboostGrowTreeCat), with the histograms above. What it saves is the fixed
 // cost of the XLA level loop (about a hundred small operations per level, each a few
 // microseconds): on data of a few thousand rows that cost, not arithmetic, set the
 // time of a tree. Its work follows the live nodes: each level histograms, scans and
@@ -661,6 +661,37 @@ inline float Score(double G, double H, const Hyp& p) {
   return static_cast<float>(-(lin + static_cast<double>(quad32)));
 }
 
+// jaxboost.engine.split.newton_weight in float64.
+inline double NewtonWeight(double G, double H, const Hyp& p) {
+  const bool used = (H >= p.mcw) && (H > 0);
+  double w = -ThresholdL1(G, p.alpha) / ((used && H + p.lam > 0) ? H + p.lam : 1.0);
+  if (p.mds > 0) w = std::min(std::max(w, -p.mds), p.mds);
+  return used ? w : 0.0;
+}
+
+// Monotone constraints (jaxboost.engine.constraints): bounded_weight, the float32
+// Newton weight clipped to a node's bounds [lo, hi] ...
+inline float BoundedWeight(double G, double H, const Hyp& p, float lo, float hi) {
+  return std::min(std::max(static_cast<float>(NewtonWeight(G, H, p)), lo), hi);
+}
+
+// ... and score_given_weight, -(2 G w + (H + lambda) w^2) in XGBoost's float32 steps:
+// each operation in float64 on float32 operands, rounded once.
+inline float ScoreGivenWeight(double G, double H, float w, const Hyp& p) {
+  if (H <= 0) return 0.0f;
+  const double g = static_cast<float>(G), h = static_cast<float>(H), wd = w;
+  const double lin = static_cast<float>(2.0 * g * wd);
+  const double hl = static_cast<float>(h + static_cast<double>(p.lam32));
+  const double quad = static_cast<float>(hl * static_cast<double>(static_cast<float>(wd * wd)));
+  return static_cast<float>(-(lin + quad));
+}
+
+// A node's monotone rules in the scan: its bounds and the feature's sign.
+struct MonoNode {
+  float lo, hi;
+  int32_t sign;
+};
+
 struct Cand {
   float gain;
   int32_t tbin;  // categorical: the candidate's slot j (jaxboost.engine.categorical)
@@ -694,6 +725,20 @@ JB_SIMD_CLONES void Gains(ScanBuf& s, int64_t m, float sp, const Hyp& p) {
     const float sl = hl <= 0 ? 0.0f : static_cast<float>(tl * tl / dl);
     const float sr = hr <= 0 ? 0.0f : static_cast<float>(tr * tr / dr);
     s.gain[i] = (sl + sr) - sp;
+  }
+}
+
+// Gains under monotone rules (constraints.gain_rule): both children's weights bounded,
+// scores given those weights, -inf where the weights are out of order for the sign.
+void GainsMono(ScanBuf& s, int64_t m, float sp, const Hyp& p, const MonoNode& mn) {
+  for (int64_t i = 0; i < m; ++i) {
+    const float wl = BoundedWeight(s.GL[i], s.HL[i], p, mn.lo, mn.hi);
+    const float wr = BoundedWeight(s.GR[i], s.HR[i], p, mn.lo, mn.hi);
+    const float gain =
+        (ScoreGivenWeight(s.GL[i], s.HL[i], wl, p) + ScoreGivenWeight(s.GR[i], s.HR[i], wr, p)) -
+        sp;
+    const bool ordered = mn.sign == 0 || (mn.sign > 0 && wl <= wr) || (mn.sign < 0 && wl >= wr);
+    s.gain[i] = ordered ? gain : -std::numeric_limits<float>::infinity();
   }
 }
 
@@ -806,7 +851,13 @@ inline int64_t FirstMax(const float* g, int64_t m) {
 // every slot).
 inline Cand ScanFeatureNz(const v2d* hist, int64_t B, const int32_t* nz, int64_t nnz,
                           double Gp, double Hp, float sp, bool forward, const Hyp& p,
-                          ScanBuf& s) {
+                          ScanBuf& s, const MonoNode* mn = nullptr) {
+  auto gains = [&](int64_t m) {
+    if (mn != nullptr)
+      GainsMono(s, m, sp, p, *mn);
+    else
+      Gains(s, m, sp, p);
+  };
   Cand best{-std::numeric_limits<float>::infinity(), 0, false};
   const int64_t V = B - 1;
   const double mcw = p.mcw;
@@ -828,7 +879,7 @@ inline Cand ScanFeatureNz(const v2d* hist, int64_t B, const int32_t* nz, int64_t
       HL += hist[j][1];
       push(m, GL, HL, Gp - GL, Hp - HL, static_cast<int32_t>(j + 1));
     }
-    Gains(s, m, sp, p);
+    gains(m);
     const int64_t i = FirstMax(s.gain, m);
     if (i >= 0) best = Cand{s.gain[i], s.t[i], false};
   }
@@ -843,17 +894,17 @@ inline Cand ScanFeatureNz(const v2d* hist, int64_t B, const int32_t* nz, int64_t
     HR += hist[t][1];
     push(m, Gp - GR, Hp - HR, GR, HR, static_cast<int32_t>(t));
   }
-  Gains(s, m, sp, p);
+  gains(m);
   const int64_t i = FirstMax(s.gain, m);
   if (i >= 0 && s.gain[i] > best.gain) best = Cand{s.gain[i], s.t[i], true};
   return best;
 }
 
 inline Cand ScanFeature(const v2d* hist, int64_t B, double Gp, double Hp, float sp,
-                        bool forward, const Hyp& p, ScanBuf& s) {
+                        bool forward, const Hyp& p, ScanBuf& s, const MonoNode* mn = nullptr) {
   int32_t nz[256 + 4];
   const int64_t nnz = NonEmpty(hist, B - 1, nz);
-  return ScanFeatureNz(hist, B, nz, nnz, Gp, Hp, sp, forward, p, s);
+  return ScanFeatureNz(hist, B, nz, nnz, Gp, Hp, sp, forward, p, s, mn);
 }
 
 
@@ -1018,6 +1069,8 @@ struct TreeIn {
   // a feature already split on along its path, or one in a set holding that whole path.
   const bool* sets = nullptr;
   int64_t n_sets = 0;
+  // Monotone constraints: each feature's sign (null: none); numeric features only.
+  const int32_t* mono = nullptr;
 };
 
 // What both tree kernels write: heap arrays of M = 2**(D + 1) - 1 nodes, and each row's
@@ -1346,6 +1399,11 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
   // sets that hold the whole path (rel, n_sets), as engine.constraints keeps them.
   const int64_t C = in.n_sets;
   std::vector<uint8_t> used(C > 0 ? F : 0, 0), rel(C, 1), next_used, next_rel;
+  // Monotone constraints: every heap node's bounds (constraints.TreeConstraints.init).
+  const int32_t* const mono = in.mono;
+  const int64_t M = (int64_t{2} << in.D) - 1;
+  const float kBig = std::numeric_limits<float>::max();
+  std::vector<float> lo(mono != nullptr ? M : 0, -kBig), hi(mono != nullptr ? M : 0, kBig);
   for (int64_t d = 0; d < D; ++d) {
     const int64_t n = int64_t{1} << d;  // the level's nodes start at heap n - 1
     const int64_t nl = static_cast<int64_t>(live.size());
@@ -1355,7 +1413,12 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
     sp.resize(nl);
     for (int64_t c = 0; c < nl; ++c) {
       const int64_t i = n - 1 + live[c];
-      sp[c] = Score(Gn[i], Hn[i], p);
+      if (mono != nullptr) {  // the node's weight within its parent's bounds
+        const int64_t pa = i > 0 ? (i - 1) / 2 : 0;
+        sp[c] = ScoreGivenWeight(Gn[i], Hn[i], BoundedWeight(Gn[i], Hn[i], p, lo[pa], hi[pa]), p);
+      } else {
+        sp[c] = Score(Gn[i], Hn[i], p);
+      }
     }
     if (masked) {  // column sampling, then the interaction sets
       node_mask.assign(nl * F, 1);
@@ -1381,6 +1444,12 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
         // for the rounding of H_parent - H_child).
         if (p.mcw > 0 && Hn[i] < 2 * p.mcw * (1 - 1e-12)) continue;
         const v2d* hf = base + slot[c] * ns + f * FS;
+        MonoNode mnode{0.0f, 0.0f, 0};
+        const MonoNode* mn = nullptr;
+        if (mono != nullptr) {
+          mnode = MonoNode{lo[i], hi[i], mono[f]};
+          mn = &mnode;
+        }
         if (cat != nullptr && cat->kind[f] != 0) {
           best[u] = ScanCategorical(hf, B, Gn[i], Hn[i], sp[c], p, cat->kind[f], cat->n_cats[f],
                                     cat->S, cat->max_cat_threshold);
@@ -1393,9 +1462,9 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
             nz[nnz] = tl[q];
             nnz += SlotUsed(hf[tl[q]]);
           }
-          best[u] = ScanFeatureNz(hf, B, nz, nnz, Gn[i], Hn[i], sp[c], forward_ok[f], p, s);
+          best[u] = ScanFeatureNz(hf, B, nz, nnz, Gn[i], Hn[i], sp[c], forward_ok[f], p, s, mn);
         } else {
-          best[u] = ScanFeature(hf, B, Gn[i], Hn[i], sp[c], forward_ok[f], p, s);
+          best[u] = ScanFeature(hf, B, Gn[i], Hn[i], sp[c], forward_ok[f], p, s, mn);
         }
       }
     };
@@ -1461,6 +1530,16 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
       Hn[2 * i + 1] = HL;
       Gn[2 * i + 2] = GR;
       Hn[2 * i + 2] = HR;
+      if (mono != nullptr) {  // constraints.after_level: the midpoint bounds one side
+        const float wl = BoundedWeight(GL, HL, p, lo[i], hi[i]);
+        const float wr = BoundedWeight(GR, HR, p, lo[i], hi[i]);
+        const float mid = (wl + wr) / 2.0f;
+        const int32_t sg = mono[bf];
+        lo[2 * i + 1] = sg < 0 ? mid : lo[i];
+        hi[2 * i + 1] = sg > 0 ? mid : hi[i];
+        lo[2 * i + 2] = sg > 0 ? mid : lo[i];
+        hi[2 * i + 2] = sg < 0 ? mid : hi[i];
+      }
       split_of[k] = static_cast<int32_t>(parent_c.size());
       parent_c.push_back(static_cast<int32_t>(c));
       left_small.push_back(HL <= HR);
@@ -1693,7 +1772,7 @@ ffi::Error GrowTreesRun(ffi::ThreadPool& thread_pool, ffi::Buffer<ffi::U8>& bins
                         ffi::Buffer<ffi::F64>& root, ffi::Buffer<ffi::PRED>& forward_ok,
                         ffi::Buffer<ffi::PRED>& level_sets, ffi::Buffer<ffi::U32>& node_key,
                         ffi::Buffer<ffi::F32>& node_ratio, ffi::Buffer<ffi::PRED>& sets,
-                        ffi::ResultBuffer<ffi::S32>& feature,
+                        ffi::Buffer<ffi::S32>& mono, ffi::ResultBuffer<ffi::S32>& feature,
                         ffi::ResultBuffer<ffi::S32>& tbin, ffi::ResultBuffer<ffi::PRED>& dleft,
                         ffi::ResultBuffer<ffi::PRED>& is_split,
                         ffi::ResultBuffer<ffi::F32>& gain, ffi::ResultBuffer<ffi::F64>& Gn,
@@ -1725,6 +1804,13 @@ ffi::Error GrowTreesRun(ffi::ThreadPool& thread_pool, ffi::Buffer<ffi::U8>& bins
   for (int64_t t = 0; t < T && sd[0] > 0; ++t) {
     ins[t].sets = sets.typed_data();
     ins[t].n_sets = sd[0];
+  }
+  if (mono.element_count() != 0 && mono.element_count() != static_cast<size_t>(bd[1]))
+    return ffi::Error::InvalidArgument(std::string(name) + ": mono must be (F,) or (0,)");
+  for (int64_t t = 0; t < T && mono.element_count() > 0; ++t) {
+    if (cat != nullptr)
+      return ffi::Error::InvalidArgument(std::string(name) + ": mono with categorical features");
+    ins[t].mono = mono.typed_data();
   }
   const int64_t M = (int64_t{2} << max_depth) - 1;
   for (int64_t t = 0; t < T && cat != nullptr; ++t) {
@@ -1771,7 +1857,7 @@ ffi::Error GrowTreesImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
                          ffi::Buffer<ffi::F64> root, ffi::Buffer<ffi::PRED> forward_ok,
                          ffi::Buffer<ffi::PRED> level_sets, ffi::Buffer<ffi::U32> node_key,
                          ffi::Buffer<ffi::F32> node_ratio, ffi::Buffer<ffi::PRED> sets,
-                         ffi::ResultBuffer<ffi::S32> feature,
+                         ffi::Buffer<ffi::S32> mono, ffi::ResultBuffer<ffi::S32> feature,
                          ffi::ResultBuffer<ffi::S32> tbin, ffi::ResultBuffer<ffi::PRED> dleft,
                          ffi::ResultBuffer<ffi::PRED> is_split,
                          ffi::ResultBuffer<ffi::F32> gain, ffi::ResultBuffer<ffi::F64> Gn,
@@ -1779,7 +1865,7 @@ ffi::Error GrowTreesImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
                          int64_t max_depth, int64_t n_bins, int64_t n_threads,
                          bool use_xla_pool, bool colsample, int64_t max_leaves) {
   return GrowTreesRun<kBatched>(thread_pool, bins, g, h, hyper, root, forward_ok, level_sets,
-                                node_key, node_ratio, sets, feature, tbin, dleft, is_split, gain, Gn,
+                                node_key, node_ratio, sets, mono, feature, tbin, dleft, is_split, gain, Gn,
                                 Hn, pos, max_depth, n_bins, n_threads, use_xla_pool, colsample,
                                 max_leaves, nullptr, nullptr, nullptr);
 }
@@ -1795,7 +1881,8 @@ ffi::Error GrowTreesCatImpl(
     ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins, ffi::AnyBuffer g, ffi::AnyBuffer h,
     ffi::Buffer<ffi::F32> hyper, ffi::Buffer<ffi::F64> root, ffi::Buffer<ffi::PRED> forward_ok,
     ffi::Buffer<ffi::PRED> level_sets, ffi::Buffer<ffi::U32> node_key,
-    ffi::Buffer<ffi::F32> node_ratio, ffi::Buffer<ffi::PRED> sets, ffi::Buffer<ffi::S32> cat_kind,
+    ffi::Buffer<ffi::F32> node_ratio, ffi::Buffer<ffi::PRED> sets, ffi::Buffer<ffi::S32> mono,
+    ffi::Buffer<ffi::S32> cat_kind,
     ffi::Buffer<ffi::S32> n_cats, ffi::Buffer<ffi::PRED> seen,
     ffi::Buffer<ffi::S32> max_cat_threshold, ffi::ResultBuffer<ffi::S32> feature,
     ffi::ResultBuffer<ffi::S32> tbin, ffi::ResultBuffer<ffi::PRED> dleft,
@@ -1829,7 +1916,7 @@ ffi::Error GrowTreesCatImpl(
     return ffi::Error::InvalidArgument(k + ": is_cat must be (M,) and bits (M, 8)");
   const CatIn cat{kind, nc, seen.typed_data(), max_cat_threshold.typed_data()[0], cat_slots};
   return GrowTreesRun<kBatched>(thread_pool, bins, g, h, hyper, root, forward_ok, level_sets,
-                                node_key, node_ratio, sets, feature, tbin, dleft, is_split, gain, Gn,
+                                node_key, node_ratio, sets, mono, feature, tbin, dleft, is_split, gain, Gn,
                                 Hn, pos, max_depth, n_bins, n_threads, use_xla_pool, colsample,
                                 max_leaves, &cat, is_cat->typed_data(), bits->typed_data());
 }
@@ -2090,7 +2177,8 @@ static auto TreeInputs(Binding b) {
       .template Arg<ffi::Buffer<ffi::PRED>>()      // level_sets ([T,] D, F)
       .template Arg<ffi::Buffer<ffi::U32>>()       // node_key ([T,] 2)
       .template Arg<ffi::Buffer<ffi::F32>>()       // node_ratio ([T,] 1)
-      .template Arg<ffi::Buffer<ffi::PRED>>();     // sets (C, F), shared (C = 0: none)
+      .template Arg<ffi::Buffer<ffi::PRED>>()      // sets (C, F), shared (C = 0: none)
+      .template Arg<ffi::Buffer<ffi::S32>>();      // mono (F,) signs, shared ((0,): none)
 }
 
 template <typename Binding>
