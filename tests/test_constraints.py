@@ -244,15 +244,7 @@ NATIVE_CASES = {
         interaction_constraints=SETS, max_depth=4, grow_policy="lossguide", max_leaves=9
     ),
     "monotone": dict(monotone_constraints=MONO, max_depth=5),
-    "monotone-regularised": dict(
-        monotone_constraints=MONO,
-        reg_lambda=2.0,
-        reg_alpha=0.3,
-        min_child_weight=3.0,
-        max_delta_step=0.7,
-        colsample_bynode=0.8,
-        seed=1,
-    ),
+    "monotone-regularised": dict(PARITY["monotone-regularised"], colsample_bynode=0.8, seed=1),
     "both": dict(monotone_constraints=MONO, interaction_constraints=SETS, max_depth=5),
 }
 

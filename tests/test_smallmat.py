@@ -176,6 +176,19 @@ def gaussian_with_solve(y, f):
     return 0.5 * r @ jnp.linalg.solve(A, r) + 0.5 * jnp.linalg.slogdet(A)[1]
 
 
+def assert_small_lapack_batches(text):
+    """Every LAPACK call of a compiled program's text (there is one at least) is an LU
+    or a triangular solve whose batch's work, at most size * max(m, n) for these, stays
+    below jaxlib's task threshold with ``map_rows``' margin of 4."""
+    calls = re.findall(r"= \(?f32\[([\d,]+)\][^\n]*custom_call_target=\"(lapack_\w+)\"", text)
+    assert calls, "the program should call LAPACK"
+    for dims, target in calls:
+        shape = [int(d) for d in dims.split(",")]
+        assert target in ("lapack_sgetrf_ffi", "lapack_strsm_ffi"), target
+        work = int(np.prod(shape)) * max(shape[-2:])
+        assert work < autodiff.LAPACK_TASK_WORK / 4, (target, shape)
+
+
 def test_a_loss_that_calls_lapack_gets_small_batches():
     """Such a loss over 20,000 rows hung ``train`` on 2 cores (two batched LU calls,
     each blocking a pool thread for its tasks). Its rows are now mapped in chunks that
@@ -190,13 +203,7 @@ def test_a_loss_that_calls_lapack_gets_small_batches():
     text = fn.lower(y, f).compile().as_text()
     # and a whole round (g, h, and the loss values its checks read), 4,096 rows
     text += compiled_round(gaussian_with_solve, 4096, 4, K, multi_output_tree=True).as_text()
-    calls = re.findall(r"= \(?f32\[([\d,]+)\][^\n]*custom_call_target=\"(lapack_\w+)\"", text)
-    assert calls, "the program should call LAPACK"
-    for dims, target in calls:  # LU and triangular solves: work <= size * max(m, n)
-        shape = [int(d) for d in dims.split(",")]
-        assert target in ("lapack_sgetrf_ffi", "lapack_strsm_ffi"), target
-        work = int(np.prod(shape)) * max(shape[-2:])
-        assert work < autodiff.LAPACK_TASK_WORK / 4, (target, shape)
+    assert_small_lapack_batches(text)
     g, h = fn(y, f)
     row = autodiff._row_grad_hess(gaussian_with_solve, K)
     g0, h0 = jax.jit(jax.vmap(row))(y, f)  # 1,000 rows: small enough to run inline
@@ -214,14 +221,7 @@ def test_lapack_chunks_shrink_under_an_outer_vmap():
     f = jnp.asarray(0.3 * rng.normal(size=(stages, n, K)), jnp.float32)
     fn = jax.jit(jax.vmap(lambda f: autodiff.map_rows(gaussian_with_solve, y, f)))
     text = fn.lower(f).compile().as_text()
-    calls = re.findall(r"= \(?f32\[([\d,]+)\][^\n]*custom_call_target=\"(lapack_\w+)\"", text)
-    assert calls
-    for dims, target in calls:
-        shape = [int(d) for d in dims.split(",")]
-        assert int(np.prod(shape)) * max(shape[-2:]) < autodiff.LAPACK_TASK_WORK / 4, (
-            target,
-            shape,
-        )
+    assert_small_lapack_batches(text)
     ref = jax.jit(jax.vmap(jax.vmap(gaussian_with_solve), in_axes=(None, 0)))(y, f[:1])
     np.testing.assert_allclose(np.asarray(fn(f))[:1], np.asarray(ref), rtol=1e-6, atol=1e-6)
 
@@ -249,14 +249,7 @@ def test_a_group_loss_that_calls_lapack_gets_small_batches():
     idx = group_index(np.repeat(np.arange(G), S), n)
     fn = jax.jit(lambda y, p: group_grad_hess(correlated_group_loss, y, p, None, idx))
     text = fn.lower(y, p).compile().as_text()
-    calls = re.findall(r"= \(?f32\[([\d,]+)\][^\n]*custom_call_target=\"(lapack_\w+)\"", text)
-    assert calls
-    for dims, target in calls:
-        shape = [int(d) for d in dims.split(",")]
-        assert int(np.prod(shape)) * max(shape[-2:]) < autodiff.LAPACK_TASK_WORK / 4, (
-            target,
-            shape,
-        )
+    assert_small_lapack_batches(text)
     g, h = (np.asarray(v, np.float64) for v in fn(y, p))
     yg = np.asarray(y, np.float64).reshape(G, S)
     c = 0.1 * (1.0 + yg.mean(axis=1) ** 2)
