@@ -1100,7 +1100,8 @@ class _Grow(NamedTuple):
 
 LOSSGUIDE_WHERE = (
     "grow_policy='lossguide' is grown by the native CPU tree kernel: on one CPU device, "
-    "no monotone constraints or min_samples_leaf, one output per tree, at "
+    "no min_samples_leaf (nor monotone constraints next to categorical features), one "
+    "output per tree, at "
     "most 256 bins per feature (max_bin <= 256 or data of few distinct values); this "
     "training uses the XLA tree builder"
 )

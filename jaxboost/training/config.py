@@ -877,10 +877,8 @@ def check_leaf_wise(grow_policy, max_leaves, multi_tree, constraints, mesh) -> i
         return 0
     from ..engine.grow import LOSSGUIDE_WHERE
 
-    # interaction constraints alone are the kernel's (engine.grow.native_constraints)
-    kernel_rules = constraints is None or (
-        constraints.monotone is None and constraints.min_samples_leaf <= 1
-    )
+    # interaction and monotone constraints are the kernel's (grow.native_constraints)
+    kernel_rules = constraints is None or constraints.min_samples_leaf <= 1
     if multi_tree or not kernel_rules or mesh is not None:
         raise ValueError(LOSSGUIDE_WHERE.replace("; this training uses the XLA tree builder", ""))
     return max_leaves

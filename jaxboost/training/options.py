@@ -665,8 +665,8 @@ OPTIONS = (
         leaves; depth is still bounded by ``max_depth``). Leaf-wise trees are the
         best-first subset of the level-wise candidate splits (a node's split depends
         only on its rows), selected in the native CPU kernel: one CPU device, numeric
-        features, no monotone constraints or ``min_samples_leaf`` (interaction sets
-        are fine), one output per tree (``ValueError`` otherwise).""",
+        features, no ``min_samples_leaf`` (interaction and monotone constraints are
+        fine), one output per tree (``ValueError`` otherwise).""",
     ),
     Option(
         "max_leaves",
