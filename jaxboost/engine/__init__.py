@@ -16,7 +16,9 @@ The data's journey, one module per stage:
   quantization grid (order-free sums);
 * ``histogram``: g and h summed per (feature, node, bin) (pure JAX; the native C++
   kernel in ``jaxboost.native`` honours the same contract);
-* ``split``: gains and the best split per node, leaf values; ``categorical``: the
+* ``split``: gains and the best split per node, leaf values (``smallmat``: the ``K x K``
+  Cholesky solves of vector leaves, and the eigendecompositions of the Hessian
+  policies, in plain array operations); ``categorical``: the
   candidates of categorical features (one-vs-rest, sorted partitions) and their sets;
   ``constraints``: monotone and interaction constraints and a row minimum per child, as
   hooks of ``grow``;
