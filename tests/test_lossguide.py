@@ -31,6 +31,25 @@ def xgb_lossguide(dtrain, rounds, leaves, depth, **params):
     return xgb.train(dict(base, max_leaves=leaves, max_depth=depth, **params), dtrain, rounds)
 
 
+def ours_lossguide(X, y, rounds, leaves, depth, **kw):
+    """jaxboost's squared-error lossguide with the same settings as ``xgb_lossguide``
+    (learning rate 0.3, ``P``, base margin 0) and ``kw`` on top."""
+    return jaxboost.train(
+        "squared",
+        X,
+        y,
+        n_rounds=rounds,
+        learning_rate=0.3,
+        max_depth=depth,
+        grow_policy="lossguide",
+        max_leaves=leaves,
+        base_margin=0.0,
+        verbose=False,
+        **P,
+        **kw,
+    )
+
+
 @pytest.fixture(scope="module")
 def data():
     rng = np.random.default_rng(0)
@@ -100,20 +119,7 @@ def test_lossguide_with_monotone_constraints_equals_xgboost_hist(data, leaves, d
     d = xgb.DMatrix(X, label=y, missing=np.nan)
     mono = dict(objective="reg:squarederror", base_score=0.0)
     ref = xgb_lossguide(d, 20, leaves, depth, monotone_constraints="(1,-1,1,0,1)", **mono)
-    bst = jaxboost.train(
-        "squared",
-        X,
-        y,
-        n_rounds=20,
-        learning_rate=0.3,
-        max_depth=depth,
-        grow_policy="lossguide",
-        max_leaves=leaves,
-        base_margin=0.0,
-        monotone_constraints=(1, -1, 1, 0, 1),
-        verbose=False,
-        **P,
-    )
+    bst = ours_lossguide(X, y, 20, leaves, depth, monotone_constraints=(1, -1, 1, 0, 1))
     margins = ref.predict(d, output_margin=True)
     np.testing.assert_allclose(bst.predict(X, output_margin=True), margins, atol=1e-5, rtol=0)
     free = xgb_lossguide(d, 20, leaves, depth, **mono).predict(d, output_margin=True)
@@ -177,20 +183,8 @@ def test_lossguide_with_categories_equals_xgboost_hist(onehot):
         base_score=0.0,
         max_cat_to_onehot=onehot,
     )
-    bst = jaxboost.train(
-        "squared",
-        X,
-        y,
-        n_rounds=10,
-        learning_rate=0.3,
-        max_depth=depth,
-        grow_policy="lossguide",
-        max_leaves=leaves,
-        base_margin=0.0,
-        categorical_features=[0],
-        max_cat_to_onehot=onehot,
-        verbose=False,
-        **P,
+    bst = ours_lossguide(
+        X, y, 10, leaves, depth, categorical_features=[0], max_cat_to_onehot=onehot
     )
     d = xgb.DMatrix(X, feature_types=["c", "q"], enable_categorical=True)
     np.testing.assert_allclose(

@@ -88,7 +88,7 @@ import jax.numpy as jnp
 
 from .._types import ACC_DTYPE, FLOAT_DTYPE, INDEX_DTYPE
 from . import categorical
-from .constraints import FLOAT32_MAX, bounded_weight
+from .constraints import TreeConstraints
 from .histogram import histogram as platform_histogram
 from .split import (
     find_best_splits,
@@ -1125,28 +1125,21 @@ def native_constraints(cons, cats=None) -> bool:
 
 def _native_monotone_leaves(cons, s, Gn, Hn, dyn, D):
     """``(value, (lower, upper))`` of a tree the native kernel grew under monotone
-    constraints: every node's bounds replayed level by level from its splits
-    (``constraints.TreeConstraints.after_level``'s rule: the midpoint of the children's
-    bounded weights bounds one side), then ``TreeConstraints.leaf_values``. Nodes below
-    a split that gamma pruned get no bounds here (the level loop keeps those it had
-    while growing): they are not reachable, and every reachable node's value and bounds
-    are the level loop's."""
-    M = Gn.shape[0]
-    big = jnp.float32(FLOAT32_MAX)
-    lo, hi = jnp.full(M, -big, FLOAT_DTYPE), jnp.full(M, big, FLOAT_DTYPE)
-    sign = cons.values.monotone
-    for d in range(D):
-        idx = jnp.arange(2**d - 1, 2 ** (d + 1) - 1)
-        left, right = 2 * idx + 1, 2 * idx + 2
-        wl = bounded_weight(Gn[left], Hn[left], dyn, lo[idx], hi[idx])
-        wr = bounded_weight(Gn[right], Hn[right], dyn, lo[idx], hi[idx])
-        mid = (wl + wr) / jnp.float32(2.0)
-        c = jnp.where(s["is_split"][idx], sign[s["feature"][idx]], 0)
-        lo = lo.at[left].set(jnp.where(c < 0, mid, lo[idx]))
-        lo = lo.at[right].set(jnp.where(c > 0, mid, lo[idx]))
-        hi = hi.at[left].set(jnp.where(c > 0, mid, hi[idx]))
-        hi = hi.at[right].set(jnp.where(c < 0, mid, hi[idx]))
-    return cons.leaf_values(dict(lo=lo, hi=hi), s["is_split"], Gn, Hn, dyn)
+    constraints: every node's bounds replayed level by level from its splits by
+    ``constraints.TreeConstraints.after_level`` (the level loop's own rule), then
+    ``TreeConstraints.leaf_values``. Nodes below a split that gamma pruned get no bounds
+    here (the level loop keeps those it had while growing): they are not reachable, and
+    every reachable node's value and bounds are the level loop's."""
+    mono = TreeConstraints(cons.spec._replace(n_sets=0), cons.values, cons.counts)
+    state = mono.init(Gn.shape[0], 1, 0)
+    for d in range(D):  # level d: heap nodes 2^d - 1 .., children 2^(d+1) - 1 ..
+        n = 2**d
+        nodes = slice(n - 1, 2 * n - 1)
+        kids = slice(2 * n - 1, 4 * n - 1)  # left, right interleaved
+        lvl = dict(lo=state["lo"][nodes], hi=state["hi"][nodes])
+        do, feature = s["is_split"][nodes], s["feature"][nodes]
+        state = mono.after_level(state, d, n, lvl, do, feature, Gn[kids], Hn[kids], dyn)
+    return mono.leaf_values(state, s["is_split"], Gn, Hn, dyn)
 
 
 def _native_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, spec: TreeSpec, rules):

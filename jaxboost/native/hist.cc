@@ -644,6 +644,14 @@ inline double ThresholdL1(double G, double alpha) {
   return G > alpha ? G - alpha : (G < -alpha ? G + alpha : 0.0);
 }
 
+// jaxboost.engine.split.newton_weight in float64.
+inline double NewtonWeight(double G, double H, const Hyp& p) {
+  const bool used = (H >= p.mcw) && (H > 0);
+  double w = -ThresholdL1(G, p.alpha) / ((used && H + p.lam > 0) ? H + p.lam : 1.0);
+  if (p.mds > 0) w = std::min(std::max(w, -p.mds), p.mds);
+  return used ? w : 0.0;
+}
+
 // jaxboost.engine.split.calc_score (and _plain_score when mds <= 0).
 inline float Score(double G, double H, const Hyp& p) {
   if (H <= 0) return 0.0f;
@@ -651,22 +659,10 @@ inline float Score(double G, double H, const Hyp& p) {
   const double t = ThresholdL1(G, p.alpha);
   if (!(p.mds > 0)) return static_cast<float>(t * t / safe);
   // newton_weight in float64, then the clipped score from its float32 value
-  const bool used = (H >= p.mcw) && (H > 0);
-  double w = -t / ((used && H + p.lam > 0) ? H + p.lam : 1.0);
-  w = std::min(std::max(w, -p.mds), p.mds);
-  if (!used) w = 0.0;
-  const float w32 = static_cast<float>(w);
+  const float w32 = static_cast<float>(NewtonWeight(G, H, p));
   const float quad32 = (static_cast<float>(H) + p.lam32) * (w32 * w32);
   const double lin = 2.0 * static_cast<double>(static_cast<float>(G)) * static_cast<double>(w32);
   return static_cast<float>(-(lin + static_cast<double>(quad32)));
-}
-
-// jaxboost.engine.split.newton_weight in float64.
-inline double NewtonWeight(double G, double H, const Hyp& p) {
-  const bool used = (H >= p.mcw) && (H > 0);
-  double w = -ThresholdL1(G, p.alpha) / ((used && H + p.lam > 0) ? H + p.lam : 1.0);
-  if (p.mds > 0) w = std::min(std::max(w, -p.mds), p.mds);
-  return used ? w : 0.0;
 }
 
 // Monotone constraints (jaxboost.engine.constraints): bounded_weight, the float32
