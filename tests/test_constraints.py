@@ -246,18 +246,30 @@ NATIVE_CASES = {
     "monotone": dict(monotone_constraints=MONO, max_depth=5),
     "monotone-regularised": dict(PARITY["monotone-regularised"], colsample_bynode=0.8, seed=1),
     "both": dict(monotone_constraints=MONO, interaction_constraints=SETS, max_depth=5),
+    "min-samples-leaf": dict(min_samples_leaf=12, max_depth=5),
+    "min-samples-leaf-sampled": dict(
+        min_samples_leaf=9, max_depth=6, subsample=0.7, colsample_bynode=0.8, seed=4
+    ),
+    "min-samples-leaf-lossguide": dict(
+        min_samples_leaf=15, max_depth=4, grow_policy="lossguide", max_leaves=9
+    ),
+    "all-three": dict(
+        monotone_constraints=MONO, interaction_constraints=SETS, min_samples_leaf=10, max_depth=5
+    ),
 }
 
 
 @pytest.mark.parametrize("name", list(NATIVE_CASES))
 def test_constraints_grow_on_the_native_kernel(data, name, monkeypatch, request):
-    """Interaction and monotone constraints are grown by the native tree kernel
-    (``hist.cc``: per node, the features on its path and the sets holding it; the node's
-    bounds, XGBoost's float32 scores given the bounded weights, the midpoint bounds),
-    the same trees and leaf values as the XLA level loop's, bit for bit (pure-JAX
-    histogram path); leaf-wise trees, which only the kernel grows, keep the interaction
-    rule on every path. 20,000 x 20 rows, depth 6, 50 rounds (benchmarks/constraints.py):
-    interaction 0.18 -> 0.06 s, monotone 0.19 -> 0.08 s (XGBoost 0.05, 0.09 s)."""
+    """Interaction and monotone constraints and ``min_samples_leaf`` are grown by the
+    native tree kernel (``hist.cc``: per node, the features on its path and the sets
+    holding it; the node's bounds, XGBoost's float32 scores given the bounded weights,
+    the midpoint bounds; row counts histogrammed with g and h), the same trees and leaf
+    values as the XLA level loop's, bit for bit (pure-JAX histogram path); leaf-wise
+    trees, which only the kernel grows, keep the interaction rule on every path and the
+    row minimum in every leaf. 20,000 x 20 rows, depth 6, 50 rounds
+    (benchmarks/constraints.py): interaction 0.18 -> 0.06 s, monotone 0.19 -> 0.08 s
+    (XGBoost 0.05, 0.09 s), min_samples_leaf=20 0.26 -> 0.11 s."""
     import jax
 
     from jaxboost import native as native_kernel
@@ -270,14 +282,21 @@ def test_constraints_grow_on_the_native_kernel(data, name, monkeypatch, request)
     grow_tree = native_kernel.grow_tree
 
     def counted(*a, **k):
-        calls.append((k.get("sets") is not None, k.get("mono") is not None))
+        calls.append(tuple(k.get(key) is not None for key in ("sets", "mono", "counts")))
         return grow_tree(*a, **k)
 
     jax.clear_caches()
     monkeypatch.setattr(native_kernel, "grow_tree", counted)
     bst = train(X, y, **kw)
-    want = ("interaction_constraints" in kw, "monotone_constraints" in kw)
+    want = tuple(
+        key in kw for key in ("interaction_constraints", "monotone_constraints", "min_samples_leaf")
+    )
     assert calls and all(c == want for c in calls)  # the kernel grew them, with the rules
+    if "min_samples_leaf" in kw and "subsample" not in kw:  # (sampled: of the kept rows)
+        leaves = bst.predict_leaf(X)
+        for t in range(leaves.shape[1]):
+            counts = np.bincount(leaves[:, t])
+            assert counts[counts > 0].min() >= kw["min_samples_leaf"], t
     if "interaction_constraints" in kw:
         sets = json.loads(SETS)
         paths = _paths(bst.ensemble)
@@ -286,7 +305,10 @@ def test_constraints_grow_on_the_native_kernel(data, name, monkeypatch, request)
     if kw.get("grow_policy") == "lossguide":
         leaves = np.asarray(bst.ensemble.is_leaf)
         assert ((~leaves).sum(axis=1) <= 8).all()  # 9 leaves at most: 8 splits
-        return
+        # with room for every split, leaf-wise growth is the level-wise tree
+        kw.update(max_leaves=2 ** kw["max_depth"])
+        bst = train(X, y, **kw)
+        del kw["grow_policy"], kw["max_leaves"]
     if "monotone_constraints" in kw:  # and the model is monotone
         for f, sign in enumerate(MONO_T):
             if sign:
@@ -520,3 +542,32 @@ def test_names_train_many_and_scikit_learn(data):
     ref = train(X, y, monotone_constraints=MONO_T, base_margin=None)
     rows = pd.DataFrame(X_test, columns=frame.columns)
     np.testing.assert_array_equal(reg.predict(rows), ref.predict(X_test))
+
+
+def _zero_gh_loss(y, pred):
+    """Squared error, except rows labelled 0 contribute nothing (g = h = 0)."""
+    import jax.numpy as jnp
+
+    return jnp.where(y == 0, 0.0 * pred, (pred - y) ** 2)
+
+
+def test_rows_with_zero_g_and_h_count_toward_min_samples_leaf(request):
+    """Rows whose g and h are exactly 0 still count toward the minimum: 200 rows, x = 0 ..
+    19 (10 rows each, no missing values: one pass, thresholds descending), labels -1
+    below 14, 0 at 14 (the loss ignores those rows), +1 above. The best split sends
+    x >= 15 right (50 rows) or, with the same sums, x >= 14 (60 rows); with
+    ``min_samples_leaf=55`` only the second is allowed. The native kernel skips bins
+    whose sums are 0 in its scan, so it must keep bins that hold counted rows (without
+    that it splits at x >= 13); the pure-JAX level loop scans every bin."""
+    x = np.repeat(np.arange(20, dtype=np.float32), 10)[:, None]
+    y = np.where(x[:, 0] < 14, -1.0, np.where(x[:, 0] == 14, 0.0, 1.0)).astype(np.float32)
+    kw = dict(n_rounds=1, max_depth=1, base_margin=0.0, min_child_weight=0.0, verbose=False)
+
+    def threshold(**more):
+        bst = jaxboost.train(_zero_gh_loss, x, y, **kw, **more)
+        return float(np.asarray(bst.ensemble.threshold)[0, 0])
+
+    assert threshold() == 14.5  # unconstrained: the first of the two equal candidates
+    assert threshold(min_samples_leaf=55) == 13.5  # native kernel where available
+    request.getfixturevalue("pure_jax_histogram")
+    assert threshold(min_samples_leaf=55) == 13.5

@@ -580,3 +580,33 @@ def test_few_row_nodes_on_threads_give_the_one_thread_tree():
         np.testing.assert_array_equal(s1[k], s2[k], err_msg=k)
     assert G1.tobytes() == G2.tobytes() and H1.tobytes() == H2.tobytes()
     np.testing.assert_array_equal(p1, p2)
+
+
+def test_row_minimum_on_row_blocks_gives_the_one_thread_tree():
+    """``min_samples_leaf`` in the tree kernel: the row counts go through the same paths
+    as g and h. At 2**22 rows x features two threads sum blocks of rows (the threaded
+    histogram kernel, counts included) while one thread walks each node's rows; the
+    trees are the same, every leaf holds at least ``k`` counted rows (rows left out, g
+    = h = 0 and count 0, do not count) and the minimum binds (without it the tree has
+    smaller leaves)."""
+    n, f, b, D, k = 1 << 19, 8, 64, 8, 3000
+    bins, g, h = _few_row_data(n, f, b, seed=11)
+    counts = (h > 0).astype(np.float32)  # the rows _few_row_data kept
+    hyp = np.float32([0.3, 1.0, 0.0, 0.0, 0.0, 0.0])
+    root = np.array([g.astype(np.float64).sum(), h.astype(np.float64).sum()])
+    fok = np.ones(f, bool)
+
+    def grown(t, minimum=True):
+        more = dict(counts=counts, min_leaf=k) if minimum else {}
+        out = native_kernel.grow_tree(bins, g, h, hyp, root, fok, None, D, b, n_threads=t, **more)
+        return jax.tree.map(np.asarray, out)
+
+    (s1, _, _, p1), (s2, _, _, p2) = grown(1), grown(2)
+    for key in ("feature", "tbin", "default_left", "is_split"):
+        np.testing.assert_array_equal(s1[key], s2[key], err_msg=key)
+    np.testing.assert_array_equal(p1, p2)
+    per_leaf = np.bincount(p1, weights=counts)
+    assert per_leaf[np.bincount(p1) > 0].min() >= k
+    assert s1["is_split"].sum() >= 60
+    free = grown(2, minimum=False)[3]
+    assert np.bincount(free, weights=counts)[np.bincount(free) > 0].min() < k

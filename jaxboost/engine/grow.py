@@ -51,7 +51,7 @@ gamma pruning and each row's leaf are loops over levels too. Every node's arithm
 is the same as level by level with exact shapes, so the trees are bit-identical.
 
 Native whole trees (CPU): with the native histogram kernel, on one device, for numeric
-and categorical splits (interaction and monotone constraints at most:
+and categorical splits (interaction and monotone constraints and ``min_samples_leaf``:
 ``native_constraints``) and unblocked features, the level loop above
 runs as one C++ call per tree instead (``jaxboost.native.grow_tree``,
 ``_native_tree_grow``): the same smaller-child histograms and subtraction, the split
@@ -1100,7 +1100,7 @@ class _Grow(NamedTuple):
 
 LOSSGUIDE_WHERE = (
     "grow_policy='lossguide' is grown by the native CPU tree kernel: on one CPU device, "
-    "no min_samples_leaf (nor monotone constraints next to categorical features), one "
+    "no monotone constraints nor min_samples_leaf next to categorical features, one "
     "output per tree, at "
     "most 256 bins per feature (max_bin <= 256 or data of few distinct values); this "
     "training uses the XLA tree builder"
@@ -1116,11 +1116,11 @@ def _native_tree() -> bool:
 def native_constraints(cons, cats=None) -> bool:
     """Whether the native tree kernel takes a tree's split constraints ``cons``
     (``constraints.TreeConstraints`` or None) with categorical features ``cats``:
-    interaction and monotone constraints (monotone ones without categorical features);
-    ``min_samples_leaf`` takes the XLA level loop."""
-    if cons is None:
+    interaction constraints always; monotone ones and ``min_samples_leaf`` without
+    categorical features (with them the XLA level loop grows the tree)."""
+    if cons is None or cats is None:
         return True
-    return not cons.spec.min_leaf and not (cons.spec.monotone and cats is not None)
+    return not (cons.spec.monotone or cons.spec.min_leaf)
 
 
 def _native_monotone_leaves(cons, s, Gn, Hn, dyn, D):
@@ -1147,8 +1147,8 @@ def _native_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, spec: Tre
     the same level loop (smaller children histogrammed, siblings by subtraction, the
     split rules of ``jaxboost.engine.split``) in one call per tree, its work following
     the live nodes. Used on CPU with the native kernel on one device (numeric and
-    categorical features, interaction and monotone constraints at most
-    (``native_constraints``), features unblocked);
+    categorical features, the split constraints ``native_constraints`` takes, features
+    unblocked);
     ``JAXBOOST_NATIVE_TREE=0`` keeps the XLA level loop."""
     from .. import native as native_kernel
 
@@ -1172,6 +1172,8 @@ def _native_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, spec: Tre
             cats=rules.cats,
             sets=None if cons is None or not cons.spec.n_sets else cons.values.sets,
             mono=mono,
+            counts=cons.counts if cons is not None and cons.spec.min_leaf else None,
+            min_leaf=cons.values.min_leaf if cons is not None and cons.spec.min_leaf else None,
         )
         if mono is None:
             return _native_tree_fields(s, Gn, Hn, leaf, dyn, cuts_ext)

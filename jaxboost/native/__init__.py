@@ -110,7 +110,7 @@ TREES_TARGET_NAME = "jaxboost_grow_trees"
 SPARSE_TREE_TARGET_NAME = "jaxboost_grow_tree_sparse"
 TREE_CAT_TARGET_NAME = "jaxboost_grow_tree_cat"
 TREES_CAT_TARGET_NAME = "jaxboost_grow_trees_cat"
-_ABI_VERSION = 13
+_ABI_VERSION = 14
 _SOURCE = _build.SOURCE
 _FLAGS = _build.FLAGS
 _LIB_NAME = "libjaxboost_hist.so"
@@ -972,11 +972,14 @@ def grow_tree(
     cats=None,
     sets=None,
     mono=None,
+    counts=None,
+    min_leaf=None,
 ):
     """One tree, grown level by level in one native call.
 
     The level loop of :func:`jaxboost.engine.grow.grow_tree` on one device (interaction
-    and monotone constraints at most: ``sets``, ``mono``), as one XLA custom call: each
+    and monotone constraints and a row minimum at most: ``sets``, ``mono``, ``counts``),
+    as one XLA custom call: each
     level histograms (the smaller child of each pair; its sibling by subtraction), scans
     and routes only the nodes that exist. Split arithmetic is that of :mod:`jaxboost.engine.split`:
     float64 sums (prefix sums in bin order), float32 scores and gains, candidates in
@@ -1018,6 +1021,11 @@ def grow_tree(
         bounds, XGBoost's float32 scores given them, splits out of order refused, the
         midpoint bounds below each split). The leaf values and bounds are then
         computed from the tree (``grow._native_tree_grow``).
+      counts, min_leaf: ``None``, or a row minimum per child (``min_samples_leaf``,
+        numeric features only): ``counts`` ``(N,)`` float32, 1 for the rows the tree
+        is grown on and 0 for the others, and ``min_leaf`` a (traced) integer ``k``; a
+        candidate split is then valid only when each child holds ``>= k`` counted rows
+        (``jaxboost.engine.constraints.rows_ok``).
 
     Returns:
       ``(structure, Gn, Hn, leaf)``: ``structure`` a dict of ``(M,)`` heap arrays
@@ -1059,6 +1067,8 @@ def grow_tree(
         cats,
         sets,
         mono,
+        counts,
+        min_leaf,
     )
 
 
@@ -1143,6 +1153,8 @@ def _grow_call(
     cats=None,
     sets=None,
     mono=None,
+    counts=None,
+    min_leaf=None,
 ):
     """The custom call of :func:`grow_tree` (``lead = ()``) or :func:`grow_trees`
     (``lead = (T,)``: every per-tree input and output with a leading ``T``);
@@ -1185,6 +1197,10 @@ def _grow_call(
             node_ratio,
             jnp.zeros((0, F), bool) if sets is None else jnp.asarray(sets, bool),
             jnp.zeros((0,), jnp.int32) if mono is None else jnp.asarray(mono, jnp.int32),
+            jnp.zeros((0,), jnp.float32) if counts is None else jnp.asarray(counts, jnp.float32),
+            jnp.zeros((0,), jnp.int32)
+            if counts is None
+            else jnp.asarray(min_leaf, jnp.int32).reshape(1),
             *cat_args,
             max_depth=np.int64(max_depth),
             n_bins=np.int64(n_bins),

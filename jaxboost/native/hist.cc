@@ -228,6 +228,28 @@ inline void AddRow(v2d* JB_RESTRICT a, const uint8_t* JB_RESTRICT r, int64_t F, 
   for (; f < F; ++f, a += FS) a[r[f]] += v;
 }
 
+// AddRow and the row's count n into the int32 counts c at the same indices (the row
+// minimum of the tree kernel): one pass over the row's bins for both.
+template <int64_t FS>
+inline void AddRowCount(v2d* JB_RESTRICT a, int32_t* JB_RESTRICT c, const uint8_t* JB_RESTRICT r,
+                        int64_t F, v2d v, int32_t n) {
+  int64_t f = 0;
+  for (; f + 4 <= F; f += 4, a += 4 * FS, c += 4 * FS) {
+    a[r[f]] += v;
+    c[r[f]] += n;
+    a[FS + r[f + 1]] += v;
+    c[FS + r[f + 1]] += n;
+    a[2 * FS + r[f + 2]] += v;
+    c[2 * FS + r[f + 2]] += n;
+    a[3 * FS + r[f + 3]] += v;
+    c[3 * FS + r[f + 3]] += n;
+  }
+  for (; f < F; ++f, a += FS, c += FS) {
+    a[r[f]] += v;
+    c[r[f]] += n;
+  }
+}
+
 // Accumulates rows into acc (n_nodes blocks of `ns` pairs). Rows are taken in
 // blocks; a block whose rows are all kept runs straight through, otherwise the
 // kept rows are first compacted branch-free (skips are unpredictable, and a
@@ -596,7 +618,8 @@ ffi::Error HistogramImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
 // ---------------------------------------------------------------------------------
 // One whole tree, grown in one call (JaxboostGrowTree): the level loop of
 // jaxboost.engine.grow.grow_tree on one device (interaction and monotone constraints,
-// no min_samples_leaf; categorical features through JaxboostGrowTreeCat), with the histograms above. What it saves is the fixed
+// min_samples_leaf; categorical features through JaxboostGrowTreeCat, without monotone
+// signs or a row minimum), with the histograms above. What it saves is the fixed
 // cost of the XLA level loop (about a hundred small operations per level, each a few
 // microseconds): on data of a few thousand rows that cost, not arithmetic, set the
 // time of a tree. Its work follows the live nodes: each level histograms, scans and
@@ -608,7 +631,9 @@ ffi::Error HistogramImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
 //          root (2,) float64 = the root's G and H; forward_ok (F,) bool; level_sets
 //          (max_depth, F) bool, the features each level may draw from; node_key (2,)
 //          uint32 and node_ratio (1,) float32, the per-node draw (read only when the
-//          attribute colsample is true; see NodeFeatures).
+//          attribute colsample is true; see NodeFeatures); sets (C, F) bool and mono
+//          (F,) int32, interaction and monotone constraints ((0, F), (0,): none);
+//          counts (N,) float32 and min_leaf (1,) int32, the row minimum ((0,): none).
 // Outputs: heap arrays of M = 2**(max_depth + 1) - 1 nodes: feature, tbin (int32),
 //          default_left, is_split (bool), gain (float32), Gn, Hn (float64 node sums);
 //          leaf (N,) int32, the leaf of every row; both after gamma post-pruning (a
@@ -624,9 +649,10 @@ ffi::Error HistogramImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
 //    order features ascending, within a feature pass A (thresholds ascending,
 //    missing right; only where forward_ok) then pass B (descending, missing left);
 //    the first strictly greater gain wins. A candidate is scored only when both
-//    children have H >= min_child_weight, and a candidate whose bin is empty is
-//    skipped (its sums, hence its gain, equal the candidate before it in its pass,
-//    which it cannot beat);
+//    children have H >= min_child_weight (and, with a row minimum, >= min_leaf
+//    counted rows), and a candidate whose bin is empty (no sums, no counted rows) is
+//    skipped (its sums and counts, hence its gain, equal the candidate before it in
+//    its pass, which it cannot beat);
 //  * a node splits when its best gain > 1e-6 (XGBoost's kRtEps); its children's
 //    sums are the float64 sums, in bin order, of the split feature's bins going
 //    each way.
@@ -750,10 +776,12 @@ inline bool SlotUsed(const v2d& x) {
   return ((gh[0] | gh[1]) << 1) != 0;
 }
 
-inline int64_t NonEmptyScalar(const v2d* hist, int64_t j, int64_t V, int32_t* nz, int64_t nnz) {
+// With counts rc (not null), a slot whose count is not 0 is not empty either.
+inline int64_t NonEmptyScalar(const v2d* hist, const int32_t* rc, int64_t j, int64_t V,
+                              int32_t* nz, int64_t nnz) {
   for (; j < V; ++j) {
     nz[nnz] = static_cast<int32_t>(j);
-    nnz += static_cast<int64_t>(SlotUsed(hist[j]));
+    nnz += static_cast<int64_t>(SlotUsed(hist[j]) || (rc != nullptr && rc[j] != 0));
   }
   return nnz;
 }
@@ -778,7 +806,9 @@ struct PackTable {
 };
 const PackTable kPack;
 
-__attribute__((target("avx2"))) int64_t NonEmptyAvx2(const v2d* hist, int64_t V, int32_t* nz) {
+template <bool kCounted>
+__attribute__((target("avx2"))) int64_t NonEmptyAvx2(const v2d* hist, const int32_t* rc, int64_t V,
+                                                     int32_t* nz) {
   int64_t nnz = 0, j = 0;
   const __m256i zero = _mm256_setzero_si256();
   for (; j + 4 <= V; j += 4) {
@@ -788,14 +818,18 @@ __attribute__((target("avx2"))) int64_t NonEmptyAvx2(const v2d* hist, int64_t V,
     __m256i o = _mm256_or_si256(_mm256_unpacklo_epi64(a, b), _mm256_unpackhi_epi64(a, b));
     o = _mm256_permute4x64_epi64(_mm256_slli_epi64(o, 1), 0xD8);
     const int empty = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpeq_epi64(o, zero)));
-    const int full = empty ^ 15;
+    int full = empty ^ 15;
+    if (kCounted) {  // or a count other than 0
+      const __m128i cv = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rc + j));
+      full |= _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(cv, _mm_setzero_si128()))) ^ 15;
+    }
     const __m128i idx = _mm_add_epi32(_mm_set1_epi32(static_cast<int32_t>(j)),
                                       _mm_setr_epi32(0, 1, 2, 3));
     const __m128i ctrl = _mm_load_si128(reinterpret_cast<const __m128i*>(kPack.ctrl[full]));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(nz + nnz), _mm_shuffle_epi8(idx, ctrl));
     nnz += __builtin_popcount(static_cast<unsigned>(full));
   }
-  return NonEmptyScalar(hist, j, V, nz, nnz);
+  return NonEmptyScalar(hist, rc, j, V, nz, nnz);
 }
 
 const bool kHasAvx2 = [] {
@@ -804,11 +838,13 @@ const bool kHasAvx2 = [] {
 }();
 #endif
 
-inline int64_t NonEmpty(const v2d* hist, int64_t V, int32_t* nz) {
+inline int64_t NonEmpty(const v2d* hist, int64_t V, int32_t* nz, const int32_t* rc = nullptr) {
 #if JB_X86_AVX2
-  if (kHasAvx2) return NonEmptyAvx2(hist, V, nz);
+  if (kHasAvx2)
+    return rc != nullptr ? NonEmptyAvx2<true>(hist, rc, V, nz)
+                         : NonEmptyAvx2<false>(hist, nullptr, V, nz);
 #endif
-  return NonEmptyScalar(hist, 0, V, nz, 0);
+  return NonEmptyScalar(hist, rc, 0, V, nz, 0);
 }
 
 // The first index of the largest of g[0 .. m - 1] (NaN never counts), or -1 when none
@@ -845,9 +881,16 @@ inline int64_t FirstMax(const float* g, int64_t m) {
 // ScanFeatureNz takes the non-empty slots, nz[0 .. nnz - 1] ascending, as NonEmpty gives
 // them (a caller that knows which slots can hold rows lists them without a pass over
 // every slot).
+//
+// Row minimum: rc, when not null, is the node's row counts of the feature (as the
+// histogram, int32 per bin), Cp the node's count and k the minimum; a candidate is then
+// scored only when both children also hold >= k counted rows, and nz must list the
+// bins holding counted rows too (a bin of rows whose g and h are all 0 changes the
+// counts, not the sums).
 inline Cand ScanFeatureNz(const v2d* hist, int64_t B, const int32_t* nz, int64_t nnz,
                           double Gp, double Hp, float sp, bool forward, const Hyp& p,
-                          ScanBuf& s, const MonoNode* mn = nullptr) {
+                          ScanBuf& s, const MonoNode* mn = nullptr,
+                          const int32_t* rc = nullptr, int64_t Cp = 0, int64_t k = 0) {
   auto gains = [&](int64_t m) {
     if (mn != nullptr)
       GainsMono(s, m, sp, p, *mn);
@@ -857,23 +900,28 @@ inline Cand ScanFeatureNz(const v2d* hist, int64_t B, const int32_t* nz, int64_t
   Cand best{-std::numeric_limits<float>::infinity(), 0, false};
   const int64_t V = B - 1;
   const double mcw = p.mcw;
-  auto push = [&](int64_t& m, double GL, double HL, double GR, double HR, int32_t t) {
+  // without a row minimum CL = CR = k = 0: the count test always passes
+  auto push = [&](int64_t& m, double GL, double HL, double GR, double HR, int32_t t,
+                  int64_t CL, int64_t CR) {
     s.GL[m] = GL;
     s.HL[m] = HL;
     s.GR[m] = GR;
     s.HR[m] = HR;
     s.t[m] = t;
-    m += static_cast<int64_t>((HL >= mcw) & (HR >= mcw));
+    m += static_cast<int64_t>((HL >= mcw) & (HR >= mcw) & (CL >= k) & (CR >= k));
   };
+  const int64_t C0 = rc != nullptr ? Cp : 0;
   if (forward) {  // pass A: thresholds ascending (left = bins < t), missing right
     double GL = 0.0, HL = 0.0;
+    int64_t CL = 0;
     int64_t m = 0;
-    if (nnz == 0 || nz[0] != 0) push(m, 0.0, 0.0, Gp, Hp, 1);  // bin 0 empty
+    if (nnz == 0 || nz[0] != 0) push(m, 0.0, 0.0, Gp, Hp, 1, 0, C0);  // bin 0 empty
     for (int64_t q = 0; q < nnz; ++q) {
       const int64_t j = nz[q];
       GL += hist[j][0];
       HL += hist[j][1];
-      push(m, GL, HL, Gp - GL, Hp - HL, static_cast<int32_t>(j + 1));
+      if (rc != nullptr) CL += rc[j];
+      push(m, GL, HL, Gp - GL, Hp - HL, static_cast<int32_t>(j + 1), CL, C0 - CL);
     }
     gains(m);
     const int64_t i = FirstMax(s.gain, m);
@@ -881,14 +929,16 @@ inline Cand ScanFeatureNz(const v2d* hist, int64_t B, const int32_t* nz, int64_t
   }
   // pass B: thresholds descending (right = present bins >= t), missing left
   double GR = 0.0, HR = 0.0;
+  int64_t CR = 0;
   int64_t m = 0;
   if (nnz == 0 || nz[nnz - 1] != V - 1)  // bin V - 1 empty
-    push(m, Gp, Hp, 0.0, 0.0, static_cast<int32_t>(V - 1));
+    push(m, Gp, Hp, 0.0, 0.0, static_cast<int32_t>(V - 1), C0, 0);
   for (int64_t q = nnz - 1; q >= 0; --q) {
     const int64_t t = nz[q];
     GR += hist[t][0];
     HR += hist[t][1];
-    push(m, Gp - GR, Hp - HR, GR, HR, static_cast<int32_t>(t));
+    if (rc != nullptr) CR += rc[t];
+    push(m, Gp - GR, Hp - HR, GR, HR, static_cast<int32_t>(t), C0 - CR, CR);
   }
   gains(m);
   const int64_t i = FirstMax(s.gain, m);
@@ -897,10 +947,11 @@ inline Cand ScanFeatureNz(const v2d* hist, int64_t B, const int32_t* nz, int64_t
 }
 
 inline Cand ScanFeature(const v2d* hist, int64_t B, double Gp, double Hp, float sp,
-                        bool forward, const Hyp& p, ScanBuf& s, const MonoNode* mn = nullptr) {
+                        bool forward, const Hyp& p, ScanBuf& s, const MonoNode* mn = nullptr,
+                        const int32_t* rc = nullptr, int64_t Cp = 0, int64_t k = 0) {
   int32_t nz[256 + 4];
-  const int64_t nnz = NonEmpty(hist, B - 1, nz);
-  return ScanFeatureNz(hist, B, nz, nnz, Gp, Hp, sp, forward, p, s, mn);
+  const int64_t nnz = NonEmpty(hist, B - 1, nz, rc);  // with rc: or counted rows
+  return ScanFeatureNz(hist, B, nz, nnz, Gp, Hp, sp, forward, p, s, mn, rc, Cp, k);
 }
 
 
@@ -1067,6 +1118,11 @@ struct TreeIn {
   int64_t n_sets = 0;
   // Monotone constraints: each feature's sign (null: none); numeric features only.
   const int32_t* mono = nullptr;
+  // Row minimum (min_samples_leaf): each row's count, 1 for the rows the tree is grown
+  // on and 0 for the others (null: none), and the fewest counted rows a child may hold.
+  // Numeric features only.
+  const float* cnt = nullptr;
+  int64_t min_leaf = 0;
 };
 
 // What both tree kernels write: heap arrays of M = 2**(D + 1) - 1 nodes, and each row's
@@ -1337,15 +1393,50 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
   v2d* const base = levels.get();
   v2d* const cur = base;  // the root's slot, 0
   std::vector<int32_t> slot{0};  // each live node's slot
+  // Row minimum: every slot's row counts (int32, at the histogram's indices), each
+  // heap node's count, each row's count as an integer; histogrammed, subtracted and
+  // summed exactly as the (G, H) pairs (integers: exact in any order).
+  const bool counted = in.cnt != nullptr;
+  const int64_t kmin = counted ? in.min_leaf : 0;
+  Scratch<int32_t> clevels(counted ? max_live * ns + 256 : 0), rcount(counted ? N : 0);
+  int32_t* const cbase = clevels.get();
+  std::vector<int64_t> Cn(counted ? (int64_t{2} << in.D) - 1 : 0, 0);
+  if (counted) {
+    int64_t total = 0;
+    for (int64_t r = 0; r < N; ++r) {
+      rcount[r] = in.cnt[r] != 0.0f ? 1 : 0;
+      total += rcount[r];
+    }
+    Cn[0] = total;
+  }
+  // The threaded kernel's counts of n_nodes nodes (node_of: each row's) into slots at.
+  Scratch<double> SC, SC2;
+  auto dispatch_counts = [&](const int32_t* node_of, int64_t n_nodes, const int32_t* at) {
+    SC.reset(n_nodes * F * B);
+    SC2.reset(n_nodes * F * B);
+    Dispatch<float>(bins, in.cnt, in.cnt, node_of, N, F, n_nodes, n_nodes, B, nt, pool, SC.get(),
+                    SC2.get());
+    for (int64_t pr = 0; pr < n_nodes; ++pr) {
+      int32_t* oc = cbase + at[pr] * ns;
+      for (int64_t f = 0; f < F; ++f) {
+        const double* sc = SC.get() + (f * n_nodes + pr) * B;
+        for (int64_t b = 0; b < B; ++b) oc[f * FS + b] = static_cast<int32_t>(sc[b]);
+      }
+    }
+  };
   // The root's histogram: every row, straight into node 0.
   std::memset(static_cast<void*>(cur), 0, sizeof(v2d) * ns);
+  if (counted) std::memset(static_cast<void*>(cbase), 0, sizeof(int32_t) * ns);
   Scratch<int32_t> small_node(part ? 0 : N);  // the threaded kernel's node of each row
   Scratch<double> SG, SH;  // the threaded kernel's (F, pairs, B) output
   if (part) {
     by_features([&](int64_t f0, int64_t f1) {
       for (int64_t r = 0; r < N; ++r) {
         const v2d v = {static_cast<double>(g[r]), static_cast<double>(h[r])};
-        AddRow<FS>(cur + f0 * FS, bins + r * F + f0, f1 - f0, v);
+        if (counted)
+          AddRowCount<FS>(cur + f0 * FS, cbase + f0 * FS, bins + r * F + f0, f1 - f0, v, rcount[r]);
+        else
+          AddRow<FS>(cur + f0 * FS, bins + r * F + f0, f1 - f0, v);
       }
     });
   } else {
@@ -1354,6 +1445,10 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
     Dispatch<T>(bins, g, h, pos, N, F, 1, 1, B, nt, pool, SG.get(), SH.get());
     for (int64_t f = 0; f < F; ++f)
       for (int64_t b = 0; b < B; ++b) cur[f * FS + b] = v2d{SG[f * B + b], SH[f * B + b]};
+    if (counted) {
+      const int32_t at0 = 0;
+      dispatch_counts(pos, 1, &at0);
+    }
   }
 
   // part: the rows of each live node, a segment [seg, seg_end) of idx.
@@ -1439,7 +1534,9 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
         // No candidate can give both children H >= min_child_weight (with a margin
         // for the rounding of H_parent - H_child).
         if (p.mcw > 0 && Hn[i] < 2 * p.mcw * (1 - 1e-12)) continue;
+        if (counted && Cn[i] < 2 * kmin) continue;  // nor both >= min_leaf rows
         const v2d* hf = base + slot[c] * ns + f * FS;
+        const int32_t* rc = counted ? cbase + slot[c] * ns + f * FS : nullptr;
         MonoNode mnode{0.0f, 0.0f, 0};
         const MonoNode* mn = nullptr;
         if (mono != nullptr) {
@@ -1456,11 +1553,13 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
           int64_t nnz = 0;
           for (int64_t q = 0; q < tc && tl[q] < B - 1; ++q) {
             nz[nnz] = tl[q];
-            nnz += SlotUsed(hf[tl[q]]);
+            nnz += SlotUsed(hf[tl[q]]) || (rc != nullptr && rc[tl[q]] != 0);
           }
-          best[u] = ScanFeatureNz(hf, B, nz, nnz, Gn[i], Hn[i], sp[c], forward_ok[f], p, s, mn);
+          best[u] = ScanFeatureNz(hf, B, nz, nnz, Gn[i], Hn[i], sp[c], forward_ok[f], p, s, mn,
+                                  rc, counted ? Cn[i] : 0, kmin);
         } else {
-          best[u] = ScanFeature(hf, B, Gn[i], Hn[i], sp[c], forward_ok[f], p, s, mn);
+          best[u] = ScanFeature(hf, B, Gn[i], Hn[i], sp[c], forward_ok[f], p, s, mn, rc,
+                                counted ? Cn[i] : 0, kmin);
         }
       }
     };
@@ -1505,14 +1604,18 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
           if (cat_left[code < B ? code : B - 1]) w[code >> 5] |= uint32_t{1} << (code & 31);
       }
       double GL = 0.0, HL = 0.0, GR = 0.0, HR = 0.0;
+      int64_t CL = 0, CR = 0;
+      const int32_t* hc = counted ? cbase + slot[c] * ns + bf * FS : nullptr;
       auto add_bin = [&](int64_t j) {
         const bool left = b.cat ? cat_left[j] != 0 : (j == B - 1 ? b.dl : j < b.tbin);
         if (left) {
           GL += hr[j][0];
           HL += hr[j][1];
+          if (hc != nullptr) CL += hc[j];
         } else {
           GR += hr[j][0];
           HR += hr[j][1];
+          if (hc != nullptr) CR += hc[j];
         }
       };
       if (few[slot[c]]) {
@@ -1526,6 +1629,10 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
       Hn[2 * i + 1] = HL;
       Gn[2 * i + 2] = GR;
       Hn[2 * i + 2] = HR;
+      if (counted) {
+        Cn[2 * i + 1] = CL;
+        Cn[2 * i + 2] = CR;
+      }
       if (mono != nullptr) {  // constraints.after_level: the midpoint bounds one side
         const float wl = BoundedWeight(GL, HL, p, lo[i], hi[i]);
         const float wr = BoundedWeight(GR, HR, p, lo[i], hi[i]);
@@ -1656,8 +1763,11 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
         const int64_t ch = 2 * pr + (left_small[pr] ? 0 : 1);  // the smaller child
         small_few[pr] = S > 0 && next_seg_end[ch] - next_seg[ch] <= S;
         few[small_at[pr]] = small_few[pr];
-        if (!small_few[pr])
+        if (!small_few[pr]) {
           std::memset(static_cast<void*>(base + small_at[pr] * ns), 0, sizeof(v2d) * ns);
+          if (counted)
+            std::memset(static_cast<void*>(cbase + small_at[pr] * ns), 0, sizeof(int32_t) * ns);
+        }
       }
       by_features([&](int64_t f0, int64_t f1) {
         for (int64_t pr = 0; pr < n_pairs; ++pr) {
@@ -1679,14 +1789,19 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
                   const int64_t bv = 64 * w + __builtin_ctzll(x);
                   tl[tc++] = static_cast<uint8_t>(bv);
                   of[bv] = v2d{0.0, 0.0};
+                  if (counted) cbase[small_at[pr] * ns + f * FS + bv] = 0;
                 }
               tcount[small_at[pr] * F + f] = static_cast<uint8_t>(tc);
             }
           }
+          int32_t* const cout = counted ? cbase + small_at[pr] * ns + f0 * FS : nullptr;
           for (int32_t q = next_seg[ch]; q < next_seg_end[ch]; ++q) {
             const int64_t r = rows[q];
             const v2d v = {static_cast<double>(g[r]), static_cast<double>(h[r])};
-            AddRow<FS>(out, bins + r * F + f0, f1 - f0, v);
+            if (counted)
+              AddRowCount<FS>(out, cout, bins + r * F + f0, f1 - f0, v, rcount[r]);
+            else
+              AddRow<FS>(out, bins + r * F + f0, f1 - f0, v);
           }
         }
       });
@@ -1703,12 +1818,15 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
           for (int64_t b = 0; b < B; ++b) o[f * FS + b] = v2d{sg[b], sh[b]};
         }
       }
+      if (counted) dispatch_counts(small_node.get(), n_pairs, small_at.data());
     }
     next_slot.resize(2 * n_pairs);
     by_features([&](int64_t f0, int64_t f1) {
       for (int64_t pr = 0; pr < n_pairs; ++pr) {
         v2d* lg = base + static_cast<int64_t>(slot[parent_c[pr]]) * ns;  // parent -> larger
         const v2d* sm = base + static_cast<int64_t>(small_at[pr]) * ns;
+        int32_t* lc = counted ? cbase + static_cast<int64_t>(slot[parent_c[pr]]) * ns : nullptr;
+        const int32_t* sc = counted ? cbase + static_cast<int64_t>(small_at[pr]) * ns : nullptr;
         if (part && small_few[pr]) {  // only the smaller child's bins (the rest is +0)
           for (int64_t f = f0; f < f1; ++f) {
             const uint8_t* const tl = listed(small_at[pr], f);
@@ -1716,12 +1834,16 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
             for (int64_t q = 0; q < tc; ++q) {
               const int64_t b = f * FS + tl[q];
               lg[b] = lg[b] - sm[b];
+              if (counted) lc[b] -= sc[b];
             }
           }
           continue;
         }
         for (int64_t f = f0; f < f1; ++f)
           for (int64_t b = 0; b < B; ++b) lg[f * FS + b] = lg[f * FS + b] - sm[f * FS + b];
+        if (counted)
+          for (int64_t f = f0; f < f1; ++f)
+            for (int64_t b = 0; b < B; ++b) lc[f * FS + b] -= sc[f * FS + b];
       }
     });
     for (int64_t pr = 0; pr < n_pairs; ++pr) {
@@ -1768,7 +1890,8 @@ ffi::Error GrowTreesRun(ffi::ThreadPool& thread_pool, ffi::Buffer<ffi::U8>& bins
                         ffi::Buffer<ffi::F64>& root, ffi::Buffer<ffi::PRED>& forward_ok,
                         ffi::Buffer<ffi::PRED>& level_sets, ffi::Buffer<ffi::U32>& node_key,
                         ffi::Buffer<ffi::F32>& node_ratio, ffi::Buffer<ffi::PRED>& sets,
-                        ffi::Buffer<ffi::S32>& mono, ffi::ResultBuffer<ffi::S32>& feature,
+                        ffi::Buffer<ffi::S32>& mono, ffi::Buffer<ffi::F32>& counts,
+                        ffi::Buffer<ffi::S32>& min_leaf, ffi::ResultBuffer<ffi::S32>& feature,
                         ffi::ResultBuffer<ffi::S32>& tbin, ffi::ResultBuffer<ffi::PRED>& dleft,
                         ffi::ResultBuffer<ffi::PRED>& is_split,
                         ffi::ResultBuffer<ffi::F32>& gain, ffi::ResultBuffer<ffi::F64>& Gn,
@@ -1807,6 +1930,18 @@ ffi::Error GrowTreesRun(ffi::ThreadPool& thread_pool, ffi::Buffer<ffi::U8>& bins
     if (cat != nullptr)
       return ffi::Error::InvalidArgument(std::string(name) + ": mono with categorical features");
     ins[t].mono = mono.typed_data();
+  }
+  if (counts.element_count() != 0) {  // the row minimum: counts ([T,] N), min_leaf (1,)
+    if (counts.element_count() != static_cast<size_t>(T * N) || min_leaf.element_count() != 1)
+      return ffi::Error::InvalidArgument(std::string(name) +
+                                         ": counts must be ([T,] N) with min_leaf (1,)");
+    if (cat != nullptr)
+      return ffi::Error::InvalidArgument(std::string(name) +
+                                         ": min_leaf with categorical features");
+    for (int64_t t = 0; t < T; ++t) {
+      ins[t].cnt = counts.typed_data() + t * N;
+      ins[t].min_leaf = min_leaf.typed_data()[0];
+    }
   }
   const int64_t M = (int64_t{2} << max_depth) - 1;
   for (int64_t t = 0; t < T && cat != nullptr; ++t) {
@@ -1853,7 +1988,8 @@ ffi::Error GrowTreesImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
                          ffi::Buffer<ffi::F64> root, ffi::Buffer<ffi::PRED> forward_ok,
                          ffi::Buffer<ffi::PRED> level_sets, ffi::Buffer<ffi::U32> node_key,
                          ffi::Buffer<ffi::F32> node_ratio, ffi::Buffer<ffi::PRED> sets,
-                         ffi::Buffer<ffi::S32> mono, ffi::ResultBuffer<ffi::S32> feature,
+                         ffi::Buffer<ffi::S32> mono, ffi::Buffer<ffi::F32> counts,
+                         ffi::Buffer<ffi::S32> min_leaf, ffi::ResultBuffer<ffi::S32> feature,
                          ffi::ResultBuffer<ffi::S32> tbin, ffi::ResultBuffer<ffi::PRED> dleft,
                          ffi::ResultBuffer<ffi::PRED> is_split,
                          ffi::ResultBuffer<ffi::F32> gain, ffi::ResultBuffer<ffi::F64> Gn,
@@ -1861,7 +1997,7 @@ ffi::Error GrowTreesImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
                          int64_t max_depth, int64_t n_bins, int64_t n_threads,
                          bool use_xla_pool, bool colsample, int64_t max_leaves) {
   return GrowTreesRun<kBatched>(thread_pool, bins, g, h, hyper, root, forward_ok, level_sets,
-                                node_key, node_ratio, sets, mono, feature, tbin, dleft, is_split, gain, Gn,
+                                node_key, node_ratio, sets, mono, counts, min_leaf, feature, tbin, dleft, is_split, gain, Gn,
                                 Hn, pos, max_depth, n_bins, n_threads, use_xla_pool, colsample,
                                 max_leaves, nullptr, nullptr, nullptr);
 }
@@ -1878,7 +2014,7 @@ ffi::Error GrowTreesCatImpl(
     ffi::Buffer<ffi::F32> hyper, ffi::Buffer<ffi::F64> root, ffi::Buffer<ffi::PRED> forward_ok,
     ffi::Buffer<ffi::PRED> level_sets, ffi::Buffer<ffi::U32> node_key,
     ffi::Buffer<ffi::F32> node_ratio, ffi::Buffer<ffi::PRED> sets, ffi::Buffer<ffi::S32> mono,
-    ffi::Buffer<ffi::S32> cat_kind,
+    ffi::Buffer<ffi::F32> counts, ffi::Buffer<ffi::S32> min_leaf, ffi::Buffer<ffi::S32> cat_kind,
     ffi::Buffer<ffi::S32> n_cats, ffi::Buffer<ffi::PRED> seen,
     ffi::Buffer<ffi::S32> max_cat_threshold, ffi::ResultBuffer<ffi::S32> feature,
     ffi::ResultBuffer<ffi::S32> tbin, ffi::ResultBuffer<ffi::PRED> dleft,
@@ -1912,7 +2048,7 @@ ffi::Error GrowTreesCatImpl(
     return ffi::Error::InvalidArgument(k + ": is_cat must be (M,) and bits (M, 8)");
   const CatIn cat{kind, nc, seen.typed_data(), max_cat_threshold.typed_data()[0], cat_slots};
   return GrowTreesRun<kBatched>(thread_pool, bins, g, h, hyper, root, forward_ok, level_sets,
-                                node_key, node_ratio, sets, mono, feature, tbin, dleft, is_split, gain, Gn,
+                                node_key, node_ratio, sets, mono, counts, min_leaf, feature, tbin, dleft, is_split, gain, Gn,
                                 Hn, pos, max_depth, n_bins, n_threads, use_xla_pool, colsample,
                                 max_leaves, &cat, is_cat->typed_data(), bits->typed_data());
 }
@@ -2174,7 +2310,9 @@ static auto TreeInputs(Binding b) {
       .template Arg<ffi::Buffer<ffi::U32>>()       // node_key ([T,] 2)
       .template Arg<ffi::Buffer<ffi::F32>>()       // node_ratio ([T,] 1)
       .template Arg<ffi::Buffer<ffi::PRED>>()      // sets (C, F), shared (C = 0: none)
-      .template Arg<ffi::Buffer<ffi::S32>>();      // mono (F,) signs, shared ((0,): none)
+      .template Arg<ffi::Buffer<ffi::S32>>()       // mono (F,) signs, shared ((0,): none)
+      .template Arg<ffi::Buffer<ffi::F32>>()       // counts ([T,] N) rows' counts ((0,): none)
+      .template Arg<ffi::Buffer<ffi::S32>>();      // min_leaf (1,) ((0,): none)
 }
 
 template <typename Binding>
@@ -2567,4 +2705,4 @@ extern "C" void JaxboostPredictCSR(const int64_t* indptr, const int32_t* indices
 extern "C" int64_t JaxboostReleaseScratch() { return ScratchPool::Get().Release(); }
 
 // Version of the calling conventions above; the Python side checks it.
-extern "C" int JaxboostHistogramAbiVersion() { return 13; }
+extern "C" int JaxboostHistogramAbiVersion() { return 14; }

@@ -611,7 +611,7 @@ def configure(objective, X, y, a: Options):
         bootstrap=run["bootstrap"],
         **cat,
         options=a,
-        max_leaves=check_leaf_wise(a.grow_policy, a.max_leaves, multi_tree, constraints, a.mesh),
+        max_leaves=check_leaf_wise(a.grow_policy, a.max_leaves, multi_tree, a.mesh),
     )
     if cat["categorical"] and multi_tree:
         raise ValueError(
@@ -860,7 +860,7 @@ def split_link(loss, link, n_outputs):
 GROW_POLICIES = ("depthwise", "lossguide")
 
 
-def check_leaf_wise(grow_policy, max_leaves, multi_tree, constraints, mesh) -> int:
+def check_leaf_wise(grow_policy, max_leaves, multi_tree, mesh) -> int:
     """The ``max_leaves`` the tree kernel applies (0: level-wise trees), after checking
     ``grow_policy`` and ``max_leaves`` (XGBoost's parameters) and that leaf-wise growth
     runs here (``ValueError`` otherwise, before any work)."""
@@ -877,9 +877,9 @@ def check_leaf_wise(grow_policy, max_leaves, multi_tree, constraints, mesh) -> i
         return 0
     from ..engine.grow import LOSSGUIDE_WHERE
 
-    # interaction and monotone constraints are the kernel's (grow.native_constraints)
-    kernel_rules = constraints is None or constraints.min_samples_leaf <= 1
-    if multi_tree or not kernel_rules or mesh is not None:
+    # every split constraint is the kernel's (next to categorical features, monotone
+    # signs and min_samples_leaf are not: grow_tree raises LOSSGUIDE_WHERE then)
+    if multi_tree or mesh is not None:
         raise ValueError(LOSSGUIDE_WHERE.replace("; this training uses the XLA tree builder", ""))
     return max_leaves
 
