@@ -347,6 +347,116 @@ void ParallelFor(ffi::ThreadPool* pool, int64_t n_workers, int64_t n_items,
   for (auto& t : threads) t.join();
 }
 
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// A team of workers for the many short parallel loops of one kernel call (the tree
+// kernel's levels: scans, partitions, histograms of tens to hundreds of microseconds
+// each). ParallelFor starts its helpers for every loop, and a pool thread that has
+// gone to sleep took about 100 us to start on the 2-core machine: as long as a
+// level's loop on 200,000 rows. The team's helpers are started once (pool tasks, or
+// std::threads without a pool) and wait between loops by spinning, on cores the call
+// would otherwise leave idle; they leave when the team is destroyed. For(n, fn) has
+// ParallelFor's contract: fn(i, worker) once for each i in [0, n), the caller (worker
+// 0) taking items too and never waiting for a helper to start (a helper that starts
+// late, or never, or that the pool runs inline on the caller, changes only who runs
+// which item). Items are claimed through one 64-bit ticket, loop number << 32 | next
+// item, so a helper that slept through a loop cannot claim an item of a later one
+// with the earlier loop's function.
+class Team {
+ public:
+  using Fn = std::function<void(int64_t, int64_t)>;
+  Team(ffi::ThreadPool* pool, int64_t n_workers)
+      : n_workers_(std::max<int64_t>(1, n_workers)), s_(std::make_shared<Shared>()) {
+    const std::thread::id caller = std::this_thread::get_id();
+    try {
+      for (int64_t w = 1; w < n_workers_; ++w) {
+        auto s = s_;
+        if (pool != nullptr)
+          pool->Schedule([s, w, caller] { Help(*s, w, caller); });
+        else
+          threads_.emplace_back([s, w, caller] { Help(*s, w, caller); });
+      }
+    } catch (...) {
+      // no more helpers: the caller does their share
+    }
+  }
+  ~Team() {
+    s_->quit.store(true, std::memory_order_release);
+    for (auto& t : threads_) t.join();
+  }
+  Team(const Team&) = delete;
+  Team& operator=(const Team&) = delete;
+  int64_t size() const { return n_workers_; }
+
+  void For(int64_t n_items, const Fn& fn) {
+    if (n_workers_ <= 1 || n_items <= 1) {
+      for (int64_t i = 0; i < n_items; ++i) fn(i, 0);
+      return;
+    }
+    const uint64_t loop = ++loop_;
+    s_->fn.store(&fn, std::memory_order_relaxed);
+    s_->n_items.store(n_items, std::memory_order_relaxed);
+    s_->done.store(0, std::memory_order_relaxed);
+    s_->ticket.store(loop << 32, std::memory_order_release);
+    Work(*s_, loop, 0);
+    while (s_->done.load(std::memory_order_acquire) < n_items) CpuRelax();
+  }
+
+ private:
+  struct Shared {
+    std::atomic<uint64_t> ticket{0};
+    std::atomic<const Fn*> fn{nullptr};
+    std::atomic<int64_t> n_items{0};
+    std::atomic<int64_t> done{0};
+    std::atomic<bool> quit{false};
+  };
+
+  // Claims and runs items of loop `loop` until none is left (or the loop is over).
+  static void Work(Shared& s, uint64_t loop, int64_t worker) {
+    for (;;) {
+      uint64_t t = s.ticket.load(std::memory_order_acquire);
+      if ((t >> 32) != loop) return;
+      const int64_t i = static_cast<int64_t>(t & 0xffffffffu);
+      const int64_t n = s.n_items.load(std::memory_order_relaxed);
+      const Fn* fn = s.fn.load(std::memory_order_relaxed);
+      if (i >= n) return;
+      // fn and n belong to this loop if the ticket is still this loop's
+      if (!s.ticket.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel)) continue;
+      (*fn)(i, worker);
+      s.done.fetch_add(1, std::memory_order_release);
+    }
+  }
+
+  static void Help(Shared& s, int64_t worker, std::thread::id caller) {
+    if (std::this_thread::get_id() == caller) return;  // run inline: never wait here
+    uint64_t seen = 0;
+    int64_t idle = 0;
+    while (!s.quit.load(std::memory_order_acquire)) {
+      const uint64_t loop = s.ticket.load(std::memory_order_acquire) >> 32;
+      if (loop != seen) {
+        seen = loop;
+        Work(s, loop, worker);
+        idle = 0;
+      } else if (++idle < 20000) {
+        CpuRelax();
+      } else {
+        std::this_thread::yield();
+      }
+    }
+  }
+
+  int64_t n_workers_;
+  uint64_t loop_ = 0;
+  std::shared_ptr<Shared> s_;
+  std::vector<std::thread> threads_;
+};
+
 // Few nodes: row blocks. Block t (rows [t N / nt, (t + 1) N / nt)) is summed into its
 // own scratch histogram (n_nodes blocks of ns pairs), then the scratch histograms
 // are reduced in block order into G and H, by ranges of (node, feature) pairs.
@@ -1373,11 +1483,26 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
   constexpr int64_t kPartitionWork = int64_t{1} << 22;
   const bool part = nt_rows == 1 || N * F < kPartitionWork;
   const int64_t nt_feat = part ? std::min<int64_t>(nt_rows, F) : 1;
+  // part on threads: one team for the call's parallel loops (the other path's loops
+  // are few and long, and its histogram kernel starts its own helpers).
+  Team team(pool, part ? nt_rows : 1);
   // The features of thread t of nt_feat: [F t / nt_feat, F (t + 1) / nt_feat).
   auto by_features = [&](const std::function<void(int64_t, int64_t)>& fn) {
     if (nt_feat <= 1) return fn(0, F);
-    ParallelFor(pool, nt_feat, nt_feat,
-                [&](int64_t t, int64_t) { fn(F * t / nt_feat, F * (t + 1) / nt_feat); });
+    team.For(nt_feat, [&](int64_t t, int64_t) { fn(F * t / nt_feat, F * (t + 1) / nt_feat); });
+  };
+  // Work per split (pair of children) below the root: fn(pr) for each of n_pairs
+  // pairs, the pairs spread over the threads when there are several. Each pair's
+  // work is the same whichever thread does it. Splitting a node's rows by features
+  // instead (by_features) gains little there: every thread walks the same scattered
+  // rows, and those loads, not the additions, take the time (200,000 x 10 rows,
+  // depth 6: two threads by features took 1.0x the time of one).
+  auto by_pairs = [&](int64_t n_pairs, const std::function<void(int64_t)>& fn) {
+    if (nt_feat <= 1 || n_pairs < 2) {
+      for (int64_t pr = 0; pr < n_pairs; ++pr) fn(pr);
+      return;
+    }
+    team.For(n_pairs, [&](int64_t pr, int64_t) { fn(pr); });
   };
   // Histograms of a level's live nodes, node-major in slots: live node c's (G, H) pair
   // of feature f, bin b at slot[c] * ns + f * FS + b (the stride of the histogram
@@ -1566,9 +1691,13 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
     const int64_t units = nl * F;
     if (nt > 1 && units * B >= (int64_t{1} << 16)) {
       const int64_t n_ranges = std::min(units, nt * 8);
-      ParallelFor(pool, nt, n_ranges, [&](int64_t r, int64_t) {
+      const auto ranges = [&](int64_t r, int64_t) {
         scan(units * r / n_ranges, units * (r + 1) / n_ranges);
-      });
+      };
+      if (part)
+        team.For(n_ranges, ranges);
+      else
+        ParallelFor(pool, nt, n_ranges, ranges);
     } else {
       scan(0, units);
     }
@@ -1686,19 +1815,28 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
       // adds them in the order of a pass over every row.
       next_seg.resize(2 * n_pairs);
       next_seg_end.resize(2 * n_pairs);
-      uint8_t to_left[256];  // goes_left of the split node for each bin value
-      for (int64_t pr = 0; pr < n_pairs; ++pr) {
+      // One pair's partition; pairs on threads when several (the root's on one).
+      auto partition = [&](int64_t pr) {
+        uint8_t to_left[256];  // goes_left of the split node for each bin value
         const int64_t c = parent_c[pr], i = n - 1 + live[c];
         const int32_t s0 = seg[c], s1 = seg_end[c];
         const int64_t f = feature[i];
         int32_t* const rows = idx.get();
-        int32_t* const right = tmp.get();
+        int32_t* const right = tmp.get() + s0;  // the segment's own part of tmp
         // Many rows: the node's rule as a table (the rule itself reloads tbin[i],
         // dleft[i] and the category bits for every row: stores to pos may alias them).
         const bool table = s1 - s0 >= 256;
         if (table)
           for (int v = 0; v < 256; ++v) to_left[v] = goes_left(i, static_cast<uint8_t>(v));
         const int32_t to_l = static_cast<int32_t>(2 * i + 1);
+        if (last) {  // the rows' leaves only: no level below reads the segments
+          for (int32_t q = s0; q < s1; ++q) {
+            const int32_t r = rows[q];
+            const uint8_t bv = bins[static_cast<int64_t>(r) * F + f];
+            pos[r] = to_l + !(table ? to_left[bv] != 0 : goes_left(i, bv));
+          }
+          return;
+        }
         int32_t nl = 0, nr = 0;
         for (int32_t q = s0; q < s1; ++q) {
           const int32_t r = rows[q];
@@ -1715,7 +1853,8 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
         next_seg[2 * pr + 1] = s0 + nl;
         next_seg_end[2 * pr] = s0 + nl;
         next_seg_end[2 * pr + 1] = s1;
-      }
+      };
+      by_pairs(n_pairs, partition);
     }
     // Route the level's rows of split nodes; note which rows are in the smaller child
     // (by pair index: the threaded kernel's node).
@@ -1769,8 +1908,9 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
             std::memset(static_cast<void*>(cbase + small_at[pr] * ns), 0, sizeof(int32_t) * ns);
         }
       }
-      by_features([&](int64_t f0, int64_t f1) {
-        for (int64_t pr = 0; pr < n_pairs; ++pr) {
+      // The smaller child of pair pr, features f0 .. f1 - 1.
+      auto child_histogram = [&](int64_t pr, int64_t f0, int64_t f1) {
+        {
           v2d* const out = base + small_at[pr] * ns + f0 * FS;
           const int64_t ch = 2 * pr + (left_small[pr] ? 0 : 1);  // the smaller child
           const int32_t* const rows = idx.get();
@@ -1804,7 +1944,12 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
               AddRow<FS>(out, bins + r * F + f0, f1 - f0, v);
           }
         }
-      });
+      };
+      if (n_pairs >= 2) {  // pairs on threads
+        by_pairs(n_pairs, [&](int64_t pr) { child_histogram(pr, 0, F); });
+      } else {  // one pair: its features on threads
+        by_features([&](int64_t f0, int64_t f1) { child_histogram(0, f0, f1); });
+      }
     } else {
       SG.reset(n_pairs * F * B);
       SH.reset(n_pairs * F * B);
