@@ -143,13 +143,28 @@ def test_lossguide_errors_and_estimator(data):
         jaxboost.train("squared", X, y, max_leaves=8, n_rounds=2)
     with pytest.raises(ValueError, match="grow_policy must be one of"):
         jaxboost.train("squared", X, y, grow_policy="leafwise", n_rounds=2)
-    # the kernel takes min_samples_leaf with numeric features only (every leaf holds 40)
+    # the kernel takes min_samples_leaf (LightGBM's min_data_in_leaf), with categorical
+    # features too: every leaf holds 40 rows
     kw = dict(grow_policy="lossguide", max_leaves=6, n_rounds=2, min_samples_leaf=40)
-    leaves = jaxboost.train("squared", X, y, verbose=False, **kw).predict_leaf(X)
-    assert min(np.bincount(t)[np.bincount(t) > 0].min() for t in leaves.T) >= 40
     codes = (np.arange(len(X)) % 4).astype(np.float32)[:, None]
-    with pytest.raises(ValueError, match="nor min_samples_leaf next to categorical"):
-        jaxboost.train("squared", np.hstack([codes, X[:, 1:]]), y, categorical_features=[0], **kw)
+    Xc = np.hstack([codes, X[:, 1:]])
+    for data_X, more in ((X, {}), (Xc, dict(categorical_features=[0]))):
+        leaves = jaxboost.train("squared", data_X, y, verbose=False, **kw, **more).predict_leaf(
+            data_X
+        )
+        assert min(np.bincount(t)[np.bincount(t) > 0].min() for t in leaves.T) >= 40
+    # monotone signs next to categorical features take the level loop: not leaf-wise
+    with pytest.raises(ValueError, match="no monotone constraints next to categorical"):
+        jaxboost.train(
+            "squared",
+            Xc,
+            y,
+            categorical_features=[0],
+            monotone_constraints=(0, 1, 0, 0, 0),
+            grow_policy="lossguide",
+            max_leaves=6,
+            n_rounds=2,
+        )
     reg = JaxBoostRegressor(grow_policy="lossguide", max_leaves=5, n_estimators=5).fit(X, y)
     assert (~np.asarray(reg.booster_.ensemble.is_leaf)).sum(axis=1).max() == 4
     with pytest.raises(TypeError, match="max_leaves with grow_policy='lossguide'"):

@@ -418,8 +418,30 @@ def test_native_tree_splits_categories_as_the_level_loop(case, threshold, monkey
     1 three (one-vs-rest), with missing values; the kernel gets the ``CatInfo`` and
     grows the level loop's trees bit for bit: the same category sets, default ways,
     node sums, gains and leaves (before, categorical features kept the XLA loop)."""
+    _categorical_trees(case, threshold, monkeypatch)
+
+
+@pytest.mark.parametrize("case, threshold", [("plain", 64), ("l1_mcw", 3), ("mcw0", 64)])
+def test_native_tree_splits_categories_with_a_row_minimum(case, threshold, monkeypatch):
+    """``min_samples_leaf`` next to categorical features: the kernel counts the rows of
+    each side of one-vs-rest and partition candidates as it sums their g and h (the
+    missing rows as the parent's count minus the present ones', as for the sums), and
+    grows the level loop's trees bit for bit; every leaf holds >= 30 counted rows and
+    the minimum binds (without it some leaf holds fewer)."""
+    free = _categorical_trees(case, threshold, monkeypatch)
+    leaves, counts = _categorical_trees(case, threshold, monkeypatch, min_leaf=30)
+    held = np.bincount(leaves, weights=counts, minlength=2 ** (4 + 1))
+    assert held[np.bincount(leaves, minlength=held.size) > 0].min() >= 30
+    held_free = np.bincount(free[0], weights=counts)
+    assert held_free[np.bincount(free[0]) > 0].min() < 30
+
+
+def _categorical_trees(case, threshold, monkeypatch, min_leaf=0):
+    """The categorical trees of ``case`` by the native kernel and the level loop, checked
+    equal; returns every row's leaf and the rows' counts (1: g, h not dropped)."""
     from jaxboost.engine import categorical
     from jaxboost.engine.binning import category_slots
+    from jaxboost.engine.constraints import ConstraintSpec, ConstraintValues, TreeConstraints
 
     D = 4
     bins, g, h, cuts, fok = data(hash(case) % 1000 + threshold)
@@ -437,22 +459,32 @@ def test_native_tree_splits_categories_as_the_level_loop(case, threshold, monkey
     cats = categorical.CatInfo(
         kind, n_cats, seen, np.array([0, 1], np.int32), np.int32(threshold), np.arange(S)
     )
+    counts = (h != 0).astype(np.float32)  # data() drops rows: g = h = 0
     calls = []
     real = native_kernel.grow_tree
     monkeypatch.setattr(
-        native_kernel, "grow_tree", lambda *a, **k: calls.append(k["cats"]) or real(*a, **k)
+        native_kernel,
+        "grow_tree",
+        lambda *a, **k: calls.append((k["cats"], k.get("counts"))) or real(*a, **k),
     )
 
     def fn(native_tree, bins, g, h, dyn, cuts, fok, cats):
         monkeypatch.setattr(grow_mod, "_native_tree", lambda: native_tree)
-        rules = grow_mod.SplitRules(cats=cats)
+        cons = None
+        if min_leaf:
+            values = ConstraintValues(
+                np.zeros(F, np.int32), np.zeros((0, F), bool), np.int32(min_leaf)
+            )
+            cons = TreeConstraints(ConstraintSpec(min_leaf=True), values, counts)
+        rules = grow_mod.SplitRules(cats=cats, constraints=cons)
         return grow_tree(bins, g, h, dyn, cuts, fok, TreeSpec(D, B, native=True), rules=rules)
 
     out = [
         jax.jit(functools.partial(fn, nt))(bins, g, h, CAT_CASES[case], cuts, fok, cats)
         for nt in (True, False)
     ]
-    assert len(calls) == 1 and calls[0] is not None  # the native kernel had the categories
+    assert len(calls) == 1 and calls[0][0] is not None  # the native kernel had the categories
+    assert (calls[0][1] is not None) == bool(min_leaf)  # and the counts
     (t1, l1), (t0, l0) = [({k: np.asarray(v) for k, v in t.items()}, np.asarray(l)) for t, l in out]
     split = ~t0["is_leaf"]
     cat_split = split & (t0["feature"] <= 1)
@@ -463,6 +495,7 @@ def test_native_tree_splits_categories_as_the_level_loop(case, threshold, monkey
     np.testing.assert_array_equal(l1, l0)
     # every row's leaf is where the finished tree routes its bins
     np.testing.assert_array_equal(np.asarray(binned_leaf(t1, bins, max_depth=D, max_bin=B)), l1)
+    return l1, counts
 
 
 def test_tree_kernel_gives_the_same_sums_on_any_thread_count():

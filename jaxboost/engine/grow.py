@@ -1100,7 +1100,7 @@ class _Grow(NamedTuple):
 
 LOSSGUIDE_WHERE = (
     "grow_policy='lossguide' is grown by the native CPU tree kernel: on one CPU device, "
-    "no monotone constraints nor min_samples_leaf next to categorical features, one "
+    "no monotone constraints next to categorical features, one "
     "output per tree, at "
     "most 256 bins per feature (max_bin <= 256 or data of few distinct values); this "
     "training uses the XLA tree builder"
@@ -1116,11 +1116,9 @@ def _native_tree() -> bool:
 def native_constraints(cons, cats=None) -> bool:
     """Whether the native tree kernel takes a tree's split constraints ``cons``
     (``constraints.TreeConstraints`` or None) with categorical features ``cats``:
-    interaction constraints always; monotone ones and ``min_samples_leaf`` without
+    interaction constraints and ``min_samples_leaf`` always, monotone ones without
     categorical features (with them the XLA level loop grows the tree)."""
-    if cons is None or cats is None:
-        return True
-    return not (cons.spec.monotone or cons.spec.min_leaf)
+    return cons is None or cats is None or not cons.spec.monotone
 
 
 def _native_monotone_leaves(cons, s, Gn, Hn, dyn, D):

@@ -1021,8 +1021,8 @@ def grow_tree(
         bounds, XGBoost's float32 scores given them, splits out of order refused, the
         midpoint bounds below each split). The leaf values and bounds are then
         computed from the tree (``grow._native_tree_grow``).
-      counts, min_leaf: ``None``, or a row minimum per child (``min_samples_leaf``,
-        numeric features only): ``counts`` ``(N,)`` float32, 1 for the rows the tree
+      counts, min_leaf: ``None``, or a row minimum per child (``min_samples_leaf``):
+        ``counts`` ``(N,)`` float32, 1 for the rows the tree
         is grown on and 0 for the others, and ``min_leaf`` a (traced) integer ``k``; a
         candidate split is then valid only when each child holds ``>= k`` counted rows
         (``jaxboost.engine.constraints.rows_ok``).

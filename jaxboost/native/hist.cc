@@ -729,7 +729,7 @@ ffi::Error HistogramImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
 // One whole tree, grown in one call (JaxboostGrowTree): the level loop of
 // jaxboost.engine.grow.grow_tree on one device (interaction and monotone constraints,
 // min_samples_leaf; categorical features through JaxboostGrowTreeCat, without monotone
-// signs or a row minimum), with the histograms above. What it saves is the fixed
+// signs), with the histograms above. What it saves is the fixed
 // cost of the XLA level loop (about a hundred small operations per level, each a few
 // microseconds): on data of a few thousand rows that cost, not arithmetic, set the
 // time of a tree. Its work follows the live nodes: each level histograms, scans and
@@ -1141,27 +1141,37 @@ inline void CatOrder(const v2d* hist, int64_t C, int64_t S, const Hyp& p, int32_
 
 // Best candidate of one (node, categorical feature), in the candidate order of
 // _category_gains (j: its slot; one-vs-rest 2c and 2c + 1, partition k - 1 for the
-// first k sorted categories right, V + k - 1 for the last k left).
+// first k sorted categories right, V + k - 1 for the last k left). Row minimum: rc,
+// Cp, k as in ScanFeatureNz; the counts of each side are formed as the sums are.
 inline Cand ScanCategorical(const v2d* hist, int64_t B, double Gp, double Hp, float sp,
-                            const Hyp& p, int32_t kind, int64_t C, int64_t S, int32_t mct) {
+                            const Hyp& p, int32_t kind, int64_t C, int64_t S, int32_t mct,
+                            const int32_t* rc = nullptr, int64_t Cp = 0, int64_t kmin = 0) {
   Cand best{-std::numeric_limits<float>::infinity(), 0, false, true};
   const int64_t V = B - 1;
-  auto consider = [&](double GL, double HL, double GR, double HR, int64_t j, bool dl) {
-    if (!((HL >= p.mcw) & (HR >= p.mcw))) return;
+  auto cnt = [&](int64_t c) -> int64_t { return rc != nullptr ? rc[c] : 0; };
+  const int64_t C0 = rc != nullptr ? Cp : 0;
+  auto consider = [&](double GL, double HL, double GR, double HR, int64_t CL, int64_t CR,
+                      int64_t j, bool dl) {
+    if (!((HL >= p.mcw) & (HR >= p.mcw) & (CL >= kmin) & (CR >= kmin))) return;
     const float g = (Score(GL, HL, p) + Score(GR, HR, p)) - sp;
     if (g > best.gain) best = Cand{g, static_cast<int32_t>(j), dl, true};
   };
   if (kind == 1) {
     double sG = 0.0, sH = 0.0;  // missing = parent - present, as XGBoost computes it
+    int64_t sC = 0;
     for (int64_t c = 0; c < S; ++c) {
       sG += hist[c][0];
       sH += hist[c][1];
+      sC += cnt(c);
     }
     const double Gm = Gp - sG, Hm = Hp - sH;
+    const int64_t Cm = C0 - sC;
     for (int64_t c = 0; c < C; ++c) {
       const double Gc = hist[c][0], Hc = hist[c][1];
-      consider(Gp - Gc, Hp - Hc, Gc, Hc, 2 * c, true);
-      consider((Gp - Gc) - Gm, (Hp - Hc) - Hm, Gc + Gm, Hc + Hm, 2 * c + 1, false);
+      const int64_t Cc = cnt(c);
+      consider(Gp - Gc, Hp - Hc, Gc, Hc, C0 - Cc, Cc, 2 * c, true);
+      consider((Gp - Gc) - Gm, (Hp - Hc) - Hm, Gc + Gm, Hc + Hm, (C0 - Cc) - Cm, Cc + Cm,
+               2 * c + 1, false);
     }
     return best;
   }
@@ -1170,20 +1180,25 @@ inline Cand ScanCategorical(const v2d* hist, int64_t B, double Gp, double Hp, fl
   int32_t order[256];
   CatOrder(hist, C, S, p, order);
   double RG[256], RH[256], TG[256], TH[256];
+  int64_t RC[256], TC[256];
   for (int64_t i = 0; i < S; ++i) {
     const v2d x = hist[order[i]];
     RG[i] = i == 0 ? x[0] : RG[i - 1] + x[0];
     RH[i] = i == 0 ? x[1] : RH[i - 1] + x[1];
+    RC[i] = (i == 0 ? 0 : RC[i - 1]) + cnt(order[i]);
   }
   for (int64_t i = S - 1; i >= 0; --i) {
     const v2d x = hist[order[i]];
     TG[i] = i == S - 1 ? x[0] : TG[i + 1] + x[0];
     TH[i] = i == S - 1 ? x[1] : TH[i + 1] + x[1];
+    TC[i] = (i == S - 1 ? 0 : TC[i + 1]) + cnt(order[i]);
   }
   for (int64_t k = 1; k < m; ++k)  // the first k right, missing left
-    consider(Gp - RG[k - 1], Hp - RH[k - 1], RG[k - 1], RH[k - 1], k - 1, true);
+    consider(Gp - RG[k - 1], Hp - RH[k - 1], RG[k - 1], RH[k - 1], C0 - RC[k - 1], RC[k - 1],
+             k - 1, true);
   for (int64_t k = 1; k < m; ++k)  // the last k left, missing right
-    consider(TG[C - k], TH[C - k], Gp - TG[C - k], Hp - TH[C - k], V + k - 1, false);
+    consider(TG[C - k], TH[C - k], Gp - TG[C - k], Hp - TH[C - k], TC[C - k], C0 - TC[C - k],
+             V + k - 1, false);
   return best;
 }
 
@@ -1230,7 +1245,6 @@ struct TreeIn {
   const int32_t* mono = nullptr;
   // Row minimum (min_samples_leaf): each row's count, 1 for the rows the tree is grown
   // on and 0 for the others (null: none), and the fewest counted rows a child may hold.
-  // Numeric features only.
   const float* cnt = nullptr;
   int64_t min_leaf = 0;
 };
@@ -1670,7 +1684,8 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
         }
         if (cat != nullptr && cat->kind[f] != 0) {
           best[u] = ScanCategorical(hf, B, Gn[i], Hn[i], sp[c], p, cat->kind[f], cat->n_cats[f],
-                                    cat->S, cat->max_cat_threshold);
+                                    cat->S, cat->max_cat_threshold, rc, counted ? Cn[i] : 0,
+                                    kmin);
         } else if (few[slot[c]]) {
           const uint8_t* const tl = listed(slot[c], f);
           const int64_t tc = tcount[slot[c] * F + f];
@@ -2080,9 +2095,6 @@ ffi::Error GrowTreesRun(ffi::ThreadPool& thread_pool, ffi::Buffer<ffi::U8>& bins
     if (counts.element_count() != static_cast<size_t>(T * N) || min_leaf.element_count() != 1)
       return ffi::Error::InvalidArgument(std::string(name) +
                                          ": counts must be ([T,] N) with min_leaf (1,)");
-    if (cat != nullptr)
-      return ffi::Error::InvalidArgument(std::string(name) +
-                                         ": min_leaf with categorical features");
     for (int64_t t = 0; t < T; ++t) {
       ins[t].cnt = counts.typed_data() + t * N;
       ins[t].min_leaf = min_leaf.typed_data()[0];

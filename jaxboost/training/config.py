@@ -877,8 +877,8 @@ def check_leaf_wise(grow_policy, max_leaves, multi_tree, mesh) -> int:
         return 0
     from ..engine.grow import LOSSGUIDE_WHERE
 
-    # every split constraint is the kernel's (next to categorical features, monotone
-    # signs and min_samples_leaf are not: grow_tree raises LOSSGUIDE_WHERE then)
+    # every split constraint is the kernel's (monotone signs next to categorical
+    # features are not: grow_tree raises LOSSGUIDE_WHERE then)
     if multi_tree or mesh is not None:
         raise ValueError(LOSSGUIDE_WHERE.replace("; this training uses the XLA tree builder", ""))
     return max_leaves

@@ -665,9 +665,8 @@ OPTIONS = (
         leaves; depth is still bounded by ``max_depth``). Leaf-wise trees are the
         best-first subset of the level-wise candidate splits (a node's split depends
         only on its rows), selected in the native CPU kernel: one CPU device, numeric
-        or categorical features, every split constraint (``min_samples_leaf`` and
-        monotone signs with numeric features only), one output per tree
-        (``ValueError`` otherwise).""",
+        or categorical features, every split constraint (monotone signs with numeric
+        features only), one output per tree (``ValueError`` otherwise).""",
     ),
     Option(
         "max_leaves",
