@@ -347,146 +347,6 @@ void ParallelFor(ffi::ThreadPool* pool, int64_t n_workers, int64_t n_items,
   for (auto& t : threads) t.join();
 }
 
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  _mm_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-
-// A team of workers for the many short parallel loops of one kernel call (the tree
-// kernel's levels: scans, partitions, histograms of tens to hundreds of microseconds
-// each). ParallelFor starts its helpers for every loop, and a pool thread that has
-// gone to sleep took about 100 us to start on the 2-core machine: as long as a
-// level's loop on 200,000 rows. The team's helpers are started once (pool tasks, or
-// std::threads without a pool) and wait between loops by spinning, on cores the call
-// would otherwise leave idle; they leave when the team is destroyed. For(n, fn) has
-// ParallelFor's contract: fn(i, worker) once for each i in [0, n), the caller (worker
-// 0) taking items too and never waiting for a helper to start (a helper that starts
-// late, or never, or that the pool runs inline on the caller, changes only who runs
-// which item). Items are claimed through one 64-bit ticket, loop number << 32 | next
-// item, so a helper that slept through a loop cannot claim an item of a later one
-// with the earlier loop's function.
-class Team {
- public:
-  using Fn = std::function<void(int64_t, int64_t)>;
-  Team(ffi::ThreadPool* pool, int64_t n_workers)
-      : n_workers_(std::max<int64_t>(1, n_workers)), s_(std::make_shared<Shared>()) {
-    const std::thread::id caller = std::this_thread::get_id();
-    try {
-      for (int64_t w = 1; w < n_workers_; ++w) {
-        auto s = s_;
-        if (pool != nullptr)
-          pool->Schedule([s, w, caller] { Help(*s, w, caller); });
-        else
-          threads_.emplace_back([s, w, caller] { Help(*s, w, caller); });
-      }
-    } catch (...) {
-      // no more helpers: the caller does their share
-    }
-  }
-  ~Team() {
-    s_->quit.store(true);
-    if (s_->sleepers.load() > 0) {
-      std::lock_guard<std::mutex> lock(s_->mu);
-      s_->cv.notify_all();
-    }
-    for (auto& t : threads_) t.join();
-  }
-  Team(const Team&) = delete;
-  Team& operator=(const Team&) = delete;
-  int64_t size() const { return n_workers_; }
-
-  void For(int64_t n_items, const Fn& fn) {
-    if (n_workers_ <= 1 || n_items <= 1) {
-      for (int64_t i = 0; i < n_items; ++i) fn(i, 0);
-      return;
-    }
-    const uint64_t loop = ++loop_;
-    s_->fn.store(&fn, std::memory_order_relaxed);
-    s_->n_items.store(n_items, std::memory_order_relaxed);
-    s_->done.store(0, std::memory_order_relaxed);
-    s_->ticket.store(loop << 32);  // seq_cst: before the read of sleepers
-    if (s_->sleepers.load() > 0) {
-      std::lock_guard<std::mutex> lock(s_->mu);
-      s_->cv.notify_all();
-    }
-    Work(*s_, loop, 0);
-    // The last items are a helper's: spin a little, then let the core go (a helper
-    // that another thread preempted needs one to finish).
-    for (int64_t spins = 0; s_->done.load(std::memory_order_acquire) < n_items; ++spins) {
-      if (spins < kSpins)
-        CpuRelax();
-      else
-        std::this_thread::yield();
-    }
-  }
-
- private:
-  struct Shared {
-    std::atomic<uint64_t> ticket{0};
-    std::atomic<const Fn*> fn{nullptr};
-    std::atomic<int64_t> n_items{0};
-    std::atomic<int64_t> done{0};
-    std::atomic<bool> quit{false};
-    // helpers asleep between loops (after kSpins pauses without work), woken by the
-    // next loop or the end
-    std::atomic<int> sleepers{0};
-    std::mutex mu;
-    std::condition_variable cv;
-  };
-  // About 100 us of pauses: a helper stays awake across the short serial steps between
-  // a level's loops and sleeps through long ones (the root's partition), so that it
-  // does not take a core the caller, or XLA's other threads, could use. Spinning
-  // through them made fits bimodal on the 2-core machine: some processes took 0.68 s
-  // instead of 0.42 s for friedman1.
-  static constexpr int64_t kSpins = 4096;
-
-  // Claims and runs items of loop `loop` until none is left (or the loop is over).
-  static void Work(Shared& s, uint64_t loop, int64_t worker) {
-    for (;;) {
-      uint64_t t = s.ticket.load(std::memory_order_acquire);
-      if ((t >> 32) != loop) return;
-      const int64_t i = static_cast<int64_t>(t & 0xffffffffu);
-      const int64_t n = s.n_items.load(std::memory_order_relaxed);
-      const Fn* fn = s.fn.load(std::memory_order_relaxed);
-      if (i >= n) return;
-      // fn and n belong to this loop if the ticket is still this loop's
-      if (!s.ticket.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel)) continue;
-      (*fn)(i, worker);
-      s.done.fetch_add(1, std::memory_order_release);
-    }
-  }
-
-  static void Help(Shared& s, int64_t worker, std::thread::id caller) {
-    if (std::this_thread::get_id() == caller) return;  // run inline: never wait here
-    uint64_t seen = 0;
-    int64_t idle = 0;
-    while (!s.quit.load(std::memory_order_acquire)) {
-      const uint64_t loop = s.ticket.load(std::memory_order_acquire) >> 32;
-      if (loop != seen) {
-        seen = loop;
-        Work(s, loop, worker);
-        idle = 0;
-      } else if (++idle < kSpins) {
-        CpuRelax();
-      } else {
-        std::unique_lock<std::mutex> lock(s.mu);
-        s.sleepers.fetch_add(1);  // seq_cst: before the check of the ticket below
-        s.cv.wait(lock, [&] { return s.quit.load() || (s.ticket.load() >> 32) != seen; });
-        s.sleepers.fetch_sub(1);
-        idle = 0;
-      }
-    }
-  }
-
-  int64_t n_workers_;
-  uint64_t loop_ = 0;
-  std::shared_ptr<Shared> s_;
-  std::vector<std::thread> threads_;
-};
-
 // Few nodes: row blocks. Block t (rows [t N / nt, (t + 1) N / nt)) is summed into its
 // own scratch histogram (n_nodes blocks of ns pairs), then the scratch histograms
 // are reduced in block order into G and H, by ranges of (node, feature) pairs.
@@ -1527,13 +1387,11 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
   constexpr int64_t kPartitionWork = int64_t{1} << 22;
   const bool part = nt_rows == 1 || N * F < kPartitionWork;
   const int64_t nt_feat = part ? std::min<int64_t>(nt_rows, F) : 1;
-  // part on threads: one team for the call's parallel loops (the other path's loops
-  // are few and long, and its histogram kernel starts its own helpers).
-  Team team(pool, part ? nt_rows : 1);
   // The features of thread t of nt_feat: [F t / nt_feat, F (t + 1) / nt_feat).
   auto by_features = [&](const std::function<void(int64_t, int64_t)>& fn) {
     if (nt_feat <= 1) return fn(0, F);
-    team.For(nt_feat, [&](int64_t t, int64_t) { fn(F * t / nt_feat, F * (t + 1) / nt_feat); });
+    ParallelFor(pool, nt_feat, nt_feat,
+                [&](int64_t t, int64_t) { fn(F * t / nt_feat, F * (t + 1) / nt_feat); });
   };
   // Work per split (pair of children) below the root: fn(pr) for each of n_pairs
   // pairs, the pairs spread over the threads when there are several. Each pair's
@@ -1546,7 +1404,7 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
       for (int64_t pr = 0; pr < n_pairs; ++pr) fn(pr);
       return;
     }
-    team.For(n_pairs, [&](int64_t pr, int64_t) { fn(pr); });
+    ParallelFor(pool, nt_feat, n_pairs, [&](int64_t pr, int64_t) { fn(pr); });
   };
   // Histograms of a level's live nodes, node-major in slots: live node c's (G, H) pair
   // of feature f, bin b at slot[c] * ns + f * FS + b (the stride of the histogram
@@ -1739,10 +1597,7 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
       const auto ranges = [&](int64_t r, int64_t) {
         scan(units * r / n_ranges, units * (r + 1) / n_ranges);
       };
-      if (part)
-        team.For(n_ranges, ranges);
-      else
-        ParallelFor(pool, nt, n_ranges, ranges);
+      ParallelFor(pool, nt, n_ranges, ranges);
     } else {
       scan(0, units);
     }
