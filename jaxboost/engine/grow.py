@@ -1152,6 +1152,7 @@ def _native_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, spec: Tre
 
     cons = rules.constraints
     mono = cons.values.monotone if cons is not None and cons.spec.monotone else None
+    minimum = cons is not None and cons.spec.min_leaf  # the row counts go with it
     with jax.enable_x64(True):
         root, hyper = _native_inputs(g, h, dyn)
         s, Gn, Hn, leaf = native_kernel.grow_tree(
@@ -1170,8 +1171,8 @@ def _native_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, spec: Tre
             cats=rules.cats,
             sets=None if cons is None or not cons.spec.n_sets else cons.values.sets,
             mono=mono,
-            counts=cons.counts if cons is not None and cons.spec.min_leaf else None,
-            min_leaf=cons.values.min_leaf if cons is not None and cons.spec.min_leaf else None,
+            counts=cons.counts if minimum else None,
+            min_leaf=cons.values.min_leaf if minimum else None,
         )
         if mono is None:
             return _native_tree_fields(s, Gn, Hn, leaf, dyn, cuts_ext)

@@ -979,9 +979,9 @@ def grow_tree(
 
     The level loop of :func:`jaxboost.engine.grow.grow_tree` on one device (interaction
     and monotone constraints and a row minimum at most: ``sets``, ``mono``, ``counts``),
-    as one XLA custom call: each
-    level histograms (the smaller child of each pair; its sibling by subtraction), scans
-    and routes only the nodes that exist. Split arithmetic is that of :mod:`jaxboost.engine.split`:
+    as one XLA custom call: each level histograms (the smaller child of each pair; its
+    sibling by subtraction), scans and routes only the nodes that exist. Split
+    arithmetic is that of :mod:`jaxboost.engine.split`:
     float64 sums (prefix sums in bin order), float32 scores and gains, candidates in
     XGBoost's order, the first strictly greater gain wins, a split needs gain > 1e-6.
     Usable inside ``jax.jit``; call it on one device.
@@ -1022,8 +1022,8 @@ def grow_tree(
         midpoint bounds below each split). The leaf values and bounds are then
         computed from the tree (``grow._native_tree_grow``).
       counts, min_leaf: ``None``, or a row minimum per child (``min_samples_leaf``):
-        ``counts`` ``(N,)`` float32, 1 for the rows the tree
-        is grown on and 0 for the others, and ``min_leaf`` a (traced) integer ``k``; a
+        ``counts`` ``(N,)`` float32, 1 for the rows the tree is grown on and 0 for the
+        others, and ``min_leaf`` a (traced) integer ``k``; a
         candidate split is then valid only when each child holds ``>= k`` counted rows
         (``jaxboost.engine.constraints.rows_ok``).
 

@@ -776,12 +776,16 @@ inline bool SlotUsed(const v2d& x) {
   return ((gh[0] | gh[1]) << 1) != 0;
 }
 
-// With counts rc (not null), a slot whose count is not 0 is not empty either.
+// Whether slot j holds sums or, with counts rc (not null), counted rows.
+inline bool SlotHolds(const v2d* hist, const int32_t* rc, int64_t j) {
+  return SlotUsed(hist[j]) || (rc != nullptr && rc[j] != 0);
+}
+
 inline int64_t NonEmptyScalar(const v2d* hist, const int32_t* rc, int64_t j, int64_t V,
                               int32_t* nz, int64_t nnz) {
   for (; j < V; ++j) {
     nz[nnz] = static_cast<int32_t>(j);
-    nnz += static_cast<int64_t>(SlotUsed(hist[j]) || (rc != nullptr && rc[j] != 0));
+    nnz += static_cast<int64_t>(SlotHolds(hist, rc, j));
   }
   return nnz;
 }
@@ -1564,6 +1568,7 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
         if (counted && Cn[i] < 2 * kmin) continue;  // nor both >= min_leaf rows
         const v2d* hf = base + slot[c] * ns + f * FS;
         const int32_t* rc = counted ? cbase + slot[c] * ns + f * FS : nullptr;
+        const int64_t Ci = counted ? Cn[i] : 0;
         MonoNode mnode{0.0f, 0.0f, 0};
         const MonoNode* mn = nullptr;
         if (mono != nullptr) {
@@ -1572,8 +1577,7 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
         }
         if (cat != nullptr && cat->kind[f] != 0) {
           best[u] = ScanCategorical(hf, B, Gn[i], Hn[i], sp[c], p, cat->kind[f], cat->n_cats[f],
-                                    cat->S, cat->max_cat_threshold, rc, counted ? Cn[i] : 0,
-                                    kmin);
+                                    cat->S, cat->max_cat_threshold, rc, Ci, kmin);
         } else if (few[slot[c]]) {
           const uint8_t* const tl = listed(slot[c], f);
           const int64_t tc = tcount[slot[c] * F + f];
@@ -1581,23 +1585,22 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
           int64_t nnz = 0;
           for (int64_t q = 0; q < tc && tl[q] < B - 1; ++q) {
             nz[nnz] = tl[q];
-            nnz += SlotUsed(hf[tl[q]]) || (rc != nullptr && rc[tl[q]] != 0);
+            nnz += SlotHolds(hf, rc, tl[q]);
           }
           best[u] = ScanFeatureNz(hf, B, nz, nnz, Gn[i], Hn[i], sp[c], forward_ok[f], p, s, mn,
-                                  rc, counted ? Cn[i] : 0, kmin);
+                                  rc, Ci, kmin);
         } else {
-          best[u] = ScanFeature(hf, B, Gn[i], Hn[i], sp[c], forward_ok[f], p, s, mn, rc,
-                                counted ? Cn[i] : 0, kmin);
+          best[u] = ScanFeature(hf, B, Gn[i], Hn[i], sp[c], forward_ok[f], p, s, mn, rc, Ci,
+                                kmin);
         }
       }
     };
     const int64_t units = nl * F;
     if (nt > 1 && units * B >= (int64_t{1} << 16)) {
       const int64_t n_ranges = std::min(units, nt * 8);
-      const auto ranges = [&](int64_t r, int64_t) {
+      ParallelFor(pool, nt, n_ranges, [&](int64_t r, int64_t) {
         scan(units * r / n_ranges, units * (r + 1) / n_ranges);
-      };
-      ParallelFor(pool, nt, n_ranges, ranges);
+      });
     } else {
       scan(0, units);
     }
