@@ -171,6 +171,27 @@ def test_lossguide_errors_and_estimator(data):
         jaxboost.train("squared", X, y, num_leaves=31)
 
 
+def test_lossguide_memory_follows_the_leaves(monkeypatch):
+    """Leaf-wise trees hold histograms for their leaves that may still split, not for
+    the widest level of ``max_depth``: with the histogram budget cut to 2 MiB, 8 leaves
+    at depth 10 train (the level-wise bound, 512 nodes x 5 features x 256 bins, is 10
+    MiB) and give the model of the full budget; 200 leaves (4 MiB) get an error that
+    says what the histograms need."""
+    from jaxboost.engine import grow
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(2000, 5)).astype(np.float32)  # 256 bins each
+    y = (X[:, 0] - X[:, 1] * X[:, 2] + rng.normal(size=2000)).astype(np.float32)
+    kw = dict(grow_policy="lossguide", max_depth=10, n_rounds=3, verbose=False)
+    full = jaxboost.train("squared", X, y, max_leaves=8, **kw).predict(X)
+    monkeypatch.setattr(grow, "HIST_MEMORY", 1 << 20)
+    assert not grow.native_tree_takes(len(X), X.shape[1], 10, 256)
+    small = jaxboost.train("squared", X, y, max_leaves=8, **kw).predict(X)
+    np.testing.assert_array_equal(small, full)
+    with pytest.raises(ValueError, match=r"max_leaves=200 and max_depth=10 .* needs 4 MiB"):
+        jaxboost.train("squared", X, y, max_leaves=200, max_depth=10, grow_policy="lossguide")
+
+
 @pytest.mark.parametrize("onehot", [4, 10], ids=["partition", "one-vs-rest"])
 def test_lossguide_with_categories_equals_xgboost_hist(onehot):
     """Leaf-wise trees over categorical features (the native kernel splits categories

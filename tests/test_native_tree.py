@@ -643,3 +643,120 @@ def test_row_minimum_on_row_blocks_gives_the_one_thread_tree():
     assert s1["is_split"].sum() >= 60
     free = grown(2, minimum=False)[3]
     assert np.bincount(free, weights=counts)[np.bincount(free) > 0].min() < k
+
+
+def _best_first(is_split, gain, max_leaves):
+    """XGBoost's lossguide order on a level-wise tree: from the root, the split node of
+    largest gain is expanded, ties to the node allocated first (each expanded node's
+    children take the next two numbers), until ``max_leaves`` leaves. Returns the
+    expanded nodes as a mask."""
+    import heapq
+
+    keep = np.zeros(is_split.size, bool)
+    heap = [(-gain[0], 0, 0)] if is_split[0] else []
+    leaves, alloc = 1, 1
+    while heap and leaves < max_leaves:
+        _, _, i = heapq.heappop(heap)
+        keep[i], leaves = True, leaves + 1
+        for c in (2 * i + 1, 2 * i + 2):
+            if c < is_split.size and is_split[c]:
+                heapq.heappush(heap, (-gain[c], alloc, c))
+            alloc += 1
+    return keep
+
+
+def _leaf_under(keep, deepest):
+    """Each row's leaf in the tree of the expanded nodes ``keep``, from its leaf
+    ``deepest`` in the full tree: its shallowest ancestor that is not expanded."""
+    depth = np.floor(np.log2(deepest + 1)).astype(int)
+    out = np.full(deepest.shape, -1)
+    for d in range(depth.max() + 1):
+        anc = ((deepest + 1) >> np.maximum(depth - d, 0)) - 1
+        take = (out < 0) & (d <= depth) & ~keep[np.where(d <= depth, anc, 0)]
+        out = np.where(take, anc, out)
+    return out
+
+
+@pytest.mark.parametrize("n_threads", [1, 2, 3])
+@pytest.mark.parametrize(
+    "case", ["plain", "sets", "mono", "row-minimum", "colsample", "categorical", "gamma"]
+)
+def test_leaf_wise_tree_is_the_level_wise_tree_best_first(case, n_threads):
+    """Leaf-wise trees (``max_leaves``) are grown best first: only the expanded nodes'
+    children are histogrammed and scanned. The tree is the one XGBoost's lossguide order
+    picks from the whole level-wise tree of the same depth (each node's best split
+    depends only on its rows and its path): the same splits, gains, node sums and
+    leaves, bit for bit, whatever the number of threads."""
+    from jaxboost.engine import categorical
+    from jaxboost.engine.binning import category_slots
+
+    rng = np.random.default_rng(11)
+    n, f, b, D = 3000, 8, 32, 7
+    bins = rng.integers(0, b - 1, size=(n, f)).astype(np.uint8)
+    bins[rng.random((n, f)) < 0.05] = b - 1  # missing
+    signal = np.sin(bins[:, 0] / 4.0) + (bins[:, 1] > 12) - 0.5 * (bins[:, 2] % 5 == 0)
+    signal = signal + 0.3 * np.cos(bins[:, 3] * bins[:, 4] / 50.0)
+    g = (rng.normal(size=n) * 0.3 - signal).astype(np.float32)
+    h = rng.uniform(0.2, 1.0, size=n).astype(np.float32)
+    gamma = 0.5 if case == "gamma" else 0.0
+    hyper = np.float32([0.3, 1.0, 0.1, gamma, 1.0, 0.0])
+    root = np.array([g.astype(np.float64).sum(), h.astype(np.float64).sum()])
+    fok = rng.random(f) < 0.7
+    kw, colsample = {}, None
+    if case == "sets":
+        kw["sets"] = np.array([[1, 1, 0, 0, 0, 0, 0, 0], [0, 0, 1, 1, 0, 0, 0, 0]], bool)
+        kw["sets"] = np.vstack([kw["sets"], [[0, 0, 0, 0, 1, 1, 1, 1], [1, 0, 0, 0, 1, 0, 0, 0]]])
+    elif case == "mono":
+        kw["mono"] = np.array([1, 0, -1, 0, 0, 1, 0, 0], np.int32)
+    elif case == "row-minimum":
+        kw["counts"] = (rng.random(n) < 0.9).astype(np.float32)
+        kw["min_leaf"] = np.int32(40)
+        g, h = g * kw["counts"], h * kw["counts"]
+        root = np.array([g.astype(np.float64).sum(), h.astype(np.float64).sum()])
+    elif case == "colsample":
+        key = rng.integers(0, 2**32, size=2, dtype=np.uint64).astype(np.uint32)
+        colsample = (key, rng.random((D, f)) < 0.8, np.float32([0.6]))
+    elif case == "categorical":
+        bins[:, 0] = np.where(bins[:, 0] == b - 1, b - 1, rng.integers(0, 12, size=n))
+        bins[:, 1] = np.where(bins[:, 1] == b - 1, b - 1, rng.integers(0, 3, size=n))
+        g = (g - 0.8 * np.isin(bins[:, 0], [1, 4, 9]) + 0.5 * (bins[:, 1] == 1)).astype(np.float32)
+        root = np.array([g.astype(np.float64).sum(), h.astype(np.float64).sum()])
+        seen = np.zeros((f, b), bool)
+        seen[0, :12], seen[1, :3] = True, True
+        kind = np.array([categorical.PARTITION, categorical.ONE_HOT] + [0] * (f - 2), np.int32)
+        S = category_slots(12, b)
+        kw["cats"] = categorical.CatInfo(
+            kind,
+            np.array([12, 3] + [0] * (f - 2), np.int32),
+            seen,
+            np.array([0, 1], np.int32),
+            np.int32(64),
+            np.arange(S),
+        )
+
+    def grow(leaves, threads):
+        args = (bins, g, h, hyper, root, fok, colsample, D, b)
+        out = native_kernel.grow_tree(*args, n_threads=threads, max_leaves=leaves, **kw)
+        return jax.tree.map(np.asarray, out)
+
+    (full, Gf, Hf, leaf_full), splits = grow(0, 1), []
+    for leaves in (2, 6, 13, 24):
+        s, Gn, Hn, leaf = grow(leaves, n_threads)
+        keep = _best_first(full["is_split"], full["gain"], leaves)
+        if gamma == 0.0:  # (gamma prunes the selected tree again, in both)
+            np.testing.assert_array_equal(s["is_split"], keep)
+        else:
+            assert not (s["is_split"] & ~keep).any()
+        kept = s["is_split"]
+        for k in s:
+            np.testing.assert_array_equal(
+                np.where(kept, s[k].T, 0).T, np.where(kept, full[k].T, 0).T
+            )
+        reach = np.r_[True, kept[(np.arange(1, kept.size) - 1) // 2]]
+        np.testing.assert_array_equal(Gn[reach], Gf[reach])
+        np.testing.assert_array_equal(Hn[reach], Hf[reach])
+        np.testing.assert_array_equal(leaf, _leaf_under(kept, leaf_full))
+        splits.append(int(kept.sum()))
+    assert full["is_split"].sum() > 23  # the leaf limit binds: a tree of its own
+    if gamma == 0.0:
+        assert splits == [1, 5, 12, 23]

@@ -143,18 +143,23 @@ XLA loop: 10,000 x 2,000 rows at depth 6, 20 rounds, 8.0 s against 2.96 s on the
 s (XGBoost 1.65 s)."""
 
 
-def native_tree_takes(n_rows, n_features: int, max_depth: int, max_bin: int, block=None) -> bool:
+def native_tree_takes(
+    n_rows, n_features: int, max_depth: int, max_bin: int, block=None, max_leaves: int = 0
+) -> bool:
     """Whether the native whole-tree kernel may take a tree of ``n_features`` features
     at ``max_depth`` on ``n_rows`` rows (``None``: any number) as far as memory goes: all
     features at once. With ``block`` (``TreeSpec.feature_block``, set by the caller) only
     when it holds every feature; otherwise when the XLA level loop would hold them all
     (``feature_block``) or the kernel's own histograms fit ``NATIVE_TREE_MEMORY_FACTOR``
-    times ``HIST_MEMORY``.
+    times ``HIST_MEMORY`` (``max_leaves > 0``: leaf-wise trees, whose histograms follow
+    the leaves, ``jaxboost.native.tree_scratch_bytes``).
 
     >>> native_tree_takes(10_000, 2_000, 6, 256), feature_block(2_000, 32, 256) < 2_000
     (True, True)
     >>> native_tree_takes(10_000, 2_000, 6, 256, block=500)
     False
+    >>> [native_tree_takes(100_000, 20, 16, 256, max_leaves=k) for k in (0, 31)]
+    [False, True]
     """
     from .. import native as native_kernel
 
@@ -163,7 +168,7 @@ def native_tree_takes(n_rows, n_features: int, max_depth: int, max_bin: int, blo
         return min(int(block), F) == F
     if feature_block(F, max(1, 2 ** (max_depth - 1)), max_bin) == F:
         return True
-    need = native_kernel.tree_scratch_bytes(n_rows, F, max_depth, max_bin)
+    need = native_kernel.tree_scratch_bytes(n_rows, F, max_depth, max_bin, max_leaves)
     return need <= NATIVE_TREE_MEMORY_FACTOR * HIST_MEMORY
 
 
@@ -586,7 +591,9 @@ def grow_tree(
     raw_histogram = pair_histogram(bins, native=native, max_bin=B, native_threads=native_threads)
     bin_of = bin_reader(bins, native)
     F = bins.shape[1] if native else bins.shape[0]
-    whole = native and native_tree_takes(bins.shape[0] if native else None, F, D, B, block)
+    whole = native and native_tree_takes(
+        bins.shape[0] if native else None, F, D, B, block, spec.max_leaves
+    )
     block = feature_block(F, W, B) if block is None else min(int(block), F)
     rules = SplitRules() if rules is None else rules
     cats, cons = rules.cats, rules.constraints
@@ -601,6 +608,8 @@ def grow_tree(
     if spec.depth_bucket:  # would grow the bucket's depth, not the model's: never
         raise RuntimeError(_BUCKET_ERROR)
     if spec.max_leaves > 0:
+        if native and not whole:  # the kernel's histograms would not fit
+            raise ValueError(_lossguide_memory(bins.shape[0], F, D, B, spec.max_leaves))
         raise ValueError(LOSSGUIDE_WHERE)
     grow = _Grow(
         bins=bins,
@@ -1107,6 +1116,21 @@ LOSSGUIDE_WHERE = (
 )
 
 
+def _lossguide_memory(n_rows, n_features, max_depth, max_bin, max_leaves) -> str:
+    """The error of a leaf-wise tree whose histograms the native kernel cannot hold."""
+    from .. import native as native_kernel
+
+    need = native_kernel.tree_scratch_bytes(n_rows, n_features, max_depth, max_bin, max_leaves)
+    return (
+        f"grow_policy='lossguide' with max_leaves={max_leaves} and max_depth={max_depth} on "
+        f"{n_features} features and {max_bin} bins needs {-(-need >> 20)} MiB of histograms in "
+        f"the native CPU tree kernel, more than its limit of "
+        f"{(NATIVE_TREE_MEMORY_FACTOR * HIST_MEMORY) >> 20} MiB (2 x "
+        f"jaxboost.engine.grow.HIST_MEMORY); lower max_leaves, max_bin or (up to depth 8) "
+        f"max_depth"
+    )
+
+
 def _native_tree() -> bool:
     from .. import native as native_kernel
 
@@ -1195,7 +1219,9 @@ def class_trees_in_parallel(bins, spec: TreeSpec, reduce, rules: SplitRules) -> 
     if rules.constraints is not None or reduce is not _identity:
         return False
     N, F = bins.shape
-    if not native_tree_takes(N, F, spec.max_depth, spec.max_bin, spec.feature_block):
+    if not native_tree_takes(
+        N, F, spec.max_depth, spec.max_bin, spec.feature_block, spec.max_leaves
+    ):
         return False
     if not _native_tree():
         return False

@@ -931,16 +931,23 @@ def tree_enabled() -> bool:
     return os.environ.get(ENV_TREE, "").strip().lower() not in ("0", "false", "no", "off")
 
 
-def tree_scratch_bytes(n_rows, n_features: int, max_depth: int, n_bins: int) -> int:
+def tree_scratch_bytes(
+    n_rows, n_features: int, max_depth: int, n_bins: int, max_leaves: int = 0
+) -> int:
     """Bytes of level histograms the whole-tree kernel (:func:`grow_tree`) sets aside for
     one tree: a slot for each live node of the widest level that splits, ``min(2 **
     (max_depth - 1), n_rows)`` of them (``n_rows=None``: not bounded by the rows), each
     ``n_features`` rows of ``FS`` (G, H) float64 pairs, ``FS`` the kernel's padded width
-    for ``n_bins`` (20, 36, 68, 132 or 260). Pages are touched as nodes use them, so
-    this bounds what a tree holds.
+    for ``n_bins`` (20, 36, 68, 132 or 260). Leaf-wise trees (``max_leaves > 0``) grown
+    best first hold a slot for each leaf that may still split, ``min(max_leaves, 2 **
+    (max_depth - 1)) + 1``; up to depth 8 the kernel may grow them level by level
+    instead (many rows on several threads), so the larger of the two counts there.
+    Pages are touched as nodes use them, so this bounds what a tree holds.
 
     >>> tree_scratch_bytes(50_000, 20, 14, 256) >> 20  # MiB
     650
+    >>> tree_scratch_bytes(50_000, 20, 14, 256, max_leaves=31) >> 20
+    2
     >>> tree_scratch_bytes(None, 2000, 6, 256) >> 20
     253
     """
@@ -951,6 +958,9 @@ def tree_scratch_bytes(n_rows, n_features: int, max_depth: int, n_bins: int) -> 
     slots = 1 << max(int(max_depth) - 1, 0)
     if n_rows is not None:
         slots = min(slots, max(int(n_rows), 1))
+    if max_leaves > 0:  # hist.cc: GrowLeafWise, or GrowTree up to depth 8
+        best_first = min(int(max_leaves), 1 << max(int(max_depth) - 1, 0)) + 1
+        slots = max(slots, best_first) if max_depth <= 8 else best_first
     return slots * ns * 16
 
 
@@ -1001,9 +1011,10 @@ def grow_tree(
         features the ``max(1, floor(ratio n))`` with the smallest numbers).
       max_depth: static, ``>= 1``; n_bins: static, ``2 <= n_bins <= 256``.
       n_threads: as for :func:`histogram` (``None``: :func:`default_threads`).
-      max_leaves: static; > 0 grows leaf-wise (XGBoost's ``grow_policy="lossguide"``):
-        of the level-wise candidate splits, the best-first ones (largest gain first,
-        ties to the node allocated first) until the tree has ``max_leaves`` leaves.
+      max_leaves: static; > 0 grows leaf-wise (XGBoost's ``grow_policy="lossguide"``),
+        best first: the leaf of largest gain splits first, ties to the node allocated
+        first, until the tree has ``max_leaves`` leaves; only the splits' children are
+        histogrammed. The tree is that walk over the level-wise tree's splits.
       depth: ``None``, or a traced integer ``1 <= depth <= max_depth``: grow only that
         many levels in arrays sized for ``max_depth`` (one compiled program for a
         bucket of depths). The tree, its draws and its rows' leaves are those of

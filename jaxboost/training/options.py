@@ -662,11 +662,12 @@ OPTIONS = (
         ``"depthwise"`` (level by level, XGBoost's default) or
         ``"lossguide"`` (leaf-wise, XGBoost's and LightGBM's: the split of largest gain
         anywhere in the tree first, ties to the node made first, until ``max_leaves``
-        leaves; depth is still bounded by ``max_depth``). Leaf-wise trees are the
-        best-first subset of the level-wise candidate splits (a node's split depends
-        only on its rows), selected in the native CPU kernel: one CPU device, numeric
-        or categorical features, every split constraint (monotone signs with numeric
-        features only), one output per tree (``ValueError`` otherwise).""",
+        leaves; depth is still bounded by ``max_depth``). Leaf-wise trees are grown
+        best first in the native CPU kernel, their cost following ``max_leaves``, not
+        ``max_depth`` (the best-first subset of the level-wise tree: a node's split
+        depends only on its rows): one CPU device, numeric or categorical features,
+        every split constraint (monotone signs with numeric features only), one output
+        per tree (``ValueError`` otherwise).""",
     ),
     Option(
         "max_leaves",

@@ -76,6 +76,7 @@ def depth_bucket_applies(s, prep) -> bool:
             prep.n_features,
             program_depth(s, prep),
             prep.edges.n_bins,
+            max_leaves=s.max_leaves,
         )
     )
 
