@@ -1201,6 +1201,21 @@ inline void Unsplit(const TreeOut& o, int64_t i) {
   }
 }
 
+// Leaf-wise trees' queue of nodes that may split: largest gain first, ties to the node
+// allocated first (XGBoost's node ids: the children of each expanded node take the
+// next two numbers). item: what the grower keeps for the node.
+struct LeafEntry {
+  float gain;
+  int64_t alloc;
+  int64_t item;
+};
+struct LeafOrder {
+  bool operator()(const LeafEntry& a, const LeafEntry& b) const {
+    return a.gain == b.gain ? a.alloc > b.alloc : a.gain < b.gain;
+  }
+};
+using LeafQueue = std::priority_queue<LeafEntry, std::vector<LeafEntry>, LeafOrder>;
+
 // Leaf-wise growth (XGBoost's grow_policy="lossguide") from the level-wise candidate
 // tree: a node's best split depends only on its own rows, so the leaf-wise tree is a
 // best-first walk over the candidates. From the root, the splittable node of largest
@@ -1212,24 +1227,17 @@ inline void Unsplit(const TreeOut& o, int64_t i) {
 void LossGuide(const TreeIn& in, const TreeOut& o) {
   if (in.max_leaves <= 0) return;
   const int64_t M = (int64_t{2} << in.D) - 1;
-  struct Entry {
-    float gain;
-    int64_t alloc;
-    int64_t node;
-  };
-  auto lower = [](const Entry& a, const Entry& b) {
-    return a.gain == b.gain ? a.alloc > b.alloc : a.gain < b.gain;
-  };
-  std::priority_queue<Entry, std::vector<Entry>, decltype(lower)> queue(lower);
+  using Entry = LeafEntry;
+  LeafQueue queue;
   std::vector<uint8_t> keep(M, 0);
   if (o.is_split[0]) queue.push(Entry{o.gain[0], 0, 0});
   int64_t leaves = 1, next_alloc = 1;
   while (!queue.empty() && leaves < in.max_leaves) {
     const Entry e = queue.top();
     queue.pop();
-    keep[e.node] = 1;
+    keep[e.item] = 1;
     ++leaves;
-    for (int64_t c = 2 * e.node + 1; c <= 2 * e.node + 2; ++c) {
+    for (int64_t c = 2 * e.item + 1; c <= 2 * e.item + 2; ++c) {
       const int64_t alloc = next_alloc++;
       if (c < M && o.is_split[c]) queue.push(Entry{o.gain[c], alloc, c});
     }
@@ -1362,6 +1370,146 @@ ffi::Error WithRows(const char* name, ffi::AnyBuffer g, ffi::AnyBuffer h, Fn fn)
   }
 }
 
+// One unit of a tree kernel's split search: the best candidate of heap node i (sums
+// Gi, Hi, counted rows Ci, score sp) on feature f from its histogram row hf (counts
+// rc, or null), or none where no candidate can give both children H >=
+// min_child_weight (with a margin for the rounding of H_parent - H_child) or >= kmin
+// counted rows. tl: null, or the ascending bins (tc of them) that can hold the node's
+// rows (GrowTree's few-row slots: every other bin counts as empty). mn: the node's
+// monotone bounds and the feature's sign (null: none).
+inline Cand ScanUnit(const v2d* hf, const int32_t* rc, int64_t f, int64_t B, double Gi,
+                     double Hi, int64_t Ci, float sp, const Hyp& p, const CatIn* cat,
+                     bool forward, ScanBuf& s, const MonoNode* mn, int64_t kmin,
+                     const uint8_t* tl, int64_t tc) {
+  const Cand none{-std::numeric_limits<float>::infinity(), 0, false};
+  if (p.mcw > 0 && Hi < 2 * p.mcw * (1 - 1e-12)) return none;
+  if (rc != nullptr && Ci < 2 * kmin) return none;
+  if (cat != nullptr && cat->kind[f] != 0)
+    return ScanCategorical(hf, B, Gi, Hi, sp, p, cat->kind[f], cat->n_cats[f], cat->S,
+                           cat->max_cat_threshold, rc, Ci, kmin);
+  if (tl != nullptr) {
+    int32_t nz[256];
+    int64_t nnz = 0;
+    for (int64_t q = 0; q < tc && tl[q] < B - 1; ++q) {
+      nz[nnz] = tl[q];
+      nnz += SlotHolds(hf, rc, tl[q]);
+    }
+    return ScanFeatureNz(hf, B, nz, nnz, Gi, Hi, sp, forward, p, s, mn, rc, Ci, kmin);
+  }
+  return ScanFeature(hf, B, Gi, Hi, sp, forward, p, s, mn, rc, Ci, kmin);
+}
+
+// The row minimum's counts: each row's as an integer (1 where cnt is not 0) into
+// rcount; returns their sum, the root's count.
+inline int64_t RowCounts(const float* cnt, int64_t N, int32_t* rcount) {
+  int64_t total = 0;
+  for (int64_t r = 0; r < N; ++r) {
+    rcount[r] = cnt[r] != 0.0f ? 1 : 0;
+    total += rcount[r];
+  }
+  return total;
+}
+
+// scan(u0, u1) over the units [0, units) of a split search: in ranges on the threads
+// when there are many bins to scan (units x B >= 2**16), else on this thread.
+template <typename Scan>
+inline void ScanUnits(ffi::ThreadPool* pool, int64_t nt, int64_t units, int64_t B,
+                      const Scan& scan) {
+  if (nt > 1 && units * B >= (int64_t{1} << 16)) {
+    const int64_t n_ranges = std::min(units, nt * 8);
+    ParallelFor(pool, nt, n_ranges, [&](int64_t r, int64_t) {
+      scan(units * r / n_ranges, units * (r + 1) / n_ranges);
+    });
+  } else {
+    scan(0, units);
+  }
+}
+
+// A tree kernel's split of heap node i by candidate b on feature bf, recorded in o, and
+// its children's sums (G, H and counted rows) written at 2i + 1 and 2i + 2: from the
+// node's histogram row hr (counts hc, or null for none) over the bins tl lists (tc of
+// them; tl null: all B), in bin order; with mono (each node's bounds lo, hi) the
+// children's bounds (constraints.after_level: the midpoint bounds one side). Returns
+// whether the left child is the smaller (H_left <= H_right).
+inline bool RecordSplit(const TreeOut& o, const CatIn* cat, int64_t i, const Cand& b, int64_t bf,
+                        const v2d* hr, const int32_t* hc, int64_t B, const Hyp& p,
+                        const uint8_t* tl, int64_t tc, int64_t* Cn, const int32_t* mono,
+                        float* lo, float* hi) {
+  o.feature[i] = static_cast<int32_t>(bf);
+  o.tbin[i] = b.cat ? 0 : b.tbin;
+  o.dleft[i] = b.dl;
+  o.is_split[i] = true;
+  o.gain[i] = b.gain;
+  uint8_t cat_left[256];
+  if (b.cat) {  // the codes going left, as bits (pack_bits)
+    CatLeft(hr, *cat, bf, B, p, b, cat_left);
+    o.is_cat[i] = true;
+    uint32_t* w = o.bits + i * kCatWords;
+    for (int64_t code = 0; code < 32 * kCatWords; ++code)
+      if (cat_left[code < B ? code : B - 1]) w[code >> 5] |= uint32_t{1} << (code & 31);
+  }
+  double GL = 0.0, HL = 0.0, GR = 0.0, HR = 0.0;
+  int64_t CL = 0, CR = 0;
+  auto add_bin = [&](int64_t j) {
+    const bool left = b.cat ? cat_left[j] != 0 : (j == B - 1 ? b.dl : j < b.tbin);
+    if (left) {
+      GL += hr[j][0];
+      HL += hr[j][1];
+      if (hc != nullptr) CL += hc[j];
+    } else {
+      GR += hr[j][0];
+      HR += hr[j][1];
+      if (hc != nullptr) CR += hc[j];
+    }
+  };
+  if (tl != nullptr) {
+    for (int64_t q = 0; q < tc; ++q) add_bin(tl[q]);
+  } else {
+    for (int64_t j = 0; j < B; ++j) add_bin(j);
+  }
+  const int64_t li = 2 * i + 1, ri = 2 * i + 2;
+  o.Gn[li] = GL;
+  o.Hn[li] = HL;
+  o.Gn[ri] = GR;
+  o.Hn[ri] = HR;
+  if (hc != nullptr) {
+    Cn[li] = CL;
+    Cn[ri] = CR;
+  }
+  if (mono != nullptr) {
+    const float wl = BoundedWeight(GL, HL, p, lo[i], hi[i]);
+    const float wr = BoundedWeight(GR, HR, p, lo[i], hi[i]);
+    const float mid = (wl + wr) / 2.0f;
+    const int32_t sg = mono[bf];
+    lo[li] = sg < 0 ? mid : lo[i];
+    hi[li] = sg > 0 ? mid : hi[i];
+    lo[ri] = sg > 0 ? mid : lo[i];
+    hi[ri] = sg < 0 ? mid : hi[i];
+  }
+  return HL <= HR;
+}
+
+// The rows rows[s0 .. s1) of a split node, stably into its children's, left then right
+// (right: room for the right ones), each row's child (to_l, or to_l + 1) into pos;
+// left(bin value) says which side. Returns the rows going left.
+template <typename Left>
+inline int32_t PartitionRows(int32_t* rows, int32_t* right, int32_t s0, int32_t s1,
+                             const uint8_t* bins, int64_t F, int64_t f, int32_t* pos,
+                             int32_t to_l, const Left& left_of) {
+  int32_t nl = 0, nr = 0;
+  for (int32_t q = s0; q < s1; ++q) {
+    const int32_t r = rows[q];
+    const bool left = left_of(bins[static_cast<int64_t>(r) * F + f]);
+    pos[r] = to_l + !left;
+    rows[s0 + nl] = r;  // nl <= q - s0: never past an unread row
+    right[nr] = r;
+    nl += left;
+    nr += !left;
+  }
+  std::memcpy(rows + s0 + nl, right, sizeof(int32_t) * nr);
+  return nl;
+}
+
 // GrowTree's rows go by segments below this many rows x features (or on one thread).
 constexpr int64_t kPartitionWork = int64_t{1} << 22;
 
@@ -1374,8 +1522,6 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
   int32_t* const feature = o.feature;
   int32_t* const tbin = o.tbin;
   bool* const dleft = o.dleft;
-  bool* const is_split = o.is_split;
-  float* const gain = o.gain;
   double* const Gn = o.Gn;
   double* const Hn = o.Hn;
   int32_t* const pos = o.pos;
@@ -1436,14 +1582,7 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
   Scratch<int32_t> clevels(counted ? max_live * ns + 256 : 0), rcount(counted ? N : 0);
   int32_t* const cbase = clevels.get();
   std::vector<int64_t> Cn(counted ? (int64_t{2} << in.D) - 1 : 0, 0);
-  if (counted) {
-    int64_t total = 0;
-    for (int64_t r = 0; r < N; ++r) {
-      rcount[r] = in.cnt[r] != 0.0f ? 1 : 0;
-      total += rcount[r];
-    }
-    Cn[0] = total;
-  }
+  if (counted) Cn[0] = RowCounts(in.cnt, N, rcount.get());
   // The threaded kernel's counts of n_nodes nodes (node_of: each row's) into slots at.
   Scratch<double> SC, SC2;
   auto dispatch_counts = [&](const int32_t* node_of, int64_t n_nodes, const int32_t* at) {
@@ -1566,48 +1705,17 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
         const int64_t c = u / F, f = u % F;
         const int64_t k = live[c], i = n - 1 + k;
         if (masked && !node_mask[c * F + f]) continue;
-        // No candidate can give both children H >= min_child_weight (with a margin
-        // for the rounding of H_parent - H_child).
-        if (p.mcw > 0 && Hn[i] < 2 * p.mcw * (1 - 1e-12)) continue;
-        if (counted && Cn[i] < 2 * kmin) continue;  // nor both >= min_leaf rows
         const v2d* hf = base + slot[c] * ns + f * FS;
         const int32_t* rc = counted ? cbase + slot[c] * ns + f * FS : nullptr;
-        const int64_t Ci = counted ? Cn[i] : 0;
         MonoNode mnode{0.0f, 0.0f, 0};
-        const MonoNode* mn = nullptr;
-        if (mono != nullptr) {
-          mnode = MonoNode{lo[i], hi[i], mono[f]};
-          mn = &mnode;
-        }
-        if (cat != nullptr && cat->kind[f] != 0) {
-          best[u] = ScanCategorical(hf, B, Gn[i], Hn[i], sp[c], p, cat->kind[f], cat->n_cats[f],
-                                    cat->S, cat->max_cat_threshold, rc, Ci, kmin);
-        } else if (few[slot[c]]) {
-          const uint8_t* const tl = listed(slot[c], f);
-          const int64_t tc = tcount[slot[c] * F + f];
-          int32_t nz[256];
-          int64_t nnz = 0;
-          for (int64_t q = 0; q < tc && tl[q] < B - 1; ++q) {
-            nz[nnz] = tl[q];
-            nnz += SlotHolds(hf, rc, tl[q]);
-          }
-          best[u] = ScanFeatureNz(hf, B, nz, nnz, Gn[i], Hn[i], sp[c], forward_ok[f], p, s, mn,
-                                  rc, Ci, kmin);
-        } else {
-          best[u] = ScanFeature(hf, B, Gn[i], Hn[i], sp[c], forward_ok[f], p, s, mn, rc, Ci,
-                                kmin);
-        }
+        if (mono != nullptr) mnode = MonoNode{lo[i], hi[i], mono[f]};
+        const bool fw = few[slot[c]] && (cat == nullptr || cat->kind[f] == 0);
+        best[u] = ScanUnit(hf, rc, f, B, Gn[i], Hn[i], counted ? Cn[i] : 0, sp[c], p, cat,
+                           forward_ok[f], s, mono != nullptr ? &mnode : nullptr, kmin,
+                           fw ? listed(slot[c], f) : nullptr, fw ? tcount[slot[c] * F + f] : 0);
       }
     };
-    const int64_t units = nl * F;
-    if (nt > 1 && units * B >= (int64_t{1} << 16)) {
-      const int64_t n_ranges = std::min(units, nt * 8);
-      ParallelFor(pool, nt, n_ranges, [&](int64_t r, int64_t) {
-        scan(units * r / n_ranges, units * (r + 1) / n_ranges);
-      });
-    } else {
-      scan(0, units);
-    }
+    ScanUnits(pool, nt, nl * F, B, scan);
     // Decide, record, children's sums. split_of[k]: the pair index of level node k's
     // children in the next level (-1: k does not split).
     split_of.assign(n, -1);
@@ -1626,62 +1734,14 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
       if (!(b.gain > kMinSplitGain)) continue;
       const int64_t k = live[c], i = n - 1 + k;
       const v2d* hr = base + slot[c] * ns + bf * FS;
-      feature[i] = static_cast<int32_t>(bf);
-      tbin[i] = b.cat ? 0 : b.tbin;
-      dleft[i] = b.dl;
-      is_split[i] = true;
-      gain[i] = b.gain;
-      uint8_t cat_left[256];
-      if (b.cat) {  // the codes going left, as bits (pack_bits)
-        CatLeft(hr, *cat, bf, B, p, b, cat_left);
-        o.is_cat[i] = true;
-        uint32_t* w = o.bits + i * kCatWords;
-        for (int64_t code = 0; code < 32 * kCatWords; ++code)
-          if (cat_left[code < B ? code : B - 1]) w[code >> 5] |= uint32_t{1} << (code & 31);
-      }
-      double GL = 0.0, HL = 0.0, GR = 0.0, HR = 0.0;
-      int64_t CL = 0, CR = 0;
       const int32_t* hc = counted ? cbase + slot[c] * ns + bf * FS : nullptr;
-      auto add_bin = [&](int64_t j) {
-        const bool left = b.cat ? cat_left[j] != 0 : (j == B - 1 ? b.dl : j < b.tbin);
-        if (left) {
-          GL += hr[j][0];
-          HL += hr[j][1];
-          if (hc != nullptr) CL += hc[j];
-        } else {
-          GR += hr[j][0];
-          HR += hr[j][1];
-          if (hc != nullptr) CR += hc[j];
-        }
-      };
-      if (few[slot[c]]) {
-        const uint8_t* const tl = listed(slot[c], bf);
-        const int64_t tc = tcount[slot[c] * F + bf];
-        for (int64_t q = 0; q < tc; ++q) add_bin(tl[q]);
-      } else {
-        for (int64_t j = 0; j < B; ++j) add_bin(j);
-      }
-      Gn[2 * i + 1] = GL;
-      Hn[2 * i + 1] = HL;
-      Gn[2 * i + 2] = GR;
-      Hn[2 * i + 2] = HR;
-      if (counted) {
-        Cn[2 * i + 1] = CL;
-        Cn[2 * i + 2] = CR;
-      }
-      if (mono != nullptr) {  // constraints.after_level: the midpoint bounds one side
-        const float wl = BoundedWeight(GL, HL, p, lo[i], hi[i]);
-        const float wr = BoundedWeight(GR, HR, p, lo[i], hi[i]);
-        const float mid = (wl + wr) / 2.0f;
-        const int32_t sg = mono[bf];
-        lo[2 * i + 1] = sg < 0 ? mid : lo[i];
-        hi[2 * i + 1] = sg > 0 ? mid : hi[i];
-        lo[2 * i + 2] = sg > 0 ? mid : lo[i];
-        hi[2 * i + 2] = sg < 0 ? mid : hi[i];
-      }
+      const bool fw = few[slot[c]] != 0;
+      const bool small_left = RecordSplit(o, cat, i, b, bf, hr, hc, B, p, fw ? listed(slot[c], bf) : nullptr,
+                                          fw ? tcount[slot[c] * F + bf] : 0, Cn.data(), mono, lo.data(),
+                                          hi.data());
       split_of[k] = static_cast<int32_t>(parent_c.size());
       parent_c.push_back(static_cast<int32_t>(c));
-      left_small.push_back(HL <= HR);
+      left_small.push_back(small_left);
       next_live.push_back(static_cast<int32_t>(2 * k));
       next_live.push_back(static_cast<int32_t>(2 * k + 1));
     }
@@ -1744,18 +1804,9 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
           }
           return;
         }
-        int32_t nl = 0, nr = 0;
-        for (int32_t q = s0; q < s1; ++q) {
-          const int32_t r = rows[q];
-          const uint8_t bv = bins[static_cast<int64_t>(r) * F + f];
-          const bool left = table ? to_left[bv] != 0 : goes_left(i, bv);
-          pos[r] = to_l + !left;
-          rows[s0 + nl] = r;  // nl <= q - s0: never past an unread row
-          right[nr] = r;
-          nl += left;
-          nr += !left;
-        }
-        std::memcpy(rows + s0 + nl, right, sizeof(int32_t) * nr);
+        const int32_t nl = PartitionRows(rows, right, s0, s1, bins, F, f, pos, to_l, [&](uint8_t bv) {
+          return table ? to_left[bv] != 0 : goes_left(i, bv);
+        });
         next_seg[2 * pr] = s0;
         next_seg[2 * pr + 1] = s0 + nl;
         next_seg_end[2 * pr] = s0 + nl;
@@ -1956,14 +2007,7 @@ ffi::Error GrowLeafWise(const uint8_t* bins, const T* g, const T* h, const TreeI
   int32_t* const cbase = clevels.get();
   const int64_t M = (int64_t{2} << in.D) - 1;
   std::vector<int64_t> Cn(counted ? M : 0, 0);
-  if (counted) {
-    int64_t total = 0;
-    for (int64_t r = 0; r < N; ++r) {
-      rcount[r] = in.cnt[r] != 0.0f ? 1 : 0;
-      total += rcount[r];
-    }
-    Cn[0] = total;
-  }
+  if (counted) Cn[0] = RowCounts(in.cnt, N, rcount.get());
   Scratch<int32_t> idx(N), tmp(N);
   for (int64_t r = 0; r < N; ++r) idx[r] = static_cast<int32_t>(r);
   // Histogram of the rows idx[q0 .. q1) into a zeroed slot (out, cout), GrowTree's way:
@@ -2037,34 +2081,14 @@ ffi::Error GrowLeafWise(const uint8_t* bins, const T* g, const T* h, const TreeI
       for (int64_t u = u0; u < u1; ++u) {
         const int64_t c = u / F, f = u % F, n = i[c];
         if (masked[c] && !node_mask[c * F + f]) continue;
-        if (p.mcw > 0 && o.Hn[n] < 2 * p.mcw * (1 - 1e-12)) continue;
-        if (counted && Cn[n] < 2 * kmin) continue;
-        const v2d* hf = base + sl[c] * ns + f * FS;
-        const int32_t* rc = counted ? cbase + sl[c] * ns + f * FS : nullptr;
-        const int64_t Ci = counted ? Cn[n] : 0;
         MonoNode mnode{0.0f, 0.0f, 0};
-        const MonoNode* mn = nullptr;
-        if (mono != nullptr) {
-          mnode = MonoNode{lo[n], hi[n], mono[f]};
-          mn = &mnode;
-        }
-        if (cat != nullptr && cat->kind[f] != 0)
-          best[u] = ScanCategorical(hf, B, o.Gn[n], o.Hn[n], sp[c], p, cat->kind[f],
-                                    cat->n_cats[f], cat->S, cat->max_cat_threshold, rc, Ci, kmin);
-        else
-          best[u] = ScanFeature(hf, B, o.Gn[n], o.Hn[n], sp[c], forward_ok[f], p, s, mn, rc, Ci,
-                                kmin);
+        if (mono != nullptr) mnode = MonoNode{lo[n], hi[n], mono[f]};
+        best[u] = ScanUnit(base + sl[c] * ns + f * FS, counted ? cbase + sl[c] * ns + f * FS : nullptr,
+                           f, B, o.Gn[n], o.Hn[n], counted ? Cn[n] : 0, sp[c], p, cat,
+                           forward_ok[f], s, mono != nullptr ? &mnode : nullptr, kmin, nullptr, 0);
       }
     };
-    const int64_t units = k * F;
-    if (nt > 1 && units * B >= (int64_t{1} << 16)) {
-      const int64_t n_ranges = std::min(units, nt * 8);
-      ParallelFor(pool, nt, n_ranges, [&](int64_t r, int64_t) {
-        scan(units * r / n_ranges, units * (r + 1) / n_ranges);
-      });
-    } else {
-      scan(0, units);
-    }
+    ScanUnits(pool, nt, k * F, B, scan);
     for (int64_t c = 0; c < k; ++c) {
       cand[c] = Cand{-std::numeric_limits<float>::infinity(), 0, false};
       bf[c] = 0;
@@ -2075,15 +2099,7 @@ ffi::Error GrowLeafWise(const uint8_t* bins, const T* g, const T* h, const TreeI
         }
     }
   };
-  struct Entry {
-    float gain;
-    int64_t alloc;
-    int32_t leaf;
-  };
-  auto lower = [](const Entry& a, const Entry& b) {
-    return a.gain == b.gain ? a.alloc > b.alloc : a.gain < b.gain;
-  };
-  std::priority_queue<Entry, std::vector<Entry>, decltype(lower)> queue(lower);
+  LeafQueue queue;  // items: indices into leaf_of
   std::vector<Leaf> leaf_of;  // the queue's leaves
   {
     Leaf root{0, 0, 0, static_cast<int32_t>(N), Cand{}, 0, 0};
@@ -2092,7 +2108,7 @@ ffi::Error GrowLeafWise(const uint8_t* bins, const T* g, const T* h, const TreeI
     find_splits(1, &i0, &s0, &root.best, &root.bf);
     if (root.best.gain > kMinSplitGain) {
       leaf_of.push_back(root);
-      queue.push(Entry{root.best.gain, 0, 0});
+      queue.push(LeafEntry{root.best.gain, 0, 0});
     }
   }
   auto goes_left = [&](int64_t i, uint8_t bv) {
@@ -2102,59 +2118,15 @@ ffi::Error GrowLeafWise(const uint8_t* bins, const T* g, const T* h, const TreeI
   };
   int64_t leaves = 1, next_alloc = 1;
   while (!queue.empty() && leaves < in.max_leaves) {
-    const Leaf x = leaf_of[queue.top().leaf];
+    const Leaf x = leaf_of[queue.top().item];
     queue.pop();
     ++leaves;
     const int64_t i = x.i, bf = x.bf;
-    const Cand& b = x.best;
-    const v2d* hr = base + x.slot * ns + bf * FS;
-    o.feature[i] = static_cast<int32_t>(bf);
-    o.tbin[i] = b.cat ? 0 : b.tbin;
-    o.dleft[i] = b.dl;
-    o.is_split[i] = true;
-    o.gain[i] = b.gain;
-    uint8_t cat_left[256];
-    if (b.cat) {
-      CatLeft(hr, *cat, bf, B, p, b, cat_left);
-      o.is_cat[i] = true;
-      uint32_t* w = o.bits + i * kCatWords;
-      for (int64_t code = 0; code < 32 * kCatWords; ++code)
-        if (cat_left[code < B ? code : B - 1]) w[code >> 5] |= uint32_t{1} << (code & 31);
-    }
-    double GL = 0.0, HL = 0.0, GR = 0.0, HR = 0.0;
-    int64_t CL = 0, CR = 0;
-    const int32_t* hc = counted ? cbase + x.slot * ns + bf * FS : nullptr;
-    for (int64_t j = 0; j < B; ++j) {
-      const bool left = b.cat ? cat_left[j] != 0 : (j == B - 1 ? b.dl : j < b.tbin);
-      if (left) {
-        GL += hr[j][0];
-        HL += hr[j][1];
-        if (hc != nullptr) CL += hc[j];
-      } else {
-        GR += hr[j][0];
-        HR += hr[j][1];
-        if (hc != nullptr) CR += hc[j];
-      }
-    }
+    const bool left_small =
+        RecordSplit(o, cat, i, x.best, bf, base + x.slot * ns + bf * FS,
+                    counted ? cbase + x.slot * ns + bf * FS : nullptr, B, p, nullptr, 0, Cn.data(),
+                    mono, lo.data(), hi.data());
     const int64_t li = 2 * i + 1, ri = 2 * i + 2;
-    o.Gn[li] = GL;
-    o.Hn[li] = HL;
-    o.Gn[ri] = GR;
-    o.Hn[ri] = HR;
-    if (counted) {
-      Cn[li] = CL;
-      Cn[ri] = CR;
-    }
-    if (mono != nullptr) {
-      const float wl = BoundedWeight(GL, HL, p, lo[i], hi[i]);
-      const float wr = BoundedWeight(GR, HR, p, lo[i], hi[i]);
-      const float mid = (wl + wr) / 2.0f;
-      const int32_t sg = mono[bf];
-      lo[li] = sg < 0 ? mid : lo[i];
-      hi[li] = sg > 0 ? mid : hi[i];
-      lo[ri] = sg > 0 ? mid : lo[i];
-      hi[ri] = sg < 0 ? mid : hi[i];
-    }
     const int64_t a_left = next_alloc++, a_right = next_alloc++;
     // The children may split when they are above the depth and leaves may still be
     // added; else only the rows' leaves are written.
@@ -2218,19 +2190,9 @@ ffi::Error GrowLeafWise(const uint8_t* bins, const T* g, const T* h, const TreeI
         o.pos[r] = to_l + !(table ? to_left[bv] != 0 : goes_left(i, bv));
       }
     } else {
-      int32_t n_right = 0;
-      int32_t* const right = tmp.get();
-      for (int32_t q = x.s0; q < x.s1; ++q) {
-        const int32_t r = rows[q];
-        const uint8_t bv = bins[static_cast<int64_t>(r) * F + bf];
-        const bool left = table ? to_left[bv] != 0 : goes_left(i, bv);
-        o.pos[r] = to_l + !left;
-        rows[x.s0 + n_left] = r;
-        right[n_right] = r;
-        n_left += left;
-        n_right += !left;
-      }
-      std::memcpy(rows + x.s0 + n_left, right, sizeof(int32_t) * n_right);
+      n_left = PartitionRows(rows, tmp.get(), x.s0, x.s1, bins, F, bf, o.pos, to_l, [&](uint8_t bv) {
+        return table ? to_left[bv] != 0 : goes_left(i, bv);
+      });
     }
     if (!more) {
       free_slots.push_back(x.slot);
@@ -2238,7 +2200,6 @@ ffi::Error GrowLeafWise(const uint8_t* bins, const T* g, const T* h, const TreeI
     }
     // The smaller child (by H, as GrowTree) takes a free slot and is histogrammed; the
     // larger one keeps the parent's slot, minus the smaller child.
-    const bool left_small = HL <= HR;
     const int32_t q0 = left_small ? x.s0 : x.s0 + n_left, q1 = left_small ? x.s0 + n_left : x.s1;
     std::sort(free_slots.begin(), free_slots.end(), std::greater<int32_t>());
     const int32_t ss = free_slots.back();
@@ -2278,7 +2239,7 @@ ffi::Error GrowLeafWise(const uint8_t* bins, const T* g, const T* h, const TreeI
         continue;
       }
       leaf_of.push_back(Leaf{ci[c], cs[c], cq0[c], cq1[c], cc[c], cf[c], ca[c]});
-      queue.push(Entry{cc[c].gain, ca[c], static_cast<int32_t>(leaf_of.size() - 1)});
+      queue.push(LeafEntry{cc[c].gain, ca[c], static_cast<int64_t>(leaf_of.size() - 1)});
     }
   }
   PruneAndLeaves(in, o);
