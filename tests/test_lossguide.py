@@ -175,7 +175,7 @@ def test_lossguide_memory_follows_the_leaves(monkeypatch):
     """Leaf-wise trees hold histograms for their leaves that may still split, not for
     the widest level of ``max_depth``: with the histogram budget cut to 2 MiB, 8 leaves
     at depth 10 train (the level-wise bound, 512 nodes x 5 features x 256 bins, is 10
-    MiB) and give the model of the full budget; 200 leaves (4 MiB) get an error that
+    MiB) and give the model of the full budget; 200 leaves (8 MiB) get an error that
     says what the histograms need."""
     from jaxboost.engine import grow
 
@@ -188,7 +188,7 @@ def test_lossguide_memory_follows_the_leaves(monkeypatch):
     assert not grow.native_tree_takes(len(X), X.shape[1], 10, 256)
     small = jaxboost.train("squared", X, y, max_leaves=8, **kw).predict(X)
     np.testing.assert_array_equal(small, full)
-    with pytest.raises(ValueError, match=r"max_leaves=200 and max_depth=10 .* needs 4 MiB"):
+    with pytest.raises(ValueError, match=r"max_leaves=200 and max_depth=10 .* needs 8 MiB"):
         jaxboost.train("squared", X, y, max_leaves=200, max_depth=10, grow_policy="lossguide")
 
 

@@ -760,3 +760,58 @@ def test_leaf_wise_tree_is_the_level_wise_tree_best_first(case, n_threads):
     assert full["is_split"].sum() > 23  # the leaf limit binds: a tree of its own
     if gamma == 0.0:
         assert splits == [1, 5, 12, 23]
+
+
+@pytest.mark.parametrize("path", ["row-blocks", "sparse"])
+def test_level_wise_leaf_wise_trees_grow_only_what_the_walk_can_expand(path):
+    """Where leaf-wise trees are still grown level by level (many rows x features on
+    threads up to depth 8; the sparse kernel), each level keeps only the splits that
+    the best-first walk over the levels so far expands: the walk over the whole tree
+    expands the shallower nodes in that order, so no other split can be expanded
+    later. The tree is the walk over the whole level-wise tree, bit for bit (it fails
+    when a level keeps too few splits), with at most max_leaves - 1 splits a level."""
+    rng = np.random.default_rng(4)
+    b, D = 32, 7
+    n, f = (1 << 19, 8) if path == "row-blocks" else (20_000, 12)
+    bins = rng.integers(0, b - 1, size=(n, f)).astype(np.uint8)
+    signal = np.sin(bins[:, 0] / 4.0) + (bins[:, 1] > 12) - 0.5 * (bins[:, 2] % 5 == 0)
+    g = (rng.normal(size=n) * 0.3 - signal).astype(np.float32)
+    h = rng.uniform(0.2, 1.0, size=n).astype(np.float32)
+    hyper = np.float32([0.3, 1.0, 0.0, 0.0, 1.0, 0.0])
+    root = np.array([g.astype(np.float64).sum(), h.astype(np.float64).sum()])
+    fok = np.ones(f, bool)
+    if path == "sparse":
+        bins[rng.random((n, f)) < 0.7] = b - 1  # absent entries: missing
+        keep = bins != b - 1
+        cols = [np.flatnonzero(keep[:, j]) for j in range(f)]
+        colptr = np.r_[0, np.cumsum([c.size for c in cols])].astype(np.int32)
+        rows = np.concatenate(cols).astype(np.int32)
+        ebin = np.concatenate([bins[c, j] for j, c in enumerate(cols)]).astype(np.uint8)
+
+        def grow(leaves):
+            out = native_kernel.grow_tree_sparse(
+                (colptr, rows, ebin), g, h, hyper, root, fok, None, D, b, max_leaves=leaves
+            )
+            return jax.tree.map(np.asarray, out)
+    else:
+        assert n * f >= 1 << 22  # the kernel's row blocks (on two threads)
+
+        def grow(leaves):
+            args = (bins, g, h, hyper, root, fok, None, D, b)
+            return jax.tree.map(
+                np.asarray, native_kernel.grow_tree(*args, n_threads=2, max_leaves=leaves)
+            )
+
+    full, Gf, Hf, leaf_full = grow(0)
+    assert full["is_split"].sum() > 60
+    for leaves in (3, 9, 20):
+        s, Gn, Hn, leaf = grow(leaves)
+        keep = _best_first(full["is_split"], full["gain"], leaves)
+        np.testing.assert_array_equal(s["is_split"], keep)
+        for k in ("feature", "tbin", "default_left", "gain"):
+            np.testing.assert_array_equal(np.where(keep, s[k], 0), np.where(keep, full[k], 0))
+        reach = np.r_[True, keep[(np.arange(1, keep.size) - 1) // 2]]
+        np.testing.assert_array_equal(Gn[reach], Gf[reach])
+        np.testing.assert_array_equal(Hn[reach], Hf[reach])
+        np.testing.assert_array_equal(leaf, _leaf_under(keep, leaf_full))
+        assert keep.sum() == leaves - 1

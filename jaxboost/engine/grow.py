@@ -1126,8 +1126,7 @@ def _lossguide_memory(n_rows, n_features, max_depth, max_bin, max_leaves) -> str
         f"{n_features} features and {max_bin} bins needs {-(-need >> 20)} MiB of histograms in "
         f"the native CPU tree kernel, more than its limit of "
         f"{(NATIVE_TREE_MEMORY_FACTOR * HIST_MEMORY) >> 20} MiB (2 x "
-        f"jaxboost.engine.grow.HIST_MEMORY); lower max_leaves, max_bin or (up to depth 8) "
-        f"max_depth"
+        f"jaxboost.engine.grow.HIST_MEMORY); lower max_leaves, max_bin or max_depth"
     )
 
 

@@ -938,16 +938,16 @@ def tree_scratch_bytes(
     one tree: a slot for each live node of the widest level that splits, ``min(2 **
     (max_depth - 1), n_rows)`` of them (``n_rows=None``: not bounded by the rows), each
     ``n_features`` rows of ``FS`` (G, H) float64 pairs, ``FS`` the kernel's padded width
-    for ``n_bins`` (20, 36, 68, 132 or 260). Leaf-wise trees (``max_leaves > 0``) grown
-    best first hold a slot for each leaf that may still split, ``min(max_leaves, 2 **
-    (max_depth - 1)) + 1``; up to depth 8 the kernel may grow them level by level
-    instead (many rows on several threads), so the larger of the two counts there.
-    Pages are touched as nodes use them, so this bounds what a tree holds.
+    for ``n_bins`` (20, 36, 68, 132 or 260). Leaf-wise trees (``max_leaves > 0``) hold
+    at most ``min(2 * max_leaves, 2 ** (max_depth - 1)) + 1``: grown best first, a slot
+    for each leaf that may still split; grown level by level (many rows on several
+    threads), at most ``max_leaves - 1`` splits a level. Pages are touched as nodes use
+    them, so this bounds what a tree holds.
 
     >>> tree_scratch_bytes(50_000, 20, 14, 256) >> 20  # MiB
     650
     >>> tree_scratch_bytes(50_000, 20, 14, 256, max_leaves=31) >> 20
-    2
+    5
     >>> tree_scratch_bytes(None, 2000, 6, 256) >> 20
     253
     """
@@ -958,9 +958,8 @@ def tree_scratch_bytes(
     slots = 1 << max(int(max_depth) - 1, 0)
     if n_rows is not None:
         slots = min(slots, max(int(n_rows), 1))
-    if max_leaves > 0:  # hist.cc: GrowLeafWise, or GrowTree up to depth 8
-        best_first = min(int(max_leaves), 1 << max(int(max_depth) - 1, 0)) + 1
-        slots = max(slots, best_first) if max_depth <= 8 else best_first
+    if max_leaves > 0:  # hist.cc: GrowLeafWise, or GrowTree with PruneLeafWise
+        slots = min(2 * int(max_leaves), 1 << max(int(max_depth) - 1, 0)) + 1
     return slots * ns * 16
 
 
