@@ -76,6 +76,7 @@
 #include <new>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <queue>
 #include <vector>
 
@@ -254,11 +255,12 @@ inline void AddRowCount(v2d* JB_RESTRICT a, int32_t* JB_RESTRICT c, const uint8_
 // blocks; a block whose rows are all kept runs straight through, otherwise the
 // kept rows are first compacted branch-free (skips are unpredictable, and a
 // mispredicted branch per row cost more than the compaction). idx takes 8 KiB of
-// stack.
-template <int64_t FS, typename T>
+// stack. kCount: each row's count cnt[i] also goes into cacc, at the same indices.
+template <int64_t FS, typename T, bool kCount = false>
 void Accumulate(const uint8_t* JB_RESTRICT bins, const T* JB_RESTRICT g,
                 const T* JB_RESTRICT h, const int32_t* JB_RESTRICT node, int64_t N,
-                int64_t F, uint32_t n_nodes, int64_t ns, v2d* JB_RESTRICT acc) {
+                int64_t F, uint32_t n_nodes, int64_t ns, v2d* JB_RESTRICT acc,
+                const int32_t* JB_RESTRICT cnt = nullptr, int32_t* JB_RESTRICT cacc = nullptr) {
   constexpr int64_t kBlock = 2048;
   // Kept rows scattered among skipped ones defeat the hardware prefetcher (each row's
   // bins were a cache miss: 25% of rows kept cost 80% of the time of all rows), so the
@@ -275,7 +277,11 @@ void Accumulate(const uint8_t* JB_RESTRICT bins, const T* JB_RESTRICT g,
     if (m == e - s) {
       for (int64_t i = s; i < e; ++i) {
         const v2d v = {static_cast<double>(g[i]), static_cast<double>(h[i])};
-        AddRow<FS>(acc + static_cast<int64_t>(node[i]) * ns, bins + i * F, F, v);
+        const int64_t at = static_cast<int64_t>(node[i]) * ns;
+        if constexpr (kCount)
+          AddRowCount<FS>(acc + at, cacc + at, bins + i * F, F, v, cnt[i]);
+        else
+          AddRow<FS>(acc + at, bins + i * F, F, v);
       }
     } else {
       for (int64_t k = 0; k < m; ++k) {
@@ -286,7 +292,11 @@ void Accumulate(const uint8_t* JB_RESTRICT bins, const T* JB_RESTRICT g,
         }
         const int64_t i = s + idx[k];
         const v2d v = {static_cast<double>(g[i]), static_cast<double>(h[i])};
-        AddRow<FS>(acc + static_cast<int64_t>(node[i]) * ns, bins + i * F, F, v);
+        const int64_t at = static_cast<int64_t>(node[i]) * ns;
+        if constexpr (kCount)
+          AddRowCount<FS>(acc + at, cacc + at, bins + i * F, F, v, cnt[i]);
+        else
+          AddRow<FS>(acc + at, bins + i * F, F, v);
       }
     }
   }
@@ -349,23 +359,29 @@ void ParallelFor(ffi::ThreadPool* pool, int64_t n_workers, int64_t n_items,
 
 // Few nodes: row blocks. Block t (rows [t N / nt, (t + 1) N / nt)) is summed into its
 // own scratch histogram (n_nodes blocks of ns pairs), then the scratch histograms
-// are reduced in block order into G and H, by ranges of (node, feature) pairs.
-template <int64_t FS, typename T>
+// are reduced in block order into G and H, by ranges of (node, feature) pairs. kCount:
+// the rows' counts cnt summed the same way into C (int32, laid out as G).
+template <int64_t FS, typename T, bool kCount = false>
 void HistogramByRows(const uint8_t* bins, const T* g, const T* h, const int32_t* node,
                      int64_t N, int64_t F, int64_t n_nodes, int64_t n_out, int64_t n_bins,
-                     int64_t ns, int64_t nt, ffi::ThreadPool* pool, double* G, double* H) {
+                     int64_t ns, int64_t nt, ffi::ThreadPool* pool, double* G, double* H,
+                     const int32_t* cnt = nullptr, int32_t* C = nullptr) {
   // Tail of 256 pairs: a bin value >= n_bins (a caller bug) lands in padding or a
   // neighbouring slot, never outside the buffer.
   const int64_t total = n_nodes * ns + 256;
   // Scratch histograms, zeroed by the thread that fills them (first touch).
   Scratch<v2d> acc(nt * total);
   v2d* const acc0 = acc.get();
+  Scratch<int32_t> cacc(kCount ? nt * total : 0);
+  int32_t* const cacc0 = cacc.get();
   ParallelFor(pool, nt, nt, [&](int64_t t, int64_t) {
     v2d* a = acc0 + t * total;
     std::memset(static_cast<void*>(a), 0, sizeof(v2d) * total);
+    if constexpr (kCount) std::memset(static_cast<void*>(cacc0 + t * total), 0, sizeof(int32_t) * total);
     const int64_t r0 = N * t / nt, r1 = N * (t + 1) / nt;
-    Accumulate<FS, T>(bins + r0 * F, g + r0, h + r0, node + r0, r1 - r0, F,
-                      static_cast<uint32_t>(n_nodes), ns, a);
+    Accumulate<FS, T, kCount>(bins + r0 * F, g + r0, h + r0, node + r0, r1 - r0, F,
+                              static_cast<uint32_t>(n_nodes), ns, a,
+                              kCount ? cnt + r0 : nullptr, kCount ? cacc0 + t * total : nullptr);
   });
 
   // Unit u = (node u / F, feature u % F): n_bins contiguous pairs in each scratch
@@ -388,6 +404,15 @@ void HistogramByRows(const uint8_t* bins, const T* g, const T* h, const int32_t*
         Go[b] = buf[b][0];
         Ho[b] = buf[b][1];
       }
+      if constexpr (kCount) {
+        const int32_t* ca = cacc0 + n * ns + f * FS;
+        int32_t* Co = C + (f * n_out + n) * n_bins;
+        for (int64_t b = 0; b < n_bins; ++b) {
+          int32_t c = ca[b];
+          for (int64_t t = 1; t < nt; ++t) c += ca[t * total + b];
+          Co[b] = c;
+        }
+      }
     }
   });
 }
@@ -405,11 +430,13 @@ struct GH {
 // in parallel), and then whole nodes, or feature ranges of large nodes, are
 // summed in a per-thread buffer that stays in L2 and written straight to G and H.
 // Every slot is then a sum over its node's rows in row order, whatever the number
-// of threads: bit-identical to HistogramByRows with one thread, for any nt.
-template <int64_t FS, typename T>
+// of threads: bit-identical to HistogramByRows with one thread, for any nt. kCount:
+// the rows' counts cnt too, into C (int32, laid out as G).
+template <int64_t FS, typename T, bool kCount = false>
 void HistogramByNode(const uint8_t* bins, const T* g, const T* h, const int32_t* node,
                      int64_t N, int64_t F, int64_t n_nodes, int64_t n_out, int64_t n_bins,
-                     int64_t nt, ffi::ThreadPool* pool, double* G, double* H) {
+                     int64_t nt, ffi::ThreadPool* pool, double* G, double* H,
+                     const int32_t* row_count = nullptr, int32_t* C = nullptr) {
   constexpr int64_t kAhead = 12;  // rows ahead to prefetch, as in Accumulate
   const uint32_t nn = static_cast<uint32_t>(n_nodes);
   const int64_t nb = n_nodes + 1;  // bucket n_nodes: skipped rows (branch-free scatter)
@@ -431,7 +458,7 @@ void HistogramByNode(const uint8_t* bins, const T* g, const T* h, const int32_t*
     }
   }
   start[nb] = run;
-  Scratch<int32_t> rix(N);
+  Scratch<int32_t> rix(N), rcnt(kCount ? N : 0);
   Scratch<GH<T>> val(N);
   ParallelFor(pool, nt, nt, [&](int64_t t, int64_t) {
     int64_t* pos = cnt.data() + t * nb;
@@ -439,6 +466,7 @@ void HistogramByNode(const uint8_t* bins, const T* g, const T* h, const int32_t*
       const int64_t k = pos[std::min(static_cast<uint32_t>(node[i]), nn)]++;
       rix[k] = static_cast<int32_t>(i);
       val[k] = GH<T>{g[i], h[i]};
+      if constexpr (kCount) rcnt[k] = row_count[i];
     }
   });
 
@@ -462,12 +490,16 @@ void HistogramByNode(const uint8_t* bins, const T* g, const T* h, const int32_t*
   // One buffer per worker: F features of FS pairs, plus a tail of 256 pairs for
   // out-of-range bins (as in HistogramByRows).
   const int64_t bufsize = F * FS + 256;
-  Scratch<v2d> bufs(std::min<int64_t>(nt, units.size()) * bufsize);
+  const int64_t n_bufs = std::min<int64_t>(nt, units.size());
+  Scratch<v2d> bufs(n_bufs * bufsize);
+  Scratch<int32_t> cbufs(kCount ? n_bufs * bufsize : 0);
   ParallelFor(pool, nt, units.size(), [&](int64_t u, int64_t w) {
     const Unit un = units[u];
     const int64_t Fu = un.f1 - un.f0;
     v2d* a = bufs.get() + w * bufsize;
+    int32_t* ca = kCount ? cbufs.get() + w * bufsize : nullptr;
     std::memset(static_cast<void*>(a), 0, sizeof(v2d) * (Fu * FS + 256));
+    if constexpr (kCount) std::memset(static_cast<void*>(ca), 0, sizeof(int32_t) * (Fu * FS + 256));
     const uint8_t* b0 = bins + un.f0;
     const int64_t k0 = start[un.n], k1 = start[un.n + 1];
     for (int64_t k = k0; k < k1; ++k) {
@@ -477,7 +509,10 @@ void HistogramByNode(const uint8_t* bins, const T* g, const T* h, const int32_t*
         __builtin_prefetch(p + Fu - 1);
       }
       const v2d v = {static_cast<double>(val[k].g), static_cast<double>(val[k].h)};
-      AddRow<FS>(a, b0 + static_cast<int64_t>(rix[k]) * F, Fu, v);
+      if constexpr (kCount)
+        AddRowCount<FS>(a, ca, b0 + static_cast<int64_t>(rix[k]) * F, Fu, v, rcnt[k]);
+      else
+        AddRow<FS>(a, b0 + static_cast<int64_t>(rix[k]) * F, Fu, v);
     }
     for (int64_t f = un.f0; f < un.f1; ++f) {
       const v2d* af = a + (f - un.f0) * FS;
@@ -487,14 +522,20 @@ void HistogramByNode(const uint8_t* bins, const T* g, const T* h, const int32_t*
         Go[b] = af[b][0];
         Ho[b] = af[b][1];
       }
+      if constexpr (kCount) {
+        const int32_t* cf = ca + (f - un.f0) * FS;
+        int32_t* Co = C + (f * n_out + un.n) * n_bins;
+        for (int64_t b = 0; b < n_bins; ++b) Co[b] = cf[b];
+      }
     }
   });
 }
 
-template <int64_t FS, typename T>
+template <int64_t FS, typename T, bool kCount = false>
 void Histogram(const uint8_t* bins, const T* g, const T* h, const int32_t* node, int64_t N,
                int64_t F, int64_t n_nodes, int64_t n_out, int64_t n_bins, int64_t n_threads,
-               ffi::ThreadPool* pool, double* G, double* H) {
+               ffi::ThreadPool* pool, double* G, double* H, const int32_t* cnt = nullptr,
+               int32_t* C = nullptr) {
   // Node stride: F * FS pairs, padded to an odd number of 64-byte lines.
   int64_t ns = F * FS;
   if ((ns / 4) % 2 == 0) ns += 4;
@@ -507,11 +548,11 @@ void Histogram(const uint8_t* bins, const T* g, const T* h, const int32_t* node,
   constexpr int64_t kByNodeBytes = int64_t{8} << 20;        // per thread
   constexpr int64_t kByNodeTotalBytes = int64_t{16} << 20;  // all threads
   if (scratch_bytes >= kByNodeBytes || nt_rows * scratch_bytes >= kByNodeTotalBytes) {
-    HistogramByNode<FS, T>(bins, g, h, node, N, F, n_nodes, n_out, n_bins, nt_rows, pool, G,
-                           H);
+    HistogramByNode<FS, T, kCount>(bins, g, h, node, N, F, n_nodes, n_out, n_bins, nt_rows, pool,
+                                   G, H, cnt, C);
   } else {  // the T scratch histograms take < 16 MiB
-    HistogramByRows<FS, T>(bins, g, h, node, N, F, n_nodes, n_out, n_bins, ns, nt_rows, pool,
-                           G, H);
+    HistogramByRows<FS, T, kCount>(bins, g, h, node, N, F, n_nodes, n_out, n_bins, ns, nt_rows,
+                                   pool, G, H, cnt, C);
   }
   // Output slots of the inactive nodes [n_nodes, n_out) are zero.
   if (n_out > n_nodes) {
@@ -519,24 +560,36 @@ void Histogram(const uint8_t* bins, const T* g, const T* h, const int32_t* node,
       const int64_t o = (f * n_out + n_nodes) * n_bins, len = (n_out - n_nodes) * n_bins;
       std::memset(static_cast<void*>(G + o), 0, sizeof(double) * len);
       std::memset(static_cast<void*>(H + o), 0, sizeof(double) * len);
+      if constexpr (kCount) std::memset(static_cast<void*>(C + o), 0, sizeof(int32_t) * len);
     }
   }
 }
 
+// Histogram for n_bins (its padded width FS); with cnt (int32 per row, or null) the
+// rows' counts too, into C (int32, laid out as G).
 template <typename T>
 void Dispatch(const uint8_t* bins, const T* g, const T* h, const int32_t* node, int64_t N,
               int64_t F, int64_t n_nodes, int64_t n_out, int64_t n_bins, int64_t nt,
-              ffi::ThreadPool* pool, double* G, double* H) {
+              ffi::ThreadPool* pool, double* G, double* H, const int32_t* cnt = nullptr,
+              int32_t* C = nullptr) {
+  auto run = [&](auto fs) {
+    constexpr int64_t FS = decltype(fs)::value;
+    if (cnt != nullptr)
+      Histogram<FS, T, true>(bins, g, h, node, N, F, n_nodes, n_out, n_bins, nt, pool, G, H, cnt,
+                             C);
+    else
+      Histogram<FS, T>(bins, g, h, node, N, F, n_nodes, n_out, n_bins, nt, pool, G, H);
+  };
   if (n_bins <= 16) {
-    Histogram<20, T>(bins, g, h, node, N, F, n_nodes, n_out, n_bins, nt, pool, G, H);
+    run(std::integral_constant<int64_t, 20>{});
   } else if (n_bins <= 32) {
-    Histogram<36, T>(bins, g, h, node, N, F, n_nodes, n_out, n_bins, nt, pool, G, H);
+    run(std::integral_constant<int64_t, 36>{});
   } else if (n_bins <= 64) {
-    Histogram<68, T>(bins, g, h, node, N, F, n_nodes, n_out, n_bins, nt, pool, G, H);
+    run(std::integral_constant<int64_t, 68>{});
   } else if (n_bins <= 128) {
-    Histogram<132, T>(bins, g, h, node, N, F, n_nodes, n_out, n_bins, nt, pool, G, H);
+    run(std::integral_constant<int64_t, 132>{});
   } else {
-    Histogram<260, T>(bins, g, h, node, N, F, n_nodes, n_out, n_bins, nt, pool, G, H);
+    run(std::integral_constant<int64_t, 260>{});
   }
 }
 
@@ -1616,18 +1669,25 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
   int32_t* const cbase = clevels.get();
   std::vector<int64_t> Cn(counted ? (int64_t{2} << in.D) - 1 : 0, 0);
   if (counted) Cn[0] = RowCounts(in.cnt, N, rcount.get());
-  // The threaded kernel's counts of n_nodes nodes (node_of: each row's) into slots at.
-  Scratch<double> SC, SC2;
-  auto dispatch_counts = [&](const int32_t* node_of, int64_t n_nodes, const int32_t* at) {
-    SC.reset(n_nodes * F * B);
-    SC2.reset(n_nodes * F * B);
-    Dispatch<float>(bins, in.cnt, in.cnt, node_of, N, F, n_nodes, n_nodes, B, nt, pool, SC.get(),
-                    SC2.get());
+  // The threaded kernel's (F, nodes, B) histograms of n_nodes nodes (node_of: each
+  // row's) into the slots at: (G, H), and with the row minimum the rows' counts, summed
+  // in the same pass over the rows.
+  Scratch<double> SG, SH;
+  Scratch<int32_t> SC;
+  auto dispatch = [&](const int32_t* node_of, int64_t n_nodes, const int32_t* at) {
+    SG.reset(n_nodes * F * B);
+    SH.reset(n_nodes * F * B);
+    SC.reset(counted ? n_nodes * F * B : 0);
+    Dispatch<T>(bins, g, h, node_of, N, F, n_nodes, n_nodes, B, nt, pool, SG.get(), SH.get(),
+                counted ? rcount.get() : nullptr, SC.get());
     for (int64_t pr = 0; pr < n_nodes; ++pr) {
-      int32_t* oc = cbase + at[pr] * ns;
+      v2d* o = base + at[pr] * ns;
+      int32_t* oc = counted ? cbase + at[pr] * ns : nullptr;
       for (int64_t f = 0; f < F; ++f) {
-        const double* sc = SC.get() + (f * n_nodes + pr) * B;
-        for (int64_t b = 0; b < B; ++b) oc[f * FS + b] = static_cast<int32_t>(sc[b]);
+        const int64_t k = (f * n_nodes + pr) * B;
+        for (int64_t b = 0; b < B; ++b) o[f * FS + b] = v2d{SG[k + b], SH[k + b]};
+        if (counted)
+          for (int64_t b = 0; b < B; ++b) oc[f * FS + b] = SC[k + b];
       }
     }
   };
@@ -1635,7 +1695,6 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
   std::memset(static_cast<void*>(cur), 0, sizeof(v2d) * ns);
   if (counted) std::memset(static_cast<void*>(cbase), 0, sizeof(int32_t) * ns);
   Scratch<int32_t> small_node(part ? 0 : N);  // the threaded kernel's node of each row
-  Scratch<double> SG, SH;  // the threaded kernel's (F, pairs, B) output
   if (part) {
     by_features([&](int64_t f0, int64_t f1) {
       for (int64_t r = 0; r < N; ++r) {
@@ -1647,15 +1706,8 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
       }
     });
   } else {
-    SG.reset(F * B);
-    SH.reset(F * B);
-    Dispatch<T>(bins, g, h, pos, N, F, 1, 1, B, nt, pool, SG.get(), SH.get());
-    for (int64_t f = 0; f < F; ++f)
-      for (int64_t b = 0; b < B; ++b) cur[f * FS + b] = v2d{SG[f * B + b], SH[f * B + b]};
-    if (counted) {
-      const int32_t at0 = 0;
-      dispatch_counts(pos, 1, &at0);
-    }
+    const int32_t at0 = 0;  // every row (pos: 0), into the root's slot
+    dispatch(pos, 1, &at0);
   }
 
   // part: the rows of each live node, a segment [seg, seg_end) of idx.
@@ -1963,19 +2015,7 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
         by_features([&](int64_t f0, int64_t f1) { child_histogram(0, f0, f1); });
       }
     } else {
-      SG.reset(n_pairs * F * B);
-      SH.reset(n_pairs * F * B);
-      Dispatch<T>(bins, g, h, small_node.get(), N, F, n_pairs, n_pairs, B, nt, pool, SG.get(),
-                  SH.get());
-      for (int64_t pr = 0; pr < n_pairs; ++pr) {
-        v2d* o = base + small_at[pr] * ns;
-        for (int64_t f = 0; f < F; ++f) {
-          const double* sg = SG.get() + (f * n_pairs + pr) * B;
-          const double* sh = SH.get() + (f * n_pairs + pr) * B;
-          for (int64_t b = 0; b < B; ++b) o[f * FS + b] = v2d{sg[b], sh[b]};
-        }
-      }
-      if (counted) dispatch_counts(small_node.get(), n_pairs, small_at.data());
+      dispatch(small_node.get(), n_pairs, small_at.data());
     }
     next_slot.resize(2 * n_pairs);
     by_features([&](int64_t f0, int64_t f1) {
