@@ -1013,7 +1013,9 @@ def grow_tree(
       max_leaves: static; > 0 grows leaf-wise (XGBoost's ``grow_policy="lossguide"``),
         best first: the leaf of largest gain splits first, ties to the node allocated
         first, until the tree has ``max_leaves`` leaves; only the splits' children are
-        histogrammed. The tree is that walk over the level-wise tree's splits.
+        histogrammed (above 2**22 rows x features on several threads, level by level,
+        each level keeping the splits that walk can take). The tree is that walk over
+        the level-wise tree's splits.
       depth: ``None``, or a traced integer ``1 <= depth <= max_depth``: grow only that
         many levels in arrays sized for ``max_depth`` (one compiled program for a
         bucket of depths). The tree, its draws and its rows' leaves are those of
