@@ -207,11 +207,13 @@ def _midpoints(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     # float32 arithmetic, as XGBoost's exact method computes (a + b) * 0.5f.
     lo = lo.astype(FLOAT_DTYPE)
     hi = hi.astype(FLOAT_DTYPE)
-    with np.errstate(over="ignore"):
+    # over: lo + hi near float32 max; invalid: -inf + inf, which only compute_bin_edges
+    # called directly can meet (training refuses infinite values before binning)
+    with np.errstate(over="ignore", invalid="ignore"):
         mid = (lo + hi) * FLOAT_DTYPE(0.5)
-    bad = ~np.isfinite(mid)
-    if bad.any():  # overflow of lo + hi near float32 max
-        mid[bad] = lo[bad] * FLOAT_DTYPE(0.5) + hi[bad] * FLOAT_DTYPE(0.5)
+        bad = ~np.isfinite(mid)
+        if bad.any():  # overflow of lo + hi near float32 max
+            mid[bad] = lo[bad] * FLOAT_DTYPE(0.5) + hi[bad] * FLOAT_DTYPE(0.5)
     return mid
 
 
