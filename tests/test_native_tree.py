@@ -682,11 +682,12 @@ def _leaf_under(keep, deepest):
     "case", ["plain", "sets", "mono", "row-minimum", "colsample", "categorical", "gamma"]
 )
 def test_leaf_wise_tree_is_the_level_wise_tree_best_first(case, n_threads):
-    """Leaf-wise trees (``max_leaves``) are grown best first: only the expanded nodes'
-    children are histogrammed and scanned. The tree is the one XGBoost's lossguide order
-    picks from the whole level-wise tree of the same depth (each node's best split
-    depends only on its rows and its path): the same splits, gains, node sums and
-    leaves, bit for bit, whatever the number of threads."""
+    """Leaf-wise trees (``max_leaves``) are grown best first on one thread (only the
+    expanded nodes' children are histogrammed and scanned) and level by level on more,
+    each level keeping the splits the walk can take. The tree is the one XGBoost's
+    lossguide order picks from the whole level-wise tree of the same depth (each node's
+    best split depends only on its rows and its path): the same splits, gains, node
+    sums and leaves, bit for bit, whatever the number of threads."""
     from jaxboost.engine import categorical
     from jaxboost.engine.binning import category_slots
 
@@ -764,8 +765,8 @@ def test_leaf_wise_tree_is_the_level_wise_tree_best_first(case, n_threads):
 
 @pytest.mark.parametrize("path", ["row-blocks", "sparse"])
 def test_level_wise_leaf_wise_trees_grow_only_what_the_walk_can_expand(path):
-    """Where leaf-wise trees are still grown level by level (many rows x features on
-    threads up to depth 8; the sparse kernel), each level keeps only the splits that
+    """Where leaf-wise trees are grown level by level (several threads, here on rows
+    read in blocks; the sparse kernel), each level keeps only the splits that
     the best-first walk over the levels so far expands: the walk over the whole tree
     expands the shallower nodes in that order, so no other split can be expanded
     later. The tree is the walk over the whole level-wise tree, bit for bit (it fails

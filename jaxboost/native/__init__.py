@@ -939,8 +939,8 @@ def tree_scratch_bytes(
     (max_depth - 1), n_rows)`` of them (``n_rows=None``: not bounded by the rows), each
     ``n_features`` rows of ``FS`` (G, H) float64 pairs, ``FS`` the kernel's padded width
     for ``n_bins`` (20, 36, 68, 132 or 260). Leaf-wise trees (``max_leaves > 0``) hold
-    at most ``min(2 * max_leaves, 2 ** (max_depth - 1)) + 1``: grown best first, a slot
-    for each leaf that may still split; grown level by level (many rows on several
+    at most ``min(2 * max_leaves, 2 ** (max_depth - 1)) + 1``: grown best first (one
+    thread), a slot for each leaf that may still split; level by level (several
     threads), at most ``max_leaves - 1`` splits a level. Pages are touched as nodes use
     them, so this bounds what a tree holds.
 
@@ -1013,9 +1013,8 @@ def grow_tree(
       max_leaves: static; > 0 grows leaf-wise (XGBoost's ``grow_policy="lossguide"``),
         best first: the leaf of largest gain splits first, ties to the node allocated
         first, until the tree has ``max_leaves`` leaves; only the splits' children are
-        histogrammed (above 2**22 rows x features on several threads, level by level,
-        each level keeping the splits that walk can take). The tree is that walk over
-        the level-wise tree's splits.
+        histogrammed (on several threads level by level, each level keeping the splits
+        that walk can take). The tree is that walk over the level-wise tree's splits.
       depth: ``None``, or a traced integer ``1 <= depth <= max_depth``: grow only that
         many levels in arrays sized for ``max_depth`` (one compiled program for a
         bucket of depths). The tree, its draws and its rows' leaves are those of

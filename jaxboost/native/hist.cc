@@ -2065,30 +2065,21 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
 // tree has max_leaves leaves or no leaf can split. Only the split nodes' children are
 // histogrammed and scanned, so a tree costs its max_leaves - 1 splits, not the
 // level-wise tree of max_depth levels (LossGuide's selection from that tree gives the
-// same tree: a node's best split depends only on its own rows and its path). Rows by
-// segments as GrowTree's (each (feature, bin) sum adds a node's rows in ascending
-// order: the same trees for any number of threads, and GrowTree's own), the features
-// of one node's histogram on the threads. Leaves that may still split hold a slot of
-// histograms: at most min(max_leaves, 2**(max_depth - 1)) + 1 slots.
-// 100,000 x 20, 31 leaves, 100 rounds, 2 threads, max_depth 12: 0.46 s a fit against
-// 1.01 s as the whole level-wise tree and LossGuide (XGBoost lossguide 0.51-0.61 s).
-// GrowTreeDispatch says where GrowTree grows them instead.
+// same tree: a node's best split depends only on its own rows and its path). One
+// thread; rows by segments as GrowTree's (each (feature, bin) sum adds a node's rows in
+// ascending order: GrowTree's trees bit for bit). Leaves that may still split hold a
+// slot of histograms: at most min(max_leaves, 2**(max_depth - 1)) + 1 slots.
+// 100,000 x 20, 31 leaves, 100 rounds, one thread, max_depth 12: 0.46 s a fit against
+// 0.56 s for GrowTree with PruneLeafWise; GrowTreeDispatch says where each grows them.
 template <int64_t FS, typename T>
 ffi::Error GrowLeafWise(const uint8_t* bins, const T* g, const T* h, const TreeIn& in,
-                        const TreeOut& o, int64_t nt, ffi::ThreadPool* pool) {
+                        const TreeOut& o) {
   const int64_t N = in.N, F = in.F, B = in.B, D = in.G;  // levels grown (<= in.D)
   const bool* const forward_ok = in.forward_ok;
   const bool* const level_sets = in.level_sets;
   const Hyp p = HypOf(in.hyper);
   const CatIn* const cat = in.cat;
   ResetTree(in, o);
-  const int64_t nt_rows = std::max<int64_t>(1, std::min(nt, N));
-  const int64_t nt_feat = std::min<int64_t>(nt_rows, F);
-  auto by_features = [&](const std::function<void(int64_t, int64_t)>& fn) {
-    if (nt_feat <= 1) return fn(0, F);
-    ParallelFor(pool, nt_feat, nt_feat,
-                [&](int64_t t, int64_t) { fn(F * t / nt_feat, F * (t + 1) / nt_feat); });
-  };
   int64_t ns = F * FS;  // a slot: GrowTree's layout
   if ((ns / 4) % 2 == 0) ns += 4;
   const int64_t n_slots = std::min<int64_t>(in.max_leaves, int64_t{1} << (D - 1)) + 1;
@@ -2105,20 +2096,17 @@ ffi::Error GrowLeafWise(const uint8_t* bins, const T* g, const T* h, const TreeI
   if (counted) Cn[0] = RowCounts(in.cnt, N, rcount.get());
   Scratch<int32_t> idx(N), tmp(N);
   for (int64_t r = 0; r < N; ++r) idx[r] = static_cast<int32_t>(r);
-  // Histogram of the rows idx[q0 .. q1) into a zeroed slot (out, cout), GrowTree's way:
-  // the features on the threads, each sum over the rows in order.
+  // Histogram of the rows idx[q0 .. q1) into a zeroed slot (out, cout), in order.
   auto histogram = [&](int32_t q0, int32_t q1, v2d* out, int32_t* cout) {
     const int32_t* const rows = idx.get();
-    by_features([&](int64_t f0, int64_t f1) {
-      for (int32_t q = q0; q < q1; ++q) {
-        const int64_t r = rows[q];
-        const v2d v = {static_cast<double>(g[r]), static_cast<double>(h[r])};
-        if (counted)
-          AddRowCount<FS>(out + f0 * FS, cout + f0 * FS, bins + r * F + f0, f1 - f0, v, rcount[r]);
-        else
-          AddRow<FS>(out + f0 * FS, bins + r * F + f0, f1 - f0, v);
-      }
-    });
+    for (int32_t q = q0; q < q1; ++q) {
+      const int64_t r = rows[q];
+      const v2d v = {static_cast<double>(g[r]), static_cast<double>(h[r])};
+      if (counted)
+        AddRowCount<FS>(out, cout, bins + r * F, F, v, rcount[r]);
+      else
+        AddRow<FS>(out, bins + r * F, F, v);
+    }
   };
   // The root's histogram (slot 0).
   std::memset(static_cast<void*>(base), 0, sizeof(v2d) * ns);
@@ -2183,7 +2171,7 @@ ffi::Error GrowLeafWise(const uint8_t* bins, const T* g, const T* h, const TreeI
                            forward_ok[f], s, mono != nullptr ? &mnode : nullptr, kmin, nullptr, 0);
       }
     };
-    ScanUnits(pool, nt, k * F, B, scan);
+    scan(0, k * F);
     for (int64_t c = 0; c < k; ++c) {
       cand[c] = Cand{-std::numeric_limits<float>::infinity(), 0, false};
       bf[c] = 0;
@@ -2232,53 +2220,8 @@ ffi::Error GrowLeafWise(const uint8_t* bins, const T* g, const T* h, const TreeI
       for (int v = 0; v < 256; ++v) to_left[v] = goes_left(i, static_cast<uint8_t>(v));
     int32_t* const rows = idx.get();
     const int32_t to_l = static_cast<int32_t>(li);
-    // The node's rows into its children's, stably, left then right (and each row's
-    // node into pos); many rows in blocks on the threads: each block's rows are counted
-    // and their nodes written, then each block writes its rows at its offsets in tmp.
-    const int64_t n_rows = x.s1 - x.s0;
-    const int64_t nbp = nt_rows > 1 && n_rows >= (int64_t{1} << 16) ? nt_rows : 1;
     int32_t n_left = 0;
-    if (nbp > 1) {
-      std::vector<int64_t> nl(nbp, 0);
-      ParallelFor(pool, nbp, nbp, [&](int64_t t, int64_t) {
-        int64_t c = 0;
-        for (int64_t q = x.s0 + n_rows * t / nbp, q1 = x.s0 + n_rows * (t + 1) / nbp; q < q1; ++q) {
-          const int32_t r = rows[q];
-          const bool left = to_left[bins[static_cast<int64_t>(r) * F + bf]] != 0;
-          o.pos[r] = to_l + !left;
-          c += left;
-        }
-        nl[t] = c;
-      });
-      int64_t all_left = 0;
-      for (int64_t t = 0; t < nbp; ++t) all_left += nl[t];
-      n_left = static_cast<int32_t>(all_left);
-      if (more) {
-        std::vector<int64_t> at_l(nbp), at_r(nbp);
-        int64_t a = x.s0, b2 = x.s0 + all_left;
-        for (int64_t t = 0; t < nbp; ++t) {
-          at_l[t] = a;
-          at_r[t] = b2;
-          a += nl[t];
-          b2 += (n_rows * (t + 1) / nbp - n_rows * t / nbp) - nl[t];
-        }
-        int32_t* const out = tmp.get();
-        ParallelFor(pool, nbp, nbp, [&](int64_t t, int64_t) {
-          int64_t l = at_l[t], rr = at_r[t];
-          for (int64_t q = x.s0 + n_rows * t / nbp, q1 = x.s0 + n_rows * (t + 1) / nbp; q < q1; ++q) {
-            const int32_t r = rows[q];
-            if (o.pos[r] == to_l)
-              out[l++] = r;
-            else
-              out[rr++] = r;
-          }
-        });
-        ParallelFor(pool, nbp, nbp, [&](int64_t t, int64_t) {
-          const int64_t q = x.s0 + n_rows * t / nbp, q1 = x.s0 + n_rows * (t + 1) / nbp;
-          std::memcpy(rows + q, out + q, sizeof(int32_t) * (q1 - q));
-        });
-      }
-    } else if (!more) {
+    if (!more) {  // the rows' leaves only
       for (int32_t q = x.s0; q < x.s1; ++q) {
         const int32_t r = rows[q];
         const uint8_t bv = bins[static_cast<int64_t>(r) * F + bf];
@@ -2306,13 +2249,11 @@ ffi::Error GrowLeafWise(const uint8_t* bins, const T* g, const T* h, const TreeI
     histogram(q0, q1, sm, smc);
     v2d* const lg = base + x.slot * ns;
     int32_t* const lc = counted ? cbase + x.slot * ns : nullptr;
-    by_features([&](int64_t f0, int64_t f1) {
-      for (int64_t f = f0; f < f1; ++f)
-        for (int64_t j = 0; j < B; ++j) lg[f * FS + j] = lg[f * FS + j] - sm[f * FS + j];
-      if (counted)
-        for (int64_t f = f0; f < f1; ++f)
-          for (int64_t j = 0; j < B; ++j) lc[f * FS + j] -= smc[f * FS + j];
-    });
+    for (int64_t f = 0; f < F; ++f)
+      for (int64_t j = 0; j < B; ++j) lg[f * FS + j] = lg[f * FS + j] - sm[f * FS + j];
+    if (counted)
+      for (int64_t f = 0; f < F; ++f)
+        for (int64_t j = 0; j < B; ++j) lc[f * FS + j] -= smc[f * FS + j];
     if (C > 0) {  // both children's paths: the parent's and its split feature
       std::memcpy(used.data() + ss * F, used.data() + x.slot * F, static_cast<size_t>(F));
       std::memcpy(rel.data() + ss * C, rel.data() + x.slot * C, static_cast<size_t>(C));
@@ -2344,20 +2285,22 @@ ffi::Error GrowLeafWise(const uint8_t* bins, const T* g, const T* h, const TreeI
 template <typename T>
 ffi::Error GrowTreeDispatch(const uint8_t* bins, const T* g, const T* h, const TreeIn& in,
                             const TreeOut& o, int64_t nt, ffi::ThreadPool* pool) {
-  // Leaf-wise trees best first, except where GrowTree's rows go by blocks: there a
-  // level's rows are read in order, once, and each level keeps only the splits the
-  // best-first walk can expand (PruneLeafWise). 1,000,000 x 28, 31 leaves, two threads:
-  // 52 ms a tree at depths 6-12 against 120 ms (depth 6) and 93 ms (depth 12) best first,
-  // whose smaller children gather scattered rows; 127 leaves at depth 12: 77 against
-  // 194 ms. On segments best first is as fast or faster (100,000 x 20, 31 leaves, depth
-  // 12: 5.4 against 6.8 ms on one thread) and grows no split the walk does not take.
-  const bool row_blocks = std::min(nt, in.N) > 1 && in.N * in.F >= kPartitionWork;
-  if (in.max_leaves > 0 && !row_blocks) {
-    if (in.B <= 16) return GrowLeafWise<20, T>(bins, g, h, in, o, nt, pool);
-    if (in.B <= 32) return GrowLeafWise<36, T>(bins, g, h, in, o, nt, pool);
-    if (in.B <= 64) return GrowLeafWise<68, T>(bins, g, h, in, o, nt, pool);
-    if (in.B <= 128) return GrowLeafWise<132, T>(bins, g, h, in, o, nt, pool);
-    return GrowLeafWise<260, T>(bins, g, h, in, o, nt, pool);
+  // Leaf-wise trees: best first on one thread (GrowLeafWise); on several, GrowTree
+  // level by level, each level keeping only the splits the best-first walk can expand
+  // (PruneLeafWise), its pairs of children on the threads and, above 2**22 rows x
+  // features, its rows read in order. The same trees either way. python
+  // benchmarks/lossguide.py (100,000 x 20, 100 rounds, depth 8 / 12): 31 leaves, one
+  // thread, best first 0.44 / 0.46 s against 0.53 / 0.56 s; two threads 0.42 / 0.48
+  // against 0.39 / 0.45 s, and 255 leaves 0.75 / 1.22 against 0.47 / 0.74 s (best first
+  // splits one leaf at a time). 1,000,000 x 28, 31 leaves, depth 12, two threads: 52 ms a
+  // tree level by level against 93 ms best first, whose smaller children gather
+  // scattered rows.
+  if (in.max_leaves > 0 && std::min(nt, in.N) <= 1) {
+    if (in.B <= 16) return GrowLeafWise<20, T>(bins, g, h, in, o);
+    if (in.B <= 32) return GrowLeafWise<36, T>(bins, g, h, in, o);
+    if (in.B <= 64) return GrowLeafWise<68, T>(bins, g, h, in, o);
+    if (in.B <= 128) return GrowLeafWise<132, T>(bins, g, h, in, o);
+    return GrowLeafWise<260, T>(bins, g, h, in, o);
   }
   if (in.B <= 16) return GrowTree<20, T>(bins, g, h, in, o, nt, pool);
   if (in.B <= 32) return GrowTree<36, T>(bins, g, h, in, o, nt, pool);

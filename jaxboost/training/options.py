@@ -662,10 +662,10 @@ OPTIONS = (
         ``"depthwise"`` (level by level, XGBoost's default) or
         ``"lossguide"`` (leaf-wise, XGBoost's and LightGBM's: the split of largest gain
         anywhere in the tree first, ties to the node made first, until ``max_leaves``
-        leaves; depth is still bounded by ``max_depth``). Leaf-wise trees are grown
-        best first in the native CPU kernel, their cost following ``max_leaves``, not
-        ``max_depth`` (the best-first subset of the level-wise tree: a node's split
-        depends only on its rows): one CPU device, numeric or categorical features,
+        leaves; depth is still bounded by ``max_depth``). Leaf-wise trees are grown in
+        the native CPU kernel, their cost following ``max_leaves``, not ``max_depth``
+        (the best-first subset of the level-wise tree: a node's split depends only on
+        its rows): one CPU device, numeric or categorical features,
         every split constraint (monotone signs with numeric features only), one output
         per tree (``ValueError`` otherwise).""",
     ),
