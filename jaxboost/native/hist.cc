@@ -189,7 +189,9 @@ class ScratchPool {
 };
 
 // n elements of a trivial type T from the scratch pool, given back when it goes out of
-// scope (or on reset); the contents start undefined, as with new T[n].
+// scope (or on reset); the contents start undefined, as with new T[n]. n <= 0 takes no
+// block (get() is null): the optional buffers (counts, few-row lists) sized 0 when
+// unused cost nothing on the hot paths.
 template <typename T>
 class Scratch {
  public:
@@ -200,6 +202,7 @@ class Scratch {
   Scratch& operator=(const Scratch&) = delete;
   void reset(int64_t n) {
     Drop();
+    if (n <= 0) return;
     p_ = static_cast<T*>(ScratchPool::Get().Take(static_cast<size_t>(n) * sizeof(T), &cap_));
   }
   T* get() const { return p_; }
@@ -1275,9 +1278,9 @@ using LeafQueue = std::priority_queue<LeafEntry, std::vector<LeafEntry>, LeafOrd
 // gain is expanded, ties to the node allocated first (XGBoost's node ids: the children
 // of each expanded node take the next two), until the tree has max_leaves leaves; every
 // candidate split not expanded is undone. Runs before PruneAndLeaves (gamma, leaves).
-// Used where GrowTree grows leaf-wise trees (many rows on threads) and by the sparse
-// kernel, both pruning each level (PruneLeafWise); GrowLeafWise grows the same trees
-// best first elsewhere.
+// Used where GrowTree grows leaf-wise trees (several threads) and by the sparse kernel,
+// both pruning each level (PruneLeafWise); GrowLeafWise grows the same trees best first
+// on one thread.
 // The best-first walk over the split nodes among heap nodes [0, Md) (Md = 2**(d+1) - 1:
 // those of depth <= d): keep[i] = 1 for each node it expands.
 void BestFirstKeep(const TreeOut& o, int64_t max_leaves, int64_t Md, std::vector<uint8_t>* keep) {
@@ -1312,18 +1315,18 @@ void LossGuide(const TreeIn& in, const TreeOut& o) {
 // shallower node available nor change the order of two of them, ties included, as
 // allocation numbers keep their order), so it expands a prefix of what the shorter
 // walk expands with the same leaf budget. A split node of depth d outside the shorter
-// walk is never expanded: its split is undone now (keep_split false) and its children
-// are not grown, so each level holds at most max_leaves splits.
-template <typename KeepSplit>
+// walk is never expanded: its split is undone now (and unsplit(i) called, for the
+// caller to drop its children), so each level holds at most max_leaves - 1 splits.
+template <typename OnUnsplit>
 void PruneLeafWise(const TreeIn& in, const TreeOut& o, int64_t d, std::vector<uint8_t>* keep,
-                   const KeepSplit& keep_split) {
+                   const OnUnsplit& unsplit) {
   if (in.max_leaves <= 0) return;
   const int64_t n = int64_t{1} << d;
   BestFirstKeep(o, in.max_leaves, 2 * n - 1, keep);
   for (int64_t i = n - 1; i < 2 * n - 1; ++i) {
     if (o.is_split[i] && !(*keep)[i]) {
       Unsplit(o, i);
-      keep_split(i);
+      unsplit(i);
     }
   }
 }
@@ -1795,7 +1798,7 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
         const int32_t* rc = counted ? cbase + slot[c] * ns + f * FS : nullptr;
         MonoNode mnode{0.0f, 0.0f, 0};
         if (mono != nullptr) mnode = MonoNode{lo[i], hi[i], mono[f]};
-        const bool fw = few[slot[c]] && (cat == nullptr || cat->kind[f] == 0);
+        const bool fw = few[slot[c]] != 0;  // (numeric data only: S is 0 with categories)
         best[u] = ScanUnit(hf, rc, f, B, Gn[i], Hn[i], counted ? Cn[i] : 0, sp[c], p, cat,
                            forward_ok[f], s, mono != nullptr ? &mnode : nullptr, kmin,
                            fw ? listed(slot[c], f) : nullptr, fw ? tcount[slot[c] * F + f] : 0);
@@ -2085,7 +2088,7 @@ ffi::Error GrowLeafWise(const uint8_t* bins, const T* g, const T* h, const TreeI
   const int64_t n_slots = std::min<int64_t>(in.max_leaves, int64_t{1} << (D - 1)) + 1;
   Scratch<v2d> levels(n_slots * ns + 256);
   v2d* const base = levels.get();
-  std::vector<int32_t> free_slots;  // descending: the lowest free slot at the back
+  std::vector<int32_t> free_slots;  // a stack: the slot freed last is taken first
   for (int64_t s = n_slots - 1; s >= 1; --s) free_slots.push_back(static_cast<int32_t>(s));
   const bool counted = in.cnt != nullptr;
   const int64_t kmin = counted ? in.min_leaf : 0;
@@ -2239,7 +2242,6 @@ ffi::Error GrowLeafWise(const uint8_t* bins, const T* g, const T* h, const TreeI
     // The smaller child (by H, as GrowTree) takes a free slot and is histogrammed; the
     // larger one keeps the parent's slot, minus the smaller child.
     const int32_t q0 = left_small ? x.s0 : x.s0 + n_left, q1 = left_small ? x.s0 + n_left : x.s1;
-    std::sort(free_slots.begin(), free_slots.end(), std::greater<int32_t>());
     const int32_t ss = free_slots.back();
     free_slots.pop_back();
     v2d* const sm = base + ss * ns;
