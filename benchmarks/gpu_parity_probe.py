@@ -170,7 +170,38 @@ def _worker():
         objectives.logistic, X, y, n_rounds=5, learning_rate=0.3, base_margin=0.0, **p
     )
     res["forest"] = _compare(bst, ref, X, 5, 3)
+    res["forest"]["first_tree_leaves"] = _forest_leaves(bst, ref)
+    # the per-tree rate alone, in a program of its own (P constant, zero traced), and
+    # the float32 quotient as this backend divides
+    from jaxboost.engine.round import per_tree_rate
+
+    rate = jax.jit(lambda e, z: per_tree_rate(e, 3, z))(jnp.float32(0.3), jnp.int32(0))
+    div = jax.jit(lambda e, z: e / (z + 3).astype(jnp.float32))(jnp.float32(0.3), jnp.int32(0))
+    res["forest"]["per_tree_rate"] = float(rate)
+    res["forest"]["f32_division"] = float(div)
+    res["forest"]["numpy_rate"] = float(np.float32(0.3) / np.float32(3))
     print(TAG + json.dumps(res), flush=True)
+
+
+def _forest_leaves(bst, ref):
+    """The first tree's leaves: XGBoost's ``base_weights`` ``w``, its stored leaves,
+    jaxboost's stored leaves, and jaxboost's leaf / w in float64 (the rate it applied),
+    in the order of XGBoost's leaf values (the trees are the same)."""
+    import numpy as np
+
+    t0 = json.loads(ref.save_raw("json"))["learner"]["gradient_booster"]["model"]["trees"][0]
+    leaf = np.array(t0["left_children"]) == -1
+    w = np.array(t0["base_weights"], np.float32)[leaf]
+    theirs = np.array(t0["split_conditions"], np.float32)[leaf]
+    e = bst.ensemble
+    ours = np.asarray(e.value[0])[np.asarray(e.is_leaf[0]) & (np.asarray(e.cover[0]) > 0)]
+    ours = ours[np.argsort(ours)][np.argsort(np.argsort(theirs))]
+    return {
+        "w": w.tolist(),
+        "xgboost": theirs.tolist(),
+        "jaxboost": ours.tolist(),
+        "jaxboost_over_w": (ours.astype(np.float64) / w.astype(np.float64)).tolist(),
+    }
 
 
 def main():

@@ -233,11 +233,12 @@ def test_every_compile_option_jaxboost_asks_for_is_known_to_the_installed_xla():
     import jax
 
     from jaxboost.engine.autodiff import QUICK_COMPILE
-    from jaxboost.engine.compile import CPU_COMPILE, SMALL_CPU_COMPILE
+    from jaxboost.engine.compile import ACCELERATOR_COMPILE, CPU_COMPILE, SMALL_CPU_COMPILE
 
     if jax.default_backend() != "cpu":
         pytest.skip("the CPU's compile options")
-    for options in (CPU_COMPILE, SMALL_CPU_COMPILE, QUICK_COMPILE):
+    # ACCELERATOR_COMPILE is a backend-independent XLA option: the CPU knows it too
+    for options in (CPU_COMPILE, SMALL_CPU_COMPILE, QUICK_COMPILE, ACCELERATOR_COMPILE):
         out = jax.jit(lambda x: x * 2 + 1, compiler_options=dict(options))(jnp.float32(1.0))
         assert float(out) == 3.0
 
@@ -260,7 +261,7 @@ def test_a_compile_option_this_xla_lacks_is_dropped_and_the_model_is_the_same(da
     bogus = "xla_cpu_option_of_another_release"
     monkeypatch.setattr(compile_module, "_UNKNOWN", set())
     for fn in (run_chunk, autodiff._fit_base_margin):
-        for name in ("_options", "_small_options", "_cpu", "_cpu_small", "_known_at"):
+        for name in ("_options", "_small_options", "_cpu", "_cpu_small", "_accel", "_known_at"):
             monkeypatch.setattr(fn, name, getattr(fn, name))
         fn._options = {**fn._options, bogus: True}
         if fn._small_options is not None:
@@ -290,9 +291,18 @@ def test_a_second_fit_does_not_trace_the_loss_again(data):
     def fit(delta, **kw):
         jaxboost.train(counted, X, y, loss_params={"delta": delta}, **KW | kw)
 
+    import jax
+
+    from jaxboost import native
+
+    same_programs = dict(learning_rate=0.1)  # a traced value
+    if jax.default_backend() == "cpu" and native.tree_enabled():
+        # the native kernel's round programs take a bucket of depths; elsewhere a new
+        # depth is a new program (and so a new trace of the loss)
+        same_programs["max_depth"] = 2
     fit(1.0)
     first = len(calls)  # the check, the intercept's and the round program's traces
-    fit(1.0, max_depth=2, learning_rate=0.1)  # the same programs (depth bucket)
+    fit(1.0, **same_programs)
     fit(1.0)
     assert len(calls) == first  # nothing traced: before, one trace a fit (the check)
     fit(2.0)  # a new value: checked (the programs take it traced)
@@ -311,3 +321,21 @@ def test_a_loss_that_failed_its_check_fails_it_again(data):
     for _ in range(2):
         with pytest.raises(jaxboost.LossError, match="must return a scalar"):
             jaxboost.train(vector_out, X, y, **KW)
+
+
+def test_a_value_rounded_to_float32_on_purpose_stays_rounded():
+    """The programs that train compile without XLA's excess precision on accelerators
+    (``compile.ACCELERATOR_COMPILE``): a float64 value rounded to float32 and back is
+    the rounded value, as XGBoost's float32 leaf weights are (on an H200 the GPU
+    compiler had kept the float64 value, and logistic with ``max_delta_step`` grew
+    other trees than XGBoost's). On the CPU it holds with either setting."""
+    import jax
+
+    from jaxboost.engine.compile import backend_jit
+
+    with jax.enable_x64(True):
+        x = np.random.default_rng(0).normal(size=1000) * 3.0
+        f = backend_jit(lambda v: v.astype(jnp.float32).astype(jnp.float64) * 3.0 - v * 3.0)
+        np.testing.assert_array_equal(
+            np.asarray(f(jnp.asarray(x))), x.astype(np.float32).astype(np.float64) * 3.0 - x * 3.0
+        )

@@ -364,3 +364,20 @@ def test_train_many_mixes_a_forest_and_a_boosted_model_with_an_eval_set(regressi
         a, b = model.history["validation_0"]["rmse"], alone.history["validation_0"]["rmse"]
         assert len(a) == len(b) == 5
         np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_per_tree_rate_is_the_correctly_rounded_float32_quotient():
+    """A forest's trees take ``float32(eta / P)`` correctly rounded, as XGBoost stores
+    them, on every backend (an H200's float32 division gave ``0.3f / 3 = 0.10000001``):
+    checked against NumPy's IEEE float32 division over many rates and forest sizes."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxboost.engine.round import per_tree_rate
+
+    rng = np.random.default_rng(0)
+    etas = np.concatenate([[0.3, 0.1, 0.05, 1.0], rng.uniform(1e-3, 1.0, 60)]).astype(np.float32)
+    Ps = np.arange(2, 18, dtype=np.int32)
+    # P traced through the "zero" argument (P - 1 + 1): one program for every P
+    got = jax.jit(jax.vmap(lambda p: per_tree_rate(jnp.asarray(etas), 1, p - 1)))(Ps)
+    np.testing.assert_array_equal(np.asarray(got), etas[None, :] / Ps[:, None].astype(np.float32))

@@ -18,7 +18,11 @@ sampling, squared, softmax, Poisson). Prediction is
 left to the emitters: its row-by-tree traversal ran about 25 % slower without them
 (1,000,000 x 28 rows, 100 trees of depth 6: 4.6 -> 5.8 s).
 
-These options only tune compile time. XLA renames and retires them between releases
+On the other backends (GPU, TPU) the programs compile with ``ACCELERATOR_COMPILE``:
+XLA's excess precision off, so that a value rounded to float32 on purpose stays
+rounded (see there).
+
+The CPU options only tune compile time. XLA renames and retires them between releases
 (jaxlib 0.11 has no ``xla_cpu_use_fusion_emitters``): an option the installed XLA
 rejects is dropped for the rest of the process and the call made again
 (``known_options``), so a newer jax compiles with XLA's defaults instead of failing.
@@ -50,6 +54,16 @@ compile is changed: sklearn's digits (softmax, 100 rounds) cold fit 1.77 -> 1.42
 softmax, a forest, logistic with sampling and an eval set, squared, Poisson, a
 log-cosh loss, quantile). On 1,000,000 rows (W1) its warm fit ran 5-8 % slower, so large
 data keeps ``CPU_COMPILE``."""
+
+ACCELERATOR_COMPILE = {"xla_allow_excess_precision": False}
+"""XLA options on every backend but the CPU. With excess precision allowed (XLA's
+default) the GPU compiler drops a float64 -> float32 -> float64 round trip and keeps the
+float64 value, so a score that XGBoost computes from a float32 leaf weight
+(``split.calc_score`` with ``max_delta_step``) came out of the float64 weight: on an
+H200, logistic with ``reg_alpha`` 0.2 and ``max_delta_step`` 0.3 grew other trees than
+XGBoost's exact method from round 3 on (training margins off by up to 0.59); with the
+option off they match to 1.2e-7, as on the CPU (``benchmarks/gpu_parity_probe.py``,
+28 Nov 2026). The CPU backend keeps such round trips either way."""
 
 
 _UNKNOWN: set[str] = set()
@@ -83,11 +97,12 @@ def _forget_unknown_option(error: Exception) -> bool:
 
 
 class BackendJit(Wrapped):
-    """A function jitted twice, or three times: with ``cpu_options`` on the CPU backend
-    (with ``small_options`` for calls where ``small(*args, **kwargs)`` holds), plainly
-    elsewhere (the choice follows ``jax.default_backend()`` at each call).
-    ``_cache_size()`` counts the compiled programs of all, as ``jax.jit``'s does;
-    ``trace`` (what ``jax.export`` calls, for any platform) traces the plain one."""
+    """A function jitted three or four times: with ``cpu_options`` on the CPU backend
+    (with ``small_options`` for calls where ``small(*args, **kwargs)`` holds), with
+    ``ACCELERATOR_COMPILE`` elsewhere (the choice follows ``jax.default_backend()`` at
+    each call), and plainly for ``trace`` (what ``jax.export`` calls, for any
+    platform). ``_cache_size()`` counts the compiled programs of all, as
+    ``jax.jit``'s does."""
 
     def __init__(self, fun, cpu_options, jit_kwargs, small=None, small_options=None, release=True):
         self._fun, self._jit_kwargs, self._release = fun, jit_kwargs, release
@@ -103,6 +118,9 @@ class BackendJit(Wrapped):
         self._cpu: Any = jax.jit(
             self._fun, compiler_options=known_options(self._options), **self._jit_kwargs
         )
+        self._accel: Any = jax.jit(
+            self._fun, compiler_options=known_options(ACCELERATOR_COMPILE), **self._jit_kwargs
+        )
         self._cpu_small: Any = (
             None
             if self._small is None
@@ -114,10 +132,10 @@ class BackendJit(Wrapped):
         )
 
     def _pick(self, args, kwargs):
-        if jax.default_backend() != "cpu":
-            return self._plain
         if self._known_at != len(_UNKNOWN):
             self._build()
+        if jax.default_backend() != "cpu":
+            return self._accel
         if self._small is not None and self._small(*args, **kwargs):
             return self._cpu_small
         return self._cpu
@@ -146,7 +164,9 @@ class BackendJit(Wrapped):
 
     def _cache_size(self) -> int:
         small = 0 if self._cpu_small is None else self._cpu_small._cache_size()
-        return self._plain._cache_size() + self._cpu._cache_size() + small
+        return (
+            self._plain._cache_size() + self._cpu._cache_size() + self._accel._cache_size() + small
+        )
 
 
 def backend_jit(

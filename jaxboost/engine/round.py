@@ -245,6 +245,28 @@ def empty_trees(spec: RoundSpec, n: int, cats: bool = False):
     return out
 
 
+def per_tree_rate(eta, P: int, zero):
+    """XGBoost's learning rate of each of a forest's ``P`` trees, ``float32(eta / P)``
+    correctly rounded, as a float32 scalar (``zero``: an int32 0 the compiler cannot
+    see).
+
+    Divided in float64 and rounded once to float32: a float64 quotient rounded to
+    float32 is the correctly rounded float32 quotient (53 >= 2 * 24 + 2 bits, so the
+    double rounding is harmless), whatever the backend does with a float32 division
+    (on an H200 ``0.3f / 3`` came out as ``0.10000001``, not XGBoost's ``0.1``, and
+    the forest's leaves were 1 ulp off). ``P`` goes through ``zero`` so that the
+    compiler cannot turn the division by a constant into a product with ``1 / P``.
+
+    >>> float(per_tree_rate(0.3, 3, jnp.int32(0))) == float(jnp.float32(0.3) / jnp.float32(3))
+    True
+    """
+    with jax.enable_x64(True):
+        quotient = jnp.asarray(eta, jnp.float32).astype(jnp.float64) / (zero + P).astype(
+            jnp.float64
+        )
+        return quotient.astype(jnp.float32)
+
+
 def _stored(tree, zero):
     """The tree with its leaf values rounded to float32 once, for storing AND margins.
 
@@ -422,9 +444,7 @@ def boost_round(
         trees, delta = _grow(rnd, margin, g, h, dyn, rk, take)
         margin = margin + delta
     else:  # a forest: P trees on this round's g and h, each with its own samples
-        # XGBoost's learning rate per tree, float32(eta / P), correctly rounded: divided
-        # by a number the compiler cannot see (a constant P becomes eta * (1 / P)).
-        dyn = hyper.dyn(jnp.asarray(eta, jnp.float32) / (zero + P).astype(jnp.float32))
+        dyn = hyper.dyn(per_tree_rate(eta, P, zero))
         start = margin  # every tree of the round (and its refit) sees these margins
         if _forest_side_by_side(rnd):
             trees, deltas = _forest_trees_side_by_side(rnd, dyn, rk, P)
