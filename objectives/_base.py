@@ -183,8 +183,9 @@ class Objective(Hyperparameters):
       refit: default leaf refit after a tree's structure is grown: ``None``,
         ``"newton"`` (damped Newton steps on the true loss per leaf), ``"exact"`` (the
         leaf's minimiser of the true loss, by bisection: any convex loss) or
-        ``"quantile"`` (the exact weighted ``alpha``-quantile of the residuals in each
-        leaf, ``alpha`` from the hyperparameters, 0.5 when there is none).
+        ``"quantile"`` (the ``alpha``-quantile of the residuals in each leaf by
+        XGBoost's rules, ``refit.refit_quantile``; ``alpha`` from the hyperparameters,
+        0.5 when there is none).
       n_outputs: margins per row (``K``), or the name of the hyperparameter that holds
         it (softmax: ``"n_classes"``); see ``outputs``.
       h_sign: the sign of the (exact, per-row diagonal) Hessian the docstring claims:

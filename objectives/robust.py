@@ -33,8 +33,10 @@ def absolute_loss(y, pred):
 
     Defaults: ``hessian="constant"`` (h = 1: the tree fits the signs of the residuals,
     since the exact h carries no information) and ``refit="quantile"``: each leaf is set
-    to the weighted median (alpha = 0.5) of its residuals, the exact minimiser of the
-    loss in the leaf. Metric ``"mae"``. XGBoost's ``reg:absoluteerror`` does the same.
+    to the median (alpha = 0.5) of its residuals, a minimiser of the loss in the leaf,
+    and training starts from the labels' median, both by XGBoost's rules (interpolated
+    without ``sample_weight``, the weighted step rule with it): the margins are those
+    of XGBoost's ``reg:absoluteerror`` (``hist``). Metric ``"mae"``.
 
     >>> float(absolute_loss(1.0, 3.0))
     2.0
@@ -121,9 +123,10 @@ def quantile_loss(y, pred, *, alpha=0.5):
     half the absolute loss. Any label; identity link.
 
     Defaults: ``hessian="constant"`` (h = 1: the tree fits the gradient signs) and
-    ``refit="quantile"``: each leaf is set to the weighted alpha-quantile of its
-    residuals, the exact minimiser (as XGBoost's ``reg:quantileerror``). Metric
-    ``"objective"`` (mean pinball loss).
+    ``refit="quantile"``: each leaf is set to the alpha-quantile of its residuals and
+    training starts from the labels' alpha-quantile, by XGBoost's rules (see
+    ``absolute_loss``): the margins are those of XGBoost's ``reg:quantileerror``
+    (``hist``). Metric ``"objective"`` (mean pinball loss).
 
     >>> round(float(quantile_loss(1.0, 0.0, alpha=0.9)), 4)
     0.9

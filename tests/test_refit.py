@@ -145,3 +145,62 @@ def test_quantile_refit_is_the_weighted_quantile_of_each_leaf(alpha):
             losses = [pinball(c, r[sel], w[sel], alpha) for c in r[sel]]
             assert pinball(q, r[sel], w[sel], alpha) <= min(losses) + 1e-6
         np.testing.assert_array_equal(got[[0, 1, 5, 6]], START[[0, 1, 5, 6]])
+
+
+def xgboost_quantile(v, alpha):
+    """XGBoost's unweighted ``common::Quantile``: interpolated between the sorted values,
+    ``(n + 1) alpha`` convention, in float64 with the difference taken in float32."""
+    v = np.sort(v.astype(np.float32))
+    n = float(v.size)
+    if alpha <= 1 / (n + 1):
+        return v[0]
+    if alpha >= n / (n + 1):
+        return v[-1]
+    x = alpha * (n + 1)
+    k = int(np.floor(x) - 1)
+    d = (x - 1) - k
+    return np.float32(np.float64(v[k]) + d * np.float64(np.float32(v[k + 1] - v[k])))
+
+
+_unweighted = jax.jit(functools.partial(refit_quantile, weighted=False))
+
+
+@pytest.mark.parametrize("alpha", [0.5, 0.2, 0.03, 0.97])
+def test_unweighted_quantile_refit_interpolates_as_xgboost(alpha):
+    """Without sample weights each leaf gets XGBoost's interpolated quantile of its
+    rows' residuals (an even count's median is the mean of the middle two); rows of
+    weight 0 (padding) take no part, and leaves without rows keep their values.
+    alpha 0.03 and 0.97 fall below 1/(n+1) and above n/(n+1) in the small leaf."""
+    eta = 0.5
+    leaf, y, margin, _ = rows(4)
+    w = np.ones(N, np.float32)
+    w[:3] = 0.0  # padding
+    leaf[3:8] = 4  # leaf 4: rows 3..7 and whatever else the draw gave it
+    r = (y - margin).astype(np.float32)
+    out = _unweighted(tree(), leaf, y=y, margin=margin, w=w, dyn=dyn(eta=eta), alpha=alpha)
+    got = np.asarray(out["value"])
+    counts = []
+    for k in (2, 3, 4):
+        sel = (leaf == k) & (w > 0)
+        counts.append(int(sel.sum()))
+        np.testing.assert_array_equal(got[k], np.float32(xgboost_quantile(r[sel], alpha) * eta))
+    assert {c % 2 for c in counts} == {0, 1}  # odd and even counts both seen
+    np.testing.assert_array_equal(got[[0, 1, 5, 6]], START[[0, 1, 5, 6]])
+
+
+def test_rows_sorted_by_leaf_and_residual_as_lexsort_does():
+    """``sort_by_leaf``'s packed integer keys order rows as ``jnp.lexsort((r, leaf))``
+    (ties in row order, -0.0 with 0.0, infinities at the ends), with the row packed into
+    the key and, for many leaves, beside it."""
+    from jaxboost.engine.refit import sort_by_leaf
+
+    rng = np.random.default_rng(0)
+    n = 3000
+    r = rng.choice(np.float32([-np.inf, -2.5, -1e-30, -0.0, 0.0, 1e-30, 0.75, 3.0, np.inf]), n)
+    r = np.where(rng.random(n) < 0.5, rng.normal(size=n).astype(np.float32), r)
+    for n_leaves in (7, 2**22):  # 3 + 12 bits packed; 23 + 12 > 32 bits: beside
+        leaf = rng.integers(0, min(n_leaves, 64), n).astype(np.int32) * (n_leaves // 64 or 1)
+        with jax.enable_x64(True):
+            got = np.asarray(jax.jit(sort_by_leaf, static_argnums=2)(leaf, r, n_leaves))
+        want = np.lexsort((np.where(r == 0, 0.0, r), leaf))
+        np.testing.assert_array_equal(got, want)

@@ -13,11 +13,13 @@ Refit keeps the structure and replaces each leaf value :math:`v_l`:
   where each step is scaled by the best of ``1, 1/2, ..., 1/32`` (or 0) per leaf, so the
   leaf objective never increases. All leaves are solved together with segment sums over
   rows (one pass per step: the per-leaf problems are vectorised over leaves).
-* ``"quantile"``: the exact weighted ``alpha``-quantile of the residuals
-  :math:`y_i - f_i` of the leaf's rows (the minimiser of the pinball loss; ``alpha =
-  0.5`` gives the median for absolute error): one sort of the rows by (leaf, residual),
-  cumulative weights, and a search per leaf. Residual regression, as in LightGBM's and
-  XGBoost's quantile and absolute-error objectives.
+* ``"quantile"``: the ``alpha``-quantile of the residuals :math:`y_i - f_i` of the
+  leaf's rows (``alpha = 0.5`` gives the median for absolute error) by XGBoost's rules:
+  interpolated between the sorted residuals without sample weights, the weighted step
+  rule with them (``refit_quantile``); one sort of the rows by (leaf, residual) as
+  integer keys, then a search or two lookups per leaf. Residual regression, as in
+  LightGBM's and XGBoost's quantile and absolute-error objectives; XGBoost also starts
+  from the labels' quantile (``quantile_intercept``).
 * ``"exact"``: the minimiser of the regularised leaf objective :math:`L_l(v)` above, for
   any convex per-row loss (pinball, absolute error, Huber, a loss of your own, whatever
   its keywords are called), found by bisection on the leaf's derivative
@@ -240,33 +242,164 @@ def refit_exact(tree, leaf, loss, y, margin, w, dyn, *, sums: RowSums = ONE_DEVI
         return _finish(tree, v, has_rows, dyn)
 
 
-def refit_quantile(tree, leaf, y, margin, w, dyn, *, alpha: float):
-    """Leaf values: each leaf's weighted ``alpha``-quantile of ``y - margin``.
+def _ordered_bits(r):
+    """float32 ``r`` as uint32 codes in the same order (``-0.0`` taken as ``0.0``; NaN
+    after ``+inf``): the sign bit flipped for positive values, every bit for negative
+    ones."""
+    r = jnp.where(r == 0, jnp.zeros_like(r), r)
+    b = jax.lax.bitcast_convert_type(r, jnp.uint32)
+    negative = (b >> 31) == 1
+    return b ^ jnp.where(negative, jnp.uint32(0xFFFFFFFF), jnp.uint32(0x80000000))
 
-    The quantile is the smallest residual whose cumulative weight (residuals sorted
-    within the leaf) reaches ``alpha`` times the leaf's weight. One device only.
+
+def sort_by_leaf(leaf, r, n_leaves: int):
+    """The row order that sorts rows by ``(leaf, r)``, ties in row order: what
+    ``jnp.lexsort((r, leaf))`` gives (``leaf`` ``(N,)`` int in ``[0, n_leaves]``, ``r``
+    ``(N,)`` float32), as ``(N,)`` int32.
+
+    One sort of uint64 keys ``leaf | bits of r | row`` where the three fit in 64 bits
+    (``n_leaves + 1`` leaf values and ``N`` rows in 32 bits: up to 33M rows at depth 6),
+    else of ``leaf | bits of r`` with the row beside it. XLA's CPU sort of one integer
+    key runs without a comparator call per comparison: on 100,000 rows 3 ms against 24
+    ms for ``jnp.lexsort`` (which sorts three operands).
+
+    >>> import jax.numpy as jnp
+    >>> with jax.enable_x64(True):
+    ...     sort_by_leaf(jnp.array([1, 0, 1, 0]), jnp.array([0.5, 2.0, -1.0, 2.0]), 2).tolist()
+    [1, 3, 2, 0]
+    """
+    N = r.shape[0]
+    leaf_bits = max(1, int(n_leaves).bit_length())
+    row_bits = max(1, int(N - 1).bit_length())
+    key = (leaf.astype(jnp.uint64) << 32) | _ordered_bits(r.astype(FLOAT_DTYPE)).astype(jnp.uint64)
+    if leaf_bits + row_bits <= 32:
+        rows = jnp.arange(N, dtype=jnp.uint64)
+        packed = jax.lax.sort((key << row_bits) | rows)
+        return (packed & jnp.uint64((1 << row_bits) - 1)).astype(INDEX_DTYPE)
+    rows = jnp.arange(N, dtype=INDEX_DTYPE)
+    return jax.lax.sort((key, rows), num_keys=1, is_stable=True)[1]
+
+
+def refit_quantile(tree, leaf, y, margin, w, dyn, *, alpha, weighted: bool = True):
+    r"""Leaf values: each leaf's ``alpha``-quantile of the residuals ``y - margin``, as
+    XGBoost's ``reg:quantileerror`` and ``reg:absoluteerror`` set them.
+
+    * ``weighted`` (training was given ``sample_weight``): the smallest residual whose
+      cumulative weight (residuals sorted within the leaf) reaches ``alpha`` times the
+      leaf's weight, a step function of ``alpha`` (XGBoost's ``WeightedQuantile``);
+    * otherwise the quantile interpolated between order statistics (XGBoost's
+      ``Quantile``): of the leaf's :math:`n` residuals sorted, :math:`r_{(0)} \le \dots
+      \le r_{(n-1)}`, :math:`r_{(0)}` when :math:`\alpha \le 1/(n+1)`,
+      :math:`r_{(n-1)}` when :math:`\alpha \ge n/(n+1)`, else with :math:`x =
+      \alpha (n + 1)`, :math:`k = \lfloor x \rfloor - 1`, :math:`d = x - 1 - k`:
+      :math:`r_{(k)} + d\,(r_{(k+1)} - r_{(k)})` (the median of an even count is the
+      mean of the middle two). Rows of weight 0 (padding) are left out.
+
+    One device only.
 
     Args:
       tree, leaf, y, margin, w, dyn: as in ``refit_newton``.
-      alpha: static quantile level in ``(0, 1)``.
+      alpha: the quantile level in ``(0, 1)`` (a float32 scalar, may be traced).
+      weighted: static; which of the two rules.
 
     Returns:
       the tree dict with refitted leaf values.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> from types import SimpleNamespace
+      >>> tree = {"value": jnp.zeros(1), "is_leaf": jnp.ones(1, bool)}
+      >>> dyn = SimpleNamespace(learning_rate=1.0, max_delta_step=0.0)
+      >>> y, rows = jnp.array([4.0, 1.0, 3.0, 2.0]), jnp.zeros(4, jnp.int32)
+      >>> fit = lambda weighted: refit_quantile(tree, rows, y, jnp.zeros(4), jnp.ones(4),
+      ...                                       dyn, alpha=0.5, weighted=weighted)
+      >>> float(fit(False)["value"][0]), float(fit(True)["value"][0])
+      (2.5, 2.0)
     """
     M = tree["value"].shape[0]
     N = y.shape[0]
     r = (y - margin).astype(FLOAT_DTYPE)
-    order = jnp.lexsort((r, leaf))  # by leaf, then residual
     with jax.enable_x64(True):
         w64 = w.astype(ACC_DTYPE)
-        cw = jnp.cumsum(w64[order])
-        W = jax.ops.segment_sum(w64, leaf, num_segments=M)
-        start = jnp.cumsum(W) - W
-        target = start + alpha * W
-        idx = jnp.searchsorted(cw, target, side="left")
-        # Keep the index inside the leaf's own rows (float rounding of the two sums).
-        count = jax.ops.segment_sum(jnp.ones(N, INDEX_DTYPE), leaf, num_segments=M)
+        if weighted:
+            order = sort_by_leaf(leaf, r, M)
+            cw = jnp.cumsum(w64[order])
+            W = jax.ops.segment_sum(w64, leaf, num_segments=M)
+            start = jnp.cumsum(W) - W
+            target = start + alpha * W
+            idx = jnp.searchsorted(cw, target, side="left")
+            # Keep the index inside the leaf's own rows (float rounding of the two sums).
+            count = jax.ops.segment_sum(jnp.ones(N, INDEX_DTYPE), leaf, num_segments=M)
+            first = jnp.cumsum(count) - count
+            idx = jnp.clip(idx, first, jnp.maximum(first + count - 1, first))
+            q = r[order][jnp.clip(idx, 0, N - 1)].astype(ACC_DTYPE)
+            return _finish(tree, q, W > 0, dyn)
+        # Unweighted: rows of weight 0 go to a leaf after the last, sorted out of the way.
+        used = w > 0
+        key_leaf = jnp.where(used, leaf, M)
+        sorted_r = r[sort_by_leaf(key_leaf, r, M)]
+        count = jax.ops.segment_sum(used.astype(INDEX_DTYPE), leaf, num_segments=M)
         first = jnp.cumsum(count) - count
-        idx = jnp.clip(idx, first, jnp.maximum(first + count - 1, first))
-        q = r[order][jnp.clip(idx, 0, N - 1)].astype(ACC_DTYPE)
-        return _finish(tree, q, W > 0, dyn)
+        n = count.astype(ACC_DTYPE)
+        a = jnp.asarray(alpha, FLOAT_DTYPE).astype(ACC_DTYPE)
+        x = a * (n + 1.0)
+        k = jnp.floor(x) - 1.0
+        d = (x - 1.0) - k
+        low = a <= 1.0 / (n + 1.0)
+        high = a >= n / (n + 1.0)
+        ki = jnp.clip(k, 0, jnp.maximum(n - 2.0, 0.0)).astype(INDEX_DTYPE)
+
+        def at(j):  # the leaf's j-th smallest residual
+            return sorted_r[jnp.clip(first + j, 0, N - 1)]
+
+        v0, v1 = at(ki), at(ki + 1)
+        mid = (v0.astype(ACC_DTYPE) + d * (v1 - v0).astype(ACC_DTYPE)).astype(FLOAT_DTYPE)
+        q = jnp.where(low, at(0), jnp.where(high, at(jnp.maximum(count - 1, 0)), mid))
+        return _finish(tree, q.astype(ACC_DTYPE), count > 0, dyn)
+
+
+def quantile_intercept(y, w, alpha: float, weighted: bool) -> float:
+    r"""The labels' ``alpha``-quantile as XGBoost's ``reg:quantileerror`` and
+    ``reg:absoluteerror`` start from it (their ``base_score``), by
+    ``refit_quantile``'s two rules, on the host.
+
+    * ``weighted``: the labels sorted (stably), their weights' float32 running sums
+      :math:`S_i`, and the first label whose :math:`S_i \ge` ``float32(S_{n-1} *
+      alpha)`` (XGBoost's ``WeightedQuantile``, float32 sums as there);
+    * otherwise the quantile interpolated between the sorted labels of weight > 0
+      (XGBoost's ``Quantile``; see ``refit_quantile``).
+
+    Args:
+      y: ``(N,)`` float32 labels; w: ``(N,)`` weights (0 for padding rows).
+      alpha: the level in ``(0, 1)``.
+      weighted: whether training was given ``sample_weight``.
+
+    Returns:
+      the quantile as a Python float (a float32 value).
+
+    >>> import numpy as np
+    >>> y, w = np.array([4.0, 1.0, 3.0, 2.0], np.float32), np.ones(4, np.float32)
+    >>> quantile_intercept(y, w, 0.5, False), quantile_intercept(y, w, 0.5, True)
+    (2.5, 2.0)
+    """
+    import numpy as np
+
+    y = np.asarray(y, np.float32)
+    w = np.asarray(w, np.float32)
+    if weighted:
+        order = np.argsort(y, kind="stable")
+        cdf = np.cumsum(w[order], dtype=np.float32)  # sequential float32 sums
+        thresh = np.float32(np.float64(cdf[-1]) * np.float64(alpha))
+        idx = min(int(np.searchsorted(cdf, thresh, side="left")), y.size - 1)
+        return float(y[order][idx])
+    v = np.sort(y[w > 0], kind="stable")
+    n, a = float(v.size), float(np.float32(alpha))
+    if a <= 1.0 / (n + 1.0):
+        return float(v[0])
+    if a >= n / (n + 1.0):
+        return float(v[-1])
+    x = a * (n + 1.0)
+    k = np.floor(x) - 1.0
+    d = (x - 1.0) - k
+    v0, v1 = v[int(k)], v[int(k) + 1]
+    return float(np.float32(np.float64(v0) + d * np.float64(np.float32(v1 - v0))))

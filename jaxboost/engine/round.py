@@ -87,6 +87,9 @@ class RoundSpec(NamedTuple):
     ``depth_bucket``: ``max_depth`` is a bucket of depths (``grow.bucketed_depth``) and
     each model grows its own ``Hyper.depth`` (the native whole-tree kernel only,
     ``training.program.depth_bucket_applies``); its trees are cut back afterwards.
+    ``weighted_quantile``: the quantile refit's rule (``refit.refit_quantile``): the
+    weighted step rule when training was given ``sample_weight``, else XGBoost's
+    interpolated quantile.
     """
 
     loss: Any
@@ -111,6 +114,7 @@ class RoundSpec(NamedTuple):
     subtract: bool = False
     max_leaves: int = 0
     depth_bucket: bool = False
+    weighted_quantile: bool = True
 
     @property
     def n_nodes(self) -> int:
@@ -696,7 +700,14 @@ def _refit(rnd: _Round, tree, leaf, margin, dyn):
         return refit(tree, leaf, rnd.loss, rows.y, margin, rows.w, dyn, sums=sums)
     if spec.refit == "quantile":
         return refit_quantile(
-            tree, leaf, rows.y, margin, rows.w, dyn, alpha=rnd.hyper.quantile_alpha
+            tree,
+            leaf,
+            rows.y,
+            margin,
+            rows.w,
+            dyn,
+            alpha=rnd.hyper.quantile_alpha,
+            weighted=spec.weighted_quantile,
         )
     return tree
 

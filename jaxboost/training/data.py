@@ -20,6 +20,7 @@ from ..engine.autodiff import fit_base_margin, loss_name
 from ..engine.categorical import cat_info
 from ..engine.exact import check_rows
 from ..engine.groups import group_index
+from ..engine.refit import quantile_intercept
 from ..engine.round import Rows, Shared
 from ..engine.sparse import apply_bins, compute_bin_edges, csc_bins  # dense or scipy.sparse X
 from ..engine.tree import max_features_for_bins
@@ -230,8 +231,10 @@ def prepare(s, Xf, yf, wf, sparse_ok: bool = True) -> Prepared:
 def base_margin(s, layout, rows, y, w):
     """The model's base margin: the init model's, the given one, 0 when margins are given
     per row (``s.offsets``: they replace the intercept, as XGBoost's ``base_margin``
-    does), or the fitted constant minimising the weighted loss (sums over every
-    process's rows)."""
+    does), the labels' quantile at the refit's level for ``refit="quantile"``
+    (``refit.quantile_intercept``, XGBoost's ``base_score`` for its quantile and
+    absolute-error objectives), or the fitted constant minimising the weighted loss
+    (sums over every process's rows)."""
     K = s.n_outputs
     if s.init_model is not None:
         base = s.init_model.base_margin
@@ -239,6 +242,10 @@ def base_margin(s, layout, rows, y, w):
         base = s.base_margin
     elif s.offsets is not None:
         base = 0.0 if K == 1 else np.zeros(K, np.float32)
+    elif s.refit == "quantile":  # one device, one output: XGBoost's start, the quantile
+        base = quantile_intercept(
+            np.asarray(y), np.asarray(w), s.quantile_alpha, s.weight_max is not None
+        )
     else:
         exact_rows = layout.n_total if s.quantize else None
         args = dict(exact_rows=exact_rows, loss_params=s.loss_values)

@@ -39,7 +39,7 @@ OPTIONS = (
     "minimises the loss itself: any convex loss, absolute error and pinball "
     'included, whatever its keywords are called), refit="newton" (leaves re-solved '
     "on the loss by damped Newton steps) or, for the catalogue's quantile and "
-    'absolute-error entries, refit="quantile" (leaves at the weighted quantile of '
+    'absolute-error entries, refit="quantile" (leaves at the quantile of '
     "the residuals)."
 )
 

@@ -414,7 +414,9 @@ OPTIONS = (
         ``"exact"`` (each leaf minimises the regularised loss over its rows, by
         bisection: any convex loss, e.g. a pinball loss gets its own quantile whatever
         its keyword is called), ``"newton"`` (a few damped Newton steps),
-        ``"quantile"`` (weighted ``alpha``-quantile of residuals, ``alpha`` from
+        ``"quantile"`` (``alpha``-quantile of residuals by XGBoost's rules: interpolated
+        without ``sample_weight``, a weighted step with it; training starts from the
+        labels' quantile; ``alpha`` from
         ``loss_params`` or the objective; a loss of your own without ``alpha`` is
         refused), ``None`` (no refit) or ``"auto"`` (the objective's default; none for
         plain callables). Single-output losses. See ``jaxboost.engine.refit``.""",
