@@ -119,9 +119,15 @@ def _leaf_problem(tree, leaf, loss, y, margin, w, dyn, sums):
     has_rows = seg(w64) > 0
 
     def leaf_loss(v):
-        f = margin + v[leaf].astype(margin.dtype)
-        per_row = w64 * map_rows(loss, y, f).astype(ACC_DTYPE)
-        return seg(per_row) + 0.5 * lam * v * v
+        """``L_l`` at values ``v``: ``(M,)``, or ``(S, M)`` for S candidate values of
+        every leaf, taken in one pass over the rows (the per-row losses ``(N, S)``, their
+        leaf sums one segment sum of S columns)."""
+        if v.ndim == 1:
+            return leaf_loss(v[None])[0]
+        f = margin[:, None] + v.T[leaf].astype(margin.dtype)  # (N, S)
+        per_row = map_rows(lambda t, fs: jax.vmap(lambda f1: loss(t, f1))(fs), y, f)
+        per_row = w64[:, None] * per_row.astype(ACC_DTYPE)
+        return jax.vmap(seg, in_axes=1)(per_row) + 0.5 * lam * v * v
 
     return seg, v, has_rows, leaf_loss
 
@@ -148,15 +154,15 @@ def refit_newton(
         sizes = jnp.asarray(_STEP_SIZES, ACC_DTYPE)
         last = jnp.asarray(len(_STEP_SIZES) - 1, INDEX_DTYPE)
 
-        # One Newton step as a loop body, and the step sizes' leaf losses as a scan: the
-        # program holds one copy of each (compile time), not steps x sizes copies.
+        # One Newton step as a loop body (the program holds one copy of it, not one per
+        # step), its step sizes' leaf losses taken together in one pass over the rows.
         def newton_step(_, v):
             g, h = grad_hess(loss, y, margin + v[leaf].astype(margin.dtype), w)
             G = seg(g.astype(ACC_DTYPE)) + lam * v
             H = seg(jnp.maximum(h, 0.0).astype(ACC_DTYPE)) + lam
             d = -G / jnp.where(H > 0, H, 1.0)
             d = jnp.where(H > 0, d, -G)  # no curvature at all: a gradient step
-            cands = jax.lax.scan(lambda c, t: (c, leaf_loss(v + t * d)), None, sizes)[1]
+            cands = leaf_loss(v[None] + sizes[:, None] * d[None])  # (sizes, M), one pass
             # The step size is a choice (no gradient flows through it, as through a split).
             cands = jax.lax.stop_gradient(jnp.where(jnp.isfinite(cands), cands, jnp.inf))
             best = jnp.min(cands, axis=0)
