@@ -7,7 +7,13 @@ import numpy as np
 import pytest
 
 import jaxboost
-from jaxboost.engine.groups import HUTCHINSON_PROBES, group_grad_hess, group_index
+from jaxboost.engine.groups import (
+    GROUP_BUCKET_MIN,
+    HUTCHINSON_PROBES,
+    group_buckets,
+    group_grad_hess,
+    group_index,
+)
 from jaxboost.errors import DataError
 
 
@@ -59,6 +65,32 @@ def test_exact_diagonal_equals_the_hessian_of_each_group():
     )
     np.testing.assert_allclose(gw, g_ref * w, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(hw, h_ref * w, rtol=1e-5, atol=1e-6)
+
+
+def test_groups_of_many_sizes_are_taken_in_size_buckets():
+    """Groups of 1-40 rows in buckets (up to 8, 9-16, 17-32, 33-64 rows): each group
+    padded to at most twice its size, and g and the exact diagonal the same as with
+    every group padded to the largest (and as jax.grad / jax.hessian per group)."""
+    sizes = [3, 7, 1, 12, 5, 40, 17, 9, 2, 33, 16, 8]
+    ids, y, f = _groups(sizes, seed=2)
+    n = ids.shape[0]
+    buckets = group_buckets(ids, n)
+    assert [b.shape for b in buckets] == [(6, 8), (3, 16), (1, 17), (2, 40)]
+    for b in buckets:
+        real = (b < n).sum(axis=1)
+        assert np.all((b.shape[1] <= 2 * real) | (b.shape[1] <= GROUP_BUCKET_MIN))
+    # every row in exactly one bucket, once
+    rows = np.concatenate([b[b < n] for b in buckets])
+    np.testing.assert_array_equal(np.sort(rows), np.arange(n))
+    args = (jnp.asarray(y), jnp.asarray(f), None)
+    g, h = group_grad_hess(ranknet, *args, tuple(jnp.asarray(b) for b in buckets))
+    g_one, h_one = group_grad_hess(ranknet, *args, jnp.asarray(group_index(ids, n)))
+    # (sums over a padded row: the padding's length moves the last bit)
+    np.testing.assert_allclose(g, g_one, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(h, h_one, rtol=1e-5, atol=1e-6)
+    g_ref, h_ref = _per_group_reference(ids, y, f)
+    np.testing.assert_allclose(g, g_ref, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(h, h_ref, rtol=1e-5, atol=1e-6)
 
 
 def test_hutchinson_estimate_is_within_5_percent_on_average():

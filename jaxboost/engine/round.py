@@ -167,10 +167,11 @@ class Rows(NamedTuple):
 class Shared(NamedTuple):
     """Arrays every device holds whole: ``cuts_ext`` ``(F, B)`` bin thresholds,
     ``forward_ok`` ``(F,)``, ``offsets`` ``(n_shards,)`` first global row of each shard,
-    ``n_total`` real rows of all shards, ``gidx`` ``(G, S)`` group index (group losses;
-    ``(1, 1)`` zeros otherwise), ``cats`` the categorical features'
-    ``categorical.CatInfo`` (None when every feature is numeric: the program is then
-    the one without categorical splits)."""
+    ``n_total`` real rows of all shards, ``gidx`` the ``(G_b, S_b)`` group index
+    buckets (group losses, ``groups.group_buckets``; a ``(1, 1)`` zeros array
+    otherwise), ``cats`` the categorical features' ``categorical.CatInfo`` (None when
+    every feature is numeric: the program is then the one without categorical
+    splits)."""
 
     cuts_ext: Any
     forward_ok: Any

@@ -19,7 +19,7 @@ from .._types import NARROW_BIN_LIMIT, bin_dtype
 from ..engine.autodiff import fit_base_margin, loss_name
 from ..engine.categorical import cat_info
 from ..engine.exact import check_rows
-from ..engine.groups import group_index
+from ..engine.groups import group_buckets
 from ..engine.refit import quantile_intercept
 from ..engine.round import Rows, Shared
 from ..engine.sparse import apply_bins, compute_bin_edges, csc_bins  # dense or scipy.sparse X
@@ -207,7 +207,7 @@ def prepare(s, Xf, yf, wf, sparse_ok: bool = True) -> Prepared:
     gidx = (
         np.zeros((1, 1), np.int32)
         if s.group is None
-        else group_index(s.group, Xf.shape[0], layout.block)
+        else group_buckets(s.group, Xf.shape[0], layout.block)
     )
     cats = cat_info(edges, s.max_cat_to_onehot, s.max_cat_threshold)
     shared = layout.replicate_tree(  # one batched transfer in one process
