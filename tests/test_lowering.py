@@ -146,7 +146,10 @@ def _lower_round(call):
     n = _rows_of(call)
     spec = args[0][0]
     # the Newton leaf refit sums float64 per row into the leaves (exact refits; a
-    # TPU emulates float64): allowed there, with its small per-row scatters
+    # TPU emulates float64): allowed there, with its small per-row scatters (its step
+    # sizes' leaf losses in one scatter of a column per size: nodes x sizes entries)
+    from jaxboost.engine.refit import _STEP_SIZES
+
     refit = spec.refit is not None
     texts = {}
     for platform in ("cuda", "tpu"):
@@ -155,7 +158,7 @@ def _lower_round(call):
             texts[platform],
             platform,
             n,
-            table_max=2 ** (spec.max_depth + 1) if refit else 0,
+            table_max=2 ** (spec.max_depth + 1) * len(_STEP_SIZES) if refit else 0,
             row_f64=None if refit else ALLOWED_TPU_ROW64,
         )
     return texts
