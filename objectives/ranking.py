@@ -115,13 +115,52 @@ def lambdarank_loss(y, f, mask, *, sigma=1.0, k=None):
     check_hyper("lambdarank", "sigma", sigma, lambda s: s > 0, "> 0")
     if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1):
         raise ValueError(f"objectives.lambdarank needs k None or an integer >= 1, got {k!r}")
+    if k is not None and k < y.shape[0]:  # only pairs with a top-k row carry weight
+        top, w, valid, sign = _top_k_pairs(y, f, mask, int(k))
+        s = sigma * sign * (f[top][:, None] - f[None, :])
+        return jnp.sum(jnp.where(valid, w * jnp.logaddexp(0.0, -s), 0.0))
     w = _ndcg_swap_weights(y, f, mask, k)
     pair = _pairs(y, mask)
     s = sigma * (f[:, None] - f[None, :])
     return jnp.sum(jnp.where(pair, w * jnp.logaddexp(0.0, -s), 0.0))
 
 
+def _top_k_pairs(y, f, mask, k):
+    r"""The pairs of a query that carry NDCG@k weight, when ``k < S``: a pair whose rows
+    both rank k or lower has :math:`|D(r_i) - D(r_j)| = 0`, so only the pairs of each of
+    the k top-ranked rows with the rows ranked below it count, ``k x S`` of them instead
+    of ``S^2`` (as XGBoost's ``topk`` pair method takes them).
+
+    Returns ``(top, w, valid, sign)``: the top rows ``(k,)`` (ranked by ``f``, ties to
+    the earlier row, as ``_ndcg_swap_weights``), the swap weights ``(k, S)`` of top row
+    a with row b (no gradient), which pairs count (both real, b ranked below a,
+    different labels) and ``sign`` +1 where a is the more relevant row, else -1.
+    """
+    y, f = jax.lax.stop_gradient(y), jax.lax.stop_gradient(f)
+    S = y.shape[0]
+    gain = jnp.where(mask, jnp.exp2(y) - 1.0, 0.0)
+    # ranks 0..k-1; -0.0 taken as 0.0 (top_k orders them, a comparison ties them)
+    _, top = jax.lax.top_k(jnp.where(mask, jnp.where(f == 0, 0.0, f), -jnp.inf), k)
+    disc_top = 1.0 / jnp.log2(jnp.arange(k, dtype=jnp.float32) + 2.0)
+    disc = jnp.zeros(S, disc_top.dtype).at[top].set(disc_top)  # 0 below the top k
+    rank = jnp.full(S, k, jnp.int32).at[top].set(jnp.arange(k, dtype=jnp.int32))
+    idcg = jnp.sum(jax.lax.top_k(gain, k)[0] * disc_top)
+    g_top, y_top = gain[top], y[top]
+    w = jnp.abs(g_top[:, None] - gain[None, :]) * jnp.abs(disc_top[:, None] - disc[None, :])
+    w = w / jnp.where(idcg > 0, idcg, 1.0)
+    below = rank[None, :] > jnp.arange(k, dtype=jnp.int32)[:, None]
+    valid = mask[top][:, None] & mask[None, :] & below & (y_top[:, None] != y[None, :])
+    sign = jnp.where(y_top[:, None] > y[None, :], 1.0, -1.0)
+    return top, w, valid, sign
+
+
 def _lambdarank_hess_diag(y, f, mask, *, sigma=1.0, k=None):
+    if k is not None and k < y.shape[0]:
+        top, w, valid, sign = _top_k_pairs(y, f, mask, int(k))
+        p = jax.nn.sigmoid(-sigma * sign * (f[top][:, None] - f[None, :]))
+        c = jnp.where(valid, w * sigma**2 * p * (1.0 - p), 0.0)
+        h = jnp.zeros_like(f).at[top].add(jnp.sum(c, axis=1)) + jnp.sum(c, axis=0)
+        return jnp.where(mask, h, 0.0)
     return _pair_hess_diag(y, f, mask, _ndcg_swap_weights(y, f, mask, k), sigma)
 
 
