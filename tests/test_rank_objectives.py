@@ -175,7 +175,8 @@ def test_errors_and_variants():
     assert repr(objectives.lambdarank(k=3)) == "objectives.lambdarank(k=3)"
 
 
-def test_lambdarank_at_k_takes_only_the_pairs_of_the_top_k_rows():
+@pytest.mark.parametrize("k, n_real", [(3, 24), (10, 17), (23, 24), (20, 19)])
+def test_lambdarank_at_k_takes_only_the_pairs_of_the_top_k_rows(k, n_real):
     """lambdarank(k) with k below the query size sums over the k x S pairs of its top-k
     rows; the pairs it leaves out have zero NDCG@k swap weight, so its loss, g (autodiff)
     and h (closed form) equal the all-pairs sum's: on queries with padding, tied labels,
@@ -183,27 +184,33 @@ def test_lambdarank_at_k_takes_only_the_pairs_of_the_top_k_rows():
     them)."""
     from objectives import ranking as R
 
-    def all_pairs(y, f, m, k):  # the definition: every ordered pair, NDCG@k weights
+    def all_pairs(y, f, m):  # the definition: every ordered pair, NDCG@k weights
         pair = R._pairs(y, m)
         w = R._ndcg_swap_weights(y, f, m, k)
         return jnp.sum(jnp.where(pair, w * jnp.logaddexp(0.0, -(f[:, None] - f[None, :])), 0.0))
 
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(k)
     S = 24
-    for k, n_real in ((3, 24), (10, 17), (23, 24), (20, 19)):
-        y = jnp.asarray(rng.integers(0, 4, S).astype(np.float32))
-        f = np.round(rng.normal(size=S), 1).astype(np.float32)
-        f[:3] = [0.0, -0.0, 0.0]
-        f = jnp.asarray(f)
-        m = jnp.asarray(np.arange(S) < n_real)
-        loss = objectives.lambdarank(k=k)
-        np.testing.assert_allclose(loss(y, f, m), all_pairs(y, f, m, k), rtol=1e-6)
-        g = jax.grad(lambda p: loss(y, p, m))(f)
-        np.testing.assert_allclose(g, jax.grad(lambda p: all_pairs(y, p, m, k))(f), atol=1e-6)
-        w = R._ndcg_swap_weights(y, f, m, k)
-        h_all = R._pair_hess_diag(y, f, m, w, 1.0)
-        np.testing.assert_allclose(R._lambdarank_hess_diag(y, f, m, k=k), h_all, atol=1e-6)
-        # ... and nothing of S x S is formed (the work is k x S)
-        for fn in (lambda p: loss(y, p, m), lambda p: R._lambdarank_hess_diag(y, p, m, k=k)):
-            shapes = {v.aval.shape for e in jax.make_jaxpr(fn)(f).jaxpr.eqns for v in e.outvars}
-            assert (S, S) not in shapes
+    y = jnp.asarray(rng.integers(0, 4, S).astype(np.float32))
+    f = np.round(rng.normal(size=S), 1).astype(np.float32)
+    f[:3] = [0.0, -0.0, 0.0]
+    f = jnp.asarray(f)
+    m = jnp.asarray(np.arange(S) < n_real)
+    loss = objectives.lambdarank(k=k)
+
+    def ours(p):
+        return loss(y, p, m)
+
+    def diag(p):
+        return R._lambdarank_hess_diag(y, p, m, k=k)
+
+    np.testing.assert_allclose(ours(f), all_pairs(y, f, m), rtol=1e-6)
+    np.testing.assert_allclose(
+        jax.grad(ours)(f), jax.grad(lambda p: all_pairs(y, p, m))(f), atol=1e-6
+    )
+    h_all = R._pair_hess_diag(y, f, m, R._ndcg_swap_weights(y, f, m, k), 1.0)
+    np.testing.assert_allclose(diag(f), h_all, atol=1e-6)
+    # ... and nothing of S x S is formed (the work is k x S)
+    for fn in (ours, diag):
+        shapes = {v.aval.shape for e in jax.make_jaxpr(fn)(f).jaxpr.eqns for v in e.outvars}
+        assert (S, S) not in shapes
