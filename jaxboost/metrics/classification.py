@@ -8,6 +8,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from objectives._sort import argsort_stable
+
 from ._base import EPS, builtin, scalar_pred, vector_pred, wmean
 
 
@@ -80,7 +82,7 @@ def _auc(y, pred, w):
     pred = jnp.asarray(pred, jnp.float32)
     w = jnp.asarray(w, jnp.float32)
     pos = jnp.asarray(y) > 0.5
-    order = _argsort(pred)
+    order = argsort_stable(pred)  # one integer sort (objectives._sort)
     s = pred[order]
     w_pos = jnp.where(pos, w, 0.0)[order]
     w_neg = jnp.where(pos, 0.0, w)[order]
@@ -105,22 +107,6 @@ def _auc(y, pred, w):
         both = jnp.sum(w_pos.astype(jnp.float64)) * neg_below[-1]
         nan_score = jnp.any(jnp.isnan(pred) & (w != 0))  # no order to rank it in
         return jnp.where(nan_score, jnp.nan, area / both).astype(jnp.float32)
-
-
-def _argsort(x):
-    """Stable argsort of float32 ``x`` through ONE integer sort.
-
-    XLA's CPU sort is about 7x faster on a single integer array than on floats or on
-    several arrays at once (1.4 ms -> 0.2 ms for 10k rows), and AUC sorts every round
-    during training. Each float becomes an order-preserving int32 (sign-magnitude bits
-    flipped for negatives), packed above its row index into an int64; sorting those and
-    keeping the low bits is the stable argsort.
-    """
-    b = jax.lax.bitcast_convert_type(x, jnp.int32)
-    key = jnp.where(b < 0, b ^ jnp.int32(0x7FFFFFFF), b)
-    with jax.enable_x64(True):
-        packed = (key.astype(jnp.int64) << 32) | jnp.arange(x.shape[0], dtype=jnp.int64)
-        return (jnp.sort(packed) & 0xFFFFFFFF).astype(jnp.int32)
 
 
 # --- multi-class ------------------------------------------------------------------------
