@@ -60,8 +60,32 @@ def cox_loss(y, f, mask):
     >>> round(float(cox_loss(y, jnp.zeros(3), jnp.ones(3, bool))), 4)  # log 3 + log 1
     1.0986
     """
+    return _partial_likelihood(y, f, mask)
+
+
+@jax.custom_jvp
+def _partial_likelihood(y, f, mask):
+    """``cox_loss``'s sum, differentiated in ``f`` by its closed form (``_cox_grad``):
+    the same sort and running sums as the Hessian diagonal, where autodiff ran back
+    through the sort's gathers and scatters (100,000 rows: g and h 7.9 -> 5 ms).
+    Forward mode, so ``jax.hessian`` still differentiates the closed form."""
     nll, _ = event_nll(y, f, mask)
     return jnp.sum(nll)
+
+
+@_partial_likelihood.defjvp
+def _partial_likelihood_jvp(primals, tangents):
+    y, f, mask = primals
+    _, df, _ = tangents  # no derivative in the labels (times) or the mask
+    return _partial_likelihood(y, f, mask), jnp.sum(_cox_grad(y, f, mask) * df)
+
+
+def _cox_grad(y, f, mask):
+    r""":math:`g_k = e^{f_k} A_k - \delta_k` (``cox_loss``), 0 off ``mask``."""
+    t, event, order, ts, e, risk, m, last = _risk_sets(y, f, mask)
+    inv = jnp.where(event, 1.0 / jnp.where(event, risk, 1.0), 0.0)[order]
+    g = e * jnp.cumsum(inv)[last] - event.astype(e.dtype)
+    return jnp.where(mask, g, 0.0)
 
 
 def event_nll(y, f, mask):
