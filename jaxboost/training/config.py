@@ -202,10 +202,18 @@ def check_side_data(loss, y, group, refit) -> None:
     (which reads ``y - margin``) need one label per row."""
     shape = arrays.target_structure(y)
     if isinstance(loss, Objective) and not isinstance(loss, LinkedLoss):
+        hint = ""
+        if isinstance(y, np.ndarray) and y.ndim == 2:
+            # XGBoost's multi-target regression takes a 2-D y with its built-in losses
+            hint = (
+                f"; for {y.shape[1]} targets at once (multi-target regression), train "
+                f"a loss summed over the outputs, e.g. train(lambda y, f: 0.5 * "
+                f"jnp.sum((y - f) ** 2), X, Y, n_outputs={y.shape[1]})"
+            )
         raise DataError(
             f"{loss!r} takes one label per row, y of shape (N,); got y of "
             f"structure {shape}. Side data (a dict or an (N, L) array) is for "
-            f"losses of your own, loss(y, pred), which receive one row of it"
+            f"losses of your own, loss(y, pred), which receive one row of it{hint}"
         )
     if group is not None or is_group_objective(loss):
         raise DataError(f"group losses take one label per row, y of shape (N,); got {shape}")
