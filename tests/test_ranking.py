@@ -73,3 +73,27 @@ def test_queries_without_relevant_rows_score_one_and_query_weights():
     assert float(mean_average_precision(y, pred, idx)) == pytest.approx((1.0 + 0.5) / 2)
     with pytest.raises(ValueError, match="gain"):
         ndcg(y, pred, idx, gain="log")
+
+
+@pytest.mark.parametrize("k", [None, 1, 3, 10])
+def test_metrics_over_size_buckets_equal_one_query_index(k):
+    """Training's evaluation sets hold their queries in size buckets
+    (``groups.group_buckets``) and rank only the top k positions when a cut-off allows
+    (``lax.top_k``): NDCG and MAP equal those of one padded index and a full sort, on
+    queries of 1-40 rows with tied scores (and -0.0 against 0.0)."""
+    from jaxboost.engine.groups import group_buckets
+    from jaxboost.ranking import group_index, mean_average_precision, ndcg
+
+    rng = np.random.default_rng(0 if k is None else k)
+    sizes = rng.integers(1, 41, 30)
+    ids = rng.permutation(np.repeat(np.arange(30), sizes))
+    n = ids.size
+    y = jnp.asarray(rng.integers(0, 4, n).astype(np.float32))
+    f = np.round(rng.normal(size=n), 1).astype(np.float32)
+    f[:4] = [0.0, -0.0, -0.0, 0.0]
+    f = jnp.asarray(f)
+    one = jnp.asarray(group_index(ids, n))
+    buckets = tuple(jnp.asarray(b) for b in group_buckets(ids, n))
+    assert len(buckets) > 1
+    for fn in (ndcg, mean_average_precision):
+        np.testing.assert_allclose(fn(y, f, buckets, k), fn(y, f, one, k), rtol=1e-6)

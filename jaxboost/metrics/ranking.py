@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import jax
 import jax.numpy as jnp
 
 from ..engine.groups import group_index
@@ -34,20 +35,37 @@ from ._base import Metric
 __all__ = ["ndcg", "mean_average_precision", "group_index"]
 
 
-def _ranked(y, pred, idx):
+def _ranked(y, pred, idx, k=None):
     """``(labels in predicted order, their mask, labels in ideal order)`` per query,
-    each ``(Q, S)`` with the padding last (label 0)."""
+    each ``(Q, L)`` with the padding last (label 0): ``L = S``, or ``L = k`` when a
+    cut-off ``k < S`` leaves only the top k positions to rank (``lax.top_k``, ties to
+    the earlier row as the stable sort; XLA's CPU sort of many short float rows is
+    the slow part of a ranking metric)."""
     N = y.shape[0]
     mask = idx < N
     safe = jnp.where(mask, idx, 0)
     p = jnp.where(mask, pred[safe], -jnp.inf)
     r = jnp.where(mask, y[safe], 0.0)
+    if k is not None and k < idx.shape[1]:
+        _, order = jax.lax.top_k(jnp.where(p == 0, 0.0, p), k)  # -0.0 ties with 0.0
+        q = jnp.arange(idx.shape[0])[:, None]  # (indexing: r is not batched where p is)
+        return r[q, order], mask[q, order], jax.lax.top_k(r, k)[0]
     order = jnp.argsort(-p, axis=1, stable=True)
     return (
         jnp.take_along_axis(r, order, axis=1),
         jnp.take_along_axis(mask, order, axis=1),
         -jnp.sort(-r, axis=1),
     )
+
+
+def _per_query(fn, y, pred, idx, query_weight):
+    """``fn(y, pred, idx) -> (Q,)`` over one query index, or over the buckets of
+    ``groups.group_buckets`` (a tuple; training's evaluation sets), concatenated."""
+    if isinstance(idx, (tuple, list)):
+        if query_weight is not None:
+            raise TypeError("query_weight needs one (Q, S) query index, not size buckets")
+        return jnp.concatenate([fn(y, pred, b) for b in idx])
+    return fn(y, pred, idx)
 
 
 def _query_mean(v, query_weight):
@@ -62,7 +80,8 @@ def ndcg(y, pred, idx, k=None, *, gain: str = "exponential", query_weight=None):
     Args:
       y: ``(N,)`` graded relevance labels (>= 0).
       pred: ``(N,)`` scores (margins).
-      idx: ``(Q, S)`` from ``group_index``.
+      idx: ``(Q, S)`` from ``group_index`` (or a tuple of such buckets,
+        ``groups.group_buckets``, without ``query_weight``).
       k: cut-off (``None``: the whole query).
       gain: ``"exponential"`` (2**r - 1) or ``"linear"`` (r).
       query_weight: optional ``(Q,)`` weights of the queries.
@@ -79,15 +98,19 @@ def ndcg(y, pred, idx, k=None, *, gain: str = "exponential", query_weight=None):
     """
     if gain not in ("exponential", "linear"):
         raise ValueError(f"gain must be 'exponential' or 'linear', got {gain!r}")
-    S = idx.shape[1]
-    k = S if k is None else min(int(k), S)
-    r, mask, ideal = _ranked(y, pred, idx)
-    G = (lambda v: jnp.exp2(v) - 1.0) if gain == "exponential" else (lambda v: v)
-    disc = jnp.where(jnp.arange(S) < k, 1.0 / jnp.log2(jnp.arange(S) + 2.0), 0.0)
-    dcg = jnp.sum(jnp.where(mask, G(r), 0.0) * disc, axis=1)
-    idcg = jnp.sum(G(ideal) * disc, axis=1)
-    per_query = jnp.where(idcg > 0, dcg / jnp.where(idcg > 0, idcg, 1.0), 1.0)
-    return _query_mean(per_query, query_weight).astype(jnp.float32)
+
+    def per_query(y, pred, idx):
+        r, mask, ideal = _ranked(y, pred, idx, k)
+        L = r.shape[1]
+        cut = L if k is None else min(int(k), L)
+        G = (lambda v: jnp.exp2(v) - 1.0) if gain == "exponential" else (lambda v: v)
+        disc = jnp.where(jnp.arange(L) < cut, 1.0 / jnp.log2(jnp.arange(L) + 2.0), 0.0)
+        dcg = jnp.sum(jnp.where(mask, G(r), 0.0) * disc, axis=1)
+        idcg = jnp.sum(G(ideal) * disc, axis=1)
+        return jnp.where(idcg > 0, dcg / jnp.where(idcg > 0, idcg, 1.0), 1.0)
+
+    values = _per_query(per_query, y, pred, idx, query_weight)
+    return _query_mean(values, query_weight).astype(jnp.float32)
 
 
 def mean_average_precision(y, pred, idx, k=None, *, query_weight=None):
@@ -101,17 +124,24 @@ def mean_average_precision(y, pred, idx, k=None, *, query_weight=None):
       ...                                    jnp.array([4., 3, 2, 1]), idx)), 4)
       0.8333
     """
-    S = idx.shape[1]
-    k = S if k is None else min(int(k), S)
-    r, mask, _ = _ranked(y, pred, idx)
-    rel = ((r > 0) & mask).astype(jnp.float32)
-    top = (jnp.arange(S) < k).astype(jnp.float32)
-    hits = jnp.cumsum(rel, axis=1)
-    prec = hits / (jnp.arange(S) + 1.0)
-    R = jnp.sum(rel, axis=1)
-    ap = jnp.sum(prec * rel * top, axis=1) / jnp.maximum(jnp.minimum(R, k), 1.0)
-    per_query = jnp.where(R > 0, ap, 1.0)
-    return _query_mean(per_query, query_weight).astype(jnp.float32)
+
+    def per_query(y, pred, idx):
+        S = idx.shape[1]
+        cut = S if k is None else min(int(k), S)
+        r, mask, _ = _ranked(y, pred, idx, k)
+        L = r.shape[1]
+        rel = ((r > 0) & mask).astype(jnp.float32)
+        top = (jnp.arange(L) < cut).astype(jnp.float32)
+        hits = jnp.cumsum(rel, axis=1)
+        prec = hits / (jnp.arange(L) + 1.0)
+        # relevant rows of the whole query (the ranking may hold its top k only)
+        R = jnp.sum((idx < y.shape[0]) & (y[jnp.where(idx < y.shape[0], idx, 0)] > 0), axis=1)
+        R = R.astype(jnp.float32)
+        ap = jnp.sum(prec * rel * top, axis=1) / jnp.maximum(jnp.minimum(R, cut), 1.0)
+        return jnp.where(R > 0, ap, 1.0)
+
+    values = _per_query(per_query, y, pred, idx, query_weight)
+    return _query_mean(values, query_weight).astype(jnp.float32)
 
 
 def ranking_metric(kind: str, k) -> Metric:

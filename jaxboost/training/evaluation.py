@@ -31,7 +31,7 @@ from objectives import Objective
 
 from .._types import bin_dtype, bucket_rows
 from ..engine.autodiff import bind_loss
-from ..engine.groups import group_index
+from ..engine.groups import group_buckets
 from ..engine.sparse import apply_bins  # dense or scipy.sparse X
 from ..engine.tree import binned_leaf, values_at_leaves
 from ..errors import DataError
@@ -48,7 +48,7 @@ class EvalSet(NamedTuple):
     y: np.ndarray
     w: np.ndarray
     n: int
-    queries: np.ndarray  # (Q, S) group_index of its query ids; (1, 1) zeros without
+    queries: Any  # group_buckets of its query ids (a tuple); (1, 1) zeros without
     grouped: bool
     offsets: Any = None  # (n[, K]) float32 margins per row (eval_base_margin), or None
 
@@ -150,7 +150,7 @@ def _eval_set(name, e, edges, s, how, ids, margins) -> EvalSet:
     n = Xe.shape[0]
     bins = np.zeros((n, edges.n_features), bin_dtype(edges.n_bins))
     apply_bins(Xe, edges, out=bins, row_major=True)
-    queries = np.zeros((1, 1), np.int32) if ids is None else group_index(ids, n)
+    queries = np.zeros((1, 1), np.int32) if ids is None else group_buckets(ids, n)
     return EvalSet(
         str(name),
         Xe,
@@ -339,7 +339,7 @@ def check_metric_links(eval_metric, loss) -> None:
 class EvalData(NamedTuple):
     """One evaluation set on the device, padded to ``bucket_rows``: ``bins`` ``(n, F)``
     uint8 row-major, ``y`` (``(n,)``, or side data like the training ``y``), ``w`` (0 on
-    padding), ``queries`` ``(Q, S)``."""
+    padding), ``queries`` the ``(Q_b, S_b)`` query index buckets (``group_buckets``)."""
 
     bins: Any
     y: Any
@@ -410,7 +410,8 @@ def place(e: EvalSet, padded: bool, put=jax.device_put):
     w[: e.n] = e.w
     if e.n:
         bins[e.n :] = e.bins[0]
-    return EvalData(put(bins), _map_targets(put, y), put(w), put(e.queries)), n
+    queries = jax.tree.map(put, e.queries)  # a tuple of buckets: each put on its own
+    return EvalData(put(bins), _map_targets(put, y), put(w), queries), n
 
 
 def evaluate_chunk(plan: EvalPlan, trees, margin, data: EvalData, loss_values):
