@@ -81,8 +81,9 @@ def test_metrics_over_size_buckets_equal_one_query_index(k):
     (``groups.group_buckets``) and rank only the top k positions when a cut-off allows
     (``lax.top_k``): NDCG and MAP equal those of one padded index and a full sort, on
     queries of 1-40 rows with tied scores (and -0.0 against 0.0)."""
-    from jaxboost.engine.groups import group_buckets
     from jaxboost.ranking import group_index, mean_average_precision, ndcg
+
+    from jaxboost.engine.groups import group_buckets
 
     rng = np.random.default_rng(0 if k is None else k)
     sizes = rng.integers(1, 41, 30)
