@@ -743,7 +743,9 @@ def fit_base_margin(
     in one chunk, so no ``(N, K, K)`` array is formed.
 
     Squared loss gives the weighted mean, logistic the log-odds of the weighted mean,
-    Poisson the log of the mean, quantile(alpha) the weighted alpha-quantile.
+    Poisson the log of the mean, quantile(alpha) the weighted alpha-quantile. (Training
+    with ``refit="quantile"``, the catalogue's absolute error and quantile losses,
+    starts from ``refit.quantile_intercept`` instead: XGBoost's ``base_score``.)
 
     Args:
       loss: per-row loss.
