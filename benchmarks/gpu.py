@@ -70,6 +70,12 @@ ENGINE_TESTS = (
     "tests/test_class_trees.py",
     "tests/test_compiles.py",
     "tests/test_parity_xgboost.py",
+    # integer-key sorts (uint64), size buckets and lax.top_k since 28 Nov 2026: not yet
+    # run on a GPU
+    "tests/test_sort.py",
+    "tests/test_groups.py",
+    "tests/test_ranking.py",
+    "tests/test_cox.py",
 )
 SIZES = (1_000_000, 4_000_000, 10_000_000)
 N_TEST = 200_000
