@@ -215,3 +215,24 @@ def test_ndcg_and_map_during_training_and_early_stopping():
             float(mean_average_precision(yt, f, idx, 3)), abs=1e-6
         )
     assert hist["ndcg@5"][bst.best_iteration] > 0.8
+
+
+def test_group_sizes_as_xgboost_takes_them():
+    """``group=`` and ``eval_group`` also take the sizes of contiguous groups (XGBoost's
+    ``set_group``): the model and its evaluation history are those of the ids they
+    stand for; sizes that do not sum to the rows are refused, naming both readings."""
+    rng = np.random.default_rng(3)
+    sizes = np.array([5, 9, 2, 7, 7])
+    n = int(sizes.sum())
+    X = rng.normal(size=(n, 3)).astype(np.float32)
+    y = rng.integers(0, 3, n).astype(np.float32)
+    ids = np.repeat(np.arange(sizes.size), sizes)
+    kw = dict(n_rounds=3, max_depth=2, eval_set=[(X, y)], eval_metric="ndcg@3", verbose=False)
+    by_ids = jaxboost.train(ranknet, X, y, group=ids, eval_group=[ids], **kw)
+    by_sizes = jaxboost.train(ranknet, X, y, group=sizes, eval_group=[sizes], **kw)
+    np.testing.assert_array_equal(by_sizes.predict(X), by_ids.predict(X))
+    assert by_sizes.history == by_ids.history
+    with pytest.raises(DataError, match=f"summing to {n}.*summing to {n - 1}"):
+        jaxboost.train(ranknet, X, y, group=sizes - np.eye(5, dtype=int)[0], **kw)
+    with pytest.raises(DataError, match=f"sizes of contiguous queries summing to {n}"):
+        jaxboost.train(ranknet, X, y, group=ids, eval_group=[sizes[:-1]], **kw)

@@ -37,6 +37,29 @@ EXACT_MAX_GROUP = 64
 HUTCHINSON_PROBES = 64
 
 
+def group_ids(group, n_rows: int):
+    """``(n_rows,)`` group ids from ``group``: one id per row as given, or the sizes of
+    contiguous groups (XGBoost's ``set_group`` / ``group=``: positive integers summing
+    to ``n_rows``, fewer of them than rows), expanded to ids ``0, 0, ..., 1, ...``.
+    ``None`` where ``group`` is neither (the caller says what was expected). One id per
+    row wins where both readings fit (``n_rows`` sizes of 1).
+
+    Example:
+      >>> group_ids(np.array([2, 3]), 5).tolist(), group_ids(np.array([7, 7, 3]), 3).tolist()
+      ([0, 0, 1, 1, 1], [7, 7, 3])
+    """
+    ids = np.asarray(group)
+    if ids.shape == (n_rows,):
+        return ids
+    if ids.ndim != 1 or ids.size == 0 or ids.dtype.kind not in "iuf":
+        return None
+    if not np.all(np.isfinite(ids)) or np.any(ids != np.round(ids)) or np.any(ids < 1):
+        return None
+    if int(ids.sum()) != n_rows:
+        return None
+    return np.repeat(np.arange(ids.size, dtype=np.int64), ids.astype(np.int64))
+
+
 def group_index(group, n_rows: int, n_pad: int | None = None) -> np.ndarray:
     """``(G, S)`` int32 row numbers of each group, padded with ``n_pad`` (out of range).
 

@@ -25,6 +25,7 @@ from objectives._link import LinkedLoss, attach_link, link_label, link_name, res
 
 from .._types import FLOAT32_MAX, MAX_CLASSES, MAX_ROUNDS
 from ..engine.autodiff import check_loss_once, loss_name, n_outputs_of, split_loss
+from ..engine.groups import group_ids
 from ..engine.sampling import FIELDS as SAMPLING_FIELDS
 from ..errors import DataError, LossError
 from ..inputs import arrays, frames
@@ -272,11 +273,17 @@ def check_group(group, n_rows, loss, K, mesh, eval_set, refit, hessian, eval_met
             f"group losses take hessian 'exact', 'clip' or 'constant', got {hessian!r}"
         )
     try:
-        ids = np.asarray(group)
+        given = np.asarray(group)
     except Exception:
         raise TypeError(f"group must be an array of ids, got {type(group).__name__}") from None
-    if ids.shape != (n_rows,):
-        raise DataError(f"group must hold one id per row, shape ({n_rows},), got {ids.shape}")
+    ids = group_ids(given, n_rows)
+    if ids is None:
+        total = f" summing to {given.sum():g}" if given.dtype.kind in "iuf" else ""
+        raise DataError(
+            f"group must hold one id per row, shape ({n_rows},), or the sizes of "
+            f"contiguous groups summing to {n_rows} (as XGBoost's set_group takes "
+            f"them); got shape {given.shape}{total}"
+        )
     if ids.dtype.kind not in "iuf" or (ids.dtype.kind == "f" and not np.isfinite(ids).all()):
         raise DataError("group ids must be finite numbers")
     v = jnp.zeros(2, jnp.float32)

@@ -31,7 +31,7 @@ from objectives import Objective
 
 from .._types import bin_dtype, bucket_rows
 from ..engine.autodiff import bind_loss
-from ..engine.groups import group_buckets
+from ..engine.groups import group_buckets, group_ids
 from ..engine.sparse import apply_bins  # dense or scipy.sparse X
 from ..engine.tree import binned_leaf, values_at_leaves
 from ..errors import DataError
@@ -131,11 +131,13 @@ def _eval_set(name, e, edges, s, how, ids, margins) -> EvalSet:
     except ValueError as err:
         raise DataError(f"eval set {name!r}: {err}") from None
     if ids is not None:
-        ids = np.asarray(ids)
-        if ids.shape != (Xe.shape[0],) or ids.dtype.kind not in "iuf":
+        given = np.asarray(ids)
+        ids = group_ids(given, Xe.shape[0]) if given.dtype.kind in "iuf" else None
+        if ids is None:
             raise DataError(
                 f"eval_group of {name!r} must be {Xe.shape[0]} numeric "
-                f"query ids (one per row), got shape {ids.shape}"
+                f"query ids (one per row), or the sizes of contiguous queries summing "
+                f"to {Xe.shape[0]}; got shape {given.shape}"
             )
     if gather:
         we = np.ones(Xe.shape[0], np.float32) if we is None else we

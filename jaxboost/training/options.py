@@ -492,7 +492,8 @@ OPTIONS = (
         None,
         hypergrad="not_replayed",
         doc="""
-        ``(N,)`` group ids (queries, risk sets) for a group loss
+        ``(N,)`` group ids (queries, risk sets), or the sizes of contiguous groups
+        summing to N as XGBoost's ``set_group`` takes them, for a group loss
         ``loss(y_group, pred_group, mask) -> scalar`` that couples the rows of a group
         (see ``jaxboost.engine.groups``): g by autodiff, h the exact Hessian diagonal for
         groups of up to 64 rows, a Hutchinson estimate above. One device, one output;
@@ -506,7 +507,8 @@ OPTIONS = (
         doc="""
         query ids of the evaluation sets, for the ranking metrics ``ndcg``,
         ``map``, ``ndcg@k`` and ``map@k`` (``jaxboost.ranking``): a list with one
-        ``(n,)`` array (or None) per evaluation set, or a dict keyed like ``eval_set``.""",
+        ``(n,)`` array (or None) per evaluation set, or a dict keyed like ``eval_set``;
+        each may also be the sizes of contiguous queries (as for ``group``).""",
     ),
     Option(
         "loss_params",
