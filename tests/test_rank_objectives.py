@@ -214,3 +214,42 @@ def test_lambdarank_at_k_takes_only_the_pairs_of_the_top_k_rows(k, n_real):
     for fn in (ours, diag):
         shapes = {v.aval.shape for e in jax.make_jaxpr(fn)(f).jaxpr.eqns for v in e.outvars}
         assert (S, S) not in shapes
+
+
+@pytest.mark.parametrize("k", [None, 4])
+def test_pair_losses_closed_form_derivatives_equal_autodiff(k):
+    """The pair losses carry their derivatives in closed form (``ranking._pair_sum``):
+    in the margins and in ``sigma`` (a traced hyperparameter that hypergradients
+    differentiate) they equal autodiff of the plain sum, and jax.hessian still works."""
+    from objectives import ranking as R
+
+    rng = np.random.default_rng(5)
+    S = 12
+    y = jnp.asarray(rng.integers(0, 4, S).astype(np.float32))
+    f = jnp.asarray(rng.normal(size=S).astype(np.float32))
+    m = jnp.asarray(np.arange(S) < 10)
+
+    def plain(f, sigma):  # the definition, differentiated by autodiff
+        pair = R._pairs(y, m)
+        w = R._ndcg_swap_weights(y, f, m, k)
+        z = sigma * (f[:, None] - f[None, :])
+        return jnp.sum(jnp.where(pair, w * jnp.logaddexp(0.0, -z), 0.0))
+
+    def ours(f, sigma):
+        return R.lambdarank_loss(y, f, m, sigma=sigma, k=k)
+
+    for argnum in (0, 1):
+        got = jax.grad(ours, argnums=argnum)(f, 1.5)
+        want = jax.grad(plain, argnums=argnum)(f, 1.5)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        jnp.diagonal(jax.hessian(ours)(f, 1.5)),
+        jnp.diagonal(jax.hessian(plain)(f, 1.5)),
+        rtol=1e-4,
+        atol=1e-6,
+    )
+    rn = jax.grad(lambda s: R.ranknet_loss(y, f, m, sigma=s))(1.5)
+    pair = R._pairs(y, m)
+    d = f[:, None] - f[None, :]
+    want = jnp.sum(jnp.where(pair, -d * jax.nn.sigmoid(-1.5 * d), 0.0))
+    np.testing.assert_allclose(rn, want, rtol=1e-5)
