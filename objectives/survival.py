@@ -80,12 +80,18 @@ def _partial_likelihood_jvp(primals, tangents):
     return _partial_likelihood(y, f, mask), jnp.sum(_cox_grad(y, f, mask) * df)
 
 
-def _cox_grad(y, f, mask):
-    r""":math:`g_k = e^{f_k} A_k - \delta_k` (``cox_loss``), 0 off ``mask``."""
+def _event_sums(y, f, mask):
+    r"""``(e, event, A, B)``: :math:`e^{f - m}`, the event flags and each row's
+    :math:`A_k`, :math:`B_k` of ``cox_loss`` (scaled by the shift), from one sort."""
     t, event, order, ts, e, risk, m, last = _risk_sets(y, f, mask)
     inv = jnp.where(event, 1.0 / jnp.where(event, risk, 1.0), 0.0)[order]
-    g = e * jnp.cumsum(inv)[last] - event.astype(e.dtype)
-    return jnp.where(mask, g, 0.0)
+    return e, event, jnp.cumsum(inv)[last], jnp.cumsum(inv * inv)[last]
+
+
+def _cox_grad(y, f, mask):
+    r""":math:`g_k = e^{f_k} A_k - \delta_k` (``cox_loss``), 0 off ``mask``."""
+    e, event, a, _ = _event_sums(y, f, mask)
+    return jnp.where(mask, e * a - event.astype(e.dtype), 0.0)
 
 
 def event_nll(y, f, mask):
@@ -102,11 +108,8 @@ def event_nll(y, f, mask):
 
 
 def _cox_hess_diag(y, f, mask):
-    t, event, order, ts, e, risk, m, last = _risk_sets(y, f, mask)
-    inv = jnp.where(event, 1.0 / jnp.where(event, risk, 1.0), 0.0)[order]
-    a = jnp.cumsum(inv)
-    b = jnp.cumsum(inv * inv)  # a[last], b[last]: the events with T_i <= T_k
-    h = e * a[last] - e * e * b[last]
+    e, _, a, b = _event_sums(y, f, mask)  # A, B: the events with T_i <= T_k
+    h = e * a - e * e * b
     return jnp.where(mask, jnp.maximum(h, 0.0), 0.0)
 
 

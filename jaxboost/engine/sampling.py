@@ -27,6 +27,8 @@ import math
 import jax
 import jax.numpy as jnp
 
+from objectives._sort import pairwise_ranks
+
 from .._types import FLOAT_DTYPE, INDEX_DTYPE
 
 # Indices of the sampling-ratio vector.
@@ -150,9 +152,7 @@ def _ranks(u):
     F = u.shape[-1]
     if u.size * F > PAIRWISE_RANKS:
         return jnp.argsort(jnp.argsort(u, axis=-1), axis=-1).astype(INDEX_DTYPE)
-    a, b = u[..., :, None], u[..., None, :]  # entry i against entry j
-    before = (b < a) | ((b == a) & jnp.tri(F, k=-1, dtype=bool))
-    return jnp.sum(before, axis=-1, dtype=INDEX_DTYPE)
+    return pairwise_ranks(u).astype(INDEX_DTYPE)
 
 
 class FeatureSampler:
