@@ -7,7 +7,9 @@ import jax
 import numpy as np
 import pytest
 
-from jaxboost.engine.sampling import FeatureSampler, round_key, row_mask
+import jaxboost
+import objectives
+from jaxboost.engine.sampling import FeatureSampler, bootstrap_counts, round_key, row_mask
 
 
 def key(seed=0):
@@ -98,3 +100,65 @@ def test_full_ratios_keep_every_feature():
     tree, levels = sample(0, (1.0, 1.0, 1.0, 1.0))
     assert tree.all()
     assert all(m.all() for m in levels)
+
+
+# Refit losses: absolute error (interpolated quantile), pinball with sample weights (the
+# weighted step quantile), pseudo-Huber (Newton refit).
+REFIT_CASES = [
+    (objectives.absolute, False),
+    (objectives.quantile(alpha=0.3), True),
+    (objectives.pseudo_huber, False),
+]
+
+
+def _refit_data(n=300):
+    rng = np.random.default_rng(5)
+    X = rng.integers(0, 10, size=(n, 3)).astype(np.float32)  # the same cuts in any half
+    y = (X[:, 0] - 0.7 * X[:, 1] + rng.standard_t(2, size=n)).astype(np.float32)
+    w = rng.uniform(0.5, 2.0, size=n).astype(np.float32)
+    return X, y, w
+
+
+def _one_tree(entry, X, y, w, rows=None, **options):
+    """The margins on every row of one tree trained from 0 on ``rows`` (all by default)."""
+    rows = np.ones(len(y), bool) if rows is None else rows
+    zero = np.zeros(len(y), np.float32)
+    bst = jaxboost.train(
+        entry,
+        X[rows],
+        y[rows],
+        n_rounds=1,
+        learning_rate=1.0,
+        max_depth=3,
+        seed=4,
+        base_margin=zero[rows],
+        sample_weight=None if w is None else w[rows],
+        **options,
+    )
+    return bst.predict(X, output_margin=True, base_margin=zero)
+
+
+@pytest.mark.parametrize("entry, weighted", REFIT_CASES, ids=["absolute", "q0.3-w", "huber"])
+def test_refit_leaves_count_only_the_rows_of_the_trees_sample(entry, weighted):
+    """A refit leaf value comes from the rows the tree was grown on: a tree of a row
+    sample (``subsample=0.5``) is the tree trained on those rows alone, leaf values
+    included (XGBoost's quantile leaves leave the sampled-out rows out too; before, the
+    refit took every row of the leaf, sampled or not)."""
+    X, y, w = _refit_data()
+    w = w if weighted else None
+    taken = np.asarray(row_mask(round_key(key(4), 0), len(y), 0.5)) > 0
+    sampled = _one_tree(entry, X, y, w, subsample=0.5)
+    alone = _one_tree(entry, X, y, w, rows=taken)
+    np.testing.assert_allclose(sampled, alone, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("entry", [REFIT_CASES[0][0], REFIT_CASES[2][0]], ids=["absolute", "huber"])
+def test_bootstrap_refit_weighs_rows_by_their_draw_count(entry):
+    """With ``bootstrap=True`` a row drawn ``c`` times counts ``c`` times in the leaf
+    values, as in the splits: the tree equals the one trained with ``sample_weight=c``
+    (so a quantile leaf takes the weighted rule, draws being weights)."""
+    X, y, _ = _refit_data()
+    c = np.asarray(bootstrap_counts(round_key(key(4), 0), len(y), 0.7, len(y)))
+    drawn = _one_tree(entry, X, y, None, subsample=0.7, bootstrap=True)
+    weighted = _one_tree(entry, X, y, c)
+    np.testing.assert_allclose(drawn, weighted, rtol=0, atol=1e-5)

@@ -282,9 +282,10 @@ def refit_quantile(tree, leaf, y, margin, w, dyn, *, alpha, weighted: bool = Tru
     r"""Leaf values: each leaf's ``alpha``-quantile of the residuals ``y - margin``, as
     XGBoost's ``reg:quantileerror`` and ``reg:absoluteerror`` set them.
 
-    * ``weighted`` (training was given ``sample_weight``): the smallest residual whose
-      cumulative weight (residuals sorted within the leaf) reaches ``alpha`` times the
-      leaf's weight, a step function of ``alpha`` (XGBoost's ``WeightedQuantile``);
+    * ``weighted`` (training was given ``sample_weight``, or draws a bootstrap): the
+      smallest residual whose cumulative weight (residuals sorted within the leaf)
+      reaches ``alpha`` times the leaf's weight, a step function of ``alpha`` (XGBoost's
+      ``WeightedQuantile``);
     * otherwise the quantile interpolated between order statistics (XGBoost's
       ``Quantile``): of the leaf's :math:`n` residuals sorted, :math:`r_{(0)} \le \dots
       \le r_{(n-1)}`, :math:`r_{(0)}` when :math:`\alpha \le 1/(n+1)`,
@@ -370,7 +371,7 @@ def quantile_intercept(y, w, alpha: float, weighted: bool) -> float:
     Args:
       y: ``(N,)`` float32 labels; w: ``(N,)`` weights (0 for padding rows).
       alpha: the level in ``(0, 1)``.
-      weighted: whether training was given ``sample_weight``.
+      weighted: whether training was given ``sample_weight`` (or a bootstrap's counts).
 
     Returns:
       the quantile as a Python float (a float32 value).

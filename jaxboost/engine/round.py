@@ -88,8 +88,8 @@ class RoundSpec(NamedTuple):
     each model grows its own ``Hyper.depth`` (the native whole-tree kernel only,
     ``training.program.depth_bucket_applies``); its trees are cut back afterwards.
     ``weighted_quantile``: the quantile refit's rule (``refit.refit_quantile``): the
-    weighted step rule when training was given ``sample_weight``, else XGBoost's
-    interpolated quantile.
+    weighted step rule when training was given ``sample_weight`` or draws a bootstrap
+    (its draw counts weigh the rows), else XGBoost's interpolated quantile.
     """
 
     loss: Any
@@ -545,9 +545,10 @@ def _trees_side_by_side(rnd: "_Round", G, H, dyn, sampler_of):
 
 
 def _sample(rnd: _Round, tk):
-    """One tree's ``(g, h, rows)``: g and h of the round's rows in the tree's row sample
-    (``tk``: the tree's key; on the exact grid when ``spec.exact``) and the float32 0/1
-    mask of those rows."""
+    """One tree's ``(g, h, take)``: g and h of the round's rows in the tree's row sample
+    (``tk``: the tree's key; on the exact grid when ``spec.exact``) and ``take``, each
+    row's float32 multiplicity in that sample (0 or 1; a bootstrap's draw count), 0 where
+    g or h is not finite."""
     spec, rows, hyper, keep, g, h = rnd.spec, rnd.rows, rnd.hyper, rnd.keep, rnd.g, rnd.h
     K, n_total = spec.n_outputs, rnd.shared.n_total
     if spec.bootstrap:
@@ -559,12 +560,13 @@ def _sample(rnd: _Round, tk):
             offset=rnd.offset,
             n_ids=rows.w.shape[0] * rnd.n_shards,
         )
-        take = keep & (c > 0)
+        take = jnp.where(keep, c, 0.0)
+        taken = take > 0
         gt = jnp.where(
-            take if K == 1 else take[:, None], g * c.reshape(c.shape + (1,) * (g.ndim - 1)), 0.0
+            taken if K == 1 else taken[:, None], g * c.reshape(c.shape + (1,) * (g.ndim - 1)), 0.0
         )
         ht = jnp.where(
-            take.reshape(take.shape + (1,) * (h.ndim - 1)),
+            taken.reshape(taken.shape + (1,) * (h.ndim - 1)),
             h * c.reshape(c.shape + (1,) * (h.ndim - 1)),
             0.0,
         )
@@ -583,6 +585,7 @@ def _sample(rnd: _Round, tk):
             )
         gt = jnp.where(take if K == 1 else take[:, None], g, 0.0)
         ht = jnp.where(take.reshape(take.shape + (1,) * (h.ndim - 1)), h, 0.0)
+        take = take.astype(FLOAT_DTYPE)
     if spec.exact:  # every histogram sum exact, whatever the devices (engine.exact)
         gt = to_grid(gt, n_total, reduce_max=rnd.reduce_max)
         ht = to_grid(ht, n_total, reduce_max=rnd.reduce_max)
@@ -622,7 +625,7 @@ def _grow(rnd: _Round, margin, g, h, dyn, key, take):
     if spec.constraints is not None:
         counts = None
         if spec.constraints.min_leaf:  # the rows this tree is grown on
-            counts = (take & rows.valid & (rows.w > 0)).astype(FLOAT_DTYPE)
+            counts = ((take > 0) & rows.valid & (rows.w > 0)).astype(FLOAT_DTYPE)
         cons = TreeConstraints(spec.constraints, rnd.hyper.constraints, counts)
     rules = SplitRules(shared.cats, cons, rnd.hyper.depth if spec.depth_bucket else None)
     if K == 1:
@@ -639,7 +642,7 @@ def _grow(rnd: _Round, margin, g, h, dyn, key, take):
             rules=rules,
         )
         tree, bounds = _bounds_of(cons, tree)
-        tree = _refit(rnd, tree, leaf, margin, dyn)
+        tree = _refit(rnd, tree, leaf, margin, rows.w * take, dyn)
         if spec.refit is not None and bounds is not None:
             tree = clip_to_bounds(tree, bounds, dyn.learning_rate)
         tree = _stored(tree, zero)
@@ -691,21 +694,25 @@ def _class_trees_side_by_side(rnd: _Round, g, h, dyn, key):
     return trees, deltas.T  # tree k's values, output k's (class trees held so)
 
 
-def _refit(rnd: _Round, tree, leaf, margin, dyn):
+def _refit(rnd: _Round, tree, leaf, margin, w, dyn):
     """The one-output tree with its leaf values refit by ``spec.refit`` (unchanged when
-    None)."""
+    None) on the rows that grew it: ``w`` ``(N,)`` is each row's weight times its
+    multiplicity in the tree's row sample (``_sample``), so rows left out of the sample
+    count no more in the leaf values than in the splits (Friedman's stochastic gradient
+    boosting; XGBoost's ``reg:absoluteerror`` and ``reg:quantileerror`` leave them out of
+    their leaf quantiles too)."""
     spec, rows, n_total = rnd.spec, rnd.rows, rnd.shared.n_total
     if spec.refit in ("newton", "exact"):
         refit = refit_newton if spec.refit == "newton" else refit_exact
         sums = RowSums(rnd.reduce, n_total if spec.exact else None, rnd.reduce_max)
-        return refit(tree, leaf, rnd.loss, rows.y, margin, rows.w, dyn, sums=sums)
+        return refit(tree, leaf, rnd.loss, rows.y, margin, w, dyn, sums=sums)
     if spec.refit == "quantile":
         return refit_quantile(
             tree,
             leaf,
             rows.y,
             margin,
-            rows.w,
+            w,
             dyn,
             alpha=rnd.hyper.quantile_alpha,
             weighted=spec.weighted_quantile,

@@ -419,7 +419,9 @@ OPTIONS = (
         labels' quantile; ``alpha`` from
         ``loss_params`` or the objective; a loss of your own without ``alpha`` is
         refused), ``None`` (no refit) or ``"auto"`` (the objective's default; none for
-        plain callables). Single-output losses. See ``jaxboost.engine.refit``.""",
+        plain callables). Single-output losses. A leaf's rows are those its tree was
+        grown on: rows ``subsample`` left out do not count; a bootstrap's counts weigh
+        them. See ``jaxboost.engine.refit``.""",
     ),
     Option(
         "n_outputs",

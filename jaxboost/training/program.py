@@ -49,8 +49,9 @@ def round_spec(
         subtract=use_subtraction(prep.native),
         max_leaves=s.max_leaves,
         depth_bucket=bucket,
-        # XGBoost's rule: the step quantile with sample weights, else interpolated
-        weighted_quantile=s.refit != "quantile" or s.weight_max is not None,
+        # XGBoost's rule: the step quantile with sample weights, else interpolated; a
+        # bootstrap's draw counts are weights too (round._refit)
+        weighted_quantile=s.refit != "quantile" or s.weight_max is not None or s.bootstrap,
     )
 
 
