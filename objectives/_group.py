@@ -7,10 +7,26 @@ padding (see ``jaxboost.engine.groups``); the training objective is the sum over
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 from typing import Callable, Optional
 
 from ._base import Hyperparameters, identity
+
+_ROWS_IN_ORDER = contextvars.ContextVar("jaxboost_group_rows_in_order", default=False)
+
+
+def rows_in_order() -> bool:
+    """Whether the group loss being traced gets each group's rows in its objective's
+    ``row_order`` (padding last): True only inside ``GroupObjective.rows_ordered()``,
+    which training enters when it built the groups so. A loss that sorts its rows by
+    that key (Cox: by time) may then skip the sort; called any other way it must sort.
+
+    >>> rows_in_order()
+    False
+    """
+    return _ROWS_IN_ORDER.get()
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -43,6 +59,12 @@ class GroupObjective(Hyperparameters):
       whole_data: True when one group spans all rows (Cox: the risk sets of the whole
         data); ``train`` then needs no ``group=`` (a given ``group=`` splits the rows
         into independent strata).
+      row_order: optional ``row_order(y: np.ndarray) -> (N,)`` sort key, computed once
+        on the host: training hands each group's rows to the loss in ascending key
+        order (ties by position), so a loss that sorts its rows by a function of the
+        labels skips its sort while ``rows_in_order()`` says so (Cox: by time). The
+        loss must not depend on the order of its rows otherwise, and must sort when
+        ``rows_in_order()`` is False (a direct call, an evaluation set).
 
     Example:
       >>> import jax.numpy as jnp
@@ -64,6 +86,7 @@ class GroupObjective(Hyperparameters):
     check_labels: Optional[Callable] = None
     metric: str = "ndcg@10"
     whole_data: bool = False
+    row_order: Optional[Callable] = None
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -74,7 +97,7 @@ class GroupObjective(Hyperparameters):
                     f"GroupObjective {field} must be callable, got "
                     f"{type(getattr(self, field)).__name__}"
                 )
-        for field in ("hess_diag", "check_labels"):
+        for field in ("hess_diag", "check_labels", "row_order"):
             v = getattr(self, field)
             if v is not None and not callable(v):
                 raise TypeError(
@@ -122,6 +145,18 @@ class GroupObjective(Hyperparameters):
                 f"hyperparameters only to make a variant"
             )
         return self.loss(*args, **dict(self.params))
+
+    @contextlib.contextmanager
+    def rows_ordered(self):
+        """A context in which ``rows_in_order()`` is True: the engine traces the loss in
+        it when each group's rows come in ``row_order`` (``jaxboost.engine.groups``)."""
+        if self.row_order is None:
+            raise ValueError(f"objectives.{self.name} has no row_order")
+        token = _ROWS_IN_ORDER.set(True)
+        try:
+            yield
+        finally:
+            _ROWS_IN_ORDER.reset(token)
 
     def group_hess_diag(self) -> Optional[Callable]:
         """The closed-form ``(y, pred, mask) -> (S,)`` diagonal with the hyperparameters

@@ -2,6 +2,8 @@
 diagonal against jax.hessian (ties, censoring, padding), concordance against XGBoost,
 metrics, strata, model files and label errors."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -207,3 +209,40 @@ def test_tied_times_where_xgboost_differs():
     e = np.exp(f0.astype(np.float64))
     s1 = e.sum()
     assert gx[0] == pytest.approx(g[0] - e[0] / s1, abs=1e-5)
+
+
+def test_rows_in_time_order_skip_the_sort():
+    """Training hands Cox each stratum's rows in time order (``cox.row_order``, ties in
+    row order) and traces the loss in ``rows_ordered()``: no sort in the program, and g
+    and h equal those of the rows in their own order, sorted on the device, to float32
+    rounding (the two programs fuse, and so round, ``e A - delta`` differently; ties and
+    censoring, three strata of unequal sizes, bucketed)."""
+    from jaxboost.engine.groups import group_buckets, group_derivatives
+
+    rng = np.random.default_rng(7)
+    n = 300
+    y = _labels(rng, n, ties=True)
+    f = jnp.asarray(rng.normal(size=n).astype(np.float32))
+    strata = rng.choice([0, 1, 2], size=n, p=[0.6, 0.3, 0.1])
+    by_row = group_buckets(strata, n)
+    by_time = group_buckets(strata, n, order_key=objectives.cox.row_order(y))
+    for bucket in by_time:  # each stratum's rows by time, padding last
+        for row in bucket:
+            real = row[row < n]
+            assert np.all(np.diff(np.abs(y[real])) >= 0) and np.all(row[len(real) :] >= n)
+
+    def derivs(idx, in_order):
+        fn = functools.partial(group_derivatives, objectives.cox, rows_in_order=in_order)
+        return jax.jit(lambda y, f, idx: fn(y, f, idx))(jnp.asarray(y), f, idx)
+
+    sorted_on_device = derivs(tuple(map(jnp.asarray, by_row)), False)
+    in_order = derivs(tuple(map(jnp.asarray, by_time)), True)
+    for a, b in zip(sorted_on_device, in_order):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-6, atol=2e-7)
+    jaxpr = str(
+        jax.make_jaxpr(
+            lambda y, f: group_derivatives(objectives.cox, y, f, by_time, rows_in_order=True)
+        )(jnp.asarray(y), f)
+    )
+    assert " sort[" not in jaxpr and "sort " not in jaxpr
+    assert objectives.survival.rows_in_order() is False  # the context was left

@@ -26,6 +26,8 @@ Sample weights multiply each row's g and h, as for per-row losses.
 
 from __future__ import annotations
 
+import contextlib
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -60,22 +62,29 @@ def group_ids(group, n_rows: int):
     return np.repeat(np.arange(ids.size, dtype=np.int64), ids.astype(np.int64))
 
 
-def group_index(group, n_rows: int, n_pad: int | None = None) -> np.ndarray:
+def group_index(group, n_rows: int, n_pad: int | None = None, order_key=None) -> np.ndarray:
     """``(G, S)`` int32 row numbers of each group, padded with ``n_pad`` (out of range).
 
     Groups are the distinct values of ``group`` (any order of rows; groups ordered by
-    id, rows within a group by position).
+    id, rows within a group by position, or by ``order_key`` ``(N,)`` and then by
+    position: ``GroupObjective.row_order``).
 
     Example:
       >>> group_index(np.array([7, 3, 7, 7]), 4).tolist()
       [[1, 4, 4], [0, 2, 3]]
+      >>> group_index(np.array([7, 3, 7, 7]), 4, order_key=np.array([5, 0, 1, 3])).tolist()
+      [[1, 4, 4], [2, 3, 0]]
     """
     ids = np.asarray(group)
     if ids.shape != (n_rows,):
         raise ValueError(f"group must be one id per row, shape ({n_rows},), got {ids.shape}")
     n_pad = n_rows if n_pad is None else n_pad
     uniq, inv, counts = np.unique(ids, return_inverse=True, return_counts=True)
-    order = np.argsort(inv, kind="stable")
+    inv = inv.reshape(-1)
+    if order_key is None:
+        order = np.argsort(inv, kind="stable")
+    else:
+        order = np.lexsort((np.arange(n_rows), np.asarray(order_key).reshape(-1), inv))
     starts = np.cumsum(counts) - counts
     within = np.arange(n_rows) - np.repeat(starts, counts)
     idx = np.full((uniq.shape[0], int(counts.max())), n_pad, INDEX_DTYPE)
@@ -87,7 +96,7 @@ GROUP_BUCKET_MIN = 8
 """Groups of at most this many rows share the first size bucket (``group_buckets``)."""
 
 
-def group_buckets(group, n_rows: int, n_pad: int | None = None) -> tuple:
+def group_buckets(group, n_rows: int, n_pad: int | None = None, order_key=None) -> tuple:
     """``group_index``'s groups split by size: a tuple of ``(G_b, S_b)`` int32 arrays,
     bucket ``b`` holding the groups of ``GROUP_BUCKET_MIN * 2**(b-1) < size <=
     GROUP_BUCKET_MIN * 2**b`` rows (the first: up to ``GROUP_BUCKET_MIN``), padded to
@@ -105,7 +114,7 @@ def group_buckets(group, n_rows: int, n_pad: int | None = None) -> tuple:
       >>> [b.tolist() for b in group_buckets(np.array([0, 1, 1, 0, 2] + [3] * 9), 14)]
       [[[0, 3], [1, 2], [4, 14]], [[5, 6, 7, 8, 9, 10, 11, 12, 13]]]
     """
-    idx = group_index(group, n_rows, n_pad)
+    idx = group_index(group, n_rows, n_pad, order_key)
     sizes = (idx < n_rows).sum(axis=1)
     cls = np.maximum(0, np.ceil(np.log2(np.maximum(sizes, 1) / GROUP_BUCKET_MIN))).astype(int)
     return tuple(
@@ -173,12 +182,15 @@ def group_derivatives(
     probes=HUTCHINSON_PROBES,
     hessian="exact",
     floor=HESSIAN_FLOOR,
+    rows_in_order=False,
 ):
     """``group_grad_hess`` before the sample weight, with whether each row's group loss
     value is finite: ``(g, h, value_ok)``, each ``(N,)`` (``value_ok`` bool; rows in no
     group: 0, 0, True). The value comes out of the gradient pass at no extra cost.
     ``idx``: one ``(G, S)`` array or a tuple of them (``group_buckets``), each
-    bucket's derivatives scattered back to its rows.
+    bucket's derivatives scattered back to its rows. ``rows_in_order`` (static): the
+    groups' rows are in the loss's ``GroupObjective.row_order`` (``group_index``'s
+    ``order_key``), and the loss is traced inside its ``rows_ordered()`` context.
     """
     N = y.shape[0]
     buckets = idx if isinstance(idx, (tuple, list)) else (idx,)
@@ -187,9 +199,10 @@ def group_derivatives(
     ok_rows = jnp.ones(N, bool)
     for b, bucket in enumerate(buckets):
         bucket_key = key if (b == 0 or key is None) else jax.random.fold_in(key, b)
-        g, h, ok = _bucket_derivatives(
-            loss, y, pred, bucket, bucket_key, exact_max, probes, hessian, floor
-        )
+        with loss.rows_ordered() if rows_in_order else contextlib.nullcontext():
+            g, h, ok = _bucket_derivatives(
+                loss, y, pred, bucket, bucket_key, exact_max, probes, hessian, floor
+            )
         # Each row is in one group: scatter back (padding indices are out of range: dropped).
         flat = bucket.ravel()
         g_rows = g_rows.at[flat].set(g.ravel(), mode="drop")
@@ -201,6 +214,7 @@ def group_derivatives(
 def _bucket_derivatives(loss, y, pred, idx, key, exact_max, probes, hessian, floor):
     """One bucket's ``(g, h, value_ok)``, each ``(G, S)`` (0, 0, True on padding)."""
     N = y.shape[0]
+    idx = jnp.asarray(idx)  # a NumPy index would make the mask a NumPy constant
     G, S = idx.shape
     mask = idx < N
     safe = jnp.where(mask, idx, 0)

@@ -74,7 +74,8 @@ class RoundSpec(NamedTuple):
     entries with their continuous hyperparameters taken out, see
     ``Objective.traced_split``; a plain callable as given); ``refit`` is ``None``,
     ``"newton"`` or ``"quantile"``; ``group_max`` is the exact-Hessian group size of a
-    group loss (``None`` for per-row losses);
+    group loss (``None`` for per-row losses); ``group_rows_in_order``: each group's rows
+    come in the loss's ``row_order`` (``groups.group_derivatives``);
     ``constraints`` the ``constraints.ConstraintSpec`` of monotone / interaction
     constraints and a row minimum per child (``None``: none).
     ``num_parallel_tree`` ``P > 1`` grows a forest each round (XGBoost's parameter of
@@ -108,6 +109,7 @@ class RoundSpec(NamedTuple):
     col_sampling: bool = False
     exact: bool = False
     group_max: Optional[int] = None
+    group_rows_in_order: bool = False
     constraints: Optional[ConstraintSpec] = None
     num_parallel_tree: int = 1
     bootstrap: bool = False
@@ -350,6 +352,7 @@ def gradients(spec, rows, shared, hyper, loss, margin, rk):
             exact_max=spec.group_max,
             hessian=spec.hessian,
             floor=hyper.hessian_floor,
+            rows_in_order=spec.group_rows_in_order,
         )
         raw_ok = _finite_rows(g, h)
         g, h = g * rows.w, h * rows.w

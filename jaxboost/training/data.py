@@ -163,6 +163,14 @@ class Prepared(NamedTuple):
     n_features: int
 
 
+def group_row_order(s):
+    """The group loss's ``GroupObjective.row_order`` (host: labels -> sort key), by which
+    ``prepare`` orders each group's rows, or None (no group loss, or none given)."""
+    if s.group is None:
+        return None
+    return getattr(s.loss, "row_order", None)
+
+
 def prepare(s, Xf, yf, wf, sparse_ok: bool = True) -> Prepared:
     """Place, bin and pad the rows of ``train`` under settings ``s``. ``sparse_ok``:
     whether sparse ``Xf`` may be kept sparse (``sparse_rows``; ``train_many``, whose
@@ -204,11 +212,11 @@ def prepare(s, Xf, yf, wf, sparse_ok: bool = True) -> Prepared:
         )
         bins = layout.put(bins, feature_major=not native)
     rows = Rows(bins, jax.tree.map(layout.put, y), layout.put(w), layout.put(valid))
-    gidx = (
-        np.zeros((1, 1), np.int32)
-        if s.group is None
-        else group_buckets(s.group, Xf.shape[0], layout.block)
-    )
+    gidx: Any = np.zeros((1, 1), np.int32)  # a tuple of buckets with a group loss
+    if s.group is not None:
+        row_order = group_row_order(s)
+        key = None if row_order is None else row_order(yf)
+        gidx = group_buckets(s.group, Xf.shape[0], layout.block, key)
     cats = cat_info(edges, s.max_cat_to_onehot, s.max_cat_threshold)
     shared = layout.replicate_tree(  # one batched transfer in one process
         Shared(

@@ -15,6 +15,7 @@ import numpy as np
 from ..engine.groups import EXACT_MAX_GROUP
 from ..engine.grow import bucketed_depth, native_tree_takes
 from ..engine.round import Hyper, RoundSpec
+from .data import group_row_order
 
 
 def round_spec(
@@ -43,6 +44,7 @@ def round_spec(
         col_sampling=bool(np.any(s.ratios[1:] < 1)) if col_sampling is None else col_sampling,
         exact=s.quantize,
         group_max=None if s.group is None else EXACT_MAX_GROUP,
+        group_rows_in_order=group_row_order(s) is not None,
         constraints=None if s.constraints is None else s.constraints.spec(),
         num_parallel_tree=s.num_parallel_tree,
         bootstrap=s.bootstrap,
