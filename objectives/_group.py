@@ -65,6 +65,13 @@ class GroupObjective(Hyperparameters):
         labels skips its sort while ``rows_in_order()`` says so (Cox: by time). The
         loss must not depend on the order of its rows otherwise, and must sort when
         ``rows_in_order()`` is False (a direct call, an evaluation set).
+      value_check: True (the default): training evaluates the loss of every group each
+        round to check that it is finite where g and h are (a loss that returns NaN
+        where its gradient is finite, as ``jnp.where(cond, nan, loss)`` does, is
+        caught so). False skips that evaluation: for losses finite wherever their
+        margins are and whose value costs more than their closed-form derivatives (the
+        catalogue's pair losses: ``S^2`` softplus terms per query, 4.7 of 6.2 ms a
+        round on 5,000 queries of 20 rows).
 
     Example:
       >>> import jax.numpy as jnp
@@ -87,6 +94,7 @@ class GroupObjective(Hyperparameters):
     metric: str = "ndcg@10"
     whole_data: bool = False
     row_order: Optional[Callable] = None
+    value_check: bool = True
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -103,6 +111,10 @@ class GroupObjective(Hyperparameters):
                 raise TypeError(
                     f"GroupObjective {field} must be callable or None, got {type(v).__name__}"
                 )
+        if not isinstance(self.value_check, bool):
+            raise TypeError(
+                f"GroupObjective value_check must be True or False, got {self.value_check!r}"
+            )
         if not isinstance(self.metric, str):
             raise TypeError(
                 f"GroupObjective metric must be a metric name, got {type(self.metric).__name__}"

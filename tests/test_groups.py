@@ -182,6 +182,27 @@ def test_group_argument_errors():
         jaxboost.train(lambda y, f, m: f, X, y, group=[0, 0, 1, 1])
 
 
+def test_a_group_loss_with_a_nan_value_is_named_unless_it_opts_out():
+    """A group loss whose value is NaN where its gradient is finite (the value's
+    ``log`` of a negative number, the gradient's term 0) is stopped at round 0 with
+    its name; a ``GroupObjective(value_check=False)`` states its value needs no check,
+    and is not evaluated."""
+    import objectives
+
+    def nan_valued(y, f, mask):
+        return ranknet(y, f, mask) + 0.0 * jnp.log(-1.0 - jnp.sum(jnp.abs(f)))
+
+    ids, X, y = _ranking_data(2, 6, 5, 0.5)
+    with pytest.raises(jaxboost.LossError, match="nan_valued returned NaN or an infinite"):
+        jaxboost.train(nan_valued, X, y, group=ids, n_rounds=2)
+    unchecked = objectives.GroupObjective("nan_valued", nan_valued, value_check=False)
+    bst = jaxboost.train(unchecked, X, y, group=ids, n_rounds=2, eval_metric="ndcg@3")
+    ranked = jaxboost.train(ranknet, X, y, group=ids, n_rounds=2, eval_metric="ndcg@3")
+    np.testing.assert_array_equal(
+        bst.predict(X, output_margin=True), ranked.predict(X, output_margin=True)
+    )
+
+
 def test_ndcg_and_map_during_training_and_early_stopping():
     """Held-out queries scored every round on the device; the history equals
     jaxboost.ranking on the staged margins, and early stopping keeps the best round."""

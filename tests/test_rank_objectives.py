@@ -2,6 +2,8 @@
 closed-form Hessian diagonals, their gradients against XGBoost's, held-out NDCG@10
 against XGBoost rank:pairwise / rank:ndcg, model files and errors."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -170,6 +172,8 @@ def test_errors_and_variants():
         objectives.lambdarank(k=0)
     with pytest.raises(TypeError, match="group loss"):
         objectives.ranknet(jnp.zeros(2), jnp.zeros(2))
+    with pytest.raises(TypeError, match="value_check must be True or False"):
+        dataclasses.replace(objectives.ranknet, value_check=1)
     assert objectives.lambdarank(k=3) == objectives.lambdarank(k=3)
     assert hash(objectives.lambdarank(k=3)) == hash(objectives.lambdarank(k=3))
     assert repr(objectives.lambdarank(k=3)) == "objectives.lambdarank(k=3)"
@@ -253,3 +257,30 @@ def test_pair_losses_closed_form_derivatives_equal_autodiff(k):
     d = f[:, None] - f[None, :]
     want = jnp.sum(jnp.where(pair, -d * jax.nn.sigmoid(-1.5 * d), 0.0))
     np.testing.assert_allclose(rn, want, rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [objectives.ranknet, objectives.lambdarank, objectives.lambdarank(k=3)],
+    ids=["ranknet", "lambdarank", "lambdarank@3"],
+)
+def test_pair_losses_train_without_computing_their_value(entry):
+    """The pair losses skip their value each round (``value_check=False``): its
+    ``S^2`` softplus terms cost more than the closed-form g and h. The compiled round's
+    derivatives hold no ``log1p`` (the value's, with ``value_check=True``), and g, h
+    and the value flags equal the checked program's."""
+    from jaxboost.engine.groups import group_buckets, group_derivatives
+
+    ids, _, y = _ltr(3, 6, per=10, n_features=4)
+    f = jnp.asarray(np.random.default_rng(2).normal(size=y.shape[0]).astype(np.float32))
+    idx = tuple(map(jnp.asarray, group_buckets(ids, y.shape[0])))
+    checked = dataclasses.replace(entry, value_check=True)
+    programs = {
+        e.value_check: jax.jit(lambda y, f, e=e: group_derivatives(e, y, f, idx))
+        for e in (entry, checked)
+    }
+    text = {c: p.lower(jnp.asarray(y), f).compile().as_text() for c, p in programs.items()}
+    assert "log-plus-one" not in text[False] and "log-plus-one" in text[True]
+    without, with_value = (programs[c](jnp.asarray(y), f) for c in (False, True))
+    for a, b in zip(without, with_value):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-7)
