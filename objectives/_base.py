@@ -203,6 +203,13 @@ class Objective(Hyperparameters):
         ``(K, K)`` matrix per row is formed: ``O(K)`` memory and work per row instead
         of ``O(K^2)`` (softmax). Without it the engine takes the diagonal by ``K``
         forward-mode passes, one output at a time (``O(K)`` memory, ``O(K^2)`` work).
+      value_check: True (the default): training evaluates the loss on every row each
+        round to check that it is finite where g and h are (a loss that returns NaN
+        where its gradient is finite is named so). False skips that evaluation: for
+        entries finite at every finite margin whose value costs more than their
+        closed-form ``grad_hess`` (logistic: a ``log1p`` per row, 2.2 of 3.1 ms a
+        round on 1,000,000 rows. Not softmax: ``logsumexp(f) - f_y`` overflows at
+        margins of 3e38 and -3e38 while its g stays finite).
     """
 
     name: str
@@ -220,6 +227,7 @@ class Objective(Hyperparameters):
     infer_outputs: Optional[Callable] = None
     check_params: Optional[Callable] = None
     grad_hess_diag: Optional[Callable] = None
+    value_check: bool = True
 
     def __post_init__(self):
         if self.hessian not in HESSIAN_POLICIES:
@@ -228,6 +236,8 @@ class Objective(Hyperparameters):
             raise ValueError(f"refit must be one of {REFITS}, got {self.refit!r}")
         if self.h_sign not in H_SIGNS:
             raise ValueError(f"h_sign must be one of {H_SIGNS}, got {self.h_sign!r}")
+        if not isinstance(self.value_check, bool):
+            raise TypeError(f"value_check must be True or False, got {self.value_check!r}")
 
     def _check_params(self, params: dict) -> None:
         if self.check_params is not None:

@@ -78,6 +78,7 @@ logistic = Objective(
     grad_hess=_logistic_grad_hess,
     check_labels=check_binary_labels("logistic"),
     metric="logloss",
+    value_check=False,  # log(1 + e^f) - y f: finite wherever f is
 )
 exponential = Objective(
     "exponential",

@@ -226,7 +226,7 @@ ranknet = GroupObjective(
     hess_diag=_ranknet_hess_diag,
     check_labels=_check_finite("ranknet"),
     metric="ndcg@10",
-    value_check=False,  # softplus sums: finite wherever the margins are
+    value_check=False,  # softplus sums: finite while margin differences are
 )
 lambdarank = GroupObjective(
     "lambdarank",
@@ -234,7 +234,7 @@ lambdarank = GroupObjective(
     hess_diag=_lambdarank_hess_diag,
     check_labels=_check_relevance,
     metric="ndcg@10",
-    value_check=False,  # softplus sums: finite wherever the margins are
+    value_check=False,  # softplus sums: finite while margin differences are
 )
 listnet = GroupObjective(
     "listnet",

@@ -10,11 +10,13 @@ rounds trained, checkpoint writes that fail); 8. complex input, one-class softma
 The data is conftest's ``small_binary`` (300 x 4) at depth 3, as in test_train.py.
 """
 
+import dataclasses
 import errno
 import importlib
 import re
 import warnings
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -412,3 +414,34 @@ def test_comparison_best_of_an_unknown_name_is_a_value_error(small_binary):
         cmp.best("squared", "nope")
     with pytest.raises(ValueError, match="unknown data set 'nope'; .*'train'"):
         cmp.best("squared", metric, data="nope")
+
+
+def test_value_check_off_is_only_for_losses_finite_at_every_finite_margin(small_binary):
+    """``Objective.value_check=False`` skips the per-round value check: the entry that
+    sets it (logistic) is finite at every finite margin, extremes included;
+    an objective that turns it off is not evaluated (its NaN value goes unnamed) while
+    the same loss with the check is stopped at round 0."""
+    unchecked = [e for e in objectives.CATALOGUE.values() if not e.value_check]
+    assert [e.name for e in unchecked] == ["logistic"]
+    margins = np.array([-3e38, -1e30, -88.8, -1.0, 0.0, 1.0, 88.8, 1e30, 3e38], np.float32)
+    logistic = jax.vmap(objectives.logistic, in_axes=(None, 0))
+    for y in (0.0, 0.3, 1.0):
+        assert np.all(np.isfinite(logistic(jnp.float32(y), jnp.asarray(margins))))
+    # softmax keeps its check: its value overflows at finite margins where g does not
+    value = objectives.softmax(jnp.float32(0.0), jnp.array([-3e38, 3e38], jnp.float32))
+    assert not np.isfinite(value)
+
+    X, y = small_binary
+
+    def nan_valued(t, p):  # the squared loss's gradient, a NaN value
+        return 0.5 * (t - p) ** 2 + 0.0 * jnp.log(-1.0 - p * p)
+
+    checked = objectives.Objective("nan_valued", nan_valued)
+    with pytest.raises(LossError, match="nan_valued returned NaN or an infinite value"):
+        jaxboost.train(checked, X, y, n_rounds=2, base_margin=0.0, **KW)
+    off = dataclasses.replace(checked, value_check=False)
+    bst = jaxboost.train(off, X, y, n_rounds=2, base_margin=0.0, **KW)
+    ref = jaxboost.train("squared", X, y, n_rounds=2, base_margin=0.0, **KW)
+    np.testing.assert_array_equal(bst.predict(X), ref.predict(X))
+    with pytest.raises(TypeError, match="value_check must be True or False"):
+        dataclasses.replace(checked, value_check="no")

@@ -368,7 +368,10 @@ def gradients(spec, rows, shared, hyper, loss, margin, rk):
         census=True,
     )
     raw_ok = _finite_rows(g, h)
-    value_ok = jnp.isfinite(map_rows(loss, rows.y, margin))
+    if getattr(loss, "value_check", True):  # Objective.value_check
+        value_ok = jnp.isfinite(map_rows(loss, rows.y, margin))
+    else:
+        value_ok = jnp.ones(margin.shape[0], bool)
     w = rows.w
     g = g * w.reshape(w.shape + (1,) * (g.ndim - 1))
     h = h * w.reshape(w.shape + (1,) * (h.ndim - 1))  # (N,), (N, K) diagonal, (N, K, K)
