@@ -155,6 +155,19 @@ loss (``resolve`` names it in its error; the entries' defaults may differ, e.g. 
 ``count:poisson`` is ``poisson(max_delta_step=0.7)`` with ``max_delta_step=0.7``)."""
 
 
+_PEER_TRAINING = {
+    "poisson": ", with XGBoost's Hessian as objectives.poisson(max_delta_step=0.7) and "
+    "train(max_delta_step=0.7)",
+    "pseudo_huber": "; XGBoost trains it with the exact Hessian and no leaf refit "
+    "(jaxboost's default: a constant Hessian and a Newton leaf refit), so "
+    "train('pseudo_huber', ..., hessian='exact', refit=None) grows XGBoost's trees; "
+    "XGBoost starts from one Newton step from 0, jaxboost from the loss's minimiser "
+    "(base_margin= sets the start)",
+}
+"""What ``resolve``'s error adds where a peer trains the same loss otherwise than the
+catalogue entry's defaults."""
+
+
 def resolve(objective):
     """A catalogue name -> its entry; entries and callables pass through.
 
@@ -169,13 +182,7 @@ def resolve(objective):
                 raise ValueError(
                     f"unknown objective {objective!r}: that is XGBoost's or LightGBM's "
                     f"name; jaxboost's catalogue entry for the same loss is {peer!r} "
-                    f"(objectives.{peer})"
-                    + (
-                        ", with XGBoost's Hessian as objectives.poisson(max_delta_step="
-                        "0.7) and train(max_delta_step=0.7)"
-                        if peer == "poisson"
-                        else ""
-                    )
+                    f"(objectives.{peer})" + _PEER_TRAINING.get(peer, "")
                 )
             raise ValueError(
                 f"unknown objective {objective!r}; catalogue entries: "

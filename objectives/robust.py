@@ -85,7 +85,11 @@ def pseudo_huber_loss(y, pred, *, delta=1.0):
     residual r is ``-r (1 + (r/delta)^2)``, which overshoots (diverges) for
     |r| > delta; the tree fits the bounded gradient and the leaves are refit on the true
     loss by damped Newton steps. Use ``hessian="exact"`` when residuals are of order
-    delta. Metric ``"objective"``.
+    delta. Metric ``"objective"``. XGBoost trains it with the exact Hessian and no
+    refit, from one Newton step from 0 (its ``base_score``, :math:`-\sum g / \sum h`
+    at margin 0) where jaxboost starts from the loss's minimiser:
+    ``train(objectives.pseudo_huber, X, y, hessian="exact", refit=None,
+    base_margin=base_score)`` is XGBoost's model (``tests/test_peer_names.py``).
 
     >>> round(float(pseudo_huber_loss(0.0, 3.0)), 4)
     2.1623

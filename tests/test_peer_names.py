@@ -78,6 +78,43 @@ def test_peer_objective_names_point_to_the_catalogue(binary, peer, ours):
         jaxboost.train(peer, X, y, n_rounds=2)
 
 
+def test_pseudo_huber_as_xgboost_trains_it(binary):
+    """XGBoost's ``reg:pseudohubererror`` is the catalogue's pseudo-Huber loss trained
+    with the exact Hessian and no leaf refit (jaxboost's default refits leaves), started
+    from one Newton step from 0 (jaxboost: the loss's minimiser): the error says so,
+    and that training from XGBoost's start gives XGBoost's margins (run here)."""
+    import json
+
+    xgb = pytest.importorskip("xgboost")
+    X, _ = binary
+    X = (np.round(X * 4) / 4).astype(np.float32)
+    y = (X[:, 0] + np.random.default_rng(3).standard_t(2, len(X))).astype(np.float32)
+    with pytest.raises(ValueError, match=r"hessian='exact', refit=None\) grows XGBoost's"):
+        jaxboost.train("reg:pseudohubererror", X, y, n_rounds=2)
+    params = dict(objective="reg:pseudohubererror", tree_method="exact", nthread=1)
+    d = xgb.DMatrix(X, label=y)
+    ref = xgb.train(dict(params, eta=0.3, max_depth=3), d, 10)
+    base = json.loads(ref.save_config())["learner"]["learner_model_param"]["base_score"]
+    base = float(base.strip("[]"))
+    r = y.astype(np.float64)  # one Newton step from 0: -sum g / sum h
+    assert base == pytest.approx(np.sum(r / np.sqrt(1 + r * r)) / np.sum((1 + r * r) ** -1.5))
+    ours = jaxboost.train(
+        "pseudo_huber",
+        X,
+        y,
+        n_rounds=10,
+        learning_rate=0.3,
+        max_depth=3,
+        hessian="exact",
+        refit=None,
+        base_margin=base,
+    )
+    margins = ours.predict(X, output_margin=True)
+    np.testing.assert_allclose(margins, ref.predict(d, output_margin=True), atol=1e-5, rtol=0)
+    default = jaxboost.train("pseudo_huber", X, y, n_rounds=10, learning_rate=0.3, max_depth=3)
+    assert np.abs(default.predict(X, output_margin=True) - margins).max() > 1e-2
+
+
 def test_scale_pos_weight_equals_xgboost(binary):
     """XGBoost's scale_pos_weight multiplies the positive rows' g and h: the same
     model as jaxboost's classifier with it (XGBoost run here, exact margins)."""
