@@ -119,7 +119,10 @@ def lambdarank_loss(y, f, mask, *, sigma=1.0, k=None):
     (Burges 2010). ``k=None`` weighs the whole query. Labels: graded relevance y >= 0.
     The same pairs and weights as XGBoost's ``rank:ndcg`` (exponential gain) when that
     uses every pair (``lambdarank_pair_method="topk"``, ``lambdarank_num_pair_per_sample``
-    >= the query size). Default metric ``"ndcg@10"``.
+    >= the query size). ``k`` is NDCG's cut-off, not XGBoost's
+    ``lambdarank_num_pair_per_sample=k``, which forms and weighs its top-k pairs
+    otherwise (their gradients differ by up to 0.5 on a query of 12 rows): only
+    ``k=None`` trains XGBoost's model. Default metric ``"ndcg@10"``.
 
     >>> y, m = jnp.array([1.0, 0.0]), jnp.ones(2, bool)
     >>> round(float(lambdarank_loss(y, jnp.zeros(2), m)), 4)  # |Delta| = 1 - 1/log2(3)
