@@ -163,12 +163,33 @@ def group_grad_hess(
       >>> [round(float(v), 4) for v in g]  # softmax(f) - softmax(y) within each group
       [-0.2311, 0.2311, -0.4537, 0.2268, 0.2268]
     """
+    try:
+        hash(loss)
+    except TypeError:  # a loss that cannot key a compiled program: op by op
+        return _weighted_derivatives(
+            loss, y, pred, sample_weight, idx, key, exact_max, probes, hessian, floor
+        )
+    return _weighted_derivatives_jit(
+        loss, y, pred, sample_weight, idx, key, exact_max, probes, hessian, floor
+    )
+
+
+def _weighted_derivatives(
+    loss, y, pred, sample_weight, idx, key, exact_max, probes, hessian, floor
+):
     g, h, _ = group_derivatives(
         loss, y, pred, idx, key, exact_max=exact_max, probes=probes, hessian=hessian, floor=floor
     )
     if sample_weight is not None:
         g, h = g * sample_weight, h * sample_weight
     return g, h
+
+
+# Called outside training (which traces group_derivatives itself), one compiled program
+# per loss and group shapes: op by op, 12 groups of 1-40 rows took 10 s, compiled 0.6 s.
+_weighted_derivatives_jit = jax.jit(
+    _weighted_derivatives, static_argnames=("loss", "exact_max", "probes", "hessian")
+)
 
 
 def group_derivatives(
