@@ -14,6 +14,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from objectives._sort import argsort_stable, run_bounds
+
 from .._types import bucket_rows
 from ..errors import DataError
 from ._base import builtin, scalar_pred
@@ -41,30 +43,76 @@ def _cox_nloglik(y, pred, w):
     return jnp.sum(we * nll) / jnp.sum(we)
 
 
-_CINDEX_BLOCK = 128
+def _order(x):
+    """Stable ascending order of a float vector (``argsort_stable``'s integer sort for
+    float32)."""
+    if x.dtype == jnp.float32:
+        return argsort_stable(x)
+    return jnp.argsort(x, stable=True).astype(jnp.int32)
 
 
-def concordance_sums(t_i, f_i, w_i, t, f, w):
+def concordance_sums(t, f, w_event, w):
     r"""Harrell's C as two sums: ``[concordant weight, comparable weight]``, shape (2,).
 
-    Over pairs of a row ``i`` of ``(t_i, f_i, w_i)`` and a row ``j`` of ``(t, f, w)``
-    with :math:`t_j > t_i` and :math:`w_j > 0`: the sum of :math:`w_i w_j ([f_i > f_j] +
-    \tfrac12 [f_i = f_j])` and of :math:`w_i w_j`. Rows ``i`` that are not events carry
-    :math:`w_i = 0`. One ``lax.map`` over the ``i`` rows in blocks of ``_CINDEX_BLOCK``
-    (``O(N)`` memory per row of a block), in the inputs' float type: the one
-    implementation behind the ``cindex`` metric (float32, traced in training) and
-    ``jaxboost.survival.concordance_index`` (float64, events only).
+    Over the pairs of rows ``(i, j)`` with :math:`t_j > t_i`: the sums of
+    :math:`v_i w_j ([f_i > f_j] + \tfrac12 [f_i = f_j])` and of :math:`v_i w_j`, where
+    ``w_event`` :math:`v` is each row's weight as the row that fails first (0 for rows
+    that are not events) and ``w`` its weight as the later row. All ``(N,)``, in the
+    inputs' float type: the one implementation behind the ``cindex`` metric (float32,
+    traced in training) and ``jaxboost.survival.concordance_index`` (float64).
+
+    :math:`O(N \log^2 N)`, not the :math:`O(N^2)` of comparing every pair (100,000
+    rows: 4.3 s as blocks of pairs): the rows sorted by time, the ones after row
+    :math:`i`'s time are :math:`O(\log N)` aligned blocks of positions (block
+    :math:`b \oplus 1` of size :math:`2^\ell` wherever bit :math:`\ell` of the last
+    position of :math:`t_i` is 0); each level's blocks are sorted by :math:`f` once
+    (one sort of packed integer keys: block, rank of :math:`f`, position), and a row's
+    weight of smaller and equal :math:`f` in a block is a difference of running sums
+    at two searched positions.
+
+    >>> import jax.numpy as jnp
+    >>> t, f = jnp.array([1.0, 2.0, 3.0, 4.0]), jnp.array([3.0, 1.0, 0.0, 2.0])
+    >>> concordance_sums(t, f, jnp.array([1.0, 0.0, 1.0, 1.0]), jnp.ones(4)).tolist()
+    [3.0, 4.0]
     """
-
-    def one(args):
-        ti, fi, wgt = args
-        comp = (t > ti) & (w > 0)
-        conc = jnp.where(fi > f, 1.0, jnp.where(fi == f, 0.5, 0.0))
-        return wgt * jnp.stack(
-            [jnp.sum(jnp.where(comp, w * conc, 0.0)), jnp.sum(jnp.where(comp, w, 0.0))]
-        )
-
-    return jnp.sum(jax.lax.map(one, (t_i, f_i, w_i), batch_size=_CINDEX_BLOCK), axis=0)
+    n = t.shape[0]
+    dtype = f.dtype
+    order = _order(t)
+    ts, fs, ws, vs = t[order], f[order], w[order], w_event[order]
+    _, last = run_bounds(ts)  # the rows after position last[p] have later times
+    # dense ranks of f (ties share one): ranks, not floats, go into the keys
+    by_f = _order(fs)
+    fsorted = fs[by_f]
+    new = jnp.concatenate(
+        [jnp.zeros(1, jnp.int32), (fsorted[1:] != fsorted[:-1]).astype(jnp.int32)]
+    )
+    rank = jnp.zeros(n, jnp.int32).at[by_f].set(jnp.cumsum(new))
+    after = jnp.cumsum(ws[::-1])[::-1]  # weight at positions >= p
+    later = jnp.where(last + 1 < n, after[jnp.minimum(last + 1, n - 1)], 0.0)
+    bits = max(1, int(n - 1).bit_length())
+    concordant = jnp.zeros(n, dtype)
+    with jax.enable_x64(True):
+        pos = jnp.arange(n, dtype=jnp.uint64)
+        r = rank.astype(jnp.uint64)
+        q = last.astype(jnp.uint64)
+        for level in range(bits):
+            lo_bits = jnp.uint64((1 << level) - 1)
+            shift = jnp.uint64(bits + level)
+            key = ((pos >> level) << shift) | (r << level) | (pos & lo_bits)
+            key = jax.lax.sort(key)
+            moved = ((key >> shift) << level) | (key & lo_bits)  # each key's position
+            cum = jnp.concatenate([jnp.zeros(1, dtype), jnp.cumsum(ws[moved.astype(jnp.int32)])])
+            block = q >> level
+            sibling = block + jnp.uint64(1)
+            start = sibling << level
+            use = ((block & jnp.uint64(1)) == 0) & (start < n)
+            below = jnp.searchsorted(key, (sibling << shift) | (r << level))
+            # rank + 1 may carry into the block bits: the next block's start, as wanted
+            upto = jnp.searchsorted(key, (sibling << shift) + ((r + jnp.uint64(1)) << level))
+            first = cum[jnp.minimum(start, n).astype(jnp.int32)]
+            smaller, equal = cum[below] - first, cum[upto] - cum[below]
+            concordant = concordant + jnp.where(use, smaller + 0.5 * equal, 0.0).astype(dtype)
+    return jnp.stack([jnp.sum(vs * concordant), jnp.sum(vs * later)]).astype(dtype)
 
 
 def _cindex(y, pred, w):
@@ -73,9 +121,10 @@ def _cindex(y, pred, w):
     Over the comparable pairs, :math:`T_i < T_j` with row i an event
     (:math:`y_i > 0`), the weighted (:math:`w_i w_j`) share where :math:`f_i > f_j`,
     ties in ``f`` counting one half; 0.5 = random order, 1 = perfect (and 0.5 when no
-    pair is comparable). Labels as ``objectives.cox``. :math:`O(N^2)` comparisons in
-    blocks of rows (``concordance_sums``); ``jaxboost.survival.concordance_index`` is
-    the same sums in float64 for NumPy arrays.
+    pair is comparable). Labels as ``objectives.cox``. :math:`O(N \log^2 N)`
+    (``concordance_sums``: 20,000 rows 26 ms, 100,000 rows 0.16 s on 2 cores);
+    ``jaxboost.survival.concordance_index`` is the same sums in float64 for NumPy
+    arrays.
 
     >>> float(cindex([1.0, -2.0, 3.0], [2.0, 1.0, 0.0]))
     1.0
@@ -84,9 +133,8 @@ def _cindex(y, pred, w):
     y = jnp.asarray(y, jnp.float32)
     f = jnp.asarray(pred, jnp.float32)
     w = jnp.asarray(w, jnp.float32)
-    t = jnp.abs(y)
     wi = jnp.where(y > 0, w, 0.0)
-    sums = concordance_sums(t, f, wi, t, f, w)
+    sums = concordance_sums(jnp.abs(y), f, wi, w)
     return jnp.where(sums[1] > 0, sums[0] / jnp.where(sums[1] > 0, sums[1], 1.0), 0.5)
 
 
@@ -110,9 +158,9 @@ def concordance_index(y, risk, sample_weight=None) -> float:
     0.5 is a random order, 1 a perfect one. ``risk`` is anything increasing in the
     hazard: a Cox model's margins or hazard ratios (``Booster.predict``), or minus a
     predicted survival time. The sums are those of the ``cindex`` metric
-    (``jaxboost.metrics.survival.concordance_sums``), here in float64 over the events:
-    :math:`O(N^2)` comparisons in blocks of rows (O(N) memory per block), compiled
-    once per size bucket of the rows and the events.
+    (``jaxboost.metrics.survival.concordance_sums``), here in float64:
+    :math:`O(N \log^2 N)` (100,000 rows: 0.22 s; comparing every pair took 8.9 s),
+    compiled once per size bucket of the rows.
 
     Args:
       y: ``(N,)`` labels, y > 0 event at time y, y < 0 censored at time -y (nonzero).
@@ -144,25 +192,24 @@ def concordance_index(y, risk, sample_weight=None) -> float:
     w = np.ones_like(y) if sample_weight is None else np.asarray(sample_weight, np.float64).ravel()
     if w.shape != y.shape or not np.all(np.isfinite(w) & (w >= 0)):
         raise DataError("sample_weight must be one finite non-negative weight per row")
-    t = np.abs(y)
-    events = np.flatnonzero((y > 0) & (w > 0))
-    if events.size == 0:
+    if not np.any((y > 0) & (w > 0)):
         return float("nan")
-    # Rows padded to size buckets with weight 0 (no pair), so similar sizes share one
-    # compiled program.
-    i_rows = [_padded(a[events]) for a in (t, r, w)]
-    j_rows = [_padded(a) for a in (t, r, w)]
+    # Rows padded to size buckets (the latest time, weight 0: in no pair), so similar
+    # sizes share one compiled program.
+    n = bucket_rows(y.shape[0])
+    t = _padded(np.abs(y), n, np.abs(y).max())
+    rows = [t, _padded(r, n), _padded(np.where(y > 0, w, 0.0), n), _padded(w, n)]
     with jax.enable_x64(True):
-        num, den = np.asarray(_sums(*i_rows, *j_rows), np.float64)
+        num, den = np.asarray(_sums(*rows), np.float64)
     return float(num / den) if den > 0 else float("nan")
 
 
-def _padded(a: np.ndarray) -> np.ndarray:
-    out = np.zeros(bucket_rows(a.shape[0]), np.float64)
+def _padded(a: np.ndarray, n: int, fill: float = 0.0) -> np.ndarray:
+    out = np.full(n, fill, np.float64)
     out[: a.shape[0]] = a
     return out
 
 
 @jax.jit
-def _sums(t_i, f_i, w_i, t, f, w):
-    return concordance_sums(t_i, f_i, w_i, t, f, w)
+def _sums(t, f, w_event, w):
+    return concordance_sums(t, f, w_event, w)
