@@ -23,7 +23,10 @@ arithmetic are broken by float rounding in both libraries too: depthwise case 14
 in XGBoost and ``f0 < 16.5`` in jaxboost; with both children's weights clipped to
 +-0.3 the gain moves by 1.2 times the sum of g of the rows between the two cuts, and those
 rows have ``y = 1``, g = 0: equal gains in float64, 1 ulp apart in float32 (34.2208061
-and 34.2208099). A failing case prints its number and settings; rerun one with
+and 34.2208099). Logistic's first round (g = +-0.5 at p = 0.5) with ``max_delta_step``
+makes such ties common: depthwise cases 280 and 318 of 300 (``--first 100``) split
+a node one cut apart, two rows of g = +0.5 and -0.5 between the cuts, the same gain
+printed by both. A failing case prints its number and settings; rerun one with
 ``--first N --cases 1``. Nothing is asserted and nothing is written.
 
     python benchmarks/parity_fuzz.py --cases 200
