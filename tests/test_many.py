@@ -148,8 +148,10 @@ def test_errors_say_what_to_do(data):
         jaxboost.train_many([{"learning_rate": 0.1}], X, y)
     with pytest.raises(ValueError, match="configuration 1: learning_rate"):
         jaxboost.train_many(["logistic", {"objective": "squared", "learning_rate": -1.0}], X, y)
-    with pytest.raises(TypeError, match="group loss"):
+    with pytest.raises(TypeError, match=r"group loss.*with train\(\.\.\., group=\.\.\.\)"):
         jaxboost.train_many([O.ranknet], X, y)
+    with pytest.raises(TypeError, match=r"group loss.*with train\(\.\.\.\)$"):
+        jaxboost.train_many([O.cox], X, y)  # all rows one group: no group= needed
     with pytest.raises(TypeError, match="list of configurations"):
         jaxboost.train_many("logistic", X, y)
     with pytest.raises(jaxboost.DataError, match="configuration 0"):

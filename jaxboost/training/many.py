@@ -116,7 +116,11 @@ def _configure(i, merged, common, data):
     try:
         loss = resolve_objective(merged["objective"])
         if isinstance(loss, GroupObjective):
-            raise TypeError(f"{loss!r} is a group loss; train it with train(group=...)")
+            how = "train(...)" if loss.whole_data else "train(..., group=...)"
+            raise TypeError(
+                f"{loss!r} is a group loss, which train_many does not take yet; train "
+                f"each configuration with {how}"
+            )
         args = dict(common, **merged)
         del args["objective"]
         args.update(init_model=None, group=None, verbose=False, eval_metric=None)
