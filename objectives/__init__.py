@@ -128,6 +128,7 @@ PEER_NAMES = {
     "reg:quantileerror": "quantile",
     "binary:logistic": "logistic",
     "binary:logitraw": "logistic",
+    "reg:logistic": "logistic",
     "multi:softprob": "softmax",
     "multi:softmax": "softmax",
     "count:poisson": "poisson",
@@ -155,6 +156,14 @@ loss (``resolve`` names it in its error; the entries' defaults may differ, e.g. 
 ``count:poisson`` is ``poisson(max_delta_step=0.7)`` with ``max_delta_step=0.7``)."""
 
 
+_PEER_WITHOUT_ENTRY = {
+    "survival:aft": "XGBoost's accelerated failure time loss has no catalogue entry yet: "
+    "its interval likelihood is a loss of your own on y={'lower': ..., 'upper': ...} "
+    "(examples/interval_censored.py writes it in JAX, trains it and compares it with "
+    "survival:aft)",
+}
+"""Peers' objective names without a catalogue entry -> what to do instead."""
+
 _PEER_TRAINING = {
     "poisson": ", with XGBoost's Hessian as objectives.poisson(max_delta_step=0.7) and "
     "train(max_delta_step=0.7)",
@@ -177,6 +186,9 @@ def resolve(objective):
     if isinstance(objective, str):
         entry = CATALOGUE.get(objective, GROUP_CATALOGUE.get(objective))
         if entry is None:
+            missing = _PEER_WITHOUT_ENTRY.get(objective.strip().lower())
+            if missing is not None:
+                raise ValueError(f"unknown objective {objective!r}: {missing}")
             peer = PEER_NAMES.get(objective.strip().lower())
             if peer is not None:
                 raise ValueError(

@@ -70,12 +70,19 @@ def test_a_misspelt_keyword_is_still_pythons_error(binary):
         ("binary", "logistic"),
         ("regression_l1", "absolute"),
         ("reg:tweedie", "tweedie"),
+        ("reg:logistic", "logistic"),
     ],
 )
 def test_peer_objective_names_point_to_the_catalogue(binary, peer, ours):
     X, y = binary
     with pytest.raises(ValueError, match=rf"catalogue entry for the same loss is '{ours}'"):
         jaxboost.train(peer, X, y, n_rounds=2)
+
+
+def test_a_peer_objective_without_an_entry_says_what_to_do(binary):
+    X, y = binary
+    with pytest.raises(ValueError, match=r"survival:aft.*examples/interval_censored.py"):
+        jaxboost.train("survival:aft", X, y, n_rounds=2)
 
 
 def test_pseudo_huber_as_xgboost_trains_it(binary):
