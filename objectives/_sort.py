@@ -33,14 +33,17 @@ def ordered_bits(x):
 
 
 def argsort_stable(x):
-    """``jnp.argsort(x, stable=True)`` of a float32 vector ``(N,)``, as ``(N,)`` int32
-    (``-0.0`` ties with ``0.0``): one sort of uint64 keys, the value's code above the
-    row.
+    """``jnp.argsort(x, stable=True)`` of a vector ``(N,)``, as ``(N,)`` int32 (``-0.0``
+    ties with ``0.0``). float32: one sort of uint64 keys, the value's code above the
+    row; any other type (float64 under x64, whose order float32 codes would lose) by
+    ``jnp.argsort`` itself.
 
     >>> import jax.numpy as jnp
     >>> argsort_stable(jnp.array([2.0, -1.0, 2.0, 0.5])).tolist()
     [1, 3, 0, 2]
     """
+    if x.dtype != jnp.float32:
+        return jnp.argsort(x, stable=True).astype(jnp.int32)
     n = x.shape[0]
     row_bits = max(1, int(n - 1).bit_length())
     with jax.enable_x64(True):
@@ -64,6 +67,19 @@ def pairwise_ranks(key):
     return jnp.sum(before, axis=-1, dtype=jnp.int32)
 
 
+def run_ids(sorted_x):
+    """Each position's run of equal values in a sorted vector, numbered from 0 (a
+    running count of changes): equal values share one id, ids keep the values' order
+    (dense ranks), int32.
+
+    >>> import jax.numpy as jnp
+    >>> run_ids(jnp.array([1.0, 2.0, 2.0, 5.0])).tolist()
+    [0, 1, 1, 2]
+    """
+    change = (sorted_x[1:] != sorted_x[:-1]).astype(jnp.int32)
+    return jnp.cumsum(jnp.concatenate([jnp.zeros(1, jnp.int32), change]))
+
+
 def run_bounds(sorted_x):
     """For each position ``p`` of a sorted vector, the first and the last position of
     the values equal to ``sorted_x[p]``: ``jnp.searchsorted(sorted_x, sorted_x,
@@ -79,8 +95,7 @@ def run_bounds(sorted_x):
     """
     n = sorted_x.shape[0]
     pos = jnp.arange(n, dtype=jnp.int32)
-    change = (sorted_x[1:] != sorted_x[:-1]).astype(jnp.int32)
-    run = jnp.cumsum(jnp.concatenate([jnp.zeros(1, jnp.int32), change]))
+    run = run_ids(sorted_x)
     first = jnp.full(n, n, jnp.int32).at[run].min(pos)[run]
     last = jnp.zeros(n, jnp.int32).at[run].max(pos)[run]
     return first, last

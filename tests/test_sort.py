@@ -26,3 +26,17 @@ def test_run_bounds_are_searchsorted_left_and_right():
     first, last = jax.jit(run_bounds)(s)
     np.testing.assert_array_equal(first, np.searchsorted(s, s, side="left"))
     np.testing.assert_array_equal(last, np.searchsorted(s, s, side="right") - 1)
+
+
+def test_float64_keeps_its_own_order_and_run_ids_are_dense_ranks():
+    """Under x64 a float64 vector is ordered by its float64 values: float32 codes would
+    tie 1 and 1 + 1e-12 and leave them in row order (Cox on float64 times, the
+    float64 C-index). ``run_ids`` numbers a sorted vector's runs of equal values."""
+    from objectives._sort import run_ids
+
+    with jax.enable_x64(True):
+        x = np.array([1.0 + 1e-12, 1.0, 3.0, 1.0 + 1e-12, -2.0])
+        got = np.asarray(jax.jit(argsort_stable)(jax.numpy.asarray(x, jax.numpy.float64)))
+        np.testing.assert_array_equal(got, np.argsort(x, kind="stable"))
+        s = np.sort(x)
+        assert np.asarray(run_ids(jax.numpy.asarray(s))).tolist() == [0, 1, 2, 2, 3]

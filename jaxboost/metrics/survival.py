@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from objectives._sort import argsort_stable, run_bounds
+from objectives._sort import argsort_stable, run_bounds, run_ids
 
 from .._types import bucket_rows
 from ..errors import DataError
@@ -43,14 +43,6 @@ def _cox_nloglik(y, pred, w):
     return jnp.sum(we * nll) / jnp.sum(we)
 
 
-def _order(x):
-    """Stable ascending order of a float vector (``argsort_stable``'s integer sort for
-    float32)."""
-    if x.dtype == jnp.float32:
-        return argsort_stable(x)
-    return jnp.argsort(x, stable=True).astype(jnp.int32)
-
-
 def concordance_sums(t, f, w_event, w):
     r"""Harrell's C as two sums: ``[concordant weight, comparable weight]``, shape (2,).
 
@@ -77,16 +69,12 @@ def concordance_sums(t, f, w_event, w):
     """
     n = t.shape[0]
     dtype = f.dtype
-    order = _order(t)
+    order = argsort_stable(t)
     ts, fs, ws, vs = t[order], f[order], w[order], w_event[order]
     _, last = run_bounds(ts)  # the rows after position last[p] have later times
     # dense ranks of f (ties share one): ranks, not floats, go into the keys
-    by_f = _order(fs)
-    fsorted = fs[by_f]
-    new = jnp.concatenate(
-        [jnp.zeros(1, jnp.int32), (fsorted[1:] != fsorted[:-1]).astype(jnp.int32)]
-    )
-    rank = jnp.zeros(n, jnp.int32).at[by_f].set(jnp.cumsum(new))
+    by_f = argsort_stable(fs)
+    rank = jnp.zeros(n, jnp.int32).at[by_f].set(run_ids(fs[by_f]))
     after = jnp.cumsum(ws[::-1])[::-1]  # weight at positions >= p
     later = jnp.where(last + 1 < n, after[jnp.minimum(last + 1, n - 1)], 0.0)
     bits = max(1, int(n - 1).bit_length())
