@@ -61,7 +61,16 @@ class Hyperparameters:
     check and the ``objectives.name(k=v)`` repr. Subclasses are frozen dataclasses with
     the fields ``name``, ``loss``, ``params`` and ``check_labels``."""
 
-    name: str  # a field of every subclass (declared here for type checkers)
+    name: str  # fields of every subclass (declared here for type checkers)
+    value_check: bool
+
+    def _check_value_check(self) -> None:
+        """``value_check`` (a field of both subclasses) must be a bool."""
+        flag = self.value_check
+        if not isinstance(flag, bool):
+            raise TypeError(
+                f"{type(self).__name__} value_check must be True or False, got {flag!r}"
+            )
 
     @property
     def label(self) -> str:
@@ -236,8 +245,7 @@ class Objective(Hyperparameters):
             raise ValueError(f"refit must be one of {REFITS}, got {self.refit!r}")
         if self.h_sign not in H_SIGNS:
             raise ValueError(f"h_sign must be one of {H_SIGNS}, got {self.h_sign!r}")
-        if not isinstance(self.value_check, bool):
-            raise TypeError(f"value_check must be True or False, got {self.value_check!r}")
+        self._check_value_check()
 
     def _check_params(self, params: dict) -> None:
         if self.check_params is not None:

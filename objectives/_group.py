@@ -112,10 +112,7 @@ class GroupObjective(Hyperparameters):
                 raise TypeError(
                     f"GroupObjective {field} must be callable or None, got {type(v).__name__}"
                 )
-        if not isinstance(self.value_check, bool):
-            raise TypeError(
-                f"GroupObjective value_check must be True or False, got {self.value_check!r}"
-            )
+        self._check_value_check()
         if not isinstance(self.metric, str):
             raise TypeError(
                 f"GroupObjective metric must be a metric name, got {type(self.metric).__name__}"

@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 from conftest import parity_data
+from xgb_readout import xgb_base_score
 
 import jaxboost
 import objectives
@@ -249,8 +250,7 @@ def test_quantile_and_absolute_error_margins_match_xgboost(data, entry, name, al
     bst = jaxboost.train(
         entry, X, yr, n_rounds=rounds, learning_rate=LR, max_depth=3, sample_weight=w
     )
-    base = json.loads(ref.save_config())["learner"]["learner_model_param"]["base_score"]
-    base = float(base.strip("[]"))  # XGBoost 3 writes a vector: "[1.3610857E0]"
+    base = xgb_base_score(ref)
     assert np.float32(bst.base_margin) == np.float32(base)
     np.testing.assert_allclose(
         bst.predict(X, output_margin=True), ref.predict(d, output_margin=True), atol=1e-5, rtol=0

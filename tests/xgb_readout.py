@@ -6,6 +6,8 @@ zero gain is not made, so a few leaves may hold several); a leaf's value is then
 ``-G/H`` and its cover ``H``, so ``G = -value * cover``.
 """
 
+import json
+
 import numpy as np
 
 
@@ -23,3 +25,10 @@ def xgb_leaf_grad_hess(xgb, params, y, f0, qid=None):
     leaf = bst.predict(xgb.DMatrix(X), pred_leaf=True).reshape(n)
     h = leaves.loc[leaf, "Cover"].to_numpy()
     return -leaves.loc[leaf, "Gain"].to_numpy() * h, h, leaf
+
+
+def xgb_base_score(booster) -> float:
+    """An XGBoost booster's ``base_score`` (its intercept, on the response scale), read
+    from its configuration: XGBoost 3 writes a vector, ``"[1.3610857E0]"``."""
+    config = json.loads(booster.save_config())
+    return float(config["learner"]["learner_model_param"]["base_score"].strip("[]"))
