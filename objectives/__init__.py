@@ -24,6 +24,7 @@ tweedie       power=1.5        exp              positive     exact / --         
 focal         gamma=2.0        sigmoid          any          clip / --            logloss
 softmax       n_classes=None   softmax (K)      positive     exact / --           mlogloss
 gaussian_nll  --               (mean, std)      nonnegative  expected / --        objective
+aft           sigma=1.0        exp (time)       nonnegative  exact / --           objective
 ============  ===============  ===============  ===========  ===================  ==============
 
 "h sign" is the sign of the exact per-row Hessian (its diagonal for vector outputs) on
@@ -31,7 +32,11 @@ the loss's domain; "any" marks the non-convex losses (Cauchy beyond ``|r| > scal
 focal for confidently wrong rows). Each loss's docstring gives its formula, closed-form
 g and h, label domain, and why its defaults were chosen. ``softmax`` has ``K`` outputs
 (``n_classes``, inferred from the labels when None) and ``gaussian_nll`` two (mean and
-log standard deviation). ``softmax`` also takes ``curvature``: ``"exact"`` (default,
+log standard deviation). ``aft`` (accelerated failure time) takes event times, or an
+interval per row (``y={"lower": ..., "upper": ...}``, ``label_fields``: left-, right-
+and interval-censored times), and ``distribution`` (normal, logistic, extreme) and
+``clip`` (XGBoost's ranges for g and h) beside ``sigma``; see ``aft_loss``.
+``softmax`` also takes ``curvature``: ``"exact"`` (default,
 the Hessian, diagonal p (1 - p) per class), ``"xgboost"`` (XGBoost's 2 p (1 - p): use
 it to match XGBoost's multi-class models) or ``"abs_residual"`` (|p - y|); see
 ``softmax_loss``.
@@ -71,7 +76,7 @@ from .distributional import gaussian_link, gaussian_nll
 from .glm import exp_link, gamma, poisson, tweedie
 from .ranking import lambdarank, listnet, ranknet
 from .robust import absolute, cauchy, huber, log_cosh, pseudo_huber, quantile
-from .survival import cox
+from .survival import aft, cox
 
 CATALOGUE = {
     o.name: o
@@ -91,6 +96,7 @@ CATALOGUE = {
         focal,
         softmax,
         gaussian_nll,
+        aft,
     )
 }
 
@@ -135,6 +141,7 @@ PEER_NAMES = {
     "reg:gamma": "gamma",
     "reg:tweedie": "tweedie",
     "survival:cox": "cox",
+    "survival:aft": "aft",
     "rank:pairwise": "ranknet",
     "rank:ndcg": "lambdarank",
     # LightGBM
@@ -156,14 +163,6 @@ loss (``resolve`` names it in its error; the entries' defaults may differ, e.g. 
 ``count:poisson`` is ``poisson(max_delta_step=0.7)`` with ``max_delta_step=0.7``)."""
 
 
-_PEER_WITHOUT_ENTRY = {
-    "survival:aft": "XGBoost's accelerated failure time loss has no catalogue entry yet: "
-    "its interval likelihood is a loss of your own on y={'lower': ..., 'upper': ...} "
-    "(examples/interval_censored.py writes it in JAX, trains it and compares it with "
-    "survival:aft)",
-}
-"""Peers' objective names without a catalogue entry -> what to do instead."""
-
 _PEER_TRAINING = {
     "poisson": ", with XGBoost's Hessian as objectives.poisson(max_delta_step=0.7) and "
     "train(max_delta_step=0.7)",
@@ -172,6 +171,11 @@ _PEER_TRAINING = {
     "train('pseudo_huber', ..., hessian='exact', refit=None) grows XGBoost's trees; "
     "XGBoost starts from one Newton step from 0, jaxboost from the loss's minimiser "
     "(base_margin= sets the start)",
+    "aft": "; objectives.aft(sigma=..., distribution=...) sets XGBoost's "
+    "aft_loss_distribution_scale and aft_loss_distribution, and intervals are "
+    "y={'lower': ..., 'upper': ...} (XGBoost's label_lower_bound and label_upper_bound); "
+    "XGBoost starts from base_score 0.5 (the margin log 0.5), jaxboost from the loss's "
+    "minimiser (base_margin= sets the start)",
 }
 """What ``resolve``'s error adds where a peer trains the same loss otherwise than the
 catalogue entry's defaults."""
@@ -186,9 +190,6 @@ def resolve(objective):
     if isinstance(objective, str):
         entry = CATALOGUE.get(objective, GROUP_CATALOGUE.get(objective))
         if entry is None:
-            missing = _PEER_WITHOUT_ENTRY.get(objective.strip().lower())
-            if missing is not None:
-                raise ValueError(f"unknown objective {objective!r}: {missing}")
             peer = PEER_NAMES.get(objective.strip().lower())
             if peer is not None:
                 raise ValueError(

@@ -147,10 +147,13 @@ class Hyperparameters:
         merged.update(values)
         return dataclasses.replace(self, params=tuple(sorted(merged.items())))
 
-    def validate_labels(self, y: np.ndarray) -> None:
-        """Run the label check (raises ``ValueError`` naming the loss and the row)."""
+    def validate_labels(self, y) -> None:
+        """Run the label check (raises ``ValueError`` naming the loss and the row);
+        ``y`` an array, or a dict of arrays for an entry with ``label_fields``."""
         if self.check_labels is not None:
-            self.check_labels(np.asarray(y), **dict(self.params))
+            if not isinstance(y, dict):
+                y = np.asarray(y)
+            self.check_labels(y, **dict(self.params))
 
     def __repr__(self):
         if self.params:
@@ -219,6 +222,11 @@ class Objective(Hyperparameters):
         closed-form ``grad_hess`` (logistic: a ``log1p`` per row, 2.2 of 3.1 ms a
         round on 1,000,000 rows. Not softmax: ``logsumexp(f) - f_y`` overflows at
         margins of 3e38 and -3e38 while its g stays finite).
+      label_fields: names of the label fields of an entry whose rows carry more than
+        one number (``aft``: ``("lower", "upper")``, an interval per row): ``y`` may
+        then be a dict of ``(N,)`` arrays with exactly these keys or an ``(N, L)``
+        array of the fields in this order, and the loss receives one row of it (a dict
+        of scalars, or an ``(L,)`` vector). Empty (the default): one label per row.
     """
 
     name: str
@@ -237,6 +245,7 @@ class Objective(Hyperparameters):
     check_params: Optional[Callable] = None
     grad_hess_diag: Optional[Callable] = None
     value_check: bool = True
+    label_fields: tuple = ()
 
     def __post_init__(self):
         if self.hessian not in HESSIAN_POLICIES:
@@ -246,6 +255,27 @@ class Objective(Hyperparameters):
         if self.h_sign not in H_SIGNS:
             raise ValueError(f"h_sign must be one of {H_SIGNS}, got {self.h_sign!r}")
         self._check_value_check()
+        fields = self.label_fields
+        if not isinstance(fields, tuple) or not all(isinstance(k, str) for k in fields):
+            raise TypeError(f"label_fields must be a tuple of names, got {fields!r}")
+
+    def takes_label_fields(self, y) -> bool:
+        """Whether targets ``y`` with more than one number per row are this entry's
+        ``label_fields``: a dict with exactly those keys of ``(N,)`` arrays, or an
+        ``(N, L)`` array with one column per field.
+
+        >>> import objectives, numpy as np
+        >>> objectives.aft.takes_label_fields({"lower": np.ones(2), "upper": np.ones(2)})
+        True
+        >>> objectives.squared.takes_label_fields(np.ones((2, 2)))
+        False
+        """
+        fields = self.label_fields
+        if not fields:
+            return False
+        if isinstance(y, dict):
+            return sorted(y) == sorted(fields) and all(np.ndim(v) == 1 for v in y.values())
+        return np.ndim(y) == 2 and np.shape(y)[1] == len(fields)
 
     def _check_params(self, params: dict) -> None:
         if self.check_params is not None:

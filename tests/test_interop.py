@@ -280,8 +280,8 @@ DAMAGE = [
     ),
     (
         "objective",
-        lambda m: _set(m["learner"]["objective"], "name", "survival:aft"),
-        "survival:aft",
+        lambda m: _set(m["learner"]["objective"], "name", "binary:hinge"),
+        "binary:hinge",
     ),
     (
         "categorical split",

@@ -50,6 +50,7 @@ REQUIRED = {
     "cauchy",
     "softmax",
     "gaussian_nll",
+    "aft",
 }
 
 
@@ -122,6 +123,12 @@ def s_gamma(rng, hp, k):
 def s_tweedie(rng, hp, k):
     y = rng.gamma(2.0, 1.5, N) * (rng.uniform(size=N) < 0.6)
     return y, rng.uniform(-2.0, 2.0, N)
+
+
+def s_aft(rng, hp, k):
+    """Event times (one label per row): log T within a few sigma of the margin."""
+    f = rng.uniform(-1.0, 1.5, N)
+    return np.exp(f + hp["sigma"] * rng.uniform(-2.0, 2.0, N)), f
 
 
 def s_softmax(rng, hp, k):
@@ -200,6 +207,20 @@ def c_tweedie(y, f, power):
     g = -y * np.exp((1 - p) * f) + np.exp((2 - p) * f)
     h = (p - 1) * y * np.exp((1 - p) * f) + (2 - p) * np.exp((2 - p) * f)
     return loss, g, h
+
+
+def c_aft(y, f, sigma, distribution, clip):
+    """An event at y: -log of T's density, z = (log y - f) / sigma (clip leaves these
+    rows alone: |g| and h stay below 15)."""
+    z = (np.log(y) - f) / sigma
+    if distribution == "normal":
+        nll_z, dz, dzz = 0.5 * z * z + 0.5 * np.log(2 * np.pi), z, np.ones_like(z)
+    elif distribution == "logistic":
+        F = sig(z)
+        nll_z, dz, dzz = z + 2 * np.log1p(np.exp(-z)), 2 * F - 1, 2 * F * (1 - F)
+    else:  # extreme: log p = z - e^z
+        nll_z, dz, dzz = np.exp(z) - z, np.exp(z) - 1, np.exp(z)
+    return nll_z + np.log(sigma * y), -dz / sigma, dzz / sigma**2
 
 
 def c_focal(y, f, gamma):
@@ -298,6 +319,7 @@ SPECS = {
     "focal": Spec(s_focal, c_focal, [0, 1, 0.3, 1], [0, 1, -0.2, 0]),
     "softmax": Spec(s_softmax, c_softmax, [0, 1, 2, 2], [0, 1, 1.5, 2], engine_h=e_softmax),
     "gaussian_nll": Spec(s_gaussian, c_gaussian, model=m_gaussian, model_margin=(0.3, -0.4)),
+    "aft": Spec(s_aft, c_aft, [0.5, 3, 1, 7], [0.5, 3, 0.0, 7]),
 }
 
 VARIANTS = [
@@ -310,6 +332,8 @@ VARIANTS = [
     objectives.softmax(n_classes=4),
     objectives.softmax(curvature="xgboost"),
     objectives.softmax(n_classes=3, curvature="abs_residual"),
+    objectives.aft(distribution="logistic", sigma=0.7),
+    objectives.aft(distribution="extreme", sigma=1.5, clip=False),
 ]
 CASES = list(objectives.CATALOGUE.values()) + VARIANTS
 
@@ -467,7 +491,8 @@ def test_hessian_sign_is_as_claimed(obj):
         assert np.all(d > 0)
     elif obj.h_sign == "nonnegative":
         assert np.all(d >= 0)
-        if obj.name not in ("gaussian_nll",):
+        # (aft: h = 0 only on the interval (0, inf], not an event time; test_aft.py)
+        if obj.name not in ("gaussian_nll", "aft"):
             assert np.any(d == 0), "claims only nonnegative: some sampled h should be 0"
     else:
         assert obj.h_sign == "any"

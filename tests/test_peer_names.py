@@ -79,9 +79,9 @@ def test_peer_objective_names_point_to_the_catalogue(binary, peer, ours):
         jaxboost.train(peer, X, y, n_rounds=2)
 
 
-def test_a_peer_objective_without_an_entry_says_what_to_do(binary):
+def test_xgboost_aft_points_to_the_entry_and_its_interval_labels(binary):
     X, y = binary
-    with pytest.raises(ValueError, match=r"survival:aft.*examples/interval_censored.py"):
+    with pytest.raises(ValueError, match=r"is 'aft'.*label_lower_bound.*base_score 0.5"):
         jaxboost.train("survival:aft", X, y, n_rounds=2)
 
 

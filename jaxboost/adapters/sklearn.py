@@ -415,6 +415,25 @@ def _is_cox(objective) -> bool:
     return isinstance(entry, GroupObjective) and entry.name == "cox"
 
 
+def _refuse_label_fields(objective, y) -> None:
+    """The estimators take one label per row: an entry's intervals (``aft``'s
+    ``{"lower", "upper"}`` or ``(N, 2)``) go to ``jaxboost.train``."""
+    from objectives import Objective
+
+    try:
+        entry = resolve_objective(objective)
+    except (TypeError, ValueError):
+        return
+    if isinstance(entry, Objective) and entry.label_fields:
+        if isinstance(y, dict) or np.ndim(y) == 2:
+            fields = ", ".join(f"{k!r}: ..." for k in entry.label_fields)
+            raise ValueError(
+                f"JaxBoostRegressor takes one label per row (for {entry!r}: event "
+                f"times); train {len(entry.label_fields)} numbers per row with "
+                f"jaxboost.train({entry!r}, X, {{{fields}}})"
+            )
+
+
 class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
     """Gradient-boosted trees for regression on any per-row JAX loss.
 
@@ -491,6 +510,8 @@ class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
         Returns:
           self.
         """
+
+        _refuse_label_fields(self.objective, y)
 
         def encode(y, sample_weight):
             return self.objective, None, y, self.link

@@ -20,6 +20,7 @@ jaxboost           XGBoost                    base score (``learner_model_param`
 ``gamma``          ``reg:gamma``              ``exp(base margin)``
 ``tweedie``        ``reg:tweedie``            ``exp(base margin)`` (``tweedie_variance_power``)
 ``cox``            ``survival:cox``           ``exp(base margin)``, a hazard ratio
+``aft``            ``survival:aft``           ``exp(base margin)``, a time (``aft_loss_param``)
 ``ranknet``        ``rank:pairwise``          the base margin itself
 ``lambdarank``     ``rank:ndcg``              the base margin itself
 =================  =========================  ==================================================
@@ -117,6 +118,7 @@ _EXPORTS = {
     "gamma": "reg:gamma",
     "tweedie": "reg:tweedie",
     "cox": "survival:cox",
+    "aft": "survival:aft",
     "ranknet": "rank:pairwise",
     "lambdarank": "rank:ndcg",
 }
@@ -134,19 +136,23 @@ _IMPORTS = {
     "reg:gamma": "gamma",
     "reg:tweedie": "tweedie",
     "survival:cox": "cox",
+    "survival:aft": "aft",
     "rank:pairwise": "ranknet",
     "rank:ndcg": "lambdarank",
 }
 # Log-link entries: XGBoost stores their base score as a mean, exp(base margin), and
 # takes its float32 log back.
-_LOG_LINK = ("poisson", "gamma", "tweedie", "cox")
+_LOG_LINK = ("poisson", "gamma", "tweedie", "cox", "aft")
 # Entry -> (XGBoost's parameter block, {XGBoost parameter: jaxboost hyperparameter}).
 _OBJECTIVE_PARAMS = {
     "pseudo_huber": ("pseudo_huber_param", {"huber_slope": "delta"}),
     "quantile": ("quantile_loss_param", {"quantile_alpha": "alpha"}),
     "poisson": ("poisson_regression_param", {"max_delta_step": "max_delta_step"}),
     "tweedie": ("tweedie_regression_param", {"tweedie_variance_power": "power"}),
+    "aft": ("aft_loss_param", {"aft_loss_distribution_scale": "sigma"}),
 }
+# aft's distribution, a name: XGBoost's aft_loss_distribution (same names)
+_AFT_DISTRIBUTION = "aft_loss_distribution"
 _NO_PARENT = 2147483647  # XGBoost's parent of the root
 _MAX_CUTS = 254  # cuts per feature of a BinEdges with max_bin = 256
 _WIDE_CUTS = MAX_BIN_LIMIT - 2  # the most cuts per feature of any BinEdges
@@ -274,6 +280,8 @@ def _objective_block(name, obj, K) -> dict:
         values = {xk: _param_text(hyper[jk]) for xk, jk in names.items()}
         if name == "quantile":
             values["quantile_alpha"] = "[" + values["quantile_alpha"] + "]"
+        if name == "aft":
+            values[_AFT_DISTRIBUTION] = hyper["distribution"]
         block[key] = values
     elif name in ("squared", "logistic", "gamma"):
         block["reg_loss_param"] = {"scale_pos_weight": "1"}
@@ -305,6 +313,15 @@ def _import_objective(name, block, K):
         value = float(_param_text(v[0]))
         if value != entry.hyperparameters.get(jk):
             values[jk] = value
+    if name == "aft" and _AFT_DISTRIBUTION in params:
+        dist = params[_AFT_DISTRIBUTION]
+        if dist not in objectives.survival.AFT_DISTRIBUTIONS:
+            raise _malformed(
+                f"learner.objective.{key}.{_AFT_DISTRIBUTION} must be one of "
+                f"{list(objectives.survival.AFT_DISTRIBUTIONS)}, got {describe(dist)}"
+            )
+        if dist != entry.hyperparameters["distribution"]:
+            values["distribution"] = dist
     try:
         return entry(**values) if values else entry
     except (TypeError, ValueError) as e:

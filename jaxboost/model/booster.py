@@ -31,6 +31,7 @@ from ..inputs.arrays import (
     as_weights,
     is_side_data,
     pad_targets,
+    target_structure,
 )
 from ..inputs.frames import check_feature_names, check_names_list, frame_kind
 from ..inputs.sparse import ColumnView, block_rows, dense_rows, is_sparse
@@ -864,8 +865,14 @@ class Booster:
         w = as_weights(sample_weight, n)
         offsets = self._offsets(base_margin, n)
         validate = getattr(objective, "validate_labels", None)
-        if is_side_data(y):
-            if isinstance(objective, Objective) and not isinstance(objective, LinkedLoss):
+        entry = isinstance(objective, Objective) and not isinstance(objective, LinkedLoss)
+        if is_side_data(y) and entry and objective.label_fields:
+            if not objective.takes_label_fields(y):
+                from ..training.config import label_fields_message
+
+                raise DataError(label_fields_message(objective, target_structure(y)))
+        if is_side_data(y) and not (entry and objective.label_fields):
+            if entry:
                 raise DataError(
                     f"{objective!r} takes one label per row, y of shape (N,); "
                     f"side data (a dict or an (N, L) array) is for losses of "

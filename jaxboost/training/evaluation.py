@@ -192,7 +192,9 @@ def _eval_rows(e, edges, s, gather, targets):
             )
         ye = arrays.as_targets(e[1], Xe.shape[0])
         we = arrays.as_weights(e[2] if len(e) == 3 else None, Xe.shape[0])
-        if isinstance(s.loss, Objective) and not arrays.is_side_data(ye):
+        if isinstance(s.loss, Objective) and (
+            not arrays.is_side_data(ye) or s.loss.takes_label_fields(ye)
+        ):
             s.loss.validate_labels(ye)
     if arrays.target_structure(ye) != targets:
         raise DataError(
