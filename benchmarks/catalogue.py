@@ -5,7 +5,8 @@ libraries in this process on the same data with the same settings (depth 6, lear
 rate 0.1, 256 bins, 2 threads, 100 rounds; XGBoost through ``QuantileDMatrix``, binning
 included on both sides): absolute error and a 0.9 quantile (leaves refit to quantiles),
 pseudo-Huber (jaxboost's default Newton refit, and XGBoost's formulation: exact
-Hessian, no refit), Poisson, gamma, Tweedie, Cox, and learning to rank: LambdaRank and
+Hessian, no refit), Poisson, gamma, Tweedie, Cox, AFT (normal, a quarter each of
+events, right-, left- and interval-censored rows), and learning to rank: LambdaRank and
 RankNet on queries of 20 rows (every pair on both sides: XGBoost
 ``lambdarank_pair_method="topk"`` with ``lambdarank_num_pair_per_sample`` 20), and
 LambdaRank@10 on 2,000 queries of 2-384 rows (XGBoost ``rank:ndcg`` with its defaults,
@@ -59,6 +60,13 @@ def workloads(rows, features, seed=0):
     ycount = rng.poisson(np.exp(0.3 * lin)).astype(np.float32)
     time_ = np.round(rng.exponential(np.exp(-0.5 * lin)) * 20 + 1)
     ycox = np.where(rng.random(rows) < 0.7, time_, -time_).astype(np.float32)
+    # AFT: a quarter each events, right-, left- and interval-censored times
+    kind = np.arange(rows) % 4
+    t = time_.astype(np.float32)
+    yaft = {
+        "lower": np.select([kind == 0, kind == 1, kind == 2], [t, 0.7 * t, 0 * t], 0.8 * t),
+        "upper": np.select([kind == 0, kind == 1, kind == 2], [t, np.inf + t, 1.3 * t], 1.5 * t),
+    }
     yrank = np.clip(np.round(lin + 2), 0, 4).astype(np.float32)
     q20 = np.repeat(np.arange(rows // 20 + 1), 20)[:rows]
     sizes = np.clip(rng.lognormal(3.5, 0.8, 2000).astype(int), 2, 384)
@@ -86,6 +94,7 @@ def workloads(rows, features, seed=0):
         "gamma": (dict(objective=O.gamma), {"objective": "reg:gamma"}, ypos),
         "tweedie": (dict(objective=O.tweedie), {"objective": "reg:tweedie"}, ypos),
         "cox": (dict(objective=O.cox), {"objective": "survival:cox"}, ycox),
+        "aft": (dict(objective=O.aft), {"objective": "survival:aft"}, yaft),
         "lambdarank_q20": (
             dict(objective=O.lambdarank, group=q20),
             {"objective": "rank:ndcg", "ndcg_exp_gain": True, **all_pairs},
@@ -106,6 +115,13 @@ def workloads(rows, features, seed=0):
         name: (kw, p, X[:n_var] if "q2-384" in name else X, y[:n_var] if "q2-384" in name else y)
         for name, (kw, p, y) in out.items()
     }, sizes
+
+
+def xgb_labels(y) -> dict:
+    """XGBoost's DMatrix label arguments: ``label``, or an AFT entry's interval bounds."""
+    if isinstance(y, dict):
+        return dict(label_lower_bound=y["lower"], label_upper_bound=y["upper"])
+    return dict(label=y)
 
 
 def main():
@@ -141,7 +157,7 @@ def main():
             )  # fmt: skip
 
         def theirs(params=params, group=group, X=X, y=y, name=name):
-            d = xgb.QuantileDMatrix(X, label=y, max_bin=256)
+            d = xgb.QuantileDMatrix(X, max_bin=256, **xgb_labels(y))
             if group is not None:
                 d.set_group(sizes if "q2-384" in name else np.bincount(group))
             p = dict(tree_method="hist", max_depth=6, eta=0.1, nthread=args.threads, **params)
@@ -150,7 +166,7 @@ def main():
         j_first, j = timed(ours, args.repeats)
         x_first, x = timed(theirs, args.repeats)
         rows.append(
-            dict(workload=name, jaxboost_s=j, xgboost_s=x, ratio=j / x, rows=len(y),
+            dict(workload=name, jaxboost_s=j, xgboost_s=x, ratio=j / x, rows=len(X),
                  jaxboost_first_s=j_first, xgboost_first_s=x_first)
         )  # fmt: skip
         print(

@@ -277,6 +277,17 @@ class Objective(Hyperparameters):
             return sorted(y) == sorted(fields) and all(np.ndim(v) == 1 for v in y.values())
         return np.ndim(y) == 2 and np.shape(y)[1] == len(fields)
 
+    def label_fields_message(self, structure: str) -> str:
+        """What this entry takes, for targets of ``structure``
+        (``inputs.arrays.target_structure``) that are not its ``label_fields``."""
+        fields = self.label_fields
+        keys = ", ".join(f"{k!r}: ..." for k in fields)
+        return (
+            f"{self!r} takes y of shape (N,), or {len(fields)} numbers per row: a dict "
+            f"{{{keys}}} of (N,) arrays or an (N, {len(fields)}) array with the columns "
+            f"[{', '.join(fields)}]; got y of structure {structure}"
+        )
+
     def _check_params(self, params: dict) -> None:
         if self.check_params is not None:
             self.check_params(**params)

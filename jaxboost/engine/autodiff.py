@@ -783,14 +783,14 @@ QUICK_COMPILE = {
     "xla_cpu_use_fusion_emitters": False,
     "xla_llvm_disable_expensive_passes": True,
 }
-"""XLA options for the base-margin fit on the CPU: it runs once per training call, so
-its compile time is what the user waits for (0.49 -> 0.18 s for logistic, 0.53 -> 0.13
-s for 10-class softmax, 1,536 rows). On many rows its loops over rows run a little
-slower unoptimised, and its compile still wins, with less memory (squared, compile and
-run / a compiled run, peak resident memory: 1,000,000 rows 0.27 / 0.045 s and 246 MiB
-against 0.43 / 0.035 s and 298 MiB with XLA's defaults; 4,000,000 rows 0.44 / 0.26 s,
-352 MiB against 0.62 / 0.24 s, 380 MiB; the same margins bit for bit). Until 26 Nov
-2026 only fits of up to 262,144 rows took them."""
+"""XLA options for the vector base-margin fit on the CPU: it runs once per training call,
+so its compile time is what the user waits for (0.53 -> 0.13 s for 10-class softmax,
+1,536 rows). Until 28 Nov 2026 the scalar fit took them too (0.49 -> 0.18 s for
+logistic), when it called the loss at 17 places of nested loops; as one loop
+(``_scalar_fit``) it calls it at two, and XLA's defaults compile it as fast and run it
+faster: logistic on 1,000,000 rows 0.21 s compile and run, 27 ms a run, 229 MiB peak
+(0.19 s, 29 ms, 226 MiB with these options); absolute error 0.13 against 1.66 s a run
+(its 80 bisections), ``objectives.aft`` 6.1 against 33 s."""
 
 
 def _summer(exact, n_total):
@@ -831,97 +831,187 @@ def _fit_base_margin_impl(family, values, y, sample_weight, exact=False, n_total
     with jax.enable_x64(True):
         w64 = w.astype(ACC_DTYPE)
 
-        # The fit evaluates the loss and the sums at 17 places of its loops: as calls
-        # of two jitted functions, each is traced and lowered once, not 17 times.
         def total(c):
             return _scalar_total(family, values, y, w64, c, exact, n_total)
 
         def sums(c):
             return _scalar_sums(family, values, y, w64, c, exact, n_total)
 
-        c1 = _newton_phase(total, sums)
-        return _bisect_phase(c1, total, sums)
+        return _scalar_fit(total, sums)
 
 
-def _newton_phase(total, sums):
-    """Phase 1 of the scalar base-margin fit (under ``enable_x64``): safeguarded Newton
-    from 0 on the weighted loss ``total(c)`` and its derivative sums ``sums(c) -> (G,
-    H)``, at most 30 steps; the float64 margin it stops at."""
+# Steps of the scalar base-margin fit (``_scalar_fit``): what the next loop iteration
+# evaluates, and how its result moves the fit on.
+_CHECK, _NEWTON, _SEARCH, _WIDEN, _BISECT, _LAST_HI, _LAST_LO, _LAST_C1, _DONE = range(9)
 
-    def step(c):
-        G, H = sums(c)
-        d = jnp.where(H > 0, -G / jnp.where(H > 0, H, 1.0), -G)
-        d = jnp.clip(d, -1e3, 1e3)
-        l0 = total(c)
 
-        def shrink(state):
-            s, _ = state
-            return s * 0.5, total(c + s * 0.5 * d)
+def _scalar_fit(total, sums):
+    r"""The scalar base-margin fit (``fit_base_margin``) as one loop that evaluates the
+    weighted loss ``total(c)`` and the derivative sums ``sums(c) -> (G, H)`` at one
+    place each: phase 1, safeguarded Newton from 0 (at most 30 steps, each halving its
+    step until the loss does not increase); phase 2, a bracket of a sign change of
+    :math:`G` widened geometrically on both sides of Newton's point, up to 80
+    bisections, and the bisection's end with the lower loss if it is no worse than
+    Newton's point.
 
-        def need(state):
-            s, l1 = state
-            return (~(l1 <= l0)) & (s > 1e-6)
+    Written as nested loops, the fit called ``total`` and ``sums`` at 17 places, and XLA
+    compiled the loss's program again at each: 2.7 s of compiling for
+    ``objectives.aft``'s log-CDFs. Here every loop iteration is one step of a small
+    state machine (``_CHECK`` .. ``_DONE``, ``_fit_moves``) that asks for ``total``,
+    ``sums``, both or neither at the point ``x`` it carries (``lax.cond``): the loss is
+    compiled once and its derivatives once. The steps and points are the nested loops';
+    so are the margins, but where two candidates' losses tie to rounding (the 17 copies
+    were each compiled on their own, and could round a sum differently in its last
+    bits). Runs under ``enable_x64``; returns the float32 margin.
+    """
+    nan = jnp.float64(jnp.nan)
+    wants_total = jnp.array((_NEWTON, _SEARCH, _WIDEN, _LAST_HI, _LAST_LO, _LAST_C1))
+    wants_sums = jnp.array((_NEWTON, _WIDEN, _BISECT))
 
-        s, l1 = jax.lax.while_loop(need, shrink, (jnp.float64(1.0), total(c + d)))
-        return jnp.where(l1 <= l0, (c + s * d).astype(FLOAT_DTYPE), c.astype(FLOAT_DTYPE)).astype(
-            ACC_DTYPE
-        )
+    def body(st):
+        mode, x = st["mode"], st["x"]
+        T = jax.lax.cond(jnp.isin(mode, wants_total), total, lambda _: nan, x)
+        G, H = jax.lax.cond(jnp.isin(mode, wants_sums), sums, lambda _: (nan, nan), x)
+        nxt = dict(st)
+        for m, changes in _fit_moves(st, T, G, H).items():
+            for key, v in changes.items():
+                was = nxt[key]
+                nxt[key] = jnp.where(mode == m, jnp.asarray(v).astype(was.dtype), was)
+        return nxt
 
-    def not_done(state):
-        i, c, c_prev = state
-        return (i < 30) & (c != c_prev)
+    final = jax.lax.while_loop(lambda st: st["mode"] != _DONE, body, _fit_start())
+    return final["out"]
 
-    def body(state):
-        i, c, _ = state
-        return i + 1, step(c), c
 
-    _, c1, _ = jax.lax.while_loop(
-        not_done, body, (jnp.int32(0), jnp.float64(0.0), jnp.float64(jnp.nan))
+def _fit_start() -> dict:
+    """``_scalar_fit``'s state before its first step (float64 points and sums)."""
+    zero = jnp.float64(0.0)
+    return dict(
+        mode=jnp.int32(_CHECK),
+        x=zero,  # where the next step evaluates
+        i=jnp.int32(0),  # Newton steps taken
+        c=zero,  # Newton's point
+        c_prev=jnp.float64(jnp.nan),
+        d=zero,  # Newton's step
+        s=jnp.float64(1.0),  # its length along d
+        l0=zero,  # total(c)
+        c1=zero,  # Newton's result
+        base=zero,  # the bracket's first width
+        sign=jnp.float64(-1.0),  # which side the bracket is widened on
+        k=jnp.int32(0),
+        lo=zero,
+        hi=zero,
+        lo_ok=jnp.asarray(False),
+        hi_ok=jnp.asarray(False),
+        hi_pos=jnp.asarray(False),  # G(hi) > 0
+        j=jnp.int32(0),  # bisections done
+        t_hi=zero,
+        t_lo=zero,
+        out=jnp.float32(0.0),
     )
-    return c1
 
 
-def _bisect_phase(c1, total, sums):
-    """Phase 2 of the scalar base-margin fit: bracket a sign change of G around Newton's
-    ``c1``, then bisect; the float32 margin, ``c1``'s unless the bisection's is no worse
-    (``total``, ``sums`` as in ``_newton_phase``)."""
+def _fit_moves(st, T, G, H) -> dict:
+    """``{mode: changes}``: how each step of ``_scalar_fit`` changes the state ``st``
+    given ``T = total(x)`` and ``(G, H) = sums(x)`` (NaN where the step asked for
+    neither); ``_scalar_fit`` applies the entry of the current mode."""
+    return {**_newton_moves(st, T, G, H), **_bracket_moves(st, T, G)}
 
-    def grad_sum(c):
-        return sums(c)[0]
 
-    base = 1e-3 * (1.0 + jnp.abs(c1))
+def _newton_moves(st, T, G, H) -> dict:
+    """Phase 1: ``_CHECK`` (another Newton step, or phase 2 from Newton's point),
+    ``_NEWTON`` (T, G, H at c: the step, tried at full length first) and ``_SEARCH``
+    (total at c + s d; halve s while the loss went up)."""
+    f64 = ACC_DTYPE
+    c = st["c"]
+    newton = (st["i"] < 30) & (c != st["c_prev"])
+    base = 1e-3 * (1.0 + jnp.abs(c))
+    check = dict(
+        mode=jnp.where(newton, _NEWTON, _WIDEN),
+        x=jnp.where(newton, c, c + -1.0 * base),
+        c1=c,
+        base=base,
+        sign=jnp.float64(-1.0),
+        k=jnp.int32(0),
+    )
+    d = jnp.clip(jnp.where(H > 0, -G / jnp.where(H > 0, H, 1.0), -G), -1e3, 1e3)
+    step = dict(mode=jnp.int32(_SEARCH), x=c + d, d=d, l0=T, s=jnp.float64(1.0))
+    s, l0 = st["s"], st["l0"]
+    shrink = (~(T <= l0)) & (s > 1e-6)
+    s_half = s * 0.5
+    moved = jnp.where(T <= l0, (c + s * st["d"]).astype(FLOAT_DTYPE), c.astype(FLOAT_DTYPE))
+    moved = moved.astype(f64)
+    search = dict(
+        mode=jnp.where(shrink, _SEARCH, _CHECK),
+        x=jnp.where(shrink, c + s_half * st["d"], moved),
+        s=jnp.where(shrink, s_half, s),
+        c=jnp.where(shrink, c, moved),
+        c_prev=jnp.where(shrink, st["c_prev"], c),
+        i=jnp.where(shrink, st["i"], st["i"] + 1),
+    )
+    return {_CHECK: check, _NEWTON: step, _SEARCH: search}
 
-    def widen(sign):
-        # Move away from c1 (sign -1: down, +1: up) while G has the wrong sign.
-        def wrong(state):
-            k, c = state
-            G = grad_sum(c)
-            ok = jnp.isfinite(G) & jnp.isfinite(total(c))
-            return (k < 80) & ok & ((G > 0) if sign < 0 else (G < 0))
 
-        def more(state):
-            k, _ = state
-            return k + 1, c1 + sign * base * 2.0 ** (k + 1)
-
-        k, c = jax.lax.while_loop(wrong, more, (jnp.int32(0), c1 + sign * base))
-        G = grad_sum(c)
-        good = jnp.isfinite(G) & jnp.isfinite(total(c)) & ((G <= 0) if sign < 0 else (G >= 0))
-        return c, good
-
-    lo, lo_ok = widen(-1.0)
-    hi, hi_ok = widen(1.0)
-
-    def bisect(_, state):
-        lo, hi = state
-        mid = 0.5 * (lo + hi)
-        up = grad_sum(mid) > 0
-        return jnp.where(up, lo, mid), jnp.where(up, mid, hi)
-
-    lo, hi = jax.lax.fori_loop(0, 80, bisect, (lo, hi))
+def _bracket_moves(st, T, G) -> dict:
+    """Phase 2: ``_WIDEN`` (G and T at c1 + sign base 2^k: move out while G has the
+    wrong sign, below c1 first, then above), ``_BISECT`` (G at the middle, 80 times or
+    until the ends' float32 roundings can no longer change, which makes the result that
+    of all 80: they are one float32, or two adjacent ones with G > 0 at the upper end;
+    G is a function of the float32 margin, so a later middle that rounds to the upper
+    one has G > 0 and moves the upper end, one that rounds to the lower one has the
+    lower end's G, not > 0 when the bracket was found (else the fit returns Newton's
+    point whatever the bisection), and moves the lower end), then the loss at both ends
+    (``_LAST_HI``, ``_LAST_LO``) and at Newton's point (``_LAST_C1``): the better end
+    if it is no worse."""
+    f64, x = ACC_DTYPE, st["x"]
+    sign, k, c1 = st["sign"], st["k"], st["c1"]
+    ok = jnp.isfinite(G) & jnp.isfinite(T)
+    down = sign < 0
+    wrong = (k < 80) & ok & jnp.where(down, G > 0, G < 0)
+    good = ok & jnp.where(down, G <= 0, G >= 0)
+    lo = jnp.where(down, x, st["lo"])
+    hi = jnp.where(down, st["hi"], x)
+    further = c1 + sign * st["base"] * 2.0 ** (k + 1)
+    widen = dict(
+        mode=jnp.where(wrong | down, _WIDEN, _BISECT),
+        x=jnp.where(wrong, further, jnp.where(down, c1 + 1.0 * st["base"], 0.5 * (lo + hi))),
+        k=jnp.where(wrong, k + 1, 0),
+        sign=jnp.where(wrong, sign, 1.0),
+        lo=jnp.where(wrong, st["lo"], lo),
+        hi=jnp.where(wrong, st["hi"], hi),
+        lo_ok=jnp.where(~wrong & down, good, st["lo_ok"]),
+        hi_ok=jnp.where(~wrong & ~down, good, st["hi_ok"]),
+        hi_pos=G > 0,
+        j=jnp.int32(0),
+    )
+    up = G > 0
+    lo = jnp.where(up, st["lo"], x)
+    hi = jnp.where(up, x, st["hi"])
+    hi_pos = up | st["hi_pos"]
     lo32, hi32 = lo.astype(FLOAT_DTYPE), hi.astype(FLOAT_DTYPE)
-    c2 = jnp.where(total(hi32) < total(lo32), hi32, lo32)
-    use2 = lo_ok & hi_ok & (total(c2) <= total(c1))
-    return jnp.where(use2, c2, c1.astype(FLOAT_DTYPE))
+    adjacent = hi_pos & (hi32 == jnp.nextafter(lo32, jnp.float32(jnp.inf)))
+    last = (st["j"] + 1 == 80) | (hi32 == lo32) | adjacent
+    bisect = dict(
+        mode=jnp.where(last, _LAST_HI, _BISECT),
+        x=jnp.where(last, hi.astype(FLOAT_DTYPE).astype(f64), 0.5 * (lo + hi)),
+        lo=lo,
+        hi=hi,
+        hi_pos=hi_pos,
+        j=st["j"] + 1,
+    )
+    lo32, hi32 = st["lo"].astype(FLOAT_DTYPE), st["hi"].astype(FLOAT_DTYPE)
+    take_hi = st["t_hi"] < st["t_lo"]
+    use2 = st["lo_ok"] & st["hi_ok"] & (jnp.where(take_hi, st["t_hi"], st["t_lo"]) <= T)
+    return {
+        _WIDEN: widen,
+        _BISECT: bisect,
+        _LAST_HI: dict(mode=jnp.int32(_LAST_LO), x=lo32.astype(f64), t_hi=T),
+        _LAST_LO: dict(mode=jnp.int32(_LAST_C1), x=c1, t_lo=T),
+        _LAST_C1: dict(
+            mode=jnp.int32(_DONE),
+            out=jnp.where(use2, jnp.where(take_hi, hi32, lo32), c1.astype(FLOAT_DTYPE)),
+        ),
+    }
 
 
 BASE_MARGIN_CHUNK = 1 << 22
@@ -1115,9 +1205,7 @@ def _fit_base_margin_vector_impl(family, values, y, sample_weight, K, exact=Fals
         return c.astype(FLOAT_DTYPE)
 
 
-_fit_base_margin = backend_jit(
-    _fit_base_margin_impl, cpu_options=QUICK_COMPILE, release=False, static_argnums=(0, 4)
-)
+_fit_base_margin = backend_jit(_fit_base_margin_impl, release=False, static_argnums=(0, 4))
 _fit_base_margin_vector = backend_jit(
     _fit_base_margin_vector_impl, cpu_options=QUICK_COMPILE, release=False, static_argnums=(0, 4, 5)
 )

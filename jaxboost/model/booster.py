@@ -868,9 +868,7 @@ class Booster:
         entry = isinstance(objective, Objective) and not isinstance(objective, LinkedLoss)
         if is_side_data(y) and entry and objective.label_fields:
             if not objective.takes_label_fields(y):
-                from ..training.config import label_fields_message
-
-                raise DataError(label_fields_message(objective, target_structure(y)))
+                raise DataError(objective.label_fields_message(target_structure(y)))
         if is_side_data(y) and not (entry and objective.label_fields):
             if entry:
                 raise DataError(

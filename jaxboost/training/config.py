@@ -204,7 +204,7 @@ def check_side_data(loss, y, group, refit) -> None:
     shape = arrays.target_structure(y)
     if isinstance(loss, Objective) and loss.label_fields and not isinstance(loss, LinkedLoss):
         if not loss.takes_label_fields(y):
-            raise DataError(label_fields_message(loss, shape))
+            raise DataError(loss.label_fields_message(shape))
     elif isinstance(loss, Objective) and not isinstance(loss, LinkedLoss):
         hint = ""
         if isinstance(y, np.ndarray) and y.ndim == 2:
@@ -226,18 +226,6 @@ def check_side_data(loss, y, group, refit) -> None:
             f"refit='quantile' sets leaves from y - margin, which needs one "
             f"label per row; y has structure {shape}: use refit='newton'"
         )
-
-
-def label_fields_message(loss, shape: str) -> str:
-    """What an entry with ``label_fields`` takes, for targets of structure ``shape``
-    that are none of it."""
-    fields = loss.label_fields
-    keys = ", ".join(f"{k!r}: ..." for k in fields)
-    return (
-        f"{loss!r} takes y of shape (N,), or {len(fields)} numbers per row: a dict "
-        f"{{{keys}}} of (N,) arrays or an (N, {len(fields)}) array with the columns "
-        f"[{', '.join(fields)}]; got y of structure {shape}"
-    )
 
 
 def is_group_objective(loss) -> bool:
