@@ -9,6 +9,8 @@ failure) at time ``y``; ``y < 0`` is a row censored at time ``-y`` (still alive 
 
 from __future__ import annotations
 
+from typing import Callable, NamedTuple
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -172,7 +174,19 @@ AFT_H_RANGE = (1e-16, 15.0)
 
 _HALF_LOG_2PI = 0.5 * float(np.log(2.0 * np.pi))
 _GL3_NODE = float(np.sqrt(0.6))  # 3-point Gauss-Legendre on [-1, 1]: nodes 0, +-sqrt(3/5)
-_GL3_LOG_WEIGHTS = np.log(np.array([5.0, 8.0, 5.0]) / 9.0).astype(np.float32)
+_GL3_LOG_WEIGHTS = tuple(float(v) for v in np.log(np.array([5.0, 8.0, 5.0]) / 9.0))
+
+
+def _gl3_weights(log_pdf_nodes):
+    """``(log sum_i c_i p(z_i), (q_0, q_1, q_2))``, ``q_i`` = c_i p(z_i) / the sum, from
+    the three nodes' log densities: three scalars, not a ``(3,)`` axis (vmapped over
+    rows, a trailing axis of 3 made the narrow branch 30 of the loss's 35 ms per
+    1,000,000 rows)."""
+    terms = [lp + lw for lp, lw in zip(log_pdf_nodes, _GL3_LOG_WEIGHTS)]
+    top = jnp.maximum(jnp.maximum(terms[0], terms[1]), terms[2])
+    e = [jnp.exp(t - top) for t in terms]
+    total = e[0] + e[1] + e[2]
+    return top + jnp.log(total), tuple(v / total for v in e)
 
 
 def _normal_log_pdf(z):
@@ -235,23 +249,65 @@ def _extreme_log_tail(z, upper):
     return jnp.where(upper, -w, log_cdf)
 
 
+def _normal_slopes(z):
+    return -z, -jnp.ones_like(z)
+
+
+def _normal_ratio(z, upper, log_pdf, log_tail):
+    rho = jnp.exp(log_pdf - log_tail)  # the Mills ratio's inverse, or phi / Phi
+    return rho, jnp.where(upper, rho * (rho - z), -rho * (rho + z))
+
+
+def _logistic_slopes(z):
+    return -jnp.tanh(0.5 * z), -2.0 * _sigmoid(z) * _sigmoid(-z)
+
+
+def _logistic_ratio(z, upper, log_pdf, log_tail):
+    both = _sigmoid(z) * _sigmoid(-z)  # p / S = F and p / F = S
+    return _sigmoid(jnp.where(upper, z, -z)), jnp.where(upper, both, -both)
+
+
+def _extreme_slopes(z):
+    w = jnp.exp(z)
+    return 1.0 - w, -w
+
+
+def _extreme_ratio(z, upper, log_pdf, log_tail):
+    # p / S = e^z = w; p / F = w e^{-w} / (1 - e^{-w}), with slope rho (1 - w / (1 -
+    # e^{-w})) in z; by series below w = 0.01 (1 - w/2 + w^2/12; slope -w/2 + w^2/6)
+    w = jnp.exp(z)
+    small = w < 1e-2
+    ws = jnp.where(small, 1.0, w)
+    kept = -jnp.expm1(-ws)  # 1 - e^{-w}
+    rho_f = jnp.where(small, 1.0 - 0.5 * w + w * w / 12.0, ws * jnp.exp(-ws) / kept)
+    slope_f = jnp.where(small, -0.5 * w + w * w / 6.0, rho_f * (1.0 - ws / kept))
+    return jnp.where(upper, w, rho_f), jnp.where(upper, w, slope_f)
+
+
+class _AftLaw(NamedTuple):
+    """One noise distribution of ``aft``: ``log_pdf(z)``; ``log_tail(z, upper)`` (``log
+    F(z)``, or ``log S(z)`` where ``upper``); ``slopes(z)``, the first two derivatives
+    of ``log_pdf``; ``ratio(z, upper, log_pdf, log_tail)``, ``p / S`` (the hazard) or
+    ``p / F`` and its derivative in ``z``, in closed form where there is one."""
+
+    log_pdf: Callable
+    log_tail: Callable
+    slopes: Callable
+    ratio: Callable
+
+
 _AFT_LOG = {
-    "normal": (_normal_log_pdf, _normal_log_tail),
-    "logistic": (_logistic_log_pdf, _logistic_log_tail),
-    "extreme": (_extreme_log_pdf, _extreme_log_tail),
+    "normal": _AftLaw(_normal_log_pdf, _normal_log_tail, _normal_slopes, _normal_ratio),
+    "logistic": _AftLaw(_logistic_log_pdf, _logistic_log_tail, _logistic_slopes, _logistic_ratio),
+    "extreme": _AftLaw(_extreme_log_pdf, _extreme_log_tail, _extreme_slopes, _extreme_ratio),
 }
-"""Each distribution's ``log_pdf(z)`` and ``log_tail(z, upper)`` (``log F(z)``, or
-``log S(z)`` where ``upper``)."""
+"""Each distribution's functions (``_AftLaw``)."""
 
 
 def _log1mexp(d):
-    """``log(1 - e^d)`` for ``d < 0``, accurate at both ends."""
-    near = d > -0.6931472
-    return jnp.where(
-        near,
-        jnp.log(-jnp.expm1(jnp.where(near, d, -1.0))),
-        jnp.log1p(-jnp.exp(jnp.where(near, -1.0, d))),
-    )
+    """``log(1 - e^d)`` for ``d < 0``: relative precision near 0, absolute far below
+    (where the value is about ``-e^d``, below float32's resolution of the loss)."""
+    return jnp.log(-jnp.expm1(d))
 
 
 def _aft_bounds(y):
@@ -318,7 +374,42 @@ def aft_loss(y, f, *, sigma=1.0, distribution="normal", clip=True):
     >>> round(float(aft_loss(y, 0.0)), 4)  # -log P(T > 1) = -log(1/2)
     0.6931
     """
-    log_pdf, log_tail = _AFT_LOG[distribution]
+    q = _aft_parts(y, f, sigma, distribution)
+    nll_event = -q.log_pdf_a + jnp.log(sigma) + q.log_lo
+    nll_interval = -(q.top + _log1mexp(q.d))
+    nll_narrow = -(jnp.log(q.half) + _gl3_weights(q.log_pdf_nodes)[0])
+    return jnp.where(q.event, nll_event, jnp.where(q.narrow, nll_narrow, nll_interval))
+
+
+class _AftParts(NamedTuple):
+    """What ``aft_loss`` and its closed-form g and h share for one row (``_aft_parts``)."""
+
+    event: jax.Array  # lower == upper
+    log_lo: jax.Array  # log lower (0 where lower = 0)
+    a: jax.Array  # (log lower - f) / sigma, (log 1 - f) / sigma where lower = 0
+    above: jax.Array  # the mass taken as S(a) - S(b) (a > 0), else F(b) - F(a)
+    t_end: jax.Array  # the end of the larger tail term: a above, else b
+    u_end: jax.Array  # the end of the smaller one
+    t_open: jax.Array  # the larger term is F(inf) = 1
+    u_open: jax.Array  # the smaller term is 0 (F(0), S(inf)), or the row is an event
+    top: jax.Array  # log of the larger tail term
+    bottom: jax.Array  # log of the smaller one (any finite value where u_open)
+    d: jax.Array  # bottom - top (-inf where u_open), at most -1e-12
+    log_pdf_a: jax.Array
+    narrow: jax.Array  # a closed interval holding under a tenth of the tail beyond it
+    half: jax.Array  # half its width in z (1 elsewhere)
+    nodes: tuple  # the 3 Gauss-Legendre nodes across it
+    log_pdf_nodes: tuple
+
+
+def _aft_parts(y, f, sigma, distribution) -> _AftParts:
+    """``aft_loss``'s pieces of one row: the standardised ends, the mass's two tail
+    terms (``F(b) - F(a)``, or ``S(a) - S(b)`` when the interval lies above the median,
+    ``a > 0``: the difference taken where it is small) and, for a narrow interval (d >
+    -0.1: the log-density changes by about 0.1 or less across it, and float32 log-CDFs
+    lose digits to the difference), the nodes of 3-point Gauss-Legendre on the
+    density."""
+    law = _AFT_LOG[distribution]
     lo, hi = _aft_bounds(y)
     lo, hi = jnp.asarray(lo, jnp.result_type(f)), jnp.asarray(hi, jnp.result_type(f))
     event = lo == hi
@@ -326,33 +417,63 @@ def aft_loss(y, f, *, sigma=1.0, distribution="normal", clip=True):
     log_lo = jnp.log(jnp.where(has_lo, lo, 1.0))
     a = (log_lo - f) / sigma
     b = (jnp.log(jnp.where(has_hi, hi, 1.0)) - f) / sigma
-    nll_event = -log_pdf(a) + jnp.log(sigma) + log_lo
-    # The interval's mass F(b) - F(a), or S(a) - S(b) when it lies above the median
-    # (a > 0): top and bottom are the larger and the smaller of the two log terms.
     above = has_lo & (a > 0)
-    top = jnp.where(~above & ~has_hi, 0.0, log_tail(jnp.where(above, a, b), above))  # F(inf) = 1
-    bottom_open = jnp.where(above, ~has_hi, ~has_lo) | event  # S(inf) = 0, F(0) = 0
-    bottom = log_tail(jnp.where(above, b, a), above)
-    d = jnp.minimum(jnp.where(bottom_open, -jnp.inf, bottom) - top, -1e-12)
-    nll_interval = -(top + _log1mexp(d))
-    # A narrow interval, holding under a tenth of the tail beyond it (d > -0.1: the
-    # log-density then changes by about 0.1 or less across it, and float32 log-CDFs lose
-    # digits to the difference): its mass by 3-point Gauss-Legendre on the density.
-    closed = has_lo & has_hi & ~event
+    t_end, u_end = jnp.where(above, a, b), jnp.where(above, b, a)
+    t_open = ~above & ~has_hi
+    u_open = jnp.where(above, ~has_hi, ~has_lo) | event
+    top = jnp.where(t_open, 0.0, law.log_tail(t_end, above))
+    bottom = law.log_tail(u_end, above)
+    d = jnp.minimum(jnp.where(u_open, -jnp.inf, bottom) - top, -1e-12)
+    narrow = has_lo & has_hi & ~event & (d > -0.1)
     width = jnp.log1p((hi - lo) / jnp.where(has_lo, lo, 1.0)) / sigma
-    narrow = closed & (d > -0.1)
     half = 0.5 * jnp.where(narrow, width, 1.0)
     mid = jnp.where(narrow, a, 0.0) + half
-    nodes = jnp.stack([mid - _GL3_NODE * half, mid, mid + _GL3_NODE * half])
-    nll_narrow = -(jnp.log(half) + jax.nn.logsumexp(log_pdf(nodes) + _GL3_LOG_WEIGHTS))
-    return jnp.where(event, nll_event, jnp.where(narrow, nll_narrow, nll_interval))
+    nodes = (mid - _GL3_NODE * half, mid, mid + _GL3_NODE * half)
+    return _AftParts(
+        event, log_lo, a, above, t_end, u_end, t_open, u_open, top, bottom, d,
+        law.log_pdf(a), narrow, half, nodes, tuple(law.log_pdf(z) for z in nodes),
+    )  # fmt: skip
 
 
 def _aft_grad_hess(y, f, *, sigma=1.0, distribution="normal", clip=True):
-    """``aft_loss``'s g and h by autodiff, clipped to XGBoost's ranges when ``clip``."""
-    d_loss = jax.grad(aft_loss, argnums=1)
-    kw = dict(sigma=sigma, distribution=distribution, clip=clip)
-    g, h = jax.jvp(lambda p: d_loss(y, p, **kw), (f,), (jnp.ones_like(f),))
+    r"""``aft_loss``'s g and h in closed form (from the loss's own log terms), clipped to
+    XGBoost's ranges when ``clip``. With :math:`\psi = (\log p)'`:
+
+    * an event: :math:`g = \psi(a)/\sigma`, :math:`h = -\psi'(a)/\sigma^2`;
+    * an interval, its mass :math:`T (1 - e^d)` (``top`` :math:`\log T`, ``d``), with
+      :math:`E = e^d / (1 - e^d)`, :math:`\rho` the ratio ``p / T`` at the larger
+      term's end and ``p / B`` at the other's (the hazard ``p / S``, or ``p / F``),
+      :math:`\rho'` their derivatives, ``s`` = -1 for survival terms, +1 for CDFs:
+      :math:`g = s((1+E)\rho_t - E\rho_u)/\sigma`,
+      :math:`h = (E(1+E)(\rho_t-\rho_u)^2 - s((1+E)\rho'_t - E\rho'_u))/\sigma^2`;
+    * a narrow interval, the Gauss-Legendre weights :math:`q_i \propto c_i p(z_i)`:
+      :math:`g = E_q[\psi]/\sigma`, :math:`h = -(E_q[\psi'] + Var_q[\psi])/\sigma^2`.
+
+    One pass of the loss's forward terms and a few products, with each distribution's
+    hazards and their slopes in closed form (``_AftLaw.ratio``): autodiff's
+    forward-over-reverse pass through the log-CDFs took 2.5 times as long (normal, 98
+    against 38 ms per 1,000,000 rows) and rounded h worse (extreme: 4e-3 against 4e-4
+    of the float64 value at most, far in the tails)."""
+    law = _AFT_LOG[distribution]
+    q = _aft_parts(y, f, sigma, distribution)
+    psi_a, dpsi_a = law.slopes(q.a)
+    g_event, h_event = psi_a / sigma, -dpsi_a / sigma**2
+    s = jnp.where(q.above, -1.0, 1.0)
+    E = 1.0 / jnp.expm1(-q.d)  # e^d / (1 - e^d); 0 where the smaller term is 0
+    rho_t, drho_t = law.ratio(q.t_end, q.above, law.log_pdf(q.t_end), q.top)
+    rho_u, drho_u = law.ratio(q.u_end, q.above, law.log_pdf(q.u_end), q.bottom)
+    rho_t, drho_t = (jnp.where(q.t_open, 0.0, v) for v in (rho_t, drho_t))
+    rho_u, drho_u = (jnp.where(q.u_open, 0.0, v) for v in (rho_u, drho_u))
+    g_interval = s * ((1.0 + E) * rho_t - E * rho_u) / sigma
+    curvature = E * (1.0 + E) * (rho_t - rho_u) ** 2 - s * ((1.0 + E) * drho_t - E * drho_u)
+    h_interval = curvature / sigma**2
+    w = _gl3_weights(q.log_pdf_nodes)[1]
+    slopes = [law.slopes(z) for z in q.nodes]
+    mean = sum(wi * psi for wi, (psi, _) in zip(w, slopes))
+    spread = sum(wi * (dpsi + (psi - mean) ** 2) for wi, (psi, dpsi) in zip(w, slopes))
+    g_narrow, h_narrow = mean / sigma, -spread / sigma**2
+    g = jnp.where(q.event, g_event, jnp.where(q.narrow, g_narrow, g_interval))
+    h = jnp.where(q.event, h_event, jnp.where(q.narrow, h_narrow, h_interval))
     if clip:
         g, h = jnp.clip(g, *AFT_G_RANGE), jnp.clip(h, *AFT_H_RANGE)
     return g, h

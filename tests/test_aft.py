@@ -182,8 +182,8 @@ def test_margins_and_nloglik_equal_xgboost_exact(dist, sigma, spread):
 def test_loss_and_gradient_equal_double_precision_far_in_the_tails(dist):
     """float32 loss against scipy's float64 probabilities (each from the side where the
     difference keeps its digits): events, open and closed intervals from 1e-7 wide to
-    wide, margins up to 6 sigma away; g (clip=False) against central differences of
-    the float64 loss."""
+    wide, margins up to 6 sigma away; g and h (clip=False: the closed forms of
+    ``_aft_grad_hess``) against central differences of the float64 loss."""
     D = DISTS[dist]
     uppers = [1.0, 1.0000001, 1.001, 1.05, 1.1, 1.5, 3.0, 20.0, np.inf]
     margins = [-6.0, -2.0, 0.0, 0.5, 3.0, 6.0]
@@ -207,8 +207,13 @@ def test_loss_and_gradient_equal_double_precision_far_in_the_tails(dist):
     eps = 1e-4
     f64 = f.astype(np.float64)
     g_fd = (nll64(f64 + eps) - nll64(f64 - eps)) / (2 * eps)
-    g, _ = _rows(objectives.aft(distribution=dist, clip=False), lo, hi, f, "gh")
+    g, h = _rows(objectives.aft(distribution=dist, clip=False), lo, hi, f, "gh")
     np.testing.assert_allclose(g, g_fd, rtol=2e-4, atol=2e-5)
+    e = 1e-3  # h (closed form) against second differences of the float64 loss, but on
+    # the interval 1e-7 wide, whose float64 CDF difference is too coarse for them
+    h_fd = (nll64(f64 + e) - 2 * nll64(f64) + nll64(f64 - e)) / e**2
+    ok = ~((hi > lo) & (hi - lo < 1e-6))
+    np.testing.assert_allclose(h[ok], h_fd[ok], rtol=2e-3, atol=2e-5)
 
 
 def test_label_forms_train_the_same_model_and_bad_labels_are_named():
