@@ -228,7 +228,13 @@ def test_label_forms_train_the_same_model_and_bad_labels_are_named():
 
     both = margins({"lower": lo, "upper": hi})
     np.testing.assert_array_equal(margins(np.stack([lo, hi], axis=1)), both)
-    np.testing.assert_array_equal(margins(t), margins({"lower": t, "upper": t}))
+    # event times (N,) are the intervals [t, t]: the same loss, g and h row by row
+    f = jnp.asarray(np.linspace(-2, 2, 120, dtype=np.float32))
+    tt = {"lower": jnp.asarray(t), "upper": jnp.asarray(t)}
+    for fn in (objectives.aft, objectives.aft.row_grad_hess()):
+        np.testing.assert_array_equal(
+            np.asarray(jax.vmap(fn)(jnp.asarray(t), f)), np.asarray(jax.vmap(fn)(tt, f))
+        )
     # a row (0, inf] says nothing: loss 0, g 0, h XGBoost's floor (0 without clip)
     zero = {"lower": jnp.float32(0.0), "upper": jnp.float32(np.inf)}
     assert float(objectives.aft(zero, 0.3)) == 0.0
