@@ -783,14 +783,14 @@ QUICK_COMPILE = {
     "xla_cpu_use_fusion_emitters": False,
     "xla_llvm_disable_expensive_passes": True,
 }
-"""XLA options for the vector base-margin fit on the CPU: it runs once per training call,
-so its compile time is what the user waits for (0.53 -> 0.13 s for 10-class softmax,
-1,536 rows). Until 28 Nov 2026 the scalar fit took them too (0.49 -> 0.18 s for
-logistic), when it called the loss at 17 places of nested loops; as one loop
-(``_scalar_fit``) it calls it at two, and XLA's defaults compile it as fast and run it
-faster: logistic on 1,000,000 rows 0.21 s compile and run, 27 ms a run, 229 MiB peak
-(0.19 s, 29 ms, 226 MiB with these options); absolute error 0.13 against 1.66 s a run
-(its 80 bisections), ``objectives.aft`` 6.1 against 33 s."""
+"""XLA options for the vector base-margin fit on the CPU up to ``QUICK_VECTOR_ENTRIES``
+rows x outputs: it runs once per training call, so its compile time is what the user
+waits for (0.53 -> 0.13 s for 10-class softmax, 1,536 rows). Until 28 Nov 2026 the
+scalar fit took them too (0.49 -> 0.18 s for logistic), when it called the loss at 17
+places of nested loops; as one loop (``_scalar_fit``) it calls it at two, and XLA's
+defaults compile it as fast and run it faster (``benchmarks/base_margin.py``, 1,000,000
+rows, a warm call: logistic 23 -> 14 ms, absolute error 1.91 -> 0.10 s,
+``objectives.aft`` 20.3 -> 2.6 s; peak memory of logistic's fit 226 -> 229 MiB)."""
 
 
 def _summer(exact, n_total):
@@ -1206,6 +1206,22 @@ def _fit_base_margin_vector_impl(family, values, y, sample_weight, K, exact=Fals
 
 
 _fit_base_margin = backend_jit(_fit_base_margin_impl, release=False, static_argnums=(0, 4))
+QUICK_VECTOR_ENTRIES = 1 << 18
+"""Rows times outputs up to which the vector base-margin fit compiles with
+``QUICK_COMPILE``; above, XLA's default optimisations, whose compile costs about
+as much and whose run saves more (softmax, first call / a warm call: 1,797 rows x 10 classes 0.28
+s / 7 ms quick against 0.35 s / 2.5 ms; 100,000 x 10 0.45 s / 149 ms against 0.44 s /
+55 ms; 1,000,000 x 3 0.75 s / 485 ms against 0.50 s / 172 ms)."""
+
+
+def _quick_vector_fit(family, values, y, sample_weight, K, *_):
+    return n_rows_of(y) * K <= QUICK_VECTOR_ENTRIES
+
+
 _fit_base_margin_vector = backend_jit(
-    _fit_base_margin_vector_impl, cpu_options=QUICK_COMPILE, release=False, static_argnums=(0, 4, 5)
+    _fit_base_margin_vector_impl,
+    small=_quick_vector_fit,
+    small_options=QUICK_COMPILE,
+    release=False,
+    static_argnums=(0, 4, 5),
 )
