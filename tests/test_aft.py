@@ -301,10 +301,26 @@ def test_xgboost_export_predicts_the_same_and_imports_back(tmp_path):
         io.from_xgboost(model)
 
 
-def test_the_regressor_says_where_intervals_go():
+def test_the_regressor_takes_intervals_as_two_columns_and_scores_the_likelihood():
+    """``JaxBoostRegressor(objective="aft")`` takes ``(N, 2)`` intervals (inf an open
+    end): the model of ``jaxboost.train`` on the same rows; ``score`` is the mean
+    log-likelihood (minus the eval set's loss); folds split it as any array; a dict
+    gets an error that says to pass columns."""
     from jaxboost.sklearn import JaxBoostRegressor
+    from sklearn.model_selection import cross_val_score
 
-    X = np.zeros((4, 2), np.float32)
-    Y = np.array([[1.0, 2.0], [0.5, np.inf], [0.0, 1.0], [3.0, 3.0]], np.float32)
-    with pytest.raises(ValueError, match=r"jaxboost.train\(objectives.aft, X, \{'lower'"):
-        JaxBoostRegressor(objective="aft").fit(X, Y)
+    rng = np.random.default_rng(3)  # the data and settings of the label-forms test
+    X = rng.normal(size=(120, 3)).astype(np.float32)
+    t = np.exp(X[:, 0] + 0.3 * rng.normal(size=120)).astype(np.float32)
+    lo, hi = _intervals(rng, t)
+    Y = np.stack([lo, hi], axis=1)
+    est = JaxBoostRegressor(objective="aft", n_estimators=4, max_depth=2)
+    est.fit(X, Y, eval_set=[(X, Y)])
+    bst = jaxboost.train(objectives.aft, X, {"lower": lo, "upper": hi}, n_rounds=4, max_depth=2)
+    np.testing.assert_array_equal(est.predict(X), bst.predict(X))
+    nll = est.evals_result()["validation_0"]["loss"][-1]
+    assert est.score(X, Y) == pytest.approx(-nll, rel=1e-6)
+    scores = cross_val_score(est, X, Y, cv=2)
+    assert scores.shape == (2,) and np.all(np.isfinite(scores))
+    with pytest.raises(ValueError, match=r"an \(N, 2\) array with the columns \[lower, upper\]"):
+        JaxBoostRegressor(objective="aft").fit(X, {"lower": lo, "upper": hi})

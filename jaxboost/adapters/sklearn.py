@@ -227,25 +227,36 @@ class _JaxBoostModel(BaseEstimator):
         base_margin=None,
         base_margin_eval_set=None,
         verbose=None,
+        label_columns=False,
     ):
         """Validate the data, then ``train``.
 
         ``encode(y, sample_weight)`` returns ``(objective, n_outputs, labels, link)``
         for ``train`` (the classifier encodes its labels there). ``base_margin`` and
         ``base_margin_eval_set`` are margins per row, passed to ``train`` as
-        ``base_margin`` and ``eval_base_margin``.
+        ``base_margin`` and ``eval_base_margin``. ``label_columns``: ``y`` is an ``(N,
+        L)`` array of an entry's ``label_fields`` (``aft``'s intervals, with ``inf``
+        for an open end), checked by ``train`` rather than by scikit-learn.
         """
         self._check_peer_params()
         X, frame = _category_codes(X)
-        X, y = validate_data(
-            self,
-            X,
-            y,
-            dtype=np.float32,
-            ensure_all_finite="allow-nan",
-            y_numeric=self._y_numeric,
-            accept_sparse=_SPARSE,
-        )
+        if label_columns:
+            X = validate_data(
+                self, X, dtype=np.float32, ensure_all_finite="allow-nan", accept_sparse=_SPARSE
+            )
+            y = np.asarray(y, np.float32)
+            if y.shape[0] != X.shape[0]:
+                raise ValueError(f"y has {y.shape[0]} rows, X {X.shape[0]}")
+        else:
+            X, y = validate_data(
+                self,
+                X,
+                y,
+                dtype=np.float32,
+                ensure_all_finite="allow-nan",
+                y_numeric=self._y_numeric,
+                accept_sparse=_SPARSE,
+            )
         X = self._mark_missing(X)
         if sample_weight is not None:
             # shape, finite, >= 0 and not all zero, with scikit-learn's messages
@@ -415,23 +426,32 @@ def _is_cox(objective) -> bool:
     return isinstance(entry, GroupObjective) and entry.name == "cox"
 
 
-def _refuse_label_fields(objective, y) -> None:
-    """The estimators take one label per row: an entry's intervals (``aft``'s
-    ``{"lower", "upper"}`` or ``(N, 2)``) go to ``jaxboost.train``."""
+def _label_fields_entry(objective):
+    """The catalogue entry of an estimator's ``objective`` when it takes several label
+    fields per row (``aft``: ``("lower", "upper")``), else None."""
     from objectives import Objective
 
     try:
         entry = resolve_objective(objective)
     except (TypeError, ValueError):
-        return
-    if isinstance(entry, Objective) and entry.label_fields:
-        if isinstance(y, dict) or np.ndim(y) == 2:
-            fields = ", ".join(f"{k!r}: ..." for k in entry.label_fields)
-            raise ValueError(
-                f"JaxBoostRegressor takes one label per row (for {entry!r}: event "
-                f"times); train {len(entry.label_fields)} numbers per row with "
-                f"jaxboost.train({entry!r}, X, {{{fields}}})"
-            )
+        return None
+    return entry if isinstance(entry, Objective) and entry.label_fields else None
+
+
+def _label_columns(entry, y) -> bool:
+    """Whether ``fit``'s ``y`` holds ``entry``'s label fields as columns; a dict is
+    refused (scikit-learn splits rows of arrays, not of dicts)."""
+    if entry is None:
+        return False
+    fields = entry.label_fields
+    if isinstance(y, dict):
+        raise ValueError(
+            f"the estimators take {entry!r}'s {len(fields)} numbers per row as an (N, "
+            f"{len(fields)}) array with the columns [{', '.join(fields)}] (scikit-learn "
+            f"splits arrays into folds, not dicts); or train on the dict with "
+            f"jaxboost.train"
+        )
+    return np.ndim(y) == 2
 
 
 class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
@@ -458,7 +478,9 @@ class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
     ``objective="cox"`` (``jaxboost.survival.concordance_index`` of the predicted
     hazard ratios, as scikit-survival's estimators score; R² of hazards against signed
     times would mean nothing), so ``cross_val_score`` and ``GridSearchCV`` rank Cox
-    models by C. ``categorical_features``, ``max_cat_to_onehot`` and
+    models by C. ``objective="aft"`` takes event times ``(N,)`` or intervals as an
+    ``(N, 2)`` array ``[lower, upper]`` (``inf`` an open end) and scores by the mean
+    log-likelihood per row. ``categorical_features``, ``max_cat_to_onehot`` and
     ``max_cat_threshold`` are ``train``'s (pandas ``category`` columns are categorical
     without being named; ``predict`` re-codes them by the training categories). Any
     other ``train`` option (``hessian_floor=1e-3``, ...) passes through ``**kwargs``,
@@ -511,13 +533,21 @@ class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
           self.
         """
 
-        _refuse_label_fields(self.objective, y)
+        columns = _label_columns(_label_fields_entry(self.objective), y)
 
         def encode(y, sample_weight):
             return self.objective, None, y, self.link
 
         return self._fit(
-            X, y, sample_weight, eval_set, encode, base_margin, base_margin_eval_set, verbose
+            X,
+            y,
+            sample_weight,
+            eval_set,
+            encode,
+            base_margin,
+            base_margin_eval_set,
+            verbose,
+            label_columns=columns,
         )
 
     def predict(self, X, base_margin=None) -> np.ndarray:
@@ -531,7 +561,9 @@ class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
         """R² of ``predict(X)`` against ``y`` (scikit-learn's regressor score); for
         ``objective="cox"`` Harrell's concordance index of the predicted hazard ratios
         (``y``: Cox labels, > 0 an event at that time, < 0 censored), in [0, 1], 0.5 for
-        a random order.
+        a random order; for ``objective="aft"`` the mean log-likelihood per row of the
+        event times ``(N,)`` or intervals ``(N, 2)`` ``y`` (minus the mean
+        ``aft-nloglik``: higher is better, as scikit-learn's scores are).
 
         Example:
           >>> import numpy as np
@@ -546,7 +578,30 @@ class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
             from ..metrics.survival import concordance_index
 
             return concordance_index(y, self.predict(X), sample_weight)
+        entry = _label_fields_entry(self.objective)
+        if entry is not None:
+            return self._mean_log_likelihood(entry, X, y, sample_weight)
         return super().score(X, y, sample_weight=sample_weight)
+
+    def _mean_log_likelihood(self, entry, X, y, sample_weight) -> float:
+        """Minus the weighted mean of the model's own loss at its margins (``aft``: the
+        mean log-likelihood of the times or intervals ``y``)."""
+        import jax.numpy as jnp
+
+        from ..inputs.arrays import as_targets, as_weights
+        from ..metrics.custom import objective_metric
+
+        booster = self._booster()
+        with self._thread_cap():
+            margin = booster.predict(self._validate_X(X, reset=False), output_margin=True)
+        n = margin.shape[0]
+        if isinstance(y, dict):
+            _label_columns(entry, y)  # the same error as fit's
+        yt, w = as_targets(np.asarray(y), n), as_weights(sample_weight, n)
+        booster.objective.validate_labels(yt)
+        w = jnp.ones(n, jnp.float32) if w is None else jnp.asarray(w)
+        yj = jnp.asarray(yt)
+        return -float(objective_metric(booster.objective).fn(yj, jnp.asarray(margin), w))
 
 
 class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
