@@ -76,6 +76,10 @@ ENGINE_TESTS = (
     "tests/test_groups.py",
     "tests/test_ranking.py",
     "tests/test_cox.py",
+    # the base-margin fit as one while_loop with lax.cond, and objectives.aft (its
+    # closed-form g and h, XGBoost parity): since 28 Nov 2026, not yet run on a GPU
+    "tests/test_autodiff.py",
+    "tests/test_aft.py",
 )
 SIZES = (1_000_000, 4_000_000, 10_000_000)
 N_TEST = 200_000
