@@ -324,3 +324,25 @@ def test_the_regressor_takes_intervals_as_two_columns_and_scores_the_likelihood(
     assert scores.shape == (2,) and np.all(np.isfinite(scores))
     with pytest.raises(ValueError, match=r"an \(N, 2\) array with the columns \[lower, upper\]"):
         JaxBoostRegressor(objective="aft").fit(X, {"lower": lo, "upper": hi})
+
+
+def test_compare_ranks_the_three_noise_laws_on_intervals():
+    """``jaxboost.compare`` takes side data: the three distributions on one set of
+    intervals (trained together by ``train_many``), each curve of ``"objective"`` the
+    model's own mean loss after each round; a label metric gets a NaN curve and a note
+    that says why."""
+    rng = np.random.default_rng(3)  # the data of the label-forms test
+    X = rng.normal(size=(120, 3)).astype(np.float32)
+    t = np.exp(X[:, 0] + 0.3 * rng.normal(size=120)).astype(np.float32)
+    lo, hi = _intervals(rng, t)
+    y = {"lower": lo, "upper": hi}
+    laws = [objectives.aft(distribution=d) for d in ("normal", "logistic", "extreme")]
+    cmp = jaxboost.compare(laws, X, y, metrics=["objective", "rmse"], n_rounds=4, max_depth=2)
+    for label, entry in zip(cmp.curves, laws):
+        bst = cmp.boosters[label]
+        want = [
+            np.mean(_rows(entry, lo, hi, bst[:r].predict(X, output_margin=True))) for r in (1, 4)
+        ]
+        np.testing.assert_allclose(cmp.curves[label]["train"]["loss"][[0, 3]], want, rtol=1e-5)
+        assert np.all(np.isnan(cmp.curves[label]["train"]["rmse"]))
+    assert any("rmse is NaN" in n and "without a 'label' entry" in n for n in cmp.notes)

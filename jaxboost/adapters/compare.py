@@ -17,7 +17,8 @@ import numpy as np
 
 from .. import metrics as _metrics
 from ..errors import DataError
-from ..inputs.arrays import as_features, as_labels, as_weights
+from ..inputs.arrays import as_features, as_targets, as_weights
+from ..metrics.targets import metric_targets
 from ..training import train
 from ..training.evaluation import check_metric_links
 from ..training.many import train_many
@@ -108,14 +109,14 @@ def _data_set(name, Xy, n_features):
         raise DataError(
             f"eval set {name!r} has {X.shape[1]} features, the training data {n_features}"
         )
-    y = as_labels(Xy[1], X.shape[0])
+    y = as_targets(Xy[1], X.shape[0])
     w = as_weights(Xy[2], X.shape[0]) if len(Xy) == 3 else None
     return X, y, w
 
 
 def _data_sets(X, y, sample_weight, eval_set) -> dict:
     Xf = as_features(X, sparse="csc")  # scipy.sparse stays sparse (absent = missing)
-    sets = {"train": (Xf, as_labels(y, Xf.shape[0]), as_weights(sample_weight, Xf.shape[0]))}
+    sets = {"train": (Xf, as_targets(y, Xf.shape[0]), as_weights(sample_weight, Xf.shape[0]))}
     if eval_set is None:
         return sets
     if isinstance(eval_set, dict):
@@ -350,7 +351,9 @@ def compare(
         dict ``{label: objective}``.
       X: ``(N, F)`` training features, NaN = missing (or a ``scipy.sparse`` matrix,
         whose absent entries are missing; so may the eval sets' be).
-      y: ``(N,)`` training labels.
+      y: ``(N,)`` training labels, or side data for losses that take it (a dict of
+        ``(N,)`` arrays or an ``(N, L)`` array: ``objectives.aft``'s intervals, a loss of
+        your own's extra columns); the eval sets' ``y`` alike.
       eval_set: ``None``, a list of ``(X, y)`` (or ``(X, y, sample_weight)``) named
         ``validation_0``, ``validation_1``, ..., or a dict ``{name: (X, y)}``. The
         training data is always evaluated too, as ``"train"``.
@@ -440,7 +443,8 @@ def compare(
                 stages = _stages(boosters[label], Xd, m.on, cache)
                 try:
                     check_metric_links([m], trained)  # probabilities of margins: no
-                    per[name] = _metrics.evaluate_stages(m, yd, stages, wd)
+                    targets = metric_targets(m, yd)  # side data: the label, or all of y
+                    per[name] = _metrics.evaluate_stages(m, targets, stages, wd)
                 except Exception as e:  # a metric that does not apply to this model
                     per[name] = np.full(stages.shape[0], np.nan)
                     why = (str(e).strip().splitlines() or [""])[0]

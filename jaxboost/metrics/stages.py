@@ -32,7 +32,8 @@ def evaluate_stages(metric, y, stages, w=None) -> np.ndarray:
 
     Args:
       metric: a ``Metric`` (or anything ``get_metric`` accepts, except ``"objective"``).
-      y: ``(N,)`` labels.
+      y: ``(N,)`` labels, or side data (a dict of ``(N,)`` arrays, an ``(N, L)``
+        array) for a metric that reads it, such as a loss's own (``"objective"``).
       stages: ``(R, N)`` or ``(R, N, K)`` predictions after each of ``R`` rounds, e.g.
         ``Booster.staged_predict(X)`` (responses) or with ``output_margin=True``
         (margins) as ``metric.on`` says.
@@ -58,8 +59,10 @@ def evaluate_stages(metric, y, stages, w=None) -> np.ndarray:
     stages = np.asarray(stages)
     if stages.ndim < 2:
         raise ValueError(f"stages must be (R, N) or (R, N, K), got shape {stages.shape}")
-    y = np.asarray(y, np.float32)
-    w = np.ones(y.shape[:1], np.float32) if w is None else np.asarray(w, np.float32)
+    # labels, or side data (a dict of arrays, an (N, L) array) for a loss's own metric
+    y = jax.tree.map(lambda a: np.asarray(a, np.float32), y)
+    n = jax.tree.leaves(y)[0].shape[0]
+    w = np.ones(n, np.float32) if w is None else np.asarray(w, np.float32)
     n_stages = stages.shape[0]
     if n_stages == 0:
         return np.zeros(0, np.float64)
