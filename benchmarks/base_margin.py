@@ -8,8 +8,8 @@ run), ``run ms`` the median of 3 calls after it. The losses: logistic and absolu
 error (the catalogue's), the catalogue's ``aft`` on intervals, and a log-normal
 interval likelihood written as a loss of one's own (``examples/interval_censored.py``'s
 ``interval_nll``, norm.logcdf of both ends; its data without events, which that loss
-does not take). Nothing is asserted; prints a table and
-writes ``benchmarks/results/base-margin-<timestamp>.json``.
+does not take). Each process is ``_process.launch_measured``'s. Nothing is asserted;
+prints a table and writes ``benchmarks/results/base-margin-<timestamp>.json``.
 
     python benchmarks/base_margin.py
     python benchmarks/base_margin.py --rows 2000,1000000
@@ -21,13 +21,16 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+TAG = "@@MARGIN "
+sys.path.insert(0, str(HERE))
+
+from _process import launch_measured  # noqa: E402
 
 WORKER = r"""
 import json, sys, time, statistics
@@ -66,21 +69,16 @@ for _ in range(3):
     t0 = time.perf_counter()
     float(fit_base_margin(loss, y))
     runs.append(time.perf_counter() - t0)
-print(json.dumps(dict(margin=c, first_s=first, run_s=statistics.median(runs))))
+print({tag!r} + json.dumps(dict(margin=c, first_s=first, run_s=statistics.median(runs))))
 """
 
 
 def measure(name: str, rows: int) -> dict:
-    code = WORKER.format(root=str(ROOT), examples=str(ROOT / "examples"))
-    env = dict(os.environ, JAXBOOST_COMPILATION_CACHE="0", JAX_PLATFORMS="cpu")
-    out = subprocess.run(
-        [sys.executable, "-c", code, name, str(rows)],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=True,
-    )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    code = WORKER.format(root=str(ROOT), examples=str(ROOT / "examples"), tag=TAG)
+    res = launch_measured([sys.executable, "-c", code, name, str(rows)], name, 1800, TAG)
+    if "error" in res:
+        raise RuntimeError(f"{name} on {rows} rows failed:\n{res['error']}")
+    return {k: res[k] for k in ("margin", "first_s", "run_s")}
 
 
 def main() -> None:

@@ -396,6 +396,8 @@ class _AftParts(NamedTuple):
     bottom: jax.Array  # log of the smaller one (any finite value where u_open)
     d: jax.Array  # bottom - top (-inf where u_open), at most -1e-12
     log_pdf_a: jax.Array
+    log_pdf_t: jax.Array  # log p at t_end (log_pdf_a or b's)
+    log_pdf_u: jax.Array  # log p at u_end
     narrow: jax.Array  # a closed interval holding under a tenth of the tail beyond it
     half: jax.Array  # half its width in z (1 elsewhere)
     nodes: tuple  # the 3 Gauss-Legendre nodes across it
@@ -429,9 +431,11 @@ def _aft_parts(y, f, sigma, distribution) -> _AftParts:
     half = 0.5 * jnp.where(narrow, width, 1.0)
     mid = jnp.where(narrow, a, 0.0) + half
     nodes = (mid - _GL3_NODE * half, mid, mid + _GL3_NODE * half)
+    lp_a, lp_b = law.log_pdf(a), law.log_pdf(b)  # (the loss reads only lp_a)
     return _AftParts(
         event, log_lo, a, above, t_end, u_end, t_open, u_open, top, bottom, d,
-        law.log_pdf(a), narrow, half, nodes, tuple(law.log_pdf(z) for z in nodes),
+        lp_a, jnp.where(above, lp_a, lp_b), jnp.where(above, lp_b, lp_a),
+        narrow, half, nodes, tuple(law.log_pdf(z) for z in nodes),
     )  # fmt: skip
 
 
@@ -460,8 +464,8 @@ def _aft_grad_hess(y, f, *, sigma=1.0, distribution="normal", clip=True):
     g_event, h_event = psi_a / sigma, -dpsi_a / sigma**2
     s = jnp.where(q.above, -1.0, 1.0)
     E = 1.0 / jnp.expm1(-q.d)  # e^d / (1 - e^d); 0 where the smaller term is 0
-    rho_t, drho_t = law.ratio(q.t_end, q.above, law.log_pdf(q.t_end), q.top)
-    rho_u, drho_u = law.ratio(q.u_end, q.above, law.log_pdf(q.u_end), q.bottom)
+    rho_t, drho_t = law.ratio(q.t_end, q.above, q.log_pdf_t, q.top)
+    rho_u, drho_u = law.ratio(q.u_end, q.above, q.log_pdf_u, q.bottom)
     rho_t, drho_t = (jnp.where(q.t_open, 0.0, v) for v in (rho_t, drho_t))
     rho_u, drho_u = (jnp.where(q.u_open, 0.0, v) for v in (rho_u, drho_u))
     g_interval = s * ((1.0 + E) * rho_t - E * rho_u) / sigma

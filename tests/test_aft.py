@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from conftest import parity_data
-from xgb_readout import xgb_base_score
+from xgb_readout import xgb_base_score, xgb_leaf_grad_hess
 
 import jaxboost
 import objectives
@@ -30,12 +30,10 @@ def _intervals(rng, t):
     return lo.astype(np.float32), hi.astype(np.float32)
 
 
-def _xgb_dmatrix(X, lo, hi, base_margin=None):
+def _xgb_dmatrix(X, lo, hi):
     d = xgb.DMatrix(X, missing=np.nan)
     d.set_float_info("label_lower_bound", lo)
     d.set_float_info("label_upper_bound", hi)
-    if base_margin is not None:
-        d.set_base_margin(base_margin)
     return d
 
 
@@ -57,22 +55,13 @@ def test_gradient_and_hessian_equal_xgboost_survival_aft(dist, sigma):
     t = np.exp(rng.normal(size=n)).astype(np.float32)
     lo, hi = _intervals(rng, t)
     f0 = (np.log(t) + sigma * rng.uniform(-2.5, 2.5, n)).astype(np.float32)
-    X = np.arange(n, dtype=np.float32)[:, None]
     params = dict(
         objective="survival:aft",
         aft_loss_distribution=dist,
         aft_loss_distribution_scale=sigma,
-        eta=1.0,
-        reg_lambda=0.0,
-        min_child_weight=0.0,
-        tree_method="exact",
         max_depth=60,
     )
-    bst = xgb.train(params, _xgb_dmatrix(X, lo, hi, f0), 1)
-    leaves = bst.trees_to_dataframe().query("Feature == 'Leaf'").set_index("Node")
-    leaf = bst.predict(xgb.DMatrix(X), pred_leaf=True).reshape(n)
-    hx = leaves.loc[leaf, "Cover"].to_numpy()
-    gx = -leaves.loc[leaf, "Gain"].to_numpy() * hx
+    gx, hx, leaf = xgb_leaf_grad_hess(xgb, params, None, f0, bounds=(lo, hi))
     g, h = _rows(objectives.aft(distribution=dist, sigma=sigma), lo, hi, f0, "gh")
     G = np.array([g[leaf == v].sum() for v in leaf])
     H = np.array([h[leaf == v].sum() for v in leaf])
@@ -92,17 +81,8 @@ def test_xgboost_loses_the_hessian_far_above_a_lower_bound():
     1 / sigma^2 (the normal's hazard has slope about 1), clipped to 15 by ``clip``."""
     lo, hi = np.float32([np.exp(1.6)] * 2), np.float32([np.inf] * 2)
     f0 = np.float32([0.0, 0.0])
-    X = np.arange(2, dtype=np.float32)[:, None]
-    params = dict(
-        objective="survival:aft",
-        aft_loss_distribution_scale=0.2,
-        eta=1.0,
-        reg_lambda=0.0,
-        min_child_weight=0.0,
-        tree_method="exact",
-    )
-    bst = xgb.train(params, _xgb_dmatrix(X, lo, hi, f0), 1)
-    cover = bst.trees_to_dataframe().query("Feature == 'Leaf'")["Cover"].to_numpy()
+    params = dict(objective="survival:aft", aft_loss_distribution_scale=0.2)
+    _, cover, _ = xgb_leaf_grad_hess(xgb, params, None, f0, bounds=(lo, hi))
     a = 1.6 / 0.2  # the standardised lower bound: 8
     mills = stats.norm.pdf(a) / stats.norm.sf(a)
     h_exact = mills * (mills - a) / 0.2**2  # d2/df2 of -log(1 - Phi((log l - f) / sigma))

@@ -11,12 +11,16 @@ import json
 import numpy as np
 
 
-def xgb_leaf_grad_hess(xgb, params, y, f0, qid=None):
+def xgb_leaf_grad_hess(xgb, params, y, f0, qid=None, bounds=None):
     """``(G, H, leaf)``: each row's leaf sums (its own g and h in a one-row leaf) and
-    its leaf id, from one XGBoost round with ``params`` at start margins ``f0``."""
-    n = y.shape[0]
+    its leaf id, from one XGBoost round with ``params`` at start margins ``f0``.
+    ``bounds``: ``(lower, upper)`` label bounds in place of ``y`` (``survival:aft``)."""
+    n = f0.shape[0]
     X = np.arange(n, dtype=np.float32)[:, None]
     d = xgb.DMatrix(X, y, qid=qid)
+    if bounds is not None:
+        d.set_float_info("label_lower_bound", bounds[0])
+        d.set_float_info("label_upper_bound", bounds[1])
     d.set_base_margin(f0)
     bst = xgb.train(
         dict(params, eta=1.0, reg_lambda=0.0, min_child_weight=0.0, tree_method="exact"), d, 1

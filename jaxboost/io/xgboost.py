@@ -151,8 +151,11 @@ _OBJECTIVE_PARAMS = {
     "tweedie": ("tweedie_regression_param", {"tweedie_variance_power": "power"}),
     "aft": ("aft_loss_param", {"aft_loss_distribution_scale": "sigma"}),
 }
-# aft's distribution, a name: XGBoost's aft_loss_distribution (same names)
-_AFT_DISTRIBUTION = "aft_loss_distribution"
+# Entry -> {XGBoost parameter: (jaxboost hyperparameter, its allowed names)}: the
+# parameters of an objective block that are names, not numbers (the same names).
+_OBJECTIVE_NAMES = {
+    "aft": {"aft_loss_distribution": ("distribution", objectives.survival.AFT_DISTRIBUTIONS)},
+}
 _NO_PARENT = 2147483647  # XGBoost's parent of the root
 _MAX_CUTS = 254  # cuts per feature of a BinEdges with max_bin = 256
 _WIDE_CUTS = MAX_BIN_LIMIT - 2  # the most cuts per feature of any BinEdges
@@ -280,8 +283,8 @@ def _objective_block(name, obj, K) -> dict:
         values = {xk: _param_text(hyper[jk]) for xk, jk in names.items()}
         if name == "quantile":
             values["quantile_alpha"] = "[" + values["quantile_alpha"] + "]"
-        if name == "aft":
-            values[_AFT_DISTRIBUTION] = hyper["distribution"]
+        for xk, (jk, _) in _OBJECTIVE_NAMES.get(name, {}).items():
+            values[xk] = hyper[jk]
         block[key] = values
     elif name in ("squared", "logistic", "gamma"):
         block["reg_loss_param"] = {"scale_pos_weight": "1"}
@@ -313,15 +316,16 @@ def _import_objective(name, block, K):
         value = float(_param_text(v[0]))
         if value != entry.hyperparameters.get(jk):
             values[jk] = value
-    if name == "aft" and _AFT_DISTRIBUTION in params:
-        dist = params[_AFT_DISTRIBUTION]
-        if dist not in objectives.survival.AFT_DISTRIBUTIONS:
+    for xk, (jk, allowed) in _OBJECTIVE_NAMES.get(name, {}).items():
+        if xk not in params:
+            continue
+        if params[xk] not in allowed:
             raise _malformed(
-                f"learner.objective.{key}.{_AFT_DISTRIBUTION} must be one of "
-                f"{list(objectives.survival.AFT_DISTRIBUTIONS)}, got {describe(dist)}"
+                f"learner.objective.{key}.{xk} must be one of {list(allowed)}, "
+                f"got {describe(params[xk])}"
             )
-        if dist != entry.hyperparameters["distribution"]:
-            values["distribution"] = dist
+        if params[xk] != entry.hyperparameters[jk]:
+            values[jk] = params[xk]
     try:
         return entry(**values) if values else entry
     except (TypeError, ValueError) as e:

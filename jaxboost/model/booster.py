@@ -866,17 +866,16 @@ class Booster:
         offsets = self._offsets(base_margin, n)
         validate = getattr(objective, "validate_labels", None)
         entry = isinstance(objective, Objective) and not isinstance(objective, LinkedLoss)
-        if is_side_data(y) and entry and objective.label_fields:
-            if not objective.takes_label_fields(y):
-                raise DataError(objective.label_fields_message(target_structure(y)))
-        if is_side_data(y) and not (entry and objective.label_fields):
-            if entry:
-                raise DataError(
-                    f"{objective!r} takes one label per row, y of shape (N,); "
-                    f"side data (a dict or an (N, L) array) is for losses of "
-                    f"your own"
-                )
-        elif validate is not None:
+        side = is_side_data(y)  # a catalogue entry takes it only as its label_fields
+        if side and entry and not objective.label_fields:
+            raise DataError(
+                f"{objective!r} takes one label per row, y of shape (N,); "
+                f"side data (a dict or an (N, L) array) is for losses of "
+                f"your own"
+            )
+        if side and entry and not objective.takes_label_fields(y):
+            raise DataError(objective.label_fields_message(target_structure(y)))
+        if validate is not None and (entry or not side):
             try:
                 validate(y)
             except ValueError as e:
