@@ -227,6 +227,15 @@ class Objective(Hyperparameters):
         then be a dict of ``(N,)`` arrays with exactly these keys or an ``(N, L)``
         array of the fields in this order, and the loss receives one row of it (a dict
         of scalars, or an ``(L,)`` vector). Empty (the default): one label per row.
+      intercept: optional closed form of the start margin,
+        ``intercept(y, w, **hyperparameters) -> float or None`` on the host (``y`` and
+        ``w`` float64 ``(N,)``): the constant c minimising ``sum_i w_i loss(y_i, c)``,
+        or None where there is no finite one (logistic
+        with every label 1). Training starts there (rounded to float32) instead of
+        fitting the constant (``fit_base_margin``), which costs a compile of its own on
+        a first fit (0.15-0.2 s on the CPU). Squared error: the weighted mean;
+        logistic: the log-odds of the weighted mean; Poisson, gamma, Tweedie: the log
+        of the weighted mean; exponential: half the log-odds (``weighted_mean``).
     """
 
     name: str
@@ -246,6 +255,7 @@ class Objective(Hyperparameters):
     grad_hess_diag: Optional[Callable] = None
     value_check: bool = True
     label_fields: tuple = ()
+    intercept: Optional[Callable] = None
 
     def __post_init__(self):
         if self.hessian not in HESSIAN_POLICIES:
@@ -304,6 +314,28 @@ class Objective(Hyperparameters):
             )
         return self.loss(*args, **dict(self.params))
 
+    def start_margin(self, y, w) -> Optional[float]:
+        """The closed-form start margin (``intercept``) of labels ``y`` with weights
+        ``w``, as a float32 value, or None (no closed form, no finite one, or no
+        weight).
+
+        >>> import objectives, numpy as np
+        >>> float(objectives.squared.start_margin(np.array([1.0, 2.0, 6.0]), np.ones(3)))
+        3.0
+        >>> objectives.logistic.start_margin(np.ones(3), np.ones(3)) is None
+        True
+        """
+        if self.intercept is None:
+            return None
+        y = np.asarray(y, np.float64)
+        w = np.asarray(w, np.float64)
+        if y.ndim != 1 or w.shape != y.shape or not w.sum() > 0:
+            return None
+        c = self.intercept(y, w, **dict(self.params))
+        if c is None or not np.isfinite(np.float32(c)):
+            return None
+        return np.float32(c)
+
     def row_grad_hess(self):
         """The closed-form ``(y, pred) -> (g, h)`` bound to the hyperparameters, or None."""
         if self.grad_hess is None:
@@ -339,6 +371,31 @@ class Objective(Hyperparameters):
         if self.outputs is not None:
             return self
         return self.with_params(**{self.n_outputs: int(self.infer_outputs(y))})
+
+
+def weighted_mean(y, w) -> float:
+    """``sum(w y) / sum(w)`` in float64 (``w`` summing to more than 0)."""
+    return float(np.dot(w, y) / w.sum())
+
+
+def mean_intercept(y, w, **_):
+    """The weighted mean: squared error's start margin."""
+    return weighted_mean(y, w)
+
+
+def log_mean_intercept(y, w, **_):
+    """The log of the weighted mean (None unless it is > 0): the start margin of the
+    log-link likelihoods whose g is a positive multiple of ``e^f - y`` (Poisson, gamma,
+    Tweedie)."""
+    m = weighted_mean(y, w)
+    return float(np.log(m)) if m > 0 else None
+
+
+def logit_intercept(y, w, **_):
+    """The log-odds of the weighted mean (None unless it is in (0, 1)): logistic's
+    start margin."""
+    p = weighted_mean(y, w)
+    return float(np.log(p) - np.log1p(-p)) if 0 < p < 1 else None
 
 
 def check_binary_labels(name):

@@ -8,7 +8,14 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from ._base import Objective, check_binary_labels, identity, sigmoid
+from ._base import (
+    Objective,
+    check_binary_labels,
+    identity,
+    logit_intercept,
+    mean_intercept,
+    sigmoid,
+)
 from ._checks import raise_bad_labels
 
 
@@ -66,11 +73,17 @@ def _check_exponential_labels(y, **_):
     raise_bad_labels("exponential", "y in {0, 1} (two classes)", (y != 0) & (y != 1), y)
 
 
+def _half_logit_intercept(y, w, **_):
+    """Half the log-odds of the weighted mean: exponential loss's start margin."""
+    c = logit_intercept(y, w)
+    return None if c is None else 0.5 * c
+
+
 def _sigmoid2(margin):
     return sigmoid(2.0 * margin)
 
 
-squared = Objective("squared", squared_loss, link=identity, metric="rmse")
+squared = Objective("squared", squared_loss, link=identity, metric="rmse", intercept=mean_intercept)
 logistic = Objective(
     "logistic",
     logistic_loss,
@@ -79,6 +92,7 @@ logistic = Objective(
     check_labels=check_binary_labels("logistic"),
     metric="logloss",
     value_check=False,  # log(1 + e^f) - y f: finite wherever f is
+    intercept=logit_intercept,
 )
 exponential = Objective(
     "exponential",
@@ -86,4 +100,5 @@ exponential = Objective(
     link=_sigmoid2,
     check_labels=_check_exponential_labels,
     metric="logloss",
+    intercept=_half_logit_intercept,
 )

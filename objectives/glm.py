@@ -19,7 +19,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from ._base import Objective
+from ._base import Objective, log_mean_intercept
 from ._checks import Interval, check_hyper, is_number, raise_bad_labels, real_hyper
 
 
@@ -134,6 +134,7 @@ poisson = Objective(
     check_labels=_check_poisson_labels,
     metric="poisson_nll",
     check_params=real_hyper("poisson", "max_delta_step", Interval(lo=0.0, lo_closed=True), ">= 0"),
+    intercept=log_mean_intercept,
 )
 gamma = Objective(
     "gamma",
@@ -142,6 +143,7 @@ gamma = Objective(
     expected_hessian=_gamma_expected_hessian,
     check_labels=_check_gamma_labels,
     metric="gamma_deviance",
+    intercept=log_mean_intercept,
 )
 tweedie = Objective(
     "tweedie",
@@ -151,4 +153,5 @@ tweedie = Objective(
     check_labels=_check_tweedie_labels,
     metric="objective",
     check_params=real_hyper("tweedie", "power", Interval(1.0, 2.0), "in (1, 2)"),
+    intercept=log_mean_intercept,
 )

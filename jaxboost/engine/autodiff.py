@@ -745,7 +745,8 @@ def fit_base_margin(
     Squared loss gives the weighted mean, logistic the log-odds of the weighted mean,
     Poisson the log of the mean, quantile(alpha) the weighted alpha-quantile. (Training
     with ``refit="quantile"``, the catalogue's absolute error and quantile losses,
-    starts from ``refit.quantile_intercept`` instead: XGBoost's ``base_score``.)
+    starts from ``refit.quantile_intercept`` instead: XGBoost's ``base_score``; the
+    catalogue entries with a closed-form minimiser, ``Objective.intercept``, from that.)
 
     Args:
       loss: per-row loss.

@@ -15,6 +15,8 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
+from objectives import Objective
+
 from .._types import NARROW_BIN_LIMIT, bin_dtype
 from ..engine.autodiff import fit_base_margin, loss_name
 from ..engine.categorical import cat_info
@@ -236,12 +238,27 @@ def prepare(s, Xf, yf, wf, sparse_ok: bool = True) -> Prepared:
     )
 
 
+def closed_form_start(s, layout, y, w):
+    """The start margin in closed form (``Objective.start_margin``: squared error,
+    logistic, Poisson, gamma, Tweedie, exponential), or None: another loss, vector
+    margins, exact sums (``quantize=True``: the fit's sums do not depend on the rows'
+    order), rows spread over processes, or no finite closed form. Computed on the host
+    from the padded labels and weights (padding weighs 0), it spares a first fit the
+    base-margin fit's compile (breast cancer, logistic: 0.2 s of a 0.6 s cold fit)."""
+    if s.n_outputs != 1 or s.quantize or layout.multi or not isinstance(s.loss, Objective):
+        return None
+    if isinstance(y, dict) or np.ndim(y) != 1:
+        return None
+    return s.loss.start_margin(np.asarray(y), np.asarray(w))
+
+
 def base_margin(s, layout, rows, y, w):
     """The model's base margin: the init model's, the given one, 0 when margins are given
     per row (``s.offsets``: they replace the intercept, as XGBoost's ``base_margin``
     does), the labels' quantile at the refit's level for ``refit="quantile"``
     (``refit.quantile_intercept``, XGBoost's ``base_score`` for its quantile and
-    absolute-error objectives), or the fitted constant minimising the weighted loss
+    absolute-error objectives), the closed-form minimiser of a catalogue entry that has
+    one (``closed_form_start``), or the fitted constant minimising the weighted loss
     (sums over every process's rows)."""
     K = s.n_outputs
     if s.init_model is not None:
@@ -254,6 +271,8 @@ def base_margin(s, layout, rows, y, w):
         base = quantile_intercept(
             np.asarray(y), np.asarray(w), s.quantile_alpha, s.weight_max is not None
         )
+    elif (closed := closed_form_start(s, layout, y, w)) is not None:
+        base = closed
     else:
         exact_rows = layout.n_total if s.quantize else None
         args = dict(exact_rows=exact_rows, loss_params=s.loss_values)
