@@ -235,7 +235,8 @@ class Objective(Hyperparameters):
         fitting the constant (``fit_base_margin``), which costs a compile of its own on
         a first fit (0.15-0.2 s on the CPU). Squared error: the weighted mean;
         logistic: the log-odds of the weighted mean; Poisson, gamma, Tweedie: the log
-        of the weighted mean; exponential: half the log-odds (``weighted_mean``).
+        of the weighted mean; exponential: half the log-odds (``weighted_mean``);
+        softmax: the log class shares less their mean.
     """
 
     name: str
@@ -314,10 +315,10 @@ class Objective(Hyperparameters):
             )
         return self.loss(*args, **dict(self.params))
 
-    def start_margin(self, y, w) -> Optional[float]:
+    def start_margin(self, y, w):
         """The closed-form start margin (``intercept``) of labels ``y`` with weights
-        ``w``, as a float32 value, or None (no closed form, no finite one, or no
-        weight).
+        ``w``: a float32 value (``(K,)`` for ``K`` outputs), or None (no closed form, no
+        finite one, or no weight).
 
         >>> import objectives, numpy as np
         >>> float(objectives.squared.start_margin(np.array([1.0, 2.0, 6.0]), np.ones(3)))
@@ -332,9 +333,14 @@ class Objective(Hyperparameters):
         if y.ndim != 1 or w.shape != y.shape or not w.sum() > 0:
             return None
         c = self.intercept(y, w, **dict(self.params))
-        if c is None or not np.isfinite(np.float32(c)):
+        if c is None:
             return None
-        return np.float32(c)
+        c = np.asarray(c, np.float32)
+        if c.shape != (() if self.outputs in (None, 1) else (self.outputs,)):
+            return None
+        if not np.isfinite(c).all():
+            return None
+        return c if c.ndim else c[()]
 
     def row_grad_hess(self):
         """The closed-form ``(y, pred) -> (g, h)`` bound to the hyperparameters, or None."""

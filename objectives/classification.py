@@ -200,6 +200,17 @@ def _check_softmax_labels(y, *, n_classes=None, **_):
     raise_bad_labels("softmax", domain, bad, y)
 
 
+def _softmax_intercept(y, w, *, n_classes=None, **_):
+    """The log of the weighted class shares less their mean (softmax margins are free
+    up to a constant; this one sums to 0), or None where a class has no weight."""
+    K = n_classes if n_classes is not None else int(np.max(y)) + 1
+    shares = np.bincount(y.astype(np.int64), weights=w, minlength=K)[:K] / w.sum()
+    if not (shares > 0).all():
+        return None
+    c = np.log(shares)
+    return c - c.mean()
+
+
 def _infer_n_classes(y):
     """K = max(y) + 1 classes."""
     return int(np.max(y)) + 1
@@ -226,4 +237,5 @@ softmax = Objective(
     infer_outputs=_infer_n_classes,
     check_params=_check_softmax_params,
     grad_hess_diag=_softmax_grad_hess_diag,
+    intercept=_softmax_intercept,
 )

@@ -152,6 +152,35 @@ def test_closed_form_start_is_the_fitted_minimiser_and_skips_the_fit(name, draw,
         jaxboost.train(name, X, y, quantize=True, **kw)
 
 
+def test_softmax_starts_from_the_log_class_shares_without_the_fit(monkeypatch):
+    """Softmax: the log of the weighted class shares less their mean (the vector fit
+    finds them up to a constant), without running the fit; a class without weight
+    (an empty class below n_classes) leaves it to the fit."""
+    import jaxboost
+    from jaxboost.training import data
+
+    rng = np.random.default_rng(5)
+    n, K = 600, 4
+    X = rng.normal(size=(n, 3)).astype(np.float32)
+    y = rng.integers(0, K, n).astype(np.float32)
+    w = (rng.random(n) + 0.5).astype(np.float32)
+    log_p = np.log(np.bincount(y.astype(int), weights=w.astype(np.float64)) / w.sum())
+    fitted = np.asarray(
+        fit_base_margin(objectives.softmax(n_classes=K), jnp.asarray(y), jnp.asarray(w), K)
+    )
+    np.testing.assert_allclose(fitted - fitted.mean(), log_p - log_p.mean(), atol=5e-5)
+
+    def no_fit(*a, **k):
+        raise AssertionError("the base-margin fit ran")
+
+    monkeypatch.setattr(data, "fit_base_margin", no_fit)
+    kw = dict(n_rounds=1, max_depth=2, sample_weight=w, verbose=False)
+    bst = jaxboost.train("softmax", X, y, **kw)
+    np.testing.assert_allclose(bst.base_margin, log_p - log_p.mean(), rtol=0, atol=3e-7)
+    with pytest.raises(AssertionError, match="the base-margin fit ran"):
+        jaxboost.train(objectives.softmax(n_classes=K + 1), X, y, **kw)
+
+
 def test_closed_form_start_falls_back_to_the_fit_without_a_finite_one():
     """Every logistic label 1: no finite log-odds, so training fits the constant as
     before (phase 1's point, where the loss has flattened out)."""

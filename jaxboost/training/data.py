@@ -240,16 +240,21 @@ def prepare(s, Xf, yf, wf, sparse_ok: bool = True) -> Prepared:
 
 def closed_form_start(s, layout, y, w):
     """The start margin in closed form (``Objective.start_margin``: squared error,
-    logistic, Poisson, gamma, Tweedie, exponential), or None: another loss, vector
-    margins, exact sums (``quantize=True``: the fit's sums do not depend on the rows'
-    order), rows spread over processes, or no finite closed form. Computed on the host
-    from the padded labels and weights (padding weighs 0), it spares a first fit the
-    base-margin fit's compile (breast cancer, logistic: 0.2 s of a 0.6 s cold fit)."""
-    if s.n_outputs != 1 or s.quantize or layout.multi or not isinstance(s.loss, Objective):
+    logistic, Poisson, gamma, Tweedie, exponential, softmax), or None: another loss,
+    side data, exact sums (``quantize=True``: the fit's sums do not depend on the rows'
+    order) or no finite closed form. Computed on the host from the padded labels and
+    weights (padding weighs 0; with rows spread over processes, every process's, in
+    process order, as one process holds them), it spares a first fit the base-margin
+    fit's compile (breast cancer, logistic: a quarter of a 0.6 s cold fit)."""
+    loss = s.loss
+    if s.quantize or not isinstance(loss, Objective) or loss.intercept is None:
         return None
     if isinstance(y, dict) or np.ndim(y) != 1:
         return None
-    return s.loss.start_margin(np.asarray(y), np.asarray(w))
+    y, w = np.asarray(y), np.asarray(w)
+    if layout.multi:  # a collective: every process gets here with the same settings
+        y, w = dist.gather_rows(y), dist.gather_rows(w)
+    return loss.start_margin(y, w)
 
 
 def base_margin(s, layout, rows, y, w):
