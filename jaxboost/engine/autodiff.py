@@ -726,8 +726,10 @@ def fit_base_margin(
     float32 as in training):
 
     1. safeguarded Newton: the step :math:`-\sum w g / \sum w h` (a gradient step when
-       :math:`\sum w h \le 0`), halved until the loss does not increase, until a step
-       leaves the float32 value unchanged (at most 30 steps);
+       :math:`\sum w h \le 0`), halved while the loss increases by more than its
+       float32 rounding (``LOSS_ROUNDING``), until a step moves the float32 value by
+       about an ulp, would move it by only a few, or turns back short (at most 30
+       steps);
     2. bracketing: an interval around that point where :math:`G(c) = \sum w g` changes
        sign is searched (widening geometrically), then bisected to float32 resolution;
        the end with the lower loss wins. This finds the minimiser of non-smooth losses
@@ -867,7 +869,8 @@ def _scalar_fit(total, sums):
     ``LOSS_ROUNDING``; the first one's serves the whole fit) and the derivative sums
     ``sums(c) -> (G, H)`` at one place each: phase 1, safeguarded Newton from 0 (at
     most 30 steps, each halved while the loss rose by more than ``tol``; it stops when
-    a step moved the float32 margin by at most an ulp or would move it by a few);
+    a step moved the float32 margin by about an ulp, would move it by a few, or turns
+    back shorter than phase 2's first bracket);
     phase 2, a bracket of a sign change of :math:`G` widened geometrically on both
     sides of Newton's point (from :math:`10^{-3}(1 + |c|)`, or, where Newton stopped
     with H > 0, from twice its last step :math:`|d|`, at least about 8 ulps), up to 80
