@@ -236,7 +236,8 @@ class Objective(Hyperparameters):
         a first fit (0.15-0.2 s on the CPU). Squared error: the weighted mean;
         logistic: the log-odds of the weighted mean; Poisson, gamma, Tweedie: the log
         of the weighted mean; exponential: half the log-odds (``weighted_mean``);
-        softmax: the log class shares less their mean.
+        softmax: the log class shares less their mean; Gaussian NLL: the mean and the
+        log standard deviation.
     """
 
     name: str

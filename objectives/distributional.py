@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 
 import jax.numpy as jnp
+import numpy as np
 
-from ._base import Objective
+from ._base import Objective, weighted_mean
 
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
@@ -56,6 +57,14 @@ def gaussian_link(margin):
     return jnp.stack([margin[..., 0], jnp.exp(margin[..., 1])], axis=-1)
 
 
+def _gaussian_intercept(y, w, **_):
+    """(weighted mean, log of the weighted standard deviation about it), or None when
+    the labels do not vary: the constant minimising the Gaussian NLL."""
+    mu = weighted_mean(y, w)
+    var = weighted_mean((y - mu) ** 2, w)
+    return np.array([mu, 0.5 * np.log(var)]) if var > 0 else None
+
+
 gaussian_nll = Objective(
     "gaussian_nll",
     gaussian_nll_loss,
@@ -65,4 +74,5 @@ gaussian_nll = Objective(
     hessian="expected",
     n_outputs=2,
     h_sign="nonnegative",
+    intercept=_gaussian_intercept,
 )

@@ -181,6 +181,35 @@ def test_softmax_starts_from_the_log_class_shares_without_the_fit(monkeypatch):
         jaxboost.train(objectives.softmax(n_classes=K + 1), X, y, **kw)
 
 
+def test_gaussian_nll_starts_at_the_mean_and_log_sd_and_the_vector_fit_finds_them(monkeypatch):
+    """Gaussian NLL (mean, log-scale): training starts from the weighted mean and the
+    log of the weighted standard deviation without the fit; and the vector fit, whose
+    Newton direction from 0 climbs (the Hessian is indefinite there), now takes a
+    diagonal Newton step instead and reaches the same point (it stopped at mean -1.98,
+    log-scale 1.29 for labels of mean 2.97, not even a stationary point)."""
+    import jaxboost
+    from jaxboost.training import data
+
+    rng = np.random.default_rng(0)
+    y = rng.normal(3, 2, 800).astype(np.float32)
+    w = (rng.random(800) + 0.5).astype(np.float32)
+    X = rng.normal(size=(800, 2)).astype(np.float32)
+    w64 = w.astype(np.float64)
+    mu = (w64 * y).sum() / w64.sum()
+    want = np.array([mu, 0.5 * np.log((w64 * (y - mu) ** 2).sum() / w64.sum())])
+    fitted = np.asarray(fit_base_margin(objectives.gaussian_nll, jnp.asarray(y), jnp.asarray(w), 2))
+    np.testing.assert_allclose(fitted, want, atol=2e-4)
+
+    def no_fit(*a, **k):
+        raise AssertionError("the base-margin fit ran")
+
+    monkeypatch.setattr(data, "fit_base_margin", no_fit)
+    bst = jaxboost.train(
+        "gaussian_nll", X, y, sample_weight=w, n_rounds=1, max_depth=2, verbose=False
+    )
+    np.testing.assert_allclose(bst.base_margin, want, rtol=1e-6)
+
+
 def test_closed_form_start_falls_back_to_the_fit_without_a_finite_one():
     """Every logistic label 1: no finite log-odds, so training fits the constant as
     before (phase 1's point, where the loss has flattened out)."""

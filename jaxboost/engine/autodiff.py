@@ -1244,6 +1244,10 @@ def _fit_base_margin_vector_impl(family, values, y, sample_weight, K, exact=Fals
             H = 0.5 * (H + H.T)
             ridge = 1e-6 * (jnp.trace(H) / K + 1.0)
             d = -small_solve(H + ridge * jnp.eye(K), G)
+            # where H is indefinite (a loss not jointly convex: Gaussian NLL from 0) the
+            # Newton direction may climb: a diagonal Newton step instead, downhill
+            diag = -G / jnp.maximum(jnp.abs(jnp.diagonal(H)), ridge)
+            d = jnp.where(jnp.all(jnp.isfinite(d)) & (jnp.dot(G, d) < 0), d, diag)
             d = jnp.where(jnp.all(jnp.isfinite(d)), d, -G)
             d = jnp.clip(d, -1e3, 1e3)
             l0 = total(c)
