@@ -228,10 +228,10 @@ class Objective(Hyperparameters):
         array of the fields in this order, and the loss receives one row of it (a dict
         of scalars, or an ``(L,)`` vector). Empty (the default): one label per row.
       intercept: optional closed form of the start margin,
-        ``intercept(y, w, **hyperparameters) -> float or None`` on the host (``y`` and
-        ``w`` float64 ``(N,)``): the constant c minimising ``sum_i w_i loss(y_i, c)``,
-        or None where there is no finite one (logistic
-        with every label 1). Training starts there (rounded to float32) instead of
+        ``intercept(y, w, **hyperparameters)`` on the host (``y`` and ``w`` float64
+        ``(N,)``): the constant c minimising ``sum_i w_i loss(y_i, c)`` (a number, or
+        ``(K,)`` numbers for ``K`` outputs), or None where there is no finite one
+        (logistic with every label 1). Training starts there (rounded to float32) instead of
         fitting the constant (``fit_base_margin``), which costs a compile of its own on
         a first fit (0.15-0.2 s on the CPU). Squared error: the weighted mean;
         logistic: the log-odds of the weighted mean; Poisson, gamma, Tweedie: the log
