@@ -115,6 +115,16 @@ def test_base_margin_is_the_float32_next_to_the_closed_form_minimiser(n):
     assert c == pytest.approx(np.log(score / (1 - score)), abs=3e-7)
 
 
+def forbid_base_margin_fit(monkeypatch):
+    """Make training's base-margin fit raise, so a test sees that it did not run."""
+    from jaxboost.training import data
+
+    def no_fit(*a, **k):
+        raise AssertionError("the base-margin fit ran")
+
+    monkeypatch.setattr(data, "fit_base_margin", no_fit)
+
+
 CLOSED_FORM_STARTS = [
     ("squared", lambda r, n: r.normal(3.0, 2.0, n)),
     ("logistic", lambda r, n: (r.random(n) < 0.3).astype(float)),
@@ -132,7 +142,6 @@ def test_closed_form_start_is_the_fitted_minimiser_and_skips_the_fit(name, draw,
     what the general fit finds, without running that fit (its compile is 0.15-0.2 s of
     a first fit); with ``quantize=True`` (exact sums) they still fit it."""
     import jaxboost
-    from jaxboost.training import data
 
     rng = np.random.default_rng(11)
     n = 700
@@ -141,10 +150,7 @@ def test_closed_form_start_is_the_fitted_minimiser_and_skips_the_fit(name, draw,
     w = (rng.random(n) + 0.5).astype(np.float32)
     fitted = np.float32(fit_base_margin(getattr(objectives, name), jnp.asarray(y), jnp.asarray(w)))
 
-    def no_fit(*a, **k):
-        raise AssertionError("the base-margin fit ran")
-
-    monkeypatch.setattr(data, "fit_base_margin", no_fit)
+    forbid_base_margin_fit(monkeypatch)
     kw = dict(n_rounds=1, max_depth=2, sample_weight=w, verbose=False)
     start = np.float32(jaxboost.train(name, X, y, **kw).base_margin)
     assert abs(int(start.view(np.int32)) - int(fitted.view(np.int32))) <= 2, (start, fitted)
@@ -157,7 +163,6 @@ def test_softmax_starts_from_the_log_class_shares_without_the_fit(monkeypatch):
     finds them up to a constant), without running the fit; a class without weight
     (an empty class below n_classes) leaves it to the fit."""
     import jaxboost
-    from jaxboost.training import data
 
     rng = np.random.default_rng(5)
     n, K = 600, 4
@@ -170,10 +175,7 @@ def test_softmax_starts_from_the_log_class_shares_without_the_fit(monkeypatch):
     )
     np.testing.assert_allclose(fitted - fitted.mean(), log_p - log_p.mean(), atol=5e-5)
 
-    def no_fit(*a, **k):
-        raise AssertionError("the base-margin fit ran")
-
-    monkeypatch.setattr(data, "fit_base_margin", no_fit)
+    forbid_base_margin_fit(monkeypatch)
     kw = dict(n_rounds=1, max_depth=2, sample_weight=w, verbose=False)
     bst = jaxboost.train("softmax", X, y, **kw)
     np.testing.assert_allclose(bst.base_margin, log_p - log_p.mean(), rtol=0, atol=3e-7)
@@ -188,7 +190,6 @@ def test_gaussian_nll_starts_at_the_mean_and_log_sd_and_the_vector_fit_finds_the
     diagonal Newton step instead and reaches the same point (it stopped at mean -1.98,
     log-scale 1.29 for labels of mean 2.97, not even a stationary point)."""
     import jaxboost
-    from jaxboost.training import data
 
     rng = np.random.default_rng(0)
     y = rng.normal(3, 2, 800).astype(np.float32)
@@ -200,10 +201,7 @@ def test_gaussian_nll_starts_at_the_mean_and_log_sd_and_the_vector_fit_finds_the
     fitted = np.asarray(fit_base_margin(objectives.gaussian_nll, jnp.asarray(y), jnp.asarray(w), 2))
     np.testing.assert_allclose(fitted, want, atol=2e-4)
 
-    def no_fit(*a, **k):
-        raise AssertionError("the base-margin fit ran")
-
-    monkeypatch.setattr(data, "fit_base_margin", no_fit)
+    forbid_base_margin_fit(monkeypatch)
     bst = jaxboost.train(
         "gaussian_nll", X, y, sample_weight=w, n_rounds=1, max_depth=2, verbose=False
     )

@@ -924,12 +924,11 @@ def _fit_start() -> dict:
         i=jnp.int32(0),  # Newton steps taken
         c=zero,  # Newton's point
         c_prev=jnp.float64(jnp.nan),
-        t_c=jnp.float64(jnp.nan),  # total(c) where known
+        t_c=jnp.float64(jnp.nan),  # total(c), once a Newton step has it
         tol=jnp.float64(jnp.nan),  # the totals' rounding allowance
         d=zero,  # Newton's step
         h_pos=jnp.asarray(False),  # H > 0 where d was taken
         s=jnp.float64(1.0),  # its length along d
-        l0=zero,  # total(c)
         c1=zero,  # Newton's result
         base=zero,  # the bracket's first width
         sign=jnp.float64(-1.0),  # which side the bracket is widened on
@@ -990,11 +989,11 @@ def _newton_moves(st, T, tol, G, H) -> dict:
         x=c + d,
         d=d,
         h_pos=H > 0,
-        l0=T,
+        t_c=T,
         s=jnp.float64(1.0),
         c_prev=jnp.where(tiny, c, st["c_prev"]),
     )
-    s, l0 = st["s"], st["l0"]
+    s, l0 = st["s"], st["t_c"]
     # within the totals' rounding, where the step was Newton's (H > 0): a loss without
     # curvature there (absolute error) keeps the strict comparison
     better = T <= l0 + jnp.where(st["h_pos"], tol, 0.0)
@@ -1008,9 +1007,8 @@ def _newton_moves(st, T, tol, G, H) -> dict:
         s=jnp.where(shrink, s_half, s),
         c=jnp.where(shrink, c, moved),
         c_prev=jnp.where(shrink, st["c_prev"], c),
-        # total at the new c: the one just evaluated (at x, whose float32 is ``moved``),
-        # or l0 where c stays
-        t_c=jnp.where(shrink, st["t_c"], jnp.where(better, T, l0)),
+        # total at the new c: the one just evaluated (at x, whose float32 is ``moved``)
+        t_c=jnp.where(better, T, l0),
         i=jnp.where(shrink, st["i"], st["i"] + 1),
     )
     return {_CHECK: check, _NEWTON: step, _SEARCH: search}

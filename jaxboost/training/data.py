@@ -249,7 +249,7 @@ def closed_form_start(s, layout, y, w):
     loss = s.loss
     if s.quantize or not isinstance(loss, Objective) or loss.intercept is None:
         return None
-    if isinstance(y, dict) or np.ndim(y) != 1:
+    if np.ndim(y) != 1:  # side data (a dict, an (N, L) array): no closed form
         return None
     y, w = np.asarray(y), np.asarray(w)
     if layout.multi:  # a collective: every process gets here with the same settings
