@@ -61,6 +61,23 @@ def test_a_misspelt_keyword_is_still_pythons_error(binary):
 
 
 @pytest.mark.parametrize(
+    "typed, meant",
+    [("n_round", "n_rounds"), ("maxdepth", "max_depth"), ("eval_sets", "eval_set")],
+)
+def test_a_misspelt_keyword_names_the_closest_option(binary, typed, meant):
+    X, y = binary
+    with pytest.raises(TypeError, match=f"did you mean '{meant}'"):
+        jaxboost.train("logistic", X, y, **{typed: 5})
+
+
+def test_a_far_keyword_gets_no_guess(binary):
+    X, y = binary
+    with pytest.raises(TypeError) as err:
+        jaxboost.train("logistic", X, y, no_such_option=5)
+    assert "did you mean" not in str(err.value)
+
+
+@pytest.mark.parametrize(
     "peer, ours",
     [
         ("binary:logistic", "logistic"),

@@ -23,6 +23,7 @@ Adding an option is one ``Option(...)`` here and the code that reads
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import inspect
 import re
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional
@@ -719,11 +720,14 @@ else:
 
 def record(fn: str, given: dict) -> Options:
     """The ``Options`` of a call to ``fn`` with keyword arguments ``given`` (the others
-    take their defaults). An unknown name is Python's ``TypeError``; an option with a
+    take their defaults). An unknown name is Python's ``TypeError`` (naming the closest
+    option's name when one is close, ``difflib``); an option with a
     ``check`` is checked here."""
     unknown = [k for k in given if k not in BY_NAME]
     if unknown:
-        raise TypeError(f"{fn}() got an unexpected keyword argument {unknown[0]!r}")
+        close = difflib.get_close_matches(unknown[0], list(BY_NAME), n=1, cutoff=0.75)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise TypeError(f"{fn}() got an unexpected keyword argument {unknown[0]!r}{hint}")
     for k, v in given.items():
         check = BY_NAME[k].check
         if check is not None:
