@@ -199,3 +199,35 @@ def main(argv):
 
 if __name__ == "__main__":
     main(sys.argv[1:])
+
+
+def _top_class_term(f):
+    """0 * the largest margin, picked by ``jnp.argmax``: adds exactly 0 to a loss and to
+    its derivatives, but makes index arrays while the loss is traced."""
+    return 0.0 * f[jnp.argmax(f)]
+
+
+def test_a_loss_with_index_arrays_trains_like_the_same_loss_without():
+    """The base-margin fits sum in float64 under ``jax.enable_x64(True)``; a loss traced
+    there made 64-bit indices and ``jnp.argmax`` in a softmax-like loss failed to
+    compile (int32 against int64). Losses are now traced with 64-bit types off, as in
+    a training round: with the argmax term the models are the plain ones, bit for bit."""
+    X, y = data()
+    yr, y3 = y["regression"], y["classes"]
+
+    def plain_vec(y, f):
+        return jax.nn.logsumexp(f) - f[y.astype(jnp.int32)]
+
+    def argmax_vec(y, f):
+        return plain_vec(y, f) + _top_class_term(f)
+
+    def plain(y, f):
+        return 0.5 * (y - f) ** 2
+
+    def argmax_scalar(y, f):
+        return plain(y, f) + _top_class_term(jnp.stack([f, -f, y]))
+
+    for a, b, labels, k in [(plain_vec, argmax_vec, y3, 3), (plain, argmax_scalar, yr, None)]:
+        want = jaxboost.train(a, X, labels, n_outputs=k, **KW)
+        got = jaxboost.train(b, X, labels, n_outputs=k, **KW)
+        np.testing.assert_array_equal(got.predict(X), want.predict(X))

@@ -186,10 +186,22 @@ def map_rows(fn, *args):
     never finishes. Chunked, the calls run inline and cannot block; the results are the
     vmapped ones.
 
+    Arguments of 32 bits or fewer are mapped with 64-bit types off (``enable_x64``),
+    also where the caller sums in float64 under ``jax.enable_x64(True)``: a loss is
+    then traced as in a training round (``jnp.argmax`` in a loss traced with 64-bit
+    indices failed to compile: int32 against int64).
+
     >>> import jax.numpy as jnp
     >>> map_rows(lambda a, b: a * b, jnp.arange(3.0), jnp.ones(3)).tolist()
     [0.0, 1.0, 2.0]
     """
+    if all(jnp.dtype(x.dtype).itemsize <= 4 for x in jax.tree.leaves(args)):
+        with jax.enable_x64(False):
+            return _map_rows(fn, *args)
+    return _map_rows(fn, *args)
+
+
+def _map_rows(fn, *args):
     if jax.default_backend() == "cpu":
         rows = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), args)
         work = _linalg_work(jax.make_jaxpr(fn)(*rows).jaxpr) * _outer_batch(args)
