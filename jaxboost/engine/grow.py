@@ -1315,9 +1315,10 @@ def hessian_channels(h, diagonal: bool):
     return h[:, iu, ju]
 
 
-def _vector_finder(dyn, forward_ok, K, diagonal, any_forward):
+def _vector_finder(dyn, forward_ok, K, diagonal, any_forward, native=False):
     """``find(S, St, mask=None)``: the best vector-leaf split of each node
-    (``split.find_best_vector_splits``), as ``_chunked_splits`` calls it."""
+    (``split.find_best_vector_splits``; by the native kernel with ``native``), as
+    ``_chunked_splits`` calls it."""
 
     def find(S, St, mask=None):
         return find_best_vector_splits(
@@ -1329,6 +1330,7 @@ def _vector_finder(dyn, forward_ok, K, diagonal, any_forward):
             diagonal=diagonal,
             any_forward=any_forward,
             feature_mask=mask,
+            native=native,
         )
 
     return find
@@ -1378,7 +1380,7 @@ def grow_vector_tree(
         out = jax.lax.map(one, pairs)  # (C2, 2, F, n, B)
         return out.reshape((-1,) + out.shape[2:])[:C]
 
-    find = _vector_finder(dyn, forward_ok, K, diagonal, any_forward)
+    find = _vector_finder(dyn, forward_ok, K, diagonal, any_forward, native)
 
     def split_level(d, S, St, alive, pos, local, in_level, structure, Sn):
         args = [(S, 2), (St, 1)]

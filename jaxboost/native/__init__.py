@@ -110,7 +110,8 @@ TREES_TARGET_NAME = "jaxboost_grow_trees"
 SPARSE_TREE_TARGET_NAME = "jaxboost_grow_tree_sparse"
 TREE_CAT_TARGET_NAME = "jaxboost_grow_tree_cat"
 TREES_CAT_TARGET_NAME = "jaxboost_grow_trees_cat"
-_ABI_VERSION = 14
+VECTOR_SPLITS_TARGET_NAME = "jaxboost_vector_splits"
+_ABI_VERSION = 15
 _SOURCE = _build.SOURCE
 _FLAGS = _build.FLAGS
 _LIB_NAME = "libjaxboost_hist.so"
@@ -247,6 +248,7 @@ def _load_and_register() -> None:
     for name, fn in (
         (TREE_CAT_TARGET_NAME, lib.JaxboostGrowTreeCat),
         (TREES_CAT_TARGET_NAME, lib.JaxboostGrowTreesCat),
+        (VECTOR_SPLITS_TARGET_NAME, lib.JaxboostVectorSplits),
     ):
         jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(fn), platform="cpu")
     lib.JaxboostApplyBins.restype = None
@@ -919,6 +921,65 @@ def histogram(
             bins, g, h, node, n_active, n_threads=np.int64(n_threads), use_xla_pool=bool(_xla_pool)
         )
         return G, H
+
+
+def vector_splits(
+    S, Sp, hyper, forward_ok, mask, *, K: int, diagonal: bool, any_forward: bool, n_threads=None
+):
+    """The best vector-leaf split of each node, by the native kernel: what
+    ``jaxboost.engine.split.find_best_vector_splits`` computes in XLA (the same
+    candidates, validity rules and first-maximum tie rule), one candidate at a time with
+    its ``K x K`` solve in registers (XLA's batched solve was 10-30x slower at
+    ``K = 10``). Prefix sums run in bin order, so gains may differ from XLA's in the
+    last float64 bits. Usable inside ``jax.jit`` (``vmap`` runs it model by model).
+    The (node, feature) pairs run on ``n_threads`` threads (``None``:
+    :func:`default_threads`; 1 below 2**16 candidates times ``K`` or ``K**2``), each
+    pair's first best kept and then each node's first best over features in order:
+    the same result for every thread count.
+
+    Args:
+      S: ``(F, n, B, C)`` float64 histograms (``C = K + P`` channels: gradients, then
+        Hessian channels, see ``split.unpack_hessian``); bin ``B - 1`` holds missing
+        values. Sp: ``(n, C)`` float64 node totals.
+      hyper: ``(4,)`` float64 ``(lambda, alpha, min_child_weight, max_delta_step)``.
+      forward_ok: ``(F,)`` bool; mask: ``(n, F)`` bool (features each node may use).
+      K, diagonal, any_forward: static, as in ``find_best_vector_splits``.
+      n_threads: static thread count, or None.
+
+    Returns:
+      ``(gain, feature, tbin, default_left)``: ``(n,)`` float32, int32, int32, bool.
+
+    Raises:
+      RuntimeError: when :func:`available` is ``False``.
+    """
+    if not available():
+        raise RuntimeError(f"native kernel unavailable: {unavailable_reason()}")
+    F, n, B, C = S.shape
+    P = K if diagonal else K * (K + 1) // 2
+    if C != K + P or not 1 <= K <= 64:
+        raise ValueError(f"S has {C} channels; K = {K} (1..64) needs {K + P}")
+    with jax.enable_x64(True):
+        out = (
+            jax.ShapeDtypeStruct((n,), np.float32),
+            jax.ShapeDtypeStruct((n,), np.int32),
+            jax.ShapeDtypeStruct((n,), np.int32),
+            jax.ShapeDtypeStruct((n,), np.bool_),
+        )
+        return jax.ffi.ffi_call(VECTOR_SPLITS_TARGET_NAME, out, vmap_method="sequential")(
+            jnp.asarray(S, jnp.float64),
+            jnp.asarray(Sp, jnp.float64),
+            jnp.asarray(forward_ok, bool),
+            jnp.asarray(mask, bool),
+            jnp.asarray(hyper, jnp.float64),
+            K=np.int64(K),
+            diagonal=bool(diagonal),
+            any_forward=bool(any_forward),
+            n_threads=np.int64(
+                default_threads(n * F * B, K if diagonal else K * K, min_work=1 << 16)
+                if n_threads is None
+                else n_threads
+            ),
+        )
 
 
 ENV_TREE = "JAXBOOST_NATIVE_TREE"

@@ -3150,4 +3150,267 @@ extern "C" void JaxboostPredictCSR(const int64_t* indptr, const int32_t* indices
 extern "C" int64_t JaxboostReleaseScratch() { return ScratchPool::Get().Release(); }
 
 // Version of the calling conventions above; the Python side checks it.
-extern "C" int JaxboostHistogramAbiVersion() { return 14; }
+
+// ---- Vector-leaf split search (multi_output_tree) -------------------------------------
+//
+// The best split of each node of a level for vector leaves, as
+// jaxboost.engine.split.find_best_vector_splits computes it in XLA (same candidates,
+// order, validity rules and first-maximum tie rule), one candidate at a time with the
+// K x K solve in registers: XLA's batched form rewrites whole (candidates, K, K) arrays
+// at each of K steps, 10-30x slower at K = 10.
+//
+// Inputs:  S (F, n, B, C) float64 histograms (C = K + P channels: K gradients, then P
+//          Hessian channels, P = K diagonal entries or the K (K + 1) / 2 upper-triangle
+//          entries in row-major order); bin B - 1 (missing) is never a threshold.
+//          Sp (n, C) float64 node totals; forward_ok (F,) bool; mask (n, F) bool;
+//          hyper (4,) float64: lambda, alpha, min_child_weight, max_delta_step.
+// Outputs: gain (n,) float32 (-inf: no valid candidate), feature (n,) int32,
+//          tbin (n,) int32, default_left (n,) bool; decoded as split.pick_best does.
+// Attributes: K, diagonal, any_forward.
+// Prefix sums run in bin order here (XLA's cumsum may associate them otherwise), so
+// gains may differ from the XLA path in the last float64 bits.
+
+namespace {
+
+struct VecHyper {
+  double lam, alpha, mcw, mds;
+};
+
+constexpr double kMaxCondition = 100.0;  // split.MAX_CONDITION
+constexpr int kMaxK = 64;
+
+// Lower Cholesky factor of the symmetric K x K matrix A (lower triangle read) into L;
+// false when a pivot is not > 0 (or NaN), as smallmat.cholesky.
+inline bool Cholesky(const double* A, double* L, int K) {
+  for (int j = 0; j < K; ++j) {
+    double d = A[j * K + j];
+    for (int k = 0; k < j; ++k) d -= L[j * K + k] * L[j * K + k];
+    if (!(d > 0)) return false;
+    const double ljj = std::sqrt(d);
+    L[j * K + j] = ljj;
+    for (int i = j + 1; i < K; ++i) {
+      double s = A[i * K + j];
+      for (int k = 0; k < j; ++k) s -= L[i * K + k] * L[j * K + k];
+      L[i * K + j] = s / ljj;
+    }
+  }
+  return true;
+}
+
+// split.vector_weight_score's score and cover of one node from its channel sums.
+inline void VectorScore(const double* Sc, int K, bool diagonal, const VecHyper& hp,
+                        double* score, double* cover) {
+  double t[kMaxK], w[kMaxK];
+  double A[kMaxK * kMaxK];  // H + lambda I (+ mu I where damped); the diagonal only
+  for (int k = 0; k < K; ++k) t[k] = ThresholdL1(Sc[k], hp.alpha);
+  const double* Hc = Sc + K;
+  bool finite = true;
+  double cov = 0.0;
+  if (diagonal) {
+    for (int k = 0; k < K; ++k) cov += Hc[k];
+    for (int k = 0; k < K; ++k) {
+      A[k] = Hc[k] + hp.lam;
+      w[k] = A[k] > 0 ? -t[k] / A[k] : 0.0;
+    }
+  } else {
+    double H[kMaxK * kMaxK], L[kMaxK * kMaxK];
+    int c = 0;
+    for (int i = 0; i < K; ++i)
+      for (int j = i; j < K; ++j, ++c) H[i * K + j] = H[j * K + i] = Hc[c];
+    double tr = 0.0, tr_abs = 0.0;
+    for (int i = 0; i < K; ++i) {
+      tr += H[i * K + i] + hp.lam;
+      tr_abs += std::fabs(H[i * K + i]);
+    }
+    cov = tr - K * hp.lam;
+    const double floor = tr_abs / (K * kMaxCondition);
+    for (int i = 0; i < K * K; ++i) A[i] = H[i];
+    for (int i = 0; i < K; ++i) A[i * K + i] -= floor;
+    const bool damped = !Cholesky(A, L, K);
+    double low = std::numeric_limits<double>::infinity();
+    for (int i = 0; i < K; ++i) {
+      double radius = 0.0;
+      for (int j = 0; j < K; ++j) radius += std::fabs(H[i * K + j]);
+      low = std::min(low, H[i * K + i] - (radius - std::fabs(H[i * K + i])));
+    }
+    const double mu = damped ? floor + std::max(0.0, -low) : 0.0;
+    for (int i = 0; i < K * K; ++i) A[i] = H[i];
+    for (int i = 0; i < K; ++i) A[i * K + i] = (H[i * K + i] + hp.lam) + mu;
+    if (Cholesky(A, L, K)) {
+      double y[kMaxK];
+      for (int j = 0; j < K; ++j) {
+        double s = t[j];
+        for (int k = 0; k < j; ++k) s -= L[j * K + k] * y[k];
+        y[j] = s / L[j * K + j];
+      }
+      for (int j = K - 1; j >= 0; --j) {
+        double s = y[j];
+        for (int k = j + 1; k < K; ++k) s -= L[k * K + j] * (-w[k]);
+        w[j] = -(s / L[j * K + j]);
+      }
+    } else {
+      finite = false;  // smallmat's factor of NaN: w is NaN, the node not ok
+    }
+  }
+  for (int k = 0; k < K && finite; ++k) {
+    if (hp.mds > 0) w[k] = std::clamp(w[k], -hp.mds, hp.mds);
+    finite = std::isfinite(w[k]);
+  }
+  *cover = cov;
+  if (!(finite && cov > 0 && cov >= hp.mcw)) {
+    *score = 0.0;
+    return;
+  }
+  double tw = 0.0, wAw = 0.0;
+  for (int k = 0; k < K; ++k) tw += t[k] * w[k];
+  for (int i = 0; i < K; ++i) {
+    double aw = 0.0;
+    if (diagonal) {
+      aw = A[i] * w[i];
+    } else {
+      for (int j = 0; j < K; ++j) aw += A[i * K + j] * w[j];
+    }
+    wAw += w[i] * aw;
+  }
+  *score = -(2.0 * tw + wAw);
+}
+
+inline bool IsEmptyBin(const double* b, int64_t C) {
+  for (int64_t c = 0; c < C; ++c)
+    if (b[c] != 0.0) return false;
+  return true;
+}
+
+ffi::Error VectorSplitsImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::F64> S,
+                            ffi::Buffer<ffi::F64> Sp, ffi::Buffer<ffi::PRED> forward_ok,
+                            ffi::Buffer<ffi::PRED> mask, ffi::Buffer<ffi::F64> hyper,
+                            ffi::ResultBuffer<ffi::F32> gain, ffi::ResultBuffer<ffi::S32> feature,
+                            ffi::ResultBuffer<ffi::S32> tbin,
+                            ffi::ResultBuffer<ffi::PRED> default_left, int64_t K_,
+                            bool diagonal, bool any_forward, int64_t n_threads) {
+  const auto sd = S.dimensions();
+  if (sd.size() != 4)
+    return ffi::Error::InvalidArgument("jaxboost_vector_splits: S must be (F, n, B, C)");
+  const int64_t F = sd[0], n = sd[1], B = sd[2], C = sd[3];
+  const int K = static_cast<int>(K_);
+  if (K < 1 || K > kMaxK)
+    return ffi::Error::InvalidArgument("jaxboost_vector_splits: K must be in [1, 64]");
+  if (C != K + (diagonal ? K : K * (K + 1) / 2))
+    return ffi::Error::InvalidArgument("jaxboost_vector_splits: C does not match K");
+  if (B < 2) return ffi::Error::InvalidArgument("jaxboost_vector_splits: B must be >= 2");
+  if (n_threads < 1 || n_threads > 4096)
+    return ffi::Error::InvalidArgument("jaxboost_vector_splits: n_threads must be in [1, 4096]");
+  if (Sp.element_count() != n * C || forward_ok.element_count() != F ||
+      mask.element_count() != n * F || hyper.element_count() != 4 ||
+      gain->element_count() != n || feature->element_count() != n ||
+      tbin->element_count() != n || default_left->element_count() != n)
+    return ffi::Error::InvalidArgument("jaxboost_vector_splits: argument shapes disagree");
+  const double* s = S.typed_data();
+  const double* sp = Sp.typed_data();
+  const bool* fok = forward_ok.typed_data();
+  const bool* msk = mask.typed_data();
+  const VecHyper hp{hyper.typed_data()[0], hyper.typed_data()[1], hyper.typed_data()[2],
+                    hyper.typed_data()[3]};
+  const int64_t V = B - 1;
+  const int64_t per_feature = any_forward ? 2 * V : V;
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  std::vector<double> parent(n);
+  for (int64_t i = 0; i < n; ++i) {
+    double cover;
+    VectorScore(sp + i * C, K, diagonal, hp, &parent[i], &cover);
+  }
+  // Each (node, feature) pair's first best candidate, on any thread; then per node the
+  // first best over features in order: the same pick for every thread count.
+  std::vector<float> pair_gain(n * F, neg_inf);
+  std::vector<int64_t> pair_idx(n * F, 0);
+  auto search = [&](int64_t item, int64_t) {
+    const int64_t i = item / F, f = item % F;
+    if (!msk[i * F + f]) return;  // every candidate -inf
+    const double* P = sp + i * C;
+    const double* hist = s + (f * n + i) * B * C;
+    const int64_t base = f * per_feature;
+    double L[kMaxK + kMaxK * (kMaxK + 1) / 2], R[kMaxK + kMaxK * (kMaxK + 1) / 2];
+    float best = neg_inf;
+    int64_t best_idx = base;
+    auto consider = [&](int64_t idx) {
+      double sl, cl, sr, cr;
+      VectorScore(L, K, diagonal, hp, &sl, &cl);
+      VectorScore(R, K, diagonal, hp, &sr, &cr);
+      float g = static_cast<float>(sl + sr - parent[i]);
+      if (!(cl >= hp.mcw && cr >= hp.mcw && cl > 0 && cr > 0) || std::isnan(g)) g = neg_inf;
+      if (g > best) {
+        best = g;
+        best_idx = idx;
+      }
+    };
+    // A bin without rows (every channel 0) leaves the sums, hence the gain, as they
+    // were at the candidate before it, which cannot then be beaten strictly: skipped
+    // (a pass's first candidate, with one side empty, has cover 0 and is invalid).
+    if (any_forward && fok[f]) {  // pass A: bins < t go left, missing right
+      std::fill(L, L + C, 0.0);
+      for (int64_t j = 0; j < V; ++j) {
+        const double* b = hist + j * C;
+        if (IsEmptyBin(b, C)) continue;
+        for (int64_t c = 0; c < C; ++c) {
+          L[c] += b[c];
+          R[c] = P[c] - L[c];
+        }
+        consider(base + j);
+      }
+    }
+    // pass B: index j is threshold V - 1 - j; bins >= it go right, missing left
+    std::fill(R, R + C, 0.0);
+    for (int64_t j = 0; j < V; ++j) {
+      const double* b = hist + (V - 1 - j) * C;
+      if (IsEmptyBin(b, C)) continue;
+      for (int64_t c = 0; c < C; ++c) {
+        R[c] += b[c];
+        L[c] = P[c] - R[c];
+      }
+      consider(base + (any_forward ? V : 0) + j);
+    }
+    pair_gain[item] = best;
+    pair_idx[item] = best_idx;
+  };
+  // XLA's intra-op pool when the runtime has one, else std::threads
+  ffi::ThreadPool* pool = thread_pool.num_threads() > 0 ? &thread_pool : nullptr;
+  ParallelFor(pool, n_threads, n * F, search);
+  for (int64_t i = 0; i < n; ++i) {
+    float best = neg_inf;
+    int64_t best_idx = 0;
+    for (int64_t f = 0; f < F; ++f) {
+      if (pair_gain[i * F + f] > best) {
+        best = pair_gain[i * F + f];
+        best_idx = pair_idx[i * F + f];
+      }
+    }
+    const int64_t j = best_idx % per_feature + (any_forward ? 0 : V);
+    const bool left = j >= V;
+    gain->typed_data()[i] = best;
+    feature->typed_data()[i] = static_cast<int32_t>(best_idx / per_feature);
+    tbin->typed_data()[i] = static_cast<int32_t>(left ? 2 * V - 1 - j : j + 1);
+    default_left->typed_data()[i] = left;
+  }
+  return ffi::Error::Success();
+}
+
+}  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostVectorSplits, VectorSplitsImpl,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()         // XLA:CPU intra-op pool
+                                  .Arg<ffi::Buffer<ffi::F64>>()   // S (F, n, B, C)
+                                  .Arg<ffi::Buffer<ffi::F64>>()   // Sp (n, C)
+                                  .Arg<ffi::Buffer<ffi::PRED>>()  // forward_ok (F,)
+                                  .Arg<ffi::Buffer<ffi::PRED>>()  // mask (n, F)
+                                  .Arg<ffi::Buffer<ffi::F64>>()   // hyper (4,)
+                                  .Ret<ffi::Buffer<ffi::F32>>()   // gain (n,)
+                                  .Ret<ffi::Buffer<ffi::S32>>()   // feature (n,)
+                                  .Ret<ffi::Buffer<ffi::S32>>()   // tbin (n,)
+                                  .Ret<ffi::Buffer<ffi::PRED>>()  // default_left (n,)
+                                  .Attr<int64_t>("K")
+                                  .Attr<bool>("diagonal")
+                                  .Attr<bool>("any_forward")
+                                  .Attr<int64_t>("n_threads"));
+
+extern "C" int JaxboostHistogramAbiVersion() { return 15; }

@@ -1,0 +1,140 @@
+"""The native vector-leaf split search (``jaxboost.native.vector_splits``) against the
+XLA one (``split.find_best_vector_splits``), which it replaces on the CPU.
+
+Both scan the same candidates in the same order with the same validity rules and take
+the first best; they differ only in how float64 prefix sums are associated (bin order
+there, XLA's cumsum here) and in skipping bins without rows (their candidates repeat
+the gain before them). So on random data the splits must be the same and the gains
+agree to float32 rounding, for diagonal and full Hessians, L1, max_delta_step,
+min_child_weight, indefinite Hessians (the damped solve), column masks, the ascending
+pass only where ``forward_ok``, and any thread count.
+"""
+
+import types
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxboost
+from jaxboost import native as native_kernel
+from jaxboost.engine import grow as grow_mod
+from jaxboost.engine.split import find_best_vector_splits
+
+pytestmark = pytest.mark.skipif(not native_kernel.available(), reason="native kernel unavailable")
+
+F, NODES, B = 5, 4, 12  # bins 9..10 stay empty; bin 11 = missing
+
+
+def _dyn(lam=1.0, alpha=0.0, mcw=1.0, mds=0.0):
+    f = np.float32
+    return types.SimpleNamespace(
+        reg_lambda=jnp.asarray(f(lam)),
+        reg_alpha=jnp.asarray(f(alpha)),
+        min_child_weight=jnp.asarray(f(mcw)),
+        max_delta_step=jnp.asarray(f(mds)),
+    )
+
+
+def _histograms(seed, K, diagonal, indefinite):
+    """``(C, F, n, B)`` sums of 400 rows' gradients and Hessian channels, and ``(C, n)``
+    node totals."""
+    rng = np.random.default_rng(seed)
+    N = 400
+    g = rng.normal(size=(N, K))
+    a = rng.normal(size=(N, K, K)) * 0.3
+    h = np.einsum("nij,nkj->nik", a, a) + 0.1 * np.eye(K)
+    if indefinite:
+        h[::5] -= 0.6 * np.eye(K)
+    ch = np.diagonal(h, axis1=1, axis2=2) if diagonal else h[:, *np.triu_indices(K)]
+    vals = np.concatenate([g, ch], axis=1)
+    bins = rng.integers(0, B - 3, size=(N, F))
+    bins[rng.random((N, F)) < 0.1] = B - 1
+    node = rng.integers(0, NODES, size=N)
+    S = np.zeros((vals.shape[1], F, NODES, B))
+    for f in range(F):
+        for c in range(vals.shape[1]):
+            np.add.at(S[c, f], (node, bins[:, f]), vals[:, c])
+    Sp = np.stack([np.bincount(node, vals[:, c], NODES) for c in range(vals.shape[1])])
+    return S, Sp, rng
+
+
+SETTINGS = {
+    "plain": {},
+    "l1-clipped": dict(alpha=0.5, mds=0.7),
+    "heavy-mcw": dict(mcw=4.0, lam=0.0),
+}
+
+
+@pytest.mark.parametrize("setting", list(SETTINGS))
+@pytest.mark.parametrize("any_forward", [True, False], ids=["both-passes", "pass-b"])
+@pytest.mark.parametrize("diagonal", [True, False], ids=["diagonal", "full"])
+@pytest.mark.parametrize("K", [1, 2, 3, 6])
+def test_native_search_picks_the_xla_split(K, diagonal, any_forward, setting):
+    S, Sp, rng = _histograms(K * 10 + diagonal, K, diagonal, indefinite=not diagonal)
+    forward_ok = jnp.asarray(rng.random(F) < 0.6)
+    mask = jnp.asarray(rng.random((NODES, F)) < 0.8)
+    dyn = _dyn(**SETTINGS[setting])
+    got = {}
+    for native in (False, True):
+        with jax.enable_x64(True):
+            got[native] = find_best_vector_splits(
+                jnp.asarray(S),
+                jnp.asarray(Sp),
+                dyn,
+                forward_ok,
+                K=K,
+                diagonal=diagonal,
+                any_forward=any_forward,
+                feature_mask=mask,
+                native=native,
+            )
+    xla, nat = ({k: np.asarray(v) for k, v in got[n].items()} for n in (False, True))
+    for key in ("feature", "tbin", "default_left"):
+        np.testing.assert_array_equal(nat[key], xla[key], err_msg=key)
+    np.testing.assert_allclose(nat["gain"], xla["gain"], rtol=1e-6)
+    assert np.isfinite(xla["gain"]).any()  # the case has splits to find
+
+
+def test_native_search_is_the_same_on_any_thread_count():
+    S, Sp, rng = _histograms(7, 4, False, indefinite=True)
+    hyper = jnp.asarray([1.0, 0.0, 1.0, 0.0])
+    args = (jnp.asarray(np.moveaxis(S, 0, -1)), jnp.asarray(Sp.T), hyper)
+    out = [
+        native_kernel.vector_splits(
+            *args,
+            jnp.ones(F, bool),
+            jnp.ones((NODES, F), bool),
+            K=4,
+            diagonal=False,
+            any_forward=True,
+            n_threads=t,
+        )
+        for t in (1, 2, 3)
+    ]
+    for other in out[1:]:
+        for a, b in zip(out[0], other):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_multi_output_trees_grow_alike_with_the_xla_search(monkeypatch):
+    """A softmax ``multi_output_tree`` fit trains the same model with the native search
+    as with the XLA one it replaces (forced back by a patched finder)."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(500, 4)).astype(np.float32)
+    y = np.argmax(X[:, :3] + 0.5 * rng.normal(size=(500, 3)), axis=1).astype(np.float32)
+    kw = dict(n_rounds=8, max_depth=3, multi_strategy="multi_output_tree", verbose=False)
+    native = jaxboost.train("softmax", X, y, **kw).predict(X)
+    xla_finder = grow_mod._vector_finder
+    monkeypatch.setattr(
+        grow_mod,
+        "_vector_finder",
+        lambda *a, **k: xla_finder(*a[:5], native=False),
+    )
+    jax.clear_caches()
+    try:
+        xla = jaxboost.train("softmax", X, y, **kw).predict(X)
+    finally:
+        jax.clear_caches()
+    np.testing.assert_allclose(native, xla, rtol=0, atol=1e-6)
