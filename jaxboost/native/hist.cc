@@ -3181,7 +3181,9 @@ constexpr int kMaxK = 64;
 
 // Lower Cholesky factor of the symmetric K x K matrix A (lower triangle read) into L;
 // false when a pivot is not > 0 (or NaN), as smallmat.cholesky.
-inline bool Cholesky(const double* A, double* L, int K) {
+template <int KT>
+inline bool Cholesky(const double* A, double* L, int K_) {
+  const int K = KT > 0 ? KT : K_;
   for (int j = 0; j < K; ++j) {
     double d = A[j * K + j];
     for (int k = 0; k < j; ++k) d -= L[j * K + k] * L[j * K + k];
@@ -3198,8 +3200,15 @@ inline bool Cholesky(const double* A, double* L, int K) {
 }
 
 // split.vector_weight_score's score and cover of one node from its channel sums.
-inline void VectorScore(const double* Sc, int K, bool diagonal, const VecHyper& hp,
+//
+// Where H's Gershgorin bound already clears the damping floor by a margin far above
+// rounding (min_i H_ii - sum_{j != i} |H_ij| > floor + 1e-9 tr|H|), H - floor I is
+// positive definite and its Cholesky test is skipped: it could only succeed.
+// KT: K at compile time (0: read K at run time).
+template <int KT>
+inline void VectorScore(const double* Sc, int K_, bool diagonal, const VecHyper& hp,
                         double* score, double* cover) {
+  const int K = KT > 0 ? KT : K_;
   double t[kMaxK], w[kMaxK];
   double A[kMaxK * kMaxK];  // H + lambda I (+ mu I where damped); the diagonal only
   for (int k = 0; k < K; ++k) t[k] = ThresholdL1(Sc[k], hp.alpha);
@@ -3224,19 +3233,22 @@ inline void VectorScore(const double* Sc, int K, bool diagonal, const VecHyper& 
     }
     cov = tr - K * hp.lam;
     const double floor = tr_abs / (K * kMaxCondition);
-    for (int i = 0; i < K * K; ++i) A[i] = H[i];
-    for (int i = 0; i < K; ++i) A[i * K + i] -= floor;
-    const bool damped = !Cholesky(A, L, K);
     double low = std::numeric_limits<double>::infinity();
     for (int i = 0; i < K; ++i) {
       double radius = 0.0;
       for (int j = 0; j < K; ++j) radius += std::fabs(H[i * K + j]);
       low = std::min(low, H[i * K + i] - (radius - std::fabs(H[i * K + i])));
     }
+    bool damped = false;
+    if (!(low - floor > 1e-9 * tr_abs)) {
+      for (int i = 0; i < K * K; ++i) A[i] = H[i];
+      for (int i = 0; i < K; ++i) A[i * K + i] -= floor;
+      damped = !Cholesky<KT>(A, L, K);
+    }
     const double mu = damped ? floor + std::max(0.0, -low) : 0.0;
     for (int i = 0; i < K * K; ++i) A[i] = H[i];
     for (int i = 0; i < K; ++i) A[i * K + i] = (H[i * K + i] + hp.lam) + mu;
-    if (Cholesky(A, L, K)) {
+    if (Cholesky<KT>(A, L, K)) {
       double y[kMaxK];
       for (int j = 0; j < K; ++j) {
         double s = t[j];
@@ -3317,8 +3329,17 @@ ffi::Error VectorSplitsImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::F64> S
   std::vector<double> parent(n);
   for (int64_t i = 0; i < n; ++i) {
     double cover;
-    VectorScore(sp + i * C, K, diagonal, hp, &parent[i], &cover);
+    VectorScore<0>(sp + i * C, K, diagonal, hp, &parent[i], &cover);
   }
+  using ScoreFn = void (*)(const double*, int, bool, const VecHyper&, double*, double*);
+  static constexpr ScoreFn kScores[] = {
+      VectorScore<0>,  VectorScore<1>,  VectorScore<2>,  VectorScore<3>,  VectorScore<4>,
+      VectorScore<5>,  VectorScore<6>,  VectorScore<7>,  VectorScore<8>,  VectorScore<9>,
+      VectorScore<10>, VectorScore<11>, VectorScore<12>};
+  const ScoreFn score_fn = K <= 12 ? kScores[K] : kScores[0];  // K unrolled up to 12
+  auto score = [&](const double* sums, double* sc, double* cv) {
+    score_fn(sums, K, diagonal, hp, sc, cv);
+  };
   // Each (node, feature) pair's first best candidate, on any thread; then per node the
   // first best over features in order: the same pick for every thread count.
   std::vector<float> pair_gain(n * F, neg_inf);
@@ -3334,8 +3355,8 @@ ffi::Error VectorSplitsImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::F64> S
     int64_t best_idx = base;
     auto consider = [&](int64_t idx) {
       double sl, cl, sr, cr;
-      VectorScore(L, K, diagonal, hp, &sl, &cl);
-      VectorScore(R, K, diagonal, hp, &sr, &cr);
+      score(L, &sl, &cl);
+      score(R, &sr, &cr);
       float g = static_cast<float>(sl + sr - parent[i]);
       if (!(cl >= hp.mcw && cr >= hp.mcw && cl > 0 && cr > 0) || std::isnan(g)) g = neg_inf;
       if (g > best) {
