@@ -24,6 +24,7 @@ from objectives._base import HESSIAN_POLICIES
 from objectives._link import LinkedLoss, attach_link, link_label, link_name, resolve_link, unlink
 
 from .._types import FLOAT32_MAX, MAX_CLASSES, MAX_ROUNDS
+from ..engine import same_code
 from ..engine.autodiff import check_loss_once, loss_name, n_outputs_of, split_loss
 from ..engine.groups import group_ids
 from ..engine.sampling import FIELDS as SAMPLING_FIELDS
@@ -564,6 +565,8 @@ def configure(objective, X, y, a: Options):
     run = _run_options(a)
     params, init_model = run["params"], run["init_model"]
     loss, link, n_outputs = split_link(resolve_objective(objective), a.link, a.n_outputs)
+    # a loss (or link) written the same way as one trained before reuses its programs
+    loss, link = same_code.canonical(loss), same_code.canonical(link)
     loss_params = check_loss_params(a.loss_params)
     floor = check_real("hessian_floor", a.hessian_floor, low=0, low_open=True)
     Xf, yf, wf, names, cat = _rows(X, y, a, init_model, params)
