@@ -72,6 +72,18 @@ def test_native_prediction_compiles_no_predict_program(logistic):
     assert predict_margin._cache_size() == before
 
 
+def test_the_link_compiles_once_per_octave_of_rows(logistic):
+    """Probabilities of batches of 70..128 rows share one link program (rows padded to
+    a power of two); ``bucket_rows``' finer buckets compiled four (72, 96, 112, 128)."""
+    b, X = logistic
+    sizes = (70, 90, 110, 128)
+    before = tree_module._apply_link._cache_size()
+    for n in sizes:
+        p = b.predict(X[:n])
+        np.testing.assert_array_equal(p, b.predict(X[:200])[:n])
+    assert tree_module._apply_link._cache_size() - before <= 1
+
+
 def test_the_padded_trees_are_made_only_for_a_device_prediction(monkeypatch):
     # the native predictor reads the trees as they are: a padded copy made with every
     # model held the trees twice. The device program makes it once, for the whole model

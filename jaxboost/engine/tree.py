@@ -487,15 +487,27 @@ def predict_margin_host(
         native.predict(X, trees, margin, max_depth, n_trees=ensemble.n_trees)
     if link is None:
         return margin
-    return _link_on_bucket(_apply_link, margin, link, axis=0)
+    return _link_on_bucket(_apply_link, margin, link, axis=0, pow2=True)
 
 
-def _link_on_bucket(program, margins, link, axis):
-    """``program(margins, link=link)`` with the rows (``axis``) padded to a size bucket,
-    so new row counts mostly reuse the link's compiled program; the rows cut back."""
+LINK_POW2_ROWS = 1 << 20
+"""Up to this many rows a prediction's link runs on rows padded to a power of two (one
+compiled program per octave: a notebook predicting on batches of new sizes compiled
+a 25-30 ms program for each of ``bucket_rows``' 8 buckets per octave; the link is
+elementwise, so the padding costs little); above, on ``bucket_rows``."""
+
+
+def _link_on_bucket(program, margins, link, axis, pow2=False):
+    """``program(margins, link=link)`` with the rows (``axis``) padded to a size bucket
+    (``pow2``: a power of two up to ``LINK_POW2_ROWS`` rows), so new row counts mostly
+    reuse the link's compiled program; the rows cut back."""
     n = margins.shape[axis]
     shape = list(margins.shape)
-    shape[axis] = bucket_rows(n)
+    shape[axis] = (
+        max(64, 1 << max(n - 1, 1).bit_length())
+        if pow2 and n <= LINK_POW2_ROWS
+        else bucket_rows(n)
+    )
     padded = np.zeros(shape, np.float32)
     rows = (slice(None),) * axis + (slice(0, n),)
     padded[rows] = margins
