@@ -504,9 +504,7 @@ def _link_on_bucket(program, margins, link, axis, pow2=False):
     n = margins.shape[axis]
     shape = list(margins.shape)
     shape[axis] = (
-        max(64, 1 << max(n - 1, 1).bit_length())
-        if pow2 and n <= LINK_POW2_ROWS
-        else bucket_rows(n)
+        max(64, 1 << max(n - 1, 1).bit_length()) if pow2 and n <= LINK_POW2_ROWS else bucket_rows(n)
     )
     padded = np.zeros(shape, np.float32)
     rows = (slice(None),) * axis + (slice(0, n),)
