@@ -176,3 +176,21 @@ def test_xgboost_export_refuses_feature_names_xgboost_refuses():
     b.feature_names = ["x_lt_1", "b"]
     model = jaxboost.to_xgboost_json(b)
     assert model["learner"]["feature_names"] == ["x_lt_1", "b"]
+
+
+def test_two_bins_without_missing_values_warn_that_no_tree_can_split():
+    """``max_bin`` counts the bin reserved for missing values: at 2 a feature without
+    NaN has one bin of values, so the model is a constant; XGBoost's ``max_bin=2`` is
+    two bins of values. NaN lets trees split present from missing rows: no warning."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(np.float32)
+    with pytest.warns(DataWarning, match="max_bin=3"):
+        flat = jaxboost.train("logistic", X, y, n_rounds=3, max_depth=2, max_bin=2)
+    assert np.unique(flat.predict(X)).size == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)
+        three = jaxboost.train("logistic", X, y, n_rounds=3, max_depth=2, max_bin=3)
+        X[::4, 0] = np.nan
+        jaxboost.train("logistic", X, y, n_rounds=3, max_depth=2, max_bin=2)
+    assert np.unique(three.predict(X[~np.isnan(X[:, 0])])).size > 1

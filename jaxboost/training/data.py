@@ -105,6 +105,25 @@ def warn_outside_edges(Xf, edges) -> None:
             return
 
 
+def warn_two_bins(Xf) -> None:
+    """``DataWarning`` for ``max_bin=2`` on data without missing values: one of the two
+    bins is reserved for missing values, so every feature has one bin of values and no
+    tree can split (XGBoost's ``max_bin=2`` is two bins of values)."""
+    from ..errors import DataWarning
+    from ..inputs.sparse import is_sparse
+
+    if is_sparse(Xf) or np.isnan(Xf).any():
+        return  # absent or NaN entries: trees can split present from missing rows
+    warnings.warn(
+        "max_bin=2 leaves one bin for values (the other is reserved for missing values) "
+        "and X has no missing values, so no tree can split: every tree is one leaf. "
+        "jaxboost's max_bin counts the missing bin, XGBoost's does not; pass max_bin=3 "
+        "for two bins of values",
+        DataWarning,
+        stacklevel=5,
+    )
+
+
 def sparse_rows(s, Xf, native: bool, layout) -> bool:
     """Whether training keeps a sparse ``Xf`` as CSC bins for the native sparse tree
     kernel (``jaxboost.native.grow_tree_sparse``: time and memory by stored entries)
@@ -196,6 +215,8 @@ def prepare(s, Xf, yf, wf, sparse_ok: bool = True) -> Prepared:
             mask = np.zeros(Xf.shape[1], bool)
             mask[list(s.categorical)] = True
         edges = compute_bin_edges(Xf, s.params.max_bin, wf, seed=s.seed, categorical=mask)
+    if s.params.max_bin == 2 and s.init_model is None:
+        warn_two_bins(Xf)
     # the native kernel reads uint8 bins: data that needs more than 256 bins per feature
     # (max_bin > 256 on continuous data) is histogrammed by XLA
     native = use_native() and edges.n_bins <= NARROW_BIN_LIMIT

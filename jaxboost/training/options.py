@@ -164,7 +164,9 @@ OPTIONS = (
         hypergrad="structural",
         doc="""
         the most bins per feature, including one reserved for missing values
-        (<= 256). The compiled programs use fewer when the data needs fewer: the
+        (<= 256; XGBoost's ``max_bin`` counts only the bins of values, so its
+        ``max_bin=k`` is ``k + 1`` here; ``max_bin=2`` on data without NaN warns: no
+        tree can split). The compiled programs use fewer when the data needs fewer: the
         smallest of a few buckets (16, 32, 64, 128, 256) that holds every feature's
         distinct values (or quantile bins) and the missing bin, so data of few values
         per feature trains faster (``jaxboost.engine.binning.program_bins``).""",
