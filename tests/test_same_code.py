@@ -110,3 +110,21 @@ def test_the_registry_keeps_nothing_alive():
     assert alive() is None
     again = capture(np.zeros(100_000, np.float32))
     assert canonical(again) is again
+
+
+def test_a_partial_of_a_function_written_again_shares_its_programs(
+    small_binary, compile_counter
+):
+    """``functools.partial(fn, delta=...)`` compiles ``fn`` with the keywords traced:
+    ``fn`` written again (a cell run again) is the same program."""
+    import functools
+
+    X, y = small_binary
+    source = "def loss(y, f, *, delta):\n    return delta * (y - f) ** 2\n"
+    first = functools.partial(_cell(source), delta=2.0)
+    want = jaxboost.train(first, X, y, **KW).predict(X)
+    again = functools.partial(_cell(source), delta=3.0)
+    with compile_counter as c:
+        got = jaxboost.train(again, X, y, **KW).predict(X)
+    assert c.count == 0
+    assert not np.array_equal(got, want)  # delta is traced, not ignored
