@@ -112,9 +112,7 @@ def test_the_registry_keeps_nothing_alive():
     assert canonical(again) is again
 
 
-def test_a_partial_of_a_function_written_again_shares_its_programs(
-    small_binary, compile_counter
-):
+def test_a_partial_of_a_function_written_again_shares_its_programs(small_binary, compile_counter):
     """``functools.partial(fn, delta=...)`` compiles ``fn`` with the keywords traced:
     ``fn`` written again (a cell run again) is the same program."""
     import functools
