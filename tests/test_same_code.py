@@ -91,38 +91,60 @@ def test_what_cannot_be_keyed_stays_itself():
     assert canonical(None) is None
 
 
+def test_what_may_change_in_place_is_never_shared(small_binary):
+    """A dict (or list, or large array) read by the loss may be changed in place
+    between two runs of a cell: sharing would run the program traced with the old
+    contents, so such losses keep their own programs and train on the new contents."""
+    X, y = small_binary
+    env = {"jnp": jnp, "P": {"scale": 1.0}}
+    source = 'def loss(y, f):\n    return 0.5 * (y - f) ** 2 * P["scale"]\n'
+    one = _cell(source, env)
+    assert canonical(one) is one and canonical(_cell(source, env)) is not one
+    a = jaxboost.train(one, X, y, **KW).predict(X)
+    env["P"]["scale"] = 4.0
+    b = jaxboost.train(_cell(source, env), X, y, **KW).predict(X)
+    assert not np.array_equal(a, b)
+
+    def capture(arr):
+        return lambda y, f: jnp.sum(arr) * (y - f) ** 2
+
+    big = np.ones(100_000, np.float32)  # above MAX_ARRAY
+    assert canonical(capture(big)) is not canonical(capture(big))
+
+
 def test_the_registry_keeps_nothing_alive():
-    """Remembered functions and the objects compared by identity are held weakly: a
-    large array a loss captured is freed with the loss, and a later loss whose object
-    reuses a freed id does not match the stale entry."""
+    """Remembered functions are held weakly: a loss (and what it captured) is freed when
+    the user drops it, and a later loss written the same way is remembered anew."""
     import gc
     import weakref
 
-    def capture(a):
-        return lambda y, f: jnp.sum(a) * (y - f) ** 2
+    def make():
+        return lambda y, f: 3.0 * (y - f) ** 2
 
-    big = np.ones(100_000, np.float32)  # above MAX_ARRAY: compared by identity
-    alive = weakref.ref(big)
-    fn = capture(big)
-    assert canonical(fn) is fn
-    del fn, big
+    fn = make()
+    assert canonical(fn) is fn and canonical(make()) is fn
+    alive = weakref.ref(fn)
+    del fn
     gc.collect()
     assert alive() is None
-    again = capture(np.zeros(100_000, np.float32))
+    again = make()
     assert canonical(again) is again
 
 
-def test_a_partial_of_a_function_written_again_shares_its_programs(small_binary, compile_counter):
-    """``functools.partial(fn, delta=...)`` compiles ``fn`` with the keywords traced:
-    ``fn`` written again (a cell run again) is the same program."""
-    import functools
+def test_a_users_own_module_or_class_is_not_read_by_identity():
+    """Attributes of a user's module or class may be changed between two runs of a
+    cell, so a loss reading them is not shared; JAX's and NumPy's are."""
+    import types
 
-    X, y = small_binary
-    source = "def loss(y, f, *, delta):\n    return delta * (y - f) ** 2\n"
-    first = functools.partial(_cell(source), delta=2.0)
-    want = jaxboost.train(first, X, y, **KW).predict(X)
-    again = functools.partial(_cell(source), delta=3.0)
-    with compile_counter as c:
-        got = jaxboost.train(again, X, y, **KW).predict(X)
-    assert c.count == 0
-    assert not np.array_equal(got, want)  # delta is traced, not ignored
+    mod = types.ModuleType("my_settings")
+    mod.scale = 2.0
+
+    def reads(m):
+        return lambda y, f: m.scale * (y - f) ** 2
+
+    assert canonical(reads(mod)) is not canonical(reads(mod))
+
+    def uses_jnp():
+        return lambda y, f: jnp.square(y - f) + np.float32(0.5) * jnp.abs(f)
+
+    assert canonical(uses_jnp()) is canonical(uses_jnp())

@@ -13,18 +13,18 @@ environment* as ``fn``, else ``fn`` itself (and remembers it). Two plain Python
 functions count as the same when every one of these is:
 
 * their code objects (bytecode, constants, names, nested code; equal code objects);
-* the values of the global names the code (and its nested code) reads: numbers,
-  strings, ``None`` and tuples of them by value (floats by their bits, so ``-0.0`` is
-  not ``0.0``), small arrays by dtype, shape and bytes (``MAX_ARRAY``), plain functions
-  by this same rule (to a depth of ``MAX_DEPTH``), modules and every other object by
-  identity;
+* the values of the global names the code (and its nested code) reads: numbers
+  (NumPy scalars too), strings, ``None`` and tuples of them by value (floats by their
+  bits, so ``-0.0`` is not ``0.0``), small arrays by dtype, shape and bytes
+  (``MAX_ARRAY``), plain functions by this same rule (to a depth of ``MAX_DEPTH``),
+  built-in functions and the modules, classes and functions of JAX, NumPy and a few
+  other libraries (``LIBRARIES``) by identity;
 * their closure cells, default and keyword-default values, by the same rule.
 
-Anything else (a ``jax.jit`` object, a callable instance, a function with attributes
-in its ``__dict__``, a value that is neither simple nor identical) keeps ``fn`` as it
-is: a new object can only compile again, never share a program it should not. A
-mutable object read by identity (a global list changed between runs) is seen as the
-same, as it is by ``jax.jit`` for one function object today.
+Anything else (a callable instance, a function with attributes in its ``__dict__``,
+a function that reads a dict, a list, a large array or another object a user may
+change in place) keeps ``fn`` as it is: a new object can only compile again, never
+share a program traced with contents that have since changed.
 
 >>> def make():
 ...     return lambda y, f: 0.5 * (y - f) ** 2
@@ -54,7 +54,7 @@ MAX_DEPTH = 3
 
 MAX_ARRAY = 4096
 """Arrays up to this many elements (NumPy or JAX, in a closure or a global) compare by
-value (dtype, shape and bytes); larger ones by identity."""
+value (dtype, shape and bytes); a function reading a larger one is not shared."""
 
 MAX_ENTRIES = 256
 """Functions remembered (least recently used dropped first)."""
@@ -91,13 +91,57 @@ def _value_key(v, depth: int, keep: list):
     if isinstance(v, jax.Array) and v.size <= MAX_ARRAY and not isinstance(v, jax.core.Tracer):
         a = np.asarray(v)
         return ("jax.Array", a.dtype.str, a.shape, a.tobytes(), str(v.sharding))
+    if isinstance(v, np.generic) and not isinstance(v, np.object_):
+        return ("numpy scalar", v.dtype.str, v.tobytes())
     if isinstance(v, types.FunctionType) and depth < MAX_DEPTH:
         try:
             return ("function", _function_key(v, depth + 1, keep))
         except _Different:
             pass
+    if not _stable(v):
+        # a dict, list, large array or other object a program may have read at trace
+        # time and the user may since have changed in place: sharing could run a
+        # program traced with its old contents, so the loss keeps its own programs
+        raise _Different
     keep.append(_ref(v))  # checked on a hit: a dead object's id may have been reused
     return ("id", id(v))
+
+
+LIBRARIES = frozenset(
+    {
+        "jax",
+        "jaxlib",
+        "numpy",
+        "scipy",
+        "math",
+        "cmath",
+        "operator",
+        "functools",
+        "builtins",
+        "optax",
+        "objectives",
+        "jaxboost",
+    }
+)
+"""Packages whose modules, classes and functions a loss may read by identity."""
+
+
+def _stable(v) -> bool:
+    """Whether ``v`` may be compared by identity: built-in functions, NumPy ufuncs, and
+    the modules, classes and functions of ``LIBRARIES`` (JAX's transformed functions
+    included), whose behaviour a loss reads from their code rather than from contents
+    a user changes in place (a user's own module or class may be changed so)."""
+    if isinstance(v, (types.BuiltinFunctionType, types.BuiltinMethodType, np.ufunc)):
+        return True
+    if isinstance(v, types.ModuleType):
+        home = v.__name__
+    elif isinstance(v, (type, types.FunctionType)) or callable(v):
+        home = getattr(v, "__module__", None) or type(v).__module__
+        if not isinstance(v, (type, types.FunctionType)):
+            home = type(v).__module__
+    else:
+        return False
+    return isinstance(home, str) and home.split(".")[0] in LIBRARIES
 
 
 def _function_key(fn, depth: int, keep: list):
