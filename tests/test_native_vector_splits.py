@@ -138,3 +138,17 @@ def test_multi_output_trees_grow_alike_with_the_xla_search(monkeypatch):
     finally:
         jax.clear_caches()
     np.testing.assert_allclose(native, xla, rtol=0, atol=1e-6)
+
+
+def test_train_many_grows_the_vector_trees_of_single_fits():
+    """``train_many``'s models of one program search their splits with the kernel one
+    after another: each equals its own ``train`` call."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(400, 4)).astype(np.float32)
+    y = np.argmax(X[:, :3] + 0.3 * rng.normal(size=(400, 3)), axis=1).astype(np.float32)
+    configs = [{"reg_lambda": 1.0}, {"reg_lambda": 2.0, "learning_rate": 0.1}]
+    kw = dict(n_rounds=5, max_depth=3, multi_strategy="multi_output_tree")
+    many = jaxboost.train_many(configs, X, y, objective="softmax", **kw)
+    for model, config in zip(many, configs):
+        one = jaxboost.train("softmax", X, y, verbose=False, **kw, **config)
+        np.testing.assert_array_equal(model.predict(X), one.predict(X))
