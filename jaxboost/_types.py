@@ -130,8 +130,10 @@ def float32_programs(fn):
     return scoped
 
 
-def bucket_rows(n: int, minimum: int = 64) -> int:
-    """Rows padded to a size bucket: at most 12.5-25 % more, at least ``minimum``.
+def bucket_rows(n: int, minimum: int = 64, pow2_up_to: int = 0) -> int:
+    """Rows padded to a size bucket: at most 12.5-25 % more, at least ``minimum``; up to
+    ``pow2_up_to`` rows the next power of two (one bucket per octave, for programs whose
+    work is too small for the padding to matter).
 
     Prediction and evaluation pad their rows to these sizes, so data sets of similar
     sizes (cross-validation folds, a growing validation set, predict calls on batches)
@@ -139,8 +141,12 @@ def bucket_rows(n: int, minimum: int = 64) -> int:
 
     >>> [bucket_rows(n) for n in (1, 100, 101, 150, 1000, 1234)]
     [64, 112, 112, 160, 1024, 1280]
+    >>> [bucket_rows(n, pow2_up_to=4096) for n in (1, 100, 150, 1000, 5000)]
+    [64, 128, 256, 1024, 5120]
     """
     n = max(int(n), minimum)
+    if n <= pow2_up_to:
+        return 1 << (n - 1).bit_length()
     step = max(8, 1 << max(n.bit_length() - 3, 0))
     return -(-n // step) * step
 

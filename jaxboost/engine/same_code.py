@@ -135,10 +135,10 @@ def _stable(v) -> bool:
         return True
     if isinstance(v, types.ModuleType):
         home = v.__name__
-    elif isinstance(v, (type, types.FunctionType)) or callable(v):
-        home = getattr(v, "__module__", None) or type(v).__module__
-        if not isinstance(v, (type, types.FunctionType)):
-            home = type(v).__module__
+    elif isinstance(v, (type, types.FunctionType)):
+        home = v.__module__
+    elif callable(v):
+        home = type(v).__module__
     else:
         return False
     return isinstance(home, str) and home.split(".")[0] in LIBRARIES

@@ -383,23 +383,12 @@ def find_best_vector_splits(
       as ``find_best_splits``.
     """
     C, F, n, B = S.shape
-    V = B - 1
-    mcw = dyn.min_child_weight.astype(ACC_DTYPE)
     if native:
         from .. import native as native_kernel
 
         with jax.enable_x64(True):
-            hyper = jnp.stack(
-                [
-                    x.astype(ACC_DTYPE)
-                    for x in (
-                        dyn.reg_lambda,
-                        dyn.reg_alpha,
-                        dyn.min_child_weight,
-                        dyn.max_delta_step,
-                    )
-                ]
-            )
+            fields = (dyn.reg_lambda, dyn.reg_alpha, dyn.min_child_weight, dyn.max_delta_step)
+            hyper = jnp.stack([x.astype(ACC_DTYPE) for x in fields])
             mask = jnp.ones((n, F), bool) if feature_mask is None else feature_mask
             gain, feature, tbin, left = native_kernel.vector_splits(
                 jnp.moveaxis(S, 0, -1),
@@ -412,6 +401,8 @@ def find_best_vector_splits(
                 any_forward=any_forward,
             )
         return dict(gain=gain, feature=feature, tbin=tbin, default_left=left)
+    V = B - 1
+    mcw = dyn.min_child_weight.astype(ACC_DTYPE)
     with jax.enable_x64(True):
         Sv = jnp.moveaxis(S[..., :V], 0, -1)  # (F, n, V, C)
         Spb = jnp.moveaxis(Sp, 0, -1)[None, :, None, :]  # (1, n, 1, C)

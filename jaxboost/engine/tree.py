@@ -503,9 +503,7 @@ def _link_on_bucket(program, margins, link, axis, pow2=False):
     reuse the link's compiled program; the rows cut back."""
     n = margins.shape[axis]
     shape = list(margins.shape)
-    shape[axis] = (
-        max(64, 1 << max(n - 1, 1).bit_length()) if pow2 and n <= LINK_POW2_ROWS else bucket_rows(n)
-    )
+    shape[axis] = bucket_rows(n, pow2_up_to=LINK_POW2_ROWS if pow2 else 0)
     padded = np.zeros(shape, np.float32)
     rows = (slice(None),) * axis + (slice(0, n),)
     padded[rows] = margins
