@@ -584,8 +584,7 @@ def configure(objective, X, y, a: Options):
         multi_output_tree=multi_tree and K > 1,
     )
     family, values = split_loss(loss, loss_params)
-    if family is not loss:  # functools.partial(fn, ...)'s fn
-        family = same_code.canonical(family)
+    family = family if family is loss else same_code.canonical(family)  # a partial's fn
     if pol["group"] is None:
         # Abstract rows (shapes and dtypes only): no array is made, so nothing compiles.
         check_loss_once(
