@@ -7,16 +7,21 @@ warm (the median of ``--repeats`` after one fit that compiles) and in this proce
   Hessian (its default, ``multi_hessian="full"``) and with its diagonal (XGBoost's
   rule), and one tree per class; XGBoost ``hist`` ``multi:softprob`` with
   ``multi_strategy="multi_output_tree"`` and with one tree per class.
-* ``make_regression`` with 3 targets (20,000 x 20), squared error summed over the
-  targets, depth 6: jaxboost ``multi_output_tree`` (H = I, so full and diagonal are
-  the same model) against XGBoost's.
+* ``make_regression`` with 3 targets (20,000 x 20 and 200,000 x 10), depth 6: the
+  built-in ``squared`` on the 2-D targets (``objectives.multi_target``) with one tree
+  per target and with vector leaves, a squared error summed over the targets written
+  as a loss of your own with vector leaves (H = I, so full and diagonal are the same
+  model), and XGBoost ``hist`` with either strategy.
 
 Same settings on both sides: learning rate 0.3, 256 bins, ``reg_lambda=1``, 2 threads
 (``--threads``). The ratio is jaxboost's time over XGBoost's ``multi_output_tree`` on
-the same workload. The figures go to stdout and to a JSON file; nothing is asserted.
+the same workload, and over XGBoost's fit of the same strategy (one tree per class or
+target, or vector leaves). The figures go to stdout and to a JSON file; nothing is
+asserted.
 
     python benchmarks/multi_output.py                     # 30 rounds
     python benchmarks/multi_output.py --rounds 100 --out results.json
+    python benchmarks/multi_output.py --workloads regression
 """
 
 from __future__ import annotations
@@ -116,72 +121,98 @@ def digits_rows(args):
 
 
 def regression_rows(args):
-    import jax.numpy as jnp
+    """Multi-target regression, 3 targets, on two sizes: the built-in ``squared`` with a
+    2-D ``Y`` (``objectives.multi_target``) one tree per target and with vector leaves,
+    a summed loss of your own with vector leaves, and XGBoost with either strategy."""
     import xgboost as xgb
     from sklearn.datasets import make_regression
 
-    import jaxboost
+    rows = []
+    for n, m in ((20_000, 20), (200_000, 10)):
+        X, Y = make_regression(n_samples=n, n_features=m, n_targets=3, noise=5.0, random_state=0)
+        Xtr, Ytr, Xte, Yte = split(X.astype(np.float32), Y.astype(np.float32))
+        for name, fit in _regression_fits(Xtr, Ytr, args).items():
+            secs, model = timed(fit, args.repeats)
+            pred = model.predict(xgb.DMatrix(Xte) if name.startswith("xgb") else Xte)
+            workload = f"regr-3 {n // 1000}k"
+            rows.append(dict(workload=workload, fit=name, seconds=secs, rmse=rmse(pred, Yte)))
+    return rows
 
-    X, Y = make_regression(n_samples=20_000, n_features=20, n_targets=3, noise=5.0, random_state=0)
-    Xtr, Ytr, Xte, Yte = split(X.astype(np.float32), Y.astype(np.float32))
+
+def _regression_fits(Xtr, Ytr, args) -> dict:
+    """The fits of one regression workload, by name."""
+    import jax.numpy as jnp
+    import xgboost as xgb
+
+    import jaxboost
 
     def squares(y, f):
         return 0.5 * jnp.sum((y - f) ** 2)
 
-    kw = dict(n_rounds=args.rounds, max_depth=6, learning_rate=0.3, max_bin=256, verbose=False)
-    secs, model = timed(
-        lambda: jaxboost.train(
-            squares,
-            Xtr,
-            Ytr,
-            n_outputs=3,
-            multi_strategy="multi_output_tree",
-            n_jobs=args.threads,
-            **kw,
+    kw = dict(
+        n_rounds=args.rounds,
+        max_depth=6,
+        learning_rate=0.3,
+        max_bin=256,
+        verbose=False,
+        n_jobs=args.threads,
+    )
+    vector = dict(multi_strategy="multi_output_tree")
+
+    def xgboost_fit(strategy):
+        def fit():
+            d = xgb.QuantileDMatrix(Xtr, Ytr, max_bin=256)
+            params = dict(
+                tree_method="hist",
+                max_depth=6,
+                eta=0.3,
+                max_bin=256,
+                nthread=args.threads,
+                multi_strategy=strategy,
+            )
+            return xgb.train(params, d, args.rounds)
+
+        return fit
+
+    return {
+        "jaxboost squared, tree per target": lambda: jaxboost.train("squared", Xtr, Ytr, **kw),
+        "jaxboost squared multi_output_tree": lambda: jaxboost.train(
+            "squared", Xtr, Ytr, **vector, **kw
         ),
-        args.repeats,
-    )
-    rows = [
-        dict(
-            workload="regression-3",
-            fit="jaxboost multi_output_tree",
-            seconds=secs,
-            rmse=rmse(model.predict(Xte), Yte),
-        )
-    ]
-
-    def fit():
-        d = xgb.QuantileDMatrix(Xtr, Ytr, max_bin=256)
-        params = dict(
-            tree_method="hist",
-            max_depth=6,
-            eta=0.3,
-            max_bin=256,
-            nthread=args.threads,
-            multi_strategy="multi_output_tree",
-        )
-        return xgb.train(params, d, args.rounds)
-
-    secs, booster = timed(fit, args.repeats)
-    rows.append(
-        dict(
-            workload="regression-3",
-            fit="xgboost multi_output_tree",
-            seconds=secs,
-            rmse=rmse(booster.predict(xgb.DMatrix(Xte)), Yte),
-        )
-    )
-    return rows
+        "jaxboost summed loss multi_output_tree": lambda: jaxboost.train(
+            squares, Xtr, Ytr, n_outputs=3, **vector, **kw
+        ),
+        "xgboost tree per target": xgboost_fit("one_output_per_tree"),
+        "xgboost multi_output_tree": xgboost_fit("multi_output_tree"),
+    }
 
 
 def table(rows):
-    base = {r["workload"]: r["seconds"] for r in rows if r["fit"] == "xgboost multi_output_tree"}
-    lines = [f"{'workload':13s} {'fit':40s} {'warm s':>8s} {'/XGB mot':>9s}  quality"]
+    """One line per fit: warm seconds, the ratio to XGBoost's ``multi_output_tree`` and
+    to XGBoost's fit of the same strategy (one tree per class or target, or vector
+    leaves), and the held-out quality."""
+
+    def xgb_of(workload, vector):
+        name = "xgboost multi_output_tree" if vector else None
+        for r in rows:
+            if r["workload"] == workload and r["fit"].startswith("xgboost"):
+                if (r["fit"] == name) if vector else ("multi_output_tree" not in r["fit"]):
+                    return r["seconds"]
+        return float("nan")
+
+    head = (
+        f"{'workload':13s} {'fit':40s} {'warm s':>8s} {'/XGB mot':>9s} {'/XGB same':>10s}  quality"
+    )
+    lines = [head]
     for r in rows:
         q = f"mlogloss {r['mlogloss']:.4f}" if "mlogloss" in r else f"rmse {r['rmse']:.3f}"
-        ratio = r["seconds"] / base[r["workload"]]
-        r["ratio"] = ratio
-        lines.append(f"{r['workload']:13s} {r['fit']:40s} {r['seconds']:8.3f} {ratio:9.2f}  {q}")
+        r["ratio"] = r["seconds"] / xgb_of(r["workload"], True)
+        vector = "multi_output_tree" in r["fit"] or "full H" in r["fit"] or "diagonal" in r["fit"]
+        r["ratio_same"] = r["seconds"] / xgb_of(r["workload"], vector)
+        lines.append(
+            f"{r['workload']:13s} {r['fit']:40s} {r['seconds']:8.3f} {r['ratio']:9.2f} "
+            f"{r['ratio_same']:10.2f}  {q}"
+        )
     return "\n".join(lines)
 
 
@@ -191,8 +222,12 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", default=None, help="JSON path (default benchmarks/results/)")
+    ap.add_argument("--workloads", default="digits,regression", help="digits, regression")
     args = ap.parse_args(argv)
-    rows = digits_rows(args) + regression_rows(args)
+    chosen = args.workloads.split(",")
+    rows = (digits_rows(args) if "digits" in chosen else []) + (
+        regression_rows(args) if "regression" in chosen else []
+    )
     print(table(rows))
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = args.out or os.path.join(HERE, "results", f"multi-output-{stamp}.json")

@@ -70,6 +70,8 @@ from ._base import Objective, identity, sigmoid
 from ._base import softmax as softmax_link
 from ._group import GroupObjective
 from ._link import LINKS, LinkedLoss, attach_link, link_name, resolve_link, with_link
+from ._targets import MultiTarget
+from ._targets import multi_target as _multi_target
 from .classic import exponential, logistic, squared
 from .classification import MAX_CLASSES, focal, softmax
 from .distributional import gaussian_link, gaussian_nll
@@ -102,6 +104,15 @@ CATALOGUE = {
 
 GROUP_CATALOGUE = {o.name: o for o in (ranknet, lambdarank, listnet, cox)}
 
+
+def multi_target(entry, n_targets: int) -> MultiTarget:
+    return _multi_target(
+        CATALOGUE.get(entry, entry) if isinstance(entry, str) else entry, n_targets
+    )
+
+
+multi_target.__doc__ = _multi_target.__doc__
+
 __all__ = [
     "Objective",
     "GroupObjective",
@@ -120,6 +131,8 @@ __all__ = [
     "GROUP_CATALOGUE",
     "MAX_CLASSES",
     "resolve",
+    "MultiTarget",
+    "multi_target",
     *CATALOGUE,
     *GROUP_CATALOGUE,
 ]

@@ -271,6 +271,13 @@ class Objective(Hyperparameters):
         if not isinstance(fields, tuple) or not all(isinstance(k, str) for k in fields):
             raise TypeError(f"label_fields must be a tuple of names, got {fields!r}")
 
+    @property
+    def several_per_row(self) -> bool:
+        """Whether ``y`` carries several numbers per row for this entry: its
+        ``label_fields``, or the targets of a multi-target objective
+        (``objectives.multi_target``)."""
+        return bool(self.label_fields)
+
     def takes_label_fields(self, y) -> bool:
         """Whether targets ``y`` with more than one number per row are this entry's
         ``label_fields``: a dict with exactly those keys of ``(N,)`` arrays, or an

@@ -423,16 +423,18 @@ def test_which_base_margin_is_per_row():
     assert is_per_row(np.zeros((3, 3)), 3)
 
 
-def test_a_two_dimensional_y_for_a_builtin_loss_points_to_multi_target_training():
-    """XGBoost's reg:squarederror takes a 2-D y (multi-target regression); the catalogue's
-    squared refuses it with the recipe that does it here, and the recipe trains each
-    target as its own squared model would (one tree per output and round)."""
+def test_a_two_dimensional_y_for_a_builtin_loss_trains_its_targets():
+    """XGBoost's reg:squarederror takes a 2-D y (multi-target regression); so does the
+    catalogue's squared (objectives.multi_target), growing each target's trees as its
+    own squared model would, as the summed loss of your own with n_outputs does."""
     rng = np.random.default_rng(0)
     X = binnable_features(rng)
     Y = np.stack([X[:, 2], X[:, 0] - X[:, 4], np.nan_to_num(X[:, 1])], 1).astype(np.float32)
     kw = dict(n_rounds=5, max_depth=3, verbose=False)
-    with pytest.raises(DataError, match=r"n_outputs=3\)"):
-        jaxboost.train("squared", X, Y, **kw)
+    targets = jaxboost.train("squared", X, Y, **kw)
     both = jaxboost.train(lambda y, f: 0.5 * jnp.sum((y - f) ** 2), X, Y, n_outputs=3, **kw)
     each = np.stack([jaxboost.train("squared", X, Y[:, k], **kw).predict(X) for k in range(3)], 1)
+    np.testing.assert_array_equal(targets.predict(X), each)
     np.testing.assert_allclose(both.predict(X), each, atol=1e-5)
+    with pytest.raises(DataError, match=r"objectives.softmax takes one label per row"):
+        jaxboost.train("softmax", X, np.abs(Y[:, :2]).astype(int), **kw)

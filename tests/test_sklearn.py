@@ -41,7 +41,12 @@ def _expected_failures(estimator):
             "stored as a sparse matrix (every entry stored: "
             "the check draws no zeros), so the same tie",
         }
-    return {}
+    return {
+        "check_regressor_multioutput": "the check wants float64 predictions of (N, T) "
+        "targets; predict returns float32 (the model's own precision), for one target "
+        "as for several, as XGBoost's regressor does (the (N, T) fit and predict are "
+        "tested in test_multi_target.py)",
+    }
 
 
 @parametrize_with_checks(

@@ -256,6 +256,7 @@ class _JaxBoostModel(BaseEstimator):
                 ensure_all_finite="allow-nan",
                 y_numeric=self._y_numeric,
                 accept_sparse=_SPARSE,
+                multi_output=self._multi_output(y),
             )
         X = self._mark_missing(X)
         if sample_weight is not None:
@@ -311,6 +312,10 @@ class _JaxBoostModel(BaseEstimator):
         booster.category_labels = frame or None  # predict re-codes DataFrames by them
         self.booster_ = booster
         return self
+
+    def _multi_output(self, y) -> bool:
+        """Whether ``fit`` takes ``y`` as several targets (the regressor, ``(N, T)``)."""
+        return False
 
     def _encode_eval_labels(self, y, i):
         return y
@@ -505,6 +510,15 @@ class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
 
     __init__ = _estimator_init(_OWN)
 
+    def _multi_output(self, y) -> bool:
+        shape = np.asarray(y).shape  # through __array__: y may be any array-like
+        return len(shape) == 2 and shape[1] >= 2
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True  # (N, T) y: T targets (multi_target)
+        return tags
+
     def fit(
         self,
         X,
@@ -515,7 +529,11 @@ class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
         base_margin_eval_set=None,
         verbose=None,
     ):
-        """Train on ``X`` (array or DataFrame, NaN = missing) and ``y``.
+        """Train on ``X`` (array or DataFrame, NaN = missing) and ``y``: ``(N,)``, or
+        ``(N, T)`` for ``T`` targets at once (an objective of one output trained on
+        each column, ``objectives.multi_target``; ``predict`` returns ``(N, T)`` and
+        ``score`` the mean R² over the targets, as scikit-learn's multi-output
+        regressors).
 
         Args:
           sample_weight: optional non-negative weight per row.

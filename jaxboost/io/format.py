@@ -163,6 +163,8 @@ import re
 
 import numpy as np
 
+from objectives import MultiTarget
+
 from .._version import __version__
 from ..engine.binning import BinEdges
 from ..engine.tree import BLANK_NODE, Ensemble
@@ -991,7 +993,7 @@ def from_dict(d, objective=None, link=None, *, replace_objective: bool = False) 
     stored = parts.pop("objective")
     K = parts["n_outputs"]
     if objective is not None:
-        given = given_objective(objective, K)
+        given = given_objective(objective, K, targets=isinstance(stored, MultiTarget))
         if not isinstance(stored, StoredCallable) and not replace_objective:
             _same_objective(given, stored)
         obj = with_stored_link(given, stored, link, K)

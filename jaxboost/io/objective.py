@@ -55,7 +55,7 @@ def _qualname(fn) -> str:
 def objective_to_dict(obj) -> dict:
     """The file's ``objective`` key: a catalogue entry with its hyperparameters, or the
     qualname of a callable (see ``format``)."""
-    from objectives import GroupObjective, LinkedLoss, Objective, link_name
+    from objectives import GroupObjective, LinkedLoss, MultiTarget, Objective, link_name
 
     if isinstance(obj, LinkedLoss):
         name = link_name(obj.link)
@@ -65,6 +65,8 @@ def objective_to_dict(obj) -> dict:
             else {"kind": "callable", "qualname": _qualname(obj.link)}
         )
         return {"kind": "callable", "qualname": _qualname(obj.loss), "link": link}
+    if isinstance(obj, MultiTarget):  # the entry; the file's n_outputs counts the targets
+        obj = obj.single
     if isinstance(obj, (Objective, GroupObjective)):
         params = {
             k: json_scalar(v, f"objectives.{obj.name} hyperparameter {k}") for k, v in obj.params
@@ -124,14 +126,23 @@ def objective_from_dict(d, K):
         lambda: ModelFormatError(
             f"{where}: objectives.{name} has {k} output(s) but n_outputs is {K}"
         ),
+        targets=True,  # an entry of one output with K >= 2: K targets
     )
 
 
-def _sized(obj, k, K, error):
-    """``obj`` with ``K`` outputs: an entry whose class count is a parameter gets it,
-    one with ``k != K`` fixed outputs raises ``error()``."""
+def _sized(obj, k, K, error, targets=False):
+    """``obj`` with ``K`` outputs: an entry whose class count is a parameter gets it, an
+    entry of one output ``K`` targets when ``targets`` (a multi-target model:
+    ``objectives.multi_target``), one with ``k != K`` fixed outputs raises
+    ``error()``."""
+    from objectives import MultiTarget, multi_target
+    from objectives._targets import not_per_target
+
     if k is None and isinstance(obj.n_outputs, str):
         return obj.with_params(**{obj.n_outputs: K})
+    if targets and k == 1 and K >= 2 and not not_per_target(obj):
+        if not isinstance(obj, MultiTarget):
+            return multi_target(obj, K)
     if k != K:
         raise error()
     return obj
@@ -181,8 +192,10 @@ def with_stored_link(objective, stored, link, K):
     return attach_link(objective, link, K)
 
 
-def given_objective(objective, K):
-    """A caller's ``objective=``: a name, an ``Objective`` or a callable."""
+def given_objective(objective, K, targets=False):
+    """A caller's ``objective=``: a name, an ``Objective`` or a callable; an entry of
+    one output stands for its ``K`` targets when ``targets`` (the file's model is a
+    multi-target one)."""
     from objectives import Objective
     from objectives import resolve as resolve_objective
 
@@ -194,5 +207,6 @@ def given_objective(objective, K):
             k,
             K,
             lambda: ValueError(f"objective {objective!r} has {k} output(s) but the model has {K}"),
+            targets=targets,
         )
     return objective

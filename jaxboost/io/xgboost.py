@@ -85,6 +85,7 @@ from typing import Any, NamedTuple, Optional
 import numpy as np
 
 import objectives
+from objectives._targets import not_per_target
 
 from .._types import MAX_BIN_LIMIT
 from ..engine.autodiff import loss_name
@@ -219,6 +220,16 @@ def _unsupported_export(booster) -> str | None:
             "(multi_strategy='multi_output_tree'), which this exporter does not "
             "write"
         )
+    if isinstance(booster.objective, objectives.MultiTarget):
+        if not booster.one_output_per_tree:
+            return (
+                "to_xgboost_json exports multi-target models with one tree per target "
+                "per round (multi_strategy='one_output_per_tree'); this model has "
+                "vector-leaf trees, which this exporter does not write"
+            )
+        if name == "quantile":
+            return f"XGBoost's reg:quantileerror takes one target; this model has {K}"
+        return None
     if name != "softmax" and K != 1:
         return f"a {name} model must have one output, this one has {K}"
     return None
@@ -235,6 +246,26 @@ def _base_score_text(values) -> str:
         np.format_float_scientific(np.float32(v), unique=True, trim="-").upper() for v in values
     ]
     return "[" + ",".join(parts) + "]"
+
+
+def _export_bases(name, base_margin, K):
+    """``(base_score text, offsets)``: XGBoost's base scores of a model's base margin
+    (one per output of a multi-target model; softmax's margins as they are) and, per
+    output, what XGBoost's margin of its score misses, to be added to that output's
+    first tree (0 where it misses nothing beyond ``_BASE_TOLERANCE``)."""
+    if name == "softmax":
+        return _base_score_text(np.asarray(base_margin, np.float32)), [0.0]
+    scores, offsets = [], []
+    for margin in np.asarray(base_margin, np.float64).reshape(-1)[: max(K, 1)]:
+        if name == "logistic":
+            score, residual = _logistic_base(float(margin))
+        elif name in _LOG_LINK:
+            score, residual = _log_base(float(margin))
+        else:
+            score, residual = margin, 0.0
+        scores.append(score)
+        offsets.append(residual if abs(residual) > _BASE_TOLERANCE else 0.0)
+    return _base_score_text(scores), offsets
 
 
 def _logistic_base(margin: float):
@@ -515,7 +546,10 @@ def to_xgboost_json(booster: Booster, path=None) -> dict:
 
     Args:
       booster: a model trained with ``objectives.squared``, ``objectives.logistic`` or
-        ``objectives.softmax`` (one tree per class per round), or with a plain loss and
+        ``objectives.softmax`` (one tree per class per round), another entry with an
+        XGBoost counterpart (``docs/interop.md``), an entry's multi-target model
+        (``objectives.multi_target``, one tree per target per round: ``num_target``
+        and a base score per target), or with a plain loss and
         ``link="identity"``, ``"sigmoid"`` or ``"softmax"``: exported as that entry
         (XGBoost's prediction depends only on the trees, the base score and the link;
         continuing training in XGBoost would use its own loss, not the plain one).
@@ -537,31 +571,20 @@ def to_xgboost_json(booster: Booster, path=None) -> dict:
     name = _export_name(booster.objective)
     ens = booster.trees.to_numpy()  # class trees: each tree's own values, output t % K
     K, T, F = booster.n_outputs, ens.n_trees, booster.n_features
-    offset = 0.0  # added to the first tree's leaves
-    if name == "softmax":
-        base_score = _base_score_text(np.asarray(booster.base_margin, np.float32))
-    elif name == "logistic":
-        p, residual = _logistic_base(float(booster.base_margin))
-        base_score = _base_score_text([p])
-        if abs(residual) > _BASE_TOLERANCE:
-            offset = residual
-    elif name in _LOG_LINK:
-        mean, residual = _log_base(float(booster.base_margin))
-        base_score = _base_score_text([mean])
-        if abs(residual) > _BASE_TOLERANCE:
-            offset = residual
-    else:
-        base_score = _base_score_text([booster.base_margin])
+    targets = isinstance(booster.objective, objectives.MultiTarget)
+    base_score, offsets = _export_bases(name, booster.base_margin, K)
     trees, tree_info = [], []
     for t in range(T):
         column = (t % K) if K > 1 else None
-        trees.append(_compact_tree(t, ens, column, offset if t == 0 else 0.0, F, t))
+        offset = offsets[t] if t < len(offsets) else 0.0  # each output's first tree
+        trees.append(_compact_tree(t, ens, column, offset, F, t))
         tree_info.append(t % K if K > 1 else 0)
-    if offset and T == 0:  # no tree to carry the residual: a one-leaf tree does
+    if any(offsets) and T == 0:  # no tree to carry the residuals: one-leaf trees do
         stump = Ensemble(*(None if a is None else np.zeros((1, 1), a.dtype) for a in ens))
         stump = stump._replace(is_leaf=np.ones((1, 1), bool))
-        trees.append(_compact_tree(0, stump, None, offset, F, 0))
-        tree_info.append(0)
+        for k, offset in enumerate(offsets):
+            trees.append(_compact_tree(0, stump, None, offset, F, k))
+            tree_info.append(k)
     per_round = max(booster.trees_per_round, 1)
     indptr = list(range(0, len(trees) + 1, per_round))
     if indptr[-1] != len(trees):
@@ -592,7 +615,7 @@ def to_xgboost_json(booster: Booster, path=None) -> dict:
                 "boost_from_average": "1",
                 "num_class": str(K if name == "softmax" else 0),
                 "num_feature": str(F),
-                "num_target": "1",
+                "num_target": str(K if targets else 1),
             },
             "objective": objective,
         },
@@ -1082,7 +1105,9 @@ def from_xgboost(model) -> Booster:
         ``0 .. 254``; see the module docstring) and one output per tree, for
         ``reg:squarederror``, ``binary:logistic`` / ``reg:logistic`` or
         ``multi:softprob`` / ``multi:softmax`` (read as ``objectives.squared``,
-        ``objectives.logistic`` and ``objectives.softmax(n_classes=K)``).
+        ``objectives.logistic`` and ``objectives.softmax(n_classes=K)``) and the
+        other objectives of the module docstring; a multi-target model
+        (``num_target = T``) as ``objectives.multi_target(entry, T)``.
 
     Returns:
       A ``Booster`` whose ``predict(X)`` (on any JAX device) equals XGBoost's
@@ -1194,6 +1219,8 @@ def _import(d) -> Booster:
     if arrays["cat_bits"] is not None:
         edges = _categorical_edges(edges, head.cat_features)
     objective = _import_objective(head.name, head.obj, K)
+    if K > 1 and head.name != "softmax":
+        objective = objectives.multi_target(objective, K)
     ens = Ensemble(tbin=tbin, **arrays)
     booster = Booster(
         ens,
@@ -1232,12 +1259,10 @@ def _read_header(learner) -> _Header:
     F = _int_param(
         mp, "num_feature", where, lo=1, hi=MAX_FEATURES, limit="MAX_FEATURES (jaxboost.io.checks)"
     )
-    if _int_param(mp, "num_target", where, default=1) > 1:
-        raise ModelFormatError(
-            "from_xgboost reads single-target models; this one has num_target > 1"
-        )
     name = _IMPORTS[obj_name]
-    K = 1
+    K = _int_param(mp, "num_target", where, default=1, lo=1, hi=MAX_CLASSES, limit="MAX_CLASSES")
+    if K > 1 and (name in ("softmax", "quantile") or not_per_target(getattr(objectives, name))):
+        raise ModelFormatError(f"{obj_name} has one target, but num_target is {K}")
     if name == "softmax":
         K = _int_param(
             mp,
@@ -1327,7 +1352,13 @@ def _read_features(learner, F):
 
 def _base_margin(base, name, obj_name, K):
     """The base margin of XGBoost's base scores ``base`` (on the response scale) for the
-    objective ``name`` with ``K`` outputs."""
+    objective ``name`` with ``K`` outputs (classes, or targets: a score per target, or
+    one for all)."""
+    if K > 1 and name != "softmax":
+        if base.size not in (1, K):
+            raise _malformed(f"{base.size} base scores for {K} targets")
+        each = [_base_margin(b[None], name, obj_name, 1) for b in np.broadcast_to(base, (K,))]
+        return np.asarray(each, np.float32)
     if name == "logistic":
         if base.size != 1 or not 0.0 < base[0] < 1.0:
             raise _malformed(

@@ -156,12 +156,28 @@ def builtin(name, fn, *, maximize=False, on="response", needs=None) -> Metric:
 
 
 def wmean(v, w):
-    r"""The weighted mean :math:`\sum_i w_i v_i / \sum_i w_i`."""
+    r"""The weighted mean :math:`\sum_i w_i v_i / \sum_i w_i`; for ``(N, T)`` values
+    (several targets) the mean over every value, row ``i``'s weighing ``w_i``:
+    :math:`\sum_{i,t} w_i v_{it} / (T \sum_i w_i)` (XGBoost's multi-target metrics)."""
+    if v.ndim == 2:
+        return jnp.sum(w[:, None] * v) / (jnp.sum(w) * v.shape[1])
     return jnp.sum(w * v) / jnp.sum(w)
 
 
-def scalar_pred(name, y, pred):
-    """``ValueError`` unless ``pred`` is ``(N,)`` like ``y``."""
+def scalar_pred(name, y, pred, targets=False):
+    """``ValueError`` unless ``pred`` is ``(N,)`` like ``y``; with ``targets=True``
+    (a metric that is a mean over values) also ``(N, T)`` like ``y``, several
+    targets."""
+    if targets and pred.ndim == 2 and y.shape == pred.shape:
+        return
+    if targets and pred.ndim == 1 and y.ndim == 2:
+        raise ValueError(
+            f"metric {name!r} scores one label per row, but y is an (N, L) array "
+            f"{y.shape}, which does not say which part is the label: pass y as a dict "
+            f"with the label under 'label' (e.g. y={{'label': counts, 'exposure': "
+            f"years}}), or use a metric that reads y whole ('objective', the mean loss, "
+            f"or a callable metric(y, pred))"
+        )
     if pred.ndim != 1:
         raise ValueError(
             f"metric {name!r} needs one prediction per row, shape (N,); got "

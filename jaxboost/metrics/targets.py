@@ -4,9 +4,10 @@ Training targets may carry several values per row for a loss of your own (see
 ``jaxboost.train``): an ``(N, L)`` array, or a dict of ``(N,)`` arrays. Metrics then get:
 
 * built-in metrics (``get_metric`` names: ``rmse``, ``logloss``, ``auc``, ``ndcg``, ...):
-  the label, ``y["label"]`` of a dict ``y``. An ``(N, L)`` array, or a dict without a
-  ``"label"`` entry, does not say which part is the label, so they are refused with a
-  ``ValueError`` before training;
+  the label, ``y["label"]`` of a dict ``y``; the means over values (``PER_VALUE``) an
+  ``(N, T)`` array whole, the targets of a multi-target model. Otherwise an ``(N, L)``
+  array, or a dict without a ``"label"`` entry, does not say which part is the label,
+  so they are refused with a ``ValueError`` before training;
 * every other metric (``"objective"``, the mean loss; a callable ``metric(y, pred)``; a
   ``Metric`` you built): ``y`` whole, as the loss gets it, with all ``N`` rows.
 
@@ -34,14 +35,33 @@ def reads_label(metric) -> bool:
     return isinstance(fn, _Ranked) or any(fn is m.fn for m in BUILTIN.values())
 
 
+#: The built-ins that are means over values: they score an ``(N, T)`` array ``y``
+#: against ``(N, T)`` predictions of a multi-target model value by value (and refuse it
+#: against ``(N,)`` ones with the message below).
+PER_VALUE = (
+    "rmse",
+    "mae",
+    "logloss",
+    "error",
+    "accuracy",
+    "brier",
+    "poisson_nll",
+    "gamma_deviance",
+)
+
+
 def metric_targets(metric, y):
-    """The part of targets ``y`` that ``metric`` receives (see the module docstring).
+    """The part of targets ``y`` that ``metric`` receives (see the module docstring);
+    an ``(N, T)`` array whole for a metric that is a mean over values (``rmse``,
+    ``logloss``, ...: several targets, ``objectives.multi_target``).
 
     Raises:
       ValueError: a built-in metric and side data that names no label.
     """
     if not is_side_data(y) or not reads_label(metric):
         return y
+    if not isinstance(y, dict) and metric.name in PER_VALUE:
+        return y  # (N, T) targets, or side data the metric refuses against (N,) pred
     if isinstance(y, dict) and LABEL_KEY in y:
         return y[LABEL_KEY]
     what = (

@@ -867,7 +867,7 @@ class Booster:
         validate = getattr(objective, "validate_labels", None)
         entry = isinstance(objective, Objective) and not isinstance(objective, LinkedLoss)
         side = is_side_data(y)  # a catalogue entry takes it only as its label_fields
-        if side and entry and not objective.label_fields:
+        if side and entry and not objective.several_per_row:
             raise DataError(
                 f"{objective!r} takes one label per row, y of shape (N,); "
                 f"side data (a dict or an (N, L) array) is for losses of "

@@ -18,10 +18,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from objectives import Objective
+from objectives import MultiTarget, Objective, multi_target
 from objectives import resolve as resolve_objective
 from objectives._base import HESSIAN_POLICIES
 from objectives._link import LinkedLoss, attach_link, link_label, link_name, resolve_link, unlink
+from objectives._targets import not_per_target
 
 from .._types import FLOAT32_MAX, MAX_CLASSES, MAX_ROUNDS
 from ..engine import same_code
@@ -117,7 +118,16 @@ def resolve_policies(loss, hessian, refit, K, mesh):
             f"refit must be 'auto', 'newton', 'exact', 'quantile' or None, got {refit!r}"
         )
     if refit is not None and K > 1:
-        raise ValueError(f"refit={refit!r} is for single-output losses; this one has {K} outputs")
+        hint = ""
+        if getattr(loss, "several_per_row", False) and not loss.label_fields:
+            hint = (
+                f" ({loss!r}'s default refit={refit!r} sets each leaf of one target; "
+                f"multi-target training takes refit=None, the leaves from g and h alone, "
+                f"or train one model per target)"
+            )
+        raise ValueError(
+            f"refit={refit!r} is for single-output losses; this one has {K} outputs{hint}"
+        )
     if refit == "quantile":
         if mesh is not None:
             raise ValueError(
@@ -203,22 +213,15 @@ def check_side_data(loss, y, group, refit) -> None:
     which receive one row of it; catalogue entries, group losses and the quantile refit
     (which reads ``y - margin``) need one label per row."""
     shape = arrays.target_structure(y)
-    if isinstance(loss, Objective) and loss.label_fields and not isinstance(loss, LinkedLoss):
+    if isinstance(loss, Objective) and loss.several_per_row and not isinstance(loss, LinkedLoss):
         if not loss.takes_label_fields(y):
             raise DataError(loss.label_fields_message(shape))
     elif isinstance(loss, Objective) and not isinstance(loss, LinkedLoss):
-        hint = ""
-        if isinstance(y, np.ndarray) and y.ndim == 2:
-            # XGBoost's multi-target regression takes a 2-D y with its built-in losses
-            hint = (
-                f"; for {y.shape[1]} targets at once (multi-target regression), train "
-                f"a loss summed over the outputs, e.g. train(lambda y, f: 0.5 * "
-                f"jnp.sum((y - f) ** 2), X, Y, n_outputs={y.shape[1]})"
-            )
         raise DataError(
-            f"{loss!r} takes one label per row, y of shape (N,); got y of "
-            f"structure {shape}. Side data (a dict or an (N, L) array) is for "
-            f"losses of your own, loss(y, pred), which receive one row of it{hint}"
+            f"{loss!r} takes one label per row, y of shape (N,); got y of structure "
+            f"{shape}. Side data (a dict or an (N, L) array) is for losses of your own, "
+            f"loss(y, pred), which receive one row of it; an (N, T) array of T >= 2 "
+            f"targets for entries of one output (objectives.multi_target)"
         )
     if group is not None or is_group_objective(loss):
         raise DataError(f"group losses take one label per row, y of shape (N,); got {shape}")
@@ -605,7 +608,8 @@ def configure(objective, X, y, a: Options):
         loss_values=values,
         n_outputs=K,
         multi_output_tree=multi_tree,
-        diagonal=a.multi_hessian == "diagonal",
+        diagonal=a.multi_hessian == "diagonal"
+        or (a.multi_hessian == "auto" and isinstance(loss, MultiTarget)),
         hessian=pol["hessian"],
         hessian_floor=floor,
         refit=pol["refit"],
@@ -737,6 +741,7 @@ def _labelled_loss(loss, yf, a: Options):
     catalogue entry's label checks and its outputs resolved from the labels (its
     classes); a label problem is a ``DataError``."""
     if arrays.is_side_data(yf):
+        loss = as_multi_target(loss, yf)
         check_side_data(loss, yf, a.group, a.refit)
     if isinstance(loss, Objective):
         try:
@@ -746,6 +751,21 @@ def _labelled_loss(loss, yf, a: Options):
             loss.validate_labels(yf)
         except ValueError as e:
             raise DataError(str(e)) from None
+    return loss
+
+
+def as_multi_target(loss, y):
+    """``objectives.multi_target(loss, T)`` for an ``(N, T)`` array ``y`` (``T >= 2``) of
+    a catalogue entry of one output and one label per row (XGBoost's multi-target
+    regression from a built-in objective); ``loss`` itself otherwise."""
+    if (
+        isinstance(y, np.ndarray)
+        and y.ndim == 2
+        and y.shape[1] >= 2
+        and not isinstance(loss, MultiTarget)
+        and not not_per_target(loss)
+    ):
+        return multi_target(loss, y.shape[1])
     return loss
 
 
@@ -777,8 +797,10 @@ def _policies(a: Options, loss, link, K, n_rows, yf) -> dict:
             f"multi_strategy must be 'one_output_per_tree' or "
             f"'multi_output_tree', got {a.multi_strategy!r}"
         )
-    if a.multi_hessian not in ("full", "diagonal"):
-        raise ValueError(f"multi_hessian must be 'full' or 'diagonal', got {a.multi_hessian!r}")
+    if a.multi_hessian not in ("auto", "full", "diagonal"):
+        raise ValueError(
+            f"multi_hessian must be 'auto', 'full' or 'diagonal', got {a.multi_hessian!r}"
+        )
     return dict(
         group=group,
         eval_metric=eval_metric,

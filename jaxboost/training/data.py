@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from objectives import Objective
+from objectives import MultiTarget, Objective
 
 from .._types import NARROW_BIN_LIMIT, bin_dtype
 from ..engine.autodiff import fit_base_margin, loss_name
@@ -270,8 +270,8 @@ def closed_form_start(s, layout, y, w):
     loss = s.loss
     if s.quantize or not isinstance(loss, Objective) or loss.intercept is None:
         return None
-    if np.ndim(y) != 1:  # side data (a dict, an (N, L) array): no closed form
-        return None
+    if np.ndim(y) != 1 and not isinstance(loss, MultiTarget):
+        return None  # side data (a dict, an (N, L) array): no closed form
     y, w = np.asarray(y), np.asarray(w)
     if layout.multi:  # a collective: every process gets here with the same settings
         y, w = dist.gather_rows(y), dist.gather_rows(w)

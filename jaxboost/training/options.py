@@ -450,12 +450,14 @@ OPTIONS = (
     ),
     Option(
         "multi_hessian",
-        "full",
+        "auto",
         type=str,
         many="config",
         doc="""
-        for ``"multi_output_tree"``: ``"full"`` (K x K Hessians) or
-        ``"diagonal"`` (cheaper for large K).""",
+        for ``"multi_output_tree"``: ``"full"`` (K x K Hessians), ``"diagonal"``
+        (cheaper for large K; XGBoost's rule) or ``"auto"``: diagonal for several
+        targets of a catalogue entry (``objectives.multi_target``, whose Hessian is
+        diagonal: the same leaves, without the K x K solves), full otherwise.""",
     ),
     Option(
         "mesh",

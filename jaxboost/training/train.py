@@ -80,7 +80,12 @@ def train(objective, X, y, **options) -> Booster:
         (an open interval bound), not NaN. Built-in metrics read the label from a dict's
         ``"label"`` entry (``ValueError`` before training when there is none, or for an
         ``(N, L)`` array); ``"objective"`` and metrics of your own receive ``y`` whole.
-        Catalogue entries and group losses take ``(N,)`` labels only.
+        Catalogue entries take ``(N,)`` labels, or an ``(N, T)`` array of ``T >= 2``
+        targets for an entry of one output (``squared``, ``logistic``, ``poisson``,
+        ...: ``objectives.multi_target``, one tree per target per round, or vector
+        leaves with ``multi_strategy="multi_output_tree"``; the model predicts
+        ``(N, T)``; metrics such as ``rmse`` and ``logloss`` average over every value,
+        as XGBoost's multi-target models). Group losses take ``(N,)`` labels only.
       **options: the training options of ``jaxboost.training.options.OPTIONS``.
 
     The model does not depend on JAX's global ``jax_enable_x64`` flag: ``train`` runs

@@ -477,7 +477,7 @@ def check_validation_set(X, X_val, y_val, val_weight, y=None) -> None:
     if y is not None and is_side_data(y):
         raise ValueError(
             "hypergrad and tune take one label per row, y of shape (N,); "
-            "side data (a dict or an (N, L) array) is not replayed"
+            "side data (a dict or an (N, L) array) and several targets are not replayed"
         )
 
     try:
