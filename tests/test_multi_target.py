@@ -239,3 +239,32 @@ def test_vector_leaves_read_the_diagonal(data):
     full = jaxboost.train("logistic", X, Y, multi_hessian="full", **kw)
     assert full.train_state["multi_hessian"] == "full"
     np.testing.assert_allclose(full.predict(X), auto.predict(X), atol=1e-6)
+
+
+def test_classifier_takes_multi_label_data(data):
+    """An (N, T) 0/1 y is T binary labels per row, as XGBClassifier takes it: logistic on
+    every label (one tree per label per round), probabilities (N, T) equal to
+    XGBoost's, predict the (N, T) indicator matrix in y's dtype."""
+    import pickle
+
+    from jaxboost.sklearn import JaxBoostClassifier
+
+    X, Ys, _ = data
+    Y = Ys["logistic"].astype(np.int64)
+    kw = dict(n_estimators=8, max_depth=3, learning_rate=0.3, min_child_weight=0.0)
+    clf = JaxBoostClassifier(**kw).fit(X, Y, eval_set=[(X, Y)])
+    theirs = xgb.XGBClassifier(tree_method="hist", **kw).fit(X, Y)
+    proba = clf.predict_proba(X)
+    assert proba.shape == (400, 3) and clf.multilabel_
+    np.testing.assert_allclose(proba, theirs.predict_proba(X), atol=1e-6)
+    pred = clf.predict(X)
+    assert pred.dtype == np.int64
+    np.testing.assert_array_equal(pred, (proba > 0.5).astype(np.int64))
+    np.testing.assert_array_equal(clf.classes_, [0, 1, 2])
+    assert clf.score(X, Y) == pytest.approx(np.mean((pred == Y).all(axis=1)))
+    again = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(again.predict_proba(X), proba)
+    with pytest.raises(ValueError, match="scale_pos_weight is for two classes"):
+        JaxBoostClassifier(scale_pos_weight=2.0, **kw).fit(X, Y)
+    with pytest.raises(ValueError, match="eval_set\\[0\\] must be a multi-label"):
+        JaxBoostClassifier(**kw).fit(X, Y, eval_set=[(X, Y[:, :2])])

@@ -636,11 +636,17 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
     its margins are read as logits by ``predict_proba``, its evaluation metrics and early
     stopping alike, and a saved ``booster_`` predicts the same probabilities. (A plain
     callable trained with ``link=None`` has no link; ``predict_proba`` still reads its
-    margins as logits.) ``score`` is accuracy. Other parameters as in
+    margins as logits.) ``score`` is accuracy. Multi-label data, an ``(N, T)``
+    indicator matrix ``y`` of 0 and 1, trains ``logistic`` on each label (one tree per
+    label per round, as XGBoost's classifier; ``objectives.multi_target``):
+    ``predict_proba`` gives each label's probability ``(N, T)``, ``predict`` the
+    indicator matrix, ``score`` the subset accuracy. Other parameters as in
     ``JaxBoostRegressor``.
 
     Attributes:
-      classes_, n_classes_: the labels seen in ``fit``, sorted, and their number.
+      classes_, n_classes_: the labels seen in ``fit``, sorted, and their number
+        (multi-label data: ``0 .. T-1``, the columns of ``y``, and ``T``).
+      multilabel_: whether ``fit`` got multi-label data.
       booster_, best_iteration, best_score: as in ``JaxBoostRegressor``.
       n_features_in_, feature_names_in_, feature_importances_: as in ``JaxBoostRegressor``.
 
@@ -706,6 +712,9 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
 
         def encode(y, sample_weight):
             check_classification_targets(y)
+            self.multilabel_ = self._multi_output(y)
+            if self.multilabel_:
+                return self._encode_multilabel(y)
             classes, codes = np.unique(y, return_inverse=True)
             present = classes if sample_weight is None else np.unique(y[sample_weight > 0])
             if len(present) < 2:
@@ -728,6 +737,31 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
             X, y, sample_weight, eval_set, encode, base_margin, base_margin_eval_set, verbose
         )
 
+    def _multi_output(self, y) -> bool:
+        """Whether ``y`` is a multi-label indicator matrix, ``(N, T)`` of 0 and 1."""
+        from sklearn.utils.multiclass import type_of_target
+
+        try:
+            return type_of_target(y) == "multilabel-indicator"
+        except ValueError:
+            return False
+
+    def _encode_multilabel(self, y):
+        """``encode`` of an ``(N, T)`` 0/1 ``y``: ``T`` labels per row, each a binary
+        target (``objective="auto"``: ``logistic`` on every column,
+        ``objectives.multi_target``), as XGBoost's classifier takes multi-label data."""
+        T = y.shape[1]
+        self.classes_ = np.arange(T)
+        self.n_classes_ = T
+        self._label_dtype = y.dtype
+        auto = isinstance(self.objective, str) and self.objective == "auto"
+        objective = resolve_objective("logistic" if auto else self.objective)
+        plain = not isinstance(objective, Objective)
+        link = self.link
+        if isinstance(link, str) and link == "auto":
+            link = "sigmoid" if plain else None
+        return objective, (T if plain else None), np.asarray(y, np.float32), link
+
     def _class_weights(self, y_train, sample_weight):
         """``sample_weight`` with the positive class's rows scaled by
         ``scale_pos_weight`` (XGBoost's: it multiplies their g and h), two classes only."""
@@ -736,6 +770,11 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
             raise ValueError(f"scale_pos_weight must be a finite number > 0, got {spw!r}")
         if float(spw) == 1.0:
             return sample_weight
+        if self.multilabel_:
+            raise ValueError(
+                "scale_pos_weight is for two classes; y is a multi-label indicator "
+                "matrix: pass sample_weight per row instead"
+            )
         if self.n_classes_ != 2:
             raise ValueError(
                 f"scale_pos_weight is for two classes; y has "
@@ -745,6 +784,13 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
         return (w * np.where(y_train == 1, np.float32(spw), np.float32(1))).astype(np.float32)
 
     def _encode_eval_labels(self, y, i):
+        if self.multilabel_:
+            if y.ndim != 2 or y.shape[1] != self.n_classes_ or not np.isin(y, (0, 1)).all():
+                raise ValueError(
+                    f"eval_set[{i}] must be a multi-label indicator matrix of "
+                    f"{self.n_classes_} columns of 0 and 1, as y; got shape {y.shape}"
+                )
+            return y.astype(np.float32)
         y = np.ravel(y)
         codes = np.searchsorted(self.classes_, y)
         codes = np.clip(codes, 0, len(self.classes_) - 1)
@@ -757,9 +803,11 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
 
     def predict_proba(self, X, base_margin=None) -> np.ndarray:
         """Class probabilities ``(N, n_classes)``, columns in the order of ``classes_``;
-        ``base_margin``: optional margins per row, as given to ``fit``."""
+        for multi-label data each label's probability ``(N, T)`` (rows need not sum to
+        1); ``base_margin``: optional margins per row, as given to ``fit``."""
         booster = self._booster()
         X = self._validate_X(X, reset=False)
+        multilabel = getattr(self, "multilabel_", False)
         with self._thread_cap():
             if isinstance(booster.objective, Objective):
                 out = np.asarray(booster.predict(X, base_margin=base_margin), np.float64)
@@ -767,7 +815,10 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
                 margin = np.asarray(
                     booster.predict(X, output_margin=True, base_margin=base_margin), np.float64
                 )
-                out = _sigmoid(margin) if margin.ndim == 1 else _softmax(margin)
+                soft = margin.ndim == 2 and not multilabel
+                out = _softmax(margin) if soft else _sigmoid(margin)
+        if multilabel:
+            return np.clip(out, 0.0, 1.0)
         if out.ndim == 1:
             p = np.clip(out, 0.0, 1.0)
             return np.stack([1.0 - p, p], axis=1)
@@ -775,6 +826,15 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
         return out / out.sum(axis=1, keepdims=True)
 
     def predict(self, X, base_margin=None) -> np.ndarray:
-        """The most probable class of each row, as one of ``classes_``."""
+        """The most probable class of each row, as one of ``classes_``; for multi-label
+        data the ``(N, T)`` indicator matrix of the labels whose probability is above
+        1/2."""
         proba = self.predict_proba(X, base_margin)  # checks that the model is fitted
+        if getattr(self, "multilabel_", False):
+            return (proba > 0.5).astype(self._label_dtype)
         return self.classes_[np.argmax(proba, axis=1)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_label = True  # (N, T) 0/1 y: logistic per label
+        return tags

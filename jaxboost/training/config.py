@@ -608,8 +608,7 @@ def configure(objective, X, y, a: Options):
         loss_values=values,
         n_outputs=K,
         multi_output_tree=multi_tree,
-        diagonal=a.multi_hessian == "diagonal"
-        or (a.multi_hessian == "auto" and isinstance(loss, MultiTarget)),
+        diagonal=pol["diagonal"],
         hessian=pol["hessian"],
         hessian_floor=floor,
         refit=pol["refit"],
@@ -772,8 +771,8 @@ def as_multi_target(loss, y):
 def _policies(a: Options, loss, link, K, n_rows, yf) -> dict:
     """Groups (ranking, survival), the Hessian policy and leaf refit, the multi-output
     strategy: ``group``, ``eval_metric``, ``hessian``, ``refit``, ``base_margin`` (0
-    for a group loss unless given), ``from_auto`` (the policies ``"auto"`` chose) and
-    ``multi_tree``."""
+    for a group loss unless given), ``from_auto`` (the policies ``"auto"`` chose),
+    ``multi_tree`` and ``diagonal`` (vector leaves from the Hessian's diagonal)."""
     group, eval_metric, hessian, refit = a.group, a.eval_metric, a.hessian, a.refit
     base_margin = a.base_margin
     if group is not None or is_group_objective(loss):
@@ -809,6 +808,9 @@ def _policies(a: Options, loss, link, K, n_rows, yf) -> dict:
         base_margin=base_margin,
         from_auto=from_auto,
         multi_tree=a.multi_strategy == "multi_output_tree",
+        # "auto": the diagonal where H is diagonal (several targets), else the full H
+        diagonal=a.multi_hessian == "diagonal"
+        or (a.multi_hessian == "auto" and isinstance(loss, MultiTarget)),
     )
 
 
