@@ -30,6 +30,7 @@ import sys
 from . import metrics
 from ._version import __version__
 from .adapters.compare import compare
+from .adapters.cv import cv
 from .errors import DataError, DataWarning, HessianWarning, LossError, MetricError, NonFiniteError
 from .io import ModelFormatError, from_xgboost, load, to_xgboost_json
 from .metrics import ranking, survival
@@ -53,6 +54,7 @@ __all__ = [
     "HessianWarning",
     "ModelFormatError",
     "compare",
+    "cv",
     "metrics",
     "callbacks",
     "distributed",
