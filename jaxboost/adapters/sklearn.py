@@ -52,7 +52,7 @@ from ..training.options import BY_NAME as OPTIONS
 from ..training.options import names
 from ..training.train import check_n_jobs
 
-__all__ = ["JaxBoostRegressor", "JaxBoostClassifier"]
+__all__ = ["JaxBoostRegressor", "JaxBoostClassifier", "JaxBoostRanker"]
 
 # scipy.sparse layouts fit and predict take as they are (others are converted to CSR).
 _SPARSE = ("csr", "csc")
@@ -838,3 +838,131 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_label = True  # (N, T) 0/1 y: logistic per label
         return tags
+
+
+class JaxBoostRanker(_JaxBoostModel):
+    """Learning to rank with the catalogue's ranking losses, as XGBoost's ``XGBRanker``
+    and LightGBM's ``LGBMRanker``.
+
+    ``objective`` defaults to ``"lambdarank"`` (also ``"ranknet"``, ``"listnet"``, an
+    entry with hyperparameters, ``objectives.lambdarank(k=10)``, or a group loss of your
+    own, ``loss(y_group, pred_group, mask)``); ``fit`` takes the queries as ``qid`` (a
+    query id per row, XGBRanker's) or ``group`` (the sizes of contiguous queries,
+    LightGBM's and XGBoost's ``set_group``); ``predict`` returns a score per row (higher
+    ranks first) and ``score`` the mean NDCG over the queries. Other parameters as in
+    ``JaxBoostRegressor``.
+
+    Example:
+      >>> import numpy as np
+      >>> from jaxboost.sklearn import JaxBoostRanker
+      >>> rng = np.random.default_rng(0)
+      >>> qid = np.repeat(np.arange(40), 10)                  # 40 queries of 10 rows
+      >>> X = rng.normal(size=(400, 3))
+      >>> y = np.clip(np.round(X[:, 0] + 1), 0, 3)          # graded relevance 0..3
+      >>> ranker = JaxBoostRanker(n_estimators=20, max_depth=3).fit(X, y, qid=qid)
+      >>> bool(ranker.score(X, y, qid=qid) > 0.9), ranker.predict(X[:2]).shape
+      (True, (2,))
+    """
+
+    _estimator_type = "ranker"
+    __init__ = _estimator_init(dict(_OWN, objective="lambdarank"))
+
+    def fit(
+        self,
+        X,
+        y,
+        *,
+        qid=None,
+        group=None,
+        sample_weight=None,
+        eval_set=None,
+        eval_qid=None,
+        eval_group=None,
+        verbose=None,
+    ):
+        """Train on ``X`` and graded relevance labels ``y`` (``>= 0``) of queries.
+
+        Args:
+          qid: ``(N,)`` query id of each row; or ``group``: the sizes of contiguous
+            queries, summing to N (one of the two).
+          sample_weight: optional weight per row.
+          eval_set: optional list of ``(X, y)``, with ``eval_qid`` (or ``eval_group``):
+            one query-id array (sizes) per set; evaluated after every round with the
+            objective's metric (``ndcg@10`` for the catalogue's) unless ``eval_metric``
+            says otherwise.
+          verbose: as ``JaxBoostRegressor.fit``'s.
+
+        Returns:
+          self.
+        """
+        queries = _queries(qid, group, "qid", "group")
+        if queries is None:
+            raise TypeError(
+                "JaxBoostRanker.fit needs the queries: qid= (a query id per row) or "
+                "group= (the sizes of contiguous queries)"
+            )
+        self._queries = {"group": queries}
+        if eval_set is not None:
+            given = _queries(eval_qid, eval_group, "eval_qid", "eval_group")
+            if given is None or len(given) != len(eval_set):
+                raise ValueError(
+                    "eval_set needs the queries of each set: eval_qid (or eval_group), "
+                    f"a list of {len(eval_set)} array(s)"
+                )
+            self._queries["eval_group"] = list(given)
+        try:
+            return self._fit(
+                X,
+                y,
+                sample_weight,
+                eval_set,
+                lambda y, w: (self.objective, None, y, None),
+                verbose=verbose,
+            )
+        finally:
+            del self._queries
+
+    def _train_kwargs(self):
+        kw = super()._train_kwargs()
+        kw.update(getattr(self, "_queries", {}))
+        return kw
+
+    def predict(self, X, base_margin=None) -> np.ndarray:
+        """A score per row ``(N,)``: within a query, higher ranks first."""
+        booster = self._booster()
+        with self._thread_cap():
+            return booster.predict(
+                self._validate_X(X, reset=False), base_margin=base_margin, output_margin=True
+            )
+
+    def score(self, X, y, qid=None, group=None, sample_weight=None) -> float:
+        """Mean NDCG over the queries (every row of a query, gain ``2**y - 1``) of
+        ``predict(X)``; ``qid`` or ``group`` as in ``fit``; ``sample_weight`` is
+        refused (queries, not rows, carry the weight of a ranking score)."""
+        import jax.numpy as jnp
+
+        from ..engine.groups import group_index
+        from ..metrics.ranking import ndcg
+
+        if sample_weight is not None:
+            raise TypeError("JaxBoostRanker.score takes no sample_weight")
+        ids = _queries(qid, group, "qid", "group")
+        if ids is None:
+            raise TypeError("score needs the queries: qid= (or group=)")
+        y = np.asarray(y, np.float32)
+        ids = np.asarray(ids)
+        if ids.shape != y.shape:  # sizes of contiguous queries
+            ids = np.repeat(np.arange(len(ids)), ids.astype(np.int64))
+        idx = jnp.asarray(group_index(ids, y.shape[0]))
+        return float(ndcg(jnp.asarray(y), jnp.asarray(self.predict(X)), idx))
+
+    def _encode_eval_labels(self, y, i):
+        return np.asarray(y, np.float32)
+
+
+def _queries(qid, group, qid_name, group_name):
+    """The query argument ``train`` takes (ids per row or sizes): ``qid`` or ``group``,
+    not both."""
+    if qid is not None and group is not None:
+        raise TypeError(f"give {qid_name} or {group_name}, not both")
+    return qid if qid is not None else group
