@@ -355,6 +355,15 @@ class _JaxBoostModel(BaseEstimator):
         given to ``fit`` (sets named ``validation_0``, ``validation_1``, ...)."""
         return copy.deepcopy(self._booster().history)
 
+    def apply(self, X, iteration_range=None) -> np.ndarray:
+        """The leaf (heap node index) each row reaches in each tree, ``(N, n_trees)``
+        int32, as XGBoost's ``apply``; ``iteration_range``: ``(0, end)``, the trees of
+        the first ``end`` rounds."""
+        booster = self._booster()
+        end = booster.rounds_of(iteration_range)
+        with self._thread_cap():
+            return booster[:end].predict_leaf(self._validate_X(X, reset=False))
+
     def get_booster(self):
         """The trained ``jaxboost.Booster`` (same as ``booster_``)."""
         return self._booster()
@@ -568,12 +577,21 @@ class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
             label_columns=columns,
         )
 
-    def predict(self, X, base_margin=None) -> np.ndarray:
+    def predict(
+        self, X, base_margin=None, *, output_margin=False, iteration_range=None
+    ) -> np.ndarray:
         """The objective's response for each row: ``(N,)`` (``(N, K)`` for K outputs);
-        ``base_margin``: optional margins per row, as given to ``fit``."""
+        ``base_margin``: optional margins per row, as given to ``fit``;
+        ``output_margin``: the margins instead; ``iteration_range``: ``(0, end)``, the
+        model of its first ``end`` rounds (XGBoost's ``predict`` options)."""
         booster = self._booster()
         with self._thread_cap():
-            return booster.predict(self._validate_X(X, reset=False), base_margin=base_margin)
+            return booster.predict(
+                self._validate_X(X, reset=False),
+                output_margin=output_margin,
+                base_margin=base_margin,
+                iteration_range=iteration_range,
+            )
 
     def score(self, X, y, sample_weight=None) -> float:
         """R² of ``predict(X)`` against ``y`` (scikit-learn's regressor score); for
@@ -801,20 +819,20 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
             )
         return codes.astype(np.float32)
 
-    def predict_proba(self, X, base_margin=None) -> np.ndarray:
+    def predict_proba(self, X, base_margin=None, *, iteration_range=None) -> np.ndarray:
         """Class probabilities ``(N, n_classes)``, columns in the order of ``classes_``;
         for multi-label data each label's probability ``(N, T)`` (rows need not sum to
-        1); ``base_margin``: optional margins per row, as given to ``fit``."""
+        1); ``base_margin``: optional margins per row, as given to ``fit``;
+        ``iteration_range``: ``(0, end)``, the model of its first ``end`` rounds."""
         booster = self._booster()
         X = self._validate_X(X, reset=False)
         multilabel = getattr(self, "multilabel_", False)
+        kw = dict(base_margin=base_margin, iteration_range=iteration_range)
         with self._thread_cap():
             if isinstance(booster.objective, Objective):
-                out = np.asarray(booster.predict(X, base_margin=base_margin), np.float64)
+                out = np.asarray(booster.predict(X, **kw), np.float64)
             else:  # a plain callable: margins read as logits
-                margin = np.asarray(
-                    booster.predict(X, output_margin=True, base_margin=base_margin), np.float64
-                )
+                margin = np.asarray(booster.predict(X, output_margin=True, **kw), np.float64)
                 soft = margin.ndim == 2 and not multilabel
                 out = _softmax(margin) if soft else _sigmoid(margin)
         if multilabel:
@@ -825,11 +843,23 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
         out = np.clip(out, 0.0, None)
         return out / out.sum(axis=1, keepdims=True)
 
-    def predict(self, X, base_margin=None) -> np.ndarray:
+    def predict(
+        self, X, base_margin=None, *, output_margin=False, iteration_range=None
+    ) -> np.ndarray:
         """The most probable class of each row, as one of ``classes_``; for multi-label
         data the ``(N, T)`` indicator matrix of the labels whose probability is above
-        1/2."""
-        proba = self.predict_proba(X, base_margin)  # checks that the model is fitted
+        1/2; ``output_margin``: the margins (logits) instead, as XGBoost's
+        ``predict(output_margin=True)``; ``iteration_range`` as in ``predict_proba``."""
+        if output_margin:
+            booster = self._booster()
+            with self._thread_cap():
+                return booster.predict(
+                    self._validate_X(X, reset=False),
+                    output_margin=True,
+                    base_margin=base_margin,
+                    iteration_range=iteration_range,
+                )
+        proba = self.predict_proba(X, base_margin, iteration_range=iteration_range)
         if getattr(self, "multilabel_", False):
             return (proba > 0.5).astype(self._label_dtype)
         return self.classes_[np.argmax(proba, axis=1)]
@@ -927,12 +957,16 @@ class JaxBoostRanker(_JaxBoostModel):
         kw.update(getattr(self, "_queries", {}))
         return kw
 
-    def predict(self, X, base_margin=None) -> np.ndarray:
-        """A score per row ``(N,)``: within a query, higher ranks first."""
+    def predict(self, X, base_margin=None, *, iteration_range=None) -> np.ndarray:
+        """A score per row ``(N,)``: within a query, higher ranks first;
+        ``iteration_range``: ``(0, end)``, the model of its first ``end`` rounds."""
         booster = self._booster()
         with self._thread_cap():
             return booster.predict(
-                self._validate_X(X, reset=False), base_margin=base_margin, output_margin=True
+                self._validate_X(X, reset=False),
+                base_margin=base_margin,
+                output_margin=True,
+                iteration_range=iteration_range,
             )
 
     def score(self, X, y, qid=None, group=None, sample_weight=None) -> float:

@@ -664,6 +664,7 @@ class Booster:
         pred_contribs: bool = False,
         base_margin=None,
         pred_interactions: bool = False,
+        iteration_range=None,
     ) -> np.ndarray:
         """Predictions for raw features.
 
@@ -689,6 +690,10 @@ class Booster:
             XGBoost's ``pred_interactions``: ``(N, F + 1, F + 1)`` float32
             (``(N, K, F + 1, F + 1)``), each row's matrix summing to its SHAP values
             (``jaxboost.model.explain.shap_interaction_values``).
+          iteration_range: optional ``(0, end)``: the model of its first ``end``
+            rounds, as XGBoost's ``iteration_range`` (``(0, 0)`` or None: every round;
+            ``booster[:end]`` is the same model). Later rounds fit the margins of
+            earlier ones, so ranges start at round 0.
 
         Returns:
           ``(N,)`` float32 NumPy array, or ``(N, K)`` for a model of K outputs
@@ -705,6 +710,11 @@ class Booster:
           >>> bool(np.allclose(m - np.log(t), at_zero))
           True
         """
+        end = self.rounds_of(iteration_range)
+        if end < len(self) and (pred_contribs or pred_interactions):
+            return self[:end].predict(
+                X, output_margin, pred_contribs, base_margin, pred_interactions
+            )
         X = self._features(X)
         offsets = self._offsets(base_margin, X.shape[0])
         if pred_interactions:
@@ -718,7 +728,25 @@ class Booster:
 
             return self._by_blocks(lambda Xd, o: shap_values(self, Xd, base_margin=o), X, offsets)
         link = None if output_margin else _link_of(self.objective)
-        return self._margins(X, offsets, self._trees.n_trees, link)
+        return self._margins(X, offsets, end * self.trees_per_round, link)
+
+    def rounds_of(self, iteration_range) -> int:
+        """The rounds an ``iteration_range`` ``(0, end)`` keeps (``end == 0``: all)."""
+        if iteration_range is None:
+            return len(self)
+        try:
+            begin, end = (int(v) for v in iteration_range)
+        except (TypeError, ValueError):
+            raise TypeError(
+                f"iteration_range must be a pair (0, end) of ints, got {iteration_range!r}"
+            ) from None
+        if begin != 0 or not 0 <= end <= len(self):
+            raise ValueError(
+                f"iteration_range must be (0, end) with 0 <= end <= {len(self)} (the "
+                f"model's rounds; later rounds fit the margins of earlier ones, so a "
+                f"range starts at 0), got {tuple(iteration_range)}"
+            )
+        return end or len(self)
 
     @float32_programs
     def staged_predict(self, X, output_margin: bool = False, base_margin=None) -> np.ndarray:
