@@ -268,3 +268,20 @@ def test_classifier_takes_multi_label_data(data):
         JaxBoostClassifier(scale_pos_weight=2.0, **kw).fit(X, Y)
     with pytest.raises(ValueError, match="eval_set\\[0\\] must be a multi-label"):
         JaxBoostClassifier(**kw).fit(X, Y, eval_set=[(X, Y[:, :2])])
+
+
+def test_a_dataframe_of_targets(data):
+    """A DataFrame of several columns is T targets for an entry of one output (its
+    columns in order, eval sets too), as XGBoost reads it; a dict stays side data,
+    which catalogue entries refuse (a dict of a label and an exposure must not train
+    two targets in silence)."""
+    pd = pytest.importorskip("pandas")
+    X, Ys, _ = data
+    Y = Ys["squared"]
+    frame = pd.DataFrame(Y, columns=["first", "second", "third"])
+    from_frame = jaxboost.train("squared", X, frame, eval_set=[(X, frame)], **KW)
+    from_array = jaxboost.train("squared", X, Y, eval_set=[(X, Y)], **KW)
+    np.testing.assert_array_equal(from_frame.predict(X), from_array.predict(X))
+    assert from_frame.history == from_array.history
+    with pytest.raises(DataError, match="takes one label per row"):
+        jaxboost.train("poisson", X, {"label": Ys["poisson"][:, 0], "exposure": Y[:, 0]}, **KW)

@@ -254,6 +254,21 @@ def _side_array(v, n_rows: int, name: str) -> np.ndarray:
     )
 
 
+def frame_targets(y_given, yf):
+    """The ``(N, T)`` float32 array of a DataFrame's columns, in their order, when
+    ``y_given`` is a DataFrame of several columns (which ``as_targets`` made a dict by
+    column name, ``yf``): the targets of a multi-target model. ``yf`` otherwise.
+
+    >>> import pandas as pd
+    >>> frame = pd.DataFrame({"b": [1.0, 2.0], "a": [3.0, 4.0]})
+    >>> frame_targets(frame, as_targets(frame, 2)).tolist()
+    [[1.0, 3.0], [2.0, 4.0]]
+    """
+    if frame_kind(y_given) is None or not isinstance(yf, dict):
+        return yf
+    return np.stack([np.asarray(v, np.float32) for v in yf.values()], axis=1)
+
+
 def as_targets(y, n_rows: int, *, name: str = "y"):
     """``y`` as the loss receives it, validated: labels, or labels with side data.
 

@@ -574,7 +574,7 @@ def configure(objective, X, y, a: Options):
     floor = check_real("hessian_floor", a.hessian_floor, low=0, low_open=True)
     Xf, yf, wf, names, cat = _rows(X, y, a, init_model, params)
     n_rows, n_features = Xf.shape
-    loss = _labelled_loss(loss, yf, a)
+    loss, yf = _labelled_loss(loss, y, yf, a)
     K = resolve_outputs(loss, n_outputs)
     pol = _policies(a, loss, link, K, n_rows, yf)
     multi_tree = pol["multi_tree"]
@@ -735,10 +735,13 @@ def _rows(X, y, a: Options, init_model, params):
     return Xf, yf, wf, names, cat
 
 
-def _labelled_loss(loss, yf, a: Options):
-    """The loss checked against the labels: side data where the loss takes it, a
-    catalogue entry's label checks and its outputs resolved from the labels (its
-    classes); a label problem is a ``DataError``."""
+def _labelled_loss(loss, y, yf, a: Options):
+    """``(loss, yf)``: the loss checked against the labels (side data where the loss
+    takes it, a catalogue entry's label checks and its outputs resolved from the labels,
+    its classes; a label problem is a ``DataError``), and the labels: a DataFrame's
+    columns as an ``(N, T)`` array of targets for an entry of one output."""
+    if isinstance(loss, Objective) and not not_per_target(loss):
+        yf = arrays.frame_targets(y, yf)
     if arrays.is_side_data(yf):
         loss = as_multi_target(loss, yf)
         check_side_data(loss, yf, a.group, a.refit)
@@ -750,7 +753,7 @@ def _labelled_loss(loss, yf, a: Options):
             loss.validate_labels(yf)
         except ValueError as e:
             raise DataError(str(e)) from None
-    return loss
+    return loss, yf
 
 
 def as_multi_target(loss, y):

@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from objectives import Objective
+from objectives import MultiTarget, Objective
 
 from .._types import bin_dtype, bucket_rows
 from ..engine.autodiff import bind_loss
@@ -191,6 +191,8 @@ def _eval_rows(e, edges, s, gather, targets):
                 ColumnView(Xe) if is_sparse(Xe) else Xe, np.flatnonzero(edges.categorical), names
             )
         ye = arrays.as_targets(e[1], Xe.shape[0])
+        if isinstance(s.loss, MultiTarget):  # a DataFrame's columns: the targets
+            ye = arrays.frame_targets(e[1], ye)
         we = arrays.as_weights(e[2] if len(e) == 3 else None, Xe.shape[0])
         if isinstance(s.loss, Objective) and (
             not arrays.is_side_data(ye) or s.loss.takes_label_fields(ye)
