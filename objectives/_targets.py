@@ -114,6 +114,11 @@ class MultiTarget(Objective):
         return f"objectives.multi_target({inner!r}, {self.n_outputs})"
 
     @property
+    def label(self) -> str:
+        """The name messages use: ``objectives.multi_target(objectives.squared, 3)``."""
+        return repr(self)
+
+    @property
     def single(self) -> Objective:
         """The single-target entry with this objective's hyperparameters."""
         return dataclasses.replace(self.entry, params=self.params)

@@ -150,7 +150,7 @@ def test_the_objective():
 def test_errors(data):
     X, Ys, _ = data
     Y = Ys["squared"]
-    with pytest.raises(ValueError, match="multi-target training takes refit=None"):
+    with pytest.raises(ValueError, match="multi-target training does not do; pass refit=None"):
         jaxboost.train("huber", X, Y, **KW)
     with pytest.raises(DataError, match="objectives.softmax takes one label per row"):
         jaxboost.train("softmax", X, Ys["logistic"], **KW)

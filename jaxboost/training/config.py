@@ -121,8 +121,8 @@ def resolve_policies(loss, hessian, refit, K, mesh):
         hint = ""
         if getattr(loss, "several_per_row", False) and not loss.label_fields:
             hint = (
-                f" ({loss!r}'s default refit={refit!r} sets each leaf of one target; "
-                f"multi-target training takes refit=None, the leaves from g and h alone, "
+                f" ({loss!r}: a refit sets each leaf of one target, which multi-target "
+                f"training does not do; pass refit=None, the leaves from g and h alone, "
                 f"or train one model per target)"
             )
         raise ValueError(
@@ -225,7 +225,7 @@ def check_side_data(loss, y, group, refit) -> None:
         )
     if group is not None or is_group_objective(loss):
         raise DataError(f"group losses take one label per row, y of shape (N,); got {shape}")
-    if isinstance(refit, str) and refit == "quantile":
+    if isinstance(refit, str) and refit == "quantile" and not isinstance(loss, MultiTarget):
         raise ValueError(
             f"refit='quantile' sets leaves from y - margin, which needs one "
             f"label per row; y has structure {shape}: use refit='newton'"
