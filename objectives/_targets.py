@@ -159,8 +159,8 @@ def multi_target(entry, n_targets: int) -> MultiTarget:
     ``jaxboost.train(entry, X, Y)`` with a 2-D ``Y`` of shape ``(N, T)`` (``T >= 2``)
     makes this objective itself, as XGBoost's multi-target regression does with its
     built-in objectives; the model predicts ``(N, T)``. Entries whose leaves are refit
-    one output at a time (``absolute``, ``quantile``, ``huber``, ...) train it with
-    ``refit=None`` only.
+    (``absolute``, ``quantile``, ``huber``, ...) refit each target's tree on its own
+    column (one tree per target; vector leaves take ``refit=None``).
 
     Args:
       entry: an ``Objective`` with one output and one label per row (not ``softmax``,

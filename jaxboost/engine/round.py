@@ -669,7 +669,7 @@ def _grow(rnd: _Round, margin, g, h, dyn, key, take):
         return jax.tree.map(lambda a: a[None], tree), tree["value"][leaf]
 
     # one tree per output, all from this round's g and h ((N, K): diagonal of H)
-    if class_trees_in_parallel(rows.bins, tspec, rnd.reduce, rules):
+    if spec.refit is None and class_trees_in_parallel(rows.bins, tspec, rnd.reduce, rules):
         return _class_trees_side_by_side(rnd, g, h, dyn, key)
 
     def one_output(_, k):
@@ -685,7 +685,12 @@ def _grow(rnd: _Round, margin, g, h, dyn, key, take):
             features=_sampler(rnd, key, k),
             rules=rules,
         )
-        tree, _ = _bounds_of(cons, tree)
+        tree, bounds = _bounds_of(cons, tree)
+        if spec.refit is not None:  # several targets: each tree's own (objectives.multi_target)
+            target = (rnd.loss.single, rows.y[:, k])
+            tree = _refit(rnd, tree, leaf, margin[:, k], rows.w * take, dyn, target)
+            if bounds is not None:
+                tree = clip_to_bounds(tree, bounds, dyn.learning_rate)
         tree = _stored(tree, zero)  # its values are output k's: (M,), class trees held
         return None, (tree, tree["value"][leaf])  # one output per tree (Ensemble)
 
@@ -700,23 +705,26 @@ def _class_trees_side_by_side(rnd: _Round, g, h, dyn, key):
     return trees, deltas.T  # tree k's values, output k's (class trees held so)
 
 
-def _refit(rnd: _Round, tree, leaf, margin, w, dyn):
+def _refit(rnd: _Round, tree, leaf, margin, w, dyn, target=None):
     """The one-output tree with its leaf values refit by ``spec.refit`` (unchanged when
     None) on the rows that grew it: ``w`` ``(N,)`` is each row's weight times its
     multiplicity in the tree's row sample (``_sample``), so rows left out of the sample
     count no more in the leaf values than in the splits (Friedman's stochastic gradient
     boosting; XGBoost's ``reg:absoluteerror`` and ``reg:quantileerror`` leave them out of
-    their leaf quantiles too)."""
-    spec, rows, n_total = rnd.spec, rnd.rows, rnd.shared.n_total
+    their leaf quantiles too). ``target``: ``(loss, y)`` of one target's tree of a
+    multi-target model (its entry and label column; ``margin`` its ``(N,)`` margins),
+    else the model's loss and labels."""
+    spec, n_total = rnd.spec, rnd.shared.n_total
+    loss, y = target if target is not None else (rnd.loss, rnd.rows.y)
     if spec.refit in ("newton", "exact"):
         refit = refit_newton if spec.refit == "newton" else refit_exact
         sums = RowSums(rnd.reduce, n_total if spec.exact else None, rnd.reduce_max)
-        return refit(tree, leaf, rnd.loss, rows.y, margin, w, dyn, sums=sums)
+        return refit(tree, leaf, loss, y, margin, w, dyn, sums=sums)
     if spec.refit == "quantile":
         return refit_quantile(
             tree,
             leaf,
-            rows.y,
+            y,
             margin,
             w,
             dyn,

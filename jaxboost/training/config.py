@@ -117,17 +117,8 @@ def resolve_policies(loss, hessian, refit, K, mesh):
         raise ValueError(
             f"refit must be 'auto', 'newton', 'exact', 'quantile' or None, got {refit!r}"
         )
-    if refit is not None and K > 1:
-        hint = ""
-        if getattr(loss, "several_per_row", False) and not loss.label_fields:
-            hint = (
-                f" ({loss!r}: a refit sets each leaf of one target, which multi-target "
-                f"training does not do; pass refit=None, the leaves from g and h alone, "
-                f"or train one model per target)"
-            )
-        raise ValueError(
-            f"refit={refit!r} is for single-output losses; this one has {K} outputs{hint}"
-        )
+    if refit is not None and K > 1 and not isinstance(loss, MultiTarget):
+        raise ValueError(f"refit={refit!r} is for single-output losses; this one has {K} outputs")
     if refit == "quantile":
         if mesh is not None:
             raise ValueError(
@@ -794,6 +785,11 @@ def _policies(a: Options, loss, link, K, n_rows, yf) -> dict:
         k for k, v in (("hessian", hessian), ("refit", refit)) if isinstance(v, str) and v == "auto"
     )
     hessian, refit = resolve_policies(loss, hessian, refit, K, a.mesh)
+    if refit is not None and K > 1 and a.multi_strategy == "multi_output_tree":
+        raise ValueError(
+            f"refit={refit!r} sets the leaves of each target's own tree; vector leaves "
+            f"(multi_strategy='multi_output_tree') take refit=None"
+        )
     if a.multi_strategy not in ("one_output_per_tree", "multi_output_tree"):
         raise ValueError(
             f"multi_strategy must be 'one_output_per_tree' or "

@@ -293,10 +293,12 @@ def base_margin(s, layout, rows, y, w):
         base = s.base_margin
     elif s.offsets is not None:
         base = 0.0 if K == 1 else np.zeros(K, np.float32)
-    elif s.refit == "quantile":  # one device, one output: XGBoost's start, the quantile
-        base = quantile_intercept(
-            np.asarray(y), np.asarray(w), s.quantile_alpha, s.weight_max is not None
-        )
+    elif s.refit == "quantile":  # one device: XGBoost's start, the quantile (per target)
+        y, w = np.asarray(y), np.asarray(w)
+        weighted = s.weight_max is not None
+        columns = y.T if y.ndim == 2 else [y]
+        base = [quantile_intercept(c, w, s.quantile_alpha, weighted) for c in columns]
+        base = np.asarray(base, np.float32) if y.ndim == 2 else base[0]
     elif (closed := closed_form_start(s, layout, y, w)) is not None:
         base = closed
     else:
@@ -305,11 +307,9 @@ def base_margin(s, layout, rows, y, w):
         if layout.multi:  # the arrays are global
             base = np.asarray(dist.local(fit_base_margin(s.family, rows.y, rows.w, K, **args)))
         elif layout.mesh is None:  # rows.y, rows.w: y and w on the one device
-            base = np.asarray(fit_base_margin(s.family, rows.y, rows.w, K, **args))
+            base = _fitted_start(s, rows.y, rows.w, K, args)
         else:  # rows sharded over a mesh: the fit on one device, as without one
-            base = np.asarray(
-                fit_base_margin(s.family, jax.device_put(y), jax.device_put(w), K, **args)
-            )
+            base = _fitted_start(s, jax.device_put(y), jax.device_put(w), K, args)
         if not np.all(np.isfinite(base)):
             raise LossError(
                 f"the loss {loss_name(s.loss)} gave a non-finite intercept when "
@@ -318,6 +318,17 @@ def base_margin(s, layout, rows, y, w):
                 round=None,
             )
     return float(base) if K == 1 else np.asarray(base, np.float32)
+
+
+def _fitted_start(s, y, w, K, args) -> np.ndarray:
+    """``fit_base_margin`` on one device; for several targets of an entry
+    (``objectives.multi_target``) the entry's own fit of each column, the start of
+    ``T`` separate models (the vector fit's last bits differ)."""
+    family = s.family
+    if not isinstance(family, MultiTarget):
+        return np.asarray(fit_base_margin(family, y, w, K, **args))
+    single = family.single
+    return np.asarray([fit_base_margin(single, y[:, t], w, 1, **args) for t in range(K)])
 
 
 def start_margins(s, base, Xraw, n, n_total, offsets=None):
