@@ -41,6 +41,11 @@ the Hessian, diagonal p (1 - p) per class), ``"xgboost"`` (XGBoost's 2 p (1 - p)
 it to match XGBoost's multi-class models) or ``"abs_residual"`` (|p - y|); see
 ``softmax_loss``.
 
+Any entry of one output trains on ``T`` targets at once from an ``(N, T)`` label array
+(``multi_target``; XGBoost's multi-target models), and ``multi_quantile(levels)``
+trains several quantiles of one label in one model (XGBoost's vector
+``quantile_alpha``).
+
 Group losses couple the rows of a group (a query, a risk set); each is a
 ``GroupObjective``, a loss ``loss(y_group, pred_group, mask) -> scalar`` per group
 (``jaxboost.engine.groups``) with a closed-form Hessian diagonal, trained with
@@ -70,7 +75,7 @@ from ._base import Objective, identity, sigmoid
 from ._base import softmax as softmax_link
 from ._group import GroupObjective
 from ._link import LINKS, LinkedLoss, attach_link, link_name, resolve_link, with_link
-from ._targets import MultiTarget
+from ._targets import MultiQuantile, MultiTarget, multi_quantile
 from ._targets import multi_target as _multi_target
 from .classic import exponential, logistic, squared
 from .classification import MAX_CLASSES, focal, softmax
@@ -133,6 +138,8 @@ __all__ = [
     "resolve",
     "MultiTarget",
     "multi_target",
+    "MultiQuantile",
+    "multi_quantile",
     *CATALOGUE,
     *GROUP_CATALOGUE,
 ]

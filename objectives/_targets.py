@@ -127,6 +127,12 @@ class MultiTarget(Objective):
     def several_per_row(self) -> bool:
         return True
 
+    def target(self, k, y):
+        """``(loss, y, alpha)`` of output ``k``'s tree (``k`` may be traced): the entry
+        on label column ``k``; ``alpha`` None (a quantile refit's level is the
+        entry's)."""
+        return self.single, y[:, k], None
+
     def takes_label_fields(self, y) -> bool:
         """An ``(N, T)`` array of this objective's ``T`` targets (not a dict)."""
         return not isinstance(y, dict) and np.ndim(y) == 2 and np.shape(y)[1] == self.n_outputs
@@ -227,3 +233,118 @@ def not_per_target(entry) -> str:
             f"(objectives.squared, objectives.logistic, objectives.poisson, ...)"
         )
     return ""
+
+
+class _PerLevel(_PerTarget):
+    """Base of the multi-quantile wrappers: the entry's function at each level
+    ``alphas[k]`` (its own ``alpha`` keyword replaced), on the one label ``y``."""
+
+    def __init__(self, fn, alphas):
+        super().__init__(fn)
+        self.alphas = tuple(alphas)
+
+    def __eq__(self, other):
+        return super().__eq__(other) and other.alphas == self.alphas
+
+    def __hash__(self):
+        return hash((type(self), self.fn, self.alphas))
+
+    def _mapped(self, y, pred, kw):
+        kw = {k: v for k, v in kw.items() if k != "alpha"}
+        levels = jnp.asarray(self.alphas, pred.dtype)
+        return jax.vmap(lambda f, a: self.fn(y, f, alpha=a, **kw))(pred, levels)
+
+
+class LevelsSummedLoss(_PerLevel):
+    """``loss(y, pred) = sum_k quantile_loss(y, pred[k], alpha=alphas[k])``."""
+
+    def __call__(self, y, pred, **kw):
+        return jnp.sum(self._mapped(y, pred, kw))
+
+
+class LevelsGradHess(_PerLevel):
+    """``(g, diag(h))`` of the levels' losses."""
+
+    def __call__(self, y, pred, **kw):
+        g, h = self._mapped(y, pred, kw)
+        return g, jnp.diag(h)
+
+
+class LevelsGradHessDiag(_PerLevel):
+    """``(g, h)`` of the levels' losses, per level."""
+
+    def __call__(self, y, pred, **kw):
+        return self._mapped(y, pred, kw)
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class MultiQuantile(MultiTarget):
+    """Several quantiles of one label in one model (``multi_quantile``): output ``k``
+    is the ``alphas[k]``-quantile, its trees refit to that quantile of their residuals
+    (XGBoost's ``reg:quantileerror`` with a vector ``quantile_alpha``)."""
+
+    alphas: tuple = ()
+
+    def __repr__(self):
+        return f"objectives.multi_quantile({list(self.alphas)!r})"
+
+    @property
+    def several_per_row(self) -> bool:
+        return False  # one label per row; the outputs are its quantiles
+
+    def takes_label_fields(self, y) -> bool:
+        return False
+
+    def start_margin(self, y, w):
+        return None  # the refit's start: each level's quantile of the labels
+
+    def target(self, k, y):
+        """``(loss, y, alpha)`` of output ``k``'s tree: the entry at level
+        ``alphas[k]`` (``k`` may be traced), on the one label."""
+        alpha = jnp.asarray(self.alphas, jnp.float32)[k]
+        return self.single.bind({"alpha": alpha}), y, alpha
+
+
+def multi_quantile(alphas) -> MultiQuantile:
+    """Several quantiles of one label in one model: ``loss(y, f) = sum_k
+    quantile_loss(y, f[k], alpha=alphas[k])`` with ``K = len(alphas)`` outputs, one tree
+    per level per round, each refit to its level's quantile of its leaf's residuals
+    and started from the labels' quantile: the margins of XGBoost's
+    ``reg:quantileerror`` with ``quantile_alpha=alphas`` (prediction intervals from one
+    model; the levels need not be sorted, and the fitted quantiles may cross, as
+    there).
+
+    Args:
+      alphas: two or more levels in (0, 1).
+
+    Example:
+      >>> import objectives, jax.numpy as jnp
+      >>> m = objectives.multi_quantile([0.1, 0.9]); m
+      objectives.multi_quantile([0.1, 0.9])
+      >>> round(float(m(1.0, jnp.array([0.0, 0.0]))), 4)  # 0.1 * 1 + 0.9 * 1
+      1.0
+    """
+    from .robust import quantile
+
+    try:
+        levels = tuple(float(a) for a in alphas)
+    except (TypeError, ValueError):
+        raise TypeError(f"alphas must be a sequence of numbers, got {alphas!r}") from None
+    if len(levels) < 2 or not all(0.0 < a < 1.0 for a in levels):
+        raise ValueError(f"multi_quantile takes two or more levels in (0, 1), got {alphas!r}")
+    return MultiQuantile(
+        name=quantile.name,
+        loss=LevelsSummedLoss(quantile.loss, levels),
+        link=quantile.link,
+        params=quantile.params,
+        grad_hess=LevelsGradHess(ScalarGradHess(quantile.loss), levels),
+        grad_hess_diag=LevelsGradHessDiag(ScalarGradHess(quantile.loss), levels),
+        metric=quantile.metric,
+        hessian=quantile.hessian,
+        refit=quantile.refit,
+        n_outputs=len(levels),
+        h_sign=quantile.h_sign,
+        value_check=quantile.value_check,
+        entry=quantile,
+        alphas=levels,
+    )

@@ -315,3 +315,47 @@ def test_a_dataframe_of_targets(data):
     assert from_frame.history == from_array.history
     with pytest.raises(DataError, match="takes one label per row"):
         jaxboost.train("poisson", X, {"label": Ys["poisson"][:, 0], "exposure": Y[:, 0]}, **KW)
+
+
+def test_multi_quantile_is_xgboosts_vector_quantile_alpha(data, tmp_path):
+    """objectives.multi_quantile(levels): one label, one output per level, each level's
+    trees refit to its quantile: the levels' separate quantile models bit for bit, and
+    XGBoost's reg:quantileerror with quantile_alpha=levels (margins to 1e-5); saved,
+    exported to XGBoost and imported back with its levels."""
+    from jaxboost.io import ModelFormatError
+    from jaxboost.io.xgboost import from_xgboost
+
+    X, Ys, w = data
+    y = Ys["squared"][:, 0]
+    levels = [0.1, 0.5, 0.9]
+    bst = jaxboost.train(objectives.multi_quantile(levels), X, y, sample_weight=w, **KW)
+    assert bst.predict(X).shape == (400, 3)
+    for k, a in enumerate(levels):
+        one = jaxboost.train(objectives.quantile(alpha=a), X, y, sample_weight=w, **KW)
+        assert np.float32(one.base_margin) == bst.base_margin[k]
+        np.testing.assert_array_equal(one.predict(X), bst.predict(X)[:, k])
+    d = xgb.DMatrix(X, label=y, weight=w, missing=np.nan)
+    params = dict(objective="reg:quantileerror", quantile_alpha=levels, tree_method="hist")
+    theirs = xgb.train(dict(params, eta=0.3, max_depth=3, nthread=1), d, 8)
+    margins = theirs.predict(d, output_margin=True)
+    np.testing.assert_allclose(bst.predict(X, output_margin=True), margins, atol=1e-5)
+    path = tmp_path / "q.json"
+    bst.save(path)
+    stored = json.loads(path.read_text())
+    assert stored["objective"]["params"] == {"alpha": levels}
+    np.testing.assert_array_equal(jaxboost.load(path).predict(X), bst.predict(X))
+    exported = tmp_path / "x.json"
+    bst.to_xgboost_json(exported)
+    xb = xgb.Booster()
+    xb.load_model(str(exported))
+    np.testing.assert_allclose(xb.predict(d), bst.predict(X), atol=1e-6)
+    assert from_xgboost(theirs).objective == objectives.multi_quantile(levels)
+    stored["objective"]["params"]["alpha"] = [0.1, 0.5]
+    with pytest.raises(ModelFormatError, match="n_outputs = 3 levels in"):
+        jaxboost.io.loads(json.dumps(stored))
+    with pytest.raises(ValueError, match="two or more levels in \\(0, 1\\)"):
+        objectives.multi_quantile([0.5])
+    with pytest.raises(ValueError, match="two or more levels in \\(0, 1\\)"):
+        objectives.multi_quantile([0.0, 0.5])
+    with pytest.raises(DataError, match="takes one label per row"):
+        jaxboost.train(objectives.multi_quantile(levels), X, Ys["squared"], **KW)

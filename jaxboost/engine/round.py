@@ -686,8 +686,8 @@ def _grow(rnd: _Round, margin, g, h, dyn, key, take):
             rules=rules,
         )
         tree, bounds = _bounds_of(cons, tree)
-        if spec.refit is not None:  # several targets: each tree's own (objectives.multi_target)
-            target = (rnd.loss.single, rows.y[:, k])
+        if spec.refit is not None:  # several targets or levels: each tree's own
+            target = rnd.loss.target(k, rows.y)  # objectives.multi_target / multi_quantile
             tree = _refit(rnd, tree, leaf, margin[:, k], rows.w * take, dyn, target)
             if bounds is not None:
                 tree = clip_to_bounds(tree, bounds, dyn.learning_rate)
@@ -711,11 +711,12 @@ def _refit(rnd: _Round, tree, leaf, margin, w, dyn, target=None):
     multiplicity in the tree's row sample (``_sample``), so rows left out of the sample
     count no more in the leaf values than in the splits (Friedman's stochastic gradient
     boosting; XGBoost's ``reg:absoluteerror`` and ``reg:quantileerror`` leave them out of
-    their leaf quantiles too). ``target``: ``(loss, y)`` of one target's tree of a
-    multi-target model (its entry and label column; ``margin`` its ``(N,)`` margins),
-    else the model's loss and labels."""
+    their leaf quantiles too). ``target``: ``(loss, y, alpha)`` of one output's tree of
+    a multi-target or multi-quantile model (``MultiTarget.target``; ``margin`` its
+    ``(N,)`` margins; ``alpha`` None: the model's level), else the model's own."""
     spec, n_total = rnd.spec, rnd.shared.n_total
-    loss, y = target if target is not None else (rnd.loss, rnd.rows.y)
+    loss, y, alpha = target if target is not None else (rnd.loss, rnd.rows.y, None)
+    alpha = rnd.hyper.quantile_alpha if alpha is None else alpha
     if spec.refit in ("newton", "exact"):
         refit = refit_newton if spec.refit == "newton" else refit_exact
         sums = RowSums(rnd.reduce, n_total if spec.exact else None, rnd.reduce_max)
@@ -728,7 +729,7 @@ def _refit(rnd: _Round, tree, leaf, margin, w, dyn, target=None):
             margin,
             w,
             dyn,
-            alpha=rnd.hyper.quantile_alpha,
+            alpha=alpha,
             weighted=spec.weighted_quantile,
         )
     return tree

@@ -40,7 +40,10 @@ widening, so every bit survives the round trip. One JSON object with exactly the
 ``objective`` (object)
     Either ``{"kind": "catalogue", "name": str, "params": {str: null | bool | int |
     number | str}}``: the entry ``objectives.CATALOGUE[name]`` with those
-    hyperparameters (``objectives.huber(delta=2.0)``); or ``{"kind": "callable",
+    hyperparameters (``objectives.huber(delta=2.0)``; an entry of one output with
+    ``n_outputs`` K >= 2 is trained on K targets, ``objectives.multi_target``, and
+    ``quantile`` with ``"alpha"`` a list of K levels is ``objectives.multi_quantile``);
+    or ``{"kind": "callable",
     "qualname": str}``: a plain callable loss, recorded by ``module.qualname`` only.
     Code is never imported from a file: a model of a callable loss loads only when the
     caller passes the loss again (``load(path, objective=loss)``); for a catalogue

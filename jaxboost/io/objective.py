@@ -55,7 +55,14 @@ def _qualname(fn) -> str:
 def objective_to_dict(obj) -> dict:
     """The file's ``objective`` key: a catalogue entry with its hyperparameters, or the
     qualname of a callable (see ``format``)."""
-    from objectives import GroupObjective, LinkedLoss, MultiTarget, Objective, link_name
+    from objectives import (
+        GroupObjective,
+        LinkedLoss,
+        MultiQuantile,
+        MultiTarget,
+        Objective,
+        link_name,
+    )
 
     if isinstance(obj, LinkedLoss):
         name = link_name(obj.link)
@@ -65,6 +72,8 @@ def objective_to_dict(obj) -> dict:
             else {"kind": "callable", "qualname": _qualname(obj.link)}
         )
         return {"kind": "callable", "qualname": _qualname(obj.loss), "link": link}
+    if isinstance(obj, MultiQuantile):  # the levels as quantile's alpha, a list
+        return {"kind": "catalogue", "name": obj.name, "params": {"alpha": list(obj.alphas)}}
     if isinstance(obj, MultiTarget):  # the entry; the file's n_outputs counts the targets
         obj = obj.single
     if isinstance(obj, (Objective, GroupObjective)):
@@ -104,6 +113,8 @@ def objective_from_dict(d, K):
     if not isinstance(name, str) or name not in catalogue:
         fail(f"{where}.name", f"a catalogue entry, one of {sorted(catalogue)}", name)
     params = as_object(d["params"], f"{where}.params")
+    if name == "quantile" and isinstance(params.get("alpha"), list):
+        return _levels(params, K, where)
     for k, v in params.items():
         check_scalar(v, f"{where}.params.{k}")
     n_key = catalogue[name].n_outputs  # softmax: "n_classes", which must be an int
@@ -128,6 +139,22 @@ def objective_from_dict(d, K):
         ),
         targets=True,  # an entry of one output with K >= 2: K targets
     )
+
+
+def _levels(params, K, where):
+    """``objectives.multi_quantile`` of a file's ``quantile`` entry whose ``alpha`` is
+    the list of its K levels."""
+    from objectives import multi_quantile
+
+    check_keys(params, f"{where}.params", ("alpha",))
+    levels = params["alpha"]
+    for i, v in enumerate(levels):
+        check_scalar(v, f"{where}.params.alpha[{i}]")
+    if len(levels) != K or not all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1 for v in levels
+    ):
+        fail(f"{where}.params.alpha", f"n_outputs = {K} levels in (0, 1)", levels)
+    return multi_quantile(levels)
 
 
 def _sized(obj, k, K, error, targets=False):

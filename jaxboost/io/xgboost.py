@@ -227,7 +227,7 @@ def _unsupported_export(booster) -> str | None:
                 "per round (multi_strategy='one_output_per_tree'); this model has "
                 "vector-leaf trees, which this exporter does not write"
             )
-        if name == "quantile":
+        if name == "quantile" and not isinstance(booster.objective, objectives.MultiQuantile):
             return f"XGBoost's reg:quantileerror takes one target; this model has {K}"
         return None
     if name != "softmax" and K != 1:
@@ -313,7 +313,8 @@ def _objective_block(name, obj, K) -> dict:
         key, names = _OBJECTIVE_PARAMS[name]
         values = {xk: _param_text(hyper[jk]) for xk, jk in names.items()}
         if name == "quantile":
-            values["quantile_alpha"] = "[" + values["quantile_alpha"] + "]"
+            levels = getattr(obj, "alphas", ()) or (hyper["alpha"],)  # multi_quantile's
+            values["quantile_alpha"] = "[" + ",".join(_param_text(a) for a in levels) + "]"
         for xk, (jk, _) in _OBJECTIVE_NAMES.get(name, {}).items():
             values[xk] = hyper[jk]
         block[key] = values
@@ -339,7 +340,12 @@ def _import_objective(name, block, K):
         if xk not in params:
             continue
         where = f"learner.objective.{key}.{xk}"
-        v = _base_scores(params[xk], where, 2)
+        v = _base_scores(params[xk], where, max(K, 2))
+        if name == "quantile" and K > 1 and v.size == K:  # one level per output
+            try:
+                return objectives.multi_quantile([float(_param_text(a)) for a in v])
+            except ValueError as e:
+                raise ModelFormatError(f"{where}: {e}") from None
         if v.size != 1:
             raise ModelFormatError(f"{where}: jaxboost reads one value, got {v.tolist()}")
         # XGBoost prints float32 parameters in full ("0.699999988"): read back the
@@ -1219,7 +1225,9 @@ def _import(d) -> Booster:
     if arrays["cat_bits"] is not None:
         edges = _categorical_edges(edges, head.cat_features)
     objective = _import_objective(head.name, head.obj, K)
-    if K > 1 and head.name != "softmax":
+    if K > 1 and not isinstance(objective, (objectives.MultiQuantile, objectives.Objective)):
+        raise _malformed(f"{head.obj_name} with num_target = {K}")
+    if K > 1 and objective.outputs == 1:
         objective = objectives.multi_target(objective, K)
     ens = Ensemble(tbin=tbin, **arrays)
     booster = Booster(
@@ -1261,7 +1269,7 @@ def _read_header(learner) -> _Header:
     )
     name = _IMPORTS[obj_name]
     K = _int_param(mp, "num_target", where, default=1, lo=1, hi=MAX_CLASSES, limit="MAX_CLASSES")
-    if K > 1 and (name in ("softmax", "quantile") or not_per_target(getattr(objectives, name))):
+    if K > 1 and (name == "softmax" or not_per_target(getattr(objectives, name))):
         raise ModelFormatError(f"{obj_name} has one target, but num_target is {K}")
     if name == "softmax":
         K = _int_param(

@@ -296,9 +296,13 @@ def base_margin(s, layout, rows, y, w):
     elif s.refit == "quantile":  # one device: XGBoost's start, the quantile (per target)
         y, w = np.asarray(y), np.asarray(w)
         weighted = s.weight_max is not None
-        columns = y.T if y.ndim == 2 else [y]
-        base = [quantile_intercept(c, w, s.quantile_alpha, weighted) for c in columns]
-        base = np.asarray(base, np.float32) if y.ndim == 2 else base[0]
+        levels = getattr(s.loss, "alphas", ())  # several quantiles of one label
+        if levels:
+            base = [quantile_intercept(y, w, float(a), weighted) for a in levels]
+        else:
+            columns = y.T if y.ndim == 2 else [y]
+            base = [quantile_intercept(c, w, s.quantile_alpha, weighted) for c in columns]
+        base = np.asarray(base, np.float32) if K > 1 else base[0]
     elif (closed := closed_form_start(s, layout, y, w)) is not None:
         base = closed
     else:
