@@ -359,3 +359,17 @@ def test_multi_quantile_is_xgboosts_vector_quantile_alpha(data, tmp_path):
         objectives.multi_quantile([0.0, 0.5])
     with pytest.raises(DataError, match="takes one label per row"):
         jaxboost.train(objectives.multi_quantile(levels), X, Ys["squared"], **KW)
+
+
+def test_regressor_scores_a_multi_quantile_model_by_its_pinball_loss(data):
+    from jaxboost.sklearn import JaxBoostRegressor
+
+    X, Ys, _ = data
+    y = Ys["squared"][:, 0]
+    levels = np.array([0.2, 0.8])
+    reg = JaxBoostRegressor(objective=objectives.multi_quantile(levels), n_estimators=8)
+    reg.fit(X, y)
+    q = reg.predict(X).astype(np.float64)  # (N, 2)
+    u = y[:, None] - q
+    pinball = np.maximum(levels * u, (levels - 1) * u).sum(axis=1)
+    assert reg.score(X, y) == pytest.approx(-pinball.mean(), rel=1e-5)

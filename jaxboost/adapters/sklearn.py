@@ -37,7 +37,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from objectives import Objective
+from objectives import MultiQuantile, Objective
 from objectives import resolve as resolve_objective
 
 from .. import io
@@ -599,7 +599,9 @@ class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
         (``y``: Cox labels, > 0 an event at that time, < 0 censored), in [0, 1], 0.5 for
         a random order; for ``objective="aft"`` the mean log-likelihood per row of the
         event times ``(N,)`` or intervals ``(N, 2)`` ``y`` (minus the mean
-        ``aft-nloglik``: higher is better, as scikit-learn's scores are).
+        ``aft-nloglik``: higher is better, as scikit-learn's scores are); for
+        ``objectives.multi_quantile`` minus the mean pinball loss per row, summed over
+        the levels.
 
         Example:
           >>> import numpy as np
@@ -617,6 +619,8 @@ class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
         entry = _label_fields_entry(self.objective)
         if entry is not None:
             return self._mean_log_likelihood(entry, X, y, sample_weight)
+        if isinstance(getattr(self._booster(), "objective", None), MultiQuantile):
+            return self._mean_log_likelihood(None, X, y, sample_weight)  # -mean pinball
         return super().score(X, y, sample_weight=sample_weight)
 
     def _mean_log_likelihood(self, entry, X, y, sample_weight) -> float:
