@@ -1336,6 +1336,26 @@ def _vector_finder(dyn, forward_ok, K, diagonal, any_forward, native=False):
     return find
 
 
+def _vector_children(histogram, reduce, K, rows, n, St, S_up):
+    """A level's ``(C, F, W, B)`` vector-leaf histograms by the subtraction trick: only
+    the smaller child of each pair (by its Hessian channels' absolute sum, ``St``: the
+    level's ``(C, W)`` node sums) is histogrammed, its sibling is the parent's histogram
+    (``S_up``, the level above's, parents in its first ``W / 2`` slots) minus it: half
+    the rows or fewer per level instead of all of them (``n``: the level's nodes)."""
+    local, in_level = rows
+    C, F, W, B = S_up.shape
+    h2 = W // 2
+    size = jnp.sum(jnp.abs(St[K:]), axis=0)  # (W,)
+    left_small = size[0::2] <= size[1::2]  # (W / 2,)
+    is_left = (local % 2) == 0
+    in_small = in_level & (is_left == left_small[jnp.minimum(local, W - 1) // 2])
+    small = reduce(histogram(jnp.where(in_small, local // 2, h2), h2, n // 2))
+    large = S_up[:, :, :h2] - small
+    ls = left_small[None, None, :, None]
+    pairs = jnp.stack([jnp.where(ls, small, large), jnp.where(ls, large, small)], axis=3)
+    return pairs.reshape(C, F, W, B)
+
+
 def grow_vector_tree(
     bins, g, h, dyn, cuts_ext, forward_ok, spec: TreeSpec, *, reduce=_identity, features=None
 ):
@@ -1408,7 +1428,7 @@ def grow_vector_tree(
             root_wide = jnp.pad(S_root, ((0, 0), (0, 0), (0, W - 1), (0, 0)))
 
             def level(d, carry):
-                pos, alive, structure, Sn = carry
+                pos, alive, structure, Sn, S_up = carry  # S_up: the level above's
                 d = d.astype(INDEX_DTYPE)
                 n = _pow2(d)
                 St = jax.lax.dynamic_slice(Sn, (jnp.int32(0), n - 1), (C, W))
@@ -1417,15 +1437,20 @@ def grow_vector_tree(
                     S = S_root
                 else:
                     S = jax.lax.cond(
-                        d > 0, lambda: reduce(histogram(local, W, n)), lambda: root_wide
+                        d > 0,
+                        lambda: _vector_children(
+                            histogram, reduce, K, (local, in_level), n, St, S_up
+                        ),
+                        lambda: root_wide,
                     )  # (C, F, W, B)
                 do, pos, structure, Sn = split_level(
                     d, S, St, alive, pos, local, in_level, structure, Sn
                 )
-                return pos, jnp.repeat(do, 2)[:W], structure, Sn
+                return pos, jnp.repeat(do, 2)[:W], structure, Sn, S
 
             alive = jnp.zeros(W, bool).at[0].set(True)
-            pos, _, structure, Sn = jax.lax.fori_loop(0, D, level, (pos, alive, structure, Sn))
+            carry = (pos, alive, structure, Sn, root_wide)
+            pos, _, structure, Sn, _ = jax.lax.fori_loop(0, D, level, carry)
         fields, leaf = _finish(structure, pos, dyn, cuts_ext, D)
         w, _, cover = vector_weight_score(Sn[:K].T, Sn[K:].T, dyn, diagonal=diagonal)
         tree = dict(
