@@ -79,7 +79,7 @@ def test_early_stopping_on_the_mean_matches_xgboost_cv(data, monkeypatch):
 
 
 def test_folds(data):
-    from sklearn.model_selection import KFold
+    KFold = pytest.importorskip("sklearn.model_selection").KFold
 
     X, yr, yb, _ = data
     for folds in (make_folds(400, 5, seed=3), make_folds(400, 3, y=yb, stratified=True)):

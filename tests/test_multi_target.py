@@ -130,8 +130,8 @@ def test_absolute_error_matches_xgboost_multi_target(data):
 
 
 def test_save_load_and_sklearn(data, tmp_path):
+    r2_score = pytest.importorskip("sklearn.metrics").r2_score
     from jaxboost.sklearn import JaxBoostRegressor
-    from sklearn.metrics import r2_score
 
     X, Ys, w = data
     Y = Ys["squared"]
@@ -277,6 +277,7 @@ def test_classifier_takes_multi_label_data(data):
     XGBoost's, predict the (N, T) indicator matrix in y's dtype."""
     import pickle
 
+    pytest.importorskip("sklearn")
     from jaxboost.sklearn import JaxBoostClassifier
 
     X, Ys, _ = data
@@ -362,6 +363,7 @@ def test_multi_quantile_is_xgboosts_vector_quantile_alpha(data, tmp_path):
 
 
 def test_regressor_scores_a_multi_quantile_model_by_its_pinball_loss(data):
+    pytest.importorskip("sklearn")
     from jaxboost.sklearn import JaxBoostRegressor
 
     X, Ys, _ = data
