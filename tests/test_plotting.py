@@ -532,3 +532,40 @@ def test_an_executed_notebook_shows_each_figure_once(stopped, comparison, tmp_pa
     # nothing of ours is left open in pyplot; the caller's figure was closed by the
     # inline backend after it showed it
     assert cells[-1].outputs[0]["data"]["text/plain"] == "[]"
+
+
+def test_plot_cv(tmp_path):
+    """Mean curves of train and test in one-std bands, a dashed line at the best round."""
+    import jaxboost
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3)).astype(np.float32)
+    y = (X[:, 0] + rng.normal(size=300) > 0).astype(np.float32)
+    res = jaxboost.cv(
+        "logistic",
+        X,
+        y,
+        nfold=3,
+        n_rounds=60,
+        max_depth=3,
+        learning_rate=0.5,
+        eval_metric=["error", "logloss"],
+        early_stopping_rounds=5,
+    )
+    path = tmp_path / "cv.png"
+    fig = res.plot(path)
+    assert isinstance(fig, Figure) and path.stat().st_size > 0
+    assert [a.get_title() for a in fig.axes] == ["error", "logloss"]
+    ax = fig.axes[1]
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    np.testing.assert_allclose(lines["test"].get_ydata(), res.mean["test"]["logloss"])
+    assert len(ax.collections) == 2  # the two bands
+    band = ax.collections[1].get_paths()[0].vertices[:, 1]
+    top = res.mean["test"]["logloss"] + res.std["test"]["logloss"]
+    assert np.isclose(band.max(), top.max())
+    dashed = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
+    assert len(dashed) == 1 and dashed[0].get_xdata()[0] == res.best_iteration + 1
+    one = plotting.plot_cv(res, metrics="logloss")
+    assert [a.get_title() for a in one.axes] == ["logloss"]
+    with pytest.raises(KeyError, match="unknown metric"):
+        plotting.plot_cv(res, metrics="auc")

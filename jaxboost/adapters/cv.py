@@ -67,6 +67,15 @@ class CVResult:
 
         return pd.DataFrame(self.to_dict())
 
+    def plot(self, path=None, **kwargs):
+        """The curves, one panel per metric, mean +- one standard deviation of train
+        and test: ``jaxboost.plotting.plot_cv`` (``metrics=``, ``title=``, ``dpi=``,
+        ``ax=``). Returns the ``matplotlib.figure.Figure`` (not registered with
+        pyplot); ``path`` also saves it."""
+        from .plotting import plot_cv
+
+        return plot_cv(self, path, **kwargs)
+
     def __str__(self) -> str:
         rounds = len(next(iter(next(iter(self.mean.values())).values()), []))
         lines = [f"{len(self.folds)}-fold cv, {rounds} rounds"]

@@ -32,6 +32,7 @@ from ..model.explain import IMPORTANCE_TYPES, feature_names, is_categorical_spli
 
 __all__ = [
     "plot_comparison",
+    "plot_cv",
     "plot_learning_curves",
     "plot_history",
     "plot_importance",
@@ -328,6 +329,65 @@ def plot_learning_curves(curves, path=None, *, title=None, dpi: int = 120, ax=No
         _curve_panel(a, m, curves)
     if title is not None:
         fig.suptitle(title)
+    return _finish(fig, path, dpi, own)
+
+
+def plot_cv(result, path=None, *, metrics=None, title=None, dpi: int = 120, ax=None):
+    """Cross-validation curves of ``jaxboost.cv``: one panel per metric, the mean over
+    the folds of the training and the held-out rows per round, each in a band of one
+    standard deviation; with early stopping a dashed line at ``best_iteration``.
+
+    Args:
+      result: what ``jaxboost.cv`` returned (a ``CVResult``).
+      path: file to save the figure to; ``None`` only returns it.
+      metrics: metric names to draw (default: all of them).
+      title: optional figure title (default: the number of folds).
+      dpi: resolution of the saved file.
+      ax: Axes to draw into, one per metric; default a new figure.
+
+    Returns:
+      The ``matplotlib.figure.Figure`` (x: rounds ``k``), not registered with pyplot
+      unless ``ax`` came from it.
+
+    Raises:
+      ImportError: matplotlib is not installed (the ``plot`` extra).
+      KeyError: an unknown metric name.
+
+    Example:
+      >>> import numpy as np, jaxboost
+      >>> from jaxboost import plotting
+      >>> rng = np.random.default_rng(0)
+      >>> X = rng.normal(size=(200, 2)).astype(np.float32)
+      >>> y = (X[:, 0] > 0).astype(np.float32)
+      >>> res = jaxboost.cv("logistic", X, y, nfold=3, n_rounds=5, max_depth=2)
+      >>> fig = plotting.plot_cv(res)
+      >>> [line.get_label() for line in fig.axes[0].get_lines()]
+      ['train', 'test']
+    """
+    _matplotlib()
+    names = list(result.mean["test"])
+    if metrics is not None:
+        wanted = _as_list(metrics)
+        unknown = [m for m in wanted if m not in names]
+        if unknown:
+            raise KeyError(f"unknown metric(s) {unknown}; this cv has {names}")
+        names = wanted
+    fig, axes, own = _figure(len(names), ax, "plot_cv")
+    best = result.best_iteration
+    for a, m in zip(axes, names):
+        for j, data in enumerate(("train", "test")):
+            mean, std = result.mean[data][m], result.std[data][m]
+            k = range(1, len(mean) + 1)
+            a.plot(k, mean, color=f"C{j}", label=data)
+            a.fill_between(k, mean - std, mean + std, color=f"C{j}", alpha=0.2, linewidth=0)
+        if best is not None:
+            a.axvline(best + 1, color="0.35", linestyle="--", linewidth=1)
+        a.set_title(m)
+        a.set_xlabel("rounds k")
+        a.grid(True, alpha=0.3)
+        a.legend(fontsize=8)
+    if title is not None or own:
+        fig.suptitle(title if title is not None else f"{len(result.folds)}-fold cv, mean +- std")
     return _finish(fig, path, dpi, own)
 
 
