@@ -344,3 +344,45 @@ def test_the_numpy_pattern_lookup_equals_the_native_one(interop_data, interop_mo
             pairs_without = shap_interaction_values(bst, X[:300])
         np.testing.assert_allclose(without, with_kernel, atol=1e-6, rtol=0)
         np.testing.assert_allclose(pairs_without, pairs, atol=1e-6, rtol=0)
+
+
+def test_trees_to_dataframe_matches_xgboosts(tmp_path):
+    """The node table of XGBoost's trees_to_dataframe on the exported model: the same
+    features, thresholds, gains, covers and leaf values, tree by tree (node ids are
+    jaxboost's heap indices, XGBoost's are its own); a categorical split lists its
+    codes; vector leaves are refused."""
+    pd = pytest.importorskip("pandas")
+    xgb = pytest.importorskip("xgboost")
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 6, size=(300, 3)).astype(np.float32)
+    X[rng.random(X.shape) < 0.1] = np.nan
+    y = (np.nan_to_num(X[:, 0]) + rng.normal(size=300) > 2.5).astype(np.float32)
+    bst = jaxboost.train("logistic", X, y, n_rounds=3, max_depth=3, verbose=False)
+    ours = bst.trees_to_dataframe()
+    path = tmp_path / "m.json"
+    bst.to_xgboost_json(path)
+    xb = xgb.Booster()
+    xb.load_model(str(path))
+    theirs = xb.trees_to_dataframe()
+    assert list(ours.columns) == list(theirs.columns)
+    key = ["Tree", "Feature", "Split", "Gain", "Cover"]
+
+    def table(df):
+        return df[key].round(4).sort_values(key, na_position="first").reset_index(drop=True)
+
+    pd.testing.assert_frame_equal(table(ours), table(theirs), check_dtype=False)
+    # children by id: each split's Yes / No rows exist, Missing is one of them
+    ids = set(ours["ID"])
+    splits = ours[ours["Feature"] != "Leaf"]
+    assert set(splits["Yes"]) <= ids and set(splits["No"]) <= ids
+    assert all(m in (a, b) for m, a, b in zip(splits["Missing"], splits["Yes"], splits["No"]))
+    frame = pd.DataFrame({"c": pd.Categorical(rng.choice(["a", "b", "c"], 300))})
+    cat = jaxboost.train("logistic", frame, y, n_rounds=1, max_depth=1, verbose=False)
+    row = cat.trees_to_dataframe().iloc[0]
+    assert np.isnan(row["Split"]) and set(row["Category"]) < {0, 1, 2}
+    Y = np.stack([y, 1 - y], 1)
+    vector = jaxboost.train(
+        "logistic", X, Y, n_rounds=1, multi_strategy="multi_output_tree", verbose=False
+    )
+    with pytest.raises(ValueError, match="vector leaves"):
+        vector.trees_to_dataframe()

@@ -948,6 +948,31 @@ class Booster:
 
         return dump(self, with_stats)
 
+    def trees_to_dataframe(self):
+        """Every node of every tree as a pandas ``DataFrame``, XGBoost's
+        ``trees_to_dataframe``: columns ``Tree``, ``Node`` (heap index, as ``dump`` and
+        ``predict_leaf``), ``ID`` (``"tree-node"``), ``Feature`` (``"Leaf"`` for a leaf),
+        ``Split``, ``Yes``, ``No``, ``Missing``, ``Gain`` (a leaf's value for a leaf),
+        ``Cover``, ``Category`` (a categorical split's codes that go ``Yes``); see
+        ``jaxboost.model.explain.tree_rows``. Needs pandas.
+
+        Example:
+          >>> import numpy as np, jaxboost
+          >>> X = np.arange(8, dtype=np.float32).reshape(-1, 1)
+          >>> bst = jaxboost.train("squared", X, X[:, 0], n_rounds=1, max_depth=1,
+          ...                      learning_rate=1.0, reg_lambda=0.0)
+          >>> df = bst.trees_to_dataframe()
+          >>> df["ID"].tolist(), df["Feature"].tolist(), float(df["Split"][0])
+          (['0-0', '0-1', '0-2'], ['f0', 'Leaf', 'Leaf'], 3.5)
+          >>> df["Gain"].tolist()  # the split's loss change, then the leaves' values
+          [32.0, -2.0, 2.0]
+        """
+        import pandas as pd
+
+        from .explain import tree_rows
+
+        return pd.DataFrame(tree_rows(self))
+
     def to_shap(self) -> dict:
         """The model in the ``shap`` package's tree format: ``shap.TreeExplainer(
         bst.to_shap())`` explains the margin as ``predict(X, pred_contribs=True)`` does

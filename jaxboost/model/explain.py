@@ -191,6 +191,68 @@ def dump(booster, with_stats: bool = True) -> str:
     return "\n".join(lines) + "\n"
 
 
+TREE_COLUMNS = (
+    "Tree", "Node", "ID", "Feature", "Split", "Yes", "No", "Missing", "Gain", "Cover",
+    "Category",
+)  # fmt: skip
+
+
+def tree_rows(booster) -> dict:
+    """Every reachable node of every tree as the columns of XGBoost's
+    ``trees_to_dataframe`` (``TREE_COLUMNS``), a dict of equal-length lists; node ids
+    are heap indices, as ``dump`` and ``predict_leaf`` give them.
+
+    A split: ``Feature`` its feature's name, ``Split`` its threshold (rows with ``x <
+    Split`` go to ``Yes``; NaN for a categorical split, whose ``Category`` lists the
+    training codes that go ``Yes``), ``Yes``, ``No``, ``Missing`` the children's ``ID``
+    (``"tree-node"``), ``Gain`` its loss reduction; a leaf: ``Feature`` ``"Leaf"``,
+    ``Gain`` its value (learning rate included, as XGBoost's), the others NaN. Trees of
+    multi-class (multi-target) models hold their own output's values.
+
+    Raises:
+      ValueError: vector-leaf trees (``multi_strategy="multi_output_tree"``), whose
+        leaves hold several values.
+    """
+    ens = booster.trees.to_numpy()
+    K, tpr = booster.n_outputs, booster.trees_per_round // booster.num_parallel_tree
+    if K > 1 and ens.value.ndim == 3 and tpr != K:
+        raise ValueError(
+            "trees_to_dataframe lists trees of one value per leaf; this model has "
+            "vector leaves (multi_strategy='multi_output_tree')"
+        )
+    names = feature_names(booster)
+    cols: dict = {c: [] for c in TREE_COLUMNS}
+    nan = float("nan")
+    for t in range(ens.n_trees):
+        value = ens.value[t]
+        if value.ndim == 2:  # class trees held spread: output t % K's column
+            value = value[:, t % K]
+        stack = [0]
+        while stack:
+            i = stack.pop()
+            leaf = bool(ens.is_leaf[t, i])
+            row = dict(Tree=t, Node=i, ID=f"{t}-{i}", Cover=float(ens.cover[t, i]))
+            if leaf:
+                row.update(Feature="Leaf", Split=nan, Yes=nan, No=nan, Missing=nan)
+                row.update(Gain=float(value[i]), Category=nan)
+            else:
+                yes, no = 2 * i + 1, 2 * i + 2
+                cat = is_categorical_split(ens, t, i)
+                row.update(
+                    Feature=names[int(ens.feature[t, i])],
+                    Split=nan if cat else float(ens.threshold[t, i]),
+                    Yes=f"{t}-{yes}",
+                    No=f"{t}-{no}",
+                    Missing=f"{t}-{yes if ens.default_left[t, i] else no}",
+                    Gain=float(ens.gain[t, i]),
+                    Category=left_categories(booster, t, i) if cat else nan,
+                )
+                stack += [no, yes]
+            for c in TREE_COLUMNS:
+                cols[c].append(row[c])
+    return cols
+
+
 # --- TreeSHAP -------------------------------------------------------------------------
 
 
