@@ -485,3 +485,29 @@ def test_importances_match_the_gain_helper(data, frame):
     df, y = frame
     named = JaxBoostRegressor(**SMALL).fit(df, y)
     np.testing.assert_allclose(named.feature_importances_, gain_importance(named.booster_))
+
+
+def test_class_weight_is_a_weight_per_class():
+    """class_weight (scikit-learn's, LightGBM's): "balanced" weighs each row by
+    N / (n_classes * count of its class), a dict by its label's weight, times any
+    sample_weight: the models of those sample weights, bit for bit."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3)).astype(np.float32)
+    y = np.where(X[:, 0] > 0.8, "rare", np.where(X[:, 1] > 0, "b", "a"))
+    kw = dict(n_estimators=5, max_depth=2)
+    counts = {c: np.sum(y == c) for c in np.unique(y)}
+    balanced = np.array([300 / (3 * counts[c]) for c in y], np.float32)
+    a = JaxBoostClassifier(class_weight="balanced", **kw).fit(X, y)
+    b = JaxBoostClassifier(**kw).fit(X, y, sample_weight=balanced)
+    np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+    w = rng.uniform(0.5, 2.0, 300).astype(np.float32)
+    weights = {"a": 1.0, "b": 2.0, "rare": 5.0}
+    c = JaxBoostClassifier(class_weight=weights, **kw).fit(X, y, sample_weight=w)
+    per_row = np.array([weights[v] for v in y], np.float32) * w
+    d = JaxBoostClassifier(**kw).fit(X, y, sample_weight=per_row)
+    np.testing.assert_array_equal(c.predict_proba(X), d.predict_proba(X))
+    with pytest.raises(ValueError, match="class_weight must be None, 'balanced' or a dict"):
+        JaxBoostClassifier(class_weight="even", **kw).fit(X, y)
+    Y = np.stack([X[:, 0] > 0, X[:, 1] > 0], 1).astype(int)
+    with pytest.raises(ValueError, match="class_weight is for classes"):
+        JaxBoostClassifier(class_weight="balanced", **kw).fit(X, Y)

@@ -479,7 +479,9 @@ class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
     the default, or XGBoost's default ``"gain"``, ``"weight"``, ``"cover"``,
     ``"total_cover"``), ``tree_method`` (``"hist"`` only), ``n_jobs`` (``train``'s:
     the native kernel's and the binning's threads), the classifier's
-    ``scale_pos_weight`` (two classes: the positive rows' weight) and
+    ``scale_pos_weight`` (two classes: the positive rows' weight), its
+    ``class_weight`` (scikit-learn's and LightGBM's: ``"balanced"`` or ``{label:
+    weight}``) and
     ``fit(verbose=)``; ``num_parallel_tree`` and
     ``bootstrap`` grow forests (``n_estimators=1, learning_rate=1,
     num_parallel_tree=100, subsample=0.8, colsample_bynode=0.8``: a random forest, as
@@ -685,7 +687,9 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
 
     _y_numeric = False
 
-    __init__ = _estimator_init(dict(_OWN, objective="auto", link="auto", scale_pos_weight=1.0))
+    __init__ = _estimator_init(
+        dict(_OWN, objective="auto", link="auto", scale_pos_weight=1.0, class_weight=None)
+    )
 
     def _resolved_objective(self, n_classes):
         """(objective for train, n_outputs for train)."""
@@ -785,8 +789,29 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
         return objective, (T if plain else None), np.asarray(y, np.float32), link
 
     def _class_weights(self, y_train, sample_weight):
-        """``sample_weight`` with the positive class's rows scaled by
-        ``scale_pos_weight`` (XGBoost's: it multiplies their g and h), two classes only."""
+        """``sample_weight`` times ``class_weight``'s weight of each row's class
+        (scikit-learn's and LightGBM's: a dict ``{label: weight}`` or ``"balanced"``,
+        ``N / (n_classes * count of the class)``), and the positive class's rows scaled
+        by ``scale_pos_weight`` (XGBoost's: it multiplies their g and h, two classes)."""
+        cw = self.class_weight
+        if cw is not None:
+            from sklearn.utils.class_weight import compute_sample_weight
+
+            if self.multilabel_:
+                raise ValueError(
+                    "class_weight is for classes; y is a multi-label indicator matrix: "
+                    "pass sample_weight per row instead"
+                )
+            if not (isinstance(cw, dict) or (isinstance(cw, str) and cw == "balanced")):
+                raise ValueError(
+                    f"class_weight must be None, 'balanced' or a dict {{label: weight}}, got {cw!r}"
+                )
+            per_row = compute_sample_weight(cw, self.classes_[y_train.astype(np.int64)])
+            w = 1.0 if sample_weight is None else sample_weight
+            sample_weight = (w * per_row).astype(np.float32)
+        return self._positive_weights(y_train, sample_weight)
+
+    def _positive_weights(self, y_train, sample_weight):
         spw = self.scale_pos_weight
         if not is_real(spw) or not np.isfinite(float(spw)) or float(spw) <= 0:
             raise ValueError(f"scale_pos_weight must be a finite number > 0, got {spw!r}")
