@@ -511,3 +511,63 @@ def test_class_weight_is_a_weight_per_class():
     Y = np.stack([X[:, 0] > 0, X[:, 1] > 0], 1).astype(int)
     with pytest.raises(ValueError, match="class_weight is for classes"):
         JaxBoostClassifier(class_weight="balanced", **kw).fit(X, Y)
+
+
+def test_save_model_and_load_model(tmp_path):
+    """XGBoost's estimator save_model / load_model: the booster (which jaxboost.load
+    also reads from the file) and what fit learned of the labels and features, JSON
+    validated on load; predictions equal after the round trip."""
+    import json
+
+    import jax.numpy as jnp
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(200, 3)), columns=["a", "b", "c"])
+    y = np.where(X["a"] + 0.3 * X["b"] > 0, "yes", "no")
+    clf = JaxBoostClassifier(n_estimators=5, max_depth=3).fit(X, y)
+    path = tmp_path / "clf.json"
+    clf.save_model(path)
+    back = JaxBoostClassifier().load_model(path)
+    np.testing.assert_array_equal(back.classes_, ["no", "yes"])
+    assert list(back.feature_names_in_) == ["a", "b", "c"]
+    np.testing.assert_array_equal(back.predict_proba(X), clf.predict_proba(X))
+    np.testing.assert_array_equal(back.predict(X), clf.predict(X))
+    np.testing.assert_array_equal(jaxboost.load(path).predict(X), clf.get_booster().predict(X))
+    Y = np.stack([X["a"] > 0, X["b"] > 0], 1).astype(np.int32)  # multi-label, int32
+    multi = JaxBoostClassifier(n_estimators=5, max_depth=3).fit(X.values, Y)
+    multi.save_model(tmp_path / "multi.json")
+    again = JaxBoostClassifier().load_model(tmp_path / "multi.json")
+    assert again.multilabel_ and again.predict(X.values).dtype == np.int32
+    np.testing.assert_array_equal(again.predict(X.values), multi.predict(X.values))
+
+    def squares(t, f):  # a loss of your own: the estimator passes it again
+        return 0.5 * (t - f) ** 2 + 0.0 * jnp.sum(f)
+
+    reg = JaxBoostRegressor(objective=squares, n_estimators=5).fit(X.values, X["c"].values)
+    reg.save_model(tmp_path / "reg.json")
+    loaded = JaxBoostRegressor(objective=squares).load_model(tmp_path / "reg.json")
+    np.testing.assert_array_equal(loaded.predict(X.values), reg.predict(X.values))
+
+    with pytest.raises(ValueError, match="holds a 'JaxBoostClassifier'"):
+        JaxBoostRegressor().load_model(path)
+    d = json.loads(path.read_text())
+    for field, value, message in [
+        ("classes", ["no", "no"], "fitted.classes"),
+        ("n_features_in", 4, "fitted.n_features_in"),
+        ("label_dtype", "<U3", "fitted.label_dtype"),
+    ]:
+        bad = json.loads(json.dumps(d))
+        bad["fitted"][field] = value
+        if field == "n_features_in":  # names to match: the model's 3 features differ
+            bad["fitted"]["feature_names_in"] = ["a", "b", "c", "d"]
+        (tmp_path / "bad.json").write_text(json.dumps(bad))
+        with pytest.raises(ModelFormatError, match=message):
+            JaxBoostClassifier().load_model(tmp_path / "bad.json")
+    bad = dict(d, extra=1)
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    with pytest.raises(ModelFormatError, match="unknown key"):
+        JaxBoostClassifier().load_model(tmp_path / "bad.json")
+    clf.get_booster().save(tmp_path / "plain.json")
+    with pytest.raises(ModelFormatError, match="a file of save_model"):
+        JaxBoostClassifier().load_model(tmp_path / "plain.json")

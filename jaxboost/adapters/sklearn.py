@@ -22,8 +22,10 @@ Pickling. ``pickle.dumps(estimator)`` works: the booster travels as its JSON mod
 (``jaxboost.io``) and is rebuilt, bit for bit, on unpickling; a custom loss is pickled
 by reference (module and name), like any function. But **unpickling runs code named in
 the file**: never unpickle (or ``joblib.load``) a file you do not trust. To share or
-store a model, save the booster as JSON with ``est.booster_.save(path)`` and read it
-with ``jaxboost.load(path)``: that format holds data only and is validated on load.
+store a model, ``est.save_model(path)`` writes it as JSON (the booster and what ``fit``
+learned of the labels, as XGBoost's ``save_model``) and ``JaxBoostClassifier().
+load_model(path)`` reads it back (``jaxboost.load(path)`` reads the booster from the
+same file): that format holds data only and is validated on load.
 """
 
 from __future__ import annotations
@@ -379,6 +381,81 @@ class _JaxBoostModel(BaseEstimator):
         tags.input_tags.sparse = True  # scipy.sparse: absent entries are missing
         return tags
 
+    # --- model files: the booster and what the estimator learned of its labels -----
+    def save_model(self, path) -> None:
+        """Write the fitted estimator's model to ``path`` as JSON, as XGBoost's
+        ``save_model``: the booster (jaxboost's model format, which ``jaxboost.load``
+        reads from this file too) beside what ``fit`` learned of the labels
+        (``classes_``, ``multilabel_``) and the features (``n_features_in_``,
+        ``feature_names_in_``); written atomically, never pickled. Constructor
+        parameters are not stored (``get_params`` of a new estimator)."""
+        import json
+
+        from ..io.files import atomic_write
+        from ..io.format import ESTIMATOR_FORMAT, to_dict
+
+        booster = self._booster()
+        names = getattr(self, "feature_names_in_", None)
+        fitted = {
+            "n_features_in": int(self.n_features_in_),
+            "feature_names_in": None if names is None else [str(n) for n in names],
+        }
+        if hasattr(self, "classes_"):
+            fitted.update(
+                classes=np.asarray(self.classes_).tolist(),
+                multilabel=bool(getattr(self, "multilabel_", False)),
+                label_dtype=np.dtype(getattr(self, "_label_dtype", "int64")).str,
+            )
+        d = dict(
+            format=ESTIMATOR_FORMAT,
+            format_version=1,
+            estimator=type(self).__name__,
+            fitted=fitted,
+            model=to_dict(booster),
+        )
+        atomic_write(path, json.dumps(d, allow_nan=False).encode("utf-8"))
+
+    def load_model(self, path):
+        """Read a file of ``save_model`` into this estimator (of the same class), as
+        XGBoost's ``load_model``: its booster and learned attributes, validated on load
+        (``jaxboost.ModelFormatError`` naming the field). A model of a loss of your own
+        needs this estimator's ``objective`` to be that loss. Returns ``self``."""
+        from ..io.checks import as_object, check_keys, fail
+        from ..io.files import read_json
+        from ..io.format import ESTIMATOR_FORMAT, from_dict
+
+        d = read_json(path)
+        as_object(d, "estimator file")
+        if d.get("format") != ESTIMATOR_FORMAT:
+            fail("format", f'"{ESTIMATOR_FORMAT}" (a file of save_model)', d.get("format"))
+        check_keys(
+            d, "estimator file", ("format", "format_version", "estimator", "fitted", "model")
+        )
+        if d["format_version"] != 1:
+            fail("format_version", "1", d["format_version"])
+        if d["estimator"] != type(self).__name__:
+            raise ValueError(
+                f"this file holds a {d['estimator']!r}; load it into that estimator, "
+                f"not a {type(self).__name__}"
+            )
+        fitted = _read_fitted(d["fitted"], hasattr(type(self), "predict_proba"))
+        custom = self.objective if callable(self.objective) else None
+        booster = from_dict(d["model"], objective=custom if custom is not None else None)
+        if booster.n_features != fitted["n_features_in"]:
+            fail(
+                "fitted.n_features_in", f"the model's {booster.n_features}", fitted["n_features_in"]
+            )
+        self.booster_ = booster
+        self.n_features_in_ = fitted["n_features_in"]
+        if fitted["feature_names_in"] is not None:
+            self.feature_names_in_ = np.asarray(fitted["feature_names_in"], dtype=object)
+        if "classes" in fitted:
+            self.classes_ = np.asarray(fitted["classes"])
+            self.n_classes_ = len(self.classes_)
+            self.multilabel_ = fitted["multilabel"]
+            self._label_dtype = np.dtype(fitted["label_dtype"])
+        return self
+
     # --- pickling: the booster as validated JSON text -------------------------------
     def __getstate__(self):
         state = dict(super().__getstate__())  # a copy: never edit the live __dict__
@@ -396,6 +473,48 @@ class _JaxBoostModel(BaseEstimator):
         super().__setstate__(state)
         if text is not None:
             self.booster_ = io.loads(text, objective=loss)
+
+
+def _read_fitted(d, classifier: bool) -> dict:
+    """The ``fitted`` block of an estimator file, checked (``ModelFormatError``)."""
+    from ..io.checks import as_int, as_object, check_keys, fail
+
+    where = "fitted"
+    as_object(d, where)
+    label_keys = ("classes", "multilabel", "label_dtype")
+    check_keys(d, where, ("n_features_in", "feature_names_in"), label_keys if classifier else ())
+    out = {"n_features_in": as_int(d["n_features_in"], f"{where}.n_features_in", lo=1)}
+    names = d["feature_names_in"]
+    if names is not None and (
+        not isinstance(names, list)
+        or len(names) != out["n_features_in"]
+        or not all(isinstance(n, str) for n in names)
+    ):
+        fail(f"{where}.feature_names_in", "null or a list of n_features_in strings", names)
+    out["feature_names_in"] = names
+    if not classifier:
+        return out
+    classes = d["classes"]
+    scalar = (str, int, float)
+    if (
+        not isinstance(classes, list)
+        or not classes
+        or not all(isinstance(c, scalar) and not isinstance(c, bool) for c in classes)
+        or len({type(c) for c in classes}) != 1
+        or len(set(classes)) != len(classes)
+    ):
+        fail(f"{where}.classes", "a non-empty list of distinct labels of one type", classes)
+    if not isinstance(d["multilabel"], bool):
+        fail(f"{where}.multilabel", "true or false", d["multilabel"])
+    dtype = d["label_dtype"]
+    try:
+        ok = isinstance(dtype, str) and np.dtype(dtype).kind in "biuf"
+    except TypeError:
+        ok = False
+    if not ok:
+        fail(f"{where}.label_dtype", "a NumPy dtype of numbers", dtype)
+    out.update(classes=classes, multilabel=d["multilabel"], label_dtype=dtype)
+    return out
 
 
 def _check_kwarg(estimator: str, name: str) -> None:

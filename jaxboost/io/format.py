@@ -203,6 +203,10 @@ from .objective import (
 )
 
 FORMAT_NAME = "jaxboost-model"
+
+#: A scikit-learn estimator's file (``JaxBoostClassifier.save_model``): its model under
+#: ``"model"`` beside what the estimator learned of its labels; ``load`` reads the model.
+ESTIMATOR_FORMAT = "jaxboost-sklearn-estimator"
 FORMAT_VERSION = 1
 
 MAX_HISTORY = 10**7
@@ -978,6 +982,8 @@ def from_dict(d, objective=None, link=None, *, replace_objective: bool = False) 
         link) and none was given.
       ValueError: ``link`` conflicts with a catalogue objective's own link.
     """
+    if isinstance(d, dict) and d.get("format") == ESTIMATOR_FORMAT:
+        d = d.get("model")  # an estimator's file: its model (validated as any)
     try:
         parts = _parse(d)
     except ModelFormatError:
