@@ -67,3 +67,33 @@ def test_estimators_take_xgboosts_predict_options(data):
     assert leaves.shape == (300, 8)
     np.testing.assert_array_equal(leaves, clf.get_booster().predict_leaf(X))
     np.testing.assert_array_equal(clf.apply(X, iteration_range=(0, 3)), leaves[:, :3])
+
+
+def test_xgboost_names_on_the_booster(data, tmp_path):
+    """pred_leaf, num_boosted_rounds and get_score answer as XGBoost's on the exported
+    model: the same splits counted per feature, the same number of rounds, each row's
+    leaf (jaxboost's heap index, XGBoost's own node id: compared through the leaf
+    values)."""
+    X, y = data
+    bst = jaxboost.train("logistic", X, y, n_rounds=6, max_depth=3, verbose=False)
+    leaves = bst.predict(X, pred_leaf=True)
+    np.testing.assert_array_equal(leaves, bst.predict_leaf(X))
+    np.testing.assert_array_equal(
+        bst.predict(X, pred_leaf=True, iteration_range=(0, 2)), leaves[:, :2]
+    )
+    path = os.path.join(tempfile.mkdtemp(), "m.json")
+    bst.to_xgboost_json(path)
+    xb = xgb.Booster()
+    xb.load_model(path)
+    assert bst.num_boosted_rounds() == xb.num_boosted_rounds() == 6
+    assert bst.get_score() == xb.get_score(importance_type="weight")
+    ours = bst.trees.to_numpy().value  # (T, M): each row's leaf value, tree by tree
+    theirs = xb.predict(xgb.DMatrix(X), pred_leaf=True)
+    leaf_values = {t: {} for t in range(6)}
+    df = xb.trees_to_dataframe()
+    for _, r in df[df["Feature"] == "Leaf"].iterrows():
+        leaf_values[r["Tree"]][r["Node"]] = r["Gain"]
+    for t in range(6):
+        mine = ours[t][leaves[:, t]]
+        xgbs = np.array([leaf_values[t][n] for n in theirs[:, t]])
+        np.testing.assert_allclose(mine, xgbs, atol=1e-6)

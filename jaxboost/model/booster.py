@@ -665,6 +665,7 @@ class Booster:
         base_margin=None,
         pred_interactions: bool = False,
         iteration_range=None,
+        pred_leaf: bool = False,
     ) -> np.ndarray:
         """Predictions for raw features.
 
@@ -694,6 +695,8 @@ class Booster:
             rounds, as XGBoost's ``iteration_range`` (``(0, 0)`` or None: every round;
             ``booster[:end]`` is the same model). Later rounds fit the margins of
             earlier ones, so ranges start at round 0.
+          pred_leaf: return each row's leaf (heap node index) in each tree instead,
+            ``(N, n_trees)`` int32, as XGBoost's ``pred_leaf`` (``predict_leaf``).
 
         Returns:
           ``(N,)`` float32 NumPy array, or ``(N, K)`` for a model of K outputs
@@ -711,6 +714,8 @@ class Booster:
           True
         """
         end = self.rounds_of(iteration_range)
+        if pred_leaf:
+            return self[:end].predict_leaf(X)
         if end < len(self) and (pred_contribs or pred_interactions):
             return self[:end].predict(
                 X, output_margin, pred_contribs, base_margin, pred_interactions
@@ -926,6 +931,15 @@ class Booster:
             diagonal=diagonal,
         )
         return GradHess(np.asarray(g)[:n], np.asarray(h)[:n], margin)
+
+    def num_boosted_rounds(self) -> int:
+        """The model's rounds, ``len(booster)`` (XGBoost's name)."""
+        return len(self)
+
+    def get_score(self, importance_type: str = "weight") -> dict:
+        """XGBoost's ``get_score``: ``feature_importance`` with XGBoost's default type,
+        ``"weight"`` (the number of splits on each feature)."""
+        return self.feature_importance(importance_type)
 
     def feature_importance(self, importance_type: str = "gain") -> dict:
         """Per-feature importance, as XGBoost's ``get_score``: ``{name: value}``.
