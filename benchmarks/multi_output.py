@@ -31,23 +31,14 @@ import datetime
 import json
 import os
 import platform
-import statistics
-import time
+import sys
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 
-
-def timed(fn, repeats):
-    """``(median wall seconds of repeats warm calls, the last call's result)``."""
-    out = fn()
-    wall = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        out = fn()
-        wall.append(time.perf_counter() - t)
-    return statistics.median(wall), out
+from _timing import timed  # noqa: E402  (benchmarks/_timing.py)
 
 
 def split(X, Y, seed=0):

@@ -193,7 +193,7 @@ def multi_target(entry, n_targets: int) -> MultiTarget:
         raise TypeError(f"n_targets must be an int, got {n_targets!r}")
     if n_targets < 1:
         raise ValueError(f"n_targets must be >= 1, got {n_targets}")
-    gh = entry.grad_hess if entry.grad_hess is not None else ScalarGradHess(entry.loss)
+    gh = _scalar_grad_hess(entry)
     expected = entry.expected_hessian
     return MultiTarget(
         name=entry.name,
@@ -214,6 +214,12 @@ def multi_target(entry, n_targets: int) -> MultiTarget:
         intercept=entry.intercept,  # of one target: start_margin applies it per column
         entry=dataclasses.replace(entry, params=()),
     )
+
+
+def _scalar_grad_hess(entry):
+    """The entry's ``(g, h)`` of one target: its closed form, else autodiff's (what
+    training of the entry alone computes)."""
+    return entry.grad_hess if entry.grad_hess is not None else ScalarGradHess(entry.loss)
 
 
 def not_per_target(entry) -> str:
@@ -255,26 +261,16 @@ class _PerLevel(_PerTarget):
         return jax.vmap(lambda f, a: self.fn(y, f, alpha=a, **kw))(pred, levels)
 
 
-class LevelsSummedLoss(_PerLevel):
+class LevelsSummedLoss(_PerLevel, SummedLoss):
     """``loss(y, pred) = sum_k quantile_loss(y, pred[k], alpha=alphas[k])``."""
 
-    def __call__(self, y, pred, **kw):
-        return jnp.sum(self._mapped(y, pred, kw))
 
-
-class LevelsGradHess(_PerLevel):
+class LevelsGradHess(_PerLevel, TargetGradHess):
     """``(g, diag(h))`` of the levels' losses."""
 
-    def __call__(self, y, pred, **kw):
-        g, h = self._mapped(y, pred, kw)
-        return g, jnp.diag(h)
 
-
-class LevelsGradHessDiag(_PerLevel):
+class LevelsGradHessDiag(_PerLevel, TargetGradHessDiag):
     """``(g, h)`` of the levels' losses, per level."""
-
-    def __call__(self, y, pred, **kw):
-        return self._mapped(y, pred, kw)
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -301,7 +297,10 @@ class MultiQuantile(MultiTarget):
     def target(self, k, y):
         """``(loss, y, alpha)`` of output ``k``'s tree: the entry at level
         ``alphas[k]`` (``k`` may be traced), on the one label."""
-        alpha = jnp.asarray(self.alphas, jnp.float32)[k]
+        if isinstance(k, int):  # on the host: the level as given (the start's quantile)
+            alpha = self.alphas[k]
+        else:
+            alpha = jnp.asarray(self.alphas, jnp.float32)[k]
         return self.single.bind({"alpha": alpha}), y, alpha
 
 
@@ -332,19 +331,14 @@ def multi_quantile(alphas) -> MultiQuantile:
         raise TypeError(f"alphas must be a sequence of numbers, got {alphas!r}") from None
     if len(levels) < 2 or not all(0.0 < a < 1.0 for a in levels):
         raise ValueError(f"multi_quantile takes two or more levels in (0, 1), got {alphas!r}")
+    gh = _scalar_grad_hess(quantile)
+    one_each = multi_target(quantile, len(levels))  # the fields the levels share
     return MultiQuantile(
-        name=quantile.name,
-        loss=LevelsSummedLoss(quantile.loss, levels),
-        link=quantile.link,
-        params=quantile.params,
-        grad_hess=LevelsGradHess(ScalarGradHess(quantile.loss), levels),
-        grad_hess_diag=LevelsGradHessDiag(ScalarGradHess(quantile.loss), levels),
-        metric=quantile.metric,
-        hessian=quantile.hessian,
-        refit=quantile.refit,
-        n_outputs=len(levels),
-        h_sign=quantile.h_sign,
-        value_check=quantile.value_check,
-        entry=quantile,
+        **{f.name: getattr(one_each, f.name) for f in dataclasses.fields(MultiTarget)}
+        | dict(
+            loss=LevelsSummedLoss(quantile.loss, levels),
+            grad_hess=LevelsGradHess(gh, levels),
+            grad_hess_diag=LevelsGradHessDiag(gh, levels),
+        ),
         alphas=levels,
     )

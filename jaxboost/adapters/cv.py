@@ -168,7 +168,6 @@ def cv(
         n, nfold, y=y, folds=folds, stratified=stratified, shuffle=shuffle, seed=seed, X=X
     )
     patience = _patience(early_stopping_rounds)
-    metrics = eval_metric
     parts = [_fold_data(X, y, sample_weight, tr, te) for tr, te in folds]
     boosters: list = [None] * len(folds)
     curves: list = [{} for _ in folds]
@@ -184,7 +183,7 @@ def cv(
                 sample_weight=w,
                 n_rounds=step,
                 eval_set=evals,
-                eval_metric=metrics,
+                eval_metric=eval_metric,
                 init_model=boosters[k],
                 verbose=False,
                 **(later if done else train_kwargs),
@@ -192,14 +191,13 @@ def cv(
             boosters[k] = bst
             _extend(curves[k], bst.history)
         done += step
-        if patience is not None:
-            best = _best_round(curves, boosters[0], metrics, patience, min_delta)
-            if best is not None and done - 1 - best >= patience:
+        if patience is not None:  # the mean test curve's best round so far
+            best = _best_round(curves, boosters[0], eval_metric, min_delta)
+            if done - 1 - best >= patience:
                 break
     mean, std = _summaries(curves)
     if patience is None:
         return CVResult(mean, std, None, None, boosters, folds)
-    best = _best_round(curves, boosters[0], metrics, None, min_delta)
     cut = best + 1
     mean = {d: {m: v[:cut] for m, v in ms.items()} for d, ms in mean.items()}
     std = {d: {m: v[:cut] for m, v in ms.items()} for d, ms in std.items()}
@@ -314,7 +312,7 @@ def _summaries(curves):
     return mean, std
 
 
-def _best_round(curves, booster, metrics, patience, min_delta):
+def _best_round(curves, booster, metrics, min_delta):
     """The round of the best mean test value of the last metric (first on ties, a gain
     of more than ``min_delta`` needed)."""
     mean, _ = _summaries(curves)

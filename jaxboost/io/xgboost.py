@@ -1225,9 +1225,7 @@ def _import(d) -> Booster:
     if arrays["cat_bits"] is not None:
         edges = _categorical_edges(edges, head.cat_features)
     objective = _import_objective(head.name, head.obj, K)
-    if K > 1 and not isinstance(objective, (objectives.MultiQuantile, objectives.Objective)):
-        raise _malformed(f"{head.obj_name} with num_target = {K}")
-    if K > 1 and objective.outputs == 1:
+    if K > 1 and objective.outputs == 1:  # _read_header let in per-row entries only
         objective = objectives.multi_target(objective, K)
     ens = Ensemble(tbin=tbin, **arrays)
     booster = Booster(

@@ -164,10 +164,18 @@ def wmean(v, w):
     return jnp.sum(w * v) / jnp.sum(w)
 
 
-def scalar_pred(name, y, pred, targets=False):
-    """``ValueError`` unless ``pred`` is ``(N,)`` like ``y``; with ``targets=True``
-    (a metric that is a mean over values) also ``(N, T)`` like ``y``, several
-    targets."""
+#: The built-ins that are means over values: they score ``(N, T)`` predictions of
+#: several targets against ``(N, T)`` labels value by value (``wmean``), and receive an
+#: ``(N, L)`` array ``y`` whole (``metrics.targets.metric_targets``).
+PER_VALUE = frozenset(
+    ("rmse", "mae", "logloss", "error", "accuracy", "brier", "poisson_nll", "gamma_deviance")
+)
+
+
+def scalar_pred(name, y, pred):
+    """``ValueError`` unless ``pred`` is ``(N,)`` like ``y``; for a metric of
+    ``PER_VALUE`` also ``(N, T)`` like ``y``, several targets."""
+    targets = name in PER_VALUE
     if targets and pred.ndim == 2 and y.shape == pred.shape:
         return
     if targets and pred.ndim == 1 and y.ndim == 2:

@@ -24,7 +24,7 @@ def _logloss(y, pred, w):
     >>> round(float(logloss([1.0, 0.0], [0.8, 0.4])), 4)
     0.367
     """
-    scalar_pred("logloss", y, pred, targets=True)
+    scalar_pred("logloss", y, pred)
     # log(1 - p) from the clipped 1 - p: in float32, 1 - EPS itself would round to
     # 1 - 1.19e-7, so this keeps the two clips symmetric.
     log_p = jnp.log(jnp.clip(pred, EPS, 1.0))
@@ -41,7 +41,7 @@ def _error(y, pred, w):
     >>> float(error([1.0, 0.0, 1.0, 0.0], [0.9, 0.6, 0.5, 0.1]))
     0.5
     """
-    scalar_pred("error", y, pred, targets=True)
+    scalar_pred("error", y, pred)
     return wmean(((pred > 0.5) != (y > 0.5)).astype(w.dtype), w)
 
 
@@ -51,7 +51,7 @@ def _accuracy(y, pred, w):
     >>> float(accuracy([1.0, 0.0, 1.0, 0.0], [0.9, 0.6, 0.5, 0.1]))
     0.5
     """
-    scalar_pred("accuracy", y, pred, targets=True)
+    scalar_pred("accuracy", y, pred)
     return wmean(((pred > 0.5) == (y > 0.5)).astype(w.dtype), w)
 
 
@@ -61,7 +61,7 @@ def _brier(y, pred, w):
     >>> round(float(brier([1.0, 0.0], [0.8, 1.3])), 4)
     0.52
     """
-    scalar_pred("brier", y, pred, targets=True)
+    scalar_pred("brier", y, pred)
     return wmean((jnp.clip(pred, 0.0, 1.0) - y) ** 2, w)
 
 

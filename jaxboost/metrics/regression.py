@@ -16,7 +16,7 @@ def _rmse(y, pred, w):
     >>> round(float(rmse([0.0, 0.0], [3.0, 4.0])), 4)
     3.5355
     """
-    scalar_pred("rmse", y, pred, targets=True)
+    scalar_pred("rmse", y, pred)
     return jnp.sqrt(wmean((y - pred) ** 2, w))
 
 
@@ -26,7 +26,7 @@ def _mae(y, pred, w):
     >>> float(mae([0.0, 0.0], [1.0, -3.0], w=[3.0, 1.0]))
     1.5
     """
-    scalar_pred("mae", y, pred, targets=True)
+    scalar_pred("mae", y, pred)
     return wmean(jnp.abs(y - pred), w)
 
 
@@ -53,7 +53,7 @@ def _poisson_nll(y, pred, w):
     >>> round(float(poisson_nll([0.0, 2.0], [1.0, 2.0])), 4)
     1.1534
     """
-    scalar_pred("poisson_nll", y, pred, targets=True)
+    scalar_pred("poisson_nll", y, pred)
     mu = jnp.maximum(pred, EPS)
     return wmean(mu - xlogy(y, mu) + gammaln(y + 1.0), w)
 
@@ -67,7 +67,7 @@ def _gamma_deviance(y, pred, w):
     >>> round(float(gamma_deviance([1.0, 2.0], [1.0, 1.0])), 4)
     0.3069
     """
-    scalar_pred("gamma_deviance", y, pred, targets=True)
+    scalar_pred("gamma_deviance", y, pred)
     mu = jnp.maximum(pred, EPS)
     return 2.0 * wmean(jnp.log(mu / y) + y / mu - 1.0, w)
 

@@ -24,6 +24,7 @@ Example:
 from __future__ import annotations
 
 from ..inputs.arrays import LABEL_KEY, is_side_data
+from ._base import PER_VALUE
 
 
 def reads_label(metric) -> bool:
@@ -33,21 +34,6 @@ def reads_label(metric) -> bool:
 
     fn = metric.fn
     return isinstance(fn, _Ranked) or any(fn is m.fn for m in BUILTIN.values())
-
-
-#: The built-ins that are means over values: they score an ``(N, T)`` array ``y``
-#: against ``(N, T)`` predictions of a multi-target model value by value (and refuse it
-#: against ``(N,)`` ones with the message below).
-PER_VALUE = (
-    "rmse",
-    "mae",
-    "logloss",
-    "error",
-    "accuracy",
-    "brier",
-    "poisson_nll",
-    "gamma_deviance",
-)
 
 
 def metric_targets(metric, y):

@@ -296,12 +296,13 @@ def base_margin(s, layout, rows, y, w):
     elif s.refit == "quantile":  # one device: XGBoost's start, the quantile (per target)
         y, w = np.asarray(y), np.asarray(w)
         weighted = s.weight_max is not None
-        levels = getattr(s.loss, "alphas", ())  # several quantiles of one label
-        if levels:
-            base = [quantile_intercept(y, w, float(a), weighted) for a in levels]
-        else:
-            columns = y.T if y.ndim == 2 else [y]
-            base = [quantile_intercept(c, w, s.quantile_alpha, weighted) for c in columns]
+        # output k's label and level: its column, or a level of the one label (the
+        # targets the round's refit reads, MultiTarget.target)
+        outputs = [s.loss.target(k, y)[1:] for k in range(K)] if K > 1 else [(y, None)]
+        base = [
+            quantile_intercept(yk, w, s.quantile_alpha if a is None else float(a), weighted)
+            for yk, a in outputs
+        ]
         base = np.asarray(base, np.float32) if K > 1 else base[0]
     elif (closed := closed_form_start(s, layout, y, w)) is not None:
         base = closed
