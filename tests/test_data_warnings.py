@@ -29,6 +29,25 @@ def test_float64_values_that_collapse_in_float32_warn():
         jaxboost.train("logistic", X, y, **KW)
 
 
+def test_chance_float32_neighbours_in_random_float64_do_not_warn():
+    # 10,000 rows of float64 normals: in each column a few sampled neighbours lie within
+    # float32's spacing by chance (24 pairs over these 30 columns), which changes no cut;
+    # the warning is for columns that lose a real share of their values
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(10_000, 30))
+    s = np.sort(X, axis=0)
+    chance = (s[1:] != s[:-1]) & (s[1:].astype(np.float32) == s[:-1].astype(np.float32))
+    assert 0 < chance.sum(axis=0).max() <= 5
+    y = (X[:, 0] > 0).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)
+        jaxboost.train("logistic", X, y, **KW)
+    # a column that loses a share of its values still warns, with the counts
+    X[:, 3] = 2.0**30 + rng.integers(0, 5_000, 10_000)  # float32 spacing 128 here
+    with pytest.warns(DataWarning, match=r"column 3: .* of the column's \d+ distinct"):
+        jaxboost.train("logistic", X, y, **KW)
+
+
 def test_large_int64_ids_warn_but_float32_input_does_not():
     y = (np.arange(400) % 3 == 0).astype(np.float32)
     ids = (2**31 + np.arange(400)).astype(np.int64)[:, None]

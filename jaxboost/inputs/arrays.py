@@ -65,11 +65,19 @@ PRECISION_SAMPLE = 10_000
 """Rows sampled by ``_warn_float32_collapse`` (the check costs a sort of each column's
 sample, not of the whole column)."""
 
+MERGE_SHARE = 0.01
+"""The share of a column's sampled distinct values that must merge in float32 for
+``_warn_float32_collapse`` to warn."""
+
 
 def _warn_float32_collapse(arr, name):
     """Warn (``DataWarning``) when some column of 64-bit ``arr`` has distinct values that
     float32 merges (e.g. ``2**40 + i``: float32 keeps 24 bits), looked
-    for in a sample of ``PRECISION_SAMPLE`` rows: trees would treat them as one value."""
+    for in a sample of ``PRECISION_SAMPLE`` rows: trees would treat them as one value.
+
+    Only a column where more than ``MERGE_SHARE`` of the sampled distinct values merge
+    is reported: a few chance neighbours within float32's spacing (thousands of rows of
+    random float64 normals have some) change no cut and no split."""
     n = arr.shape[0]
     rows = (
         slice(None)
@@ -83,8 +91,11 @@ def _warn_float32_collapse(arr, name):
         a32 = a.astype(np.float32)
     # adjacent distinct sampled values (in each column's sorted order) that float32 makes
     # equal; pairs with a NaN compare unequal in float32 and are never counted
-    merged = (a[1:] != a[:-1]) & (a32[1:] == a32[:-1])
-    cols = np.flatnonzero(merged.any(axis=0))
+    distinct = a[1:] != a[:-1]
+    merged = distinct & (a32[1:] == a32[:-1])
+    n_merged = np.count_nonzero(merged, axis=0)
+    n_distinct = np.count_nonzero(distinct, axis=0) + 1
+    cols = np.flatnonzero(n_merged > MERGE_SHARE * n_distinct)
     if cols.size:
         j = int(cols[0])
         i = int(np.flatnonzero(merged[:, j])[0])
@@ -92,8 +103,8 @@ def _warn_float32_collapse(arr, name):
             f"{name} column {j}: distinct values {a[i, j].item()!r} and {a[i + 1, j].item()!r} "
             f"both become "
             f"{float(a32[i, j])!r} in float32, which jaxboost bins in (as XGBoost does); "
-            f"{int(np.count_nonzero(merged[:, j]))} of the column's sampled values "
-            f"merge so. Subtract the column's minimum (or another offset) or rescale it "
+            f"{int(n_merged[j])} of the column's {int(n_distinct[j])} distinct sampled "
+            f"values merge so. Subtract the column's minimum (or another offset) or rescale it "
             f"before training to keep them apart",
             DataWarning,
             stacklevel=4,
