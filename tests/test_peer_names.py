@@ -54,6 +54,46 @@ def test_train_says_why_a_peer_option_is_absent(binary, name, value, why):
         jaxboost.train_many([{"max_depth": 2}], X, y, objective="logistic", **{name: value})
 
 
+@pytest.mark.parametrize(
+    "name, value, says",
+    [
+        ("eta", 0.1, r"write learning_rate="),
+        ("nthread", 2, r"write n_jobs="),
+        ("num_boost_round", 5, r"write n_estimators="),  # not train's n_rounds
+        ("random_seed", 1, r"write random_state="),  # not train's seed
+        ("weight", 1.0, r"fit\(sample_weight=\)"),
+        ("verbosity", 0, r"write verbose="),
+        ("enable_categorical", True, r"'category' .* categorical without it"),
+        ("is_unbalance", True, r"class_weight='balanced'"),
+        ("boosting_type", "rf", r"num_parallel_tree"),
+        ("categorical_feature", [0], r"write categorical_features="),
+    ],
+)
+def test_estimators_name_jaxboosts_equivalent(binary, name, value, says):
+    """XGBClassifier(enable_categorical=True, ...) or LGBMClassifier's names in a
+    JaxBoostClassifier: the estimator's own parameter name in the error (before:
+    Python's bare 'unexpected keyword argument')."""
+    X, y = binary
+    with pytest.raises(TypeError, match=rf"unexpected keyword argument '{name}': .*{says}"):
+        JaxBoostClassifier(**{name: value}, **KW).fit(X, y)
+
+
+def test_peer_names_are_not_jaxboost_options():
+    """A hint never shadows a real option, and every name a hint tells the user to
+    write is ``train``'s (or the estimators')."""
+    import inspect
+
+    from jaxboost.training.names import ABSENT, EQUIVALENTS
+    from jaxboost.training.options import BY_NAME
+
+    options = set(BY_NAME) | set(inspect.signature(jaxboost.train).parameters)
+    estimator = set(inspect.signature(JaxBoostClassifier).parameters)
+    assert not (set(EQUIVALENTS) | set(ABSENT)) & (options - {"objective"})
+    for ours in EQUIVALENTS.values():
+        if ours.isidentifier():
+            assert ours in options | estimator, ours
+
+
 def test_a_misspelt_keyword_is_still_pythons_error(binary):
     X, y = binary
     with pytest.raises(TypeError, match="unexpected keyword argument 'n_round'"):

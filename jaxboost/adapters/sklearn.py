@@ -50,6 +50,7 @@ from ..io.objective import objective_to_dict
 from ..model.explain import feature_names
 from ..native import thread_limit as native_thread_limit
 from ..training import train
+from ..training.names import hint
 from ..training.options import BY_NAME as OPTIONS
 from ..training.options import names
 from ..training.train import check_n_jobs
@@ -522,7 +523,11 @@ def _check_kwarg(estimator: str, name: str) -> None:
     if name in _SET_BY_FIT:
         raise TypeError(f"{estimator} sets train()'s {name!r} itself: use {_SET_BY_FIT[name]}")
     if name not in OPTIONS:
-        raise TypeError(f"{estimator}() got an unexpected keyword argument {name!r}")
+        peer = hint(name, {**_SET_BY_FIT, "the first argument (the loss)": "objective"})
+        raise TypeError(
+            f"{estimator}() got an unexpected keyword argument {name!r}"
+            + (f": {peer}" if peer else "")
+        )
 
 
 def _estimator_init(own: dict):

@@ -61,6 +61,19 @@ EQUIVALENTS = {
     "nthread": "n_jobs",
     "num_threads": "n_jobs",
     "num_leaves": "max_leaves with grow_policy='lossguide'",
+    "verbosity": "verbose",
+    "silent": "verbose=False",
+    "categorical_feature": "categorical_features",
+    "cat_features": "categorical_features",
+    "iterations": "n_rounds",
+    "depth": "max_depth",
+    "l2_leaf_reg": "reg_lambda",
+    "border_count": "max_bin",
+    "thread_count": "n_jobs",
+    "quantile_alpha": "objectives.quantile(alpha) (several levels: "
+    "objectives.multi_quantile([0.1, 0.5, 0.9]))",
+    "huber_slope": "objectives.huber(delta)",
+    "tweedie_variance_power": "objectives.tweedie(power)",
 }
 """A peer's keyword -> what jaxboost calls it."""
 
@@ -71,21 +84,38 @@ ABSENT = {
     "scale_pos_weight multiplies their gradients the same way)",
     "missing": "NaN is the missing value: replace your marker with np.nan",
     "booster": "jaxboost trains trees ('gbtree'); forests with num_parallel_tree",
+    "boosting_type": "jaxboost boosts trees ('gbdt'); random forests with "
+    "num_parallel_tree (with subsample and colsample_bynode)",
+    "boosting": "jaxboost boosts trees ('gbdt'); random forests with "
+    "num_parallel_tree (with subsample and colsample_bynode)",
+    "enable_categorical": "pandas 'category' and polars Categorical columns are "
+    "categorical without it; name other categorical columns with "
+    "categorical_features=[...]",
+    "is_unbalance": "weight the classes with sample_weight (JaxBoostClassifier: "
+    "class_weight='balanced')",
+    "bagging_freq": "subsample draws new rows every round (LightGBM's bagging_freq=1)",
+    "subsample_freq": "subsample draws new rows every round (LightGBM's bagging_freq=1)",
+    "sampling_method": "subsample draws rows uniformly (XGBoost's 'uniform')",
 }
 """A peer's keyword with no jaxboost counterpart -> why, and what to do."""
 
 
-def hint(name: str) -> str | None:
-    """The hint for an unknown keyword ``name``, or None when it is no peer's.
+def hint(name: str, renames: dict | None = None) -> str | None:
+    """The hint for an unknown keyword ``name``, or None when it is no peer's;
+    ``renames``: where a caller other than ``train`` takes ``train``'s names (the
+    scikit-learn estimators: ``{"n_rounds": "n_estimators", ...}``).
 
     >>> hint("eta")
     "write learning_rate=... (jaxboost's name for XGBoost's/LightGBM's 'eta')"
+    >>> hint("num_boost_round", {"n_rounds": "n_estimators"})
+    "write n_estimators=... (jaxboost's name for XGBoost's/LightGBM's 'num_boost_round')"
     """
     if name in EQUIVALENTS:
+        ours = (renames or {}).get(EQUIVALENTS[name], EQUIVALENTS[name])
         return (
-            f"write {EQUIVALENTS[name]}=... (jaxboost's name for XGBoost's/LightGBM's {name!r})"
-            if EQUIVALENTS[name].isidentifier()
-            else f"jaxboost takes it as {EQUIVALENTS[name]}"
+            f"write {ours}=... (jaxboost's name for XGBoost's/LightGBM's {name!r})"
+            if ours.isidentifier()
+            else f"jaxboost takes it as {ours}"
         )
     if name in ABSENT:
         return ABSENT[name]
