@@ -68,19 +68,19 @@ def _data():
         make_regression,
     )
 
-    rng = np.random.default_rng(0)
-
     def shuffled(X, y):
         p = np.random.default_rng(1).permutation(len(y))
         return X[p].astype(np.float32), y[p]
 
     def wide():
+        rng = np.random.default_rng(0)  # each data set its own seed: any --rows, same data
         X = rng.normal(size=(2500, 1000)).astype(np.float32)
         y = (X[:, :5].sum(1) + rng.normal(size=2500) > 0).astype(np.float32)
         return _split(X, y)
 
     def ranking():
         n, q = 125_000, 2_500
+        rng = np.random.default_rng(1)
         X = rng.normal(size=(n, 40)).astype(np.float32)
         qid = np.sort(rng.integers(0, q, n))
         rel = np.clip(np.round(X[:, :3].sum(1) + rng.normal(size=n)), 0, 4).astype(np.float32)
@@ -88,6 +88,7 @@ def _data():
         return X[:cut], rel[:cut], X[cut:], rel[cut:], qid[:cut], qid[cut:]
 
     def poisson():
+        rng = np.random.default_rng(2)
         X = rng.normal(size=(250_000, 15)).astype(np.float32)
         y = rng.poisson(np.exp(0.3 * X[:, 0] - 0.2 * X[:, 1] + 0.1 * X[:, 2] * X[:, 3]))
         return _split(X, y.astype(np.float32))
