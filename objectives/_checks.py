@@ -135,7 +135,7 @@ class LabelsIn:
                 raise ValueError(
                     f"{self.name} needs labels y in [0, 1] (probabilities or 0/1 classes); "
                     f"{int(bad.sum())} label(s) are outside, the first at row {i}: "
-                    f"{np.ravel(y)[i]!r}"
+                    f"{np.ravel(y)[i].item()!r}"
                 )
         elif self.kind == "finite":
             raise_bad_labels(self.name, "finite (graded relevance)", ~np.isfinite(y), y)

@@ -73,6 +73,10 @@ def test_labels_outside_the_objective_domain(Xy):
     X, y = Xy
     with pytest.raises(DataError, match=r"logistic needs labels y in \[0, 1\]"):
         jaxboost.train(objectives.logistic, X, y * 3, n_rounds=2)
+    # the offending label as the user wrote it, not NumPy's repr (np.float32(2.0))
+    bad = np.where(np.arange(len(y)) == 4, 2.0, 0.0)
+    with pytest.raises(DataError, match=r"outside, the first at row 4: 2\.0$"):
+        jaxboost.train(objectives.logistic, X, bad, n_rounds=2)
 
 
 def test_non_scalar_loss_is_named(Xy):
