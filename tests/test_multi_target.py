@@ -255,6 +255,33 @@ def test_xgboost_export_and_import(data, entry, name, tmp_path):
         from_xgboost(theirs)
 
 
+@pytest.mark.parametrize("depth", [1, 2, 5, 7])
+def test_vector_leaves_match_xgboost_at_every_depth(data, depth):
+    """Vector-leaf trees grow their shallow levels in one loop on a few node slots and
+    their two deepest levels each on their own nodes (``grow_vector_tree``): at every
+    depth (the loop alone at 1; loop and deep levels at 5 and 7) the margins are XGBoost
+    3.2's ``multi_output_tree`` ones, with rows of missing values."""
+    X, Ys, _ = data
+    Y = Ys["squared"]
+    params = dict(
+        objective="reg:squarederror",
+        tree_method="hist",
+        eta=0.3,
+        max_depth=depth,
+        nthread=1,
+        multi_strategy="multi_output_tree",
+        min_child_weight=0.0,
+    )
+    d = xgb.DMatrix(X, label=Y, missing=np.nan)
+    xb = xgb.train(params, d, 6)
+    kw = dict(KW, n_rounds=6, max_depth=depth, min_child_weight=0.0)
+    bst = jaxboost.train("squared", X, Y, multi_strategy="multi_output_tree", **kw)
+    np.testing.assert_allclose(
+        bst.predict(X, output_margin=True), xb.predict(d, output_margin=True), atol=1e-5, rtol=0
+    )
+    assert bst.ensemble.is_leaf.shape[-1] == 2 ** (depth + 1) - 1
+
+
 def test_vector_leaves_read_the_diagonal(data):
     """The targets' Hessian is diagonal, so multi_hessian="auto" grows vector leaves from
     the diagonal (no K x K solves): the same trees as multi_hessian="full" computes with

@@ -1336,7 +1336,7 @@ def _vector_finder(dyn, forward_ok, K, diagonal, any_forward, native=False):
     return find
 
 
-def _vector_children(histogram, reduce, K, rows, n, St, S_up):
+def _vector_children(histogram, reduce, K, rows, n, St, S_up, exact_width=False):
     """A level's ``(C, F, W, B)`` vector-leaf histograms by the subtraction trick: only
     the smaller child of each pair (by its Hessian channels' absolute sum, ``St``: the
     level's ``(C, W)`` node sums) is histogrammed, its sibling is the parent's histogram
@@ -1345,6 +1345,8 @@ def _vector_children(histogram, reduce, K, rows, n, St, S_up):
     local, in_level = rows
     C, F, W, B = S_up.shape
     h2 = W // 2
+    if exact_width:
+        h2, W = W, 2 * W
     size = jnp.sum(jnp.abs(St[K:]), axis=0)  # (W,)
     left_small = size[0::2] <= size[1::2]  # (W / 2,)
     is_left = (local % 2) == 0
@@ -1354,6 +1356,73 @@ def _vector_children(histogram, reduce, K, rows, n, St, S_up):
     ls = left_small[None, None, :, None]
     pairs = jnp.stack([jnp.where(ls, small, large), jnp.where(ls, large, small)], axis=3)
     return pairs.reshape(C, F, W, B)
+
+
+class _VectorLevels(NamedTuple):
+    """The level steps of ``grow_vector_tree`` (its histograms, split search and
+    routing), closed over the tree's fixed inputs."""
+
+    hist2: Any
+    pairs: Any  # (C2, 2, N) the channels, two per pass of the pair histogram
+    C: int
+    K: int
+    B: int
+    reduce: Any
+    find: Any
+    masks: Any  # (D, W, F) feature masks, or None
+    bin_of: Any
+    native: bool
+
+    def histogram(self, node, n, n_active=None):
+        def one(ab):
+            return jnp.stack(self.hist2(ab[0], ab[1], node, n, n_active))  # (2, F, n, B)
+
+        out = jax.lax.map(one, self.pairs)  # (C2, 2, F, n, B)
+        return out.reshape((-1,) + out.shape[2:])[: self.C]
+
+    def split_level(self, d, S, St, alive, rows, structure, Sn, exact):
+        local, in_level, pos = rows
+        args = [(S, 2), (St, 1)]
+        if self.masks is not None:
+            args.append((self.masks[d][: S.shape[2]], 0))
+        if exact and self.native:  # every node live: one call of the native search
+            s = self.find(*[a for a, _ in args])
+        else:  # chunks of live nodes (and bounded memory for XLA's search)
+            s = _chunked_splits(self.find, _pow2(d), S.shape[2], *args)
+        do = alive & is_split_worthy(s["gain"])
+        n = _pow2(d)
+        structure = _record(structure, n - 1, do, s)
+        Sc = jnp.where(jnp.repeat(do, 2)[None, :], _children_sums(S, s, self.B), 0.0)
+        Sn = jax.lax.dynamic_update_slice(Sn, Sc, (jnp.int32(0), 2 * n - 1))
+        f, t, dl = s["feature"], s["tbin"], s["default_left"]
+        pos = route(pos, local, in_level, do, f, t, dl, self.bin_of, self.B)
+        return do, pos, structure, Sn
+
+    def level(self, d, carry, width, exact):
+        """Level ``d`` on ``width`` node slots: the level's own ``2**d`` when ``exact``
+        (a static level), else padded (the loop's traced levels)."""
+        pos, alive, structure, Sn, S_up = carry  # S_up: the level above's histograms
+        n = _pow2(d)
+        if exact:  # the nodes whose parent split (the loop's carry holds its own width)
+            alive = jnp.repeat(structure["is_split"][width // 2 - 1 : width - 1], 2)
+        St = jax.lax.dynamic_slice(Sn, (jnp.int32(0), n - 1), (self.C, width))
+        local, in_level = _rows_of_level(pos, d, width)
+        rows = (local, in_level)
+        hist, reduce, K = self.histogram, self.reduce, self.K
+        if exact:
+            S = _vector_children(hist, reduce, K, rows, n, St, S_up, exact_width=True)
+        elif width == 1:  # the root's level only
+            S = S_up
+        else:
+            S = jax.lax.cond(
+                d > 0,
+                lambda: _vector_children(hist, reduce, K, rows, n, St, S_up),
+                lambda: S_up,
+            )  # (C, F, width, B)
+        do, pos, structure, Sn = self.split_level(
+            d, S, St, alive, (local, in_level, pos), structure, Sn, exact
+        )
+        return pos, jnp.repeat(do, 2)[:width], structure, Sn, S
 
 
 def grow_vector_tree(
@@ -1390,30 +1459,19 @@ def grow_vector_tree(
         vals = jnp.concatenate([vals, jnp.zeros((N, 1), vals.dtype)], axis=1)
     pairs = vals.T.reshape(-1, 2, N)  # (C2, 2, N)
     hist2 = pair_histogram(bins, native=native, max_bin=B, native_threads=native_threads)
-    bin_of = bin_reader(bins, native)
-    masks = None if features is None else features.levels(W)  # (D, W, F)
-
-    def histogram(node, n, n_active=None):
-        def one(ab):
-            return jnp.stack(hist2(ab[0], ab[1], node, n, n_active))  # (2, F, n, B)
-
-        out = jax.lax.map(one, pairs)  # (C2, 2, F, n, B)
-        return out.reshape((-1,) + out.shape[2:])[:C]
-
-    find = _vector_finder(dyn, forward_ok, K, diagonal, any_forward, native)
-
-    def split_level(d, S, St, alive, pos, local, in_level, structure, Sn):
-        args = [(S, 2), (St, 1)]
-        if masks is not None:
-            args.append((masks[d], 0))
-        s = _chunked_splits(find, _pow2(d), S.shape[2], *args)
-        do = alive & is_split_worthy(s["gain"])
-        n = _pow2(d)
-        structure = _record(structure, n - 1, do, s)
-        Sc = jnp.where(jnp.repeat(do, 2)[None, :], _children_sums(S, s, B), 0.0)
-        Sn = jax.lax.dynamic_update_slice(Sn, Sc, (jnp.int32(0), 2 * n - 1))
-        pos = route(pos, local, in_level, do, s["feature"], s["tbin"], s["default_left"], bin_of, B)
-        return do, pos, structure, Sn
+    grower = _VectorLevels(
+        hist2,
+        pairs,
+        C,
+        K,
+        B,
+        reduce,
+        _vector_finder(dyn, forward_ok, K, diagonal, any_forward, native),
+        None if features is None else features.levels(W),  # (D, W, F)
+        bin_reader(bins, native),
+        native,
+    )
+    histogram, level = grower.histogram, grower.level
 
     with jax.enable_x64(True):
         pos = jnp.zeros(N, INDEX_DTYPE)
@@ -1421,36 +1479,25 @@ def grow_vector_tree(
         Sn = jnp.zeros((C, M), ACC_DTYPE).at[:, 0].set(St)
         structure = _empty_structure(M)
         if D > 0:
-            # The root's histogram (one node, every row), summed across devices once;
-            # levels 0 .. D - 1 then run in one loop (as in ``grow_tree``).
+            # The root's histogram (one node, every row), summed across devices once.
+            # Levels 0 .. D - 3 run in one loop on the slots of level D - 3 (one
+            # compiled level body whatever the depth); the two deepest levels, which
+            # hold three quarters of the nodes, each on their own nodes (each its own
+            # body): 2.5 x the nodes' histograms and searches at depth 6 instead of the
+            # widest level's at every level (6 x its 32 nodes).
             local, _ = _rows_of_level(pos, 0, 1)
             S_root = reduce(histogram(local, 1))  # (C, F, 1, B)
-            root_wide = jnp.pad(S_root, ((0, 0), (0, 0), (0, W - 1), (0, 0)))
-
-            def level(d, carry):
-                pos, alive, structure, Sn, S_up = carry  # S_up: the level above's
-                d = d.astype(INDEX_DTYPE)
-                n = _pow2(d)
-                St = jax.lax.dynamic_slice(Sn, (jnp.int32(0), n - 1), (C, W))
-                local, in_level = _rows_of_level(pos, d, W)
-                if W == 1:  # max_depth 1: the root is the only level
-                    S = S_root
-                else:
-                    S = jax.lax.cond(
-                        d > 0,
-                        lambda: _vector_children(
-                            histogram, reduce, K, (local, in_level), n, St, S_up
-                        ),
-                        lambda: root_wide,
-                    )  # (C, F, W, B)
-                do, pos, structure, Sn = split_level(
-                    d, S, St, alive, pos, local, in_level, structure, Sn
-                )
-                return pos, jnp.repeat(do, 2)[:W], structure, Sn, S
-
-            alive = jnp.zeros(W, bool).at[0].set(True)
-            carry = (pos, alive, structure, Sn, root_wide)
-            pos, _, structure, Sn, _ = jax.lax.fori_loop(0, D, level, carry)
+            looped = max(1, D - 2)
+            Wl = 2 ** (looped - 1)
+            S_up = jnp.pad(S_root, ((0, 0), (0, 0), (0, Wl - 1), (0, 0)))
+            alive = jnp.zeros(Wl, bool).at[0].set(True)
+            carry = (pos, alive, structure, Sn, S_up)
+            carry = jax.lax.fori_loop(
+                0, looped, lambda d, c: level(d.astype(INDEX_DTYPE), c, Wl, False), carry
+            )
+            for d in range(looped, D):
+                carry = level(d, carry, 2**d, True)
+            pos, _, structure, Sn, _ = carry
         fields, leaf = _finish(structure, pos, dyn, cuts_ext, D)
         w, _, cover = vector_weight_score(Sn[:K].T, Sn[K:].T, dyn, diagonal=diagonal)
         tree = dict(
