@@ -255,3 +255,35 @@ def test_quantile_and_absolute_error_margins_match_xgboost(data, entry, name, al
     np.testing.assert_allclose(
         bst.predict(X, output_margin=True), ref.predict(d, output_margin=True), atol=1e-5, rtol=0
     )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known divergence, not yet fixed: among thresholds of equal gain (a node's "
+    "empty bins between two occupied ones) jaxboost keeps the highest and sends missing "
+    "values left for features that had none in training (XGBoost's exact scan: "
+    "descending, missing left), XGBoost's hist the lowest with missing right (ascending "
+    "first). Training rows never fall in such gaps, so the margins on them agree; new "
+    "values in a gap, and NaN in such a feature, go the other way (docs/limits.md)",
+)
+def test_held_out_predictions_match_xgboost_hist_where_the_cuts_agree():
+    rng = np.random.default_rng(0)
+    X = (np.round(rng.normal(size=(2000, 4)) * 8) / 8).astype(np.float32)  # < 256 values
+    y = (X[:, 0] + X[:, 1] * X[:, 2] + 0.3 * rng.normal(size=2000)).astype(np.float32)
+    params = dict(tree_method="hist", max_depth=4, eta=0.3, nthread=1, min_child_weight=0.0)
+    xb = xgb.train(params, xgb.DMatrix(X, y), 10)
+    ours = jaxboost.train(
+        "squared",
+        X,
+        y,
+        n_rounds=10,
+        max_depth=4,
+        learning_rate=0.3,
+        min_child_weight=0.0,
+        base_margin=xgb_base_score(xb),
+    )
+    # every cut is a distinct value on both sides, so the training margins agree ...
+    np.testing.assert_allclose(ours.predict(X), xb.predict(xgb.DMatrix(X)), atol=1e-5, rtol=0)
+    # ... and held-out values between them (here up to 1.9 apart) should too
+    Xt = (rng.normal(size=(2000, 4)) * 1.5).astype(np.float32)
+    np.testing.assert_allclose(ours.predict(Xt), xb.predict(xgb.DMatrix(Xt)), atol=1e-5, rtol=0)
