@@ -1341,7 +1341,9 @@ def _vector_children(histogram, reduce, K, rows, n, St, S_up, exact_width=False)
     the smaller child of each pair (by its Hessian channels' absolute sum, ``St``: the
     level's ``(C, W)`` node sums) is histogrammed, its sibling is the parent's histogram
     (``S_up``, the level above's, parents in its first ``W / 2`` slots) minus it: half
-    the rows or fewer per level instead of all of them (``n``: the level's nodes)."""
+    the rows or fewer per level instead of all of them (``n``: the level's nodes).
+    ``exact_width``: ``S_up`` holds exactly the level's parents (a level of static
+    width, ``grow_vector_tree``'s two deepest) and the result twice as many slots."""
     local, in_level = rows
     C, F, W, B = S_up.shape
     h2 = W // 2
