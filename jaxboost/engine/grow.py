@@ -1360,6 +1360,12 @@ def _vector_children(histogram, reduce, K, rows, n, St, S_up, exact_width=False)
     return pairs.reshape(C, F, W, B)
 
 
+VECTOR_LOOP_DEPTH = 4
+"""Vector-leaf trees up to this depth run every level in one loop on the widest level's
+node slots; deeper ones run their two deepest levels on their own nodes
+(``grow_vector_tree``)."""
+
+
 class _VectorLevels(NamedTuple):
     """The level steps of ``grow_vector_tree`` (its histograms, split search and
     routing), closed over the tree's fixed inputs."""
@@ -1486,10 +1492,12 @@ def grow_vector_tree(
             # compiled level body whatever the depth); the two deepest levels, which
             # hold three quarters of the nodes, each on their own nodes (each its own
             # body): 2.5 x the nodes' histograms and searches at depth 6 instead of the
-            # widest level's at every level (6 x its 32 nodes).
+            # widest level's at every level (6 x its 32 nodes). Up to depth
+            # ``VECTOR_LOOP_DEPTH`` every level runs in the loop on the widest level's
+            # slots (at most 8: little to save, and one body compiles faster).
             local, _ = _rows_of_level(pos, 0, 1)
             S_root = reduce(histogram(local, 1))  # (C, F, 1, B)
-            looped = max(1, D - 2)
+            looped = D if D <= VECTOR_LOOP_DEPTH else D - 2
             Wl = 2 ** (looped - 1)
             S_up = jnp.pad(S_root, ((0, 0), (0, 0), (0, Wl - 1), (0, 0)))
             alive = jnp.zeros(Wl, bool).at[0].set(True)
