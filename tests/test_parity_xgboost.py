@@ -259,12 +259,13 @@ def test_quantile_and_absolute_error_margins_match_xgboost(data, entry, name, al
 
 @pytest.mark.xfail(
     strict=True,
-    reason="known divergence, not yet fixed: among thresholds of equal gain (a node's "
-    "empty bins between two occupied ones) jaxboost keeps the highest and sends missing "
-    "values left for features that had none in training (XGBoost's exact scan: "
-    "descending, missing left), XGBoost's hist the lowest with missing right (ascending "
-    "first). Training rows never fall in such gaps, so the margins on them agree; new "
-    "values in a gap, and NaN in such a feature, go the other way (docs/limits.md)",
+    reason="known divergence, not yet fixed: jaxboost's cuts lie midway between "
+    "neighbouring values (XGBoost hist's on the upper value), and among thresholds of "
+    "equal gain (a node's empty bins) jaxboost keeps the highest and sends missing values "
+    "left for features that had none in training (XGBoost's exact scan: descending, "
+    "missing left), XGBoost's hist the lowest with missing right. Training rows never "
+    "fall in such gaps, so the margins on them agree; new values there, and NaN in such a "
+    "feature, can go the other way (docs/limits.md)",
 )
 def test_held_out_predictions_match_xgboost_hist_where_the_cuts_agree():
     rng = np.random.default_rng(0)
