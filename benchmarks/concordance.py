@@ -20,13 +20,16 @@ import argparse
 import json
 import os
 import platform
-import statistics
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from _timing import timed  # noqa: E402  (benchmarks/_timing.py)
 
 
 def by_pairs(y, r, block=2048):
@@ -41,19 +44,6 @@ def by_pairs(y, r, block=2048):
         num += float(np.sum(comparable * score))
         den += float(np.sum(comparable))
     return num / den
-
-
-def timed(fn, repeats, warm=True):
-    """``(median wall seconds, value)`` of ``repeats`` calls, after one unless not
-    ``warm``."""
-    if warm:
-        fn()
-    out = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        value = fn()
-        out.append(time.perf_counter() - t)
-    return statistics.median(out), value
 
 
 def main():

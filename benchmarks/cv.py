@@ -21,10 +21,7 @@ asserted.
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import os
-import platform
 import sys
 
 import numpy as np
@@ -32,7 +29,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from _timing import timed  # noqa: E402  (benchmarks/_timing.py)
+from _timing import timed, write_results  # noqa: E402  (benchmarks/_timing.py)
 
 
 def workloads():
@@ -152,15 +149,7 @@ def main(argv=None):
             f"{r['workload']:14s} {r['library']:9s} {r['seconds']:7.3f} {r['ratio']:6.2f} "
             f"{r['rounds']:6d}  {r['test']:.4f}"
         )
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    out = args.out or os.path.join(HERE, "results", f"cv-{stamp}.json")
-    with open(out, "w") as f:
-        json.dump(
-            dict(created=stamp, settings=vars(args), machine=platform.platform(), rows=rows),
-            f,
-            indent=1,
-        )
-    print(f"\nraw figures: {out}")
+    write_results("cv", args, rows)
 
 
 if __name__ == "__main__":

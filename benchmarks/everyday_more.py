@@ -38,10 +38,7 @@ writes ``benchmarks/results/everyday-more-<timestamp>.json``. Nothing is asserte
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import os
-import platform
 import sys
 
 import numpy as np
@@ -49,14 +46,14 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from _timing import timed  # noqa: E402  (benchmarks/_timing.py)
+from _timing import timed, write_results  # noqa: E402  (benchmarks/_timing.py)
 
 TREE = dict(max_depth=6, learning_rate=0.1, reg_lambda=1.0, min_child_weight=1.0, max_bin=256)
 
 
-def _split(X, y, *extra):
+def _split(X, y):
     n = int(0.8 * len(y))
-    return (X[:n], y[:n], X[n:], y[n:]) + tuple(e for e in extra)
+    return X[:n], y[:n], X[n:], y[n:]
 
 
 def _data():
@@ -320,15 +317,7 @@ def main(argv=None):
                 b["seconds"] for b in results if b["row"] == r["row"] and b["library"] == "xgboost"
             )
             r["ratio"] = r["seconds"] / base
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    out = args.out or os.path.join(HERE, "results", f"everyday-more-{stamp}.json")
-    with open(out, "w") as f:
-        json.dump(
-            dict(created=stamp, settings=vars(args), machine=platform.platform(), rows=results),
-            f,
-            indent=1,
-        )
-    print(f"\nraw figures: {out}")
+    write_results("everyday-more", args, results)
 
 
 if __name__ == "__main__":

@@ -27,10 +27,7 @@ asserted.
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import os
-import platform
 import sys
 
 import numpy as np
@@ -38,7 +35,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from _timing import timed  # noqa: E402  (benchmarks/_timing.py)
+from _timing import timed, write_results  # noqa: E402  (benchmarks/_timing.py)
 
 
 def split(X, Y, seed=0):
@@ -220,21 +217,7 @@ def main(argv=None):
         regression_rows(args) if "regression" in chosen else []
     )
     print(table(rows))
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    out = args.out or os.path.join(HERE, "results", f"multi-output-{stamp}.json")
-    with open(out, "w") as f:
-        json.dump(
-            dict(
-                created=stamp,
-                settings=vars(args),
-                machine=platform.platform(),
-                cores=len(os.sched_getaffinity(0)),
-                rows=rows,
-            ),
-            f,
-            indent=1,
-        )
-    print(f"\nraw figures: {out}")
+    write_results("multi-output", args, rows, cores=len(os.sched_getaffinity(0)))
 
 
 if __name__ == "__main__":

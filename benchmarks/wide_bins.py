@@ -17,13 +17,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
+import sys
 import time
 from pathlib import Path
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import numpy as np  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _timing import timed  # noqa: E402  (benchmarks/_timing.py)
 
 
 def data(n=100_000, f=10, seed=0):
@@ -37,16 +40,6 @@ def data(n=100_000, f=10, seed=0):
         + rng.normal(size=n)
     ).astype(np.float32)
     return X, y
-
-
-def timed(fit, repeats):
-    model = fit()  # compile / warm
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        model = fit()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), model
 
 
 def main():

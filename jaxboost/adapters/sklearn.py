@@ -93,6 +93,10 @@ _SET_BY_FIT = {
     "group": "JaxBoostRanker",
 }
 
+_PEER_RENAMES = {**_SET_BY_FIT, "the first argument (the loss)": "objective"}
+"""Where the estimators take what a peer-name hint (``training.names.hint``) gives as
+``train``'s name."""
+
 
 IMPORTANCE_TYPES = ("total_gain", "gain", "weight", "cover", "total_cover")
 
@@ -523,7 +527,7 @@ def _check_kwarg(estimator: str, name: str) -> None:
     if name in _SET_BY_FIT:
         raise TypeError(f"{estimator} sets train()'s {name!r} itself: use {_SET_BY_FIT[name]}")
     if name not in OPTIONS:
-        peer = hint(name, {**_SET_BY_FIT, "the first argument (the loss)": "objective"})
+        peer = hint(name, _PEER_RENAMES)
         raise TypeError(
             f"{estimator}() got an unexpected keyword argument {name!r}"
             + (f": {peer}" if peer else "")
