@@ -634,3 +634,50 @@ def test_the_kernel_source_compiles_with_clang():
     ]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
+
+
+@pytest.mark.parametrize(
+    "N,F,n_nodes,B,C,threads",
+    [
+        (3001, 7, 4, 64, 5, (1, 2, 3)),  # row blocks: one scratch histogram per thread
+        (4001, 28, 80, 256, 4, (1, 2)),  # >= 8 MiB of scratch: rows grouped by node
+    ],
+    ids=["row-blocks", "by-node"],
+)
+def test_channels_equal_the_pair_histograms_bit_for_bit(N, F, n_nodes, B, C, threads):
+    """``histogram_channels`` (all C channels in one pass over the bins, laid out
+    ``(F, n, B, C)``) holds, channel pair by channel pair, exactly what ``histogram``
+    gives for the same thread count, and the NumPy reference's sums; nodes at or above
+    ``n_active`` are zero."""
+    rng = np.random.default_rng(N + C)
+    bins, _, _, node = _data(rng, N, F, n_nodes, B)
+    node[rng.random(N) < 0.5] = 1  # one node with most rows (by node: feature ranges)
+    vals = (rng.normal(size=(N, C)) * np.exp(rng.normal(size=(N, C)) * 3)).astype(np.float32)
+    for t in threads:
+        S = np.asarray(native.histogram_channels(bins, vals, node, n_nodes, B, n_threads=t))
+        assert S.shape == (F, n_nodes, B, C) and S.dtype == np.float64
+        for c in range(0, C, 2):
+            d = min(c + 1, C - 1)
+            G, H = native.histogram(bins, vals[:, c], vals[:, d], node, n_nodes, B, n_threads=t)
+            np.testing.assert_array_equal(S[..., c], np.asarray(G))
+            np.testing.assert_array_equal(S[..., d], np.asarray(H))
+    G_ref, H_ref = build_histogram_naive(bins.T, vals[:, 0], vals[:, 1], node, n_nodes, B)
+    np.testing.assert_allclose(S[..., 0], G_ref, rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(S[..., 1], H_ref, rtol=1e-12, atol=1e-9)
+    # (one thread: rows summed in row order under either scheme, which n_active picks)
+    S = np.asarray(native.histogram_channels(bins, vals, node, n_nodes, B, n_threads=1))
+    part = native.histogram_channels(bins, vals, node, n_nodes, B, n_threads=1, n_active=2)
+    part = np.asarray(part)
+    np.testing.assert_array_equal(part[:, :2], S[:, :2])
+    assert not part[:, 2:].any()
+
+
+def test_channels_check_their_arguments():
+    bins = np.zeros((5, 2), np.uint8)
+    node = np.zeros(5, np.int32)
+    with pytest.raises(ValueError, match=r"vals must have shape \(5, C\)"):
+        native.histogram_channels(bins, np.zeros((4, 3), np.float32), node, 1, 4)
+    with pytest.raises(ValueError, match="n_bins must be in"):
+        native.histogram_channels(bins, np.zeros((5, 3), np.float32), node, 1, 300)
+    with pytest.raises(ValueError, match="n_threads must be in"):
+        native.histogram_channels(bins, np.zeros((5, 3), np.float32), node, 1, 4, n_threads=0)

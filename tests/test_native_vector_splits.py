@@ -140,6 +140,23 @@ def test_multi_output_trees_grow_alike_with_the_xla_search(monkeypatch):
     np.testing.assert_allclose(native, xla, rtol=0, atol=1e-6)
 
 
+def test_multi_output_trees_grow_alike_on_the_pure_jax_path(request):
+    """Vector leaves from the native kernels (all channels' histograms in one pass,
+    ``histogram_channels``, and the native search) train the model of the pure-JAX path
+    that GPUs and TPUs take (two channels a pass, XLA's search), on a depth whose two
+    deepest levels run outside the level loop, with missing values."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(600, 5)).astype(np.float32)
+    X[rng.random(X.shape) < 0.1] = np.nan
+    y = np.argmax(X[:, :3] + 0.5 * rng.normal(size=(600, 3)), axis=1).astype(np.float32)
+    kw = dict(n_rounds=4, max_depth=5, multi_strategy="multi_output_tree", verbose=False)
+    native = jaxboost.train("softmax", X, y, **kw).predict(X, output_margin=True)
+    asked = request.getfixturevalue("pure_jax_histogram")
+    pure = jaxboost.train("softmax", X, y, **kw).predict(X, output_margin=True)
+    assert asked == [False]
+    np.testing.assert_allclose(native, pure, rtol=0, atol=1e-6)
+
+
 def test_train_many_grows_the_vector_trees_of_single_fits():
     """``train_many``'s models of one program search their splits with the kernel one
     after another: each equals its own ``train`` call."""

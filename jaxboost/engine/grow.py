@@ -207,6 +207,39 @@ def pair_histogram(bins, *, native: bool, max_bin: int, native_threads=None):
     return hist
 
 
+def channel_histogram(bins, vals, *, native: bool, max_bin: int, native_threads=None):
+    """``hist(node, n, n_active=None) -> S``: float64 ``(F, n, max_bin, C)`` histograms of
+    the ``C`` per-row channels ``vals`` ``(N, C)`` (vector leaves' gradients and Hessian
+    entries), channels last: with the native kernel all channels in one pass
+    (``jaxboost.native.histogram_channels``), else two at a time by
+    :func:`pair_histogram`. Rows and ``n_active`` as in :func:`pair_histogram`."""
+    N, C = vals.shape
+    if native:
+        from .. import native as native_kernel
+
+        n_threads = kernel_threads(bins, native_threads)
+
+        def hist(node, n, n_active=None):
+            return native_kernel.histogram_channels(
+                bins, vals, node, n, max_bin, n_threads=n_threads, n_active=n_active
+            )
+
+        return hist
+    hist2 = pair_histogram(bins, native=False, max_bin=max_bin)
+    if C % 2:
+        vals = jnp.concatenate([vals, jnp.zeros((N, 1), vals.dtype)], axis=1)
+    pairs = vals.T.reshape(-1, 2, N)  # (C2, 2, N)
+
+    def hist(node, n, n_active=None):
+        def one(ab):
+            return jnp.stack(hist2(ab[0], ab[1], node, n, n_active))  # (2, F, n, B)
+
+        out = jax.lax.map(one, pairs)  # (C2, 2, F, n, B)
+        return jnp.moveaxis(out.reshape((-1,) + out.shape[2:])[:C], 0, -1)
+
+    return hist
+
+
 def kernel_threads(bins, cap, *, tree: bool = False):
     """The native kernel's ``n_threads`` for row-major ``bins`` ``(N, F)`` under
     ``train(n_jobs=cap)``: ``None`` (the kernel's own default) without a cap, else
@@ -424,6 +457,20 @@ def _children_sums(S, s, B):
     SL = jnp.sum(jnp.where(goes_left, rows, 0.0), axis=2)
     SR = jnp.sum(jnp.where(goes_left, 0.0, rows), axis=2)
     return jnp.stack([SL, SR], axis=2).reshape(C, 2 * n)
+
+
+def _vector_children_sums(S, s, B):
+    """``_children_sums`` of channels-last ``(F, n, B, C)`` histograms: ``(C, 2 n)``."""
+    F, n, _, C = S.shape
+    node_ids = jnp.arange(n, dtype=INDEX_DTYPE)
+    bins_idx = jnp.arange(B, dtype=INDEX_DTYPE)
+    rows = S[s["feature"], node_ids]  # (n, B, C)
+    goes_left = bin_goes_left(bins_idx[None, :], s["tbin"][:, None], s["default_left"][:, None], B)[
+        ..., None
+    ]  # (n, B, 1)
+    SL = jnp.sum(jnp.where(goes_left, rows, 0.0), axis=1)
+    SR = jnp.sum(jnp.where(goes_left, 0.0, rows), axis=1)
+    return jnp.stack([SL, SR], axis=1).reshape(2 * n, C).T
 
 
 def _rows_of_level(pos, d, width):
@@ -1316,9 +1363,9 @@ def hessian_channels(h, diagonal: bool):
 
 
 def _vector_finder(dyn, forward_ok, K, diagonal, any_forward, native=False):
-    """``find(S, St, mask=None)``: the best vector-leaf split of each node
-    (``split.find_best_vector_splits``; by the native kernel with ``native``), as
-    ``_chunked_splits`` calls it."""
+    """``find(S, St, mask=None)``: the best vector-leaf split of each node of
+    channels-last histograms ``S`` ``(F, n, B, C)`` (``split.find_best_vector_splits``;
+    by the native kernel with ``native``), as ``_chunked_splits`` calls it."""
 
     def find(S, St, mask=None):
         return find_best_vector_splits(
@@ -1326,6 +1373,7 @@ def _vector_finder(dyn, forward_ok, K, diagonal, any_forward, native=False):
             St,
             dyn,
             forward_ok,
+            channels_last=True,
             K=K,
             diagonal=diagonal,
             any_forward=any_forward,
@@ -1337,7 +1385,7 @@ def _vector_finder(dyn, forward_ok, K, diagonal, any_forward, native=False):
 
 
 def _vector_children(histogram, reduce, K, rows, n, St, S_up, exact_width=False):
-    """A level's ``(C, F, W, B)`` vector-leaf histograms by the subtraction trick: only
+    """A level's ``(F, W, B, C)`` vector-leaf histograms by the subtraction trick: only
     the smaller child of each pair (by its Hessian channels' absolute sum, ``St``: the
     level's ``(C, W)`` node sums) is histogrammed, its sibling is the parent's histogram
     (``S_up``, the level above's, parents in its first ``W / 2`` slots) minus it: half
@@ -1345,7 +1393,7 @@ def _vector_children(histogram, reduce, K, rows, n, St, S_up, exact_width=False)
     ``exact_width``: ``S_up`` holds exactly the level's parents (a level of static
     width, ``grow_vector_tree``'s two deepest) and the result twice as many slots."""
     local, in_level = rows
-    C, F, W, B = S_up.shape
+    F, W, B, C = S_up.shape
     h2 = W // 2
     if exact_width:
         h2, W = W, 2 * W
@@ -1354,10 +1402,10 @@ def _vector_children(histogram, reduce, K, rows, n, St, S_up, exact_width=False)
     is_left = (local % 2) == 0
     in_small = in_level & (is_left == left_small[jnp.minimum(local, W - 1) // 2])
     small = reduce(histogram(jnp.where(in_small, local // 2, h2), h2, n // 2))
-    large = S_up[:, :, :h2] - small
-    ls = left_small[None, None, :, None]
-    pairs = jnp.stack([jnp.where(ls, small, large), jnp.where(ls, large, small)], axis=3)
-    return pairs.reshape(C, F, W, B)
+    large = S_up[:, :h2] - small
+    ls = left_small[None, :, None, None]
+    pairs = jnp.stack([jnp.where(ls, small, large), jnp.where(ls, large, small)], axis=2)
+    return pairs.reshape(F, W, B, C)
 
 
 VECTOR_LOOP_DEPTH = 4
@@ -1370,8 +1418,7 @@ class _VectorLevels(NamedTuple):
     """The level steps of ``grow_vector_tree`` (its histograms, split search and
     routing), closed over the tree's fixed inputs."""
 
-    hist2: Any
-    pairs: Any  # (C2, 2, N) the channels, two per pass of the pair histogram
+    histogram: Any  # channel_histogram's: (F, n, B, C) float64
     C: int
     K: int
     B: int
@@ -1381,26 +1428,19 @@ class _VectorLevels(NamedTuple):
     bin_of: Any
     native: bool
 
-    def histogram(self, node, n, n_active=None):
-        def one(ab):
-            return jnp.stack(self.hist2(ab[0], ab[1], node, n, n_active))  # (2, F, n, B)
-
-        out = jax.lax.map(one, self.pairs)  # (C2, 2, F, n, B)
-        return out.reshape((-1,) + out.shape[2:])[: self.C]
-
     def split_level(self, d, S, St, alive, rows, structure, Sn, exact):
         local, in_level, pos = rows
-        args = [(S, 2), (St, 1)]
+        args = [(S, 1), (St, 1)]
         if self.masks is not None:
-            args.append((self.masks[d][: S.shape[2]], 0))
+            args.append((self.masks[d][: S.shape[1]], 0))
         if exact and self.native:  # every node live: one call of the native search
             s = self.find(*[a for a, _ in args])
         else:  # chunks of live nodes (and bounded memory for XLA's search)
-            s = _chunked_splits(self.find, _pow2(d), S.shape[2], *args)
+            s = _chunked_splits(self.find, _pow2(d), S.shape[1], *args)
         do = alive & is_split_worthy(s["gain"])
         n = _pow2(d)
         structure = _record(structure, n - 1, do, s)
-        Sc = jnp.where(jnp.repeat(do, 2)[None, :], _children_sums(S, s, self.B), 0.0)
+        Sc = jnp.where(jnp.repeat(do, 2)[None, :], _vector_children_sums(S, s, self.B), 0.0)
         Sn = jax.lax.dynamic_update_slice(Sn, Sc, (jnp.int32(0), 2 * n - 1))
         f, t, dl = s["feature"], s["tbin"], s["default_left"]
         pos = route(pos, local, in_level, do, f, t, dl, self.bin_of, self.B)
@@ -1426,7 +1466,7 @@ class _VectorLevels(NamedTuple):
                 d > 0,
                 lambda: _vector_children(hist, reduce, K, rows, n, St, S_up),
                 lambda: S_up,
-            )  # (C, F, width, B)
+            )  # (F, width, B, C)
         do, pos, structure, Sn = self.split_level(
             d, S, St, alive, (local, in_level, pos), structure, Sn, exact
         )
@@ -1444,7 +1484,8 @@ def grow_vector_tree(
     ``diagonal=True`` only the diagonal of H is kept (cheaper for large K).
 
     The histograms hold ``C = K + P`` channels (``P = K (K + 1) / 2`` Hessian entries,
-    or ``K`` when diagonal), built two channels per pass of the scalar histogram.
+    or ``K`` when diagonal), laid out ``(F, nodes, B, C)`` (:func:`channel_histogram`:
+    on the CPU all channels in one pass of the native kernel).
 
     Args:
       bins, dyn, cuts_ext, forward_ok, spec, reduce, features: as in ``grow_tree``
@@ -1463,13 +1504,8 @@ def grow_vector_tree(
     W = max(1, 2 ** (D - 1))  # nodes of the widest level that splits
     vals = jnp.concatenate([g, hessian_channels(h, diagonal)], axis=1)  # (N, C)
     C = vals.shape[1]
-    if C % 2:
-        vals = jnp.concatenate([vals, jnp.zeros((N, 1), vals.dtype)], axis=1)
-    pairs = vals.T.reshape(-1, 2, N)  # (C2, 2, N)
-    hist2 = pair_histogram(bins, native=native, max_bin=B, native_threads=native_threads)
     grower = _VectorLevels(
-        hist2,
-        pairs,
+        channel_histogram(bins, vals, native=native, max_bin=B, native_threads=native_threads),
         C,
         K,
         B,
@@ -1483,7 +1519,7 @@ def grow_vector_tree(
 
     with jax.enable_x64(True):
         pos = jnp.zeros(N, INDEX_DTYPE)
-        St = reduce(jnp.sum(vals[:, :C].astype(ACC_DTYPE), axis=0))  # (C,)
+        St = reduce(jnp.sum(vals.astype(ACC_DTYPE), axis=0))  # (C,)
         Sn = jnp.zeros((C, M), ACC_DTYPE).at[:, 0].set(St)
         structure = _empty_structure(M)
         if D > 0:
@@ -1496,10 +1532,10 @@ def grow_vector_tree(
             # ``VECTOR_LOOP_DEPTH`` every level runs in the loop on the widest level's
             # slots (at most 8: little to save, and one body compiles faster).
             local, _ = _rows_of_level(pos, 0, 1)
-            S_root = reduce(histogram(local, 1))  # (C, F, 1, B)
+            S_root = reduce(histogram(local, 1))  # (F, 1, B, C)
             looped = D if D <= VECTOR_LOOP_DEPTH else D - 2
             Wl = 2 ** (looped - 1)
-            S_up = jnp.pad(S_root, ((0, 0), (0, 0), (0, Wl - 1), (0, 0)))
+            S_up = jnp.pad(S_root, ((0, 0), (0, Wl - 1), (0, 0), (0, 0)))
             alive = jnp.zeros(Wl, bool).at[0].set(True)
             carry = (pos, alive, structure, Sn, S_up)
             carry = jax.lax.fori_loop(

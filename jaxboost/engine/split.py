@@ -365,12 +365,14 @@ def find_best_vector_splits(
     any_forward: bool = True,
     feature_mask=None,
     native: bool = False,
+    channels_last: bool = False,
 ):
     """Best split of every node of a level, for vector leaves.
 
     Args:
       S: ``(C, F, n, B)`` float64 histograms of the ``C = K + P`` channels (``K``
         gradients, then ``P`` Hessian channels); bin ``B - 1`` holds missing values.
+        ``(F, n, B, C)`` with ``channels_last`` (static; the native kernels' layout).
       Sp: ``(C, n)`` float64 node totals.
       dyn, forward_ok, any_forward, feature_mask: as in ``find_best_splits``.
       K, diagonal: outputs and Hessian layout (static).
@@ -382,7 +384,9 @@ def find_best_vector_splits(
     Returns:
       as ``find_best_splits``.
     """
-    C, F, n, B = S.shape
+    if not channels_last:
+        S = jnp.moveaxis(S, 0, -1)  # (F, n, B, C)
+    F, n, B, C = S.shape
     if native:
         from .. import native as native_kernel
 
@@ -391,7 +395,7 @@ def find_best_vector_splits(
             hyper = jnp.stack([x.astype(ACC_DTYPE) for x in fields])
             mask = jnp.ones((n, F), bool) if feature_mask is None else feature_mask
             gain, feature, tbin, left = native_kernel.vector_splits(
-                jnp.moveaxis(S, 0, -1),
+                S,
                 Sp.T,
                 hyper,
                 forward_ok,
@@ -404,7 +408,7 @@ def find_best_vector_splits(
     V = B - 1
     mcw = dyn.min_child_weight.astype(ACC_DTYPE)
     with jax.enable_x64(True):
-        Sv = jnp.moveaxis(S[..., :V], 0, -1)  # (F, n, V, C)
+        Sv = S[:, :, :V]  # (F, n, V, C)
         Spb = jnp.moveaxis(Sp, 0, -1)[None, :, None, :]  # (1, n, 1, C)
         _, sp, _ = vector_weight_score(Spb[..., :K], Spb[..., K:], dyn, diagonal=diagonal)
 

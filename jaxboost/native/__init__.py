@@ -111,7 +111,8 @@ SPARSE_TREE_TARGET_NAME = "jaxboost_grow_tree_sparse"
 TREE_CAT_TARGET_NAME = "jaxboost_grow_tree_cat"
 TREES_CAT_TARGET_NAME = "jaxboost_grow_trees_cat"
 VECTOR_SPLITS_TARGET_NAME = "jaxboost_vector_splits"
-_ABI_VERSION = 15
+CHANNELS_TARGET_NAME = "jaxboost_histogram_channels"
+_ABI_VERSION = 16
 _SOURCE = _build.SOURCE
 _FLAGS = _build.FLAGS
 _LIB_NAME = "libjaxboost_hist.so"
@@ -249,6 +250,7 @@ def _load_and_register() -> None:
         (TREE_CAT_TARGET_NAME, lib.JaxboostGrowTreeCat),
         (TREES_CAT_TARGET_NAME, lib.JaxboostGrowTreesCat),
         (VECTOR_SPLITS_TARGET_NAME, lib.JaxboostVectorSplits),
+        (CHANNELS_TARGET_NAME, lib.JaxboostHistogramChannels),
     ):
         jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(fn), platform="cpu")
     lib.JaxboostApplyBins.restype = None
@@ -921,6 +923,81 @@ def histogram(
             bins, g, h, node, n_active, n_threads=np.int64(n_threads), use_xla_pool=bool(_xla_pool)
         )
         return G, H
+
+
+def histogram_channels(
+    bins, vals, node, n_nodes: int, n_bins: int, *, n_threads: int | None = None, n_active=None
+):
+    """Histograms of ``C`` per-row channels at once, by the native kernel: what
+    :func:`histogram` gives for two channels, for all ``C`` in one pass over the bins,
+    in the layout of :func:`vector_splits`.
+
+    ``S[f, n, b, c]`` is the float64 sum of ``vals[i, c]`` over the rows ``i`` of node
+    ``n`` whose feature ``f`` falls in bin ``b``, associated as :func:`histogram`
+    associates it for the same ``n_threads`` (its two schemes, chosen by the size of
+    the scratch histograms of all ``C`` channels): the same bits on every call, and
+    those of :func:`histogram` channel pair by channel pair under the same scheme (with
+    one thread, sums in row order). Usable inside ``jax.jit``.
+
+    Args:
+      bins: ``(N, F)`` uint8 bins, ROW-major, values ``< n_bins``.
+      vals: ``(N, C)`` float32 (or float64) channels, e.g. the gradients and Hessian
+        entries of vector leaves.
+      node: ``(N,)`` int32 node of each row; rows outside ``[0, n_active)`` are skipped.
+      n_nodes, n_bins: static; ``1 <= n_bins <= 256``.
+      n_threads: static thread count; ``None``: :func:`default_threads` (as
+        :func:`histogram`'s).
+      n_active: optional int32 scalar, may be traced (as in :func:`histogram`).
+
+    Returns:
+      ``(F, n_nodes, n_bins, C)`` float64.
+
+    >>> import numpy as np
+    >>> S = histogram_channels(np.array([[0], [1], [1]], np.uint8),
+    ...                        np.array([[1., 2., 3.], [4., 5., 6.], [7., 8., 9.]], np.float32),
+    ...                        np.zeros(3, np.int32), 1, 2)
+    >>> np.asarray(S)[0, 0].tolist()
+    [[1.0, 2.0, 3.0], [11.0, 13.0, 15.0]]
+
+    Raises:
+      RuntimeError: when :func:`available` is ``False``.
+    """
+    if not available():
+        raise RuntimeError(f"native histogram unavailable: {unavailable_reason()}")
+    n_nodes, n_bins = int(n_nodes), int(n_bins)
+    if not 1 <= n_bins <= 256:
+        raise ValueError(f"n_bins must be in [1, 256], got {n_bins}")
+    if n_nodes < 0:
+        raise ValueError(f"n_nodes must be >= 0, got {n_nodes}")
+    with jax.enable_x64(True):
+        bins, vals, node = jnp.asarray(bins), jnp.asarray(vals), jnp.asarray(node)
+        if bins.ndim != 2 or bins.dtype != BIN_DTYPE:
+            raise ValueError(f"bins must be (N, F) uint8, got {bins.shape} {bins.dtype}")
+        N, F = bins.shape
+        if vals.ndim != 2 or vals.shape[0] != N:
+            raise ValueError(f"vals must have shape ({N}, C), got {vals.shape}")
+        if node.shape != (N,):
+            raise ValueError(f"node must have shape ({N},), got {node.shape}")
+        C = vals.shape[1]
+        if vals.dtype != jnp.float64:
+            vals = vals.astype(jnp.float32)
+        if n_threads is None:
+            n_threads = default_threads(N, F)
+        n_threads = int(n_threads)
+        if not 1 <= n_threads <= _MAX_THREADS:
+            raise ValueError(f"n_threads must be in [1, {_MAX_THREADS}], got {n_threads}")
+        n_active = jnp.asarray(n_nodes if n_active is None else n_active, jnp.int32)
+        if n_active.shape != ():
+            raise ValueError(f"n_active must be a scalar, got shape {n_active.shape}")
+        out = jax.ShapeDtypeStruct((F, n_nodes, n_bins, C), np.float64)
+        return jax.ffi.ffi_call(CHANNELS_TARGET_NAME, out, vmap_method="sequential")(
+            bins,
+            vals,
+            node.astype(jnp.int32),
+            n_active,
+            n_threads=np.int64(n_threads),
+            use_xla_pool=True,
+        )
 
 
 def vector_splits(

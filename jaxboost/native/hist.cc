@@ -672,6 +672,264 @@ ffi::Error HistogramImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
 }
 
 // ---------------------------------------------------------------------------------
+// Histograms of C channels at once (JaxboostHistogramChannels): the gradients and
+// Hessian entries of vector leaves, each row's C values added to its bin of every
+// feature in one pass over its bins (JaxboostHistogram takes two channels a pass).
+// Output S (F, n_out, n_bins, C) float64, the layout of JaxboostVectorSplits. The two
+// schemes of Histogram, with the same thresholds on the scratch size (here
+// n_nodes * F * n_bins * C doubles): few nodes, row blocks (one per thread, each into
+// its own scratch histogram, reduced in block order); many nodes, rows grouped by node
+// and summed in row order per (node, feature range). Either way the result is the
+// same for a given thread count, and equals JaxboostHistogram's, channel pair by
+// channel pair, under the same scheme and thread count (with one thread: row order).
+
+// Adds rows' C channel values at their bins of features [f0, f0 + Fu), into blocks of
+// n_bins * C doubles: feature f's block of node n at out + n * node_stride + (f - f0) *
+// fstride. Rows: rix[k] for k in [k0, k1) (all of node 0 of out: grouped by node), or,
+// with rix null, rows [k0, k1) whose node is below nn (the others skipped). A bin
+// above top stays in its feature's block. v: room for C doubles.
+template <typename T>
+__attribute__((always_inline)) inline void AddRowsChannels(
+    const uint8_t* JB_RESTRICT bins, int64_t F, int64_t f0, int64_t Fu, const T* JB_RESTRICT vals,
+    int64_t C, const int32_t* JB_RESTRICT rix, const int32_t* JB_RESTRICT node, uint32_t nn,
+    int64_t k0, int64_t k1, double* JB_RESTRICT out, int64_t node_stride, int64_t fstride,
+    int32_t top, double* JB_RESTRICT v) {
+  constexpr int64_t kAhead = 12;  // rows ahead to prefetch, as in Accumulate
+  for (int64_t k = k0; k < k1; ++k) {
+    int64_t i = k;
+    double* base = out;
+    if (rix != nullptr) {
+      if (k + kAhead < k1) {
+        const int64_t ia = rix[k + kAhead];
+        __builtin_prefetch(bins + ia * F + f0);
+        __builtin_prefetch(vals + ia * C);
+      }
+      i = rix[k];
+    } else {
+      const uint32_t n = static_cast<uint32_t>(node[k]);
+      if (n >= nn) continue;
+      base = out + n * node_stride;
+    }
+    const T* JB_RESTRICT src = vals + i * C;
+    for (int64_t c = 0; c < C; ++c) v[c] = static_cast<double>(src[c]);
+    const uint8_t* JB_RESTRICT r = bins + i * F + f0;
+    for (int64_t f = 0; f < Fu; ++f) {
+      double* JB_RESTRICT dst = base + f * fstride + std::min<int32_t>(r[f], top) * C;
+      for (int64_t c = 0; c < C; ++c) dst[c] += v[c];
+    }
+  }
+}
+
+// AddRowsChannels compiled for AVX2 too (float32 rows, the vector leaves' case), chosen
+// at load time; float64 rows take the baseline build.
+JB_SIMD_CLONES void AddRowsChannelsF32(const uint8_t* bins, int64_t F, int64_t f0, int64_t Fu,
+                                       const float* vals, int64_t C, const int32_t* rix,
+                                       const int32_t* node, uint32_t nn, int64_t k0, int64_t k1,
+                                       double* out, int64_t node_stride, int64_t fstride,
+                                       int32_t top, double* v) {
+  AddRowsChannels(bins, F, f0, Fu, vals, C, rix, node, nn, k0, k1, out, node_stride, fstride, top,
+                  v);
+}
+
+inline void AddRows(const uint8_t* bins, int64_t F, int64_t f0, int64_t Fu, const float* vals,
+                    int64_t C, const int32_t* rix, const int32_t* node, uint32_t nn, int64_t k0,
+                    int64_t k1, double* out, int64_t node_stride, int64_t fstride, int32_t top,
+                    double* v) {
+  AddRowsChannelsF32(bins, F, f0, Fu, vals, C, rix, node, nn, k0, k1, out, node_stride, fstride,
+                     top, v);
+}
+
+inline void AddRows(const uint8_t* bins, int64_t F, int64_t f0, int64_t Fu, const double* vals,
+                    int64_t C, const int32_t* rix, const int32_t* node, uint32_t nn, int64_t k0,
+                    int64_t k1, double* out, int64_t node_stride, int64_t fstride, int32_t top,
+                    double* v) {
+  AddRowsChannels(bins, F, f0, Fu, vals, C, rix, node, nn, k0, k1, out, node_stride, fstride, top,
+                  v);
+}
+
+template <typename T>
+void ChannelsByRows(const uint8_t* bins, const T* vals, const int32_t* node, int64_t N,
+                    int64_t F, int64_t C, int64_t n_nodes, int64_t n_out, int64_t n_bins,
+                    int64_t nt, ffi::ThreadPool* pool, double* S) {
+  const uint32_t nn = static_cast<uint32_t>(n_nodes);
+  const int64_t BC = n_bins * C, per_node = F * BC, total = n_nodes * per_node;
+  const int32_t top = static_cast<int32_t>(n_bins - 1);
+  const int64_t vs = (C + 15) / 16 * 16 + 16;  // apart by 128+ bytes: no false sharing
+  Scratch<double> vbuf(nt * vs);
+  if (nt == 1) {  // straight into S (its inactive nodes are zeroed by the caller)
+    for (int64_t f = 0; f < F; ++f)
+      std::memset(static_cast<void*>(S + f * n_out * BC), 0, sizeof(double) * n_nodes * BC);
+    AddRows(bins, F, 0, F, vals, C, nullptr, node, nn, 0, N, S, BC, n_out * BC, top, vbuf.get());
+    return;
+  }
+  Scratch<double> acc(nt * total);
+  double* const acc0 = acc.get();
+  ParallelFor(pool, nt, nt, [&](int64_t t, int64_t) {
+    double* a = acc0 + t * total;
+    std::memset(static_cast<void*>(a), 0, sizeof(double) * total);
+    AddRows(bins, F, 0, F, vals, C, nullptr, node, nn, N * t / nt, N * (t + 1) / nt, a, per_node,
+            BC, top, vbuf.get() + t * vs);
+  });
+  // Unit u = (node u / F, feature u % F): BC contiguous slots in each scratch histogram,
+  // summed in block order straight into S.
+  const int64_t units = n_nodes * F;
+  const int64_t n_ranges = std::min(units, nt * 8);
+  ParallelFor(pool, nt, n_ranges, [&](int64_t k, int64_t) {
+    for (int64_t u = units * k / n_ranges, u1 = units * (k + 1) / n_ranges; u < u1; ++u) {
+      const int64_t n = u / F, f = u % F;
+      const double* a = acc0 + n * per_node + f * BC;
+      double* o = S + (f * n_out + n) * BC;
+      std::memcpy(o, a, sizeof(double) * BC);
+      for (int64_t t = 1; t < nt; ++t) {
+        const double* at = a + t * total;
+        for (int64_t j = 0; j < BC; ++j) o[j] += at[j];
+      }
+    }
+  });
+}
+
+constexpr int64_t kChannelUnitBytes = int64_t{256} << 10;
+
+template <typename T>
+void ChannelsByNode(const uint8_t* bins, const T* vals, const int32_t* node, int64_t N,
+                    int64_t F, int64_t C, int64_t n_nodes, int64_t n_out, int64_t n_bins,
+                    int64_t nt, ffi::ThreadPool* pool, double* S) {
+  const uint32_t nn = static_cast<uint32_t>(n_nodes);
+  const int64_t nb = n_nodes + 1;  // bucket n_nodes: skipped rows
+  const int64_t BC = n_bins * C;
+  std::vector<int64_t> cnt(nt * nb, 0);
+  ParallelFor(pool, nt, nt, [&](int64_t t, int64_t) {
+    int64_t* c = cnt.data() + t * nb;
+    for (int64_t i = N * t / nt, i1 = N * (t + 1) / nt; i < i1; ++i)
+      ++c[std::min(static_cast<uint32_t>(node[i]), nn)];
+  });
+  std::vector<int64_t> start(nb + 1);  // rows of node n: [start[n], start[n + 1])
+  int64_t run = 0;
+  for (int64_t n = 0; n < nb; ++n) {
+    start[n] = run;
+    for (int64_t t = 0; t < nt; ++t) {
+      const int64_t c = cnt[t * nb + n];
+      cnt[t * nb + n] = run;
+      run += c;
+    }
+  }
+  start[nb] = run;
+  Scratch<int32_t> rix(N);
+  ParallelFor(pool, nt, nt, [&](int64_t t, int64_t) {
+    int64_t* pos = cnt.data() + t * nb;
+    for (int64_t i = N * t / nt, i1 = N * (t + 1) / nt; i < i1; ++i)
+      rix[pos[std::min(static_cast<uint32_t>(node[i]), nn)]++] = static_cast<int32_t>(i);
+  });
+  // Units (node, feature range): a range's block of S within kChannelUnitBytes, and a
+  // node with more than 1 / (4 nt) of the kept rows cut into more ranges.
+  struct Unit {
+    int64_t n, f0, f1;
+  };
+  std::vector<Unit> units;
+  const int64_t per_block = std::max<int64_t>(1, kChannelUnitBytes / (8 * BC));
+  const int64_t target = std::max<int64_t>(1, start[n_nodes] / (4 * nt));
+  for (int64_t n = 0; n < n_nodes; ++n) {
+    const int64_t rows = start[n + 1] - start[n];
+    int64_t parts = (F + per_block - 1) / per_block;
+    if (nt > 1) parts = std::max(parts, std::min((rows + target - 1) / target, F / 4));
+    parts = std::max<int64_t>(std::min(parts, F), 1);
+    for (int64_t p = 0; p < parts; ++p) units.push_back({n, F * p / parts, F * (p + 1) / parts});
+  }
+  const int64_t vs = (C + 15) / 16 * 16 + 16;  // apart by 128+ bytes: no false sharing
+  Scratch<double> vbuf(nt * vs);
+  const int32_t top = static_cast<int32_t>(n_bins - 1);
+  const int64_t fstride = n_out * BC;
+  ParallelFor(pool, nt, units.size(), [&](int64_t u, int64_t w) {
+    const Unit un = units[u];
+    const int64_t Fu = un.f1 - un.f0;
+    double* v = vbuf.get() + w * vs;
+    double* const base = S + (un.f0 * n_out + un.n) * BC;  // feature f0's block
+    for (int64_t f = 0; f < Fu; ++f)
+      std::memset(static_cast<void*>(base + f * fstride), 0, sizeof(double) * BC);
+    AddRows(bins, F, un.f0, Fu, vals, C, rix.get(), nullptr, 0, start[un.n], start[un.n + 1], base,
+            0, fstride, top, v);
+  });
+}
+
+template <typename T>
+void HistogramChannels(const uint8_t* bins, const T* vals, const int32_t* node, int64_t N,
+                       int64_t F, int64_t C, int64_t n_nodes, int64_t n_out, int64_t n_bins,
+                       int64_t n_threads, ffi::ThreadPool* pool, double* S) {
+  const int64_t nt = std::max<int64_t>(1, std::min(n_threads, N));
+  // Histogram's rule: rows by node once the scratch histograms outgrow the caches.
+  const int64_t scratch_bytes = n_nodes * F * n_bins * C * static_cast<int64_t>(sizeof(double));
+  if (scratch_bytes >= (int64_t{8} << 20) || nt * scratch_bytes >= (int64_t{16} << 20))
+    ChannelsByNode(bins, vals, node, N, F, C, n_nodes, n_out, n_bins, nt, pool, S);
+  else
+    ChannelsByRows(bins, vals, node, N, F, C, n_nodes, n_out, n_bins, nt, pool, S);
+  // Slots of the inactive nodes [n_nodes, n_out) are zero.
+  if (n_out > n_nodes) {
+    const int64_t BC = n_bins * C;
+    for (int64_t f = 0; f < F; ++f)
+      std::memset(static_cast<void*>(S + (f * n_out + n_nodes) * BC), 0,
+                  sizeof(double) * (n_out - n_nodes) * BC);
+  }
+}
+
+ffi::Error HistogramChannelsImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
+                                 ffi::AnyBuffer vals, ffi::Buffer<ffi::S32> node,
+                                 ffi::Buffer<ffi::S32> n_active, ffi::ResultBuffer<ffi::F64> S,
+                                 int64_t n_threads, bool use_xla_pool) {
+  const char* name = "jaxboost_histogram_channels";
+  const auto bd = bins.dimensions();
+  const auto vd = vals.dimensions();
+  const auto od = S->dimensions();
+  if (bd.size() != 2) return ffi::Error::InvalidArgument(std::string(name) + ": bins must be (N, F)");
+  const int64_t N = bd[0], F = bd[1];
+  if (vd.size() != 2 || vd[0] != N)
+    return ffi::Error::InvalidArgument(std::string(name) + ": vals must be (N, C)");
+  const int64_t C = vd[1];
+  if (od.size() != 4 || od[0] != F || od[3] != C)
+    return ffi::Error::InvalidArgument(std::string(name) + ": S must be (F, n_nodes, n_bins, C)");
+  const int64_t n_out = od[1], n_bins = od[2];
+  if (n_bins < 1 || n_bins > 256)
+    return ffi::Error::InvalidArgument(std::string(name) + ": n_bins must be in [1, 256]");
+  if (n_out < 0 || n_out >= (int64_t{1} << 31))
+    return ffi::Error::InvalidArgument(std::string(name) + ": bad n_nodes");
+  if (n_active.element_count() != 1)
+    return ffi::Error::InvalidArgument(std::string(name) + ": n_active must be a scalar");
+  if (N >= (int64_t{1} << 31))
+    return ffi::Error::InvalidArgument(std::string(name) + ": more than 2^31 - 1 rows");
+  if (node.dimensions().size() != 1 || node.dimensions()[0] != N)
+    return ffi::Error::InvalidArgument(std::string(name) + ": node must be (N,)");
+  if (n_threads < 1 || n_threads > 4096)
+    return ffi::Error::InvalidArgument(std::string(name) + ": n_threads must be in [1, 4096]");
+  const int64_t n_nodes = std::min<int64_t>(n_out, std::max<int64_t>(0, *n_active.typed_data()));
+  double* So = S->typed_data();
+  if (n_out == 0 || F == 0 || C == 0) return ffi::Error::Success();
+  if (N == 0 || n_nodes == 0) {
+    std::memset(So, 0, sizeof(double) * F * n_out * n_bins * C);
+    return ffi::Error::Success();
+  }
+  ffi::ThreadPool* pool = use_xla_pool && thread_pool.num_threads() > 0 ? &thread_pool : nullptr;
+  const int64_t nt = n_threads;
+  try {
+    switch (vals.element_type()) {
+      case ffi::DataType::F32:
+        HistogramChannels<float>(bins.typed_data(), static_cast<const float*>(vals.untyped_data()),
+                                 node.typed_data(), N, F, C, n_nodes, n_out, n_bins, nt, pool, So);
+        break;
+      case ffi::DataType::F64:
+        HistogramChannels<double>(bins.typed_data(),
+                                  static_cast<const double*>(vals.untyped_data()),
+                                  node.typed_data(), N, F, C, n_nodes, n_out, n_bins, nt, pool, So);
+        break;
+      default:
+        return ffi::Error::InvalidArgument(std::string(name) + ": vals must be float32 or float64");
+    }
+  } catch (const std::bad_alloc&) {
+    return ffi::Error(ffi::ErrorCode::kResourceExhausted,
+                      std::string(name) + ": out of memory for scratch");
+  }
+  return ffi::Error::Success();
+}
+
+// ---------------------------------------------------------------------------------
 // One whole tree, grown in one call (JaxboostGrowTree): the level loop of
 // jaxboost.engine.grow.grow_tree on one device (interaction and monotone constraints,
 // min_samples_leaf; categorical features through JaxboostGrowTreeCat, without monotone
@@ -2740,6 +2998,17 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostHistogram, HistogramImpl,
                                   .Attr<int64_t>("n_threads")
                                   .Attr<bool>("use_xla_pool"));
 
+XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostHistogramChannels, HistogramChannelsImpl,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()        // XLA:CPU intra-op pool
+                                  .Arg<ffi::Buffer<ffi::U8>>()   // bins (N, F)
+                                  .Arg<ffi::AnyBuffer>()         // vals (N, C)
+                                  .Arg<ffi::Buffer<ffi::S32>>()  // node (N,)
+                                  .Arg<ffi::Buffer<ffi::S32>>()  // n_active ()
+                                  .Ret<ffi::Buffer<ffi::F64>>()  // S (F, n_nodes, n_bins, C)
+                                  .Attr<int64_t>("n_threads")
+                                  .Attr<bool>("use_xla_pool"));
+
 // The tree handlers' arguments: one tree's shapes, or T trees' with a leading T
 // (JaxboostGrowTrees), in three parts, so that the categorical handlers add theirs
 // after each.
@@ -3434,4 +3703,4 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostVectorSplits, VectorSplitsImpl,
                                   .Attr<bool>("any_forward")
                                   .Attr<int64_t>("n_threads"));
 
-extern "C" int JaxboostHistogramAbiVersion() { return 15; }
+extern "C" int JaxboostHistogramAbiVersion() { return 16; }
