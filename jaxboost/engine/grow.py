@@ -219,12 +219,12 @@ def channel_histogram(bins, vals, *, native: bool, max_bin: int, native_threads=
 
         n_threads = kernel_threads(bins, native_threads)
 
-        def hist(node, n, n_active=None):
+        def native_hist(node, n, n_active=None):
             return native_kernel.histogram_channels(
                 bins, vals, node, n, max_bin, n_threads=n_threads, n_active=n_active
             )
 
-        return hist
+        return native_hist
     hist2 = pair_histogram(bins, native=False, max_bin=max_bin)
     if C % 2:
         vals = jnp.concatenate([vals, jnp.zeros((N, 1), vals.dtype)], axis=1)
