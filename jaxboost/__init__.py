@@ -31,7 +31,15 @@ from . import metrics
 from ._version import __version__
 from .adapters.compare import compare
 from .adapters.cv import cv
-from .errors import DataError, DataWarning, HessianWarning, LossError, MetricError, NonFiniteError
+from .errors import (
+    DataError,
+    DataWarning,
+    HessianWarning,
+    LossError,
+    MetricError,
+    MetricWarning,
+    NonFiniteError,
+)
 from .io import ModelFormatError, from_xgboost, load, to_xgboost_json
 from .metrics import ranking, survival
 from .model.booster import Booster
@@ -50,6 +58,7 @@ __all__ = [
     "DataWarning",
     "LossError",
     "MetricError",
+    "MetricWarning",
     "NonFiniteError",
     "HessianWarning",
     "ModelFormatError",

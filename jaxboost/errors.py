@@ -132,7 +132,27 @@ class DataWarning(UserWarning):
     the weights, shows the values and says what to do."""
 
 
+class MetricWarning(UserWarning):
+    """A metric of your own (a plain callable) whose name says larger is better
+    (``accuracy``, ``auc``, ``f1``, ...) but that has no ``maximize`` attribute, so it is
+    minimised: early stopping and ``best_iteration`` would keep its worst round. Set
+    ``fn.maximize = True`` (or ``False`` to say it is meant) to silence it."""
+
+
 class TuningWarning(UserWarning):
     """``jaxboost.tune``: the hypergradient of every tuned parameter is exactly 0 at the
     start (a piecewise-constant validation loss, or parameters the model does not
     depend on), so the optimiser cannot move and the result is the start point."""
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` for ``warnings.warn``, called in the function that warns, that
+    points at the first caller outside the ``jaxboost`` package (the user's line)."""
+    import os
+    import sys
+
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level

@@ -22,6 +22,7 @@ from ..errors import DataError
 from ..inputs.numbers import is_int
 from ..metrics import get_metric
 from ..training import train
+from ..training.names import peer_names
 
 #: Rounds each fold trains per call while early stopping watches the mean (at least
 #: twice ``early_stopping_rounds``).
@@ -90,6 +91,7 @@ class CVResult:
         return "\n".join(lines)
 
 
+@peer_names
 def cv(
     objective,
     X,

@@ -31,6 +31,7 @@ same file): that format holds data only and is validated on load.
 from __future__ import annotations
 
 import copy
+import difflib
 import inspect
 
 import numpy as np
@@ -215,7 +216,7 @@ class _JaxBoostModel(BaseEstimator):
     def _train_kwargs(self):
         kw = {name: getattr(self, name) for name in _SAME_NAME}
         for name, value in getattr(self, "_kwargs", {}).items():
-            _check_kwarg(type(self).__name__, name)
+            _check_kwarg(type(self).__name__, name, self._get_param_names())
             kw[name] = value
         n = self.n_estimators
         if not is_int(n) or n < 0:
@@ -522,12 +523,18 @@ def _read_fitted(d, classifier: bool) -> dict:
     return out
 
 
-def _check_kwarg(estimator: str, name: str) -> None:
-    """A keyword beyond the named parameters must be a ``train`` option (``TypeError``)."""
+def _check_kwarg(estimator: str, name: str, named=()) -> None:
+    """A keyword beyond the named parameters must be a ``train`` option (``TypeError``,
+    with the peer library's hint, or the closest of the estimator's own parameter names
+    ``named`` and the options)."""
     if name in _SET_BY_FIT:
         raise TypeError(f"{estimator} sets train()'s {name!r} itself: use {_SET_BY_FIT[name]}")
     if name not in OPTIONS:
         peer = hint(name, _PEER_RENAMES)
+        if peer is None:
+            names = [n for n in list(named) + list(OPTIONS) if n not in _SET_BY_FIT]
+            close = difflib.get_close_matches(name, names, n=1, cutoff=0.75)
+            peer = f"did you mean {close[0]!r}?" if close else None
         raise TypeError(
             f"{estimator}() got an unexpected keyword argument {name!r}"
             + (f": {peer}" if peer else "")

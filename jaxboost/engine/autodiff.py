@@ -655,23 +655,33 @@ def check_loss(loss, y_row, pred_row):
             f"objective must be a callable loss(y, pred) or an objectives "
             f"entry, got {type(loss).__name__}"
         )
+    y_text = (
+        f"{y_row.shape} {y_row.dtype}"
+        if hasattr(y_row, "shape")
+        else "a dict of " + ", ".join(f"{k!r}: {v.shape}" for k, v in y_row.items())
+        if isinstance(y_row, dict)
+        else repr(y_row)
+    )
     try:
-        out = jax.eval_shape(loss, y_row, pred_row)
+        closed, out = jax.make_jaxpr(loss, return_shape=True)(y_row, pred_row)
     except Exception as e:  # the user's code failed while being traced
-        y_text = (
-            f"{y_row.shape} {y_row.dtype}"
-            if hasattr(y_row, "shape")
-            else "a dict of " + ", ".join(f"{k!r}: {v.shape}" for k, v in y_row.items())
-            if isinstance(y_row, dict)
-            else repr(y_row)
-        )
         raise TypeError(
             f"the loss {name} failed when called as loss(y, pred) on one row "
             f"(y {y_text}, pred {pred_row.shape} {pred_row.dtype}): "
-            f"{type(e).__name__}: {e}"
+            f"{type(e).__name__}: {e}{_missing_parameter_hint(e)}"
         ) from e
     if not hasattr(out, "shape") or out.shape != ():
         shape = getattr(out, "shape", type(out).__name__)
+        if pred_row.shape != ():
+            K = pred_row.shape[0]
+            raise LossError(
+                f"the loss {name} must return a scalar for one row, but returned shape "
+                f"{shape} (before round 0). This training has {K} outputs (classes or "
+                f"targets), so pred is each row's ({K},) vector of margins (y {y_text}): "
+                f"reduce it to one number, e.g. a cross-entropy over the {K} margins "
+                f"(as objectives.softmax) or a sum over targets. A loss of a scalar pred "
+                f"fits one output (two classes: objectives.logistic)."
+            )
         raise LossError(
             f"the loss {name} must return a scalar for one row, but returned shape "
             f"{shape} (before round 0). Write the loss for a single row "
@@ -682,6 +692,42 @@ def check_loss(loss, y_row, pred_row):
             f"the loss {name} must return a floating-point scalar, "
             f"got dtype {out.dtype} (before round 0)"
         )
+    if not _output_depends_on_last_input(closed.jaxpr):
+        raise LossError(
+            f"the loss {name} returns the same value whatever pred is (its result "
+            f"does not depend on pred; before round 0): every gradient is 0, so no "
+            f"tree could split and the model would be a constant. Check that the loss "
+            f"uses its second argument, as in loss(y, pred) = (y - pred) ** 2."
+        )
+
+
+def _missing_parameter_hint(e: Exception) -> str:
+    """Advice for a loss called without one of its hyperparameters (Python's
+    ``TypeError`` "missing ... required ... argument(s): 'gamma'"): ``loss_params``."""
+    import re
+
+    text = str(e)
+    if not isinstance(e, TypeError) or "missing" not in text or "required" not in text:
+        return ""
+    missing = re.findall(r"'([A-Za-z_][A-Za-z0-9_]*)'", text.split("argument", 1)[-1])
+    if not missing:
+        return ""
+    given = ", ".join(f"{m!r}: ..." for m in missing)
+    return (
+        f". Pass the loss's own parameters with loss_params={{{given}}} (train's "
+        f"keyword arguments, such as gamma or alpha, set the trees, not the loss)"
+    )
+
+
+def _output_depends_on_last_input(jaxpr) -> bool:
+    """Whether ``jaxpr``'s first output depends on its last input (a loss's ``pred``),
+    by forward reachability through its equations (any input of an equation reaches
+    every output of it: conservative)."""
+    reach = {id(v) for v in jaxpr.invars[-1:]}  # variables only (a literal is never in)
+    for eqn in jaxpr.eqns:
+        if any(id(v) in reach for v in eqn.invars):
+            reach.update(id(v) for v in eqn.outvars)
+    return id(jaxpr.outvars[0]) in reach
 
 
 _LOSSES_CHECKED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()

@@ -149,7 +149,11 @@ def as_features(X, *, name="X", allow_inf=False, sparse=None, warn_precision=Fal
     if arr.ndim != 2:
         raise DataError(
             f"{name} must be 2-D (n_rows, n_features), got shape {arr.shape}"
-            + ("; use X.reshape(-1, 1) for a single feature" if arr.ndim == 1 else "")
+            + (
+                "; use X.reshape(-1, 1) for a single feature, or X.reshape(1, -1) for a single row"
+                if arr.ndim == 1
+                else ""
+            )
         )
     if arr.shape[0] == 0 or arr.shape[1] == 0:
         raise DataError(

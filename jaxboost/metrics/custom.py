@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import re
+import warnings
 from typing import Callable
 
 import jax
 
 from ..engine.autodiff import map_rows
+from ..errors import MetricWarning, user_stacklevel
 from ._base import Metric, wmean
 
 
@@ -108,9 +111,44 @@ def user_metric(func) -> Metric:
     and ``on`` from its attributes of those names (False and ``"response"`` when absent);
     row weights are passed as ``sample_weight=`` or ``w=`` when it takes one."""
     name = getattr(func, "__name__", None) or type(func).__name__
+    library = str(getattr(func, "__module__", "") or "").split(".")[0]
+    if (
+        not hasattr(func, "maximize")
+        and library not in ("sklearn", "numpy", "scipy")  # refused: see registry
+        and sounds_larger_is_better(name)
+    ):
+        warnings.warn(
+            f"the metric {name} has no attribute maximize, so it is minimised: early "
+            f"stopping and best_iteration take its smallest value. Its name says larger "
+            f"is better: set {name}.maximize = True (or metrics.host(fn, maximize=True) "
+            f"for a NumPy function); {name}.maximize = False keeps it minimised quietly",
+            MetricWarning,
+            stacklevel=user_stacklevel(),
+        )
     return Metric(
         name,
         _UserFn(func, _weight_keyword(func)),
         maximize=bool(getattr(func, "maximize", False)),
         on=getattr(func, "on", "response"),
     )
+
+
+_LARGER_BETTER = frozenset(
+    "acc accuracy auc aucpr prauc ap ndcg map precision recall f1 fbeta r2 gini "
+    "concordance cindex kappa mcc iou dice hit hits".split()
+)
+_SMALLER_BETTER = frozenset(
+    "loss error err errors deviance brier mse mae rmse mape nll logloss regret".split()
+)
+
+
+def sounds_larger_is_better(name: str) -> bool:
+    """Whether a metric's name has a word of a larger-is-better score (``my_accuracy``,
+    ``aucPR``, ``f1_macro``) and none of an error (``ndcg_loss``, ``error_at_k``).
+
+    >>> sounds_larger_is_better("my_accuracy"), sounds_larger_is_better("top1_error")
+    (True, False)
+    """
+    words = {w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", name)}
+    words |= {w.lower() for w in re.findall(r"[A-Za-z0-9]+", name)}
+    return bool(words & _LARGER_BETTER) and not words & _SMALLER_BETTER

@@ -29,7 +29,7 @@ from ..engine import same_code
 from ..engine.autodiff import check_loss_once, loss_name, n_outputs_of, split_loss
 from ..engine.groups import group_ids
 from ..engine.sampling import FIELDS as SAMPLING_FIELDS
-from ..errors import DataError, LossError
+from ..errors import DataError, DataWarning, LossError, user_stacklevel
 from ..inputs import arrays, frames
 from ..inputs import categorical as _categorical
 from ..inputs.numbers import check_int, check_real, is_real
@@ -90,6 +90,37 @@ def check_classes(loss, y) -> None:
             f"{float(y[i]):g} (K = max(y) + 1 = {k}); a model of one class "
             f"predicts nothing. For two classes use objectives.logistic"
         )
+    warn_empty_classes(loss, y, k)
+
+
+def warn_empty_classes(loss, y, k: int) -> None:
+    """``DataWarning`` when some class index below ``k = max(y) + 1`` has no row: labels
+    that start at 1 (1, 2, 3) or are codes (0 and 500) train an output for every index
+    in between, each near probability 0."""
+    with np.errstate(invalid="ignore"):
+        yi = np.asarray(y).astype(np.int64, copy=False)
+    if not (np.all(yi == y) and yi.min() >= 0):
+        return  # not class indices: the objective's label check says so
+    empty = np.flatnonzero(np.bincount(yi, minlength=k) == 0)
+    if empty.size == 0:
+        return
+    shown = ", ".join(str(c) for c in empty[:8]) + (", ..." if empty.size > 8 else "")
+    which = (
+        f"class index {shown} has no rows"
+        if empty.size == 1
+        else f"{empty.size} of the class indices 0..{k - 1} have no rows ({shown})"
+    )
+    start = " If the labels start at 1, subtract 1." if empty.tolist() == [0] else ""
+    warnings.warn(
+        f"{loss!r} takes its classes from the labels (K = max(y) + 1 = {k}), but "
+        f"{which}: the model gets an output for each of the {k} indices, "
+        f"{k - empty.size} of them seen.{start} Labels that are codes (such as 0 and "
+        f"500) must be renumbered 0..K-1 (np.unique(y, return_inverse=True)); for "
+        f"classes absent from this data on purpose (a fold), pass "
+        f"objectives.softmax(n_classes=K)",
+        DataWarning,
+        stacklevel=user_stacklevel(),
+    )
 
 
 REFITS = (None, "newton", "exact", "quantile")

@@ -57,7 +57,7 @@ _DEFAULTS = dict(objective=None, **defaults(names(many="config")))
 
 # train() arguments train_many does not take, with what to do instead.
 _UNSUPPORTED = {
-    "verbose": "train_many prints nothing",
+    "verbose": "train_many prints nothing (verbose=False is accepted)",
     "init_model": "continue each model with train(..., init_model=booster)",
     "group": "group losses train with train(group=...)",
 }
@@ -215,6 +215,8 @@ def _shared_options(shared, objective):
     given = record("train_many", {k: shared.pop(k) for k in SHARED_KEYS if k in shared})
     common = {k: getattr(given, k) for k in SHARED_KEYS}  # the values themselves, uncopied
     compile_cache.ensure()  # the persistent cache, unless the user set their own
+    if shared.get("verbose", True) is False:  # nothing to silence: train_many prints nothing
+        shared.pop("verbose")
     for k in shared:
         if k not in CONFIG_KEYS:
             why = _UNSUPPORTED.get(k)

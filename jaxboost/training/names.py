@@ -49,6 +49,8 @@ EQUIVALENTS = {
     "valid_sets": "eval_set",
     "feval": "eval_metric (a jaxboost.metrics.Metric or metrics.host(fn))",
     "custom_metric": "eval_metric",
+    "metrics": "eval_metric",
+    "metric": "eval_metric",
     "early_stopping_round": "early_stopping_rounds",
     "early_stopping": "early_stopping_rounds",
     "n_iter_no_change": "early_stopping_rounds",

@@ -722,16 +722,23 @@ else:
     )
 
 
-def record(fn: str, given: dict) -> Options:
+def record(fn: str, given: dict, loss=None) -> Options:
     """The ``Options`` of a call to ``fn`` with keyword arguments ``given`` (the others
     take their defaults). An unknown name is Python's ``TypeError`` (naming the closest
-    option's name when one is close, ``difflib``); an option with a
-    ``check`` is checked here."""
+    option's name when one is close, ``difflib``, or ``loss_params`` when it is a
+    keyword parameter of the callable ``loss``); an option with a ``check`` is
+    checked here."""
     unknown = [k for k in given if k not in BY_NAME]
     if unknown:
-        close = difflib.get_close_matches(unknown[0], list(BY_NAME), n=1, cutoff=0.75)
+        name = unknown[0]
+        close = difflib.get_close_matches(name, list(BY_NAME), n=1, cutoff=0.75)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise TypeError(f"{fn}() got an unexpected keyword argument {unknown[0]!r}{hint}")
+        if name in _keyword_parameters(loss):
+            hint = (
+                f"; {name!r} is a parameter of the loss: pass it as "
+                f"loss_params={{{name!r}: {given[name]!r}}}"
+            )
+        raise TypeError(f"{fn}() got an unexpected keyword argument {name!r}{hint}")
     for k, v in given.items():
         check = BY_NAME[k].check
         if check is not None:
@@ -804,3 +811,16 @@ def takes(selected, *, leading: int = 3, var_keyword: Optional[str] = None):
         return fn
 
     return wrap
+
+
+def _keyword_parameters(loss) -> tuple:
+    """The names of ``loss``'s parameters after ``(y, pred)`` (none for anything that is
+    not a plain Python callable with a signature)."""
+    if loss is None or not callable(loss) or isinstance(loss, type):
+        return ()
+    try:
+        params = list(inspect.signature(loss).parameters.values())
+    except (TypeError, ValueError):
+        return ()
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return tuple(p.name for p in params[2:] if p.kind in kinds)

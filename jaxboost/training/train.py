@@ -146,7 +146,7 @@ def train(objective, X, y, **options) -> Booster:
       >>> len(forest), forest.ensemble.n_trees             # one round of 20 trees
       (1, 20)
     """
-    o = record("train", options)
+    o = record("train", options, loss=objective)
     compile_cache.ensure()  # the persistent cache, unless the user set their own
     threads = check_n_jobs(o.n_jobs)
     s, Xf, yf, wf = configure(objective, X, y, o)

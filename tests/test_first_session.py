@@ -1,0 +1,119 @@
+"""What a new user's first notebook session runs into: mistakes that used to train a
+model silently or fail with a misleading message, each now named before any work."""
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jaxboost.sklearn import JaxBoostClassifier
+
+import jaxboost
+import objectives
+from jaxboost.metrics.custom import sounds_larger_is_better
+from jaxboost.training.config import check_classes
+
+RNG = np.random.default_rng(0)
+X = RNG.normal(size=(120, 3)).astype(np.float32)
+Y01 = (X[:, 0] > 0).astype(np.float32)
+
+
+def test_softmax_labels_that_skip_class_indices_warn():
+    """softmax takes K = max(y) + 1: labels 1..3 (R's, pd.cut's) or codes 0 and 50 give
+    outputs for indices that have no rows; XGBoost refuses such labels."""
+    y13 = np.digitize(X[:, 0], [-0.5, 0.5]) + 1.0  # 1, 2, 3
+    with pytest.warns(jaxboost.DataWarning, match=r"class index 0 has no rows.*subtract 1"):
+        bst = jaxboost.train("softmax", X, y13, n_rounds=1, max_depth=1, verbose=False)
+    assert bst.n_outputs == 4  # the model the warning describes
+    codes = np.where(X[:, 0] > 0, 50.0, 0.0)
+    with pytest.warns(jaxboost.DataWarning, match=r"49 of the class indices 0\.\.50"):
+        check_classes(objectives.softmax, codes)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_classes(objectives.softmax, y13 - 1)  # 0, 1, 2: every index has rows
+        check_classes(objectives.softmax(n_classes=5), y13)  # said on purpose
+
+
+def test_a_loss_that_ignores_pred_is_refused_before_training():
+    def typo_loss(y, pred):
+        return (y - y) ** 2  # pred unused: every gradient is 0
+
+    with pytest.raises(jaxboost.LossError, match=r"typo_loss .*does not depend on pred"):
+        jaxboost.train(typo_loss, X, X[:, 0], n_rounds=2)
+    # pred behind stop_gradient or a where still counts as used
+    jaxboost.engine.autodiff.check_loss(
+        lambda y, p: jnp.where(p > 0, (y - p) ** 2, 0.0) + jax.lax.stop_gradient(p),
+        jax.ShapeDtypeStruct((), jnp.float32),
+        jax.ShapeDtypeStruct((), jnp.float32),
+    )
+
+
+def test_a_scalar_loss_given_vector_margins_says_what_pred_is():
+    with pytest.raises(jaxboost.LossError, match=r"3 outputs.*pred is each row's \(3,\) vector"):
+        jaxboost.train(
+            lambda y, f: jnp.logaddexp(0.0, f) - y * f,
+            X,
+            np.floor(np.abs(X[:, 0])).clip(0, 2),
+            n_outputs=3,
+            n_rounds=1,
+        )
+
+
+def focal(y, f, *, gamma):
+    p = jax.nn.sigmoid(f)
+    pt = jnp.where(y > 0, p, 1 - p)
+    return -((1 - pt) ** gamma) * jnp.log(jnp.clip(pt, 1e-7, 1.0))
+
+
+def pseudo_huber(y, f, delta=1.0):
+    return delta**2 * (jnp.sqrt(1 + ((y - f) / delta) ** 2) - 1)
+
+
+def test_loss_parameters_given_to_train_point_at_loss_params():
+    """train's own gamma is the split penalty, so focal's gamma went missing; an unknown
+    keyword that the loss takes names loss_params."""
+    with pytest.raises(TypeError, match=r"loss_params=\{'gamma': \.\.\.\}"):
+        jaxboost.train(focal, X, Y01, gamma=2.0, link="sigmoid", n_rounds=1)
+    with pytest.raises(TypeError, match=r"pass it as loss_params=\{'delta': 2\.0\}"):
+        jaxboost.train(pseudo_huber, X, X[:, 0], delta=2.0, n_rounds=1)
+
+
+def test_peer_spellings_and_typos_get_their_names():
+    with pytest.raises(TypeError, match=r"cv\(\) got .*'metrics'.*write eval_metric="):
+        jaxboost.cv("squared", X, X[:, 0], metrics=["rmse"])
+    with pytest.raises(TypeError, match=r"'max_deph': did you mean 'max_depth'\?"):
+        JaxBoostClassifier(max_deph=1).fit(X, Y01)
+    with pytest.raises(jaxboost.DataError, match=r"reshape\(1, -1\) for a single row"):
+        jaxboost.train("squared", X[0], X[:3, 0])
+    with pytest.raises(TypeError, match="verbose=False is accepted"):
+        jaxboost.train_many([{"reg_lambda": 2.0}], X, Y01, objective="logistic", verbose=True)
+    many = jaxboost.train_many(
+        [{"reg_lambda": 2.0}], X, Y01, objective="logistic", n_rounds=1, max_depth=1, verbose=False
+    )
+    one = jaxboost.train("logistic", X, Y01, n_rounds=1, max_depth=1, reg_lambda=2.0, verbose=False)
+    np.testing.assert_array_equal(many[0].predict(X), one.predict(X))
+
+
+def test_a_metric_named_like_a_score_without_a_direction_warns():
+    """A user metric is minimised unless it says otherwise (XGBoost's rule): one named
+    accuracy with no maximize attribute kept the worst round as best_iteration."""
+
+    def my_accuracy(y, p):
+        return jnp.mean((p > 0.5) == (y > 0.5))
+
+    kw = dict(eval_set={"v": (X, Y01)}, n_rounds=1, max_depth=1, verbose=False)
+    with pytest.warns(jaxboost.MetricWarning, match=r"my_accuracy\.maximize = True"):
+        jaxboost.train("logistic", X, Y01, eval_metric=[my_accuracy], **kw)
+    my_accuracy.maximize = True
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        bst = jaxboost.train("logistic", X, Y01, eval_metric=[my_accuracy], **kw)
+    assert bst.history["v"]["my_accuracy"][0] == pytest.approx(
+        float(np.mean((bst.predict(X) > 0.5) == (Y01 > 0.5)))
+    )
+    assert [sounds_larger_is_better(n) for n in ("f1_macro", "aucPR", "MAP@10", "hit_rate")] == [
+        True
+    ] * 4
+    names = ("top1_error", "ndcg_loss", "rmse", "brier_score", "score")
+    assert not any(sounds_larger_is_better(n) for n in names)
