@@ -98,17 +98,34 @@ def test_round_trip_details(models):
     assert soft.objective == objectives.softmax(n_classes=3)
 
 
-def test_callable_loss_needs_objective(models, data, tmp_path):
-    X, _ = data
+def _other_loss(y, f):
+    return jnp.abs(y - f)
+
+
+def test_callable_loss_model_predicts_without_its_loss(models, data, tmp_path):
+    """A model of a plain callable loss stores the loss's qualname: loaded without it,
+    it predicts, explains and saves (XGBoost predicts custom-objective models too); only
+    what evaluates the loss says to pass it. Another loss than the stored one warns."""
+    X, y = data
     bst = models["callable"]
     path = tmp_path / "custom.json"
     io.save(bst, path)
     assert json.loads(path.read_text())["objective"]["qualname"].endswith("._sq_loss")
-    with pytest.raises(TypeError, match=r"custom loss .*_sq_loss.*objective=_sq_loss"):
-        io.load(path)
-    again = io.load(path, objective=_sq_loss)
+    bare = io.load(path)
+    _assert_same(bst, bare, X)
+    np.testing.assert_array_equal(
+        bare.predict(X, pred_contribs=True), bst.predict(X, pred_contribs=True)
+    )
+    with pytest.raises(TypeError, match=r"without its custom loss .*_sq_loss.*objective=_sq_loss"):
+        bare.objective(y[:1], y[:1])
+    resaved = tmp_path / "resaved.json"
+    io.save(bare, resaved)
+    assert json.loads(resaved.read_text())["objective"] == json.loads(path.read_text())["objective"]
+    again = io.load(resaved, objective=_sq_loss)
     assert again.objective is _sq_loss
     _assert_same(bst, again, X)
+    with pytest.warns(UserWarning, match=r"custom loss .*_sq_loss.*objective=.*_other_loss"):
+        io.load(path, objective=_other_loss)
 
 
 def test_objective_override(models, data, tmp_path):

@@ -163,6 +163,7 @@ import itertools
 import json
 import math
 import re
+import warnings
 
 import numpy as np
 
@@ -171,7 +172,7 @@ from objectives import MultiTarget
 from .._version import __version__
 from ..engine.binning import BinEdges
 from ..engine.tree import BLANK_NODE, Ensemble
-from ..errors import ModelFormatError
+from ..errors import ModelFormatError, user_stacklevel
 from ..inputs.numbers import is_int
 from ..model.booster import Booster, register_writer
 from ..model.params import TreeParams
@@ -195,6 +196,7 @@ from .checks import (
 )
 from .files import atomic_write, parse_json, read_json
 from .objective import (
+    MissingLoss,
     StoredCallable,
     given_objective,
     objective_from_dict,
@@ -1005,13 +1007,12 @@ def from_dict(d, objective=None, link=None, *, replace_objective: bool = False) 
         given = given_objective(objective, K, targets=isinstance(stored, MultiTarget))
         if not isinstance(stored, StoredCallable) and not replace_objective:
             _same_objective(given, stored)
+        if isinstance(stored, StoredCallable) and not replace_objective:
+            _same_callable(given, stored)
         obj = with_stored_link(given, stored, link, K)
     elif isinstance(stored, StoredCallable):
-        name = stored.qualname
-        raise TypeError(
-            f"this model was trained with the custom loss {name}; pass it "
-            f"again: jaxboost.load(path, objective={name.rsplit('.', 1)[-1]})"
-        )
+        # Predicting needs only the link; the loss stands in until it is needed.
+        obj = with_stored_link(MissingLoss(stored.qualname), stored, link, K)
     else:
         obj = with_stored_link(stored, stored, link, K)
 
@@ -1027,6 +1028,24 @@ def from_dict(d, objective=None, link=None, *, replace_objective: bool = False) 
         if k not in accepted:
             setattr(booster, k, v)
     return booster
+
+
+def _same_callable(given, stored) -> None:
+    """Warn when the loss passed to ``load`` is not named as the file's custom loss
+    (a renamed function loads too; another loss would train on from the model)."""
+    from objectives import LinkedLoss
+
+    from .objective import _qualname
+
+    have = _qualname(given.loss if isinstance(given, LinkedLoss) else given)
+    if have != stored.qualname and not have.endswith("<lambda>"):
+        warnings.warn(
+            f"this model was trained with the custom loss {stored.qualname}, and "
+            f"objective={have} stands for it; pass the same loss (or "
+            f"replace_objective=True to replace it on purpose)",
+            UserWarning,
+            stacklevel=user_stacklevel(),
+        )
 
 
 def _same_objective(given, stored) -> None:

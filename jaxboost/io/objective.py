@@ -33,6 +33,30 @@ class StoredCallable(NamedTuple):
     link: Optional[Union[str, object]] = None
 
 
+class MissingLoss:
+    """Stands for a file's custom loss that ``jaxboost.load`` was not given: the model
+    predicts (its link is stored by name), saves and explains as any; whatever
+    evaluates the loss (training on from it, the ``"loss"`` metric) raises a
+    ``TypeError`` that says to pass the loss. It saves under the stored qualname."""
+
+    def __init__(self, qualname: str):
+        self.stored_qualname = qualname
+        module, _, name = qualname.rpartition(".")
+        self.__module__ = module
+        self.__qualname__ = name
+        self.__name__ = name.rsplit(".", 1)[-1]
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(
+            f"this model was loaded without its custom loss {self.stored_qualname}: "
+            f"predicting needs only the stored link, but this needs the loss itself; "
+            f"load it with jaxboost.load(path, objective={self.__name__})"
+        )
+
+    def __repr__(self) -> str:
+        return f"<custom loss {self.stored_qualname}, not loaded>"
+
+
 def _catalogue():
     """Per-row and group entries by name (the names are distinct)."""
     from objectives import CATALOGUE, GROUP_CATALOGUE
