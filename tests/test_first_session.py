@@ -117,3 +117,25 @@ def test_a_metric_named_like_a_score_without_a_direction_warns():
     ] * 4
     names = ("top1_error", "ndcg_loss", "rmse", "brier_score", "score")
     assert not any(sounds_larger_is_better(n) for n in names)
+
+
+def test_a_classifier_loss_on_probabilities_is_not_read_as_logits_silently():
+    """JaxBoostClassifier reads a plain loss's margins through the sigmoid; squared error
+    on 0/1 labels fits probabilities, which the sigmoid squashed into 0.49-0.74 with no
+    word. It warns and names link='identity', which reads them as probabilities."""
+
+    def squared(y, f):
+        return (y - f) ** 2
+
+    def logistic(y, f):
+        return jnp.logaddexp(0.0, f) - y * f
+
+    kw = dict(n_estimators=3, max_depth=2)
+    with pytest.warns(UserWarning, match=r"loss .*squared as logits.*link=.identity."):
+        JaxBoostClassifier(objective=squared, **kw).fit(X, Y01)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        JaxBoostClassifier(objective=logistic, **kw).fit(X, Y01)
+        probs = JaxBoostClassifier(objective=squared, link="identity", **kw).fit(X, Y01)
+    margin = probs.booster_.predict(X, output_margin=True)
+    np.testing.assert_allclose(probs.predict_proba(X)[:, 1], np.clip(margin, 0, 1), atol=1e-6)

@@ -523,6 +523,38 @@ def _read_fitted(d, classifier: bool) -> dict:
     return out
 
 
+def _warn_unless_logits(loss) -> None:
+    """Warn when a two-class plain loss is not one of logits (``link="auto"`` reads its
+    margins through the sigmoid): a loss on logits still falls beyond margin 4 for label
+    1 and below -4 for label 0 (logistic, exponential); one on probabilities (squared
+    error on 0/1) has its minimum at a finite margin, and the sigmoid squashes it."""
+    import warnings
+
+    import jax
+    import jax.numpy as jnp
+
+    from ..engine.autodiff import loss_name
+    from ..errors import user_stacklevel
+
+    try:
+        g1 = float(jax.grad(lambda f: loss(jnp.float32(1.0), f))(jnp.float32(4.0)))
+        g0 = float(jax.grad(lambda f: loss(jnp.float32(0.0), f))(jnp.float32(-4.0)))
+    except Exception:  # side data, other label shapes: left to train's checks
+        return
+    if g1 < 0 and g0 > 0:
+        return
+    warnings.warn(
+        f"JaxBoostClassifier reads the margins of the loss {loss_name(loss)} as logits "
+        f"(link='auto' is the sigmoid for a plain callable), but the loss is least at a "
+        f"finite margin (its slope at margin 4 for label 1 is {g1:.3g}, at -4 for label 0 "
+        f"{g0:.3g}): a loss written on probabilities, such as squared error on 0/1, "
+        f"which the sigmoid would squash. Pass link='identity' to read the margins as "
+        f"probabilities, or link='sigmoid' to keep logits and silence this",
+        UserWarning,
+        stacklevel=user_stacklevel(),
+    )
+
+
 def _check_kwarg(estimator: str, name: str, named=()) -> None:
     """A keyword beyond the named parameters must be a ``train`` option (``TypeError``,
     with the peer library's hint, or the closest of the estimator's own parameter names
@@ -795,7 +827,8 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
     its margins are read as logits by ``predict_proba``, its evaluation metrics and early
     stopping alike, and a saved ``booster_`` predicts the same probabilities. (A plain
     callable trained with ``link=None`` has no link; ``predict_proba`` still reads its
-    margins as logits.) ``score`` is accuracy. Multi-label data, an ``(N, T)``
+    margins as logits. A two-class plain loss least at a finite margin, as squared error
+    on 0/1, warns: ``link="identity"`` reads its margins as probabilities.) ``score`` is accuracy. Multi-label data, an ``(N, T)``
     indicator matrix ``y`` of 0 and 1, trains ``logistic`` on each label (one tree per
     label per round, as XGBoost's classifier; ``objectives.multi_target``):
     ``predict_proba`` gives each label's probability ``(N, T)``, ``predict`` the
@@ -844,6 +877,8 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
         if isinstance(self.link, str) and self.link == "auto":
             if isinstance(objective, Objective):
                 return None
+            if n_classes == 2:
+                _warn_unless_logits(objective)
             return "sigmoid" if n_classes == 2 else "softmax"
         return self.link
 
