@@ -828,9 +828,10 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
     stopping alike, and a saved ``booster_`` predicts the same probabilities. (A plain
     callable trained with ``link=None`` has no link; ``predict_proba`` still reads its
     margins as logits. A two-class plain loss least at a finite margin, as squared error
-    on 0/1, warns: ``link="identity"`` reads its margins as probabilities.) ``score`` is accuracy. Multi-label data, an ``(N, T)``
-    indicator matrix ``y`` of 0 and 1, trains ``logistic`` on each label (one tree per
-    label per round, as XGBoost's classifier; ``objectives.multi_target``):
+    on 0/1, warns: ``link="identity"`` reads its margins as probabilities.) ``score``
+    is accuracy. Multi-label data, an ``(N, T)`` indicator matrix ``y`` of 0 and 1,
+    trains ``logistic`` on each label (one tree per label per round, as XGBoost's
+    classifier; ``objectives.multi_target``):
     ``predict_proba`` gives each label's probability ``(N, T)``, ``predict`` the
     indicator matrix, ``score`` the subset accuracy. Other parameters as in
     ``JaxBoostRegressor``.
