@@ -139,3 +139,10 @@ def test_a_classifier_loss_on_probabilities_is_not_read_as_logits_silently():
         probs = JaxBoostClassifier(objective=squared, link="identity", **kw).fit(X, Y01)
     margin = probs.booster_.predict(X, output_margin=True)
     np.testing.assert_allclose(probs.predict_proba(X)[:, 1], np.clip(margin, 0, 1), atol=1e-6)
+
+
+def test_a_date_column_gets_advice_for_dates():
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame({"a": np.arange(10.0), "day": pd.date_range("2020-01-01", periods=10)})
+    with pytest.raises(jaxboost.DataError, match=r"'day' \(datetime64.*'day' as seconds.*\.dt\.year"):
+        jaxboost.train("squared", df, np.arange(10.0))

@@ -10,6 +10,8 @@ consulted), its column names as feature names (``column_label``,
 
 from __future__ import annotations
 
+import re
+
 import sys
 
 import numpy as np
@@ -136,9 +138,21 @@ def _frame_array(X, kind, name) -> np.ndarray:
     if bad:
         kinds = ", ".join(f"{c!r} ({dtypes[c]})" for c in bad[:_SHOW_NAMES])
         more = f", ... and {len(bad) - _SHOW_NAMES} more" if len(bad) > _SHOW_NAMES else ""
+        times = [
+            c
+            for c in bad
+            if re.match(r"(?i)(datetime|timedelta|date|time|duration)", str(dtypes[c]))
+        ]
+        advice = (
+            f"dates and durations as numbers: e.g. {times[0]!r} as seconds "
+            f"(pandas: X[{times[0]!r}].astype('int64') // 10**9 for datetime64[ns]) or "
+            f"as parts (.dt.year, .dt.month, .dt.dayofweek); "
+            if times
+            else ""
+        )
         raise DataError(
             f"{name} has {len(bad)} non-numeric column(s): {kinds}{more}; "
-            f"expected real numeric, bool or categorical columns (convert "
+            f"expected real numeric, bool or categorical columns ({advice}convert "
             f"strings to a categorical dtype, e.g. pandas' .astype('category'), "
             f"or encode them as numbers; complex columns lose their "
             f"imaginary part)"
