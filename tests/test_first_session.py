@@ -144,5 +144,7 @@ def test_a_classifier_loss_on_probabilities_is_not_read_as_logits_silently():
 def test_a_date_column_gets_advice_for_dates():
     pd = pytest.importorskip("pandas")
     df = pd.DataFrame({"a": np.arange(10.0), "day": pd.date_range("2020-01-01", periods=10)})
-    with pytest.raises(jaxboost.DataError, match=r"'day' \(datetime64.*'day' as seconds.*\.dt\.year"):
+    with pytest.raises(
+        jaxboost.DataError, match=r"'day' \(datetime64.*'day' as seconds.*\.dt\.year"
+    ):
         jaxboost.train("squared", df, np.arange(10.0))

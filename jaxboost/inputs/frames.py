@@ -11,7 +11,6 @@ consulted), its column names as feature names (``column_label``,
 from __future__ import annotations
 
 import re
-
 import sys
 
 import numpy as np
