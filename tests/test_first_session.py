@@ -112,9 +112,9 @@ def test_a_metric_named_like_a_score_without_a_direction_warns():
     assert bst.history["v"]["my_accuracy"][0] == pytest.approx(
         float(np.mean((bst.predict(X) > 0.5) == (Y01 > 0.5)))
     )
-    assert [sounds_larger_is_better(n) for n in ("f1_macro", "aucPR", "MAP@10", "hit_rate")] == [
-        True
-    ] * 4
+    assert [
+        sounds_larger_is_better(n) for n in ("f1_macro", "aucPR", "MAP@10", "hit_rate", "c_index")
+    ] == [True] * 5
     names = ("top1_error", "ndcg_loss", "rmse", "brier_score", "score")
     assert not any(sounds_larger_is_better(n) for n in names)
 

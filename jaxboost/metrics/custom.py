@@ -151,4 +151,5 @@ def sounds_larger_is_better(name: str) -> bool:
     """
     words = {w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", name)}
     words |= {w.lower() for w in re.findall(r"[A-Za-z0-9]+", name)}
+    words.add(re.sub(r"[^a-z0-9]", "", name.lower()))  # c_index -> cindex
     return bool(words & _LARGER_BETTER) and not words & _SMALLER_BETTER
