@@ -148,3 +148,14 @@ def test_a_date_column_gets_advice_for_dates():
         jaxboost.DataError, match=r"'day' \(datetime64.*'day' as seconds.*\.dt\.year"
     ):
         jaxboost.train("squared", df, np.arange(10.0))
+
+
+def test_cv_takes_the_classes_of_all_rows():
+    """softmax in jaxboost.cv: a fold whose training rows miss the largest class used to
+    train fewer outputs than its test rows need and fail ("labels ... outside"); the
+    classes now come from all the rows, as XGBoost's cv takes num_class once."""
+    y = Y01.copy()
+    y[:2] = 2.0  # class 2 only in the first fold's test rows
+    res = jaxboost.cv("softmax", X, y, nfold=5, shuffle=False, n_rounds=2, max_depth=1)
+    assert [b.n_outputs for b in res.boosters] == [3] * 5
+    assert np.isfinite(res.mean["test"]["mlogloss"]).all()

@@ -22,6 +22,7 @@ from ..errors import DataError
 from ..inputs.numbers import is_int
 from ..metrics import get_metric
 from ..training import train
+from ..training.config import check_classes
 from ..training.names import peer_names
 
 #: Rounds each fold trains per call while early stopping watches the mean (at least
@@ -91,6 +92,30 @@ class CVResult:
         return "\n".join(lines)
 
 
+def _classes_of_all_rows(objective, y):
+    """An entry that takes its classes from the labels (softmax: ``K = max(y) + 1``)
+    with ``K`` from all the rows, as XGBoost's ``cv`` takes ``num_class`` once: from each
+    fold's training rows, a fold whose training rows miss the largest class trained
+    fewer outputs than its test rows need (and each fold warned of empty classes)."""
+    from objectives import Objective
+    from objectives import resolve as resolve_objective
+
+    try:
+        entry = resolve_objective(objective)
+    except (TypeError, ValueError):
+        return objective  # train says what is wrong
+    if not (isinstance(entry, Objective) and entry.outputs is None and entry.infer_outputs):
+        return objective
+    try:
+        labels = np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError):
+        return objective
+    if labels.ndim != 1 or labels.size == 0 or not np.isfinite(labels).all():
+        return objective  # train's label checks name the problem
+    check_classes(entry, labels)
+    return entry.resolve_outputs(labels)
+
+
 @peer_names
 def cv(
     objective,
@@ -113,7 +138,9 @@ def cv(
 
     Args:
       objective, X, y: as ``jaxboost.train``'s (arrays, DataFrames, ``scipy.sparse``
-        matrices; ``y`` may be ``(N, T)`` targets or side data).
+        matrices; ``y`` may be ``(N, T)`` targets or side data). An objective that takes
+        its classes from the labels (``"softmax"``) takes them from all the rows, so
+        every fold's model has the same outputs (XGBoost's ``num_class``).
       nfold: the number of folds, ``2 <= nfold <= N``.
       n_rounds: rounds of each fold's model (the most, with early stopping).
       folds: the folds instead of ``nfold``: a list of ``(train_rows, test_rows)`` index
@@ -166,6 +193,7 @@ def cv(
                 "cv() takes base_margin as the model's intercept (a number, or one per "
                 "output), not margins per row"
             )
+    objective = _classes_of_all_rows(objective, y)
     folds = make_folds(
         n, nfold, y=y, folds=folds, stratified=stratified, shuffle=shuffle, seed=seed, X=X
     )
