@@ -839,6 +839,19 @@ def default_threads(
     return min(n, _MAX_THREADS)
 
 
+def _histogram_sizes(n_nodes, n_bins) -> tuple:
+    """``(n_nodes, n_bins)`` as ints, checked (``ValueError``), once the kernel is known
+    to be available (``RuntimeError`` otherwise)."""
+    if not available():
+        raise RuntimeError(f"native histogram unavailable: {unavailable_reason()}")
+    n_nodes, n_bins = int(n_nodes), int(n_bins)
+    if not 1 <= n_bins <= 256:
+        raise ValueError(f"n_bins must be in [1, 256], got {n_bins}")
+    if n_nodes < 0:
+        raise ValueError(f"n_nodes must be >= 0, got {n_nodes}")
+    return n_nodes, n_bins
+
+
 def histogram(
     bins,
     g,
@@ -887,13 +900,7 @@ def histogram(
     Raises:
       RuntimeError: when :func:`available` is ``False``.
     """
-    if not available():
-        raise RuntimeError(f"native histogram unavailable: {unavailable_reason()}")
-    n_nodes, n_bins = int(n_nodes), int(n_bins)
-    if not 1 <= n_bins <= 256:
-        raise ValueError(f"n_bins must be in [1, 256], got {n_bins}")
-    if n_nodes < 0:
-        raise ValueError(f"n_nodes must be >= 0, got {n_nodes}")
+    n_nodes, n_bins = _histogram_sizes(n_nodes, n_bins)
     if n_threads is not None:
         n_threads = int(n_threads)
         if not 1 <= n_threads <= _MAX_THREADS:
@@ -962,13 +969,7 @@ def histogram_channels(
     Raises:
       RuntimeError: when :func:`available` is ``False``.
     """
-    if not available():
-        raise RuntimeError(f"native histogram unavailable: {unavailable_reason()}")
-    n_nodes, n_bins = int(n_nodes), int(n_bins)
-    if not 1 <= n_bins <= 256:
-        raise ValueError(f"n_bins must be in [1, 256], got {n_bins}")
-    if n_nodes < 0:
-        raise ValueError(f"n_nodes must be >= 0, got {n_nodes}")
+    n_nodes, n_bins = _histogram_sizes(n_nodes, n_bins)
     with jax.enable_x64(True):
         bins, vals, node = jnp.asarray(bins), jnp.asarray(vals), jnp.asarray(node)
         if bins.ndim != 2 or bins.dtype != BIN_DTYPE:

@@ -420,6 +420,43 @@ void HistogramByRows(const uint8_t* bins, const T* g, const T* h, const int32_t*
   });
 }
 
+// Rows grouped by node, each node's rows in row order (a stable counting sort over nt
+// row blocks): node n's rows are rix[start[n]] .. rix[start[n + 1] - 1] for n < nn, and
+// the rows of nodes >= nn (skipped) come after them. on_row(k, i) runs as row i takes
+// slot k (to copy its values alongside). Returns start (nn + 2 entries).
+template <typename OnRow>
+std::vector<int64_t> GroupByNode(const int32_t* node, int64_t N, uint32_t nn, int64_t nt,
+                                 ffi::ThreadPool* pool, int32_t* rix, OnRow on_row) {
+  const int64_t nb = static_cast<int64_t>(nn) + 1;  // bucket nn: skipped rows
+  // cnt[t * nb + n]: rows of block t in bucket n; then their first position.
+  std::vector<int64_t> cnt(nt * nb, 0);
+  ParallelFor(pool, nt, nt, [&](int64_t t, int64_t) {
+    int64_t* c = cnt.data() + t * nb;
+    for (int64_t i = N * t / nt, i1 = N * (t + 1) / nt; i < i1; ++i)
+      ++c[std::min(static_cast<uint32_t>(node[i]), nn)];
+  });
+  std::vector<int64_t> start(nb + 1);
+  int64_t run = 0;
+  for (int64_t n = 0; n < nb; ++n) {
+    start[n] = run;
+    for (int64_t t = 0; t < nt; ++t) {
+      const int64_t c = cnt[t * nb + n];
+      cnt[t * nb + n] = run;
+      run += c;
+    }
+  }
+  start[nb] = run;
+  ParallelFor(pool, nt, nt, [&](int64_t t, int64_t) {
+    int64_t* pos = cnt.data() + t * nb;
+    for (int64_t i = N * t / nt, i1 = N * (t + 1) / nt; i < i1; ++i) {
+      const int64_t k = pos[std::min(static_cast<uint32_t>(node[i]), nn)]++;
+      rix[k] = static_cast<int32_t>(i);
+      on_row(k, i);
+    }
+  });
+  return start;
+}
+
 template <typename T>
 struct GH {
   T g, h;
@@ -442,36 +479,13 @@ void HistogramByNode(const uint8_t* bins, const T* g, const T* h, const int32_t*
                      const int32_t* row_count = nullptr, int32_t* C = nullptr) {
   constexpr int64_t kAhead = 12;  // rows ahead to prefetch, as in Accumulate
   const uint32_t nn = static_cast<uint32_t>(n_nodes);
-  const int64_t nb = n_nodes + 1;  // bucket n_nodes: skipped rows (branch-free scatter)
-  // cnt[t * nb + n]: rows of block t in bucket n; then their first position.
-  std::vector<int64_t> cnt(nt * nb, 0);
-  ParallelFor(pool, nt, nt, [&](int64_t t, int64_t) {
-    int64_t* c = cnt.data() + t * nb;
-    for (int64_t i = N * t / nt, i1 = N * (t + 1) / nt; i < i1; ++i)
-      ++c[std::min(static_cast<uint32_t>(node[i]), nn)];
-  });
-  std::vector<int64_t> start(nb + 1);  // rows of node n: [start[n], start[n + 1])
-  int64_t run = 0;
-  for (int64_t n = 0; n < nb; ++n) {
-    start[n] = run;
-    for (int64_t t = 0; t < nt; ++t) {
-      const int64_t c = cnt[t * nb + n];
-      cnt[t * nb + n] = run;
-      run += c;
-    }
-  }
-  start[nb] = run;
   Scratch<int32_t> rix(N), rcnt(kCount ? N : 0);
   Scratch<GH<T>> val(N);
-  ParallelFor(pool, nt, nt, [&](int64_t t, int64_t) {
-    int64_t* pos = cnt.data() + t * nb;
-    for (int64_t i = N * t / nt, i1 = N * (t + 1) / nt; i < i1; ++i) {
-      const int64_t k = pos[std::min(static_cast<uint32_t>(node[i]), nn)]++;
-      rix[k] = static_cast<int32_t>(i);
-      val[k] = GH<T>{g[i], h[i]};
-      if constexpr (kCount) rcnt[k] = row_count[i];
-    }
-  });
+  const std::vector<int64_t> start =
+      GroupByNode(node, N, nn, nt, pool, rix.get(), [&](int64_t k, int64_t i) {
+        val[k] = GH<T>{g[i], h[i]};
+        if constexpr (kCount) rcnt[k] = row_count[i];
+      });
 
   // Work units (node, feature range). A node with more than 1/(4 nt) of the kept rows
   // is split into feature ranges (of >= 4 features) so that one big node does not
@@ -794,32 +808,10 @@ template <typename T>
 void ChannelsByNode(const uint8_t* bins, const T* vals, const int32_t* node, int64_t N,
                     int64_t F, int64_t C, int64_t n_nodes, int64_t n_out, int64_t n_bins,
                     int64_t nt, ffi::ThreadPool* pool, double* S) {
-  const uint32_t nn = static_cast<uint32_t>(n_nodes);
-  const int64_t nb = n_nodes + 1;  // bucket n_nodes: skipped rows
   const int64_t BC = n_bins * C;
-  std::vector<int64_t> cnt(nt * nb, 0);
-  ParallelFor(pool, nt, nt, [&](int64_t t, int64_t) {
-    int64_t* c = cnt.data() + t * nb;
-    for (int64_t i = N * t / nt, i1 = N * (t + 1) / nt; i < i1; ++i)
-      ++c[std::min(static_cast<uint32_t>(node[i]), nn)];
-  });
-  std::vector<int64_t> start(nb + 1);  // rows of node n: [start[n], start[n + 1])
-  int64_t run = 0;
-  for (int64_t n = 0; n < nb; ++n) {
-    start[n] = run;
-    for (int64_t t = 0; t < nt; ++t) {
-      const int64_t c = cnt[t * nb + n];
-      cnt[t * nb + n] = run;
-      run += c;
-    }
-  }
-  start[nb] = run;
   Scratch<int32_t> rix(N);
-  ParallelFor(pool, nt, nt, [&](int64_t t, int64_t) {
-    int64_t* pos = cnt.data() + t * nb;
-    for (int64_t i = N * t / nt, i1 = N * (t + 1) / nt; i < i1; ++i)
-      rix[pos[std::min(static_cast<uint32_t>(node[i]), nn)]++] = static_cast<int32_t>(i);
-  });
+  const std::vector<int64_t> start = GroupByNode(node, N, static_cast<uint32_t>(n_nodes), nt,
+                                                 pool, rix.get(), [](int64_t, int64_t) {});
   // Units (node, feature range): a range's block of S within kChannelUnitBytes, and a
   // node with more than 1 / (4 nt) of the kept rows cut into more ranges.
   struct Unit {
