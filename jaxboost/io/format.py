@@ -45,9 +45,10 @@ widening, so every bit survives the round trip. One JSON object with exactly the
     ``quantile`` with ``"alpha"`` a list of K levels is ``objectives.multi_quantile``);
     or ``{"kind": "callable",
     "qualname": str}``: a plain callable loss, recorded by ``module.qualname`` only.
-    Code is never imported from a file: a model of a callable loss loads only when the
-    caller passes the loss again (``load(path, objective=loss)``); for a catalogue
-    model a passed ``objective=`` replaces the stored one. A callable trained with
+    Code is never imported from a file: a model of a callable loss loads without it
+    for prediction (a stand-in that raises when the loss itself is needed), and with
+    it when the caller passes it again (``load(path, objective=loss)``); for a
+    catalogue model a passed ``objective=`` replaces the stored one. A callable trained with
     ``train(..., link=...)`` has one more key, ``"link"``: ``{"kind": "named", "name":
     str}`` (one of ``objectives.LINKS``: ``identity``, ``sigmoid``, ``softmax``,
     ``exp``; restored on load) or ``{"kind": "callable", "qualname": str}`` (a custom
@@ -965,8 +966,10 @@ def from_dict(d, objective=None, link=None, *, replace_objective: bool = False) 
 
     Args:
       d: the parsed model.
-      objective: the loss to attach: required (the same callable) when the model was
-        trained with a plain callable loss. For a catalogue model it may repeat the
+      objective: the loss to attach. A model trained with a plain callable loss loads
+        without it too: it predicts through the stored link, and what evaluates the
+        loss (training on, the ``"loss"`` metric) raises ``TypeError`` until the same
+        callable is passed here (another name warns). For a catalogue model it may repeat the
         stored objective (same entry and hyperparameters); another one is refused
         (``ValueError``) unless ``replace_objective=True``, since it changes what
         ``predict`` returns (a logistic model loaded as ``"squared"`` predicts
@@ -980,8 +983,8 @@ def from_dict(d, objective=None, link=None, *, replace_objective: bool = False) 
 
     Raises:
       ModelFormatError: ``d`` is not a valid model (message names the key).
-      TypeError: the model needs ``objective=`` (a custom loss) or ``link=`` (a custom
-        link) and none was given.
+      TypeError: the model needs ``link=`` (a custom link, stored by name only) and
+        none was given.
       ValueError: ``link`` conflicts with a catalogue objective's own link.
     """
     if isinstance(d, dict) and d.get("format") == ESTIMATOR_FORMAT:
