@@ -18,6 +18,7 @@ its diagonal (one tree per output, the default; ``multi_hessian="diagonal"``) ge
 from __future__ import annotations
 
 import functools
+import inspect
 import weakref
 
 import jax
@@ -32,6 +33,25 @@ from ..errors import LossError
 from ..inputs.numbers import is_real
 from .compile import backend_jit
 from .smallmat import eigh, positive_definite
+
+
+def takes_keyword(fn, name: str, *, any_keyword: bool = True) -> bool:
+    """Whether the callable ``fn`` accepts a keyword argument ``name`` (by name, or by
+    ``**kwargs`` when ``any_keyword``); False for what has no signature.
+
+    >>> takes_keyword(lambda y, f, *, gamma=2.0: f, "gamma"), takes_keyword(len, "gamma")
+    (True, False)
+    """
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(
+        p.name == name
+        and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+        or (any_keyword and p.kind == p.VAR_KEYWORD)
+        for p in params
+    )
 
 
 def loss_name(loss) -> str:

@@ -441,36 +441,26 @@ def _chunked_splits(find, n, width, *node_args):
     return jax.lax.fori_loop(jnp.int32(0), n_chunks.astype(INDEX_DTYPE), chunk, init)
 
 
-def _children_sums(S, s, B):
+def _children_sums(S, s, B, channels_last=False):
     """Children totals of nodes from their split feature's histogram row.
 
-    ``S``: ``(C, F, n, B)`` histograms, ``s`` the nodes' splits; returns ``(C, 2 n)``,
-    children interleaved (left, right).
+    ``S``: ``(C, F, n, B)`` histograms (``(F, n, B, C)`` with ``channels_last``, the
+    vector leaves' layout), ``s`` the nodes' splits; returns ``(C, 2 n)``, children
+    interleaved (left, right).
     """
-    C, F, n, _ = S.shape
+    n = S.shape[2] if not channels_last else S.shape[1]
     node_ids = jnp.arange(n, dtype=INDEX_DTYPE)
     bins_idx = jnp.arange(B, dtype=INDEX_DTYPE)
-    rows = S[:, s["feature"], node_ids]  # (C, n, B)
+    if channels_last:  # only the split features' rows move: (n, B, C) -> (C, n, B)
+        rows = jnp.moveaxis(S[s["feature"], node_ids], -1, 0)
+    else:
+        rows = S[:, s["feature"], node_ids]  # (C, n, B)
     goes_left = bin_goes_left(
         bins_idx[None, :], s["tbin"][:, None], s["default_left"][:, None], B
     )  # (n, B)
     SL = jnp.sum(jnp.where(goes_left, rows, 0.0), axis=2)
     SR = jnp.sum(jnp.where(goes_left, 0.0, rows), axis=2)
-    return jnp.stack([SL, SR], axis=2).reshape(C, 2 * n)
-
-
-def _vector_children_sums(S, s, B):
-    """``_children_sums`` of channels-last ``(F, n, B, C)`` histograms: ``(C, 2 n)``."""
-    F, n, _, C = S.shape
-    node_ids = jnp.arange(n, dtype=INDEX_DTYPE)
-    bins_idx = jnp.arange(B, dtype=INDEX_DTYPE)
-    rows = S[s["feature"], node_ids]  # (n, B, C)
-    goes_left = bin_goes_left(bins_idx[None, :], s["tbin"][:, None], s["default_left"][:, None], B)[
-        ..., None
-    ]  # (n, B, 1)
-    SL = jnp.sum(jnp.where(goes_left, rows, 0.0), axis=1)
-    SR = jnp.sum(jnp.where(goes_left, 0.0, rows), axis=1)
-    return jnp.stack([SL, SR], axis=1).reshape(2 * n, C).T
+    return jnp.stack([SL, SR], axis=2).reshape(rows.shape[0], 2 * n)
 
 
 def _rows_of_level(pos, d, width):
@@ -1440,7 +1430,9 @@ class _VectorLevels(NamedTuple):
         do = alive & is_split_worthy(s["gain"])
         n = _pow2(d)
         structure = _record(structure, n - 1, do, s)
-        Sc = jnp.where(jnp.repeat(do, 2)[None, :], _vector_children_sums(S, s, self.B), 0.0)
+        Sc = jnp.where(
+            jnp.repeat(do, 2)[None, :], _children_sums(S, s, self.B, channels_last=True), 0.0
+        )
         Sn = jax.lax.dynamic_update_slice(Sn, Sc, (jnp.int32(0), 2 * n - 1))
         f, t, dl = s["feature"], s["tbin"], s["default_left"]
         pos = route(pos, local, in_level, do, f, t, dl, self.bin_of, self.B)

@@ -137,11 +137,7 @@ def _frame_array(X, kind, name) -> np.ndarray:
     if bad:
         kinds = ", ".join(f"{c!r} ({dtypes[c]})" for c in bad[:_SHOW_NAMES])
         more = f", ... and {len(bad) - _SHOW_NAMES} more" if len(bad) > _SHOW_NAMES else ""
-        times = [
-            c
-            for c in bad
-            if re.match(r"(?i)(datetime|timedelta|date|time|duration)", str(dtypes[c]))
-        ]
+        times = [c for c in bad if re.match(r"(?i)date|time|duration", str(dtypes[c]))]
         advice = (
             f"dates and durations as numbers: e.g. {times[0]!r} as seconds "
             f"(pandas: X[{times[0]!r}].astype('int64') // 10**9 for datetime64[ns]) or "

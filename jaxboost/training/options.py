@@ -28,7 +28,7 @@ import inspect
 import re
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional
 
-from ..engine.autodiff import HESSIAN_FLOOR
+from ..engine.autodiff import HESSIAN_FLOOR, takes_keyword
 
 MANY = (None, "config", "shared")
 HYPERGRAD = (None, "differentiable", "structural", "not_replayed")
@@ -733,7 +733,7 @@ def record(fn: str, given: dict, loss=None) -> Options:
         name = unknown[0]
         close = difflib.get_close_matches(name, list(BY_NAME), n=1, cutoff=0.75)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        if name in _keyword_parameters(loss):
+        if loss is not None and takes_keyword(loss, name, any_keyword=False):
             hint = (
                 f"; {name!r} is a parameter of the loss: pass it as "
                 f"loss_params={{{name!r}: {given[name]!r}}}"
@@ -811,16 +811,3 @@ def takes(selected, *, leading: int = 3, var_keyword: Optional[str] = None):
         return fn
 
     return wrap
-
-
-def _keyword_parameters(loss) -> tuple:
-    """The names of ``loss``'s parameters after ``(y, pred)`` (none for anything that is
-    not a plain Python callable with a signature)."""
-    if loss is None or not callable(loss) or isinstance(loss, type):
-        return ()
-    try:
-        params = list(inspect.signature(loss).parameters.values())
-    except (TypeError, ValueError):
-        return ()
-    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    return tuple(p.name for p in params[2:] if p.kind in kinds)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import inspect
 import math
 from typing import Any
 
@@ -35,7 +34,7 @@ from objectives._base import Hyperparameters
 
 from .._types import float32_programs
 from ..engine import replay as R
-from ..engine.autodiff import loss_name, split_loss
+from ..engine.autodiff import loss_name, split_loss, takes_keyword
 from ..errors import DataError, NonFiniteError
 from ..inputs.numbers import is_real
 from ..training.options import defaults, names
@@ -286,7 +285,7 @@ def split_params(objective, params, train_kwargs, loss_keys=frozenset()):
         elif name in BOOSTER_PARAMS:
             booster_values[name] = float(v)
         elif name in STRUCTURAL:
-            clash = loss_names is None and _takes_keyword(objective, name)
+            clash = loss_names is None and takes_keyword(objective, name)
             raise ValueError(
                 f"{name!r} chooses the trees' structure, which has no gradient (a split is "
                 f"made or not); differentiable parameters: {_allowed(objective)}"
@@ -305,20 +304,6 @@ def split_params(objective, params, train_kwargs, loss_keys=frozenset()):
                 f"{loss_name(objective)}: {_allowed(objective)}"
             )
     return loss_values, booster_values
-
-
-def _takes_keyword(fn, name) -> bool:
-    """Whether the callable ``fn`` accepts a keyword argument ``name``."""
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return False
-    return any(
-        p.name == name
-        and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
-        or p.kind == p.VAR_KEYWORD
-        for p in sig.parameters.values()
-    )
 
 
 def _allowed(objective) -> list:
