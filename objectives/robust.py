@@ -122,9 +122,10 @@ def quantile_loss(y, pred, *, alpha=0.5):
 
     .. math:: \ell = \max(\alpha\,u, (\alpha - 1)\,u), \qquad u = y - f.
 
-    g = 1 - alpha when f > y, -alpha when f < y (0.5 - alpha at f = y, the midpoint
-    subgradient); h = 0 away from f = y (nonnegative). ``0 < alpha < 1``; alpha = 0.5 is
-    half the absolute loss. Any label; identity link.
+    g = 1 - alpha when f >= y, -alpha when f < y (at f = y the right-hand derivative,
+    XGBoost's convention: the weighted start and exact refits put rows there); h = 0 away
+    from f = y (nonnegative). ``0 < alpha < 1``; alpha = 0.5 is half the absolute loss
+    (whose g at f = y is 0). Any label; identity link.
 
     Defaults: ``hessian="constant"`` (h = 1: the tree fits the gradient signs) and
     ``refit="quantile"``: each leaf is set to the alpha-quantile of its residuals and
@@ -137,7 +138,9 @@ def quantile_loss(y, pred, *, alpha=0.5):
     """
     check_hyper("quantile", "alpha", alpha, lambda a: 0 < a < 1, "in (0, 1)")
     u = y - pred
-    return jnp.maximum(alpha * u, (alpha - 1.0) * u)
+    # where, not maximum: at u = 0 autodiff takes the (alpha - 1) u branch, so
+    # g = 1 - alpha as XGBoost's reg:quantileerror (maximum would split the tie)
+    return jnp.where(u > 0, alpha * u, (alpha - 1.0) * u)
 
 
 def cauchy_loss(y, pred, *, scale=1.0):

@@ -518,11 +518,12 @@ def test_quantile_at_one_half_is_half_the_absolute_loss():
 
 
 def test_subgradients_at_zero_residual():
-    # absolute / quantile: the midpoint subgradient; huber and the smooth ones: h = 1 at r = 0
+    # XGBoost's conventions: absolute error sign(0) = 0; quantile g = 1 - alpha at f = y
+    # (reg:quantileerror's pred - y >= 0 branch); huber and the smooth ones: h = 1 at r = 0
     for obj, g0, h0 in (
         (objectives.absolute, 0.0, 0.0),
-        (objectives.quantile, 0.0, 0.0),
-        (objectives.quantile(alpha=0.9), -0.4, 0.0),
+        (objectives.quantile, 0.5, 0.0),
+        (objectives.quantile(alpha=0.9), 0.1, 0.0),
         (objectives.huber, 0.0, 1.0),
         (objectives.log_cosh, 0.0, 1.0),
         (objectives.pseudo_huber, 0.0, 1.0),
