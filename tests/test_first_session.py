@@ -159,3 +159,21 @@ def test_cv_takes_the_classes_of_all_rows():
     res = jaxboost.cv("softmax", X, y, nfold=5, shuffle=False, n_rounds=2, max_depth=1)
     assert [b.n_outputs for b in res.boosters] == [3] * 5
     assert np.isfinite(res.mean["test"]["mlogloss"]).all()
+
+
+def test_xgboost_booster_habits(tmp_path):
+    """An XGBoost user saves with ``save_model`` (the same JSON file as ``save``) and
+    reaches for XGBoost's other Booster methods; each is named with jaxboost's way."""
+    bst = jaxboost.train("squared", X, X[:, 0], n_rounds=2, max_depth=1, verbose=False)
+    bst.save_model(tmp_path / "m.json")
+    assert np.array_equal(jaxboost.load(tmp_path / "m.json").predict(X), bst.predict(X))
+    for name, hint in [
+        ("load_model", r"jaxboost\.load\(path\)"),
+        ("get_dump", r"booster\.dump\(\)"),
+        ("inplace_predict", r"booster\.predict\(X\)"),
+        ("predcit", "did you mean 'predict'"),
+        ("best_iteraton", "did you mean 'best_iteration'"),  # an instance attribute
+    ]:
+        with pytest.raises(AttributeError, match=rf"no attribute '{name}'; .*{hint}"):
+            getattr(bst, name)
+    assert not hasattr(bst, "_private")  # hasattr and copying still see a plain miss

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import numbers
 import warnings
 from typing import NamedTuple
@@ -198,6 +199,21 @@ class GradHess(NamedTuple):
     g: np.ndarray
     h: np.ndarray
     margin: np.ndarray
+
+
+_XGBOOST_NAMES = {  # XGBoost Booster methods a user reaches for, and jaxboost's way
+    "load_model": "load a model with jaxboost.load(path), which returns the Booster",
+    "get_dump": "booster.dump() returns every tree as text, booster.trees_to_dataframe() "
+    "as a table",
+    "dump_model": "booster.dump() returns every tree as text",
+    "inplace_predict": "booster.predict(X) predicts any array or DataFrame",
+    "get_fscore": "booster.get_score() counts the splits per feature",
+    "num_features": "booster.n_features is the number of features",
+    "set_param": "a trained model's parameters are fixed; pass them to jaxboost.train",
+    "best_ntree_limit": "booster.best_iteration is the early-stopping round; "
+    "booster[: booster.best_iteration + 1] is that model",
+    "feature_types": "booster.categorical_features lists the categorical features",
+}
 
 
 class Booster:
@@ -500,6 +516,34 @@ class Booster:
 
         if is_writer():
             _writer("json")(self, path)
+
+    def save_model(self, path) -> None:
+        """``save(path)`` under XGBoost's name: the same validated JSON model file
+        (``jaxboost.load(path)`` reads it; ``to_xgboost_json`` writes XGBoost's format).
+
+        Example:
+          >>> import numpy as np, jaxboost, os, tempfile
+          >>> X = np.arange(8, dtype=np.float32).reshape(-1, 1)
+          >>> bst = jaxboost.train("squared", X, X[:, 0], n_rounds=2, min_child_weight=0)
+          >>> path = os.path.join(tempfile.mkdtemp(), "model.json")
+          >>> bst.save_model(path)
+          >>> bool(np.array_equal(jaxboost.load(path).predict(X), bst.predict(X)))
+          True
+        """
+        self.save(path)
+
+    def __getattr__(self, name):
+        """Only reached for a missing attribute: name jaxboost's counterpart of an
+        XGBoost ``Booster`` method, or a close public name, in the ``AttributeError``."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        hint = _XGBOOST_NAMES.get(name)
+        if hint is None:
+            public = [n for n in dir(self) if not n.startswith("_")]
+            close = difflib.get_close_matches(name, public, n=1, cutoff=0.75)
+            hint = f"did you mean {close[0]!r}?" if close else None
+        message = f"'Booster' object has no attribute {name!r}"
+        raise AttributeError(message + (f"; {hint}" if hint else ""))
 
     # --- prediction ----------------------------------------------------------------
     def _base(self, offsets=None, n_pad=None):
