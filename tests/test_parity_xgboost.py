@@ -277,7 +277,13 @@ def test_quantile_gradient_at_a_zero_residual_is_xgboosts():
     ref = xgb.train(dict(params, eta=LR, max_depth=3, nthread=1), d, 3)
     assert np.sum(y == np.float32(xgb_base_score(ref))) >= 1  # a row starts at its label
     bst = jaxboost.train(
-        objectives.quantile(alpha=0.8), X, y, sample_weight=w, n_rounds=3, max_depth=3, learning_rate=LR
+        objectives.quantile(alpha=0.8),
+        X,
+        y,
+        sample_weight=w,
+        n_rounds=3,
+        max_depth=3,
+        learning_rate=LR,
     )
     np.testing.assert_allclose(
         bst.predict(X, output_margin=True), ref.predict(d, output_margin=True), atol=1e-5, rtol=0
