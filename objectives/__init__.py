@@ -225,8 +225,15 @@ def resolve(objective):
             )
         return entry
     if not callable(objective):
+        hint = ""
+        if isinstance(objective, dict):  # xgb.train(params, dtrain)'s habit
+            hint = (
+                "; a params dict as XGBoost's train takes it goes in as keywords: "
+                "jaxboost.train(loss, X, y, **params), with the loss first (a catalogue "
+                "name such as 'logistic', or a callable)"
+            )
         raise TypeError(
             f"objective must be a callable loss(y, pred) -> scalar or an "
-            f"objectives entry, got {type(objective).__name__}"
+            f"objectives entry, got {type(objective).__name__}{hint}"
         )
     return objective

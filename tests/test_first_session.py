@@ -177,3 +177,8 @@ def test_xgboost_booster_habits(tmp_path):
         with pytest.raises(AttributeError, match=rf"no attribute '{name}'; .*{hint}"):
             getattr(bst, name)
     assert not hasattr(bst, "_private")  # hasattr and copying still see a plain miss
+
+
+def test_an_xgboost_params_dict_as_the_loss_says_how_to_pass_it():
+    with pytest.raises(TypeError, match=r"got dict; a params dict .* \*\*params"):
+        jaxboost.train({"objective": "binary:logistic", "max_depth": 3}, X, Y01)
