@@ -314,7 +314,11 @@ def check_group(group, n_rows, loss, K, mesh, eval_set, refit, hessian, eval_met
             f"them); got shape {given.shape}{total}"
         )
     if ids.dtype.kind not in "iuf" or (ids.dtype.kind == "f" and not np.isfinite(ids).all()):
-        raise DataError("group ids must be finite numbers")
+        raise DataError(
+            f"group ids (query ids, the estimators' qid) must be finite numbers, got "
+            f"{ids.dtype} values; number other ids first, e.g. "
+            f"np.unique(ids, return_inverse=True)[1]"
+        )
     v = jnp.zeros(2, jnp.float32)
     try:
         out = jax.eval_shape(loss, v, v, jnp.ones(2, bool))
@@ -621,7 +625,8 @@ def configure(objective, X, y, a: Options):
     offsets, base_margin = _margins(pol["base_margin"], K, pol["group"], n_rows)
     tpr = (K if (K > 1 and not multi_tree) else 1) * run["n_parallel"]
     if init_model is not None:
-        check_init_model(init_model, params, n_features, K, tpr, base_margin)
+        # the caller's base_margin: a group loss's default 0 is not one it gave
+        check_init_model(init_model, params, n_features, K, tpr, a.base_margin)
     alpha = quantile_level(loss, values) if pol["refit"] == "quantile" else 0.5
     model_loss = _model_loss(loss, loss_params, family, values, link, K, pol["eval_metric"])
     settings = Settings(
