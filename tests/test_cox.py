@@ -280,3 +280,67 @@ def test_rows_in_time_order_skip_the_sort():
     )
     assert " sort[" not in jaxpr and "sort " not in jaxpr
     assert objectives.survival.rows_in_order() is False  # the context was left
+
+
+def _stratified_brute(y, f, strata):
+    """Breslow negative log partial likelihood per event and Harrell's C, each stratum
+    its own risk sets and pairs, by every pair in NumPy (float64)."""
+    nll = n_events = num = den = 0.0
+    for s in np.unique(strata):
+        ys, fs = y[strata == s].astype(np.float64), f[strata == s].astype(np.float64)
+        for i in np.flatnonzero(ys > 0):
+            nll += np.log(np.exp(fs[np.abs(ys) >= ys[i]]).sum()) - fs[i]
+            n_events += 1
+            later = np.abs(ys) > ys[i]
+            num += np.sum(fs[i] > fs[later]) + 0.5 * np.sum(fs[i] == fs[later])
+            den += later.sum()
+    return nll / n_events, num / den
+
+
+def test_stratified_metrics_compare_within_strata():
+    """A model trained with strata (group=) is scored by the stratified loss it
+    minimises: cox-nloglik and cindex take the evaluation set's strata from
+    eval_group (size buckets of strata too), and refuse a set without them."""
+    X, y = _survival(3, 120)
+    strata = np.repeat([0, 1, 2], [12, 40, 68])  # three size buckets
+    y = (y * 10.0**strata).astype(np.float32)  # baselines far apart
+    kw = dict(group=strata, n_rounds=3, max_depth=2, eval_metric=["cox-nloglik", "cindex"])
+    bst = jaxboost.train(objectives.cox, X, y, eval_set=[(X, y)], eval_group=[strata], **kw)
+    f = bst.predict(X, output_margin=True)
+    nll, c = _stratified_brute(y, f, strata)
+    hist = bst.history["validation_0"]
+    assert hist["cox-nloglik"][-1] == pytest.approx(nll, rel=1e-5)
+    assert hist["cindex"][-1] == pytest.approx(c, rel=1e-5)
+    assert concordance_index(y, f, strata=strata) == pytest.approx(c, rel=1e-12)
+    assert abs(concordance_index(y, f) - c) > 1e-3  # the strata matter on this data
+    with pytest.raises(ValueError, match=r"trained with strata .* as eval_group"):
+        jaxboost.train(objectives.cox, X, y, eval_set=[(X, y)], **kw)
+    # no comparable pair: NaN from the metric, as from the function
+    censored = -np.abs(y)
+    bst = jaxboost.train(
+        objectives.cox, X, y, n_rounds=1, max_depth=2, eval_set=[(X, censored)],
+        eval_metric=["cindex"],
+    )  # fmt: skip
+    assert np.isnan(bst.history["validation_0"]["cindex"][0])
+    assert np.isnan(concordance_index(censored, f))
+
+
+@pytest.mark.parametrize("entry", ["cox", "lambdarank"])
+def test_group_losses_continue_training(entry):
+    """init_model continues a group loss's training (its default base margin 0 is not
+    one the caller gave): 3 + 3 rounds are the 6-round model."""
+    X, y = _survival(4, 60)
+    group = np.arange(60) % 3
+    if entry == "lambdarank":
+        y = np.clip(np.round(X[:, 0] + 1.5), 0, 3).astype(np.float32)
+    loss = getattr(objectives, entry)
+    kw = dict(group=group, max_depth=2, verbose=False)
+    first = jaxboost.train(loss, X, y, n_rounds=3, **kw)
+    more = jaxboost.train(loss, X, y, n_rounds=3, init_model=first, **kw)
+    whole = jaxboost.train(loss, X, y, n_rounds=6, **kw)
+    assert len(more) == 6
+    np.testing.assert_array_equal(
+        more.predict(X, output_margin=True), whole.predict(X, output_margin=True)
+    )
+    with pytest.raises(ValueError, match="base_margin cannot be given with init_model"):
+        jaxboost.train(loss, X, y, n_rounds=1, init_model=first, base_margin=0.0, **kw)

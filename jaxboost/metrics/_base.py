@@ -55,6 +55,10 @@ class Metric:
         receives the evaluation set's ``(Q, S)`` query index
         (``jaxboost.ranking.group_index``) where other metrics get ``w``; training
         then needs the set's query ids (``eval_group``).
+      strata: ``fn(y, pred, w, idx=None)`` also sums within groups: when an evaluation
+        set has query ids (``eval_group``), training passes its ``(Q, S)`` query index
+        buckets as ``idx`` beside the weights (Cox's strata: ``cox-nloglik`` and
+        ``cindex`` compare rows within a stratum, as the stratified loss does).
       host: ``fn`` is NumPy (or any Python) code run on the host, not traced: it gets
         NumPy arrays and returns a number (``jaxboost.metrics.host`` makes such a
         metric from a scikit-learn function). Training copies each evaluation set's
@@ -78,6 +82,7 @@ class Metric:
     grouped: bool = False
     needs: str | None = None
     host: bool = False
+    strata: bool = False
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -105,9 +110,10 @@ class Metric:
             y, pred = np.asarray(y), np.asarray(pred)
             w = np.ones(y.shape[:1], np.float32) if w is None else np.asarray(w)
             return self.fn(y, pred, w)
-        y = jnp.asarray(y)
+        # side data: a dict of (N,) arrays as well (a list is one array of labels)
+        y = {k: jnp.asarray(v) for k, v in y.items()} if isinstance(y, dict) else jnp.asarray(y)
         pred = jnp.asarray(pred)
-        w = jnp.ones(y.shape[:1], jnp.result_type(float)) if w is None else jnp.asarray(w)
+        w = jnp.ones(pred.shape[:1], jnp.result_type(float)) if w is None else jnp.asarray(w)
         return self.fn(y, pred, w)
 
     def best(self, values) -> tuple[float, int | None]:
@@ -148,9 +154,9 @@ class Metric:
         return new - old > min_delta if self.maximize else old - new > min_delta
 
 
-def builtin(name, fn, *, maximize=False, on="response", needs=None) -> Metric:
+def builtin(name, fn, *, maximize=False, on="response", needs=None, strata=False) -> Metric:
     """A built-in ``Metric`` of ``fn``, documented by ``fn``'s docstring."""
-    m = Metric(name, fn, maximize=maximize, on=on, needs=needs)
+    m = Metric(name, fn, maximize=maximize, on=on, needs=needs, strata=strata)
     object.__setattr__(m, "__doc__", fn.__doc__)
     return m
 

@@ -233,8 +233,9 @@ def eval_groups(
     return dict(zip(names, eval_group))
 
 
-def eval_metrics(eval_metric, loss, evals, K) -> list:
-    """Metrics, checked against the model's output shape before training."""
+def eval_metrics(eval_metric, loss, evals, K, group=None) -> list:
+    """Metrics, checked against the model's output shape before training (``group``:
+    the training rows' group ids, which make a stratum-aware metric need the sets')."""
     from .. import metrics as M
 
     if eval_metric is None:
@@ -262,6 +263,14 @@ def eval_metrics(eval_metric, loss, evals, K) -> list:
                     f"query ids of {missing} as eval_group"
                 )
             continue
+        missing = [x.name for x in evals if not x.grouped]
+        if m.strata and missing and group is not None and np.unique(group).size > 1:
+            raise ValueError(
+                f"the model is trained with strata (group=), and metric {m.name!r} "
+                f"compares rows within a stratum: pass the strata of {missing} as "
+                f"eval_group (unstratified, it would score another loss than the one "
+                f"trained)"
+            )
         margin = jax.ShapeDtypeStruct(shape, jnp.float32)
         pred = margin if (m.on == "margin" or link is None) else jax.eval_shape(link, margin)
         y = jax.tree.map(
@@ -488,6 +497,7 @@ def chunk_metrics(plan: MetricPlan, stages, data: EvalData, loss_values):
                     metric_targets(m, data.y),
                     em if m.on == "margin" else resp,
                     data.queries if m.grouped else data.w,
+                    *((data.queries,) if (m.strata and plan.grouped) else ()),
                 ).astype(jnp.float32)
                 for fn, m in fns
             ]

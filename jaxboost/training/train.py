@@ -171,7 +171,7 @@ def train(objective, X, y, **options) -> Booster:
             eval_base_margin=o.eval_base_margin,
             targets=target_structure(yf),
         )
-        metrics = eval_metrics(s.eval_metric, s.loss, evals, s.n_outputs)
+        metrics = eval_metrics(s.eval_metric, s.loss, evals, s.n_outputs, s.group)
         run_ = model_run(
             s,
             prep,
