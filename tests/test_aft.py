@@ -108,8 +108,9 @@ def _aft_data(spread):
 def test_margins_and_nloglik_equal_xgboost_exact(dist, sigma, spread):
     """20 rounds, depth 3, on data whose features have fewer values than max_bin (so
     the histogram method is XGBoost's exact one). sigma = 0.25: an event's h = 16 is
-    clipped to 15 on both sides. XGBoost 3.2's aft-nloglik evaluates the scale 1
-    whatever aft_loss_distribution_scale is: compared at sigma 1. The times stay
+    clipped to 15 on both sides. XGBoost 3.2's default metric (no eval_metric given)
+    evaluates aft-nloglik at scale 1 whatever aft_loss_distribution_scale is: compared
+    at sigma 1. The times stay
     within reach of XGBoost's double CDF differences (``spread``): with log times 0.3
     yr + 0.5 a right-censored extreme row at z = 3.5 (S = e^{-33}) gets h = 14.09 from
     XGBoost where the exact h, e^z = 33, clips to 15."""

@@ -182,3 +182,9 @@ def test_xgboost_booster_habits(tmp_path):
 def test_an_xgboost_params_dict_as_the_loss_says_how_to_pass_it():
     with pytest.raises(TypeError, match=r"got dict; a params dict .* \*\*params"):
         jaxboost.train({"objective": "binary:logistic", "max_depth": 3}, X, Y01)
+
+
+def test_string_query_ids_say_how_to_number_them():
+    ids = np.repeat(np.array(["q1", "q2", "q3"]), 40)
+    with pytest.raises(jaxboost.DataError, match=r"qid\) must be finite numbers.*return_inverse"):
+        jaxboost.train("lambdarank", X, Y01, group=ids, n_rounds=1)

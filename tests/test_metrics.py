@@ -218,3 +218,25 @@ def test_best_and_better():
     assert metrics.auc.better(0.8, 0.7) and not metrics.auc.better(0.7, 0.8)
     assert metrics.rmse.better(1.0, 2.0) and not metrics.rmse.better(1.95, 2.0, min_delta=0.1)
     assert not metrics.rmse.better(np.nan, 1.0)
+
+
+def test_peer_metric_names():
+    """XGBoost's and LightGBM's metric names get jaxboost's; ``aft-nloglik`` is an AFT
+    model's own mean loss under XGBoost's name (at the trained sigma)."""
+    entry = objectives.aft(distribution="normal", sigma=0.5)
+    m = metrics.get_metric("aft-nloglik", objective=entry)
+    lo = np.array([1.0, 2.0, 0.5], np.float32)
+    y = {"lower": lo, "upper": np.array([1.0, np.inf, 0.5], np.float32)}
+    f = np.array([0.1, 0.5, -0.2], np.float32)
+    assert m.name == "aft-nloglik" and not m.maximize
+    z = (np.log(lo.astype(np.float64)) - f) / 0.5  # log T = f + 0.5 Z, Z normal
+    by_row = -stats.norm.logpdf(z) + np.log(0.5 * lo)  # events: the density of T
+    by_row[1] = -stats.norm.logsf(z[1])  # right-censored at 2: the survival
+    assert float(m(y, f)) == pytest.approx(np.mean(by_row), rel=1e-5)
+    for name, want in [
+        ("aft-nloglik", "objectives.aft model"),  # not an AFT model: refused
+        ("poisson-nloglik", "'poisson_nll'"),
+        ("binary_logloss", "LightGBM's name; jaxboost's is 'logloss'"),
+    ]:
+        with pytest.raises(ValueError, match=want):
+            metrics.get_metric(name, objective=objectives.squared)

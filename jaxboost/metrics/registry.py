@@ -9,6 +9,7 @@ turns a name into a catalogue entry.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from ._base import Metric
@@ -36,6 +37,24 @@ BUILTIN = {
         cox_nloglik,
         cindex,
     )
+}
+
+
+#: XGBoost's and LightGBM's names of metrics that jaxboost names otherwise.
+PEER_METRICS = {
+    "poisson-nloglik": "XGBoost's name; jaxboost's is 'poisson_nll'",
+    "gamma-deviance": "XGBoost's name; jaxboost's is 'gamma_deviance'",
+    "aft-nloglik": "XGBoost's name for the AFT loss: an objectives.aft model's "
+    "metric 'aft-nloglik' (or 'objective')",
+    "binary_logloss": "LightGBM's name; jaxboost's is 'logloss'",
+    "binary_error": "LightGBM's name; jaxboost's is 'error'",
+    "multi_logloss": "LightGBM's name; jaxboost's is 'mlogloss'",
+    "multi_error": "LightGBM's name; jaxboost's is 'merror'",
+    "l1": "LightGBM's name; jaxboost's is 'mae'",
+    "l2": "LightGBM's name for the mean squared error; jaxboost's 'rmse' is its root",
+    "c-index": "jaxboost's name is 'cindex'",
+    "c_index": "jaxboost's name is 'cindex'",
+    "mse": "jaxboost's 'rmse' is its root",
 }
 
 
@@ -99,8 +118,13 @@ def get_metric(m, objective=None) -> Metric:
             if k is not None and k < 1:
                 raise ValueError(f"{m!r}: the cut-off k must be >= 1")
             return ranking_metric(ranked.group(1), k)
+        if key == "aft-nloglik" and getattr(objective, "name", None) == "aft":
+            # XGBoost's name for the AFT loss's mean, which is the objective metric
+            return dataclasses.replace(objective_metric(objective), name="aft-nloglik")
+        peer = PEER_METRICS.get(key)
+        hint = f" ({peer})" if peer else ""
         raise ValueError(
-            f"unknown metric {m!r}; known metrics: {', '.join(names())}; "
+            f"unknown metric {m!r}{hint}; known metrics: {', '.join(names())}; "
             f"or pass a Metric or a callable metric(y, pred) -> scalar"
         )
     if callable(m):
