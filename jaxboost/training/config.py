@@ -468,7 +468,9 @@ def check_forest(num_parallel_tree, bootstrap) -> tuple:
     return n, bool(bootstrap)
 
 
-def check_init_model(init, params, n_features, K, tpr, base_margin):
+def check_init_model(init, params, n_features, K, tpr, base_margin, offsets=None):
+    """``init_model`` against this training's shape. ``base_margin`` is the caller's
+    (a group loss's default 0 is not one), refused unless it is per-row ``offsets``."""
     if init.n_features != n_features:
         raise DataError(f"init_model was trained on {init.n_features} features, X has {n_features}")
     for name in ("max_depth", "max_bin"):
@@ -484,7 +486,7 @@ def check_init_model(init, params, n_features, K, tpr, base_margin):
             f"{init.trees_per_round} tree(s) per round; this objective, "
             f"multi_strategy and num_parallel_tree give {K} and {tpr}"
         )
-    if base_margin is not None:
+    if base_margin is not None and offsets is None:
         raise ValueError(
             "base_margin cannot be given with init_model (training continues "
             "from the model's margins)"
@@ -625,8 +627,7 @@ def configure(objective, X, y, a: Options):
     offsets, base_margin = _margins(pol["base_margin"], K, pol["group"], n_rows)
     tpr = (K if (K > 1 and not multi_tree) else 1) * run["n_parallel"]
     if init_model is not None:
-        # the caller's base_margin: a group loss's default 0 is not one it gave
-        check_init_model(init_model, params, n_features, K, tpr, a.base_margin)
+        check_init_model(init_model, params, n_features, K, tpr, a.base_margin, offsets)
     alpha = quantile_level(loss, values) if pol["refit"] == "quantile" else 0.5
     model_loss = _model_loss(loss, loss_params, family, values, link, K, pol["eval_metric"])
     settings = Settings(
