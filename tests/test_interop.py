@@ -214,11 +214,18 @@ def test_imported_bins_are_consistent_and_the_model_saves(interop_data, tmp_path
     bst.save(tmp_path / "m.json")
     back = jaxboost.load(tmp_path / "m.json")
     np.testing.assert_array_equal(back.predict(X), bst.predict(X))
-    # Continued training starts from the imported model.
-    more = jaxboost.train(
-        bst.objective, X, labels["softmax"], n_rounds=1, max_depth=3, init_model=bst, verbose=False
-    )
+    # Continued training starts from the imported model, whose only cuts are its trees'
+    # thresholds: the new trees split only there, which it says (XGBoost's xgb_model=
+    # cuts the data afresh).
+    with pytest.warns(jaxboost.DataWarning, match=r"few cuts for \d+ of X's features"):
+        more = jaxboost.train(
+            bst.objective, X, labels["softmax"], n_rounds=1, max_depth=3, init_model=bst
+        )
     assert len(more) == len(bst) + 1
+    cuts = {float(c) for f in range(X.shape[1]) for c in bst.bin_edges.cuts[f]}
+    new = more.ensemble
+    new_split = ~new.is_leaf[len(bst) * 3 :] & (new.cover[len(bst) * 3 :] > 0)
+    assert set(new.threshold[len(bst) * 3 :][new_split].tolist()) <= cuts
 
 
 @pytest.mark.parametrize("name", OBJECTIVES)

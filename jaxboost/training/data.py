@@ -105,6 +105,42 @@ def warn_outside_edges(Xf, edges) -> None:
             return
 
 
+def warn_few_edges(Xf, edges) -> None:
+    """``DataWarning`` when continuing an ``init_model`` whose bin edges hold far fewer
+    cuts than ``Xf``'s values offer: new trees split only at those cuts. A model
+    imported from XGBoost (``from_xgboost``) has its trees' thresholds as its only
+    cuts, and one trained on a small sample has that sample's; XGBoost's continuation
+    (``xgb_model=``) cuts the new data afresh. Numeric features with at least twice the
+    cuts' bins of distinct values (capped at ``max_bin - 1``); dense ``Xf`` only
+    (checked on up to 100,000 rows)."""
+    from ..errors import DataWarning
+    from ..inputs.sparse import is_sparse
+
+    if is_sparse(Xf):
+        return
+    X = Xf[:: max(1, Xf.shape[0] // 100_000)]
+    few = []
+    for f in range(min(X.shape[1], edges.n_features)):
+        if edges.categorical is not None and edges.categorical[f]:
+            continue
+        col = X[:, f]
+        offered = min(np.unique(col[~np.isnan(col)]).size, edges.max_bin - 1)
+        if offered >= 2 * (int(edges.n_cuts[f]) + 1):
+            few.append((f, int(edges.n_cuts[f]), offered))
+    if few:
+        f, k, m = few[0]
+        warnings.warn(
+            f"init_model's bin edges hold few cuts for {len(few)} of X's features (column "
+            f"{f}: {k} cut(s), where X's values offer {m} bins): the new trees can split "
+            f"only at those cuts. A model from from_xgboost has its trees' thresholds as "
+            f"its only cuts; one trained on a small sample has that sample's. Train a "
+            f"new model on X (or continue an imported model in XGBoost, xgb_model=) for "
+            f"splits anywhere in the data",
+            DataWarning,
+            stacklevel=5,
+        )
+
+
 def warn_two_bins(Xf) -> None:
     """``DataWarning`` for ``max_bin=2`` on data without missing values: one of the two
     bins is reserved for missing values, so every feature has one bin of values and no
@@ -207,6 +243,7 @@ def prepare(s, Xf, yf, wf, sparse_ok: bool = True) -> Prepared:
     if s.init_model is not None:
         edges = s.init_model.bin_edges  # the trees' bins refer to these edges
         warn_outside_edges(Xf, edges)
+        warn_few_edges(Xf, edges)
     elif layout.multi:
         edges = dist.agreed_bin_edges(Xf, s.params.max_bin, wf, s.seed, layout.n_total)
     else:
