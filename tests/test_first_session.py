@@ -188,3 +188,22 @@ def test_string_query_ids_say_how_to_number_them():
     ids = np.repeat(np.array(["q1", "q2", "q3"]), 40)
     with pytest.raises(jaxboost.DataError, match=r"qid\) must be finite numbers.*return_inverse"):
         jaxboost.train("lambdarank", X, Y01, group=ids, n_rounds=1)
+
+
+@pytest.mark.parametrize("kind", ["softmax", "multi-target", "multi_quantile"])
+def test_zero_rounds_of_several_outputs_is_the_start_model(kind, tmp_path):
+    """n_rounds=0 (n_estimators=0) with K trees a round gives the model of its start,
+    as one output does, not an IndexError: the same margins as a trained model's [:0]."""
+    objective, y = {
+        "softmax": ("softmax", (X[:, 0] > 0) + (X[:, 1] > 0.5).astype(np.float32)),
+        "multi-target": ("squared", X[:, :2] * 2.0),
+        "multi_quantile": (objectives.multi_quantile([0.1, 0.9]), X[:, 0]),
+    }[kind]
+    none = jaxboost.train(objective, X, y, n_rounds=0, max_depth=1, verbose=False)
+    one = jaxboost.train(objective, X, y, n_rounds=1, max_depth=1, verbose=False)
+    assert len(none) == 0
+    np.testing.assert_array_equal(
+        none.predict(X, output_margin=True), one[:0].predict(X, output_margin=True)
+    )
+    none.save(tmp_path / "m.json")
+    np.testing.assert_array_equal(jaxboost.load(tmp_path / "m.json").predict(X), none.predict(X))

@@ -119,6 +119,8 @@ class Ensemble(NamedTuple):
             return None
         if value.dtype != np.float32:
             return None
+        if T == 0:  # no trees (n_rounds=0): nothing to check
+            return self._replace(value=value[:, :, 0])
         own = value[np.arange(T), :, np.arange(T) % K]
         step = K * max(1, (1 << 20) // max(1, K * value[0].size))  # scratch ~4 MiB
         for t in range(0, T, step):  # the spread of the own values is the whole
