@@ -23,13 +23,36 @@ from ._base import builtin, scalar_pred
 __all__ = ["concordance_index", "cox_nloglik", "cindex", "concordance_sums"]
 
 
-def _by_stratum(idx, *arrays):
-    """Each of ``arrays`` ``(N,)`` gathered into the ``(Q, S)`` layout of the query
-    index ``idx`` (padding: row 0's values), and the mask of real rows."""
-    n = arrays[0].shape[0]
-    real = idx < n
-    safe = jnp.where(real, idx, 0)
-    return tuple(a[safe] for a in arrays) + (real,)
+def _ratio_of_sums(sums_of, y, pred, w, idx):
+    """``num / den`` of ``sums_of(y, f, w) -> [num, den]`` over all rows, or summed over
+    the strata of ``idx`` (a ``(Q, S)`` query index or a tuple of size buckets: each
+    stratum gathered into a row of ``S``, its padding at weight 0, which takes a row
+    out of every risk set and pair); NaN when ``den`` is 0."""
+    y, f, w = (jnp.asarray(a, jnp.float32) for a in (y, pred, w))
+    if idx is None:
+        sums = sums_of(y, f, w)
+    else:
+        sums = jnp.zeros(2, jnp.float32)
+        for b in idx if isinstance(idx, (tuple, list)) else (idx,):
+            real = b < y.shape[0]
+            at = jnp.where(real, b, 0)
+            per = jax.vmap(sums_of)(y[at], f[at], jnp.where(real, w[at], 0.0))
+            sums = sums + jnp.sum(per, axis=0)
+    return jnp.where(sums[1] > 0, sums[0] / jnp.where(sums[1] > 0, sums[1], 1.0), jnp.nan)
+
+
+def _cox_sums(y, f, w):
+    """``[sum of w (log S_i - f_i) over events, sum of their w]``: ``cox_nloglik``'s."""
+    from objectives.survival import event_nll
+
+    nll, event = event_nll(y, f, w > 0)
+    we = jnp.where(event, w, 0.0)
+    return jnp.stack([jnp.sum(we * nll), jnp.sum(we)])
+
+
+def _cindex_sums(y, f, w):
+    """``concordance_sums`` of Cox labels: the events fail first."""
+    return concordance_sums(jnp.abs(y), f, jnp.where(y > 0, w, 0.0), w)
 
 
 def _cox_nloglik(y, pred, w, idx=None):
@@ -46,21 +69,8 @@ def _cox_nloglik(y, pred, w, idx=None):
     >>> round(float(cox_nloglik([1.0, -2.0, 3.0], [0.0, 0.0, 0.0])), 4)  # (log 3 + 0) / 2
     0.5493
     """
-    from objectives.survival import event_nll
-
     scalar_pred("cox-nloglik", y, pred)
-    y, f, w = (jnp.asarray(a, jnp.float32) for a in (y, pred, w))
-    if idx is None:
-        nll, event = event_nll(y, f, w > 0)
-        we = jnp.where(event, w, 0.0)
-        return jnp.sum(we * nll) / jnp.sum(we)
-    total, weight = jnp.float32(0.0), jnp.float32(0.0)
-    for b in idx if isinstance(idx, (tuple, list)) else (idx,):
-        yq, fq, wq, real = _by_stratum(b, y, f, w)
-        nll, event = jax.vmap(event_nll)(yq, fq, real & (wq > 0))
-        we = jnp.where(event, wq, 0.0)
-        total, weight = total + jnp.sum(we * nll), weight + jnp.sum(we)
-    return total / weight
+    return _ratio_of_sums(_cox_sums, y, pred, w, idx)
 
 
 def concordance_sums(t, f, w_event, w):
@@ -140,17 +150,7 @@ def _cindex(y, pred, w, idx=None):
     1.0
     """
     scalar_pred("cindex", y, pred)
-    y, f, w = (jnp.asarray(a, jnp.float32) for a in (y, pred, w))
-    if idx is None:
-        sums = concordance_sums(jnp.abs(y), f, jnp.where(y > 0, w, 0.0), w)
-    else:
-        sums = jnp.zeros(2, jnp.float32)
-        for b in idx if isinstance(idx, (tuple, list)) else (idx,):
-            yq, fq, wq, real = _by_stratum(b, y, f, w)
-            wq = jnp.where(real, wq, 0.0)  # padding: in no pair
-            per = jax.vmap(concordance_sums)(jnp.abs(yq), fq, jnp.where(yq > 0, wq, 0.0), wq)
-            sums = sums + jnp.sum(per, axis=0)
-    return jnp.where(sums[1] > 0, sums[0] / jnp.where(sums[1] > 0, sums[1], 1.0), jnp.nan)
+    return _ratio_of_sums(_cindex_sums, y, pred, w, idx)
 
 
 cox_nloglik = builtin("cox-nloglik", _cox_nloglik, on="margin", strata=True)

@@ -64,69 +64,58 @@ def rows_on_bins(Xf, yf, wf, edges, n_pad, native):
 
 
 OUTSIDE_SHARE = 0.5
-"""``warn_outside_edges`` warns when more than this share of a feature's values lie
+"""``warn_init_edges`` warns when more than this share of a feature's values lie
 beyond the init model's outermost cuts."""
 
 
-def warn_outside_edges(Xf, edges) -> None:
-    """``DataWarning`` when continuing an ``init_model`` on data that its bin edges do not
-    cover: a numeric feature with more than ``OUTSIDE_SHARE`` of its present values
-    farther below its first cut, or above its last, than the cuts' own span (all of
-    those share one bin, so the new trees cannot split among them; values just past the
-    outer cuts are ordinary members of the outer bins). Dense ``Xf`` only (checked on
-    up to 100,000 rows)."""
+def warn_init_edges(Xf, edges) -> None:
+    """``DataWarning`` s when continuing an ``init_model`` on data its bin edges serve
+    poorly, from one pass over the (dense) columns, on up to 100,000 rows:
+
+    * values far outside the cuts: a numeric feature with more than ``OUTSIDE_SHARE``
+      of its present values farther below its first cut, or above its last, than the
+      cuts' own span (all of those share one bin, so the new trees cannot split among
+      them; values just past the outer cuts are ordinary members of the outer bins);
+    * few cuts: numeric features whose distinct values (capped at ``max_bin - 1``) are
+      at least twice the cuts' bins, since new trees split only at the cuts. A model
+      from ``from_xgboost`` has its trees' thresholds as its only cuts, one trained on
+      a small sample that sample's; XGBoost's ``xgb_model=`` cuts the new data afresh.
+    """
     from ..errors import DataWarning
     from ..inputs.sparse import is_sparse
 
     if is_sparse(Xf):
         return
     X = Xf[:: max(1, Xf.shape[0] // 100_000)]
-    for f in range(min(X.shape[1], edges.n_features)):
-        k = int(edges.n_cuts[f])
-        if k < 2 or (edges.categorical is not None and edges.categorical[f]):
-            continue
-        col = X[:, f]
-        col = col[~np.isnan(col)]
-        if col.size == 0:
-            continue
-        c0, c1 = float(edges.cuts[f, 0]), float(edges.cuts[f, k - 1])
-        lo, hi = c0 - (c1 - c0), c1 + (c1 - c0)  # the cuts' span again on either side
-        out = float(np.mean((col < lo) | (col > hi)))
-        if out > OUTSIDE_SHARE:
-            warnings.warn(
-                f"X column {f}: {out:.0%} of its values lie far outside the range the "
-                f"init_model's bin edges cover (cuts from {c0:g} to {c1:g}, from the data "
-                f"it was trained on); they share its first or last bin, so the new trees "
-                f"cannot split among them. Train a new model on data like this, or "
-                f"continue only on data like the original",
-                DataWarning,
-                stacklevel=5,
-            )
-            return
-
-
-def warn_few_edges(Xf, edges) -> None:
-    """``DataWarning`` when continuing an ``init_model`` whose bin edges hold far fewer
-    cuts than ``Xf``'s values offer: new trees split only at those cuts. A model
-    imported from XGBoost (``from_xgboost``) has its trees' thresholds as its only
-    cuts, and one trained on a small sample has that sample's; XGBoost's continuation
-    (``xgb_model=``) cuts the new data afresh. Numeric features with at least twice the
-    cuts' bins of distinct values (capped at ``max_bin - 1``); dense ``Xf`` only
-    (checked on up to 100,000 rows)."""
-    from ..errors import DataWarning
-    from ..inputs.sparse import is_sparse
-
-    if is_sparse(Xf):
-        return
-    X = Xf[:: max(1, Xf.shape[0] // 100_000)]
-    few = []
+    outside, few = None, []
     for f in range(min(X.shape[1], edges.n_features)):
         if edges.categorical is not None and edges.categorical[f]:
             continue
-        col = X[:, f]
-        offered = min(np.unique(col[~np.isnan(col)]).size, edges.max_bin - 1)
-        if offered >= 2 * (int(edges.n_cuts[f]) + 1):
-            few.append((f, int(edges.n_cuts[f]), offered))
+        col = np.sort(X[:, f])  # NaN last
+        col = col[: col.size - int(np.isnan(col).sum())]
+        k = int(edges.n_cuts[f])
+        if col.size == 0:
+            continue
+        offered = min(1 + int(np.count_nonzero(np.diff(col))), edges.max_bin - 1)
+        if offered >= 2 * (k + 1):
+            few.append((f, k, offered))
+        if outside is None and k >= 2:
+            c0, c1 = float(edges.cuts[f, 0]), float(edges.cuts[f, k - 1])
+            lo, hi = c0 - (c1 - c0), c1 + (c1 - c0)  # the cuts' span again on either side
+            out = np.searchsorted(col, lo) + col.size - np.searchsorted(col, hi, "right")
+            if out / col.size > OUTSIDE_SHARE:
+                outside = (f, out / col.size, c0, c1)
+    if outside is not None:
+        f, share, c0, c1 = outside
+        warnings.warn(
+            f"X column {f}: {share:.0%} of its values lie far outside the range the "
+            f"init_model's bin edges cover (cuts from {c0:g} to {c1:g}, from the data "
+            f"it was trained on); they share its first or last bin, so the new trees "
+            f"cannot split among them. Train a new model on data like this, or "
+            f"continue only on data like the original",
+            DataWarning,
+            stacklevel=5,
+        )
     if few:
         f, k, m = few[0]
         warnings.warn(
@@ -242,8 +231,7 @@ def prepare(s, Xf, yf, wf, sparse_ok: bool = True) -> Prepared:
         check_rows(layout.n_total)
     if s.init_model is not None:
         edges = s.init_model.bin_edges  # the trees' bins refer to these edges
-        warn_outside_edges(Xf, edges)
-        warn_few_edges(Xf, edges)
+        warn_init_edges(Xf, edges)
     elif layout.multi:
         edges = dist.agreed_bin_edges(Xf, s.params.max_bin, wf, s.seed, layout.n_total)
     else:

@@ -252,18 +252,18 @@ def eval_metrics(eval_metric, loss, evals, K, group=None) -> list:
     link = link_of(loss)
     from ..metrics.targets import metric_targets
 
+    missing = [x.name for x in evals if not x.grouped]  # sets without query ids
+
     for m in out:
         if m.host:
             continue  # NumPy code: checked on the starting predictions (check_host)
         if m.grouped:
-            missing = [x.name for x in evals if not x.grouped]
             if missing:
                 raise ValueError(
                     f"metric {m.name!r} ranks rows within queries; pass the "
                     f"query ids of {missing} as eval_group"
                 )
             continue
-        missing = [x.name for x in evals if not x.grouped]
         if m.strata and missing and group is not None and np.unique(group).size > 1:
             raise ValueError(
                 f"the model is trained with strata (group=), and metric {m.name!r} "
