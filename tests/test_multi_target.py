@@ -70,7 +70,8 @@ def test_one_tree_per_target_equals_separate_models(data, entry):
 def test_margins_match_xgboost_multi_target(data, entry, name, strategy):
     """XGBoost's start (a vector intercept: each column's mean, or its log-odds) and
     trees. min_child_weight 0: XGBoost 3.2's vector leaves apply it per target to the
-    leaf weights and not to the splits, jaxboost to the node's trace(H)."""
+    leaf weights and not to the splits, jaxboost (as XGBoost 3.4) to each child's
+    trace(H) / K."""
     X, Ys, _ = data
     Y = Ys[entry]
     params = dict(
@@ -97,6 +98,32 @@ def test_margins_match_xgboost_multi_target(data, entry, name, strategy):
     np.testing.assert_allclose(
         bst.predict(X, output_margin=True), xb.predict(d, output_margin=True), atol=1e-5, rtol=0
     )
+
+
+@pytest.mark.parametrize("entry", ["squared", "logistic"])
+def test_vector_leaves_of_copies_grow_the_one_target_trees(data, entry):
+    """min_child_weight bounds a vector leaf's mean Hessian over its K targets (XGBoost
+    3.4's rule): K copies of one target then have the single target's Hessian in every
+    node, the single target's valid splits and K times its gains, so vector leaves grow
+    the one-target model's trees. Weighted rows (Hessian sums not whole numbers) and a
+    bound that binds at depth 5; with the trace rule (K = 2: children of half the
+    weight allowed) the trees differed."""
+    X, Ys, w = data
+    y = Ys[entry][:, 0]
+    kw = dict(KW, max_depth=5, min_child_weight=6.0, sample_weight=w)
+    one = jaxboost.train(entry, X, y, **kw)
+    for K in (2, 4):
+        vec = jaxboost.train(
+            entry, X, np.tile(y[:, None], (1, K)), **kw, multi_strategy="multi_output_tree"
+        )
+        margin = vec.predict(X, output_margin=True)
+        for t in range(K):
+            np.testing.assert_allclose(
+                margin[:, t], one.predict(X, output_margin=True), rtol=0, atol=2e-6
+            )
+    if entry == "squared":  # h = w: the bound binds, a leaf of the first tree holds < 12
+        sums = np.bincount(one.predict(X, pred_leaf=True)[:, 0], weights=w)
+        assert 6.0 <= sums[sums > 0].min() < 12.0
 
 
 @pytest.mark.parametrize(

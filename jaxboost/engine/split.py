@@ -288,8 +288,11 @@ def vector_weight_score(G, Hc, dyn, *, diagonal: bool):
 
     which is :math:`t^\top A^{-1} t` without clipping. ``diagonal`` keeps only the
     diagonal of H (K independent scalar problems; an output whose ``H_kk + lambda <= 0``
-    gets ``w_k = 0``). Nodes whose cover ``trace(H)`` is ``<= 0`` or below
-    ``min_child_weight`` get ``w = 0`` and score 0.
+    gets ``w_k = 0``). Nodes whose cover ``trace(H)`` is ``<= 0``, or whose mean
+    Hessian over the outputs ``trace(H) / K`` is below ``min_child_weight``, get
+    ``w = 0`` and score 0 (``min_child_weight`` bounds the Hessian of one output, as a
+    scalar tree's: K copies of one target grow that target's scalar trees; XGBoost
+    3.4's rule for vector leaves, ``IsValidSplit`` on the Hessian sum over targets / K).
 
     Damping rule of the full ``H`` (``MAX_CONDITION``): with the node's curvature
     scale :math:`s = \operatorname{tr}|H| / K` and :math:`\epsilon = s /
@@ -347,7 +350,7 @@ def vector_weight_score(G, Hc, dyn, *, diagonal: bool):
         A = A + jnp.where(damped, mu, 0.0)[..., None, None] * eye
         w = -cho_solve(cholesky(A), t)
     w = jnp.where(mds > 0, jnp.clip(w, -mds, mds), w)
-    ok = (cover > 0) & (cover >= mcw) & jnp.all(jnp.isfinite(w), axis=-1)
+    ok = (cover > 0) & (cover / K >= mcw) & jnp.all(jnp.isfinite(w), axis=-1)
     w = jnp.where(ok[..., None], w, 0.0)
     Aw = A * w if diagonal else jnp.einsum("...ij,...j->...i", A, w)
     score = -(2.0 * jnp.sum(t * w, axis=-1) + jnp.sum(w * Aw, axis=-1))
@@ -416,7 +419,8 @@ def find_best_vector_splits(
             _, sl, cl = vector_weight_score(SL[..., :K], SL[..., K:], dyn, diagonal=diagonal)
             _, sr, cr = vector_weight_score(SR[..., :K], SR[..., K:], dyn, diagonal=diagonal)
             gain = (sl + sr - sp).astype(FLOAT_DTYPE)
-            return jnp.where((cl >= mcw) & (cr >= mcw) & (cl > 0) & (cr > 0), gain, -jnp.inf)
+            valid = (cl / K >= mcw) & (cr / K >= mcw) & (cl > 0) & (cr > 0)
+            return jnp.where(valid, gain, -jnp.inf)
 
         SRb = jax.lax.cumsum(Sv, axis=2, reverse=True)[:, :, ::-1]
         gain_b = gains(Spb - SRb, SRb)

@@ -3530,7 +3530,7 @@ inline void VectorScore(const double* Sc, int K_, bool diagonal, const VecHyper&
     finite = std::isfinite(w[k]);
   }
   *cover = cov;
-  if (!(finite && cov > 0 && cov >= hp.mcw)) {
+  if (!(finite && cov > 0 && cov / K >= hp.mcw)) {  // mean Hessian over the outputs
     *score = 0.0;
     return;
   }
@@ -3619,7 +3619,8 @@ ffi::Error VectorSplitsImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::F64> S
       score(L, &sl, &cl);
       score(R, &sr, &cr);
       float g = static_cast<float>(sl + sr - parent[i]);
-      if (!(cl >= hp.mcw && cr >= hp.mcw && cl > 0 && cr > 0) || std::isnan(g)) g = neg_inf;
+      const bool valid = cl / K >= hp.mcw && cr / K >= hp.mcw && cl > 0 && cr > 0;
+      if (!valid || std::isnan(g)) g = neg_inf;
       if (g > best) {
         best = g;
         best_idx = idx;

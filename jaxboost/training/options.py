@@ -141,7 +141,10 @@ OPTIONS = (
         sklearn=True,
         hypergrad="structural",
         doc="""
-        minimum sum of h in each child of a split.""",
+        minimum sum of h in each child of a split. With vector leaves
+        (``multi_strategy="multi_output_tree"``) the sum of h per output: ``trace(H) / K``,
+        the child's Hessian summed over its K outputs and divided by K (XGBoost 3.4's
+        rule), so K copies of one target grow that target's trees.""",
     ),
     Option(
         "max_delta_step",
