@@ -152,6 +152,7 @@ def _top_k_pairs(y, f, mask, k):
     different labels) and ``sign`` +1 where a is the more relevant row, else -1.
     """
     y, f = jax.lax.stop_gradient(y), jax.lax.stop_gradient(f)
+    mask = jnp.asarray(mask)  # a NumPy mask cannot be indexed by traced ranks
     S = y.shape[0]
     gain = jnp.where(mask, jnp.exp2(y) - 1.0, 0.0)
     # ranks 0..k-1; -0.0 taken as 0.0 (top_k orders them, a comparison ties them)

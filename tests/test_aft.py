@@ -42,7 +42,7 @@ def _rows(obj, lo, hi, f, fn="loss"):
     if fn == "loss":
         return np.asarray(jax.jit(jax.vmap(obj))(y, jnp.asarray(f)), np.float64)
     return tuple(
-        np.asarray(a, np.float64) for a in jax.vmap(obj.row_grad_hess())(y, jnp.asarray(f))
+        np.asarray(a, np.float64) for a in jax.jit(jax.vmap(obj.row_grad_hess()))(y, jnp.asarray(f))
     )
 
 
@@ -214,7 +214,8 @@ def test_label_forms_train_the_same_model_and_bad_labels_are_named():
     tt = {"lower": jnp.asarray(t), "upper": jnp.asarray(t)}
     for fn in (objectives.aft, objectives.aft.row_grad_hess()):
         np.testing.assert_array_equal(
-            np.asarray(jax.vmap(fn)(jnp.asarray(t), f)), np.asarray(jax.vmap(fn)(tt, f))
+            np.asarray(jax.jit(jax.vmap(fn))(jnp.asarray(t), f)),
+            np.asarray(jax.jit(jax.vmap(fn))(tt, f)),
         )
     # a row (0, inf] says nothing: loss 0, g 0, h XGBoost's floor (0 without clip)
     zero = {"lower": jnp.float32(0.0), "upper": jnp.float32(np.inf)}

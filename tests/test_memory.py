@@ -26,7 +26,7 @@ import jaxboost
 import objectives
 from jaxboost import native as native_kernel
 from jaxboost.engine import autodiff, grow
-from jaxboost.engine.autodiff import grad_hess, grad_hess_diagonal
+from jaxboost.engine.autodiff import HESSIAN_FLOOR, grad_hess, grad_hess_diagonal
 from jaxboost.engine.grow import TreeSpec, feature_block, grow_tree
 from jaxboost.engine.round import Hyper, RoundSpec, Rows, Shared, boost_round
 from jaxboost.engine.sampling import FeatureSampler
@@ -137,22 +137,28 @@ def test_user_loss_diagonal_equals_the_hessians_diagonal():
     y = jnp.asarray(rng.normal(size=N), jnp.float32)
     f = jnp.asarray(rng.normal(size=(N, K)), jnp.float32)
     w = jnp.asarray(rng.uniform(0.5, 2.0, N), jnp.float32)
-    g, d = grad_hess_diagonal(coupled, y, f)
-    H = jax.vmap(jax.hessian(coupled, argnums=1))(y, f)
+    g, d = jax.jit(lambda y, f: grad_hess_diagonal(coupled, y, f))(y, f)
+    H = jax.jit(jax.vmap(jax.hessian(coupled, argnums=1)))(y, f)
     np.testing.assert_allclose(d, jnp.diagonal(H, axis1=1, axis2=2), rtol=1e-6, atol=1e-6)
-    np.testing.assert_array_equal(g, jax.vmap(jax.grad(coupled, argnums=1))(y, f))
-    # through grad_hess: weights and policies act on the diagonal entry by entry
-    gf, hf = grad_hess(coupled, y, f, w, hessian="exact")
-    gd, hd = grad_hess(coupled, y, f, w, hessian="exact", diagonal=True)
+    np.testing.assert_array_equal(g, jax.jit(jax.vmap(jax.grad(coupled, argnums=1)))(y, f))
+
+    # through grad_hess: weights and policies act on the diagonal entry by entry (each
+    # call one program, where op-by-op dispatch compiled every operation)
+    @functools.partial(jax.jit, static_argnames=("hessian", "floor", "diagonal"))
+    def grad_hess_coupled(y, f, w, hessian, floor=HESSIAN_FLOOR, diagonal=False):
+        return grad_hess(coupled, y, f, w, hessian=hessian, floor=floor, diagonal=diagonal)
+
+    gf, hf = grad_hess_coupled(y, f, w, hessian="exact")
+    gd, hd = grad_hess_coupled(y, f, w, hessian="exact", diagonal=True)
     assert hf.shape == (N, K, K) and hd.shape == (N, K)
     np.testing.assert_array_equal(gd, gf)
     hf_d = np.asarray(jnp.diagonal(hf, axis1=1, axis2=2))
     np.testing.assert_allclose(hd, hf_d, rtol=1e-6, atol=1e-6)
-    _, hc = grad_hess(coupled, y, f, w, hessian="clip", floor=0.5, diagonal=True)
+    _, hc = grad_hess_coupled(y, f, w, hessian="clip", floor=0.5, diagonal=True)
     np.testing.assert_allclose(
         hc, np.maximum(hf_d / w[:, None], 0.5) * w[:, None], rtol=1e-6, atol=1e-6
     )
-    _, hk = grad_hess(coupled, y, f, w, hessian="constant", diagonal=True)
+    _, hk = grad_hess_coupled(y, f, w, hessian="constant", diagonal=True)
     np.testing.assert_array_equal(hk, np.broadcast_to(w[:, None], (N, K)))
     # compiled at K = 50: no (N, K, K) array, as for softmax
     K = K_SM
@@ -172,8 +178,8 @@ def test_softmax_closed_form_diagonal_equals_its_full_hessian(curvature):
     y = jnp.asarray(rng.integers(0, K, N), jnp.float32)
     f = jnp.asarray(rng.normal(scale=3.0, size=(N, K)), jnp.float32)
     obj = objectives.softmax(n_classes=K, curvature=curvature)
-    g, d = jax.vmap(obj.row_grad_hess_diag())(y, f)
-    g_full, h_full = jax.vmap(obj.row_grad_hess())(y, f)
+    g, d = jax.jit(jax.vmap(obj.row_grad_hess_diag()))(y, f)
+    g_full, h_full = jax.jit(jax.vmap(obj.row_grad_hess()))(y, f)
     np.testing.assert_allclose(g, g_full, rtol=0, atol=1e-7)
     np.testing.assert_allclose(d, jnp.diagonal(h_full, axis1=1, axis2=2), rtol=1e-6, atol=1e-7)
     # float64 reference: p (1 - p), 2 p (1 - p), |p - y|; float32's 1 - p near p = 1
@@ -203,9 +209,15 @@ def test_base_margin_sums_in_chunks_equal_one_pass(exact):
     c = jnp.asarray([0.3, -0.2, 0.5])
     with jax.enable_x64(True):
         w = jnp.asarray(rng.uniform(0.0, 2.0, N), jnp.float64)
-        one = autodiff._vector_sums(gh, y, w, c, K, exact, np.int32(N))
-        chunked = autodiff._vector_sums(gh, y, w, c, K, exact, np.int32(N), chunk=7 * K * K)
-        g, h = jax.vmap(gh)(y, jnp.broadcast_to(c.astype(jnp.float32), (N, K)))
+        one = jax.jit(lambda y, w, c: autodiff._vector_sums(gh, y, w, c, K, exact, np.int32(N)))(
+            y, w, c
+        )
+        chunked = jax.jit(
+            lambda y, w, c: autodiff._vector_sums(
+                gh, y, w, c, K, exact, np.int32(N), chunk=7 * K * K
+            )
+        )(y, w, c)
+        g, h = jax.jit(jax.vmap(gh))(y, jnp.broadcast_to(c.astype(jnp.float32), (N, K)))
         want_G = np.einsum("n,nk->k", np.asarray(w), np.asarray(g, np.float64))
         want_H = np.einsum("n,nij->ij", np.asarray(w), np.asarray(h, np.float64))
     for G, H in (one, chunked):

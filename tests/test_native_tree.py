@@ -139,7 +139,8 @@ def test_native_tree_column_sampling(key_seed):
         np.testing.assert_array_equal(t1[key], t0[key], err_msg=key)
     np.testing.assert_array_equal(l1, l0)
     np.testing.assert_allclose(t1["value"], t0["value"], rtol=1e-5, atol=1e-7)
-    masks = np.asarray(FeatureSampler(jax.random.key(key_seed), ratios, F, D).levels(8))
+    levels = jax.jit(lambda key: FeatureSampler(key, ratios, F, D).levels(8))
+    masks = np.asarray(levels(jax.random.key(key_seed)))
     # of 6 features: 4 per tree, 3 per level, floor(0.7 * 3) = 2 per node
     assert (masks.sum(axis=2)[0, :1] == 2).all()
     assert (~t1["is_leaf"]).sum() >= 3

@@ -10,6 +10,7 @@ min_child_weight, indefinite Hessians (the damped solve), column masks, the asce
 pass only where ``forward_ok``, and any thread count.
 """
 
+import functools
 import types
 
 import jax
@@ -60,6 +61,15 @@ def _histograms(seed, K, diagonal, indefinite):
     return S, Sp, rng
 
 
+@functools.partial(jax.jit, static_argnames=("K", "diagonal", "any_forward", "native"))
+def _search(S, Sp, dyn, forward_ok, mask, **static):
+    """``find_best_vector_splits`` as one program (one compile per static setting, where
+    op-by-op dispatch compiled every operation of every shape: 740 compiles)."""
+    return find_best_vector_splits(
+        S, Sp, types.SimpleNamespace(**dyn), forward_ok, feature_mask=mask, **static
+    )
+
+
 SETTINGS = {
     "plain": {},
     "l1-clipped": dict(alpha=0.5, mds=0.7),
@@ -79,15 +89,15 @@ def test_native_search_picks_the_xla_split(K, diagonal, any_forward, setting):
     got = {}
     for native in (False, True):
         with jax.enable_x64(True):
-            got[native] = find_best_vector_splits(
+            got[native] = _search(
                 jnp.asarray(S),
                 jnp.asarray(Sp),
-                dyn,
+                vars(dyn),
                 forward_ok,
+                mask,
                 K=K,
                 diagonal=diagonal,
                 any_forward=any_forward,
-                feature_mask=mask,
                 native=native,
             )
     xla, nat = ({k: np.asarray(v) for k, v in got[n].items()} for n in (False, True))

@@ -40,16 +40,17 @@ def test_hess_diag_equals_the_diagonal_of_jax_hessian(entry):
     y, f = _query(0)
     mask = np.arange(9) < 7
     for m in (np.ones(9, bool), mask):
-        hess = jax.hessian(lambda p, m=m: entry(jnp.asarray(y), p, m))
+        # jitted: one program each, where op-by-op dispatch compiled every operation
+        hess = jax.jit(jax.hessian(lambda p, m=m: entry(jnp.asarray(y), p, m)))
         h_ref = jnp.diagonal(hess(jnp.asarray(f)))
-        h = entry.group_hess_diag()(jnp.asarray(y), jnp.asarray(f), jnp.asarray(m))
+        h = jax.jit(entry.group_hess_diag())(jnp.asarray(y), jnp.asarray(f), jnp.asarray(m))
         np.testing.assert_allclose(h, np.where(m, h_ref, 0.0), rtol=1e-5, atol=1e-7)
         assert np.all(np.asarray(h) >= 0)
     # padding leaves the real rows' loss unchanged
-    full = entry(jnp.asarray(y[:7]), jnp.asarray(f[:7]), jnp.ones(7, bool))
-    assert float(entry(jnp.asarray(y), jnp.asarray(f), jnp.asarray(mask))) == pytest.approx(
-        float(full), rel=1e-6
-    )
+    full = jax.jit(entry)(jnp.asarray(y[:7]), jnp.asarray(f[:7]), jnp.ones(7, bool))
+    assert float(
+        jax.jit(entry)(jnp.asarray(y), jnp.asarray(f), jnp.asarray(mask))
+    ) == pytest.approx(float(full), rel=1e-6)
 
 
 def _xgb_grad_hess(objective, y, f0):
@@ -208,12 +209,13 @@ def test_lambdarank_at_k_takes_only_the_pairs_of_the_top_k_rows(k, n_real):
     def diag(p):
         return R._lambdarank_hess_diag(y, p, m, k=k)
 
-    np.testing.assert_allclose(ours(f), all_pairs(y, f, m), rtol=1e-6)
+    jit = jax.jit  # one program per function, not a compile per operation
+    np.testing.assert_allclose(jit(ours)(f), jit(all_pairs)(y, f, m), rtol=1e-6)
     np.testing.assert_allclose(
-        jax.grad(ours)(f), jax.grad(lambda p: all_pairs(y, p, m))(f), atol=1e-6
+        jit(jax.grad(ours))(f), jit(jax.grad(lambda p: all_pairs(y, p, m)))(f), atol=1e-6
     )
-    h_all = R._pair_hess_diag(y, f, m, R._ndcg_swap_weights(y, f, m, k), 1.0)
-    np.testing.assert_allclose(diag(f), h_all, atol=1e-6)
+    h_all = jit(lambda p: R._pair_hess_diag(y, p, m, R._ndcg_swap_weights(y, p, m, k), 1.0))(f)
+    np.testing.assert_allclose(jit(diag)(f), h_all, atol=1e-6)
     # ... and nothing of S x S is formed (the work is k x S)
     for fn in (ours, diag):
         shapes = {v.aval.shape for e in jax.make_jaxpr(fn)(f).jaxpr.eqns for v in e.outvars}

@@ -99,14 +99,8 @@ def test_exact_refit_is_the_brute_force_minimiser_of_each_leaf(lam):
         "log_cosh": (lambda y, f: jnp.log(jnp.cosh(y - f)), lambda r, v: np.log(np.cosh(r - v))),
     }
     for name, (loss, np_loss) in losses.items():
-        out = refit_exact(
-            tree,
-            jnp.asarray(leaf),
-            loss,
-            jnp.asarray(y),
-            jnp.asarray(margin),
-            jnp.ones(n, jnp.float32),
-            dyn,
+        out = jax.jit(lambda *a, loss=loss: refit_exact(tree, a[0], loss, *a[1:], dyn))(
+            jnp.asarray(leaf), jnp.asarray(y), jnp.asarray(margin), jnp.ones(n, jnp.float32)
         )
         for k in range(2):
             r = (y - margin)[leaf == k].astype(np.float64)
@@ -213,7 +207,7 @@ def test_damped_solve_of_a_nearly_singular_hessian_sum():
     with jax.enable_x64(True):
         G = jnp.array([[0.0, 100.0], [30.0, -20.0]], jnp.float64)
         Hc = jnp.array([[1e4, 0.0, 1e-6], [4.0, 1.0, 3.0]], jnp.float64)  # triu: 00, 01, 11
-        w, score, _ = vector_weight_score(G, Hc, dyn, diagonal=False)
+        w, score, _ = jax.jit(lambda G, Hc: vector_weight_score(G, Hc, dyn, diagonal=False))(G, Hc)
         w = np.asarray(w)
     mu = (1e4 + 1e-6) / (2 * MAX_CONDITION)
     np.testing.assert_allclose(w[0], [0.0, -100.0 / (1e-6 + 1.0 + mu)], rtol=1e-12)

@@ -42,8 +42,8 @@ def test_cholesky_and_solve_equal_numpy(K):
     A = spd(rng, 40, K)
     b = rng.normal(size=(40, K))
     with jax.enable_x64(True):
-        L = smallmat.cholesky(jnp.asarray(A))
-        x = smallmat.cho_solve(L, jnp.asarray(b))
+        L = jax.jit(smallmat.cholesky)(jnp.asarray(A))
+        x = jax.jit(smallmat.cho_solve)(L, jnp.asarray(b))
         L, x = np.asarray(L), np.asarray(x)
     np.testing.assert_allclose(L, np.linalg.cholesky(A), rtol=1e-12, atol=1e-13)
     np.testing.assert_allclose(x, np.linalg.solve(A, b[..., None])[..., 0], rtol=1e-10, atol=1e-12)
@@ -83,7 +83,7 @@ def test_not_psd_agrees_with_the_eigenvalues(K):
     p /= p.sum()
     mats += [np.diag(p) - np.outer(p, p), np.zeros((K, K))]
     h = jnp.asarray(np.stack(mats), jnp.float32)
-    assert np.asarray(not_psd(h)).tolist() == [True, False, False, False, False, False]
+    assert np.asarray(jax.jit(not_psd)(h)).tolist() == [True, False, False, False, False, False]
 
 
 @pytest.mark.parametrize("K", [2, 3, 6, 9])
@@ -95,7 +95,7 @@ def test_eigh_equals_numpy(K):
     A = M + np.swapaxes(M, -1, -2)
     A[0], A[1], A[2] = np.diag(np.arange(K, 0, -1.0)), np.ones((K, K)), 0.0
     with jax.enable_x64(True):
-        lam, V = (np.asarray(v) for v in smallmat.eigh(jnp.asarray(A)))
+        lam, V = (np.asarray(v) for v in jax.jit(smallmat.eigh)(jnp.asarray(A)))
     np.testing.assert_allclose(np.sort(lam, -1), np.linalg.eigvalsh(A), atol=1e-12)
     np.testing.assert_allclose(np.einsum("nik,nk,njk->nij", V, lam, V), A, atol=1e-12)
     np.testing.assert_allclose(
