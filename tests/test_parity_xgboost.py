@@ -321,3 +321,25 @@ def test_held_out_predictions_match_xgboost_hist_where_the_cuts_agree():
     # ... and held-out values between them (here up to 1.9 apart) should too
     Xt = (rng.normal(size=(2000, 4)) * 1.5).astype(np.float32)
     np.testing.assert_allclose(ours.predict(Xt), xb.predict(xgb.DMatrix(Xt)), atol=1e-5, rtol=0)
+
+
+def test_xgboost_learning_rate_scheduler_is_a_schedule_shifted_by_one_round():
+    """docs/interop.md: XGBoost's ``LearningRateScheduler(f)`` sets the rate after each
+    round, so its round 0 runs at ``eta`` (0.3) and round k at ``f(k - 1)``; jaxboost's
+    ``learning_rate=f`` uses ``f(k)`` in round k. The shifted schedule gives XGBoost's
+    model (200 rows: each value its own bin), the plain one does not."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 4)).astype(np.float32)
+    y = (X[:, 0] + 0.3 * rng.normal(size=200)).astype(np.float32)
+    sched = lambda k: 0.5 * 0.5**k  # noqa: E731
+    d = xgb.DMatrix(X, label=y)
+    params = dict(tree_method="hist", max_depth=2, min_child_weight=0.0, nthread=1)
+    xb = xgb.train(params, d, 3, callbacks=[xgb.callback.LearningRateScheduler(sched)])
+    want = xb.predict(d, output_margin=True)
+    kw = dict(n_rounds=3, max_depth=2, min_child_weight=0.0, verbose=False)
+    shifted = jaxboost.train(
+        "squared", X, y, learning_rate=lambda k: 0.3 if k == 0 else sched(k - 1), **kw
+    )
+    np.testing.assert_allclose(shifted.predict(X, output_margin=True), want, rtol=0, atol=1e-6)
+    plain = jaxboost.train("squared", X, y, learning_rate=sched, **kw)
+    assert np.abs(plain.predict(X, output_margin=True) - want).max() > 0.1
