@@ -147,6 +147,57 @@ class BinEdges:
         return table
 
 
+def merge_cuts(old: BinEdges, fresh: BinEdges, max_bin: int):
+    """Numeric bin edges holding every cut of ``old`` and as many of ``fresh``'s as fit
+    in ``max_bin - 1`` value bins (evenly spread over ``fresh``'s when not all fit), and
+    the table that moves ``old``'s split bins to them.
+
+    For continuing a model whose cuts serve new data poorly (an XGBoost import's cuts
+    are its trees' thresholds only): its trees keep every threshold, now a cut among
+    the data's own, and new trees may split anywhere the data's cuts allow.
+
+    Args:
+      old, fresh: ``BinEdges`` of the same ``F`` features, numeric only.
+      max_bin: the cap of the result (the training's ``max_bin``).
+
+    Returns:
+      ``(edges, lut, offset)``: ``lut[offset[f] + t]`` is the merged edges' bin for
+      ``old``'s split bin ``t`` of feature ``f`` (``0 <= t <= old.n_cuts[f] + 1``: 0 and
+      ``n_cuts + 1``, every value right or left, stay so), int64.
+
+    >>> a = BinEdges(np.float32([[1.0]]), np.int32([1]), np.ones(1, bool), np.int64([2]), 4)
+    >>> b = BinEdges(np.float32([[0.5, 2.0]]), np.int32([2]), np.ones(1, bool), np.int64([3]), 4)
+    >>> e, lut, off = merge_cuts(a, b, 5)
+    >>> e.cuts[0, : e.n_cuts[0]].tolist(), lut.tolist()
+    ([0.5, 1.0, 2.0], [0, 2, 4])
+    """
+    cap = max_bin - 2  # cuts of max_bin - 1 value bins
+    merged, luts = [], []
+    for f in range(old.n_features):
+        c = old.cuts[f, : old.n_cuts[f]]
+        extra = np.setdiff1d(fresh.cuts[f, : fresh.n_cuts[f]], c)
+        room = max(cap - c.size, 0)
+        if extra.size > room:
+            extra = extra[np.unique(np.linspace(0, extra.size - 1, room).round().astype(int))]
+            extra = extra[:room]
+        u = np.union1d(c, extra).astype(FLOAT_DTYPE)
+        merged.append(u)
+        luts.append(np.concatenate([[0], 1 + np.searchsorted(u, c), [u.size + 1]]))
+    n_cuts = np.array([u.size for u in merged], np.int32)
+    cuts = np.full((old.n_features, max(1, int(n_cuts.max(initial=0)))), np.inf, FLOAT_DTYPE)
+    for f, u in enumerate(merged):
+        cuts[f, : u.size] = u
+    offset = np.concatenate([[0], np.cumsum([t.size for t in luts])])[:-1]
+    edges = BinEdges(
+        cuts=cuts,
+        n_cuts=n_cuts,
+        has_missing=np.asarray(old.has_missing) | np.asarray(fresh.has_missing),
+        n_distinct=np.maximum(np.asarray(fresh.n_distinct), n_cuts + 1).astype(np.int64),
+        max_bin=int(max_bin),
+    )
+    return edges, np.concatenate(luts).astype(np.int64), offset.astype(np.int64)
+
+
 def category_slots(max_codes: int, max_bin: int) -> int:
     """``S``, the bins categorical split finding sorts (``categorical.CatInfo.codes``):
     the largest number of categories ``max_codes`` rounded up to a power of two, at least

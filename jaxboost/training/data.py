@@ -68,25 +68,11 @@ OUTSIDE_SHARE = 0.5
 beyond the init model's outermost cuts."""
 
 
-def warn_init_edges(Xf, edges) -> None:
-    """``DataWarning`` s when continuing an ``init_model`` on data its bin edges serve
-    poorly, from one pass over the (dense) columns, on up to 100,000 rows:
-
-    * values far outside the cuts: a numeric feature with more than ``OUTSIDE_SHARE``
-      of its present values farther below its first cut, or above its last, than the
-      cuts' own span (all of those share one bin, so the new trees cannot split among
-      them; values just past the outer cuts are ordinary members of the outer bins);
-    * few cuts: numeric features whose distinct values (capped at ``max_bin - 1``) are
-      at least twice the cuts' bins, since new trees split only at the cuts. A model
-      from ``from_xgboost`` has its trees' thresholds as its only cuts, one trained on
-      a small sample that sample's; XGBoost's ``xgb_model=`` cuts the new data afresh.
-    """
-    from ..errors import DataWarning
-    from ..inputs.sparse import is_sparse
-
-    if is_sparse(Xf):
-        return
-    X = Xf[:: max(1, Xf.shape[0] // 100_000)]
+def _edge_report(X, edges, max_bin: int):
+    """``(outside, few)`` of ``warn_init_edges`` for dense ``X`` (its rows already
+    thinned): the first numeric feature ``(f, share, c0, c1)`` whose values lie mostly far
+    outside its cuts, or None; and ``[(f, cuts, bins offered)]`` of the numeric features
+    whose distinct values (capped at ``max_bin - 1``) are at least twice the cuts' bins."""
     outside, few = None, []
     for f in range(min(X.shape[1], edges.n_features)):
         if edges.categorical is not None and edges.categorical[f]:
@@ -96,7 +82,7 @@ def warn_init_edges(Xf, edges) -> None:
         k = int(edges.n_cuts[f])
         if col.size == 0:
             continue
-        offered = min(1 + int(np.count_nonzero(np.diff(col))), edges.max_bin - 1)
+        offered = min(1 + int(np.count_nonzero(np.diff(col))), max_bin - 1)
         if offered >= 2 * (k + 1):
             few.append((f, k, offered))
         if outside is None and k >= 2:
@@ -105,6 +91,29 @@ def warn_init_edges(Xf, edges) -> None:
             out = np.searchsorted(col, lo) + col.size - np.searchsorted(col, hi, "right")
             if out / col.size > OUTSIDE_SHARE:
                 outside = (f, out / col.size, c0, c1)
+    return outside, few
+
+
+def warn_init_edges(Xf, edges) -> None:
+    """``DataWarning`` s when continuing an ``init_model`` on data its bin edges serve
+    poorly, from one pass over the (dense) columns, on up to 100,000 rows:
+
+    * values far outside the cuts: a numeric feature with more than ``OUTSIDE_SHARE``
+      of its present values farther below its first cut, or above its last, than the
+      cuts' own span (all of those share one bin, so the new trees cannot split among
+      them; values just past the outer cuts are ordinary members of the outer bins);
+    * few cuts: numeric features whose distinct values (capped at ``max_bin - 1``) are
+      at least twice the cuts' bins, since new trees split only at the cuts (models with
+      categorical features, sparse or multi-process data: ``rebin_init_model`` re-cuts
+      the others).
+    """
+    from ..errors import DataWarning
+    from ..inputs.sparse import is_sparse
+
+    if is_sparse(Xf):
+        return
+    X = Xf[:: max(1, Xf.shape[0] // 100_000)]
+    outside, few = _edge_report(X, edges, edges.max_bin)
     if outside is not None:
         f, share, c0, c1 = outside
         warnings.warn(
@@ -121,13 +130,59 @@ def warn_init_edges(Xf, edges) -> None:
         warnings.warn(
             f"init_model's bin edges hold few cuts for {len(few)} of X's features (column "
             f"{f}: {k} cut(s), where X's values offer {m} bins): the new trees can split "
-            f"only at those cuts. A model from from_xgboost has its trees' thresholds as "
-            f"its only cuts; one trained on a small sample has that sample's. Train a "
-            f"new model on X (or continue an imported model in XGBoost, xgb_model=) for "
+            f"only at those cuts, as this model's edges are not re-cut here (categorical "
+            f"features, sparse X or several processes). Train a new model on X for "
             f"splits anywhere in the data",
             DataWarning,
             stacklevel=5,
         )
+
+
+def rebin_init_model(s, Xf, wf):
+    """``s`` with its ``init_model`` on bin edges cut for ``Xf`` where they served it
+    poorly: when some numeric feature's values offer at least twice the bins of the
+    model's cuts (``_edge_report``; a model from ``from_xgboost`` has its trees'
+    thresholds as its only cuts, one trained on a small sample that sample's), the
+    model's cuts are merged with ``Xf``'s own (``binning.merge_cuts``) and its trees'
+    split bins moved to them: the same thresholds, so the same predictions, and new
+    trees split anywhere the data's cuts allow (XGBoost's ``xgb_model=`` also cuts the
+    new data afresh). Dense X in one process, numeric features only; otherwise ``s``
+    unchanged (and ``warn_init_edges`` says so)."""
+    import dataclasses
+
+    from ..engine.binning import merge_cuts
+    from ..inputs.sparse import is_sparse
+    from ..model.booster import Booster
+
+    init = s.init_model
+    if init is None or is_sparse(Xf) or dist.is_multiprocess() or init.bin_edges.is_categorical:
+        return s
+    X = Xf[:: max(1, Xf.shape[0] // 100_000)]
+    if not _edge_report(X, init.bin_edges, s.params.max_bin)[1]:
+        return s
+    fresh = compute_bin_edges(Xf, s.params.max_bin, wf, seed=s.seed)
+    edges, lut, offset = merge_cuts(init.bin_edges, fresh, s.params.max_bin)
+    held = init.trees
+    f = np.clip(np.asarray(held.feature), 0, edges.n_features - 1)
+    t = np.clip(np.asarray(held.tbin), 0, init.bin_edges.n_cuts[f] + 1)
+    split = ~np.asarray(held.is_leaf) & (np.asarray(held.feature) >= 0)
+    tbin = np.where(split, lut[offset[f] + t], held.tbin).astype(np.asarray(held.tbin).dtype)
+    out = Booster(
+        held._replace(tbin=tbin),
+        objective=init.objective,
+        params=init.params,
+        bin_edges=edges,
+        base_margin=init.base_margin,
+        n_features=init.n_features,
+        n_outputs=init.n_outputs,
+        trees_per_round=init.trees_per_round,
+        feature_names=init.feature_names,
+        category_labels=init.category_labels,
+        num_parallel_tree=init.num_parallel_tree,
+    )
+    out.history, out.train_state = init.history, dict(init.train_state)
+    out.best_iteration, out.best_score = init.best_iteration, init.best_score
+    return dataclasses.replace(s, init_model=out)
 
 
 def warn_two_bins(Xf) -> None:
