@@ -131,5 +131,44 @@ def test_errors(data):
         jaxboost.cv("squared", X, yr, early_stopping_rounds=0)
     with pytest.raises(ValueError, match="fold 0: test rows out of range"):
         jaxboost.cv("squared", X, yr, folds=[(np.arange(10), np.array([400]))])
-    with pytest.raises(TypeError, match="not margins per row"):
-        jaxboost.cv("squared", X, yr, base_margin=np.zeros(400))
+    with pytest.raises(TypeError, match="cv\\(\\) takes no 'eval_base_margin'"):
+        jaxboost.cv("squared", X, yr, eval_base_margin=[np.zeros(400)])
+
+
+def test_margins_per_row_are_sliced_with_the_folds_as_xgboost_cv(data, monkeypatch):
+    """A per-row base_margin (XGBoost: the DMatrix's, which its cv slices per fold): each
+    fold trains from its rows' margins and both sets are scored from theirs, with
+    early stopping's continued chunks too; equal to XGBoost's cv, curves and stop."""
+    import jaxboost.adapters.cv as cv_module
+
+    X, _, yb, folds = data
+    offsets = np.random.default_rng(3).normal(size=400).astype(np.float32)
+    params = dict(objective="binary:logistic", tree_method="hist", max_depth=3, eta=0.3, nthread=1)
+    d = xgb.DMatrix(X, label=yb, base_margin=offsets, missing=np.nan)
+    res = jaxboost.cv("logistic", X, yb, folds=folds, n_rounds=30, base_margin=offsets, **KW)
+    theirs = xgb.cv(params, d, 30, folds=folds, as_pandas=True)
+    ours = res.to_pandas()
+    np.testing.assert_allclose(ours.values, theirs[ours.columns].values, atol=1e-6)
+    monkeypatch.setattr(cv_module, "CV_CHUNK", 4)  # continued every 4 rounds
+    stopped = jaxboost.cv(
+        "logistic",
+        X,
+        yb,
+        folds=folds,
+        n_rounds=200,
+        base_margin=offsets,
+        early_stopping_rounds=5,
+        **KW,
+    )
+    theirs = xgb.cv(params, d, 200, folds=folds, early_stopping_rounds=5, as_pandas=True)
+    assert stopped.best_iteration == len(theirs) - 1 > 8
+    ours = stopped.to_pandas()
+    np.testing.assert_allclose(ours.values, theirs[ours.columns].values, atol=1e-6)
+    tr, te = folds[1]
+    alone = jaxboost.train(
+        "logistic", X[tr], yb[tr], n_rounds=30, base_margin=offsets[tr], verbose=False, **KW
+    )
+    np.testing.assert_array_equal(
+        res.boosters[1].predict(X[te], base_margin=offsets[te]),
+        alone.predict(X[te], base_margin=offsets[te]),
+    )

@@ -159,7 +159,11 @@ def cv(
         and in its metrics.
       **train_kwargs: ``train``'s other options, the same for every fold
         (``learning_rate``, ``max_depth``, ``seed`` of the trees' sampling, ...), not
-        ``eval_set`` (the folds are the evaluation).
+        ``eval_set`` (the folds are the evaluation). A ``base_margin`` of margins per row
+        (``(N,)``, ``(N, K)``; XGBoost's ``base_margin`` of the ``DMatrix`` its ``cv``
+        slices) is sliced with the folds: each fold trains from its training rows'
+        margins and evaluates both sets from theirs; a number (or one per output) is the
+        intercept of every fold's model.
 
     Returns:
       ``CVResult``: ``mean`` and ``std`` per data (``"train"``, ``"test"``) and metric,
@@ -183,22 +187,32 @@ def cv(
       >>> bool(res.mean["test"]["logloss"][-1] < res.mean["test"]["logloss"][0])
       True
     """
-    for key in ("eval_set", "early_stopping_metric", "early_stopping_data", "init_model"):
+    for key in (
+        "eval_set",
+        "eval_base_margin",
+        "early_stopping_metric",
+        "early_stopping_data",
+        "init_model",
+    ):
         if key in train_kwargs:
             raise TypeError(f"cv() takes no {key!r}: each fold is evaluated on its held-out rows")
     n = _n_rows(X)
-    if np.ndim(train_kwargs.get("base_margin")) >= (2 if np.ndim(y) == 2 else 1) and n > 1:
-        if np.shape(train_kwargs["base_margin"])[0] == n:
-            raise TypeError(
-                "cv() takes base_margin as the model's intercept (a number, or one per "
-                "output), not margins per row"
-            )
+    offsets, train_kwargs = _row_margins(train_kwargs, y, n)
     objective = _classes_of_all_rows(objective, y)
     folds = make_folds(
         n, nfold, y=y, folds=folds, stratified=stratified, shuffle=shuffle, seed=seed, X=X
     )
     patience = _patience(early_stopping_rounds)
     parts = [_fold_data(X, y, sample_weight, tr, te) for tr, te in folds]
+    # margins per row: each fold trains from its rows' and evaluates from its sets' own
+    margins = [
+        {}
+        if offsets is None
+        else dict(
+            base_margin=offsets[tr], eval_base_margin=dict(train=offsets[tr], test=offsets[te])
+        )
+        for tr, te in folds
+    ]
     boosters: list = [None] * len(folds)
     curves: list = [{} for _ in folds]
     done, best = 0, None
@@ -217,6 +231,7 @@ def cv(
                 init_model=boosters[k],
                 verbose=False,
                 **(later if done else train_kwargs),
+                **margins[k],
             )
             boosters[k] = bst
             _extend(curves[k], bst.history)
@@ -312,6 +327,18 @@ def _take(a, rows):
     if module.startswith("scipy.sparse"):
         return a.tocsr()[rows]
     return np.asarray(a)[rows]
+
+
+def _row_margins(train_kwargs: dict, y, n: int):
+    """``(offsets, train_kwargs)``: a ``base_margin`` of margins per row (``(N,)``, or
+    ``(N, K)``, for ``(N,)`` labels) taken out of ``train_kwargs`` as a float32 array, each
+    fold's rows to get theirs; an intercept (a number, or one per output) stays there."""
+    bm = train_kwargs.get("base_margin")
+    per_row = np.ndim(bm) >= (2 if np.ndim(y) == 2 else 1) and n > 1 and np.shape(bm)[0] == n
+    if not per_row:
+        return None, train_kwargs
+    rest = {k: v for k, v in train_kwargs.items() if k != "base_margin"}
+    return np.asarray(bm, np.float32), rest
 
 
 def _fold_data(X, y, w, tr, te):
