@@ -81,7 +81,7 @@ def test_tukey_negative_hessian_is_clipped_and_reported(data):
     bst, msgs = train_warned(tukey, X[tr], y_out[tr], **KW)
     # the share of negative h, by hand, at the start margin
     base = np.float32(bst.base_margin)
-    h = jax.vmap(jax.hessian(tukey, argnums=1))(
+    h = jax.jit(jax.vmap(jax.hessian(tukey, argnums=1)))(
         jnp.asarray(y_out[tr]), jnp.full(200, base, jnp.float32)
     )
     n_neg = int(np.sum(np.asarray(h) < 0))
@@ -125,7 +125,7 @@ def test_convex_losses_give_no_warning_and_keep_the_exact_hessian(data):
 
 def test_indefinite_vector_hessian_is_guarded(data):
     X, y, _ = data
-    H = jax.hessian(coupled, argnums=1)(jnp.float32(0.0), jnp.zeros(2, jnp.float32))
+    H = jax.jit(jax.hessian(coupled, argnums=1))(jnp.float32(0.0), jnp.zeros(2, jnp.float32))
     lam = np.asarray(jnp.linalg.eigvalsh(H))
     assert lam[0] < 0 < lam[1]  # indefinite
     kw = dict(n_outputs=2, multi_strategy="multi_output_tree", **KW)

@@ -80,7 +80,7 @@ def test_hessian_policies():
     hm = jnp.array([[[1.0, 2.0], [2.0, 1.0]]])  # eigenvalues 3 and -1
     from jaxboost.engine.autodiff import apply_hessian_policy
 
-    hc = np.asarray(apply_hessian_policy(None, None, None, hm, "clip", 0.5))
+    hc = np.asarray(jax.jit(lambda h: apply_hessian_policy(None, None, None, h, "clip", 0.5))(hm))
     np.testing.assert_allclose(np.linalg.eigvalsh(hc[0]), [0.5, 3.0], rtol=1e-5)
 
 
@@ -230,7 +230,9 @@ def test_multi_output_leaves_solve_the_full_newton_system():
         learning_rate=eta,
     )
     base = bst.base_margin
-    g, h = grad_hess(coupled_loss, jnp.asarray(y), jnp.broadcast_to(base, (2000, 2)))
+    g, h = jax.jit(lambda y, f: grad_hess(coupled_loss, y, f))(
+        jnp.asarray(y), jnp.broadcast_to(base, (2000, 2))
+    )
     g, h = np.asarray(g, np.float64), np.asarray(h, np.float64)
     leaf = bst.predict_leaf(X)[:, 0]
     assert len(np.unique(leaf)) == 2

@@ -60,7 +60,7 @@ def test_cholesky_of_a_matrix_without_one_is_nan(K):
     A[1] = A[1] * (np.arange(K) != K // 2)  # row and column K // 2 zero: a pivot of 0
     A[2, 0, 0] = np.nan
     with jax.enable_x64(True):
-        L = np.asarray(smallmat.cholesky(jnp.asarray(A)))
+        L = np.asarray(jax.jit(smallmat.cholesky)(jnp.asarray(A)))
     assert np.isnan(L[0]).all()
     assert np.isnan(L[1]).all()
     assert np.isnan(L[2]).all()
@@ -110,7 +110,8 @@ def test_clip_raises_the_eigenvalues_to_the_floor():
     M = rng.normal(size=(50, 5, 5))
     h = (M + np.swapaxes(M, -1, -2)).astype(np.float32)
     out = np.asarray(
-        apply_hessian_policy(None, None, None, jnp.asarray(h), "clip", 0.25), np.float64
+        jax.jit(lambda h: apply_hessian_policy(None, None, None, h, "clip", 0.25))(jnp.asarray(h)),
+        np.float64,
     )
     lam, V = np.linalg.eigh(h.astype(np.float64))
     expect = np.einsum("nik,nk,njk->nij", V, np.maximum(lam, 0.25), V)
