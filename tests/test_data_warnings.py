@@ -141,8 +141,9 @@ def test_init_model_continued_on_data_outside_its_edges_warns():
         jaxboost.train("squared", X, y, init_model=b, **KW)
     X2 = X.copy()
     X2[:, 0] += 50.0  # every value far beyond the last cut
-    with pytest.warns(DataWarning, match=r"X column 0: 100% of its values lie far outside"):
+    with pytest.warns(DataWarning, match=r"X column 0: 100% of its values lie far outside") as rec:
         jaxboost.train("squared", X2, y, init_model=b, **KW)
+    assert rec[0].filename == __file__  # the user's line, not a jaxboost wrapper's
 
 
 def test_tune_on_a_flat_validation_loss_warns():

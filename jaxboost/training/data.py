@@ -64,12 +64,12 @@ def rows_on_bins(Xf, yf, wf, edges, n_pad, native):
 
 
 OUTSIDE_SHARE = 0.5
-"""``warn_init_edges`` warns when more than this share of a feature's values lie
+"""``check_init_edges`` warns when more than this share of a feature's values lie
 beyond the init model's outermost cuts."""
 
 
 def _edge_report(X, edges, max_bin: int):
-    """``(outside, few)`` of ``warn_init_edges`` for dense ``X`` (its rows already
+    """``(outside, few)`` of ``check_init_edges`` for dense ``X`` (its rows already
     thinned): the first numeric feature ``(f, share, c0, c1)`` whose values lie mostly far
     outside its cuts, or None; and ``[(f, cuts, bins offered)]`` of the numeric features
     whose distinct values (capped at ``max_bin - 1``) are at least twice the cuts' bins."""
@@ -94,26 +94,10 @@ def _edge_report(X, edges, max_bin: int):
     return outside, few
 
 
-def warn_init_edges(Xf, edges) -> None:
-    """``DataWarning`` s when continuing an ``init_model`` on data its bin edges serve
-    poorly, from one pass over the (dense) columns, on up to 100,000 rows:
+def _warn_edges(outside, few) -> None:
+    """The ``DataWarning`` s of ``check_init_edges``'s report (at the user's line)."""
+    from ..errors import DataWarning, user_stacklevel
 
-    * values far outside the cuts: a numeric feature with more than ``OUTSIDE_SHARE``
-      of its present values farther below its first cut, or above its last, than the
-      cuts' own span (all of those share one bin, so the new trees cannot split among
-      them; values just past the outer cuts are ordinary members of the outer bins);
-    * few cuts: numeric features whose distinct values (capped at ``max_bin - 1``) are
-      at least twice the cuts' bins, since new trees split only at the cuts (models with
-      categorical features, sparse or multi-process data: ``rebin_init_model`` re-cuts
-      the others).
-    """
-    from ..errors import DataWarning
-    from ..inputs.sparse import is_sparse
-
-    if is_sparse(Xf):
-        return
-    X = Xf[:: max(1, Xf.shape[0] // 100_000)]
-    outside, few = _edge_report(X, edges, edges.max_bin)
     if outside is not None:
         f, share, c0, c1 = outside
         warnings.warn(
@@ -123,7 +107,7 @@ def warn_init_edges(Xf, edges) -> None:
             f"cannot split among them. Train a new model on data like this, or "
             f"continue only on data like the original",
             DataWarning,
-            stacklevel=5,
+            stacklevel=user_stacklevel(),
         )
     if few:
         f, k, m = few[0]
@@ -131,23 +115,32 @@ def warn_init_edges(Xf, edges) -> None:
             f"init_model's bin edges hold few cuts for {len(few)} of X's features (column "
             f"{f}: {k} cut(s), where X's values offer {m} bins): the new trees can split "
             f"only at those cuts, as this model's edges are not re-cut here (categorical "
-            f"features, sparse X or several processes). Train a new model on X for "
-            f"splits anywhere in the data",
+            f"features or several processes). Train a new model on X for splits "
+            f"anywhere in the data",
             DataWarning,
-            stacklevel=5,
+            stacklevel=user_stacklevel(),
         )
 
 
-def rebin_init_model(s, Xf, wf):
-    """``s`` with its ``init_model`` on bin edges cut for ``Xf`` where they served it
-    poorly: when some numeric feature's values offer at least twice the bins of the
-    model's cuts (``_edge_report``; a model from ``from_xgboost`` has its trees'
-    thresholds as its only cuts, one trained on a small sample that sample's), the
-    model's cuts are merged with ``Xf``'s own (``binning.merge_cuts``) and its trees'
-    split bins moved to them: the same thresholds, so the same predictions, and new
-    trees split anywhere the data's cuts allow (XGBoost's ``xgb_model=`` also cuts the
-    new data afresh). Dense X in one process, numeric features only; otherwise ``s``
-    unchanged (and ``warn_init_edges`` says so)."""
+def check_init_edges(s, Xf, wf):
+    """``s`` with its ``init_model`` checked against dense ``Xf`` in one pass over its
+    columns (up to 100,000 rows, ``_edge_report``), and re-cut where its cuts are few.
+
+    * **Few cuts**: some numeric feature's values offer at least twice the bins of the
+      model's cuts (a model from ``from_xgboost`` has its trees' thresholds as its only
+      cuts, one trained on a small sample that sample's). The model's cuts are merged
+      with ``Xf``'s own (``binning.merge_cuts``) and its trees' split bins moved to
+      them: the same thresholds, so the same predictions, and new trees split anywhere
+      the data's cuts allow (XGBoost's ``xgb_model=`` also cuts the new data afresh).
+      Models with categorical features and multi-process jobs keep their cuts, with a
+      ``DataWarning``.
+    * **Values far outside the cuts**: a numeric feature with more than
+      ``OUTSIDE_SHARE`` of its present values farther below its first cut, or above its
+      last, than the cuts' own span (they share one bin, so new trees cannot split among
+      them; values just past the outer cuts are ordinary members of the outer bins):
+      a ``DataWarning``.
+
+    Sparse ``Xf``: ``s`` unchanged, unchecked."""
     import dataclasses
 
     from ..engine.binning import merge_cuts
@@ -155,10 +148,14 @@ def rebin_init_model(s, Xf, wf):
     from ..model.booster import Booster
 
     init = s.init_model
-    if init is None or is_sparse(Xf) or dist.is_multiprocess() or init.bin_edges.is_categorical:
+    if init is None or is_sparse(Xf):
         return s
+    recut = not dist.is_multiprocess() and not init.bin_edges.is_categorical
     X = Xf[:: max(1, Xf.shape[0] // 100_000)]
-    if not _edge_report(X, init.bin_edges, s.params.max_bin)[1]:
+    cap = s.params.max_bin if recut else init.bin_edges.max_bin
+    outside, few = _edge_report(X, init.bin_edges, cap)
+    if not (few and recut):
+        _warn_edges(outside, few)
         return s
     fresh = compute_bin_edges(Xf, s.params.max_bin, wf, seed=s.seed)
     edges, lut, offset = merge_cuts(init.bin_edges, fresh, s.params.max_bin)
@@ -286,7 +283,6 @@ def prepare(s, Xf, yf, wf, sparse_ok: bool = True) -> Prepared:
         check_rows(layout.n_total)
     if s.init_model is not None:
         edges = s.init_model.bin_edges  # the trees' bins refer to these edges
-        warn_init_edges(Xf, edges)
     elif layout.multi:
         edges = dist.agreed_bin_edges(Xf, s.params.max_bin, wf, s.seed, layout.n_total)
     else:

@@ -26,7 +26,7 @@ from ..parallel import distributed as dist
 from . import loop
 from .callbacks import AUTO_SECONDS, EarlyStopping, Progress
 from .config import configure
-from .data import prepare, rebin_init_model, start_margins, where_text
+from .data import check_init_edges, prepare, start_margins, where_text
 from .evaluation import (
     EvalPlan,
     MetricPlan,
@@ -159,7 +159,7 @@ def train(objective, X, y, **options) -> Booster:
     )
     # several processes: a lost peer ends this one with a clear message
     with guard, native_thread_limit(threads):
-        s = rebin_init_model(s, Xf, wf)  # an import's cuts: merged with X's own
+        s = check_init_edges(s, Xf, wf)  # few cuts (an import's): merged with X's
         prep = prepare(s, Xf, yf, wf)
         s = guard_start(s, round_spec(s, prep), prep.rows, prep.margin)
         layout = prep.layout
