@@ -571,3 +571,34 @@ def test_save_model_and_load_model(tmp_path):
     clf.get_booster().save(tmp_path / "plain.json")
     with pytest.raises(ModelFormatError, match="a file of save_model"):
         JaxBoostClassifier().load_model(tmp_path / "plain.json")
+
+
+def test_fit_continues_a_model_as_xgboost_and_lightgbm_fit_do(tmp_path):
+    """fit(xgb_model=) (XGBoost) and fit(init_model=) (LightGBM): n_estimators more
+    rounds on a fitted estimator, a Booster, a saved model's path or an XGBoost model.
+    Continuing on the same data equals one longer fit bit for bit."""
+    xgb = pytest.importorskip("xgboost")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4)).astype(np.float32)
+    y = (X[:, 0] - X[:, 1] > 0).astype(int) + (X[:, 2] > 0.8)
+    kw = dict(max_depth=3, learning_rate=0.3)
+    first = JaxBoostClassifier(n_estimators=4, **kw).fit(X, y)
+    whole = JaxBoostClassifier(n_estimators=7, **kw).fit(X, y)
+    for given in (first, first.get_booster()):
+        more = JaxBoostClassifier(n_estimators=3, **kw).fit(X, y, xgb_model=given)
+        np.testing.assert_array_equal(more.predict_proba(X), whole.predict_proba(X))
+    first.get_booster().save(tmp_path / "first.json")
+    more = JaxBoostClassifier(n_estimators=3, **kw).fit(X, y, init_model=tmp_path / "first.json")
+    np.testing.assert_array_equal(more.predict_proba(X), whole.predict_proba(X))
+    # an XGBoost model, in memory or as its JSON file: its rounds first, then ours
+    xc = xgb.XGBClassifier(n_estimators=4, max_depth=3, n_jobs=1).fit(X, y)
+    xc.save_model(tmp_path / "xgb.json")
+    for given in (xc, xc.get_booster(), str(tmp_path / "xgb.json")):
+        more = JaxBoostClassifier(n_estimators=3, **kw).fit(X, y, xgb_model=given)
+        assert more.get_booster().num_boosted_rounds() == 7
+        np.testing.assert_allclose(
+            more.get_booster()[:4].predict(X), xc.predict_proba(X), atol=1e-6
+        )
+    reg = JaxBoostRegressor(n_estimators=2, **kw).fit(X, X[:, 0])
+    with pytest.raises(TypeError, match="xgb_model or init_model"):
+        JaxBoostRegressor(n_estimators=2, **kw).fit(X, X[:, 0], xgb_model=reg, init_model=reg)

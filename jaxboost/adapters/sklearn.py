@@ -153,6 +153,30 @@ def _softmax(x):
     return z / z.sum(axis=1, keepdims=True)
 
 
+def _continued(xgb_model, init_model):
+    """The Booster a ``fit`` continues (XGBoost's ``fit(xgb_model=)``, LightGBM's
+    ``fit(init_model=)``), or None: a jaxboost ``Booster`` or fitted estimator, a saved
+    jaxboost model's path, or an XGBoost model (its ``Booster``, estimator, JSON path or
+    dict; read by ``from_xgboost``)."""
+    import os
+
+    from ..model.booster import Booster
+
+    if xgb_model is not None and init_model is not None:
+        raise TypeError("fit() takes xgb_model or init_model (the same thing), not both")
+    model = init_model if xgb_model is None else xgb_model
+    if model is None or isinstance(model, Booster):
+        return model
+    if isinstance(model, _JaxBoostModel):
+        return model._booster()
+    if isinstance(model, (str, os.PathLike)):
+        try:
+            return io.load(model)
+        except io.ModelFormatError:
+            pass  # not jaxboost's format: XGBoost's JSON?
+    return io.from_xgboost(model)
+
+
 class _JaxBoostModel(BaseEstimator):
     """What the regressor and the classifier share: fitting, state, pickling."""
 
@@ -237,13 +261,15 @@ class _JaxBoostModel(BaseEstimator):
         base_margin_eval_set=None,
         verbose=None,
         label_columns=False,
+        init_model=None,
     ):
         """Validate the data, then ``train``.
 
         ``encode(y, sample_weight)`` returns ``(objective, n_outputs, labels, link)``
         for ``train`` (the classifier encodes its labels there). ``base_margin`` and
         ``base_margin_eval_set`` are margins per row, passed to ``train`` as
-        ``base_margin`` and ``eval_base_margin``. ``label_columns``: ``y`` is an ``(N,
+        ``base_margin`` and ``eval_base_margin``. ``init_model``: the model to continue
+        (``_continued``'s Booster, or None). ``label_columns``: ``y`` is an ``(N,
         L)`` array of an entry's ``label_fields`` (``aft``'s intervals, with ``inf``
         for an open end), checked by ``train`` rather than by scikit-learn.
         """
@@ -316,6 +342,7 @@ class _JaxBoostModel(BaseEstimator):
             base_margin=base_margin,
             eval_base_margin=base_margin_eval_set,
             categorical_features=cat or None,
+            init_model=init_model,
             **kw,
         )
         booster.category_labels = frame or None  # predict re-codes DataFrames by them
@@ -720,6 +747,8 @@ class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
         base_margin=None,
         base_margin_eval_set=None,
         verbose=None,
+        xgb_model=None,
+        init_model=None,
     ):
         """Train on ``X`` (array or DataFrame, NaN = missing) and ``y``: ``(N,)``, or
         ``(N, T)`` for ``T`` targets at once (an objective of one output trained on
@@ -738,9 +767,24 @@ class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
             entry (or None).
           verbose: as XGBoost's ``fit(verbose=)``: overrides the estimator's
             ``verbose`` for this fit (None keeps it).
+          xgb_model, init_model: a model to continue (XGBoost's and LightGBM's names):
+            ``n_estimators`` more rounds on top of a jaxboost ``Booster`` or fitted
+            estimator, a saved model's path, or an XGBoost model (its ``Booster``,
+            estimator or JSON; imported cuts are merged with ``X``'s, see
+            ``jaxboost.train``'s ``init_model``).
 
         Returns:
           self.
+
+        Example:
+          >>> import numpy as np
+          >>> from jaxboost.sklearn import JaxBoostRegressor
+          >>> X = np.random.default_rng(0).normal(size=(200, 3)).astype(np.float32)
+          >>> first = JaxBoostRegressor(n_estimators=5, max_depth=2).fit(X, X[:, 0])
+          >>> more = JaxBoostRegressor(n_estimators=5, max_depth=2).fit(
+          ...     X, X[:, 0], xgb_model=first)
+          >>> more.get_booster().num_boosted_rounds()
+          10
         """
 
         columns = _label_columns(_label_fields_entry(self.objective), y)
@@ -758,6 +802,7 @@ class JaxBoostRegressor(RegressorMixin, _JaxBoostModel):
             base_margin_eval_set,
             verbose,
             label_columns=columns,
+            init_model=_continued(xgb_model, init_model),
         )
 
     def predict(
@@ -906,6 +951,8 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
         base_margin=None,
         base_margin_eval_set=None,
         verbose=None,
+        xgb_model=None,
+        init_model=None,
     ):
         """Train on ``X`` (array or DataFrame, NaN = missing) and labels ``y``.
 
@@ -916,6 +963,8 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
           base_margin, base_margin_eval_set: optional margins per row (logits), as in
             ``JaxBoostRegressor.fit``; ``(N, n_classes)`` for more than two classes.
           verbose: overrides the estimator's ``verbose`` for this fit (None keeps it).
+          xgb_model, init_model: a model to continue, as in ``JaxBoostRegressor.fit``
+            (the same classes: its outputs must be this fit's).
 
         Returns:
           self.
@@ -945,7 +994,15 @@ class JaxBoostClassifier(ClassifierMixin, _JaxBoostModel):
             )
 
         return self._fit(
-            X, y, sample_weight, eval_set, encode, base_margin, base_margin_eval_set, verbose
+            X,
+            y,
+            sample_weight,
+            eval_set,
+            encode,
+            base_margin,
+            base_margin_eval_set,
+            verbose,
+            init_model=_continued(xgb_model, init_model),
         )
 
     def _multi_output(self, y) -> bool:
@@ -1123,6 +1180,8 @@ class JaxBoostRanker(_JaxBoostModel):
         eval_qid=None,
         eval_group=None,
         verbose=None,
+        xgb_model=None,
+        init_model=None,
     ):
         """Train on ``X`` and graded relevance labels ``y`` (``>= 0``) of queries.
 
@@ -1134,7 +1193,7 @@ class JaxBoostRanker(_JaxBoostModel):
             one query-id array (sizes) per set; evaluated after every round with the
             objective's metric (``ndcg@10`` for the catalogue's) unless ``eval_metric``
             says otherwise.
-          verbose: as ``JaxBoostRegressor.fit``'s.
+          verbose, xgb_model, init_model: as ``JaxBoostRegressor.fit``'s.
 
         Returns:
           self.
@@ -1162,6 +1221,7 @@ class JaxBoostRanker(_JaxBoostModel):
                 eval_set,
                 lambda y, w: (self.objective, None, y, None),
                 verbose=verbose,
+                init_model=_continued(xgb_model, init_model),
             )
         finally:
             del self._queries
