@@ -442,3 +442,28 @@ def test_imported_logistic_base_score_matches_xgboost(interop_data, score):
         atol=TOL,
         rtol=0,
     )
+
+
+def test_continued_model_takes_a_deeper_max_depth(tmp_path):
+    """An imported model is laid out as deep as its deepest tree, often less than the
+    max_depth it was trained with (and a user may continue any model deeper, as XGBoost
+    allows): its trees move to the deeper layout unchanged and the new trees grow to
+    the new max_depth. A shallower max_depth than the trees is refused."""
+    from jaxboost.sklearn import JaxBoostRegressor
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(300, 3)).astype(np.float32)
+    y = (X[:, 0] * X[:, 1] + np.sin(3 * X[:, 2])).astype(np.float32)
+    xr = xgb.XGBRegressor(n_estimators=3, max_depth=6, min_child_weight=60, n_jobs=1).fit(X, y)
+    imported = from_xgboost(xr)
+    assert imported.params.max_depth < 6  # its trees stop early
+    est = JaxBoostRegressor(n_estimators=4, max_depth=6, min_child_weight=1).fit(X, y, xgb_model=xr)
+    bst = est.get_booster()
+    assert bst.params.max_depth == 6 and len(bst) == 7
+    np.testing.assert_allclose(bst[:3].predict(X), xr.predict(X), atol=1e-6)
+    split_at = np.flatnonzero((~bst.ensemble.is_leaf[3:]).any(0))  # heap positions
+    assert np.floor(np.log2(split_at + 1)).max() >= imported.params.max_depth  # deeper
+    bst.save(tmp_path / "m.json")
+    np.testing.assert_array_equal(jaxboost.load(tmp_path / "m.json").predict(X), bst.predict(X))
+    with pytest.raises(ValueError, match=r"needs max_depth >= 6, got 4"):
+        jaxboost.train("squared", X, y, n_rounds=1, max_depth=4, init_model=bst)

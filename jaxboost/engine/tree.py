@@ -209,6 +209,32 @@ class Ensemble(NamedTuple):
             )
         )
 
+    def deepened(self, max_depth: int) -> "Ensemble":
+        """These trees in the heap layout of ``max_depth`` (at least their own depth):
+        heap positions do not depend on the depth (node ``i``'s children are ``2i + 1``
+        and ``2i + 2``), so the deeper layout's extra nodes are appended, blank
+        (``BLANK_NODE``: unused leaves of value 0, as grown trees' unused nodes)."""
+        extra = 2 ** (max_depth + 1) - 1 - np.shape(self.feature)[1]
+        if extra < 0:
+            raise ValueError(f"trees of {np.shape(self.feature)[1]} nodes exceed depth {max_depth}")
+        fill = dict(BLANK_NODE, cat_bits=0)
+        return Ensemble(
+            *(
+                None
+                if a is None
+                else np.concatenate(
+                    [
+                        np.asarray(a),
+                        np.full(
+                            (np.shape(a)[0], extra) + np.shape(a)[2:], fill[f], np.asarray(a).dtype
+                        ),
+                    ],
+                    axis=1,
+                )
+                for f, a in zip(Ensemble._fields, self)
+            )
+        )
+
     def to_numpy(self) -> "Ensemble":
         return Ensemble(*(None if a is None else np.asarray(a) for a in self))
 

@@ -473,13 +473,16 @@ def check_init_model(init, params, n_features, K, tpr, base_margin, offsets=None
     (a group loss's default 0 is not one), refused unless it is per-row ``offsets``."""
     if init.n_features != n_features:
         raise DataError(f"init_model was trained on {init.n_features} features, X has {n_features}")
-    for name in ("max_depth", "max_bin"):
-        if getattr(init.params, name) != getattr(params, name):
-            raise ValueError(
-                f"init_model has {name}={getattr(init.params, name)}; "
-                f"continued training needs the same value, got "
-                f"{getattr(params, name)}"
-            )
+    if init.params.max_bin != params.max_bin:
+        raise ValueError(
+            f"init_model has max_bin={init.params.max_bin}; continued training needs the "
+            f"same value, got {params.max_bin}"
+        )
+    if init.params.max_depth > params.max_depth:  # deeper layouts take its trees
+        raise ValueError(
+            f"init_model's trees are laid out to depth {init.params.max_depth}; continued "
+            f"training needs max_depth >= {init.params.max_depth}, got {params.max_depth}"
+        )
     if init.n_outputs != K or init.trees_per_round != tpr:
         raise ValueError(
             f"init_model has {init.n_outputs} output(s) and "

@@ -122,6 +122,43 @@ def _warn_edges(outside, few) -> None:
         )
 
 
+def _init_like(init, trees, **changes):
+    """A copy of Booster ``init`` holding ``trees``, with ``changes`` (``bin_edges``,
+    ``params``) to its constructor's arguments; history and training state kept."""
+    from ..model.booster import Booster
+
+    kw = dict(
+        objective=init.objective,
+        params=init.params,
+        bin_edges=init.bin_edges,
+        base_margin=init.base_margin,
+        n_features=init.n_features,
+        n_outputs=init.n_outputs,
+        trees_per_round=init.trees_per_round,
+        feature_names=init.feature_names,
+        category_labels=init.category_labels,
+        num_parallel_tree=init.num_parallel_tree,
+    )
+    out = Booster(trees, **dict(kw, **changes))
+    out.history, out.train_state = init.history, dict(init.train_state)
+    out.best_iteration, out.best_score = init.best_iteration, init.best_score
+    return out
+
+
+def _deepened(s):
+    """``s`` with an ``init_model`` laid out shallower than ``max_depth`` (an XGBoost
+    import is as deep as its deepest tree) moved to that depth's layout
+    (``Ensemble.deepened``): the same trees, new ones grown to ``max_depth``."""
+    import dataclasses
+
+    init = s.init_model
+    if init is None or init.params.max_depth == s.params.max_depth:
+        return s
+    params = dataclasses.replace(init.params, max_depth=s.params.max_depth)
+    trees = init.trees.deepened(s.params.max_depth)
+    return dataclasses.replace(s, init_model=_init_like(init, trees, params=params))
+
+
 def check_init_edges(s, Xf, wf):
     """``s`` with its ``init_model`` checked against dense ``Xf`` in one pass over its
     columns (up to 100,000 rows, ``_edge_report``), and re-cut where its cuts are few.
@@ -145,8 +182,8 @@ def check_init_edges(s, Xf, wf):
 
     from ..engine.binning import merge_cuts
     from ..inputs.sparse import is_sparse
-    from ..model.booster import Booster
 
+    s = _deepened(s)
     init = s.init_model
     if init is None or is_sparse(Xf):
         return s
@@ -164,21 +201,7 @@ def check_init_edges(s, Xf, wf):
     t = np.clip(np.asarray(held.tbin), 0, init.bin_edges.n_cuts[f] + 1)
     split = ~np.asarray(held.is_leaf) & (np.asarray(held.feature) >= 0)
     tbin = np.where(split, lut[offset[f] + t], held.tbin).astype(np.asarray(held.tbin).dtype)
-    out = Booster(
-        held._replace(tbin=tbin),
-        objective=init.objective,
-        params=init.params,
-        bin_edges=edges,
-        base_margin=init.base_margin,
-        n_features=init.n_features,
-        n_outputs=init.n_outputs,
-        trees_per_round=init.trees_per_round,
-        feature_names=init.feature_names,
-        category_labels=init.category_labels,
-        num_parallel_tree=init.num_parallel_tree,
-    )
-    out.history, out.train_state = init.history, dict(init.train_state)
-    out.best_iteration, out.best_score = init.best_iteration, init.best_score
+    out = _init_like(init, held._replace(tbin=tbin), bin_edges=edges)
     return dataclasses.replace(s, init_model=out)
 
 

@@ -375,7 +375,11 @@ OPTIONS = (
         doc="""
         a ``Booster`` to continue from (its trees, bin edges, base margin,
         seed and round count): ``train(..., n_rounds=4, init_model=train(..., n_rounds=4))``
-        gives the same model as ``n_rounds=8``, bit for bit.""",
+        gives the same model as ``n_rounds=8``, bit for bit. The same ``max_bin``;
+        ``max_depth`` at least its trees' (a deeper one lays them out anew, unchanged).
+        Where its cuts are few for ``X`` (a ``from_xgboost`` model's are its trees'
+        thresholds) they are merged with ``X``'s own and its trees' bins moved: the
+        same predictions, and new trees split anywhere.""",
     ),
     Option(
         "hessian",
