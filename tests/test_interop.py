@@ -467,3 +467,42 @@ def test_continued_model_takes_a_deeper_max_depth(tmp_path):
     np.testing.assert_array_equal(jaxboost.load(tmp_path / "m.json").predict(X), bst.predict(X))
     with pytest.raises(ValueError, match=r"needs max_depth >= 6, got 4"):
         jaxboost.train("squared", X, y, n_rounds=1, max_depth=4, init_model=bst)
+
+
+def test_imported_categorical_model_saves_loads_and_continues(tmp_path):
+    """An XGBoost model of a DataFrame with a category column records its category
+    names: the import's category feature holds one code per name, so its file loads
+    again (it held all 255 codes, and loading refused 5 names for them); continued on
+    the frame, its numeric cuts are merged with the data's (the codes kept) and the fit
+    is XGBoost's continuation's (it was 0.41 against 0.24 with the imported cuts)."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    n = 600
+    df = pd.DataFrame(
+        {
+            "a": rng.normal(size=n).astype(np.float32),
+            "b": rng.normal(size=n).astype(np.float32),
+            "c": pd.Categorical(rng.choice(list("pqrst"), n)),
+        }
+    )
+    y = (2 * df.a + np.sin(2 * df.b) + 1.5 * (df.c == "q") + 0.2 * rng.normal(size=n)).astype(
+        np.float32
+    )
+    kw = dict(max_depth=3, enable_categorical=True, tree_method="hist", n_jobs=1)
+    xr = xgb.XGBRegressor(n_estimators=5, **kw).fit(df, y)
+    imported = from_xgboost(xr)
+    np.testing.assert_allclose(imported.predict(df), xr.predict(df), atol=1e-5)
+    imported.save(tmp_path / "imported.json")
+    back = jaxboost.load(tmp_path / "imported.json")
+    np.testing.assert_array_equal(back.predict(df), imported.predict(df))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", jaxboost.DataWarning)
+        more = jaxboost.train("squared", df, y, n_rounds=20, max_depth=3, init_model=imported)
+    np.testing.assert_allclose(more[:5].predict(df), xr.predict(df), atol=1e-5)
+    want = xgb.XGBRegressor(n_estimators=20, **kw).fit(df, y, xgb_model=xr).predict(df)
+    rmse = lambda p: float(np.sqrt(np.mean((p - y) ** 2)))  # noqa: E731
+    assert rmse(more.predict(df)) <= 1.05 * rmse(want)
+    more.save(tmp_path / "more.json")
+    np.testing.assert_array_equal(
+        jaxboost.load(tmp_path / "more.json").predict(df), more.predict(df)
+    )

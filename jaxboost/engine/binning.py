@@ -148,16 +148,17 @@ class BinEdges:
 
 
 def merge_cuts(old: BinEdges, fresh: BinEdges, max_bin: int):
-    """Numeric bin edges holding every cut of ``old`` and as many of ``fresh``'s as fit
-    in ``max_bin - 1`` value bins (evenly spread over ``fresh``'s when not all fit), and
-    the table that moves ``old``'s split bins to them.
+    """Bin edges holding every cut of ``old`` and, for its numeric features, as many of
+    ``fresh``'s as fit in ``max_bin - 1`` value bins (evenly spread over ``fresh``'s when
+    not all fit), and the table that moves ``old``'s split bins to them. Categorical
+    features keep ``old``'s codes (``old.max_bin`` must then be ``max_bin``).
 
     For continuing a model whose cuts serve new data poorly (an XGBoost import's cuts
     are its trees' thresholds only): its trees keep every threshold, now a cut among
     the data's own, and new trees may split anywhere the data's cuts allow.
 
     Args:
-      old, fresh: ``BinEdges`` of the same ``F`` features, numeric only.
+      old, fresh: ``BinEdges`` of the same ``F`` features.
       max_bin: the cap of the result (the training's ``max_bin``).
 
     Returns:
@@ -173,8 +174,15 @@ def merge_cuts(old: BinEdges, fresh: BinEdges, max_bin: int):
     """
     cap = max_bin - 2  # cuts of max_bin - 1 value bins
     merged, luts = [], []
+    categorical = np.zeros(old.n_features, bool) if old.categorical is None else old.categorical
+    if categorical.any() and old.max_bin != max_bin:
+        raise ValueError(f"categorical bin edges of max_bin {old.max_bin}, not {max_bin}")
     for f in range(old.n_features):
         c = old.cuts[f, : old.n_cuts[f]]
+        if categorical[f]:  # codes, not values: kept
+            merged.append(c.astype(FLOAT_DTYPE))
+            luts.append(np.arange(c.size + 2))
+            continue
         extra = np.setdiff1d(fresh.cuts[f, : fresh.n_cuts[f]], c)
         room = max(cap - c.size, 0)
         if extra.size > room:
@@ -192,8 +200,12 @@ def merge_cuts(old: BinEdges, fresh: BinEdges, max_bin: int):
         cuts=cuts,
         n_cuts=n_cuts,
         has_missing=np.asarray(old.has_missing) | np.asarray(fresh.has_missing),
-        n_distinct=np.maximum(np.asarray(fresh.n_distinct), n_cuts + 1).astype(np.int64),
+        n_distinct=np.where(
+            categorical, old.n_distinct, np.maximum(np.asarray(fresh.n_distinct), n_cuts + 1)
+        ).astype(np.int64),
         max_bin=int(max_bin),
+        categories=old.categories,
+        categorical=old.categorical,
     )
     return edges, np.concatenate(luts).astype(np.int64), offset.astype(np.int64)
 

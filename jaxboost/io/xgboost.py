@@ -1081,10 +1081,14 @@ def _bin_edges(feature, threshold, split, n_features):
     return edges, tbin
 
 
-def _categorical_edges(edges, cat):
+def _categorical_edges(edges, cat, labels=None):
     """Bin edges whose categorical features hold every code ``0 .. 254``: an XGBoost
     model does not record which categories training saw, and sends every code outside a
-    split's set left, which the imported category sets reproduce code by code."""
+    split's set left, which the imported category sets reproduce code by code. A
+    feature whose category names the model records (``labels``: ``{feature: names}``,
+    XGBoost 3's ``cats`` of a DataFrame's categories) holds codes ``0 .. len(names) -
+    1``, one per name (a DataFrame's other values are missing): its model file then
+    loads again (every seen code needs a name)."""
     import dataclasses
 
     cuts, n_cuts = edges.cuts.copy(), edges.n_cuts.copy()
@@ -1096,6 +1100,13 @@ def _categorical_edges(edges, cat):
     n_cuts[cat] = _MAX_CUTS
     n_distinct[cat] = _MAX_CODE + 1
     seen[cat, : _MAX_CODE + 1] = True
+    for f, names in (labels or {}).items():
+        if not names:
+            continue
+        k = min(len(names), _MAX_CODE + 1)
+        cuts[f, k - 1 :] = np.inf
+        n_cuts[f], n_distinct[f] = k - 1, k
+        seen[f, k:] = False
     return dataclasses.replace(
         edges, cuts=cuts, n_cuts=n_cuts, n_distinct=n_distinct, categories=seen, categorical=cat
     )
@@ -1222,8 +1233,9 @@ def _import(d) -> Booster:
         ~arrays["is_leaf"] & ~np.isnan(arrays["threshold"]),
         F,
     )
+    labels = _read_cats(gm, F, head.cat_features)
     if arrays["cat_bits"] is not None:
-        edges = _categorical_edges(edges, head.cat_features)
+        edges = _categorical_edges(edges, head.cat_features, labels)
     objective = _import_objective(head.name, head.obj, K)
     if K > 1 and objective.outputs == 1:  # _read_header let in per-row entries only
         objective = objectives.multi_target(objective, K)
@@ -1241,7 +1253,6 @@ def _import(d) -> Booster:
     )
     if head.names:
         booster.feature_names = list(head.names)
-    labels = _read_cats(gm, F, head.cat_features)
     if labels:
         booster.category_labels = labels
     booster.best_iteration, booster.best_score = _best_of(learner, T // (K * P))

@@ -114,9 +114,9 @@ def _warn_edges(outside, few) -> None:
         warnings.warn(
             f"init_model's bin edges hold few cuts for {len(few)} of X's features (column "
             f"{f}: {k} cut(s), where X's values offer {m} bins): the new trees can split "
-            f"only at those cuts, as this model's edges are not re-cut here (categorical "
-            f"features or several processes). Train a new model on X for splits "
-            f"anywhere in the data",
+            f"only at those cuts, as this model's edges are not re-cut here (several "
+            f"processes, or categorical features under another max_bin). Train a new "
+            f"model on X for splits anywhere in the data",
             DataWarning,
             stacklevel=user_stacklevel(),
         )
@@ -169,8 +169,8 @@ def check_init_edges(s, Xf, wf):
       with ``Xf``'s own (``binning.merge_cuts``) and its trees' split bins moved to
       them: the same thresholds, so the same predictions, and new trees split anywhere
       the data's cuts allow (XGBoost's ``xgb_model=`` also cuts the new data afresh).
-      Models with categorical features and multi-process jobs keep their cuts, with a
-      ``DataWarning``.
+      Multi-process jobs keep their cuts, with a ``DataWarning`` (categorical features
+      keep their codes).
     * **Values far outside the cuts**: a numeric feature with more than
       ``OUTSIDE_SHARE`` of its present values farther below its first cut, or above its
       last, than the cuts' own span (they share one bin, so new trees cannot split among
@@ -187,14 +187,17 @@ def check_init_edges(s, Xf, wf):
     init = s.init_model
     if init is None or is_sparse(Xf):
         return s
-    recut = not dist.is_multiprocess() and not init.bin_edges.is_categorical
+    edges0 = init.bin_edges
+    recut = not dist.is_multiprocess() and (
+        not edges0.is_categorical or edges0.max_bin == s.params.max_bin
+    )
     X = Xf[:: max(1, Xf.shape[0] // 100_000)]
     cap = s.params.max_bin if recut else init.bin_edges.max_bin
     outside, few = _edge_report(X, init.bin_edges, cap)
     if not (few and recut):
         _warn_edges(outside, few)
         return s
-    fresh = compute_bin_edges(Xf, s.params.max_bin, wf, seed=s.seed)
+    fresh = compute_bin_edges(Xf, s.params.max_bin, wf, seed=s.seed, categorical=edges0.categorical)
     edges, lut, offset = merge_cuts(init.bin_edges, fresh, s.params.max_bin)
     held = init.trees
     f = np.clip(np.asarray(held.feature), 0, edges.n_features - 1)
