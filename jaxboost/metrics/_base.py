@@ -47,8 +47,8 @@ def _run(fn, y, pred, w):
     """``fn(y, pred, w)`` as one compiled program per shape: a metric called outside
     training (``metrics.auc(y, p)``, an estimator's ``score``) compiled each of its
     operations op by op (a C-index: 85 programs, 2.0 s a new size; now 0.8 s). A
-    function that needs
-    concrete values (NumPy inside, e.g. a scikit-learn metric) runs as it is."""
+    function that needs concrete values (NumPy inside, e.g. a scikit-learn metric) runs
+    as it is."""
     try:
         jitted = _COMPILED.get(fn, False)
     except TypeError:  # not weakly referable
