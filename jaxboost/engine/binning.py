@@ -185,9 +185,8 @@ def merge_cuts(old: BinEdges, fresh: BinEdges, max_bin: int):
             continue
         extra = np.setdiff1d(fresh.cuts[f, : fresh.n_cuts[f]], c)
         room = max(cap - c.size, 0)
-        if extra.size > room:
-            extra = extra[np.unique(np.linspace(0, extra.size - 1, room).round().astype(int))]
-            extra = extra[:room]
+        if extra.size > room:  # evenly spread: indices at least 1 apart, so distinct
+            extra = extra[np.linspace(0, extra.size - 1, room).round().astype(int)]
         u = np.union1d(c, extra).astype(FLOAT_DTYPE)
         merged.append(u)
         luts.append(np.concatenate([[0], 1 + np.searchsorted(u, c), [u.size + 1]]))

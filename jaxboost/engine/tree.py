@@ -195,18 +195,21 @@ class Ensemble(NamedTuple):
         """
         T = self.n_trees
         pad = bucket_rows(T, minimum=8) - T
-        if pad == 0:
-            return self
+        return self if pad == 0 else self._blank_appended(pad, axis=0)
+
+    def _blank_appended(self, n: int, axis: int) -> "Ensemble":
+        """``n`` blank trees (``axis=0``) or nodes (``axis=1``, each tree's) appended:
+        every field filled with ``BLANK_NODE``'s value (``cat_bits`` 0)."""
         fill = dict(BLANK_NODE, cat_bits=0)
+
+        def grow(f, a):
+            a = np.asarray(a)
+            shape = list(a.shape)
+            shape[axis] = n
+            return np.concatenate([a, np.full(shape, fill[f], a.dtype)], axis=axis)
+
         return Ensemble(
-            *(
-                None
-                if a is None
-                else np.concatenate(
-                    [np.asarray(a), np.full((pad,) + np.shape(a)[1:], fill[f], np.asarray(a).dtype)]
-                )
-                for f, a in zip(Ensemble._fields, self)
-            )
+            *(None if a is None else grow(f, a) for f, a in zip(Ensemble._fields, self))
         )
 
     def deepened(self, max_depth: int) -> "Ensemble":
@@ -217,23 +220,7 @@ class Ensemble(NamedTuple):
         extra = 2 ** (max_depth + 1) - 1 - np.shape(self.feature)[1]
         if extra < 0:
             raise ValueError(f"trees of {np.shape(self.feature)[1]} nodes exceed depth {max_depth}")
-        fill = dict(BLANK_NODE, cat_bits=0)
-        return Ensemble(
-            *(
-                None
-                if a is None
-                else np.concatenate(
-                    [
-                        np.asarray(a),
-                        np.full(
-                            (np.shape(a)[0], extra) + np.shape(a)[2:], fill[f], np.asarray(a).dtype
-                        ),
-                    ],
-                    axis=1,
-                )
-                for f, a in zip(Ensemble._fields, self)
-            )
-        )
+        return self._blank_appended(extra, axis=1)
 
     def to_numpy(self) -> "Ensemble":
         return Ensemble(*(None if a is None else np.asarray(a) for a in self))

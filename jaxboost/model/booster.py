@@ -390,8 +390,19 @@ class Booster:
             )
         stop = len(self) if key.stop is None else key.stop
         stop = max(0, min(len(self), stop if stop >= 0 else len(self) + stop))
-        out = Booster(
-            self._trees[: stop * self.trees_per_round],
+        out = self._with_trees(
+            self._trees[: stop * self.trees_per_round], _padded=self._padded_trees
+        )
+        out.best_iteration = out.best_score = None
+        if self.train_state:
+            out.train_state = dict(self.train_state, rounds=stop)
+        return out
+
+    def _with_trees(self, trees: Ensemble, **changes) -> "Booster":
+        """A Booster like this one holding ``trees`` (as ``trees`` holds them), with
+        ``changes`` to the constructor's other arguments (``params``, ``bin_edges``,
+        ``_padded``); its history, best round and training state are this one's."""
+        kw = dict(
             objective=self.objective,
             params=self.params,
             bin_edges=self.bin_edges,
@@ -402,11 +413,10 @@ class Booster:
             feature_names=self.feature_names,
             category_labels=self.category_labels,
             num_parallel_tree=self.num_parallel_tree,
-            _padded=self._padded_trees,
         )
-        out.history = self.history
-        if self.train_state:
-            out.train_state = dict(self.train_state, rounds=stop)
+        out = Booster(trees, **dict(kw, **changes))
+        out.history, out.train_state = self.history, dict(self.train_state)
+        out.best_iteration, out.best_score = self.best_iteration, self.best_score
         return out
 
     def __repr__(self) -> str:

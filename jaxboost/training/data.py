@@ -122,29 +122,6 @@ def _warn_edges(outside, few) -> None:
         )
 
 
-def _init_like(init, trees, **changes):
-    """A copy of Booster ``init`` holding ``trees``, with ``changes`` (``bin_edges``,
-    ``params``) to its constructor's arguments; history and training state kept."""
-    from ..model.booster import Booster
-
-    kw = dict(
-        objective=init.objective,
-        params=init.params,
-        bin_edges=init.bin_edges,
-        base_margin=init.base_margin,
-        n_features=init.n_features,
-        n_outputs=init.n_outputs,
-        trees_per_round=init.trees_per_round,
-        feature_names=init.feature_names,
-        category_labels=init.category_labels,
-        num_parallel_tree=init.num_parallel_tree,
-    )
-    out = Booster(trees, **dict(kw, **changes))
-    out.history, out.train_state = init.history, dict(init.train_state)
-    out.best_iteration, out.best_score = init.best_iteration, init.best_score
-    return out
-
-
 def _deepened(s):
     """``s`` with an ``init_model`` laid out shallower than ``max_depth`` (an XGBoost
     import is as deep as its deepest tree) moved to that depth's layout
@@ -156,7 +133,7 @@ def _deepened(s):
         return s
     params = dataclasses.replace(init.params, max_depth=s.params.max_depth)
     trees = init.trees.deepened(s.params.max_depth)
-    return dataclasses.replace(s, init_model=_init_like(init, trees, params=params))
+    return dataclasses.replace(s, init_model=init._with_trees(trees, params=params))
 
 
 def check_init_edges(s, Xf, wf):
@@ -187,24 +164,23 @@ def check_init_edges(s, Xf, wf):
     init = s.init_model
     if init is None or is_sparse(Xf):
         return s
-    edges0 = init.bin_edges
+    old = init.bin_edges
     recut = not dist.is_multiprocess() and (
-        not edges0.is_categorical or edges0.max_bin == s.params.max_bin
+        not old.is_categorical or old.max_bin == s.params.max_bin
     )
     X = Xf[:: max(1, Xf.shape[0] // 100_000)]
-    cap = s.params.max_bin if recut else init.bin_edges.max_bin
-    outside, few = _edge_report(X, init.bin_edges, cap)
+    outside, few = _edge_report(X, old, s.params.max_bin if recut else old.max_bin)
     if not (few and recut):
         _warn_edges(outside, few)
         return s
-    fresh = compute_bin_edges(Xf, s.params.max_bin, wf, seed=s.seed, categorical=edges0.categorical)
-    edges, lut, offset = merge_cuts(init.bin_edges, fresh, s.params.max_bin)
+    fresh = compute_bin_edges(Xf, s.params.max_bin, wf, seed=s.seed, categorical=old.categorical)
+    edges, lut, offset = merge_cuts(old, fresh, s.params.max_bin)
     held = init.trees
     f = np.clip(np.asarray(held.feature), 0, edges.n_features - 1)
-    t = np.clip(np.asarray(held.tbin), 0, init.bin_edges.n_cuts[f] + 1)
+    t = np.clip(np.asarray(held.tbin), 0, old.n_cuts[f] + 1)
     split = ~np.asarray(held.is_leaf) & (np.asarray(held.feature) >= 0)
     tbin = np.where(split, lut[offset[f] + t], held.tbin).astype(np.asarray(held.tbin).dtype)
-    out = _init_like(init, held._replace(tbin=tbin), bin_edges=edges)
+    out = init._with_trees(held._replace(tbin=tbin), bin_edges=edges)
     return dataclasses.replace(s, init_model=out)
 
 
