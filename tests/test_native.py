@@ -44,7 +44,7 @@ def require_native():
 
 
 def _data(rng, N, F, n_nodes, B, skip_frac=0.3, missing_frac=0.2):
-    bins = rng.integers(0, B, size=(N, F)).astype(np.uint8)
+    bins = rng.integers(0, B, size=(N, F)).astype(np.uint8 if B <= 256 else np.uint16)
     bins[rng.random((N, F)) < missing_frac] = B - 1  # the missing-value bin
     g = rng.normal(size=N).astype(np.float32)
     h = rng.random(N).astype(np.float32)
@@ -265,10 +265,41 @@ def test_empty_inputs():
     assert G.shape == (3, 2, 4) and not np.asarray(G).any() and not np.asarray(H).any()
 
 
+# uint16 bins (features of more than 256 bins, training's max_bin > 256): every
+# compile-time stride above 256 bins; the last case's 100 nodes x 6 features x 1,024
+# bins take 9.9 MiB of scratch, so rows are grouped by node there (row blocks below).
+@pytest.mark.parametrize(
+    "N,F,n_nodes,B,threads",
+    [
+        (3000, 5, 4, 300, (1, 2)),
+        (2000, 3, 1, 512, (1, 3)),
+        (1200, 2, 8, 2048, (1,)),
+        (900, 3, 3, 4096, (1, 2)),
+        (1500, 6, 100, 1024, (1, 2)),
+    ],
+)
+def test_uint16_bins_match_naive_reference(N, F, n_nodes, B, threads):
+    rng = np.random.default_rng(N + B)
+    bins, g, h, node = _data(rng, N, F, n_nodes, B)
+    assert bins.dtype == np.uint16 and bins.max() > 255
+    for t in threads:
+        _check(
+            *native.histogram(bins, g, h, node, n_nodes, B, n_threads=t),
+            bins,
+            g,
+            h,
+            node,
+            n_nodes,
+            B,
+        )
+
+
 def test_bad_arguments_raise():
     z = np.zeros(5, np.float32)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"\[1, 256\]"):  # uint8 bins: at most 256
         native.histogram(np.zeros((5, 2), np.uint8), z, z, np.zeros(5, np.int32), 1, 300)
+    with pytest.raises(ValueError, match=r"\[1, 4096\]"):  # uint16 bins: at most 4,096
+        native.histogram(np.zeros((5, 2), np.uint16), z, z, np.zeros(5, np.int32), 1, 4097)
     with pytest.raises(TypeError):
         native.histogram(np.zeros((5, 2), np.int32), z, z, np.zeros(5, np.int32), 1, 4)
     with pytest.raises(ValueError):

@@ -148,3 +148,47 @@ def test_an_xgboost_model_of_1024_bins_imports_saves_and_continues(tmp_path):
         verbose=False,
     )
     assert len(more) == 42
+
+
+@pytest.mark.parametrize(
+    "objective,extra",
+    [
+        ("squared", dict(min_samples_leaf=30, monotone_constraints=[1, 0, 0, 0])),
+        ("softmax", dict(multi_strategy="multi_output_tree")),
+    ],
+    ids=["counted-monotone", "vector-leaves"],
+)
+def test_uint16_bins_take_the_native_histogram_and_grow_the_xla_model(
+    objective, extra, monkeypatch
+):
+    """Features of more than 256 bins are histogrammed by the native CPU kernel (uint16
+    bins, row-major) instead of XLA's scatter: the same trees bit for bit as the pure-JAX
+    path grows, with the row counts of ``min_samples_leaf`` and vector leaves' channels
+    (two at a time) going through the same kernel."""
+    from jaxboost import native
+    from jaxboost.training import data
+
+    if not native.available():
+        pytest.skip(f"native kernel unavailable: {native.unavailable_reason()}")
+    X, y = _data(3)
+    if objective == "softmax":
+        y = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3])).astype(np.float32)
+    seen = []
+    real = native.histogram
+
+    def spy(bins, *args, **kwargs):
+        seen.append((bins.dtype, bins.shape))
+        return real(bins, *args, **kwargs)
+
+    monkeypatch.setattr(native, "histogram", spy)
+    kw = dict(n_rounds=3, max_depth=3, max_bin=1024, verbose=False, **extra)
+    fast = jaxboost.train(objective, X, y, **kw)
+    assert seen and {d for d, _ in seen} == {np.dtype(np.uint16)}
+    assert {s[1] for _, s in seen} == {4} and min(s[0] for _, s in seen) >= N  # (N, F)
+    monkeypatch.setattr(data, "use_native", lambda: False)
+    ref = jaxboost.train(objective, X, y, **kw)
+    for name in ("feature", "threshold", "value", "default_left", "is_leaf"):
+        np.testing.assert_array_equal(
+            np.asarray(getattr(fast.ensemble, name)), np.asarray(getattr(ref.ensemble, name))
+        )
+    np.testing.assert_array_equal(fast.predict(X), ref.predict(X))

@@ -86,7 +86,7 @@ from typing import Any, NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
-from .._types import ACC_DTYPE, FLOAT_DTYPE, INDEX_DTYPE
+from .._types import ACC_DTYPE, FLOAT_DTYPE, INDEX_DTYPE, NARROW_BIN_LIMIT
 from . import categorical
 from .constraints import TreeConstraints
 from .histogram import histogram as platform_histogram
@@ -163,6 +163,8 @@ def native_tree_takes(
     """
     from .. import native as native_kernel
 
+    if int(max_bin) > NARROW_BIN_LIMIT:  # the tree kernel reads uint8 bins
+        return False
     F = int(n_features)
     if block is not None:
         return min(int(block), F) == F
@@ -214,7 +216,7 @@ def channel_histogram(bins, vals, *, native: bool, max_bin: int, native_threads=
     (``jaxboost.native.histogram_channels``), else two at a time by
     :func:`pair_histogram`. Rows and ``n_active`` as in :func:`pair_histogram`."""
     N, C = vals.shape
-    if native:
+    if native and max_bin <= NARROW_BIN_LIMIT:
         from .. import native as native_kernel
 
         n_threads = kernel_threads(bins, native_threads)
@@ -225,7 +227,8 @@ def channel_histogram(bins, vals, *, native: bool, max_bin: int, native_threads=
             )
 
         return native_hist
-    hist2 = pair_histogram(bins, native=False, max_bin=max_bin)
+    # uint16 bins (row-major with native): the native pair kernel, two channels a pass
+    hist2 = pair_histogram(bins, native=native, max_bin=max_bin, native_threads=native_threads)
     if C % 2:
         vals = jnp.concatenate([vals, jnp.zeros((N, 1), vals.dtype)], axis=1)
     pairs = vals.T.reshape(-1, 2, N)  # (C2, 2, N)
@@ -645,7 +648,7 @@ def grow_tree(
     if spec.depth_bucket:  # would grow the bucket's depth, not the model's: never
         raise RuntimeError(_BUCKET_ERROR)
     if spec.max_leaves > 0:
-        if native and not whole:  # the kernel's histograms would not fit
+        if native and not whole and B <= NARROW_BIN_LIMIT:  # its histograms would not fit
             raise ValueError(_lossguide_memory(bins.shape[0], F, D, B, spec.max_leaves))
         raise ValueError(LOSSGUIDE_WHERE)
     grow = _Grow(

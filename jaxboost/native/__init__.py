@@ -78,7 +78,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._types import BIN_DTYPE
+from .._types import BIN_DTYPE, NATIVE_WIDE_BIN_LIMIT, WIDE_BIN_DTYPE
 from ..errors import NativeKernelWarning
 from . import _build
 from .compile_cache import cache_root
@@ -839,14 +839,14 @@ def default_threads(
     return min(n, _MAX_THREADS)
 
 
-def _histogram_sizes(n_nodes, n_bins) -> tuple:
-    """``(n_nodes, n_bins)`` as ints, checked (``ValueError``), once the kernel is known
-    to be available (``RuntimeError`` otherwise)."""
+def _histogram_sizes(n_nodes, n_bins, limit: int = 256) -> tuple:
+    """``(n_nodes, n_bins)`` as ints, checked (``ValueError``; ``n_bins`` at most
+    ``limit``), once the kernel is known to be available (``RuntimeError`` otherwise)."""
     if not available():
         raise RuntimeError(f"native histogram unavailable: {unavailable_reason()}")
     n_nodes, n_bins = int(n_nodes), int(n_bins)
-    if not 1 <= n_bins <= 256:
-        raise ValueError(f"n_bins must be in [1, 256], got {n_bins}")
+    if not 1 <= n_bins <= limit:
+        raise ValueError(f"n_bins must be in [1, {limit}], got {n_bins}")
     if n_nodes < 0:
         raise ValueError(f"n_nodes must be >= 0, got {n_nodes}")
     return n_nodes, n_bins
@@ -873,13 +873,14 @@ def histogram(
     uses its own ``n_threads``, so pass ``n_threads=1`` there to keep one per core).
 
     Args:
-      bins: ``(N, F)`` uint8 bins, ROW-major; values must be ``< n_bins`` (bin
-        ``n_bins - 1`` = missing is an ordinary bin here).
+      bins: ``(N, F)`` uint8 bins, ROW-major (uint16 when ``n_bins > 256``); values
+        must be ``< n_bins`` (bin ``n_bins - 1`` = missing is an ordinary bin here).
       g, h: ``(N,)`` float32 (or float64) gradients and hessians.
       node: ``(N,)`` int32 node of each row within the level; rows with a node outside
         ``[0, n_nodes)`` (e.g. ``n_nodes``: finished leaves, padding, the larger sibling
         under the subtraction trick) are skipped at almost no cost.
-      n_nodes, n_bins: static; ``1 <= n_bins <= 256``.
+      n_nodes, n_bins: static; ``1 <= n_bins <= 256`` for uint8 bins, at most
+        ``NATIVE_WIDE_BIN_LIMIT`` (4096) for uint16 ones.
       n_threads: static; the number of threads (at most the number of rows). ``None``:
         :func:`default_threads` (cores or ``$JAXBOOST_NATIVE_THREADS``; 1 for small
         inputs). An explicit value is used as is, even for small inputs. The result is
@@ -900,7 +901,8 @@ def histogram(
     Raises:
       RuntimeError: when :func:`available` is ``False``.
     """
-    n_nodes, n_bins = _histogram_sizes(n_nodes, n_bins)
+    wide = getattr(bins, "dtype", None) == WIDE_BIN_DTYPE
+    n_nodes, n_bins = _histogram_sizes(n_nodes, n_bins, NATIVE_WIDE_BIN_LIMIT if wide else 256)
     if n_threads is not None:
         n_threads = int(n_threads)
         if not 1 <= n_threads <= _MAX_THREADS:
@@ -909,8 +911,8 @@ def histogram(
         bins = jnp.asarray(bins)
         if bins.ndim != 2:
             raise ValueError(f"bins must be (N, F), got shape {bins.shape}")
-        if bins.dtype != BIN_DTYPE:
-            raise TypeError(f"bins must be uint8, got {bins.dtype}")
+        if bins.dtype not in (BIN_DTYPE, WIDE_BIN_DTYPE):
+            raise TypeError(f"bins must be uint8 (or uint16), got {bins.dtype}")
         g, h, node = jnp.asarray(g), jnp.asarray(h), jnp.asarray(node)
         N, F = bins.shape
         for name, a in (("g", g), ("h", h), ("node", node)):

@@ -3,7 +3,8 @@
 //   G[f, n, b] = sum of g[i] over rows i with node[i] == n and bins[i, f] == b
 //   H[f, n, b] = the same sum of h[i]
 //
-// Inputs:  bins (N, F) uint8, ROW-major (each row's F bins contiguous);
+// Inputs:  bins (N, F) uint8, ROW-major (each row's F bins contiguous), or uint16
+//          when features have more than 256 bins (at most kWideBins);
 //          g, h (N,) float32 or float64 (both the same dtype);
 //          node (N,) int32; rows with node outside [0, n_active) are skipped;
 //          n_active () int32, the number of nodes histogrammed (clamped to
@@ -217,11 +218,22 @@ class Scratch {
   size_t cap_ = 0;
 };
 
+// Pairs after the last histogram of a scratch buffer: a bin value >= n_bins (a caller
+// bug) lands in padding or a neighbouring slot, never outside the buffer, whatever
+// the bin type (uint8 bins index at most 255 slots past a feature's start, uint16
+// bins 65,535).
+template <typename Bn>
+constexpr int64_t kTail = int64_t{1} << (8 * sizeof(Bn));
+
+// The most bins a feature may have with uint16 bins (JaxboostHistogram only; the other
+// kernels read uint8 bins, at most 256 a feature).
+constexpr int64_t kWideBins = 4096;
+
 // Slots per feature (in (g, h) pairs): a power of two >= n_bins plus one 64-byte
 // line, i.e. an odd number of lines. A compile-time stride lets the compiler fold
 // f * FS into address displacements (measured 10-40% faster than a runtime stride).
-template <int64_t FS>
-inline void AddRow(v2d* JB_RESTRICT a, const uint8_t* JB_RESTRICT r, int64_t F, v2d v) {
+template <int64_t FS, typename Bn>
+inline void AddRow(v2d* JB_RESTRICT a, const Bn* JB_RESTRICT r, int64_t F, v2d v) {
   int64_t f = 0;
   for (; f + 4 <= F; f += 4, a += 4 * FS) {
     a[r[f]] += v;
@@ -234,8 +246,8 @@ inline void AddRow(v2d* JB_RESTRICT a, const uint8_t* JB_RESTRICT r, int64_t F, 
 
 // AddRow and the row's count n into the int32 counts c at the same indices (the row
 // minimum of the tree kernel): one pass over the row's bins for both.
-template <int64_t FS>
-inline void AddRowCount(v2d* JB_RESTRICT a, int32_t* JB_RESTRICT c, const uint8_t* JB_RESTRICT r,
+template <int64_t FS, typename Bn>
+inline void AddRowCount(v2d* JB_RESTRICT a, int32_t* JB_RESTRICT c, const Bn* JB_RESTRICT r,
                         int64_t F, v2d v, int32_t n) {
   int64_t f = 0;
   for (; f + 4 <= F; f += 4, a += 4 * FS, c += 4 * FS) {
@@ -259,8 +271,8 @@ inline void AddRowCount(v2d* JB_RESTRICT a, int32_t* JB_RESTRICT c, const uint8_
 // kept rows are first compacted branch-free (skips are unpredictable, and a
 // mispredicted branch per row cost more than the compaction). idx takes 8 KiB of
 // stack. kCount: each row's count cnt[i] also goes into cacc, at the same indices.
-template <int64_t FS, typename T, bool kCount = false>
-void Accumulate(const uint8_t* JB_RESTRICT bins, const T* JB_RESTRICT g,
+template <int64_t FS, typename T, bool kCount = false, typename Bn>
+void Accumulate(const Bn* JB_RESTRICT bins, const T* JB_RESTRICT g,
                 const T* JB_RESTRICT h, const int32_t* JB_RESTRICT node, int64_t N,
                 int64_t F, uint32_t n_nodes, int64_t ns, v2d* JB_RESTRICT acc,
                 const int32_t* JB_RESTRICT cnt = nullptr, int32_t* JB_RESTRICT cacc = nullptr) {
@@ -289,7 +301,7 @@ void Accumulate(const uint8_t* JB_RESTRICT bins, const T* JB_RESTRICT g,
     } else {
       for (int64_t k = 0; k < m; ++k) {
         if (k + kAhead < m) {
-          const uint8_t* p = bins + (s + idx[k + kAhead]) * F;
+          const Bn* p = bins + (s + idx[k + kAhead]) * F;
           __builtin_prefetch(p);
           __builtin_prefetch(p + F - 1);
         }
@@ -364,14 +376,13 @@ void ParallelFor(ffi::ThreadPool* pool, int64_t n_workers, int64_t n_items,
 // own scratch histogram (n_nodes blocks of ns pairs), then the scratch histograms
 // are reduced in block order into G and H, by ranges of (node, feature) pairs. kCount:
 // the rows' counts cnt summed the same way into C (int32, laid out as G).
-template <int64_t FS, typename T, bool kCount = false>
-void HistogramByRows(const uint8_t* bins, const T* g, const T* h, const int32_t* node,
+template <int64_t FS, typename T, bool kCount = false, typename Bn>
+void HistogramByRows(const Bn* bins, const T* g, const T* h, const int32_t* node,
                      int64_t N, int64_t F, int64_t n_nodes, int64_t n_out, int64_t n_bins,
                      int64_t ns, int64_t nt, ffi::ThreadPool* pool, double* G, double* H,
                      const int32_t* cnt = nullptr, int32_t* C = nullptr) {
-  // Tail of 256 pairs: a bin value >= n_bins (a caller bug) lands in padding or a
-  // neighbouring slot, never outside the buffer.
-  const int64_t total = n_nodes * ns + 256;
+  // The tail (kTail): a bin value >= n_bins never reaches past the buffer.
+  const int64_t total = n_nodes * ns + kTail<Bn>;
   // Scratch histograms, zeroed by the thread that fills them (first touch).
   Scratch<v2d> acc(nt * total);
   v2d* const acc0 = acc.get();
@@ -392,20 +403,23 @@ void HistogramByRows(const uint8_t* bins, const T* g, const T* h, const int32_t*
   const int64_t units = n_nodes * F;
   const int64_t n_ranges = nt == 1 ? 1 : std::min(units, nt * 8);
   ParallelFor(pool, nt, n_ranges, [&](int64_t k, int64_t) {
-    v2d buf[256];
+    v2d buf[256];  // 256 bins at a time (uint16 bins have more)
     for (int64_t u = units * k / n_ranges, u1 = units * (k + 1) / n_ranges; u < u1; ++u) {
       const int64_t n = u / F, f = u % F;
-      const v2d* a = acc0 + n * ns + f * FS;
-      for (int64_t b = 0; b < n_bins; ++b) buf[b] = a[b];
-      for (int64_t t = 1; t < nt; ++t) {
-        const v2d* at = a + t * total;
-        for (int64_t b = 0; b < n_bins; ++b) buf[b] += at[b];
-      }
       double* Go = G + (f * n_out + n) * n_bins;
       double* Ho = H + (f * n_out + n) * n_bins;
-      for (int64_t b = 0; b < n_bins; ++b) {
-        Go[b] = buf[b][0];
-        Ho[b] = buf[b][1];
+      for (int64_t c0 = 0; c0 < n_bins; c0 += 256) {
+        const int64_t nc = std::min<int64_t>(256, n_bins - c0);
+        const v2d* a = acc0 + n * ns + f * FS + c0;
+        for (int64_t b = 0; b < nc; ++b) buf[b] = a[b];
+        for (int64_t t = 1; t < nt; ++t) {
+          const v2d* at = a + t * total;
+          for (int64_t b = 0; b < nc; ++b) buf[b] += at[b];
+        }
+        for (int64_t b = 0; b < nc; ++b) {
+          Go[c0 + b] = buf[b][0];
+          Ho[c0 + b] = buf[b][1];
+        }
       }
       if constexpr (kCount) {
         const int32_t* ca = cacc0 + n * ns + f * FS;
@@ -472,8 +486,8 @@ struct GH {
 // Every slot is then a sum over its node's rows in row order, whatever the number
 // of threads: bit-identical to HistogramByRows with one thread, for any nt. kCount:
 // the rows' counts cnt too, into C (int32, laid out as G).
-template <int64_t FS, typename T, bool kCount = false>
-void HistogramByNode(const uint8_t* bins, const T* g, const T* h, const int32_t* node,
+template <int64_t FS, typename T, bool kCount = false, typename Bn>
+void HistogramByNode(const Bn* bins, const T* g, const T* h, const int32_t* node,
                      int64_t N, int64_t F, int64_t n_nodes, int64_t n_out, int64_t n_bins,
                      int64_t nt, ffi::ThreadPool* pool, double* G, double* H,
                      const int32_t* row_count = nullptr, int32_t* C = nullptr) {
@@ -504,9 +518,9 @@ void HistogramByNode(const uint8_t* bins, const T* g, const T* h, const int32_t*
     for (int64_t p = 0; p < parts; ++p)
       units.push_back({n, F * p / parts, F * (p + 1) / parts});
   }
-  // One buffer per worker: F features of FS pairs, plus a tail of 256 pairs for
+  // One buffer per worker: F features of FS pairs, plus the tail (kTail) for
   // out-of-range bins (as in HistogramByRows).
-  const int64_t bufsize = F * FS + 256;
+  const int64_t bufsize = F * FS + kTail<Bn>;
   const int64_t n_bufs = std::min<int64_t>(nt, units.size());
   Scratch<v2d> bufs(n_bufs * bufsize);
   Scratch<int32_t> cbufs(kCount ? n_bufs * bufsize : 0);
@@ -515,13 +529,14 @@ void HistogramByNode(const uint8_t* bins, const T* g, const T* h, const int32_t*
     const int64_t Fu = un.f1 - un.f0;
     v2d* a = bufs.get() + w * bufsize;
     int32_t* ca = kCount ? cbufs.get() + w * bufsize : nullptr;
-    std::memset(static_cast<void*>(a), 0, sizeof(v2d) * (Fu * FS + 256));
-    if constexpr (kCount) std::memset(static_cast<void*>(ca), 0, sizeof(int32_t) * (Fu * FS + 256));
-    const uint8_t* b0 = bins + un.f0;
+    std::memset(static_cast<void*>(a), 0, sizeof(v2d) * (Fu * FS + kTail<Bn>));
+    if constexpr (kCount)
+      std::memset(static_cast<void*>(ca), 0, sizeof(int32_t) * (Fu * FS + kTail<Bn>));
+    const Bn* b0 = bins + un.f0;
     const int64_t k0 = start[un.n], k1 = start[un.n + 1];
     for (int64_t k = k0; k < k1; ++k) {
       if (k + kAhead < k1) {
-        const uint8_t* p = b0 + static_cast<int64_t>(rix[k + kAhead]) * F;
+        const Bn* p = b0 + static_cast<int64_t>(rix[k + kAhead]) * F;
         __builtin_prefetch(p);
         __builtin_prefetch(p + Fu - 1);
       }
@@ -548,15 +563,15 @@ void HistogramByNode(const uint8_t* bins, const T* g, const T* h, const int32_t*
   });
 }
 
-template <int64_t FS, typename T, bool kCount = false>
-void Histogram(const uint8_t* bins, const T* g, const T* h, const int32_t* node, int64_t N,
+template <int64_t FS, typename T, bool kCount = false, typename Bn>
+void Histogram(const Bn* bins, const T* g, const T* h, const int32_t* node, int64_t N,
                int64_t F, int64_t n_nodes, int64_t n_out, int64_t n_bins, int64_t n_threads,
                ffi::ThreadPool* pool, double* G, double* H, const int32_t* cnt = nullptr,
                int32_t* C = nullptr) {
   // Node stride: F * FS pairs, padded to an odd number of 64-byte lines.
   int64_t ns = F * FS;
   if ((ns / 4) % 2 == 0) ns += 4;
-  const int64_t scratch_bytes = (n_nodes * ns + 256) * static_cast<int64_t>(sizeof(v2d));
+  const int64_t scratch_bytes = (n_nodes * ns + kTail<Bn>) * static_cast<int64_t>(sizeof(v2d));
   const int64_t nt_rows = std::max<int64_t>(1, std::min(n_threads, N));
   // Rows by node once the scratch histograms outgrow the caches. Measured (1M rows,
   // 28 features, 256 bins, Zen 5, 2 MiB L2 per core, 32 MiB L3): 64 nodes (7.4 MiB)
@@ -584,8 +599,8 @@ void Histogram(const uint8_t* bins, const T* g, const T* h, const int32_t* node,
 
 // Histogram for n_bins (its padded width FS); with cnt (int32 per row, or null) the
 // rows' counts too, into C (int32, laid out as G).
-template <typename T>
-void Dispatch(const uint8_t* bins, const T* g, const T* h, const int32_t* node, int64_t N,
+template <typename T, typename Bn>
+void Dispatch(const Bn* bins, const T* g, const T* h, const int32_t* node, int64_t N,
               int64_t F, int64_t n_nodes, int64_t n_out, int64_t n_bins, int64_t nt,
               ffi::ThreadPool* pool, double* G, double* H, const int32_t* cnt = nullptr,
               int32_t* C = nullptr) {
@@ -605,12 +620,22 @@ void Dispatch(const uint8_t* bins, const T* g, const T* h, const int32_t* node, 
     run(std::integral_constant<int64_t, 68>{});
   } else if (n_bins <= 128) {
     run(std::integral_constant<int64_t, 132>{});
-  } else {
+  } else if (sizeof(Bn) == 1 || n_bins <= 256) {
     run(std::integral_constant<int64_t, 260>{});
+  } else if constexpr (sizeof(Bn) > 1) {  // uint16 bins: up to kWideBins
+    if (n_bins <= 512) {
+      run(std::integral_constant<int64_t, 516>{});
+    } else if (n_bins <= 1024) {
+      run(std::integral_constant<int64_t, 1028>{});
+    } else if (n_bins <= 2048) {
+      run(std::integral_constant<int64_t, 2052>{});
+    } else {
+      run(std::integral_constant<int64_t, 4100>{});
+    }
   }
 }
 
-ffi::Error HistogramImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
+ffi::Error HistogramImpl(ffi::ThreadPool thread_pool, ffi::AnyBuffer bins,
                          ffi::AnyBuffer g, ffi::AnyBuffer h, ffi::Buffer<ffi::S32> node,
                          ffi::Buffer<ffi::S32> n_active, ffi::ResultBuffer<ffi::F64> G, ffi::ResultBuffer<ffi::F64> H,
                          int64_t n_threads, bool use_xla_pool) {
@@ -627,8 +652,13 @@ ffi::Error HistogramImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
   }
   if (od[0] != F)
     return ffi::Error::InvalidArgument("jaxboost_histogram: output F differs from bins' F");
-  if (n_bins < 1 || n_bins > 256)
-    return ffi::Error::InvalidArgument("jaxboost_histogram: n_bins must be in [1, 256]");
+  const bool wide = bins.element_type() == ffi::DataType::U16;
+  if (!wide && bins.element_type() != ffi::DataType::U8)
+    return ffi::Error::InvalidArgument("jaxboost_histogram: bins must be uint8 or uint16");
+  if (n_bins < 1 || n_bins > (wide ? kWideBins : 256))
+    return ffi::Error::InvalidArgument(
+        wide ? "jaxboost_histogram: n_bins must be in [1, 4096] for uint16 bins"
+             : "jaxboost_histogram: n_bins must be in [1, 256] for uint8 bins");
   if (n_out < 0 || n_out >= (int64_t{1} << 31))
     return ffi::Error::InvalidArgument("jaxboost_histogram: bad n_nodes");
   if (n_active.element_count() != 1)
@@ -657,27 +687,32 @@ ffi::Error HistogramImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
   ffi::ThreadPool* pool =
       use_xla_pool && thread_pool.num_threads() > 0 ? &thread_pool : nullptr;
 
-  const uint8_t* b = bins.typed_data();
   const int32_t* nd = node.typed_data();
   double* Go = G->typed_data();
   double* Ho = H->typed_data();
-  // Scratch memory is allocated on the calling thread (before any task runs), so
-  // running out of it is reported as an error instead of crashing the process.
-  try {
+  auto run = [&](const auto* b) -> bool {
     switch (g.element_type()) {
       case ffi::DataType::F32:
         Dispatch<float>(b, static_cast<const float*>(g.untyped_data()),
                         static_cast<const float*>(h.untyped_data()), nd, N, F, n_nodes, n_out,
                         n_bins, n_threads, pool, Go, Ho);
-        break;
+        return true;
       case ffi::DataType::F64:
         Dispatch<double>(b, static_cast<const double*>(g.untyped_data()),
                          static_cast<const double*>(h.untyped_data()), nd, N, F, n_nodes, n_out,
                          n_bins, n_threads, pool, Go, Ho);
-        break;
+        return true;
       default:
-        return ffi::Error::InvalidArgument("jaxboost_histogram: g, h must be float32 or float64");
+        return false;
     }
+  };
+  // Scratch memory is allocated on the calling thread (before any task runs), so
+  // running out of it is reported as an error instead of crashing the process.
+  try {
+    const bool ok = wide ? run(static_cast<const uint16_t*>(bins.untyped_data()))
+                         : run(static_cast<const uint8_t*>(bins.untyped_data()));
+    if (!ok)
+      return ffi::Error::InvalidArgument("jaxboost_histogram: g, h must be float32 or float64");
   } catch (const std::bad_alloc&) {
     return ffi::Error(ffi::ErrorCode::kResourceExhausted,
                       "jaxboost_histogram: out of memory for scratch histograms");
@@ -2980,7 +3015,7 @@ ffi::Error GrowTreeSparseImpl(ffi::Buffer<ffi::S32> colptr, ffi::Buffer<ffi::S32
 XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostHistogram, HistogramImpl,
                               ffi::Ffi::Bind()
                                   .Ctx<ffi::ThreadPool>()        // XLA:CPU intra-op pool
-                                  .Arg<ffi::Buffer<ffi::U8>>()   // bins (N, F)
+                                  .Arg<ffi::AnyBuffer>()         // bins (N, F) uint8/uint16
                                   .Arg<ffi::AnyBuffer>()         // g (N,)
                                   .Arg<ffi::AnyBuffer>()         // h (N,)
                                   .Arg<ffi::Buffer<ffi::S32>>()  // node (N,)

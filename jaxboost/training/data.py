@@ -17,7 +17,7 @@ import numpy as np
 
 from objectives import MultiTarget, Objective
 
-from .._types import NARROW_BIN_LIMIT, bin_dtype
+from .._types import NARROW_BIN_LIMIT, NATIVE_WIDE_BIN_LIMIT, bin_dtype
 from ..engine.autodiff import fit_base_margin, loss_name
 from ..engine.categorical import cat_info
 from ..engine.exact import check_rows
@@ -48,11 +48,11 @@ def use_native() -> bool:
 def rows_on_bins(Xf, yf, wf, edges, n_pad, native):
     """The training rows as the round program takes them, padded to ``n_pad`` rows.
 
-    Returns ``(bins, y, w, valid, cuts_ext, forward_ok)``: uint8 bins in one layout,
-    written in place with its padding (row-major ``(n_pad, F)`` for the native kernel,
-    feature-major ``(F, n_pad)`` for the pure-JAX scan); labels (every entry of side
-    data) padded with copies of row 0 and weights with 0 (padding rows have g = h = 0);
-    ``valid`` marks the real rows;
+    Returns ``(bins, y, w, valid, cuts_ext, forward_ok)``: uint8 bins (uint16 above 256
+    a feature) in one layout, written in place with its padding (row-major
+    ``(n_pad, F)`` for the native kernel, feature-major ``(F, n_pad)`` for the pure-JAX
+    scan); labels (every entry of side data) padded with copies of row 0 and weights
+    with 0 (padding rows have g = h = 0); ``valid`` marks the real rows;
     ``cuts_ext`` ``(F, B)`` the thresholds of every bin (``BinEdges.cuts_ext``; ``B =
     edges.n_bins``, the data's bin bucket, missing values in bin ``B - 1``);
     ``forward_ok`` the features whose ascending split pass is tried.
@@ -295,16 +295,17 @@ def prepare(s, Xf, yf, wf, sparse_ok: bool = True) -> Prepared:
         edges = compute_bin_edges(Xf, s.params.max_bin, wf, seed=s.seed, categorical=mask)
     if s.params.max_bin == 2 and s.init_model is None:
         warn_two_bins(Xf)
-    # the native kernel reads uint8 bins: data that needs more than 256 bins per feature
-    # (max_bin > 256 on continuous data) is histogrammed by XLA
-    native = use_native() and edges.n_bins <= NARROW_BIN_LIMIT
+    # the native kernel's histogram reads uint8 bins and uint16 ones up to 4,096 bins a
+    # feature (max_bin > 256 on continuous data; its tree kernels take uint8 bins only);
+    # more bins are histogrammed by XLA
+    native = use_native() and edges.n_bins <= NATIVE_WIDE_BIN_LIMIT
     if Xf.shape[1] > max_features_for_bins(edges.n_bins):
         raise DataError(
             f"X has {Xf.shape[1]} features, but with {edges.n_bins} bins per "
             f"feature (max_bin={s.params.max_bin}) at most "
             f"{max_features_for_bins(edges.n_bins)} fit; use max_bin <= 256"
         )
-    if sparse_ok and sparse_rows(s, Xf, native, layout):
+    if sparse_ok and sparse_rows(s, Xf, native and edges.n_bins <= NARROW_BIN_LIMIT, layout):
         y, w, valid, cuts_ext, forward_ok = rows_without_bins(Xf, yf, wf, edges, layout.block)
         bins = tuple(jax.device_put(a) for a in csc_bins(Xf, edges))
     else:
