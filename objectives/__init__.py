@@ -177,10 +177,20 @@ PEER_NAMES = {
     "softmax": "softmax",
     "lambdarank": "lambdarank",
     "rank_xendcg": "listnet",
+    # scikit-learn (HistGradientBoosting*, GradientBoosting*: ``loss=``)
+    "squared_error": "squared",
+    "absolute_error": "absolute",
+    "log_loss": "logistic",
+    # CatBoost (``loss_function=``, compared in lower case)
+    "rmse": "squared",
+    "logloss": "logistic",
+    "crossentropy": "logistic",
+    "multiclassonevsall": "softmax",
 }
-"""XGBoost's and LightGBM's objective names -> the catalogue entry that trains the same
-loss (``resolve`` names it in its error; the entries' defaults may differ, e.g. XGBoost's
-``count:poisson`` is ``poisson(max_delta_step=0.7)`` with ``max_delta_step=0.7``)."""
+"""XGBoost's, LightGBM's, scikit-learn's and CatBoost's objective names -> the catalogue
+entry that trains the same loss (``resolve`` names it in its error; the entries'
+defaults may differ, e.g. XGBoost's ``count:poisson`` is ``poisson(max_delta_step=0.7)``
+with ``max_delta_step=0.7``)."""
 
 
 _PEER_TRAINING = {
@@ -191,6 +201,7 @@ _PEER_TRAINING = {
     "train('pseudo_huber', ..., hessian='exact', refit=None) grows XGBoost's trees; "
     "XGBoost starts from one Newton step from 0, jaxboost from the loss's minimiser "
     "(base_margin= sets the start)",
+    "logistic": " (two classes; 'softmax' for more)",
     "aft": "; objectives.aft(sigma=..., distribution=...) sets XGBoost's "
     "aft_loss_distribution_scale and aft_loss_distribution, and intervals are "
     "y={'lower': ..., 'upper': ...} (XGBoost's label_lower_bound and label_upper_bound); "
@@ -213,9 +224,10 @@ def resolve(objective):
             peer = PEER_NAMES.get(objective.strip().lower())
             if peer is not None:
                 raise ValueError(
-                    f"unknown objective {objective!r}: that is XGBoost's or LightGBM's "
-                    f"name; jaxboost's catalogue entry for the same loss is {peer!r} "
-                    f"(objectives.{peer})" + _PEER_TRAINING.get(peer, "")
+                    f"unknown objective {objective!r}: that is another library's name "
+                    f"(XGBoost, LightGBM, scikit-learn or CatBoost); jaxboost's catalogue "
+                    f"entry for the same loss is {peer!r} (objectives.{peer})"
+                    + _PEER_TRAINING.get(peer, "")
                 )
             raise ValueError(
                 f"unknown objective {objective!r}; catalogue entries: "

@@ -128,6 +128,10 @@ def test_a_far_keyword_gets_no_guess(binary):
         ("regression_l1", "absolute"),
         ("reg:tweedie", "tweedie"),
         ("reg:logistic", "logistic"),
+        ("squared_error", "squared"),  # scikit-learn
+        ("log_loss", "logistic"),
+        ("RMSE", "squared"),  # CatBoost
+        ("MultiClass", "softmax"),
     ],
 )
 def test_peer_objective_names_point_to_the_catalogue(binary, peer, ours):
