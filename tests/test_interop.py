@@ -258,6 +258,34 @@ def test_continued_import_fits_as_xgboosts_continuation():
     assert got <= 1.05 * want, (got, want)
 
 
+def test_continued_import_on_sparse_rows_recuts_as_on_dense_ones():
+    """A CSR matrix (absent entries are missing values) re-cuts an imported model's few
+    cuts as its dense form with NaN does: the same model, and XGBoost's continuation's
+    fit or better. Before, sparse input kept the import's cuts (15, 5, 7, 2), without a
+    warning, and reached RMSE 0.52 against XGBoost's 0.37."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(800, 4)).astype(np.float32)
+    X[rng.random(X.shape) < 0.3] = 0.0
+    y = (np.sin(2 * X[:, 0]) + X[:, 1] * X[:, 2] + 0.3 * rng.normal(size=800)).astype(np.float32)
+    Xs = sp.csr_matrix(X)
+    d = xgb.DMatrix(Xs, label=y)
+    params = dict(tree_method="hist", max_depth=3, eta=0.3, nthread=1)
+    xb = xgb.train(params, d, 5)
+    want = float(np.sqrt(np.mean((xgb.train(params, d, 20, xgb_model=xb).predict(d) - y) ** 2)))
+    imported = from_xgboost(xb)
+    assert int(imported.bin_edges.n_cuts.max()) < 20
+    kw = dict(n_rounds=20, max_depth=3, learning_rate=0.3, init_model=imported)
+    sparse = jaxboost.train("squared", Xs, y, **kw)
+    dense = jaxboost.train("squared", np.where(X == 0, np.nan, X), y, **kw)
+    np.testing.assert_array_equal(sparse.bin_edges.n_cuts, dense.bin_edges.n_cuts)
+    assert int(sparse.bin_edges.n_cuts.min()) > 100
+    np.testing.assert_array_equal(sparse.predict(Xs), dense.predict(np.where(X == 0, np.nan, X)))
+    got = float(np.sqrt(np.mean((sparse.predict(Xs) - y) ** 2)))
+    assert got <= 1.05 * want, (got, want)
+
+
 @pytest.mark.parametrize("name", OBJECTIVES)
 def test_round_trips(interop_data, interop_models, name):
     X, _ = interop_data

@@ -68,16 +68,31 @@ OUTSIDE_SHARE = 0.5
 beyond the init model's outermost cuts."""
 
 
+def _present_columns(X, n: int):
+    """``(f, values)`` of ``X``'s first ``n`` columns: a dense column whole (NaN
+    included), a sparse one's stored entries (absent entries are missing values)."""
+    from ..inputs.sparse import is_sparse
+
+    if not is_sparse(X):
+        for f in range(n):
+            yield f, X[:, f]
+        return
+    X = X.tocsc()
+    for f in range(n):
+        yield f, np.asarray(X.data[X.indptr[f] : X.indptr[f + 1]])
+
+
 def _edge_report(X, edges, max_bin: int):
-    """``(outside, few)`` of ``check_init_edges`` for dense ``X`` (its rows already
-    thinned): the first numeric feature ``(f, share, c0, c1)`` whose values lie mostly far
-    outside its cuts, or None; and ``[(f, cuts, bins offered)]`` of the numeric features
-    whose distinct values (capped at ``max_bin - 1``) are at least twice the cuts' bins."""
+    """``(outside, few)`` of ``check_init_edges`` for ``X`` (dense or sparse, its rows
+    already thinned): the first numeric feature ``(f, share, c0, c1)`` whose values lie
+    mostly far outside its cuts, or None; and ``[(f, cuts, bins offered)]`` of the
+    numeric features whose distinct values (capped at ``max_bin - 1``) are at least
+    twice the cuts' bins."""
     outside, few = None, []
-    for f in range(min(X.shape[1], edges.n_features)):
+    for f, values in _present_columns(X, min(X.shape[1], edges.n_features)):
         if edges.categorical is not None and edges.categorical[f]:
             continue
-        col = np.sort(X[:, f])  # NaN last
+        col = np.sort(values)  # NaN last
         col = col[: col.size - int(np.isnan(col).sum())]
         k = int(edges.n_cuts[f])
         if col.size == 0:
@@ -137,7 +152,7 @@ def _deepened(s):
 
 
 def check_init_edges(s, Xf, wf):
-    """``s`` with its ``init_model`` checked against dense ``Xf`` in one pass over its
+    """``s`` with its ``init_model`` checked against ``Xf`` in one pass over its
     columns (up to 100,000 rows, ``_edge_report``), and re-cut where its cuts are few.
 
     * **Few cuts**: some numeric feature's values offer at least twice the bins of the
@@ -147,22 +162,20 @@ def check_init_edges(s, Xf, wf):
       them: the same thresholds, so the same predictions, and new trees split anywhere
       the data's cuts allow (XGBoost's ``xgb_model=`` also cuts the new data afresh).
       Multi-process jobs keep their cuts, with a ``DataWarning`` (categorical features
-      keep their codes).
+      keep their codes). A sparse ``Xf`` offers its stored entries (absent ones are
+      missing values, as in training).
     * **Values far outside the cuts**: a numeric feature with more than
       ``OUTSIDE_SHARE`` of its present values farther below its first cut, or above its
       last, than the cuts' own span (they share one bin, so new trees cannot split among
       them; values just past the outer cuts are ordinary members of the outer bins):
-      a ``DataWarning``.
-
-    Sparse ``Xf``: ``s`` unchanged, unchecked."""
+      a ``DataWarning``."""
     import dataclasses
 
     from ..engine.binning import merge_cuts
-    from ..inputs.sparse import is_sparse
 
     s = _deepened(s)
     init = s.init_model
-    if init is None or is_sparse(Xf):
+    if init is None:
         return s
     old = init.bin_edges
     recut = not dist.is_multiprocess() and (
