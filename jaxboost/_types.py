@@ -44,12 +44,13 @@ from objectives.classification import MAX_CLASSES  # noqa: F401  (re-exported)
 BIN_DTYPE = np.uint8
 WIDE_BIN_DTYPE = np.uint16
 NARROW_BIN_LIMIT = 256
-"""The most bins per feature ``BIN_DTYPE`` (uint8) holds; the native CPU kernel's tree,
-sparse and vector-leaf paths read uint8 bins only."""
+"""The most bins per feature ``BIN_DTYPE`` (uint8) holds; the native CPU kernel's
+categorical, leaf-wise, sparse and vector-leaf paths read uint8 bins only."""
 NATIVE_WIDE_BIN_LIMIT = 4096
-"""The most bins per feature the native CPU histogram takes as uint16 bins: data whose
-programs need ``256 < B <= 4096`` bins trains with the XLA level loop and that
-histogram (``B`` above: the XLA histogram)."""
+"""The most bins per feature the native CPU kernels take as uint16 bins: data whose
+programs need ``256 < B <= 4096`` bins grows numeric level-wise trees in the native
+whole-tree kernel, other trees in the XLA level loop over the native histogram
+(``B`` above: the XLA histogram)."""
 MAX_BIN_LIMIT = 65536
 
 

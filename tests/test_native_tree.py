@@ -203,6 +203,58 @@ def test_native_tree_threads_agree():
     np.testing.assert_array_equal(np.asarray(p1), np.asarray(p3))
 
 
+def test_uint16_bins_grow_the_same_tree_on_one_thread_and_three():
+    """uint16 bins (1,000 bins a feature): rows by segments on one thread, by blocks of
+    rows on three (70,000 x 64 is above the segments' 2**22 rows x features), the same
+    tree; its root split is the best of a brute-force scan of the bins of feature 0."""
+    rng = np.random.default_rng(8)
+    n, f, b = 70_000, 64, 1000
+    bins = rng.integers(0, b - 1, size=(n, f)).astype(np.uint16)
+    bins[rng.random((n, f)) < 0.05] = b - 1  # missing
+    g = (rng.normal(size=n) - 2 * (bins[:, 0] < 600) - 0.5 * (bins[:, 5] > 300)).astype(np.float32)
+    h = rng.uniform(0.5, 1.0, size=n).astype(np.float32)
+    root = np.array([g.astype(np.float64).sum(), h.astype(np.float64).sum()])
+    hyp = np.array(list(hyper()), np.float32)
+    fok = np.ones(f, bool)
+    outs = [
+        native_kernel.grow_tree(bins, g, h, hyp, root, fok, None, 4, b, n_threads=t) for t in (1, 3)
+    ]
+    (s1, G1, H1, p1), (s3, G3, H3, p3) = outs
+    assert np.asarray(s1["is_split"]).sum() == 15
+    for key in ("feature", "tbin", "default_left", "is_split"):
+        np.testing.assert_array_equal(np.asarray(s1[key]), np.asarray(s3[key]), err_msg=key)
+    np.testing.assert_allclose(np.asarray(G1), np.asarray(G3), rtol=1e-9, atol=1e-9)
+    np.testing.assert_array_equal(np.asarray(p1), np.asarray(p3))
+    # the root: feature 0 at the threshold of the largest gain, missing sent left or right
+    assert int(s1["feature"][0]) == 0
+    G, H = np.zeros(b), np.zeros(b)
+    np.add.at(G, bins[:, 0], g.astype(np.float64))
+    np.add.at(H, bins[:, 0], h.astype(np.float64))
+    GL, HL = np.cumsum(G[:-1]), np.cumsum(H[:-1])  # bins < t + 1 go left, missing right
+
+    def score(G, H):  # reg_lambda 1
+        return G * G / (H + 1.0)
+
+    gains = score(GL, HL) + score(root[0] - GL, root[1] - HL)
+    gains_ml = score(GL + G[-1], HL + H[-1]) + score(root[0] - GL - G[-1], root[1] - HL - H[-1])
+    t = int(s1["tbin"][0])
+    assert bool(s1["default_left"][0]) == (gains_ml.max() > gains.max())
+    assert t - 1 == int(np.argmax(gains_ml if s1["default_left"][0] else gains))
+    assert 550 < t < 650
+
+
+def test_uint16_bins_refuse_what_only_uint8_bins_grow():
+    z = np.zeros(4, np.float32)
+    wide = np.zeros((4, 2), np.uint16)
+    args = (z, z, np.array(list(hyper()), np.float32), np.zeros(2), np.ones(2, bool), None, 2)
+    with pytest.raises(ValueError, match="n_bins must be in \\[2, 4096\\]"):
+        native_kernel.grow_tree(wide, *args, 4097)
+    with pytest.raises(ValueError, match="numeric level-wise trees only"):
+        native_kernel.grow_tree(wide, *args, 600, max_leaves=3)
+    with pytest.raises(ValueError, match="n_bins must be in \\[2, 256\\]"):
+        native_kernel.grow_tree(np.zeros((4, 2), np.uint8), *args, 600)
+
+
 def test_native_tree_refuses_bad_arguments():
     z = np.zeros(4, np.float32)
     with pytest.raises(ValueError, match="max_depth"):

@@ -150,41 +150,68 @@ def test_an_xgboost_model_of_1024_bins_imports_saves_and_continues(tmp_path):
     assert len(more) == 42
 
 
-@pytest.mark.parametrize(
-    "objective,extra",
-    [
-        ("squared", dict(min_samples_leaf=30, monotone_constraints=[1, 0, 0, 0])),
-        ("softmax", dict(multi_strategy="multi_output_tree")),
-    ],
-    ids=["counted-monotone", "vector-leaves"],
-)
-def test_uint16_bins_take_the_native_histogram_and_grow_the_xla_model(
-    objective, extra, monkeypatch
-):
-    """Features of more than 256 bins are histogrammed by the native CPU kernel (uint16
-    bins, row-major) instead of XLA's scatter: the same trees bit for bit as the pure-JAX
-    path grows, with the row counts of ``min_samples_leaf`` and vector leaves' channels
-    (two at a time) going through the same kernel."""
+def _spy(monkeypatch, module, name):
+    """Record the dtype and shape of the bins each call of ``module.name`` gets."""
+    seen = []
+    real = getattr(module, name)
+
+    def spy(bins, *args, **kwargs):
+        seen.append((np.dtype(bins.dtype), bins.shape))
+        return real(bins, *args, **kwargs)
+
+    monkeypatch.setattr(module, name, spy)
+    return seen
+
+
+# Numeric level-wise trees on uint16 bins grow in the native whole-tree kernel (one
+# call per tree, or per round's class trees); vector leaves and categorical features
+# grow in the XLA level loop over the native histogram. Either way the trees are the
+# pure-JAX path's, bit for bit.
+WIDE_CASES = {
+    "plain": ("squared", dict(), "grow_tree"),
+    "counted-monotone": (
+        "squared",
+        dict(min_samples_leaf=30, monotone_constraints=[1, 0, 0, 0, 0]),
+        "grow_tree",
+    ),
+    "class-trees": ("softmax", dict(max_bin=2048), "grow_trees"),
+    "vector-leaves": (
+        "softmax",
+        dict(multi_strategy="multi_output_tree", max_depth=2),
+        "histogram",
+    ),
+    "categorical": ("squared", dict(categorical_features=[3]), "histogram"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(WIDE_CASES))
+def test_uint16_bins_take_the_native_kernels_and_grow_the_pure_jax_model(case, monkeypatch):
     from jaxboost import native
     from jaxboost.training import data
 
     if not native.available():
         pytest.skip(f"native kernel unavailable: {native.unavailable_reason()}")
+    objective, extra, kernel = WIDE_CASES[case]
     X, y = _data(3)
+    # a fifth column: programs of their own (the module's other tests compiled F = 4,
+    # and a program already compiled is not traced again, so the spies would see nothing)
+    X = np.column_stack([X, np.round(np.random.default_rng(5).normal(size=N), 2)])
     if objective == "softmax":
         y = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3])).astype(np.float32)
-    seen = []
-    real = native.histogram
-
-    def spy(bins, *args, **kwargs):
-        seen.append((bins.dtype, bins.shape))
-        return real(bins, *args, **kwargs)
-
-    monkeypatch.setattr(native, "histogram", spy)
-    kw = dict(n_rounds=3, max_depth=3, max_bin=1024, verbose=False, **extra)
-    fast = jaxboost.train(objective, X, y, **kw)
+    if case == "categorical":  # 12 categories and missing values beside ~450 values
+        rng = np.random.default_rng(4)
+        X[:, 3] = rng.integers(0, 12, N)
+        X[rng.random(N) < 0.05, 3] = np.nan
+        y = (y + 2 * np.isin(X[:, 3], [1, 4, 7])).astype(np.float32)
+    seen = _spy(monkeypatch, native, kernel)
+    kw = dict(dict(n_rounds=3, max_depth=4, max_bin=1024, verbose=False), **extra)
+    # categorical: the training rows' routing on bins (the eval set's) agrees with
+    # predict on raw values: the missing bin, past code 255, goes the split's default way
+    ev = dict(eval_set={"train": (X, y)}) if case == "categorical" else {}
+    fast = jaxboost.train(objective, X, y, **ev, **kw)
+    assert fast.bin_edges.n_bins > 256
     assert seen and {d for d, _ in seen} == {np.dtype(np.uint16)}
-    assert {s[1] for _, s in seen} == {4} and min(s[0] for _, s in seen) >= N  # (N, F)
+    assert {s[1] for _, s in seen} == {5} and min(s[0] for _, s in seen) >= N  # (N, F)
     monkeypatch.setattr(data, "use_native", lambda: False)
     ref = jaxboost.train(objective, X, y, **kw)
     for name in ("feature", "threshold", "value", "default_left", "is_leaf"):
@@ -192,3 +219,6 @@ def test_uint16_bins_take_the_native_histogram_and_grow_the_xla_model(
             np.asarray(getattr(fast.ensemble, name)), np.asarray(getattr(ref.ensemble, name))
         )
     np.testing.assert_array_equal(fast.predict(X), ref.predict(X))
+    if ev:
+        rmse = np.sqrt(np.mean((fast.predict(X) - y) ** 2))
+        np.testing.assert_allclose(fast.history["train"]["rmse"][-1], rmse, rtol=1e-5)

@@ -329,7 +329,9 @@ def route(pos, local, in_level, do, feature, left, bin_of):
 def pack_bits(left):
     """``(..., B)`` bool bins going left -> ``(..., N_WORDS)`` uint32 category sets:
     bit ``c % 32`` of word ``c // 32`` for code ``c``; codes ``B .. 255`` (beyond the
-    bins) take the missing-value bin's direction.
+    bins) take the missing-value bin's direction. With more than 256 bins (uint16 bins:
+    another feature needs them) the codes are bins ``0 .. 255`` and the missing-value
+    bin, past them, goes the split's ``default_left`` way (``categorical_left``).
 
     >>> import numpy as np
     >>> pack_bits(np.array([True, False, True, False])).tolist()[:2]
@@ -341,6 +343,8 @@ def pack_bits(left):
     if B < width:
         fill = jnp.broadcast_to(left[..., B - 1 : B], left.shape[:-1] + (width - B,))
         left = jnp.concatenate([left, fill], axis=-1)
+    elif B > width:
+        left = left[..., :width]
     words = left.reshape(left.shape[:-1] + (N_WORDS, 32)).astype(jnp.uint32)
     return jnp.sum(words << jnp.arange(32, dtype=jnp.uint32), axis=-1, dtype=jnp.uint32)
 

@@ -86,7 +86,7 @@ from typing import Any, NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
-from .._types import ACC_DTYPE, FLOAT_DTYPE, INDEX_DTYPE, NARROW_BIN_LIMIT
+from .._types import ACC_DTYPE, FLOAT_DTYPE, INDEX_DTYPE, NARROW_BIN_LIMIT, NATIVE_WIDE_BIN_LIMIT
 from . import categorical
 from .constraints import TreeConstraints
 from .histogram import histogram as platform_histogram
@@ -144,7 +144,13 @@ s (XGBoost 1.65 s)."""
 
 
 def native_tree_takes(
-    n_rows, n_features: int, max_depth: int, max_bin: int, block=None, max_leaves: int = 0
+    n_rows,
+    n_features: int,
+    max_depth: int,
+    max_bin: int,
+    block=None,
+    max_leaves: int = 0,
+    categorical: bool = False,
 ) -> bool:
     """Whether the native whole-tree kernel may take a tree of ``n_features`` features
     at ``max_depth`` on ``n_rows`` rows (``None``: any number) as far as memory goes: all
@@ -152,7 +158,9 @@ def native_tree_takes(
     when it holds every feature; otherwise when the XLA level loop would hold them all
     (``feature_block``) or the kernel's own histograms fit ``NATIVE_TREE_MEMORY_FACTOR``
     times ``HIST_MEMORY`` (``max_leaves > 0``: leaf-wise trees, whose histograms follow
-    the leaves, ``jaxboost.native.tree_scratch_bytes``).
+    the leaves, ``jaxboost.native.tree_scratch_bytes``). Bins: uint8 (``max_bin <=
+    256``) for any tree; uint16 (up to ``NATIVE_WIDE_BIN_LIMIT``) for numeric
+    (``categorical`` false) level-wise trees.
 
     >>> native_tree_takes(10_000, 2_000, 6, 256), feature_block(2_000, 32, 256) < 2_000
     (True, True)
@@ -163,7 +171,9 @@ def native_tree_takes(
     """
     from .. import native as native_kernel
 
-    if int(max_bin) > NARROW_BIN_LIMIT:  # the tree kernel reads uint8 bins
+    if int(max_bin) > NARROW_BIN_LIMIT and (
+        int(max_bin) > NATIVE_WIDE_BIN_LIMIT or max_leaves > 0 or categorical
+    ):
         return False
     F = int(n_features)
     if block is not None:
@@ -631,12 +641,12 @@ def grow_tree(
     raw_histogram = pair_histogram(bins, native=native, max_bin=B, native_threads=native_threads)
     bin_of = bin_reader(bins, native)
     F = bins.shape[1] if native else bins.shape[0]
-    whole = native and native_tree_takes(
-        bins.shape[0] if native else None, F, D, B, block, spec.max_leaves
-    )
-    block = feature_block(F, W, B) if block is None else min(int(block), F)
     rules = SplitRules() if rules is None else rules
     cats, cons = rules.cats, rules.constraints
+    whole = native and native_tree_takes(
+        bins.shape[0] if native else None, F, D, B, block, spec.max_leaves, cats is not None
+    )
+    block = feature_block(F, W, B) if block is None else min(int(block), F)
     if (
         whole
         and native_constraints(cons, cats)
@@ -1259,7 +1269,13 @@ def class_trees_in_parallel(bins, spec: TreeSpec, reduce, rules: SplitRules) -> 
         return False
     N, F = bins.shape
     if not native_tree_takes(
-        N, F, spec.max_depth, spec.max_bin, spec.feature_block, spec.max_leaves
+        N,
+        F,
+        spec.max_depth,
+        spec.max_bin,
+        spec.feature_block,
+        spec.max_leaves,
+        rules.cats is not None,
     ):
         return False
     if not _native_tree():

@@ -375,7 +375,8 @@ def binned_leaf(tree, bins, *, max_depth: int, max_bin: int):
     left when its bin ``< tbin`` (missing bin: ``default_left``), which is the same
     decision as ``x < threshold`` on the raw value. At a categorical split (a tree with
     ``cat_bits``, NaN threshold) bin ``b`` is code ``b``, read in the category set (the
-    missing bin's bit is the default direction).
+    missing bin's bit is the default direction; past code 255, with more than 256 bins,
+    the missing bin goes the ``default_left`` way).
     """
     code = split_code(
         ~tree["is_leaf"], tree["feature"], tree["tbin"], tree["default_left"], max_bin
@@ -389,7 +390,8 @@ def binned_leaf(tree, bins, *, max_depth: int, max_bin: int):
         left = code_goes_left(b, c, max_bin)
         if cat_bits is not None:
             cat = jnp.isnan(tree["threshold"][node])
-            left = jnp.where(cat, categorical_left(b, cat_bits[node], False), left)
+            dl = tree["default_left"][node]
+            left = jnp.where(cat, categorical_left(b, cat_bits[node], dl), left)
         node = jnp.where(c < 0, node, 2 * node + 1 + (~left).astype(INDEX_DTYPE))
     return node
 

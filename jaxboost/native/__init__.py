@@ -1079,8 +1079,9 @@ def tree_scratch_bytes(
     one tree: a slot for each live node of the widest level that splits, ``min(2 **
     (max_depth - 1), n_rows)`` of them (``n_rows=None``: not bounded by the rows), each
     ``n_features`` rows of ``FS`` (G, H) float64 pairs, ``FS`` the kernel's padded width
-    for ``n_bins`` (20, 36, 68, 132 or 260). Leaf-wise trees (``max_leaves > 0``) hold
-    at most ``min(2 * max_leaves, 2 ** (max_depth - 1)) + 1``: grown best first (one
+    for ``n_bins`` (20, 36, 68, 132 or 260; 516 to 4,100 for uint16 bins). Leaf-wise
+    trees (``max_leaves > 0``) hold at most ``min(2 * max_leaves, 2 ** (max_depth - 1))
+    + 1``: grown best first (one
     thread), a slot for each leaf that may still split; level by level (several
     threads), at most ``max_leaves - 1`` splits a level. Pages are touched as nodes use
     them, so this bounds what a tree holds.
@@ -1092,7 +1093,7 @@ def tree_scratch_bytes(
     >>> tree_scratch_bytes(None, 2000, 6, 256) >> 20
     253
     """
-    fs = next(w for w in (20, 36, 68, 132, 260) if n_bins <= w - 4)
+    fs = next(w for w in (20, 36, 68, 132, 260, 516, 1028, 2052, 4100) if n_bins <= w - 4)
     ns = int(n_features) * fs
     if (ns // 4) % 2 == 0:  # an odd number of 64-byte lines per slot, as the kernel
         ns += 4
@@ -1137,7 +1138,8 @@ def grow_tree(
     Usable inside ``jax.jit``; call it on one device.
 
     Args:
-      bins: ``(N, F)`` uint8 ROW-major bins, bin ``n_bins - 1`` = missing.
+      bins: ``(N, F)`` uint8 ROW-major bins, bin ``n_bins - 1`` = missing (uint16 for
+        ``n_bins`` up to 4,096: numeric level-wise trees, no ``cats``, no ``max_leaves``).
       g, h: ``(N,)`` float32 (or float64) gradients and Hessians (0 for rows left out).
       hyper: ``(6,)`` float32, ``split.TreeHyper``'s fields in order.
       root: ``(2,)`` float64, the root's sums of g and h.
@@ -1246,7 +1248,7 @@ def grow_trees(
     every core instead of one.
 
     Args:
-      bins: ``(N, F)`` uint8 row-major bins, shared.
+      bins: ``(N, F)`` uint8 (or uint16, as :func:`grow_tree`) row-major bins, shared.
       g, h: ``(T, N)`` float32 (or float64) gradients and Hessians of each tree.
       hyper: ``(T, 6)`` float32 (or ``(T, 7)``: each tree's depth last); root ``(T, 2)``
         float64; forward_ok ``(F,)`` bool, shared.
@@ -1312,10 +1314,20 @@ def _grow_call(
     (``lead = (T,)``: every per-tree input and output with a leading ``T``);
     ``n_threads`` ``None``: :func:`default_threads` of the rows and features (the tree
     kernels' ``MIN_TREE_WORK_FOR_THREADS``); ``cats``
-    a ``CatInfo`` (the categorical kernels) or ``None``."""
-    max_depth, n_bins = _tree_args(max_depth, n_bins)
+    a ``CatInfo`` (the categorical kernels) or ``None``. uint16 ``bins`` (features of
+    more than 256 bins, at most ``NATIVE_WIDE_BIN_LIMIT``) take numeric level-wise
+    trees only."""
+    wide = getattr(bins, "dtype", None) == WIDE_BIN_DTYPE
+    if wide and (cats is not None or max_leaves > 0):
+        raise ValueError(
+            "uint16 bins (more than 256 a feature) grow numeric level-wise trees only: "
+            "no categorical features, no max_leaves"
+        )
+    max_depth, n_bins = _tree_args(max_depth, n_bins, NATIVE_WIDE_BIN_LIMIT if wide else 256)
     with jax.enable_x64(True):
         bins = jnp.asarray(bins)
+        if bins.ndim != 2 or bins.dtype not in (BIN_DTYPE, WIDE_BIN_DTYPE):
+            raise ValueError(f"bins must be (N, F) uint8 or uint16, got {bins.shape} {bins.dtype}")
         N, F = bins.shape
         if n_threads is None:
             n_threads = default_threads(N, F, min_work=MIN_TREE_WORK_FOR_THREADS)
@@ -1365,16 +1377,16 @@ def _grow_call(
     return _tree_result(outs)
 
 
-def _tree_args(max_depth, n_bins):
+def _tree_args(max_depth, n_bins, limit: int = 256):
     """``(max_depth, n_bins)`` as ints, checked for the tree kernels (and the kernel
-    available)."""
+    available); ``n_bins`` at most ``limit``."""
     if not available():
         raise RuntimeError(f"native kernel unavailable: {unavailable_reason()}")
     max_depth, n_bins = int(max_depth), int(n_bins)
     if max_depth < 1:
         raise ValueError(f"max_depth must be >= 1, got {max_depth}")
-    if not 2 <= n_bins <= 256:
-        raise ValueError(f"n_bins must be in [2, 256], got {n_bins}")
+    if not 2 <= n_bins <= limit:
+        raise ValueError(f"n_bins must be in [2, {limit}], got {n_bins}")
     return max_depth, n_bins
 
 

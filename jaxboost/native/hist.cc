@@ -1062,12 +1062,36 @@ struct Cand {
   bool cat = false;
 };
 
-// One pass's candidates that are scored, in scan order (at most 256).
+// One pass's candidates that are scored, in scan order (at most the feature's bins),
+// and room for its non-empty slots (nz: bins + 4): a view on a ScanStore.
 struct ScanBuf {
-  double GL[256], HL[256], GR[256], HR[256];
-  float gain[256];
-  int32_t t[256];
+  double* GL;
+  double* HL;
+  double* GR;
+  double* HR;
+  float* gain;
+  int32_t* t;
+  int32_t* nz;
 };
+
+// ScanBuf's storage for features of at most Cap bins (on the stack for 256 bins; on the
+// heap for uint16 bins, whose Cap of kWideBins takes 180 KiB).
+template <int64_t Cap>
+struct ScanStore {
+  double GL[Cap], HL[Cap], GR[Cap], HR[Cap];
+  float gain[Cap];
+  int32_t t[Cap];
+  int32_t nz[Cap + 4];
+  ScanBuf view() { return ScanBuf{GL, HL, GR, HR, gain, t, nz}; }
+};
+
+// A ScanBuf for features of B bins, its storage in one of the two holders.
+inline ScanBuf ScanBufFor(int64_t B, ScanStore<256>* small,
+                          std::unique_ptr<ScanStore<kWideBins>>* wide) {
+  if (B <= 256) return small->view();
+  if (*wide == nullptr) *wide = std::make_unique<ScanStore<kWideBins>>();
+  return (*wide)->view();
+}
 
 // Scores of buf's first m candidates: the plain score in one loop the compiler
 // vectorises (its selects need -fno-trapping-math, see _build.FLAGS), the clipped one
@@ -1294,7 +1318,7 @@ inline Cand ScanFeatureNz(const v2d* hist, int64_t B, const int32_t* nz, int64_t
 inline Cand ScanFeature(const v2d* hist, int64_t B, double Gp, double Hp, float sp,
                         bool forward, const Hyp& p, ScanBuf& s, const MonoNode* mn = nullptr,
                         const int32_t* rc = nullptr, int64_t Cp = 0, int64_t k = 0) {
-  int32_t nz[256 + 4];
+  int32_t* const nz = s.nz;  // room for B + 4
   const int64_t nnz = NonEmpty(hist, B - 1, nz, rc);  // with rc: or counted rows
   return ScanFeatureNz(hist, B, nz, nnz, Gp, Hp, sp, forward, p, s, mn, rc, Cp, k);
 }
@@ -1671,7 +1695,7 @@ ffi::Error DecodeTrees(const char* name, int64_t T, ffi::AnyBuffer g, ffi::AnyBu
   const std::string k = name;
   const int64_t N = base.N, F = base.F, D = base.D, B = base.B;
   if (D < 1 || D > 20) return ffi::Error::InvalidArgument(k + ": max_depth in [1, 20]");
-  if (B < 2 || B > 256) return ffi::Error::InvalidArgument(k + ": n_bins in [2, 256]");
+  if (B < 2 || B > kWideBins) return ffi::Error::InvalidArgument(k + ": n_bins in [2, 4096]");
   if (N >= (int64_t{1} << 31))
     return ffi::Error::InvalidArgument(k + ": more than 2^31 - 1 rows");
   const size_t t_ = static_cast<size_t>(T), M = (size_t{2} << D) - 1;
@@ -1862,9 +1886,9 @@ inline bool RecordSplit(const TreeOut& o, const CatIn* cat, int64_t i, const Can
 // The rows rows[s0 .. s1) of a split node, stably into its children's, left then right
 // (right: room for the right ones), each row's child (to_l, or to_l + 1) into pos;
 // left(bin value) says which side. Returns the rows going left.
-template <typename Left>
+template <typename Left, typename Bn>
 inline int32_t PartitionRows(int32_t* rows, int32_t* right, int32_t s0, int32_t s1,
-                             const uint8_t* bins, int64_t F, int64_t f, int32_t* pos,
+                             const Bn* bins, int64_t F, int64_t f, int32_t* pos,
                              int32_t to_l, const Left& left_of) {
   int32_t nl = 0, nr = 0;
   for (int32_t q = s0; q < s1; ++q) {
@@ -1883,8 +1907,10 @@ inline int32_t PartitionRows(int32_t* rows, int32_t* right, int32_t s0, int32_t 
 // GrowTree's rows go by segments below this many rows x features (or on one thread).
 constexpr int64_t kPartitionWork = int64_t{1} << 22;
 
-template <int64_t FS, typename T>
-ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& in,
+// Bn: the bins' type, uint8_t or uint16_t (features of more than 256 bins; numeric
+// features only, no few-row lists, no leaf-wise trees: GrowTreesRun checks).
+template <int64_t FS, typename T, typename Bn>
+ffi::Error GrowTree(const Bn* bins, const T* g, const T* h, const TreeIn& in,
                     const TreeOut& o, int64_t nt, ffi::ThreadPool* pool) {
   const int64_t N = in.N, F = in.F, B = in.B, D = in.G;  // levels grown (<= in.D)
   const bool* const forward_ok = in.forward_ok;
@@ -1944,7 +1970,7 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
   const int64_t max_live = std::min<int64_t>(
       {int64_t{1} << (D - 1), std::max<int64_t>(N, 1),
        in.max_leaves > 0 ? std::max<int64_t>(2 * (in.max_leaves - 1), 1) : int64_t{1} << 62});
-  Scratch<v2d> levels(max_live * ns + 256);
+  Scratch<v2d> levels(max_live * ns + kTail<Bn>);
   v2d* const base = levels.get();
   v2d* const cur = base;  // the root's slot, 0
   std::vector<int32_t> slot{0};  // each live node's slot
@@ -1953,7 +1979,7 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
   // summed exactly as the (G, H) pairs (integers: exact in any order).
   const bool counted = in.cnt != nullptr;
   const int64_t kmin = counted ? in.min_leaf : 0;
-  Scratch<int32_t> clevels(counted ? max_live * ns + 256 : 0), rcount(counted ? N : 0);
+  Scratch<int32_t> clevels(counted ? max_live * ns + kTail<Bn> : 0), rcount(counted ? N : 0);
   int32_t* const cbase = clevels.get();
   std::vector<int64_t> Cn(counted ? (int64_t{2} << in.D) - 1 : 0, 0);
   if (counted) Cn[0] = RowCounts(in.cnt, N, rcount.get());
@@ -2018,7 +2044,9 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
   // node of a few-row slot has at most S rows, so its smaller child is one as well.
   // Deep levels of small data then cost their rows, not F x B per node (the memset,
   // the subtraction and the scan's pass over empty bins).
-  const int64_t S = (part && cat == nullptr) ? std::min<int64_t>(64, (B - 1) / 4) : 0;
+  // (uint8 bins only: the lists hold bin values as bytes)
+  const int64_t S =
+      (part && cat == nullptr && sizeof(Bn) == 1) ? std::min<int64_t>(64, (B - 1) / 4) : 0;
   std::vector<uint8_t> few(max_live, 0);  // per slot: a few-row slot
   Scratch<uint8_t> tlist(S > 0 ? max_live * F * S : 0), tcount(S > 0 ? max_live * F : 0);
   auto listed = [&](int64_t sl, int64_t f) { return tlist.get() + (sl * F + f) * S; };
@@ -2074,7 +2102,9 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
           }
     }
     auto scan = [&](int64_t u0, int64_t u1) {
-      ScanBuf s;
+      ScanStore<256> store;
+      std::unique_ptr<ScanStore<kWideBins>> wide_store;  // uint16 bins
+      ScanBuf s = ScanBufFor(B, &store, &wide_store);
       for (int64_t u = u0; u < u1; ++u) {
         const int64_t c = u / F, f = u % F;
         const int64_t k = live[c], i = n - 1 + k;
@@ -2164,7 +2194,7 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
       rel.swap(next_rel);
     }
     const bool last = d + 1 == D;
-    auto goes_left = [&](int64_t i, uint8_t bv) {
+    auto goes_left = [&](int64_t i, Bn bv) {
       return (cat != nullptr && o.is_cat[i])
                  ? ((o.bits[i * kCatWords + (bv >> 5)] >> (bv & 31)) & 1u) != 0
                  : (bv == B - 1 ? dleft[i] : bv < tbin[i]);
@@ -2178,7 +2208,10 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
       next_seg_end.resize(2 * n_pairs);
       // One pair's partition; pairs on threads when several (the root's on one).
       auto partition = [&](int64_t pr) {
-        uint8_t to_left[256];  // goes_left of the split node for each bin value
+        // goes_left of the split node for each bin value (uint8 bins: all 256; uint16
+        // bins: the B bins, a value past them read as the last)
+        uint8_t to_left8[256];
+        std::vector<uint8_t> to_left16;
         const int64_t c = parent_c[pr], i = n - 1 + live[c];
         const int32_t s0 = seg[c], s1 = seg_end[c];
         const int64_t f = feature[i];
@@ -2186,21 +2219,33 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
         int32_t* const right = tmp.get() + s0;  // the segment's own part of tmp
         // Many rows: the node's rule as a table (the rule itself reloads tbin[i],
         // dleft[i] and the category bits for every row: stores to pos may alias them).
-        const bool table = s1 - s0 >= 256;
-        if (table)
-          for (int v = 0; v < 256; ++v) to_left[v] = goes_left(i, static_cast<uint8_t>(v));
+        const bool table = s1 - s0 >= (sizeof(Bn) == 1 ? 256 : B);
+        uint8_t* to_left = to_left8;
+        if (table) {
+          if constexpr (sizeof(Bn) == 1) {
+            for (int v = 0; v < 256; ++v) to_left[v] = goes_left(i, static_cast<Bn>(v));
+          } else {
+            to_left16.resize(B);
+            to_left = to_left16.data();
+            for (int64_t v = 0; v < B; ++v) to_left[v] = goes_left(i, static_cast<Bn>(v));
+          }
+        }
+        auto left_of = [&](Bn bv) {
+          if constexpr (sizeof(Bn) == 1) {
+            return table ? to_left[bv] != 0 : goes_left(i, bv);
+          } else {
+            return table ? to_left[bv < B ? bv : B - 1] != 0 : goes_left(i, bv);
+          }
+        };
         const int32_t to_l = static_cast<int32_t>(2 * i + 1);
         if (last) {  // the rows' leaves only: no level below reads the segments
           for (int32_t q = s0; q < s1; ++q) {
             const int32_t r = rows[q];
-            const uint8_t bv = bins[static_cast<int64_t>(r) * F + f];
-            pos[r] = to_l + !(table ? to_left[bv] != 0 : goes_left(i, bv));
+            pos[r] = to_l + !left_of(bins[static_cast<int64_t>(r) * F + f]);
           }
           return;
         }
-        const int32_t nl = PartitionRows(rows, right, s0, s1, bins, F, f, pos, to_l, [&](uint8_t bv) {
-          return table ? to_left[bv] != 0 : goes_left(i, bv);
-        });
+        const int32_t nl = PartitionRows(rows, right, s0, s1, bins, F, f, pos, to_l, left_of);
         next_seg[2 * pr] = s0;
         next_seg[2 * pr + 1] = s0 + nl;
         next_seg_end[2 * pr] = s0 + nl;
@@ -2266,7 +2311,8 @@ ffi::Error GrowTree(const uint8_t* bins, const T* g, const T* h, const TreeIn& i
           v2d* const out = base + small_at[pr] * ns + f0 * FS;
           const int64_t ch = 2 * pr + (left_small[pr] ? 0 : 1);  // the smaller child
           const int32_t* const rows = idx.get();
-          if (small_few[pr]) {  // each feature's bins of these rows, ascending; zeroed
+          if (sizeof(Bn) == 1 && small_few[pr]) {  // each feature's bins of these rows,
+            // ascending; zeroed
             for (int64_t f = f0; f < f1; ++f) {
               uint64_t set[4] = {0, 0, 0, 0};
               for (int32_t q = next_seg[ch]; q < next_seg_end[ch]; ++q) {
@@ -2448,7 +2494,8 @@ ffi::Error GrowLeafWise(const uint8_t* bins, const T* g, const T* h, const TreeI
         }
     }
     auto scan = [&](int64_t u0, int64_t u1) {
-      ScanBuf s;
+      ScanStore<256> store;  // uint8 bins
+      ScanBuf s = store.view();
       for (int64_t u = u0; u < u1; ++u) {
         const int64_t c = u / F, f = u % F, n = i[c];
         if (masked[c] && !node_mask[c * F + f]) continue;
@@ -2569,8 +2616,8 @@ ffi::Error GrowLeafWise(const uint8_t* bins, const T* g, const T* h, const TreeI
   return ffi::Error::Success();
 }
 
-template <typename T>
-ffi::Error GrowTreeDispatch(const uint8_t* bins, const T* g, const T* h, const TreeIn& in,
+template <typename T, typename Bn>
+ffi::Error GrowTreeDispatch(const Bn* bins, const T* g, const T* h, const TreeIn& in,
                             const TreeOut& o, int64_t nt, ffi::ThreadPool* pool) {
   // Leaf-wise trees: best first on one thread (GrowLeafWise); on several, GrowTree
   // level by level, each level keeping only the splits the best-first walk can expand
@@ -2582,18 +2629,27 @@ ffi::Error GrowTreeDispatch(const uint8_t* bins, const T* g, const T* h, const T
   // splits one leaf at a time). 1,000,000 x 28, 31 leaves, depth 12, two threads: 52 ms a
   // tree level by level against 93 ms best first, whose smaller children gather
   // scattered rows.
-  if (in.max_leaves > 0 && std::min(nt, in.N) <= 1) {
-    if (in.B <= 16) return GrowLeafWise<20, T>(bins, g, h, in, o);
-    if (in.B <= 32) return GrowLeafWise<36, T>(bins, g, h, in, o);
-    if (in.B <= 64) return GrowLeafWise<68, T>(bins, g, h, in, o);
-    if (in.B <= 128) return GrowLeafWise<132, T>(bins, g, h, in, o);
-    return GrowLeafWise<260, T>(bins, g, h, in, o);
+  if constexpr (sizeof(Bn) == 1) {
+    if (in.max_leaves > 0 && std::min(nt, in.N) <= 1) {
+      if (in.B <= 16) return GrowLeafWise<20, T>(bins, g, h, in, o);
+      if (in.B <= 32) return GrowLeafWise<36, T>(bins, g, h, in, o);
+      if (in.B <= 64) return GrowLeafWise<68, T>(bins, g, h, in, o);
+      if (in.B <= 128) return GrowLeafWise<132, T>(bins, g, h, in, o);
+      return GrowLeafWise<260, T>(bins, g, h, in, o);
+    }
   }
   if (in.B <= 16) return GrowTree<20, T>(bins, g, h, in, o, nt, pool);
   if (in.B <= 32) return GrowTree<36, T>(bins, g, h, in, o, nt, pool);
   if (in.B <= 64) return GrowTree<68, T>(bins, g, h, in, o, nt, pool);
   if (in.B <= 128) return GrowTree<132, T>(bins, g, h, in, o, nt, pool);
-  return GrowTree<260, T>(bins, g, h, in, o, nt, pool);
+  if (sizeof(Bn) == 1 || in.B <= 256) return GrowTree<260, T>(bins, g, h, in, o, nt, pool);
+  if constexpr (sizeof(Bn) > 1) {  // uint16 bins: up to kWideBins (GrowTreesRun checks)
+    if (in.B <= 512) return GrowTree<516, T>(bins, g, h, in, o, nt, pool);
+    if (in.B <= 1024) return GrowTree<1028, T>(bins, g, h, in, o, nt, pool);
+    if (in.B <= 2048) return GrowTree<2052, T>(bins, g, h, in, o, nt, pool);
+    return GrowTree<4100, T>(bins, g, h, in, o, nt, pool);
+  }
+  return ffi::Error::InvalidArgument("jaxboost_grow_tree: n_bins out of range");
 }
 
 // JaxboostGrowTree (kBatched false): one tree, grown by n_threads threads.
@@ -2609,7 +2665,7 @@ ffi::Error GrowTreeDispatch(const uint8_t* bins, const T* g, const T* h, const T
 // The tree handlers' shared work; cat (null: every feature numeric) with its outputs
 // is_cat ([T,] M) and bits ([T,] M, 8).
 template <bool kBatched>
-ffi::Error GrowTreesRun(ffi::ThreadPool& thread_pool, ffi::Buffer<ffi::U8>& bins,
+ffi::Error GrowTreesRun(ffi::ThreadPool& thread_pool, ffi::AnyBuffer& bins,
                         ffi::AnyBuffer& g, ffi::AnyBuffer& h, ffi::Buffer<ffi::F32>& hyper,
                         ffi::Buffer<ffi::F64>& root, ffi::Buffer<ffi::PRED>& forward_ok,
                         ffi::Buffer<ffi::PRED>& level_sets, ffi::Buffer<ffi::U32>& node_key,
@@ -2628,6 +2684,17 @@ ffi::Error GrowTreesRun(ffi::ThreadPool& thread_pool, ffi::Buffer<ffi::U8>& bins
   const auto gd = g.dimensions();
   if (bd.size() != 2)
     return ffi::Error::InvalidArgument(std::string(name) + ": bins must be (N, F)");
+  // uint8 bins: up to 256 a feature; uint16 bins: up to kWideBins, numeric features and
+  // level-wise trees only (GrowTree's few-row lists and the categorical and leaf-wise
+  // scans hold bin values as bytes)
+  const bool wide = bins.element_type() == ffi::DataType::U16;
+  if (!wide && bins.element_type() != ffi::DataType::U8)
+    return ffi::Error::InvalidArgument(std::string(name) + ": bins must be uint8 or uint16");
+  if (!wide && n_bins > 256)
+    return ffi::Error::InvalidArgument(std::string(name) + ": n_bins in [2, 256] for uint8 bins");
+  if (wide && (cat != nullptr || max_leaves > 0))
+    return ffi::Error::InvalidArgument(
+        std::string(name) + ": uint16 bins take numeric level-wise trees only");
   if (kBatched && (gd.size() != 2 || gd[1] != bd[0]))
     return ffi::Error::InvalidArgument(std::string(name) + ": g, h must be (T, N)");
   if (n_threads < 1 || n_threads > 4096)
@@ -2675,22 +2742,25 @@ ffi::Error GrowTreesRun(ffi::ThreadPool& thread_pool, ffi::Buffer<ffi::U8>& bins
     return ffi::Error::Success();
   }
   ffi::ThreadPool* pool = use_xla_pool && thread_pool.num_threads() > 0 ? &thread_pool : nullptr;
-  const uint8_t* b = bins.typed_data();
-  if (!kBatched) {
-    return WithRows(name, g, h, [&](auto* gp, auto* hp) {
-      return GrowTreeDispatch(b, gp, hp, ins[0], outs[0], n_threads, pool);
+  auto run = [&](const auto* b) -> ffi::Error {
+    if (!kBatched) {
+      return WithRows(name, g, h, [&](auto* gp, auto* hp) {
+        return GrowTreeDispatch(b, gp, hp, ins[0], outs[0], n_threads, pool);
+      });
+    }
+    std::vector<std::string> errors(static_cast<size_t>(T));
+    ParallelFor(pool, n_threads, T, [&](int64_t t, int64_t) {
+      ffi::Error e = WithRows(name, g, h, [&](auto* gp, auto* hp) {
+        return GrowTreeDispatch(b, gp + t * N, hp + t * N, ins[t], outs[t], 1, nullptr);
+      });
+      if (e.failure()) errors[t] = e.message();
     });
-  }
-  std::vector<std::string> errors(static_cast<size_t>(T));
-  ParallelFor(pool, n_threads, T, [&](int64_t t, int64_t) {
-    ffi::Error e = WithRows(name, g, h, [&](auto* gp, auto* hp) {
-      return GrowTreeDispatch(b, gp + t * N, hp + t * N, ins[t], outs[t], 1, nullptr);
-    });
-    if (e.failure()) errors[t] = e.message();
-  });
-  for (int64_t t = 0; t < T; ++t)
-    if (!errors[t].empty()) return ffi::Error::Internal(errors[t]);
-  return ffi::Error::Success();
+    for (int64_t t = 0; t < T; ++t)
+      if (!errors[t].empty()) return ffi::Error::Internal(errors[t]);
+    return ffi::Error::Success();
+  };
+  return wide ? run(static_cast<const uint16_t*>(bins.untyped_data()))
+              : run(static_cast<const uint8_t*>(bins.untyped_data()));
 }
 
 // JaxboostGrowTree (kBatched false): one tree, grown by n_threads threads.
@@ -2704,7 +2774,7 @@ ffi::Error GrowTreesRun(ffi::ThreadPool& thread_pool, ffi::Buffer<ffi::U8>& bins
 // forward_ok (F,) shared; level_sets (T, D, F), node_key (T, 2), node_ratio (T, 1) when
 // colsample. Outputs: JaxboostGrowTree's with a leading T. n_threads: workers.
 template <bool kBatched>
-ffi::Error GrowTreesImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
+ffi::Error GrowTreesImpl(ffi::ThreadPool thread_pool, ffi::AnyBuffer bins,
                          ffi::AnyBuffer g, ffi::AnyBuffer h, ffi::Buffer<ffi::F32> hyper,
                          ffi::Buffer<ffi::F64> root, ffi::Buffer<ffi::PRED> forward_ok,
                          ffi::Buffer<ffi::PRED> level_sets, ffi::Buffer<ffi::U32> node_key,
@@ -2731,7 +2801,7 @@ ffi::Error GrowTreesImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins,
 // each categorical split sends left).
 template <bool kBatched>
 ffi::Error GrowTreesCatImpl(
-    ffi::ThreadPool thread_pool, ffi::Buffer<ffi::U8> bins, ffi::AnyBuffer g, ffi::AnyBuffer h,
+    ffi::ThreadPool thread_pool, ffi::AnyBuffer bins, ffi::AnyBuffer g, ffi::AnyBuffer h,
     ffi::Buffer<ffi::F32> hyper, ffi::Buffer<ffi::F64> root, ffi::Buffer<ffi::PRED> forward_ok,
     ffi::Buffer<ffi::PRED> level_sets, ffi::Buffer<ffi::U32> node_key,
     ffi::Buffer<ffi::F32> node_ratio, ffi::Buffer<ffi::PRED> sets, ffi::Buffer<ffi::S32> mono,
@@ -2827,7 +2897,8 @@ ffi::Error GrowTreeSparse(const int32_t* colptr, const int32_t* erow, const uint
   std::vector<double> cGL(W), cHL(W), cGP(W), cHP(W);  // best split's stored sums
   std::vector<uint8_t> node_mask, lg_keep;
   std::vector<std::pair<float, int32_t>> order;
-  ScanBuf sbuf;
+  ScanStore<256> sstore;  // uint8 bins
+  ScanBuf sbuf = sstore.view();
   for (int64_t d = 0; d < D; ++d) {
     const int64_t n = int64_t{1} << d;
     const int64_t nl = static_cast<int64_t>(live.size());
@@ -2976,6 +3047,8 @@ ffi::Error GrowTreeSparseImpl(ffi::Buffer<ffi::S32> colptr, ffi::Buffer<ffi::S32
   const int64_t N = static_cast<int64_t>(g.element_count());
   const int64_t B = n_bins;
   if (F < 0) return ffi::Error::InvalidArgument("jaxboost_grow_tree_sparse: colptr must be (F + 1,)");
+  if (B < 2 || B > 256)  // uint8 bins
+    return ffi::Error::InvalidArgument("jaxboost_grow_tree_sparse: n_bins in [2, 256]");
   const TreeIn base{N, F, B, max_depth, nullptr, nullptr, nullptr, nullptr, nullptr, 1.0f,
                     max_leaves};
   std::vector<TreeIn> ins;
@@ -3041,7 +3114,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostHistogramChannels, HistogramChannelsImpl,
 // after each.
 template <typename Binding>
 static auto TreeInputs(Binding b) {
-  return std::move(b).template Arg<ffi::Buffer<ffi::U8>>()  // bins (N, F), shared
+  return std::move(b).template Arg<ffi::AnyBuffer>()  // bins (N, F) uint8/uint16, shared
       .template Arg<ffi::AnyBuffer>()              // g ([T,] N)
       .template Arg<ffi::AnyBuffer>()              // h ([T,] N)
       .template Arg<ffi::Buffer<ffi::F32>>()       // hyper ([T,] 6|7)

@@ -308,9 +308,9 @@ def prepare(s, Xf, yf, wf, sparse_ok: bool = True) -> Prepared:
         edges = compute_bin_edges(Xf, s.params.max_bin, wf, seed=s.seed, categorical=mask)
     if s.params.max_bin == 2 and s.init_model is None:
         warn_two_bins(Xf)
-    # the native kernel's histogram reads uint8 bins and uint16 ones up to 4,096 bins a
-    # feature (max_bin > 256 on continuous data; its tree kernels take uint8 bins only);
-    # more bins are histogrammed by XLA
+    # the native kernels read uint8 bins and uint16 ones up to 4,096 bins a feature
+    # (max_bin > 256 on continuous data: the histogram and the numeric level-wise tree
+    # kernel, engine.grow.native_tree_takes); more bins are histogrammed by XLA
     native = use_native() and edges.n_bins <= NATIVE_WIDE_BIN_LIMIT
     if Xf.shape[1] > max_features_for_bins(edges.n_bins):
         raise DataError(
