@@ -164,9 +164,9 @@ def _spy(monkeypatch, module, name):
 
 
 # Numeric level-wise trees on uint16 bins grow in the native whole-tree kernel (one
-# call per tree, or per round's class trees); vector leaves and categorical features
-# grow in the XLA level loop over the native histogram. Either way the trees are the
-# pure-JAX path's, bit for bit.
+# call per tree, or per round's class trees); categorical features beside them grow in
+# the XLA level loop over the native histogram (vector leaves too: their channels two
+# at a time, test below). Either way the trees are the pure-JAX path's, bit for bit.
 WIDE_CASES = {
     "plain": ("squared", dict(), "grow_tree"),
     "counted-monotone": (
@@ -175,11 +175,6 @@ WIDE_CASES = {
         "grow_tree",
     ),
     "class-trees": ("softmax", dict(max_bin=2048), "grow_trees"),
-    "vector-leaves": (
-        "softmax",
-        dict(multi_strategy="multi_output_tree", max_depth=2),
-        "histogram",
-    ),
     "categorical": ("squared", dict(categorical_features=[3]), "histogram"),
 }
 
@@ -222,3 +217,31 @@ def test_uint16_bins_take_the_native_kernels_and_grow_the_pure_jax_model(case, m
     if ev:
         rmse = np.sqrt(np.mean((fast.predict(X) - y) ** 2))
         np.testing.assert_allclose(fast.history["train"]["rmse"][-1], rmse, rtol=1e-5)
+
+
+def test_vector_leaf_channels_of_uint16_bins_go_through_the_native_pair_kernel():
+    """Vector leaves' channel histograms on uint16 (row-major) bins: two channels a
+    pass of the native pair kernel, equal to the pure-JAX scatter's on the same bins
+    laid out feature-major, and to NumPy's sums."""
+    import jax
+
+    from jaxboost import native
+    from jaxboost.engine.grow import channel_histogram
+
+    if not native.available():
+        pytest.skip(f"native kernel unavailable: {native.unavailable_reason()}")
+    rng = np.random.default_rng(6)
+    n, f, B, C, nodes = 700, 3, 600, 5, 4
+    bins = rng.integers(0, B, size=(n, f)).astype(np.uint16)
+    vals = rng.normal(size=(n, C)).astype(np.float32)
+    node = rng.integers(0, nodes + 1, n).astype(np.int32)  # node 4: rows skipped
+    with jax.enable_x64(True):
+        fast = channel_histogram(bins, vals, native=True, max_bin=B)(node, nodes)
+        pure = channel_histogram(bins.T.copy(), vals, native=False, max_bin=B)(node, nodes)
+    want = np.zeros((f, nodes, B, C))
+    keep = node < nodes
+    for j in range(f):
+        np.add.at(want[j], (node[keep], bins[keep, j]), vals[keep].astype(np.float64))
+    assert fast.shape == (f, nodes, B, C)
+    np.testing.assert_array_equal(np.asarray(fast), np.asarray(pure))
+    np.testing.assert_allclose(np.asarray(fast), want, rtol=1e-12, atol=1e-12)
