@@ -249,8 +249,7 @@ def test_uint16_bins_refuse_what_only_uint8_bins_grow():
     args = (z, z, np.array(list(hyper()), np.float32), np.zeros(2), np.ones(2, bool), None, 2)
     with pytest.raises(ValueError, match="n_bins must be in \\[2, 4096\\]"):
         native_kernel.grow_tree(wide, *args, 4097)
-    with pytest.raises(ValueError, match="numeric level-wise trees only"):
-        native_kernel.grow_tree(wide, *args, 600, max_leaves=3)
+
     with pytest.raises(ValueError, match="n_bins must be in \\[2, 256\\]"):
         native_kernel.grow_tree(np.zeros((4, 2), np.uint8), *args, 600)
 

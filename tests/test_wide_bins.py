@@ -98,18 +98,50 @@ def test_wide_bins_save_load_continue_and_sparse(tmp_path):
     np.testing.assert_array_equal(a.predict(Xs), b.predict(dense))
 
 
+def test_lossguide_on_1024_bins_equals_xgboost_hist():
+    """Leaf-wise trees on uint16 bins (the whole-tree kernel level by level, keeping
+    the splits the best-first walk expands): XGBoost ``hist`` lossguide's training
+    margins at ``max_bin=1024``, where every one of the ~450 values per feature has its
+    own bin in both."""
+    X, y = _data(4)
+    d = xgb.DMatrix(X, label=y, missing=np.nan)
+    params = dict(tree_method="hist", grow_policy="lossguide", max_leaves=8, max_depth=6)
+    params.update(eta=0.3, max_bin=1024, base_score=0.0, nthread=1)
+    ref = xgb.train(params, d, 6)
+    bst = jaxboost.train(
+        "squared",
+        X,
+        y,
+        n_rounds=6,
+        learning_rate=0.3,
+        max_depth=6,
+        max_bin=1024,
+        grow_policy="lossguide",
+        max_leaves=8,
+        base_margin=0.0,
+        verbose=False,
+    )
+    assert bst.bin_edges.n_bins > 256
+    assert (~np.asarray(bst.ensemble.is_leaf)).sum(axis=1).max() == 7  # 8 leaves
+    np.testing.assert_allclose(
+        bst.predict(X, output_margin=True), ref.predict(d, output_margin=True), atol=1e-5, rtol=0
+    )
+
+
 def test_wide_bins_refusals_name_the_limit():
     X, y = _data()
-    with pytest.raises(ValueError, match="256 bins per feature"):
+    Xc = np.column_stack([np.arange(N) % 30, X[:, 0]]).astype(np.float32)
+    with pytest.raises(ValueError, match="256 beside categorical features"):
         jaxboost.train(
             "squared",
-            X,
+            Xc,
             y,
             n_rounds=1,
             max_depth=3,
             max_bin=1024,
             grow_policy="lossguide",
             max_leaves=8,
+            categorical_features=[0],
             verbose=False,
         )
     Xc = np.column_stack([np.arange(N) % 300, X[:, 0]]).astype(np.float32)

@@ -159,8 +159,8 @@ def native_tree_takes(
     (``feature_block``) or the kernel's own histograms fit ``NATIVE_TREE_MEMORY_FACTOR``
     times ``HIST_MEMORY`` (``max_leaves > 0``: leaf-wise trees, whose histograms follow
     the leaves, ``jaxboost.native.tree_scratch_bytes``). Bins: uint8 (``max_bin <=
-    256``) for any tree; uint16 (up to ``NATIVE_WIDE_BIN_LIMIT``) for numeric
-    (``categorical`` false) level-wise trees.
+    256``) for any tree; uint16 (up to ``NATIVE_WIDE_BIN_LIMIT``) for trees of numeric
+    features (``categorical`` false).
 
     >>> native_tree_takes(10_000, 2_000, 6, 256), feature_block(2_000, 32, 256) < 2_000
     (True, True)
@@ -171,9 +171,7 @@ def native_tree_takes(
     """
     from .. import native as native_kernel
 
-    if int(max_bin) > NARROW_BIN_LIMIT and (
-        int(max_bin) > NATIVE_WIDE_BIN_LIMIT or max_leaves > 0 or categorical
-    ):
+    if int(max_bin) > NARROW_BIN_LIMIT and (int(max_bin) > NATIVE_WIDE_BIN_LIMIT or categorical):
         return False
     F = int(n_features)
     if block is not None:
@@ -1161,8 +1159,8 @@ LOSSGUIDE_WHERE = (
     "grow_policy='lossguide' is grown by the native CPU tree kernel: on one CPU device, "
     "no monotone constraints next to categorical features, one "
     "output per tree, at "
-    "most 256 bins per feature (max_bin <= 256 or data of few distinct values); this "
-    "training uses the XLA tree builder"
+    "most 4,096 bins per feature (256 beside categorical features: max_bin <= 256 or "
+    "data of few distinct values); this training uses the XLA tree builder"
 )
 
 

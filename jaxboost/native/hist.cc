@@ -1908,7 +1908,7 @@ inline int32_t PartitionRows(int32_t* rows, int32_t* right, int32_t s0, int32_t 
 constexpr int64_t kPartitionWork = int64_t{1} << 22;
 
 // Bn: the bins' type, uint8_t or uint16_t (features of more than 256 bins; numeric
-// features only, no few-row lists, no leaf-wise trees: GrowTreesRun checks).
+// features only, no few-row lists: GrowTreesRun checks).
 template <int64_t FS, typename T, typename Bn>
 ffi::Error GrowTree(const Bn* bins, const T* g, const T* h, const TreeIn& in,
                     const TreeOut& o, int64_t nt, ffi::ThreadPool* pool) {
@@ -2684,17 +2684,17 @@ ffi::Error GrowTreesRun(ffi::ThreadPool& thread_pool, ffi::AnyBuffer& bins,
   const auto gd = g.dimensions();
   if (bd.size() != 2)
     return ffi::Error::InvalidArgument(std::string(name) + ": bins must be (N, F)");
-  // uint8 bins: up to 256 a feature; uint16 bins: up to kWideBins, numeric features and
-  // level-wise trees only (GrowTree's few-row lists and the categorical and leaf-wise
-  // scans hold bin values as bytes)
+  // uint8 bins: up to 256 a feature; uint16 bins: up to kWideBins, numeric features only
+  // (the categorical scans and GrowTree's few-row lists hold bin values as bytes), and
+  // leaf-wise trees level by level (GrowTree with PruneLeafWise, not GrowLeafWise: the
+  // same trees)
   const bool wide = bins.element_type() == ffi::DataType::U16;
   if (!wide && bins.element_type() != ffi::DataType::U8)
     return ffi::Error::InvalidArgument(std::string(name) + ": bins must be uint8 or uint16");
   if (!wide && n_bins > 256)
     return ffi::Error::InvalidArgument(std::string(name) + ": n_bins in [2, 256] for uint8 bins");
-  if (wide && (cat != nullptr || max_leaves > 0))
-    return ffi::Error::InvalidArgument(
-        std::string(name) + ": uint16 bins take numeric level-wise trees only");
+  if (wide && cat != nullptr)
+    return ffi::Error::InvalidArgument(std::string(name) + ": uint16 bins take numeric features only");
   if (kBatched && (gd.size() != 2 || gd[1] != bd[0]))
     return ffi::Error::InvalidArgument(std::string(name) + ": g, h must be (T, N)");
   if (n_threads < 1 || n_threads > 4096)
