@@ -1,12 +1,12 @@
 """``max_bin`` above 256 (issue 31, item 2): what 16-bit bins cost.
 
-Data: 100,000 x 10 continuous features (``make_friedman1``-like, every value distinct),
-squared error, depth 6, 50 rounds, learning rate 0.3. jaxboost at ``max_bin`` 256
-(uint8 bins, the native CPU whole-tree kernel), 512 and 1024 (uint16 bins: the XLA level
-loop over the native CPU histogram, up to 4,096 bins a feature), and XGBoost 3.2
-``hist`` at the same ``max_bin`` (``nthread`` = all cores), each fit
-once to compile/warm, then ``--repeats`` times (median reported); binning is inside
-every timed fit. Also the training RMSE of each model.
+Data: continuous features (``make_friedman1``-like, every value distinct), squared
+error, 50 rounds, learning rate 0.3: 100,000 x 10 at depth 6, 20,000 x 10 at depth 10,
+and 100,000 x 20 leaf-wise (31 leaves, depth at most 12). jaxboost at ``max_bin`` 256
+(uint8 bins) and 512 or 1024 (uint16 bins; the native CPU kernels take up to 4,096 bins
+a feature), and XGBoost 3.2 ``hist`` at the same ``max_bin`` (``nthread`` = all cores),
+each fit once to compile/warm, then ``--repeats`` times (median reported); binning is
+inside every timed fit. Also the training RMSE of each model.
 
     .venv/bin/python benchmarks/wide_bins.py
 
@@ -43,6 +43,21 @@ def data(n=100_000, f=10, seed=0):
     return X, y
 
 
+WORKLOADS = (
+    # name, rows, features, max_bins, jaxboost's and XGBoost's tree settings
+    ("depth 6", 100_000, 10, (256, 512, 1024), dict(max_depth=6), dict(max_depth=6)),
+    ("depth 10", 20_000, 10, (1024,), dict(max_depth=10), dict(max_depth=10)),
+    (
+        "lossguide 31",
+        100_000,
+        20,
+        (256, 1024),
+        dict(max_depth=12, grow_policy="lossguide", max_leaves=31),
+        dict(max_depth=12, grow_policy="lossguide", max_leaves=31),
+    ),
+)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=3)
@@ -52,49 +67,48 @@ def main():
 
     import jaxboost
 
-    X, y = data()
     rows = []
-    for max_bin in (256, 512, 1024):
-        t_jb, bst = timed(
-            lambda mb=max_bin: jaxboost.train(
-                "squared", X, y, n_rounds=args.rounds, max_depth=6, max_bin=mb, verbose=False
-            ),
-            args.repeats,
-        )
-        rmse_jb = float(np.sqrt(np.mean((bst.predict(X) - y) ** 2)))
+    for name, n, f, max_bins, ours, theirs in WORKLOADS:
+        X, y = data(n, f)
+        for max_bin in max_bins:
 
-        def fit_xgb(mb=max_bin):
-            d = xgb.QuantileDMatrix(X, label=y, max_bin=mb)
-            return xgb.train(
-                dict(tree_method="hist", max_depth=6, eta=0.3, max_bin=mb), d, args.rounds
-            )
+            def fit_ours(mb=max_bin, X=X, y=y, ours=ours):
+                return jaxboost.train(
+                    "squared", X, y, n_rounds=args.rounds, max_bin=mb, verbose=False, **ours
+                )
 
-        t_xgb, ref = timed(fit_xgb, args.repeats)
-        rmse_xgb = float(np.sqrt(np.mean((ref.predict(xgb.DMatrix(X)) - y) ** 2)))
-        rows.append(
-            dict(
-                max_bin=max_bin,
-                bins_per_feature=int(bst.bin_edges.n_bins),
-                jaxboost_s=t_jb,
-                xgboost_s=t_xgb,
-                ratio=t_jb / t_xgb,
-                rmse_jaxboost=rmse_jb,
-                rmse_xgboost=rmse_xgb,
+            def fit_xgb(mb=max_bin, X=X, y=y, theirs=theirs):
+                d = xgb.QuantileDMatrix(X, label=y, max_bin=mb)
+                params = dict(tree_method="hist", eta=0.3, max_bin=mb, **theirs)
+                return xgb.train(params, d, args.rounds)
+
+            t_jb, bst = timed(fit_ours, args.repeats)
+            rmse_jb = float(np.sqrt(np.mean((bst.predict(X) - y) ** 2)))
+
+            t_xgb, ref = timed(fit_xgb, args.repeats)
+            rmse_xgb = float(np.sqrt(np.mean((ref.predict(xgb.DMatrix(X)) - y) ** 2)))
+            rows.append(
+                dict(
+                    workload=f"{name}, {n:,} x {f}",
+                    max_bin=max_bin,
+                    bins_per_feature=int(bst.bin_edges.n_bins),
+                    jaxboost_s=t_jb,
+                    xgboost_s=t_xgb,
+                    ratio=t_jb / t_xgb,
+                    rmse_jaxboost=rmse_jb,
+                    rmse_xgboost=rmse_xgb,
+                )
             )
-        )
+    print(f"{args.rounds} rounds, warm medians of {args.repeats}, {os.cpu_count()} cores")
     print(
-        f"{X.shape[0]:,} x {X.shape[1]}, depth 6, {args.rounds} rounds, warm medians "
-        f"of {args.repeats}, {os.cpu_count()} cores"
-    )
-    print(
-        f"{'max_bin':>7} {'B':>5} {'jaxboost s':>10} {'XGBoost s':>9} {'ratio':>6} "
-        f"{'RMSE jb':>8} {'RMSE xgb':>8}"
+        f"{'workload':<28} {'max_bin':>7} {'B':>5} {'jaxboost s':>10} {'XGBoost s':>9} "
+        f"{'ratio':>6} {'RMSE jb':>8} {'RMSE xgb':>8}"
     )
     for r in rows:
         print(
-            f"{r['max_bin']:>7} {r['bins_per_feature']:>5} {r['jaxboost_s']:10.3f} "
-            f"{r['xgboost_s']:9.3f} {r['ratio']:6.2f} {r['rmse_jaxboost']:8.4f} "
-            f"{r['rmse_xgboost']:8.4f}"
+            f"{r['workload']:<28} {r['max_bin']:>7} {r['bins_per_feature']:>5} "
+            f"{r['jaxboost_s']:10.3f} {r['xgboost_s']:9.3f} {r['ratio']:6.2f} "
+            f"{r['rmse_jaxboost']:8.4f} {r['rmse_xgboost']:8.4f}"
         )
     out = Path(__file__).parent / "results" / f"wide_bins-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.write_text(
