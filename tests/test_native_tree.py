@@ -187,9 +187,15 @@ def test_native_tree_threads_agree():
     bins = rng.integers(0, b, size=(n, f)).astype(np.uint8)
     g = (rng.normal(size=n) - (bins[:, 0] < 100) - 0.5 * (bins[:, 5] > 30)).astype(np.float32)
     h = rng.uniform(0.5, 1.0, size=n).astype(np.float32)
+    _one_and_three_threads(bins, g, h, b)
+
+
+def _one_and_three_threads(bins, g, h, b):
+    """A depth-4 tree of ``bins`` grown on one thread and on three: the same full tree
+    (sums to float64 rounding); returns the one-thread tree and its root sums."""
     root = np.array([g.astype(np.float64).sum(), h.astype(np.float64).sum()])
     hyp = np.array(list(hyper()), np.float32)
-    fok = np.ones(f, bool)
+    fok = np.ones(bins.shape[1], bool)
     outs = [
         native_kernel.grow_tree(bins, g, h, hyp, root, fok, None, 4, b, n_threads=t) for t in (1, 3)
     ]
@@ -201,6 +207,7 @@ def test_native_tree_threads_agree():
     np.testing.assert_allclose(np.asarray(G1), np.asarray(G3), rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(np.asarray(H1), np.asarray(H3), rtol=1e-12)
     np.testing.assert_array_equal(np.asarray(p1), np.asarray(p3))
+    return s1, root
 
 
 def test_uint16_bins_grow_the_same_tree_on_one_thread_and_three():
@@ -213,18 +220,7 @@ def test_uint16_bins_grow_the_same_tree_on_one_thread_and_three():
     bins[rng.random((n, f)) < 0.05] = b - 1  # missing
     g = (rng.normal(size=n) - 2 * (bins[:, 0] < 600) - 0.5 * (bins[:, 5] > 300)).astype(np.float32)
     h = rng.uniform(0.5, 1.0, size=n).astype(np.float32)
-    root = np.array([g.astype(np.float64).sum(), h.astype(np.float64).sum()])
-    hyp = np.array(list(hyper()), np.float32)
-    fok = np.ones(f, bool)
-    outs = [
-        native_kernel.grow_tree(bins, g, h, hyp, root, fok, None, 4, b, n_threads=t) for t in (1, 3)
-    ]
-    (s1, G1, H1, p1), (s3, G3, H3, p3) = outs
-    assert np.asarray(s1["is_split"]).sum() == 15
-    for key in ("feature", "tbin", "default_left", "is_split"):
-        np.testing.assert_array_equal(np.asarray(s1[key]), np.asarray(s3[key]), err_msg=key)
-    np.testing.assert_allclose(np.asarray(G1), np.asarray(G3), rtol=1e-9, atol=1e-9)
-    np.testing.assert_array_equal(np.asarray(p1), np.asarray(p3))
+    s1, root = _one_and_three_threads(bins, g, h, b)
     # the root: feature 0 at the threshold of the largest gain, missing sent left or right
     assert int(s1["feature"][0]) == 0
     G, H = np.zeros(b), np.zeros(b)
