@@ -128,22 +128,46 @@ def test_lossguide_on_1024_bins_equals_xgboost_hist():
     )
 
 
+def test_lossguide_with_categories_on_1024_bins_equals_xgboost_hist():
+    """Leaf-wise trees over a categorical feature beside one of ~450 values at
+    ``max_bin=1024`` (uint16 bins; the categories keep their slots below the
+    missing-value bin, which goes each split's default way): XGBoost's lossguide with
+    ``enable_categorical`` on the same codes, run here."""
+    X, y = _data(5)
+    rng = np.random.default_rng(6)
+    X[:, 1] = rng.integers(0, 7, N)
+    X[rng.random(N) < 0.1, 1] = np.nan
+    effect = np.array([0.4, -1.2, 2.0, 0.3, -0.6, 1.1, 0.0], np.float32)
+    y = y + np.where(np.isnan(X[:, 1]), 0.5, effect[np.nan_to_num(X[:, 1]).astype(int)])
+    y = y.astype(np.float32)
+    types = ["q", "c", "q", "q"]
+    d = xgb.DMatrix(X, label=y, feature_types=types, enable_categorical=True)
+    params = dict(tree_method="hist", grow_policy="lossguide", max_leaves=9, max_depth=6)
+    params.update(eta=0.3, max_bin=1024, base_score=0.0, nthread=1, max_cat_to_onehot=1)
+    ref = xgb.train(params, d, 6)
+    bst = jaxboost.train(
+        "squared",
+        X,
+        y,
+        n_rounds=6,
+        learning_rate=0.3,
+        max_depth=6,
+        max_bin=1024,
+        grow_policy="lossguide",
+        max_leaves=9,
+        categorical_features=[1],
+        max_cat_to_onehot=1,
+        base_margin=0.0,
+        verbose=False,
+    )
+    assert bst.bin_edges.n_bins > 256 and np.asarray(bst.ensemble.cat_bits).any()
+    np.testing.assert_allclose(
+        bst.predict(X, output_margin=True), ref.predict(d, output_margin=True), atol=1e-5, rtol=0
+    )
+
+
 def test_wide_bins_refusals_name_the_limit():
     X, y = _data()
-    Xc = np.column_stack([np.arange(N) % 30, X[:, 0]]).astype(np.float32)
-    with pytest.raises(ValueError, match="256 beside categorical features"):
-        jaxboost.train(
-            "squared",
-            Xc,
-            y,
-            n_rounds=1,
-            max_depth=3,
-            max_bin=1024,
-            grow_policy="lossguide",
-            max_leaves=8,
-            categorical_features=[0],
-            verbose=False,
-        )
     Xc = np.column_stack([np.arange(N) % 300, X[:, 0]]).astype(np.float32)
     with pytest.raises(DataError, match="at most 255 categories"):
         jaxboost.train(
@@ -195,10 +219,11 @@ def _spy(monkeypatch, module, name):
     return seen
 
 
-# Numeric level-wise trees on uint16 bins grow in the native whole-tree kernel (one
-# call per tree, or per round's class trees); categorical features beside them grow in
-# the XLA level loop over the native histogram (vector leaves too: their channels two
-# at a time, test below). Either way the trees are the pure-JAX path's, bit for bit.
+# Trees on uint16 bins grow in the native whole-tree kernel (one call per tree, or per
+# round's class trees), categorical features beside wide ones too (their at most 256
+# category slots below the missing-value bin); vector leaves grow in the XLA level loop
+# over the native histogram (their channels two at a time, test below). Either way the
+# trees are the pure-JAX path's, bit for bit.
 WIDE_CASES = {
     "plain": ("squared", dict(), "grow_tree"),
     "counted-monotone": (
@@ -207,7 +232,7 @@ WIDE_CASES = {
         "grow_tree",
     ),
     "class-trees": ("softmax", dict(max_bin=2048), "grow_trees"),
-    "categorical": ("squared", dict(categorical_features=[3]), "histogram"),
+    "categorical": ("squared", dict(categorical_features=[3, 4]), "grow_tree"),
 }
 
 
@@ -225,15 +250,18 @@ def test_uint16_bins_take_the_native_kernels_and_grow_the_pure_jax_model(case, m
     X = np.column_stack([X, np.round(np.random.default_rng(5).normal(size=N), 2)])
     if objective == "softmax":
         y = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3])).astype(np.float32)
-    if case == "categorical":  # 12 categories and missing values beside ~450 values
-        rng = np.random.default_rng(4)
+    if case == "categorical":  # 12 and 3 categories (partition, one-hot) with missing
+        rng = np.random.default_rng(4)  # values beside ~450 values
         X[:, 3] = rng.integers(0, 12, N)
-        X[rng.random(N) < 0.05, 3] = np.nan
-        y = (y + 2 * np.isin(X[:, 3], [1, 4, 7])).astype(np.float32)
+        X[:, 4] = rng.integers(0, 3, N)
+        X[:, 3:] = np.where(rng.random((N, 2)) < 0.05, np.nan, X[:, 3:])
+        y = (y + 2 * np.isin(X[:, 3], [1, 4, 7]) - (X[:, 4] == 1)).astype(np.float32)
     seen = _spy(monkeypatch, native, kernel)
     kw = dict(dict(n_rounds=3, max_depth=4, max_bin=1024, verbose=False), **extra)
     # categorical: the training rows' routing on bins (the eval set's) agrees with
     # predict on raw values: the missing bin, past code 255, goes the split's default way
+    if case == "categorical":
+        assert np.asarray(jaxboost.train(objective, X, y, **kw).ensemble.cat_bits).any()
     ev = dict(eval_set={"train": (X, y)}) if case == "categorical" else {}
     fast = jaxboost.train(objective, X, y, **ev, **kw)
     assert fast.bin_edges.n_bins > 256

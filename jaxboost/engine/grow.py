@@ -150,7 +150,6 @@ def native_tree_takes(
     max_bin: int,
     block=None,
     max_leaves: int = 0,
-    categorical: bool = False,
 ) -> bool:
     """Whether the native whole-tree kernel may take a tree of ``n_features`` features
     at ``max_depth`` on ``n_rows`` rows (``None``: any number) as far as memory goes: all
@@ -159,8 +158,8 @@ def native_tree_takes(
     (``feature_block``) or the kernel's own histograms fit ``NATIVE_TREE_MEMORY_FACTOR``
     times ``HIST_MEMORY`` (``max_leaves > 0``: leaf-wise trees, whose histograms follow
     the leaves, ``jaxboost.native.tree_scratch_bytes``). Bins: uint8 (``max_bin <=
-    256``) for any tree; uint16 (up to ``NATIVE_WIDE_BIN_LIMIT``) for trees of numeric
-    features (``categorical`` false).
+    256``) or uint16 (up to ``NATIVE_WIDE_BIN_LIMIT``; categorical features keep their
+    at most 256 category slots below the missing-value bin).
 
     >>> native_tree_takes(10_000, 2_000, 6, 256), feature_block(2_000, 32, 256) < 2_000
     (True, True)
@@ -171,7 +170,7 @@ def native_tree_takes(
     """
     from .. import native as native_kernel
 
-    if int(max_bin) > NARROW_BIN_LIMIT and (int(max_bin) > NATIVE_WIDE_BIN_LIMIT or categorical):
+    if int(max_bin) > NATIVE_WIDE_BIN_LIMIT:
         return False
     F = int(n_features)
     if block is not None:
@@ -642,7 +641,7 @@ def grow_tree(
     rules = SplitRules() if rules is None else rules
     cats, cons = rules.cats, rules.constraints
     whole = native and native_tree_takes(
-        bins.shape[0] if native else None, F, D, B, block, spec.max_leaves, cats is not None
+        bins.shape[0] if native else None, F, D, B, block, spec.max_leaves
     )
     block = feature_block(F, W, B) if block is None else min(int(block), F)
     if (
@@ -1159,8 +1158,7 @@ LOSSGUIDE_WHERE = (
     "grow_policy='lossguide' is grown by the native CPU tree kernel: on one CPU device, "
     "no monotone constraints next to categorical features, one "
     "output per tree, at "
-    "most 4,096 bins per feature (256 beside categorical features: max_bin <= 256 or "
-    "data of few distinct values); this training uses the XLA tree builder"
+    "most 4,096 bins per feature; this training uses the XLA tree builder"
 )
 
 
@@ -1273,7 +1271,6 @@ def class_trees_in_parallel(bins, spec: TreeSpec, reduce, rules: SplitRules) -> 
         spec.max_bin,
         spec.feature_block,
         spec.max_leaves,
-        rules.cats is not None,
     ):
         return False
     if not _native_tree():

@@ -1139,7 +1139,7 @@ def grow_tree(
 
     Args:
       bins: ``(N, F)`` uint8 ROW-major bins, bin ``n_bins - 1`` = missing (uint16 for
-        ``n_bins`` up to 4,096: numeric features, no ``cats``).
+        ``n_bins`` up to 4,096).
       g, h: ``(N,)`` float32 (or float64) gradients and Hessians (0 for rows left out).
       hyper: ``(6,)`` float32, ``split.TreeHyper``'s fields in order.
       root: ``(2,)`` float64, the root's sums of g and h.
@@ -1315,14 +1315,9 @@ def _grow_call(
     ``n_threads`` ``None``: :func:`default_threads` of the rows and features (the tree
     kernels' ``MIN_TREE_WORK_FOR_THREADS``); ``cats``
     a ``CatInfo`` (the categorical kernels) or ``None``. uint16 ``bins`` (features of
-    more than 256 bins, at most ``NATIVE_WIDE_BIN_LIMIT``) take numeric features only
-    (leaf-wise trees grown level by level)."""
+    more than 256 bins, at most ``NATIVE_WIDE_BIN_LIMIT``) grow leaf-wise trees level by
+    level."""
     wide = getattr(bins, "dtype", None) == WIDE_BIN_DTYPE
-    if wide and cats is not None:
-        raise ValueError(
-            "uint16 bins (more than 256 a feature) grow trees of numeric features only: "
-            "no categorical features"
-        )
     max_depth, n_bins = _tree_args(max_depth, n_bins, NATIVE_WIDE_BIN_LIMIT if wide else 256)
     with jax.enable_x64(True):
         bins = jnp.asarray(bins)

@@ -1834,7 +1834,7 @@ inline bool RecordSplit(const TreeOut& o, const CatIn* cat, int64_t i, const Can
   o.dleft[i] = b.dl;
   o.is_split[i] = true;
   o.gain[i] = b.gain;
-  uint8_t cat_left[256];
+  uint8_t cat_left[kWideBins];  // CatLeft writes B entries
   if (b.cat) {  // the codes going left, as bits (pack_bits)
     CatLeft(hr, *cat, bf, B, p, b, cat_left);
     o.is_cat[i] = true;
@@ -1907,8 +1907,8 @@ inline int32_t PartitionRows(int32_t* rows, int32_t* right, int32_t s0, int32_t 
 // GrowTree's rows go by segments below this many rows x features (or on one thread).
 constexpr int64_t kPartitionWork = int64_t{1} << 22;
 
-// Bn: the bins' type, uint8_t or uint16_t (features of more than 256 bins; numeric
-// features only, no few-row lists: GrowTreesRun checks).
+// Bn: the bins' type, uint8_t or uint16_t (features of more than 256 bins; no few-row
+// lists).
 template <int64_t FS, typename T, typename Bn>
 ffi::Error GrowTree(const Bn* bins, const T* g, const T* h, const TreeIn& in,
                     const TreeOut& o, int64_t nt, ffi::ThreadPool* pool) {
@@ -2194,10 +2194,13 @@ ffi::Error GrowTree(const Bn* bins, const T* g, const T* h, const TreeIn& in,
       rel.swap(next_rel);
     }
     const bool last = d + 1 == D;
+    // a categorical split: codes 0 .. 255 in its bits; a bin past them (uint16 bins: the
+    // missing-value bin) goes the default way, as CatLeft sends it
     auto goes_left = [&](int64_t i, Bn bv) {
-      return (cat != nullptr && o.is_cat[i])
-                 ? ((o.bits[i * kCatWords + (bv >> 5)] >> (bv & 31)) & 1u) != 0
-                 : (bv == B - 1 ? dleft[i] : bv < tbin[i]);
+      if (cat != nullptr && o.is_cat[i])
+        return bv < 32 * kCatWords ? ((o.bits[i * kCatWords + (bv >> 5)] >> (bv & 31)) & 1u) != 0
+                                   : static_cast<bool>(dleft[i]);
+      return bv == B - 1 ? static_cast<bool>(dleft[i]) : bv < tbin[i];
     };
     if (part) {
       // Each split node's rows (its segment of rows, ascending) are partitioned
@@ -2684,8 +2687,8 @@ ffi::Error GrowTreesRun(ffi::ThreadPool& thread_pool, ffi::AnyBuffer& bins,
   const auto gd = g.dimensions();
   if (bd.size() != 2)
     return ffi::Error::InvalidArgument(std::string(name) + ": bins must be (N, F)");
-  // uint8 bins: up to 256 a feature; uint16 bins: up to kWideBins, numeric features only
-  // (the categorical scans and GrowTree's few-row lists hold bin values as bytes), and
+  // uint8 bins: up to 256 a feature; uint16 bins: up to kWideBins (categorical features
+  // keep their at most 256 category slots below the missing-value bin; no few-row lists),
   // leaf-wise trees level by level (GrowTree with PruneLeafWise, not GrowLeafWise: the
   // same trees)
   const bool wide = bins.element_type() == ffi::DataType::U16;
@@ -2693,8 +2696,6 @@ ffi::Error GrowTreesRun(ffi::ThreadPool& thread_pool, ffi::AnyBuffer& bins,
     return ffi::Error::InvalidArgument(std::string(name) + ": bins must be uint8 or uint16");
   if (!wide && n_bins > 256)
     return ffi::Error::InvalidArgument(std::string(name) + ": n_bins in [2, 256] for uint8 bins");
-  if (wide && cat != nullptr)
-    return ffi::Error::InvalidArgument(std::string(name) + ": uint16 bins take numeric features only");
   if (kBatched && (gd.size() != 2 || gd[1] != bd[0]))
     return ffi::Error::InvalidArgument(std::string(name) + ": g, h must be (T, N)");
   if (n_threads < 1 || n_threads > 4096)
@@ -2824,8 +2825,8 @@ ffi::Error GrowTreesCatImpl(
       max_cat_threshold.element_count() != 1)
     return ffi::Error::InvalidArgument(
         k + ": cat_kind (F,), n_cats (F,), seen (F, n_bins), max_cat_threshold (1,)");
-  if (cat_slots < 1 || cat_slots > n_bins - 1)
-    return ffi::Error::InvalidArgument(k + ": cat_slots must be in [1, n_bins - 1]");
+  if (cat_slots < 1 || cat_slots > n_bins - 1 || cat_slots > 32 * kCatWords)
+    return ffi::Error::InvalidArgument(k + ": cat_slots must be in [1, min(n_bins - 1, 256)]");
   const int32_t* kind = cat_kind.typed_data();
   const int32_t* nc = n_cats.typed_data();
   for (int64_t f = 0; f < F; ++f)  // the kernel trusts them: check

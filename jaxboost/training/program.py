@@ -82,7 +82,6 @@ def depth_bucket_applies(s, prep) -> bool:
             program_depth(s, prep),
             prep.edges.n_bins,
             max_leaves=s.max_leaves,
-            categorical=prep.edges.is_categorical,
         )
     )
 
