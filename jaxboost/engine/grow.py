@@ -655,7 +655,7 @@ def grow_tree(
     if spec.depth_bucket:  # would grow the bucket's depth, not the model's: never
         raise RuntimeError(_BUCKET_ERROR)
     if spec.max_leaves > 0:
-        if native and not whole and B <= NARROW_BIN_LIMIT:  # its histograms would not fit
+        if native and not whole:  # the kernel's histograms would not fit
             raise ValueError(_lossguide_memory(bins.shape[0], F, D, B, spec.max_leaves))
         raise ValueError(LOSSGUIDE_WHERE)
     grow = _Grow(
