@@ -98,15 +98,13 @@ def test_wide_bins_save_load_continue_and_sparse(tmp_path):
     np.testing.assert_array_equal(a.predict(Xs), b.predict(dense))
 
 
-def test_lossguide_on_1024_bins_equals_xgboost_hist():
-    """Leaf-wise trees on uint16 bins (the whole-tree kernel level by level, keeping
-    the splits the best-first walk expands): XGBoost ``hist`` lossguide's training
-    margins at ``max_bin=1024``, where every one of the ~450 values per feature has its
-    own bin in both."""
-    X, y = _data(4)
-    d = xgb.DMatrix(X, label=y, missing=np.nan)
-    params = dict(tree_method="hist", grow_policy="lossguide", max_leaves=8, max_depth=6)
-    params.update(eta=0.3, max_bin=1024, base_score=0.0, nthread=1)
+def _lossguide_like_xgboost(X, y, d, leaves, ours=(), **extra):
+    """jaxboost's and XGBoost ``hist``'s lossguide at ``max_bin=1024`` (6 rounds,
+    learning rate 0.3, depth at most 6, base margin 0, ``extra`` for both, ``ours``
+    for jaxboost only): equal training margins to 1e-5, on uint16 bins; returns
+    jaxboost's model."""
+    params = dict(tree_method="hist", grow_policy="lossguide", max_leaves=leaves, max_depth=6)
+    params.update(eta=0.3, max_bin=1024, base_score=0.0, nthread=1, **extra)
     ref = xgb.train(params, d, 6)
     bst = jaxboost.train(
         "squared",
@@ -117,15 +115,34 @@ def test_lossguide_on_1024_bins_equals_xgboost_hist():
         max_depth=6,
         max_bin=1024,
         grow_policy="lossguide",
-        max_leaves=8,
+        max_leaves=leaves,
         base_margin=0.0,
         verbose=False,
+        **dict(ours),
+        **extra,
     )
     assert bst.bin_edges.n_bins > 256
-    assert (~np.asarray(bst.ensemble.is_leaf)).sum(axis=1).max() == 7  # 8 leaves
+    assert (~np.asarray(bst.ensemble.is_leaf)).sum(axis=1).max() == leaves - 1
     np.testing.assert_allclose(
         bst.predict(X, output_margin=True), ref.predict(d, output_margin=True), atol=1e-5, rtol=0
     )
+    return bst
+
+
+def test_lossguide_on_1024_bins_equals_xgboost_hist(monkeypatch):
+    """Leaf-wise trees on uint16 bins (the whole-tree kernel level by level, keeping
+    the splits the best-first walk expands): XGBoost ``hist`` lossguide's training
+    margins at ``max_bin=1024``, where every one of the ~450 values per feature has its
+    own bin in both. Histograms beyond the kernel's budget get the error that says what
+    they need, as on uint8 bins."""
+    from jaxboost.engine import grow
+
+    X, y = _data(4)
+    _lossguide_like_xgboost(X, y, xgb.DMatrix(X, label=y, missing=np.nan), 8)
+    monkeypatch.setattr(grow, "HIST_MEMORY", 1 << 20)
+    with pytest.raises(ValueError, match=r"max_leaves=200 and max_depth=10 .* MiB"):
+        kw = dict(max_leaves=200, max_depth=10, max_bin=1024, verbose=False)
+        jaxboost.train("squared", X, y, grow_policy="lossguide", **kw)
 
 
 def test_lossguide_with_categories_on_1024_bins_equals_xgboost_hist():
@@ -142,28 +159,9 @@ def test_lossguide_with_categories_on_1024_bins_equals_xgboost_hist():
     y = y.astype(np.float32)
     types = ["q", "c", "q", "q"]
     d = xgb.DMatrix(X, label=y, feature_types=types, enable_categorical=True)
-    params = dict(tree_method="hist", grow_policy="lossguide", max_leaves=9, max_depth=6)
-    params.update(eta=0.3, max_bin=1024, base_score=0.0, nthread=1, max_cat_to_onehot=1)
-    ref = xgb.train(params, d, 6)
-    bst = jaxboost.train(
-        "squared",
-        X,
-        y,
-        n_rounds=6,
-        learning_rate=0.3,
-        max_depth=6,
-        max_bin=1024,
-        grow_policy="lossguide",
-        max_leaves=9,
-        categorical_features=[1],
-        max_cat_to_onehot=1,
-        base_margin=0.0,
-        verbose=False,
-    )
-    assert bst.bin_edges.n_bins > 256 and np.asarray(bst.ensemble.cat_bits).any()
-    np.testing.assert_allclose(
-        bst.predict(X, output_margin=True), ref.predict(d, output_margin=True), atol=1e-5, rtol=0
-    )
+    ours = {"categorical_features": [1]}
+    bst = _lossguide_like_xgboost(X, y, d, 9, ours=ours, max_cat_to_onehot=1)
+    assert np.asarray(bst.ensemble.cat_bits).any()
 
 
 def test_wide_bins_refusals_name_the_limit():
