@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._types import BIN_DTYPE, bin_dtype
+from .._types import bin_dtype
 from ..inputs.sparse import is_sparse
 from . import binning
 from .binning import BinEdges, EdgeBuilder
@@ -125,10 +125,12 @@ def csc_bins(X, edges: BinEdges):
     """The bins of a canonical float32 CSC ``X``'s stored, non-missing values, by column,
     for the native sparse tree kernel (``jaxboost.native.grow_tree_sparse``): ``(colptr
     (F + 1,) int32, rows (nnz,) int32, ebin (nnz,) uint8)``, rows ascending within each
-    column. The bins are ``apply_bins_sparse``'s (numeric features only); stored NaN
-    entries are left out, as absent ones are (both are missing values).
+    column; ebin is uint16 when ``edges.n_bins`` is above 256. The bins are
+    ``apply_bins_sparse``'s (numeric features only); stored NaN entries are left out, as
+    absent ones are (both are missing values).
 
-    Memory: 5 bytes per stored entry, whatever the number of columns.
+    Memory: 5 bytes per stored entry (6 with uint16 bins), whatever the number of
+    columns.
 
     >>> import numpy as np, scipy.sparse as sp
     >>> X = sp.csc_matrix(np.array([[1.0, 0.0], [0.0, 2.0], [4.0, 3.0]], np.float32))
@@ -140,7 +142,7 @@ def csc_bins(X, edges: BinEdges):
     if X.nnz >= 2**31 - 1:
         raise ValueError(f"at most 2**31 - 2 stored entries, got {X.nnz}")
     keep = ~np.isnan(X.data)
-    ebin = np.empty(X.nnz, BIN_DTYPE)
+    ebin = np.empty(X.nnz, bin_dtype(edges.n_bins))
     for f in range(F):
         lo, hi = X.indptr[f], X.indptr[f + 1]
         if lo < hi:

@@ -78,7 +78,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._types import BIN_DTYPE, NATIVE_WIDE_BIN_LIMIT, WIDE_BIN_DTYPE
+from .._types import BIN_DTYPE, NARROW_BIN_LIMIT, NATIVE_WIDE_BIN_LIMIT, WIDE_BIN_DTYPE
 from ..errors import NativeKernelWarning
 from . import _build
 from .compile_cache import cache_root
@@ -1460,9 +1460,10 @@ def grow_tree_sparse(
 
     Args:
       sparse_bins: ``(colptr, rows, ebin)``: ``(F + 1,)`` int32 column pointers,
-        ``(nnz,)`` int32 rows (ascending within a column) and ``(nnz,)`` uint8 bins
-        ``< n_bins - 1`` (missing values are left out). Checked by the kernel (an error,
-        not a crash).
+        ``(nnz,)`` int32 rows (ascending within a column) and ``(nnz,)`` bins
+        ``< n_bins - 1`` (missing values are left out): uint8, or uint16 when
+        ``n_bins`` is above 256 (up to 4,096). Checked by the kernel (an error, not a
+        crash).
       g, h: ``(N,)`` (``N`` rows); hyper, root, forward_ok ``(F,)``, colsample,
         max_depth, n_bins: as :func:`grow_tree`.
 
@@ -1479,7 +1480,7 @@ def grow_tree_sparse(
       ...         np.array([0.0, 1.0]), np.zeros(1, bool), None, 1, 5)
       ...     assert int(s["tbin"][0]) == 3 and leaf.tolist() == [1, 1, 1, 2]
     """
-    max_depth, n_bins = _tree_args(max_depth, n_bins)
+    max_depth, n_bins = _tree_args(max_depth, n_bins, NATIVE_WIDE_BIN_LIMIT)
     with jax.enable_x64(True):
         colptr, rows, ebin = (jnp.asarray(a) for a in sparse_bins)
         g, h = _rows_dtype(g, h)
@@ -1493,7 +1494,7 @@ def grow_tree_sparse(
         )(
             colptr.astype(jnp.int32),
             rows.astype(jnp.int32),
-            ebin.astype(jnp.uint8),
+            ebin.astype(jnp.uint16 if n_bins > NARROW_BIN_LIMIT else jnp.uint8),
             g,
             h,
             jnp.asarray(hyper, jnp.float32),

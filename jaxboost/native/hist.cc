@@ -2852,7 +2852,8 @@ ffi::Error GrowTreesCatImpl(
 //
 // Inputs:  colptr (F + 1,) int32, feature f's entries at [colptr[f], colptr[f + 1]);
 //          rows (nnz,) int32, their rows, ascending within each column; ebin (nnz,)
-//          uint8, their bins (< n_bins - 1: stored missing values are left out);
+//          uint8 (n_bins <= 256) or uint16 (up to kWideBins), their bins (< n_bins - 1:
+//          stored missing values are left out);
 //          g, h (N,), hyper, root, forward_ok (F,), level_sets, node_key, node_ratio as
 //          JaxboostGrowTree's. Outputs and attributes: JaxboostGrowTree's.
 //
@@ -2867,8 +2868,8 @@ ffi::Error GrowTreesCatImpl(
 // are its empty bins, which the dense scan skips: the same splits (the float64 sums of
 // missing values associate differently).
 
-template <typename T>
-ffi::Error GrowTreeSparse(const int32_t* colptr, const int32_t* erow, const uint8_t* ebin,
+template <typename Bn, typename T>
+ffi::Error GrowTreeSparse(const int32_t* colptr, const int32_t* erow, const Bn* ebin,
                           const T* g, const T* h, const TreeIn& in, const TreeOut& o) {
   const int64_t N = in.N, F = in.F, B = in.B, D = in.G;  // levels grown (<= in.D)
   const bool* const forward_ok = in.forward_ok;
@@ -2898,8 +2899,9 @@ ffi::Error GrowTreeSparse(const int32_t* colptr, const int32_t* erow, const uint
   std::vector<double> cGL(W), cHL(W), cGP(W), cHP(W);  // best split's stored sums
   std::vector<uint8_t> node_mask, lg_keep;
   std::vector<std::pair<float, int32_t>> order;
-  ScanStore<256> sstore;  // uint8 bins
-  ScanBuf sbuf = sstore.view();
+  ScanStore<256> sstore;
+  std::unique_ptr<ScanStore<kWideBins>> wide_store;  // uint16 bins
+  ScanBuf sbuf = ScanBufFor(B, &sstore, &wide_store);
   for (int64_t d = 0; d < D; ++d) {
     const int64_t n = int64_t{1} << d;
     const int64_t nl = static_cast<int64_t>(live.size());
@@ -3031,7 +3033,7 @@ ffi::Error GrowTreeSparse(const int32_t* colptr, const int32_t* erow, const uint
 }
 
 ffi::Error GrowTreeSparseImpl(ffi::Buffer<ffi::S32> colptr, ffi::Buffer<ffi::S32> erow,
-                              ffi::Buffer<ffi::U8> ebin, ffi::AnyBuffer g, ffi::AnyBuffer h,
+                              ffi::AnyBuffer ebin, ffi::AnyBuffer g, ffi::AnyBuffer h,
                               ffi::Buffer<ffi::F32> hyper, ffi::Buffer<ffi::F64> root,
                               ffi::Buffer<ffi::PRED> forward_ok,
                               ffi::Buffer<ffi::PRED> level_sets, ffi::Buffer<ffi::U32> node_key,
@@ -3048,8 +3050,12 @@ ffi::Error GrowTreeSparseImpl(ffi::Buffer<ffi::S32> colptr, ffi::Buffer<ffi::S32
   const int64_t N = static_cast<int64_t>(g.element_count());
   const int64_t B = n_bins;
   if (F < 0) return ffi::Error::InvalidArgument("jaxboost_grow_tree_sparse: colptr must be (F + 1,)");
-  if (B < 2 || B > 256)  // uint8 bins
-    return ffi::Error::InvalidArgument("jaxboost_grow_tree_sparse: n_bins in [2, 256]");
+  const bool wide = ebin.element_type() == ffi::DataType::U16;
+  if (!wide && ebin.element_type() != ffi::DataType::U8)
+    return ffi::Error::InvalidArgument("jaxboost_grow_tree_sparse: ebin must be uint8 or uint16");
+  if (B < 2 || B > (wide ? kWideBins : 256))
+    return ffi::Error::InvalidArgument(
+        "jaxboost_grow_tree_sparse: n_bins in [2, 256] (uint8 ebin) or [2, 4096] (uint16)");
   const TreeIn base{N, F, B, max_depth, nullptr, nullptr, nullptr, nullptr, nullptr, 1.0f,
                     max_leaves};
   std::vector<TreeIn> ins;
@@ -3066,22 +3072,25 @@ ffi::Error GrowTreeSparseImpl(ffi::Buffer<ffi::S32> colptr, ffi::Buffer<ffi::S32
   // write outside its buffers.
   const int32_t* cp = colptr.typed_data();
   const int32_t* er = erow.typed_data();
-  const uint8_t* eb = ebin.typed_data();
   if (cp[0] != 0 || cp[F] != nnz)
     return ffi::Error::InvalidArgument("jaxboost_grow_tree_sparse: colptr must run from 0 to nnz");
   for (int64_t f = 0; f < F; ++f)
     if (cp[f + 1] < cp[f])
       return ffi::Error::InvalidArgument("jaxboost_grow_tree_sparse: colptr must not decrease");
-  for (int64_t e = 0; e < nnz; ++e) {
+  for (int64_t e = 0; e < nnz; ++e)
     if (er[e] < 0 || er[e] >= N)
       return ffi::Error::InvalidArgument("jaxboost_grow_tree_sparse: row index out of range");
-    if (eb[e] >= B - 1)
-      return ffi::Error::InvalidArgument(
-          "jaxboost_grow_tree_sparse: stored bins must be < n_bins - 1 (missing: leave out)");
-  }
-  return WithRows("jaxboost_grow_tree_sparse", g, h, [&](auto* gp, auto* hp) {
-    return GrowTreeSparse(cp, er, eb, gp, hp, in, o);
-  });
+  auto run = [&](const auto* eb) -> ffi::Error {
+    for (int64_t e = 0; e < nnz; ++e)
+      if (eb[e] >= B - 1)
+        return ffi::Error::InvalidArgument(
+            "jaxboost_grow_tree_sparse: stored bins must be < n_bins - 1 (missing: leave out)");
+    return WithRows("jaxboost_grow_tree_sparse", g, h, [&](auto* gp, auto* hp) {
+      return GrowTreeSparse(cp, er, eb, gp, hp, in, o);
+    });
+  };
+  if (wide) return run(reinterpret_cast<const uint16_t*>(ebin.untyped_data()));
+  return run(reinterpret_cast<const uint8_t*>(ebin.untyped_data()));
 }
 
 }  // namespace
@@ -3182,7 +3191,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostGrowTreeSparse, GrowTreeSparseImpl,
                               ffi::Ffi::Bind()
                                   .Arg<ffi::Buffer<ffi::S32>>()   // colptr (F + 1,)
                                   .Arg<ffi::Buffer<ffi::S32>>()   // rows (nnz,)
-                                  .Arg<ffi::Buffer<ffi::U8>>()    // ebin (nnz,)
+                                  .Arg<ffi::AnyBuffer>()          // ebin (nnz,) uint8 / uint16
                                   .Arg<ffi::AnyBuffer>()          // g (N,)
                                   .Arg<ffi::AnyBuffer>()          // h (N,)
                                   .Arg<ffi::Buffer<ffi::F32>>()   // hyper (6,)

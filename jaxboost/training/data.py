@@ -17,7 +17,7 @@ import numpy as np
 
 from objectives import MultiTarget, Objective
 
-from .._types import NARROW_BIN_LIMIT, NATIVE_WIDE_BIN_LIMIT, bin_dtype
+from .._types import NATIVE_WIDE_BIN_LIMIT, bin_dtype
 from ..engine.autodiff import fit_base_margin, loss_name
 from ..engine.categorical import cat_info
 from ..engine.exact import check_rows
@@ -318,7 +318,7 @@ def prepare(s, Xf, yf, wf, sparse_ok: bool = True) -> Prepared:
             f"feature (max_bin={s.params.max_bin}) at most "
             f"{max_features_for_bins(edges.n_bins)} fit; use max_bin <= 256"
         )
-    if sparse_ok and sparse_rows(s, Xf, native and edges.n_bins <= NARROW_BIN_LIMIT, layout):
+    if sparse_ok and sparse_rows(s, Xf, native, layout):
         y, w, valid, cuts_ext, forward_ok = rows_without_bins(Xf, yf, wf, edges, layout.block)
         bins = tuple(jax.device_put(a) for a in csc_bins(Xf, edges))
     else:
