@@ -7,6 +7,8 @@ warm (the median of ``--repeats`` after one fit that compiles) and in this proce
   Hessian (its default, ``multi_hessian="full"``) and with its diagonal (XGBoost's
   rule), and one tree per class; XGBoost ``hist`` ``multi:softprob`` with
   ``multi_strategy="multi_output_tree"`` and with one tree per class.
+* 4 classes, 100,000 x 10 uniform features (the class from a noisy sum of two), the
+  same fits: a K small enough that the full Hessian's solves are cheap.
 * ``make_regression`` with 3 targets (20,000 x 20 and 200,000 x 10), depth 6: the
   built-in ``squared`` on the 2-D targets (``objectives.multi_target``) with one tree
   per target and with vector leaves, a squared error summed over the targets written
@@ -22,6 +24,7 @@ asserted.
     python benchmarks/multi_output.py                     # 30 rounds
     python benchmarks/multi_output.py --rounds 100 --out results.json
     python benchmarks/multi_output.py --workloads regression
+    python benchmarks/multi_output.py --workloads digits,classes4,regression
 """
 
 from __future__ import annotations
@@ -55,12 +58,26 @@ def rmse(pred, Y):
 
 
 def digits_rows(args):
-    import xgboost as xgb
     from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    return classification_rows(args, "digits", X, y)
+
+
+def classes4_rows(args):
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(100_000, 10))
+    y = np.digitize(X[:, 0] + 0.5 * X[:, 1] + 0.2 * rng.normal(size=len(X)), [0.5, 0.9, 1.2])
+    return classification_rows(args, "4 classes", X, y)
+
+
+def classification_rows(args, workload, X, y):
+    """Softmax fits of one data set: jaxboost's vector leaves (full and diagonal
+    Hessian) and trees per class, XGBoost's two strategies."""
+    import xgboost as xgb
 
     import jaxboost
 
-    X, y = load_digits(return_X_y=True)
     Xtr, ytr, Xte, yte = split(X.astype(np.float32), y.astype(np.float32))
     kw = dict(n_rounds=args.rounds, max_depth=6, learning_rate=0.3, max_bin=256, verbose=False)
     kw["n_jobs"] = args.threads
@@ -78,7 +95,7 @@ def digits_rows(args):
         )
         rows.append(
             dict(
-                workload="digits",
+                workload=workload,
                 fit=label,
                 seconds=secs,
                 mlogloss=mlogloss(model.predict(Xte), yte),
@@ -86,7 +103,7 @@ def digits_rows(args):
         )
     params = dict(
         objective="multi:softprob",
-        num_class=10,
+        num_class=int(y.max()) + 1,
         tree_method="hist",
         max_depth=6,
         eta=0.3,
@@ -104,7 +121,7 @@ def digits_rows(args):
 
         secs, booster = timed(fit, args.repeats)
         p = booster.predict(xgb.DMatrix(Xte))
-        rows.append(dict(workload="digits", fit=label, seconds=secs, mlogloss=mlogloss(p, yte)))
+        rows.append(dict(workload=workload, fit=label, seconds=secs, mlogloss=mlogloss(p, yte)))
     return rows
 
 
@@ -210,12 +227,19 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", default=None, help="JSON path (default benchmarks/results/)")
-    ap.add_argument("--workloads", default="digits,regression", help="digits, regression")
+    ap.add_argument(
+        "--workloads", default="digits,classes4,regression", help="digits, classes4, regression"
+    )
     args = ap.parse_args(argv)
     chosen = args.workloads.split(",")
-    rows = (digits_rows(args) if "digits" in chosen else []) + (
-        regression_rows(args) if "regression" in chosen else []
-    )
+    rows = []
+    for name, rows_of in (
+        ("digits", digits_rows),
+        ("classes4", classes4_rows),
+        ("regression", regression_rows),
+    ):
+        if name in chosen:
+            rows += rows_of(args)
     print(table(rows))
     write_results("multi-output", args, rows, cores=len(os.sched_getaffinity(0)))
 

@@ -3666,6 +3666,133 @@ inline void VectorScore(const double* Sc, int K_, bool diagonal, const VecHyper&
   *score = -(2.0 * tw + wAw);
 }
 
+// VectorScore of kLanes candidates at once, for a full K x K Hessian with K = KT known
+// at compile time (1..12): lane l's channel sums at sums[l]. Each lane runs
+// VectorScore's operations in VectorScore's order (the lanes are independent, so the
+// loops over them vectorise and their dependency chains overlap), so a lane's score and
+// cover equal VectorScore's bit for bit. A lane whose Cholesky pivot fails carries on
+// with values it does not use (its square roots taken of 1, not of the failed pivot).
+constexpr int kLanes = 4;
+
+template <int KT>
+inline void CholeskyLanes(const double (*A)[kLanes], double (*L)[kLanes], bool* ok) {
+  constexpr int K = KT;
+  for (int l = 0; l < kLanes; ++l) ok[l] = true;
+  for (int j = 0; j < K; ++j) {
+    double d[kLanes], ljj[kLanes];
+    for (int l = 0; l < kLanes; ++l) d[l] = A[j * K + j][l];
+    for (int k = 0; k < j; ++k)
+      for (int l = 0; l < kLanes; ++l) d[l] -= L[j * K + k][l] * L[j * K + k][l];
+    for (int l = 0; l < kLanes; ++l) {
+      const bool pos = d[l] > 0;
+      ok[l] = ok[l] && pos;
+      ljj[l] = std::sqrt(pos ? d[l] : 1.0);
+      L[j * K + j][l] = ljj[l];
+    }
+    for (int i = j + 1; i < K; ++i) {
+      double sum[kLanes];
+      for (int l = 0; l < kLanes; ++l) sum[l] = A[i * K + j][l];
+      for (int k = 0; k < j; ++k)
+        for (int l = 0; l < kLanes; ++l) sum[l] -= L[i * K + k][l] * L[j * K + k][l];
+      for (int l = 0; l < kLanes; ++l) L[i * K + j][l] = sum[l] / ljj[l];
+    }
+  }
+}
+
+template <int KT>
+void VectorScoreLanes(const double* const* sums, const VecHyper& hp, double* score,
+                      double* cover) {
+  constexpr int K = KT;
+  constexpr int W = kLanes;
+  double t[K][W], w[K][W], y[K][W];
+  double H[K * K][W], A[K * K][W], L[K * K][W];
+  for (int k = 0; k < K; ++k)
+    for (int l = 0; l < W; ++l) t[k][l] = ThresholdL1(sums[l][k], hp.alpha);
+  for (int i = 0, c = 0; i < K; ++i)
+    for (int j = i; j < K; ++j, ++c)
+      for (int l = 0; l < W; ++l) H[i * K + j][l] = H[j * K + i][l] = sums[l][K + c];
+  double tr[W], tr_abs[W], cov[W], flo[W], low[W];
+  for (int l = 0; l < W; ++l) {
+    tr[l] = 0.0;
+    tr_abs[l] = 0.0;
+  }
+  for (int i = 0; i < K; ++i)
+    for (int l = 0; l < W; ++l) {
+      tr[l] += H[i * K + i][l] + hp.lam;
+      tr_abs[l] += std::fabs(H[i * K + i][l]);
+    }
+  for (int l = 0; l < W; ++l) {
+    cov[l] = tr[l] - K * hp.lam;
+    flo[l] = tr_abs[l] / (K * kMaxCondition);
+    low[l] = std::numeric_limits<double>::infinity();
+  }
+  for (int i = 0; i < K; ++i) {
+    double radius[W] = {};
+    for (int j = 0; j < K; ++j)
+      for (int l = 0; l < W; ++l) radius[l] += std::fabs(H[i * K + j][l]);
+    for (int l = 0; l < W; ++l)
+      low[l] = std::min(low[l], H[i * K + i][l] - (radius[l] - std::fabs(H[i * K + i][l])));
+  }
+  bool need[W], damped[W] = {}, ok[W];
+  bool any_need = false;
+  for (int l = 0; l < W; ++l) {
+    need[l] = !(low[l] - flo[l] > 1e-9 * tr_abs[l]);
+    any_need = any_need || need[l];
+  }
+  if (any_need) {
+    for (int i = 0; i < K * K; ++i)
+      for (int l = 0; l < W; ++l) A[i][l] = H[i][l];
+    for (int i = 0; i < K; ++i)
+      for (int l = 0; l < W; ++l) A[i * K + i][l] -= flo[l];
+    CholeskyLanes<K>(A, L, ok);
+    for (int l = 0; l < W; ++l) damped[l] = need[l] && !ok[l];
+  }
+  for (int i = 0; i < K * K; ++i)
+    for (int l = 0; l < W; ++l) A[i][l] = H[i][l];
+  for (int i = 0; i < K; ++i)
+    for (int l = 0; l < W; ++l) {
+      const double mu = damped[l] ? flo[l] + std::max(0.0, -low[l]) : 0.0;
+      A[i * K + i][l] = (H[i * K + i][l] + hp.lam) + mu;
+    }
+  CholeskyLanes<K>(A, L, ok);
+  for (int j = 0; j < K; ++j) {
+    double sum[W];
+    for (int l = 0; l < W; ++l) sum[l] = t[j][l];
+    for (int k = 0; k < j; ++k)
+      for (int l = 0; l < W; ++l) sum[l] -= L[j * K + k][l] * y[k][l];
+    for (int l = 0; l < W; ++l) y[j][l] = sum[l] / L[j * K + j][l];
+  }
+  for (int j = K - 1; j >= 0; --j) {
+    double sum[W];
+    for (int l = 0; l < W; ++l) sum[l] = y[j][l];
+    for (int k = j + 1; k < K; ++k)
+      for (int l = 0; l < W; ++l) sum[l] -= L[k * K + j][l] * (-w[k][l]);
+    for (int l = 0; l < W; ++l) w[j][l] = -(sum[l] / L[j * K + j][l]);
+  }
+  bool finite[W];
+  for (int l = 0; l < W; ++l) finite[l] = ok[l];
+  for (int k = 0; k < K; ++k)
+    for (int l = 0; l < W; ++l) {
+      if (!finite[l]) continue;
+      if (hp.mds > 0) w[k][l] = std::clamp(w[k][l], -hp.mds, hp.mds);
+      finite[l] = std::isfinite(w[k][l]);
+    }
+  double tw[W] = {}, wAw[W] = {};
+  for (int k = 0; k < K; ++k)
+    for (int l = 0; l < W; ++l) tw[l] += t[k][l] * w[k][l];
+  for (int i = 0; i < K; ++i) {
+    double aw[W] = {};
+    for (int j = 0; j < K; ++j)
+      for (int l = 0; l < W; ++l) aw[l] += A[i * K + j][l] * w[j][l];
+    for (int l = 0; l < W; ++l) wAw[l] += w[i][l] * aw[l];
+  }
+  for (int l = 0; l < W; ++l) {
+    cover[l] = cov[l];
+    const bool used = finite[l] && cov[l] > 0 && cov[l] / K >= hp.mcw;
+    score[l] = used ? -(2.0 * tw[l] + wAw[l]) : 0.0;
+  }
+}
+
 inline bool IsEmptyBin(const double* b, int64_t C) {
   for (int64_t c = 0; c < C; ++c)
     if (b[c] != 0.0) return false;
@@ -3710,72 +3837,120 @@ ffi::Error VectorSplitsImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::F64> S
     double cover;
     VectorScore<0>(sp + i * C, K, diagonal, hp, &parent[i], &cover);
   }
-  using ScoreFn = void (*)(const double*, int, bool, const VecHyper&, double*, double*);
-  static constexpr ScoreFn kScores[] = {
-      VectorScore<0>,  VectorScore<1>,  VectorScore<2>,  VectorScore<3>,  VectorScore<4>,
-      VectorScore<5>,  VectorScore<6>,  VectorScore<7>,  VectorScore<8>,  VectorScore<9>,
-      VectorScore<10>, VectorScore<11>, VectorScore<12>};
-  const ScoreFn score_fn = K <= 12 ? kScores[K] : kScores[0];  // K unrolled up to 12
-  auto score = [&](const double* sums, double* sc, double* cv) {
-    score_fn(sums, K, diagonal, hp, sc, cv);
-  };
   // Each (node, feature) pair's first best candidate, on any thread; then per node the
   // first best over features in order: the same pick for every thread count.
   std::vector<float> pair_gain(n * F, neg_inf);
   std::vector<int64_t> pair_idx(n * F, 0);
-  auto search = [&](int64_t item, int64_t) {
-    const int64_t i = item / F, f = item % F;
-    if (!msk[i * F + f]) return;  // every candidate -inf
-    const double* P = sp + i * C;
-    const double* hist = s + (f * n + i) * B * C;
-    const int64_t base = f * per_feature;
-    double L[kMaxK + kMaxK * (kMaxK + 1) / 2], R[kMaxK + kMaxK * (kMaxK + 1) / 2];
-    float best = neg_inf;
-    int64_t best_idx = base;
-    auto consider = [&](int64_t idx) {
-      double sl, cl, sr, cr;
-      score(L, &sl, &cl);
-      score(R, &sr, &cr);
-      float g = static_cast<float>(sl + sr - parent[i]);
-      const bool valid = cl / K >= hp.mcw && cr / K >= hp.mcw && cl > 0 && cr > 0;
-      if (!valid || std::isnan(g)) g = neg_inf;
-      if (g > best) {
-        best = g;
-        best_idx = idx;
+  // The search with K known at compile time up to 12 (kt: its std::integral_constant;
+  // 0: K read at run time); with a full Hessian, candidates are scored kLanes at a time
+  // (VectorScoreLanes), and taken in their order as one by one.
+  auto search_all = [&](auto kt) {
+    constexpr int KT = decltype(kt)::value;
+    constexpr int kCap = KT > 0 ? KT + KT * (KT + 1) / 2 : kMaxK + kMaxK * (kMaxK + 1) / 2;
+    const bool by_lanes = !diagonal;  // with KT > 0
+    auto search = [&](int64_t item, int64_t) {
+      const int64_t i = item / F, f = item % F;
+      if (!msk[i * F + f]) return;  // every candidate -inf
+      const double* P = sp + i * C;
+      const double* hist = s + (f * n + i) * B * C;
+      const int64_t base = f * per_feature;
+      double L[kCap], R[kCap];
+      float best = neg_inf;
+      int64_t best_idx = base;
+      auto take = [&](double sl, double cl, double sr, double cr, int64_t idx) {
+        float g = static_cast<float>(sl + sr - parent[i]);
+        const bool valid = cl / K >= hp.mcw && cr / K >= hp.mcw && cl > 0 && cr > 0;
+        if (!valid || std::isnan(g)) g = neg_inf;
+        if (g > best) {
+          best = g;
+          best_idx = idx;
+        }
+      };
+      constexpr int kLaneCap = KT > 0 ? kCap : 1;  // no lanes for K read at run time
+      double lane_l[kLanes][kLaneCap], lane_r[kLanes][kLaneCap];
+      int64_t lane_idx[kLanes];
+      int queued = 0;
+      auto flush = [&]() {
+        if (queued == 0) return;
+        const double* ls[kLanes];
+        const double* rs[kLanes];
+        for (int l = 0; l < kLanes; ++l) {  // idle lanes score the last candidate again
+          ls[l] = lane_l[std::min(l, queued - 1)];
+          rs[l] = lane_r[std::min(l, queued - 1)];
+        }
+        double sl[kLanes], cl[kLanes], sr[kLanes], cr[kLanes];
+        if constexpr (KT > 0) {
+          VectorScoreLanes<KT>(ls, hp, sl, cl);
+          VectorScoreLanes<KT>(rs, hp, sr, cr);
+        }
+        for (int l = 0; l < queued; ++l) take(sl[l], cl[l], sr[l], cr[l], lane_idx[l]);
+        queued = 0;
+      };
+      auto consider = [&](int64_t idx) {
+        if constexpr (KT > 0) {
+          if (by_lanes) {
+            std::copy(L, L + C, lane_l[queued]);
+            std::copy(R, R + C, lane_r[queued]);
+            lane_idx[queued] = idx;
+            if (++queued == kLanes) flush();
+            return;
+          }
+        }
+        double sl, cl, sr, cr;
+        VectorScore<KT>(L, K, diagonal, hp, &sl, &cl);
+        VectorScore<KT>(R, K, diagonal, hp, &sr, &cr);
+        take(sl, cl, sr, cr, idx);
+      };
+      // A bin without rows (every channel 0) leaves the sums, hence the gain, as they
+      // were at the candidate before it, which cannot then be beaten strictly: skipped
+      // (a pass's first candidate, with one side empty, has cover 0 and is invalid).
+      if (any_forward && fok[f]) {  // pass A: bins < t go left, missing right
+        std::fill(L, L + C, 0.0);
+        for (int64_t j = 0; j < V; ++j) {
+          const double* b = hist + j * C;
+          if (IsEmptyBin(b, C)) continue;
+          for (int64_t c = 0; c < C; ++c) {
+            L[c] += b[c];
+            R[c] = P[c] - L[c];
+          }
+          consider(base + j);
+        }
+        flush();
       }
-    };
-    // A bin without rows (every channel 0) leaves the sums, hence the gain, as they
-    // were at the candidate before it, which cannot then be beaten strictly: skipped
-    // (a pass's first candidate, with one side empty, has cover 0 and is invalid).
-    if (any_forward && fok[f]) {  // pass A: bins < t go left, missing right
-      std::fill(L, L + C, 0.0);
+      // pass B: index j is threshold V - 1 - j; bins >= it go right, missing left
+      std::fill(R, R + C, 0.0);
       for (int64_t j = 0; j < V; ++j) {
-        const double* b = hist + j * C;
+        const double* b = hist + (V - 1 - j) * C;
         if (IsEmptyBin(b, C)) continue;
         for (int64_t c = 0; c < C; ++c) {
-          L[c] += b[c];
-          R[c] = P[c] - L[c];
+          R[c] += b[c];
+          L[c] = P[c] - R[c];
         }
-        consider(base + j);
+        consider(base + (any_forward ? V : 0) + j);
       }
-    }
-    // pass B: index j is threshold V - 1 - j; bins >= it go right, missing left
-    std::fill(R, R + C, 0.0);
-    for (int64_t j = 0; j < V; ++j) {
-      const double* b = hist + (V - 1 - j) * C;
-      if (IsEmptyBin(b, C)) continue;
-      for (int64_t c = 0; c < C; ++c) {
-        R[c] += b[c];
-        L[c] = P[c] - R[c];
-      }
-      consider(base + (any_forward ? V : 0) + j);
-    }
-    pair_gain[item] = best;
-    pair_idx[item] = best_idx;
+      flush();
+      pair_gain[item] = best;
+      pair_idx[item] = best_idx;
+    };
+    // XLA's intra-op pool when the runtime has one, else std::threads
+    ffi::ThreadPool* pool = thread_pool.num_threads() > 0 ? &thread_pool : nullptr;
+    ParallelFor(pool, n_threads, n * F, search);
   };
-  // XLA's intra-op pool when the runtime has one, else std::threads
-  ffi::ThreadPool* pool = thread_pool.num_threads() > 0 ? &thread_pool : nullptr;
-  ParallelFor(pool, n_threads, n * F, search);
+  switch (K) {  // K unrolled up to 12
+    case 1: search_all(std::integral_constant<int, 1>{}); break;
+    case 2: search_all(std::integral_constant<int, 2>{}); break;
+    case 3: search_all(std::integral_constant<int, 3>{}); break;
+    case 4: search_all(std::integral_constant<int, 4>{}); break;
+    case 5: search_all(std::integral_constant<int, 5>{}); break;
+    case 6: search_all(std::integral_constant<int, 6>{}); break;
+    case 7: search_all(std::integral_constant<int, 7>{}); break;
+    case 8: search_all(std::integral_constant<int, 8>{}); break;
+    case 9: search_all(std::integral_constant<int, 9>{}); break;
+    case 10: search_all(std::integral_constant<int, 10>{}); break;
+    case 11: search_all(std::integral_constant<int, 11>{}); break;
+    case 12: search_all(std::integral_constant<int, 12>{}); break;
+    default: search_all(std::integral_constant<int, 0>{}); break;
+  }
   for (int64_t i = 0; i < n; ++i) {
     float best = neg_inf;
     int64_t best_idx = 0;
