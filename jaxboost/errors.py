@@ -127,9 +127,10 @@ class HessianWarning(UserWarning):
 class DataWarning(UserWarning):
     """Training data that trains, but probably not as meant: features whose distinct
     float64 values float32 cannot tell apart (jaxboost bins in float32, as XGBoost
-    does), or sample weights so small that the weighted Hessians fall below
-    ``min_child_weight`` and float32's normal range. The message names the column or
-    the weights, shows the values and says what to do."""
+    does), sample weights so small that the weighted Hessians fall below
+    ``min_child_weight`` and float32's normal range, or a sparse ``X`` that settings
+    such as constraints make train on dense bins of a GiB or more. The message names
+    the column, the weights or the setting, shows the values and says what to do."""
 
 
 class MetricWarning(UserWarning):

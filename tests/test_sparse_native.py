@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import jax
 import numpy as np
@@ -20,6 +21,7 @@ import scipy.sparse as sp
 
 import jaxboost
 from jaxboost import native
+from jaxboost.errors import DataWarning
 from jaxboost.training import data as training_data
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="native kernel unavailable")
@@ -160,3 +162,24 @@ def test_a_million_columns_with_5000_entries_train_in_under_200_mb():
     r = json.loads(out.stdout.strip().splitlines()[-1])
     assert r["splits"] > 0
     assert r["added_mib"] < 200, r
+
+
+def test_sparse_input_trained_densely_warns_before_a_gib_of_bins():
+    """Constraints (and categorical features, a mesh, vector leaves, train_many) keep
+    the sparse kernel out: a sparse X is then binned densely, N x F bytes. From a GiB on
+    a DataWarning names the setting before anything that size is allocated (turned into
+    an error here, so the 1.1 GiB never is); without the setting the same matrix stays
+    sparse, without the warning."""
+    rng = np.random.default_rng(0)
+    n, f = 20_000, 60_000  # 1.2e9 dense uint8 bins
+    X = sp.csr_matrix(
+        (np.ones(3 * n, np.float32), (rng.integers(0, n, 3 * n), rng.integers(0, f, 3 * n))),
+        shape=(n, f),
+    )
+    y = (rng.random(n) < 0.5).astype(np.float32)
+    kw = dict(n_rounds=1, max_depth=2, verbose=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)
+        with pytest.raises(DataWarning, match=r"interaction constraints.*1\.1 GiB"):
+            jaxboost.train("logistic", X, y, interaction_constraints=[[0, 1]], **kw)
+        jaxboost.train("logistic", X, y, **kw)  # kept sparse: no warning

@@ -238,6 +238,57 @@ def sparse_rows(s, Xf, native: bool, layout) -> bool:
     )
 
 
+#: Dense bins of a sparse ``X`` from this many bytes on get a ``DataWarning``.
+DENSE_SPARSE_WARN_BYTES = 1 << 30
+
+
+def dense_reason(s, native: bool, layout, sparse_ok: bool) -> str:
+    """Why a sparse ``X`` trains on dense bins (``sparse_rows`` said no), in words: the
+    first of the native sparse kernel's conditions that fails."""
+    from .. import native as native_kernel
+
+    for failed, why in (
+        (not sparse_ok, "train_many, whose configurations share dense bins,"),
+        (
+            not native,
+            "the native CPU kernel off (not a CPU backend, JAXBOOST_NATIVE=0, or more "
+            "than 4,096 bins a feature)",
+        ),
+        (not native_kernel.tree_enabled(), "the native whole-tree kernel off"),
+        (layout.mesh is not None, "a mesh of devices"),
+        (layout.multi, "several processes"),
+        (bool(s.categorical), "categorical features"),
+        (s.constraints is not None, "monotone or interaction constraints"),
+        (s.multi_output_tree and s.n_outputs > 1, "vector leaves (multi_output_tree)"),
+    ):
+        if failed:
+            return why
+    return "these settings"
+
+
+def warn_dense_sparse(s, Xf, native: bool, layout, sparse_ok: bool, n_bins: int) -> None:
+    """A ``DataWarning`` before a sparse ``Xf`` is binned densely into
+    ``DENSE_SPARSE_WARN_BYTES`` or more (nothing for dense ``Xf``)."""
+    from ..errors import DataWarning, user_stacklevel
+    from ..inputs.sparse import is_sparse
+
+    if not is_sparse(Xf):
+        return
+    n, f = Xf.shape
+    nbytes = n * f * np.dtype(bin_dtype(n_bins)).itemsize
+    if nbytes < DENSE_SPARSE_WARN_BYTES:
+        return
+    warnings.warn(
+        f"X is a sparse matrix ({n:,} x {f:,}, {Xf.nnz:,} stored entries), but with "
+        f"{dense_reason(s, native, layout, sparse_ok)} it trains on dense bins: "
+        f"{nbytes / 2**30:.1f} GiB of them. Sparse input keeps to its stored entries on "
+        "one CPU device with numeric features, no constraints and one output per tree; "
+        "drop what keeps it dense, or select columns, if memory runs short",
+        DataWarning,
+        stacklevel=user_stacklevel(),
+    )
+
+
 def rows_without_bins(Xf, yf, wf, edges, n_pad):
     """``rows_on_bins`` without the bins: ``(y, w, valid, cuts_ext, forward_ok)``."""
     n_rows = Xf.shape[0]
@@ -322,6 +373,7 @@ def prepare(s, Xf, yf, wf, sparse_ok: bool = True) -> Prepared:
         y, w, valid, cuts_ext, forward_ok = rows_without_bins(Xf, yf, wf, edges, layout.block)
         bins = tuple(jax.device_put(a) for a in csc_bins(Xf, edges))
     else:
+        warn_dense_sparse(s, Xf, native, layout, sparse_ok, edges.n_bins)
         bins, y, w, valid, cuts_ext, forward_ok = rows_on_bins(
             Xf, yf, wf, edges, layout.block, native
         )
