@@ -183,3 +183,46 @@ def test_sparse_input_trained_densely_warns_before_a_gib_of_bins():
         with pytest.raises(DataWarning, match=r"interaction constraints.*1\.1 GiB"):
             jaxboost.train("logistic", X, y, interaction_constraints=[[0, 1]], **kw)
         jaxboost.train("logistic", X, y, **kw)  # kept sparse: no warning
+
+
+@pytest.mark.parametrize("max_bin", [256, 1024])
+def test_monotone_constraints_train_on_the_sparse_kernel(monkeypatch, max_bin):
+    """Monotone signs no longer send a sparse X to dense bins: the sparse kernel bounds
+    each node's weight as the dense kernel does, so the model is the dense path's bit
+    for bit (level-wise with L1 and max_delta_step, and leaf-wise), and monotone."""
+    rng = np.random.default_rng(5)
+    X = sp.random(3000, 12, density=0.4, format="csr", random_state=3, dtype=np.float32)
+    X.data[::41] = np.nan
+    Xd = np.nan_to_num(X.toarray())
+    y = 2 * Xd[:, 0] - 1.5 * Xd[:, 1] + np.sin(4 * Xd[:, 2]) + 0.3 * rng.normal(size=3000)
+    signs = {0: 1, 1: -1}
+    for extra in (
+        dict(reg_alpha=0.5, max_delta_step=0.5, colsample_bynode=0.7, seed=3),
+        dict(grow_policy="lossguide", max_leaves=10, max_depth=6),
+    ):
+        kw = dict(n_rounds=8, max_bin=max_bin, monotone_constraints=signs, verbose=False)
+        kw.update(extra)
+        taken = []
+        real = training_data.csc_bins
+        monkeypatch.setattr(training_data, "csc_bins", lambda *a: taken.append(1) or real(*a))
+        b_sparse = jaxboost.train("squared", X, y.astype(np.float32), **kw)
+        assert taken, "monotone constraints should keep the CSC bins"
+        monkeypatch.setattr(training_data, "sparse_rows", lambda *a: False)
+        b_dense = jaxboost.train("squared", X, y.astype(np.float32), **kw)
+        monkeypatch.undo()
+        e1, e2 = b_sparse.ensemble._asdict(), b_dense.ensemble._asdict()
+        for k in ("feature", "tbin", "is_leaf", "default_left"):
+            np.testing.assert_array_equal(np.asarray(e1[k]), np.asarray(e2[k]), err_msg=k)
+        assert (~np.asarray(e1["is_leaf"])).sum() > 60
+        # the leaf values rows reach (a leaf-wise tree's slots below a pruned split may
+        # hold values no row reaches: the level-wise kernels write them, best-first not)
+        np.testing.assert_array_equal(
+            np.asarray(b_sparse.predict(X)), np.asarray(b_dense.predict(X))
+        )
+        D = X.toarray()
+        D[D == 0] = np.nan  # the NaN twin: absent entries are missing values
+        for f, sign in signs.items():
+            lo, hi = D.copy(), D.copy()
+            lo[:, f], hi[:, f] = 0.2, 0.8
+            step = np.asarray(b_sparse.predict(hi)) - np.asarray(b_sparse.predict(lo))
+            assert (sign * step >= 0).all(), (f, step.min(), step.max())

@@ -1318,13 +1318,18 @@ def native_class_trees(
 def _native_sparse_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, spec, rules, reduce):
     """``grow_tree`` on CSC bins ``(colptr, rows, ebin)`` by the native sparse tree kernel
     (``jaxboost.native.grow_tree_sparse``; ``training.data.sparse_rows`` chose them only
-    where it applies)."""
+    where it applies: numeric features, monotone constraints at most)."""
     from .. import native as native_kernel
 
-    if (rules is not None and (rules.cats is not None or rules.constraints is not None)) or (
-        reduce is not _identity or spec.max_depth < 1
+    cons = None if rules is None else rules.constraints
+    if (
+        (rules is not None and rules.cats is not None)
+        or (cons is not None and (cons.spec.n_sets or cons.spec.min_leaf))
+        or reduce is not _identity
+        or spec.max_depth < 1
     ):
         raise NotImplementedError("CSC bins grow numeric trees on one device only")
+    mono = cons.values.monotone if cons is not None and cons.spec.monotone else None
     with jax.enable_x64(True):
         root, hyper = _native_inputs(g, h, dyn)
         s, Gn, Hn, leaf = native_kernel.grow_tree_sparse(
@@ -1338,8 +1343,13 @@ def _native_sparse_tree_grow(bins, g, h, dyn, cuts_ext, forward_ok, features, sp
             spec.max_depth,
             spec.max_bin,
             max_leaves=spec.max_leaves,
+            mono=mono,
         )
-        return _native_tree_fields(s, Gn, Hn, leaf, dyn, cuts_ext)
+        if mono is None:
+            return _native_tree_fields(s, Gn, Hn, leaf, dyn, cuts_ext)
+        value, (lower, upper) = _native_monotone_leaves(cons, s, Gn, Hn, dyn, spec.max_depth)
+        tree = dict(split_fields(s, cuts_ext), value=value, cover=Hn.astype(FLOAT_DTYPE))
+        return dict(tree, lower=lower, upper=upper), leaf
 
 
 def _native_inputs(g, h, dyn):

@@ -1449,6 +1449,7 @@ def grow_tree_sparse(
     n_bins: int,
     *,
     max_leaves: int = 0,
+    mono=None,
 ):
     """:func:`grow_tree` on sparse columns: a CSC matrix of bins whose absent entries are
     missing values. Time and memory follow the stored entries: each level goes over the
@@ -1465,7 +1466,7 @@ def grow_tree_sparse(
         ``n_bins`` is above 256 (up to 4,096). Checked by the kernel (an error, not a
         crash).
       g, h: ``(N,)`` (``N`` rows); hyper, root, forward_ok ``(F,)``, colsample,
-        max_depth, n_bins: as :func:`grow_tree`.
+        max_depth, n_bins, max_leaves, mono (monotone signs): as :func:`grow_tree`.
 
     Returns:
       As :func:`grow_tree`.
@@ -1503,6 +1504,7 @@ def grow_tree_sparse(
             level_sets,
             node_key,
             node_ratio,
+            jnp.zeros((0,), jnp.int32) if mono is None else jnp.asarray(mono, jnp.int32),
             max_depth=np.int64(max_depth),
             n_bins=np.int64(n_bins),
             colsample=colsample is not None,

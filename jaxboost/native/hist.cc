@@ -2854,8 +2854,9 @@ ffi::Error GrowTreesCatImpl(
 //          rows (nnz,) int32, their rows, ascending within each column; ebin (nnz,)
 //          uint8 (n_bins <= 256) or uint16 (up to kWideBins), their bins (< n_bins - 1:
 //          stored missing values are left out);
-//          g, h (N,), hyper, root, forward_ok (F,), level_sets, node_key, node_ratio as
-//          JaxboostGrowTree's. Outputs and attributes: JaxboostGrowTree's.
+//          g, h (N,), hyper, root, forward_ok (F,), level_sets, node_key, node_ratio,
+//          mono ((F,) int32 signs, or (0,): none) as JaxboostGrowTree's. Outputs and
+//          attributes: JaxboostGrowTree's.
 //
 // Each level goes over the features once: a feature's stored entries are summed into
 // small histograms of the level's live nodes (its own bins only: 0 .. nb_f - 1, nb_f
@@ -2902,6 +2903,11 @@ ffi::Error GrowTreeSparse(const int32_t* colptr, const int32_t* erow, const Bn* 
   ScanStore<256> sstore;
   std::unique_ptr<ScanStore<kWideBins>> wide_store;  // uint16 bins
   ScanBuf sbuf = ScanBufFor(B, &sstore, &wide_store);
+  // Monotone constraints: every heap node's bounds, as GrowTree keeps them.
+  const int32_t* const mono = in.mono;
+  const int64_t M = (int64_t{2} << in.D) - 1;
+  const float kBig = std::numeric_limits<float>::max();
+  std::vector<float> lo(mono != nullptr ? M : 0, -kBig), hi(mono != nullptr ? M : 0, kBig);
   for (int64_t d = 0; d < D; ++d) {
     const int64_t n = int64_t{1} << d;
     const int64_t nl = static_cast<int64_t>(live.size());
@@ -2910,7 +2916,12 @@ ffi::Error GrowTreeSparse(const int32_t* colptr, const int32_t* erow, const Bn* 
     for (int64_t c = 0; c < nl; ++c) {
       const int64_t i = n - 1 + live[c];
       if (!(p.mcw > 0 && Hn[i] < 2 * p.mcw * (1 - 1e-12))) index_of[live[c]] = c;
-      sp[c] = Score(Gn[i], Hn[i], p);
+      if (mono != nullptr) {  // the node's weight within its parent's bounds
+        const int64_t pa = i > 0 ? (i - 1) / 2 : 0;
+        sp[c] = ScoreGivenWeight(Gn[i], Hn[i], BoundedWeight(Gn[i], Hn[i], p, lo[pa], hi[pa]), p);
+      } else {
+        sp[c] = Score(Gn[i], Hn[i], p);
+      }
       best[c] = Cand{-std::numeric_limits<float>::infinity(), 0, false};
       bf[c] = 0;
       stamp[c] = -1;
@@ -2945,7 +2956,10 @@ ffi::Error GrowTreeSparse(const int32_t* colptr, const int32_t* erow, const Bn* 
         if (level_sets != nullptr && !node_mask[static_cast<int64_t>(c) * F + f]) continue;
         const int64_t i = n - 1 + live[c];
         const v2d* hc = hist.get() + static_cast<int64_t>(c) * S;
-        const Cand cf = ScanFeature(hc, nbf + 1, Gn[i], Hn[i], sp[c], forward_ok[f], p, sbuf);
+        MonoNode mnode{0.0f, 0.0f, 0};
+        if (mono != nullptr) mnode = MonoNode{lo[i], hi[i], mono[f]};
+        const Cand cf = ScanFeature(hc, nbf + 1, Gn[i], Hn[i], sp[c], forward_ok[f], p, sbuf,
+                                    mono != nullptr ? &mnode : nullptr);
         if (cf.gain > best[c].gain) {
           best[c] = cf;
           bf[c] = static_cast<int32_t>(f);
@@ -2993,6 +3007,16 @@ ffi::Error GrowTreeSparse(const int32_t* colptr, const int32_t* erow, const Bn* 
       Hn[2 * i + 1] = HL;
       Gn[2 * i + 2] = GR;
       Hn[2 * i + 2] = HR;
+      if (mono != nullptr) {  // the children's bounds, as RecordSplit sets them
+        const float wl = BoundedWeight(GL, HL, p, lo[i], hi[i]);
+        const float wr = BoundedWeight(GR, HR, p, lo[i], hi[i]);
+        const float mid = (wl + wr) / 2.0f;
+        const int32_t sg = mono[bf[c]];
+        lo[2 * i + 1] = sg < 0 ? mid : lo[i];
+        hi[2 * i + 1] = sg > 0 ? mid : hi[i];
+        lo[2 * i + 2] = sg > 0 ? mid : lo[i];
+        hi[2 * i + 2] = sg < 0 ? mid : hi[i];
+      }
       split_feats.push_back(bf[c]);
       next_live.push_back(static_cast<int32_t>(2 * k));
       next_live.push_back(static_cast<int32_t>(2 * k + 1));
@@ -3037,7 +3061,7 @@ ffi::Error GrowTreeSparseImpl(ffi::Buffer<ffi::S32> colptr, ffi::Buffer<ffi::S32
                               ffi::Buffer<ffi::F32> hyper, ffi::Buffer<ffi::F64> root,
                               ffi::Buffer<ffi::PRED> forward_ok,
                               ffi::Buffer<ffi::PRED> level_sets, ffi::Buffer<ffi::U32> node_key,
-                              ffi::Buffer<ffi::F32> node_ratio,
+                              ffi::Buffer<ffi::F32> node_ratio, ffi::Buffer<ffi::S32> mono,
                               ffi::ResultBuffer<ffi::S32> feature, ffi::ResultBuffer<ffi::S32> tbin,
                               ffi::ResultBuffer<ffi::PRED> dleft,
                               ffi::ResultBuffer<ffi::PRED> is_split,
@@ -3064,6 +3088,9 @@ ffi::Error GrowTreeSparseImpl(ffi::Buffer<ffi::S32> colptr, ffi::Buffer<ffi::S32
                                level_sets, node_key, node_ratio, colsample, feature, tbin,
                                dleft, is_split, gain, Gn, Hn, pos, base, &ins, &outs);
   if (err.failure()) return err;
+  if (mono.element_count() != 0 && mono.element_count() != static_cast<size_t>(F))
+    return ffi::Error::InvalidArgument("jaxboost_grow_tree_sparse: mono must be (F,) or (0,)");
+  if (mono.element_count() > 0) ins[0].mono = mono.typed_data();
   const TreeIn& in = ins[0];
   const TreeOut& o = outs[0];
   if (ebin.element_count() != static_cast<size_t>(nnz))
@@ -3200,6 +3227,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostGrowTreeSparse, GrowTreeSparseImpl,
                                   .Arg<ffi::Buffer<ffi::PRED>>()  // level_sets (D, F)
                                   .Arg<ffi::Buffer<ffi::U32>>()   // node_key (2,)
                                   .Arg<ffi::Buffer<ffi::F32>>()   // node_ratio (1,)
+                                  .Arg<ffi::Buffer<ffi::S32>>()   // mono (F,) or (0,)
                                   .Ret<ffi::Buffer<ffi::S32>>()   // feature (M,)
                                   .Ret<ffi::Buffer<ffi::S32>>()   // tbin (M,)
                                   .Ret<ffi::Buffer<ffi::PRED>>()  // default_left (M,)

@@ -220,8 +220,9 @@ def sparse_rows(s, Xf, native: bool, layout) -> bool:
     """Whether training keeps a sparse ``Xf`` as CSC bins for the native sparse tree
     kernel (``jaxboost.native.grow_tree_sparse``: time and memory by stored entries)
     instead of dense ``(N, F)`` bins: on one device with the native kernel and its
-    whole-tree path on, for what that kernel grows (numeric splits, no constraints,
-    one output per tree). Otherwise sparse input is binned densely, as before."""
+    whole-tree path on, for what that kernel grows (numeric splits, monotone
+    constraints at most, one output per tree). Otherwise sparse input is binned
+    densely (``warn_dense_sparse``)."""
     from .. import native as native_kernel
     from ..inputs.sparse import is_sparse
 
@@ -232,10 +233,17 @@ def sparse_rows(s, Xf, native: bool, layout) -> bool:
         and layout.mesh is None
         and not layout.multi
         and not s.categorical
-        and s.constraints is None
+        and _monotone_at_most(s.constraints)
         and not (s.multi_output_tree and s.n_outputs > 1)
         and s.params.max_depth > 0
     )
+
+
+def _monotone_at_most(constraints) -> bool:
+    """Whether ``constraints`` (``training.constraints.Constraints`` or None) hold
+    monotone signs at most: no interaction sets, no row minimum."""
+    spec = None if constraints is None else constraints.spec()
+    return spec is None or (spec.n_sets == 0 and not spec.min_leaf)
 
 
 #: Dense bins of a sparse ``X`` from this many bytes on get a ``DataWarning``.
@@ -258,7 +266,7 @@ def dense_reason(s, native: bool, layout, sparse_ok: bool) -> str:
         (layout.mesh is not None, "a mesh of devices"),
         (layout.multi, "several processes"),
         (bool(s.categorical), "categorical features"),
-        (s.constraints is not None, "monotone or interaction constraints"),
+        (not _monotone_at_most(s.constraints), "interaction constraints or min_samples_leaf"),
         (s.multi_output_tree and s.n_outputs > 1, "vector leaves (multi_output_tree)"),
     ):
         if failed:
@@ -282,7 +290,8 @@ def warn_dense_sparse(s, Xf, native: bool, layout, sparse_ok: bool, n_bins: int)
         f"X is a sparse matrix ({n:,} x {f:,}, {Xf.nnz:,} stored entries), but with "
         f"{dense_reason(s, native, layout, sparse_ok)} it trains on dense bins: "
         f"{nbytes / 2**30:.1f} GiB of them. Sparse input keeps to its stored entries on "
-        "one CPU device with numeric features, no constraints and one output per tree; "
+        "one CPU device with numeric features, monotone constraints at most and one "
+        "output per tree; "
         "drop what keeps it dense, or select columns, if memory runs short",
         DataWarning,
         stacklevel=user_stacklevel(),
