@@ -204,7 +204,9 @@ def test_monotone_constraints_train_on_the_sparse_kernel(monkeypatch, max_bin):
         kw.update(extra)
         taken = []
         real = training_data.csc_bins
-        monkeypatch.setattr(training_data, "csc_bins", lambda *a: taken.append(1) or real(*a))
+        monkeypatch.setattr(
+            training_data, "csc_bins", lambda *a, t=taken, r=real: t.append(1) or r(*a)
+        )
         b_sparse = jaxboost.train("squared", X, y.astype(np.float32), **kw)
         assert taken, "monotone constraints should keep the CSC bins"
         monkeypatch.setattr(training_data, "sparse_rows", lambda *a: False)
