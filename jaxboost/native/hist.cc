@@ -1566,6 +1566,19 @@ inline void Unsplit(const TreeOut& o, int64_t i) {
   }
 }
 
+// Unsplit in a leaf-wise tree grown level by level (PruneLeafWise, LossGuide): the
+// children's sums go back to 0 too, as in the slots the best-first kernel
+// (GrowLeafWise) never creates; no row reaches them, and the stored values and covers
+// are then the same whichever kernel grew the tree. (Gamma pruning keeps them, as
+// engine.grow.prune_gamma does.)
+inline void UnsplitLeafWise(const TreeOut& o, int64_t i) {
+  Unsplit(o, i);
+  for (int64_t child = 2 * i + 1; child <= 2 * i + 2; ++child) {
+    o.Gn[child] = 0.0;
+    o.Hn[child] = 0.0;
+  }
+}
+
 // Leaf-wise trees' queue of nodes that may split: largest gain first, ties to the node
 // allocated first (XGBoost's node ids: the children of each expanded node take the
 // next two numbers). item: what the grower keeps for the node.
@@ -1615,7 +1628,7 @@ void LossGuide(const TreeIn& in, const TreeOut& o) {
   std::vector<uint8_t> keep;
   BestFirstKeep(o, in.max_leaves, M, &keep);
   for (int64_t i = 0; i < M; ++i)
-    if (o.is_split[i] && !keep[i]) Unsplit(o, i);
+    if (o.is_split[i] && !keep[i]) UnsplitLeafWise(o, i);
 }
 
 // A leaf-wise tree grown level by level, after level d's splits: the nodes the walk over
@@ -1634,7 +1647,7 @@ void PruneLeafWise(const TreeIn& in, const TreeOut& o, int64_t d, std::vector<ui
   BestFirstKeep(o, in.max_leaves, 2 * n - 1, keep);
   for (int64_t i = n - 1; i < 2 * n - 1; ++i) {
     if (o.is_split[i] && !(*keep)[i]) {
-      Unsplit(o, i);
+      UnsplitLeafWise(o, i);
       unsplit(i);
     }
   }
