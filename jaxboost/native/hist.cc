@@ -1049,6 +1049,28 @@ inline float ScoreGivenWeight(double G, double H, float w, const Hyp& p) {
   return static_cast<float>(-(lin + quad));
 }
 
+// Heap node i's score before its split search under monotone bounds (lo, hi: every heap
+// node's): the score of its weight within its parent's bounds.
+inline float BoundedNodeScore(double G, double H, int64_t i, const Hyp& p, const float* lo,
+                              const float* hi) {
+  const int64_t pa = i > 0 ? (i - 1) / 2 : 0;
+  return ScoreGivenWeight(G, H, BoundedWeight(G, H, p, lo[pa], hi[pa]), p);
+}
+
+// The bounds of split node i's children (constraints.after_level): the midpoint of their
+// weights, bounded by i's, bounds one side of each by the split feature's sign.
+inline void ChildBounds(int64_t i, double GL, double HL, double GR, double HR, int32_t sign,
+                        const Hyp& p, float* lo, float* hi) {
+  const float wl = BoundedWeight(GL, HL, p, lo[i], hi[i]);
+  const float wr = BoundedWeight(GR, HR, p, lo[i], hi[i]);
+  const float mid = (wl + wr) / 2.0f;
+  const int64_t li = 2 * i + 1, ri = 2 * i + 2;
+  lo[li] = sign < 0 ? mid : lo[i];
+  hi[li] = sign > 0 ? mid : hi[i];
+  lo[ri] = sign > 0 ? mid : lo[i];
+  hi[ri] = sign < 0 ? mid : hi[i];
+}
+
 // A node's monotone rules in the scan: its bounds and the feature's sign.
 struct MonoNode {
   float lo, hi;
@@ -1883,16 +1905,7 @@ inline bool RecordSplit(const TreeOut& o, const CatIn* cat, int64_t i, const Can
     Cn[li] = CL;
     Cn[ri] = CR;
   }
-  if (mono != nullptr) {
-    const float wl = BoundedWeight(GL, HL, p, lo[i], hi[i]);
-    const float wr = BoundedWeight(GR, HR, p, lo[i], hi[i]);
-    const float mid = (wl + wr) / 2.0f;
-    const int32_t sg = mono[bf];
-    lo[li] = sg < 0 ? mid : lo[i];
-    hi[li] = sg > 0 ? mid : hi[i];
-    lo[ri] = sg > 0 ? mid : lo[i];
-    hi[ri] = sg < 0 ? mid : hi[i];
-  }
+  if (mono != nullptr) ChildBounds(i, GL, HL, GR, HR, mono[bf], p, lo, hi);
   return HL <= HR;
 }
 
@@ -2093,12 +2106,8 @@ ffi::Error GrowTree(const Bn* bins, const T* g, const T* h, const TreeIn& in,
     sp.resize(nl);
     for (int64_t c = 0; c < nl; ++c) {
       const int64_t i = n - 1 + live[c];
-      if (mono != nullptr) {  // the node's weight within its parent's bounds
-        const int64_t pa = i > 0 ? (i - 1) / 2 : 0;
-        sp[c] = ScoreGivenWeight(Gn[i], Hn[i], BoundedWeight(Gn[i], Hn[i], p, lo[pa], hi[pa]), p);
-      } else {
-        sp[c] = Score(Gn[i], Hn[i], p);
-      }
+      sp[c] = mono != nullptr ? BoundedNodeScore(Gn[i], Hn[i], i, p, lo.data(), hi.data())
+                              : Score(Gn[i], Hn[i], p);
     }
     if (masked) {  // column sampling, then the interaction sets
       node_mask.assign(nl * F, 1);
@@ -2490,13 +2499,8 @@ ffi::Error GrowLeafWise(const uint8_t* bins, const T* g, const T* h, const TreeI
     node_mask.assign(k * F, 1);
     for (int64_t c = 0; c < k; ++c) {
       const int64_t d = depth_of(i[c]);
-      if (mono != nullptr) {
-        const int64_t pa = i[c] > 0 ? (i[c] - 1) / 2 : 0;
-        sp[c] = ScoreGivenWeight(o.Gn[i[c]], o.Hn[i[c]],
-                                 BoundedWeight(o.Gn[i[c]], o.Hn[i[c]], p, lo[pa], hi[pa]), p);
-      } else {
-        sp[c] = Score(o.Gn[i[c]], o.Hn[i[c]], p);
-      }
+      sp[c] = mono != nullptr ? BoundedNodeScore(o.Gn[i[c]], o.Hn[i[c]], i[c], p, lo.data(), hi.data())
+                              : Score(o.Gn[i[c]], o.Hn[i[c]], p);
       masked[c] = level_sets != nullptr || (C > 0 && d > 0);
       uint8_t* const nm = node_mask.data() + c * F;
       if (level_sets != nullptr)
@@ -2929,12 +2933,8 @@ ffi::Error GrowTreeSparse(const int32_t* colptr, const int32_t* erow, const Bn* 
     for (int64_t c = 0; c < nl; ++c) {
       const int64_t i = n - 1 + live[c];
       if (!(p.mcw > 0 && Hn[i] < 2 * p.mcw * (1 - 1e-12))) index_of[live[c]] = c;
-      if (mono != nullptr) {  // the node's weight within its parent's bounds
-        const int64_t pa = i > 0 ? (i - 1) / 2 : 0;
-        sp[c] = ScoreGivenWeight(Gn[i], Hn[i], BoundedWeight(Gn[i], Hn[i], p, lo[pa], hi[pa]), p);
-      } else {
-        sp[c] = Score(Gn[i], Hn[i], p);
-      }
+      sp[c] = mono != nullptr ? BoundedNodeScore(Gn[i], Hn[i], i, p, lo.data(), hi.data())
+                              : Score(Gn[i], Hn[i], p);
       best[c] = Cand{-std::numeric_limits<float>::infinity(), 0, false};
       bf[c] = 0;
       stamp[c] = -1;
@@ -3020,16 +3020,7 @@ ffi::Error GrowTreeSparse(const int32_t* colptr, const int32_t* erow, const Bn* 
       Hn[2 * i + 1] = HL;
       Gn[2 * i + 2] = GR;
       Hn[2 * i + 2] = HR;
-      if (mono != nullptr) {  // the children's bounds, as RecordSplit sets them
-        const float wl = BoundedWeight(GL, HL, p, lo[i], hi[i]);
-        const float wr = BoundedWeight(GR, HR, p, lo[i], hi[i]);
-        const float mid = (wl + wr) / 2.0f;
-        const int32_t sg = mono[bf[c]];
-        lo[2 * i + 1] = sg < 0 ? mid : lo[i];
-        hi[2 * i + 1] = sg > 0 ? mid : hi[i];
-        lo[2 * i + 2] = sg > 0 ? mid : lo[i];
-        hi[2 * i + 2] = sg < 0 ? mid : hi[i];
-      }
+      if (mono != nullptr) ChildBounds(i, GL, HL, GR, HR, mono[bf[c]], p, lo.data(), hi.data());
       split_feats.push_back(bf[c]);
       next_live.push_back(static_cast<int32_t>(2 * k));
       next_live.push_back(static_cast<int32_t>(2 * k + 1));

@@ -221,22 +221,11 @@ def sparse_rows(s, Xf, native: bool, layout) -> bool:
     kernel (``jaxboost.native.grow_tree_sparse``: time and memory by stored entries)
     instead of dense ``(N, F)`` bins: on one device with the native kernel and its
     whole-tree path on, for what that kernel grows (numeric splits, monotone
-    constraints at most, one output per tree). Otherwise sparse input is binned
-    densely (``warn_dense_sparse``)."""
-    from .. import native as native_kernel
+    constraints at most, one output per tree; ``dense_reason``). Otherwise sparse input
+    is binned densely (``warn_dense_sparse``)."""
     from ..inputs.sparse import is_sparse
 
-    return (
-        is_sparse(Xf)
-        and native
-        and native_kernel.tree_enabled()
-        and layout.mesh is None
-        and not layout.multi
-        and not s.categorical
-        and _monotone_at_most(s.constraints)
-        and not (s.multi_output_tree and s.n_outputs > 1)
-        and s.params.max_depth > 0
-    )
+    return is_sparse(Xf) and dense_reason(s, native, layout) is None
 
 
 def _monotone_at_most(constraints) -> bool:
@@ -250,13 +239,12 @@ def _monotone_at_most(constraints) -> bool:
 DENSE_SPARSE_WARN_BYTES = 1 << 30
 
 
-def dense_reason(s, native: bool, layout, sparse_ok: bool) -> str:
-    """Why a sparse ``X`` trains on dense bins (``sparse_rows`` said no), in words: the
-    first of the native sparse kernel's conditions that fails."""
+def dense_reason(s, native: bool, layout):
+    """Why a sparse ``X`` would train on dense bins, in words (the first of the native
+    sparse kernel's conditions that fails), or None where it keeps to CSC bins."""
     from .. import native as native_kernel
 
     for failed, why in (
-        (not sparse_ok, "train_many, whose configurations share dense bins,"),
         (
             not native,
             "the native CPU kernel off (not a CPU backend, JAXBOOST_NATIVE=0, or more "
@@ -268,10 +256,11 @@ def dense_reason(s, native: bool, layout, sparse_ok: bool) -> str:
         (bool(s.categorical), "categorical features"),
         (not _monotone_at_most(s.constraints), "interaction constraints or min_samples_leaf"),
         (s.multi_output_tree and s.n_outputs > 1, "vector leaves (multi_output_tree)"),
+        (s.params.max_depth <= 0, "max_depth=0"),
     ):
         if failed:
             return why
-    return "these settings"
+    return None
 
 
 def warn_dense_sparse(s, Xf, native: bool, layout, sparse_ok: bool, n_bins: int) -> None:
@@ -286,13 +275,17 @@ def warn_dense_sparse(s, Xf, native: bool, layout, sparse_ok: bool, n_bins: int)
     nbytes = n * f * np.dtype(bin_dtype(n_bins)).itemsize
     if nbytes < DENSE_SPARSE_WARN_BYTES:
         return
+    if not sparse_ok:
+        why = "train_many, whose configurations share dense bins,"
+    else:  # sparse_rows said no (or a test made it): these settings if nothing fails
+        why = dense_reason(s, native, layout) or "these settings"
     warnings.warn(
         f"X is a sparse matrix ({n:,} x {f:,}, {Xf.nnz:,} stored entries), but with "
-        f"{dense_reason(s, native, layout, sparse_ok)} it trains on dense bins: "
+        f"{why} it trains on dense bins: "
         f"{nbytes / 2**30:.1f} GiB of them. Sparse input keeps to its stored entries on "
         "one CPU device with numeric features, monotone constraints at most and one "
-        "output per tree; "
-        "drop what keeps it dense, or select columns, if memory runs short",
+        "output per tree; drop what keeps it dense, or select columns, if memory runs "
+        "short",
         DataWarning,
         stacklevel=user_stacklevel(),
     )
