@@ -38,9 +38,10 @@ def _dyn(lam=1.0, alpha=0.0, mcw=1.0, mds=0.0):
     )
 
 
-def _histograms(seed, K, diagonal, indefinite):
+def _histograms(seed, K, diagonal, indefinite, softmax=False):
     """``(C, F, n, B)`` sums of 400 rows' gradients and Hessian channels, and ``(C, n)``
-    node totals."""
+    node totals. ``softmax``: softmax's Hessians ``diag(p) - p p'`` (rows summing to 0,
+    so every node's ``H`` is singular and always damped)."""
     rng = np.random.default_rng(seed)
     N = 400
     g = rng.normal(size=(N, K))
@@ -48,6 +49,10 @@ def _histograms(seed, K, diagonal, indefinite):
     h = np.einsum("nij,nkj->nik", a, a) + 0.1 * np.eye(K)
     if indefinite:
         h[::5] -= 0.6 * np.eye(K)
+    if softmax:
+        p = rng.dirichlet(np.ones(K), size=N)
+        g = p - np.eye(K)[rng.integers(0, K, size=N)]
+        h = p[:, :, None] * np.eye(K) - p[:, :, None] * p[:, None, :]
     ch = np.diagonal(h, axis1=1, axis2=2) if diagonal else h[:, *np.triu_indices(K)]
     vals = np.concatenate([g, ch], axis=1)
     bins = rng.integers(0, B - 3, size=(N, F))
@@ -105,6 +110,36 @@ def test_native_search_picks_the_xla_split(K, diagonal, any_forward, setting):
         np.testing.assert_array_equal(nat[key], xla[key], err_msg=key)
     np.testing.assert_allclose(nat["gain"], xla["gain"], rtol=1e-6)
     assert np.isfinite(xla["gain"]).any()  # the case has splits to find
+
+
+@pytest.mark.parametrize("any_forward", [True, False], ids=["both-passes", "pass-b"])
+@pytest.mark.parametrize("K", [3, 6])
+def test_native_search_picks_the_xla_split_on_softmax_hessians(K, any_forward):
+    """Softmax's node Hessians are singular: the native search knows they need damping
+    without a Cholesky test (1'(H - floor I)1 < 0); XLA's search runs the test. Same
+    picks, same gains."""
+    S, Sp, rng = _histograms(K, K, False, indefinite=False, softmax=True)
+    forward_ok = jnp.asarray(rng.random(F) < 0.6)
+    mask = jnp.asarray(rng.random((NODES, F)) < 0.8)
+    got = {}
+    for native in (False, True):
+        with jax.enable_x64(True):
+            got[native] = _search(
+                jnp.asarray(S),
+                jnp.asarray(Sp),
+                vars(_dyn(lam=0.0, mcw=0.1)),
+                forward_ok,
+                mask,
+                K=K,
+                diagonal=False,
+                any_forward=any_forward,
+                native=native,
+            )
+    xla, nat = ({k: np.asarray(v) for k, v in got[n].items()} for n in (False, True))
+    for key in ("feature", "tbin", "default_left"):
+        np.testing.assert_array_equal(nat[key], xla[key], err_msg=key)
+    np.testing.assert_allclose(nat["gain"], xla["gain"], rtol=1e-6)
+    assert np.isfinite(xla["gain"]).all()  # every node has a split
 
 
 def test_native_search_is_the_same_on_any_thread_count():

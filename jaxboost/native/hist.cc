@@ -3614,7 +3614,12 @@ inline bool Cholesky(const double* A, double* L, int K_) {
 //
 // Where H's Gershgorin bound already clears the damping floor by a margin far above
 // rounding (min_i H_ii - sum_{j != i} |H_ij| > floor + 1e-9 tr|H|), H - floor I is
-// positive definite and its Cholesky test is skipped: it could only succeed.
+// positive definite and its Cholesky test is skipped: it could only succeed. Where
+// instead 1'(H - floor I)1 = sum_ij H_ij - K floor lies below zero by a margin far above
+// rounding (sum_ij H_ij - K floor < -1e-9 (sum_ij |H_ij| + K tr|H|)), H - floor I is not
+// positive semi-definite, and the test is skipped too: it could only fail (a Cholesky
+// factor that completes is exact for a matrix within K^2 eps tr|H| of H - floor I).
+// Softmax's H, whose rows sum to zero, is always of this kind.
 // KT: K at compile time (0: read K at run time).
 template <int KT>
 inline void VectorScore(const double* Sc, int K_, bool diagonal, const VecHyper& hp,
@@ -3645,16 +3650,25 @@ inline void VectorScore(const double* Sc, int K_, bool diagonal, const VecHyper&
     cov = tr - K * hp.lam;
     const double floor = tr_abs / (K * kMaxCondition);
     double low = std::numeric_limits<double>::infinity();
+    double total = 0.0, total_abs = 0.0;  // sum_ij H_ij and sum_ij |H_ij|
     for (int i = 0; i < K; ++i) {
       double radius = 0.0;
-      for (int j = 0; j < K; ++j) radius += std::fabs(H[i * K + j]);
+      for (int j = 0; j < K; ++j) {
+        radius += std::fabs(H[i * K + j]);
+        total += H[i * K + j];
+      }
+      total_abs += radius;
       low = std::min(low, H[i * K + i] - (radius - std::fabs(H[i * K + i])));
     }
     bool damped = false;
     if (!(low - floor > 1e-9 * tr_abs)) {
-      for (int i = 0; i < K * K; ++i) A[i] = H[i];
-      for (int i = 0; i < K; ++i) A[i * K + i] -= floor;
-      damped = !Cholesky<KT>(A, L, K);
+      if (total - K * floor < -1e-9 * (total_abs + K * tr_abs)) {
+        damped = true;
+      } else {
+        for (int i = 0; i < K * K; ++i) A[i] = H[i];
+        for (int i = 0; i < K; ++i) A[i * K + i] -= floor;
+        damped = !Cholesky<KT>(A, L, K);
+      }
     }
     const double mu = damped ? floor + std::max(0.0, -low) : 0.0;
     for (int i = 0; i < K * K; ++i) A[i] = H[i];
@@ -3744,7 +3758,7 @@ void VectorScoreLanes(const double* const* sums, const VecHyper& hp, double* sco
   for (int i = 0, c = 0; i < K; ++i)
     for (int j = i; j < K; ++j, ++c)
       for (int l = 0; l < W; ++l) H[i * K + j][l] = H[j * K + i][l] = sums[l][K + c];
-  double tr[W], tr_abs[W], cov[W], flo[W], low[W];
+  double tr[W], tr_abs[W], cov[W], flo[W], low[W], total[W] = {}, total_abs[W] = {};
   for (int l = 0; l < W; ++l) {
     tr[l] = 0.0;
     tr_abs[l] = 0.0;
@@ -3762,23 +3776,30 @@ void VectorScoreLanes(const double* const* sums, const VecHyper& hp, double* sco
   for (int i = 0; i < K; ++i) {
     double radius[W] = {};
     for (int j = 0; j < K; ++j)
-      for (int l = 0; l < W; ++l) radius[l] += std::fabs(H[i * K + j][l]);
-    for (int l = 0; l < W; ++l)
+      for (int l = 0; l < W; ++l) {
+        radius[l] += std::fabs(H[i * K + j][l]);
+        total[l] += H[i * K + j][l];
+      }
+    for (int l = 0; l < W; ++l) {
+      total_abs[l] += radius[l];
       low[l] = std::min(low[l], H[i * K + i][l] - (radius[l] - std::fabs(H[i * K + i][l])));
+    }
   }
-  bool need[W], damped[W] = {}, ok[W];
-  bool any_need = false;
+  bool need[W], fails[W], damped[W] = {}, ok[W];
+  bool any_test = false;
   for (int l = 0; l < W; ++l) {
     need[l] = !(low[l] - flo[l] > 1e-9 * tr_abs[l]);
-    any_need = any_need || need[l];
+    fails[l] = total[l] - K * flo[l] < -1e-9 * (total_abs[l] + K * tr_abs[l]);
+    damped[l] = need[l] && fails[l];
+    any_test = any_test || (need[l] && !fails[l]);
   }
-  if (any_need) {
+  if (any_test) {
     for (int i = 0; i < K * K; ++i)
       for (int l = 0; l < W; ++l) A[i][l] = H[i][l];
     for (int i = 0; i < K; ++i)
       for (int l = 0; l < W; ++l) A[i * K + i][l] -= flo[l];
     CholeskyLanes<K>(A, L, ok);
-    for (int l = 0; l < W; ++l) damped[l] = need[l] && !ok[l];
+    for (int l = 0; l < W; ++l) damped[l] = damped[l] || (need[l] && !ok[l]);
   }
   for (int i = 0; i < K * K; ++i)
     for (int l = 0; l < W; ++l) A[i][l] = H[i][l];
