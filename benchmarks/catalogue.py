@@ -5,7 +5,7 @@ libraries in this process on the same data with the same settings (depth 6, lear
 rate 0.1, 256 bins, 2 threads, 100 rounds; XGBoost through ``QuantileDMatrix``, binning
 included on both sides): absolute error and a 0.9 quantile (leaves refit to quantiles),
 pseudo-Huber (jaxboost's default Newton refit, and XGBoost's formulation: exact
-Hessian, no refit), Poisson, gamma, Tweedie, Cox, AFT (normal, a quarter each of
+Hessian, no refit; also on ``make_friedman1``'s 10 features), Poisson, gamma, Tweedie, Cox, AFT (normal, a quarter each of
 events, right-, left- and interval-censored rows), and learning to rank: LambdaRank and
 RankNet on queries of 20 rows (every pair on both sides: XGBoost
 ``lambdarank_pair_method="topk"`` with ``lambdarank_num_pair_per_sample`` 20), and
@@ -111,10 +111,25 @@ def workloads(rows, features, seed=0):
             yrank,
         ),
     }
-    return {
+    out = {
         name: (kw, p, X[:n_var] if "q2-384" in name else X, y[:n_var] if "q2-384" in name else y)
         for name, (kw, p, y) in out.items()
-    }, sizes
+    }
+    # pseudo-Huber on friedman1 (10 features, targets in the tens): the refit's cost
+    # grows with the rows and the residuals
+    from sklearn.datasets import make_friedman1
+
+    Xf, yf = make_friedman1(n_samples=rows, n_features=10, noise=1.0, random_state=seed)
+    Xf, yf = Xf.astype(np.float32), yf.astype(np.float32)
+    for name, kw in (
+        ("pseudo_huber_friedman1", dict(objective=O.pseudo_huber)),
+        (
+            "pseudo_huber_exact_friedman1",
+            dict(objective=O.pseudo_huber, hessian="exact", refit=None),
+        ),
+    ):
+        out[name] = (kw, {"objective": "reg:pseudohubererror"}, Xf, yf)
+    return out, sizes
 
 
 def xgb_labels(y) -> dict:
@@ -169,8 +184,18 @@ def main():
             dict(workload=name, jaxboost_s=j, xgboost_s=x, ratio=j / x, rows=len(X),
                  jaxboost_first_s=j_first, xgboost_first_s=x_first)
         )  # fmt: skip
+        score = ""
+        if "friedman1" in name:  # held-out MAE on a fresh draw of 20,000 rows
+            from sklearn.datasets import make_friedman1
+
+            Xt, yt = make_friedman1(n_samples=20_000, n_features=10, noise=1.0, random_state=1)
+            Xt = Xt.astype(np.float32)
+            mae_j = float(np.mean(np.abs(np.asarray(ours().predict(Xt)) - yt)))
+            mae_x = float(np.mean(np.abs(theirs().predict(xgb.DMatrix(Xt)) - yt)))
+            rows[-1].update(jaxboost_mae=mae_j, xgboost_mae=mae_x)
+            score = f"  held-out MAE {mae_j:.3g} / {mae_x:.3g}"
         print(
-            f"{name:22s} {j:11.3f} {x:10.3f} {j / x:6.2f}  {j_first:.2f} / {x_first:.2f}",
+            f"{name:22s} {j:11.3f} {x:10.3f} {j / x:6.2f}  {j_first:.2f} / {x_first:.2f}{score}",
             flush=True,
         )
 
