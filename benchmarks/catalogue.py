@@ -5,8 +5,9 @@ libraries in this process on the same data with the same settings (depth 6, lear
 rate 0.1, 256 bins, 2 threads, 100 rounds; XGBoost through ``QuantileDMatrix``, binning
 included on both sides): absolute error and a 0.9 quantile (leaves refit to quantiles),
 pseudo-Huber (jaxboost's default Newton refit, and XGBoost's formulation: exact
-Hessian, no refit; also on ``make_friedman1``'s 10 features), Poisson, gamma, Tweedie, Cox, AFT (normal, a quarter each of
-events, right-, left- and interval-censored rows), and learning to rank: LambdaRank and
+Hessian, no refit; also on ``make_friedman1``'s 10 features, with held-out MAE),
+Poisson, gamma, Tweedie, Cox, AFT (normal, a quarter each of events, right-, left- and
+interval-censored rows), and learning to rank: LambdaRank and
 RankNet on queries of 20 rows (every pair on both sides: XGBoost
 ``lambdarank_pair_method="topk"`` with ``lambdarank_num_pair_per_sample`` 20), and
 LambdaRank@10 on 2,000 queries of 2-384 rows (XGBoost ``rank:ndcg`` with its defaults,

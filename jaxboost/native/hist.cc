@@ -3712,6 +3712,22 @@ inline void VectorScore(const double* Sc, int K_, bool diagonal, const VecHyper&
   *score = -(2.0 * tw + wAw);
 }
 
+// VectorScore's cover of one node from its channel sums, by the same operations in the
+// same order (so equal to the cover VectorScore returns, bit for bit): the sum of the
+// Hessian's diagonal, for a full Hessian as (sum_i (H_ii + lambda)) - K lambda.
+template <int KT>
+inline double VectorCover(const double* Sc, int K_, bool diagonal, double lam) {
+  const int K = KT > 0 ? KT : K_;
+  const double* Hc = Sc + K;
+  double cov = 0.0;
+  if (diagonal) {
+    for (int k = 0; k < K; ++k) cov += Hc[k];
+    return cov;
+  }
+  for (int i = 0, c = 0; i < K; c += K - i, ++i) cov += Hc[c] + lam;  // c: (i, i)
+  return cov - K * lam;
+}
+
 // VectorScore of kLanes candidates at once, for a full K x K Hessian with K = KT known
 // at compile time (1..12): lane l's channel sums at sums[l]. Each lane runs
 // VectorScore's operations in VectorScore's order (the lanes are independent, so the
@@ -3949,6 +3965,11 @@ ffi::Error VectorSplitsImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::F64> S
         queued = 0;
       };
       auto consider = [&](int64_t idx) {
+        // A candidate whose side has too little cover is invalid whatever its score
+        // (take's test, on the cover VectorScore would return): not scored.
+        const double cov_l = VectorCover<KT>(L, K, diagonal, hp.lam);
+        const double cov_r = VectorCover<KT>(R, K, diagonal, hp.lam);
+        if (!(cov_l / K >= hp.mcw && cov_r / K >= hp.mcw && cov_l > 0 && cov_r > 0)) return;
         if constexpr (KT > 0) {
           if (by_lanes) {
             std::copy(L, L + C, lane_l[queued]);
