@@ -82,34 +82,36 @@ SETTINGS = {
 }
 
 
+def _xla_against_native(S, Sp, rng, dyn, **static):
+    """Both searches on the histograms (random ``forward_ok`` and node feature masks
+    drawn from ``rng``): asserts the same picks and gains to float32 rounding, and
+    returns XLA's gains."""
+    forward_ok = jnp.asarray(rng.random(F) < 0.6)
+    mask = jnp.asarray(rng.random((NODES, F)) < 0.8)
+    got = {}
+    for native in (False, True):
+        with jax.enable_x64(True):
+            got[native] = _search(
+                jnp.asarray(S), jnp.asarray(Sp), vars(dyn), forward_ok, mask,
+                native=native, **static,
+            )  # fmt: skip
+    xla, nat = ({k: np.asarray(v) for k, v in got[n].items()} for n in (False, True))
+    for key in ("feature", "tbin", "default_left"):
+        np.testing.assert_array_equal(nat[key], xla[key], err_msg=key)
+    np.testing.assert_allclose(nat["gain"], xla["gain"], rtol=1e-6)
+    return xla["gain"]
+
+
 @pytest.mark.parametrize("setting", list(SETTINGS))
 @pytest.mark.parametrize("any_forward", [True, False], ids=["both-passes", "pass-b"])
 @pytest.mark.parametrize("diagonal", [True, False], ids=["diagonal", "full"])
 @pytest.mark.parametrize("K", [1, 2, 3, 6])
 def test_native_search_picks_the_xla_split(K, diagonal, any_forward, setting):
     S, Sp, rng = _histograms(K * 10 + diagonal, K, diagonal, indefinite=not diagonal)
-    forward_ok = jnp.asarray(rng.random(F) < 0.6)
-    mask = jnp.asarray(rng.random((NODES, F)) < 0.8)
-    dyn = _dyn(**SETTINGS[setting])
-    got = {}
-    for native in (False, True):
-        with jax.enable_x64(True):
-            got[native] = _search(
-                jnp.asarray(S),
-                jnp.asarray(Sp),
-                vars(dyn),
-                forward_ok,
-                mask,
-                K=K,
-                diagonal=diagonal,
-                any_forward=any_forward,
-                native=native,
-            )
-    xla, nat = ({k: np.asarray(v) for k, v in got[n].items()} for n in (False, True))
-    for key in ("feature", "tbin", "default_left"):
-        np.testing.assert_array_equal(nat[key], xla[key], err_msg=key)
-    np.testing.assert_allclose(nat["gain"], xla["gain"], rtol=1e-6)
-    assert np.isfinite(xla["gain"]).any()  # the case has splits to find
+    gain = _xla_against_native(
+        S, Sp, rng, _dyn(**SETTINGS[setting]), K=K, diagonal=diagonal, any_forward=any_forward
+    )
+    assert np.isfinite(gain).any()  # the case has splits to find
 
 
 @pytest.mark.parametrize("any_forward", [True, False], ids=["both-passes", "pass-b"])
@@ -119,27 +121,9 @@ def test_native_search_picks_the_xla_split_on_softmax_hessians(K, any_forward):
     without a Cholesky test (1'(H - floor I)1 < 0); XLA's search runs the test. Same
     picks, same gains."""
     S, Sp, rng = _histograms(K, K, False, indefinite=False, softmax=True)
-    forward_ok = jnp.asarray(rng.random(F) < 0.6)
-    mask = jnp.asarray(rng.random((NODES, F)) < 0.8)
-    got = {}
-    for native in (False, True):
-        with jax.enable_x64(True):
-            got[native] = _search(
-                jnp.asarray(S),
-                jnp.asarray(Sp),
-                vars(_dyn(lam=0.0, mcw=0.1)),
-                forward_ok,
-                mask,
-                K=K,
-                diagonal=False,
-                any_forward=any_forward,
-                native=native,
-            )
-    xla, nat = ({k: np.asarray(v) for k, v in got[n].items()} for n in (False, True))
-    for key in ("feature", "tbin", "default_left"):
-        np.testing.assert_array_equal(nat[key], xla[key], err_msg=key)
-    np.testing.assert_allclose(nat["gain"], xla["gain"], rtol=1e-6)
-    assert np.isfinite(xla["gain"]).all()  # every node has a split
+    dyn = _dyn(lam=0.0, mcw=0.1)
+    gain = _xla_against_native(S, Sp, rng, dyn, K=K, diagonal=False, any_forward=any_forward)
+    assert np.isfinite(gain).all()  # every node has a split
 
 
 def test_native_search_is_the_same_on_any_thread_count():
