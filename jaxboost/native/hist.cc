@@ -3610,6 +3610,13 @@ inline bool Cholesky(const double* A, double* L, int K_) {
   return true;
 }
 
+// Whether H - floor I is certainly not positive semi-definite, from 1'(H - floor I)1 =
+// total - K floor (total = sum_ij H_ij, total_abs = sum_ij |H_ij|; see VectorScore).
+inline bool CholeskyMustFail(double total, double total_abs, double floor, double tr_abs,
+                             int K) {
+  return total - K * floor < -1e-9 * (total_abs + K * tr_abs);
+}
+
 // split.vector_weight_score's score and cover of one node from its channel sums.
 //
 // Where H's Gershgorin bound already clears the damping floor by a margin far above
@@ -3662,7 +3669,7 @@ inline void VectorScore(const double* Sc, int K_, bool diagonal, const VecHyper&
     }
     bool damped = false;
     if (!(low - floor > 1e-9 * tr_abs)) {
-      if (total - K * floor < -1e-9 * (total_abs + K * tr_abs)) {
+      if (CholeskyMustFail(total, total_abs, floor, tr_abs, K)) {
         damped = true;
       } else {
         for (int i = 0; i < K * K; ++i) A[i] = H[i];
@@ -3805,7 +3812,7 @@ void VectorScoreLanes(const double* const* sums, const VecHyper& hp, double* sco
   bool any_test = false;
   for (int l = 0; l < W; ++l) {
     need[l] = !(low[l] - flo[l] > 1e-9 * tr_abs[l]);
-    fails[l] = total[l] - K * flo[l] < -1e-9 * (total_abs[l] + K * tr_abs[l]);
+    fails[l] = CholeskyMustFail(total[l], total_abs[l], flo[l], tr_abs[l], K);
     damped[l] = need[l] && fails[l];
     any_test = any_test || (need[l] && !fails[l]);
   }
@@ -3935,10 +3942,11 @@ ffi::Error VectorSplitsImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::F64> S
       double L[kCap], R[kCap];
       float best = neg_inf;
       int64_t best_idx = base;
-      auto take = [&](double sl, double cl, double sr, double cr, int64_t idx) {
+      // A candidate's gain, taken if it beats the best so far (consider let through
+      // only candidates whose sides both have the cover).
+      auto take = [&](double sl, double sr, int64_t idx) {
         float g = static_cast<float>(sl + sr - parent[i]);
-        const bool valid = cl / K >= hp.mcw && cr / K >= hp.mcw && cl > 0 && cr > 0;
-        if (!valid || std::isnan(g)) g = neg_inf;
+        if (std::isnan(g)) g = neg_inf;
         if (g > best) {
           best = g;
           best_idx = idx;
@@ -3961,12 +3969,12 @@ ffi::Error VectorSplitsImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::F64> S
           VectorScoreLanes<KT>(ls, hp, sl, cl);
           VectorScoreLanes<KT>(rs, hp, sr, cr);
         }
-        for (int l = 0; l < queued; ++l) take(sl[l], cl[l], sr[l], cr[l], lane_idx[l]);
+        for (int l = 0; l < queued; ++l) take(sl[l], sr[l], lane_idx[l]);
         queued = 0;
       };
       auto consider = [&](int64_t idx) {
         // A candidate whose side has too little cover is invalid whatever its score
-        // (take's test, on the cover VectorScore would return): not scored.
+        // (the cover VectorScore would return, by its operations): not scored.
         const double cov_l = VectorCover<KT>(L, K, diagonal, hp.lam);
         const double cov_r = VectorCover<KT>(R, K, diagonal, hp.lam);
         if (!(cov_l / K >= hp.mcw && cov_r / K >= hp.mcw && cov_l > 0 && cov_r > 0)) return;
@@ -3982,7 +3990,7 @@ ffi::Error VectorSplitsImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::F64> S
         double sl, cl, sr, cr;
         VectorScore<KT>(L, K, diagonal, hp, &sl, &cl);
         VectorScore<KT>(R, K, diagonal, hp, &sr, &cr);
-        take(sl, cl, sr, cr, idx);
+        take(sl, sr, idx);
       };
       // A bin without rows (every channel 0) leaves the sums, hence the gain, as they
       // were at the candidate before it, which cannot then be beaten strictly: skipped
