@@ -38,10 +38,11 @@ def _dyn(lam=1.0, alpha=0.0, mcw=1.0, mds=0.0):
     )
 
 
-def _histograms(seed, K, diagonal, indefinite, softmax=False):
+def _histograms(seed, K, diagonal, indefinite, softmax=False, tops=None):
     """``(C, F, n, B)`` sums of 400 rows' gradients and Hessian channels, and ``(C, n)``
     node totals. ``softmax``: softmax's Hessians ``diag(p) - p p'`` (rows summing to 0,
-    so every node's ``H`` is singular and always damped)."""
+    so every node's ``H`` is singular and always damped). ``tops``: per feature, the
+    bins its values fall in are ``0 .. tops[f] - 1`` (default ``B - 3`` each)."""
     rng = np.random.default_rng(seed)
     N = 400
     g = rng.normal(size=(N, K))
@@ -55,7 +56,7 @@ def _histograms(seed, K, diagonal, indefinite, softmax=False):
         h = p[:, :, None] * np.eye(K) - p[:, :, None] * p[:, None, :]
     ch = np.diagonal(h, axis1=1, axis2=2) if diagonal else h[:, *np.triu_indices(K)]
     vals = np.concatenate([g, ch], axis=1)
-    bins = rng.integers(0, B - 3, size=(N, F))
+    bins = rng.integers(0, B - 3 if tops is None else np.asarray(tops), size=(N, F))
     bins[rng.random((N, F)) < 0.1] = B - 1
     node = rng.integers(0, NODES, size=N)
     S = np.zeros((vals.shape[1], F, NODES, B))
@@ -145,6 +146,56 @@ def test_native_search_is_the_same_on_any_thread_count():
     for other in out[1:]:
         for a, b in zip(out[0], other):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+@pytest.mark.parametrize("diagonal", [True, False], ids=["diagonal", "full"])
+def test_native_search_reads_no_bin_past_each_features_bins(diagonal):
+    """With ``n_valid`` (each feature's bins in use, ``grow.bins_in_use``) the search
+    stops there: junk put in the bins past them changes nothing, while a search told
+    nothing reads it and picks other splits."""
+    K, tops = 3, np.array([9, 3, 1, 6, 2])
+    S, Sp, rng = _histograms(11, K, diagonal, indefinite=False, tops=tops)
+    junk = S.copy()
+    for f, top in enumerate(tops):
+        junk[:, f, :, top : B - 1] = rng.normal(size=junk[:, f, :, top : B - 1].shape) ** 2
+    hyper = jnp.asarray([1.0, 0.0, 0.5, 0.0])
+    mask = jnp.ones((NODES, F), bool)
+
+    def search(S, n_valid=None):
+        with jax.enable_x64(True):
+            out = native_kernel.vector_splits(
+                jnp.asarray(np.moveaxis(S, 0, -1)), jnp.asarray(Sp.T), hyper,
+                jnp.ones(F, bool), mask, K=K, diagonal=diagonal, any_forward=True,
+                n_valid=None if n_valid is None else jnp.asarray(n_valid, jnp.int32),
+            )  # fmt: skip
+        return [np.asarray(a) for a in out]
+
+    clean = search(S)
+    assert np.isfinite(clean[0]).all() and len(set(clean[1])) > 1  # splits on several features
+    for got in (search(junk, tops), search(S, tops)):
+        for a, b in zip(got, clean):
+            np.testing.assert_array_equal(a, b)
+    unaware = search(junk)
+    assert any(not np.array_equal(a, b) for a, b in zip(unaware, clean))
+
+
+def test_bins_in_use_holds_every_value_bin_of_the_data():
+    """``grow.bins_in_use(cuts_ext)`` is one past the highest value bin each feature's
+    rows can fall in: the highest one the training rows use, for features with 1 to 17
+    distinct values in a bucket of 32 bins, with missing values apart."""
+    from jaxboost.engine.binning import apply_bins, compute_bin_edges
+
+    rng = np.random.default_rng(12)
+    levels = [1, 2, 5, 17, 9]
+    X = np.stack([rng.integers(0, k, size=300) * 0.5 for k in levels], axis=1).astype(np.float32)
+    X[rng.random(X.shape) < 0.1] = np.nan
+    edges = compute_bin_edges(X, max_bin=256)
+    bins = np.asarray(apply_bins(X, edges, row_major=True))  # (N, F)
+    n_valid = np.asarray(grow_mod.bins_in_use(edges.cuts_ext()))
+    assert edges.n_bins == 32
+    highest = [bins[~np.isnan(X[:, f]), f].max() for f in range(X.shape[1])]
+    np.testing.assert_array_equal(n_valid, np.array(highest) + 1)
+    np.testing.assert_array_equal(n_valid, levels)
 
 
 def test_multi_output_trees_grow_alike_with_the_xla_search(monkeypatch):

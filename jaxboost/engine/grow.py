@@ -1376,10 +1376,24 @@ def hessian_channels(h, diagonal: bool):
     return h[:, iu, ju]
 
 
-def _vector_finder(dyn, forward_ok, K, diagonal, any_forward, native=False):
+def bins_in_use(cuts_ext):
+    """``(F,)`` int32: the value bins of each numeric feature, ``n_cuts + 1`` (its rows
+    lie in bins ``0 .. n_cuts`` and the missing bin): the entries of ``cuts_ext`` below
+    ``+inf`` (``-inf`` at bin 0, then the cuts; the bucket's padding is ``+inf``).
+
+    >>> import numpy as np
+    >>> cuts_ext = np.array([[-np.inf, 0.5, 1.5, np.inf], [-np.inf, np.inf, np.inf, np.inf]])
+    >>> bins_in_use(cuts_ext).tolist()
+    [3, 1]
+    """
+    return jnp.sum(jnp.asarray(cuts_ext) < jnp.inf, axis=1, dtype=INDEX_DTYPE)
+
+
+def _vector_finder(dyn, forward_ok, K, diagonal, any_forward, native=False, n_valid=None):
     """``find(S, St, mask=None)``: the best vector-leaf split of each node of
     channels-last histograms ``S`` ``(F, n, B, C)`` (``split.find_best_vector_splits``;
-    by the native kernel with ``native``), as ``_chunked_splits`` calls it."""
+    by the native kernel with ``native``, which reads no bin past ``n_valid``, see
+    ``bins_in_use``), as ``_chunked_splits`` calls it."""
 
     def find(S, St, mask=None):
         return find_best_vector_splits(
@@ -1393,6 +1407,7 @@ def _vector_finder(dyn, forward_ok, K, diagonal, any_forward, native=False):
             any_forward=any_forward,
             feature_mask=mask,
             native=native,
+            n_valid=n_valid,
         )
 
     return find
@@ -1526,7 +1541,15 @@ def grow_vector_tree(
         K,
         B,
         reduce,
-        _vector_finder(dyn, forward_ok, K, diagonal, any_forward, native),
+        _vector_finder(
+            dyn,
+            forward_ok,
+            K,
+            diagonal,
+            any_forward,
+            native,
+            n_valid=bins_in_use(cuts_ext) if native else None,
+        ),
         None if features is None else features.levels(W),  # (D, W, F)
         bin_reader(bins, native),
         native,

@@ -369,6 +369,7 @@ def find_best_vector_splits(
     feature_mask=None,
     native: bool = False,
     channels_last: bool = False,
+    n_valid=None,
 ):
     """Best split of every node of a level, for vector leaves.
 
@@ -383,6 +384,9 @@ def find_best_vector_splits(
         vector_splits``: the same candidates and rules, one ``K x K`` solve at a time,
         10-30x faster on the CPU at ``K = 10``; float64 sums may differ in the last
         bits). Call it only where that kernel is available.
+      n_valid: ``(F,)`` int32 or None: each feature's bins in use below the missing
+        bin (``grow.bins_in_use``); the native search reads no bin past them (they
+        are empty, so the result is the same either way).
 
     Returns:
       as ``find_best_splits``.
@@ -406,6 +410,7 @@ def find_best_vector_splits(
                 K=K,
                 diagonal=diagonal,
                 any_forward=any_forward,
+                n_valid=n_valid,
             )
         return dict(gain=gain, feature=feature, tbin=tbin, default_left=left)
     V = B - 1

@@ -112,7 +112,7 @@ TREE_CAT_TARGET_NAME = "jaxboost_grow_tree_cat"
 TREES_CAT_TARGET_NAME = "jaxboost_grow_trees_cat"
 VECTOR_SPLITS_TARGET_NAME = "jaxboost_vector_splits"
 CHANNELS_TARGET_NAME = "jaxboost_histogram_channels"
-_ABI_VERSION = 16
+_ABI_VERSION = 17
 _SOURCE = _build.SOURCE
 _FLAGS = _build.FLAGS
 _LIB_NAME = "libjaxboost_hist.so"
@@ -1004,7 +1004,17 @@ def histogram_channels(
 
 
 def vector_splits(
-    S, Sp, hyper, forward_ok, mask, *, K: int, diagonal: bool, any_forward: bool, n_threads=None
+    S,
+    Sp,
+    hyper,
+    forward_ok,
+    mask,
+    *,
+    K: int,
+    diagonal: bool,
+    any_forward: bool,
+    n_threads=None,
+    n_valid=None,
 ):
     """The best vector-leaf split of each node, by the native kernel: what
     ``jaxboost.engine.split.find_best_vector_splits`` computes in XLA (the same
@@ -1025,6 +1035,10 @@ def vector_splits(
       forward_ok: ``(F,)`` bool; mask: ``(n, F)`` bool (features each node may use).
       K, diagonal, any_forward: static, as in ``find_best_vector_splits``.
       n_threads: static thread count, or None.
+      n_valid: ``(F,)`` int32 or None (``B - 1`` each): feature ``f``'s rows lie in
+        bins ``0 .. n_valid[f] - 1`` and the missing bin (``binning.BinEdges.n_cuts +
+        1``: the bins of the bucket past a feature's own are empty). The scan stops
+        there instead of reading those bins; the result is the same.
 
     Returns:
       ``(gain, feature, tbin, default_left)``: ``(n,)`` float32, int32, int32, bool.
@@ -1038,6 +1052,8 @@ def vector_splits(
     P = K if diagonal else K * (K + 1) // 2
     if C != K + P or not 1 <= K <= 64:
         raise ValueError(f"S has {C} channels; K = {K} (1..64) needs {K + P}")
+    if n_valid is None:
+        n_valid = jnp.full((F,), B - 1, jnp.int32)
     with jax.enable_x64(True):
         out = (
             jax.ShapeDtypeStruct((n,), np.float32),
@@ -1051,6 +1067,7 @@ def vector_splits(
             jnp.asarray(forward_ok, bool),
             jnp.asarray(mask, bool),
             jnp.asarray(hyper, jnp.float64),
+            jnp.asarray(n_valid, jnp.int32),
             K=np.int64(K),
             diagonal=bool(diagonal),
             any_forward=bool(any_forward),

@@ -3574,7 +3574,9 @@ extern "C" int64_t JaxboostReleaseScratch() { return ScratchPool::Get().Release(
 //          Hessian channels, P = K diagonal entries or the K (K + 1) / 2 upper-triangle
 //          entries in row-major order); bin B - 1 (missing) is never a threshold.
 //          Sp (n, C) float64 node totals; forward_ok (F,) bool; mask (n, F) bool;
-//          hyper (4,) float64: lambda, alpha, min_child_weight, max_delta_step.
+//          hyper (4,) float64: lambda, alpha, min_child_weight, max_delta_step;
+//          n_valid (F,) int32: feature f's rows lie in bins 0 .. n_valid[f] - 1 and
+//          B - 1 (its bins in between are empty: never read).
 // Outputs: gain (n,) float32 (-inf: no valid candidate), feature (n,) int32,
 //          tbin (n,) int32, default_left (n,) bool; decoded as split.pick_best does.
 // Attributes: K, diagonal, any_forward.
@@ -3887,7 +3889,7 @@ inline bool IsEmptyBin(const double* b, int64_t C) {
 ffi::Error VectorSplitsImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::F64> S,
                             ffi::Buffer<ffi::F64> Sp, ffi::Buffer<ffi::PRED> forward_ok,
                             ffi::Buffer<ffi::PRED> mask, ffi::Buffer<ffi::F64> hyper,
-                            ffi::ResultBuffer<ffi::F32> gain, ffi::ResultBuffer<ffi::S32> feature,
+                            ffi::Buffer<ffi::S32> n_valid, ffi::ResultBuffer<ffi::F32> gain, ffi::ResultBuffer<ffi::S32> feature,
                             ffi::ResultBuffer<ffi::S32> tbin,
                             ffi::ResultBuffer<ffi::PRED> default_left, int64_t K_,
                             bool diagonal, bool any_forward, int64_t n_threads) {
@@ -3905,6 +3907,7 @@ ffi::Error VectorSplitsImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::F64> S
     return ffi::Error::InvalidArgument("jaxboost_vector_splits: n_threads must be in [1, 4096]");
   if (Sp.element_count() != n * C || forward_ok.element_count() != F ||
       mask.element_count() != n * F || hyper.element_count() != 4 ||
+      n_valid.element_count() != F ||
       gain->element_count() != n || feature->element_count() != n ||
       tbin->element_count() != n || default_left->element_count() != n)
     return ffi::Error::InvalidArgument("jaxboost_vector_splits: argument shapes disagree");
@@ -3912,6 +3915,7 @@ ffi::Error VectorSplitsImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::F64> S
   const double* sp = Sp.typed_data();
   const bool* fok = forward_ok.typed_data();
   const bool* msk = mask.typed_data();
+  const int32_t* nval = n_valid.typed_data();
   const VecHyper hp{hyper.typed_data()[0], hyper.typed_data()[1], hyper.typed_data()[2],
                     hyper.typed_data()[3]};
   const int64_t V = B - 1;
@@ -3939,6 +3943,8 @@ ffi::Error VectorSplitsImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::F64> S
       const double* P = sp + i * C;
       const double* hist = s + (f * n + i) * B * C;
       const int64_t base = f * per_feature;
+      // Bins at and past Vf (up to the missing bin) hold no rows of this feature.
+      const int64_t Vf = std::clamp<int64_t>(nval[f], 0, V);
       double L[kCap], R[kCap];
       float best = neg_inf;
       int64_t best_idx = base;
@@ -3995,11 +4001,12 @@ ffi::Error VectorSplitsImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::F64> S
       // A bin without rows (every channel 0) leaves the sums, hence the gain, as they
       // were at the candidate before it, which cannot then be beaten strictly: skipped
       // (a pass's first candidate, with one side empty, has cover 0 and is invalid).
+      // Bins Vf .. V - 1 are such bins by construction: not even read.
       if (any_forward && fok[f]) {  // pass A: bins < t go left, missing right
         std::fill(L, L + C, 0.0);
-        for (int64_t j = 0; j < V; ++j) {
+        for (int64_t j = 0; j < Vf; ++j) {
           const double* b = hist + j * C;
-          if (j + kBinsAhead < V) PrefetchBin(b + kBinsAhead * C, C);
+          if (j + kBinsAhead < Vf) PrefetchBin(b + kBinsAhead * C, C);
           if (IsEmptyBin(b, C)) continue;
           for (int64_t c = 0; c < C; ++c) {
             L[c] += b[c];
@@ -4011,7 +4018,7 @@ ffi::Error VectorSplitsImpl(ffi::ThreadPool thread_pool, ffi::Buffer<ffi::F64> S
       }
       // pass B: index j is threshold V - 1 - j; bins >= it go right, missing left
       std::fill(R, R + C, 0.0);
-      for (int64_t j = 0; j < V; ++j) {
+      for (int64_t j = V - Vf; j < V; ++j) {
         const double* b = hist + (V - 1 - j) * C;
         if (V - 1 - j - kBinsAhead >= 0) PrefetchBin(b - kBinsAhead * C, C);
         if (IsEmptyBin(b, C)) continue;
@@ -4073,6 +4080,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostVectorSplits, VectorSplitsImpl,
                                   .Arg<ffi::Buffer<ffi::PRED>>()  // forward_ok (F,)
                                   .Arg<ffi::Buffer<ffi::PRED>>()  // mask (n, F)
                                   .Arg<ffi::Buffer<ffi::F64>>()   // hyper (4,)
+                                  .Arg<ffi::Buffer<ffi::S32>>()   // n_valid (F,)
                                   .Ret<ffi::Buffer<ffi::F32>>()   // gain (n,)
                                   .Ret<ffi::Buffer<ffi::S32>>()   // feature (n,)
                                   .Ret<ffi::Buffer<ffi::S32>>()   // tbin (n,)
@@ -4082,4 +4090,4 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostVectorSplits, VectorSplitsImpl,
                                   .Attr<bool>("any_forward")
                                   .Attr<int64_t>("n_threads"));
 
-extern "C" int JaxboostHistogramAbiVersion() { return 16; }
+extern "C" int JaxboostHistogramAbiVersion() { return 17; }
