@@ -7,6 +7,7 @@ Numbers a user sweeps are traced values, so a sweep adds no round program.
 """
 
 import functools
+import os
 
 import jax.numpy as jnp
 import numpy as np
@@ -223,6 +224,23 @@ def test_small_data_rounds_compile_with_the_quick_cpu_options(data, monkeypatch)
     for a, b in zip(small_model.ensemble, large_model.ensemble, strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     np.testing.assert_array_equal(small_model.predict(X), large_model.predict(X))
+
+
+def test_small_rounds_compile_at_level_1_unless_xla_flags_set_a_level(monkeypatch):
+    """``SMALL_CPU_COMPILE`` asks for XLA's optimisation level 1 (a few per cent off a
+    small data set's compile, the same models), but a level in ``XLA_FLAGS`` wins: this
+    suite's level 0 (conftest's ``OPT_FLAG``) still applies to its round programs."""
+    from jaxboost.engine import compile as compile_module
+
+    # the flags this process started with (the suite's, unless make test-full-opt)
+    flagged = "--xla_backend_optimization_level=" in os.environ.get("XLA_FLAGS", "")
+    asked = compile_module.SMALL_CPU_COMPILE.get("xla_backend_optimization_level")
+    assert asked == (None if flagged else 1)
+    level = {"xla_backend_optimization_level": 1}
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_use_thunk_runtime=true")
+    assert compile_module._unless_flagged(level) == level
+    monkeypatch.setenv("XLA_FLAGS", "--foo=1 --xla_backend_optimization_level=3")
+    assert compile_module._unless_flagged(level) == {}
 
 
 def test_every_compile_option_jaxboost_asks_for_is_known_to_the_installed_xla():

@@ -45,15 +45,36 @@ from jax.stages import Wrapped
 CPU_COMPILE = {"xla_cpu_use_fusion_emitters": False}
 """XLA options added on the CPU backend (see the module docstring)."""
 
-SMALL_CPU_COMPILE = {**CPU_COMPILE, "xla_llvm_disable_expensive_passes": True}
+
+def _unless_flagged(options: dict) -> dict:
+    """``options`` less those that ``XLA_FLAGS`` in the environment sets already (the
+    user's, or the test suite's, choice is kept)."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    return {k: v for k, v in options.items() if f"--{k}=" not in flags}
+
+
+SMALL_CPU_COMPILE = {
+    **CPU_COMPILE,
+    "xla_llvm_disable_expensive_passes": True,
+    **_unless_flagged({"xla_backend_optimization_level": 1}),
+}
 """XLA options for the CPU round program on small data (``round.run_chunk`` below
-``round.SMALL_ROUND_ROWS`` rows): LLVM's costlier passes off as well. On small data the
-native kernel does the tree's work, and the program's own loops are short, so only the
-compile is changed: sklearn's digits (softmax, 100 rounds) cold fit 1.77 -> 1.42 s, a
+``round.SMALL_ROUND_ROWS`` rows): LLVM's costlier passes off as well, and its
+optimisation level 1 instead of 2 (unless ``XLA_FLAGS`` sets a level). On small data
+the native kernel does the tree's work, and the program's own loops are short, so only
+the compile is changed: sklearn's digits (softmax, 100 rounds) cold fit 1.77 -> 1.42 s, a
 100-tree forest on digits 2.27 -> 1.85 s, warm fits and models the same (bit for bit:
 softmax, a forest, logistic with sampling and an eval set, squared, Poisson, a
 log-cosh loss, quantile). On 1,000,000 rows (W1) its warm fit ran 5-8 % slower, so large
-data keeps ``CPU_COMPILE``."""
+data keeps ``CPU_COMPILE``. Level 1 (29 Nov 2026) takes 2-8 % off the round program's
+compile (one process, the same lowered program compiled six times each way, alternating,
+medians: digits softmax 0.790 -> 0.723 s, a 30-tree forest on digits with row and column
+sampling 1.135 -> 1.109 s, breast cancer 0.416 -> 0.406 s); warm fits as before
+(friedman1, 200,000 rows, 100 rounds, alternating processes: 0.91-1.16 s either way);
+models the same bit for bit (72 of 72 arrays: softmax, a forest, logistic with sampling
+and an eval set, squared, Poisson, quantile, Gaussian NLL, vector leaves). Level 0
+compiles in about half the time but its programs ran slower, and some ``exp`` / ``log``
+evaluations round differently there."""
 
 ACCELERATOR_COMPILE = {"xla_allow_excess_precision": False}
 """XLA options on every backend but the CPU. With excess precision allowed (XLA's
