@@ -95,6 +95,7 @@ from .split import (
     find_best_vector_splits,
     is_split_worthy,
     leaf_values,
+    native_vector_splits,
     vector_weight_score,
 )
 from .tree import bin_goes_left, code_feature, code_goes_left, split_code
@@ -1396,6 +1397,11 @@ def _vector_finder(dyn, forward_ok, K, diagonal, any_forward, native=False, n_va
     ``bins_in_use``), as ``_chunked_splits`` calls it."""
 
     def find(S, St, mask=None):
+        if native:
+            return native_vector_splits(
+                S, St, dyn, forward_ok, K=K, diagonal=diagonal, any_forward=any_forward,
+                feature_mask=mask, n_valid=n_valid,
+            )  # fmt: skip
         return find_best_vector_splits(
             S,
             St,
@@ -1406,8 +1412,6 @@ def _vector_finder(dyn, forward_ok, K, diagonal, any_forward, native=False, n_va
             diagonal=diagonal,
             any_forward=any_forward,
             feature_mask=mask,
-            native=native,
-            n_valid=n_valid,
         )
 
     return find

@@ -357,6 +357,35 @@ def vector_weight_score(G, Hc, dyn, *, diagonal: bool):
     return w, jnp.where(ok, score, 0.0), cover
 
 
+def native_vector_splits(
+    S, Sp, dyn, forward_ok, *, K: int, diagonal: bool, any_forward: bool, feature_mask, n_valid=None
+):
+    """``find_best_vector_splits(..., native=True, channels_last=True)``: the native
+    search (``jaxboost.native.vector_splits``) on ``(F, n, B, C)`` histograms ``S`` and
+    ``(C, n)`` node totals ``Sp``. ``n_valid``: ``(F,)`` int32 or None, each feature's
+    bins in use below the missing bin (``grow.bins_in_use``); the search reads no bin
+    past them (they are empty: the same result either way, sooner)."""
+    from .. import native as native_kernel
+
+    F, n = S.shape[:2]
+    with jax.enable_x64(True):
+        fields = (dyn.reg_lambda, dyn.reg_alpha, dyn.min_child_weight, dyn.max_delta_step)
+        hyper = jnp.stack([x.astype(ACC_DTYPE) for x in fields])
+        mask = jnp.ones((n, F), bool) if feature_mask is None else feature_mask
+        gain, feature, tbin, left = native_kernel.vector_splits(
+            S,
+            Sp.T,
+            hyper,
+            forward_ok,
+            mask,
+            K=K,
+            diagonal=diagonal,
+            any_forward=any_forward,
+            n_valid=n_valid,
+        )
+    return dict(gain=gain, feature=feature, tbin=tbin, default_left=left)
+
+
 def find_best_vector_splits(
     S,
     Sp,
@@ -369,7 +398,6 @@ def find_best_vector_splits(
     feature_mask=None,
     native: bool = False,
     channels_last: bool = False,
-    n_valid=None,
 ):
     """Best split of every node of a level, for vector leaves.
 
@@ -384,9 +412,6 @@ def find_best_vector_splits(
         vector_splits``: the same candidates and rules, one ``K x K`` solve at a time,
         10-30x faster on the CPU at ``K = 10``; float64 sums may differ in the last
         bits). Call it only where that kernel is available.
-      n_valid: ``(F,)`` int32 or None: each feature's bins in use below the missing
-        bin (``grow.bins_in_use``); the native search reads no bin past them (they
-        are empty, so the result is the same either way).
 
     Returns:
       as ``find_best_splits``.
@@ -395,24 +420,10 @@ def find_best_vector_splits(
         S = jnp.moveaxis(S, 0, -1)  # (F, n, B, C)
     F, n, B, C = S.shape
     if native:
-        from .. import native as native_kernel
-
-        with jax.enable_x64(True):
-            fields = (dyn.reg_lambda, dyn.reg_alpha, dyn.min_child_weight, dyn.max_delta_step)
-            hyper = jnp.stack([x.astype(ACC_DTYPE) for x in fields])
-            mask = jnp.ones((n, F), bool) if feature_mask is None else feature_mask
-            gain, feature, tbin, left = native_kernel.vector_splits(
-                S,
-                Sp.T,
-                hyper,
-                forward_ok,
-                mask,
-                K=K,
-                diagonal=diagonal,
-                any_forward=any_forward,
-                n_valid=n_valid,
-            )
-        return dict(gain=gain, feature=feature, tbin=tbin, default_left=left)
+        return native_vector_splits(
+            S, Sp, dyn, forward_ok, K=K, diagonal=diagonal, any_forward=any_forward,
+            feature_mask=feature_mask,
+        )  # fmt: skip
     V = B - 1
     mcw = dyn.min_child_weight.astype(ACC_DTYPE)
     with jax.enable_x64(True):
