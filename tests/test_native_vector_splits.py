@@ -220,6 +220,36 @@ def test_multi_output_trees_grow_alike_with_the_xla_search(monkeypatch):
     np.testing.assert_allclose(native, xla, rtol=0, atol=1e-6)
 
 
+def test_vector_trees_on_few_valued_features_grow_alike_with_the_xla_search(monkeypatch):
+    """Features of 2 to 9 values in a bucket of 16 bins: the native search stops at each
+    feature's own bins (``grow.bins_in_use`` from the cuts) and grows the model that
+    XLA's search, which scans every bin, grows; the feature with 9 values splits at its
+    top bins too (the last value bin is a threshold the search must reach)."""
+    rng = np.random.default_rng(6)
+    levels = [2, 3, 5, 9]
+    X = np.stack([rng.integers(0, k, size=600) for k in levels], axis=1).astype(np.float32)
+    y = (X[:, 3] >= 7) + (X[:, 2] >= 4) + 0.0 * X[:, 0]
+    y = np.where(rng.random(600) < 0.1, rng.integers(0, 3, size=600), y).astype(np.float32)
+    kw = dict(n_rounds=4, max_depth=3, multi_strategy="multi_output_tree", verbose=False)
+    native = jaxboost.train("softmax", X, y, **kw)
+    assert native.bin_edges.n_bins == 16
+    xla_finder = grow_mod._vector_finder
+    monkeypatch.setattr(
+        grow_mod, "_vector_finder", lambda *a, **k: xla_finder(*a[:5], native=False)
+    )
+    jax.clear_caches()
+    try:
+        xla = jaxboost.train("softmax", X, y, **kw)
+    finally:
+        jax.clear_caches()
+    np.testing.assert_allclose(
+        native.predict(X, output_margin=True), xla.predict(X, output_margin=True), rtol=0, atol=1e-6
+    )
+    trees = native.trees
+    split = ~np.asarray(trees.is_leaf) & (np.asarray(trees.feature) == 3)
+    assert (np.asarray(trees.threshold)[split] > 6).any()  # between its top values
+
+
 def test_multi_output_trees_grow_alike_on_the_pure_jax_path(request):
     """Vector leaves from the native kernels (all channels' histograms in one pass,
     ``histogram_channels``, and the native search) train the model of the pure-JAX path
