@@ -1436,9 +1436,12 @@ def _vector_children(histogram, reduce, K, rows, n, St, S_up, exact_width=False)
     in_small = in_level & (is_left == left_small[jnp.minimum(local, W - 1) // 2])
     small = reduce(histogram(jnp.where(in_small, local // 2, h2), h2, n // 2))
     large = S_up[:, :h2] - small
-    ls = left_small[None, :, None, None]
-    pairs = jnp.stack([jnp.where(ls, small, large), jnp.where(ls, large, small)], axis=2)
-    return pairs.reshape(F, W, B, C)
+    # Slot 2 i + j holds pair i's left (j = 0) or right child, built in the (F, W, B, C)
+    # layout directly (a stack then a reshape was materialised twice by XLA: once per
+    # layout, for the next level and for the split search).
+    first = jnp.repeat(left_small, 2) == (jnp.arange(W) % 2 == 0)  # slot holds a small
+    pick = jnp.repeat(jnp.arange(h2), 2)
+    return jnp.where(first[None, :, None, None], small[:, pick], large[:, pick])
 
 
 VECTOR_LOOP_DEPTH = 4
