@@ -9,7 +9,7 @@ import pytest
 
 import jaxboost
 import objectives
-from jaxboost.engine.sampling import FeatureSampler, bootstrap_counts, round_key, row_mask
+from jaxboost.engine.sampling import FeatureSampler, bootstrap_counts, fold, round_key, row_mask
 
 
 def key(seed=0):
@@ -40,6 +40,73 @@ def test_row_mask_is_deterministic_and_changes_with_the_round_and_seed():
     np.testing.assert_array_equal(a, np.asarray(row_mask(round_key(key(1), 0), 500, 0.5)))
     assert (a != np.asarray(row_mask(round_key(key(1), 1), 500, 0.5))).any()
     assert (a != np.asarray(row_mask(round_key(key(2), 0), 500, 0.5))).any()
+
+
+def test_fold_is_one_to_one_and_new_for_every_number():
+    """``fold(key, d)`` (a keyed hash in ``jax.random.fold_in``'s place): the same key
+    and number give the same key; 200 seeds x 200 numbers give 40,000 different keys;
+    and for one number, keys that differ in either word fold to different keys."""
+    seeds, nums = np.arange(200), np.arange(200)
+    many = jax.jit(jax.vmap(jax.vmap(fold, (None, 0)), (0, None)))(
+        jax.vmap(jax.random.key)(seeds), nums
+    )
+    words = np.asarray(jax.random.key_data(many)).reshape(-1, 2)
+    assert len({tuple(w) for w in words.tolist()}) == 200 * 200
+    again = jax.random.key_data(fold(key(7), 11))
+    np.testing.assert_array_equal(words[7 * 200 + 11], np.asarray(again))
+    # one number, keys differing in one word (the high word, which jax.random.key
+    # leaves 0 below 2**32, or the low one)
+    data = np.stack([np.repeat(np.arange(100, dtype=np.uint32), 2), np.tile([0, 1], 100)], 1)
+    both = np.concatenate([data, data[:, ::-1]]).astype(np.uint32)
+    keys = jax.random.wrap_key_data(both)
+    folded = np.asarray(jax.random.key_data(jax.jit(jax.vmap(fold, (0, None)))(keys, 3)))
+    assert len({tuple(w) for w in folded.tolist()}) == len({tuple(w) for w in both.tolist()})
+
+
+def test_row_masks_of_different_trees_are_uncorrelated():
+    """Row masks of 600 trees (3 seeds x 20 rounds x 10 trees of a forest, keyed as the
+    round program keys them): each keeps half the 2,000 rows up to binomial spread, and
+    no two trees' masks correlate beyond chance (the largest of 179,700 pairwise
+    correlations within 6 standard deviations, 6 / sqrt(2,000))."""
+    N = 2000
+
+    @jax.jit
+    def masks(seed, r):
+        rk = round_key(jax.random.key(seed), r)
+        return jax.vmap(lambda p: row_mask(fold(fold(rk, 3), p), N, 0.5))(np.arange(10))
+
+    M = np.concatenate([np.asarray(masks(s, r)) for s in range(3) for r in range(20)])
+    counts = M.sum(axis=1)
+    assert abs(counts.mean() - N / 2) < 3 * math.sqrt(N) / 2 / math.sqrt(len(M))
+    assert 0.8 < counts.std() / (math.sqrt(N) / 2) < 1.2
+    corr = np.corrcoef(M)[~np.eye(len(M), dtype=bool)]
+    assert np.abs(corr).max() < 6 / math.sqrt(N)
+
+
+def test_a_sampled_forests_round_program_runs_no_threefry(monkeypatch):
+    """The keys of a forest's rounds, trees, row masks and feature masks come from
+    ``fold`` (a few integer operations), not ``jax.random.fold_in``, whose threefry
+    loops were 9 of a forest round's while loops and about 8 % of its compile."""
+    from jaxboost.training import loop
+
+    seen = []
+    run_chunk = loop.run_chunk
+
+    def recording(*args):
+        seen.append(args)
+        return run_chunk(*args)
+
+    monkeypatch.setattr(loop, "run_chunk", recording)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(256, 4)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(np.float32)
+    kw = dict(n_rounds=1, max_depth=3, num_parallel_tree=4, subsample=0.5, seed=1)
+    jaxboost.train("logistic", X, y, colsample_bynode=0.5, colsample_bylevel=0.8, **kw)
+    text = run_chunk.lower(*seen[-1]).as_text()
+    assert "threefry" not in text
+    # the check can see it: bootstrap draws with jax.random.randint
+    jaxboost.train("logistic", X, y, bootstrap=True, **kw)
+    assert "threefry" in run_chunk.lower(*seen[-1]).as_text()
 
 
 def expected_count(ratio, n):

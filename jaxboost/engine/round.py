@@ -61,7 +61,7 @@ from .grow import (
 )
 from .grow import identity as grow_identity
 from .refit import RowSums, refit_exact, refit_newton, refit_quantile
-from .sampling import SUBSAMPLE, FeatureSampler, bootstrap_counts, round_key, row_mask
+from .sampling import SUBSAMPLE, FeatureSampler, bootstrap_counts, fold, round_key, row_mask
 from .split import TreeHyper
 
 
@@ -465,7 +465,7 @@ def boost_round(
             return _round_end(rnd, margin, trees, counts, K, v)
 
         def one_tree(margin, p):
-            tk = jax.random.fold_in(jax.random.fold_in(rk, 3), p)
+            tk = fold(fold(rk, 3), p)
             gt, ht, take = _sample(rnd, tk)
             trees, delta = _grow(rnd, start, gt, ht, dyn, tk, take)
             return margin + delta, trees  # added tree by tree, as predict adds them
@@ -511,7 +511,7 @@ def _forest_trees_side_by_side(rnd: "_Round", dyn, rk, P):
     tree, as the forest's scan makes them. ``(trees (P, 1, M), deltas (P, N))``."""
 
     def key_of(p):
-        return jax.random.fold_in(jax.random.fold_in(rk, 3), p)
+        return fold(fold(rk, 3), p)
 
     G, H, _ = jax.lax.map(lambda p: _sample(rnd, key_of(p)), jnp.arange(P, dtype=INDEX_DTYPE))
     trees, deltas = _trees_side_by_side(rnd, G, H, dyn, lambda p: _sampler(rnd, key_of(p), 0))
@@ -603,7 +603,7 @@ def _sampler(rnd: _Round, key, t):
     if not rnd.spec.col_sampling:
         return None
     return FeatureSampler(
-        jax.random.fold_in(jax.random.fold_in(key, 1), t),
+        fold(fold(key, 1), t),
         rnd.hyper.ratios,
         rnd.shared.cuts_ext.shape[0],
         rnd.spec.max_depth,
