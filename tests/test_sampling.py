@@ -61,6 +61,11 @@ def test_fold_is_one_to_one_and_new_for_every_number():
     keys = jax.random.wrap_key_data(both)
     folded = np.asarray(jax.random.key_data(jax.jit(jax.vmap(fold, (0, None)))(keys, 3)))
     assert len({tuple(w) for w in folded.tolist()}) == len({tuple(w) for w in both.tolist()})
+    # keys of other generators (JAX's rbg: four words) fold to keys of theirs
+    rbg = jax.vmap(fold, (None, 0))(jax.random.key(0, impl="rbg"), nums)
+    assert jax.random.key_impl(rbg) == jax.random.key_impl(jax.random.key(0, impl="rbg"))
+    rbg_words = np.asarray(jax.random.key_data(rbg))
+    assert rbg_words.shape == (200, 4) and len({tuple(w) for w in rbg_words.tolist()}) == 200
 
 
 def test_row_masks_of_different_trees_are_uncorrelated():

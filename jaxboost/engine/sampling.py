@@ -57,8 +57,9 @@ def fold(key, data):
     ``jax.random.fold_in``), by a keyed hash of the key's uint32 words.
 
     With ``w`` the words and ``d = data``: ``a_j = mix(w_j ^ a_{j-1}) + c`` from ``a_{-1}
-    = mix(d c + 1)``, then ``o_j = mix(a_j ^ o_{j-1})`` from ``o_{-1} = a_last``, where
-    ``mix`` is murmur3's finaliser and ``c`` the golden-ratio constant. For a fixed
+    = mix(d c + 1)``, then ``o_j = mix(a_j ^ o_{j-1})`` from ``o_{-1} = a_last`` (0 for a
+    key of one word), where ``mix`` is murmur3's finaliser and ``c`` the golden-ratio
+    constant. For a fixed
     ``data`` it maps the words one to one (no two keys fold to the same key), and every
     new word depends on every old word and on ``data``. A few dozen integer operations,
     where ``fold_in`` runs threefry (20 rounds, in a loop of its own) at each call: a
@@ -83,6 +84,7 @@ def fold(key, data):
         acc = _mix(words[..., j] ^ acc) + c
         absorbed.append(acc)
     out = []
+    acc = acc if len(absorbed) > 1 else jnp.uint32(0)  # a one-word key: o_0 = mix(a_0)
     for a in absorbed:
         acc = _mix(a ^ acc)
         out.append(acc)
