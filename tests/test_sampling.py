@@ -1,6 +1,7 @@
 """Row and column sampling (jaxboost.engine.sampling): fractions, counts, nesting, and draws that
 depend only on the key and the global row number."""
 
+import functools
 import math
 
 import jax
@@ -166,6 +167,45 @@ def test_feature_sampler_is_deterministic_and_draws_differ_between_nodes_and_key
     # Nodes of a level draw independently (not all the same), and other keys differ.
     assert any((m != m[0]).any() for m in levels_a[1:])
     assert any((sample(s, ratios)[0] != tree_a).any() for s in range(5, 9))
+
+
+@pytest.mark.parametrize("ratios", [(1.0, 1.0, 0.5), (1.0, 0.6, 1.0), (0.7, 1.0, 0.8)])
+def test_kinds_at_ratio_1_skip_their_draw_and_keep_the_masks(ratios):
+    """A kind whose ratio is 1 (``RoundSpec.col_kinds`` False: known when compiling)
+    keeps every feature it is offered without a draw: the tree's, every level's and
+    every node's masks equal the drawing sampler's, and the program holds fewer
+    operations on features-by-features arrays (the ranks' pairwise comparisons)."""
+    kinds = tuple(bool(r < 1) for r in ratios)
+    W = 2 ** (DEPTH - 1)
+
+    def masks(k, r, kinds):
+        s = FeatureSampler(k, r, F, DEPTH, kinds)
+        return s.tree, s.levels(W)
+
+    r = np.asarray((0.8,) + ratios, np.float32)  # subsample first
+    full = jax.jit(functools.partial(masks, kinds=(True, True, True)))(key(3), r)
+    lean = jax.jit(functools.partial(masks, kinds=kinds))(key(3), r)
+    for a, b in zip(full, lean):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+    def comparisons(kinds):
+        """Operations on features-by-features arrays (the ranks' pairwise comparisons)."""
+        jaxpr = jax.make_jaxpr(functools.partial(masks, kinds=kinds))(key(3), r)
+        count = 0
+
+        def walk(j):
+            nonlocal count
+            for eqn in j.eqns:
+                count += sum(v.aval.shape[-2:] == (F, F) for v in eqn.outvars)
+                for p in eqn.params.values():
+                    inner = getattr(p, "jaxpr", None)
+                    if inner is not None:
+                        walk(getattr(inner, "jaxpr", inner))
+
+        walk(jaxpr.jaxpr)
+        return count
+
+    assert 0 < comparisons(kinds) < comparisons((True, True, True))
 
 
 def test_full_ratios_keep_every_feature():

@@ -107,6 +107,7 @@ class RoundSpec(NamedTuple):
     native_threads: Optional[int] = None
     row_sampling: bool = False
     col_sampling: bool = False
+    col_kinds: tuple = (True, True, True)  # tree, level, node: may a ratio be below 1
     exact: bool = False
     group_max: Optional[int] = None
     group_rows_in_order: bool = False
@@ -607,6 +608,7 @@ def _sampler(rnd: _Round, key, t):
         rnd.hyper.ratios,
         rnd.shared.cuts_ext.shape[0],
         rnd.spec.max_depth,
+        rnd.spec.col_kinds,
     )
 
 

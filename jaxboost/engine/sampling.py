@@ -203,10 +203,15 @@ class FeatureSampler:
     builder, where JAX's PRNG would mix integer widths).
     """
 
-    def __init__(self, key, ratios, n_features: int, max_depth: int):
+    def __init__(self, key, ratios, n_features: int, max_depth: int, kinds=(True, True, True)):
+        """``kinds``: static, whether each of the tree's, the levels' and the nodes'
+        draws may keep fewer than all features (its ratio may be below 1). A kind that
+        cannot keeps every feature it is offered, without a draw: what the draw gives
+        at ratio 1, without ranking the features of every level and node."""
         F, D = n_features, max_depth
         W = 2 ** max(D - 1, 0)
-        tree = _choose(fold(key, 0), jnp.ones(F, bool), ratios[BYTREE])
+        everything = jnp.ones(F, bool)
+        tree = _choose(fold(key, 0), everything, ratios[BYTREE]) if kinds[0] else everything
         self.tree = tree
         if D == 0:
             self._all = jnp.zeros((0, W, F), bool)
@@ -215,7 +220,9 @@ class FeatureSampler:
         # One draw per kind for every level and node at once (a handful of operations
         # per tree, not a handful per level): level d's sets (D, F) from the tree's,
         # then node k of level d's (D, W, F) from its level's; rows k >= 2**d are off.
-        lvl = _choose(fold(key, 1), jnp.broadcast_to(tree, (D, F)), ratios[BYLEVEL])
+        lvl = jnp.broadcast_to(tree, (D, F))
+        if kinds[1]:
+            lvl = _choose(fold(key, 1), lvl, ratios[BYLEVEL])
         # What the native tree kernel draws itself, for its live nodes only (the same
         # numbers: jaxboost.native.grow_tree's colsample).
         self.level_sets, self.node_key, self.node_ratio = (
@@ -223,7 +230,9 @@ class FeatureSampler:
             fold(key, 2),
             ratios[BYNODE],
         )
-        nodes = _choose(self.node_key, jnp.broadcast_to(lvl[:, None], (D, W, F)), ratios[BYNODE])
+        nodes = jnp.broadcast_to(lvl[:, None], (D, W, F))
+        if kinds[2]:
+            nodes = _choose(self.node_key, nodes, ratios[BYNODE])
         real = jnp.arange(W)[None, :] < (2 ** jnp.arange(D))[:, None]  # (D, W)
         self._all = nodes & real[:, :, None]
 

@@ -42,6 +42,7 @@ def round_spec(
         native_threads=native_threads,
         row_sampling=bool(s.ratios[0] < 1) if row_sampling is None else row_sampling,
         col_sampling=bool(np.any(s.ratios[1:] < 1)) if col_sampling is None else col_sampling,
+        col_kinds=tuple(bool(r < 1) for r in s.ratios[1:]) if col_sampling is None else (True,) * 3,
         exact=s.quantize,
         group_max=None if s.group is None else EXACT_MAX_GROUP,
         group_rows_in_order=group_row_order(s) is not None,
