@@ -83,6 +83,9 @@ class RoundSpec(NamedTuple):
     each with its own row and column samples and leaf values ``eta w* / P``;
     ``bootstrap`` draws each tree's rows with replacement
     (``sampling.bootstrap_counts``) instead of the ``subsample`` coin flips.
+    ``col_kinds``: whether the tree's, the levels' and the nodes' column draws may keep
+    fewer than all features (their ratios below 1); a kind that cannot keeps every
+    feature without a draw (``sampling.FeatureSampler``'s ``kinds``).
     ``subtract``: the histogram subtraction trick on the pure-JAX histograms (on by
     default on GPU and TPU backends, ``training.program.use_subtraction``).
     ``depth_bucket``: ``max_depth`` is a bucket of depths (``grow.bucketed_depth``) and
@@ -107,7 +110,7 @@ class RoundSpec(NamedTuple):
     native_threads: Optional[int] = None
     row_sampling: bool = False
     col_sampling: bool = False
-    col_kinds: tuple = (True, True, True)  # tree, level, node: may a ratio be below 1
+    col_kinds: tuple = (True, True, True)
     exact: bool = False
     group_max: Optional[int] = None
     group_rows_in_order: bool = False
