@@ -53,7 +53,7 @@ import jax.numpy as jnp
 from .._types import INDEX_DTYPE
 from .autodiff import bind_loss, grad_hess
 from .refit import refit_newton
-from .sampling import bootstrap_counts, fold, round_key, row_mask
+from .sampling import bootstrap_counts, round_key, row_mask, tree_key
 from .split import TreeHyper, newton_weight
 from .tree import Ensemble, _tree_leaf
 
@@ -194,7 +194,7 @@ def _round(spec: ReplaySpec, data: ReplayData, theta: Theta, carry, xs):
     d, d_val = jnp.zeros_like(f), jnp.zeros_like(f_val)
     for p in range(spec.P):  # the round's trees, from the same margins
         tree = Ensemble(*(None if a is None else a[p] for a in trees))
-        tk = rk if spec.P == 1 else fold(fold(rk, 3), p)
+        tk = rk if spec.P == 1 else tree_key(rk, p)
         gt, ht = g, h
         if spec.bootstrap:
             c = bootstrap_counts(tk, N, data.subsample, N).astype(f.dtype)

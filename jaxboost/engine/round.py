@@ -61,7 +61,15 @@ from .grow import (
 )
 from .grow import identity as grow_identity
 from .refit import RowSums, refit_exact, refit_newton, refit_quantile
-from .sampling import SUBSAMPLE, FeatureSampler, bootstrap_counts, fold, round_key, row_mask
+from .sampling import (
+    SUBSAMPLE,
+    FeatureSampler,
+    bootstrap_counts,
+    fold,
+    round_key,
+    row_mask,
+    tree_key,
+)
 from .split import TreeHyper
 
 
@@ -469,7 +477,7 @@ def boost_round(
             return _round_end(rnd, margin, trees, counts, K, v)
 
         def one_tree(margin, p):
-            tk = fold(fold(rk, 3), p)
+            tk = tree_key(rk, p)
             gt, ht, take = _sample(rnd, tk)
             trees, delta = _grow(rnd, start, gt, ht, dyn, tk, take)
             return margin + delta, trees  # added tree by tree, as predict adds them
@@ -515,7 +523,7 @@ def _forest_trees_side_by_side(rnd: "_Round", dyn, rk, P):
     tree, as the forest's scan makes them. ``(trees (P, 1, M), deltas (P, N))``."""
 
     def key_of(p):
-        return fold(fold(rk, 3), p)
+        return tree_key(rk, p)
 
     G, H, _ = jax.lax.map(lambda p: _sample(rnd, key_of(p)), jnp.arange(P, dtype=INDEX_DTYPE))
     trees, deltas = _trees_side_by_side(rnd, G, H, dyn, lambda p: _sampler(rnd, key_of(p), 0))

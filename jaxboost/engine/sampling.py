@@ -42,6 +42,12 @@ def round_key(seed_key, round_index):
     return fold(seed_key, round_index)
 
 
+def tree_key(rk, p):
+    """The key of tree ``p`` of a forest's round (``rk``: the round's key); training
+    and ``engine.replay`` both take a forest tree's samples from it."""
+    return fold(fold(rk, 3), p)
+
+
 def _mix(x):
     """murmur3's 32-bit finaliser: a bijection of uint32 that spreads every input bit."""
     x = x ^ (x >> 16)

@@ -27,6 +27,7 @@ def round_spec(
     ``prep.edges.n_bins`` (``engine.binning.program_bins``), at most ``s.params.max_bin``."""
     p = s.params
     bucket = depth_bucket_applies(s, prep)
+    kinds = tuple(bool(r < 1) for r in s.ratios[1:])  # column draws: tree, level, node
     return RoundSpec(
         loss=s.family,
         max_depth=program_depth(s, prep) if bucket else p.max_depth,
@@ -41,8 +42,8 @@ def round_spec(
         native=prep.native,
         native_threads=native_threads,
         row_sampling=bool(s.ratios[0] < 1) if row_sampling is None else row_sampling,
-        col_sampling=bool(np.any(s.ratios[1:] < 1)) if col_sampling is None else col_sampling,
-        col_kinds=tuple(bool(r < 1) for r in s.ratios[1:]) if col_sampling is None else (True,) * 3,
+        col_sampling=any(kinds) if col_sampling is None else col_sampling,
+        col_kinds=kinds if col_sampling is None else (True,) * 3,
         exact=s.quantize,
         group_max=None if s.group is None else EXACT_MAX_GROUP,
         group_rows_in_order=group_row_order(s) is not None,
